@@ -1,0 +1,41 @@
+# The two commands: `make lab` and `make test`. Each does its own setup and is fast when
+# everything is already in place.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+STAMP := node_modules/.winfleet-installed
+
+.PHONY: help lab test check deps packages binaries clean-binaries
+
+help:
+	@echo "make lab    start a local cluster with simulated Windows hosts (Ctrl-C stops it)"
+	@echo "make test   lint, typecheck and run every test against a real control plane"
+
+# Debian packages the tests and the lab use (installed only when missing).
+packages:
+	@bash hack/ensure-packages.sh
+
+$(STAMP): package.json package-lock.json
+	@echo "==> npm ci"
+	@npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+deps: packages $(STAMP)
+
+# Control plane and kwok from Go modules, cached by version (see hack/build-binaries.sh).
+binaries:
+	@bash hack/build-binaries.sh >/dev/null
+
+check: deps
+	@echo "==> lint"
+	@npm run --silent lint
+	@echo "==> typecheck"
+	@npm run --silent typecheck
+
+test: check binaries
+	@echo "==> tests"
+	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" npm test --silent
+
+lab: deps binaries
+	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" npm run --silent lab

@@ -1,0 +1,291 @@
+/**
+ * Starts a whole Kubernetes cluster on loopback from the binaries built from Go modules:
+ * etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok. Each cluster gets
+ * its own free ports and directory, so several can run side by side.
+ */
+
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureBinaries } from './binaries.ts';
+import { type ClusterPkiFiles, createClusterPki } from './cluster-pki.ts';
+import { ComponentProcess } from './component-process.ts';
+import { freePorts } from './free-port.ts';
+import { waitHealthy } from './health.ts';
+import { renderKubeconfig } from './kubeconfig.ts';
+
+/** Nodes that carry this annotation are kept alive by kwok. */
+export const kwokNodeAnnotation = { key: 'kwok.x-k8s.io/node', value: 'fake' } as const;
+export const serviceCidr = '10.96.0.0/12';
+/** First address of the service range: the `kubernetes` Service. */
+export const kubernetesServiceIp = '10.96.0.1';
+/** Pod IPs kwok hands out; apart from the service range. */
+export const podCidr = '10.244.0.0/16';
+
+export interface ClusterOptions {
+  /** Directory for PKI, data and logs; a new temp dir by default. */
+  dir?: string;
+  /** Keep `dir` after stop (default: false for a temp dir, true for a given dir). */
+  keepDir?: boolean;
+  /** Directory holding the binaries; built or found by ensureBinaries() by default. */
+  binDir?: string;
+  /** Give up when the cluster is not healthy after this long (default 120 s). */
+  startTimeoutMs?: number;
+  /** Progress lines, e.g. console.error. Silent by default. */
+  onProgress?: (message: string) => void;
+}
+
+export interface ClusterPorts {
+  etcdClient: number;
+  etcdPeer: number;
+  apiserver: number;
+  controllerManager: number;
+  scheduler: number;
+  kwok: number;
+}
+
+/** A running cluster. */
+export interface Cluster {
+  dir: string;
+  kubeconfigPath: string;
+  server: string;
+  pki: ClusterPkiFiles;
+  ports: ClusterPorts;
+  components: ComponentProcess[];
+  /** Milliseconds from start to every component healthy. */
+  startupMs: number;
+  stop(): Promise<void>;
+}
+
+const stagesFile = fileURLToPath(new URL('./kwok-stages.yaml', import.meta.url));
+const running = new Set<Cluster>();
+const tempDirs = new Set<string>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // Last resort on process exit: kill synchronously (setpriv --pdeathsig covers SIGKILL).
+  process.on('exit', () => {
+    for (const cluster of running) for (const c of cluster.components) c.killNow();
+    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  });
+}
+
+const tempPrefix = 'winfleet-cluster-';
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes temp cluster directories whose launcher died without cleaning up (SIGKILL); its
+ * processes died with it through --pdeathsig, only the files remain.
+ */
+function sweepStaleTempDirs(): void {
+  for (const entry of readdirSync(tmpdir())) {
+    if (!entry.startsWith(tempPrefix)) continue;
+    const dir = join(tmpdir(), entry);
+    try {
+      const owner = Number(readFileSync(join(dir, 'owner.pid'), 'utf8'));
+      if (Number.isInteger(owner) && owner > 0 && !pidAlive(owner)) {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    } catch {
+      // No owner file yet (being created) or already gone.
+    }
+  }
+}
+
+/** Starts a cluster and resolves when every component is healthy. */
+export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  const started = Date.now();
+  const progress = options.onProgress ?? (() => {});
+  const binDir = options.binDir ?? ensureBinaries();
+  const ownDir = options.dir === undefined;
+  if (ownDir) sweepStaleTempDirs();
+  const dir = options.dir ? resolve(options.dir) : await mkdtemp(join(tmpdir(), tempPrefix));
+  if (ownDir) writeFileSync(join(dir, 'owner.pid'), String(process.pid));
+  const keepDir = options.keepDir ?? !ownDir;
+  if (!keepDir) tempDirs.add(dir);
+  installExitHook();
+  const deadline = started + (options.startTimeoutMs ?? 120_000);
+
+  const [pkiDir, logDir, dataDir] = ['pki', 'logs', 'etcd-data'].map((d) => join(dir, d)) as [
+    string,
+    string,
+    string,
+  ];
+  await Promise.all([mkdir(pkiDir, { recursive: true }), mkdir(logDir, { recursive: true })]);
+  const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = (await freePorts(
+    6,
+  )) as [number, number, number, number, number, number];
+  const ports: ClusterPorts = {
+    etcdClient,
+    etcdPeer,
+    apiserver,
+    controllerManager,
+    scheduler,
+    kwok,
+  };
+  progress('creating PKI');
+  const pki = await createClusterPki(pkiDir, kubernetesServiceIp);
+  const server = `https://127.0.0.1:${apiserver}`;
+  const kubeconfigPath = join(dir, 'admin.kubeconfig');
+  await writeFile(
+    kubeconfigPath,
+    renderKubeconfig({
+      server,
+      caFile: pki.caCert,
+      user: 'winfleet-admin',
+      clientCertFile: pki.adminCert,
+      clientKeyFile: pki.adminKey,
+    }),
+    { mode: 0o600 },
+  );
+  const stages = join(dir, 'kwok-stages.yaml');
+  await copyFile(stagesFile, stages);
+
+  const components: ComponentProcess[] = [];
+  const cluster: Cluster = {
+    dir,
+    kubeconfigPath,
+    server,
+    pki,
+    ports,
+    components,
+    startupMs: 0,
+    async stop() {
+      running.delete(cluster);
+      // Reverse order: clients first, etcd last.
+      for (const component of [...components].reverse()) await component.stop();
+      if (!keepDir) {
+        await rm(dir, { recursive: true, force: true });
+        tempDirs.delete(dir);
+      }
+    },
+  };
+  running.add(cluster);
+  const start = (name: string, args: string[]) => {
+    const component = new ComponentProcess({
+      name,
+      binary: join(binDir, name),
+      args,
+      logFile: join(logDir, `${name}.log`),
+    });
+    components.push(component);
+    return component;
+  };
+  const [ca, adminCert, adminKey] = await Promise.all(
+    [pki.caCert, pki.adminCert, pki.adminKey].map((file) => readFile(file, 'utf8')),
+  );
+  const asAdmin = { ca: ca!, cert: adminCert!, key: adminKey! };
+  const componentTls = { ca: ca! };
+
+  try {
+    progress('starting etcd');
+    const etcd = start('etcd', [
+      '--name=etcd',
+      `--data-dir=${dataDir}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=etcd=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync',
+      '--log-level=warn',
+    ]);
+    await waitHealthy(etcd, `http://127.0.0.1:${etcdClient}/health`, undefined, deadline);
+
+    progress('starting kube-apiserver');
+    const kubeApiserver = start('kube-apiserver', [
+      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiserver}`,
+      `--tls-cert-file=${pki.apiserverCert}`,
+      `--tls-private-key-file=${pki.apiserverKey}`,
+      `--client-ca-file=${pki.caCert}`,
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${pki.serviceAccountPub}`,
+      `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+      `--service-cluster-ip-range=${serviceCidr}`,
+      '--authorization-mode=Node,RBAC',
+      '--enable-admission-plugins=NodeRestriction',
+      '--enable-bootstrap-token-auth',
+      '--endpoint-reconciler-type=none',
+      '--allow-privileged=true',
+      '--profiling=false',
+    ]);
+    await waitHealthy(kubeApiserver, `${server}/readyz`, asAdmin, deadline);
+
+    progress('starting kube-controller-manager, kube-scheduler and kwok');
+    const controllerManagerProcess = start('kube-controller-manager', [
+      `--kubeconfig=${kubeconfigPath}`,
+      `--authentication-kubeconfig=${kubeconfigPath}`,
+      `--authorization-kubeconfig=${kubeconfigPath}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${controllerManager}`,
+      `--tls-cert-file=${pki.componentCert}`,
+      `--tls-private-key-file=${pki.componentKey}`,
+      `--cluster-signing-cert-file=${pki.caCert}`,
+      `--cluster-signing-key-file=${pki.caKey}`,
+      `--root-ca-file=${pki.caCert}`,
+      `--service-account-private-key-file=${pki.serviceAccountKey}`,
+      `--service-cluster-ip-range=${serviceCidr}`,
+      '--controllers=*,bootstrapsigner,tokencleaner',
+      '--leader-elect=false',
+      '--profiling=false',
+    ]);
+    const schedulerProcess = start('kube-scheduler', [
+      `--kubeconfig=${kubeconfigPath}`,
+      `--authentication-kubeconfig=${kubeconfigPath}`,
+      `--authorization-kubeconfig=${kubeconfigPath}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${scheduler}`,
+      `--tls-cert-file=${pki.componentCert}`,
+      `--tls-private-key-file=${pki.componentKey}`,
+      '--leader-elect=false',
+      '--profiling=false',
+    ]);
+    const kwokProcess = start('kwok', [
+      `--kubeconfig=${kubeconfigPath}`,
+      '--manage-all-nodes=false',
+      `--manage-nodes-with-annotation-selector=${kwokNodeAnnotation.key}=${kwokNodeAnnotation.value}`,
+      `--cidr=${podCidr}`,
+      `--config=${stages}`,
+      `--server-address=127.0.0.1:${kwok}`,
+      '--node-lease-duration-seconds=40',
+      // Default InternalIP of kwok nodes that declare none.
+      '--node-ip=127.0.0.1',
+    ]);
+    await Promise.all([
+      waitHealthy(
+        controllerManagerProcess,
+        `https://127.0.0.1:${controllerManager}/healthz`,
+        componentTls,
+        deadline,
+      ),
+      waitHealthy(
+        schedulerProcess,
+        `https://127.0.0.1:${scheduler}/healthz`,
+        componentTls,
+        deadline,
+      ),
+      waitHealthy(kwokProcess, `http://127.0.0.1:${kwok}/healthz`, undefined, deadline),
+    ]);
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+  cluster.startupMs = Date.now() - started;
+  progress(`cluster healthy in ${(cluster.startupMs / 1000).toFixed(1)}s`);
+  return cluster;
+}
