@@ -1,0 +1,117 @@
+/**
+ * HostOS: every operating-system action the winfleet agent takes goes through this one narrow
+ * interface. Two implementations exist: Windows (sc.exe and PowerShell, in ./windows) and the
+ * simulated hosts the tests and the lab use (src/testing/simhost). Paths are Windows paths
+ * ("C:\\k\\kubelet.exe") in both.
+ */
+
+/** How the Service Control Manager starts a service. */
+export type ServiceStartType = 'auto' | 'delayed-auto' | 'demand' | 'disabled';
+
+/** The states sc.exe reports. */
+export type ServiceState =
+  | 'stopped'
+  | 'start-pending'
+  | 'stop-pending'
+  | 'running'
+  | 'continue-pending'
+  | 'pause-pending'
+  | 'paused';
+
+/** What to do when a service exits without being asked to (sc.exe failure). */
+export interface ServiceRecovery {
+  /** Delay before each restart, in ms; one entry per failure (the last one repeats). */
+  restartDelaysMs: number[];
+  /** Seconds without failure after which the failure count resets. */
+  resetPeriodSeconds: number;
+}
+
+/** A Windows service as winfleet registers it. */
+export interface ServiceConfig {
+  name: string;
+  displayName: string;
+  description?: string;
+  /** Full path of the executable. */
+  binaryPath: string;
+  /** Arguments, unquoted; the implementation quotes them for the command line. */
+  args: string[];
+  /** Services that must run first (sc.exe depend=). */
+  dependencies: string[];
+  startType: ServiceStartType;
+  recovery: ServiceRecovery;
+}
+
+/** What the Service Control Manager says about a service. */
+export interface ServiceStatus {
+  name: string;
+  state: ServiceState;
+  /** Process id while running. */
+  pid?: number;
+  /** Win32 exit code of the last run. */
+  exitCode?: number;
+}
+
+/** The full registration of an installed service, as read back from the SCM. */
+export interface InstalledService extends ServiceStatus {
+  /** The command line as stored (binPath), executable and arguments. */
+  commandLine: string;
+  startType: ServiceStartType;
+  dependencies: string[];
+  displayName: string;
+}
+
+/** A Host Network Service network (created by CNI plugins / kube-proxy). */
+export interface HnsNetwork {
+  id: string;
+  name: string;
+  type: string;
+}
+
+/** The Windows version as the host reports it. */
+export interface OsVersion {
+  major: number;
+  minor: number;
+  build: number;
+  /** Update build revision: the patch level (e.g. 2582 in 10.0.20348.2582). */
+  ubr: number;
+  productName: string;
+}
+
+export interface HostOS {
+  // Services (Service Control Manager).
+  queryService(name: string): Promise<InstalledService | undefined>;
+  createService(config: ServiceConfig): Promise<void>;
+  /** Updates an existing service's command line, dependencies, start type and recovery. */
+  configureService(config: ServiceConfig): Promise<void>;
+  startService(name: string): Promise<void>;
+  /** Stops a service and waits until it is stopped. A stopped service is not an error. */
+  stopService(name: string): Promise<void>;
+  /** Deletes a service (stopping it first). A missing service is not an error. */
+  deleteService(name: string): Promise<void>;
+
+  // Files.
+  readFile(path: string): Promise<Buffer | undefined>;
+  /** Writes atomically (temp file + rename), creating parent directories. */
+  writeFile(path: string, data: Buffer | string): Promise<void>;
+  /** Removes a file or directory tree; a missing path is not an error. */
+  removePath(path: string): Promise<void>;
+  ensureDirectory(path: string): Promise<void>;
+  listDirectory(path: string): Promise<string[] | undefined>;
+
+  // Machine-level environment variables (HKLM\...\Session Manager\Environment).
+  getMachineEnv(name: string): Promise<string | undefined>;
+  /** Sets a machine environment variable; undefined removes it. */
+  setMachineEnv(name: string, value: string | undefined): Promise<void>;
+
+  // Host Network Service.
+  listHnsNetworks(): Promise<HnsNetwork[]>;
+  removeHnsNetwork(id: string): Promise<void>;
+
+  // The machine.
+  hostname(): Promise<string>;
+  osVersion(): Promise<OsVersion>;
+  /** Free bytes on the volume holding `path`. */
+  freeDiskBytes(path: string): Promise<number>;
+  /** Restarts the machine; the promise may never settle. */
+  reboot(reason: string): Promise<void>;
+}

@@ -1,0 +1,276 @@
+/**
+ * A list-then-watch cache of one resource type that keeps itself correct: it re-lists on 410
+ * Gone, resumes a watch that ends or times out from the last resourceVersion, restarts with
+ * jittered backoff after errors (client-node's informer gives up on them), and re-lists when
+ * nothing at all arrived for a while (a stalled watch). Objects can be slimmed before they
+ * are cached, so large kinds like Node stay cheap.
+ */
+import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as k8s from '@kubernetes/client-node';
+
+/** Which objects to watch. */
+export interface ResourceType {
+  apiVersion: string;
+  kind: string;
+  /** Lower-case plural used in the URL, e.g. "nodes". */
+  plural: string;
+}
+
+export interface InformerOptions<T extends k8s.KubernetesObject> {
+  resource: ResourceType;
+  /** Only this namespace; all namespaces by default. */
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Keep only what the controllers read (default: the whole object). */
+  transform?: (object: T) => T;
+  /** Re-list when no event (bookmarks included) arrived for this long (default 5 min). */
+  stallTimeoutMs?: number;
+  /** Longest wait between failed attempts (default 30 s). */
+  maxBackoffMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+type Handler<T> = (object: T, old?: T) => void;
+type WatchOutcome = 'gone' | 'ended' | 'stalled' | { error: unknown };
+
+/** The cache key of an object: "namespace/name", or "name" when cluster-scoped. */
+export function objectKey(object: k8s.KubernetesObject): string {
+  const { namespace, name } = object.metadata ?? {};
+  return namespace ? `${namespace}/${name}` : `${name}`;
+}
+
+function resourceVersionOf(object: k8s.KubernetesObject): string | undefined {
+  return object.metadata?.resourceVersion;
+}
+
+/** A self-healing cache of one resource type, with add/update/delete notifications. */
+export class Informer<T extends k8s.KubernetesObject> {
+  readonly #kc: k8s.KubeConfig;
+  readonly #options: InformerOptions<T>;
+  readonly #store = new Map<string, T>();
+  readonly #events = new EventEmitter();
+  readonly #client: k8s.KubernetesObjectApi;
+  #resourceVersion = '';
+  #abort: AbortController | undefined;
+  #stopped = false;
+  #synced: Promise<void>;
+  #resolveSynced!: () => void;
+  #lastEventAt = Date.now();
+  /** Lists done so far; tests use it to see a re-list happen. */
+  listCount = 0;
+
+  constructor(kc: k8s.KubeConfig, options: InformerOptions<T>) {
+    this.#kc = kc;
+    this.#options = options;
+    this.#client = k8s.KubernetesObjectApi.makeApiClient(kc);
+    this.#synced = new Promise((resolve) => {
+      this.#resolveSynced = resolve;
+    });
+    this.#events.setMaxListeners(50);
+  }
+
+  on(event: 'add' | 'delete', handler: (object: T) => void): this;
+  on(event: 'update', handler: (object: T, old: T) => void): this;
+  on(event: 'add' | 'update' | 'delete', handler: (object: T, old: T) => void): this {
+    this.#events.on(event, handler);
+    return this;
+  }
+
+  /** The cached object with this key ("namespace/name" or "name"). */
+  get(key: string): T | undefined {
+    return this.#store.get(key);
+  }
+
+  /** Every cached object. */
+  list(): T[] {
+    return [...this.#store.values()];
+  }
+
+  /** Resolves once the first list is in the cache. */
+  whenSynced(): Promise<void> {
+    return this.#synced;
+  }
+
+  /** Starts listing and watching; resolves when the first list is cached. */
+  start(): Promise<void> {
+    void this.#run();
+    return this.#synced;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#abort?.abort();
+  }
+
+  #emit(event: 'add' | 'update' | 'delete', object: T, old?: T): void {
+    for (const handler of this.#events.listeners(event) as Handler<T>[]) {
+      try {
+        handler(object, old);
+      } catch (error) {
+        this.#options.onError?.(error);
+      }
+    }
+  }
+
+  #slim(object: T): T {
+    return this.#options.transform ? this.#options.transform(object) : object;
+  }
+
+  #watchPath(): string {
+    const { apiVersion, plural } = this.#options.resource;
+    const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+    const ns = this.#options.namespace ? `/namespaces/${this.#options.namespace}` : '';
+    return `${base}${ns}/${plural}`;
+  }
+
+  async #list(): Promise<void> {
+    const { resource, namespace, labelSelector, fieldSelector } = this.#options;
+    const fresh = new Map<string, T>();
+    let continueToken: string | undefined;
+    let resourceVersion = '';
+    do {
+      const page = await this.#client.list<T>(
+        resource.apiVersion,
+        resource.kind,
+        namespace,
+        undefined,
+        undefined,
+        undefined,
+        fieldSelector,
+        labelSelector,
+        500,
+        continueToken,
+      );
+      for (const item of page.items) {
+        item.apiVersion ??= resource.apiVersion;
+        item.kind ??= resource.kind;
+        fresh.set(objectKey(item), this.#slim(item));
+      }
+      continueToken = page.metadata?._continue || undefined;
+      resourceVersion = page.metadata?.resourceVersion ?? '';
+    } while (continueToken);
+    this.listCount++;
+    // Replace the store and tell handlers what changed while we were not watching.
+    const old = new Map(this.#store);
+    this.#store.clear();
+    for (const [key, object] of fresh) this.#store.set(key, object);
+    for (const [key, object] of fresh) {
+      const previous = old.get(key);
+      if (!previous) this.#emit('add', object);
+      else if (resourceVersionOf(previous) !== resourceVersionOf(object))
+        this.#emit('update', object, previous);
+    }
+    for (const [key, object] of old) if (!fresh.has(key)) this.#emit('delete', object);
+    this.#resourceVersion = resourceVersion;
+  }
+
+  /** Watches from the current resourceVersion until the watch ends; resolves with why. */
+  #watch(): Promise<WatchOutcome> {
+    return new Promise((resolve) => {
+      let outcome: WatchOutcome = 'ended';
+      const stallMs = this.#options.stallTimeoutMs ?? 5 * 60_000;
+      this.#lastEventAt = Date.now();
+      const watchdog = setInterval(
+        () => {
+          if (Date.now() - this.#lastEventAt > stallMs) {
+            outcome = 'stalled';
+            this.#abort?.abort();
+          }
+        },
+        Math.min(stallMs, 5000),
+      );
+      watchdog.unref();
+      const finish = (error?: unknown) => {
+        clearInterval(watchdog);
+        // An idle watch times out on the client side: that is a normal end, resumed at once.
+        if (error && outcome === 'ended' && !isTimeout(error) && !this.#stopped) {
+          outcome = statusOf(error) === 410 ? 'gone' : { error };
+        }
+        resolve(outcome);
+      };
+      new k8s.Watch(this.#kc)
+        .watch(
+          this.#watchPath(),
+          {
+            resourceVersion: this.#resourceVersion,
+            allowWatchBookmarks: true,
+            labelSelector: this.#options.labelSelector,
+            fieldSelector: this.#options.fieldSelector,
+            timeoutSeconds: 300,
+          },
+          (type: string, object: T) => {
+            this.#lastEventAt = Date.now();
+            if (type === 'ERROR') {
+              const status = object as unknown as k8s.V1Status;
+              if (status.code === 410) outcome = 'gone';
+              this.#abort?.abort();
+              return;
+            }
+            const rv = resourceVersionOf(object);
+            if (rv) this.#resourceVersion = rv;
+            if (type === 'BOOKMARK') return;
+            const key = objectKey(object);
+            const previous = this.#store.get(key);
+            if (type === 'DELETED') {
+              this.#store.delete(key);
+              this.#emit('delete', previous ?? this.#slim(object));
+              return;
+            }
+            const slim = this.#slim(object);
+            this.#store.set(key, slim);
+            if (previous) this.#emit('update', slim, previous);
+            else this.#emit('add', slim);
+          },
+          finish,
+        )
+        .then(
+          (abort) => {
+            this.#abort = abort;
+            if (this.#stopped) abort.abort();
+          },
+          (error: unknown) => finish(error),
+        );
+    });
+  }
+
+  async #run(): Promise<void> {
+    let failures = 0;
+    let needList = true;
+    while (!this.#stopped) {
+      try {
+        if (needList) {
+          await this.#list();
+          needList = false;
+          this.#resolveSynced();
+        }
+        const outcome = await this.#watch();
+        if (typeof outcome === 'object') throw outcome.error;
+        failures = 0;
+        if (outcome !== 'ended') needList = true;
+      } catch (error) {
+        if (this.#stopped) break;
+        failures++;
+        this.#options.onError?.(error);
+        // After errors, resume from a fresh list: events may have been missed.
+        needList = true;
+        const max = this.#options.maxBackoffMs ?? 30_000;
+        const delay = Math.min(max, 100 * 2 ** Math.min(failures, 10));
+        await sleep(delay * (0.5 + Math.random() * 0.5));
+      }
+    }
+  }
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+}
+
+function statusOf(error: unknown): number | undefined {
+  if (error && typeof error === 'object') {
+    const e = error as { statusCode?: number; code?: number };
+    return e.statusCode ?? (typeof e.code === 'number' ? e.code : undefined);
+  }
+  return undefined;
+}

@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TerminalError, WorkQueue } from './work-queue.ts';
+
+test('a key added many times while waiting runs once', async () => {
+  const runs: string[] = [];
+  const queue = new WorkQueue(async (key) => {
+    runs.push(key);
+    await sleep(10);
+  });
+  queue.add('busy'); // the only worker is busy, so what follows waits
+  for (let i = 0; i < 5; i++) queue.add('a');
+  queue.add('b');
+  queue.add('a');
+  await queue.whenIdle();
+  assert.deepEqual(runs, ['busy', 'a', 'b']);
+});
+
+test('the same key never runs twice at once; an add during a run runs it again after', async () => {
+  let running = 0;
+  let maxRunning = 0;
+  let runs = 0;
+  const queue = new WorkQueue(
+    async () => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      runs++;
+      await sleep(20);
+      running--;
+    },
+    { concurrency: 4 },
+  );
+  queue.add('k');
+  await sleep(5);
+  queue.add('k');
+  queue.add('k');
+  await queue.whenIdle();
+  assert.equal(maxRunning, 1);
+  assert.equal(runs, 2, 'one run, then one more for the adds during it');
+});
+
+test('concurrency is bounded across keys', async () => {
+  let running = 0;
+  let maxRunning = 0;
+  const queue = new WorkQueue(
+    async () => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await sleep(10);
+      running--;
+    },
+    { concurrency: 3 },
+  );
+  for (let i = 0; i < 12; i++) queue.add(`k${i}`);
+  await queue.whenIdle();
+  assert.equal(maxRunning, 3);
+});
+
+test('failures back off exponentially per key and reset after a success', async () => {
+  const times: number[] = [];
+  const delays: number[] = [];
+  const queue = new WorkQueue(
+    async () => {
+      times.push(Date.now());
+      if (times.length < 4) throw new Error('not yet');
+    },
+    { baseDelayMs: 20, onError: (_key, _error, retryIn) => delays.push(retryIn!) },
+  );
+  queue.add('x');
+  for (let i = 0; i < 100 && times.length < 4; i++) await sleep(20);
+  assert.equal(times.length, 4);
+  assert.ok(delays[0]! >= 20 && delays[0]! <= 22, `first retry ~20ms, got ${delays[0]}`);
+  assert.ok(delays[1]! >= 40 && delays[1]! <= 44, `second retry ~40ms, got ${delays[1]}`);
+  assert.ok(delays[2]! >= 80 && delays[2]! <= 88, `third retry ~80ms, got ${delays[2]}`);
+  assert.ok(times[3]! - times[2]! >= 78, 'the third retry waited its delay');
+  assert.equal(queue.failures('x'), 0, 'a success resets the count');
+  queue.stop();
+});
+
+test('terminal errors are not retried', async () => {
+  let runs = 0;
+  const errors: (number | undefined)[] = [];
+  const queue = new WorkQueue(
+    async () => {
+      runs++;
+      throw new TerminalError('spec.address is empty');
+    },
+    { baseDelayMs: 5, onError: (_k, _e, retryIn) => errors.push(retryIn) },
+  );
+  queue.add('x');
+  await queue.whenIdle();
+  await sleep(30);
+  assert.equal(runs, 1);
+  assert.deepEqual(errors, [undefined]);
+});
+
+test('requeueAfter runs the key again later; stop cancels it', async () => {
+  let runs = 0;
+  const queue = new WorkQueue(async () => {
+    runs++;
+    return { requeueAfterMs: 15 };
+  });
+  queue.add('x');
+  await sleep(60);
+  assert.ok(runs >= 3, `ran ${runs} times`);
+  queue.stop();
+  const after = runs;
+  await sleep(40);
+  assert.equal(runs, after, 'nothing runs after stop');
+});

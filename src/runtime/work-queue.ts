@@ -1,0 +1,165 @@
+/**
+ * The work queue every controller shares the semantics of (controller-runtime's, in
+ * TypeScript): keys are de-duplicated while waiting, the same key is never processed twice at
+ * once (a key added while it is processed is run again after), failures back off per key
+ * exponentially, and a bounded number of workers run concurrently.
+ */
+
+/** What a reconcile asks of the queue. */
+export interface ReconcileResult {
+  /** Run this key again after this many milliseconds, even if nothing changes. */
+  requeueAfterMs?: number;
+}
+
+/** An error that retrying cannot fix (bad spec, missing permission the user must grant). */
+export class TerminalError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'TerminalError';
+  }
+}
+
+export interface WorkQueueOptions {
+  /** Workers running at once (default 1). */
+  concurrency?: number;
+  /** First retry delay after a failure (default 200 ms); doubles per failure. */
+  baseDelayMs?: number;
+  /** Longest retry delay (default 5 minutes). */
+  maxDelayMs?: number;
+  /** Called with each failure, after the retry is scheduled. */
+  onError?: (key: string, error: unknown, retryInMs: number | undefined) => void;
+}
+
+/** A de-duplicating, per-key serialised, rate-limited queue of keys. */
+export class WorkQueue {
+  readonly #handler: (key: string) => Promise<ReconcileResult | undefined | void>;
+  readonly #concurrency: number;
+  readonly #baseDelayMs: number;
+  readonly #maxDelayMs: number;
+  readonly #onError: WorkQueueOptions['onError'];
+  /** Keys waiting to run, in order. */
+  readonly #pending: string[] = [];
+  readonly #pendingSet = new Set<string>();
+  /** Keys being processed now. */
+  readonly #active = new Set<string>();
+  /** Keys added while being processed: run again when the current run ends. */
+  readonly #dirty = new Set<string>();
+  readonly #timers = new Map<string, NodeJS.Timeout>();
+  readonly #failures = new Map<string, number>();
+  #stopped = false;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(
+    handler: (key: string) => Promise<ReconcileResult | undefined | void>,
+    options: WorkQueueOptions = {},
+  ) {
+    this.#handler = handler;
+    this.#concurrency = Math.max(1, options.concurrency ?? 1);
+    this.#baseDelayMs = options.baseDelayMs ?? 200;
+    this.#maxDelayMs = options.maxDelayMs ?? 5 * 60_000;
+    this.#onError = options.onError;
+  }
+
+  /** Keys waiting or running. */
+  get length(): number {
+    return this.#pendingSet.size + this.#active.size;
+  }
+
+  /** Consecutive failures of `key` so far (0 after a success). */
+  failures(key: string): number {
+    return this.#failures.get(key) ?? 0;
+  }
+
+  /** Queues `key` now; a no-op when it is already waiting. */
+  add(key: string): void {
+    if (this.#stopped) return;
+    const timer = this.#timers.get(key);
+    if (timer) {
+      clearTimeout(timer);
+      this.#timers.delete(key);
+    }
+    if (this.#active.has(key)) {
+      this.#dirty.add(key);
+      return;
+    }
+    if (this.#pendingSet.has(key)) return;
+    this.#pendingSet.add(key);
+    this.#pending.push(key);
+    this.#pump();
+  }
+
+  /** Queues `key` after `delayMs`, unless it is added sooner. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.#stopped) return;
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
+    const existing = this.#timers.get(key);
+    if (existing) clearTimeout(existing);
+    const timer = setTimeout(() => {
+      this.#timers.delete(key);
+      this.add(key);
+    }, delayMs);
+    timer.unref();
+    this.#timers.set(key, timer);
+  }
+
+  /** Stops taking keys and cancels timers; running handlers finish. */
+  stop(): void {
+    this.#stopped = true;
+    for (const timer of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
+    this.#pending.length = 0;
+    this.#pendingSet.clear();
+    this.#notifyIdle();
+  }
+
+  /** Resolves when nothing is waiting or running (timers may still be armed). */
+  whenIdle(): Promise<void> {
+    if (this.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  #notifyIdle(): void {
+    if (this.length !== 0 && !this.#stopped) return;
+    if (this.#active.size !== 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  #backoff(key: string): number {
+    const failures = (this.#failures.get(key) ?? 0) + 1;
+    this.#failures.set(key, failures);
+    const delay = Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (failures - 1));
+    // Up to 10% jitter so that many keys failing together do not retry together.
+    return Math.round(delay * (1 + Math.random() * 0.1));
+  }
+
+  #pump(): void {
+    while (!this.#stopped && this.#active.size < this.#concurrency && this.#pending.length > 0) {
+      const key = this.#pending.shift()!;
+      this.#pendingSet.delete(key);
+      this.#active.add(key);
+      void this.#run(key);
+    }
+  }
+
+  async #run(key: string): Promise<void> {
+    try {
+      const result = await this.#handler(key);
+      this.#failures.delete(key);
+      if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+    } catch (error) {
+      const retryIn = error instanceof TerminalError ? undefined : this.#backoff(key);
+      if (retryIn !== undefined) this.addAfter(key, retryIn);
+      this.#onError?.(key, error, retryIn);
+    } finally {
+      this.#active.delete(key);
+      if (this.#dirty.delete(key)) this.add(key);
+      this.#pump();
+      this.#notifyIdle();
+    }
+  }
+}
