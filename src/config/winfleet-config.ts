@@ -1,0 +1,223 @@
+/**
+ * The operator's configuration: the `config.yaml` key of the ConfigMap `winfleet-config` in
+ * the operator's namespace. Every field has a default, so an empty document is valid. The
+ * document is checked against a JSON Schema; each error names the field and says what to
+ * write instead, and an invalid document never replaces a valid one in a running operator.
+ */
+import { Ajv, type ErrorObject } from 'ajv';
+import { parse } from 'yaml';
+
+/** A node taint / the toleration that matches it. */
+export interface TaintConfig {
+  key: string;
+  value: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+/** A mirror endpoint for a registry host (containerd hosts.toml style). */
+export interface MirrorConfig {
+  /** Base URL, e.g. "https://mirror.example.com" or "http://127.0.0.1:5000". */
+  endpoint: string;
+  /** Path prefix put before the repository on the mirror, e.g. "mcr". */
+  pathPrefix?: string;
+  /** Allow plain HTTP / skip TLS verification (loopback test registries only). */
+  insecure?: boolean;
+}
+
+export interface WinfleetConfig {
+  placement: {
+    /** The taint on Windows nodes; Windows pods get its toleration. */
+    windowsTaint: TaintConfig;
+    /** Rancher's mode: Linux nodes are tainted and Linux pods get this toleration. */
+    linuxTaint: TaintConfig & { enabled: boolean };
+  };
+  webhook: {
+    /** Namespaces the webhook never touches (the operator's own is always added). */
+    excludedNamespaces: string[];
+    /** Namespaces (and pods) labelled `<key>=<value>` opt out. */
+    optOutLabel: { key: string; value: string };
+    /** What the API server does when validation cannot be reached. */
+    validationFailurePolicy: 'Ignore' | 'Fail';
+    timeoutSeconds: number;
+  };
+  images: {
+    /** `enforce` rejects pods whose images no Ready Windows node can run; `warn` admits them with a warning. */
+    compatibility: 'warn' | 'enforce';
+    /** Treat a pod as Windows when every image resolves only to Windows manifests. */
+    detectWindowsFromImages: boolean;
+    /** Time budget for all registry lookups of one admission, in milliseconds. */
+    lookupBudgetMs: number;
+    /** Registry host → mirrors, tried in order. */
+    mirrors: Record<string, MirrorConfig[]>;
+    /** Try the registry itself when every mirror failed. */
+    fallbackToUpstream: boolean;
+    cacheTtlSeconds: number;
+    cacheMaxEntries: number;
+  };
+  runtimeClasses: {
+    enabled: boolean;
+    handler: string;
+    /** How long a class outlives the last node of its build before it is removed. */
+    gracePeriodSeconds: number;
+  };
+}
+
+const taint = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['key', 'effect'],
+  properties: {
+    key: { type: 'string', minLength: 1, maxLength: 316 },
+    value: { type: 'string', maxLength: 63 },
+    effect: { enum: ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] },
+  },
+} as const;
+
+/** JSON Schema of config.yaml; defaults are filled in by the validator. */
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    placement: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        windowsTaint: { ...taint, default: { key: 'os', value: 'windows', effect: 'NoSchedule' } },
+        linuxTaint: {
+          ...taint,
+          required: [],
+          properties: { ...taint.properties, enabled: { type: 'boolean', default: false } },
+          default: { enabled: false, key: 'cattle.io/os', value: 'linux', effect: 'NoSchedule' },
+        },
+      },
+    },
+    webhook: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        excludedNamespaces: { type: 'array', items: { type: 'string' }, default: ['kube-system'] },
+        optOutLabel: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['key', 'value'],
+          properties: { key: { type: 'string', minLength: 1 }, value: { type: 'string' } },
+          default: { key: 'winfleet.io/webhook', value: 'disabled' },
+        },
+        validationFailurePolicy: { enum: ['Ignore', 'Fail'], default: 'Ignore' },
+        timeoutSeconds: { type: 'integer', minimum: 1, maximum: 5, default: 5 },
+      },
+    },
+    images: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        compatibility: { enum: ['warn', 'enforce'], default: 'warn' },
+        detectWindowsFromImages: { type: 'boolean', default: false },
+        lookupBudgetMs: { type: 'integer', minimum: 100, maximum: 4000, default: 2000 },
+        mirrors: {
+          type: 'object',
+          default: {},
+          additionalProperties: {
+            type: 'array',
+            minItems: 1,
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['endpoint'],
+              properties: {
+                endpoint: { type: 'string', pattern: '^https?://[^/\\s]+(/.*)?$' },
+                pathPrefix: { type: 'string' },
+                insecure: { type: 'boolean' },
+              },
+            },
+          },
+        },
+        fallbackToUpstream: { type: 'boolean', default: true },
+        cacheTtlSeconds: { type: 'integer', minimum: 0, default: 600 },
+        cacheMaxEntries: { type: 'integer', minimum: 1, default: 2000 },
+      },
+    },
+    runtimeClasses: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        enabled: { type: 'boolean', default: true },
+        handler: {
+          type: 'string',
+          pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+          default: 'runhcs-wcow-process',
+        },
+        gracePeriodSeconds: { type: 'integer', minimum: 0, default: 300 },
+      },
+    },
+  },
+} as const;
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
+const validate = ajv.compile(configSchema);
+
+/** Thrown for a config document that cannot be used; `problems` name each field. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(source: string, problems: string[]) {
+    super(`Invalid ${source}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+function fieldPath(error: ErrorObject): string {
+  const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  return path || '(top level)';
+}
+
+/** Turns a schema error into "field: what is wrong; what to write". */
+export function describeSchemaError(error: ErrorObject): string {
+  const field = fieldPath(error);
+  const p = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `${field === '(top level)' ? '' : `${field}.`}${p.additionalProperty}: unknown field; remove it or check its spelling`;
+    case 'required':
+      return `${field}: missing required field "${p.missingProperty}"`;
+    case 'enum':
+      return `${field}: must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'type':
+      return `${field}: must be ${p.type}`;
+    case 'pattern':
+      return `${field}: "${String(error.data)}" does not match ${p.pattern}`;
+    case 'minimum':
+    case 'maximum':
+      return `${field}: must be ${error.keyword === 'minimum' ? '≥' : '≤'} ${p.limit}`;
+    default:
+      return `${field}: ${error.message}`;
+  }
+}
+
+/** Parses and validates config.yaml text, filling defaults. */
+export function parseConfig(text: string, source = 'config.yaml'): WinfleetConfig {
+  let document: unknown;
+  try {
+    document = parse(text) ?? {};
+  } catch (error) {
+    throw new ConfigError(source, [`not valid YAML: ${(error as Error).message.split('\n')[0]}`]);
+  }
+  if (typeof document !== 'object' || Array.isArray(document)) {
+    throw new ConfigError(source, [
+      '(top level): must be a mapping of sections (placement, webhook, images, runtimeClasses)',
+    ]);
+  }
+  const copy = structuredClone(document);
+  if (!validate(copy))
+    throw new ConfigError(source, (validate.errors ?? []).map(describeSchemaError));
+  return copy as unknown as WinfleetConfig;
+}
+
+/** The configuration with every default. */
+export function defaultConfig(): WinfleetConfig {
+  return parseConfig('');
+}

@@ -1,0 +1,121 @@
+/**
+ * AdmissionReview (admission.k8s.io/v1) in and out. Anything a client can send is checked
+ * before it is used: a body that is not an AdmissionReview gets an HTTP 400 whose message
+ * says what is wrong, never a crash.
+ */
+import type { JsonPatchOperation } from './json-patch.ts';
+
+/** Bodies larger than this are refused (the API server sends at most a few MiB). */
+export const maxAdmissionBodyBytes = 8 * 1024 * 1024;
+
+export interface AdmissionRequest {
+  uid: string;
+  kind: { group: string; version: string; kind: string };
+  operation: string;
+  namespace?: string;
+  name?: string;
+  object?: Record<string, unknown>;
+  dryRun?: boolean;
+  userInfo?: { username?: string; groups?: string[] };
+}
+
+/** A request body that is not a usable AdmissionReview. */
+export class AdmissionInputError extends Error {
+  readonly httpStatus: number;
+  constructor(message: string, httpStatus = 400) {
+    super(message);
+    this.name = 'AdmissionInputError';
+    this.httpStatus = httpStatus;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Parses and checks an AdmissionReview body. */
+export function parseAdmissionReview(body: string): AdmissionRequest {
+  let review: unknown;
+  try {
+    review = JSON.parse(body);
+  } catch (error) {
+    throw new AdmissionInputError(`Request body is not JSON: ${(error as Error).message}`);
+  }
+  if (!isObject(review))
+    throw new AdmissionInputError('Request body must be a JSON object (an AdmissionReview)');
+  if (review.kind !== 'AdmissionReview') {
+    throw new AdmissionInputError(
+      `kind: expected "AdmissionReview", got ${JSON.stringify(review.kind ?? null)}`,
+    );
+  }
+  if (review.apiVersion !== 'admission.k8s.io/v1') {
+    throw new AdmissionInputError(
+      `apiVersion: expected "admission.k8s.io/v1", got ${JSON.stringify(review.apiVersion ?? null)}; register the webhook with admissionReviewVersions: [v1]`,
+    );
+  }
+  const request = review.request;
+  if (!isObject(request)) throw new AdmissionInputError('request: missing or not an object');
+  if (typeof request.uid !== 'string' || request.uid.length === 0 || request.uid.length > 128) {
+    throw new AdmissionInputError('request.uid: must be a non-empty string');
+  }
+  const kind = request.kind;
+  if (!isObject(kind) || typeof kind.kind !== 'string' || typeof kind.version !== 'string') {
+    throw new AdmissionInputError('request.kind: must be {group, version, kind}');
+  }
+  if (typeof request.operation !== 'string')
+    throw new AdmissionInputError('request.operation: must be a string');
+  if (request.object !== undefined && request.object !== null && !isObject(request.object)) {
+    throw new AdmissionInputError('request.object: must be an object');
+  }
+  return {
+    uid: request.uid,
+    kind: {
+      group: typeof kind.group === 'string' ? kind.group : '',
+      version: kind.version,
+      kind: kind.kind,
+    },
+    operation: request.operation,
+    namespace: typeof request.namespace === 'string' ? request.namespace : undefined,
+    name: typeof request.name === 'string' ? request.name : undefined,
+    object: isObject(request.object) ? request.object : undefined,
+    dryRun: request.dryRun === true,
+    userInfo: isObject(request.userInfo)
+      ? (request.userInfo as AdmissionRequest['userInfo'])
+      : undefined,
+  };
+}
+
+export interface AdmissionDecision {
+  allowed: boolean;
+  patch?: JsonPatchOperation[];
+  warnings?: string[];
+  /** Shown to the user when the request is denied. */
+  message?: string;
+  /** HTTP-like code for a denial (403 by default). */
+  code?: number;
+}
+
+/** Warnings longer than this are cut; the API server drops overlong ones. */
+const maxWarningLength = 250;
+
+/** Renders the AdmissionReview response for `uid`. */
+export function admissionResponse(uid: string, decision: AdmissionDecision): string {
+  const response: Record<string, unknown> = { uid, allowed: decision.allowed };
+  if (decision.patch && decision.patch.length > 0) {
+    response.patchType = 'JSONPatch';
+    response.patch = Buffer.from(JSON.stringify(decision.patch)).toString('base64');
+  }
+  if (decision.warnings && decision.warnings.length > 0) {
+    response.warnings = decision.warnings.map((w) =>
+      w.length > maxWarningLength ? `${w.slice(0, maxWarningLength - 1)}…` : w,
+    );
+  }
+  if (!decision.allowed) {
+    response.status = {
+      code: decision.code ?? 403,
+      reason: 'Forbidden',
+      message: decision.message ?? 'denied by winfleet',
+    };
+  }
+  return JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
+}
