@@ -32,7 +32,7 @@ export interface WorkQueueOptions {
 
 /** A de-duplicating, per-key serialised, rate-limited queue of keys. */
 export class WorkQueue {
-  readonly #handler: (key: string) => Promise<ReconcileResult | undefined | void>;
+  readonly #handler: (key: string) => Promise<ReconcileResult | undefined>;
   readonly #concurrency: number;
   readonly #baseDelayMs: number;
   readonly #maxDelayMs: number;
@@ -50,7 +50,7 @@ export class WorkQueue {
   #idleWaiters: (() => void)[] = [];
 
   constructor(
-    handler: (key: string) => Promise<ReconcileResult | undefined | void>,
+    handler: (key: string) => Promise<ReconcileResult | undefined>,
     options: WorkQueueOptions = {},
   ) {
     this.#handler = handler;

@@ -89,7 +89,8 @@ export function podContainers(pod: k8s.V1Pod): { path: string; container: k8s.V1
     ['containers', pod.spec?.containers],
     ['ephemeralContainers', pod.spec?.ephemeralContainers as k8s.V1Container[] | undefined],
   ] as const) {
-    (list ?? []).forEach((container, i) => out.push({ path: `spec.${field}[${i}]`, container }));
+    for (const [i, container] of (list ?? []).entries())
+      out.push({ path: `spec.${field}[${i}]`, container });
   }
   return out;
 }
