@@ -6,11 +6,12 @@ SHELL := bash
 
 STAMP := node_modules/.winfleet-installed
 
-.PHONY: help lab test check deps packages binaries clean-binaries
+.PHONY: help lab test check deps packages binaries clean-binaries agent
 
 help:
 	@echo "make lab    start a local cluster with simulated Windows hosts (Ctrl-C stops it)"
 	@echo "make test   lint, typecheck and run every test against a real control plane"
+	@echo "make agent  build the Windows agent executable (.cache/agent/winfleet-agent.exe)"
 
 # Debian packages the tests and the lab use (installed only when missing).
 packages:
@@ -39,3 +40,8 @@ test: check binaries
 
 lab: deps binaries
 	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" npm run --silent lab
+
+# The Windows agent executable (a Node single executable application); rebuilt only when the
+# bundle or the Node version changes (see scripts/build-agent.ts).
+agent: deps
+	@npm run --silent build:agent

@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { assertValidPowerShell } from '../../testing/powershell-grammar.ts';
+import { powerShellCommandLine, powerShellPrelude } from '../../windows/powershell.ts';
+import { windowsFixture } from './fixtures.ts';
+import {
+  HnsUnavailableError,
+  listHnsNetworksScript,
+  parseGetHnsNetworkOutput,
+  parseHnsListOutput,
+  parseHnsNetworks,
+  parseHnsRemoveOutput,
+  removeHnsNetworkScript,
+} from './hns.ts';
+
+const nat = { id: '5F0BA94E-3F4B-4C0E-8C79-4E5B3C1D8B21', name: 'nat', type: 'nat' };
+
+test('reads Get-HnsNetwork | Select Id,Name,Type | ConvertTo-Json: one object, an array, or nothing', () => {
+  assert.deepEqual(parseGetHnsNetworkOutput(windowsFixture('get-hnsnetwork-nat.json')), [nat]);
+  assert.deepEqual(parseGetHnsNetworkOutput(windowsFixture('get-hnsnetwork-flannel-vxlan.json')), [
+    nat,
+    { id: 'A6E2D0F4-2C7B-4D56-9E0A-3B8F6C1D2E47', name: 'External', type: 'Overlay' },
+    { id: 'C3B1A9E8-7D64-4F25-8A1B-0E9D2C3F4A56', name: 'vxlan0', type: 'Overlay' },
+  ]);
+  assert.deepEqual(parseGetHnsNetworkOutput(windowsFixture('get-hnsnetwork-none.json')), []);
+  assert.deepEqual(parseHnsNetworks(null), []);
+  assert.deepEqual(
+    parseHnsNetworks({ value: [{ Id: nat.id, Name: 'nat', Type: 'nat' }], Count: 1 }),
+    [nat],
+  );
+  assert.deepEqual(parseHnsNetworks({ id: 'x', NAME: 'n', Type: 2 }), [
+    { id: 'x', name: 'n', type: '2' },
+  ]);
+  assert.throws(
+    () => parseHnsNetworks([{ Name: 'nat' }]),
+    /Cannot read HNS network 0 \{"Name":"nat"\}: it has no Id/,
+  );
+  assert.throws(() => parseHnsNetworks(['nat']), /expected an object, got "nat"/);
+});
+
+test('reads what the list script prints, available or not', () => {
+  assert.deepEqual(parseHnsListOutput(windowsFixture('hns-list-available.json')), {
+    available: true,
+    networks: [nat, { id: 'D2C4E6F8-1A3B-4C5D-8E7F-9A0B1C2D3E4F', name: 'cbr0', type: 'L2Bridge' }],
+  });
+  assert.deepEqual(parseHnsListOutput(windowsFixture('hns-list-empty.json')), {
+    available: true,
+    networks: [],
+  });
+  assert.deepEqual(parseHnsListOutput(windowsFixture('hns-list-unavailable.json')), {
+    available: false,
+    tried: ['HostNetworkingService', 'C:\\k\\hns.psm1'],
+  });
+  assert.throws(() => parseHnsListOutput('[]'), /expected \{"available": true\|false, \.\.\.\}/);
+});
+
+test('reads what the remove script prints', () => {
+  assert.deepEqual(parseHnsRemoveOutput(windowsFixture('hns-remove-one.json')), {
+    available: true,
+    removed: 1,
+  });
+  assert.deepEqual(parseHnsRemoveOutput(windowsFixture('hns-list-unavailable.json')), {
+    available: false,
+    tried: ['HostNetworkingService', 'C:\\k\\hns.psm1'],
+  });
+  assert.throws(() => parseHnsRemoveOutput('{"available":true}'), /"removed" is not a count/);
+});
+
+test('the list script loads a module, casts properties and always prints an array', async () => {
+  const script = listHnsNetworksScript();
+  assert.ok(script.startsWith(powerShellPrelude));
+  assert.match(script, /Import-Module -Name 'HostNetworkingService' -DisableNameChecking/);
+  assert.match(script, /foreach \(\$path in @\('C:\\k\\hns\.psm1'\)\)/);
+  assert.match(
+    script,
+    /Id = \[string\]\$_\.Id; Name = \[string\]\$_\.Name; Type = \[string\]\$_\.Type/,
+  );
+  assert.match(script, /networks = @\(\$networks\)/);
+  await assertValidPowerShell(script, 'HNS list');
+  await assertValidPowerShell(
+    listHnsNetworksScript(["C:\\it's\\hns.psm1", 'D:\\hns.psm1']),
+    'HNS list',
+  );
+  assert.doesNotThrow(() => powerShellCommandLine(script), 'short enough to send over SSH too');
+});
+
+test('the remove script matches the id case-insensitively and accepts only GUIDs', async () => {
+  const script = removeHnsNetworkScript('c3b1a9e8-7d64-4f25-8a1b-0e9d2c3f4a56');
+  assert.match(
+    script,
+    /\[string\]\$_\.Id -eq 'c3b1a9e8-7d64-4f25-8a1b-0e9d2c3f4a56'\) \}\)\nif \(\$targets\.Count -gt 0\) \{ \$targets \| Remove-HnsNetwork \}/,
+  );
+  await assertValidPowerShell(script, 'HNS remove');
+  assert.throws(
+    () => removeHnsNetworkScript("x'; Remove-Item C:\\ -Recurse; '"),
+    /Cannot remove HNS network "x'; Remove-Item C:\\ -Recurse; '": an HNS network id is a GUID/,
+  );
+});
+
+test('HnsUnavailableError says what was tried and how to fix it', () => {
+  const error = new HnsUnavailableError('list HNS networks', [
+    'HostNetworkingService',
+    'C:\\k\\hns.psm1',
+  ]);
+  assert.equal(
+    error.message,
+    'Cannot list HNS networks: Get-HnsNetwork is not available (tried "HostNetworkingService", "C:\\k\\hns.psm1"); install the Containers feature, or copy hns.psm1 from microsoft/SDN to C:\\k\\hns.psm1',
+  );
+});

@@ -1,0 +1,182 @@
+/**
+ * Host Network Service networks through PowerShell: the scripts that list and remove them and
+ * the parsers of what they print.
+ *
+ * Get-HnsNetwork comes from the HostNetworkingService module on current hosts and from
+ * microsoft/SDN's hns.psm1 on older ones; each script loads whichever exists and, when neither
+ * does, says so in its JSON instead of failing with "not recognized", so the caller can report
+ * it clearly (`HnsUnavailableError`). Properties are cast to strings in the script because
+ * Windows PowerShell 5.1 serializes enums as numbers.
+ *
+ * The fixtures hold `Get-HnsNetwork | Select Id,Name,Type | ConvertTo-Json` as Windows
+ * PowerShell prints it (a single network is an object, not an array; no network is no output)
+ * and what these scripts print. Only a real host proves the module loading and that
+ * Remove-HnsNetwork accepts the piped objects of both module flavours.
+ */
+
+import {
+  parsePowerShellJson,
+  powerShellScript,
+  quotePowerShellArray,
+  quotePowerShellString,
+  writeJson,
+} from '../../windows/powershell.ts';
+import type { HnsNetwork } from '../host-os.ts';
+
+/** Where hns.psm1 is looked for when the HostNetworkingService module is missing. */
+export const defaultHnsModulePaths: readonly string[] = ['C:\\k\\hns.psm1'];
+
+/** Get-HnsNetwork is available on neither module; the host cannot list or remove networks. */
+export class HnsUnavailableError extends Error {
+  readonly tried: readonly string[];
+
+  constructor(action: string, tried: readonly string[]) {
+    super(
+      `Cannot ${action}: Get-HnsNetwork is not available (tried ${tried.map((t) => `"${t}"`).join(', ')}); install the Containers feature, or copy hns.psm1 from microsoft/SDN to ${defaultHnsModulePaths[0]}`,
+    );
+    this.name = 'HnsUnavailableError';
+    this.tried = tried;
+  }
+}
+
+// Loads Get-HnsNetwork if it is not already there, recording what was tried, and stops the
+// script with {"available":false} when nothing provides it.
+function loadHnsModule(modulePaths: readonly string[]): string[] {
+  return [
+    '$tried = @()',
+    "if (-not (Get-Command -Name 'Get-HnsNetwork' -ErrorAction SilentlyContinue)) {",
+    "  $tried += 'HostNetworkingService'",
+    "  if (Get-Module -ListAvailable -Name 'HostNetworkingService') {",
+    "    Import-Module -Name 'HostNetworkingService' -DisableNameChecking",
+    '  }',
+    '}',
+    `foreach ($path in ${quotePowerShellArray(modulePaths)}) {`,
+    "  if (Get-Command -Name 'Get-HnsNetwork' -ErrorAction SilentlyContinue) { break }",
+    '  $tried += $path',
+    '  if (Test-Path -LiteralPath $path) { Import-Module -Name $path -DisableNameChecking }',
+    '}',
+    "if (-not (Get-Command -Name 'Get-HnsNetwork' -ErrorAction SilentlyContinue)) {",
+    `  ${writeJson('@{ available = $false; tried = @($tried) }', 3)}`,
+    '  exit 0',
+    '}',
+  ];
+}
+
+/** The script that prints {"available":true,"networks":[{Id,Name,Type}...]}. */
+export function listHnsNetworksScript(modulePaths = defaultHnsModulePaths): string {
+  return powerShellScript(
+    ...loadHnsModule(modulePaths),
+    '$networks = @(Get-HnsNetwork | Where-Object { $_ -and $_.Id } | ForEach-Object {',
+    '  [pscustomobject]@{ Id = [string]$_.Id; Name = [string]$_.Name; Type = [string]$_.Type }',
+    '})',
+    writeJson('@{ available = $true; networks = @($networks) }', 4),
+  );
+}
+
+const guid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The script that removes the network with `id` (compared case-insensitively) and prints
+ * {"available":true,"removed":n}; a missing network is removed 0 times, not an error.
+ */
+export function removeHnsNetworkScript(id: string, modulePaths = defaultHnsModulePaths): string {
+  if (!guid.test(id)) {
+    throw new RangeError(
+      `Cannot remove HNS network "${id}": an HNS network id is a GUID such as "5f0ba94e-3f4b-4c0e-8c79-4e5b3c1d8b21"`,
+    );
+  }
+  return powerShellScript(
+    ...loadHnsModule(modulePaths),
+    `$targets = @(Get-HnsNetwork | Where-Object { $_ -and ([string]$_.Id -eq ${quotePowerShellString(id)}) })`,
+    'if ($targets.Count -gt 0) { $targets | Remove-HnsNetwork }',
+    writeJson('@{ available = $true; removed = $targets.Count }', 2),
+  );
+}
+
+/**
+ * The elements of a JSON list as Windows PowerShell 5.1 may print it: an array, a single value
+ * (ConvertTo-Json does not wrap one pipeline result), nothing, or {"value":[...],"Count":n}
+ * (5.1 serializes a PSObject-wrapped array that way when type data extends System.Array).
+ */
+function listItems(value: unknown): unknown[] {
+  if (value === null || value === undefined || value === '') return [];
+  if (Array.isArray(value)) return value;
+  if (typeof value === 'object' && Array.isArray((value as { value?: unknown }).value)) {
+    const keys = Object.keys(value).sort().join(',');
+    if (keys === 'Count,value') return (value as { value: unknown[] }).value;
+  }
+  return [value];
+}
+
+/**
+ * Networks from `Get-HnsNetwork | Select Id,Name,Type | ConvertTo-Json` as parsed JSON, in any
+ * of the list shapes `listItems` accepts. Property names are matched case-insensitively
+ * (hns.psm1 objects say "ID").
+ */
+export function parseHnsNetworks(value: unknown): HnsNetwork[] {
+  const items = listItems(value);
+  return items.map((item, index) => {
+    if (typeof item !== 'object' || item === null) {
+      throw new SyntaxError(
+        `Cannot read HNS network ${index}: expected an object, got ${JSON.stringify(item)}`,
+      );
+    }
+    const property = (name: string): string => {
+      const entry = Object.entries(item).find(([key]) => key.toLowerCase() === name);
+      return entry?.[1] === null || entry?.[1] === undefined ? '' : String(entry[1]);
+    };
+    const network = { id: property('id'), name: property('name'), type: property('type') };
+    if (network.id === '') {
+      throw new SyntaxError(
+        `Cannot read HNS network ${index} ${JSON.stringify(item)}: it has no Id`,
+      );
+    }
+    return network;
+  });
+}
+
+/** Reads the raw `Get-HnsNetwork | Select Id,Name,Type | ConvertTo-Json` output. */
+export function parseGetHnsNetworkOutput(stdout: string): HnsNetwork[] {
+  if (stdout.trim() === '') return [];
+  return parseHnsNetworks(parsePowerShellJson(stdout, 'HNS networks'));
+}
+
+type ScriptResult<T> = ({ available: true } & T) | { available: false; tried: string[] };
+
+function readAvailability(stdout: string, what: string): Record<string, unknown> {
+  const value = parsePowerShellJson(stdout, what);
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    typeof (value as { available?: unknown }).available !== 'boolean'
+  ) {
+    throw new SyntaxError(
+      `Cannot read ${what} from ${JSON.stringify(value)}: expected {"available": true|false, ...}`,
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+function tried(value: Record<string, unknown>): string[] {
+  return listItems(value.tried).map(String);
+}
+
+/** Reads what `listHnsNetworksScript` printed. */
+export function parseHnsListOutput(stdout: string): ScriptResult<{ networks: HnsNetwork[] }> {
+  const value = readAvailability(stdout, 'HNS networks');
+  if (value.available === false) return { available: false, tried: tried(value) };
+  return { available: true, networks: parseHnsNetworks(value.networks) };
+}
+
+/** Reads what `removeHnsNetworkScript` printed. */
+export function parseHnsRemoveOutput(stdout: string): ScriptResult<{ removed: number }> {
+  const value = readAvailability(stdout, 'the HNS network removal');
+  if (value.available === false) return { available: false, tried: tried(value) };
+  const removed = value.removed;
+  if (typeof removed !== 'number' || !Number.isInteger(removed) || removed < 0) {
+    throw new SyntaxError(
+      `Cannot read the HNS network removal from ${JSON.stringify(value)}: "removed" is not a count`,
+    );
+  }
+  return { available: true, removed };
+}

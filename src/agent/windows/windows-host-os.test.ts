@@ -1,0 +1,549 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { assertValidPowerShell } from '../../testing/powershell-grammar.ts';
+import { decodePowerShellArgs, powerShellFlags } from '../../windows/powershell.ts';
+import type { ServiceConfig } from '../host-os.ts';
+import { splitServiceCommandLine } from './command-line.ts';
+import type { CommandResult, CommandRunner } from './command-runner.ts';
+import { windowsFixture } from './fixtures.ts';
+import { HnsUnavailableError } from './hns.ts';
+import { ServiceControlError } from './sc-output.ts';
+import { WindowsHostOS, type WindowsHostOSOptions } from './windows-host-os.ts';
+
+const scExe = 'D:\\Win\\System32\\sc.exe';
+const powerShellExe = 'D:\\Win\\System32\\WindowsPowerShell\\v1.0\\powershell.exe';
+const shutdownExe = 'D:\\Win\\System32\\shutdown.exe';
+
+/** One expected program run and what it answers. */
+interface Step {
+  file: string;
+  /** The exact argv; for PowerShell, a check of the decoded script instead. */
+  args?: string[];
+  script?: (script: string) => void;
+  result: CommandResult;
+}
+
+function sc(args: string[], fixture: string, exitCode = 0): Step {
+  return { file: scExe, args, result: { exitCode, stdout: windowsFixture(fixture), stderr: '' } };
+}
+
+function ps(script: (script: string) => void, stdout: string, exitCode = 0, stderr = ''): Step {
+  return { file: powerShellExe, script, result: { exitCode, stdout, stderr } };
+}
+
+/** A runner that replays `steps` in order, asserting each call, and parses every script. */
+function scriptedHost(steps: Step[], options: WindowsHostOSOptions = {}) {
+  const remaining = [...steps];
+  const scripts: string[] = [];
+  let clock = 0;
+  const sleeps: number[] = [];
+  const run: CommandRunner = async (file, args) => {
+    const step = remaining.shift();
+    assert.ok(step, `unexpected call: ${file} ${args.join(' ')}`);
+    assert.equal(file, step.file);
+    if (step.script) {
+      assert.deepEqual(args.slice(0, 5), [...powerShellFlags, '-EncodedCommand']);
+      assert.equal(args.length, 6);
+      const script = decodePowerShellArgs(args);
+      assert.ok(script);
+      scripts.push(script);
+      step.script(script);
+    } else {
+      assert.deepEqual(args, step.args);
+    }
+    return step.result;
+  };
+  const host = new WindowsHostOS({
+    run,
+    systemRoot: 'D:\\Win',
+    sleep: async (ms) => {
+      sleeps.push(ms);
+      clock += ms;
+    },
+    now: () => clock,
+    ...options,
+  });
+  return {
+    host,
+    sleeps,
+    async done() {
+      assert.deepEqual(remaining, [], 'every expected command ran');
+      for (const script of scripts) await assertValidPowerShell(script);
+    },
+  };
+}
+
+const kubelet: ServiceConfig = {
+  name: 'kubelet',
+  displayName: 'Kubernetes kubelet',
+  description: 'winfleet: Kubernetes node agent',
+  binaryPath: 'C:\\k\\kubelet.exe',
+  args: ['--windows-service', '--config=C:\\k\\kubelet-config.yaml'],
+  dependencies: ['containerd'],
+  startType: 'auto',
+  recovery: { restartDelaysMs: [5000, 5000], resetPeriodSeconds: 86400 },
+};
+const kubeletBinPath = '"C:\\k\\kubelet.exe" --windows-service --config=C:\\k\\kubelet-config.yaml';
+
+test('queryService combines sc qc and sc queryex', async () => {
+  const { host, done } = scriptedHost([
+    sc(['qc', 'kubelet', '8192'], 'sc-qc-kubelet.txt'),
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-running.txt'),
+  ]);
+  const service = await host.queryService('kubelet');
+  assert.ok(service);
+  const { commandLine, ...rest } = service;
+  assert.deepEqual(splitServiceCommandLine(commandLine).args.slice(0, 2), [
+    '--windows-service',
+    '--config=C:\\k\\kubelet-config.yaml',
+  ]);
+  assert.deepEqual(rest, {
+    name: 'kubelet',
+    state: 'running',
+    pid: 4716,
+    exitCode: 0,
+    startType: 'auto',
+    dependencies: ['containerd'],
+    displayName: 'Kubernetes kubelet',
+  });
+  await done();
+});
+
+test('queryService of a missing service is undefined (sc qc 1060)', async () => {
+  const { host, done } = scriptedHost([sc(['qc', 'nope', '8192'], 'sc-qc-1060.txt', 1060)]);
+  assert.equal(await host.queryService('nope'), undefined);
+  await done();
+});
+
+test('queryService reports a crashed service with its exit code and no PID', async () => {
+  const { host, done } = scriptedHost([
+    sc(['qc', 'kube-proxy', '8192'], 'sc-qc-kube-proxy.txt'),
+    sc(['queryex', 'kube-proxy'], 'sc-queryex-kube-proxy-crashed.txt'),
+  ]);
+  const service = await host.queryService('kube-proxy');
+  assert.equal(service?.state, 'stopped');
+  assert.equal(service?.exitCode, 1067);
+  assert.equal('pid' in (service ?? {}), false);
+  assert.equal(service?.startType, 'delayed-auto');
+  await done();
+});
+
+test('createService runs create, description, failure and failureflag', async () => {
+  const { host, done } = scriptedHost([
+    sc(
+      [
+        'create',
+        'kubelet',
+        'type=',
+        'own',
+        'binPath=',
+        kubeletBinPath,
+        'DisplayName=',
+        'Kubernetes kubelet',
+        'start=',
+        'auto',
+        'depend=',
+        'containerd',
+      ],
+      'sc-create-success.txt',
+    ),
+    sc(['description', 'kubelet', 'winfleet: Kubernetes node agent'], 'sc-config2-success.txt'),
+    sc(
+      ['failure', 'kubelet', 'reset=', '86400', 'actions=', 'restart/5000/restart/5000'],
+      'sc-config2-success.txt',
+    ),
+    sc(['failureflag', 'kubelet', '1'], 'sc-config2-success.txt'),
+  ]);
+  await host.createService(kubelet);
+  await done();
+});
+
+test('createService of an existing service is a ServiceControlError', async () => {
+  const create = [
+    'create',
+    'kubelet',
+    'type=',
+    'own',
+    'binPath=',
+    kubeletBinPath,
+    'DisplayName=',
+    'Kubernetes kubelet',
+    'start=',
+    'auto',
+    'depend=',
+    'containerd',
+  ];
+  const { host, done } = scriptedHost([sc(create, 'sc-create-1073.txt', 1073)]);
+  await assert.rejects(host.createService(kubelet), (err: unknown) => {
+    assert.ok(err instanceof ServiceControlError);
+    assert.equal(err.code, 1073);
+    assert.match(
+      err.message,
+      /^Cannot create service "kubelet": sc\.exe create kubelet .* failed with 1073: The specified service already exists; it already exists; configure it instead of creating it$/,
+    );
+    return true;
+  });
+  await done();
+});
+
+test('configureService updates the command line, clears dependencies and description', async () => {
+  const config = {
+    ...kubelet,
+    dependencies: [],
+    description: undefined,
+    startType: 'delayed-auto' as const,
+  };
+  const { host, done } = scriptedHost([
+    sc(
+      [
+        'config',
+        'kubelet',
+        'binPath=',
+        kubeletBinPath,
+        'DisplayName=',
+        'Kubernetes kubelet',
+        'start=',
+        'delayed-auto',
+        'depend=',
+        '/',
+      ],
+      'sc-config-success.txt',
+    ),
+    sc(['description', 'kubelet', ''], 'sc-config2-success.txt'),
+    sc(
+      ['failure', 'kubelet', 'reset=', '86400', 'actions=', 'restart/5000/restart/5000'],
+      'sc-config2-success.txt',
+    ),
+    sc(['failureflag', 'kubelet', '1'], 'sc-config2-success.txt'),
+  ]);
+  await host.configureService(config);
+  await done();
+});
+
+test('startService: started, already running (1056) is fine, disabled (1058) is an error', async () => {
+  const { host, done } = scriptedHost([
+    sc(['start', 'kubelet'], 'sc-start-pending.txt'),
+    sc(['start', 'kubelet'], 'sc-start-1056.txt', 1056),
+    sc(['start', 'kubelet'], 'sc-start-1058.txt', 1058),
+  ]);
+  await host.startService('kubelet');
+  await host.startService('kubelet');
+  await assert.rejects(
+    host.startService('kubelet'),
+    /Cannot start service "kubelet": sc\.exe start kubelet failed with 1058: .*; its start type is disabled; configure another start type first/,
+  );
+  await done();
+});
+
+test('stopService sends stop and polls until STOPPED', async () => {
+  const { host, sleeps, done } = scriptedHost([
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-running.txt'),
+    sc(['stop', 'kubelet'], 'sc-stop-pending.txt'),
+    sc(['queryex', 'kubelet'], 'sc-queryex-stop-pending.txt'),
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-stopped.txt'),
+  ]);
+  await host.stopService('kubelet');
+  assert.deepEqual(sleeps, [500, 500]);
+  await done();
+});
+
+test('stopService of a stopped or missing service does nothing more', async () => {
+  const { host, done } = scriptedHost([
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-stopped.txt'),
+    sc(['queryex', 'nope'], 'sc-query-1060.txt', 1060),
+  ]);
+  await host.stopService('kubelet');
+  await host.stopService('nope');
+  await done();
+});
+
+test('stopService waits for a starting service, then stops it; 1061 and 1062 are retried', async () => {
+  const { host, done } = scriptedHost([
+    sc(['queryex', 'kubelet'], 'sc-start-pending.txt'),
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-running.txt'),
+    sc(['stop', 'kubelet'], 'sc-stop-1061.txt', 1061),
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-running.txt'),
+    sc(['stop', 'kubelet'], 'sc-stop-1062.txt', 1062),
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-stopped.txt'),
+  ]);
+  await host.stopService('kubelet');
+  await done();
+});
+
+test('stopService gives up after its timeout, naming the state and PID', async () => {
+  const steps = [
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-running.txt'),
+    sc(['stop', 'kubelet'], 'sc-stop-pending.txt'),
+  ];
+  // Polls at 500, 1000 and 1500 ms; the deadline is then reached.
+  for (let i = 0; i < 3; i++) steps.push(sc(['queryex', 'kubelet'], 'sc-queryex-stop-pending.txt'));
+  const { host, done } = scriptedHost(steps, { stopTimeoutMs: 1500 });
+  await assert.rejects(
+    host.stopService('kubelet'),
+    /^Error: Service "kubelet" did not stop within 1500 ms \(still stop-pending, PID 4716\); end its process \(taskkill \/F \/PID 4716\) or reboot the host$/,
+  );
+  await done();
+});
+
+test('stopService fails clearly when other running services depend on it (1051)', async () => {
+  const { host, done } = scriptedHost([
+    sc(['queryex', 'containerd'], 'sc-query-running.txt'),
+    sc(['stop', 'containerd'], 'sc-stop-1051.txt', 1051),
+  ]);
+  await assert.rejects(
+    host.stopService('containerd'),
+    /failed with 1051: .*; stop the services that depend on it first$/,
+  );
+  await done();
+});
+
+test('deleteService stops, deletes and waits until the service is gone', async () => {
+  const { host, done } = scriptedHost([
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-running.txt'),
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-running.txt'),
+    sc(['stop', 'kubelet'], 'sc-stop-pending.txt'),
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-stopped.txt'),
+    sc(['delete', 'kubelet'], 'sc-delete-success.txt'),
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-stopped.txt'),
+    sc(['queryex', 'kubelet'], 'sc-query-1060.txt', 1060),
+  ]);
+  await host.deleteService('kubelet');
+  await done();
+});
+
+test('deleteService of a missing service is not an error', async () => {
+  const { host, done } = scriptedHost([sc(['queryex', 'nope'], 'sc-query-1060.txt', 1060)]);
+  await host.deleteService('nope');
+  await done();
+});
+
+test('deleteService reports a deletion held up by an open handle', async () => {
+  const steps = [
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-stopped.txt'),
+    sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-stopped.txt'),
+    sc(['delete', 'kubelet'], 'sc-delete-1072.txt', 1072),
+  ];
+  for (let i = 0; i < 3; i++)
+    steps.push(sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-stopped.txt'));
+  const { host, done } = scriptedHost(steps, { deleteTimeoutMs: 1000 });
+  await assert.rejects(
+    host.deleteService('kubelet'),
+    /^Error: Service "kubelet" is marked for deletion but still registered after 1000 ms; close programs that hold it open \(services\.msc, Event Viewer\) or reboot the host$/,
+  );
+  await done();
+});
+
+test('sc.exe access denied names the fix', async () => {
+  const { host, done } = scriptedHost([
+    sc(['qc', 'kubelet', '8192'], 'sc-open-scmanager-5.txt', 5),
+  ]);
+  await assert.rejects(
+    host.queryService('kubelet'),
+    /^ServiceControlError: Cannot query service "kubelet": sc\.exe qc kubelet 8192 failed with 5: Access is denied; run the agent as LocalSystem or an administrator$/,
+  );
+  await done();
+});
+
+test('machine environment variables go through [Environment] in the Machine scope', async () => {
+  const { host, done } = scriptedHost([
+    ps(
+      (s) => assert.match(s, /GetEnvironmentVariable\('Path', 'Machine'\)/),
+      windowsFixture('machine-env-set.json'),
+    ),
+    ps(
+      (s) => assert.match(s, /GetEnvironmentVariable\('NO_PROXY', 'Machine'\)/),
+      windowsFixture('machine-env-unset.json'),
+    ),
+    ps(
+      (s) =>
+        assert.match(
+          s,
+          /SetEnvironmentVariable\('NO_PROXY', '\.svc,\.cluster\.local', 'Machine'\)/,
+        ),
+      '',
+    ),
+    ps((s) => assert.match(s, /SetEnvironmentVariable\('NO_PROXY', \$null, 'Machine'\)/), ''),
+  ]);
+  assert.equal(await host.getMachineEnv('Path'), 'C:\\Windows\\system32;C:\\Windows;C:\\k');
+  assert.equal(await host.getMachineEnv('NO_PROXY'), undefined);
+  await host.setMachineEnv('NO_PROXY', '.svc,.cluster.local');
+  await host.setMachineEnv('NO_PROXY', undefined);
+  await done();
+});
+
+test("a failing script reports PowerShell's error text", async () => {
+  const stderr =
+    '#< CLIXML\r\n<Objs Version="1.1.0.1" xmlns="http://schemas.microsoft.com/powershell/2004/04">' +
+    '<S S="Error">Exception calling "SetEnvironmentVariable" with "3" argument(s): "Requested registry access is not allowed."_x000D__x000A_</S></Objs>';
+  const { host, done } = scriptedHost([ps(() => {}, '', 1, stderr)]);
+  await assert.rejects(
+    host.setMachineEnv('A', 'b'),
+    /^Error: Cannot set environment variable "A": PowerShell exited with 1: Exception calling "SetEnvironmentVariable" with "3" argument\(s\): "Requested registry access is not allowed\."$/,
+  );
+  await done();
+});
+
+test('HNS networks: listed, removed, and unavailable reported as such', async () => {
+  const id = '5F0BA94E-3F4B-4C0E-8C79-4E5B3C1D8B21';
+  const { host, done } = scriptedHost(
+    [
+      ps(
+        (s) => assert.match(s, /foreach \(\$path in @\('C:\\k\\winfleet\\hns\.psm1'\)\)/),
+        windowsFixture('hns-list-available.json'),
+      ),
+      ps((s) => assert.match(s, new RegExp(`-eq '${id}'`)), windowsFixture('hns-remove-one.json')),
+      ps(() => {}, windowsFixture('hns-list-unavailable.json')),
+      ps(() => {}, windowsFixture('hns-list-unavailable.json')),
+    ],
+    { hnsModulePaths: ['C:\\k\\winfleet\\hns.psm1'] },
+  );
+  const networks = await host.listHnsNetworks();
+  assert.deepEqual(
+    networks.map((n) => `${n.name}/${n.type}`),
+    ['nat/nat', 'cbr0/L2Bridge'],
+  );
+  await host.removeHnsNetwork(id);
+  await assert.rejects(host.listHnsNetworks(), (err: unknown) => {
+    assert.ok(err instanceof HnsUnavailableError);
+    assert.match(err.message, /^Cannot list HNS networks: Get-HnsNetwork is not available/);
+    return true;
+  });
+  await assert.rejects(
+    host.removeHnsNetwork(id),
+    /^HnsUnavailableError: Cannot remove HNS network "5F0BA94E-/,
+  );
+  await done();
+});
+
+test('osVersion reads the registry; hostname comes from the OS', async () => {
+  const { host, done } = scriptedHost(
+    [
+      ps(
+        (s) => assert.match(s, /CurrentVersion'/),
+        windowsFixture('registry-currentversion-2022.json'),
+      ),
+    ],
+    { hostname: () => 'WIN-2022-A' },
+  );
+  assert.deepEqual(await host.osVersion(), {
+    major: 10,
+    minor: 0,
+    build: 20348,
+    ubr: 2582,
+    productName: 'Windows Server 2022 Datacenter',
+  });
+  assert.equal(await host.hostname(), 'WIN-2022-A');
+  await done();
+});
+
+test('reboot schedules shutdown.exe /r in 5 s as planned maintenance', async () => {
+  const args = (comment: string) => ['/r', '/t', '5', '/d', 'p:4:1', '/c', comment];
+  const { host, done } = scriptedHost([
+    {
+      file: shutdownExe,
+      args: args('winfleet: Containers feature installed'),
+      result: { exitCode: 0, stdout: '', stderr: '' },
+    },
+    {
+      file: shutdownExe,
+      args: args("quotes 'removed' and new lines"),
+      result: {
+        exitCode: 1190,
+        stdout: '',
+        stderr: 'A system shutdown has already been scheduled.(1190)\r\n',
+      },
+    },
+    {
+      file: shutdownExe,
+      args: args('x'.repeat(512)),
+      result: { exitCode: 5, stdout: '', stderr: 'Access is denied.(5)\r\n' },
+    },
+  ]);
+  await host.reboot('winfleet: Containers feature installed');
+  await host.reboot('quotes "removed"\nand new lines');
+  await assert.rejects(
+    host.reboot('x'.repeat(600)),
+    /^Error: Cannot reboot: shutdown\.exe \/r \/t 5 \/d p:4:1 \/c x+ exited with 5: Access is denied\.\(5\); run the agent as LocalSystem or an administrator$/,
+  );
+  await done();
+});
+
+test('uses %SystemRoot% for the programs it runs', async () => {
+  const calls: string[] = [];
+  const host = new WindowsHostOS({
+    run: async (file) => {
+      calls.push(file);
+      return { exitCode: 1060, stdout: windowsFixture('sc-qc-1060.txt'), stderr: '' };
+    },
+    systemRoot: 'C:\\Windows',
+  });
+  await host.queryService('kubelet');
+  assert.deepEqual(calls, ['C:\\Windows\\System32\\sc.exe']);
+});
+
+let dir: string;
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'winfleet-hostos-'));
+});
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+test('files: atomic write with parents, read, list, remove', async () => {
+  const host = new WindowsHostOS({ run: async () => assert.fail('no program runs for files') });
+  const config = join(dir, 'k', 'config', 'kubelet-config.yaml');
+  assert.equal(await host.readFile(config), undefined);
+  assert.equal(await host.listDirectory(join(dir, 'k')), undefined);
+
+  await host.writeFile(config, 'kind: KubeletConfiguration\n');
+  await host.writeFile(config, Buffer.from('kind: KubeletConfiguration\nport: 10250\n'));
+  assert.equal(
+    (await host.readFile(config))?.toString(),
+    'kind: KubeletConfiguration\nport: 10250\n',
+  );
+  assert.deepEqual(
+    await readdir(join(dir, 'k', 'config')),
+    ['kubelet-config.yaml'],
+    'no temporary file is left',
+  );
+
+  await host.ensureDirectory(join(dir, 'k', 'cni', 'config'));
+  await host.ensureDirectory(join(dir, 'k', 'cni', 'config'));
+  await host.writeFile(join(dir, 'k', 'b.txt'), '');
+  assert.deepEqual(await host.listDirectory(join(dir, 'k')), ['b.txt', 'cni', 'config']);
+
+  await host.removePath(join(dir, 'k', 'config'));
+  await host.removePath(join(dir, 'k', 'config'));
+  await host.removePath(join(dir, 'k', 'b.txt'));
+  assert.deepEqual(await host.listDirectory(join(dir, 'k')), ['cni']);
+});
+
+test('files: a failed replace leaves no temporary file behind', async () => {
+  const host = new WindowsHostOS({ run: async () => assert.fail('no program runs for files') });
+  const target = join(dir, 'busy');
+  await host.ensureDirectory(join(target, 'child'));
+  await assert.rejects(host.writeFile(target, 'x'));
+  assert.deepEqual(
+    await readdir(dir).then((names) => names.filter((n) => n.startsWith('busy.'))),
+    [],
+  );
+  await writeFile(join(dir, 'plain'), 'x');
+  await assert.rejects(host.readFile(dir), /EISDIR/);
+  assert.equal((await readFile(join(dir, 'plain'))).toString(), 'x');
+});
+
+test('freeDiskBytes reads the volume of the nearest existing directory', async () => {
+  const host = new WindowsHostOS({
+    run: async () => assert.fail('no program runs for disk space'),
+  });
+  const stats = await statfs(dir);
+  const expected = Number(stats.bavail) * Number(stats.bsize);
+  const free = await host.freeDiskBytes(dir);
+  const freeMissing = await host.freeDiskBytes(join(dir, 'not', 'yet', 'created'));
+  // Other processes write meanwhile: equal within 64 MiB.
+  assert.ok(Math.abs(free - expected) < 64 * 1024 * 1024, `${free} vs ${expected}`);
+  assert.ok(Math.abs(freeMissing - expected) < 64 * 1024 * 1024);
+});

@@ -1,0 +1,423 @@
+/**
+ * The Windows implementation of HostOS, used by the agent on the host itself: services through
+ * sc.exe, environment variables, HNS networks and the OS version through generated PowerShell,
+ * files through node:fs, reboot through shutdown.exe. Every program runs through the injected
+ * CommandRunner, so the tests replay recorded sc.exe/PowerShell outputs (./fixtures) and assert
+ * each exact argv, and every generated script is parsed by a PowerShell grammar.
+ *
+ * What the tests here cannot prove, and only a real Windows host can: that sc.exe and
+ * powershell.exe accept these argument vectors and behave as documented (exit codes equal to
+ * the Win32 error, state transitions and their timing, deletion pending while a handle is open),
+ * that a file in use cannot be replaced (the rename retries assume Windows' sharing rules), and
+ * that statfs reports the volume's free space (libuv uses GetDiskFreeSpaceW). The file
+ * operations themselves run in the tests against a temporary directory.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, rm, statfs } from 'node:fs/promises';
+import { hostname as osHostname } from 'node:os';
+import { dirname, parse as parsePath, win32 } from 'node:path';
+import { powerShellArgs, powerShellErrorText } from '../../windows/powershell.ts';
+import type { HnsNetwork, HostOS, InstalledService, OsVersion, ServiceConfig } from '../host-os.ts';
+import { type CommandRunner, childProcessRunner } from './command-runner.ts';
+import {
+  defaultHnsModulePaths,
+  HnsUnavailableError,
+  listHnsNetworksScript,
+  parseHnsListOutput,
+  parseHnsRemoveOutput,
+  removeHnsNetworkScript,
+} from './hns.ts';
+import { getMachineEnvScript, parseMachineEnvOutput, setMachineEnvScript } from './machine-env.ts';
+import { osVersionScript, parseOsVersionOutput } from './os-version.ts';
+import {
+  checkServiceName,
+  scConfigArgs,
+  scCreateArgs,
+  scDeleteArgs,
+  scDescriptionArgs,
+  scFailureArgs,
+  scFailureFlagArgs,
+  scQcArgs,
+  scQueryExArgs,
+  scStartArgs,
+  scStopArgs,
+} from './sc-commands.ts';
+import {
+  parseScConfig,
+  parseScFailure,
+  parseScStatus,
+  type ScFailure,
+  type ScStatus,
+  ServiceControlError,
+  win32Error,
+} from './sc-output.ts';
+
+export interface WindowsHostOSOptions {
+  /** Runs sc.exe, powershell.exe and shutdown.exe. Default: `childProcessRunner()`. */
+  run?: CommandRunner;
+  /** Where System32 lives. Default: %SystemRoot%, else C:\Windows. */
+  systemRoot?: string;
+  /** Where hns.psm1 is looked for on hosts without the HostNetworkingService module. */
+  hnsModulePaths?: readonly string[];
+  /** How long stopService waits for STOPPED, in ms. Default: 60000. */
+  stopTimeoutMs?: number;
+  /** How long deleteService waits for the service to disappear, in ms. Default: 30000. */
+  deleteTimeoutMs?: number;
+  /** Pause between status polls, in ms. Default: 500. */
+  pollIntervalMs?: number;
+  /** Attempts to replace a file that another process holds open. Default: 10. */
+  renameAttempts?: number;
+  /** Injected for tests. */
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+  hostname?: () => string;
+}
+
+/** The delay shutdown.exe is given, so the agent can report before the host goes down. */
+const rebootDelaySeconds = 5;
+/** shutdown.exe's limit for the /c comment. */
+const maxRebootReasonLength = 512;
+
+export class WindowsHostOS implements HostOS {
+  readonly #run: CommandRunner;
+  readonly #sc: string;
+  readonly #powerShell: string;
+  readonly #shutdown: string;
+  readonly #hnsModulePaths: readonly string[];
+  readonly #stopTimeoutMs: number;
+  readonly #deleteTimeoutMs: number;
+  readonly #pollIntervalMs: number;
+  readonly #renameAttempts: number;
+  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #now: () => number;
+  readonly #hostname: () => string;
+
+  constructor(options: WindowsHostOSOptions = {}) {
+    this.#run = options.run ?? childProcessRunner();
+    const system32 = win32.join(
+      options.systemRoot ?? process.env.SystemRoot ?? 'C:\\Windows',
+      'System32',
+    );
+    this.#sc = win32.join(system32, 'sc.exe');
+    this.#powerShell = win32.join(system32, 'WindowsPowerShell', 'v1.0', 'powershell.exe');
+    this.#shutdown = win32.join(system32, 'shutdown.exe');
+    this.#hnsModulePaths = options.hnsModulePaths ?? defaultHnsModulePaths;
+    this.#stopTimeoutMs = options.stopTimeoutMs ?? 60_000;
+    this.#deleteTimeoutMs = options.deleteTimeoutMs ?? 30_000;
+    this.#pollIntervalMs = options.pollIntervalMs ?? 500;
+    this.#renameAttempts = options.renameAttempts ?? 10;
+    this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.#now = options.now ?? Date.now;
+    this.#hostname = options.hostname ?? osHostname;
+  }
+
+  // Services.
+
+  async queryService(name: string): Promise<InstalledService | undefined> {
+    const qc = await this.#scExe(scQcArgs(name), `query service "${name}"`, [
+      win32Error.serviceDoesNotExist,
+    ]);
+    if (qc.failure) return undefined;
+    const config = parseScConfig(qc.stdout);
+    const status = await this.#queryStatus(name);
+    if (!status) return undefined;
+    const service: InstalledService = {
+      name: config.name,
+      state: status.state,
+      exitCode: status.win32ExitCode,
+      commandLine: config.binaryPathName,
+      startType: config.startType,
+      dependencies: config.dependencies,
+      displayName: config.displayName,
+    };
+    if (status.pid !== undefined) service.pid = status.pid;
+    return service;
+  }
+
+  async createService(config: ServiceConfig): Promise<void> {
+    await this.#scExe(scCreateArgs(config), `create service "${config.name}"`);
+    if (config.description !== undefined) {
+      await this.#scExe(
+        scDescriptionArgs(config.name, config.description),
+        `describe service "${config.name}"`,
+      );
+    }
+    await this.#setRecovery(config);
+  }
+
+  async configureService(config: ServiceConfig): Promise<void> {
+    await this.#scExe(scConfigArgs(config), `configure service "${config.name}"`);
+    await this.#scExe(
+      scDescriptionArgs(config.name, config.description ?? ''),
+      `describe service "${config.name}"`,
+    );
+    await this.#setRecovery(config);
+  }
+
+  async #setRecovery(config: ServiceConfig): Promise<void> {
+    const action = `set the recovery actions of service "${config.name}"`;
+    await this.#scExe(scFailureArgs(config.name, config.recovery), action);
+    await this.#scExe(scFailureFlagArgs(config.name), action);
+  }
+
+  async startService(name: string): Promise<void> {
+    await this.#scExe(scStartArgs(name), `start service "${name}"`, [
+      win32Error.serviceAlreadyRunning,
+    ]);
+  }
+
+  /**
+   * Sends stop whenever the service is running or paused and polls until it is stopped. A
+   * service that is starting cannot take the stop yet (1061); the loop sends it once the
+   * service is running. A missing service has nothing to stop.
+   */
+  async stopService(name: string): Promise<void> {
+    checkServiceName(name);
+    const deadline = this.#now() + this.#stopTimeoutMs;
+    let last: ScStatus | undefined;
+    for (;;) {
+      last = await this.#queryStatus(name);
+      if (!last || last.state === 'stopped') return;
+      if (last.state === 'running' || last.state === 'paused') {
+        const stop = await this.#scExe(scStopArgs(name), `stop service "${name}"`, [
+          win32Error.serviceNotActive,
+          win32Error.serviceCannotAcceptControl,
+        ]);
+        if (!stop.failure) {
+          const status = parseScStatus(stop.stdout);
+          if (status.state === 'stopped') return;
+        }
+      }
+      if (this.#now() >= deadline) break;
+      await this.#sleep(this.#pollIntervalMs);
+    }
+    const state = last.pid === undefined ? last.state : `${last.state}, PID ${last.pid}`;
+    const fix =
+      last.pid === undefined
+        ? 'reboot the host'
+        : `end its process (taskkill /F /PID ${last.pid}) or reboot the host`;
+    throw new Error(
+      `Service "${name}" did not stop within ${this.#stopTimeoutMs} ms (still ${state}); ${fix}`,
+    );
+  }
+
+  async deleteService(name: string): Promise<void> {
+    checkServiceName(name);
+    if (!(await this.#queryStatus(name))) return;
+    await this.stopService(name);
+    await this.#scExe(scDeleteArgs(name), `delete service "${name}"`, [
+      win32Error.serviceDoesNotExist,
+      win32Error.serviceMarkedForDelete,
+    ]);
+    // The SCM removes a deleted service once the last handle to it closes.
+    const deadline = this.#now() + this.#deleteTimeoutMs;
+    while (await this.#queryStatus(name)) {
+      if (this.#now() >= deadline) {
+        throw new Error(
+          `Service "${name}" is marked for deletion but still registered after ${this.#deleteTimeoutMs} ms; close programs that hold it open (services.msc, Event Viewer) or reboot the host`,
+        );
+      }
+      await this.#sleep(this.#pollIntervalMs);
+    }
+  }
+
+  async #queryStatus(name: string): Promise<ScStatus | undefined> {
+    const result = await this.#scExe(scQueryExArgs(name), `query service "${name}"`, [
+      win32Error.serviceDoesNotExist,
+    ]);
+    return result.failure ? undefined : parseScStatus(result.stdout);
+  }
+
+  async #scExe(
+    args: string[],
+    action: string,
+    tolerated: readonly number[] = [],
+  ): Promise<{ stdout: string; failure?: ScFailure }> {
+    const result = await this.#run(this.#sc, args);
+    const failure = parseScFailure(result.stdout, result.exitCode, result.stderr);
+    if (!failure) return { stdout: result.stdout };
+    if (!tolerated.includes(failure.code)) throw new ServiceControlError(action, args, failure);
+    return { stdout: result.stdout, failure };
+  }
+
+  // Files.
+
+  async readFile(path: string): Promise<Buffer | undefined> {
+    try {
+      return await readFile(path);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Writes a temporary file beside `path`, flushes it to disk (the agent reboots hosts), then
+   * renames it over `path`. Windows refuses the rename while another process holds the target
+   * open (an antivirus scan: retried; a running executable: stop its service first).
+   */
+  async writeFile(path: string, data: Buffer | string): Promise<void> {
+    await mkdir(dirname(path), { recursive: true });
+    const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    try {
+      const file = await open(temporary, 'wx');
+      try {
+        await file.writeFile(data);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      await this.#renameWithRetry(temporary, path);
+    } catch (err) {
+      await rm(temporary, { force: true });
+      throw err;
+    }
+  }
+
+  async #renameWithRetry(from: string, to: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await rename(from, to);
+        return;
+      } catch (err) {
+        const code = errorCode(err);
+        const busy = code === 'EPERM' || code === 'EACCES' || code === 'EBUSY';
+        if (!busy) throw err;
+        if (attempt >= this.#renameAttempts) {
+          throw new Error(
+            `Cannot replace "${to}": it is in use (${code}); stop the service that runs or holds it, then write it again`,
+            { cause: err },
+          );
+        }
+        await this.#sleep(Math.min(100 * attempt, 1000));
+      }
+    }
+  }
+
+  async removePath(path: string): Promise<void> {
+    await rm(path, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  }
+
+  async ensureDirectory(path: string): Promise<void> {
+    await mkdir(path, { recursive: true });
+  }
+
+  async listDirectory(path: string): Promise<string[] | undefined> {
+    try {
+      return (await readdir(path)).sort();
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  // Machine environment.
+
+  async getMachineEnv(name: string): Promise<string | undefined> {
+    const stdout = await this.#runPowerShell(
+      getMachineEnvScript(name),
+      `read environment variable "${name}"`,
+    );
+    return parseMachineEnvOutput(stdout, name);
+  }
+
+  async setMachineEnv(name: string, value: string | undefined): Promise<void> {
+    await this.#runPowerShell(
+      setMachineEnvScript(name, value),
+      `${value === undefined ? 'remove' : 'set'} environment variable "${name}"`,
+    );
+  }
+
+  // Host Network Service.
+
+  async listHnsNetworks(): Promise<HnsNetwork[]> {
+    const action = 'list HNS networks';
+    const result = parseHnsListOutput(
+      await this.#runPowerShell(listHnsNetworksScript(this.#hnsModulePaths), action),
+    );
+    if (!result.available) throw new HnsUnavailableError(action, result.tried);
+    return result.networks;
+  }
+
+  /** Removes the network; one that no longer exists is not an error. */
+  async removeHnsNetwork(id: string): Promise<void> {
+    const action = `remove HNS network "${id}"`;
+    const result = parseHnsRemoveOutput(
+      await this.#runPowerShell(removeHnsNetworkScript(id, this.#hnsModulePaths), action),
+    );
+    if (!result.available) throw new HnsUnavailableError(action, result.tried);
+  }
+
+  // The machine.
+
+  async hostname(): Promise<string> {
+    return this.#hostname();
+  }
+
+  async osVersion(): Promise<OsVersion> {
+    return parseOsVersionOutput(
+      await this.#runPowerShell(osVersionScript(), 'read the Windows version'),
+    );
+  }
+
+  /** Free bytes available on the volume holding `path` (its nearest existing ancestor). */
+  async freeDiskBytes(path: string): Promise<number> {
+    let current = path;
+    for (;;) {
+      try {
+        const stats = await statfs(current);
+        return Number(stats.bavail) * Number(stats.bsize);
+      } catch (err) {
+        const parent = dirname(current);
+        if (
+          errorCode(err) !== 'ENOENT' ||
+          parent === current ||
+          current === parsePath(current).root
+        ) {
+          throw err;
+        }
+        current = parent;
+      }
+    }
+  }
+
+  /** Schedules a restart in 5 s, recorded as planned application maintenance (p:4:1). */
+  async reboot(reason: string): Promise<void> {
+    // One line without double quotes: shutdown.exe takes the comment as a single argument.
+    const comment = reason
+      .replace(/"/g, "'")
+      .replace(/[\p{Cc}\s]+/gu, ' ')
+      .trim()
+      .slice(0, maxRebootReasonLength);
+    const args = [
+      '/r',
+      '/t',
+      String(rebootDelaySeconds),
+      '/d',
+      'p:4:1',
+      '/c',
+      comment || 'winfleet',
+    ];
+    const result = await this.#run(this.#shutdown, args);
+    if (result.exitCode === 0 || result.exitCode === win32Error.shutdownIsScheduled) return;
+    const output = `${result.stdout}\n${result.stderr}`.replace(/\s+/g, ' ').trim();
+    const hint =
+      result.exitCode === win32Error.accessDenied
+        ? '; run the agent as LocalSystem or an administrator'
+        : '';
+    throw new Error(
+      `Cannot reboot: shutdown.exe ${args.join(' ')} exited with ${result.exitCode}${output ? `: ${output}` : ''}${hint}`,
+    );
+  }
+
+  async #runPowerShell(script: string, action: string): Promise<string> {
+    const result = await this.#run(this.#powerShell, powerShellArgs(script));
+    if (result.exitCode === 0) return result.stdout;
+    const detail = powerShellErrorText(result.stderr) || result.stdout.trim() || 'no output';
+    throw new Error(`Cannot ${action}: PowerShell exited with ${result.exitCode}: ${detail}`);
+  }
+}
+
+function errorCode(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}

@@ -1,0 +1,127 @@
+/**
+ * The webhook as a running service inside the operator: the HTTPS admission server, its
+ * certificate kept fresh from the Secret (renewed before expiry without dropping requests),
+ * and the webhook configurations kept pointing at it with the right caBundle.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import type { WinfleetConfig } from '../config/winfleet-config.ts';
+import { Controller } from '../runtime/controller.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { type AdmissionServer, createAdmissionServer } from './admission-server.ts';
+import type { ClusterFacts } from './cluster-facts.ts';
+import type { WebhookMetrics } from './metrics.ts';
+import type { BuildCompatibility } from './placement.ts';
+import {
+  admitPodMutation,
+  admitPodValidation,
+  type PodAdmissionDeps,
+  type PodImageResolver,
+} from './pod-admission.ts';
+import { ensureServingCertificate } from './serving-certificate.ts';
+import {
+  applyWebhookConfigurations,
+  type WebhookEndpoint,
+  webhookConfigurations,
+} from './webhook-configurations.ts';
+
+export interface WebhookServiceOptions {
+  kc: k8s.KubeConfig;
+  operatorNamespace: string;
+  config: () => WinfleetConfig;
+  facts: ClusterFacts;
+  isCompatible: BuildCompatibility;
+  resolveImages?: PodImageResolver;
+  /** Where to listen. */
+  host: string;
+  port: number;
+  /** How the API server reaches us (url for loopback clusters, service in-cluster). */
+  endpoint: WebhookEndpoint;
+  /** Names the serving certificate must cover. */
+  dnsNames: string[];
+  ipAddresses: string[];
+  secretName?: string;
+  certValidityMs?: number;
+  metrics: WebhookMetrics;
+  log: Logger;
+}
+
+export interface WebhookService {
+  server: AdmissionServer;
+  port: number;
+  /** Re-applies the webhook configurations (after a config change). */
+  refresh(): void;
+  stop(): Promise<void>;
+}
+
+export async function startWebhookService(options: WebhookServiceOptions): Promise<WebhookService> {
+  const log = options.log.child({ component: 'webhook' });
+  const certOptions = {
+    namespace: options.operatorNamespace,
+    secretName: options.secretName ?? 'winfleet-webhook-tls',
+    dnsNames: options.dnsNames,
+    ipAddresses: options.ipAddresses,
+    certValidityMs: options.certValidityMs,
+  };
+  const initial = await ensureServingCertificate(options.kc, certOptions);
+  const deps: PodAdmissionDeps = {
+    config: options.config,
+    operatorNamespace: options.operatorNamespace,
+    runtimeClasses: options.facts.runtimeClasses,
+    readyWindowsBuilds: () => options.facts.readyWindowsBuilds(),
+    resolveImages: options.resolveImages,
+    isCompatible: options.isCompatible,
+    gmsaCredentialSpecs: () => options.facts.gmsaCredentialSpecs(),
+    namespaceOptedOut: (ns) => options.facts.namespaceOptedOut(ns),
+    log,
+  };
+  const server = createAdmissionServer({
+    cert: initial.certPem,
+    key: initial.keyPem,
+    log,
+    metrics: options.metrics,
+    routes: {
+      '/mutate/pods': { name: 'mutate', handler: (r) => admitPodMutation(r, deps) },
+      '/validate/pods': { name: 'validate', handler: (r) => admitPodValidation(r, deps) },
+    },
+  });
+  const port = await server.listen(options.port, options.host);
+  let servedCert = initial.certPem;
+  let publishedBundle = '';
+
+  const reconcile = async () => {
+    const cert = await ensureServingCertificate(options.kc, certOptions);
+    // Publish the bundle first: it trusts both the old and the new CA during a CA change.
+    const objects = webhookConfigurations(
+      options.config(),
+      options.operatorNamespace,
+      options.endpoint,
+      cert.caBundle,
+    );
+    await applyWebhookConfigurations(options.kc, objects);
+    if (cert.caBundle !== publishedBundle) {
+      if (publishedBundle) log.info('webhook caBundle updated');
+      publishedBundle = cert.caBundle;
+    }
+    if (cert.certPem !== servedCert) {
+      if (cert.changed === 'renewed-ca') {
+        // Give the API server a moment to read the new bundle before a new-CA cert is served.
+        await new Promise((r) => setTimeout(r, 3000));
+      }
+      server.updateCertificate(cert.certPem, cert.keyPem);
+      servedCert = cert.certPem;
+      log.info('serving certificate renewed', { renewAt: cert.renewAt.toISOString() });
+    }
+    return { requeueAfterMs: Math.max(1000, cert.renewAt.getTime() - Date.now()) };
+  };
+  const controller = new Controller({ name: 'webhook-certificates', reconcile, log });
+  controller.enqueue('serving');
+  return {
+    server,
+    port,
+    refresh: () => controller.enqueue('serving'),
+    async stop() {
+      controller.stop();
+      await server.close();
+    },
+  };
+}
