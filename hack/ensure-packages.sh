@@ -5,6 +5,7 @@ declare -A need=(
   [go]=golang-go         # builds the control plane; the machine's Go 1.26 is preferred
   [setpriv]=util-linux   # ties component lifetimes to the launcher
   [curl]=curl
+  [docker-registry]=docker-registry  # the OCI registry image lookups are tested against
 )
 missing=()
 for cmd in "${!need[@]}"; do

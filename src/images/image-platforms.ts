@@ -1,0 +1,456 @@
+/**
+ * What the admission webhook asks about an image: which platforms (os, architecture,
+ * os.version) does it offer? `createImagePlatformResolver` answers from a bounded TTL'd cache or
+ * from the registry (through its mirrors), within a time budget, with the pod's pull secrets.
+ * It never throws for registry trouble: a lookup that cannot finish yields
+ * `{ status: 'unknown', reason }`, and the webhook decides whether to warn or reject.
+ *
+ * @example
+ * const resolver = createImagePlatformResolver({ mirrors: { 'mcr.microsoft.com': [{ endpoint: 'https://mirror.example.com' }] } });
+ * const result = await resolver.resolveImagePlatforms('mcr.microsoft.com/windows/servercore:ltsc2022', { pullSecrets }, AbortSignal.timeout(2000));
+ * if (result.status === 'resolved') windowsOsVersions(result.platforms); // ['10.0.20348.2582']
+ */
+import { createHash } from 'node:crypto';
+import { type DockerConfigSource, findRegistryCredentials } from './docker-config.ts';
+import {
+  formatImageReference,
+  type ImageReference,
+  parseImageReference,
+} from './image-reference.ts';
+import {
+  type ImagePlatform,
+  type IndexEntry,
+  isIndexType,
+  isManifestType,
+  parseImageConfig,
+  parseManifest,
+} from './manifest-platforms.ts';
+import { RegistryClient, type RepositoryAccess } from './registry-client.ts';
+import {
+  type LookupFailureReason,
+  lookupErrorFrom,
+  RegistryLookupError,
+} from './registry-lookup-error.ts';
+import {
+  compileRegistryRouting,
+  type LookupTarget,
+  lookupTargets,
+  type RegistryRouting,
+} from './registry-mirrors.ts';
+import { type CacheStats, TtlLruCache } from './ttl-lru-cache.ts';
+
+export type { ImagePlatform } from './manifest-platforms.ts';
+export type { LookupFailureReason } from './registry-lookup-error.ts';
+
+/** The platforms of an image, as its registry lists them. */
+export interface ResolvedImagePlatforms {
+  status: 'resolved';
+  /** The image as the pod wrote it. */
+  image: string;
+  /** Normalised: "mcr.microsoft.com/windows/servercore:ltsc2022". */
+  reference: string;
+  /** Digest of the top-level manifest (the index for multi-platform images). */
+  digest: string;
+  mediaType: string;
+  /** One per runnable index entry (attestations skipped), or the one of a single manifest. */
+  platforms: ImagePlatform[];
+  /** "cache" when answered from the cache. */
+  source: 'registry' | 'cache';
+  /** The endpoint that answered, e.g. "http://127.0.0.1:5000" for a mirror. */
+  endpoint: string;
+  /** The repository at that endpoint (with a mirror's path prefix). */
+  repository: string;
+}
+
+/** One endpoint tried and why it gave no answer. */
+export interface LookupAttempt {
+  endpoint: string;
+  repository: string;
+  reason: LookupFailureReason;
+  message: string;
+}
+
+/** No answer: the image may still run; the webhook warns (or rejects under `enforce`). */
+export interface UnknownImagePlatforms {
+  status: 'unknown';
+  image: string;
+  reason: LookupFailureReason;
+  /** Says what failed for each endpoint tried. */
+  message: string;
+  attempts: LookupAttempt[];
+  source: 'registry' | 'cache';
+}
+
+export type ImagePlatformsResult = ResolvedImagePlatforms | UnknownImagePlatforms;
+
+/** Plain callbacks for metrics (see `prometheusLookupObserver`). */
+export interface ImageLookupObserver {
+  /** Once per `resolveImagePlatforms` call. `outcome` is "resolved" or the failure reason. */
+  lookup?(event: {
+    outcome: 'resolved' | LookupFailureReason;
+    source: 'registry' | 'cache';
+    durationMs: number;
+  }): void;
+  /** Once per cache consultation. */
+  cache?(result: 'hit' | 'miss'): void;
+}
+
+export interface ImagePlatformResolverOptions extends RegistryRouting {
+  /** Docker configs tried after the pod's pull secrets, e.g. the operator's own for mirrors. */
+  defaultDockerConfigs?: readonly DockerConfigSource[];
+  /** Time budget of one registry lookup, across all endpoints (default 2000 ms). */
+  lookupTimeoutMs?: number;
+  cache?: {
+    /** Default 2000. */
+    maxEntries?: number;
+    /** How long a tag lookup is kept (default 10 min); tags move. */
+    tagTtlMs?: number;
+    /** How long a digest lookup is kept (default 24 h); digests never change. */
+    digestTtlMs?: number;
+    /** How long a failed lookup is kept (default 15 s), so a dead registry costs one budget per interval. */
+    failureTtlMs?: number;
+  };
+  observer?: ImageLookupObserver;
+  userAgent?: string;
+  /** Most child manifests fetched for index entries that lack a platform (default 16). */
+  maxChildManifests?: number;
+  now?: () => number;
+}
+
+export interface ResolveContext {
+  /** The decoded `.dockerconfigjson` of the pod's imagePullSecrets and its service account's. */
+  pullSecrets?: readonly DockerConfigSource[];
+}
+
+export interface ImagePlatformResolver {
+  /**
+   * The platforms of `image`. Resolves within the lookup budget or when `signal` aborts,
+   * whichever is first; never rejects.
+   */
+  resolveImagePlatforms(
+    image: string,
+    context?: ResolveContext,
+    signal?: AbortSignal,
+  ): Promise<ImagePlatformsResult>;
+  cacheStats(): CacheStats;
+  /** Closes pooled connections; pending lookups end with "unreachable" or "aborted". */
+  close(): void;
+}
+
+type LookupOutcome =
+  | Omit<ResolvedImagePlatforms, 'image' | 'source'>
+  | Omit<UnknownImagePlatforms, 'image' | 'source'>;
+
+/**
+ * The os.versions of the Windows platforms in `platforms` for `architecture` (default amd64),
+ * deduplicated; "" stands for an entry without os.version, which runs on any Windows host.
+ * Feed the result of each image to `compatibleNodeBuilds` (src/windows/compatibility.ts).
+ */
+export function windowsOsVersions(
+  platforms: readonly ImagePlatform[],
+  architecture = 'amd64',
+): string[] {
+  const versions = platforms
+    .filter((p) => p.os === 'windows' && p.architecture === architecture)
+    .map((p) => p.osVersion ?? '');
+  return [...new Set(versions)];
+}
+
+/** Creates a resolver; share one per process so its cache, tokens and connections are reused. */
+export function createImagePlatformResolver(
+  options: ImagePlatformResolverOptions = {},
+): ImagePlatformResolver {
+  const routing = compileRegistryRouting(options);
+  const now = options.now ?? Date.now;
+  const client = new RegistryClient({
+    ...(options.userAgent ? { userAgent: options.userAgent } : {}),
+    now,
+  });
+  const lookupTimeoutMs = options.lookupTimeoutMs ?? 2000;
+  const tagTtlMs = options.cache?.tagTtlMs ?? 10 * 60_000;
+  const digestTtlMs = options.cache?.digestTtlMs ?? 24 * 60 * 60_000;
+  const failureTtlMs = options.cache?.failureTtlMs ?? 15_000;
+  const maxChildManifests = options.maxChildManifests ?? 16;
+  const cache = new TtlLruCache<string, LookupOutcome>({
+    maxEntries: options.cache?.maxEntries ?? 2000,
+    now,
+  });
+  const inFlight = new Map<string, Promise<LookupOutcome>>();
+  const observer = options.observer ?? {};
+  const defaults = options.defaultDockerConfigs ?? [];
+  let hits = 0;
+  let misses = 0;
+
+  async function platformsOf(
+    access: RepositoryAccess,
+    entryDigest: string,
+    mediaType: string,
+    budget: { children: number },
+    depth: number,
+  ): Promise<ImagePlatform[]> {
+    if (budget.children <= 0) {
+      throw new RegistryLookupError(
+        'invalid-manifest',
+        `Index of "${access.repository}" needs more than ${maxChildManifests} child manifests read; entries should declare their platform`,
+      );
+    }
+    budget.children--;
+    const fetched = await client.fetchManifest(access, entryDigest);
+    const manifest = parseManifest(
+      fetched.body,
+      fetched.contentType ?? mediaType,
+      `manifest "${entryDigest}"`,
+    );
+    if (manifest.kind === 'index')
+      return platformsOfIndex(access, manifest.entries, budget, depth + 1);
+    return [
+      await configPlatform(access, manifest.config.digest, manifest.config.size, entryDigest),
+    ];
+  }
+
+  async function configPlatform(
+    access: RepositoryAccess,
+    digest: string,
+    size: number,
+    manifestDigest: string,
+  ): Promise<ImagePlatform> {
+    if (size > 4 * 1024 * 1024) {
+      throw new RegistryLookupError(
+        'invalid-manifest',
+        `Config "${digest}" of "${access.repository}" declares ${size} bytes, more than 4 MiB`,
+      );
+    }
+    const blob = await client.fetchBlob(access, digest);
+    return {
+      ...parseImageConfig(blob.body, `image config "${digest}" of "${access.repository}"`),
+      manifestDigest,
+    };
+  }
+
+  async function platformsOfIndex(
+    access: RepositoryAccess,
+    entries: readonly IndexEntry[],
+    budget: { children: number },
+    depth: number,
+  ): Promise<ImagePlatform[]> {
+    if (depth > 2) {
+      throw new RegistryLookupError(
+        'invalid-manifest',
+        `Indexes of "${access.repository}" nest more than two deep`,
+      );
+    }
+    const lists = await Promise.all(
+      entries
+        .filter((entry) => !entry.attestation)
+        .map(async (entry) => {
+          if (entry.platform) return [entry.platform];
+          if (isIndexType(entry.mediaType) || isManifestType(entry.mediaType)) {
+            return platformsOf(access, entry.digest, entry.mediaType, budget, depth);
+          }
+          return []; // Artifacts (signatures, SBOMs) are not runnable.
+        }),
+    );
+    return lists.flat();
+  }
+
+  async function lookupAt(
+    ref: ImageReference,
+    target: LookupTarget,
+    credentials: ReturnType<typeof findRegistryCredentials>,
+    signal: AbortSignal,
+  ): Promise<LookupOutcome> {
+    const access: RepositoryAccess = {
+      endpoint: target.endpoint,
+      repository: target.repository,
+      ...(credentials ? { credentials: credentials.credentials } : {}),
+      signal,
+    };
+    const fetched = await client.fetchManifest(access, ref.digest ?? ref.tag ?? 'latest');
+    const what = `manifest "${target.repository}:${ref.digest ?? ref.tag}" at ${target.endpoint.origin}`;
+    const manifest = parseManifest(fetched.body, fetched.contentType, what);
+    const budget = { children: maxChildManifests };
+    const platforms =
+      manifest.kind === 'index'
+        ? await platformsOfIndex(access, manifest.entries, budget, 1)
+        : [
+            await configPlatform(
+              access,
+              manifest.config.digest,
+              manifest.config.size,
+              fetched.digest,
+            ),
+          ];
+    return {
+      status: 'resolved',
+      reference: formatImageReference(ref),
+      digest: fetched.digest,
+      mediaType: manifest.mediaType,
+      platforms,
+      endpoint: target.endpoint.origin,
+      repository: target.repository,
+    };
+  }
+
+  async function lookup(
+    ref: ImageReference,
+    pullSecrets: readonly DockerConfigSource[],
+  ): Promise<LookupOutcome> {
+    const signal = AbortSignal.timeout(lookupTimeoutMs);
+    const attempts: LookupAttempt[] = [];
+    const configs = [...pullSecrets, ...defaults];
+    for (const target of lookupTargets(ref, routing)) {
+      const credentials = findRegistryCredentials(
+        target.credentialHost,
+        target.repository,
+        configs,
+      );
+      try {
+        return await lookupAt(ref, target, credentials, signal);
+      } catch (error) {
+        const failure = lookupErrorFrom(error, `registry "${target.endpoint.origin}"`, signal);
+        attempts.push({
+          endpoint: target.endpoint.origin,
+          repository: target.repository,
+          reason: failure.reason,
+          message: failure.message,
+        });
+        if (signal.aborted) break;
+      }
+    }
+    const last = attempts.at(-1)!;
+    return {
+      status: 'unknown',
+      reason: last.reason,
+      message: `Cannot read the platforms of "${formatImageReference(ref)}": ${attempts.map((a) => a.message).join('; ')}`,
+      attempts,
+    };
+  }
+
+  function secretsFingerprint(pullSecrets: readonly DockerConfigSource[]): string {
+    if (pullSecrets.length === 0) return 'none';
+    return createHash('sha256')
+      .update(JSON.stringify(pullSecrets.map((s) => s.config)))
+      .digest('hex')
+      .slice(0, 32);
+  }
+
+  /** Waits for `promise` (which never rejects) unless `signal` aborts first. */
+  function settledOrAborted<T>(
+    promise: Promise<T>,
+    signal: AbortSignal | undefined,
+  ): Promise<{ done: true; value: T } | { done: false }> {
+    const done = promise.then((value) => ({ done: true as const, value }));
+    if (!signal) return done;
+    if (signal.aborted) return Promise.resolve({ done: false });
+    return new Promise((resolve) => {
+      const onAbort = () => resolve({ done: false });
+      signal.addEventListener('abort', onAbort, { once: true });
+      void done.then((result) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(result);
+      });
+    });
+  }
+
+  function notify(call: () => void): void {
+    try {
+      call();
+    } catch {
+      // A broken metrics callback must not break admission.
+    }
+  }
+
+  async function resolveImagePlatforms(
+    image: string,
+    context: ResolveContext = {},
+    signal?: AbortSignal,
+  ): Promise<ImagePlatformsResult> {
+    const started = now();
+    const finish = (result: ImagePlatformsResult): ImagePlatformsResult => {
+      notify(() =>
+        observer.lookup?.({
+          outcome: result.status === 'resolved' ? 'resolved' : result.reason,
+          source: result.source,
+          durationMs: now() - started,
+        }),
+      );
+      return result;
+    };
+    let ref: ImageReference;
+    try {
+      ref = parseImageReference(image);
+    } catch (error) {
+      const message = (error as Error).message;
+      return finish({
+        status: 'unknown',
+        image,
+        reason: 'invalid-reference',
+        message,
+        attempts: [],
+        source: 'registry',
+      });
+    }
+    // A digest pins the content whatever the tag says.
+    const key = ref.digest
+      ? `${ref.registry}/${ref.repository}@${ref.digest}`
+      : formatImageReference(ref);
+    const pullSecrets = context.pullSecrets ?? [];
+    // Platforms do not depend on who asks; failures do (a pod without the right pull secret is
+    // refused), so they are cached per set of pull secrets.
+    const positive = cache.get(key);
+    const failureKey = positive ? '' : `${key}|${secretsFingerprint(pullSecrets)}`;
+    const cached = positive ?? cache.get(failureKey);
+    if (cached) hits++;
+    else misses++;
+    notify(() => observer.cache?.(cached ? 'hit' : 'miss'));
+    if (cached) return finish({ ...cached, image, source: 'cache' } as ImagePlatformsResult);
+
+    let shared = inFlight.get(failureKey);
+    if (!shared) {
+      shared = lookup(ref, pullSecrets)
+        .catch(
+          (error): LookupOutcome => ({
+            status: 'unknown',
+            reason: 'registry-error',
+            message: `Looking up "${key}" failed unexpectedly: ${(error as Error)?.message ?? error}`,
+            attempts: [],
+          }),
+        )
+        .then((outcome) => {
+          if (outcome.status === 'resolved') {
+            cache.set(key, outcome, ref.digest ? digestTtlMs : tagTtlMs);
+            if (!ref.digest) {
+              // The digest of a tag answers later lookups by that digest too.
+              const pinned = `${ref.registry}/${ref.repository}@${outcome.digest}`;
+              cache.set(pinned, { ...outcome, reference: pinned }, digestTtlMs);
+            }
+          } else {
+            cache.set(failureKey, outcome, failureTtlMs);
+          }
+          return outcome;
+        })
+        .finally(() => inFlight.delete(failureKey));
+      inFlight.set(failureKey, shared);
+    }
+    const outcome = await settledOrAborted(shared, signal);
+    if (!outcome.done) {
+      const failure = lookupErrorFrom(signal?.reason, `the registry of "${key}"`, signal);
+      return finish({
+        status: 'unknown',
+        image,
+        reason: failure.reason,
+        message: `${failure.message}; the lookup goes on and fills the cache for later pods`,
+        attempts: [],
+        source: 'registry',
+      });
+    }
+    return finish({ ...outcome.value, image, source: 'registry' } as ImagePlatformsResult);
+  }
+
+  return {
+    resolveImagePlatforms,
+    // One consultation counts once, though failures and platforms have separate keys.
+    cacheStats: () => ({ ...cache.stats(), hits, misses }),
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * Why an image lookup found no answer. Inside src/images failures are thrown as
+ * RegistryLookupError; the resolver turns them into an "unknown" result, so the webhook never
+ * has to catch anything for network trouble.
+ */
+
+/** Why a lookup ended without platforms. */
+export type LookupFailureReason =
+  /** The image reference cannot be parsed. */
+  | 'invalid-reference'
+  /** The time budget ran out. */
+  | 'timeout'
+  /** The caller's signal was aborted for another reason than a timeout. */
+  | 'aborted'
+  /** No connection: refused, reset, DNS failure. */
+  | 'unreachable'
+  /** TLS handshake or certificate verification failed. */
+  | 'tls-error'
+  /** The registry or its token service refused the credentials (or their absence). */
+  | 'unauthorized'
+  /** No such repository, tag or digest. */
+  | 'not-found'
+  /** A manifest or config that cannot be read, is too large, or does not match its digest. */
+  | 'invalid-manifest'
+  /** Any other answer: 5xx, 429, an unexpected status, a broken token response. */
+  | 'registry-error';
+
+/** A lookup failure with its reason; messages say what failed and quote the value. */
+export class RegistryLookupError extends Error {
+  readonly reason: LookupFailureReason;
+  constructor(reason: LookupFailureReason, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RegistryLookupError';
+    this.reason = reason;
+  }
+}
+
+const tlsCodes =
+  /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|SELF_SIGNED_CERT|DEPTH_ZERO_SELF_SIGNED_CERT|HOSTNAME_MISMATCH|ERR_OSSL)/;
+
+/**
+ * Classifies an error thrown while talking to `what` (e.g. `registry "http://127.0.0.1:5000"`),
+ * using `signal` to tell a timeout from a cancellation.
+ */
+export function lookupErrorFrom(
+  error: unknown,
+  what: string,
+  signal?: AbortSignal,
+): RegistryLookupError {
+  if (error instanceof RegistryLookupError) return error;
+  if (signal?.aborted) {
+    const reason = signal.reason as { name?: string } | undefined;
+    return reason?.name === 'TimeoutError'
+      ? new RegistryLookupError('timeout', `Timed out waiting for ${what}`, { cause: error })
+      : new RegistryLookupError('aborted', `Lookup at ${what} was cancelled`, { cause: error });
+  }
+  const code = String((error as NodeJS.ErrnoException)?.code ?? '');
+  // Connecting to a name with several addresses fails with an AggregateError and no message.
+  const inner = error instanceof AggregateError ? error.errors[0] : undefined;
+  const message = (error as Error)?.message || (inner as Error)?.message || String(error);
+  if (tlsCodes.test(code)) {
+    return new RegistryLookupError(
+      'tls-error',
+      `TLS with ${what} failed: ${message} (${code}); check its CA bundle`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return new RegistryLookupError(
+    'unreachable',
+    `Cannot reach ${what}: ${message}${code && !message.includes(code) ? ` (${code})` : ''}`,
+    { cause: error },
+  );
+}

@@ -1,0 +1,174 @@
+/**
+ * Where lookups for a registry go. As with containerd's hosts.toml and OpenShift's
+ * ImageDigestMirrorSet, a registry host (e.g. mcr.microsoft.com) maps to mirrors tried in order,
+ * each with an optional repository prefix; the registry itself is tried after them only when
+ * `fallbackToUpstream` is set. Registries without mirrors are reached directly, over HTTPS
+ * unless an endpoint override says otherwise. Plain HTTP and unverified TLS both require
+ * `insecure: true`, so neither happens by accident.
+ */
+import { canonicalRegistry, type ImageReference, registryApiHost } from './image-reference.ts';
+import type { RegistryEndpoint } from './registry-client.ts';
+
+/** One mirror of a registry (the shape of winfleet's `images.mirrors` config entries). */
+export interface RegistryMirror {
+  /** Base URL, e.g. "https://mirror.example.com" or "http://127.0.0.1:5000". */
+  endpoint: string;
+  /** Path put before the repository on the mirror, e.g. "mcr" → mcr/windows/servercore. */
+  pathPrefix?: string;
+  /** Allow plain HTTP (http:// endpoints) or skip TLS verification (https:// endpoints). */
+  insecure?: boolean;
+  /** PEM CA certificates trusted for this endpoint, in addition to the system roots. */
+  caBundle?: string;
+}
+
+/** How to reach a registry that is not mirrored (or is the fallback): an endpoint override. */
+export interface RegistryHostSettings {
+  /** Base URL; "https://<host>" by default. Use "http://127.0.0.1:5000" for a loopback registry. */
+  endpoint?: string;
+  insecure?: boolean;
+  caBundle?: string;
+}
+
+export interface RegistryRouting {
+  /** Registry host → mirrors, tried in order. Docker Hub may be keyed as docker.io. */
+  mirrors?: Readonly<Record<string, readonly RegistryMirror[]>>;
+  /** Try the registry itself after its mirrors failed (default false). */
+  fallbackToUpstream?: boolean;
+  /** Per-registry endpoint settings, keyed by host[:port]. */
+  registries?: Readonly<Record<string, RegistryHostSettings>>;
+}
+
+/** One place to look an image up. */
+export interface LookupTarget {
+  endpoint: RegistryEndpoint;
+  /** The host[:port] credentials are matched against. */
+  credentialHost: string;
+  /** The repository on that endpoint (with the mirror's prefix). */
+  repository: string;
+  /** True for a mirror, false for the registry itself. */
+  mirror: boolean;
+}
+
+interface ResolvedEndpoint {
+  endpoint: RegistryEndpoint;
+  host: string;
+}
+
+/** Validated routing; build once with `compileRegistryRouting`. */
+export interface CompiledRouting {
+  mirrors: Map<string, { resolved: ResolvedEndpoint; pathPrefix: string }[]>;
+  registries: Map<string, ResolvedEndpoint>;
+  fallbackToUpstream: boolean;
+}
+
+const prefixPattern =
+  /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/;
+
+function resolveEndpoint(
+  settings: { endpoint?: string; insecure?: boolean; caBundle?: string },
+  field: string,
+  defaultHost: string,
+): ResolvedEndpoint {
+  const text = settings.endpoint ?? `https://${registryApiHost(defaultHost)}`;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new TypeError(
+      `${field}.endpoint "${text}" is not a URL; write e.g. "https://mirror.example.com"`,
+    );
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new TypeError(`${field}.endpoint "${text}" must start with https:// or http://`);
+  }
+  if (url.username || url.password || url.search || url.hash) {
+    throw new TypeError(
+      `${field}.endpoint "${text}" must not carry credentials, a query or a fragment; put credentials in a pull secret`,
+    );
+  }
+  if (!['', '/', '/v2', '/v2/'].includes(url.pathname)) {
+    throw new TypeError(
+      `${field}.endpoint "${text}" has the path "${url.pathname}"; registries serve their API at /v2/, so put a repository prefix in pathPrefix instead`,
+    );
+  }
+  if (url.protocol === 'http:' && !settings.insecure) {
+    throw new TypeError(
+      `${field}.endpoint "${text}" uses plain HTTP; set insecure: true to allow it (loopback and lab registries only)`,
+    );
+  }
+  if (
+    settings.caBundle !== undefined &&
+    !settings.caBundle.includes('-----BEGIN CERTIFICATE-----')
+  ) {
+    throw new TypeError(
+      `${field}.caBundle must hold PEM certificates ("-----BEGIN CERTIFICATE-----")`,
+    );
+  }
+  const tls = {
+    ...(settings.caBundle ? { caBundle: settings.caBundle } : {}),
+    ...(url.protocol === 'https:' && settings.insecure ? { skipTlsVerify: true } : {}),
+  };
+  return {
+    endpoint: { origin: url.origin, ...(Object.keys(tls).length > 0 ? { tls } : {}) },
+    // Credentials are matched against the host as users write it in pull secrets.
+    host: url.host,
+  };
+}
+
+/** Checks and normalises the routing configuration; throws a TypeError naming the field. */
+export function compileRegistryRouting(routing: RegistryRouting = {}): CompiledRouting {
+  const mirrors = new Map<string, { resolved: ResolvedEndpoint; pathPrefix: string }[]>();
+  for (const [host, list] of Object.entries(routing.mirrors ?? {})) {
+    const key = canonicalRegistry(host);
+    const field = `mirrors["${host}"]`;
+    if (!Array.isArray(list) || list.length === 0)
+      throw new TypeError(`${field} must be a non-empty list of mirrors`);
+    mirrors.set(
+      key,
+      list.map((mirror, i) => {
+        const prefix = (mirror.pathPrefix ?? '').replace(/^\/+|\/+$/g, '');
+        if (prefix !== '' && !prefixPattern.test(prefix)) {
+          throw new TypeError(
+            `${field}[${i}].pathPrefix "${mirror.pathPrefix}" must be lowercase repository path components, e.g. "mcr"`,
+          );
+        }
+        if (!mirror.endpoint)
+          throw new TypeError(
+            `${field}[${i}].endpoint is missing; write e.g. "https://mirror.example.com"`,
+          );
+        return { resolved: resolveEndpoint(mirror, `${field}[${i}]`, key), pathPrefix: prefix };
+      }),
+    );
+  }
+  const registries = new Map<string, ResolvedEndpoint>();
+  for (const [host, settings] of Object.entries(routing.registries ?? {})) {
+    const key = canonicalRegistry(host);
+    registries.set(key, resolveEndpoint(settings, `registries["${host}"]`, key));
+  }
+  return { mirrors, registries, fallbackToUpstream: routing.fallbackToUpstream ?? false };
+}
+
+/** The places to look `ref` up, in order: its mirrors, then (if allowed) the registry. */
+export function lookupTargets(ref: ImageReference, routing: CompiledRouting): LookupTarget[] {
+  const targets: LookupTarget[] = [];
+  const mirrors = routing.mirrors.get(ref.registry);
+  for (const { resolved, pathPrefix } of mirrors ?? []) {
+    targets.push({
+      endpoint: resolved.endpoint,
+      credentialHost: resolved.host,
+      repository: pathPrefix ? `${pathPrefix}/${ref.repository}` : ref.repository,
+      mirror: true,
+    });
+  }
+  if (!mirrors || routing.fallbackToUpstream) {
+    const upstream =
+      routing.registries.get(ref.registry) ?? resolveEndpoint({}, 'registry', ref.registry);
+    targets.push({
+      endpoint: upstream.endpoint,
+      credentialHost: ref.registry,
+      repository: ref.repository,
+      mirror: false,
+    });
+  }
+  return targets;
+}
