@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { assertValidPowerShell } from '../testing/powershell-grammar.ts';
 import { decodePowerShellCommandLine } from '../windows/powershell.ts';
-import { identifyRemoteScript, type RemoteScriptName, type RemoteScripts, remoteCommand, remoteScript } from './remote-scripts.ts';
+import {
+  identifyRemoteScript,
+  type RemoteScriptName,
+  type RemoteScripts,
+  remoteCommand,
+  remoteScript,
+} from './remote-scripts.ts';
 
 const samples: { [K in RemoteScriptName]: RemoteScripts[K] } = {
   'host-facts': {},
@@ -17,7 +23,10 @@ for (const [name, args] of Object.entries(samples) as [RemoteScriptName, never][
     const script = remoteScript(name, args);
     await assertValidPowerShell(script, name);
     const line = remoteCommand(name, args);
-    assert.match(line, /^powershell\.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand [A-Za-z0-9+/=]+$/);
+    assert.match(
+      line,
+      /^powershell\.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand [A-Za-z0-9+/=]+$/,
+    );
     const decoded = decodePowerShellCommandLine(line);
     assert.equal(decoded, script);
     assert.deepEqual(identifyRemoteScript(decoded!), { name, args });
@@ -26,5 +35,10 @@ for (const [name, args] of Object.entries(samples) as [RemoteScriptName, never][
 
 test('a script that is not from the catalog is not identified', () => {
   assert.equal(identifyRemoteScript('Get-Process'), undefined);
-  assert.equal(identifyRemoteScript('# winfleet-script: format-disk\n$winfleetArgs = ConvertFrom-Json -InputObject \'{}\''), undefined);
+  assert.equal(
+    identifyRemoteScript(
+      "# winfleet-script: format-disk\n$winfleetArgs = ConvertFrom-Json -InputObject '{}'",
+    ),
+    undefined,
+  );
 });

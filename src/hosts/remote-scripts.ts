@@ -68,7 +68,7 @@ const bodies: { [K in RemoteScriptName]: string[] } = {
     '$hashes = [ordered]@{}',
     `foreach ($path in ${argsVariable}.paths) {`,
     '  if (Test-Path -LiteralPath $path -PathType Leaf) {',
-    "    $hashes[$path] = (Get-FileHash -LiteralPath $path -Algorithm SHA256).Hash.ToLowerInvariant()",
+    '    $hashes[$path] = (Get-FileHash -LiteralPath $path -Algorithm SHA256).Hash.ToLowerInvariant()',
     '  } else {',
     '    $hashes[$path] = $null',
     '  }',
@@ -108,13 +108,19 @@ export function remoteCommand<K extends RemoteScriptName>(name: K, args: RemoteS
 }
 
 /** Reads the catalog name and arguments back out of a decoded script (simulated hosts use it). */
-export function identifyRemoteScript(script: string): { name: RemoteScriptName; args: unknown } | undefined {
+export function identifyRemoteScript(
+  script: string,
+): { name: RemoteScriptName; args: unknown } | undefined {
   const marker = script.split('\n').find((line) => line.startsWith(scriptMarker));
   if (!marker) return undefined;
   const name = marker.slice(scriptMarker.length).trim() as RemoteScriptName;
   if (!(name in bodies)) return undefined;
-  const argsLine = script.split('\n').find((line) => line.startsWith(`${argsVariable} = ConvertFrom-Json -InputObject '`));
+  const argsLine = script
+    .split('\n')
+    .find((line) => line.startsWith(`${argsVariable} = ConvertFrom-Json -InputObject '`));
   if (!argsLine) return undefined;
-  const literal = argsLine.slice(argsLine.indexOf("'") + 1, argsLine.lastIndexOf("'")).replaceAll("''", "'");
+  const literal = argsLine
+    .slice(argsLine.indexOf("'") + 1, argsLine.lastIndexOf("'"))
+    .replaceAll("''", "'");
   return { name, args: JSON.parse(literal) };
 }

@@ -1,12 +1,14 @@
-/** Prometheus metrics of the webhook: admissions by decision, latency, image lookups. */
+/**
+ * Prometheus metrics of the webhook: admissions by decision and latency. Image lookups and
+ * cache hits are counted by the image resolver's observer (src/images/lookup-metrics.ts) in
+ * the same registry.
+ */
 import { Counter, Histogram, Registry } from 'prom-client';
 
 export interface WebhookMetrics {
   registry: Registry;
   admissions: Counter<'webhook' | 'decision'>;
   latency: Histogram<'webhook'>;
-  imageLookups: Counter<'outcome'>;
-  imageCacheHits: Counter<string>;
 }
 
 /** Creates the webhook's metrics in their own registry (or `registry`). */
@@ -24,17 +26,6 @@ export function createWebhookMetrics(registry = new Registry()): WebhookMetrics 
       help: 'Time to answer an admission request',
       labelNames: ['webhook'],
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [registry],
-    }),
-    imageLookups: new Counter({
-      name: 'winfleet_image_lookups_total',
-      help: 'Registry lookups of image platforms, by outcome (resolved, not_found, unauthorized, timeout, error)',
-      labelNames: ['outcome'],
-      registers: [registry],
-    }),
-    imageCacheHits: new Counter({
-      name: 'winfleet_image_cache_hits_total',
-      help: 'Image platform lookups answered from the cache',
       registers: [registry],
     }),
   };

@@ -1,0 +1,133 @@
+/**
+ * winfleet-operator: runs the controllers and the admission webhook against a cluster.
+ *
+ *   node src/operator/main.ts --kubeconfig admin.kubeconfig --webhook-url https://127.0.0.1:9443
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { runUntilSignal } from '../cluster/run-until-signal.ts';
+import { loadKubeConfig } from '../kube/client.ts';
+import { createLogger } from '../runtime/logger.ts';
+import { defaultOperatorNamespace, startOperator } from './operator.ts';
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new InvalidArgumentError(`"${value}" is not a port (0-65535)`);
+  return n;
+}
+
+function service(value: string): { namespace: string; name: string; port: number } {
+  const match = /^([a-z0-9-]+)\/([a-z0-9-]+):(\d+)$/.exec(value);
+  if (!match)
+    throw new InvalidArgumentError(
+      `"${value}" is not namespace/name:port, e.g. winfleet-system/winfleet-webhook:443`,
+    );
+  return { namespace: match[1]!, name: match[2]!, port: port(match[3]!) };
+}
+
+function url(value: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new InvalidArgumentError(`"${value}" is not a URL, e.g. https://127.0.0.1:9443`);
+  }
+  if (parsed.protocol !== 'https:')
+    throw new InvalidArgumentError(
+      `"${value}" must be https:// (the API server only calls webhooks over TLS)`,
+    );
+  return value;
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+const program = new Command('winfleet-operator')
+  .description(
+    'Runs Windows worker nodes in a Kubernetes cluster: controllers and the admission webhook',
+  )
+  .option(
+    '--kubeconfig <path>',
+    'kubeconfig to use (default: KUBECONFIG, ~/.kube/config or in-cluster)',
+  )
+  .option('--namespace <name>', 'namespace of the operator', defaultOperatorNamespace)
+  .option('--webhook-host <address>', 'address the webhook listens on', '0.0.0.0')
+  .option('--webhook-port <port>', 'port the webhook listens on', port, 9443)
+  .option(
+    '--webhook-url <url>',
+    'how the API server reaches the webhook (loopback/lab clusters)',
+    url,
+  )
+  .option(
+    '--webhook-service <ns/name:port>',
+    'the Service in front of the webhook (in-cluster)',
+    service,
+  )
+  .option(
+    '--webhook-dns-name <name>',
+    'DNS name the webhook certificate covers (repeatable)',
+    collect,
+  )
+  .option(
+    '--webhook-ip <address>',
+    'IP address the webhook certificate covers (repeatable)',
+    collect,
+  )
+  .option('--no-webhook', 'run without the admission webhook')
+  .option(
+    '--status-host <address>',
+    'address of /healthz, /readyz, /metrics and the dashboard',
+    '127.0.0.1',
+  )
+  .option(
+    '--status-port <port>',
+    'port of /healthz, /readyz, /metrics and the dashboard',
+    port,
+    8080,
+  )
+  .option('--no-leader-elect', 'do not elect a leader (only one replica may run)')
+  .showHelpAfterError();
+
+program.action(async (opts) => {
+  const log = createLogger({}, { component: 'operator' });
+  const kc = loadKubeConfig(opts.kubeconfig);
+  let webhook: Parameters<typeof startOperator>[0]['webhook'] = false;
+  if (opts.webhook) {
+    if (!opts.webhookUrl && !opts.webhookService) {
+      program.error(
+        'error: give --webhook-url (loopback clusters) or --webhook-service (in-cluster), or --no-webhook',
+      );
+    }
+    const svc = opts.webhookService as { namespace: string; name: string } | undefined;
+    const dnsNames: string[] =
+      opts.webhookDnsName ??
+      (svc
+        ? [`${svc.name}.${svc.namespace}.svc`, `${svc.name}.${svc.namespace}.svc.cluster.local`]
+        : ['localhost']);
+    const ips: string[] =
+      opts.webhookIp ??
+      (opts.webhookUrl
+        ? [new URL(opts.webhookUrl).hostname].filter((h) => /^[\d.]+$/.test(h))
+        : []);
+    webhook = {
+      host: opts.webhookHost,
+      port: opts.webhookPort,
+      endpoint: opts.webhookUrl ? { url: opts.webhookUrl } : { service: opts.webhookService },
+      dnsNames,
+      ipAddresses: ips,
+    };
+  }
+  const operator = await startOperator({
+    kc,
+    namespace: opts.namespace,
+    log,
+    webhook,
+    status: { host: opts.statusHost, port: opts.statusPort },
+    leaderElection: opts.leaderElect,
+  });
+  await runUntilSignal(() => operator.stop());
+});
+
+program.parseAsync().catch((error: unknown) => {
+  console.error(`winfleet-operator: ${(error as Error).message}`);
+  process.exit(1);
+});

@@ -1,0 +1,178 @@
+/**
+ * The winfleet operator as a library: starts the shared informers, the configuration watch,
+ * the controllers and the admission webhook, and stops them. main.ts is its command line.
+ */
+import { hostname } from 'node:os';
+import * as k8s from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import type { ImagePlatformResolver } from '../images/image-platforms.ts';
+import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
+import { httpStatus } from '../kube/client.ts';
+import type { Controller } from '../runtime/controller.ts';
+import { createEventRecorder } from '../runtime/events.ts';
+import { InformerFactory, resources } from '../runtime/informer-factory.ts';
+import { acquireLeadership } from '../runtime/leader-election.ts';
+import { createLogger, type Logger } from '../runtime/logger.ts';
+import { createRuntimeClassController } from '../runtimeclasses/runtime-class-controller.ts';
+import { clusterFacts } from '../webhook/cluster-facts.ts';
+import { createWebhookMetrics } from '../webhook/metrics.ts';
+import { podImageResolver, resolverFor } from '../webhook/pod-images.ts';
+import type { WebhookEndpoint } from '../webhook/webhook-configurations.ts';
+import { startWebhookService, type WebhookService } from '../webhook/webhook-service.ts';
+import { isCompatibleBuild } from '../windows/compatibility.ts';
+import { watchConfig } from './config-source.ts';
+import { type StatusServer, startStatusServer } from './status-server.ts';
+
+export const defaultOperatorNamespace = 'winfleet-system';
+
+export interface OperatorOptions {
+  kc: k8s.KubeConfig;
+  namespace?: string;
+  log?: Logger;
+  /** The admission webhook; false to run without it. */
+  webhook?:
+    | false
+    | {
+        host: string;
+        port: number;
+        endpoint: WebhookEndpoint;
+        dnsNames: string[];
+        ipAddresses: string[];
+        certValidityMs?: number;
+      };
+  /** /healthz, /readyz, /metrics (and the dashboard) on this port; 0 picks one. */
+  status?: { host: string; port: number };
+  /** Elect a leader on a Lease before running controllers (default true). */
+  leaderElection?: boolean;
+  identity?: string;
+}
+
+export interface Operator {
+  namespace: string;
+  webhook?: WebhookService;
+  status?: StatusServer;
+  controllers: Controller[];
+  stop(): Promise<void>;
+}
+
+async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  try {
+    await core.createNamespace({
+      body: { metadata: { name, labels: { 'app.kubernetes.io/part-of': 'winfleet' } } },
+    });
+  } catch (error) {
+    if (httpStatus(error) !== 409) throw error;
+  }
+}
+
+/** Starts the operator and resolves once it is serving and its controllers run. */
+export async function startOperator(options: OperatorOptions): Promise<Operator> {
+  const { kc } = options;
+  const namespace = options.namespace ?? defaultOperatorNamespace;
+  const log = options.log ?? createLogger({}, { component: 'operator' });
+  const identity = options.identity ?? `${hostname()}-${process.pid}`;
+  await ensureNamespace(kc, namespace);
+
+  const events = createEventRecorder(kc, 'winfleet-operator', log);
+  const factory = new InformerFactory(kc, log);
+  const config = watchConfig(factory, namespace, events, log);
+  const nodes = factory.get<k8s.V1Node>(resources.nodes);
+  const runtimeClasses = factory.get<k8s.V1RuntimeClass>(resources.runtimeClasses);
+  const namespaces = factory.get<k8s.V1Namespace>(resources.namespaces, {
+    transform: (ns) => ({
+      metadata: {
+        name: ns.metadata?.name,
+        labels: ns.metadata?.labels,
+        resourceVersion: ns.metadata?.resourceVersion,
+      },
+    }),
+  });
+  const registry = new Registry();
+  const webhookMetrics = createWebhookMetrics(registry);
+  const lookupObserver = prometheusLookupObserver(registry);
+
+  const controllers: Controller[] = [];
+
+  await factory.start();
+
+  let resolver: ImagePlatformResolver = resolverFor(config.current(), lookupObserver);
+  let webhook: WebhookService | undefined;
+  if (options.webhook) {
+    const facts = clusterFacts(kc, { nodes, runtimeClasses, namespaces }, () => config.current());
+    webhook = await startWebhookService({
+      kc,
+      operatorNamespace: namespace,
+      config: () => config.current(),
+      facts,
+      isCompatible: (host, image) => {
+        try {
+          return isCompatibleBuild(host, image);
+        } catch {
+          return false; // a malformed os.version from a registry runs nowhere
+        }
+      },
+      resolveImages: podImageResolver(kc, () => resolver),
+      host: options.webhook.host,
+      port: options.webhook.port,
+      endpoint: options.webhook.endpoint,
+      dnsNames: options.webhook.dnsNames,
+      ipAddresses: options.webhook.ipAddresses,
+      certValidityMs: options.webhook.certValidityMs,
+      metrics: webhookMetrics,
+      log,
+    });
+  }
+  config.onChange((next) => {
+    const old = resolver;
+    resolver = resolverFor(next, lookupObserver);
+    setTimeout(() => old.close(), 10_000).unref();
+    webhook?.refresh();
+    for (const c of controllers) c.enqueue('all');
+  });
+
+  const status = options.status
+    ? await startStatusServer({ ...options.status, registry, ready: () => true, log })
+    : undefined;
+
+  const stopController = new AbortController();
+  const stopped = async () => {
+    stopController.abort();
+    for (const c of controllers) c.stop();
+    factory.stop();
+    await webhook?.stop();
+    await status?.close();
+    resolver.close();
+  };
+  if (options.leaderElection ?? true) {
+    await acquireLeadership(
+      kc,
+      { namespace, name: 'winfleet-operator', identity, log, signal: stopController.signal },
+      () => {
+        // Controller-runtime's rule: a replica that lost the lease exits and restarts clean.
+        log.error('lost the leader lease; exiting');
+        process.exit(1);
+      },
+    );
+  }
+  // Controllers start only once this replica leads; informer events before that are replayed
+  // by enqueueing everything now.
+  controllers.push(
+    createRuntimeClassController({
+      kc,
+      nodes,
+      runtimeClasses,
+      config: () => config.current(),
+      events,
+      log,
+    }),
+  );
+  for (const c of controllers) c.enqueue('all');
+  log.info('operator running', {
+    namespace,
+    identity,
+    webhookPort: webhook?.port,
+    statusPort: status?.port,
+  });
+  return { namespace, webhook, status, controllers, stop: stopped };
+}

@@ -1,0 +1,117 @@
+/**
+ * Looks up the OS versions of a pod's images for admission: every container's image, with
+ * the pod's imagePullSecrets and its service account's, through the shared resolver (mirrors,
+ * cache, time budget). Secrets are read only when a pod names them, cached for a few seconds,
+ * and never logged.
+ */
+import * as k8s from '@kubernetes/client-node';
+import type { WinfleetConfig } from '../config/winfleet-config.ts';
+import type { DockerConfigSource } from '../images/docker-config.ts';
+import {
+  createImagePlatformResolver,
+  type ImageLookupObserver,
+  type ImagePlatformResolver,
+  windowsOsVersions,
+} from '../images/image-platforms.ts';
+import type { ImageFacts } from './placement.ts';
+import type { PodImageResolver } from './pod-admission.ts';
+import { podContainers } from './pod-os.ts';
+
+/** Builds the resolver for the current configuration's mirrors and cache settings. */
+export function resolverFor(
+  config: WinfleetConfig,
+  observer?: ImageLookupObserver,
+): ImagePlatformResolver {
+  return createImagePlatformResolver({
+    mirrors: config.images.mirrors,
+    fallbackToUpstream: config.images.fallbackToUpstream,
+    lookupTimeoutMs: config.images.lookupBudgetMs,
+    cache: {
+      maxEntries: config.images.cacheMaxEntries,
+      tagTtlMs: config.images.cacheTtlSeconds * 1000,
+    },
+    observer,
+    userAgent: 'winfleet-webhook',
+  });
+}
+
+/** A PodImageResolver reading pull secrets from the API and images through `resolver()`. */
+export function podImageResolver(
+  kc: k8s.KubeConfig,
+  resolver: () => ImagePlatformResolver,
+): PodImageResolver {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const cache = new Map<string, { at: number; value: Promise<DockerConfigSource | undefined> }>();
+  const saCache = new Map<string, { at: number; value: Promise<string[]> }>();
+  const ttlMs = 5000;
+
+  const secret = (namespace: string, name: string) => {
+    const key = `${namespace}/${name}`;
+    const hit = cache.get(key);
+    if (hit && Date.now() - hit.at < ttlMs) return hit.value;
+    const value = core
+      .readNamespacedSecret({ name, namespace })
+      .then((s) => {
+        const data = s.data?.['.dockerconfigjson'] ?? s.data?.['.dockercfg'];
+        if (!data) return undefined;
+        return { source: `secret ${key}`, config: Buffer.from(data, 'base64').toString('utf8') };
+      })
+      .catch(() => undefined);
+    cache.set(key, { at: Date.now(), value });
+    if (cache.size > 1000) cache.delete(cache.keys().next().value!);
+    return value;
+  };
+
+  const serviceAccountSecrets = (namespace: string, name: string) => {
+    const key = `${namespace}/${name}`;
+    const hit = saCache.get(key);
+    if (hit && Date.now() - hit.at < ttlMs) return hit.value;
+    const value = core
+      .readNamespacedServiceAccount({ name, namespace })
+      .then((sa) => (sa.imagePullSecrets ?? []).map((r) => r.name ?? '').filter(Boolean))
+      .catch(() => [] as string[]);
+    saCache.set(key, { at: Date.now(), value });
+    if (saCache.size > 1000) saCache.delete(saCache.keys().next().value!);
+    return value;
+  };
+
+  return async (pod, namespace, signal) => {
+    const names = new Set(
+      (pod.spec?.imagePullSecrets ?? []).map((r) => r.name ?? '').filter(Boolean),
+    );
+    for (const n of await serviceAccountSecrets(
+      namespace,
+      pod.spec?.serviceAccountName ?? 'default',
+    ))
+      names.add(n);
+    const pullSecrets = (await Promise.all([...names].map((n) => secret(namespace, n)))).filter(
+      (s): s is DockerConfigSource => s !== undefined,
+    );
+    const current = resolver();
+    return Promise.all(
+      podContainers(pod)
+        .filter(({ container }) => container.image)
+        .map(async ({ path, container }): Promise<ImageFacts> => {
+          const image = container.image!;
+          const result = await current.resolveImagePlatforms(image, { pullSecrets }, signal);
+          if (result.status === 'unknown') {
+            return {
+              image,
+              path: `${path}.image`,
+              state: 'unknown',
+              reason: result.message,
+              windowsVersions: [],
+              hasOtherOs: false,
+            };
+          }
+          return {
+            image,
+            path: `${path}.image`,
+            state: 'resolved',
+            windowsVersions: windowsOsVersions(result.platforms),
+            hasOtherOs: result.platforms.some((p) => p.os !== 'windows'),
+          };
+        }),
+    );
+  };
+}
