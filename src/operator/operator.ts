@@ -39,6 +39,7 @@ export interface OperatorOptions {
         dnsNames: string[];
         ipAddresses: string[];
         certValidityMs?: number;
+        caValidityMs?: number;
       };
   /** /healthz, /readyz, /metrics (and the dashboard) on this port; 0 picks one. */
   status?: { host: string; port: number };
@@ -119,6 +120,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       dnsNames: options.webhook.dnsNames,
       ipAddresses: options.webhook.ipAddresses,
       certValidityMs: options.webhook.certValidityMs,
+      caValidityMs: options.webhook.caValidityMs,
       metrics: webhookMetrics,
       log,
     });

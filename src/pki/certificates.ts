@@ -43,7 +43,7 @@ export interface CertificateRequest {
   usage: CertificateUsage;
   /** Validity in days, 365 by default. */
   days?: number;
-  /** Start of validity; one minute ago by default, to absorb clock skew. */
+  /** Start of validity; a minute ago by default (a tenth of the validity if shorter). */
   notBefore?: Date;
 }
 
@@ -80,9 +80,15 @@ function distinguishedName(commonName: string, organizations: string[] = []): st
   );
 }
 
+/**
+ * Valid from a little before now (to absorb clock skew: a minute, or a tenth of a short
+ * validity) until `days` from now.
+ */
 function validity(days: number, notBefore?: Date): { notBefore: Date; notAfter: Date } {
-  const start = notBefore ?? new Date(Date.now() - 60_000);
-  return { notBefore: start, notAfter: new Date(start.getTime() + days * dayMs) };
+  const now = Date.now();
+  const lengthMs = days * dayMs;
+  const start = notBefore ?? new Date(now - Math.min(60_000, lengthMs / 10));
+  return { notBefore: start, notAfter: new Date(now + lengthMs) };
 }
 
 /** Creates a self-signed certificate authority. */

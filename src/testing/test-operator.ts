@@ -17,6 +17,7 @@ export interface TestOperatorOptions {
   namespace?: string;
   webhook?: boolean;
   certValidityMs?: number;
+  caValidityMs?: number;
   log?: Logger;
 }
 
@@ -67,6 +68,7 @@ export async function startTestOperator(
             dnsNames: ['localhost'],
             ipAddresses: ['127.0.0.1'],
             certValidityMs: options.certValidityMs,
+            caValidityMs: options.caValidityMs,
           },
     status: { host: '127.0.0.1', port: 0 },
   });

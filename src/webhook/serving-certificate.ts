@@ -134,7 +134,6 @@ export async function ensureServingCertificate(
       ipAddresses: options.ipAddresses,
       usage: 'server',
       days: certDays,
-      notBefore: new Date(now.getTime() - 60_000),
     });
     certPem = issued.certPem;
     keyPem = issued.keyPem;

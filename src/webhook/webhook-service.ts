@@ -41,6 +41,7 @@ export interface WebhookServiceOptions {
   ipAddresses: string[];
   secretName?: string;
   certValidityMs?: number;
+  caValidityMs?: number;
   metrics: WebhookMetrics;
   log: Logger;
 }
@@ -61,6 +62,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     dnsNames: options.dnsNames,
     ipAddresses: options.ipAddresses,
     certValidityMs: options.certValidityMs,
+    caValidityMs: options.caValidityMs,
   };
   const initial = await ensureServingCertificate(options.kc, certOptions);
   const deps: PodAdmissionDeps = {
