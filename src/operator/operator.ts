@@ -16,7 +16,8 @@ import { createLogger, type Logger } from '../runtime/logger.ts';
 import { createRuntimeClassController } from '../runtimeclasses/runtime-class-controller.ts';
 import { clusterFacts } from '../webhook/cluster-facts.ts';
 import { createWebhookMetrics } from '../webhook/metrics.ts';
-import { podImageResolver, resolverFor } from '../webhook/pod-images.ts';
+import { memoizeCompatibility } from '../webhook/placement.ts';
+import { apiPullSecrets, podImageResolver, resolverFor } from '../webhook/pod-images.ts';
 import type { WebhookEndpoint } from '../webhook/webhook-configurations.ts';
 import { startWebhookService, type WebhookService } from '../webhook/webhook-service.ts';
 import { isCompatibleBuild } from '../windows/compatibility.ts';
@@ -106,14 +107,9 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       operatorNamespace: namespace,
       config: () => config.current(),
       facts,
-      isCompatible: (host, image) => {
-        try {
-          return isCompatibleBuild(host, image);
-        } catch {
-          return false; // a malformed os.version from a registry runs nowhere
-        }
-      },
-      resolveImages: podImageResolver(kc, () => resolver),
+      // A malformed os.version from a registry runs nowhere.
+      isCompatible: memoizeCompatibility(isCompatibleBuild),
+      resolveImages: podImageResolver(() => resolver, apiPullSecrets(kc)),
       host: options.webhook.host,
       port: options.webhook.port,
       endpoint: options.webhook.endpoint,

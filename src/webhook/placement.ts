@@ -34,11 +34,41 @@ export interface PlacementResult {
   incompatible: ImageFacts[];
 }
 
+let lastCandidates: { key: string; value: string[] } | undefined;
+
 /** Candidate builds: the known LTSC releases plus every build a node reports. */
 export function candidateBuilds(nodeBuilds: Iterable<string>): string[] {
   const set = new Set<string>(windowsReleases.map((r) => r.build));
   for (const b of nodeBuilds) set.add(b);
-  return [...set].sort(compareBuilds);
+  // The node builds rarely change between admissions: reuse the last sorted list.
+  const key = [...set].join(',');
+  if (lastCandidates?.key !== key) lastCandidates = { key, value: [...set].sort(compareBuilds) };
+  return lastCandidates.value;
+}
+
+/**
+ * Caches answers of `isCompatible` (a pure function of two short strings); malformed versions
+ * count as incompatible rather than throwing. Bounded, as registries choose the os.versions.
+ */
+export function memoizeCompatibility(
+  isCompatible: BuildCompatibility,
+  maxEntries = 10_000,
+): BuildCompatibility {
+  const memo = new Map<string, boolean>();
+  return (host, image) => {
+    const key = `${host}|${image}`;
+    let answer = memo.get(key);
+    if (answer === undefined) {
+      try {
+        answer = isCompatible(host, image);
+      } catch {
+        answer = false;
+      }
+      if (memo.size >= maxEntries) memo.clear();
+      memo.set(key, answer);
+    }
+    return answer;
+  };
 }
 
 /** Orders "10.0.17763" < "10.0.20348" numerically. */

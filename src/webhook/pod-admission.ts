@@ -43,6 +43,7 @@ export interface PodAdmissionDeps {
 }
 
 const allow: AdmissionDecision = { allowed: true };
+const neverAborted = new AbortController().signal;
 
 function releaseName(build: string): string {
   const r = windowsReleases.find((x) => x.build === build);
@@ -70,8 +71,8 @@ async function lookUpImages(
   deps: PodAdmissionDeps,
 ): Promise<{ placement?: PlacementResult; facts: ImageFacts[] }> {
   if (!deps.resolveImages || hostProcessState(pod) === 'all') return { facts: [] };
-  const budget = AbortSignal.timeout(deps.config().images.lookupBudgetMs);
-  const facts = await deps.resolveImages(pod, namespace, budget);
+  // The resolver bounds every lookup by images.lookupBudgetMs itself.
+  const facts = await deps.resolveImages(pod, namespace, neverAborted);
   const placement = placeImages(
     facts,
     candidateBuilds(deps.readyWindowsBuilds()),
@@ -116,7 +117,7 @@ export async function admitPodMutation(
     imagesOnlyWindows,
   });
   if (mutation.changes.length > 0) {
-    deps.log.info('mutated pod', {
+    deps.log.debug('mutated pod', {
       namespace,
       pod: pod.metadata?.name ?? pod.metadata?.generateName,
       os: mutation.podOs?.reason,

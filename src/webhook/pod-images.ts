@@ -35,11 +35,14 @@ export function resolverFor(
   });
 }
 
-/** A PodImageResolver reading pull secrets from the API and images through `resolver()`. */
-export function podImageResolver(
-  kc: k8s.KubeConfig,
-  resolver: () => ImagePlatformResolver,
-): PodImageResolver {
+/** Where a pod's pull secrets come from (decoded .dockerconfigjson documents). */
+export type PullSecretSource = (pod: k8s.V1Pod, namespace: string) => Promise<DockerConfigSource[]>;
+
+/**
+ * Pull secrets from the API: the pod's imagePullSecrets and its service account's, read only
+ * when named and cached for a few seconds.
+ */
+export function apiPullSecrets(kc: k8s.KubeConfig): PullSecretSource {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const cache = new Map<string, { at: number; value: Promise<DockerConfigSource | undefined> }>();
   const saCache = new Map<string, { at: number; value: Promise<string[]> }>();
@@ -75,7 +78,7 @@ export function podImageResolver(
     return value;
   };
 
-  return async (pod, namespace, signal) => {
+  return async (pod, namespace) => {
     const names = new Set(
       (pod.spec?.imagePullSecrets ?? []).map((r) => r.name ?? '').filter(Boolean),
     );
@@ -84,16 +87,30 @@ export function podImageResolver(
       pod.spec?.serviceAccountName ?? 'default',
     ))
       names.add(n);
-    const pullSecrets = (await Promise.all([...names].map((n) => secret(namespace, n)))).filter(
+    return (await Promise.all([...names].map((n) => secret(namespace, n)))).filter(
       (s): s is DockerConfigSource => s !== undefined,
     );
+  };
+}
+
+/** A PodImageResolver: every container image of the pod, through `resolver()`. */
+export function podImageResolver(
+  resolver: () => ImagePlatformResolver,
+  pullSecrets?: PullSecretSource,
+): PodImageResolver {
+  return async (pod, namespace, signal) => {
+    const secrets = pullSecrets ? await pullSecrets(pod, namespace) : [];
     const current = resolver();
     return Promise.all(
       podContainers(pod)
         .filter(({ container }) => container.image)
         .map(async ({ path, container }): Promise<ImageFacts> => {
           const image = container.image!;
-          const result = await current.resolveImagePlatforms(image, { pullSecrets }, signal);
+          const result = await current.resolveImagePlatforms(
+            image,
+            { pullSecrets: secrets },
+            signal,
+          );
           if (result.status === 'unknown') {
             return {
               image,
