@@ -1,14 +1,41 @@
 /**
  * Entry point of winfleet-agent.exe, the agent on each Windows host. scripts/build-agent.ts
- * bundles this file into one CommonJS script and makes it a Node single executable application.
- * Placeholder body: it prints its version and the command it was given; the real commands
- * (bootstrap, run, cleanup, status) replace it.
+ * bundles this file into one CommonJS script and makes it a Node single executable
+ * application.
+ *
+ * The `run` command ends when the process is told to stop: Ctrl+C / Ctrl+Break (SIGINT,
+ * SIGBREAK), or its standard input closing, which is how a service wrapper asks it to stop.
  *
  * Inside the executable this runs as CommonJS, where top-level await is a syntax error: keep
  * asynchronous work inside functions.
  */
-import packageJson from '../../package.json' with { type: 'json' };
+import { runAgent } from './run-agent.ts';
+import { WindowsHostOS } from './windows/windows-host-os.ts';
 
-const [command, ...args] = process.argv.slice(2);
-console.log(`winfleet-agent ${packageJson.version}`);
-console.log(`command: ${command ?? '(none)'}${args.length > 0 ? ` ${args.join(' ')}` : ''}`);
+function main(): void {
+  const stop = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGBREAK'] as const)
+    process.on(signal, () => stop.abort());
+  const argv = process.argv.slice(2);
+  if (argv[0] === 'run' && !process.stdin.isTTY) {
+    process.stdin.on('end', () => stop.abort());
+    process.stdin.resume();
+  }
+  runAgent(argv, {
+    hostOS: new WindowsHostOS(),
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    signal: stop.signal,
+  }).then(
+    (code) => {
+      process.exitCode = code;
+      if (argv[0] === 'run') process.exit(code);
+    },
+    (error: unknown) => {
+      process.stderr.write(`winfleet-agent: ${(error as Error).stack ?? error}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+main();

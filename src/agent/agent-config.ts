@@ -1,0 +1,160 @@
+/**
+ * What the operator hands the agent: bootstrap.json (the node's identity, where the cluster
+ * is, a short-lived bootstrap token and the services manifest) and, derived from it,
+ * agent.json (what the run loop needs, without the token). Both are validated; a problem names
+ * the field.
+ */
+import { Ajv } from 'ajv';
+import { describeSchemaError } from '../config/winfleet-config.ts';
+import { parseServicesManifest, type ServicesManifest } from './services-manifest.ts';
+
+export const kubeDir = 'C:\\k';
+export const winfleetDir = 'C:\\k\\winfleet';
+export const paths = {
+  bootstrapConfig: `${winfleetDir}\\bootstrap.json`,
+  agentConfig: `${winfleetDir}\\agent.json`,
+  state: `${winfleetDir}\\state.json`,
+  payload: `${winfleetDir}\\payload`,
+  agentExe: `${winfleetDir}\\winfleet-agent.exe`,
+  caCert: `${kubeDir}\\pki\\ca.crt`,
+  certDir: `${kubeDir}\\pki`,
+  bootstrapKubeconfig: `${kubeDir}\\bootstrap-kubeconfig`,
+  kubeconfig: `${kubeDir}\\kubeconfig`,
+  kubeletConfig: `${kubeDir}\\kubelet-config.yaml`,
+  containerdConfig: `${kubeDir}\\containerd\\config.toml`,
+  cniConfig: `${kubeDir}\\cni\\config\\10-winfleet.conflist`,
+} as const;
+
+export interface NodeSettings {
+  nodeName: string;
+  nodeIP: string;
+  hostname: string;
+  apiServer: string;
+  clusterDNS: string;
+  clusterDomain: string;
+  serviceCIDR: string;
+  podCIDR: string;
+  labels: Record<string, string>;
+  taints: { key: string; value?: string; effect: string }[];
+  kubelet: {
+    systemReserved: Record<string, string>;
+    priorityClass: string;
+    maxPods: number;
+  };
+  /** The operator's namespace, where manifests are published. */
+  operatorNamespace: string;
+  /** Seconds between run-loop checks. */
+  checkIntervalSeconds: number;
+}
+
+export interface BootstrapConfig extends NodeSettings {
+  caCertificate: string;
+  /** "<id>.<secret>"; short-lived, deleted by the operator after the node joins. */
+  bootstrapToken: string;
+  manifest: ServicesManifest;
+}
+
+export type AgentConfig = NodeSettings;
+
+const nodeSettingsSchema = {
+  nodeName: { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 },
+  nodeIP: { type: 'string', pattern: '^([0-9]{1,3}\\.){3}[0-9]{1,3}$' },
+  hostname: { type: 'string', minLength: 1, maxLength: 63 },
+  apiServer: { type: 'string', pattern: '^https://' },
+  clusterDNS: { type: 'string' },
+  clusterDomain: { type: 'string' },
+  serviceCIDR: { type: 'string' },
+  podCIDR: { type: 'string' },
+  labels: { type: 'object', additionalProperties: { type: 'string' } },
+  taints: {
+    type: 'array',
+    items: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['key', 'effect'],
+      properties: {
+        key: { type: 'string' },
+        value: { type: 'string' },
+        effect: { type: 'string' },
+      },
+    },
+  },
+  kubelet: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['systemReserved', 'priorityClass', 'maxPods'],
+    properties: {
+      systemReserved: { type: 'object', additionalProperties: { type: 'string' } },
+      priorityClass: {
+        enum: [
+          'ABOVE_NORMAL_PRIORITY_CLASS',
+          'NORMAL_PRIORITY_CLASS',
+          'HIGH_PRIORITY_CLASS',
+          'IDLE_PRIORITY_CLASS',
+          'BELOW_NORMAL_PRIORITY_CLASS',
+          'REALTIME_PRIORITY_CLASS',
+        ],
+      },
+      maxPods: { type: 'integer', minimum: 1, maximum: 1000 },
+    },
+  },
+  operatorNamespace: { type: 'string', minLength: 1 },
+  checkIntervalSeconds: { type: 'number', minimum: 0.1 },
+};
+const nodeSettingsRequired = Object.keys(nodeSettingsSchema);
+
+const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
+const validateAgent = ajv.compile({
+  type: 'object',
+  additionalProperties: false,
+  required: nodeSettingsRequired,
+  properties: nodeSettingsSchema,
+});
+const validateBootstrap = ajv.compile({
+  type: 'object',
+  additionalProperties: false,
+  required: [...nodeSettingsRequired, 'caCertificate', 'bootstrapToken', 'manifest'],
+  properties: {
+    ...nodeSettingsSchema,
+    caCertificate: { type: 'string', pattern: '-----BEGIN CERTIFICATE-----' },
+    bootstrapToken: { type: 'string', pattern: '^[a-z0-9]{6}\\.[a-z0-9]{16}$' },
+    manifest: { type: 'object' },
+  },
+});
+
+/** A config file the agent cannot use. */
+export class AgentConfigError extends Error {
+  constructor(file: string, problems: string[]) {
+    super(`Invalid ${file}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'AgentConfigError';
+  }
+}
+
+function parseJson(text: string, file: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new AgentConfigError(file, [`not JSON: ${(error as Error).message}`]);
+  }
+}
+
+export function parseBootstrapConfig(text: string, file = paths.bootstrapConfig): BootstrapConfig {
+  const value = parseJson(text, file);
+  if (!validateBootstrap(value))
+    throw new AgentConfigError(file, (validateBootstrap.errors ?? []).map(describeSchemaError));
+  const config = value as unknown as BootstrapConfig;
+  return { ...config, manifest: parseServicesManifest(config.manifest) };
+}
+
+export function parseAgentConfig(text: string, file = paths.agentConfig): AgentConfig {
+  const value = parseJson(text, file);
+  if (!validateAgent(value))
+    throw new AgentConfigError(file, (validateAgent.errors ?? []).map(describeSchemaError));
+  return value as unknown as AgentConfig;
+}
+
+/** agent.json: the bootstrap config without the token, CA and manifest. */
+export function agentConfigFrom(config: BootstrapConfig): AgentConfig {
+  const { caCertificate: _ca, bootstrapToken: _token, manifest: _manifest, ...settings } = config;
+  return settings;
+}

@@ -1,0 +1,121 @@
+/**
+ * `winfleet-agent bootstrap`: configures this host from bootstrap.json — CA, bootstrap
+ * kubeconfig, kubelet/containerd/CNI configuration, environment, payload binaries, every
+ * service of the manifest registered with recovery actions, the bootstrap services (containerd,
+ * kubelet) started, and the agent itself installed as a service. Idempotent: running it again
+ * converges to the same state.
+ */
+
+import {
+  agentConfigFrom,
+  kubeDir,
+  parseBootstrapConfig,
+  paths,
+  winfleetDir,
+} from './agent-config.ts';
+import { ensureDirectoryRecorded, readState, writeState } from './agent-state.ts';
+import {
+  agentServiceConfig,
+  convergeServices,
+  ensureService,
+  installPayloadFiles,
+} from './converge.ts';
+import {
+  bootstrapKubeconfig,
+  cniConfig,
+  containerdConfig,
+  kubeletConfiguration,
+  nodeVariableValues,
+} from './node-files.ts';
+import type { AgentContext } from './run-agent.ts';
+
+/** Where a failure happened, for the operator's status.lastError.step. */
+export class StepError extends Error {
+  readonly step: string;
+  constructor(step: string, cause: unknown) {
+    super(`${step}: ${(cause as Error).message ?? cause}`, { cause });
+    this.name = 'StepError';
+    this.step = step;
+  }
+}
+
+async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw error instanceof StepError ? error : new StepError(name, error);
+  }
+}
+
+export async function bootstrap(context: AgentContext): Promise<Record<string, unknown>> {
+  const host = context.hostOS;
+  const text = await step('read-config', async () => {
+    const data = await host.readFile(paths.bootstrapConfig);
+    if (!data) throw new Error(`${paths.bootstrapConfig} does not exist`);
+    return data.toString('utf8');
+  });
+  const config = await step('validate-config', async () => parseBootstrapConfig(text));
+  const state = await readState(host);
+  const manifest = config.manifest;
+
+  await step('write-files', async () => {
+    for (const dir of [
+      kubeDir,
+      winfleetDir,
+      paths.certDir,
+      `${kubeDir}\\containerd`,
+      `${kubeDir}\\cni\\config`,
+      `${kubeDir}\\cni\\bin`,
+    ]) {
+      await ensureDirectoryRecorded(host, dir, state);
+    }
+    await host.writeFile(paths.caCert, config.caCertificate);
+    await host.writeFile(paths.bootstrapKubeconfig, bootstrapKubeconfig(config));
+    await host.writeFile(paths.kubeletConfig, kubeletConfiguration(config));
+    await host.writeFile(paths.containerdConfig, containerdConfig());
+    await host.writeFile(paths.cniConfig, cniConfig(config));
+    await host.writeFile(
+      paths.agentConfig,
+      `${JSON.stringify(agentConfigFrom(config), null, 2)}\n`,
+    );
+    await host.writeFile(`${winfleetDir}\\services.json`, `${JSON.stringify(manifest, null, 2)}\n`);
+    state.files.push(
+      paths.caCert,
+      paths.bootstrapKubeconfig,
+      paths.kubeletConfig,
+      paths.containerdConfig,
+      paths.cniConfig,
+    );
+  });
+  await step('set-environment', async () => {
+    for (const [name, value] of Object.entries(manifest.env ?? {})) {
+      if ((await host.getMachineEnv(name)) !== value) await host.setMachineEnv(name, value);
+      state.env.push(name);
+    }
+  });
+  const restart = new Set<string>();
+  await step('install-payload', async () => {
+    const changed = await installPayloadFiles(host, manifest, state);
+    for (const s of manifest.services)
+      if (changed.some((f) => f.toLowerCase() === s.binary.toLowerCase())) restart.add(s.name);
+  });
+  const result = await step('start-services', () =>
+    convergeServices(host, manifest, nodeVariableValues(config), state, {
+      start: 'bootstrap',
+      restart,
+    }),
+  );
+  await step('install-agent-service', async () => {
+    await ensureService(host, agentServiceConfig(), state);
+    const agent = await host.queryService(agentServiceConfig().name);
+    if (agent?.state !== 'running') await host.startService(agentServiceConfig().name);
+  });
+  state.version = manifest.version;
+  await step('write-state', () => writeState(host, state));
+  return {
+    version: manifest.version,
+    nodeName: config.nodeName,
+    changed: result.changed,
+    started: result.started,
+  };
+}

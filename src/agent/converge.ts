@@ -1,0 +1,160 @@
+/**
+ * Bringing a host to a services manifest: payload files in place (verified by SHA-256, and
+ * only the changed ones rewritten, with their services stopped first since Windows locks
+ * running executables), every service registered with the right command line, dependencies
+ * and recovery actions, and running.
+ */
+import { createHash } from 'node:crypto';
+import { paths } from './agent-config.ts';
+import type { AgentState } from './agent-state.ts';
+import type { HostOS, ServiceConfig } from './host-os.ts';
+import {
+  expandArgument,
+  type ManifestService,
+  type NodeVariable,
+  type ServicesManifest,
+  startOrder,
+} from './services-manifest.ts';
+import { serviceCommandLine } from './windows/command-line.ts';
+
+/** Restart after 5 s, 5 s, then 10 s; forget failures after a day (sc.exe failure). */
+export const defaultRecovery = { restartDelaysMs: [5000, 5000, 10000], resetPeriodSeconds: 86400 };
+
+export const agentServiceName = 'winfleet-agent';
+
+export function sha256(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+export function serviceConfig(
+  service: ManifestService,
+  values: Record<NodeVariable, string>,
+): ServiceConfig {
+  return {
+    name: service.name,
+    displayName: service.displayName,
+    description: service.description,
+    binaryPath: service.binary,
+    args: service.args.map((a) => expandArgument(a, values)),
+    dependencies: service.dependencies,
+    startType: service.startType ?? 'auto',
+    recovery: defaultRecovery,
+  };
+}
+
+/** The agent's own service: `winfleet-agent.exe run`. */
+export function agentServiceConfig(): ServiceConfig {
+  return {
+    name: agentServiceName,
+    displayName: 'winfleet agent',
+    description:
+      'Keeps the Kubernetes node services of this host configured and running (winfleet)',
+    binaryPath: paths.agentExe,
+    args: ['run'],
+    dependencies: [],
+    startType: 'auto',
+    recovery: defaultRecovery,
+  };
+}
+
+/** Installs payload files whose content differs; returns the paths written. */
+export async function installPayloadFiles(
+  host: HostOS,
+  manifest: ServicesManifest,
+  state: AgentState,
+): Promise<string[]> {
+  const changed: string[] = [];
+  for (const file of manifest.files) {
+    const source = `${paths.payload}\\${file.payload}`;
+    const data = await host.readFile(source);
+    if (!data)
+      throw new Error(`Payload file ${source} is missing; the operator copies it before bootstrap`);
+    const actual = sha256(data);
+    if (actual !== file.sha256) {
+      throw new Error(
+        `Payload file ${source} has SHA-256 ${actual}, the manifest says ${file.sha256}; refusing to install it`,
+      );
+    }
+    const installed = await host.readFile(file.path);
+    if (installed && sha256(installed) === file.sha256) continue;
+    // Windows locks a running executable: stop the services that run it before replacing it.
+    for (const service of manifest.services.filter(
+      (s) => s.binary.toLowerCase() === file.path.toLowerCase(),
+    )) {
+      await host.stopService(service.name);
+    }
+    await host.writeFile(file.path, data);
+    state.files.push(file.path);
+    changed.push(file.path);
+  }
+  return changed;
+}
+
+function sameRegistration(
+  current: Awaited<ReturnType<HostOS['queryService']>>,
+  desired: ServiceConfig,
+): boolean {
+  if (!current) return false;
+  return (
+    current.commandLine === serviceCommandLine(desired.binaryPath, desired.args) &&
+    current.startType === desired.startType &&
+    current.displayName === desired.displayName &&
+    current.dependencies.join('/') === desired.dependencies.join('/')
+  );
+}
+
+/** Registers (or re-registers) one service; returns true when its registration changed. */
+export async function ensureService(
+  host: HostOS,
+  desired: ServiceConfig,
+  state: AgentState,
+): Promise<boolean> {
+  const current = await host.queryService(desired.name);
+  state.services.push(desired.name);
+  if (!current) {
+    await host.createService(desired);
+    return true;
+  }
+  if (sameRegistration(current, desired)) return false;
+  await host.configureService(desired);
+  return true;
+}
+
+export interface ConvergeOptions {
+  /** Which services to start now: bootstrap ones only, or all. */
+  start: 'bootstrap' | 'all';
+  /** Services to restart because their files or registration changed. */
+  restart?: Set<string>;
+}
+
+/** Registers every service of `manifest` and starts (or restarts) what `options` says. */
+export async function convergeServices(
+  host: HostOS,
+  manifest: ServicesManifest,
+  values: Record<NodeVariable, string>,
+  state: AgentState,
+  options: ConvergeOptions,
+): Promise<{ changed: string[]; started: string[] }> {
+  const changed: string[] = [];
+  const started: string[] = [];
+  const restart = options.restart ?? new Set<string>();
+  for (const service of startOrder(manifest)) {
+    if (await ensureService(host, serviceConfig(service, values), state)) {
+      changed.push(service.name);
+      restart.add(service.name);
+    }
+  }
+  for (const service of startOrder(manifest)) {
+    if (options.start === 'bootstrap' && !service.bootstrap) continue;
+    const status = await host.queryService(service.name);
+    if (status?.state === 'running' && restart.has(service.name)) {
+      await host.stopService(service.name);
+      await host.startService(service.name);
+      started.push(service.name);
+    } else if (status?.state !== 'running' && status?.state !== 'start-pending') {
+      await host.startService(service.name);
+      started.push(service.name);
+    }
+  }
+  return { changed, started };
+}

@@ -1,0 +1,42 @@
+/**
+ * The agent's Kubernetes client with node-scoped credentials: the kubeconfig the kubelet
+ * wrote after its TLS bootstrap (C:\k\kubeconfig), read through HostOS, with every file it
+ * references inlined. The agent never holds admin or operator credentials.
+ */
+import * as k8s from '@kubernetes/client-node';
+import { parse, stringify } from 'yaml';
+import { paths } from './agent-config.ts';
+import type { HostOS } from './host-os.ts';
+
+interface RawKubeconfig {
+  clusters?: { cluster?: Record<string, string> }[];
+  users?: { user?: Record<string, string> }[];
+}
+
+/** The node's client, or undefined while the kubelet has not bootstrapped yet. */
+export async function nodeKubeConfig(host: HostOS): Promise<k8s.KubeConfig | undefined> {
+  const text = await host.readFile(paths.kubeconfig);
+  if (!text) return undefined;
+  const raw = parse(text.toString('utf8')) as RawKubeconfig;
+  const inline = async (
+    entry: Record<string, string> | undefined,
+    fileKey: string,
+    dataKey: string,
+  ) => {
+    const file = entry?.[fileKey];
+    if (!entry || !file) return;
+    const data = await host.readFile(file);
+    if (!data) throw new Error(`${paths.kubeconfig} refers to ${file}, which does not exist`);
+    entry[dataKey] = data.toString('base64');
+    delete entry[fileKey];
+  };
+  for (const c of raw.clusters ?? [])
+    await inline(c.cluster, 'certificate-authority', 'certificate-authority-data');
+  for (const u of raw.users ?? []) {
+    await inline(u.user, 'client-certificate', 'client-certificate-data');
+    await inline(u.user, 'client-key', 'client-key-data');
+  }
+  const kc = new k8s.KubeConfig();
+  kc.loadFromString(stringify(raw));
+  return kc;
+}

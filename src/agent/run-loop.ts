@@ -1,0 +1,135 @@
+/**
+ * `winfleet-agent run`: the agent as a Windows service. Every check (each interval, and when
+ * the operator changes the node's desired services version) it fetches a new manifest if one
+ * is wanted, converges the services (restarting any that died), and — only once the node is
+ * Ready — records the applied version on its Node. It acts with the node's own credentials.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as k8s from '@kubernetes/client-node';
+import {
+  desiredServicesVersionAnnotation,
+  servicesManifestConfigMapName,
+  servicesManifestKey,
+  servicesVersionAnnotation,
+} from '../api/node-annotations.ts';
+import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-config.ts';
+import { readState, writeState } from './agent-state.ts';
+import { convergeServices, installPayloadFiles } from './converge.ts';
+import { nodeKubeConfig } from './node-client.ts';
+import { nodeVariableValues } from './node-files.ts';
+import type { AgentContext } from './run-agent.ts';
+import { parseServicesManifest, type ServicesManifest } from './services-manifest.ts';
+
+const manifestPath = `${winfleetDir}\\services.json`;
+
+async function loadLocalManifest(context: AgentContext): Promise<ServicesManifest> {
+  const data = await context.hostOS.readFile(manifestPath);
+  if (!data) throw new Error(`${manifestPath} is missing; run bootstrap first`);
+  return parseServicesManifest(data.toString('utf8'));
+}
+
+function isReady(node: k8s.V1Node): boolean {
+  return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** One pass of the loop. Exported for tests. */
+export async function checkOnce(context: AgentContext, config: AgentConfig): Promise<string> {
+  const host = context.hostOS;
+  let manifest = await loadLocalManifest(context);
+  const state = await readState(host);
+  const kc = await nodeKubeConfig(host).catch(() => undefined);
+  let node: k8s.V1Node | undefined;
+  const core = kc?.makeApiClient(k8s.CoreV1Api);
+  if (core) node = await core.readNode({ name: config.nodeName }).catch(() => undefined);
+  const desired = node?.metadata?.annotations?.[desiredServicesVersionAnnotation];
+  const restart = new Set<string>();
+  if (core && desired && desired !== manifest.version) {
+    const cm = await core.readNamespacedConfigMap({
+      name: servicesManifestConfigMapName(desired),
+      namespace: config.operatorNamespace,
+    });
+    const next = parseServicesManifest(cm.data?.[servicesManifestKey] ?? '');
+    if (next.version !== desired)
+      throw new Error(`ConfigMap for ${desired} holds manifest ${next.version}`);
+    const changed = await installPayloadFiles(host, next, state);
+    for (const s of next.services)
+      if (changed.some((f) => f.toLowerCase() === s.binary.toLowerCase())) restart.add(s.name);
+    await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
+    context.stderr(`applying services manifest ${next.version} (was ${manifest.version})\n`);
+    manifest = next;
+  }
+  await convergeServices(host, manifest, nodeVariableValues(config), state, {
+    start: 'all',
+    restart,
+  });
+  state.version = manifest.version;
+  await writeState(host, state);
+  if (
+    core &&
+    node &&
+    isReady(node) &&
+    node.metadata?.annotations?.[servicesVersionAnnotation] !== manifest.version
+  ) {
+    await core.patchNode(
+      {
+        name: config.nodeName,
+        body: { metadata: { annotations: { [servicesVersionAnnotation]: manifest.version } } },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+  }
+  return manifest.version;
+}
+
+export async function runLoop(context: AgentContext): Promise<number> {
+  const data = await context.hostOS.readFile(paths.agentConfig);
+  if (!data) {
+    context.stderr(`${paths.agentConfig} is missing; run bootstrap first\n`);
+    return 1;
+  }
+  const config = parseAgentConfig(data.toString('utf8'));
+  const signal = context.signal ?? new AbortController().signal;
+  let watch: AbortController | undefined;
+  let wake: (() => void) | undefined;
+  let lastDesired: string | undefined;
+  const startWatch = async () => {
+    const kc = await nodeKubeConfig(context.hostOS).catch(() => undefined);
+    if (!kc || signal.aborted) return;
+    try {
+      watch = await new k8s.Watch(kc).watch(
+        '/api/v1/nodes',
+        { fieldSelector: `metadata.name=${config.nodeName}` },
+        (_type: string, node: k8s.V1Node) => {
+          const desired = node.metadata?.annotations?.[desiredServicesVersionAnnotation];
+          if (desired !== lastDesired) {
+            lastDesired = desired;
+            wake?.();
+          }
+        },
+        () => {
+          watch = undefined;
+        },
+      );
+    } catch {
+      watch = undefined;
+    }
+  };
+  signal.addEventListener('abort', () => {
+    watch?.abort();
+    wake?.();
+  });
+  while (!signal.aborted) {
+    try {
+      await checkOnce(context, config);
+    } catch (error) {
+      context.stderr(`check failed: ${(error as Error).message}\n`);
+    }
+    if (!watch) await startWatch();
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+      sleep(config.checkIntervalSeconds * 1000, undefined, { signal }).then(resolve, resolve);
+    });
+  }
+  watch?.abort();
+  return 0;
+}

@@ -1,0 +1,22 @@
+/** `winfleet-agent status`: what is installed and running, as JSON. */
+
+import { paths } from './agent-config.ts';
+import { readState } from './agent-state.ts';
+import { agentServiceName } from './converge.ts';
+import type { AgentContext } from './run-agent.ts';
+
+export async function status(context: AgentContext): Promise<Record<string, unknown>> {
+  const host = context.hostOS;
+  const state = await readState(host);
+  const services = [];
+  for (const name of [...new Set([...state.services, agentServiceName])]) {
+    const s = await host.queryService(name);
+    services.push({ name, state: s?.state ?? 'not-installed', pid: s?.pid });
+  }
+  return {
+    version: state.version || undefined,
+    services,
+    kubeconfig: (await host.readFile(paths.kubeconfig)) !== undefined,
+    os: await host.osVersion(),
+  };
+}

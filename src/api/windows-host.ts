@@ -1,0 +1,91 @@
+/**
+ * The WindowsHost custom resource (winfleet.io/v1alpha1): a Windows machine you bring, joined
+ * by address over SSH. Spec is what the user wants; status is what the operator found and did.
+ */
+import type { Condition } from '../runtime/conditions.ts';
+
+export const apiGroup = 'winfleet.io';
+export const apiVersion = `${apiGroup}/v1alpha1`;
+export const windowsHostResource = {
+  apiVersion,
+  kind: 'WindowsHost',
+  plural: 'windowshosts',
+} as const;
+
+/** Removes the host's node and services before the object goes. */
+export const hostFinalizer = 'winfleet.io/deconfigure';
+
+export interface NodeTaint {
+  key: string;
+  value?: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+export interface WindowsHostSpec {
+  /** IPv4 address or DNS name the operator reaches the host at. */
+  address: string;
+  /** SSH port (default 22). */
+  port?: number;
+  /** The account the operator logs in as (an administrator). */
+  username: string;
+  /** The Secret holding the SSH private key, in the operator's namespace. */
+  sshKeySecretRef: { name: string; key?: string };
+  /** Node name; default: the host's own hostname, lower-cased. */
+  nodeName?: string;
+  /** Labels added to the node. */
+  labels?: Record<string, string>;
+  /** Taints added to the node besides the Windows taint. */
+  taints?: NodeTaint[];
+  /** The pool this host belongs to, if any. */
+  pool?: string;
+}
+
+export type HostConditionType =
+  | 'Reachable'
+  | 'Bootstrapped'
+  | 'NodeRegistered'
+  | 'Ready'
+  | 'Degraded';
+
+export interface WindowsHostStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  nodeName?: string;
+  /** "10.0.20348" as the node label carries it. */
+  windowsBuild?: string;
+  /** Full version read from the host, e.g. "10.0.20348.2582". */
+  windowsVersion?: string;
+  /** Addresses the host reported (used to check serving certificates). */
+  addresses?: string[];
+  hostname?: string;
+  /** "SHA256:…" of the SSH host key, pinned on first contact. */
+  hostKeyFingerprint?: string;
+  /** The services version applied to the node. */
+  servicesVersion?: string;
+  /** The last error, with the step it happened in. */
+  lastError?: { step: string; message: string; time: string };
+  /** The bootstrap token id in use while the node joins (never the secret). */
+  bootstrapTokenId?: string;
+}
+
+export interface WindowsHost {
+  apiVersion: typeof apiVersion;
+  kind: 'WindowsHost';
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    generation?: number;
+    resourceVersion?: string;
+    deletionTimestamp?: string | Date;
+    finalizers?: string[];
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    creationTimestamp?: string | Date;
+  };
+  spec: WindowsHostSpec;
+  status?: WindowsHostStatus;
+}
+
+/** Annotation a user sets to accept a changed host key: the new "SHA256:…" fingerprint. */
+export const trustHostKeyAnnotation = 'winfleet.io/trust-host-key';
