@@ -63,6 +63,7 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
       kubeDir,
       winfleetDir,
       paths.certDir,
+      `${kubeDir}\\logs`,
       `${kubeDir}\\containerd`,
       `${kubeDir}\\cni\\config`,
       `${kubeDir}\\cni\\bin`,

@@ -2,6 +2,7 @@
  * The WindowsHost custom resource (winfleet.io/v1alpha1): a Windows machine you bring, joined
  * by address over SSH. Spec is what the user wants; status is what the operator found and did.
  */
+import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../runtime/conditions.ts';
 
 export const apiGroup = 'winfleet.io';
@@ -68,21 +69,10 @@ export interface WindowsHostStatus {
   bootstrapTokenId?: string;
 }
 
-export interface WindowsHost {
+export interface WindowsHost extends k8s.KubernetesObject {
   apiVersion: typeof apiVersion;
   kind: 'WindowsHost';
-  metadata: {
-    name: string;
-    namespace?: string;
-    uid?: string;
-    generation?: number;
-    resourceVersion?: string;
-    deletionTimestamp?: string | Date;
-    finalizers?: string[];
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    creationTimestamp?: string | Date;
-  };
+  metadata: k8s.V1ObjectMeta & { name: string };
   spec: WindowsHostSpec;
   status?: WindowsHostStatus;
 }

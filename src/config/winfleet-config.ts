@@ -60,6 +60,29 @@ export interface WinfleetConfig {
     /** How long a class outlives the last node of its build before it is removed. */
     gracePeriodSeconds: number;
   };
+  hosts: {
+    /** Hosts configured at once. */
+    concurrency: number;
+    sshConnectTimeoutSeconds: number;
+    /** Longest a single remote command (e.g. agent bootstrap) may take. */
+    commandTimeoutSeconds: number;
+    /** How long a new node may take to register and become Ready. */
+    joinTimeoutSeconds: number;
+    bootstrapTokenTtlMinutes: number;
+    /** API server URL the hosts use; default: the operator's own. */
+    apiServer?: string;
+    clusterDNS: string;
+    clusterDomain: string;
+    serviceCIDR: string;
+    podCIDR: string;
+    kubelet: {
+      systemReserved: Record<string, string>;
+      priorityClass: string;
+      maxPods: number;
+    };
+    /** How often the agent re-checks its services. */
+    agentCheckIntervalSeconds: number;
+  };
 }
 
 const taint = {
@@ -152,6 +175,58 @@ export const configSchema = {
           default: 'runhcs-wcow-process',
         },
         gracePeriodSeconds: { type: 'integer', minimum: 0, default: 300 },
+      },
+    },
+    hosts: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        concurrency: { type: 'integer', minimum: 1, maximum: 200, default: 10 },
+        sshConnectTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 300, default: 15 },
+        commandTimeoutSeconds: { type: 'integer', minimum: 5, maximum: 3600, default: 600 },
+        joinTimeoutSeconds: { type: 'integer', minimum: 10, maximum: 7200, default: 900 },
+        bootstrapTokenTtlMinutes: { type: 'integer', minimum: 10, maximum: 1440, default: 60 },
+        apiServer: { type: 'string', pattern: '^https://[^/\\s]+/?$' },
+        clusterDNS: {
+          type: 'string',
+          pattern: '^([0-9]{1,3}\\.){3}[0-9]{1,3}$',
+          default: '10.96.0.10',
+        },
+        clusterDomain: { type: 'string', default: 'cluster.local' },
+        serviceCIDR: {
+          type: 'string',
+          pattern: '^([0-9]{1,3}\\.){3}[0-9]{1,3}/[0-9]{1,2}$',
+          default: '10.96.0.0/12',
+        },
+        podCIDR: {
+          type: 'string',
+          pattern: '^([0-9]{1,3}\\.){3}[0-9]{1,3}/[0-9]{1,2}$',
+          default: '10.244.0.0/16',
+        },
+        kubelet: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            systemReserved: {
+              type: 'object',
+              additionalProperties: { type: 'string', pattern: '^[0-9.]+[A-Za-z]*$' },
+              default: { cpu: '500m', memory: '2Gi', 'ephemeral-storage': '1Gi' },
+            },
+            priorityClass: {
+              enum: [
+                'ABOVE_NORMAL_PRIORITY_CLASS',
+                'NORMAL_PRIORITY_CLASS',
+                'HIGH_PRIORITY_CLASS',
+                'BELOW_NORMAL_PRIORITY_CLASS',
+              ],
+              default: 'ABOVE_NORMAL_PRIORITY_CLASS',
+            },
+            maxPods: { type: 'integer', minimum: 1, maximum: 1000, default: 110 },
+          },
+        },
+        agentCheckIntervalSeconds: { type: 'number', minimum: 0.2, maximum: 3600, default: 120 },
       },
     },
   },

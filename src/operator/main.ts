@@ -85,6 +85,10 @@ const program = new Command('winfleet-operator')
     8080,
   )
   .option('--no-leader-elect', 'do not elect a leader (only one replica may run)')
+  .option(
+    '--payload-dir <dir>',
+    'directory with payload.json and the Windows binaries (make payload builds one)',
+  )
   .showHelpAfterError();
 
 program.action(async (opts) => {
@@ -123,6 +127,7 @@ program.action(async (opts) => {
     webhook,
     status: { host: opts.statusHost, port: opts.statusPort },
     leaderElection: opts.leaderElect,
+    payloadDir: opts.payloadDir,
   });
   await runUntilSignal(() => operator.stop());
 });

@@ -5,9 +5,14 @@
 import { hostname } from 'node:os';
 import * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
+import { installCrds } from '../api/install-crds.ts';
+import { type WindowsHost, windowsHostResource } from '../api/windows-host.ts';
+import { createCsrController } from '../csr/csr-controller.ts';
+import { createHostController } from '../hosts/host-controller.ts';
 import type { ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { httpStatus } from '../kube/client.ts';
+import { payloadSource } from '../payload/payload-source.ts';
 import type { Controller } from '../runtime/controller.ts';
 import { createEventRecorder } from '../runtime/events.ts';
 import { InformerFactory, resources } from '../runtime/informer-factory.ts';
@@ -21,6 +26,7 @@ import { apiPullSecrets, podImageResolver, resolverFor } from '../webhook/pod-im
 import type { WebhookEndpoint } from '../webhook/webhook-configurations.ts';
 import { startWebhookService, type WebhookService } from '../webhook/webhook-service.ts';
 import { isCompatibleBuild } from '../windows/compatibility.ts';
+import { clusterAccess } from './cluster-access.ts';
 import { watchConfig } from './config-source.ts';
 import { type StatusServer, startStatusServer } from './status-server.ts';
 
@@ -47,6 +53,8 @@ export interface OperatorOptions {
   /** Elect a leader on a Lease before running controllers (default true). */
   leaderElection?: boolean;
   identity?: string;
+  /** Directory with payload.json and the Windows binaries; without it, hosts are not joined. */
+  payloadDir?: string;
 }
 
 export interface Operator {
@@ -75,6 +83,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   const log = options.log ?? createLogger({}, { component: 'operator' });
   const identity = options.identity ?? `${hostname()}-${process.pid}`;
   await ensureNamespace(kc, namespace);
+  await installCrds(kc);
 
   const events = createEventRecorder(kc, 'winfleet-operator', log);
   const factory = new InformerFactory(kc, log);
@@ -90,6 +99,8 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       },
     }),
   });
+  const hosts = factory.get<WindowsHost>(windowsHostResource);
+  const csrs = factory.get<k8s.V1CertificateSigningRequest>(resources.csrs);
   const registry = new Registry();
   const webhookMetrics = createWebhookMetrics(registry);
   const lookupObserver = prometheusLookupObserver(registry);

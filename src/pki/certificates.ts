@@ -194,3 +194,33 @@ export async function createCsrPem(subject: CsrSubject, keys: CryptoKeyPair): Pr
   });
   return csr.toString('pem');
 }
+
+/** What a CSR asks for. */
+export interface ParsedCsr {
+  commonName: string | undefined;
+  organizations: string[];
+  dnsNames: string[];
+  ipAddresses: string[];
+  emailAddresses: string[];
+  uris: string[];
+}
+
+/** Reads the subject and subject alternative names of a PEM PKCS#10 CSR; throws if it is not one. */
+export function parseCsrPem(pem: string): ParsedCsr {
+  const csr = new x509.Pkcs10CertificateRequest(pem);
+  const subject = csr.subjectName;
+  const values = (type: string) => subject.getField(type);
+  const san = csr.extensions.find((e) => e instanceof x509.SubjectAlternativeNameExtension) as
+    | x509.SubjectAlternativeNameExtension
+    | undefined;
+  const names: x509.JsonGeneralName[] = san?.names.toJSON() ?? [];
+  const of = (type: string) => names.filter((n) => n.type === type).map((n) => n.value);
+  return {
+    commonName: values('CN')[0],
+    organizations: values('O'),
+    dnsNames: of('dns'),
+    ipAddresses: of('ip'),
+    emailAddresses: of('email'),
+    uris: of('url'),
+  };
+}

@@ -19,6 +19,7 @@ export interface TestOperatorOptions {
   certValidityMs?: number;
   caValidityMs?: number;
   log?: Logger;
+  payloadDir?: string;
 }
 
 /** Writes (creates or replaces) the operator's ConfigMap. */
@@ -58,6 +59,7 @@ export async function startTestOperator(
     namespace,
     log,
     leaderElection: false,
+    payloadDir: options.payloadDir,
     webhook:
       options.webhook === false
         ? false

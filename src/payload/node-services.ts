@@ -1,0 +1,141 @@
+/**
+ * The services manifest winfleet publishes for a payload: where each binary goes on the host
+ * and how each node service runs — containerd and the kubelet during bootstrap, then
+ * kube-proxy, csi-proxy and windows_exporter — with the kubelet flags the seeds and WMCO use.
+ */
+import type {
+  ManifestFile,
+  ManifestService,
+  ServicesManifest,
+} from '../agent/services-manifest.ts';
+import type { Payload } from './payload.ts';
+
+const k = 'C:\\k';
+
+/** Where each known payload file is installed. CNI plugins go to C:\k\cni\bin. */
+export function installPath(name: string): string {
+  const lower = name.toLowerCase();
+  if (lower === 'containerd.exe' || lower.startsWith('containerd-shim'))
+    return `${k}\\containerd\\${name}`;
+  if (
+    [
+      'win-bridge.exe',
+      'win-overlay.exe',
+      'host-local.exe',
+      'sdnbridge.exe',
+      'sdnoverlay.exe',
+      'flannel.exe',
+    ].includes(lower)
+  ) {
+    return `${k}\\cni\\bin\\${name}`;
+  }
+  return `${k}\\${name}`;
+}
+
+const serviceTemplates: Record<string, Omit<ManifestService, 'binary'>> = {
+  'containerd.exe': {
+    name: 'containerd',
+    displayName: 'containerd container runtime',
+    description: 'Runs the containers of Kubernetes pods (winfleet)',
+    args: [
+      '--run-service',
+      '--config',
+      `${k}\\containerd\\config.toml`,
+      '--log-file',
+      `${k}\\logs\\containerd.log`,
+    ],
+    dependencies: [],
+    priority: 0,
+    bootstrap: true,
+  },
+  'kubelet.exe': {
+    name: 'kubelet',
+    displayName: 'Kubernetes kubelet',
+    description: 'Registers this host as a Kubernetes node and runs its pods (winfleet)',
+    args: [
+      `--config=${k}\\kubelet-config.yaml`,
+      `--bootstrap-kubeconfig=${k}\\bootstrap-kubeconfig`,
+      `--kubeconfig=${k}\\kubeconfig`,
+      `--cert-dir=${k}\\pki`,
+      '--hostname-override={{nodeName}}',
+      '--node-ip={{nodeIP}}',
+      '--node-labels={{nodeLabels}}',
+      '--windows-priorityclass=ABOVE_NORMAL_PRIORITY_CLASS',
+      '--windows-service',
+      '--v=2',
+    ],
+    dependencies: ['containerd'],
+    priority: 1,
+    bootstrap: true,
+  },
+  'kube-proxy.exe': {
+    name: 'kube-proxy',
+    displayName: 'Kubernetes kube-proxy',
+    description: 'Programs Service load balancing on this node (winfleet)',
+    args: [
+      '--windows-service',
+      `--kubeconfig=${k}\\kubeconfig`,
+      '--hostname-override={{nodeName}}',
+      '--proxy-mode=kernelspace',
+      '--cluster-cidr={{podCIDR}}',
+      '--v=2',
+    ],
+    dependencies: ['kubelet'],
+    priority: 2,
+    bootstrap: false,
+  },
+  'csi-proxy.exe': {
+    name: 'csi-proxy',
+    displayName: 'CSI Proxy',
+    description: 'Lets containerized CSI node plugins manage storage on this host (winfleet)',
+    args: ['-windows-service', `-log_file=${k}\\logs\\csi-proxy.log`, '-logtostderr=false'],
+    dependencies: [],
+    priority: 2,
+    bootstrap: false,
+  },
+  'windows_exporter.exe': {
+    name: 'windows_exporter',
+    displayName: 'windows_exporter',
+    description: 'Exports this host’s metrics for Prometheus (winfleet)',
+    args: ['--collectors.enabled=cpu,cs,logical_disk,memory,net,os,service,system,container'],
+    dependencies: [],
+    priority: 3,
+    bootstrap: false,
+  },
+};
+
+/** The manifest for `payload`, with `kubeletPriorityClass` in the kubelet's flags. */
+export function servicesManifestFor(
+  payload: Payload,
+  options: { kubeletPriorityClass?: string } = {},
+): ServicesManifest {
+  const files: ManifestFile[] = [];
+  const services: ManifestService[] = [];
+  for (const file of payload.files) {
+    if (file.name.toLowerCase() === 'winfleet-agent.exe') continue; // installed by the operator itself
+    const path = installPath(file.name);
+    files.push({ payload: file.name, path, sha256: file.sha256 });
+    const template = serviceTemplates[file.name.toLowerCase()];
+    if (template) {
+      const args = template.args.map((a) =>
+        a.startsWith('--windows-priorityclass=') && options.kubeletPriorityClass
+          ? `--windows-priorityclass=${options.kubeletPriorityClass}`
+          : a,
+      );
+      services.push({ ...template, args, binary: path });
+    }
+  }
+  // Dependencies on services this payload does not carry are dropped (e.g. no containerd in a test payload).
+  const present = new Set(services.map((s) => s.name));
+  for (const s of services) s.dependencies = s.dependencies.filter((d) => present.has(d));
+  // A different kubelet priority class is a different manifest, so it gets its own version.
+  const priority = options.kubeletPriorityClass ?? 'ABOVE_NORMAL_PRIORITY_CLASS';
+  const suffix =
+    priority === 'ABOVE_NORMAL_PRIORITY_CLASS'
+      ? ''
+      : `-${priority
+          .replace(/_PRIORITY_CLASS$/, '')
+          .replace('_', '')
+          .toLowerCase()}`;
+  return { version: `${payload.version}${suffix}`, services, files };
+}

@@ -1,0 +1,33 @@
+/** The payload the operator serves from its payload directory, reloaded when payload.json changes. */
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { WinfleetConfig } from '../config/winfleet-config.ts';
+import type { LoadedPayload } from '../hosts/host-deps.ts';
+import { servicesManifestFor } from './node-services.ts';
+import { loadPayload } from './payload.ts';
+
+export function payloadSource(
+  dir: string,
+  config: () => WinfleetConfig,
+): () => Promise<LoadedPayload> {
+  let cached: { key: string; value: LoadedPayload } | undefined;
+  return async () => {
+    const info = await stat(join(dir, 'payload.json'));
+    const priority = config().hosts.kubelet.priorityClass;
+    const key = `${info.mtimeMs}:${info.size}:${priority}`;
+    if (cached?.key === key) return cached.value;
+    const payload = await loadPayload(dir);
+    let totalBytes = 0;
+    for (const file of payload.files) {
+      if ('path' in file.source) totalBytes += (await stat(join(dir, file.source.path))).size;
+    }
+    const value = {
+      dir,
+      payload,
+      manifest: servicesManifestFor(payload, { kubeletPriorityClass: priority }),
+      totalBytes,
+    };
+    cached = { key, value };
+    return value;
+  };
+}

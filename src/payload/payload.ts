@@ -1,0 +1,140 @@
+/**
+ * The payload: the Windows binaries winfleet installs on hosts, listed in payload.json with
+ * name, version and SHA-256, each coming from the payload directory (what the operator image
+ * carries) or an HTTP mirror. Every file's hash is checked before it is sent to a host; a file
+ * whose hash does not match is never used.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
+import { describeSchemaError } from '../config/winfleet-config.ts';
+
+export interface PayloadFile {
+  name: string;
+  version: string;
+  sha256: string;
+  source: { path: string } | { url: string };
+}
+
+export interface Payload {
+  /** Version of the whole payload; names the services manifest. */
+  version: string;
+  kubernetesVersion: string;
+  files: PayloadFile[];
+}
+
+const schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['version', 'kubernetesVersion', 'files'],
+  properties: {
+    version: { type: 'string', pattern: '^[0-9A-Za-z][0-9A-Za-z.+-]{0,62}$' },
+    kubernetesVersion: { type: 'string', pattern: '^v\\d+\\.\\d+\\.\\d+' },
+    files: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'version', 'sha256', 'source'],
+        properties: {
+          name: { type: 'string', pattern: '^[A-Za-z0-9_.-]+$' },
+          version: { type: 'string', minLength: 1 },
+          sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+          source: {
+            oneOf: [
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['path'],
+                properties: { path: { type: 'string', pattern: '^[^/\\\\][^\\\\]*$' } },
+              },
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['url'],
+                properties: { url: { type: 'string', pattern: '^https?://' } },
+              },
+            ],
+          },
+        },
+      },
+    },
+  },
+} as const;
+const validate = new Ajv({ allErrors: true, strict: false, verbose: true }).compile(schema);
+
+export class PayloadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PayloadError';
+  }
+}
+
+/** Reads and validates `<dir>/payload.json`. */
+export async function loadPayload(dir: string): Promise<Payload> {
+  const file = join(dir, 'payload.json');
+  let value: unknown;
+  try {
+    value = JSON.parse(await readFile(file, 'utf8'));
+  } catch (error) {
+    throw new PayloadError(
+      `Cannot read ${file}: ${(error as Error).message}; run make payload or point --payload-dir at a payload`,
+    );
+  }
+  if (!validate(value)) {
+    throw new PayloadError(
+      `Invalid ${file}:\n${(validate.errors ?? []).map((e) => `  - ${describeSchemaError(e)}`).join('\n')}`,
+    );
+  }
+  const payload = value as unknown as Payload;
+  const names = new Set<string>();
+  for (const f of payload.files) {
+    if (names.has(f.name))
+      throw new PayloadError(`Invalid ${file}: files: "${f.name}" is listed twice`);
+    names.add(f.name);
+  }
+  return payload;
+}
+
+const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+/**
+ * The verified content of a payload file: read from the payload directory, or downloaded from
+ * its URL into `cacheDir` (once). Throws when the SHA-256 does not match the manifest.
+ */
+export async function readPayloadFile(
+  dir: string,
+  file: PayloadFile,
+  cacheDir = join(dir, '.download'),
+): Promise<Buffer> {
+  let data: Buffer;
+  if ('path' in file.source) {
+    data = await readFile(join(dir, file.source.path));
+  } else {
+    const cached = join(cacheDir, file.sha256);
+    try {
+      data = await readFile(cached);
+    } catch {
+      const response = await fetch(file.source.url, { signal: AbortSignal.timeout(300_000) });
+      if (!response.ok)
+        throw new PayloadError(
+          `Cannot download ${file.name} from ${file.source.url}: HTTP ${response.status}`,
+        );
+      data = Buffer.from(await response.arrayBuffer());
+      if (sha256(data) === file.sha256) {
+        await mkdir(cacheDir, { recursive: true });
+        await writeFile(`${cached}.tmp`, data);
+        await rename(`${cached}.tmp`, cached);
+      }
+    }
+  }
+  const actual = sha256(data);
+  if (actual !== file.sha256) {
+    throw new PayloadError(
+      `Payload file ${file.name} has SHA-256 ${actual}, payload.json says ${file.sha256}; it will not be sent to any host`,
+    );
+  }
+  return data;
+}
