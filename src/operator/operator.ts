@@ -9,6 +9,10 @@ import { installCrds } from '../api/install-crds.ts';
 import { type WindowsHost, windowsHostResource } from '../api/windows-host.ts';
 import { createCsrController } from '../csr/csr-controller.ts';
 import { createHostController } from '../hosts/host-controller.ts';
+import {
+  createWindowsInstancesController,
+  windowsInstancesName,
+} from '../hosts/windows-instances.ts';
 import type { ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { httpStatus } from '../kube/client.ts';
@@ -101,6 +105,10 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   });
   const hosts = factory.get<WindowsHost>(windowsHostResource);
   const csrs = factory.get<k8s.V1CertificateSigningRequest>(resources.csrs);
+  const instances = factory.get<k8s.V1ConfigMap>(resources.configMaps, {
+    namespace,
+    fieldSelector: `metadata.name=${windowsInstancesName}`,
+  });
   const registry = new Registry();
   const webhookMetrics = createWebhookMetrics(registry);
   const lookupObserver = prometheusLookupObserver(registry);
