@@ -74,6 +74,10 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
         log.debug('CSR left alone', { csr: name, reason: decision.reason });
         return undefined;
       }
+      if (decision.action === 'retry') {
+        log.debug('CSR not decidable yet', { csr: name, reason: decision.reason });
+        return { requeueAfterMs: 500 };
+      }
       const approve = decision.action === 'approve';
       const fresh = await certificates.readCertificateSigningRequest({ name });
       if (decided(fresh)) return undefined;

@@ -41,7 +41,9 @@ export interface CsrLookup {
 export type CsrDecision =
   | { action: 'approve'; reason: string; host: WindowsHost }
   | { action: 'deny'; reason: string; host?: WindowsHost }
-  | { action: 'ignore'; reason: string };
+  | { action: 'ignore'; reason: string }
+  /** Not decidable yet (the host's status is still being written); look again shortly. */
+  | { action: 'retry'; reason: string };
 
 const clientUsages = new Set(['digital signature', 'key encipherment', 'client auth']);
 const servingUsages = new Set(['digital signature', 'key encipherment', 'server auth']);
@@ -82,11 +84,7 @@ async function decideClient(request: CsrRequest, lookup: CsrLookup): Promise<Csr
     };
   const nodeName = host.status?.nodeName;
   if (!nodeName)
-    return {
-      action: 'deny',
-      reason: `WindowsHost ${host.metadata.name} has no node name yet`,
-      host,
-    };
+    return { action: 'retry', reason: `WindowsHost ${host.metadata.name} has no node name yet` };
   if (!request.parsed)
     return { action: 'deny', reason: 'the request is not a valid PKCS#10 CSR', host };
   const problem = subjectProblem(request.parsed, nodeName);

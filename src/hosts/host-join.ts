@@ -300,6 +300,8 @@ async function joinPass(
       ctx.config().hosts.bootstrapTokenTtlMinutes * 60_000,
     );
     hs.status.bootstrapTokenId = token.id;
+    // The node name must be on record before the kubelet asks for a certificate with it.
+    await writeHostStatus(ctx.kc, host, hs.status);
     await step(hs, 'publish-manifest', () => ctx.publish(loaded.manifest));
     await step(hs, 'copy-payload', () => syncPayload(remote, loaded));
     const config = bootstrapConfig(ctx, host, hs, nodeName, token.token, loaded);

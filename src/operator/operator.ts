@@ -183,7 +183,26 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       events,
       log,
     }),
+    createCsrController({ kc, csrs, hosts, nodes, events, log }),
+    createWindowsInstancesController({ kc, namespace, configMaps: instances, hosts, events, log }),
   );
+  if (options.payloadDir) {
+    controllers.push(
+      createHostController({
+        kc,
+        operatorNamespace: namespace,
+        config: () => config.current(),
+        hosts,
+        nodes,
+        payload: payloadSource(options.payloadDir, () => config.current()),
+        cluster: clusterAccess(kc),
+        events,
+        log,
+      }),
+    );
+  } else {
+    log.warn('no payload directory given (--payload-dir): WindowsHosts will not be joined');
+  }
   for (const c of controllers) c.enqueue('all');
   log.info('operator running', {
     namespace,

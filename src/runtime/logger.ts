@@ -8,8 +8,9 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type LogFields = Record<string, unknown>;
 
 const levels: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+// Names of fields that hold secrets. A bare "key" is not one: work queues log object keys.
 const secretName =
-  /(pass(word)?|secret|token|private.?key|^key$|key.?pem|credential|authorization|ssh.?key)/i;
+  /(pass(word)?|secret|token|private.?key|key.?pem|keydata|key-data|tls\.key|ca\.key|credential|authorization|ssh.?key)/i;
 
 /** Copies `value` with secret-named fields replaced; errors become {name, message}. */
 export function redact(value: unknown, depth = 0): unknown {

@@ -109,3 +109,15 @@ test('requeueAfter runs the key again later; stop cancels it', async () => {
   await sleep(40);
   assert.equal(runs, after, 'nothing runs after stop');
 });
+
+test('a requeue far in the future does not overflow into an immediate retry', async () => {
+  let runs = 0;
+  const queue = new WorkQueue(async () => {
+    runs++;
+    return { requeueAfterMs: 300 * 24 * 60 * 60_000 };
+  });
+  queue.add('x');
+  await sleep(50);
+  assert.equal(runs, 1);
+  queue.stop();
+});

@@ -5,6 +5,9 @@
  * exponentially, and a bounded number of workers run concurrently.
  */
 
+/** The longest requeue delay; anything longer would overflow a Node.js timer. */
+const longestTimerMs = 24 * 60 * 60_000;
+
 /** What a reconcile asks of the queue. */
 export interface ReconcileResult {
   /** Run this key again after this many milliseconds, even if nothing changes. */
@@ -88,9 +91,10 @@ export class WorkQueue {
     this.#pump();
   }
 
-  /** Queues `key` after `delayMs`, unless it is added sooner. */
-  addAfter(key: string, delayMs: number): void {
+  /** Queues `key` after `delayMs` (at most a day: timers overflow past 2^31 ms), unless it is added sooner. */
+  addAfter(key: string, requestedMs: number): void {
     if (this.#stopped) return;
+    const delayMs = Math.min(requestedMs, longestTimerMs);
     if (delayMs <= 0) {
       this.add(key);
       return;

@@ -78,11 +78,19 @@ function isManaged(rc: k8s.V1RuntimeClass | undefined): boolean {
   return rc?.metadata?.labels?.[managedByLabel] === managedByValue;
 }
 
-function sameSpec(a: k8s.V1RuntimeClass, b: k8s.V1RuntimeClass): boolean {
-  return (
-    a.handler === b.handler &&
-    JSON.stringify(a.scheduling ?? {}) === JSON.stringify(b.scheduling ?? {})
+/** JSON with object keys sorted, so equal values compare equal whatever their key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)),
+        )
+      : v,
   );
+}
+
+function sameSpec(a: k8s.V1RuntimeClass, b: k8s.V1RuntimeClass): boolean {
+  return a.handler === b.handler && canonical(a.scheduling ?? {}) === canonical(b.scheduling ?? {});
 }
 
 export interface RuntimeClassControllerDeps {
