@@ -14,6 +14,8 @@ export const paths = {
   bootstrapConfig: `${winfleetDir}\\bootstrap.json`,
   agentConfig: `${winfleetDir}\\agent.json`,
   state: `${winfleetDir}\\state.json`,
+  /** Directories the operator created over SSH, one per line (before the agent ran). */
+  createdDirectories: `${winfleetDir}\\created-directories.txt`,
   payload: `${winfleetDir}\\payload`,
   agentExe: `${winfleetDir}\\winfleet-agent.exe`,
   caCert: `${kubeDir}\\pki\\ca.crt`,

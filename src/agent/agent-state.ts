@@ -26,22 +26,37 @@ export const emptyState = (): AgentState => ({
 
 export async function readState(host: HostOS): Promise<AgentState> {
   const data = await host.readFile(paths.state);
-  if (!data) return emptyState();
+  let state = emptyState();
   try {
-    return { ...emptyState(), ...(JSON.parse(data.toString('utf8')) as Partial<AgentState>) };
+    if (data) state = { ...state, ...(JSON.parse(data.toString('utf8')) as Partial<AgentState>) };
   } catch {
-    return emptyState();
+    // A damaged state file: start from what the operator recorded.
   }
+  // Directories the operator created over SSH before the agent ran.
+  const recorded = await host.readFile(paths.createdDirectories);
+  const lines =
+    recorded
+      ?.toString('utf8')
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter(Boolean) ?? [];
+  state.createdDirectories = [...new Set([...lines, ...state.createdDirectories])];
+  return state;
 }
 
+/**
+ * Writes the state, merged with what is on disk: another agent process (bootstrap and the run
+ * loop) may have recorded things meanwhile, and nothing recorded may be forgotten.
+ */
 export async function writeState(host: HostOS, state: AgentState): Promise<void> {
-  const unique = (xs: string[]) => [...new Set(xs)];
+  const onDisk = await readState(host);
+  const unique = (a: string[], b: string[]) => [...new Set([...a, ...b])];
   const clean: AgentState = {
-    version: state.version,
-    services: unique(state.services),
-    files: unique(state.files),
-    env: unique(state.env),
-    createdDirectories: unique(state.createdDirectories),
+    version: state.version || onDisk.version,
+    services: unique(onDisk.services, state.services),
+    files: unique(onDisk.files, state.files),
+    env: unique(onDisk.env, state.env),
+    createdDirectories: unique(onDisk.createdDirectories, state.createdDirectories),
   };
   await host.writeFile(paths.state, `${JSON.stringify(clean, null, 2)}\n`);
 }

@@ -94,7 +94,9 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
       state.env.push(name);
     }
   });
-  const restart = new Set<string>();
+  // A (re)bootstrap restarts the bootstrap services: a kubelet whose Node was deleted only
+  // registers it again when it starts.
+  const restart = new Set<string>(manifest.services.filter((s) => s.bootstrap).map((s) => s.name));
   await step('install-payload', async () => {
     const changed = await installPayloadFiles(host, manifest, state);
     for (const s of manifest.services)
@@ -106,6 +108,9 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
       restart,
     }),
   );
+  // The state is on disk before the agent service starts: its run loop reads and extends it.
+  state.version = manifest.version;
+  await step('write-state', () => writeState(host, state));
   await step('install-agent-service', async () => {
     await ensureService(host, agentServiceConfig(), state);
     const agent = await host.queryService(agentServiceConfig().name);

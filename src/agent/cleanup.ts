@@ -44,7 +44,8 @@ export async function cleanup(context: AgentContext): Promise<Record<string, unk
     }
   }
   for (const name of state.env) await host.setMachineEnv(name, undefined);
-  for (const file of state.files) await host.removePath(file);
+  for (const file of new Set([...state.files, ...(manifest?.files.map((f) => f.path) ?? [])]))
+    await host.removePath(file);
   for (const file of [
     paths.kubeconfig,
     paths.bootstrapKubeconfig,

@@ -161,7 +161,10 @@ function bootstrapConfig(
 
 /** Copies the agent and the payload files that differ on the host. */
 async function syncPayload(remote: RemoteHost, loaded: LoadedPayload): Promise<string[]> {
-  await remote.script('ensure-directory', { path: paths.payload });
+  await remote.script('ensure-directory', {
+    path: paths.payload,
+    record: paths.createdDirectories,
+  });
   const files = loaded.payload.files.map((file) => ({
     path:
       file.name.toLowerCase() === 'winfleet-agent.exe'
@@ -266,6 +269,14 @@ async function joinPass(
   }
 
   // Bootstrap (again).
+  hs.set(
+    'Ready',
+    'False',
+    'Joining',
+    existingNode
+      ? `Node ${existingNode.metadata?.name} is not Ready; configuring the host again`
+      : 'Configuring the host',
+  );
   const session = await connect(ctx, host, hs);
   try {
     const remote = new RemoteHost(session, ctx.config().hosts.commandTimeoutSeconds * 1000);

@@ -13,7 +13,10 @@ import {
 const samples: { [K in RemoteScriptName]: RemoteScripts[K] } = {
   'host-facts': {},
   'file-hashes': { paths: ["C:\\k\\winfleet\\it's here.exe", 'C:\\k\\kubelet.exe'] },
-  'ensure-directory': { path: 'C:\\k\\winfleet\\payload' },
+  'ensure-directory': {
+    path: 'C:\\k\\winfleet\\payload',
+    record: 'C:\\k\\winfleet\\created-directories.txt',
+  },
   'run-agent': { args: ['bootstrap', '--config', 'C:\\k\\winfleet\\bootstrap.json'] },
   'remove-path': { path: 'C:\\k\\winfleet' },
 };

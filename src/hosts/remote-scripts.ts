@@ -26,7 +26,11 @@ export interface RemoteScripts {
   'host-facts': Record<string, never>;
   /** SHA-256 (lower-case hex) of each path, or null when the file is missing. */
   'file-hashes': { paths: string[] };
-  'ensure-directory': { path: string };
+  /**
+   * Creates `path` and its missing parents, appending each directory it created to the file
+   * `record` (one per line), so cleanup can later remove exactly what winfleet created.
+   */
+  'ensure-directory': { path: string; record: string };
   /** Runs the agent with `args`; its stdout/stderr and exit code pass through. */
   'run-agent': { args: string[] };
   /** Removes a file or directory tree; missing is fine. */
@@ -76,8 +80,19 @@ const bodies: { [K in RemoteScriptName]: string[] } = {
     writeJson('$hashes'),
   ],
   'ensure-directory': [
-    `New-Item -ItemType Directory -Force -Path ${argsVariable}.path | Out-Null`,
-    writeJson('@{ ok = $true }'),
+    '$missing = @()',
+    `$dir = ${argsVariable}.path`,
+    'while ($dir -and -not (Test-Path -LiteralPath $dir)) {',
+    '  $missing = @($dir) + $missing',
+    '  $dir = Split-Path -Path $dir -Parent',
+    '}',
+    'foreach ($d in $missing) {',
+    '  New-Item -ItemType Directory -Path $d | Out-Null',
+    '}',
+    'if ($missing.Count -gt 0) {',
+    `  Add-Content -LiteralPath ${argsVariable}.record -Value $missing`,
+    '}',
+    writeJson('@{ created = @($missing) }'),
   ],
   'run-agent': [
     `$agent = ${quotePowerShellString(agentExecutable)}`,
