@@ -6,12 +6,13 @@ SHELL := bash
 
 STAMP := node_modules/.winfleet-installed
 
-.PHONY: help lab test check deps packages binaries clean-binaries agent
+.PHONY: help lab test check deps packages binaries clean-binaries agent payload
 
 help:
 	@echo "make lab    start a local cluster with simulated Windows hosts (Ctrl-C stops it)"
 	@echo "make test   lint, typecheck and run every test against a real control plane"
 	@echo "make agent  build the Windows agent executable (.cache/agent/winfleet-agent.exe)"
+	@echo "make payload build the Windows node binaries and payload.json (slow when cold)"
 
 # Debian packages the tests and the lab use (installed only when missing).
 packages:
@@ -45,3 +46,9 @@ lab: deps binaries
 # bundle or the Node version changes (see scripts/build-agent.ts).
 agent: deps
 	@npm run --silent build:agent
+
+# The Windows node payload (kubelet, kube-proxy, containerd, CNI plugins, csi-proxy,
+# windows_exporter) and its payload.json, built from Go modules into a cache directory keyed
+# by version (see hack/build-payload.sh); prints that directory.
+payload:
+	@bash hack/build-payload.sh

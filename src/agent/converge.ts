@@ -144,14 +144,33 @@ export async function convergeServices(
       restart.add(service.name);
     }
   }
-  for (const service of startOrder(manifest)) {
-    if (options.start === 'bootstrap' && !service.bootstrap) continue;
+  // Windows refuses to stop a service whose dependents run (error 1051): a restart takes its
+  // dependents down first, and all come back up in start order.
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const service of manifest.services) {
+      if (!restart.has(service.name) && service.dependencies.some((d) => restart.has(d))) {
+        restart.add(service.name);
+        grew = true;
+      }
+    }
+  }
+  const wasRunning = new Set<string>();
+  for (const service of [...startOrder(manifest)].reverse()) {
+    if (!restart.has(service.name)) continue;
     const status = await host.queryService(service.name);
-    if (status?.state === 'running' && restart.has(service.name)) {
+    if (status?.state === 'running' || status?.state === 'start-pending') {
+      wasRunning.add(service.name);
       await host.stopService(service.name);
-      await host.startService(service.name);
-      started.push(service.name);
-    } else if (status?.state !== 'running' && status?.state !== 'start-pending') {
+    }
+  }
+  for (const service of startOrder(manifest)) {
+    // During bootstrap, later services start only if they ran before this restart.
+    if (options.start === 'bootstrap' && !service.bootstrap && !wasRunning.has(service.name))
+      continue;
+    const status = await host.queryService(service.name);
+    if (status?.state !== 'running' && status?.state !== 'start-pending') {
       await host.startService(service.name);
       started.push(service.name);
     }

@@ -37,6 +37,9 @@ export class ComponentProcess {
     } finally {
       closeSync(log);
     }
+    // A running component does not keep the launcher's process alive by itself: a test file
+    // ends when its tests do, and the exit hook of startCluster stops the components.
+    this.child.unref();
     this.#exit = once(this.child, 'exit').then(([code]) => {
       this.#exited = true;
       return code as number | null;

@@ -3,6 +3,8 @@
 /** Resolves after the first SIGINT/SIGTERM has run `cleanup`; a second signal exits at once. */
 export function runUntilSignal(cleanup: () => Promise<void>): Promise<void> {
   return new Promise((resolve) => {
+    // Signal handlers alone do not keep Node.js running.
+    const keepAlive = setInterval(() => {}, 1 << 30);
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {
       if (stopping) {
@@ -11,11 +13,13 @@ export function runUntilSignal(cleanup: () => Promise<void>): Promise<void> {
       }
       stopping = true;
       process.stderr.write(`\n${signal}: stopping…\n`);
-      cleanup().then(resolve, (error: unknown) => {
-        process.stderr.write(`Cleanup failed: ${(error as Error).message}\n`);
-        process.exitCode = 1;
-        resolve();
-      });
+      cleanup()
+        .finally(() => clearInterval(keepAlive))
+        .then(resolve, (error: unknown) => {
+          process.stderr.write(`Cleanup failed: ${(error as Error).message}\n`);
+          process.exitCode = 1;
+          resolve();
+        });
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);

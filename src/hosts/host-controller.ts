@@ -17,7 +17,8 @@ import { createManifestPublisher } from './manifest-publisher.ts';
 export function createHostController(deps: HostControllerDeps): Controller {
   const publish = createManifestPublisher(deps.kc, deps.operatorNamespace);
   const bootstrappedAt = new Map<string, number>();
-  const ctx = { ...deps, publish, bootstrappedAt };
+  const applyingSince = new Map<string, number>();
+  const ctx = { ...deps, publish, bootstrappedAt, applyingSince };
 
   const controller = new Controller({
     name: 'windowshosts',

@@ -39,6 +39,8 @@ export interface JoinContext extends HostControllerDeps {
   publish: ReturnType<typeof createManifestPublisher>;
   /** When each host's last bootstrap ran (in this process), for the join timeout. */
   bootstrappedAt: Map<string, number>;
+  /** Since when each joined host has been waiting for its agent to apply the services. */
+  applyingSince: Map<string, number>;
 }
 
 async function sshKey(deps: HostControllerDeps, host: WindowsHost): Promise<string> {
@@ -255,7 +257,15 @@ async function joinPass(
 
   if (existingNode && nodeIsReady(existingNode)) {
     // Joined: bring its annotations and services version up to date.
-    return finishNode(ctx, host, hs, existingNode, version);
+    const finished = await finishNode(ctx, host, hs, existingNode, version, key);
+    if (finished !== 'rebootstrap') return finished;
+    // The agent never reported (e.g. a reboot cut its bootstrap short): bootstrap again.
+    ctx.events.record(
+      host,
+      'Warning',
+      'AgentNotReporting',
+      `The agent on ${existingNode.metadata?.name} has not applied services ${version}; configuring the host again`,
+    );
   }
 
   if (waitingForNode && hs.status.nodeName) {
@@ -364,7 +374,8 @@ async function finishNode(
   hs: HostStatus,
   node: k8s.V1Node,
   version: string,
-): Promise<{ requeueAfterMs?: number }> {
+  key: string,
+): Promise<{ requeueAfterMs?: number } | 'rebootstrap'> {
   const name = node.metadata!.name!;
   const annotations = node.metadata?.annotations ?? {};
   const hostRef = `${host.metadata.namespace}/${host.metadata.name}`;
@@ -407,6 +418,15 @@ async function finishNode(
     });
   }
   if (annotations[servicesVersionAnnotation] !== version) {
+    const since = ctx.applyingSince.get(key) ?? Date.now();
+    ctx.applyingSince.set(key, since);
+    const patienceMs = Math.max(30_000, ctx.config().hosts.agentCheckIntervalSeconds * 5000);
+    const bootstrapFailed =
+      hs.status.conditions?.find((c) => c.type === 'Bootstrapped')?.status === 'False';
+    if (bootstrapFailed || Date.now() - since > patienceMs) {
+      ctx.applyingSince.delete(key);
+      return 'rebootstrap';
+    }
     hs.set(
       'Ready',
       'False',
@@ -415,6 +435,7 @@ async function finishNode(
     );
     return { requeueAfterMs: joinPollMs };
   }
+  ctx.applyingSince.delete(key);
   const firstReady = hs.status.conditions?.find((c) => c.type === 'Ready')?.status !== 'True';
   hs.set('Ready', 'True', 'NodeReady', `Node ${name} is Ready with services ${version}`);
   hs.set('Degraded', 'False', 'AsExpected', '');

@@ -17,6 +17,11 @@ export async function writeSshKeySecret(
   name = sshKeySecretName,
 ): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
+  try {
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+  } catch (error) {
+    if (httpStatus(error) !== 409) throw error;
+  }
   const body = {
     metadata: { name, namespace },
     type: 'Opaque',

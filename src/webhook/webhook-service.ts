@@ -113,7 +113,10 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
       servedCert = cert.certPem;
       log.info('serving certificate renewed', { renewAt: cert.renewAt.toISOString() });
     }
-    return { requeueAfterMs: Math.max(1000, cert.renewAt.getTime() - Date.now()) };
+    // Look again at least hourly (the Secret may be edited), and when renewal is due.
+    return {
+      requeueAfterMs: Math.min(60 * 60_000, Math.max(1000, cert.renewAt.getTime() - Date.now())),
+    };
   };
   const controller = new Controller({ name: 'webhook-certificates', reconcile, log });
   controller.enqueue('serving');

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Builds the Windows node payload (GOOS=windows GOARCH=amd64) from Go modules, one module per
+# upstream project under hack/payload/, into a cache directory keyed by version; skips what is
+# built. Then writes payload.json (name, version, sha256, source path of every file) beside the
+# binaries and prints that directory as its last line.
+# hack/payload/VERSION is the payload revision n in "<kubernetes version>-wf.<n>": bump it when
+# a pin or a build flag changes.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+p=$here/payload
+k8s_version=$(cat "$here/k8s/VERSION")
+payload_version=$k8s_version-wf.$(cat "$p/VERSION")
+
+# kubelet and kube-proxy need modules the control plane does not (hnslib, cri-streaming…), so
+# they build from hack/payload/k8s, which must pin what hack/k8s pins.
+if ! grep -qE "^(require |	)k8s\.io/kubernetes $k8s_version\$" "$p/k8s/go.mod" ||
+  ! diff <(grep ' => ' "$here/k8s/go.mod") <(grep ' => ' "$p/k8s/go.mod") >/dev/null; then
+  echo "hack/payload/k8s/go.mod does not pin what hack/k8s/go.mod pins; regenerate it with:" >&2
+  echo "  cd hack/payload/k8s && { head -1 go.mod; sed '1d; s|^module .*|module winfleet.local/hack/payload/k8s|' ../../k8s/go.mod; } >go.mod.new && mv go.mod.new go.mod && GONOSUMDB=k8s.io/kubernetes go mod tidy" >&2
+  echo "and bump hack/payload/VERSION" >&2
+  exit 1
+fi
+
+cache=${WINFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/winfleet}
+# The key changes when any pin or godebug/replace line changes, so a new pin never reuses old
+# binaries.
+key=$(cat "$p/VERSION" "$p"/*/go.mod "$p"/*/go.sum | sha256sum | cut -c1-12)
+out="$cache/payload/$payload_version-$key"
+mkdir -p "$out"
+export CGO_ENABLED=0 GOOS=windows GOARCH=amd64 GOFLAGS="-trimpath -buildvcs=false"
+
+# Build dates are the modules' publication times, so a rebuild gives the same bytes.
+module_time() { (cd "$p/$1" && go list -m -f "{{.Time.UTC.Format \"$3\"}}" "$2"); }
+minor=${k8s_version#v1.}; minor=${minor%%.*}
+build_date=$(module_time k8s k8s.io/kubernetes 2006-01-02T15:04:05Z)
+k8s_ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+done
+
+# Sets dir (the module under hack/payload), pkg, version and flags (ldflags) for a file.
+step() {
+  case $1 in
+    kubelet.exe | kube-proxy.exe)
+      dir=k8s; version=$k8s_version; pkg=k8s.io/kubernetes/cmd/${1%.exe}; flags=$k8s_ldflags ;;
+    containerd.exe)
+      dir=containerd; pkg=github.com/containerd/containerd/v2/cmd/containerd
+      flags="-X github.com/containerd/containerd/v2/version.Version=VERSION"
+      flags+=" -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2" ;;
+    containerd-shim-runhcs-v1.exe)
+      dir=hcsshim; pkg=github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1; flags="-X main.version=VERSION" ;;
+    win-bridge.exe | win-overlay.exe)
+      dir=cni; pkg=github.com/containernetworking/plugins/plugins/main/windows/${1%.exe}
+      flags="-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=VERSION" ;;
+    host-local.exe)
+      dir=cni; pkg=github.com/containernetworking/plugins/plugins/ipam/host-local
+      flags="-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=VERSION" ;;
+    sdnbridge.exe | sdnoverlay.exe)
+      dir=sdn; pkg=github.com/Microsoft/windows-container-networking/plugins/${1%.exe}; flags="" ;;
+    csi-proxy.exe)
+      dir=csi-proxy; pkg=github.com/kubernetes-csi/csi-proxy/cmd/csi-proxy; flags="-X main.version=VERSION" ;;
+    windows_exporter.exe)
+      dir=windows-exporter; pkg=github.com/prometheus-community/windows_exporter/cmd/windows_exporter
+      flags="-X github.com/prometheus/common/version.Version=VERSION_NO_V"
+      flags+=" -X github.com/prometheus/common/version.Branch=HEAD"
+      flags+=" -X github.com/prometheus/common/version.BuildDate=$(module_time windows-exporter github.com/prometheus-community/windows_exporter 20060102-15:04:05)" ;;
+  esac
+  [ "$dir" = k8s ] || version=$(cat "$p/$dir/VERSION")
+  flags=${flags//VERSION_NO_V/${version#v}}
+  flags="-s -w ${flags//=VERSION/=$version}"
+}
+
+# In order of importance.
+names=(kubelet.exe kube-proxy.exe containerd.exe containerd-shim-runhcs-v1.exe
+  win-bridge.exe win-overlay.exe host-local.exe sdnbridge.exe sdnoverlay.exe
+  csi-proxy.exe windows_exporter.exe)
+n=${#names[@]}
+i=0
+failed=()
+for name in "${names[@]}"; do
+  i=$((i + 1))
+  if [ -f "$out/$name" ]; then
+    echo "[$i/$n] $name: cached" >&2
+    continue
+  fi
+  step "$name"
+  echo "[$i/$n] $name: building $version" >&2
+  start=$SECONDS
+  rm -f "$out/$name.tmp"
+  # go build -v names each package as it compiles; count them as progress.
+  (cd "$p/$dir" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) |
+    while IFS= read -r line; do
+      count=$((${count:-0} + 1))
+      if [ -t 2 ]; then printf '\r      %4d packages compiled, %ds' "$count" $((SECONDS - start)) >&2
+      elif [ $((count % 100)) -eq 0 ]; then echo "      $count packages compiled, $((SECONDS - start))s" >&2; fi
+      # Package names (no spaces) and downloads are progress; errors are shown as they come.
+      case $line in "go: downloading "*) ;; *" "* | *.go:*) echo "$line" >&2 ;; esac
+    done || true # a failed build is reported below and the others still build
+  [ -t 2 ] && echo >&2
+  if [ ! -f "$out/$name.tmp" ]; then
+    echo "[$i/$n] $name: build failed" >&2
+    failed+=("$name")
+    continue
+  fi
+  mv "$out/$name.tmp" "$out/$name"
+  echo "[$i/$n] $name: built in $((SECONDS - start))s ($(du -h "$out/$name" | cut -f1))" >&2
+done
+
+rm -f "$out/payload.json"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "payload incomplete, no payload.json written; failed: ${failed[*]}" >&2
+  exit 1
+fi
+
+# The manifest the operator reads; source.path is relative to this directory.
+{
+  printf '{\n  "version": "%s",\n  "kubernetesVersion": "%s",\n  "files": [' "$payload_version" "$k8s_version"
+  sep=""
+  for name in "${names[@]}"; do
+    step "$name"
+    sha=$(sha256sum "$out/$name" | cut -d' ' -f1)
+    printf '%s\n    {"name": "%s", "version": "%s", "sha256": "%s", "source": {"path": "%s"}}' \
+      "$sep" "$name" "$version" "$sha" "$name"
+    sep=","
+  done
+  printf '\n  ]\n}\n'
+} >"$out/payload.json.tmp"
+mv "$out/payload.json.tmp" "$out/payload.json"
+echo "payload $payload_version: $n files, $(du -sh --exclude=payload.json "$out" | cut -f1)" >&2
+echo "$out"

@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { SimFileSystem } from './file-system.ts';
+
+async function tempFs(
+  t: { after(fn: () => Promise<void>): void },
+  options: { freeBytes?: number } = {},
+) {
+  const root = await mkdtemp(join(tmpdir(), 'simhost-fs-test-'));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  return SimFileSystem.create({ root, ...options });
+}
+
+test('names are case-insensitive and keep the case they were created with', async (t) => {
+  const fs = await tempFs(t);
+  await fs.writeFileAtomic('C:\\K\\Winfleet\\Agent.exe', 'v1');
+  assert.equal((await fs.readFile('c:\\k\\WINFLEET\\agent.EXE')).toString(), 'v1');
+  await fs.writeFileAtomic('c:\\k\\winfleet\\AGENT.EXE', 'v2');
+  assert.deepEqual(
+    (await fs.list('C:\\k\\winfleet')).map((e) => e.name),
+    ['Agent.exe'],
+  );
+  assert.equal(await fs.realPath('c:/k/winfleet/agent.exe'), 'C:\\K\\Winfleet\\Agent.exe');
+  assert.deepEqual(await readdir(join(fs.root, 'K', 'Winfleet')), ['Agent.exe']);
+});
+
+test('an atomic write leaves no temporary file and creates parents', async (t) => {
+  const fs = await tempFs(t);
+  await fs.writeFileAtomic('C:\\a\\b\\c.txt', 'hello');
+  assert.deepEqual(await fs.allPaths(), ['C:\\a', 'C:\\a\\b', 'C:\\a\\b\\c.txt']);
+});
+
+test('a plain write needs the parent directory', async (t) => {
+  const fs = await tempFs(t);
+  await assert.rejects(fs.writeFile('C:\\missing\\x.txt', 'x'), { code: 'ENOENT' });
+  await assert.rejects(fs.mkdir('C:\\a\\b'), { code: 'ENOENT' });
+  await fs.mkdir('C:\\a\\b', { recursive: true });
+  await assert.rejects(fs.mkdir('C:\\A'), { code: 'EEXIST' });
+});
+
+test('free space goes down with writes, up with removals, and the disk-full fault stops writes', async (t) => {
+  const fs = await tempFs(t, { freeBytes: 1000 });
+  await fs.writeFileAtomic('C:\\x.bin', Buffer.alloc(300));
+  assert.equal(fs.freeBytes(), 700);
+  await assert.rejects(
+    fs.writeFileAtomic('C:\\y.bin', Buffer.alloc(800)),
+    (e: NodeJS.ErrnoException) =>
+      e.code === 'ENOSPC' && /There is not enough space on the disk\./.test(e.message),
+  );
+  assert.deepEqual(await fs.allPaths(), ['C:\\x.bin'], 'the failed write leaves nothing behind');
+  await fs.remove('C:\\x.bin');
+  assert.equal(fs.freeBytes(), 1000);
+  fs.diskFull = true;
+  assert.equal(fs.freeBytes(), 0);
+  await assert.rejects(fs.writeFileAtomic('C:\\z.txt', 'z'), { code: 'ENOSPC' });
+  fs.diskFull = false;
+  await fs.writeFileAtomic('C:\\z.txt', 'z');
+});
+
+test('a running program image cannot be overwritten, replaced or deleted, but can be renamed', async (t) => {
+  const fs = await tempFs(t);
+  await fs.writeFileAtomic('C:\\k\\kubelet.exe', 'v1');
+  const image = await fs.hostPath('C:\\k\\kubelet.exe');
+  fs.isInUse = (host) => host === image;
+  await assert.rejects(fs.writeFile('C:\\k\\kubelet.exe', 'v2'), { code: 'EBUSY' });
+  await assert.rejects(fs.writeFileAtomic('C:\\k\\kubelet.exe', 'v2'), { code: 'EPERM' });
+  await assert.rejects(fs.remove('C:\\k', { recursive: true }), { code: 'EPERM' });
+  await assert.rejects(fs.open('C:\\k\\kubelet.exe', { write: true }), { code: 'EBUSY' });
+  assert.equal((await fs.readFile('C:\\k\\kubelet.exe')).toString(), 'v1');
+  await fs.rename('C:\\k\\kubelet.exe', 'C:\\k\\kubelet.old.exe');
+  assert.deepEqual(await fs.allPaths(), ['C:\\k', 'C:\\k\\kubelet.old.exe']);
+});
+
+test('rename refuses an existing target unless replacing, and never replaces a directory', async (t) => {
+  const fs = await tempFs(t);
+  await fs.writeFileAtomic('C:\\a.txt', 'a');
+  await fs.writeFileAtomic('C:\\b.txt', 'b');
+  await fs.mkdir('C:\\d');
+  await assert.rejects(fs.rename('C:\\a.txt', 'C:\\b.txt'), { code: 'EEXIST' });
+  await assert.rejects(fs.rename('C:\\a.txt', 'C:\\d', { replace: true }), { code: 'EEXIST' });
+  await fs.rename('C:\\a.txt', 'C:\\b.txt', { replace: true });
+  assert.equal((await fs.readFile('C:\\B.TXT')).toString(), 'a');
+  await fs.rename('C:\\b.txt', 'C:\\B.txt');
+  assert.deepEqual(await fs.allPaths(), ['C:\\B.txt', 'C:\\d']);
+});
+
+test('removing a directory needs recursive unless it is empty', async (t) => {
+  const fs = await tempFs(t);
+  await fs.writeFileAtomic('C:\\d\\f.txt', 'f');
+  await assert.rejects(fs.remove('C:\\d'), { code: 'ENOTEMPTY' });
+  await assert.rejects(fs.remove('C:\\missing'), { code: 'ENOENT' });
+  await fs.remove('C:\\missing', { missingOk: true });
+  await fs.remove('C:\\d', { recursive: true });
+  assert.deepEqual(await fs.allPaths(), []);
+});

@@ -1,0 +1,49 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { SimHostOS } from './sim-host-os.ts';
+import { createTestMachine, installBinary } from './test-machine.ts';
+
+test('files: atomic writes, reads, listings and removal with Windows paths', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  assert.equal(await os.readFile('C:\\k\\missing.yaml'), undefined);
+  assert.equal(await os.listDirectory('C:\\k'), undefined);
+  await os.writeFile('C:\\k\\b.yaml', 'b');
+  await os.writeFile('C:\\k\\A.yaml', Buffer.from('a'));
+  await os.ensureDirectory('C:\\k\\pki');
+  assert.deepEqual(await os.listDirectory('c:\\K'), ['A.yaml', 'b.yaml', 'pki']);
+  assert.equal((await os.readFile('C:\\k\\a.yaml'))?.toString(), 'a');
+  await os.removePath('C:\\k\\pki');
+  await os.removePath('C:\\k\\nothing');
+  assert.deepEqual(await os.listDirectory('C:\\k'), ['A.yaml', 'b.yaml']);
+  await assert.rejects(os.writeFile('k\\relative.yaml', 'x'), /not an absolute path/);
+  assert.equal(await os.readFile('D:\\x'), undefined, 'a missing drive reads as a missing file');
+  await assert.rejects(os.writeFile('D:\\x', 'x'), /drive D: does not exist/);
+});
+
+test('replacing the binary of a running service fails as on Windows', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'kube-proxy');
+  const process = await machine.spawn({
+    binaryPath: 'C:\\k\\kube-proxy.exe',
+    args: [],
+    stdout: () => {},
+    stderr: () => {},
+  });
+  await assert.rejects(os.writeFile('C:\\k\\kube-proxy.exe', 'v2'), { code: 'EPERM' });
+  await assert.rejects(os.removePath('C:\\k'), { code: 'EPERM' });
+  process.kill();
+  await process.exited;
+  await os.writeFile('C:\\k\\kube-proxy.exe', 'v2');
+});
+
+test('HNS networks: listed and removed by id; a missing one is not an error', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  const network = machine.hns.ensure('winfleet', 'Overlay');
+  assert.deepEqual(await os.listHnsNetworks(), [network]);
+  await os.removeHnsNetwork(network.id.toLowerCase());
+  await os.removeHnsNetwork(network.id);
+  assert.deepEqual(await os.listHnsNetworks(), []);
+});
