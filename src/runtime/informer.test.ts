@@ -13,12 +13,14 @@ test('an informer lists, then follows adds, updates and deletes', async (t) => {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await core.createNamespacedConfigMap({
     namespace,
-    body: { metadata: { name: 'before' }, data: { a: '1' } },
+    body: { metadata: { name: 'before', labels: { test: 'informer' } }, data: { a: '1' } },
   });
   const seen: string[] = [];
   const informer = new Informer<k8s.V1ConfigMap>(kc, {
     resource: configMaps,
     namespace,
+    // The controller manager adds kube-root-ca.crt to every namespace; watch only ours.
+    labelSelector: 'test=informer',
     transform: (cm) => ({ metadata: cm.metadata, data: cm.data }),
   });
   informer
@@ -32,12 +34,12 @@ test('an informer lists, then follows adds, updates and deletes', async (t) => {
   assert.ok(informer.get(`${namespace}/before`), 'the first list is cached');
   await core.createNamespacedConfigMap({
     namespace,
-    body: { metadata: { name: 'after' }, data: { a: '1' } },
+    body: { metadata: { name: 'after', labels: { test: 'informer' } }, data: { a: '1' } },
   });
   await core.replaceNamespacedConfigMap({
     name: 'after',
     namespace,
-    body: { metadata: { name: 'after' }, data: { a: '2' } },
+    body: { metadata: { name: 'after', labels: { test: 'informer' } }, data: { a: '2' } },
   });
   await core.deleteNamespacedConfigMap({ name: 'before', namespace });
   await waitFor(() => seen.length >= 4, { description: 'four events' });
