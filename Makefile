@@ -50,5 +50,5 @@ agent: deps
 # The Windows node payload (kubelet, kube-proxy, containerd, CNI plugins, csi-proxy,
 # windows_exporter) and its payload.json, built from Go modules into a cache directory keyed
 # by version (see hack/build-payload.sh); prints that directory.
-payload:
+payload: deps
 	@bash hack/build-payload.sh

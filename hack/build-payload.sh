@@ -113,12 +113,17 @@ if [ ${#failed[@]} -gt 0 ]; then
   exit 1
 fi
 
+# The winfleet agent itself (a Node single executable application, scripts/build-agent.ts).
+agent_exe=$(cd "$here/.." && node_modules/.bin/node scripts/build-agent.ts | tail -n 1)
+cp "$agent_exe" "$out/winfleet-agent.exe.tmp" && mv "$out/winfleet-agent.exe.tmp" "$out/winfleet-agent.exe"
+names+=(winfleet-agent.exe)
+
 # The manifest the operator reads; source.path is relative to this directory.
 {
   printf '{\n  "version": "%s",\n  "kubernetesVersion": "%s",\n  "files": [' "$payload_version" "$k8s_version"
   sep=""
   for name in "${names[@]}"; do
-    step "$name"
+    if [ "$name" = winfleet-agent.exe ]; then version=$payload_version; else step "$name"; fi
     sha=$(sha256sum "$out/$name" | cut -d' ' -f1)
     printf '%s\n    {"name": "%s", "version": "%s", "sha256": "%s", "source": {"path": "%s"}}' \
       "$sep" "$name" "$version" "$sha" "$name"
@@ -127,5 +132,5 @@ fi
   printf '\n  ]\n}\n'
 } >"$out/payload.json.tmp"
 mv "$out/payload.json.tmp" "$out/payload.json"
-echo "payload $payload_version: $n files, $(du -sh --exclude=payload.json "$out" | cut -f1)" >&2
+echo "payload $payload_version: ${#names[@]} files, $(du -sh --exclude=payload.json "$out" | cut -f1)" >&2
 echo "$out"
