@@ -1,41 +1,73 @@
 /**
- * `make lab`: a local cluster on loopback (real control plane built from Go modules, kwok for
- * simulated nodes) with a Linux worker, kept up until Ctrl-C.
+ * `make lab`: a local cluster on loopback with simulated Windows hosts joined by the winfleet
+ * operator and the seed samples running on them; stays up until Ctrl-C.
+ *
+ * WINFLEET_LAB_DIR keeps the lab's files in a directory of your choice; WINFLEET_PAYLOAD_DIR
+ * uses a payload built by `make payload`; WINFLEET_LAB_EXIT=1 stops once everything is up
+ * (used by the lab's test).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as k8s from '@kubernetes/client-node';
 import { runUntilSignal } from '../cluster/run-until-signal.ts';
-import { startCluster } from '../cluster/start-cluster.ts';
-import { loadKubeConfig } from '../kube/client.ts';
-import { createLinuxNode } from '../testing/nodes.ts';
+import { waitFor } from '../kube/wait-for.ts';
+import { labNamespace, placementReport, samplesNamespace, startLab } from './lab.ts';
 
 async function main(): Promise<void> {
-  const step = (message: string) => console.error(`[lab] ${message}`);
-  const cluster = await startCluster({ onProgress: step, dir: process.env.WINFLEET_LAB_DIR });
-  const kc = loadKubeConfig(cluster.kubeconfigPath);
-  step('registering a kwok-managed Linux worker node');
-  await createLinuxNode(kc, { name: 'lab-linux-1' });
-
-  const rows = cluster.components.map((c) => `  ${c.name.padEnd(24)} pid ${c.pid}`);
+  const say = (line: string) => console.error(`[lab] ${line}`);
+  const lab = await startLab({
+    dir: process.env.WINFLEET_LAB_DIR,
+    payloadDir: process.env.WINFLEET_PAYLOAD_DIR,
+    say,
+  });
+  const core = lab.kc.makeApiClient(k8s.CoreV1Api);
+  // Give the scheduler and kwok a moment to place and start the samples.
+  await waitFor(
+    async () => {
+      const pods = (await core.listNamespacedPod({ namespace: samplesNamespace })).items;
+      return (
+        pods.length > 0 &&
+        pods.every((p) => p.status?.phase === 'Running' || p.status?.phase === 'Pending') &&
+        pods.some((p) => p.status?.phase === 'Running')
+      );
+    },
+    { description: 'the sample pods', timeoutMs: 60_000 },
+  ).catch(() => undefined);
+  await sleep(2000);
+  const report = await placementReport(lab.kc);
+  const kubeconfig = lab.cluster.kubeconfigPath;
   console.log(
     [
       '',
-      `winfleet lab is up (control plane healthy in ${(cluster.startupMs / 1000).toFixed(1)}s)`,
+      'winfleet lab is up.',
       '',
       'Running:',
-      ...rows,
-      `  ${'kwok node'.padEnd(24)} lab-linux-1 (Linux worker)`,
+      ...lab.cluster.components.map((c) => `  ${c.name.padEnd(24)} pid ${c.pid}`),
+      `  ${'winfleet operator'.padEnd(24)} pid ${lab.operator.pid}  (${lab.operatorLog})`,
+      `  ${'registry mirror'.padEnd(24)} ${lab.registry.registry.url}`,
+      ...lab.hosts.hosts.map(
+        (h) => `  ${`Windows ${h.release} host`.padEnd(24)} ${h.name} ${h.address}:${h.port}`,
+      ),
       '',
-      `API server: ${cluster.server}`,
-      `Logs:       ${cluster.dir}/logs`,
+      `Where the seed samples' pods landed (namespace ${samplesNamespace}):`,
+      ...report,
+      '',
+      `Status and metrics: ${lab.statusUrl}/metrics`,
       '',
       'Use it from another shell:',
       '',
-      `export KUBECONFIG=${cluster.kubeconfigPath}`,
+      `export KUBECONFIG=${kubeconfig}`,
       'kubectl get nodes',
+      `kubectl get windowshosts -n ${labNamespace}`,
+      `kubectl get pods -n ${samplesNamespace} -o wide`,
       '',
       'Ctrl-C stops everything.',
     ].join('\n'),
   );
-  await runUntilSignal(() => cluster.stop());
+  if (process.env.WINFLEET_LAB_EXIT === '1') {
+    await lab.stop();
+    return;
+  }
+  await runUntilSignal(() => lab.stop());
 }
 
 main().catch((error: unknown) => {

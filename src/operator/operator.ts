@@ -8,6 +8,8 @@ import { Registry } from 'prom-client';
 import { installCrds } from '../api/install-crds.ts';
 import { type WindowsHost, windowsHostResource } from '../api/windows-host.ts';
 import { createCsrController } from '../csr/csr-controller.ts';
+import { dashboardHtml } from '../dashboard/dashboard-page.ts';
+import { buildOverview } from '../dashboard/overview.ts';
 import { createHostController } from '../hosts/host-controller.ts';
 import {
   createWindowsInstancesController,
@@ -32,7 +34,7 @@ import { startWebhookService, type WebhookService } from '../webhook/webhook-ser
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
 import { watchConfig } from './config-source.ts';
-import { type StatusServer, startStatusServer } from './status-server.ts';
+import { type ExtraRoute, type StatusServer, startStatusServer } from './status-server.ts';
 
 export const defaultOperatorNamespace = 'winfleet-system';
 
@@ -148,8 +150,28 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     for (const c of controllers) c.enqueue('all');
   });
 
+  const dashboard: ExtraRoute = (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/' || path === '/index.html') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end(dashboardHtml);
+      return true;
+    }
+    if (path === '/api/overview') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(buildOverview({ hosts, nodes, runtimeClasses })));
+      return true;
+    }
+    return false;
+  };
   const status = options.status
-    ? await startStatusServer({ ...options.status, registry, ready: () => true, log })
+    ? await startStatusServer({
+        ...options.status,
+        registry,
+        ready: () => true,
+        log,
+        routes: [dashboard],
+      })
     : undefined;
 
   const stopController = new AbortController();

@@ -1,0 +1,37 @@
+/**
+ * `make lab` end to end: the lab program starts everything, joins the simulated hosts, places
+ * the seed samples, prints its report and (with WINFLEET_LAB_EXIT=1) stops cleanly.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+test('the lab joins three simulated hosts and shows where the seed samples run', async () => {
+  const main = fileURLToPath(new URL('./main.ts', import.meta.url));
+  const { stdout, stderr, code } = await new Promise<{
+    stdout: string;
+    stderr: string;
+    code: number;
+  }>((resolve) => {
+    execFile(
+      process.execPath,
+      [main],
+      { env: { ...process.env, WINFLEET_LAB_EXIT: '1' }, timeout: 300_000, maxBuffer: 8 << 20 },
+      (error, so, se) =>
+        resolve({
+          stdout: so,
+          stderr: se,
+          code: error ? ((error as { code?: number }).code ?? 1) : 0,
+        }),
+    );
+  });
+  assert.equal(code, 0, stderr.slice(-3000));
+  assert.match(stderr, /all 3 hosts joined as Ready nodes/);
+  assert.match(stdout, /^export KUBECONFIG=\/\S+admin\.kubeconfig$/m);
+  assert.match(stdout, /^kubectl get nodes$/m);
+  // The seed samples landed on Windows nodes of a build that can run them.
+  assert.match(stdout, /win-webserver-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.17763/);
+  assert.match(stdout, /iis-2019-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.17763/);
+  assert.match(stdout, /win-pwsh-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.20348/);
+});
