@@ -92,6 +92,7 @@ export async function runLoop(context: AgentContext): Promise<number> {
   let watch: AbortController | undefined;
   let wake: (() => void) | undefined;
   let lastDesired: string | undefined;
+  let lastReady: boolean | undefined;
   const startWatch = async () => {
     const kc = await nodeKubeConfig(context.hostOS).catch(() => undefined);
     if (!kc || signal.aborted) return;
@@ -100,9 +101,13 @@ export async function runLoop(context: AgentContext): Promise<number> {
         '/api/v1/nodes',
         { fieldSelector: `metadata.name=${config.nodeName}` },
         (_type: string, node: k8s.V1Node) => {
+          // Look again when the operator wants another version, or when the node turns Ready
+          // (the applied version is recorded only on a Ready node).
           const desired = node.metadata?.annotations?.[desiredServicesVersionAnnotation];
-          if (desired !== lastDesired) {
+          const ready = isReady(node);
+          if (desired !== lastDesired || ready !== lastReady) {
             lastDesired = desired;
+            lastReady = ready;
             wake?.();
           }
         },
@@ -125,9 +130,13 @@ export async function runLoop(context: AgentContext): Promise<number> {
       context.stderr(`check failed: ${(error as Error).message}\n`);
     }
     if (!watch) await startWatch();
+    // Until the node's credentials exist and the watch runs, look again every two seconds.
+    const waitMs = watch
+      ? config.checkIntervalSeconds * 1000
+      : Math.min(config.checkIntervalSeconds * 1000, 2000);
     await new Promise<void>((resolve) => {
       wake = resolve;
-      sleep(config.checkIntervalSeconds * 1000, undefined, { signal }).then(resolve, resolve);
+      sleep(waitMs, undefined, { signal }).then(resolve, resolve);
     });
   }
   watch?.abort();

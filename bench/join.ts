@@ -1,0 +1,207 @@
+/**
+ * npm run bench:join — the makespan of joining 1, 10 and 50 simulated Windows hosts with the
+ * operator's default concurrency (10), against joining them one at a time as WMCO does (the
+ * next host is configured only once the previous one is a Ready node), measured in the same
+ * run; also the operator with a single worker (concurrency 1) but all hosts submitted at once.
+ * Plus the resident memory of the operator process and of the simulated-host process.
+ *
+ *   npm run bench:join [-- --sizes 1,10,50 --concurrency 10]
+ *
+ * Each run gets a fresh control plane. The operator and the hosts run in their own processes,
+ * as they would for real (hosts here share one process: memory per host is its growth / N).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { installCrds } from '../src/api/install-crds.ts';
+import { startCluster } from '../src/cluster/start-cluster.ts';
+import { loadKubeConfig } from '../src/kube/client.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
+import { writeStandInPayload } from '../src/testing/payload.ts';
+import type { SimulatedHostDescription } from '../src/testing/simhost/fleet.ts';
+import { generateTestKey } from '../src/testing/simhost/ssh-test-client.ts';
+import { writeOperatorConfig } from '../src/testing/test-operator.ts';
+import {
+  hostReady,
+  listWindowsHosts,
+  sshKeySecretName,
+  writeSshKeySecret,
+} from '../src/testing/windows-hosts.ts';
+
+const { values } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '1,10,50' },
+    concurrency: { type: 'string', default: '10' },
+  },
+});
+const sizes = values.sizes.split(',').map(Number);
+const concurrency = Number(values.concurrency);
+const operatorMain = fileURLToPath(new URL('../src/operator/main.ts', import.meta.url));
+const simCli = fileURLToPath(new URL('../src/testing/simhost/cli.ts', import.meta.url));
+const namespace = 'winfleet-system';
+
+function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await once(child, 'exit');
+  clearTimeout(timer);
+}
+
+type Mode = 'concurrent' | 'one-worker' | 'one-at-a-time';
+
+interface Run {
+  hosts: number;
+  mode: Mode;
+  makespanS: number;
+  operatorMiB: number;
+  hostsMiB: number;
+}
+
+async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
+  const workers = mode === 'one-worker' ? 1 : concurrency;
+  const cluster = await startCluster();
+  const kc = loadKubeConfig(cluster.kubeconfigPath);
+  const dir = await mkdtemp(join(tmpdir(), 'winfleet-bench-join-'));
+  const key = generateTestKey();
+  await writeFile(join(dir, 'key.pub'), key.publicKey);
+  const payloadDir = join(dir, 'payload');
+  await writeStandInPayload(payloadDir);
+  await installCrds(kc);
+  await writeOperatorConfig(kc, namespace, { hosts: { concurrency: workers } });
+  await writeSshKeySecret(kc, namespace, key.privateKey);
+
+  const sims = spawn(
+    process.execPath,
+    [
+      simCli,
+      '--count',
+      String(count),
+      '--releases',
+      '2019,2022,2025',
+      '--authorized-key',
+      join(dir, 'key.pub'),
+      '--base-address',
+      `127.0.${base}.10`,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const described: SimulatedHostDescription[] = [];
+  const lines = createInterface({ input: sims.stdout! });
+  for await (const line of lines) {
+    described.push(JSON.parse(line) as SimulatedHostDescription);
+    if (described.length === count) break;
+  }
+  const operator = spawn(
+    process.execPath,
+    [
+      operatorMain,
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--namespace',
+      namespace,
+      '--no-webhook',
+      '--no-leader-elect',
+      '--status-port',
+      '0',
+      '--payload-dir',
+      payloadDir,
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'ignore'],
+    },
+  );
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  await waitFor(
+    async () =>
+      (await kc
+        .makeApiClient(k8s.CoreV1Api)
+        .readNamespacedConfigMap({ name: 'winfleet-config', namespace })) && true,
+    {
+      description: 'config',
+    },
+  );
+  const started = performance.now();
+  await Promise.all(
+    described.map((h) =>
+      objects.create({
+        apiVersion: 'winfleet.io/v1alpha1',
+        kind: 'WindowsHost',
+        metadata: { name: h.name.toLowerCase(), namespace },
+        spec: {
+          address: h.address,
+          port: h.port,
+          username: 'Administrator',
+          sshKeySecretRef: { name: sshKeySecretName },
+        },
+      }),
+    ),
+  );
+  await waitFor(
+    async () => {
+      const list = await listWindowsHosts(kc, namespace);
+      return list.length === count && list.every(hostReady);
+    },
+    { description: `${count} hosts Ready`, timeoutMs: 30 * 60_000, intervalMs: 250 },
+  );
+  const makespanS = (performance.now() - started) / 1000;
+  const run = {
+    hosts: count,
+    concurrency: workers,
+    makespanS,
+    operatorMiB: rssMiB(operator.pid!),
+    hostsMiB: rssMiB(sims.pid!),
+  };
+  await stop(operator);
+  await stop(sims);
+  await cluster.stop();
+  return run;
+}
+
+const runs: Run[] = [];
+let base = 30;
+for (const size of sizes) {
+  for (const mode of ['concurrent', 'one-worker', 'one-at-a-time'] as const) {
+    const run = await joinRun(size, mode, base++);
+    runs.push(run);
+    console.error(`[bench] ${size} host(s), ${mode}: ${run.makespanS.toFixed(1)} s`);
+  }
+}
+
+console.log(
+  '\nJoin makespan (WindowsHosts created → all Ready), stand-in payload, loopback SSH:\n',
+);
+console.log(
+  '  hosts   concurrency ' + String(concurrency).padEnd(4) + '  one at a time (WMCO)   speed-up',
+);
+for (const size of sizes) {
+  const fast = runs.find((r) => r.hosts === size && r.concurrency === concurrency)!;
+  const slow = runs.find((r) => r.hosts === size && r.concurrency === 1)!;
+  console.log(
+    `  ${String(size).padStart(5)}   ${fast.makespanS.toFixed(1).padStart(10)} s   ${slow.makespanS.toFixed(1).padStart(16)} s   ${(slow.makespanS / fast.makespanS).toFixed(1).padStart(7)}x`,
+  );
+}
+console.log('\nResident memory once every host is Ready (VmRSS):\n');
+console.log('  hosts  concurrency   operator   simulated-hosts process   per host');
+const one = runs.find((r) => r.hosts === Math.min(...sizes) && r.concurrency === concurrency)!;
+for (const r of runs) {
+  const perHost =
+    r.hosts > one.hosts ? (r.hostsMiB - one.hostsMiB) / (r.hosts - one.hosts) : Number.NaN;
+  console.log(
+    `  ${String(r.hosts).padStart(5)}  ${String(r.concurrency).padStart(11)}   ${r.operatorMiB.toFixed(0).padStart(5)} MiB   ${r.hostsMiB.toFixed(0).padStart(17)} MiB   ${Number.isNaN(perHost) ? '      –' : `${perHost.toFixed(1).padStart(5)} MiB`}`,
+  );
+}
