@@ -135,22 +135,34 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
       description: 'config',
     },
   );
+  const create = (h: SimulatedHostDescription) =>
+    objects.create({
+      apiVersion: 'winfleet.io/v1alpha1',
+      kind: 'WindowsHost',
+      metadata: { name: h.name.toLowerCase(), namespace },
+      spec: {
+        address: h.address,
+        port: h.port,
+        username: 'Administrator',
+        sshKeySecretRef: { name: sshKeySecretName },
+      },
+    });
   const started = performance.now();
-  await Promise.all(
-    described.map((h) =>
-      objects.create({
-        apiVersion: 'winfleet.io/v1alpha1',
-        kind: 'WindowsHost',
-        metadata: { name: h.name.toLowerCase(), namespace },
-        spec: {
-          address: h.address,
-          port: h.port,
-          username: 'Administrator',
-          sshKeySecretRef: { name: sshKeySecretName },
+  if (mode === 'one-at-a-time') {
+    // WMCO's way: the next host is configured only once the previous one is a Ready node.
+    for (const [i, h] of described.entries()) {
+      await create(h);
+      await waitFor(
+        async () => {
+          const list = await listWindowsHosts(kc, namespace);
+          return list.length === i + 1 && list.every(hostReady);
         },
-      }),
-    ),
-  );
+        { description: `host ${i + 1} Ready`, timeoutMs: 10 * 60_000, intervalMs: 100 },
+      );
+    }
+  } else {
+    await Promise.all(described.map(create));
+  }
   await waitFor(
     async () => {
       const list = await listWindowsHosts(kc, namespace);
@@ -159,9 +171,9 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
     { description: `${count} hosts Ready`, timeoutMs: 30 * 60_000, intervalMs: 250 },
   );
   const makespanS = (performance.now() - started) / 1000;
-  const run = {
+  const run: Run = {
     hosts: count,
-    concurrency: workers,
+    mode,
     makespanS,
     operatorMiB: rssMiB(operator.pid!),
     hostsMiB: rssMiB(sims.pid!),
@@ -186,22 +198,26 @@ console.log(
   '\nJoin makespan (WindowsHosts created → all Ready), stand-in payload, loopback SSH:\n',
 );
 console.log(
-  '  hosts   concurrency ' + String(concurrency).padEnd(4) + '  one at a time (WMCO)   speed-up',
+  `  hosts   concurrency ${concurrency}   1 worker, all at once   one at a time (WMCO)   speed-up vs WMCO`,
 );
 for (const size of sizes) {
-  const fast = runs.find((r) => r.hosts === size && r.concurrency === concurrency)!;
-  const slow = runs.find((r) => r.hosts === size && r.concurrency === 1)!;
+  const at = (mode: Mode) => runs.find((r) => r.hosts === size && r.mode === mode)!;
+  const fast = at('concurrent');
+  const worker = at('one-worker');
+  const slow = at('one-at-a-time');
   console.log(
-    `  ${String(size).padStart(5)}   ${fast.makespanS.toFixed(1).padStart(10)} s   ${slow.makespanS.toFixed(1).padStart(16)} s   ${(slow.makespanS / fast.makespanS).toFixed(1).padStart(7)}x`,
+    `  ${String(size).padStart(5)}   ${fast.makespanS.toFixed(1).padStart(12)} s   ${worker.makespanS.toFixed(1).padStart(19)} s   ${slow.makespanS.toFixed(1).padStart(18)} s   ${(slow.makespanS / fast.makespanS).toFixed(1).padStart(15)}x`,
   );
 }
 console.log('\nResident memory once every host is Ready (VmRSS):\n');
-console.log('  hosts  concurrency   operator   simulated-hosts process   per host');
-const one = runs.find((r) => r.hosts === Math.min(...sizes) && r.concurrency === concurrency)!;
+console.log(
+  '  hosts  mode            operator   simulated-hosts process   per host (growth over the smallest run)',
+);
 for (const r of runs) {
+  const one = runs.find((x) => x.hosts === Math.min(...sizes) && x.mode === r.mode)!;
   const perHost =
     r.hosts > one.hosts ? (r.hostsMiB - one.hostsMiB) / (r.hosts - one.hosts) : Number.NaN;
   console.log(
-    `  ${String(r.hosts).padStart(5)}  ${String(r.concurrency).padStart(11)}   ${r.operatorMiB.toFixed(0).padStart(5)} MiB   ${r.hostsMiB.toFixed(0).padStart(17)} MiB   ${Number.isNaN(perHost) ? '      –' : `${perHost.toFixed(1).padStart(5)} MiB`}`,
+    `  ${String(r.hosts).padStart(5)}  ${r.mode.padEnd(14)}  ${r.operatorMiB.toFixed(0).padStart(5)} MiB   ${r.hostsMiB.toFixed(0).padStart(17)} MiB   ${Number.isNaN(perHost) ? '      –' : `${perHost.toFixed(1).padStart(5)} MiB`}`,
   );
 }
