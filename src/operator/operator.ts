@@ -2,7 +2,9 @@
  * The winfleet operator as a library: starts the shared informers, the configuration watch,
  * the controllers and the admission webhook, and stops them. main.ts is its command line.
  */
+import { stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { installCrds } from '../api/install-crds.ts';
@@ -209,19 +211,35 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     createWindowsInstancesController({ kc, namespace, configMaps: instances, hosts, events, log }),
   );
   if (options.payloadDir) {
-    controllers.push(
-      createHostController({
-        kc,
-        operatorNamespace: namespace,
-        config: () => config.current(),
-        hosts,
-        nodes,
-        payload: payloadSource(options.payloadDir, () => config.current()),
-        cluster: clusterAccess(kc),
-        events,
-        log,
-      }),
-    );
+    const hostController = createHostController({
+      kc,
+      operatorNamespace: namespace,
+      config: () => config.current(),
+      hosts,
+      nodes,
+      payload: payloadSource(options.payloadDir, () => config.current()),
+      cluster: clusterAccess(kc),
+      events,
+      log,
+    });
+    controllers.push(hostController);
+    // A new payload (a new payload.json) is rolled out to every host.
+    const payloadFile = join(options.payloadDir, 'payload.json');
+    let seen = await stat(payloadFile).then((s) => `${s.mtimeMs}:${s.size}`, () => '');
+    const poll = setInterval(() => {
+      stat(payloadFile).then(
+        (s) => {
+          const now = `${s.mtimeMs}:${s.size}`;
+          if (now === seen) return;
+          seen = now;
+          log.info('payload changed; rolling it out', { payload: payloadFile });
+          hostController.enqueue('all');
+        },
+        () => {},
+      );
+    }, 2000);
+    poll.unref();
+    stopController.signal.addEventListener('abort', () => clearInterval(poll));
   } else {
     log.warn('no payload directory given (--payload-dir): WindowsHosts will not be joined');
   }

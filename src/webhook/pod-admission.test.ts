@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type * as k8s from '@kubernetes/client-node';
+import { parseConfig, type WinfleetConfig } from '../config/winfleet-config.ts';
+import { silentLogger } from '../runtime/logger.ts';
+import { isCompatibleBuild } from '../windows/compatibility.ts';
+import type { AdmissionRequest } from './admission-review.ts';
+import { applyPatch } from './json-patch.ts';
+import { admitPodMutation, admitPodValidation, type PodAdmissionDeps } from './pod-admission.ts';
+import type { ImageFacts } from './placement.ts';
+
+const versions: Record<string, Omit<ImageFacts, 'image' | 'path'>> = {
+  'win2019:1': { state: 'resolved', windowsVersions: ['10.0.17763.6054'], hasOtherOs: false },
+  'win2022:1': { state: 'resolved', windowsVersions: ['10.0.20348.2582'], hasOtherOs: false },
+  'linux:1': { state: 'resolved', windowsVersions: [], hasOtherOs: true },
+  'gone:1': { state: 'unknown', reason: 'registry.example.com is unreachable', windowsVersions: [], hasOtherOs: false },
+};
+
+function deps(config: WinfleetConfig, readyBuilds = ['10.0.17763', '10.0.20348']): PodAdmissionDeps {
+  return {
+    config: () => config,
+    operatorNamespace: 'winfleet-system',
+    runtimeClasses: () => undefined,
+    readyWindowsBuilds: () => readyBuilds,
+    resolveImages: async (pod) =>
+      (pod.spec?.containers ?? []).map((c, i) => ({ image: c.image!, path: `spec.containers[${i}].image`, ...versions[c.image!]! })),
+    isCompatible: isCompatibleBuild,
+    gmsaCredentialSpecs: async () => undefined,
+    namespaceOptedOut: (ns) => ns === 'opted-out',
+    log: silentLogger,
+  };
+}
+
+function request(spec: Partial<k8s.V1PodSpec>, namespace = 'apps', labels?: Record<string, string>): AdmissionRequest {
+  return {
+    uid: 'u',
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    operation: 'CREATE',
+    namespace,
+    object: { metadata: { name: 'p', labels }, spec: { containers: [{ name: 'c', image: 'win2022:1' }], ...spec } } as Record<string, unknown>,
+  };
+}
+
+const windows = { nodeSelector: { 'kubernetes.io/os': 'windows' } };
+const config = parseConfig('');
+
+test('a 2022 image is constrained to builds that can run it; a 2019 image to 2019', async () => {
+  const d = await admitPodMutation(request(windows), deps(config));
+  const pod = applyPatch(request(windows).object as k8s.V1Pod, d.patch!);
+  assert.deepEqual(
+    pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms?.[0]?.matchExpressions?.[0]?.values,
+    ['10.0.20348', '10.0.26100'],
+  );
+  const old = await admitPodMutation(request({ ...windows, containers: [{ name: 'c', image: 'win2019:1' }] }), deps(config));
+  assert.ok(JSON.stringify(old.patch).includes('"values":["10.0.17763"]'));
+});
+
+test('excluded namespaces, opted-out namespaces and opted-out pods are left alone', async () => {
+  for (const r of [
+    request(windows, 'kube-system'),
+    request(windows, 'winfleet-system'),
+    request(windows, 'opted-out'),
+    request(windows, 'apps', { 'winfleet.io/webhook': 'disabled' }),
+  ]) {
+    assert.deepEqual(await admitPodMutation(r, deps(config)), { allowed: true }, r.namespace);
+    assert.deepEqual(await admitPodValidation(r, deps(config)), { allowed: true });
+  }
+});
+
+test('an unreachable registry: admitted with a warning, unconstrained; enforce rejects naming the field', async () => {
+  const r = request({ ...windows, containers: [{ name: 'c', image: 'gone:1' }] });
+  const m = await admitPodMutation(r, deps(config));
+  assert.equal(m.allowed, true);
+  assert.match(m.warnings![0]!, /spec\.containers\[0\]\.image: could not read the Windows version of gone:1/);
+  assert.ok(!JSON.stringify(m.patch).includes('windows-build'));
+  const warn = await admitPodValidation(r, deps(config));
+  assert.equal(warn.allowed, true);
+  const enforce = await admitPodValidation(r, deps(parseConfig('images: { compatibility: enforce }')));
+  assert.equal(enforce.allowed, false);
+  assert.match(enforce.message!, /spec\.containers\[0\]\.image: could not read the Windows version of gone:1: registry\.example\.com is unreachable/);
+});
+
+test('a Linux-only image in a Windows pod is reported', async () => {
+  const r = request({ ...windows, containers: [{ name: 'c', image: 'linux:1' }] });
+  const v = await admitPodValidation(r, deps(config));
+  assert.match(v.warnings!.join('\n'), /spec\.containers\[0\]\.image: linux:1 has no Windows variant/);
+});
+
+test('no Ready node of a compatible build: warned by default, rejected in enforce mode', async () => {
+  const r = request({ ...windows, containers: [{ name: 'c', image: 'win2019:1' }] });
+  const onlyNew = ['10.0.20348'];
+  const warn = await admitPodValidation(r, deps(config, onlyNew));
+  assert.equal(warn.allowed, true);
+  assert.match(warn.warnings![0]!, /no Ready Windows node can run win2019:1 \(built for 10\.0\.17763\.6054\); Ready Windows builds: 10\.0\.20348 \(Windows Server 2022\)/);
+  const enforce = await admitPodValidation(r, deps(parseConfig('images: { compatibility: enforce }'), onlyNew));
+  assert.equal(enforce.allowed, false);
+  assert.equal(enforce.code, 422);
+});
+
+test('opt-in: a pod that says nothing but whose images are all Windows is treated as Windows', async () => {
+  const bare = request({});
+  assert.deepEqual((await admitPodMutation(bare, deps(config))).patch, []);
+  const optIn = parseConfig('images: { detectWindowsFromImages: true }');
+  const d = await admitPodMutation(bare, deps(optIn));
+  const pod = applyPatch(bare.object as k8s.V1Pod, d.patch!);
+  assert.equal(pod.spec?.os?.name, 'windows');
+  assert.match(pod.metadata?.annotations?.['winfleet.io/mutations'] ?? '', /added nodeSelector kubernetes\.io\/os=windows/);
+  const linux = await admitPodMutation(request({ containers: [{ name: 'c', image: 'linux:1' }] }), deps(optIn));
+  assert.deepEqual(linux.patch, [], 'a Linux image stays a Linux pod');
+});
+
+test('only Pod CREATE is handled; other kinds and operations pass through', async () => {
+  const r = request(windows);
+  assert.deepEqual(await admitPodMutation({ ...r, operation: 'UPDATE' }, deps(config)), { allowed: true });
+  assert.deepEqual(await admitPodMutation({ ...r, kind: { group: 'apps', version: 'v1', kind: 'Deployment' } }, deps(config)), { allowed: true });
+});
