@@ -106,7 +106,8 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
     described.push(JSON.parse(line) as SimulatedHostDescription);
     if (described.length === count) break;
   }
-  if (described.length !== count) throw new Error(`The simulated hosts did not start (${described.length} of ${count})`);
+  if (described.length !== count)
+    throw new Error(`The simulated hosts did not start (${described.length} of ${count})`);
   const operator = spawn(
     process.execPath,
     [

@@ -63,7 +63,7 @@ export async function installPayloadFiles(
   manifest: ServicesManifest,
   state: AgentState,
 ): Promise<string[]> {
-  const changed: string[] = [];
+  const pending: { path: string; data: Buffer }[] = [];
   for (const file of manifest.files) {
     const source = `${paths.payload}\\${file.payload}`;
     const data = await host.readFile(source);
@@ -77,17 +77,57 @@ export async function installPayloadFiles(
     }
     const installed = await host.readFile(file.path);
     if (installed && sha256(installed) === file.sha256) continue;
-    // Windows locks a running executable: stop the services that run it before replacing it.
-    for (const service of manifest.services.filter(
-      (s) => s.binary.toLowerCase() === file.path.toLowerCase(),
-    )) {
+    pending.push({ path: file.path, data });
+  }
+  // Windows locks a running executable: stop the services that run a file being replaced
+  // (their dependents first) before writing it.
+  const runningThem = manifest.services.filter((s) =>
+    pending.some((f) => f.path.toLowerCase() === s.binary.toLowerCase()),
+  );
+  await stopWithDependents(host, manifest, new Set(runningThem.map((s) => s.name)));
+  for (const file of pending) {
+    await host.writeFile(file.path, file.data);
+    state.files.push(file.path);
+  }
+  return pending.map((f) => f.path);
+}
+
+/** `names` plus every service that depends on one of them, directly or not. */
+export function withDependents(manifest: ServicesManifest, names: Set<string>): Set<string> {
+  const all = new Set(names);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const service of manifest.services) {
+      if (!all.has(service.name) && service.dependencies.some((d) => all.has(d))) {
+        all.add(service.name);
+        grew = true;
+      }
+    }
+  }
+  return all;
+}
+
+/**
+ * Stops `names` and their dependents, dependents first — Windows refuses to stop a service
+ * whose dependents run (error 1051). Returns the services that were running.
+ */
+export async function stopWithDependents(
+  host: HostOS,
+  manifest: ServicesManifest,
+  names: Set<string>,
+): Promise<Set<string>> {
+  const stop = withDependents(manifest, names);
+  const wasRunning = new Set<string>();
+  for (const service of [...startOrder(manifest)].reverse()) {
+    if (!stop.has(service.name)) continue;
+    const status = await host.queryService(service.name);
+    if (status?.state === 'running' || status?.state === 'start-pending') {
+      wasRunning.add(service.name);
       await host.stopService(service.name);
     }
-    await host.writeFile(file.path, data);
-    state.files.push(file.path);
-    changed.push(file.path);
   }
-  return changed;
+  return wasRunning;
 }
 
 function sameRegistration(
@@ -144,27 +184,8 @@ export async function convergeServices(
       restart.add(service.name);
     }
   }
-  // Windows refuses to stop a service whose dependents run (error 1051): a restart takes its
-  // dependents down first, and all come back up in start order.
-  let grew = true;
-  while (grew) {
-    grew = false;
-    for (const service of manifest.services) {
-      if (!restart.has(service.name) && service.dependencies.some((d) => restart.has(d))) {
-        restart.add(service.name);
-        grew = true;
-      }
-    }
-  }
-  const wasRunning = new Set<string>();
-  for (const service of [...startOrder(manifest)].reverse()) {
-    if (!restart.has(service.name)) continue;
-    const status = await host.queryService(service.name);
-    if (status?.state === 'running' || status?.state === 'start-pending') {
-      wasRunning.add(service.name);
-      await host.stopService(service.name);
-    }
-  }
+  // A restart takes the service's dependents down first, and all come back up in start order.
+  const wasRunning = await stopWithDependents(host, manifest, restart);
   for (const service of startOrder(manifest)) {
     // During bootstrap, later services start only if they ran before this restart.
     if (options.start === 'bootstrap' && !service.bootstrap && !wasRunning.has(service.name))

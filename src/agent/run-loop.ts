@@ -14,13 +14,15 @@ import {
 } from '../api/node-annotations.ts';
 import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-config.ts';
 import { readState, writeState } from './agent-state.ts';
-import { convergeServices, installPayloadFiles } from './converge.ts';
+import { convergeServices, installPayloadFiles, sha256 } from './converge.ts';
 import { nodeKubeConfig } from './node-client.ts';
 import { nodeVariableValues } from './node-files.ts';
 import type { AgentContext } from './run-agent.ts';
 import { parseServicesManifest, type ServicesManifest } from './services-manifest.ts';
 
 const manifestPath = `${winfleetDir}\\services.json`;
+/** The run loop's exit code when a new agent executable replaced it (the SCM restarts it). */
+export const agentReplacedExitCode = 3;
 
 async function loadLocalManifest(context: AgentContext): Promise<ServicesManifest> {
   const data = await context.hostOS.readFile(manifestPath);
@@ -123,11 +125,24 @@ export async function runLoop(context: AgentContext): Promise<number> {
     watch?.abort();
     wake?.();
   });
+  const ownHash = async () => {
+    const exe = await context.hostOS.readFile(paths.agentExe).catch(() => undefined);
+    return exe ? sha256(exe) : undefined;
+  };
+  const startedAs = await ownHash();
   while (!signal.aborted) {
     try {
       await checkOnce(context, config);
     } catch (error) {
       context.stderr(`check failed: ${(error as Error).message}\n`);
+    }
+    // The operator put a new agent in place: exit with an error, so that the service's
+    // recovery action starts the new one.
+    const now = await ownHash();
+    if (startedAs && now && now !== startedAs) {
+      context.stderr('a new winfleet-agent executable is installed; restarting to run it\n');
+      watch?.abort();
+      return agentReplacedExitCode;
     }
     if (!watch) await startWatch();
     // Until the node's credentials exist and the watch runs, look again every two seconds.

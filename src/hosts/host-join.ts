@@ -167,14 +167,15 @@ async function syncPayload(remote: RemoteHost, loaded: LoadedPayload): Promise<s
     path: paths.payload,
     record: paths.createdDirectories,
   });
-  const files = loaded.payload.files.map((file) => ({
-    path:
-      file.name.toLowerCase() === 'winfleet-agent.exe'
-        ? agentExecutable
-        : `${paths.payload}\\${file.name}`,
-    sha256: file.sha256,
-    read: () => readPayloadFile(loaded.dir, file),
-  }));
+  const files = loaded.payload.files.map((file) => {
+    const agent = file.name.toLowerCase() === 'winfleet-agent.exe';
+    return {
+      path: agent ? agentExecutable : `${paths.payload}\\${file.name}`,
+      sha256: file.sha256,
+      read: () => readPayloadFile(loaded.dir, file),
+      mayBeRunning: agent,
+    };
+  });
   return remote.syncFiles(files);
 }
 

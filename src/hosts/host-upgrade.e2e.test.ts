@@ -28,11 +28,16 @@ test('a new payload rolls out to every host; a PDB holds a removal until it allo
   const before = await ready();
 
   await t.test('a new payload version is rolled out to every node', async () => {
-    const next = await writeStandInPayload(world.payloadDir, { kubernetesVersion: 'v1.36.6', version: '1.36.6-wf.1' });
+    const next = await writeStandInPayload(world.payloadDir, {
+      kubernetesVersion: 'v1.36.6',
+      version: '1.36.6-wf.1',
+    });
     const upgraded = await waitFor(
       async () => {
         const list = await listWindowsHosts(kc, world.namespace);
-        return list.every((h) => hostReady(h) && h.status?.servicesVersion === next.version) ? list : undefined;
+        return list.every((h) => hostReady(h) && h.status?.servicesVersion === next.version)
+          ? list
+          : undefined;
       },
       { description: `every host on ${next.version}`, timeoutMs: 90_000 },
     );
@@ -41,7 +46,11 @@ test('a new payload rolls out to every host; a PDB holds a removal until it allo
       assert.equal(node.metadata?.annotations?.[servicesVersionAnnotation], next.version);
       assert.equal(node.status?.nodeInfo?.kubeletVersion, 'v1.36.6', 'the new kubelet binary runs');
       const before1 = before.find((b) => b.metadata.name === host.metadata.name)!;
-      assert.equal(host.status?.nodeName, before1.status?.nodeName, 'the same node, upgraded in place');
+      assert.equal(
+        host.status?.nodeName,
+        before1.status?.nodeName,
+        'the same node, upgraded in place',
+      );
     }
     const sim = world.fleet.hosts[0]!;
     const kubelet = (await sim.hostOS().readFile('C:\\k\\kubelet.exe'))!.toString();
@@ -64,7 +73,9 @@ test('a new payload rolls out to every host; a PDB holds a removal until it allo
             metadata: { labels: { app: 'guarded' } },
             spec: {
               nodeSelector: { 'kubernetes.io/hostname': nodeName },
-              tolerations: [{ key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' }],
+              tolerations: [
+                { key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' },
+              ],
               containers: [{ name: 'app', image: 'mcr.microsoft.com/windows/nanoserver:ltsc2022' }],
             },
           },
@@ -72,17 +83,25 @@ test('a new payload rolls out to every host; a PDB holds a removal until it allo
       },
     });
     await waitFor(
-      async () => (await core.listNamespacedPod({ namespace })).items.some((p) => p.status?.phase === 'Running'),
+      async () =>
+        (await core.listNamespacedPod({ namespace })).items.some(
+          (p) => p.status?.phase === 'Running',
+        ),
       { description: 'the guarded pod running' },
     );
     await kc.makeApiClient(k8s.PolicyV1Api).createNamespacedPodDisruptionBudget({
       namespace,
-      body: { metadata: { name: 'keep-one' }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'guarded' } } } },
+      body: {
+        metadata: { name: 'keep-one' },
+        spec: { minAvailable: 1, selector: { matchLabels: { app: 'guarded' } } },
+      },
     });
     await k8s.KubernetesObjectApi.makeApiClient(kc).delete(host!);
     const draining = await waitFor(
       async () => {
-        const h = (await listWindowsHosts(kc, world.namespace)).find((x) => x.metadata.name === host!.metadata.name);
+        const h = (await listWindowsHosts(kc, world.namespace)).find(
+          (x) => x.metadata.name === host!.metadata.name,
+        );
         const c = h?.status?.conditions?.find((x) => x.type === 'Ready');
         return c?.reason === 'Draining' && /PodDisruptionBudget/.test(c.message) ? c : undefined;
       },
@@ -91,13 +110,29 @@ test('a new payload rolls out to every host; a PDB holds a removal until it allo
     assert.match(draining.message, new RegExp(`${namespace}/guarded-`));
     const node = await core.readNode({ name: nodeName });
     assert.equal(node.spec?.unschedulable, true, 'cordoned while draining');
-    assert.ok((await core.listNamespacedPod({ namespace })).items.some((p) => !p.metadata?.deletionTimestamp), 'the pod was not forced out');
+    assert.ok(
+      (await core.listNamespacedPod({ namespace })).items.some(
+        (p) => !p.metadata?.deletionTimestamp,
+      ),
+      'the pod was not forced out',
+    );
     // The budget is lifted: the eviction goes through and the host is removed.
-    await kc.makeApiClient(k8s.PolicyV1Api).deleteNamespacedPodDisruptionBudget({ name: 'keep-one', namespace });
-    await waitFor(async () => !(await listWindowsHosts(kc, world.namespace)).some((x) => x.metadata.name === host!.metadata.name), {
-      description: 'the host removed',
-      timeoutMs: 60_000,
-    });
-    assert.equal((await core.listNode()).items.some((n) => n.metadata?.name === nodeName), false);
+    await kc
+      .makeApiClient(k8s.PolicyV1Api)
+      .deleteNamespacedPodDisruptionBudget({ name: 'keep-one', namespace });
+    await waitFor(
+      async () =>
+        !(await listWindowsHosts(kc, world.namespace)).some(
+          (x) => x.metadata.name === host!.metadata.name,
+        ),
+      {
+        description: 'the host removed',
+        timeoutMs: 60_000,
+      },
+    );
+    assert.equal(
+      (await core.listNode()).items.some((n) => n.metadata?.name === nodeName),
+      false,
+    );
   });
 });

@@ -23,6 +23,15 @@ export class RemoteCommandError extends Error {
   }
 }
 
+/** A file to have on the host. */
+export interface SyncFile {
+  path: string;
+  sha256: string;
+  read: () => Promise<Buffer>;
+  /** The file is an executable that may be running (the agent itself). */
+  mayBeRunning?: boolean;
+}
+
 export class RemoteHost {
   readonly session: SshSession;
   readonly timeoutMs: number;
@@ -48,9 +57,7 @@ export class RemoteHost {
   }
 
   /** Copies each file whose remote SHA-256 differs; returns the paths copied. */
-  async syncFiles(
-    files: { path: string; sha256: string; read: () => Promise<Buffer> }[],
-  ): Promise<string[]> {
+  async syncFiles(files: SyncFile[]): Promise<string[]> {
     if (files.length === 0) return [];
     const remote = (await this.script('file-hashes', {
       paths: files.map((f) => f.path),
@@ -58,7 +65,13 @@ export class RemoteHost {
     const copied: string[] = [];
     for (const file of files) {
       if (remote[file.path] === file.sha256) continue;
-      await this.session.upload(file.path, await file.read());
+      if (file.mayBeRunning) {
+        // A running executable cannot be overwritten: copy beside it, then swap the names.
+        await this.session.upload(`${file.path}.new`, await file.read());
+        await this.script('replace-file', { source: `${file.path}.new`, target: file.path });
+      } else {
+        await this.session.upload(file.path, await file.read());
+      }
       copied.push(file.path);
     }
     if (copied.length > 0) {

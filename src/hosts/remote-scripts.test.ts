@@ -19,6 +19,10 @@ const samples: { [K in RemoteScriptName]: RemoteScripts[K] } = {
   },
   'run-agent': { args: ['bootstrap', '--config', 'C:\\k\\winfleet\\bootstrap.json'] },
   'remove-path': { path: 'C:\\k\\winfleet' },
+  'replace-file': {
+    source: 'C:\\k\\winfleet\\winfleet-agent.exe.new',
+    target: 'C:\\k\\winfleet\\winfleet-agent.exe',
+  },
 };
 
 for (const [name, args] of Object.entries(samples) as [RemoteScriptName, never][]) {

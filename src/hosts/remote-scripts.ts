@@ -35,6 +35,11 @@ export interface RemoteScripts {
   'run-agent': { args: string[] };
   /** Removes a file or directory tree; missing is fine. */
   'remove-path': { path: string };
+  /**
+   * Puts `source` in place of `target`, which may be a running executable: Windows will not
+   * overwrite one, but lets it be renamed, so the old file moves aside to `<target>.old`.
+   */
+  'replace-file': { source: string; target: string };
 }
 
 export type RemoteScriptName = keyof RemoteScripts;
@@ -99,6 +104,17 @@ const bodies: { [K in RemoteScriptName]: string[] } = {
     `$agentArgs = @(${argsVariable}.args)`,
     '& $agent @agentArgs',
     'exit $LASTEXITCODE',
+  ],
+  'replace-file': [
+    `$old = ${argsVariable}.target + '.old'`,
+    'if (Test-Path -LiteralPath $old) {',
+    '  Remove-Item -LiteralPath $old -Force -ErrorAction SilentlyContinue',
+    '}',
+    `if (Test-Path -LiteralPath ${argsVariable}.target) {`,
+    `  Move-Item -LiteralPath ${argsVariable}.target -Destination $old -Force`,
+    '}',
+    `Move-Item -LiteralPath ${argsVariable}.source -Destination ${argsVariable}.target`,
+    writeJson('@{ ok = $true }'),
   ],
   'remove-path': [
     `if (Test-Path -LiteralPath ${argsVariable}.path) {`,

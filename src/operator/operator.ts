@@ -225,7 +225,10 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     controllers.push(hostController);
     // A new payload (a new payload.json) is rolled out to every host.
     const payloadFile = join(options.payloadDir, 'payload.json');
-    let seen = await stat(payloadFile).then((s) => `${s.mtimeMs}:${s.size}`, () => '');
+    let seen = await stat(payloadFile).then(
+      (s) => `${s.mtimeMs}:${s.size}`,
+      () => '',
+    );
     const poll = setInterval(() => {
       stat(payloadFile).then(
         (s) => {

@@ -6,24 +6,36 @@ import { silentLogger } from '../runtime/logger.ts';
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import type { AdmissionRequest } from './admission-review.ts';
 import { applyPatch } from './json-patch.ts';
-import { admitPodMutation, admitPodValidation, type PodAdmissionDeps } from './pod-admission.ts';
 import type { ImageFacts } from './placement.ts';
+import { admitPodMutation, admitPodValidation, type PodAdmissionDeps } from './pod-admission.ts';
 
 const versions: Record<string, Omit<ImageFacts, 'image' | 'path'>> = {
   'win2019:1': { state: 'resolved', windowsVersions: ['10.0.17763.6054'], hasOtherOs: false },
   'win2022:1': { state: 'resolved', windowsVersions: ['10.0.20348.2582'], hasOtherOs: false },
   'linux:1': { state: 'resolved', windowsVersions: [], hasOtherOs: true },
-  'gone:1': { state: 'unknown', reason: 'registry.example.com is unreachable', windowsVersions: [], hasOtherOs: false },
+  'gone:1': {
+    state: 'unknown',
+    reason: 'registry.example.com is unreachable',
+    windowsVersions: [],
+    hasOtherOs: false,
+  },
 };
 
-function deps(config: WinfleetConfig, readyBuilds = ['10.0.17763', '10.0.20348']): PodAdmissionDeps {
+function deps(
+  config: WinfleetConfig,
+  readyBuilds = ['10.0.17763', '10.0.20348'],
+): PodAdmissionDeps {
   return {
     config: () => config,
     operatorNamespace: 'winfleet-system',
     runtimeClasses: () => undefined,
     readyWindowsBuilds: () => readyBuilds,
     resolveImages: async (pod) =>
-      (pod.spec?.containers ?? []).map((c, i) => ({ image: c.image!, path: `spec.containers[${i}].image`, ...versions[c.image!]! })),
+      (pod.spec?.containers ?? []).map((c, i) => ({
+        image: c.image!,
+        path: `spec.containers[${i}].image`,
+        ...versions[c.image!]!,
+      })),
     isCompatible: isCompatibleBuild,
     gmsaCredentialSpecs: async () => undefined,
     namespaceOptedOut: (ns) => ns === 'opted-out',
@@ -31,13 +43,20 @@ function deps(config: WinfleetConfig, readyBuilds = ['10.0.17763', '10.0.20348']
   };
 }
 
-function request(spec: Partial<k8s.V1PodSpec>, namespace = 'apps', labels?: Record<string, string>): AdmissionRequest {
+function request(
+  spec: Partial<k8s.V1PodSpec>,
+  namespace = 'apps',
+  labels?: Record<string, string>,
+): AdmissionRequest {
   return {
     uid: 'u',
     kind: { group: '', version: 'v1', kind: 'Pod' },
     operation: 'CREATE',
     namespace,
-    object: { metadata: { name: 'p', labels }, spec: { containers: [{ name: 'c', image: 'win2022:1' }], ...spec } } as Record<string, unknown>,
+    object: {
+      metadata: { name: 'p', labels },
+      spec: { containers: [{ name: 'c', image: 'win2022:1' }], ...spec },
+    } as Record<string, unknown>,
   };
 }
 
@@ -48,10 +67,14 @@ test('a 2022 image is constrained to builds that can run it; a 2019 image to 201
   const d = await admitPodMutation(request(windows), deps(config));
   const pod = applyPatch(request(windows).object as k8s.V1Pod, d.patch!);
   assert.deepEqual(
-    pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms?.[0]?.matchExpressions?.[0]?.values,
+    pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+      ?.nodeSelectorTerms?.[0]?.matchExpressions?.[0]?.values,
     ['10.0.20348', '10.0.26100'],
   );
-  const old = await admitPodMutation(request({ ...windows, containers: [{ name: 'c', image: 'win2019:1' }] }), deps(config));
+  const old = await admitPodMutation(
+    request({ ...windows, containers: [{ name: 'c', image: 'win2019:1' }] }),
+    deps(config),
+  );
   assert.ok(JSON.stringify(old.patch).includes('"values":["10.0.17763"]'));
 });
 
@@ -71,19 +94,31 @@ test('an unreachable registry: admitted with a warning, unconstrained; enforce r
   const r = request({ ...windows, containers: [{ name: 'c', image: 'gone:1' }] });
   const m = await admitPodMutation(r, deps(config));
   assert.equal(m.allowed, true);
-  assert.match(m.warnings![0]!, /spec\.containers\[0\]\.image: could not read the Windows version of gone:1/);
+  assert.match(
+    m.warnings![0]!,
+    /spec\.containers\[0\]\.image: could not read the Windows version of gone:1/,
+  );
   assert.ok(!JSON.stringify(m.patch).includes('windows-build'));
   const warn = await admitPodValidation(r, deps(config));
   assert.equal(warn.allowed, true);
-  const enforce = await admitPodValidation(r, deps(parseConfig('images: { compatibility: enforce }')));
+  const enforce = await admitPodValidation(
+    r,
+    deps(parseConfig('images: { compatibility: enforce }')),
+  );
   assert.equal(enforce.allowed, false);
-  assert.match(enforce.message!, /spec\.containers\[0\]\.image: could not read the Windows version of gone:1: registry\.example\.com is unreachable/);
+  assert.match(
+    enforce.message!,
+    /spec\.containers\[0\]\.image: could not read the Windows version of gone:1: registry\.example\.com is unreachable/,
+  );
 });
 
 test('a Linux-only image in a Windows pod is reported', async () => {
   const r = request({ ...windows, containers: [{ name: 'c', image: 'linux:1' }] });
   const v = await admitPodValidation(r, deps(config));
-  assert.match(v.warnings!.join('\n'), /spec\.containers\[0\]\.image: linux:1 has no Windows variant/);
+  assert.match(
+    v.warnings!.join('\n'),
+    /spec\.containers\[0\]\.image: linux:1 has no Windows variant/,
+  );
 });
 
 test('no Ready node of a compatible build: warned by default, rejected in enforce mode', async () => {
@@ -91,8 +126,14 @@ test('no Ready node of a compatible build: warned by default, rejected in enforc
   const onlyNew = ['10.0.20348'];
   const warn = await admitPodValidation(r, deps(config, onlyNew));
   assert.equal(warn.allowed, true);
-  assert.match(warn.warnings![0]!, /no Ready Windows node can run win2019:1 \(built for 10\.0\.17763\.6054\); Ready Windows builds: 10\.0\.20348 \(Windows Server 2022\)/);
-  const enforce = await admitPodValidation(r, deps(parseConfig('images: { compatibility: enforce }'), onlyNew));
+  assert.match(
+    warn.warnings![0]!,
+    /no Ready Windows node can run win2019:1 \(built for 10\.0\.17763\.6054\); Ready Windows builds: 10\.0\.20348 \(Windows Server 2022\)/,
+  );
+  const enforce = await admitPodValidation(
+    r,
+    deps(parseConfig('images: { compatibility: enforce }'), onlyNew),
+  );
   assert.equal(enforce.allowed, false);
   assert.equal(enforce.code, 422);
 });
@@ -104,13 +145,27 @@ test('opt-in: a pod that says nothing but whose images are all Windows is treate
   const d = await admitPodMutation(bare, deps(optIn));
   const pod = applyPatch(bare.object as k8s.V1Pod, d.patch!);
   assert.equal(pod.spec?.os?.name, 'windows');
-  assert.match(pod.metadata?.annotations?.['winfleet.io/mutations'] ?? '', /added nodeSelector kubernetes\.io\/os=windows/);
-  const linux = await admitPodMutation(request({ containers: [{ name: 'c', image: 'linux:1' }] }), deps(optIn));
+  assert.match(
+    pod.metadata?.annotations?.['winfleet.io/mutations'] ?? '',
+    /added nodeSelector kubernetes\.io\/os=windows/,
+  );
+  const linux = await admitPodMutation(
+    request({ containers: [{ name: 'c', image: 'linux:1' }] }),
+    deps(optIn),
+  );
   assert.deepEqual(linux.patch, [], 'a Linux image stays a Linux pod');
 });
 
 test('only Pod CREATE is handled; other kinds and operations pass through', async () => {
   const r = request(windows);
-  assert.deepEqual(await admitPodMutation({ ...r, operation: 'UPDATE' }, deps(config)), { allowed: true });
-  assert.deepEqual(await admitPodMutation({ ...r, kind: { group: 'apps', version: 'v1', kind: 'Deployment' } }, deps(config)), { allowed: true });
+  assert.deepEqual(await admitPodMutation({ ...r, operation: 'UPDATE' }, deps(config)), {
+    allowed: true,
+  });
+  assert.deepEqual(
+    await admitPodMutation(
+      { ...r, kind: { group: 'apps', version: 'v1', kind: 'Deployment' } },
+      deps(config),
+    ),
+    { allowed: true },
+  );
 });

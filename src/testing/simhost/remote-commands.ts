@@ -182,6 +182,17 @@ async function runCatalogScript(
         io.stdout(powerShellJson({ created }));
         return 0;
       }
+      case 'replace-file': {
+        const { source, target } = args as RemoteScripts['replace-file'];
+        const old = `${target}.old`;
+        // Windows renames a running executable but will not delete or overwrite it.
+        await machine.fs.remove(absolute(old), { missingOk: true }).catch(() => {});
+        if (await exists(machine, target))
+          await machine.fs.rename(absolute(target), absolute(old), { replace: true });
+        await machine.fs.rename(absolute(source), absolute(target));
+        io.stdout(powerShellJson({ ok: true }));
+        return 0;
+      }
       case 'remove-path':
         await removePath(machine, (args as RemoteScripts['remove-path']).path, script);
         io.stdout(powerShellJson({ ok: true }));
