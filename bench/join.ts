@@ -10,8 +10,7 @@
  * Each run gets a fresh control plane. The operator and the hosts run in their own processes,
  * as they would for real (hosts here share one process: memory per host is its growth / N).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,6 +23,7 @@ import { installCrds } from '../src/api/install-crds.ts';
 import { startCluster } from '../src/cluster/start-cluster.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
+import { spawnOperator, stopProcess } from '../src/testing/operator-process.ts';
 import { writeStandInPayload } from '../src/testing/payload.ts';
 import type { SimulatedHostDescription } from '../src/testing/simhost/fleet.ts';
 import { generateTestKey } from '../src/testing/simhost/ssh-test-client.ts';
@@ -31,7 +31,7 @@ import { writeOperatorConfig } from '../src/testing/test-operator.ts';
 import {
   hostReady,
   listWindowsHosts,
-  sshKeySecretName,
+  windowsHostFor,
   writeSshKeySecret,
 } from '../src/testing/windows-hosts.ts';
 
@@ -43,21 +43,12 @@ const { values } = parseArgs({
 });
 const sizes = values.sizes.split(',').map(Number);
 const concurrency = Number(values.concurrency);
-const operatorMain = fileURLToPath(new URL('../src/operator/main.ts', import.meta.url));
 const simCli = fileURLToPath(new URL('../src/testing/simhost/cli.ts', import.meta.url));
 const namespace = 'winfleet-system';
 
 function rssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024;
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await once(child, 'exit');
-  clearTimeout(timer);
 }
 
 type Mode = 'concurrent' | 'one-worker' | 'one-at-a-time';
@@ -108,25 +99,7 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
   }
   if (described.length !== count)
     throw new Error(`The simulated hosts did not start (${described.length} of ${count})`);
-  const operator = spawn(
-    process.execPath,
-    [
-      operatorMain,
-      '--kubeconfig',
-      cluster.kubeconfigPath,
-      '--namespace',
-      namespace,
-      '--no-webhook',
-      '--no-leader-elect',
-      '--status-port',
-      '0',
-      '--payload-dir',
-      payloadDir,
-    ],
-    {
-      stdio: ['ignore', 'ignore', 'ignore'],
-    },
-  );
+  const operator = spawnOperator({ kubeconfig: cluster.kubeconfigPath, namespace, payloadDir });
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   await waitFor(
     async () =>
@@ -137,18 +110,7 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
       description: 'config',
     },
   );
-  const create = (h: SimulatedHostDescription) =>
-    objects.create({
-      apiVersion: 'winfleet.io/v1alpha1',
-      kind: 'WindowsHost',
-      metadata: { name: h.name.toLowerCase(), namespace },
-      spec: {
-        address: h.address,
-        port: h.port,
-        username: 'Administrator',
-        sshKeySecretRef: { name: sshKeySecretName },
-      },
-    });
+  const create = (h: SimulatedHostDescription) => objects.create(windowsHostFor(h, namespace));
   const started = performance.now();
   if (mode === 'one-at-a-time') {
     // WMCO's way: the next host is configured only once the previous one is a Ready node.
@@ -180,8 +142,8 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
     operatorMiB: rssMiB(operator.pid!),
     hostsMiB: rssMiB(sims.pid!),
   };
-  await stop(operator);
-  await stop(sims);
+  await stopProcess(operator);
+  await stopProcess(sims);
   await cluster.stop();
   return run;
 }

@@ -4,20 +4,17 @@
  * once (its UID never changes), and nothing is left cordoned or half-done.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { openSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { installCrds } from '../api/install-crds.ts';
 import { waitFor } from '../kube/wait-for.ts';
+import { spawnOperator } from '../testing/operator-process.ts';
 import { writeOperatorConfig } from '../testing/test-operator.ts';
 import { createWindowsHosts, hostReady, listWindowsHosts } from '../testing/windows-hosts.ts';
 import { joinWorld } from './join-fixture.ts';
-
-const operatorMain = fileURLToPath(new URL('../operator/main.ts', import.meta.url));
 
 test('SIGKILL at random points during a 5-host join, 10 times: every host ends Ready exactly once', async (t) => {
   const world = await joinWorld(t, {
@@ -32,24 +29,12 @@ test('SIGKILL at random points during a 5-host join, 10 times: every host ends R
   let operator: ChildProcess | undefined;
   let runs = 0;
   const start = () => {
-    const log = openSync(join(world.cluster.dir, `operator-${++runs}.log`), 'a');
-    operator = spawn(
-      process.execPath,
-      [
-        operatorMain,
-        '--kubeconfig',
-        world.cluster.kubeconfigPath,
-        '--namespace',
-        world.namespace,
-        '--no-webhook',
-        '--no-leader-elect',
-        '--status-port',
-        '0',
-        '--payload-dir',
-        world.payloadDir,
-      ],
-      { stdio: ['ignore', log, log] },
-    );
+    operator = spawnOperator({
+      kubeconfig: world.cluster.kubeconfigPath,
+      namespace: world.namespace,
+      payloadDir: world.payloadDir,
+      logFile: join(world.cluster.dir, `operator-${++runs}.log`),
+    });
   };
   t.after(() => {
     operator?.kill('SIGKILL');

@@ -360,6 +360,31 @@ export function createImagePlatformResolver(
     }
   }
 
+  // Admission asks about the same few images over and over: keep their parsed references and
+  // cache keys (bounded) instead of parsing each time.
+  const references = new Map<string, ImageReference>();
+  const keys = new WeakMap<ImageReference, string>();
+  function parsedReference(image: string): ImageReference {
+    let ref = references.get(image);
+    if (!ref) {
+      ref = parseImageReference(image);
+      if (references.size >= 4096) references.clear();
+      references.set(image, ref);
+    }
+    return ref;
+  }
+  function cacheKeyOf(ref: ImageReference): string {
+    let key = keys.get(ref);
+    if (!key) {
+      // A digest pins the content whatever the tag says.
+      key = ref.digest
+        ? `${ref.registry}/${ref.repository}@${ref.digest}`
+        : formatImageReference(ref);
+      keys.set(ref, key);
+    }
+    return key;
+  }
+
   async function resolveImagePlatforms(
     image: string,
     context: ResolveContext = {},
@@ -378,7 +403,7 @@ export function createImagePlatformResolver(
     };
     let ref: ImageReference;
     try {
-      ref = parseImageReference(image);
+      ref = parsedReference(image);
     } catch (error) {
       const message = (error as Error).message;
       return finish({
@@ -390,10 +415,7 @@ export function createImagePlatformResolver(
         source: 'registry',
       });
     }
-    // A digest pins the content whatever the tag says.
-    const key = ref.digest
-      ? `${ref.registry}/${ref.repository}@${ref.digest}`
-      : formatImageReference(ref);
+    const key = cacheKeyOf(ref);
     const pullSecrets = context.pullSecrets ?? [];
     // Platforms do not depend on who asks; failures do (a pod without the right pull secret is
     // refused), so they are cached per set of pull secrets.

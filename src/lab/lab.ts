@@ -4,12 +4,10 @@
  * (its own process, as in a cluster), simulated Windows hosts joined as WindowsHosts, and the
  * seed samples applied — then a report of what runs where.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
+import type { ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { installCrds } from '../api/install-crds.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
@@ -20,6 +18,7 @@ import { applyManifests } from '../kube/manifests.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import { loadFixture } from '../testing/fixtures.ts';
 import { createLinuxNode } from '../testing/nodes.ts';
+import { spawnOperator, stopProcess } from '../testing/operator-process.ts';
 import { writeStandInPayload } from '../testing/payload.ts';
 import { type MirrorRegistry, startMirrorRegistry } from '../testing/registry/mirror-registry.ts';
 import { type SimulatedHosts, startSimulatedHosts } from '../testing/simhost/fleet.ts';
@@ -66,8 +65,6 @@ export interface Lab {
   statusUrl: string;
   stop(): Promise<void>;
 }
-
-const operatorMain = fileURLToPath(new URL('../operator/main.ts', import.meta.url));
 
 function conditionSummary(host: WindowsHost): string {
   const order = ['Reachable', 'Bootstrapped', 'NodeRegistered', 'Ready'];
@@ -132,35 +129,15 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     const webhookPort = await freePort();
     const statusPort = await freePort();
     const operatorLog = join(dir, 'operator.log');
-    const log = await open(operatorLog, 'a');
-    const operator = spawn(
-      process.execPath,
-      [
-        operatorMain,
-        '--kubeconfig',
-        cluster.kubeconfigPath,
-        '--namespace',
-        labNamespace,
-        '--webhook-host',
-        '127.0.0.1',
-        '--webhook-port',
-        String(webhookPort),
-        '--webhook-url',
-        `https://127.0.0.1:${webhookPort}`,
-        '--status-port',
-        String(statusPort),
-        '--payload-dir',
-        payloadDir,
-      ],
-      { stdio: ['ignore', log.fd, log.fd] },
-    );
-    await log.close();
-    stops.push(async () => {
-      if (operator.exitCode === null) {
-        operator.kill('SIGTERM');
-        await once(operator, 'exit');
-      }
+    const operator = spawnOperator({
+      kubeconfig: cluster.kubeconfigPath,
+      namespace: labNamespace,
+      payloadDir,
+      webhookPort,
+      statusPort,
+      logFile: operatorLog,
     });
+    stops.push(() => stopProcess(operator));
     const statusUrl = `http://127.0.0.1:${statusPort}`;
     await waitFor(async () => (await fetch(`${statusUrl}/readyz`)).ok, {
       description: 'the operator to be ready',

@@ -93,14 +93,22 @@ const program = new Command('winfleet-operator')
 
 program.action(async (opts) => {
   const log = createLogger({}, { component: 'operator' });
-  const kc = loadKubeConfig(opts.kubeconfig);
+  if (opts.webhook && !opts.webhookUrl && !opts.webhookService) {
+    program.error(
+      'error: give --webhook-url (loopback clusters) or --webhook-service (in-cluster), or --no-webhook',
+    );
+  }
+  let kc: ReturnType<typeof loadKubeConfig>;
+  try {
+    kc = loadKubeConfig(opts.kubeconfig);
+    if (!kc.getCurrentCluster()) throw new Error('it names no current cluster');
+  } catch (error) {
+    return program.error(
+      `error: cannot use kubeconfig ${opts.kubeconfig ?? '(default)'}: ${(error as Error).message}; give --kubeconfig <file>`,
+    );
+  }
   let webhook: Parameters<typeof startOperator>[0]['webhook'] = false;
   if (opts.webhook) {
-    if (!opts.webhookUrl && !opts.webhookService) {
-      program.error(
-        'error: give --webhook-url (loopback clusters) or --webhook-service (in-cluster), or --no-webhook',
-      );
-    }
     const svc = opts.webhookService as { namespace: string; name: string } | undefined;
     const dnsNames: string[] =
       opts.webhookDnsName ??

@@ -37,7 +37,7 @@ export async function writeSshKeySecret(
 
 /** The WindowsHost for a simulated host. */
 export function windowsHostFor(
-  host: SimulatedHost,
+  host: Pick<SimulatedHost, 'name' | 'address' | 'port'>,
   namespace: string,
   extra: Partial<WindowsHost['spec']> = {},
 ): WindowsHost {

@@ -1,0 +1,56 @@
+/**
+ * The WindowsHost CRD against the real API server: a bad spec is refused with the field named,
+ * and kubectl shows the printer columns.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { sharedCluster, testNamespace } from '../testing/test-cluster.ts';
+import { installCrds } from './install-crds.ts';
+
+const run = promisify(execFile);
+
+test('WindowsHost: bad specs are refused naming the field; kubectl shows the columns', async () => {
+  const { kc, kubeconfigPath } = await sharedCluster();
+  await installCrds(kc);
+  const namespace = await testNamespace(kc, 'crd');
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  const host = (spec: Record<string, unknown>) => ({
+    apiVersion: 'winfleet.io/v1alpha1',
+    kind: 'WindowsHost',
+    metadata: { name: `h-${Math.random().toString(36).slice(2, 8)}`, namespace },
+    spec,
+  });
+  const refused = async (spec: Record<string, unknown>, field: RegExp) => {
+    await assert.rejects(objects.create(host(spec)), (error: { body?: string }) => {
+      assert.match(String(error.body), field);
+      return true;
+    });
+  };
+  const good = { address: '10.1.42.1', username: 'Administrator', sshKeySecretRef: { name: 'k' } };
+  await refused({ ...good, address: 'not an address!' }, /spec\.address/);
+  await refused({ ...good, port: 70000 }, /spec\.port/);
+  await refused(
+    { address: '10.1.42.1', username: 'Administrator' },
+    /spec\.sshKeySecretRef: Required value/,
+  );
+  await refused({ ...good, nodeName: 'Not_A_Node' }, /spec\.nodeName/);
+  await refused(
+    { ...good, taints: [{ key: 'a', effect: 'Sometimes' }] },
+    /spec\.taints\[0\]\.effect: Unsupported value: "Sometimes"/,
+  );
+
+  await objects.create(host(good));
+  const { stdout } = await run('kubectl', [
+    '--kubeconfig',
+    kubeconfigPath,
+    'get',
+    'windowshosts',
+    '-n',
+    namespace,
+  ]);
+  assert.match(stdout.split('\n')[0]!, /^NAME\s+ADDRESS\s+NODE\s+BUILD\s+READY\s+VERSION\s+AGE$/);
+  assert.match(stdout, /10\.1\.42\.1/);
+});

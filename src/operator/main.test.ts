@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const main = fileURLToPath(new URL('./main.ts', import.meta.url));
+
+function operator(args: string[]): Promise<{ code: number; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [main, ...args], { timeout: 20_000 }, (error, _stdout, stderr) =>
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr }),
+    );
+  });
+}
+
+test('bad flags are refused with the flag named and the fix', async () => {
+  const cases: [string[], RegExp][] = [
+    [['--webhook-port', '99999'], /--webhook-port.*"99999" is not a port \(0-65535\)/],
+    [['--webhook-url', 'http://127.0.0.1:9443'], /must be https:\/\//],
+    [
+      ['--webhook-service', 'winfleet/webhook'],
+      /is not namespace\/name:port, e\.g\. winfleet-system\/winfleet-webhook:443/,
+    ],
+    [['--no-such-flag'], /unknown option '--no-such-flag'/],
+  ];
+  for (const [args, message] of cases) {
+    const { code, stderr } = await operator(args);
+    assert.notEqual(code, 0, args.join(' '));
+    assert.match(stderr, message);
+  }
+});
+
+test('a webhook without an endpoint is refused before anything starts', async () => {
+  const { code, stderr } = await operator(['--kubeconfig', '/dev/null']);
+  assert.notEqual(code, 0);
+  assert.match(
+    stderr,
+    /give --webhook-url \(loopback clusters\) or --webhook-service \(in-cluster\), or --no-webhook/,
+  );
+});
