@@ -25,7 +25,7 @@ test('WindowsHost: bad specs are refused naming the field; kubectl shows the col
   });
   const refused = async (spec: Record<string, unknown>, field: RegExp) => {
     await assert.rejects(objects.create(host(spec)), (error: { body?: string }) => {
-      assert.match(String(error.body), field);
+      assert.match((JSON.parse(String(error.body)) as { message: string }).message, field);
       return true;
     });
   };
