@@ -437,16 +437,22 @@ async function finishNode(
     return { requeueAfterMs: joinPollMs };
   }
   ctx.applyingSince.delete(key);
+  // Finish the join before reporting Ready: the token goes, a consumed trust annotation goes.
+  await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
+  delete hs.status.bootstrapTokenId;
+  if (host.metadata.annotations?.[trustHostKeyAnnotation]) {
+    await patchHostMetadata(
+      ctx.kc,
+      host,
+      { annotations: { [trustHostKeyAnnotation]: null } },
+      false,
+    );
+  }
   const firstReady = hs.status.conditions?.find((c) => c.type === 'Ready')?.status !== 'True';
   hs.set('Ready', 'True', 'NodeReady', `Node ${name} is Ready with services ${version}`);
   hs.set('Degraded', 'False', 'AsExpected', '');
   hs.status.servicesVersion = version;
   delete hs.status.lastError;
-  await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
-  delete hs.status.bootstrapTokenId;
-  if (host.metadata.annotations?.[trustHostKeyAnnotation]) {
-    await patchHostMetadata(ctx.kc, host, { annotations: { [trustHostKeyAnnotation]: null } });
-  }
   if (firstReady)
     ctx.events.record(
       host,

@@ -63,11 +63,16 @@ export async function writeHostStatus(
   );
 }
 
-/** Merge-patches the host's metadata (finalizers, annotations). */
+/**
+ * Merge-patches the host's metadata. Lists (finalizers) are replaced whole, so those patches
+ * carry the resourceVersion they were computed from (`guarded`, the default); a single
+ * annotation can be set or removed without it.
+ */
 export async function patchHostMetadata(
   kc: k8s.KubeConfig,
   host: WindowsHost,
   metadata: Record<string, unknown>,
+  guarded = true,
 ): Promise<void> {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const [group, version] = apiVersion.split('/') as [string, string];
@@ -78,7 +83,11 @@ export async function patchHostMetadata(
       namespace: host.metadata.namespace!,
       plural: 'windowshosts',
       name: host.metadata.name,
-      body: { metadata: { ...metadata, resourceVersion: host.metadata.resourceVersion } },
+      body: {
+        metadata: guarded
+          ? { ...metadata, resourceVersion: host.metadata.resourceVersion }
+          : metadata,
+      },
     },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
