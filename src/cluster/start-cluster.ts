@@ -4,9 +4,7 @@
  * its own free ports and directory, so several can run side by side.
  */
 
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBinaries } from './binaries.ts';
@@ -15,6 +13,7 @@ import { ComponentProcess } from './component-process.ts';
 import { freePorts } from './free-port.ts';
 import { waitHealthy } from './health.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
+import { createOwnedTempDir, removeOwnedTempDir } from './owned-temp-dir.ts';
 
 /** Nodes that carry this annotation are kept alive by kwok. */
 export const kwokNodeAnnotation = { key: 'kwok.x-k8s.io/node', value: 'fake' } as const;
@@ -61,8 +60,8 @@ export interface Cluster {
 
 const stagesFile = fileURLToPath(new URL('./kwok-stages.yaml', import.meta.url));
 const running = new Set<Cluster>();
-const tempDirs = new Set<string>();
 let exitHookInstalled = false;
+const tempPrefix = 'winfleet-cluster-';
 
 function installExitHook(): void {
   if (exitHookInstalled) return;
@@ -70,38 +69,7 @@ function installExitHook(): void {
   // Last resort on process exit: kill synchronously (setpriv --pdeathsig covers SIGKILL).
   process.on('exit', () => {
     for (const cluster of running) for (const c of cluster.components) c.killNow();
-    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
   });
-}
-
-const tempPrefix = 'winfleet-cluster-';
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * Removes temp cluster directories whose launcher died without cleaning up (SIGKILL); its
- * processes died with it through --pdeathsig, only the files remain.
- */
-function sweepStaleTempDirs(): void {
-  for (const entry of readdirSync(tmpdir())) {
-    if (!entry.startsWith(tempPrefix)) continue;
-    const dir = join(tmpdir(), entry);
-    try {
-      const owner = Number(readFileSync(join(dir, 'owner.pid'), 'utf8'));
-      if (Number.isInteger(owner) && owner > 0 && !pidAlive(owner)) {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    } catch {
-      // No owner file yet (being created) or already gone.
-    }
-  }
 }
 
 /** Starts a cluster and resolves when every component is healthy. */
@@ -110,11 +78,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const progress = options.onProgress ?? (() => {});
   const binDir = options.binDir ?? ensureBinaries();
   const ownDir = options.dir === undefined;
-  if (ownDir) sweepStaleTempDirs();
-  const dir = options.dir ? resolve(options.dir) : await mkdtemp(join(tmpdir(), tempPrefix));
-  if (ownDir) writeFileSync(join(dir, 'owner.pid'), String(process.pid));
+  const dir = options.dir ? resolve(options.dir) : await createOwnedTempDir(tempPrefix);
   const keepDir = options.keepDir ?? !ownDir;
-  if (!keepDir) tempDirs.add(dir);
   installExitHook();
   const deadline = started + (options.startTimeoutMs ?? 120_000);
 
@@ -166,10 +131,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       running.delete(cluster);
       // Reverse order: clients first, etcd last.
       for (const component of [...components].reverse()) await component.stop();
-      if (!keepDir) {
-        await rm(dir, { recursive: true, force: true });
-        tempDirs.delete(dir);
-      }
+      if (ownDir && !keepDir) await removeOwnedTempDir(dir);
+      else if (!keepDir) await rm(dir, { recursive: true, force: true });
     },
   };
   running.add(cluster);

@@ -10,10 +10,8 @@
  * // fleet.hosts[0].address, .port, .hostKeyFingerprint; fleet.hosts[0].faults.reboot()
  * await fleet.stop();
  */
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createOwnedTempDir, removeOwnedTempDir } from '../../cluster/owned-temp-dir.ts';
 import type { HostFaults } from './faults.ts';
 import {
   checkLoopbackAddress,
@@ -94,42 +92,6 @@ export interface SimulatedHosts {
 }
 
 const tempPrefix = 'winfleet-simhosts-';
-const tempDirs = new Set<string>();
-let exitHookInstalled = false;
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Removes the temp dirs of fleets whose process died without cleaning up (SIGKILL). */
-function sweepStaleTempDirs(): void {
-  for (const entry of readdirSync(tmpdir())) {
-    if (!entry.startsWith(tempPrefix)) continue;
-    const dir = join(tmpdir(), entry);
-    try {
-      const owner = Number(readFileSync(join(dir, 'owner.pid'), 'utf8'));
-      if (Number.isInteger(owner) && owner > 0 && !processAlive(owner)) {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    } catch {
-      // No owner file (being created, or not ours): leave it.
-    }
-  }
-}
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
-  });
-}
-
 /** The address `offset` after `base` in 127.0.0.0/8. */
 export function addressAt(base: string, offset: number): string {
   checkLoopbackAddress(base);
@@ -181,13 +143,7 @@ export async function startSimulatedHosts(
     );
   }
   const ownDir = options.dir === undefined;
-  if (ownDir) sweepStaleTempDirs();
-  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), tempPrefix)));
-  if (ownDir) {
-    writeFileSync(join(dir, 'owner.pid'), String(process.pid));
-    tempDirs.add(dir);
-    installExitHook();
-  }
+  const dir = options.dir ?? (await createOwnedTempDir(tempPrefix));
   const started = await Promise.allSettled(
     addresses.map((address, i) =>
       startHost({
@@ -202,10 +158,7 @@ export async function startSimulatedHosts(
   const hosts = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const stop = async () => {
     await Promise.all(hosts.map((h) => h.stop()));
-    if (ownDir) {
-      await rm(dir, { recursive: true, force: true });
-      tempDirs.delete(dir);
-    }
+    if (ownDir) await removeOwnedTempDir(dir);
   };
   const failure = started.find((s) => s.status === 'rejected');
   if (failure) {
