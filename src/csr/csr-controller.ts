@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../api/windows-host.ts';
 import { hostUidForToken } from '../hosts/bootstrap-tokens.ts';
 import { parseCsrPem } from '../pki/certificates.ts';
-import { Controller } from '../runtime/controller.ts';
+import { Controller, everythingKey } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { Logger } from '../runtime/logger.ts';
@@ -49,6 +49,11 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
     concurrency: 4,
     log: deps.log,
     async reconcile(name) {
+      if (name === everythingKey) {
+        // At start (and on leadership), CSRs that arrived before the handlers were attached.
+        for (const pending of deps.csrs.list()) enqueue(pending);
+        return undefined;
+      }
       const csr = deps.csrs.get(name);
       if (!csr || decided(csr)) return undefined;
       const signer = csr.spec.signerName;

@@ -6,7 +6,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../api/node-annotations.ts';
 import { hostFinalizer, type WindowsHost } from '../api/windows-host.ts';
-import { Controller } from '../runtime/controller.ts';
+import { Controller, everythingKey } from '../runtime/controller.ts';
 import { objectKey } from '../runtime/informer.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { reconcileJoin } from './host-join.ts';
@@ -27,7 +27,7 @@ export function createHostController(deps: HostControllerDeps): Controller {
     baseDelayMs: 1000,
     maxDelayMs: 5 * 60_000,
     async reconcile(key) {
-      if (key === 'all') {
+      if (key === everythingKey) {
         for (const host of deps.hosts.list()) controller.enqueue(objectKey(host));
         return undefined;
       }

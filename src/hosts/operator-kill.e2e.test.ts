@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
@@ -81,7 +82,28 @@ test('SIGKILL at random points during a 5-host join, 10 times: every host ends R
       return list.length === 5 && list.every(hostReady) ? list : undefined;
     },
     { description: 'all five hosts Ready after ten kills', timeoutMs: 180_000, intervalMs: 500 },
-  );
+  ).catch(async (error: unknown) => {
+    // Say where each host got stuck, and what the operator said last.
+    for (const h of await listWindowsHosts(kc, world.namespace)) {
+      t.diagnostic(
+        `${h.metadata.name}: ${JSON.stringify(h.status?.conditions?.map((c) => `${c.type}=${c.status} ${c.reason}`))} ${JSON.stringify(h.status?.lastError ?? {})}`,
+      );
+    }
+    for (const csr of (
+      await kc.makeApiClient(k8s.CertificatesV1Api).listCertificateSigningRequest()
+    ).items) {
+      t.diagnostic(
+        `CSR ${csr.metadata?.name} ${csr.spec.username} ${csr.spec.signerName} ${JSON.stringify(csr.status?.conditions?.map((c) => `${c.type}: ${c.message}`))} cert=${Boolean(csr.status?.certificate)}`,
+      );
+    }
+    for (const sim of world.fleet.hosts)
+      t.diagnostic(`${sim.name} kubelet: ${sim.machine.scm.logs('kubelet').slice(-6).join(' | ')}`);
+    const log = await readFile(join(world.cluster.dir, `operator-${runs}.log`), 'utf8').catch(
+      () => '',
+    );
+    t.diagnostic(`operator run ${runs}, last lines:\n${log.split('\n').slice(-40).join('\n')}`);
+    throw error;
+  });
   watching = false;
   await watcher;
 

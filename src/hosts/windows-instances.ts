@@ -8,7 +8,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { apiVersion, type WindowsHost } from '../api/windows-host.ts';
-import { Controller } from '../runtime/controller.ts';
+import { Controller, everythingKey } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { Logger } from '../runtime/logger.ts';
@@ -121,7 +121,7 @@ export function createWindowsInstancesController(deps: {
       return undefined;
     },
   });
-  const poke = () => controller.enqueue('all');
+  const poke = () => controller.enqueue(everythingKey);
   deps.configMaps.on('add', poke).on('update', poke).on('delete', poke);
   deps.hosts.on('delete', poke);
   return controller;

@@ -21,7 +21,7 @@ import type { ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { httpStatus } from '../kube/client.ts';
 import { payloadSource } from '../payload/payload-source.ts';
-import type { Controller } from '../runtime/controller.ts';
+import { type Controller, everythingKey } from '../runtime/controller.ts';
 import { createEventRecorder } from '../runtime/events.ts';
 import { InformerFactory, resources } from '../runtime/informer-factory.ts';
 import { acquireLeadership } from '../runtime/leader-election.ts';
@@ -149,7 +149,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     resolver = resolverFor(next, lookupObserver);
     setTimeout(() => old.close(), 10_000).unref();
     webhook?.refresh();
-    for (const c of controllers) c.enqueue('all');
+    for (const c of controllers) c.enqueue(everythingKey);
   });
 
   const dashboard: ExtraRoute = (req, res) => {
@@ -236,7 +236,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
           if (now === seen) return;
           seen = now;
           log.info('payload changed; rolling it out', { payload: payloadFile });
-          hostController.enqueue('all');
+          hostController.enqueue(everythingKey);
         },
         () => {},
       );
@@ -246,7 +246,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   } else {
     log.warn('no payload directory given (--payload-dir): WindowsHosts will not be joined');
   }
-  for (const c of controllers) c.enqueue('all');
+  for (const c of controllers) c.enqueue(everythingKey);
   log.info('operator running', {
     namespace,
     identity,

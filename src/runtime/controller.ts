@@ -6,6 +6,12 @@
 import type { Logger } from './logger.ts';
 import { type ReconcileResult, WorkQueue } from './work-queue.ts';
 
+/**
+ * The key that asks a controller to look at everything it owns (at start, after a
+ * configuration change). No object name can be "*".
+ */
+export const everythingKey = '*';
+
 export interface ControllerOptions {
   name: string;
   /** Keys reconciled at once (default 1). */

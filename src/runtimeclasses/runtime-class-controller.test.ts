@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { parseConfig } from '../config/winfleet-config.ts';
 import { waitFor } from '../kube/wait-for.ts';
+import { everythingKey } from '../runtime/controller.ts';
 import { createEventRecorder } from '../runtime/events.ts';
 import { InformerFactory, resources } from '../runtime/informer-factory.ts';
 import { silentLogger } from '../runtime/logger.ts';
@@ -44,7 +45,7 @@ test('RuntimeClasses follow the Windows builds among the nodes, and leave user c
     body: { metadata: { name: 'windows-2025' }, handler: 'users-own-handler' },
   });
   await factory.start();
-  controller.enqueue('all');
+  controller.enqueue(everythingKey);
 
   await createWindowsNode(kc, { name: 'w2019', release: '2019' });
   await createWindowsNode(kc, { name: 'w2022', release: '2022' });

@@ -9,7 +9,7 @@
 import * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import { httpStatus } from '../kube/client.ts';
-import { Controller } from '../runtime/controller.ts';
+import { Controller, everythingKey } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { Logger } from '../runtime/logger.ts';
@@ -21,7 +21,7 @@ export const managedByValue = 'winfleet';
 /** When a managed class lost its last node; it is deleted a grace period later. */
 export const orphanedSinceAnnotation = 'winfleet.io/orphaned-since';
 const fieldManager = 'winfleet-runtimeclasses';
-const syncKey = 'all';
+const syncKey = everythingKey;
 
 /** A build/architecture pair that needs a RuntimeClass. */
 export interface WindowsFlavor {

@@ -15,6 +15,7 @@ import { HostFaults } from './faults.ts';
 import type { SimMachine } from './machine.ts';
 import { classifyCommand, runRemoteCommand, sshWorkingDirectory } from './remote-commands.ts';
 import { serveSftp } from './sftp-server.ts';
+import { generateSshKeyPair } from './ssh-keys.ts';
 import { ThrottledSocket } from './throttled-socket.ts';
 
 /** What Windows Server's OpenSSH says when a client connects. */
@@ -58,10 +59,7 @@ interface HostKey {
 }
 
 function generateHostKey(type: HostKeyType): HostKey {
-  const pair =
-    type === 'rsa'
-      ? ssh2.utils.generateKeyPairSync('rsa', { bits: 2048 })
-      : ssh2.utils.generateKeyPairSync('ed25519');
+  const pair = generateSshKeyPair(type);
   const fingerprint = sshFingerprint(parsePublicKey(pair.public).getPublicSSH());
   return { privateKey: pair.private, publicKey: pair.public, fingerprint };
 }

@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import ssh2, { type Client, type ConnectConfig, type SFTPWrapper } from 'ssh2';
+import { generateSshKeyPair } from './ssh-keys.ts';
 
 export interface TestKey {
   privateKey: string;
@@ -13,15 +14,8 @@ export interface TestKey {
 
 /** A fresh ed25519 key pair (OpenSSH format). */
 export function generateTestKey(): TestKey {
-  // ssh2 drops a leading zero byte of the ed25519 public key (about one key in 256), which
-  // makes a malformed key; draw again until the key reads back whole.
-  for (;;) {
-    const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'winfleet-test' });
-    const parsed = ssh2.utils.parseKey(pair.public);
-    if (!(parsed instanceof Error) && parsed.getPublicSSH().length === 51) {
-      return { privateKey: pair.private, publicKey: pair.public };
-    }
-  }
+  const pair = generateSshKeyPair('ed25519', 'winfleet-test');
+  return { privateKey: pair.private, publicKey: pair.public };
 }
 
 export interface Connected {
