@@ -10,13 +10,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ensureBinaries } from '../src/cluster/binaries.ts';
-import { ComponentProcess } from '../src/cluster/component-process.ts';
-import { freePorts } from '../src/cluster/free-port.ts';
-import { waitHealthy } from '../src/cluster/health.ts';
-import { startCluster } from '../src/cluster/start-cluster.ts';
+import { ensureBinaries } from '../sim/cluster/binaries.ts';
+import { ComponentProcess } from '../sim/cluster/component-process.ts';
+import { freePorts } from '../sim/cluster/free-port.ts';
+import { waitHealthy } from '../sim/cluster/health.ts';
+import { startCluster } from '../sim/cluster/start-cluster.ts';
+import { createLinuxNode } from '../sim/testkit/nodes.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
-import { createLinuxNode } from '../src/testing/nodes.ts';
 
 const { values } = parseArgs({
   options: {

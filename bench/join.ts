@@ -19,21 +19,21 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import { installCrds } from '../src/api/install-crds.ts';
-import { startCluster } from '../src/cluster/start-cluster.ts';
-import { loadKubeConfig } from '../src/kube/client.ts';
-import { waitFor } from '../src/kube/wait-for.ts';
-import { spawnOperator, stopProcess } from '../src/testing/operator-process.ts';
-import { writeStandInPayload } from '../src/testing/payload.ts';
-import type { SimulatedHostDescription } from '../src/testing/simhost/fleet.ts';
-import { generateTestKey } from '../src/testing/simhost/ssh-test-client.ts';
-import { writeOperatorConfig } from '../src/testing/test-operator.ts';
+import { startCluster } from '../sim/cluster/start-cluster.ts';
+import type { SimulatedHostDescription } from '../sim/hosts/fleet.ts';
+import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
+import { spawnOperator, stopProcess } from '../sim/testkit/operator-process.ts';
+import { writeStandInPayload } from '../sim/testkit/payload.ts';
+import { writeOperatorConfig } from '../sim/testkit/test-operator.ts';
 import {
   hostReady,
   listWindowsHosts,
   windowsHostFor,
   writeSshKeySecret,
-} from '../src/testing/windows-hosts.ts';
+} from '../sim/testkit/windows-hosts.ts';
+import { installCrds } from '../src/api/install-crds.ts';
+import { loadKubeConfig } from '../src/kube/client.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
 
 const { values } = parseArgs({
   options: {
@@ -43,7 +43,7 @@ const { values } = parseArgs({
 });
 const sizes = values.sizes.split(',').map(Number);
 const concurrency = Number(values.concurrency);
-const simCli = fileURLToPath(new URL('../src/testing/simhost/cli.ts', import.meta.url));
+const simCli = fileURLToPath(new URL('../sim/hosts/cli.ts', import.meta.url));
 const namespace = 'winfleet-system';
 
 function rssMiB(pid: number): number {

@@ -8,10 +8,10 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startMirrorRegistry } from '../sim/registry/mirror-registry.ts';
 import { parseConfig } from '../src/config/winfleet-config.ts';
+import { silentLogger } from '../src/log/logger.ts';
 import { createCertificateAuthority, issueCertificate } from '../src/pki/certificates.ts';
-import { silentLogger } from '../src/runtime/logger.ts';
-import { startMirrorRegistry } from '../src/testing/registry/mirror-registry.ts';
 import { type AdmissionServer, createAdmissionServer } from '../src/webhook/admission-server.ts';
 import { memoizeCompatibility } from '../src/webhook/placement.ts';
 import {

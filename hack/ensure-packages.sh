@@ -13,6 +13,10 @@ for cmd in "${!need[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "==> apt-get install ${missing[*]}" >&2
-sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
-$sudo apt-get update -qq
-$sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+# As root, run apt-get directly; otherwise through sudo. `env` carries the frontend setting
+# through sudo and keeps the assignment from being taken for the command when sudo is empty.
+sudo=()
+[ "$(id -u)" -ne 0 ] && sudo=(sudo)
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+echo "==> installed ${missing[*]}" >&2

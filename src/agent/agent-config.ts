@@ -6,7 +6,10 @@
  */
 import { Ajv } from 'ajv';
 import { describeSchemaError } from '../config/winfleet-config.ts';
-import { parseServicesManifest, type ServicesManifest } from './services-manifest.ts';
+import {
+  parseServicesManifest,
+  type ServicesManifest,
+} from '../servicesmanifest/services-manifest.ts';
 
 export const kubeDir = 'C:\\k';
 export const winfleetDir = 'C:\\k\\winfleet';

@@ -5,11 +5,11 @@
  * stays (a running program cannot delete itself on Windows); the operator removes it next.
  */
 
+import { parseServicesManifest, startOrder } from '../servicesmanifest/services-manifest.ts';
 import { kubeDir, paths, winfleetDir } from './agent-config.ts';
 import { readState } from './agent-state.ts';
 import { agentServiceName } from './converge.ts';
 import type { AgentContext } from './run-agent.ts';
-import { parseServicesManifest, startOrder } from './services-manifest.ts';
 
 export async function cleanup(context: AgentContext): Promise<Record<string, unknown>> {
   const host = context.hostOS;

@@ -5,16 +5,16 @@
  * and recovery actions, and running.
  */
 import { createHash } from 'node:crypto';
-import { paths } from './agent-config.ts';
-import type { AgentState } from './agent-state.ts';
-import type { HostOS, ServiceConfig } from './host-os.ts';
 import {
   expandArgument,
   type ManifestService,
   type NodeVariable,
   type ServicesManifest,
   startOrder,
-} from './services-manifest.ts';
+} from '../servicesmanifest/services-manifest.ts';
+import { paths } from './agent-config.ts';
+import type { AgentState } from './agent-state.ts';
+import type { HostOS, ServiceConfig } from './host-os.ts';
 import { serviceCommandLine } from './windows/command-line.ts';
 
 /** Restart after 5 s, 5 s, then 10 s; forget failures after a day (sc.exe failure). */

@@ -1,7 +1,7 @@
 /**
  * HostOS: every operating-system action the winfleet agent takes goes through this one narrow
  * interface. Two implementations exist: Windows (sc.exe and PowerShell, in ./windows) and the
- * simulated hosts the tests and the lab use (src/testing/simhost). Paths are Windows paths
+ * simulated hosts the tests and the lab use (sim/hosts). Paths are Windows paths
  * ("C:\\k\\kubelet.exe") in both.
  */
 

@@ -6,8 +6,8 @@
  * containerd over its named pipe.
  */
 import { stringify } from 'yaml';
+import type { NodeVariable } from '../servicesmanifest/services-manifest.ts';
 import { type BootstrapConfig, kubeDir, type NodeSettings, paths } from './agent-config.ts';
-import type { NodeVariable } from './services-manifest.ts';
 
 export function bootstrapKubeconfig(config: BootstrapConfig): string {
   return stringify({

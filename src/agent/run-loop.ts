@@ -12,13 +12,16 @@ import {
   servicesManifestKey,
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
+import {
+  parseServicesManifest,
+  type ServicesManifest,
+} from '../servicesmanifest/services-manifest.ts';
 import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-config.ts';
 import { readState, writeState } from './agent-state.ts';
 import { convergeServices, installPayloadFiles, sha256 } from './converge.ts';
 import { nodeKubeConfig } from './node-client.ts';
 import { nodeVariableValues } from './node-files.ts';
 import type { AgentContext } from './run-agent.ts';
-import { parseServicesManifest, type ServicesManifest } from './services-manifest.ts';
 
 const manifestPath = `${winfleetDir}\\services.json`;
 /** The run loop's exit code when a new agent executable replaced it (the SCM restarts it). */

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import { sharedCluster, testNamespace } from '../testing/test-cluster.ts';
+import { sharedCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
 import { installCrds } from './install-crds.ts';
 
 const run = promisify(execFile);

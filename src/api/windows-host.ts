@@ -3,7 +3,7 @@
  * by address over SSH. Spec is what the user wants; status is what the operator found and did.
  */
 import type * as k8s from '@kubernetes/client-node';
-import type { Condition } from '../runtime/conditions.ts';
+import type { Condition } from '../controller/conditions.ts';
 
 export const apiGroup = 'winfleet.io';
 export const apiVersion = `${apiGroup}/v1alpha1`;

@@ -8,8 +8,8 @@ import {
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
-import type { Informer } from '../runtime/informer.ts';
-import { nodeIsReady } from '../runtime/informer-factory.ts';
+import type { Informer } from '../controller/informer.ts';
+import { nodeIsReady } from '../controller/informer-factory.ts';
 import { windowsBuildLabel } from '../windows/builds.ts';
 
 export interface Overview {

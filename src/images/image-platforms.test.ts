@@ -3,18 +3,18 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Registry } from 'prom-client';
-import { freePort } from '../cluster/free-port.ts';
+import { freePort } from '../../sim/cluster/free-port.ts';
 import {
   dockerHubCatalog,
   expectedPlatforms,
   mcrCatalog,
   osVersions,
   testCatalog,
-} from '../testing/registry/catalog.ts';
-import { startTestRegistry, type TestRegistry } from '../testing/registry/registry-process.ts';
-import { type SeededImage, seedImages } from '../testing/registry/seed-images.ts';
-import { type SilentServer, startSilentServer } from '../testing/registry/silent-server.ts';
-import { startTokenServer, type TokenServer } from '../testing/registry/token-server.ts';
+} from '../../sim/registry/catalog.ts';
+import { startTestRegistry, type TestRegistry } from '../../sim/registry/registry-process.ts';
+import { type SeededImage, seedImages } from '../../sim/registry/seed-images.ts';
+import { type SilentServer, startSilentServer } from '../../sim/registry/silent-server.ts';
+import { startTokenServer, type TokenServer } from '../../sim/registry/token-server.ts';
 import { compatibleNodeBuilds } from '../windows/compatibility.ts';
 import {
   createImagePlatformResolver,

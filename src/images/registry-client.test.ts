@@ -6,8 +6,8 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
-import { freePort } from '../cluster/free-port.ts';
-import { startSilentServer } from '../testing/registry/silent-server.ts';
+import { freePort } from '../../sim/cluster/free-port.ts';
+import { startSilentServer } from '../../sim/registry/silent-server.ts';
 import { mediaTypes } from './manifest-platforms.ts';
 import { RegistryClient } from './registry-client.ts';
 

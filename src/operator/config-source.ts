@@ -10,10 +10,10 @@ import {
   parseConfig,
   type WinfleetConfig,
 } from '../config/winfleet-config.ts';
-import type { EventRecorder } from '../runtime/events.ts';
-import type { InformerFactory } from '../runtime/informer-factory.ts';
-import { resources } from '../runtime/informer-factory.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { EventRecorder } from '../controller/events.ts';
+import type { InformerFactory } from '../controller/informer-factory.ts';
+import { resources } from '../controller/informer-factory.ts';
+import type { Logger } from '../log/logger.ts';
 
 export const configMapName = 'winfleet-config';
 export const configKey = 'config.yaml';

@@ -4,9 +4,9 @@
  *   node src/operator/main.ts --kubeconfig admin.kubeconfig --webhook-url https://127.0.0.1:9443
  */
 import { Command, InvalidArgumentError } from 'commander';
-import { runUntilSignal } from '../cluster/run-until-signal.ts';
 import { loadKubeConfig } from '../kube/client.ts';
-import { createLogger } from '../runtime/logger.ts';
+import { createLogger } from '../log/logger.ts';
+import { runUntilSignal } from '../process/run-until-signal.ts';
 import { defaultOperatorNamespace, startOperator } from './operator.ts';
 
 function port(value: string): number {

@@ -9,24 +9,24 @@ import * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { installCrds } from '../api/install-crds.ts';
 import { type WindowsHost, windowsHostResource } from '../api/windows-host.ts';
-import { createCsrController } from '../csr/csr-controller.ts';
-import { dashboardHtml } from '../dashboard/dashboard-page.ts';
-import { buildOverview } from '../dashboard/overview.ts';
-import { createHostController } from '../hosts/host-controller.ts';
+import { type Controller, everythingKey } from '../controller/controller.ts';
+import { createEventRecorder } from '../controller/events.ts';
+import { InformerFactory, resources } from '../controller/informer-factory.ts';
+import { acquireLeadership } from '../controller/leader-election.ts';
+import { createCsrController } from '../controllers/csr/csr-controller.ts';
+import { createHostController } from '../controllers/hosts/host-controller.ts';
 import {
   createWindowsInstancesController,
   windowsInstancesName,
-} from '../hosts/windows-instances.ts';
+} from '../controllers/hosts/windows-instances.ts';
+import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
+import { dashboardHtml } from '../dashboard/dashboard-page.ts';
+import { buildOverview } from '../dashboard/overview.ts';
 import type { ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { httpStatus } from '../kube/client.ts';
+import { createLogger, type Logger } from '../log/logger.ts';
 import { payloadSource } from '../payload/payload-source.ts';
-import { type Controller, everythingKey } from '../runtime/controller.ts';
-import { createEventRecorder } from '../runtime/events.ts';
-import { InformerFactory, resources } from '../runtime/informer-factory.ts';
-import { acquireLeadership } from '../runtime/leader-election.ts';
-import { createLogger, type Logger } from '../runtime/logger.ts';
-import { createRuntimeClassController } from '../runtimeclasses/runtime-class-controller.ts';
 import { clusterFacts } from '../webhook/cluster-facts.ts';
 import { createWebhookMetrics } from '../webhook/metrics.ts';
 import { memoizeCompatibility } from '../webhook/placement.ts';

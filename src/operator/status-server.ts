@@ -2,7 +2,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../log/logger.ts';
 
 export interface StatusServer {
   server: Server;

@@ -7,7 +7,7 @@ import type {
   ManifestFile,
   ManifestService,
   ServicesManifest,
-} from '../agent/services-manifest.ts';
+} from '../servicesmanifest/services-manifest.ts';
 import type { Payload } from './payload.ts';
 
 const k = 'C:\\k';

@@ -2,7 +2,7 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
-import type { LoadedPayload } from '../hosts/host-deps.ts';
+import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
 import { servicesManifestFor } from './node-services.ts';
 import { loadPayload } from './payload.ts';
 

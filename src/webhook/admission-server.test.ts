@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { request } from 'node:https';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
+import { silentLogger } from '../log/logger.ts';
 import { createCertificateAuthority, issueCertificate } from '../pki/certificates.ts';
-import { silentLogger } from '../runtime/logger.ts';
 import { type AdmissionServer, createAdmissionServer } from './admission-server.ts';
 import { createWebhookMetrics } from './metrics.ts';
 

@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../log/logger.ts';
 import {
   type AdmissionDecision,
   AdmissionInputError,

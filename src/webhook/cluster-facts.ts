@@ -5,9 +5,9 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
+import type { Informer } from '../controller/informer.ts';
+import { nodeIsReady } from '../controller/informer-factory.ts';
 import { httpStatus } from '../kube/client.ts';
-import type { Informer } from '../runtime/informer.ts';
-import { nodeIsReady } from '../runtime/informer-factory.ts';
 import { windowsBuildLabel } from '../windows/builds.ts';
 import type { RuntimeClassSelectors } from './pod-os.ts';
 

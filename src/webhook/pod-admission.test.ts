@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { parseConfig, type WinfleetConfig } from '../config/winfleet-config.ts';
-import { silentLogger } from '../runtime/logger.ts';
+import { silentLogger } from '../log/logger.ts';
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import type { AdmissionRequest } from './admission-review.ts';
 import { applyPatch } from './json-patch.ts';

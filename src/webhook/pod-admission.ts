@@ -5,7 +5,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../log/logger.ts';
 import { windowsReleases } from '../windows/builds.ts';
 import type { AdmissionDecision, AdmissionRequest } from './admission-review.ts';
 import { mutatePod } from './mutate-pod.ts';

@@ -5,8 +5,8 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
-import { Controller } from '../runtime/controller.ts';
-import type { Logger } from '../runtime/logger.ts';
+import { Controller } from '../controller/controller.ts';
+import type { Logger } from '../log/logger.ts';
 import { type AdmissionServer, createAdmissionServer } from './admission-server.ts';
 import type { ClusterFacts } from './cluster-facts.ts';
 import type { WebhookMetrics } from './metrics.ts';

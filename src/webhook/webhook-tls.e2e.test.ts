@@ -7,10 +7,10 @@ import { X509Certificate } from 'node:crypto';
 import { test } from 'node:test';
 import { connect } from 'node:tls';
 import * as k8s from '@kubernetes/client-node';
+import { createLinuxNode, createWindowsNode } from '../../sim/testkit/nodes.ts';
+import { freshCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
+import { startTestOperator } from '../../sim/testkit/test-operator.ts';
 import { waitFor } from '../kube/wait-for.ts';
-import { createLinuxNode, createWindowsNode } from '../testing/nodes.ts';
-import { freshCluster, testNamespace } from '../testing/test-cluster.ts';
-import { startTestOperator } from '../testing/test-operator.ts';
 import { mutationsAnnotation } from './mutate-pod.ts';
 import { webhookConfigurationName } from './webhook-configurations.ts';
 

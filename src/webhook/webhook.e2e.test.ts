@@ -8,13 +8,13 @@ import { execFile } from 'node:child_process';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import { startMirrorRegistry } from '../../sim/registry/mirror-registry.ts';
+import { loadFixture } from '../../sim/testkit/fixtures.ts';
+import { createLinuxNode, createWindowsNode } from '../../sim/testkit/nodes.ts';
+import { freshCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
+import { startTestOperator, writeOperatorConfig } from '../../sim/testkit/test-operator.ts';
 import { applyManifests, objectClient } from '../kube/manifests.ts';
 import { waitFor } from '../kube/wait-for.ts';
-import { loadFixture } from '../testing/fixtures.ts';
-import { createLinuxNode, createWindowsNode } from '../testing/nodes.ts';
-import { startMirrorRegistry } from '../testing/registry/mirror-registry.ts';
-import { freshCluster, testNamespace } from '../testing/test-cluster.ts';
-import { startTestOperator, writeOperatorConfig } from '../testing/test-operator.ts';
 import { mutationsAnnotation } from './mutate-pod.ts';
 
 const run = promisify(execFile);

@@ -20,7 +20,7 @@ import {
   quotePowerShellArray,
   quotePowerShellString,
   writeJson,
-} from '../../windows/powershell.ts';
+} from '../../powershell/powershell.ts';
 import type { HnsNetwork } from '../host-os.ts';
 
 /** Where hns.psm1 is looked for when the HostNetworkingService module is missing. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { assertValidPowerShell } from '../../testing/powershell-grammar.ts';
-import { powerShellPrelude } from '../../windows/powershell.ts';
+import { assertValidPowerShell } from '../../../sim/testkit/powershell-grammar.ts';
+import { powerShellPrelude } from '../../powershell/powershell.ts';
 import { windowsFixture } from './fixtures.ts';
 import { getMachineEnvScript, parseMachineEnvOutput, setMachineEnvScript } from './machine-env.ts';
 

@@ -14,7 +14,7 @@ import {
   powerShellScript,
   quotePowerShellString,
   writeJson,
-} from '../../windows/powershell.ts';
+} from '../../powershell/powershell.ts';
 
 /** Windows' limit for an environment variable value, in characters. */
 const maxValueLength = 32767;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { assertValidPowerShell } from '../../testing/powershell-grammar.ts';
+import { assertValidPowerShell } from '../../../sim/testkit/powershell-grammar.ts';
 import { windowsFixture } from './fixtures.ts';
 import { osVersionScript, parseOsVersionOutput } from './os-version.ts';
 

@@ -9,7 +9,7 @@
  * patch level is what only real hosts prove.
  */
 
-import { parsePowerShellJson, powerShellScript, writeJson } from '../../windows/powershell.ts';
+import { parsePowerShellJson, powerShellScript, writeJson } from '../../powershell/powershell.ts';
 import type { OsVersion } from '../host-os.ts';
 
 /** The script that prints the five registry values as one JSON object. */

@@ -3,8 +3,8 @@ import { mkdtemp, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { assertValidPowerShell } from '../../testing/powershell-grammar.ts';
-import { decodePowerShellArgs, powerShellFlags } from '../../windows/powershell.ts';
+import { assertValidPowerShell } from '../../../sim/testkit/powershell-grammar.ts';
+import { decodePowerShellArgs, powerShellFlags } from '../../powershell/powershell.ts';
 import type { ServiceConfig } from '../host-os.ts';
 import { splitServiceCommandLine } from './command-line.ts';
 import type { CommandResult, CommandRunner } from './command-runner.ts';

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, statfs } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { dirname, parse as parsePath, win32 } from 'node:path';
-import { powerShellArgs, powerShellErrorText } from '../../windows/powershell.ts';
+import { powerShellArgs, powerShellErrorText } from '../../powershell/powershell.ts';
 import type { HnsNetwork, HostOS, InstalledService, OsVersion, ServiceConfig } from '../host-os.ts';
 import { type CommandRunner, childProcessRunner } from './command-runner.ts';
 import {

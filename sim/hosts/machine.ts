@@ -1,0 +1,393 @@
+/**
+ * A simulated Windows Server machine: release and build, hostname, IPv4 address, drive C:,
+ * machine environment, HNS networks, Service Control Manager, processes and power. Files,
+ * environment and services persist across a simulated reboot; processes, HNS networks and the
+ * boot id do not. The SSH server (ssh-server.ts) is its network face and follows its power
+ * state through `onShutdown`/`onBoot`.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { OsVersion } from '../../src/agent/host-os.ts';
+import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
+import { windowsRelease } from '../../src/windows/builds.ts';
+import { SimFileSystem } from './file-system.ts';
+import { errorCode, fsError } from './file-system-error.ts';
+import { HnsNetworks } from './hns-networks.ts';
+import { MachineEnvironment } from './machine-environment.ts';
+import { defaultPrograms, type ProgramRegistry } from './programs.ts';
+import { ScmError, type ScmTimings, ServiceControlManager } from './service-control-manager.ts';
+import { SimHostOS } from './sim-host-os.ts';
+import { processTerminatedUnexpectedly, SimProcess } from './sim-process.ts';
+import { windowsBaseName } from './windows-path.ts';
+
+/** The Windows Server releases a simulated host can run, with a recent patch level each. */
+export const simulatedReleases = {
+  '2019': { build: 17763, ubr: 6893, productName: 'Windows Server 2019 Datacenter' },
+  '2022': { build: 20348, ubr: 2582, productName: 'Windows Server 2022 Datacenter' },
+  '2025': { build: 26100, ubr: 2894, productName: 'Windows Server 2025 Datacenter' },
+} as const;
+
+export type SimulatedReleaseName = keyof typeof simulatedReleases;
+
+export interface SimMachineOptions {
+  /** NetBIOS computer name: 1-15 letters, digits and hyphens, not all digits. */
+  hostname: string;
+  /** "2019", "2022" or "2025". */
+  release: string;
+  /** Update build revision (patch level). Default: the release's recent one. */
+  ubr?: number;
+  /** IPv4 address in 127.0.0.0/8 (not 127.0.0.1: that is the cluster's). */
+  address: string;
+  /** Directory on the real disk for drive C:. */
+  rootDir: string;
+  diskSizeBytes?: number;
+  freeDiskBytes?: number;
+  /** Logical processors the kubelet reports. Default 4. */
+  cpus?: number;
+  /** Memory the kubelet reports, bytes. Default 16 GiB. */
+  memoryBytes?: number;
+  /** The programs executables run (default: defaultPrograms()). */
+  programs?: ProgramRegistry;
+  timings?: SimMachineTimings;
+}
+
+export interface SimMachineTimings extends ScmTimings {
+  /** How long the machine is down during a reboot (SSH refused). Default 1000 ms. */
+  rebootDowntimeMs?: number;
+  /** Delay between HostOS.reboot() and the reboot (shutdown.exe /t). Default 500 ms. */
+  rebootDelayMs?: number;
+}
+
+export type PowerState = 'up' | 'shutting-down' | 'down';
+
+/** What a cleanup test compares before and after. */
+export interface MachineSnapshot {
+  files: string[];
+  env: Record<string, string>;
+  services: string[];
+  hnsNetworks: string[];
+}
+
+export interface SpawnRequest {
+  binaryPath: string;
+  args: string[];
+  /** The command line as given (default: built from binaryPath and args). */
+  commandLine?: string;
+  serviceName?: string;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+}
+
+type Listener<T> = (value: T) => void;
+type MachineEvent = 'shutdown' | 'boot' | 'serviceStarted';
+
+const gib = 1024 ** 3;
+
+/** Throws unless `name` is a valid NetBIOS computer name. */
+export function checkHostname(name: string): void {
+  if (!/^[A-Za-z0-9-]{1,15}$/.test(name) || /^[0-9]+$/.test(name) || name.startsWith('-')) {
+    throw new RangeError(
+      `Cannot use hostname "${name}": a Windows computer name has 1 to 15 letters, digits and hyphens, does not start with a hyphen and is not all digits`,
+    );
+  }
+}
+
+/** Throws unless `address` is an IPv4 loopback address a simulated host may use. */
+export function checkLoopbackAddress(address: string): void {
+  const octets = address.split('.').map(Number);
+  const valid =
+    octets.length === 4 &&
+    octets.every(
+      (o, i) => Number.isInteger(o) && o >= 0 && o <= 255 && String(o) === address.split('.')[i],
+    ) &&
+    octets[0] === 127;
+  if (!valid || address === '127.0.0.0' || address === '127.255.255.255') {
+    throw new RangeError(
+      `Cannot use address "${address}" for a simulated host; use an IPv4 loopback address such as 127.0.0.10`,
+    );
+  }
+  if (address === '127.0.0.1') {
+    throw new RangeError(
+      'Cannot use address "127.0.0.1" for a simulated host: Windows reports it as loopback, not as the host\'s address; use 127.0.0.2 or above',
+    );
+  }
+}
+
+export class SimMachine {
+  readonly hostname: string;
+  readonly address: string;
+  readonly release: SimulatedReleaseName;
+  readonly osVersion: OsVersion;
+  readonly cpus: number;
+  readonly memoryBytes: number;
+  readonly fs: SimFileSystem;
+  readonly env = new MachineEnvironment();
+  readonly hns = new HnsNetworks();
+  readonly scm: ServiceControlManager;
+  readonly programs: ProgramRegistry;
+  readonly timings: Required<Pick<SimMachineTimings, 'rebootDowntimeMs' | 'rebootDelayMs'>>;
+  #bootId = randomUUID();
+  #bootedAt = new Date();
+  #power: PowerState = 'up';
+  #rebooting?: Promise<void>;
+  #rebootTimer?: NodeJS.Timeout;
+  #nextPid = 1000 + 4 * Math.floor(Math.random() * 500);
+  readonly #processes = new Set<SimProcess>();
+  readonly #state = new Map<string, unknown>();
+  readonly #listeners = {
+    shutdown: new Set<Listener<string>>(),
+    boot: new Set<Listener<string>>(),
+    serviceStarted: new Set<Listener<string>>(),
+  };
+
+  private constructor(options: SimMachineOptions, fs: SimFileSystem) {
+    this.hostname = options.hostname;
+    this.address = options.address;
+    this.release = options.release as SimulatedReleaseName;
+    const release = simulatedReleases[this.release];
+    this.osVersion = {
+      major: 10,
+      minor: 0,
+      build: release.build,
+      ubr: options.ubr ?? release.ubr,
+      productName: release.productName,
+    };
+    this.cpus = options.cpus ?? 4;
+    this.memoryBytes = options.memoryBytes ?? 16 * gib;
+    this.fs = fs;
+    this.programs = options.programs ?? defaultPrograms();
+    this.timings = {
+      rebootDowntimeMs: options.timings?.rebootDowntimeMs ?? 1000,
+      rebootDelayMs: options.timings?.rebootDelayMs ?? 500,
+    };
+    fs.isInUse = (hostPath) => [...this.#processes].some((p) => p.hostBinaryPath === hostPath);
+    this.scm = new ServiceControlManager(
+      {
+        isUp: () => this.#power === 'up',
+        spawnService: async (config, output) => {
+          if (this.#power !== 'up') throw new ScmError('StartService', 1115, config.name);
+          const { binaryPath, args } = splitServiceCommandLine(config.commandLine);
+          let process: SimProcess;
+          try {
+            process = await this.spawn({
+              binaryPath,
+              args,
+              commandLine: config.commandLine,
+              serviceName: config.name,
+              stdout: output,
+              stderr: output,
+            });
+          } catch (error) {
+            const code = errorCode(error);
+            if (code === 'ENOENT' || code === 'EINVAL' || code === 'EISDIR') {
+              throw new ScmError('StartService', 2, config.name);
+            }
+            throw error;
+          }
+          const flag = this.programs.lookup(process.imageName).serviceFlag;
+          const serviceAware =
+            flag === undefined || args.some((a) => a === flag || a.startsWith(`${flag}=`));
+          return { process, serviceAware };
+        },
+        serviceStarted: (name) => this.#emit('serviceStarted', name),
+      },
+      options.timings,
+    );
+  }
+
+  /** Creates a machine whose drive C: lives in `rootDir` (kept if it already holds one). */
+  static async create(options: SimMachineOptions): Promise<SimMachine> {
+    checkHostname(options.hostname);
+    checkLoopbackAddress(options.address);
+    if (!(options.release in simulatedReleases)) {
+      windowsRelease(options.release); // throws naming the known releases
+      throw new RangeError(`Cannot simulate Windows Server ${options.release}`);
+    }
+    if (options.ubr !== undefined && (!Number.isInteger(options.ubr) || options.ubr < 0)) {
+      throw new RangeError(`Cannot use UBR ${options.ubr}; give a whole number from 0`);
+    }
+    const fs = await SimFileSystem.create({
+      root: options.rootDir,
+      diskSizeBytes: options.diskSizeBytes,
+      freeBytes: options.freeDiskBytes,
+    });
+    for (const dir of [
+      'C:\\Windows\\System32',
+      'C:\\Windows\\Temp',
+      'C:\\Program Files',
+      'C:\\ProgramData',
+      'C:\\Users\\Administrator',
+    ]) {
+      await fs.mkdir(dir, { recursive: true });
+    }
+    return new SimMachine(options, fs);
+  }
+
+  /** "10.0.20348.2582": the kernel version a Windows node reports. */
+  get kernelVersion(): string {
+    const v = this.osVersion;
+    return `${v.major}.${v.minor}.${v.build}.${v.ubr}`;
+  }
+
+  get bootId(): string {
+    return this.#bootId;
+  }
+
+  get bootedAt(): Date {
+    return this.#bootedAt;
+  }
+
+  get powerState(): PowerState {
+    return this.#power;
+  }
+
+  /** Running processes (services and commands run over SSH). */
+  processes(): SimProcess[] {
+    return [...this.#processes];
+  }
+
+  /** Per-machine state a program keeps across its runs (e.g. the kubelet's Node link). */
+  state<T>(key: string, create: () => T): T {
+    if (!this.#state.has(key)) this.#state.set(key, create());
+    return this.#state.get(key) as T;
+  }
+
+  /** Starts a process running the program its executable's name selects. */
+  async spawn(request: SpawnRequest): Promise<SimProcess> {
+    if (this.#power !== 'up') {
+      throw new Error(`Cannot start "${request.binaryPath}": ${this.hostname} is not up`);
+    }
+    const binaryPath = await this.fs.realPath(request.binaryPath);
+    const stats = binaryPath && (await this.fs.stat(binaryPath));
+    if (!binaryPath || !stats) throw fsError('ENOENT', 'start', request.binaryPath);
+    if (stats.kind !== 'file') throw fsError('EISDIR', 'start', request.binaryPath);
+    const binary = await this.fs.readFile(binaryPath);
+    const imageName = windowsBaseName(binaryPath);
+    const process = new SimProcess({
+      pid: this.#allocatePid(),
+      imageName,
+      binaryPath,
+      hostBinaryPath: await this.fs.hostPath(binaryPath),
+      commandLine: request.commandLine ?? [`"${binaryPath}"`, ...request.args].join(' '),
+    });
+    this.#processes.add(process);
+    process.exited.then(() => this.#processes.delete(process));
+    const context = {
+      argv: request.args,
+      commandLine: process.commandLine,
+      binaryPath,
+      binary,
+      machine: this,
+      hostOS: new SimHostOS(this, { process }),
+      stdout: request.stdout,
+      stderr: request.stderr,
+    };
+    process.run(
+      this.programs.lookup(imageName).run,
+      request.serviceName === undefined
+        ? context
+        : { ...context, serviceName: request.serviceName },
+    );
+    return process;
+  }
+
+  #allocatePid(): number {
+    const pid = this.#nextPid;
+    this.#nextPid += 4;
+    if (this.#nextPid > 60_000) this.#nextPid = 1000;
+    return pid;
+  }
+
+  // Power.
+
+  /**
+   * Reboots now: services get their stop control (then are killed), every other process is
+   * killed, SSH connections drop and new ones are refused for `downtimeMs`; then the machine
+   * boots with a new boot id and starts its auto services. Resolves once booted.
+   */
+  reboot(options: { reason?: string; downtimeMs?: number } = {}): Promise<void> {
+    clearTimeout(this.#rebootTimer);
+    this.#rebootTimer = undefined;
+    this.#rebooting ??= this.#reboot(
+      options.reason ?? 'reboot',
+      options.downtimeMs ?? this.timings.rebootDowntimeMs,
+    ).finally(() => {
+      this.#rebooting = undefined;
+    });
+    return this.#rebooting;
+  }
+
+  async #reboot(reason: string, downtimeMs: number): Promise<void> {
+    this.#power = 'shutting-down';
+    this.#emit('shutdown', reason);
+    await this.scm.shutdown();
+    for (const process of this.#processes) process.kill(processTerminatedUnexpectedly, 'reboot');
+    this.hns.clear();
+    this.#power = 'down';
+    await sleep(downtimeMs);
+    this.#bootId = randomUUID();
+    this.#bootedAt = new Date();
+    this.#power = 'up';
+    this.#emit('boot', this.#bootId);
+    await this.scm.boot();
+  }
+
+  /** Schedules a reboot in `delayMs` (what `shutdown /r /t` does); one at a time. */
+  scheduleReboot(reason: string, delayMs = this.timings.rebootDelayMs): void {
+    if (this.#rebootTimer || this.#rebooting) return;
+    this.#rebootTimer = setTimeout(() => {
+      this.#rebootTimer = undefined;
+      this.reboot({ reason }).catch(() => {});
+    }, delayMs);
+  }
+
+  /** Stops everything for good (the fleet's stop): services, processes, timers. */
+  async powerOff(): Promise<void> {
+    clearTimeout(this.#rebootTimer);
+    if (this.#rebooting) await this.#rebooting.catch(() => {});
+    if (this.#power === 'down') return;
+    this.#power = 'shutting-down';
+    this.#emit('shutdown', 'power off');
+    await this.scm.shutdown();
+    for (const process of this.#processes) process.kill(processTerminatedUnexpectedly, 'power off');
+    this.#power = 'down';
+  }
+
+  onShutdown(listener: Listener<string>): () => void {
+    return this.#on('shutdown', listener);
+  }
+
+  onBoot(listener: Listener<string>): () => void {
+    return this.#on('boot', listener);
+  }
+
+  onServiceStarted(listener: Listener<string>): () => void {
+    return this.#on('serviceStarted', listener);
+  }
+
+  #on(event: MachineEvent, listener: Listener<string>): () => void {
+    const set = this.#listeners[event];
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  #emit(event: MachineEvent, value: string): void {
+    for (const listener of [...this.#listeners[event]]) {
+      try {
+        listener(value);
+      } catch {
+        // A listener's failure must not stop the machine.
+      }
+    }
+  }
+
+  /** Files, environment, services and HNS networks, for before/after comparisons. */
+  async snapshot(): Promise<MachineSnapshot> {
+    return {
+      files: await this.fs.allPaths(),
+      env: this.env.entries(),
+      services: this.scm.names(),
+      hnsNetworks: this.hns.list().map((n) => n.name),
+    };
+  }
+}

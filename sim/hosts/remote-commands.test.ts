@@ -1,0 +1,215 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { test } from 'node:test';
+import {
+  agentExecutable,
+  remoteCommand,
+  remoteScript,
+} from '../../src/hostaccess/remote-scripts.ts';
+import {
+  parsePowerShellJson,
+  powerShellCommandLine,
+  powerShellErrorText,
+} from '../../src/powershell/powershell.ts';
+import type { SimMachine } from './machine.ts';
+import { powerShellJson, runRemoteCommand } from './remote-commands.ts';
+import { createTestMachine, installBinary } from './test-machine.ts';
+
+async function run(machine: SimMachine, line: string) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runRemoteCommand(machine, line, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    signal: new AbortController().signal,
+  });
+  return { code, stdout, stderr };
+}
+
+test('host-facts prints the HostFacts line', async (t) => {
+  const machine = await createTestMachine(t, { release: '2025', hostname: 'WIN-25' });
+  const result = await run(machine, remoteCommand('host-facts', {}));
+  assert.equal(result.code, 0);
+  assert.match(result.stdout, /^\{.*\}\r\n$/);
+  assert.deepEqual(parsePowerShellJson(result.stdout, 'host facts'), {
+    hostname: 'WIN-25',
+    osVersion: {
+      major: 10,
+      minor: 0,
+      build: 26100,
+      ubr: 2894,
+      productName: 'Windows Server 2025 Datacenter',
+    },
+    freeBytes: machine.fs.freeBytes(),
+    addresses: ['127.0.0.200'],
+    powerShellVersion: '5.1.26100.2894',
+  });
+});
+
+test('file-hashes gives SHA-256 per path and null for missing files and directories', async (t) => {
+  const machine = await createTestMachine(t);
+  await machine.fs.writeFileAtomic('C:\\k\\kubelet.exe', 'kubelet');
+  const result = await run(
+    machine,
+    remoteCommand('file-hashes', {
+      paths: ['C:\\k\\kubelet.exe', 'C:\\k\\missing.exe', 'C:\\k', 'C:\\K\\KUBELET.EXE'],
+    }),
+  );
+  assert.equal(result.code, 0);
+  const sha = createHash('sha256').update('kubelet').digest('hex');
+  // [ordered]@{} keys are case-insensitive: the second spelling of kubelet.exe is the same key.
+  assert.deepEqual(parsePowerShellJson(result.stdout, 'hashes'), {
+    'C:\\k\\kubelet.exe': sha,
+    'C:\\k\\missing.exe': null,
+    'C:\\k': null,
+  });
+});
+
+test('ensure-directory creates what is missing, records it, and prints it', async (t) => {
+  const machine = await createTestMachine(t);
+  const record = 'C:\\k\\winfleet\\created-directories.txt';
+  const first = await run(
+    machine,
+    remoteCommand('ensure-directory', { path: 'C:\\k\\winfleet\\logs', record }),
+  );
+  assert.equal(first.code, 0);
+  assert.equal(
+    first.stdout,
+    '{"created":["C:\\\\k","C:\\\\k\\\\winfleet","C:\\\\k\\\\winfleet\\\\logs"]}\r\n',
+  );
+  assert.equal((await machine.fs.stat('C:\\k\\winfleet\\logs'))?.kind, 'directory');
+  const recorded = 'C:\\k\r\nC:\\k\\winfleet\r\nC:\\k\\winfleet\\logs\r\n';
+  assert.equal((await machine.fs.readFile(record)).toString(), recorded);
+  const again = await run(
+    machine,
+    remoteCommand('ensure-directory', { path: 'C:\\k\\winfleet', record }),
+  );
+  assert.deepEqual(again, { code: 0, stdout: '{"created":[]}\r\n', stderr: '' });
+  await run(machine, remoteCommand('ensure-directory', { path: 'C:\\k\\pki', record }));
+  assert.equal((await machine.fs.readFile(record)).toString(), `${recorded}C:\\k\\pki\r\n`);
+});
+
+test('remove-path removes a tree; missing is fine', async (t) => {
+  const machine = await createTestMachine(t);
+  await machine.fs.writeFileAtomic('C:\\k\\winfleet\\x.exe', 'x');
+  assert.deepEqual(await run(machine, remoteCommand('remove-path', { path: 'C:\\k' })), {
+    code: 0,
+    stdout: '{"ok":true}\r\n',
+    stderr: '',
+  });
+  assert.equal(await machine.fs.stat('C:\\k'), undefined);
+  assert.equal((await run(machine, remoteCommand('remove-path', { path: 'C:\\k' }))).code, 0);
+});
+
+test('a failing catalog script exits 1 with a PowerShell error record in CLIXML', async (t) => {
+  const machine = await createTestMachine(t);
+  await machine.fs.writeFileAtomic('C:\\k', 'a file');
+  const record = 'C:\\created.txt';
+  const onFile = await run(machine, remoteCommand('ensure-directory', { path: 'C:\\k', record }));
+  assert.deepEqual(
+    onFile,
+    { code: 0, stdout: '{"created":[]}\r\n', stderr: '' },
+    'Test-Path: a file exists',
+  );
+  const result = await run(
+    machine,
+    remoteCommand('ensure-directory', { path: 'C:\\k\\winfleet', record }),
+  );
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /^#< CLIXML\r\n<Objs /);
+  const text = powerShellErrorText(result.stderr);
+  assert.match(text, /^New-Item : Could not find a part of the path 'C:\\k\\winfleet'\./);
+  assert.match(text, /FullyQualifiedErrorId : CreateDirectoryIOError/);
+  assert.equal(await machine.fs.stat(record), undefined, 'nothing recorded');
+});
+
+test('remove-path fails on a running program, as Windows refuses to delete it', async (t) => {
+  const machine = await createTestMachine(t);
+  await installBinary(machine, 'containerd');
+  const process = await machine.spawn({
+    binaryPath: 'C:\\k\\containerd.exe',
+    args: [],
+    stdout: () => {},
+    stderr: () => {},
+  });
+  const result = await run(machine, remoteCommand('remove-path', { path: 'C:\\k' }));
+  assert.equal(result.code, 1);
+  assert.match(
+    powerShellErrorText(result.stderr),
+    /Access to the path 'C:\\k\\containerd\.exe' is denied/,
+  );
+  process.kill();
+});
+
+test('run-agent and a direct agent command line run the agent with its arguments', async (t) => {
+  const machine = await createTestMachine(t);
+  const seen: string[][] = [];
+  machine.programs.register('winfleet-agent.exe', {
+    run: async (context) => {
+      seen.push(context.argv);
+      context.stdout('progress\n');
+      context.stderr('warning\n');
+      return 7;
+    },
+  });
+  const missing = await run(machine, remoteCommand('run-agent', { args: ['bootstrap'] }));
+  assert.equal(missing.code, 1);
+  assert.match(
+    powerShellErrorText(missing.stderr),
+    /The term 'C:\\k\\winfleet\\winfleet-agent\.exe' is not recognized/,
+  );
+  const direct = await run(machine, `"${agentExecutable}" status`);
+  assert.equal(direct.code, 9009);
+
+  await machine.fs.writeFileAtomic(agentExecutable, 'agent');
+  assert.deepEqual(
+    await run(
+      machine,
+      remoteCommand('run-agent', { args: ['bootstrap', '--config', "C:\\k\\it's here.json"] }),
+    ),
+    {
+      code: 7,
+      stdout: 'progress\n',
+      stderr: 'warning\n',
+    },
+  );
+  assert.equal(
+    (await run(machine, `"${agentExecutable}" cleanup --reason "host removed"`)).code,
+    7,
+  );
+  assert.deepEqual(seen, [
+    ['bootstrap', '--config', "C:\\k\\it's here.json"],
+    ['cleanup', '--reason', 'host removed'],
+  ]);
+});
+
+test('anything else is refused with exit code 1', async (t) => {
+  const machine = await createTestMachine(t);
+  const script = remoteScript('host-facts', {});
+  const refused = [
+    'dir C:\\',
+    'powershell.exe -Command Get-Process',
+    powerShellCommandLine('Get-Process'),
+    powerShellCommandLine(`${script}Remove-Item C:\\ -Recurse\n`),
+    `"${agentExecutable}" status & del C:\\k`,
+    'powershell.exe -EncodedCommand !!notbase64',
+  ];
+  for (const line of refused) {
+    const result = await run(machine, line);
+    assert.equal(result.code, 1, line);
+    assert.match(result.stderr, /simulated Windows host does not support this command/, line);
+    assert.equal(result.stdout, '');
+  }
+});
+
+test('JSON is printed as Windows PowerShell 5.1 prints it', () => {
+  assert.equal(
+    powerShellJson({ name: "Café <b> & 'x'" }),
+    '{"name":"Caf\\u00e9 \\u003cb\\u003e \\u0026 \\u0027x\\u0027"}\r\n',
+  );
+  assert.deepEqual(JSON.parse(powerShellJson({ name: 'Café <b>' })), { name: 'Café <b>' });
+});

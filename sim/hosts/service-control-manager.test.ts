@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
+import { ServiceControlError } from '../../src/agent/windows/sc-output.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
+import { SimHostOS } from './sim-host-os.ts';
+import {
+  createTestMachine,
+  installBinary,
+  recordingProgram,
+  serviceConfig,
+} from './test-machine.ts';
+
+function scError(code: number, args: RegExp) {
+  return (error: unknown) =>
+    error instanceof ServiceControlError && error.code === code && args.test(error.message);
+}
+
+test('a service is stored with the command line the Windows HostOS would register', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  const config = serviceConfig('kubelet', {
+    binaryPath: 'C:\\k\\kubelet.exe',
+    args: ['--config=C:\\k\\kubelet-config.yaml', '--node-labels=a=b c', '--windows-service'],
+  });
+  await os.createService(config);
+  const service = await os.queryService('KUBELET');
+  assert.equal(service?.commandLine, serviceCommandLine(config.binaryPath, config.args));
+  assert.equal(service?.state, 'stopped');
+  assert.equal(service?.exitCode, 1077, 'never started');
+  assert.equal(service?.pid, undefined);
+  await assert.rejects(os.createService(config), scError(1073, /sc\.exe create kubelet/));
+  assert.equal(await os.queryService('missing'), undefined);
+  await assert.rejects(os.createService({ ...config, name: 'bad/name' }), RangeError);
+});
+
+test('starting a service whose executable is missing fails with error 2', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  await os.createService(serviceConfig('containerd', { args: ['--run-service'] }));
+  await assert.rejects(os.startService('containerd'), (e: unknown) =>
+    scError(2, /The system cannot find the file specified/)(e),
+  );
+  assert.equal((await os.queryService('containerd'))?.state, 'stopped');
+  await installBinary(machine, 'containerd');
+  await os.startService('containerd');
+  const running = await os.queryService('containerd');
+  assert.equal(running?.state, 'running');
+  assert.ok(running?.pid && running.pid > 0);
+  await os.startService('containerd'); // 1056 is tolerated, as on Windows
+});
+
+test('dependencies start first; a running dependent blocks the stop with 1051', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'containerd');
+  await installBinary(machine, 'kube-proxy');
+  await os.createService(serviceConfig('containerd', { args: ['--run-service'] }));
+  await os.createService(
+    serviceConfig('kube-proxy', { args: ['--windows-service'], dependencies: ['containerd'] }),
+  );
+  const starts: string[] = [];
+  machine.onServiceStarted((name) => starts.push(name));
+  await os.startService('kube-proxy');
+  assert.deepEqual(starts, ['containerd', 'kube-proxy']);
+  await assert.rejects(os.stopService('containerd'), scError(1051, /sc\.exe stop containerd/));
+  await os.stopService('kube-proxy');
+  await os.stopService('containerd');
+  assert.equal((await os.queryService('containerd'))?.state, 'stopped');
+  assert.equal((await os.queryService('containerd'))?.exitCode, 0);
+  await os.stopService('containerd'); // already stopped: not an error
+});
+
+test('missing, deleted and disabled dependencies fail the start with 1075 and 1068', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'a');
+  await installBinary(machine, 'b');
+  await os.createService(serviceConfig('a', { dependencies: ['b'] }));
+  await assert.rejects(os.startService('a'), scError(1075, /start a/));
+  await os.createService(serviceConfig('b', { startType: 'disabled' }));
+  await assert.rejects(os.startService('b'), scError(1058, /disabled/));
+  await assert.rejects(os.startService('a'), scError(1068, /start a/));
+});
+
+test('a program that is not told it runs as a service never reports: 1053', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'kube-proxy');
+  await os.createService(serviceConfig('kube-proxy', { args: ['--v=2'] }));
+  await assert.rejects(os.startService('kube-proxy'), scError(1053, /--windows-service/));
+  const service = await os.queryService('kube-proxy');
+  assert.equal(service?.state, 'stopped');
+  assert.equal(service?.exitCode, 1053);
+});
+
+test('recovery restarts a failing service after the delay for that failure; the last repeats', async (t) => {
+  const machine = await createTestMachine(t);
+  const starts: number[] = [];
+  machine.programs.register('flaky.exe', {
+    run: recordingProgram(starts, { exitAfterMs: 20, code: 3 }),
+  });
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'flaky');
+  await os.createService(
+    serviceConfig('flaky', { recovery: { restartDelaysMs: [100, 600], resetPeriodSeconds: 3600 } }),
+  );
+  await os.startService('flaky');
+  await waitFor(() => starts.length >= 4, {
+    description: 'four starts',
+    timeoutMs: 5000,
+    intervalMs: 20,
+  });
+  await os.configureService(
+    serviceConfig('flaky', { recovery: { restartDelaysMs: [], resetPeriodSeconds: 0 } }),
+  );
+  const gaps = starts.slice(1, 4).map((at, i) => at - starts[i]!);
+  assert.ok(gaps[0]! >= 100 && gaps[0]! < 600, `first restart after ${gaps[0]} ms`);
+  assert.ok(gaps[1]! >= 600, `second restart after ${gaps[1]} ms`);
+  assert.ok(gaps[2]! >= 600, `third restart after ${gaps[2]} ms (the last delay repeats)`);
+  assert.ok(machine.scm.failureCount('flaky') >= 3);
+  assert.ok(
+    machine.scm
+      .events()
+      .some((e) => /flaky service terminated with the following service-specific error: 3/.test(e)),
+  );
+});
+
+test('a crash counts as a failure; the count resets after the reset period', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'containerd');
+  await os.createService(
+    serviceConfig('containerd', {
+      args: ['--run-service'],
+      recovery: { restartDelaysMs: [50], resetPeriodSeconds: 1 },
+    }),
+  );
+  await os.startService('containerd');
+  const firstPid = (await os.queryService('containerd'))!.pid;
+  assert.equal(machine.scm.crash('containerd'), true);
+  const crashed = await os.queryService('containerd');
+  assert.equal(crashed?.state, 'stopped');
+  assert.equal(crashed?.exitCode, 1067);
+  const restarted = await waitFor(
+    async () => {
+      const s = await os.queryService('containerd');
+      return s?.state === 'running' && s.pid !== firstPid ? s : undefined;
+    },
+    { description: 'containerd restarted', timeoutMs: 3000, intervalMs: 20 },
+  );
+  assert.notEqual(restarted.pid, firstPid);
+  assert.equal(machine.scm.failureCount('containerd'), 1);
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  machine.scm.crash('containerd');
+  assert.equal(machine.scm.failureCount('containerd'), 1, 'reset after resetPeriodSeconds');
+});
+
+test('a service that exits 0 on its own is not restarted', async (t) => {
+  const machine = await createTestMachine(t);
+  const starts: number[] = [];
+  machine.programs.register('once.exe', {
+    run: recordingProgram(starts, { exitAfterMs: 10, code: 0 }),
+  });
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'once');
+  await os.createService(
+    serviceConfig('once', { recovery: { restartDelaysMs: [10], resetPeriodSeconds: 60 } }),
+  );
+  await os.startService('once');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(starts.length, 1);
+  assert.equal((await os.queryService('once'))?.exitCode, 0);
+});
+
+test('deleting a running service marks it for deletion until it stops', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'idle');
+  await os.createService(serviceConfig('idle'));
+  await os.startService('idle');
+  machine.scm.delete('idle');
+  assert.equal(machine.scm.isMarkedForDeletion('idle'), true);
+  await assert.rejects(os.startService('idle'), scError(1072, /start idle/));
+  await assert.rejects(os.configureService(serviceConfig('idle')), scError(1072, /config idle/));
+  await os.stopService('idle');
+  assert.equal(await os.queryService('idle'), undefined);
+  await os.createService(serviceConfig('idle'));
+  await os.deleteService('idle');
+  await os.deleteService('idle'); // missing: not an error
+  assert.equal(await os.queryService('idle'), undefined);
+});
+
+test('a program that ignores the stop control is killed after the stop timeout', async (t) => {
+  const machine = await createTestMachine(t);
+  machine.programs.register('stubborn.exe', {
+    run: async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5000).unref());
+      return 0;
+    },
+  });
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'stubborn');
+  await os.createService(serviceConfig('stubborn'));
+  await os.startService('stubborn');
+  const started = Date.now();
+  await os.stopService('stubborn');
+  const elapsed = Date.now() - started;
+  assert.ok(elapsed >= 450 && elapsed < 2000, `stopped after ${elapsed} ms`);
+  assert.equal((await os.queryService('stubborn'))?.state, 'stopped');
+});
+
+test('a new configuration applies at the next start', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'svc');
+  await os.createService(serviceConfig('svc', { args: ['--one'] }));
+  await os.startService('svc');
+  await os.configureService(serviceConfig('svc', { args: ['--two'], startType: 'auto' }));
+  const process = machine.processes().find((p) => p.imageName === 'svc.exe')!;
+  assert.match(process.commandLine, /--one/);
+  await os.stopService('svc');
+  await os.startService('svc');
+  const next = machine.processes().find((p) => p.imageName === 'svc.exe')!;
+  assert.match(next.commandLine, /--two/);
+  assert.equal((await os.queryService('svc'))?.startType, 'auto');
+});

@@ -1,0 +1,279 @@
+/**
+ * The simulated implementation of HostOS: the agent's view of a simulated machine. It behaves
+ * like WindowsHostOS does on a real host, errors included: service calls that Windows refuses
+ * throw the same ServiceControlError (same Win32 code, same sc.exe arguments in the message),
+ * bad service configurations fail the same validation (sc-commands.ts), and file errors carry
+ * Node's codes. A HostOS handed to a process stops answering once that process is dead (its
+ * pending calls never settle), as nothing runs after a real process died.
+ */
+import type {
+  HnsNetwork,
+  HostOS,
+  InstalledService,
+  OsVersion,
+  ServiceConfig,
+} from '../../src/agent/host-os.ts';
+import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
+import {
+  checkServiceName,
+  scConfigArgs,
+  scCreateArgs,
+  scDeleteArgs,
+  scStartArgs,
+  scStopArgs,
+} from '../../src/agent/windows/sc-commands.ts';
+import { ServiceControlError, win32Error } from '../../src/agent/windows/sc-output.ts';
+import { errorCode } from './file-system-error.ts';
+import type { SimMachine } from './machine.ts';
+import { ScmError, type ScmServiceConfig, scmErrorText } from './service-control-manager.ts';
+
+export interface SimHostOSOptions {
+  /** The process this HostOS belongs to; once it is dead, calls never settle. */
+  process?: { readonly alive: boolean };
+  /** How long stopService waits for STOPPED. Default 60 s (as WindowsHostOS). */
+  stopTimeoutMs?: number;
+  /** How long deleteService waits for the service to disappear. Default 30 s. */
+  deleteTimeoutMs?: number;
+}
+
+const pollMs = 50;
+
+export class SimHostOS implements HostOS {
+  readonly #machine: SimMachine;
+  readonly #process?: { readonly alive: boolean };
+  readonly #stopTimeoutMs: number;
+  readonly #deleteTimeoutMs: number;
+
+  constructor(machine: SimMachine, options: SimHostOSOptions = {}) {
+    this.#machine = machine;
+    this.#process = options.process;
+    this.#stopTimeoutMs = options.stopTimeoutMs ?? 60_000;
+    this.#deleteTimeoutMs = options.deleteTimeoutMs ?? 30_000;
+  }
+
+  /** Runs `operation` unless the owning process is dead; a dead process gets no answer. */
+  #live<T>(operation: () => Promise<T> | T): Promise<T> {
+    const never = () => new Promise<T>(() => {});
+    if (this.#process && !this.#process.alive) return never();
+    return (async () => operation())().then(
+      (value) => (this.#process && !this.#process.alive ? never() : value),
+      (error: unknown) => {
+        if (this.#process && !this.#process.alive) return never();
+        throw error;
+      },
+    );
+  }
+
+  // Services.
+
+  queryService(name: string): Promise<InstalledService | undefined> {
+    return this.#live(() => {
+      checkServiceName(name);
+      return this.#machine.scm.query(name);
+    });
+  }
+
+  createService(config: ServiceConfig): Promise<void> {
+    return this.#live(() => {
+      const args = scCreateArgs(config);
+      scm(`create service "${config.name}"`, args, () =>
+        this.#machine.scm.create(storedConfig(config)),
+      );
+    });
+  }
+
+  configureService(config: ServiceConfig): Promise<void> {
+    return this.#live(() => {
+      const args = scConfigArgs(config);
+      scm(`configure service "${config.name}"`, args, () =>
+        this.#machine.scm.configure(storedConfig(config)),
+      );
+    });
+  }
+
+  startService(name: string): Promise<void> {
+    return this.#live(async () => {
+      const args = scStartArgs(name);
+      try {
+        await this.#machine.scm.start(name);
+      } catch (error) {
+        if (error instanceof ScmError && error.code === win32Error.serviceAlreadyRunning) return;
+        throw translate(`start service "${name}"`, args, error);
+      }
+    });
+  }
+
+  stopService(name: string): Promise<void> {
+    return this.#live(async () => {
+      const args = scStopArgs(name);
+      const deadline = Date.now() + this.#stopTimeoutMs;
+      for (;;) {
+        const status = this.#machine.scm.query(name);
+        if (!status || status.state === 'stopped') return;
+        if (status.state === 'running' || status.state === 'paused') {
+          try {
+            await this.#machine.scm.stop(name);
+            return;
+          } catch (error) {
+            const tolerated: number[] = [
+              win32Error.serviceNotActive,
+              win32Error.serviceCannotAcceptControl,
+            ];
+            if (!(error instanceof ScmError) || !tolerated.includes(error.code)) {
+              throw translate(`stop service "${name}"`, args, error);
+            }
+          }
+        }
+        if (Date.now() >= deadline) {
+          const state =
+            status.pid === undefined ? status.state : `${status.state}, PID ${status.pid}`;
+          throw new Error(
+            `Service "${name}" did not stop within ${this.#stopTimeoutMs} ms (still ${state}); end its process (taskkill /F /PID ${status.pid}) or reboot the host`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, pollMs));
+      }
+    });
+  }
+
+  deleteService(name: string): Promise<void> {
+    return this.#live(async () => {
+      checkServiceName(name);
+      if (!this.#machine.scm.query(name)) return;
+      await this.stopService(name);
+      const args = scDeleteArgs(name);
+      try {
+        this.#machine.scm.delete(name);
+      } catch (error) {
+        const tolerated: number[] = [
+          win32Error.serviceDoesNotExist,
+          win32Error.serviceMarkedForDelete,
+        ];
+        if (!(error instanceof ScmError) || !tolerated.includes(error.code)) {
+          throw translate(`delete service "${name}"`, args, error);
+        }
+      }
+      const deadline = Date.now() + this.#deleteTimeoutMs;
+      while (this.#machine.scm.query(name)) {
+        if (Date.now() >= deadline) {
+          throw new Error(
+            `Service "${name}" is marked for deletion but still registered after ${this.#deleteTimeoutMs} ms; close programs that hold it open (services.msc, Event Viewer) or reboot the host`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, pollMs));
+      }
+    });
+  }
+
+  // Files.
+
+  readFile(path: string): Promise<Buffer | undefined> {
+    return this.#live(async () => {
+      try {
+        return await this.#machine.fs.readFile(path);
+      } catch (error) {
+        if (errorCode(error) === 'ENOENT') return undefined;
+        throw error;
+      }
+    });
+  }
+
+  writeFile(path: string, data: Buffer | string): Promise<void> {
+    return this.#live(() => this.#machine.fs.writeFileAtomic(path, data));
+  }
+
+  removePath(path: string): Promise<void> {
+    return this.#live(() => this.#machine.fs.remove(path, { recursive: true, missingOk: true }));
+  }
+
+  ensureDirectory(path: string): Promise<void> {
+    return this.#live(() => this.#machine.fs.mkdir(path, { recursive: true }));
+  }
+
+  listDirectory(path: string): Promise<string[] | undefined> {
+    return this.#live(async () => {
+      try {
+        return (await this.#machine.fs.list(path)).map((e) => e.name).sort();
+      } catch (error) {
+        if (errorCode(error) === 'ENOENT') return undefined;
+        throw error;
+      }
+    });
+  }
+
+  // Machine environment.
+
+  getMachineEnv(name: string): Promise<string | undefined> {
+    return this.#live(() => this.#machine.env.get(name));
+  }
+
+  setMachineEnv(name: string, value: string | undefined): Promise<void> {
+    return this.#live(() => this.#machine.env.set(name, value));
+  }
+
+  // Host Network Service.
+
+  listHnsNetworks(): Promise<HnsNetwork[]> {
+    return this.#live(() => this.#machine.hns.list());
+  }
+
+  removeHnsNetwork(id: string): Promise<void> {
+    return this.#live(() => {
+      this.#machine.hns.remove(id);
+    });
+  }
+
+  // The machine.
+
+  hostname(): Promise<string> {
+    return this.#live(() => this.#machine.hostname);
+  }
+
+  osVersion(): Promise<OsVersion> {
+    return this.#live(() => ({ ...this.#machine.osVersion }));
+  }
+
+  freeDiskBytes(_path: string): Promise<number> {
+    return this.#live(() => this.#machine.fs.freeBytes());
+  }
+
+  /** Schedules the reboot (as shutdown.exe /r /t does) and returns. */
+  reboot(reason: string): Promise<void> {
+    return this.#live(() => this.#machine.scheduleReboot(reason));
+  }
+}
+
+/** The SCM's record of a HostOS service configuration. */
+function storedConfig(config: ServiceConfig): ScmServiceConfig {
+  const stored: ScmServiceConfig = {
+    name: config.name,
+    displayName: config.displayName,
+    commandLine: serviceCommandLine(config.binaryPath, config.args),
+    startType: config.startType,
+    dependencies: [...config.dependencies],
+    recovery: {
+      restartDelaysMs: [...config.recovery.restartDelaysMs],
+      resetPeriodSeconds: config.recovery.resetPeriodSeconds,
+    },
+  };
+  if (config.description !== undefined) stored.description = config.description;
+  return stored;
+}
+
+function scm(action: string, args: string[], call: () => void): void {
+  try {
+    call();
+  } catch (error) {
+    throw translate(action, args, error);
+  }
+}
+
+/** An ScmError as WindowsHostOS reports the same sc.exe failure. */
+function translate(action: string, args: string[], error: unknown): unknown {
+  if (!(error instanceof ScmError)) return error;
+  return new ServiceControlError(action, args, {
+    operation: error.operation,
+    code: error.code,
+    message: scmErrorText[error.code] ?? '',
+  });
+}

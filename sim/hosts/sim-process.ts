@@ -1,0 +1,113 @@
+/**
+ * Processes on a simulated host. A process runs a program (an async function chosen by the
+ * executable's file name, see programs.ts) in this Node process. It ends when the program
+ * returns (its exit code), when it is asked to stop and returns, or when it is killed (a
+ * crash, a reboot, a dropped SSH session): then it is dead at once, its abort signal fires and
+ * the HostOS it was given stops answering, as nothing runs after a real process died.
+ */
+import type { HostOS } from '../../src/agent/host-os.ts';
+import type { SimMachine } from './machine.ts';
+
+/** What a program is given when its process starts. */
+export interface ProgramContext {
+  /** The arguments after the executable, split as the C runtime splits a command line. */
+  argv: string[];
+  commandLine: string;
+  /** Canonical Windows path of the executable. */
+  binaryPath: string;
+  /** The executable file's content when the process started (stand-ins carry a version). */
+  binary: Buffer;
+  pid: number;
+  /** Set when the Service Control Manager started the process. */
+  serviceName?: string;
+  machine: SimMachine;
+  /** A HostOS for this process: it stops answering once the process is dead. */
+  hostOS: HostOS;
+  /** Aborted when the process is asked to stop (service stop) or killed. */
+  signal: AbortSignal;
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+/** A program: resolves with the process exit code. */
+export type SimProgram = (context: ProgramContext) => Promise<number>;
+
+export interface ProcessExit {
+  code: number;
+  /** True when the process was killed rather than returning. */
+  killed: boolean;
+}
+
+/** Win32 exit code of a process that ended unexpectedly (ERROR_PROCESS_ABORTED). */
+export const processTerminatedUnexpectedly = 1067;
+
+export class SimProcess {
+  readonly pid: number;
+  /** Lower-case file name of the executable, e.g. "kubelet.exe". */
+  readonly imageName: string;
+  readonly binaryPath: string;
+  /** The executable's path on the real disk (locked while the process runs). */
+  readonly hostBinaryPath: string;
+  readonly commandLine: string;
+  readonly startedAt = new Date();
+  readonly exited: Promise<ProcessExit>;
+  readonly #controller = new AbortController();
+  #alive = true;
+  #resolveExit!: (exit: ProcessExit) => void;
+
+  constructor(fields: {
+    pid: number;
+    imageName: string;
+    binaryPath: string;
+    hostBinaryPath: string;
+    commandLine: string;
+  }) {
+    this.pid = fields.pid;
+    this.imageName = fields.imageName;
+    this.binaryPath = fields.binaryPath;
+    this.hostBinaryPath = fields.hostBinaryPath;
+    this.commandLine = fields.commandLine;
+    this.exited = new Promise((resolve) => {
+      this.#resolveExit = resolve;
+    });
+  }
+
+  get alive(): boolean {
+    return this.#alive;
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Runs `program` in this process; called once by the machine. */
+  run(program: SimProgram, context: Omit<ProgramContext, 'signal' | 'pid'>): void {
+    const started = (async () => program({ ...context, pid: this.pid, signal: this.signal }))();
+    started.then(
+      (code) => this.#exit({ code: Number.isInteger(code) ? code : 1, killed: false }),
+      (error: unknown) => {
+        context.stderr(`Unhandled error: ${(error as Error)?.stack ?? String(error)}\n`);
+        this.#exit({ code: processTerminatedUnexpectedly, killed: false });
+      },
+    );
+  }
+
+  /** Asks the program to stop (aborts its signal); it stays alive until it returns. */
+  requestStop(reason = 'stop requested'): void {
+    if (this.#alive) this.#controller.abort(new Error(reason));
+  }
+
+  /** Ends the process now with `code`. */
+  kill(code = processTerminatedUnexpectedly, reason = 'killed'): void {
+    if (!this.#alive) return;
+    this.#controller.abort(new Error(reason));
+    this.#exit({ code, killed: true });
+  }
+
+  #exit(exit: ProcessExit): void {
+    if (!this.#alive) return;
+    this.#alive = false;
+    this.#controller.abort(new Error('process exited'));
+    this.#resolveExit(exit);
+  }
+}

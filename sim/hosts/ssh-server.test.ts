@@ -1,0 +1,179 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import ssh2, { type Client, type SFTPWrapper } from 'ssh2';
+import { remoteCommand } from '../../src/hostaccess/remote-scripts.ts';
+import { parsePowerShellJson } from '../../src/powershell/powershell.ts';
+import { type SimulatedHosts, startSimulatedHosts } from './fleet.ts';
+import { connect, exec, generateTestKey, openSftp, sftpCall } from './ssh-test-client.ts';
+
+const key = generateTestKey();
+let fleet: SimulatedHosts;
+
+before(async () => {
+  fleet = await startSimulatedHosts({
+    count: 1,
+    releases: ['2022'],
+    baseAddress: '127.0.0.60',
+    authorizedKeys: [key.publicKey],
+  });
+});
+after(() => fleet.stop());
+
+const host = () => fleet.hosts[0]!;
+const { STATUS_CODE } = ssh2.utils.sftp;
+
+async function session(t: { after(fn: () => void): void }): Promise<Client> {
+  const { client } = await connect(host(), { key });
+  t.after(() => client.end());
+  return client;
+}
+
+test('the host listens on its own address and presents its host key', async (t) => {
+  const { client, hostKeyFingerprint } = await connect(host(), { key });
+  t.after(() => client.end());
+  assert.equal(host().address, '127.0.0.60');
+  assert.equal(hostKeyFingerprint, host().hostKeyFingerprint);
+  assert.match(hostKeyFingerprint, /^SHA256:[A-Za-z0-9+/]{43}$/);
+  const authorized = await host().machine.fs.readFile(
+    'C:\\ProgramData\\ssh\\administrators_authorized_keys',
+  );
+  assert.match(authorized.toString(), /^ssh-ed25519 /);
+});
+
+test('only the authorized key of an existing account gets in', async () => {
+  await assert.rejects(
+    connect(host(), { password: 'Passw0rd!' }),
+    /All configured authentication methods failed/,
+  );
+  await assert.rejects(
+    connect(host(), { key: generateTestKey() }),
+    /All configured authentication methods failed/,
+  );
+  await assert.rejects(
+    connect(host(), { key, username: 'guest' }),
+    /All configured authentication methods failed/,
+  );
+  await assert.rejects(
+    connect(host(), { tryKeyboard: true, password: 'x' }),
+    /All configured authentication methods failed/,
+  );
+  const { client } = await connect(host(), { key, username: 'administrator' });
+  client.end();
+});
+
+test('catalog scripts run over exec and print their JSON', async (t) => {
+  const client = await session(t);
+  const facts = await exec(client, remoteCommand('host-facts', {}));
+  assert.equal(facts.code, 0);
+  const parsed = parsePowerShellJson(facts.stdout, 'facts') as {
+    hostname: string;
+    osVersion: { build: number };
+  };
+  assert.equal(parsed.hostname, host().name);
+  assert.equal(parsed.osVersion.build, 20348);
+  const refused = await exec(client, 'whoami');
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /does not support this command/);
+});
+
+test('keepalive requests are answered', async (t) => {
+  const { client } = await connect(host(), { key, keepaliveInterval: 50, keepaliveCountMax: 2 });
+  t.after(() => client.end());
+  let closed = false;
+  client.on('close', () => {
+    closed = true;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  assert.equal(closed, false);
+  assert.equal((await exec(client, remoteCommand('host-facts', {}))).code, 0);
+});
+
+async function sftpSession(t: { after(fn: () => void): void }): Promise<SFTPWrapper> {
+  return openSftp(await session(t));
+}
+
+test('SFTP puts, gets, stats and lists in the /C:/ path style', async (t) => {
+  const sftp = await sftpSession(t);
+  assert.equal(await sftpCall<string>((d) => sftp.realpath('.', d)), '/C:/Users/Administrator');
+  await sftpCall((d) => sftp.mkdir('/C:/k', d as never));
+  await sftpCall((d) => sftp.mkdir('/C:/k/winfleet', d as never));
+  const payload = Buffer.alloc(300_000, 7);
+  await sftpCall((d) => sftp.writeFile('/C:/k/winfleet/kubelet.exe', payload, d as never));
+  const back = await sftpCall<Buffer>((d) => sftp.readFile('/C:/k/winfleet/kubelet.exe', d));
+  assert.ok(back.equals(payload));
+  const stats = await sftpCall<ssh2.Stats>((d) => sftp.stat('/C:/K/WINFLEET/KUBELET.EXE', d));
+  assert.equal(stats.size, payload.length);
+  assert.ok(stats.isFile());
+  assert.ok((await sftpCall<ssh2.Stats>((d) => sftp.lstat('C:\\k\\winfleet', d))).isDirectory());
+  const listing = await sftpCall<ssh2.FileEntry[]>((d) => sftp.readdir('C:/k/winfleet', d));
+  assert.deepEqual(
+    listing.map((e) => e.filename),
+    ['kubelet.exe'],
+  );
+  assert.equal(
+    (await host().machine.fs.readFile('C:\\k\\winfleet\\kubelet.exe')).length,
+    payload.length,
+    'the file is on the simulated drive',
+  );
+  assert.equal(
+    await sftpCall<string>((d) => sftp.realpath('/c:/k/./winfleet/../winfleet', d)),
+    '/C:/k/winfleet',
+  );
+  assert.deepEqual(
+    (await sftpCall<ssh2.FileEntry[]>((d) => sftp.readdir('/', d))).map((e) => e.filename),
+    ['C:'],
+  );
+});
+
+test('SFTP rename, posix-rename, remove and rmdir with OpenSSH status codes', async (t) => {
+  const sftp = await sftpSession(t);
+  const write = (path: string, text: string) =>
+    sftpCall((d) => sftp.writeFile(path, text, d as never));
+  const code = async (call: Promise<unknown>) =>
+    (
+      (await call.then(
+        () => ({ code: 0 }),
+        (e) => e,
+      )) as { code: number }
+    ).code;
+  await sftpCall((d) => sftp.mkdir('/C:/r', d as never));
+  await write('/C:/r/a.tmp', 'new');
+  await write('/C:/r/a.exe', 'old');
+  assert.equal(
+    await code(sftpCall((d) => sftp.rename('/C:/r/a.tmp', '/C:/r/a.exe', d as never))),
+    STATUS_CODE.FAILURE,
+  );
+  await sftpCall((d) => sftp.ext_openssh_rename('/C:/r/a.tmp', '/C:/r/a.exe', d as never));
+  assert.equal((await sftpCall<Buffer>((d) => sftp.readFile('/C:/r/a.exe', d))).toString(), 'new');
+  assert.equal(await code(sftpCall((d) => sftp.stat('/C:/r/a.tmp', d))), STATUS_CODE.NO_SUCH_FILE);
+  assert.equal(await code(sftpCall((d) => sftp.rmdir('/C:/r', d as never))), STATUS_CODE.FAILURE);
+  assert.equal(await code(sftpCall((d) => sftp.mkdir('/C:/r', d as never))), STATUS_CODE.FAILURE);
+  assert.equal(
+    await code(sftpCall((d) => sftp.mkdir('/C:/missing/x', d as never))),
+    STATUS_CODE.NO_SUCH_FILE,
+  );
+  assert.equal(
+    await code(sftpCall((d) => sftp.open('/C:/missing.txt', 'r', d))),
+    STATUS_CODE.NO_SUCH_FILE,
+  );
+  assert.equal(await code(sftpCall((d) => sftp.stat('/k/no-drive', d))), STATUS_CODE.NO_SUCH_FILE);
+  await sftpCall((d) => sftp.unlink('/C:/r/a.exe', d as never));
+  await sftpCall((d) => sftp.rmdir('/C:/r', d as never));
+  assert.equal(await host().machine.fs.stat('C:\\r'), undefined);
+});
+
+test('SFTP open flags: exclusive create, append and truncate', async (t) => {
+  const sftp = await sftpSession(t);
+  const handle = await sftpCall<Buffer>((d) => sftp.open('/C:/flags.txt', 'wx', d));
+  await sftpCall((d) => sftp.write(handle, Buffer.from('abc'), 0, 3, 0, d as never));
+  await sftpCall((d) => sftp.close(handle, d as never));
+  await assert.rejects(
+    sftpCall((d) => sftp.open('/C:/flags.txt', 'wx', d)),
+    { code: STATUS_CODE.FAILURE },
+  );
+  await sftpCall((d) => sftp.appendFile('/C:/flags.txt', 'def', d as never));
+  assert.equal((await host().machine.fs.readFile('C:\\flags.txt')).toString(), 'abcdef');
+  await sftpCall((d) => sftp.writeFile('/C:/flags.txt', 'x', d as never));
+  assert.equal((await host().machine.fs.readFile('C:\\flags.txt')).toString(), 'x');
+  await sftpCall((d) => sftp.setstat('/C:/flags.txt', { mtime: 0, atime: 0 }, d as never));
+});

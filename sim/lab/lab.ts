@@ -1,0 +1,266 @@
+/**
+ * The lab: everything winfleet needs, on loopback, started in order with progress —
+ * a real control plane, a Linux worker, a registry mirroring mcr.microsoft.com, the operator
+ * (its own process, as in a cluster), simulated Windows hosts joined as WindowsHosts, and the
+ * seed samples applied — then a report of what runs where.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { installCrds } from '../../src/api/install-crds.ts';
+import type { WindowsHost } from '../../src/api/windows-host.ts';
+import { loadKubeConfig } from '../../src/kube/client.ts';
+import { applyManifests } from '../../src/kube/manifests.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
+import { freePort } from '../cluster/free-port.ts';
+import { type Cluster, startCluster } from '../cluster/start-cluster.ts';
+import { type SimulatedHosts, startSimulatedHosts } from '../hosts/fleet.ts';
+import { generateTestKey } from '../hosts/ssh-test-client.ts';
+import { type MirrorRegistry, startMirrorRegistry } from '../registry/mirror-registry.ts';
+import { loadFixture } from '../testkit/fixtures.ts';
+import { createLinuxNode } from '../testkit/nodes.ts';
+import { spawnOperator, stopProcess } from '../testkit/operator-process.ts';
+import { writeStandInPayload } from '../testkit/payload.ts';
+import { writeOperatorConfig } from '../testkit/test-operator.ts';
+import {
+  createWindowsHosts,
+  listWindowsHosts,
+  writeSshKeySecret,
+} from '../testkit/windows-hosts.ts';
+
+export const labNamespace = 'winfleet-system';
+export const samplesNamespace = 'seed-samples';
+
+/**
+ * The seed samples the lab applies after the hosts joined, in order. (Seed 001's own
+ * runtimeClasses.yml is applied before, as a user following that document would: winfleet
+ * then leaves that user-created windows-2019 alone.)
+ */
+export const labSamples = [
+  'seed-001-win-webserver.yaml',
+  'seed-000-iis.yaml',
+  'seed-001-iis-2019.yaml',
+  'seed-003-runtimeclass-deployment.yaml',
+];
+
+export interface LabOptions {
+  dir?: string;
+  /** Windows releases of the simulated hosts (default 2019, 2022, 2022). */
+  releases?: string[];
+  /** A payload directory (make payload); stand-in files by default. */
+  payloadDir?: string;
+  say: (line: string) => void;
+}
+
+export interface Lab {
+  dir: string;
+  cluster: Cluster;
+  kc: k8s.KubeConfig;
+  registry: MirrorRegistry;
+  hosts: SimulatedHosts;
+  operator: ChildProcess;
+  operatorLog: string;
+  statusUrl: string;
+  stop(): Promise<void>;
+}
+
+function conditionSummary(host: WindowsHost): string {
+  const order = ['Reachable', 'Bootstrapped', 'NodeRegistered', 'Ready'];
+  const reached = order.filter((type) =>
+    host.status?.conditions?.some((c) => c.type === type && c.status === 'True'),
+  );
+  const degraded = host.status?.conditions?.find(
+    (c) => c.type === 'Degraded' && c.status === 'True',
+  );
+  return degraded ? `Degraded: ${degraded.reason}` : (reached.at(-1) ?? 'Pending');
+}
+
+export async function startLab(options: LabOptions): Promise<Lab> {
+  const { say } = options;
+  const started = Date.now();
+  const since = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'winfleet-lab-')));
+  await mkdir(dir, { recursive: true });
+  const stops: (() => Promise<void>)[] = [];
+  // A temp dir goes when the lab stops; a dir the user named stays.
+  if (!options.dir) stops.push(() => rm(dir, { recursive: true, force: true }));
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => {});
+  };
+  try {
+    const cluster = await startCluster({
+      dir: join(dir, 'cluster'),
+      keepDir: false,
+      onProgress: (m) => say(`control plane: ${m}`),
+    });
+    stops.push(() => cluster.stop());
+    const kc = loadKubeConfig(cluster.kubeconfigPath);
+    await createLinuxNode(kc, { name: 'lab-linux-1' });
+    say(`Linux worker lab-linux-1 is Ready (${since()})`);
+
+    const registry = await startMirrorRegistry();
+    stops.push(() => registry.stop());
+    say(
+      `registry mirror ${registry.registry.url} holds ${registry.seeded.length} synthetic images for ${Object.keys(registry.mirrors).join(', ')}`,
+    );
+
+    let payloadDir = options.payloadDir;
+    if (!payloadDir) {
+      payloadDir = join(dir, 'payload');
+      await writeStandInPayload(payloadDir);
+      say(
+        'payload: stand-in files (WINFLEET_PAYLOAD_DIR=<dir from make payload> uses real Windows binaries)',
+      );
+    } else {
+      say(`payload: ${payloadDir}`);
+    }
+
+    await installCrds(kc);
+    await writeOperatorConfig(kc, labNamespace, {
+      images: { mirrors: registry.mirrors },
+      hosts: { agentCheckIntervalSeconds: 5 },
+      runtimeClasses: { gracePeriodSeconds: 60 },
+    });
+    const key = generateTestKey();
+    await writeSshKeySecret(kc, labNamespace, key.privateKey);
+
+    const webhookPort = await freePort();
+    const statusPort = await freePort();
+    const operatorLog = join(dir, 'operator.log');
+    const operator = spawnOperator({
+      kubeconfig: cluster.kubeconfigPath,
+      namespace: labNamespace,
+      payloadDir,
+      webhookPort,
+      statusPort,
+      logFile: operatorLog,
+    });
+    stops.push(() => stopProcess(operator));
+    const statusUrl = `http://127.0.0.1:${statusPort}`;
+    await waitFor(async () => (await fetch(`${statusUrl}/readyz`)).ok, {
+      description: 'the operator to be ready',
+      timeoutMs: 60_000,
+    });
+    say(
+      `operator running (pid ${operator.pid}), webhook on https://127.0.0.1:${webhookPort}, log ${operatorLog}`,
+    );
+
+    const releases = options.releases ?? ['2019', '2022', '2022'];
+    const hosts = await startSimulatedHosts({
+      count: releases.length,
+      releases,
+      authorizedKeys: [key.publicKey],
+      dir: join(dir, 'hosts'),
+    });
+    stops.push(() => hosts.stop());
+    for (const h of hosts.hosts)
+      say(`simulated Windows Server ${h.release} host ${h.name} at ${h.address}:${h.port} (ssh)`);
+
+    await applyManifests(kc, loadFixture('seed-001-runtimeclasses.yml'), {
+      fieldManager: 'kubectl',
+    });
+    say(
+      'applied seed-001-runtimeclasses.yml (a user-created windows-2019 RuntimeClass, before any host joins)',
+    );
+    await createWindowsHosts(kc, labNamespace, hosts.hosts);
+    say(`created ${hosts.hosts.length} WindowsHosts; joining…`);
+    const seen = new Map<string, string>();
+    await waitFor(
+      async () => {
+        const list = await listWindowsHosts(kc, labNamespace);
+        for (const host of list) {
+          const state = conditionSummary(host);
+          if (seen.get(host.metadata.name) !== state) {
+            seen.set(host.metadata.name, state);
+            say(
+              `  ${host.metadata.name.padEnd(16)} ${state.padEnd(16)} ${host.status?.windowsVersion ?? ''} (${since()})`,
+            );
+          }
+        }
+        return (
+          list.length === hosts.hosts.length && list.every((h) => conditionSummary(h) === 'Ready')
+        );
+      },
+      { description: 'every simulated host to join', timeoutMs: 180_000, intervalMs: 250 },
+    );
+    say(`all ${hosts.hosts.length} hosts joined as Ready nodes (${since()})`);
+
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: samplesNamespace } } }).catch(() => {});
+    await waitFor(
+      async () =>
+        (await core.readNamespacedServiceAccount({
+          name: 'default',
+          namespace: samplesNamespace,
+        })) && true,
+      {
+        description: 'the samples namespace',
+      },
+    );
+    for (const sample of labSamples) {
+      for (const object of loadFixture(sample)) {
+        try {
+          await applyManifests(kc, [object], {
+            namespace: samplesNamespace,
+            fieldManager: 'kubectl',
+          });
+        } catch (error) {
+          const body = String((error as { body?: string }).body ?? error);
+          let message = body;
+          try {
+            message = (JSON.parse(body) as { message?: string }).message ?? body;
+          } catch {
+            // not a Status: show it as it is
+          }
+          say(`  ${sample}: ${object.kind}/${object.metadata?.name} refused: ${message}`);
+        }
+      }
+      say(`applied ${sample}`);
+    }
+    return {
+      dir,
+      cluster,
+      kc,
+      registry,
+      hosts,
+      operator,
+      operatorLog,
+      statusUrl,
+      stop: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+/** Lines describing where the sample pods run: pod, node, node build, status. */
+export async function placementReport(kc: k8s.KubeConfig): Promise<string[]> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const nodes = new Map((await core.listNode()).items.map((n) => [n.metadata!.name!, n]));
+  const pods = (await core.listNamespacedPod({ namespace: samplesNamespace })).items;
+  const rows = pods.map((pod) => {
+    const node = pod.spec?.nodeName ? nodes.get(pod.spec.nodeName) : undefined;
+    const labels = node?.metadata?.labels ?? {};
+    const where = node
+      ? `${labels['kubernetes.io/os']} ${labels['node.kubernetes.io/windows-build'] ?? ''}`.trim()
+      : '';
+    const image = pod.spec?.containers?.[0]?.image ?? '';
+    return [
+      pod.metadata?.name ?? '',
+      pod.status?.phase ?? '',
+      pod.spec?.nodeName ?? '(not scheduled)',
+      where,
+      image,
+    ];
+  });
+  const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length), 4));
+  return rows
+    .sort((a, b) => a[0]!.localeCompare(b[0]!))
+    .map(
+      (r) =>
+        `  ${r[0]!.padEnd(widths[0]!)}  ${r[1]!.padEnd(widths[1]!)}  ${r[2]!.padEnd(widths[2]!)}  ${r[3]!.padEnd(widths[3]!)}  ${r[4]}`,
+    );
+}

@@ -1,0 +1,76 @@
+/**
+ * `make lab`: a local cluster on loopback with simulated Windows hosts joined by the winfleet
+ * operator and the seed samples running on them; stays up until Ctrl-C.
+ *
+ * WINFLEET_LAB_DIR keeps the lab's files in a directory of your choice; WINFLEET_PAYLOAD_DIR
+ * uses a payload built by `make payload`; WINFLEET_LAB_EXIT=1 stops once everything is up
+ * (used by the lab's test).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as k8s from '@kubernetes/client-node';
+import { waitFor } from '../../src/kube/wait-for.ts';
+import { runUntilSignal } from '../../src/process/run-until-signal.ts';
+import { labNamespace, placementReport, samplesNamespace, startLab } from './lab.ts';
+
+async function main(): Promise<void> {
+  const say = (line: string) => console.error(`[lab] ${line}`);
+  const lab = await startLab({
+    dir: process.env.WINFLEET_LAB_DIR,
+    payloadDir: process.env.WINFLEET_PAYLOAD_DIR,
+    say,
+  });
+  const core = lab.kc.makeApiClient(k8s.CoreV1Api);
+  // Give the scheduler and kwok a moment to place and start the samples.
+  await waitFor(
+    async () => {
+      const pods = (await core.listNamespacedPod({ namespace: samplesNamespace })).items;
+      return (
+        pods.length > 0 &&
+        pods.every((p) => p.status?.phase === 'Running' || p.status?.phase === 'Pending') &&
+        pods.some((p) => p.status?.phase === 'Running')
+      );
+    },
+    { description: 'the sample pods', timeoutMs: 60_000 },
+  ).catch(() => undefined);
+  await sleep(2000);
+  const report = await placementReport(lab.kc);
+  const kubeconfig = lab.cluster.kubeconfigPath;
+  console.log(
+    [
+      '',
+      'winfleet lab is up.',
+      '',
+      'Running:',
+      ...lab.cluster.components.map((c) => `  ${c.name.padEnd(24)} pid ${c.pid}`),
+      `  ${'winfleet operator'.padEnd(24)} pid ${lab.operator.pid}  (${lab.operatorLog})`,
+      `  ${'registry mirror'.padEnd(24)} ${lab.registry.registry.url}`,
+      ...lab.hosts.hosts.map(
+        (h) => `  ${`Windows ${h.release} host`.padEnd(24)} ${h.name} ${h.address}:${h.port}`,
+      ),
+      '',
+      `Where the seed samples' pods landed (namespace ${samplesNamespace}):`,
+      ...report,
+      '',
+      `Status and metrics: ${lab.statusUrl}/metrics`,
+      '',
+      'Use it from another shell:',
+      '',
+      `export KUBECONFIG=${kubeconfig}`,
+      'kubectl get nodes',
+      `kubectl get windowshosts -n ${labNamespace}`,
+      `kubectl get pods -n ${samplesNamespace} -o wide`,
+      '',
+      'Ctrl-C stops everything.',
+    ].join('\n'),
+  );
+  if (process.env.WINFLEET_LAB_EXIT === '1') {
+    await lab.stop();
+    return;
+  }
+  await runUntilSignal(() => lab.stop());
+}
+
+main().catch((error: unknown) => {
+  console.error(`[lab] failed: ${(error as Error).message}`);
+  process.exit(1);
+});

@@ -1,0 +1,68 @@
+/**
+ * A test world for host joins: a fresh cluster, a stand-in payload, simulated Windows hosts
+ * that trust one SSH key, and the operator running in-process.
+ */
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type * as k8s from '@kubernetes/client-node';
+import type { Operator } from '../../src/operator/operator.ts';
+import type { Payload } from '../../src/payload/payload.ts';
+import type { Cluster } from '../cluster/start-cluster.ts';
+import { type SimulatedHosts, startSimulatedHosts } from '../hosts/fleet.ts';
+import { generateTestKey, type TestKey } from '../hosts/ssh-test-client.ts';
+import { writeStandInPayload } from './payload.ts';
+import { freshCluster, type TestCluster } from './test-cluster.ts';
+import { startTestOperator } from './test-operator.ts';
+import { writeSshKeySecret } from './windows-hosts.ts';
+
+export interface JoinWorld {
+  cluster: Cluster & TestCluster;
+  kc: k8s.KubeConfig;
+  key: TestKey;
+  payloadDir: string;
+  payload: Payload;
+  fleet: SimulatedHosts;
+  operator?: Operator;
+  namespace: string;
+}
+
+let nextBase = 20 + Math.floor(Math.random() * 200);
+
+/** A fresh loopback base address per world, so parallel test files do not collide. */
+export function nextBaseAddress(): string {
+  nextBase = (nextBase % 250) + 1;
+  return `127.0.${nextBase}.10`;
+}
+
+export async function joinWorld(
+  t: { after(fn: () => Promise<void> | void): void },
+  options: { releases: string[]; startOperator?: boolean; config?: Record<string, unknown> },
+): Promise<JoinWorld> {
+  const cluster = await freshCluster(t);
+  const key = generateTestKey();
+  const payloadDir = await mkdtemp(join(tmpdir(), 'winfleet-payload-'));
+  const payload = await writeStandInPayload(payloadDir);
+  const fleet = await startSimulatedHosts({
+    count: options.releases.length,
+    releases: options.releases,
+    authorizedKeys: [key.publicKey],
+    baseAddress: nextBaseAddress(),
+  });
+  t.after(() => fleet.stop());
+  const namespace = 'winfleet-system';
+  const world: JoinWorld = { cluster, kc: cluster.kc, key, payloadDir, payload, fleet, namespace };
+  if (options.startOperator ?? true) {
+    world.operator = await startTestOperator(cluster.kc, {
+      namespace,
+      payloadDir,
+      config: {
+        hosts: { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 120 },
+        ...options.config,
+      },
+    });
+    t.after(() => world.operator?.stop());
+  }
+  await writeSshKeySecret(cluster.kc, namespace, key.privateKey);
+  return world;
+}

@@ -1,0 +1,60 @@
+/**
+ * The operator as its own process (`node src/operator/main.ts`), as it runs for real: for the
+ * lab, the benchmarks and the tests that kill it.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { openSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const operatorMain = fileURLToPath(new URL('../../src/operator/main.ts', import.meta.url));
+
+export interface OperatorProcessOptions {
+  kubeconfig: string;
+  namespace: string;
+  payloadDir?: string;
+  /** Serve the webhook on this loopback port (registered by URL); without it, no webhook. */
+  webhookPort?: number;
+  /** Port of /healthz, /metrics and the dashboard (default: any free one). */
+  statusPort?: number;
+  /** Where its output goes (default: discarded). */
+  logFile?: string;
+}
+
+/** Starts the operator process. */
+export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
+  const args = [
+    operatorMain,
+    '--kubeconfig',
+    options.kubeconfig,
+    '--namespace',
+    options.namespace,
+    '--no-leader-elect',
+  ];
+  args.push('--status-port', String(options.statusPort ?? 0));
+  if (options.payloadDir) args.push('--payload-dir', options.payloadDir);
+  if (options.webhookPort) {
+    args.push(
+      '--webhook-host',
+      '127.0.0.1',
+      '--webhook-port',
+      String(options.webhookPort),
+      '--webhook-url',
+      `https://127.0.0.1:${options.webhookPort}`,
+    );
+  } else {
+    args.push('--no-webhook');
+  }
+  const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
+  return spawn(process.execPath, args, { stdio: ['ignore', out, out] });
+}
+
+/** Stops a child process: SIGTERM, then SIGKILL after `graceMs`. */
+export async function stopProcess(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}

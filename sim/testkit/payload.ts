@@ -1,0 +1,45 @@
+/**
+ * A stand-in payload for tests and the lab: small files in place of the Windows binaries, each
+ * "winfleet-standin <name> <version>" (the simulated hosts read their version from it), with a
+ * real payload.json listing their SHA-256.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Payload } from '../../src/payload/payload.ts';
+
+export const standInFiles = [
+  'containerd.exe',
+  'kubelet.exe',
+  'kube-proxy.exe',
+  'csi-proxy.exe',
+  'windows_exporter.exe',
+  'win-bridge.exe',
+  'host-local.exe',
+  'winfleet-agent.exe',
+];
+
+/** Writes a stand-in payload into `dir` and returns its manifest. */
+export async function writeStandInPayload(
+  dir: string,
+  options: { version?: string; kubernetesVersion?: string } = {},
+): Promise<Payload> {
+  const kubernetesVersion = options.kubernetesVersion ?? 'v1.36.5';
+  const version = options.version ?? `${kubernetesVersion.slice(1)}-wf.1`;
+  await mkdir(dir, { recursive: true });
+  const files = [];
+  for (const name of standInFiles) {
+    const fileVersion = name === 'winfleet-agent.exe' ? version : kubernetesVersion;
+    const content = Buffer.from(`winfleet-standin ${name.replace(/\.exe$/, '')} ${fileVersion}\n`);
+    await writeFile(join(dir, name), content);
+    files.push({
+      name,
+      version: fileVersion,
+      sha256: createHash('sha256').update(content).digest('hex'),
+      source: { path: name },
+    });
+  }
+  const payload: Payload = { version, kubernetesVersion, files };
+  await writeFile(join(dir, 'payload.json'), `${JSON.stringify(payload, null, 2)}\n`);
+  return payload;
+}

@@ -1,0 +1,64 @@
+/**
+ * Clusters for tests. `sharedCluster()` returns the run's shared cluster (started once by the
+ * global setup, or once per test process when run alone); `freshCluster()` starts a private
+ * one. Tests on a shared cluster keep to their own namespace from `testNamespace()`.
+ */
+import { randomBytes } from 'node:crypto';
+import * as k8s from '@kubernetes/client-node';
+import { loadKubeConfig } from '../../src/kube/client.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
+import { type Cluster, type ClusterOptions, startCluster } from '../cluster/start-cluster.ts';
+
+/** The environment variable the global setup uses to hand its cluster to test processes. */
+export const sharedKubeconfigEnv = 'WINFLEET_TEST_KUBECONFIG';
+
+export interface TestCluster {
+  kubeconfigPath: string;
+  kc: k8s.KubeConfig;
+}
+
+let shared: Promise<TestCluster> | undefined;
+
+/** The shared cluster of this test run. */
+export function sharedCluster(): Promise<TestCluster> {
+  shared ??= (async () => {
+    const fromSetup = process.env[sharedKubeconfigEnv];
+    if (fromSetup) return { kubeconfigPath: fromSetup, kc: loadKubeConfig(fromSetup) };
+    // Run alone (e.g. `node --test one.test.ts`): start one for this process; the exit hook
+    // of startCluster stops it.
+    const cluster = await startCluster();
+    return { kubeconfigPath: cluster.kubeconfigPath, kc: loadKubeConfig(cluster.kubeconfigPath) };
+  })();
+  return shared;
+}
+
+/** A private cluster, stopped when `t` ends (or by the caller). */
+export async function freshCluster(
+  t?: { after(fn: () => Promise<void>): void },
+  options?: ClusterOptions,
+): Promise<Cluster & TestCluster> {
+  const cluster = await startCluster(options);
+  t?.after(() => cluster.stop());
+  return Object.assign(cluster, { kc: loadKubeConfig(cluster.kubeconfigPath) });
+}
+
+/** A random suffix for names that must not collide between tests on one cluster. */
+export function uniqueSuffix(): string {
+  return randomBytes(3).toString('hex');
+}
+
+/** Creates a namespace with a unique name and waits for its default service account. */
+export async function testNamespace(kc: k8s.KubeConfig, prefix: string): Promise<string> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const name = `${prefix}-${uniqueSuffix()}`;
+  await core.createNamespace({
+    body: { metadata: { name, labels: { 'winfleet.io/test': 'true' } } },
+  });
+  // The ServiceAccount admission plugin rejects pods until the controller manager made it.
+  await waitFor(
+    async () =>
+      (await core.readNamespacedServiceAccount({ name: 'default', namespace: name })) && true,
+    { description: `the default service account in ${name}`, timeoutMs: 30_000 },
+  );
+  return name;
+}

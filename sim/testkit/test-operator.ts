@@ -1,0 +1,77 @@
+/**
+ * Starts the winfleet operator in-process against a test cluster, with its webhook on a free
+ * loopback port registered by URL, and an optional config.yaml.
+ */
+import * as k8s from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import { httpStatus } from '../../src/kube/client.ts';
+import { createLogger, type Logger, silentLogger } from '../../src/log/logger.ts';
+import { configKey, configMapName } from '../../src/operator/config-source.ts';
+import { type Operator, startOperator } from '../../src/operator/operator.ts';
+import { freePort } from '../cluster/free-port.ts';
+import { uniqueSuffix } from './test-cluster.ts';
+
+export interface TestOperatorOptions {
+  /** config.yaml content (object or YAML text). */
+  config?: unknown;
+  namespace?: string;
+  webhook?: boolean;
+  certValidityMs?: number;
+  caValidityMs?: number;
+  log?: Logger;
+  payloadDir?: string;
+}
+
+/** Writes (creates or replaces) the operator's ConfigMap. */
+export async function writeOperatorConfig(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  config: unknown,
+): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const text = typeof config === 'string' ? config : stringify(config);
+  const body = { metadata: { name: configMapName, namespace }, data: { [configKey]: text } };
+  try {
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+  } catch (error) {
+    if (httpStatus(error) !== 409) throw error;
+  }
+  try {
+    await core.createNamespacedConfigMap({ namespace, body });
+  } catch (error) {
+    if (httpStatus(error) !== 409) throw error;
+    await core.replaceNamespacedConfigMap({ name: configMapName, namespace, body });
+  }
+}
+
+export async function startTestOperator(
+  kc: k8s.KubeConfig,
+  options: TestOperatorOptions = {},
+): Promise<Operator> {
+  const namespace = options.namespace ?? `winfleet-${uniqueSuffix()}`;
+  if (options.config !== undefined) await writeOperatorConfig(kc, namespace, options.config);
+  const port = await freePort();
+  const log =
+    options.log ??
+    (process.env.WINFLEET_TEST_LOGS ? createLogger({ level: 'debug' }) : silentLogger);
+  return startOperator({
+    kc,
+    namespace,
+    log,
+    leaderElection: false,
+    payloadDir: options.payloadDir,
+    webhook:
+      options.webhook === false
+        ? false
+        : {
+            host: '127.0.0.1',
+            port,
+            endpoint: { url: `https://127.0.0.1:${port}` },
+            dnsNames: ['localhost'],
+            ipAddresses: ['127.0.0.1'],
+            certValidityMs: options.certValidityMs,
+            caValidityMs: options.caValidityMs,
+          },
+    status: { host: '127.0.0.1', port: 0 },
+  });
+}

@@ -1,0 +1,92 @@
+/**
+ * Registering simulated hosts with winfleet the way a user would: an SSH key Secret in the
+ * operator's namespace and one WindowsHost per host.
+ */
+import * as k8s from '@kubernetes/client-node';
+import { apiVersion, type WindowsHost } from '../../src/api/windows-host.ts';
+import { httpStatus } from '../../src/kube/client.ts';
+import type { SimulatedHost } from '../hosts/fleet.ts';
+
+export const sshKeySecretName = 'winfleet-ssh-key';
+
+/** Creates (or replaces) the SSH private key Secret. */
+export async function writeSshKeySecret(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  privateKey: string,
+  name = sshKeySecretName,
+): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  try {
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+  } catch (error) {
+    if (httpStatus(error) !== 409) throw error;
+  }
+  const body = {
+    metadata: { name, namespace },
+    type: 'Opaque',
+    stringData: { 'ssh-privatekey': privateKey },
+  };
+  try {
+    await core.createNamespacedSecret({ namespace, body });
+  } catch (error) {
+    if (httpStatus(error) !== 409) throw error;
+    await core.replaceNamespacedSecret({ name, namespace, body });
+  }
+}
+
+/** The WindowsHost for a simulated host. */
+export function windowsHostFor(
+  host: Pick<SimulatedHost, 'name' | 'address' | 'port'>,
+  namespace: string,
+  extra: Partial<WindowsHost['spec']> = {},
+): WindowsHost {
+  return {
+    apiVersion,
+    kind: 'WindowsHost',
+    metadata: { name: host.name.toLowerCase(), namespace },
+    spec: {
+      address: host.address,
+      port: host.port,
+      username: 'Administrator',
+      sshKeySecretRef: { name: sshKeySecretName },
+      ...extra,
+    },
+  };
+}
+
+/** Creates WindowsHosts for `hosts`. */
+export async function createWindowsHosts(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  hosts: SimulatedHost[],
+  extra: Partial<WindowsHost['spec']> = {},
+): Promise<WindowsHost[]> {
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  const created: WindowsHost[] = [];
+  for (const host of hosts)
+    created.push(await objects.create(windowsHostFor(host, namespace, extra)));
+  return created;
+}
+
+/** Lists the WindowsHosts of a namespace. */
+export async function listWindowsHosts(
+  kc: k8s.KubeConfig,
+  namespace: string,
+): Promise<WindowsHost[]> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const list = (await custom.listNamespacedCustomObject({
+    group: 'winfleet.io',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'windowshosts',
+  })) as {
+    items: WindowsHost[];
+  };
+  return list.items;
+}
+
+/** True when the host's Ready condition is True. */
+export function hostReady(host: WindowsHost): boolean {
+  return host.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}

@@ -1,0 +1,130 @@
+/**
+ * Watches CertificateSigningRequests and approves or denies kubelet CSRs by the winfleet
+ * policy (kubelet-csr-policy.ts). Each decision is logged and recorded as an Event with its
+ * reason; CSRs that are not winfleet's are left untouched.
+ */
+import * as k8s from '@kubernetes/client-node';
+import type { WindowsHost } from '../../api/windows-host.ts';
+import { Controller, everythingKey } from '../../controller/controller.ts';
+import type { EventRecorder } from '../../controller/events.ts';
+import type { Informer } from '../../controller/informer.ts';
+import type { Logger } from '../../log/logger.ts';
+import { parseCsrPem } from '../../pki/certificates.ts';
+import { hostUidForToken } from '../hosts/bootstrap-tokens.ts';
+import {
+  type CsrRequest,
+  clientSigner,
+  decideKubeletCsr,
+  servingSigner,
+} from './kubelet-csr-policy.ts';
+
+export interface CsrControllerDeps {
+  kc: k8s.KubeConfig;
+  csrs: Informer<k8s.V1CertificateSigningRequest>;
+  hosts: Informer<WindowsHost>;
+  nodes: Informer<k8s.V1Node>;
+  events: EventRecorder;
+  log: Logger;
+}
+
+function decided(csr: k8s.V1CertificateSigningRequest): boolean {
+  return csr.status?.conditions?.some((c) => c.type === 'Approved' || c.type === 'Denied') ?? false;
+}
+
+export function createCsrController(deps: CsrControllerDeps): Controller {
+  const certificates = deps.kc.makeApiClient(k8s.CertificatesV1Api);
+  const lookup = {
+    async hostForToken(tokenId: string) {
+      const uid = await hostUidForToken(deps.kc, tokenId);
+      return uid ? deps.hosts.list().find((h) => h.metadata.uid === uid) : undefined;
+    },
+    hostForNode: (name: string) =>
+      deps.hosts.list().find((h) => h.status?.nodeName === name && !h.metadata.deletionTimestamp),
+    nodeExists: (name: string) => deps.nodes.get(name) !== undefined,
+  };
+  const log = deps.log.child({ controller: 'csr-approver' });
+
+  const controller = new Controller({
+    name: 'csr-approver',
+    concurrency: 4,
+    log: deps.log,
+    async reconcile(name) {
+      if (name === everythingKey) {
+        // At start (and on leadership), CSRs that arrived before the handlers were attached.
+        for (const pending of deps.csrs.list()) enqueue(pending);
+        return undefined;
+      }
+      const csr = deps.csrs.get(name);
+      if (!csr || decided(csr)) return undefined;
+      const signer = csr.spec.signerName;
+      if (signer !== clientSigner && signer !== servingSigner) return undefined;
+      let parsed: CsrRequest['parsed'];
+      try {
+        parsed = parseCsrPem(Buffer.from(String(csr.spec.request), 'base64').toString('utf8'));
+      } catch {
+        parsed = undefined;
+      }
+      const decision = await decideKubeletCsr(
+        {
+          name,
+          signerName: signer,
+          username: csr.spec.username ?? '',
+          groups: csr.spec.groups ?? [],
+          usages: csr.spec.usages ?? [],
+          parsed,
+        },
+        lookup,
+      );
+      if (decision.action === 'ignore') {
+        log.debug('CSR left alone', { csr: name, reason: decision.reason });
+        return undefined;
+      }
+      if (decision.action === 'retry') {
+        log.debug('CSR not decidable yet', { csr: name, reason: decision.reason });
+        return { requeueAfterMs: 500 };
+      }
+      const approve = decision.action === 'approve';
+      const fresh = await certificates.readCertificateSigningRequest({ name });
+      if (decided(fresh)) return undefined;
+      const now = new Date();
+      fresh.status = {
+        ...fresh.status,
+        conditions: [
+          ...(fresh.status?.conditions ?? []),
+          {
+            type: approve ? 'Approved' : 'Denied',
+            status: 'True',
+            reason: approve ? 'WinfleetApproved' : 'WinfleetDenied',
+            message: decision.reason,
+            lastUpdateTime: now,
+            lastTransitionTime: now,
+          },
+        ],
+      };
+      await certificates.replaceCertificateSigningRequestApproval({ name, body: fresh });
+      log.info(approve ? 'CSR approved' : 'CSR denied', {
+        csr: name,
+        signer,
+        requester: csr.spec.username,
+        reason: decision.reason,
+      });
+      const subject = decision.host ?? {
+        ...csr,
+        apiVersion: 'certificates.k8s.io/v1',
+        kind: 'CertificateSigningRequest',
+      };
+      deps.events.record(
+        subject,
+        approve ? 'Normal' : 'Warning',
+        approve ? 'CSRApproved' : 'CSRDenied',
+        `CSR ${name}: ${decision.reason}`,
+      );
+      return undefined;
+    },
+  });
+  const enqueue = (csr: k8s.V1CertificateSigningRequest) => {
+    if (!decided(csr)) controller.enqueue(csr.metadata!.name!);
+  };
+  deps.csrs.on('add', enqueue).on('update', enqueue);
+  return controller;
+}

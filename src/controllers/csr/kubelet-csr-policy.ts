@@ -1,0 +1,172 @@
+/**
+ * Which kubelet CSRs winfleet approves — only for hosts it knows, and only exactly what a
+ * kubelet on that host should ask for:
+ *
+ * Client certificates (kubernetes.io/kube-apiserver-client-kubelet): requested with the
+ * bootstrap token winfleet issued to a known WindowsHost; CN system:node:<that host's node
+ * name>; O exactly system:nodes; no SANs; usages within digital signature, key encipherment,
+ * client auth; and no Node of that name yet.
+ *
+ * Serving certificates (kubernetes.io/kubelet-serving): requested by that node itself; IP SANs
+ * among the host's addresses and DNS SANs among its names.
+ *
+ * Everything else is left alone (another approver may own it) — the bug WMCO once had was
+ * approving CSRs of every node.
+ */
+import type { WindowsHost } from '../../api/windows-host.ts';
+import type { ParsedCsr } from '../../pki/certificates.ts';
+import { bootstrapGroup } from '../hosts/bootstrap-tokens.ts';
+
+export const clientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
+export const servingSigner = 'kubernetes.io/kubelet-serving';
+
+export interface CsrRequest {
+  name: string;
+  signerName: string;
+  username: string;
+  groups: string[];
+  usages: string[];
+  /** Undefined when the request could not be parsed. */
+  parsed?: ParsedCsr;
+}
+
+export interface CsrLookup {
+  /** The WindowsHost a winfleet bootstrap token id was issued to. */
+  hostForToken(tokenId: string): Promise<WindowsHost | undefined>;
+  /** The WindowsHost whose node has this name. */
+  hostForNode(nodeName: string): WindowsHost | undefined;
+  nodeExists(nodeName: string): boolean;
+}
+
+export type CsrDecision =
+  | { action: 'approve'; reason: string; host: WindowsHost }
+  | { action: 'deny'; reason: string; host?: WindowsHost }
+  | { action: 'ignore'; reason: string }
+  /** Not decidable yet (the host's status is still being written); look again shortly. */
+  | { action: 'retry'; reason: string };
+
+const clientUsages = new Set(['digital signature', 'key encipherment', 'client auth']);
+const servingUsages = new Set(['digital signature', 'key encipherment', 'server auth']);
+const isIPv4 = (s: string) => /^(\d{1,3}\.){3}\d{1,3}$/.test(s);
+
+function subjectProblem(parsed: ParsedCsr, nodeName: string): string | undefined {
+  if (parsed.commonName !== `system:node:${nodeName}`) {
+    return `CN is "${parsed.commonName}", expected "system:node:${nodeName}"`;
+  }
+  if (parsed.organizations.length !== 1 || parsed.organizations[0] !== 'system:nodes') {
+    return `O is [${parsed.organizations.join(', ')}], expected exactly [system:nodes]`;
+  }
+  return undefined;
+}
+
+export async function decideKubeletCsr(
+  request: CsrRequest,
+  lookup: CsrLookup,
+): Promise<CsrDecision> {
+  if (request.signerName === clientSigner) return decideClient(request, lookup);
+  if (request.signerName === servingSigner) return decideServing(request, lookup);
+  return { action: 'ignore', reason: `signer ${request.signerName} is not a kubelet signer` };
+}
+
+async function decideClient(request: CsrRequest, lookup: CsrLookup): Promise<CsrDecision> {
+  const match = /^system:bootstrap:([a-z0-9]{6})$/.exec(request.username);
+  if (!match || !request.groups.includes(bootstrapGroup)) {
+    return {
+      action: 'ignore',
+      reason: `requested by ${request.username}, not with a winfleet bootstrap token`,
+    };
+  }
+  const host = await lookup.hostForToken(match[1]!);
+  if (!host)
+    return {
+      action: 'deny',
+      reason: `bootstrap token ${match[1]} belongs to no known WindowsHost`,
+    };
+  const nodeName = host.status?.nodeName;
+  if (!nodeName)
+    return { action: 'retry', reason: `WindowsHost ${host.metadata.name} has no node name yet` };
+  if (!request.parsed)
+    return { action: 'deny', reason: 'the request is not a valid PKCS#10 CSR', host };
+  const problem = subjectProblem(request.parsed, nodeName);
+  if (problem) return { action: 'deny', reason: problem, host };
+  const { dnsNames, ipAddresses, emailAddresses, uris } = request.parsed;
+  if (dnsNames.length + ipAddresses.length + emailAddresses.length + uris.length > 0) {
+    return {
+      action: 'deny',
+      reason: `a client certificate has no subject alternative names, got ${[...dnsNames, ...ipAddresses, ...emailAddresses, ...uris].join(', ')}`,
+      host,
+    };
+  }
+  const extra = request.usages.filter((u) => !clientUsages.has(u));
+  if (extra.length > 0 || !request.usages.includes('client auth')) {
+    return {
+      action: 'deny',
+      reason: `usages [${request.usages.join(', ')}] are not within [${[...clientUsages].join(', ')}] with client auth`,
+      host,
+    };
+  }
+  if (lookup.nodeExists(nodeName)) {
+    return {
+      action: 'deny',
+      reason: `Node ${nodeName} already exists; a bootstrap token cannot take over an existing node`,
+      host,
+    };
+  }
+  return {
+    action: 'approve',
+    reason: `kubelet client certificate for Node ${nodeName} of WindowsHost ${host.metadata.namespace}/${host.metadata.name}`,
+    host,
+  };
+}
+
+function decideServing(request: CsrRequest, lookup: CsrLookup): CsrDecision {
+  const match = /^system:node:(.+)$/.exec(request.username);
+  if (!match || !request.groups.includes('system:nodes')) {
+    return { action: 'ignore', reason: `requested by ${request.username}, not by a node` };
+  }
+  const nodeName = match[1]!;
+  const host = lookup.hostForNode(nodeName);
+  if (!host) return { action: 'ignore', reason: `Node ${nodeName} is not a winfleet host` };
+  if (!request.parsed)
+    return { action: 'deny', reason: 'the request is not a valid PKCS#10 CSR', host };
+  const problem = subjectProblem(request.parsed, nodeName);
+  if (problem) return { action: 'deny', reason: problem, host };
+  const { dnsNames, ipAddresses, emailAddresses, uris } = request.parsed;
+  const knownIps = new Set([
+    ...(host.status?.addresses ?? []),
+    ...(isIPv4(host.spec.address) ? [host.spec.address] : []),
+  ]);
+  const knownNames = new Set(
+    [
+      nodeName,
+      host.status?.hostname,
+      host.status?.hostname?.toLowerCase(),
+      isIPv4(host.spec.address) ? undefined : host.spec.address,
+    ].filter((n): n is string => Boolean(n)),
+  );
+  const badIps = ipAddresses.filter((ip) => !knownIps.has(ip));
+  if (badIps.length > 0)
+    return {
+      action: 'deny',
+      reason: `IP SANs ${badIps.join(', ')} are not addresses of the host (${[...knownIps].join(', ')})`,
+      host,
+    };
+  const badNames = dnsNames.filter((n) => !knownNames.has(n));
+  if (badNames.length > 0)
+    return {
+      action: 'deny',
+      reason: `DNS SANs ${badNames.join(', ')} are not names of the host (${[...knownNames].join(', ')})`,
+      host,
+    };
+  if (emailAddresses.length + uris.length > 0)
+    return { action: 'deny', reason: 'a serving certificate carries no email or URI SANs', host };
+  const extra = request.usages.filter((u) => !servingUsages.has(u));
+  if (extra.length > 0 || !request.usages.includes('server auth')) {
+    return {
+      action: 'deny',
+      reason: `usages [${request.usages.join(', ')}] are not within [${[...servingUsages].join(', ')}] with server auth`,
+      host,
+    };
+  }
+  return { action: 'approve', reason: `kubelet serving certificate for Node ${nodeName}`, host };
+}

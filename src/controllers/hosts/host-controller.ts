@@ -1,0 +1,89 @@
+/**
+ * The WindowsHost controller: many hosts reconciled at once (hosts.concurrency, default 10),
+ * each with its own exponential backoff. Host events enqueue the host; Node events enqueue the
+ * host behind the node.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import { hostAnnotation } from '../../api/node-annotations.ts';
+import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
+import { Controller, everythingKey } from '../../controller/controller.ts';
+import { objectKey } from '../../controller/informer.ts';
+import type { HostControllerDeps } from './host-deps.ts';
+import { reconcileJoin } from './host-join.ts';
+import { reconcileRemoval } from './host-removal.ts';
+import { patchHostMetadata } from './host-status.ts';
+import { createManifestPublisher } from './manifest-publisher.ts';
+
+export function createHostController(deps: HostControllerDeps): Controller {
+  const publish = createManifestPublisher(deps.kc, deps.operatorNamespace);
+  const bootstrappedAt = new Map<string, number>();
+  const applyingSince = new Map<string, number>();
+  const ctx = { ...deps, publish, bootstrappedAt, applyingSince };
+
+  const controller = new Controller({
+    name: 'windowshosts',
+    concurrency: deps.config().hosts.concurrency,
+    log: deps.log,
+    baseDelayMs: 1000,
+    maxDelayMs: 5 * 60_000,
+    async reconcile(key) {
+      if (key === everythingKey) {
+        for (const host of deps.hosts.list()) controller.enqueue(objectKey(host));
+        return undefined;
+      }
+      const host = deps.hosts.get(key);
+      if (!host) {
+        bootstrappedAt.delete(key);
+        return undefined;
+      }
+      if (host.metadata.deletionTimestamp) {
+        const result = await reconcileRemoval(deps, host);
+        bootstrappedAt.delete(key);
+        return result;
+      }
+      if (!host.metadata.finalizers?.includes(hostFinalizer)) {
+        await patchHostMetadata(deps.kc, host, {
+          finalizers: [...(host.metadata.finalizers ?? []), hostFinalizer],
+        });
+        return undefined; // the update event brings it back
+      }
+      return reconcileJoin(ctx, host);
+    },
+  });
+
+  const enqueue = (host: WindowsHost) => controller.enqueue(objectKey(host));
+  deps.hosts
+    .on('add', enqueue)
+    .on('delete', enqueue)
+    .on('update', (host, old) => {
+      // Our own status writes do not need another pass.
+      if (
+        host.metadata.generation !== old.metadata.generation ||
+        host.metadata.deletionTimestamp !== old.metadata.deletionTimestamp ||
+        JSON.stringify(host.metadata.annotations) !== JSON.stringify(old.metadata.annotations) ||
+        JSON.stringify(host.metadata.finalizers) !== JSON.stringify(old.metadata.finalizers)
+      ) {
+        enqueue(host);
+      }
+    });
+  const hostOfNode = (node: k8s.V1Node) => {
+    const ref = node.metadata?.annotations?.[hostAnnotation];
+    if (ref) return controller.enqueue(ref);
+    const owner = deps.hosts.list().find((h) => h.status?.nodeName === node.metadata?.name);
+    if (owner) enqueue(owner);
+  };
+  deps.nodes
+    .on('add', hostOfNode)
+    .on('delete', hostOfNode)
+    .on('update', (node, old) => {
+      const ready = (n: k8s.V1Node) =>
+        n.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+      if (
+        ready(node) !== ready(old) ||
+        JSON.stringify(node.metadata?.annotations) !== JSON.stringify(old.metadata?.annotations)
+      ) {
+        hostOfNode(node);
+      }
+    });
+  return controller;
+}

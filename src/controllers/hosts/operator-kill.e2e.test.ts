@@ -1,0 +1,133 @@
+/**
+ * The operator survives being killed at any moment: during a 5-host join it is SIGKILLed at
+ * random points ten times and restarted; every host still ends Ready, each Node is created
+ * once (its UID never changes), and nothing is left cordoned or half-done.
+ */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
+import { spawnOperator } from '../../../sim/testkit/operator-process.ts';
+import { writeOperatorConfig } from '../../../sim/testkit/test-operator.ts';
+import {
+  createWindowsHosts,
+  hostReady,
+  listWindowsHosts,
+} from '../../../sim/testkit/windows-hosts.ts';
+import { installCrds } from '../../api/install-crds.ts';
+import { waitFor } from '../../kube/wait-for.ts';
+
+test('SIGKILL at random points during a 5-host join, 10 times: every host ends Ready exactly once', async (t) => {
+  const world = await joinWorld(t, {
+    releases: ['2019', '2022', '2022', '2025', '2022'],
+    startOperator: false,
+  });
+  const { kc } = world;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await writeOperatorConfig(kc, world.namespace, {
+    hosts: { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 60 },
+  });
+  let operator: ChildProcess | undefined;
+  let runs = 0;
+  const start = () => {
+    operator = spawnOperator({
+      kubeconfig: world.cluster.kubeconfigPath,
+      namespace: world.namespace,
+      payloadDir: world.payloadDir,
+      logFile: join(world.cluster.dir, `operator-${++runs}.log`),
+    });
+  };
+  t.after(() => {
+    operator?.kill('SIGKILL');
+  });
+
+  // Watch every Node: a UID that changes means a Node was deleted and created again.
+  const uids = new Map<string, string>();
+  const recreated: string[] = [];
+  let watching = true;
+  const watcher = (async () => {
+    while (watching) {
+      for (const node of (await core.listNode().catch(() => ({ items: [] as k8s.V1Node[] })))
+        .items) {
+        const name = node.metadata!.name!;
+        const uid = node.metadata!.uid!;
+        if (uids.has(name) && uids.get(name) !== uid) recreated.push(name);
+        uids.set(name, uid);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+
+  t.after(async () => {
+    watching = false;
+    await watcher;
+  });
+  await installCrds(kc);
+  start();
+  await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
+  const killTimes: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    // Spread the kills over the join: early (connecting, copying) to late (waiting for Ready).
+    const delay = 200 + Math.floor(Math.random() * 1200);
+    await new Promise((r) => setTimeout(r, delay));
+    killTimes.push(delay);
+    const dying = operator!;
+    dying.kill('SIGKILL');
+    await once(dying, 'exit');
+    start();
+  }
+  const hosts = await waitFor(
+    async () => {
+      const list = await listWindowsHosts(kc, world.namespace);
+      return list.length === 5 && list.every(hostReady) ? list : undefined;
+    },
+    { description: 'all five hosts Ready after ten kills', timeoutMs: 180_000, intervalMs: 500 },
+  ).catch(async (error: unknown) => {
+    // Say where each host got stuck, and what the operator said last.
+    for (const h of await listWindowsHosts(kc, world.namespace)) {
+      t.diagnostic(
+        `${h.metadata.name}: ${JSON.stringify(h.status?.conditions?.map((c) => `${c.type}=${c.status} ${c.reason}`))} ${JSON.stringify(h.status?.lastError ?? {})}`,
+      );
+    }
+    for (const csr of (
+      await kc.makeApiClient(k8s.CertificatesV1Api).listCertificateSigningRequest()
+    ).items) {
+      t.diagnostic(
+        `CSR ${csr.metadata?.name} ${csr.spec.username} ${csr.spec.signerName} ${JSON.stringify(csr.status?.conditions?.map((c) => `${c.type}: ${c.message}`))} cert=${Boolean(csr.status?.certificate)}`,
+      );
+    }
+    for (const sim of world.fleet.hosts)
+      t.diagnostic(`${sim.name} kubelet: ${sim.machine.scm.logs('kubelet').slice(-6).join(' | ')}`);
+    const log = await readFile(join(world.cluster.dir, `operator-${runs}.log`), 'utf8').catch(
+      () => '',
+    );
+    t.diagnostic(`operator run ${runs}, last lines:\n${log.split('\n').slice(-40).join('\n')}`);
+    throw error;
+  });
+  watching = false;
+  await watcher;
+
+  const nodes = (await core.listNode()).items;
+  assert.equal(
+    nodes.length,
+    5,
+    `exactly five Nodes: ${nodes.map((n) => n.metadata?.name).join(', ')}`,
+  );
+  assert.deepEqual(new Set(hosts.map((h) => h.status?.nodeName)).size, 5, 'one node per host');
+  assert.deepEqual(recreated, [], 'no Node was created twice');
+  assert.deepEqual(
+    nodes.filter((n) => n.spec?.unschedulable).map((n) => n.metadata?.name),
+    [],
+    'no node left cordoned',
+  );
+  const tokens = await core.listNamespacedSecret({
+    namespace: 'kube-system',
+    fieldSelector: 'type=bootstrap.kubernetes.io/token',
+  });
+  assert.equal(tokens.items.length, 0, 'no bootstrap token left behind');
+  t.diagnostic(`kill delays (ms): ${killTimes.join(', ')}; operator runs: ${runs}`);
+});

@@ -1,0 +1,93 @@
+/**
+ * The one catalog of errors winfleet raises (in the spirit of Fastify's `lib/errors.js`):
+ * each has a stable code, says whether retrying can fix it, and carries a message that names
+ * the field or value and the fix. Controllers decide requeue or terminal from the code, never
+ * from an error's class. Grep a code to find every place it is raised and tested.
+ *
+ * Errors that do not come from winfleet (network failures, API server 5xx and conflicts) are
+ * retryable: the world may change. Anything the user must fix is terminal until something the
+ * controller watches changes.
+ */
+
+interface CatalogEntry {
+  /** Whether retrying the same work later can succeed without anyone changing anything. */
+  readonly retryable: boolean;
+  /** What the code means, for the README and for people reading logs. */
+  readonly summary: string;
+}
+
+export const errorCatalog = {
+  // Configuration and input a user or the cluster sends.
+  WF_CONFIG_INVALID: { retryable: false, summary: 'winfleet-config does not match its schema' },
+  WF_SCHEMA_INVALID: { retryable: false, summary: 'a document does not match its schema' },
+  WF_ADMISSION_INPUT: { retryable: false, summary: 'an AdmissionReview request is malformed' },
+  WF_FLAG_INVALID: { retryable: false, summary: 'a command-line flag has a bad value' },
+  // Host access.
+  WF_SSH_SECRET_MISSING: {
+    retryable: false,
+    summary: 'the SSH key Secret a WindowsHost names does not exist',
+  },
+  WF_SSH_KEY_MISSING: { retryable: false, summary: 'the SSH key Secret has no such key' },
+  WF_SSH_KEY_INVALID: { retryable: false, summary: 'the SSH private key cannot be parsed' },
+  WF_SSH_UNREACHABLE: { retryable: true, summary: 'the host does not answer on its SSH port' },
+  WF_SSH_AUTH_REFUSED: { retryable: false, summary: 'the host refused the SSH key' },
+  WF_SSH_HOST_KEY_CHANGED: {
+    retryable: false,
+    summary: 'the host presented a key other than the pinned one',
+  },
+  WF_SSH_DROPPED: { retryable: true, summary: 'the SSH connection dropped mid-command' },
+  WF_REMOTE_COMMAND_FAILED: { retryable: true, summary: 'a catalog script failed on the host' },
+  WF_HOST_UNSUPPORTED: {
+    retryable: false,
+    summary: 'the host runs a Windows build winfleet does not support',
+  },
+  WF_HOST_DISK_FULL: { retryable: true, summary: 'the host has too little free disk' },
+  // Payload and the operator-agent contract.
+  WF_PAYLOAD_INVALID: { retryable: false, summary: 'payload.json or a payload file is invalid' },
+  WF_MANIFEST_INVALID: { retryable: false, summary: 'a services manifest is invalid' },
+  WF_AGENT_CONFIG_INVALID: { retryable: false, summary: 'bootstrap.json or agent.json is invalid' },
+  WF_AGENT_STEP_FAILED: { retryable: true, summary: 'a step of the agent failed' },
+  WF_SERVICE_CONTROL: { retryable: true, summary: 'the Service Control Manager refused a request' },
+  WF_HNS_UNAVAILABLE: { retryable: true, summary: 'the Host Networking Service cannot be reached' },
+  // Image lookups.
+  WF_REGISTRY_LOOKUP: {
+    retryable: true,
+    summary: 'an image could not be resolved in its registry',
+  },
+  // Anything a controller decides it cannot fix by retrying.
+  WF_TERMINAL: { retryable: false, summary: 'retrying cannot fix this; the message says what can' },
+} as const satisfies Record<string, CatalogEntry>;
+
+export type ErrorCode = keyof typeof errorCatalog;
+
+/** An error from the catalog. Extra data goes in `details`, never in a subclass of its own. */
+export class WinfleetError<D = unknown> extends Error {
+  readonly code: ErrorCode;
+  readonly details: D | undefined;
+
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions & { details?: D }) {
+    super(message, options);
+    this.name = 'WinfleetError';
+    this.code = code;
+    this.details = options?.details;
+  }
+
+  get retryable(): boolean {
+    return errorCatalog[this.code].retryable;
+  }
+}
+
+/** The catalog code of an error, or undefined for errors that are not winfleet's. */
+export function errorCode(error: unknown): ErrorCode | undefined {
+  return error instanceof WinfleetError ? error.code : undefined;
+}
+
+/** True when the error carries this code. */
+export function hasCode(error: unknown, code: ErrorCode): boolean {
+  return errorCode(error) === code;
+}
+
+/** Whether retrying may help: the catalog says for winfleet's errors; anything else may pass. */
+export function isRetryable(error: unknown): boolean {
+  return error instanceof WinfleetError ? error.retryable : true;
+}

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { assertValidPowerShell } from '../../sim/testkit/powershell-grammar.ts';
+import { decodePowerShellCommandLine } from '../powershell/powershell.ts';
+import {
+  identifyRemoteScript,
+  type RemoteScriptName,
+  type RemoteScripts,
+  remoteCommand,
+  remoteScript,
+} from './remote-scripts.ts';
+
+const samples: { [K in RemoteScriptName]: RemoteScripts[K] } = {
+  'host-facts': {},
+  'file-hashes': { paths: ["C:\\k\\winfleet\\it's here.exe", 'C:\\k\\kubelet.exe'] },
+  'ensure-directory': {
+    path: 'C:\\k\\winfleet\\payload',
+    record: 'C:\\k\\winfleet\\created-directories.txt',
+  },
+  'run-agent': { args: ['bootstrap', '--config', 'C:\\k\\winfleet\\bootstrap.json'] },
+  'remove-path': { path: 'C:\\k\\winfleet' },
+  'replace-file': {
+    source: 'C:\\k\\winfleet\\winfleet-agent.exe.new',
+    target: 'C:\\k\\winfleet\\winfleet-agent.exe',
+  },
+};
+
+for (const [name, args] of Object.entries(samples) as [RemoteScriptName, never][]) {
+  test(`${name}: parses as PowerShell and round-trips through the SSH command line`, async () => {
+    const script = remoteScript(name, args);
+    await assertValidPowerShell(script, name);
+    const line = remoteCommand(name, args);
+    assert.match(
+      line,
+      /^powershell\.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand [A-Za-z0-9+/=]+$/,
+    );
+    const decoded = decodePowerShellCommandLine(line);
+    assert.equal(decoded, script);
+    assert.deepEqual(identifyRemoteScript(decoded!), { name, args });
+  });
+}
+
+test('a script that is not from the catalog is not identified', () => {
+  assert.equal(identifyRemoteScript('Get-Process'), undefined);
+  assert.equal(
+    identifyRemoteScript(
+      "# winfleet-script: format-disk\n$winfleetArgs = ConvertFrom-Json -InputObject '{}'",
+    ),
+    undefined,
+  );
+});
