@@ -29,7 +29,7 @@ import {
 } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
-import { httpStatus } from '../../src/kube/client.ts';
+import { httpStatus, isAlreadyExists, isNotFound } from '../../src/kube/client.ts';
 import {
   createCsrPem,
   generateKeyPair,
@@ -351,7 +351,7 @@ class KubeletRun {
         );
         return created.metadata!.name!;
       } catch (error) {
-        if (request.name && httpStatus(error) === 409) return request.name;
+        if (request.name && isAlreadyExists(error)) return request.name;
         throw error;
       }
     });
@@ -478,7 +478,7 @@ class KubeletRun {
         await core.createNode({ body: node }, this.#call());
         return true;
       } catch (error) {
-        if (httpStatus(error) === 409) return false;
+        if (isAlreadyExists(error)) return false;
         throw error;
       }
     });
@@ -612,7 +612,7 @@ class KubeletRun {
         );
         return;
       } catch (error) {
-        if (httpStatus(error) === 404) return;
+        if (isNotFound(error)) return;
         await sleep(Math.min(200 * 2 ** attempt, 2000), undefined, { ref: false });
       }
     }

@@ -1,7 +1,7 @@
 /**
  * The simulated implementation of HostOS: the agent's view of a simulated machine. It behaves
  * like WindowsHostOS does on a real host, errors included: service calls that Windows refuses
- * throw the same ServiceControlError (same Win32 code, same sc.exe arguments in the message),
+ * throw the same WF_SERVICE_CONTROL error (same Win32 code, same sc.exe arguments in the message),
  * bad service configurations fail the same validation (sc-commands.ts), and file errors carry
  * Node's codes. A HostOS handed to a process stops answering once that process is dead (its
  * pending calls never settle), as nothing runs after a real process died.
@@ -22,7 +22,7 @@ import {
   scStartArgs,
   scStopArgs,
 } from '../../src/agent/windows/sc-commands.ts';
-import { ServiceControlError, win32Error } from '../../src/agent/windows/sc-output.ts';
+import { serviceControlError, win32Error } from '../../src/agent/windows/sc-output.ts';
 import { errorCode } from './file-system-error.ts';
 import type { SimMachine } from './machine.ts';
 import { ScmError, type ScmServiceConfig, scmErrorText } from './service-control-manager.ts';
@@ -271,7 +271,7 @@ function scm(action: string, args: string[], call: () => void): void {
 /** An ScmError as WindowsHostOS reports the same sc.exe failure. */
 function translate(action: string, args: string[], error: unknown): unknown {
   if (!(error instanceof ScmError)) return error;
-  return new ServiceControlError(action, args, {
+  return serviceControlError(action, args, {
     operation: error.operation,
     code: error.code,
     message: scmErrorText[error.code] ?? '',

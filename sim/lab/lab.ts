@@ -1,8 +1,10 @@
 /**
- * The lab: everything winfleet needs, on loopback, started in order with progress —
- * a real control plane, a Linux worker, a registry mirroring mcr.microsoft.com, the operator
- * (its own process, as in a cluster), simulated Windows hosts joined as WindowsHosts, and the
- * seed samples applied — then a report of what runs where.
+ * The lab: everything winfleet needs, on loopback, started in order with progress — a real
+ * control plane, a Linux worker, a registry standing in for mcr.microsoft.com and Docker Hub,
+ * the payload (stand-in files unless one is given), the operator (its own process, as in a
+ * cluster), simulated Windows hosts joined as WindowsHosts, and the seed samples applied — and
+ * stopped in reverse order.
+ * `placementReport` says where the samples' pods landed.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -17,7 +19,7 @@ import { waitFor } from '../../src/kube/wait-for.ts';
 import { freePort } from '../cluster/free-port.ts';
 import { type Cluster, startCluster } from '../cluster/start-cluster.ts';
 import { type SimulatedHosts, startSimulatedHosts } from '../hosts/fleet.ts';
-import { generateTestKey } from '../hosts/ssh-test-client.ts';
+import { generateTestKey, type TestKey } from '../hosts/ssh-test-client.ts';
 import { type MirrorRegistry, startMirrorRegistry } from '../registry/mirror-registry.ts';
 import { loadFixture } from '../testkit/fixtures.ts';
 import { createLinuxNode } from '../testkit/nodes.ts';
@@ -66,161 +68,40 @@ export interface Lab {
   stop(): Promise<void>;
 }
 
-function conditionSummary(host: WindowsHost): string {
-  const order = ['Reachable', 'Bootstrapped', 'NodeRegistered', 'Ready'];
-  const reached = order.filter((type) =>
-    host.status?.conditions?.some((c) => c.type === type && c.status === 'True'),
-  );
-  const degraded = host.status?.conditions?.find(
-    (c) => c.type === 'Degraded' && c.status === 'True',
-  );
-  return degraded ? `Degraded: ${degraded.reason}` : (reached.at(-1) ?? 'Pending');
+/** What every step shares: the lab's directory, its progress output and its stop steps. */
+interface LabContext {
+  dir: string;
+  say: (line: string) => void;
+  /** Seconds since the lab began, as shown in progress lines. */
+  since: () => string;
+  /** Each step that starts something pushes its stop; the lab stops them last-first. */
+  stops: (() => Promise<void>)[];
 }
 
+/**
+ * Starts the lab's parts in order, reporting each as it comes up; if a step fails, what had
+ * started is stopped before the error is thrown.
+ */
 export async function startLab(options: LabOptions): Promise<Lab> {
-  const { say } = options;
-  const started = Date.now();
-  const since = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
-  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'winfleet-lab-')));
-  await mkdir(dir, { recursive: true });
-  const stops: (() => Promise<void>)[] = [];
-  // A temp dir goes when the lab stops; a dir the user named stays.
-  if (!options.dir) stops.push(() => rm(dir, { recursive: true, force: true }));
+  const ctx = await createContext(options);
   const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop().catch(() => {});
+    for (const stop of ctx.stops.reverse()) await stop().catch(() => {});
   };
   try {
-    const cluster = await startCluster({
-      dir: join(dir, 'cluster'),
-      keepDir: false,
-      onProgress: (m) => say(`control plane: ${m}`),
-    });
-    stops.push(() => cluster.stop());
-    const kc = loadKubeConfig(cluster.kubeconfigPath);
-    await createLinuxNode(kc, { name: 'lab-linux-1' });
-    say(`Linux worker lab-linux-1 is Ready (${since()})`);
-
-    const registry = await startMirrorRegistry();
-    stops.push(() => registry.stop());
-    say(
-      `registry mirror ${registry.registry.url} holds ${registry.seeded.length} synthetic images for ${Object.keys(registry.mirrors).join(', ')}`,
-    );
-
-    let payloadDir = options.payloadDir;
-    if (!payloadDir) {
-      payloadDir = join(dir, 'payload');
-      await writeStandInPayload(payloadDir);
-      say(
-        'payload: stand-in files (WINFLEET_PAYLOAD_DIR=<dir from make payload> uses real Windows binaries)',
-      );
-    } else {
-      say(`payload: ${payloadDir}`);
-    }
-
-    await installCrds(kc);
-    await writeOperatorConfig(kc, labNamespace, {
-      images: { mirrors: registry.mirrors },
-      hosts: { agentCheckIntervalSeconds: 5 },
-      runtimeClasses: { gracePeriodSeconds: 60 },
-    });
-    const key = generateTestKey();
-    await writeSshKeySecret(kc, labNamespace, key.privateKey);
-
-    const webhookPort = await freePort();
-    const statusPort = await freePort();
-    const operatorLog = join(dir, 'operator.log');
-    const operator = spawnOperator({
-      kubeconfig: cluster.kubeconfigPath,
-      namespace: labNamespace,
+    const { cluster, kc } = await startControlPlane(ctx);
+    const registry = await startRegistry(ctx);
+    const payloadDir = await preparePayload(ctx, options.payloadDir);
+    const key = await configureOperator(kc, registry);
+    const { operator, operatorLog, statusUrl } = await startOperatorProcess(
+      ctx,
+      cluster,
       payloadDir,
-      webhookPort,
-      statusPort,
-      logFile: operatorLog,
-    });
-    stops.push(() => stopProcess(operator));
-    const statusUrl = `http://127.0.0.1:${statusPort}`;
-    await waitFor(async () => (await fetch(`${statusUrl}/readyz`)).ok, {
-      description: 'the operator to be ready',
-      timeoutMs: 60_000,
-    });
-    say(
-      `operator running (pid ${operator.pid}), webhook on https://127.0.0.1:${webhookPort}, log ${operatorLog}`,
     );
-
-    const releases = options.releases ?? ['2019', '2022', '2022'];
-    const hosts = await startSimulatedHosts({
-      count: releases.length,
-      releases,
-      authorizedKeys: [key.publicKey],
-      dir: join(dir, 'hosts'),
-    });
-    stops.push(() => hosts.stop());
-    for (const h of hosts.hosts)
-      say(`simulated Windows Server ${h.release} host ${h.name} at ${h.address}:${h.port} (ssh)`);
-
-    await applyManifests(kc, loadFixture('seed-001-runtimeclasses.yml'), {
-      fieldManager: 'kubectl',
-    });
-    say(
-      'applied seed-001-runtimeclasses.yml (a user-created windows-2019 RuntimeClass, before any host joins)',
-    );
-    await createWindowsHosts(kc, labNamespace, hosts.hosts);
-    say(`created ${hosts.hosts.length} WindowsHosts; joining…`);
-    const seen = new Map<string, string>();
-    await waitFor(
-      async () => {
-        const list = await listWindowsHosts(kc, labNamespace);
-        for (const host of list) {
-          const state = conditionSummary(host);
-          if (seen.get(host.metadata.name) !== state) {
-            seen.set(host.metadata.name, state);
-            say(
-              `  ${host.metadata.name.padEnd(16)} ${state.padEnd(16)} ${host.status?.windowsVersion ?? ''} (${since()})`,
-            );
-          }
-        }
-        return (
-          list.length === hosts.hosts.length && list.every((h) => conditionSummary(h) === 'Ready')
-        );
-      },
-      { description: 'every simulated host to join', timeoutMs: 180_000, intervalMs: 250 },
-    );
-    say(`all ${hosts.hosts.length} hosts joined as Ready nodes (${since()})`);
-
-    const core = kc.makeApiClient(k8s.CoreV1Api);
-    await core.createNamespace({ body: { metadata: { name: samplesNamespace } } }).catch(() => {});
-    await waitFor(
-      async () =>
-        (await core.readNamespacedServiceAccount({
-          name: 'default',
-          namespace: samplesNamespace,
-        })) && true,
-      {
-        description: 'the samples namespace',
-      },
-    );
-    for (const sample of labSamples) {
-      for (const object of loadFixture(sample)) {
-        try {
-          await applyManifests(kc, [object], {
-            namespace: samplesNamespace,
-            fieldManager: 'kubectl',
-          });
-        } catch (error) {
-          const body = String((error as { body?: string }).body ?? error);
-          let message = body;
-          try {
-            message = (JSON.parse(body) as { message?: string }).message ?? body;
-          } catch {
-            // not a Status: show it as it is
-          }
-          say(`  ${sample}: ${object.kind}/${object.metadata?.name} refused: ${message}`);
-        }
-      }
-      say(`applied ${sample}`);
-    }
+    const hosts = await startHosts(ctx, options.releases ?? ['2019', '2022', '2022'], key);
+    await joinHosts(ctx, kc, hosts);
+    await applySamples(ctx, kc);
     return {
-      dir,
+      dir: ctx.dir,
       cluster,
       kc,
       registry,
@@ -233,6 +114,212 @@ export async function startLab(options: LabOptions): Promise<Lab> {
   } catch (error) {
     await stopAll();
     throw error;
+  }
+}
+
+async function createContext(options: LabOptions): Promise<LabContext> {
+  const started = Date.now();
+  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'winfleet-lab-')));
+  await mkdir(dir, { recursive: true });
+  const stops: LabContext['stops'] = [];
+  // A temp dir goes when the lab stops; a dir the user named stays.
+  if (!options.dir) stops.push(() => rm(dir, { recursive: true, force: true }));
+  return {
+    dir,
+    say: options.say,
+    since: () => `${((Date.now() - started) / 1000).toFixed(1)}s`,
+    stops,
+  };
+}
+
+/** The control plane and one Linux worker, so Linux pods have somewhere to run. */
+async function startControlPlane({ dir, say, since, stops }: LabContext) {
+  const cluster = await startCluster({
+    dir: join(dir, 'cluster'),
+    keepDir: false,
+    onProgress: (m) => say(`control plane: ${m}`),
+  });
+  stops.push(() => cluster.stop());
+  const kc = loadKubeConfig(cluster.kubeconfigPath);
+  await createLinuxNode(kc, { name: 'lab-linux-1' });
+  say(`Linux worker lab-linux-1 is Ready (${since()})`);
+  return { cluster, kc };
+}
+
+async function startRegistry({ say, stops }: LabContext): Promise<MirrorRegistry> {
+  const registry = await startMirrorRegistry();
+  stops.push(() => registry.stop());
+  say(
+    `registry mirror ${registry.registry.url} holds ${registry.seeded.length} synthetic images for ${Object.keys(registry.mirrors).join(', ')}`,
+  );
+  return registry;
+}
+
+/** The payload directory the operator joins hosts with: the one given, or stand-in files. */
+async function preparePayload({ dir, say }: LabContext, given?: string): Promise<string> {
+  if (given) {
+    say(`payload: ${given}`);
+    return given;
+  }
+  const payloadDir = join(dir, 'payload');
+  await writeStandInPayload(payloadDir);
+  say(
+    'payload: stand-in files (WINFLEET_PAYLOAD_DIR=<dir from make payload> uses real Windows binaries)',
+  );
+  return payloadDir;
+}
+
+/**
+ * What the operator reads at start: the CRDs, its configuration (the registry mirror, short
+ * intervals for a lab) and the SSH key it reaches hosts with. Returns that key.
+ */
+async function configureOperator(kc: k8s.KubeConfig, registry: MirrorRegistry): Promise<TestKey> {
+  await installCrds(kc);
+  await writeOperatorConfig(kc, labNamespace, {
+    images: { mirrors: registry.mirrors },
+    hosts: { agentCheckIntervalSeconds: 5 },
+    runtimeClasses: { gracePeriodSeconds: 60 },
+  });
+  const key = generateTestKey();
+  await writeSshKeySecret(kc, labNamespace, key.privateKey);
+  return key;
+}
+
+/** The operator in its own process, as in a cluster; resolves once /readyz answers. */
+async function startOperatorProcess(
+  { dir, say, stops }: LabContext,
+  cluster: Cluster,
+  payloadDir: string,
+) {
+  const webhookPort = await freePort();
+  const statusPort = await freePort();
+  const operatorLog = join(dir, 'operator.log');
+  const operator = spawnOperator({
+    kubeconfig: cluster.kubeconfigPath,
+    namespace: labNamespace,
+    payloadDir,
+    webhookPort,
+    statusPort,
+    logFile: operatorLog,
+  });
+  stops.push(() => stopProcess(operator));
+  const statusUrl = `http://127.0.0.1:${statusPort}`;
+  await waitFor(async () => (await fetch(`${statusUrl}/readyz`)).ok, {
+    description: 'the operator to be ready',
+    timeoutMs: 60_000,
+  });
+  say(
+    `operator running (pid ${operator.pid}), webhook on https://127.0.0.1:${webhookPort}, log ${operatorLog}`,
+  );
+  return { operator, operatorLog, statusUrl };
+}
+
+/** One simulated Windows host per release, accepting the operator's SSH key. */
+async function startHosts(
+  { dir, say, stops }: LabContext,
+  releases: string[],
+  key: TestKey,
+): Promise<SimulatedHosts> {
+  const hosts = await startSimulatedHosts({
+    count: releases.length,
+    releases,
+    authorizedKeys: [key.publicKey],
+    dir: join(dir, 'hosts'),
+  });
+  stops.push(() => hosts.stop());
+  for (const h of hosts.hosts)
+    say(`simulated Windows Server ${h.release} host ${h.name} at ${h.address}:${h.port} (ssh)`);
+  return hosts;
+}
+
+/**
+ * Creates a WindowsHost per simulated host and waits until all are Ready, printing each host's
+ * progress as its conditions change.
+ */
+async function joinHosts(ctx: LabContext, kc: k8s.KubeConfig, hosts: SimulatedHosts) {
+  const { say, since } = ctx;
+  await applyManifests(kc, loadFixture('seed-001-runtimeclasses.yml'), {
+    fieldManager: 'kubectl',
+  });
+  say(
+    'applied seed-001-runtimeclasses.yml (a user-created windows-2019 RuntimeClass, before any host joins)',
+  );
+  await createWindowsHosts(kc, labNamespace, hosts.hosts);
+  say(`created ${hosts.hosts.length} WindowsHosts; joining…`);
+  const seen = new Map<string, string>();
+  await waitFor(
+    async () => {
+      const list = await listWindowsHosts(kc, labNamespace);
+      for (const host of list) {
+        const state = conditionSummary(host);
+        if (seen.get(host.metadata.name) !== state) {
+          seen.set(host.metadata.name, state);
+          say(
+            `  ${host.metadata.name.padEnd(16)} ${state.padEnd(16)} ${host.status?.windowsVersion ?? ''} (${since()})`,
+          );
+        }
+      }
+      return (
+        list.length === hosts.hosts.length && list.every((h) => conditionSummary(h) === 'Ready')
+      );
+    },
+    { description: 'every simulated host to join', timeoutMs: 180_000, intervalMs: 250 },
+  );
+  say(`all ${hosts.hosts.length} hosts joined as Ready nodes (${since()})`);
+}
+
+function conditionSummary(host: WindowsHost): string {
+  const order = ['Reachable', 'Bootstrapped', 'NodeRegistered', 'Ready'];
+  const reached = order.filter((type) =>
+    host.status?.conditions?.some((c) => c.type === type && c.status === 'True'),
+  );
+  const degraded = host.status?.conditions?.find(
+    (c) => c.type === 'Degraded' && c.status === 'True',
+  );
+  return degraded ? `Degraded: ${degraded.reason}` : (reached.at(-1) ?? 'Pending');
+}
+
+/**
+ * Applies the lab samples in their own namespace. An object the API server refuses (the
+ * webhook, for one) is reported and the rest are still applied.
+ */
+async function applySamples({ say }: LabContext, kc: k8s.KubeConfig): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: samplesNamespace } } }).catch(() => {});
+  await waitFor(
+    async () =>
+      (await core.readNamespacedServiceAccount({
+        name: 'default',
+        namespace: samplesNamespace,
+      })) && true,
+    {
+      description: 'the samples namespace',
+    },
+  );
+  for (const sample of labSamples) {
+    for (const object of loadFixture(sample)) {
+      try {
+        await applyManifests(kc, [object], {
+          namespace: samplesNamespace,
+          fieldManager: 'kubectl',
+        });
+      } catch (error) {
+        say(
+          `  ${sample}: ${object.kind}/${object.metadata?.name} refused: ${statusMessage(error)}`,
+        );
+      }
+    }
+    say(`applied ${sample}`);
+  }
+}
+
+/** The message of a Kubernetes Status in an API error's body, else the body as it is. */
+function statusMessage(error: unknown): string {
+  const body = String((error as { body?: string }).body ?? error);
+  try {
+    return (JSON.parse(body) as { message?: string }).message ?? body;
+  } catch {
+    return body;
   }
 }
 

@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { LogLevel } from '../../src/log/logger.ts';
 
 const operatorMain = fileURLToPath(new URL('../../src/operator/main.ts', import.meta.url));
 
@@ -19,6 +20,8 @@ export interface OperatorProcessOptions {
   statusPort?: number;
   /** Where its output goes (default: discarded). */
   logFile?: string;
+  /** WINFLEET_LOG_LEVEL of the process (default: inherited, else info). */
+  logLevel?: LogLevel;
 }
 
 /** Starts the operator process. */
@@ -46,7 +49,10 @@ export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
     args.push('--no-webhook');
   }
   const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
-  return spawn(process.execPath, args, { stdio: ['ignore', out, out] });
+  const env = options.logLevel
+    ? { ...process.env, WINFLEET_LOG_LEVEL: options.logLevel }
+    : process.env;
+  return spawn(process.execPath, args, { stdio: ['ignore', out, out], env });
 }
 
 /** Stops a child process: SIGTERM, then SIGKILL after `graceMs`. */

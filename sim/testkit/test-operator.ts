@@ -4,7 +4,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { httpStatus } from '../../src/kube/client.ts';
+import { isAlreadyExists } from '../../src/kube/client.ts';
 import { createLogger, type Logger, silentLogger } from '../../src/log/logger.ts';
 import { configKey, configMapName } from '../../src/operator/config-source.ts';
 import { type Operator, startOperator } from '../../src/operator/operator.ts';
@@ -34,12 +34,12 @@ export async function writeOperatorConfig(
   try {
     await core.createNamespace({ body: { metadata: { name: namespace } } });
   } catch (error) {
-    if (httpStatus(error) !== 409) throw error;
+    if (!isAlreadyExists(error)) throw error;
   }
   try {
     await core.createNamespacedConfigMap({ namespace, body });
   } catch (error) {
-    if (httpStatus(error) !== 409) throw error;
+    if (!isAlreadyExists(error)) throw error;
     await core.replaceNamespacedConfigMap({ name: configMapName, namespace, body });
   }
 }

@@ -4,7 +4,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { apiVersion, type WindowsHost } from '../../src/api/windows-host.ts';
-import { httpStatus } from '../../src/kube/client.ts';
+import { isAlreadyExists } from '../../src/kube/client.ts';
 import type { SimulatedHost } from '../hosts/fleet.ts';
 
 export const sshKeySecretName = 'winfleet-ssh-key';
@@ -20,7 +20,7 @@ export async function writeSshKeySecret(
   try {
     await core.createNamespace({ body: { metadata: { name: namespace } } });
   } catch (error) {
-    if (httpStatus(error) !== 409) throw error;
+    if (!isAlreadyExists(error)) throw error;
   }
   const body = {
     metadata: { name, namespace },
@@ -30,7 +30,7 @@ export async function writeSshKeySecret(
   try {
     await core.createNamespacedSecret({ namespace, body });
   } catch (error) {
-    if (httpStatus(error) !== 409) throw error;
+    if (!isAlreadyExists(error)) throw error;
     await core.replaceNamespacedSecret({ name, namespace, body });
   }
 }

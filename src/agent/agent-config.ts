@@ -4,31 +4,17 @@
  * agent.json (what the run loop needs, without the token). Both are validated; a problem names
  * the field.
  */
-import { Ajv } from 'ajv';
-import { describeSchemaError } from '../config/winfleet-config.ts';
+
+import { compileSchema, invalidDocument } from '../schema/validator.ts';
+import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import {
   parseServicesManifest,
   type ServicesManifest,
 } from '../servicesmanifest/services-manifest.ts';
 
-export const kubeDir = 'C:\\k';
-export const winfleetDir = 'C:\\k\\winfleet';
-export const paths = {
-  bootstrapConfig: `${winfleetDir}\\bootstrap.json`,
-  agentConfig: `${winfleetDir}\\agent.json`,
-  state: `${winfleetDir}\\state.json`,
-  /** Directories the operator created over SSH, one per line (before the agent ran). */
-  createdDirectories: `${winfleetDir}\\created-directories.txt`,
-  payload: `${winfleetDir}\\payload`,
-  agentExe: `${winfleetDir}\\winfleet-agent.exe`,
-  caCert: `${kubeDir}\\pki\\ca.crt`,
-  certDir: `${kubeDir}\\pki`,
-  bootstrapKubeconfig: `${kubeDir}\\bootstrap-kubeconfig`,
-  kubeconfig: `${kubeDir}\\kubeconfig`,
-  kubeletConfig: `${kubeDir}\\kubelet-config.yaml`,
-  containerdConfig: `${kubeDir}\\containerd\\config.toml`,
-  cniConfig: `${kubeDir}\\cni\\config\\10-winfleet.conflist`,
-} as const;
+// The on-host paths are the operator↔agent contract; the agent's modules import them from here.
+export { kubeDir, winfleetDir } from '../servicesmanifest/host-paths.ts';
+export const paths = hostPaths;
 
 export interface NodeSettings {
   nodeName: string;
@@ -108,57 +94,49 @@ const nodeSettingsSchema = {
 };
 const nodeSettingsRequired = Object.keys(nodeSettingsSchema);
 
-const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
-const validateAgent = ajv.compile({
-  type: 'object',
-  additionalProperties: false,
-  required: nodeSettingsRequired,
-  properties: nodeSettingsSchema,
-});
-const validateBootstrap = ajv.compile({
-  type: 'object',
-  additionalProperties: false,
-  required: [...nodeSettingsRequired, 'caCertificate', 'bootstrapToken', 'manifest'],
-  properties: {
-    ...nodeSettingsSchema,
-    caCertificate: { type: 'string', pattern: '-----BEGIN CERTIFICATE-----' },
-    bootstrapToken: { type: 'string', pattern: '^[a-z0-9]{6}\\.[a-z0-9]{16}$' },
-    manifest: { type: 'object' },
+const validateAgent = compileSchema<AgentConfig>(
+  {
+    type: 'object',
+    additionalProperties: false,
+    required: nodeSettingsRequired,
+    properties: nodeSettingsSchema,
   },
-});
-
-/** A config file the agent cannot use. */
-export class AgentConfigError extends Error {
-  constructor(file: string, problems: string[]) {
-    super(`Invalid ${file}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'AgentConfigError';
-  }
-}
+  { code: 'WF_AGENT_CONFIG_INVALID', document: 'agent.json' },
+);
+const validateBootstrap = compileSchema<BootstrapConfig>(
+  {
+    type: 'object',
+    additionalProperties: false,
+    required: [...nodeSettingsRequired, 'caCertificate', 'bootstrapToken', 'manifest'],
+    properties: {
+      ...nodeSettingsSchema,
+      caCertificate: { type: 'string', pattern: '-----BEGIN CERTIFICATE-----' },
+      bootstrapToken: { type: 'string', pattern: '^[a-z0-9]{6}\\.[a-z0-9]{16}$' },
+      manifest: { type: 'object' },
+    },
+  },
+  { code: 'WF_AGENT_CONFIG_INVALID', document: 'bootstrap.json' },
+);
 
 function parseJson(text: string, file: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new AgentConfigError(file, [`not JSON: ${(error as Error).message}`]);
+    throw invalidDocument('WF_AGENT_CONFIG_INVALID', file, [
+      `(top level): not JSON: ${(error as Error).message}`,
+    ]);
   }
 }
 
 export function parseBootstrapConfig(text: string, file = paths.bootstrapConfig): BootstrapConfig {
-  const value = parseJson(text, file);
-  if (!validateBootstrap(value))
-    throw new AgentConfigError(file, (validateBootstrap.errors ?? []).map(describeSchemaError));
-  const config = value as unknown as BootstrapConfig;
+  const config = validateBootstrap(parseJson(text, file), file);
   return { ...config, manifest: parseServicesManifest(config.manifest) };
 }
 
 export function parseAgentConfig(text: string, file = paths.agentConfig): AgentConfig {
-  const value = parseJson(text, file);
-  if (!validateAgent(value))
-    throw new AgentConfigError(file, (validateAgent.errors ?? []).map(describeSchemaError));
-  return value as unknown as AgentConfig;
+  return validateAgent(parseJson(text, file), file);
 }
 
-/** agent.json: the bootstrap config without the token, CA and manifest. */
 export function agentConfigFrom(config: BootstrapConfig): AgentConfig {
   const { caCertificate: _ca, bootstrapToken: _token, manifest: _manifest, ...settings } = config;
   return settings;

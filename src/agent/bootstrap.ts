@@ -6,6 +6,7 @@
  * converges to the same state.
  */
 
+import { hasCode, WinfleetError } from '../errors/catalog.ts';
 import {
   agentConfigFrom,
   kubeDir,
@@ -29,21 +30,28 @@ import {
 } from './node-files.ts';
 import type { AgentContext } from './run-agent.ts';
 
-/** Where a failure happened, for the operator's status.lastError.step. */
-export class StepError extends Error {
+/** What a WF_AGENT_STEP_FAILED error carries: where it failed, for status.lastError.step. */
+export interface StepFailure {
   readonly step: string;
-  constructor(step: string, cause: unknown) {
-    super(`${step}: ${(cause as Error).message ?? cause}`, { cause });
-    this.name = 'StepError';
-    this.step = step;
-  }
+}
+
+/** The step a bootstrap failure happened in, if it says. */
+export function failedStep(error: unknown): string | undefined {
+  return hasCode(error, 'WF_AGENT_STEP_FAILED')
+    ? (error as WinfleetError<StepFailure>).details?.step
+    : undefined;
 }
 
 async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    throw error instanceof StepError ? error : new StepError(name, error);
+    if (failedStep(error) !== undefined) throw error;
+    throw new WinfleetError<StepFailure>(
+      'WF_AGENT_STEP_FAILED',
+      `${name}: ${(error as Error).message ?? error}`,
+      { cause: error, details: { step: name } },
+    );
   }
 }
 
@@ -51,7 +59,12 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
   const host = context.hostOS;
   const text = await step('read-config', async () => {
     const data = await host.readFile(paths.bootstrapConfig);
-    if (!data) throw new Error(`${paths.bootstrapConfig} does not exist`);
+    if (!data) {
+      throw new WinfleetError(
+        'WF_AGENT_FILE_MISSING',
+        `${paths.bootstrapConfig} does not exist; the operator writes it before it runs bootstrap`,
+      );
+    }
     return data.toString('utf8');
   });
   const config = await step('validate-config', async () => parseBootstrapConfig(text));

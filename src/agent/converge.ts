@@ -5,6 +5,7 @@
  * and recovery actions, and running.
  */
 import { createHash } from 'node:crypto';
+import { WinfleetError } from '../errors/catalog.ts';
 import {
   expandArgument,
   type ManifestService,
@@ -68,10 +69,14 @@ export async function installPayloadFiles(
     const source = `${paths.payload}\\${file.payload}`;
     const data = await host.readFile(source);
     if (!data)
-      throw new Error(`Payload file ${source} is missing; the operator copies it before bootstrap`);
+      throw new WinfleetError(
+        'WF_AGENT_FILE_MISSING',
+        `Payload file ${source} is missing; the operator copies it before bootstrap`,
+      );
     const actual = sha256(data);
     if (actual !== file.sha256) {
-      throw new Error(
+      throw new WinfleetError(
+        'WF_PAYLOAD_INVALID',
         `Payload file ${source} has SHA-256 ${actual}, the manifest says ${file.sha256}; refusing to install it`,
       );
     }

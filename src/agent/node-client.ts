@@ -5,6 +5,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
+import { WinfleetError } from '../errors/catalog.ts';
 import { paths } from './agent-config.ts';
 import type { HostOS } from './host-os.ts';
 
@@ -26,7 +27,12 @@ export async function nodeKubeConfig(host: HostOS): Promise<k8s.KubeConfig | und
     const file = entry?.[fileKey];
     if (!entry || !file) return;
     const data = await host.readFile(file);
-    if (!data) throw new Error(`${paths.kubeconfig} refers to ${file}, which does not exist`);
+    if (!data) {
+      throw new WinfleetError(
+        'WF_AGENT_FILE_MISSING',
+        `${paths.kubeconfig} refers to ${file}, which does not exist; the node has not finished joining or the file was removed: check the kubelet log`,
+      );
+    }
     entry[dataKey] = data.toString('base64');
     delete entry[fileKey];
   };

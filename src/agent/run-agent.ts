@@ -4,7 +4,7 @@
  * with theirs, so both run the same code. Results are printed as one line of JSON on stdout;
  * failures as a message on stderr (and, for bootstrap, the failing step) with exit code 1.
  */
-import { bootstrap, StepError } from './bootstrap.ts';
+import { bootstrap, failedStep } from './bootstrap.ts';
 import { cleanup } from './cleanup.ts';
 import type { HostOS } from './host-os.ts';
 import { runLoop } from './run-loop.ts';
@@ -29,7 +29,7 @@ export async function runAgent(argv: readonly string[], context: AgentContext): 
       context.stdout(`${JSON.stringify(await work())}\n`);
       return 0;
     } catch (error) {
-      const step = error instanceof StepError ? error.step : command;
+      const step = failedStep(error) ?? command;
       context.stdout(`${JSON.stringify({ error: (error as Error).message, step })}\n`);
       context.stderr(`winfleet-agent ${command}: ${(error as Error).message}\n`);
       return 1;

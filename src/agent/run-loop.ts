@@ -12,6 +12,7 @@ import {
   servicesManifestKey,
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
+import { WinfleetError } from '../errors/catalog.ts';
 import {
   parseServicesManifest,
   type ServicesManifest,
@@ -29,7 +30,12 @@ export const agentReplacedExitCode = 3;
 
 async function loadLocalManifest(context: AgentContext): Promise<ServicesManifest> {
   const data = await context.hostOS.readFile(manifestPath);
-  if (!data) throw new Error(`${manifestPath} is missing; run bootstrap first`);
+  if (!data) {
+    throw new WinfleetError(
+      'WF_AGENT_FILE_MISSING',
+      `${manifestPath} is missing; run bootstrap first`,
+    );
+  }
   return parseServicesManifest(data.toString('utf8'));
 }
 
@@ -55,7 +61,10 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     });
     const next = parseServicesManifest(cm.data?.[servicesManifestKey] ?? '');
     if (next.version !== desired)
-      throw new Error(`ConfigMap for ${desired} holds manifest ${next.version}`);
+      throw new WinfleetError(
+        'WF_MANIFEST_INVALID',
+        `ConfigMap ${servicesManifestConfigMapName(desired)} holds services manifest ${next.version}, not ${desired}; the operator publishes each version under its own name, so delete the ConfigMap and let the operator publish it again`,
+      );
     const changed = await installPayloadFiles(host, next, state);
     for (const s of next.services)
       if (changed.some((f) => f.toLowerCase() === s.binary.toLowerCase())) restart.add(s.name);

@@ -18,6 +18,14 @@ const condition = {
   },
 };
 
+const ipv4Octet = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
+const ipv4 = `(${ipv4Octet}\\.){3}${ipv4Octet}`;
+const dnsLabel = '[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?';
+// The last label of a host name is not all digits ("999.1.1.1" is a bad address, not a name).
+const lastDnsLabel =
+  '([a-zA-Z]|[a-zA-Z][-a-zA-Z0-9]{0,61}[a-zA-Z0-9]|[a-zA-Z0-9][-a-zA-Z0-9]{0,61}[a-zA-Z])';
+const dnsSubdomain = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+
 const labelKey = {
   type: 'string',
   maxLength: 317,
@@ -78,23 +86,50 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
                     type: 'string',
                     minLength: 1,
                     maxLength: 253,
-                    description: 'IPv4 address or DNS name of the host',
-                    pattern:
-                      '^(([0-9]{1,3}\\.){3}[0-9]{1,3}|[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?)*)$',
+                    // Octets above 255, leading zeros and all-numeric names are refused: the
+                    // operator would look such an address up in DNS instead of connecting.
+                    description:
+                      'IPv4 address (e.g. 10.1.42.7) or DNS name of the host; a DNS name ends in a label that starts or ends with a letter',
+                    pattern: `^(${ipv4}|(${dnsLabel}\\.)*${lastDnsLabel})$`,
                   },
-                  port: { type: 'integer', minimum: 1, maximum: 65535, default: 22 },
+                  port: {
+                    type: 'integer',
+                    minimum: 1,
+                    maximum: 65535,
+                    default: 22,
+                    description: 'SSH port of the host, 1 to 65535 (default 22)',
+                  },
                   username: {
                     type: 'string',
                     minLength: 1,
                     maxLength: 104,
-                    description: 'An administrator account on the host',
+                    // A control character (a newline) in a user name is never a Windows account.
+                    pattern: '^[^\\x00-\\x1f\\x7f]+$',
+                    description:
+                      'An administrator account on the host (no control characters, at most 104 characters)',
                   },
                   sshKeySecretRef: {
                     type: 'object',
                     required: ['name'],
+                    description:
+                      'The Secret, in the operator namespace, holding the SSH private key',
                     properties: {
-                      name: { type: 'string', minLength: 1, maxLength: 253 },
-                      key: { type: 'string', default: 'ssh-privatekey' },
+                      name: {
+                        type: 'string',
+                        minLength: 1,
+                        maxLength: 253,
+                        pattern: dnsSubdomain,
+                        description: 'Name of the Secret (a DNS subdomain, as Secret names are)',
+                      },
+                      key: {
+                        type: 'string',
+                        default: 'ssh-privatekey',
+                        minLength: 1,
+                        maxLength: 253,
+                        pattern: '^[-._a-zA-Z0-9]+$',
+                        description:
+                          'Key of the private key in the Secret (letters, digits, "-", "_" and "."; default ssh-privatekey)',
+                      },
                     },
                   },
                   nodeName: {
@@ -106,7 +141,21 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
                   },
                   labels: {
                     type: 'object',
-                    additionalProperties: { type: 'string', maxLength: 63 },
+                    maxProperties: 64,
+                    description:
+                      'Labels added to the node: Kubernetes label keys and values (at most 63 characters, alphanumeric at both ends)',
+                    additionalProperties: {
+                      type: 'string',
+                      maxLength: 63,
+                      pattern: '^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$',
+                    },
+                    // Map keys have no schema of their own; a bad key would fail the Node update.
+                    x_kubernetes_validations: [
+                      {
+                        rule: `self.all(k, size(k) <= 317 && k.matches(r'${labelKey.pattern}'))`,
+                        message: 'every key must be a Kubernetes label key ([prefix/]name)',
+                      },
+                    ],
                   },
                   taints: {
                     type: 'array',
@@ -148,6 +197,8 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
                   hostKeyFingerprint: { type: 'string' },
                   servicesVersion: { type: 'string' },
                   bootstrapTokenId: { type: 'string' },
+                  bootstrappedAt: { type: 'string', format: 'date-time' },
+                  servicesRequestedAt: { type: 'string', format: 'date-time' },
                   lastError: {
                     type: 'object',
                     properties: {

@@ -4,6 +4,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller/conditions.ts';
+import type { ConditionType } from './reasons.ts';
 
 export const apiGroup = 'winfleet.io';
 export const apiVersion = `${apiGroup}/v1alpha1`;
@@ -41,12 +42,7 @@ export interface WindowsHostSpec {
   pool?: string;
 }
 
-export type HostConditionType =
-  | 'Reachable'
-  | 'Bootstrapped'
-  | 'NodeRegistered'
-  | 'Ready'
-  | 'Degraded';
+export type HostConditionType = ConditionType;
 
 export interface WindowsHostStatus {
   observedGeneration?: number;
@@ -67,6 +63,13 @@ export interface WindowsHostStatus {
   lastError?: { step: string; message: string; time: string };
   /** The bootstrap token id in use while the node joins (never the secret). */
   bootstrapTokenId?: string;
+  /** When `agent bootstrap` last succeeded on the host; the join timeout counts from it. */
+  bootstrappedAt?: string;
+  /**
+   * Since when the node's agent has been expected to apply the services version; it is
+   * bootstrapped again when it has not within its patience. Cleared once it has.
+   */
+  servicesRequestedAt?: string;
 }
 
 export interface WindowsHost extends k8s.KubernetesObject {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, defaultConfig, parseConfig } from './winfleet-config.ts';
+import { hasCode } from '../errors/catalog.ts';
+import { isDocumentError } from '../schema/validator.ts';
+import { defaultConfig, parseConfig } from './winfleet-config.ts';
 
 test('an empty document yields the documented defaults', () => {
   const config = defaultConfig();
@@ -47,8 +49,8 @@ images:
       - endpoint: 127.0.0.1:5000
 `),
     (error: unknown) => {
-      assert.ok(error instanceof ConfigError);
-      const text = error.problems.join('\n');
+      assert.ok(isDocumentError(error, 'WF_CONFIG_INVALID'));
+      const text = error.details.problems.join('\n');
       assert.match(
         text,
         /placement\.windowsTaint\.effect: must be one of "NoSchedule", "PreferNoSchedule", "NoExecute"/,
@@ -65,6 +67,13 @@ images:
 });
 
 test('YAML that is not a mapping, or not YAML, is refused clearly', () => {
-  assert.throws(() => parseConfig('- a\n- b'), /must be a mapping of sections/);
-  assert.throws(() => parseConfig('placement: [unclosed'), /not valid YAML/);
+  assert.throws(
+    () => parseConfig('- a\n- b'),
+    (e: unknown) =>
+      hasCode(e, 'WF_CONFIG_INVALID') && /must be a mapping of sections/.test(String(e)),
+  );
+  assert.throws(
+    () => parseConfig('placement: [unclosed'),
+    (e: unknown) => hasCode(e, 'WF_CONFIG_INVALID') && /not valid YAML/.test(String(e)),
+  );
 });

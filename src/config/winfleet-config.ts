@@ -4,8 +4,8 @@
  * document is checked against a JSON Schema; each error names the field and says what to
  * write instead, and an invalid document never replaces a valid one in a running operator.
  */
-import { Ajv, type ErrorObject } from 'ajv';
 import { parse } from 'yaml';
+import { compileSchema, invalidDocument } from '../schema/validator.ts';
 
 /** A node taint / the toleration that matches it. */
 export interface TaintConfig {
@@ -232,46 +232,10 @@ export const configSchema = {
   },
 } as const;
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true });
-const validate = ajv.compile(configSchema);
-
-/** Thrown for a config document that cannot be used; `problems` name each field. */
-export class ConfigError extends Error {
-  readonly problems: string[];
-  constructor(source: string, problems: string[]) {
-    super(`Invalid ${source}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
-    this.problems = problems;
-  }
-}
-
-function fieldPath(error: ErrorObject): string {
-  const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
-  return path || '(top level)';
-}
-
-/** Turns a schema error into "field: what is wrong; what to write". */
-export function describeSchemaError(error: ErrorObject): string {
-  const field = fieldPath(error);
-  const p = error.params as Record<string, unknown>;
-  switch (error.keyword) {
-    case 'additionalProperties':
-      return `${field === '(top level)' ? '' : `${field}.`}${p.additionalProperty}: unknown field; remove it or check its spelling`;
-    case 'required':
-      return `${field}: missing required field "${p.missingProperty}"`;
-    case 'enum':
-      return `${field}: must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
-    case 'type':
-      return `${field}: must be ${p.type}`;
-    case 'pattern':
-      return `${field}: "${String(error.data)}" does not match ${p.pattern}`;
-    case 'minimum':
-    case 'maximum':
-      return `${field}: must be ${error.keyword === 'minimum' ? '≥' : '≤'} ${p.limit}`;
-    default:
-      return `${field}: ${error.message}`;
-  }
-}
+const validateConfig = compileSchema<WinfleetConfig>(configSchema, {
+  code: 'WF_CONFIG_INVALID',
+  document: 'config.yaml',
+});
 
 /** Parses and validates config.yaml text, filling defaults. */
 export function parseConfig(text: string, source = 'config.yaml'): WinfleetConfig {
@@ -279,17 +243,16 @@ export function parseConfig(text: string, source = 'config.yaml'): WinfleetConfi
   try {
     document = parse(text) ?? {};
   } catch (error) {
-    throw new ConfigError(source, [`not valid YAML: ${(error as Error).message.split('\n')[0]}`]);
+    throw invalidDocument('WF_CONFIG_INVALID', source, [
+      `(top level): not valid YAML: ${(error as Error).message.split('\n')[0]}; fix the YAML syntax`,
+    ]);
   }
   if (typeof document !== 'object' || Array.isArray(document)) {
-    throw new ConfigError(source, [
+    throw invalidDocument('WF_CONFIG_INVALID', source, [
       '(top level): must be a mapping of sections (placement, webhook, images, runtimeClasses)',
     ]);
   }
-  const copy = structuredClone(document);
-  if (!validate(copy))
-    throw new ConfigError(source, (validate.errors ?? []).map(describeSchemaError));
-  return copy as unknown as WinfleetConfig;
+  return validateConfig(document, source);
 }
 
 /** The configuration with every default. */

@@ -8,6 +8,7 @@
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
+import { isGone } from '../kube/client.ts';
 
 /** Which objects to watch. */
 export interface ResourceType {
@@ -186,7 +187,7 @@ export class Informer<T extends k8s.KubernetesObject> {
         clearInterval(watchdog);
         // An idle watch times out on the client side: that is a normal end, resumed at once.
         if (error && outcome === 'ended' && !isTimeout(error) && !this.#stopped) {
-          outcome = statusOf(error) === 410 ? 'gone' : { error };
+          outcome = isGone(error) ? 'gone' : { error };
         }
         resolve(outcome);
       };
@@ -265,12 +266,4 @@ export class Informer<T extends k8s.KubernetesObject> {
 
 function isTimeout(error: unknown): boolean {
   return error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
-}
-
-function statusOf(error: unknown): number | undefined {
-  if (error && typeof error === 'object') {
-    const e = error as { statusCode?: number; code?: number };
-    return e.statusCode ?? (typeof e.code === 'number' ? e.code : undefined);
-  }
-  return undefined;
 }

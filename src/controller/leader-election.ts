@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
-import { httpStatus } from '../kube/client.ts';
+import { isConflict, isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 
 export interface LeaderElectionOptions {
@@ -44,7 +44,7 @@ export async function acquireLeadership(
     try {
       lease = await coordination.readNamespacedLease({ name, namespace });
     } catch (error) {
-      if (httpStatus(error) !== 404) throw error;
+      if (!isNotFound(error)) throw error;
       await coordination.createNamespacedLease({
         namespace,
         body: {
@@ -80,7 +80,7 @@ export async function acquireLeadership(
       if (await tryAcquireOrRenew()) break;
     } catch (error) {
       // 409: someone else wrote the lease first; try again next period.
-      if (httpStatus(error) !== 409) log.warn('leader election attempt failed', { error });
+      if (!isConflict(error)) log.warn('leader election attempt failed', { error });
     }
     await sleep(retryPeriodMs, undefined, { signal: options.signal });
   }

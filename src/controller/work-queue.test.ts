@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TerminalError, WorkQueue } from './work-queue.ts';
+import { WinfleetError } from '../errors/catalog.ts';
+import { waitFor } from '../kube/wait-for.ts';
+import { WorkQueue } from './work-queue.ts';
 
 test('a key added many times while waiting runs once', async () => {
   const runs: string[] = [];
@@ -78,21 +80,39 @@ test('failures back off exponentially per key and reset after a success', async 
   queue.stop();
 });
 
-test('terminal errors are not retried', async () => {
+test('errors the catalog calls not retryable are not retried', async () => {
   let runs = 0;
   const errors: (number | undefined)[] = [];
   const queue = new WorkQueue(
     async () => {
       runs++;
-      throw new TerminalError('spec.address is empty');
+      throw new WinfleetError('WF_TERMINAL', 'spec.address is empty');
     },
     { baseDelayMs: 5, onError: (_k, _e, retryIn) => errors.push(retryIn) },
   );
   queue.add('x');
   await queue.whenIdle();
-  await sleep(30);
   assert.equal(runs, 1);
-  assert.deepEqual(errors, [undefined]);
+  assert.deepEqual(errors, [undefined], 'no retry was scheduled');
+  assert.equal(queue.failures('x'), 0, 'a terminal failure is not counted for backoff');
+});
+
+test('errors the catalog calls retryable are retried', async () => {
+  let runs = 0;
+  const retries: (number | undefined)[] = [];
+  const queue = new WorkQueue(
+    async () => {
+      runs++;
+      if (runs === 1) throw new WinfleetError('WF_SSH_UNREACHABLE', 'host 10.0.0.5:22 refused');
+    },
+    { baseDelayMs: 5, onError: (_k, _e, retryIn) => retries.push(retryIn) },
+  );
+  queue.add('x');
+  for (let i = 0; i < 100 && runs < 2; i++) await sleep(5);
+  assert.equal(runs, 2);
+  assert.equal(retries.length, 1);
+  assert.ok(retries[0] !== undefined, 'a retry was scheduled');
+  queue.stop();
 });
 
 test('requeueAfter runs the key again later; stop cancels it', async () => {
@@ -102,22 +122,49 @@ test('requeueAfter runs the key again later; stop cancels it', async () => {
     return { requeueAfterMs: 15 };
   });
   queue.add('x');
-  await sleep(60);
-  assert.ok(runs >= 3, `ran ${runs} times`);
+  await waitFor(() => runs >= 3, {
+    description: 'three runs of x',
+    timeoutMs: 5000,
+    intervalMs: 5,
+  });
   queue.stop();
   const after = runs;
-  await sleep(40);
+  // A witness queue with the same requeue delay, started as the first one stopped: once it
+  // has run three times, the stopped queue's timer would have fired too.
+  let witnessRuns = 0;
+  const witness = new WorkQueue(async () => {
+    witnessRuns++;
+    return { requeueAfterMs: 15 };
+  });
+  witness.add('x');
+  await waitFor(() => witnessRuns >= 3, {
+    description: 'three witness runs',
+    timeoutMs: 5000,
+    intervalMs: 5,
+  });
+  witness.stop();
   assert.equal(runs, after, 'nothing runs after stop');
 });
 
 test('a requeue far in the future does not overflow into an immediate retry', async () => {
   let runs = 0;
-  const queue = new WorkQueue(async () => {
+  let witnessRuns = 0;
+  const queue = new WorkQueue(async (key) => {
+    if (key === 'witness') {
+      witnessRuns++;
+      return witnessRuns < 3 ? { requeueAfterMs: 15 } : undefined;
+    }
     runs++;
     return { requeueAfterMs: 300 * 24 * 60 * 60_000 };
   });
   queue.add('x');
-  await sleep(50);
+  queue.add('witness');
+  // A key requeued three times after x proves that the queue kept running meanwhile.
+  await waitFor(() => witnessRuns >= 3, {
+    description: 'three witness runs',
+    timeoutMs: 5000,
+    intervalMs: 5,
+  });
   assert.equal(runs, 1);
   queue.stop();
 });

@@ -2,8 +2,11 @@
  * The work queue every controller shares the semantics of (controller-runtime's, in
  * TypeScript): keys are de-duplicated while waiting, the same key is never processed twice at
  * once (a key added while it is processed is run again after), failures back off per key
- * exponentially, and a bounded number of workers run concurrently.
+ * exponentially, and a bounded number of workers run concurrently. Whether a failure is
+ * retried is the error catalog's call (`isRetryable`): an error whose code retrying cannot fix
+ * (a bad spec, a permission the user must grant) waits until the key is added again.
  */
+import { isRetryable } from '../errors/catalog.ts';
 
 /** The longest requeue delay; anything longer would overflow a Node.js timer. */
 const longestTimerMs = 24 * 60 * 60_000;
@@ -14,14 +17,6 @@ export interface ReconcileResult {
   requeueAfterMs?: number;
 }
 
-/** An error that retrying cannot fix (bad spec, missing permission the user must grant). */
-export class TerminalError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'TerminalError';
-  }
-}
-
 export interface WorkQueueOptions {
   /** Workers running at once (default 1). */
   concurrency?: number;
@@ -29,7 +24,7 @@ export interface WorkQueueOptions {
   baseDelayMs?: number;
   /** Longest retry delay (default 5 minutes). */
   maxDelayMs?: number;
-  /** Called with each failure, after the retry is scheduled. */
+  /** Called with each failure, after the retry is scheduled (`retryInMs` undefined: not retried). */
   onError?: (key: string, error: unknown, retryInMs: number | undefined) => void;
 }
 
@@ -156,7 +151,7 @@ export class WorkQueue {
       this.#failures.delete(key);
       if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
     } catch (error) {
-      const retryIn = error instanceof TerminalError ? undefined : this.#backoff(key);
+      const retryIn = isRetryable(error) ? this.#backoff(key) : undefined;
       if (retryIn !== undefined) this.addAfter(key, retryIn);
       this.#onError?.(key, error, retryIn);
     } finally {

@@ -22,6 +22,14 @@ export const errorCatalog = {
   WF_SCHEMA_INVALID: { retryable: false, summary: 'a document does not match its schema' },
   WF_ADMISSION_INPUT: { retryable: false, summary: 'an AdmissionReview request is malformed' },
   WF_FLAG_INVALID: { retryable: false, summary: 'a command-line flag has a bad value' },
+  WF_CSR_INVALID: {
+    retryable: false,
+    summary: 'a certificate signing request is malformed, not canonical DER or ambiguous',
+  },
+  WF_KUBECONFIG_INVALID: {
+    retryable: false,
+    summary: 'the kubeconfig lacks the cluster, CA or file winfleet needs',
+  },
   // Host access.
   WF_SSH_SECRET_MISSING: {
     retryable: false,
@@ -30,29 +38,58 @@ export const errorCatalog = {
   WF_SSH_KEY_MISSING: { retryable: false, summary: 'the SSH key Secret has no such key' },
   WF_SSH_KEY_INVALID: { retryable: false, summary: 'the SSH private key cannot be parsed' },
   WF_SSH_UNREACHABLE: { retryable: true, summary: 'the host does not answer on its SSH port' },
-  WF_SSH_AUTH_REFUSED: { retryable: false, summary: 'the host refused the SSH key' },
+  // Retryable: the fix (authorized keys on the host) is made where no controller watches.
+  WF_SSH_AUTH_REFUSED: { retryable: true, summary: 'the host refused the SSH key' },
   WF_SSH_HOST_KEY_CHANGED: {
     retryable: false,
     summary: 'the host presented a key other than the pinned one',
   },
   WF_SSH_DROPPED: { retryable: true, summary: 'the SSH connection dropped mid-command' },
+  WF_SSH_TIMEOUT: { retryable: true, summary: 'a command on the host did not finish in time' },
+  WF_SSH_FILE_COPY: { retryable: true, summary: 'copying a file to the host over SFTP failed' },
   WF_REMOTE_COMMAND_FAILED: { retryable: true, summary: 'a catalog script failed on the host' },
   WF_HOST_UNSUPPORTED: {
     retryable: false,
     summary: 'the host runs a Windows build winfleet does not support',
   },
   WF_HOST_DISK_FULL: { retryable: true, summary: 'the host has too little free disk' },
+  WF_HOST_NODE_NAME_CHANGED: {
+    retryable: false,
+    summary: 'the host now has a name other than the node it joined as',
+  },
   // Payload and the operator-agent contract.
   WF_PAYLOAD_INVALID: { retryable: false, summary: 'payload.json or a payload file is invalid' },
+  WF_PAYLOAD_DOWNLOAD: { retryable: true, summary: 'a payload file cannot be downloaded' },
   WF_MANIFEST_INVALID: { retryable: false, summary: 'a services manifest is invalid' },
+  // Retryable: deleting the published ConfigMap also fixes it, and ConfigMaps are not watched.
+  WF_MANIFEST_VERSION_REUSED: {
+    retryable: true,
+    summary: 'a published services version already holds a different manifest',
+  },
   WF_AGENT_CONFIG_INVALID: { retryable: false, summary: 'bootstrap.json or agent.json is invalid' },
   WF_AGENT_STEP_FAILED: { retryable: true, summary: 'a step of the agent failed' },
   WF_SERVICE_CONTROL: { retryable: true, summary: 'the Service Control Manager refused a request' },
   WF_HNS_UNAVAILABLE: { retryable: true, summary: 'the Host Networking Service cannot be reached' },
+  WF_AGENT_FILE_MISSING: { retryable: false, summary: 'a file the agent needs is not on the host' },
+  WF_SERVICE_STUCK: {
+    retryable: true,
+    summary: 'a Windows service did not stop, or was not removed, in time',
+  },
+  WF_FILE_IN_USE: { retryable: true, summary: 'another process holds a file the agent replaces' },
+  WF_WINDOWS_COMMAND_FAILED: {
+    retryable: true,
+    summary: 'a Windows program the agent ran (PowerShell, shutdown.exe) failed',
+  },
   // Image lookups.
   WF_REGISTRY_LOOKUP: {
     retryable: true,
     summary: 'an image could not be resolved in its registry',
+  },
+  // Waiting and winfleet's own invariants.
+  WF_TIMEOUT: { retryable: true, summary: 'a condition did not hold before its deadline' },
+  WF_INVARIANT: {
+    retryable: false,
+    summary: 'winfleet broke one of its own rules; report it with the message',
   },
   // Anything a controller decides it cannot fix by retrying.
   WF_TERMINAL: { retryable: false, summary: 'retrying cannot fix this; the message says what can' },

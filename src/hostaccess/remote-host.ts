@@ -1,26 +1,46 @@
 /**
  * The operator's view of one host over SSH: run catalog scripts and read their JSON, copy
- * files only when the remote SHA-256 differs, and run the agent.
+ * files only when the remote SHA-256 differs, run the agent, and have it remove winfleet.
+ * A script or agent run that fails is WF_REMOTE_COMMAND_FAILED with the step in its details.
  */
 
+import { errorCode, WinfleetError } from '../errors/catalog.ts';
 import { parsePowerShellJson, powerShellErrorText } from '../powershell/powershell.ts';
+import { hostPaths, winfleetDir } from '../servicesmanifest/host-paths.ts';
 import {
   type HostFacts,
   type RemoteScriptName,
   type RemoteScripts,
   remoteCommand,
 } from './remote-scripts.ts';
-import { type CommandResult, SshError, type SshSession } from './ssh-session.ts';
+import type { CommandResult, SshSession } from './ssh-session.ts';
 
-export class RemoteCommandError extends Error {
-  readonly step: string;
-  readonly result: CommandResult;
-  constructor(step: string, result: CommandResult, detail: string) {
-    super(`${step} failed (exit ${result.code}): ${detail}`);
-    this.name = 'RemoteCommandError';
-    this.step = step;
-    this.result = result;
-  }
+/** What WF_REMOTE_COMMAND_FAILED carries: the step as the host named it, and its output. */
+export interface RemoteCommandFailure {
+  /** The catalog script (`file-hashes`) or the agent's step (`agent bootstrap: kubelet`). */
+  step: string;
+  result: CommandResult;
+}
+
+function remoteCommandFailed(
+  step: string,
+  result: CommandResult,
+  detail: string,
+): WinfleetError<RemoteCommandFailure> {
+  return new WinfleetError(
+    'WF_REMOTE_COMMAND_FAILED',
+    `${step} failed (exit ${result.code}): ${detail}`,
+    {
+      details: { step, result },
+    },
+  );
+}
+
+/** The step a host reported failing, when `error` is a failed remote command. */
+export function failedRemoteStep(error: unknown): string | undefined {
+  return errorCode(error) === 'WF_REMOTE_COMMAND_FAILED'
+    ? (error as WinfleetError<RemoteCommandFailure>).details?.step
+    : undefined;
 }
 
 /** A file to have on the host. */
@@ -44,7 +64,7 @@ export class RemoteHost {
   async script<K extends RemoteScriptName>(name: K, args: RemoteScripts[K]): Promise<unknown> {
     const result = await this.session.exec(remoteCommand(name, args), this.timeoutMs);
     if (result.code !== 0)
-      throw new RemoteCommandError(
+      throw remoteCommandFailed(
         name,
         result,
         powerShellErrorText(result.stderr) || result.stdout.trim(),
@@ -81,12 +101,21 @@ export class RemoteHost {
       >;
       const bad = files.filter((f) => copied.includes(f.path) && after[f.path] !== f.sha256);
       if (bad.length > 0)
-        throw new SshError(
-          'sftp',
-          `After copying, ${bad.map((b) => b.path).join(', ')} still differ on the host`,
+        throw new WinfleetError(
+          'WF_SSH_FILE_COPY',
+          `After copying, ${bad.map((b) => b.path).join(', ')} still differ on the host; check free space and antivirus on the host`,
         );
     }
     return copied;
+  }
+
+  /** Copies a file to the host whatever it holds now (config files, which are small). */
+  upload(path: string, data: Buffer): Promise<void> {
+    return this.session.upload(path, data);
+  }
+
+  close(): void {
+    this.session.close();
   }
 
   /** Runs `winfleet-agent <args>` and returns its JSON result. */
@@ -106,8 +135,25 @@ export class RemoteHost {
         typeof parsed.error === 'string'
           ? parsed.error
           : powerShellErrorText(result.stderr) || result.stdout.trim();
-      throw new RemoteCommandError(step, result, message);
+      throw remoteCommandFailed(step, result, message);
     }
     return parsed;
+  }
+
+  /**
+   * Has the agent undo what it did (services, files, networks, environment), then removes
+   * the directories it names (winfleet's own, and C:\k when winfleet created it). A host
+   * without the agent has nothing of winfleet's to undo.
+   */
+  async removeWinfleet(): Promise<void> {
+    const hashes = (await this.script('file-hashes', { paths: [hostPaths.agentExe] })) as Record<
+      string,
+      string | null
+    >;
+    if (!hashes[hostPaths.agentExe]) return;
+    const result = await this.agent(['cleanup']);
+    for (const path of (result.removeAfter as string[] | undefined) ?? [winfleetDir]) {
+      await this.script('remove-path', { path });
+    }
   }
 }

@@ -11,10 +11,10 @@ import {
   quotePowerShellString,
   writeJson,
 } from '../powershell/powershell.ts';
+import { hostPaths } from '../servicesmanifest/host-paths.ts';
 
-/** Where winfleet keeps its own files on a host. */
-export const winfleetDirectory = 'C:\\k\\winfleet';
-export const agentExecutable = `${winfleetDirectory}\\winfleet-agent.exe`;
+/** The agent `run-agent` starts. */
+export const agentExecutable = hostPaths.agentExe;
 
 /** The marker line: `# winfleet-script: <name>`. */
 export const scriptMarker = '# winfleet-script: ';

@@ -1,10 +1,14 @@
 /**
  * One SSH session to a Windows host: key authentication only, the host key checked against a
  * pinned fingerprint (or captured on first contact), connect/command/keepalive timeouts,
- * commands run through powershell.exe -EncodedCommand, and files copied over SFTP.
+ * commands run through powershell.exe -EncodedCommand, and files copied over SFTP. Every
+ * failure is a WinfleetError whose code says what went wrong: WF_SSH_UNREACHABLE,
+ * WF_SSH_AUTH_REFUSED, WF_SSH_HOST_KEY_CHANGED, WF_SSH_KEY_INVALID, WF_SSH_TIMEOUT,
+ * WF_SSH_DROPPED or WF_SSH_FILE_COPY.
  */
 import { createHash } from 'node:crypto';
-import { Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
+import ssh2, { Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
+import { WinfleetError } from '../errors/catalog.ts';
 
 export interface SshTarget {
   host: string;
@@ -24,14 +28,10 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** Why a session could not be used; `kind` drives the host's conditions. */
-export class SshError extends Error {
-  readonly kind: 'unreachable' | 'auth' | 'host-key-mismatch' | 'timeout' | 'dropped' | 'sftp';
-  constructor(kind: SshError['kind'], message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'SshError';
-    this.kind = kind;
-  }
+/** What WF_SSH_HOST_KEY_CHANGED carries. */
+export interface HostKeyChange {
+  presented: string;
+  pinned: string;
 }
 
 /** OpenSSH's fingerprint format: "SHA256:" + unpadded base64 of the key's SHA-256. */
@@ -59,13 +59,23 @@ export class SshSession {
     });
   }
 
-  /** Connects and authenticates; rejects with SshError. */
+  /** Connects and authenticates; rejects with a WinfleetError. */
   static connect(target: SshTarget): Promise<SshSession> {
+    const parsed = ssh2.utils.parseKey(target.privateKey);
+    if (parsed instanceof Error) {
+      // The key's content is never put in the message.
+      return Promise.reject(
+        new WinfleetError(
+          'WF_SSH_KEY_INVALID',
+          `The SSH private key for ${target.username}@${target.host} cannot be parsed (${parsed.message}); put an unencrypted PEM or OpenSSH private key in the Secret`,
+        ),
+      );
+    }
     return new Promise((resolve, reject) => {
       const client = new Client();
       let seen: string | undefined;
       let mismatch = false;
-      const fail = (error: SshError) => {
+      const fail = (error: WinfleetError) => {
         client.removeAllListeners('ready');
         client.end();
         reject(error);
@@ -78,16 +88,17 @@ export class SshSession {
       client.on('error', (error: Error & { level?: string; code?: string }) => {
         if (mismatch) {
           return fail(
-            new SshError(
-              'host-key-mismatch',
+            new WinfleetError<HostKeyChange>(
+              'WF_SSH_HOST_KEY_CHANGED',
               `Host key of ${target.host}:${target.port} is ${seen}, but ${target.pinnedFingerprint} is pinned; if the host was rebuilt on purpose, annotate the WindowsHost winfleet.io/trust-host-key=${seen}`,
+              { details: { presented: seen ?? '', pinned: target.pinnedFingerprint ?? '' } },
             ),
           );
         }
         if (error.level === 'client-authentication') {
           return fail(
-            new SshError(
-              'auth',
+            new WinfleetError(
+              'WF_SSH_AUTH_REFUSED',
               `${target.username}@${target.host}:${target.port} refused the SSH key (only public-key authentication is used); check the key Secret and the host's administrators_authorized_keys`,
               { cause: error },
             ),
@@ -95,16 +106,16 @@ export class SshSession {
         }
         if (error.level === 'client-timeout' || /Timed out/i.test(error.message)) {
           return fail(
-            new SshError(
-              'timeout',
+            new WinfleetError(
+              'WF_SSH_UNREACHABLE',
               `No SSH handshake with ${target.host}:${target.port} within ${target.connectTimeoutMs ?? 15_000} ms`,
               { cause: error },
             ),
           );
         }
         fail(
-          new SshError(
-            'unreachable',
+          new WinfleetError(
+            'WF_SSH_UNREACHABLE',
             `Cannot reach ${target.host}:${target.port} over SSH: ${error.message}`,
             { cause: error },
           ),
@@ -132,13 +143,15 @@ export class SshSession {
     return this.#closed;
   }
 
-  /** Runs a command line; rejects with SshError on timeout or a dropped connection. */
+  /** Runs a command line; rejects with WF_SSH_TIMEOUT or WF_SSH_DROPPED. */
   exec(command: string, timeoutMs = 120_000): Promise<CommandResult> {
     return new Promise((resolve, reject) => {
       this.client.exec(command, (error, channel: ClientChannel) => {
         if (error)
           return reject(
-            new SshError('dropped', `Cannot start a command: ${error.message}`, { cause: error }),
+            new WinfleetError('WF_SSH_DROPPED', `Cannot start a command: ${error.message}`, {
+              cause: error,
+            }),
           );
         const stdout: Buffer[] = [];
         const stderr: Buffer[] = [];
@@ -146,7 +159,9 @@ export class SshSession {
         const timer = setTimeout(() => {
           settled = true;
           channel.destroy();
-          reject(new SshError('timeout', `Command did not finish within ${timeoutMs} ms`));
+          reject(
+            new WinfleetError('WF_SSH_TIMEOUT', `Command did not finish within ${timeoutMs} ms`),
+          );
         }, timeoutMs);
         channel.on('data', (d: Buffer) => stdout.push(d));
         channel.stderr.on('data', (d: Buffer) => stderr.push(d));
@@ -155,7 +170,12 @@ export class SshSession {
           if (settled) return;
           settled = true;
           if (code === null || code === undefined) {
-            reject(new SshError('dropped', 'The connection dropped before the command finished'));
+            reject(
+              new WinfleetError(
+                'WF_SSH_DROPPED',
+                'The connection dropped before the command finished',
+              ),
+            );
             return;
           }
           resolve({
@@ -173,7 +193,9 @@ export class SshSession {
       this.client.sftp((error, sftp) =>
         error
           ? reject(
-              new SshError('sftp', `SFTP is not available: ${error.message}`, { cause: error }),
+              new WinfleetError('WF_SSH_FILE_COPY', `SFTP is not available: ${error.message}`, {
+                cause: error,
+              }),
             )
           : resolve(sftp),
       );
@@ -186,14 +208,19 @@ export class SshSession {
     const sftp = await this.#sftpChannel();
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new SshError('timeout', `Copying ${windowsPath} took over ${timeoutMs} ms`)),
+        () =>
+          reject(
+            new WinfleetError('WF_SSH_TIMEOUT', `Copying ${windowsPath} took over ${timeoutMs} ms`),
+          ),
         timeoutMs,
       );
       const stream = sftp.createWriteStream(sftpPath(windowsPath));
       stream.on('error', (error: Error) => {
         clearTimeout(timer);
         reject(
-          new SshError('sftp', `Cannot write ${windowsPath}: ${error.message}`, { cause: error }),
+          new WinfleetError('WF_SSH_FILE_COPY', `Cannot write ${windowsPath}: ${error.message}`, {
+            cause: error,
+          }),
         );
       });
       stream.on('close', () => {

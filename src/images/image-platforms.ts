@@ -29,7 +29,7 @@ import { RegistryClient, type RepositoryAccess } from './registry-client.ts';
 import {
   type LookupFailureReason,
   lookupErrorFrom,
-  RegistryLookupError,
+  registryLookupError,
 } from './registry-lookup-error.ts';
 import {
   compileRegistryRouting,
@@ -189,7 +189,7 @@ export function createImagePlatformResolver(
     depth: number,
   ): Promise<ImagePlatform[]> {
     if (budget.children <= 0) {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'invalid-manifest',
         `Index of "${access.repository}" needs more than ${maxChildManifests} child manifests read; entries should declare their platform`,
       );
@@ -215,7 +215,7 @@ export function createImagePlatformResolver(
     manifestDigest: string,
   ): Promise<ImagePlatform> {
     if (size > 4 * 1024 * 1024) {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'invalid-manifest',
         `Config "${digest}" of "${access.repository}" declares ${size} bytes, more than 4 MiB`,
       );
@@ -234,7 +234,7 @@ export function createImagePlatformResolver(
     depth: number,
   ): Promise<ImagePlatform[]> {
     if (depth > 2) {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'invalid-manifest',
         `Indexes of "${access.repository}" nest more than two deep`,
       );
@@ -311,7 +311,7 @@ export function createImagePlatformResolver(
         attempts.push({
           endpoint: target.endpoint.origin,
           repository: target.repository,
-          reason: failure.reason,
+          reason: failure.details.reason,
           message: failure.message,
         });
         if (signal.aborted) break;
@@ -460,7 +460,7 @@ export function createImagePlatformResolver(
       return finish({
         status: 'unknown',
         image,
-        reason: failure.reason,
+        reason: failure.details.reason,
         message: `${failure.message}; the lookup goes on and fills the cache for later pods`,
         attempts: [],
         source: 'registry',

@@ -219,8 +219,8 @@ for (const [name, body, message] of broken) {
     assert.throws(
       () => parseManifest(typeof body === 'string' ? Buffer.from(body) : json(body), undefined),
       {
-        name: 'RegistryLookupError',
-        reason: 'invalid-manifest',
+        code: 'WF_REGISTRY_LOOKUP',
+        details: { reason: 'invalid-manifest' },
         message,
       },
     );
@@ -237,7 +237,11 @@ test('rejects configs without os or architecture, or with wrong types', () => {
       /"os\.version" must be a string/,
     ],
   ] as const) {
-    assert.throws(() => parseImageConfig(json(config)), { reason: 'invalid-manifest', message });
+    assert.throws(() => parseImageConfig(json(config)), {
+      code: 'WF_REGISTRY_LOOKUP',
+      details: { reason: 'invalid-manifest' },
+      message,
+    });
   }
   assert.throws(() => parseImageConfig(Buffer.from('this is not JSON')), {
     message: /^Invalid image config: not JSON/,

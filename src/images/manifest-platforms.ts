@@ -5,7 +5,7 @@
  * manifest fails with reason "invalid-manifest" and a message naming the field.
  */
 import { checkDigest } from './image-reference.ts';
-import { RegistryLookupError } from './registry-lookup-error.ts';
+import { type RegistryLookupError, registryLookupError } from './registry-lookup-error.ts';
 
 export const mediaTypes = {
   ociIndex: 'application/vnd.oci.image.index.v1+json',
@@ -57,7 +57,7 @@ export type ParsedManifest =
   | { kind: 'image'; mediaType: string; config: Descriptor };
 
 function bad(what: string, problem: string): RegistryLookupError {
-  return new RegistryLookupError('invalid-manifest', `Invalid ${what}: ${problem}`);
+  return registryLookupError('invalid-manifest', `Invalid ${what}: ${problem}`);
 }
 
 function parseJsonObject(body: Uint8Array, what: string): Record<string, unknown> {

@@ -175,7 +175,8 @@ test('basic challenges are answered with the credentials; without any the lookup
     'v1',
   );
   await assert.rejects(client.fetchManifest(access(registry.origin), 'v1'), {
-    reason: 'unauthorized',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'unauthorized' },
     message: /requires credentials for "app" and none of the pull secrets match it/,
   });
   await assert.rejects(
@@ -184,7 +185,8 @@ test('basic challenges are answered with the credentials; without any the lookup
       'v1',
     ),
     {
-      reason: 'unauthorized',
+      code: 'WF_REGISTRY_LOOKUP',
+      details: { reason: 'unauthorized' },
       message: /^Not allowed to read manifest "app:v1" at http:\/\/127\.0\.0\.1:\d+ \(HTTP 401\)/,
     },
   );
@@ -245,7 +247,7 @@ test('broken auth answers fail with a reason', async () => {
     challenge = header;
     await assert.rejects(
       client.fetchManifest(access(registry.origin), 'v1'),
-      { reason, message },
+      { code: 'WF_REGISTRY_LOOKUP', details: { reason }, message },
       header,
     );
   }
@@ -264,19 +266,23 @@ test('content must match its digest', async () => {
   const client = new RegistryClient();
   after(() => client.close());
   await assert.rejects(client.fetchManifest(access(registry.origin), 'lying'), {
-    reason: 'invalid-manifest',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'invalid-manifest' },
     message:
       /^The content of manifest "app:lying" at .* does not match its digest: expected "sha256:[0-9a-f]{64}", got "sha256:/,
   });
   await assert.rejects(client.fetchManifest(access(registry.origin), sha256('expected')), {
-    reason: 'invalid-manifest',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'invalid-manifest' },
   });
   await assert.rejects(client.fetchBlob(access(registry.origin), sha256('{}')), {
-    reason: 'invalid-manifest',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'invalid-manifest' },
     message: /blob "sha256:/,
   });
   await assert.rejects(client.fetchManifest(access(registry.origin), 'odd-algorithm'), {
-    reason: 'invalid-manifest',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'invalid-manifest' },
     message: /digest algorithm "md5" is not supported/,
   });
 });
@@ -300,7 +306,8 @@ test('bodies over the size limit are refused, declared or streamed', async () =>
     await assert.rejects(
       client.fetchManifest({ ...access(registry.origin), signal: AbortSignal.timeout(5000) }, tag),
       {
-        reason: 'invalid-manifest',
+        code: 'WF_REGISTRY_LOOKUP',
+        details: { reason: 'invalid-manifest' },
         message: /sent a body larger than 102400 bytes/,
       },
     );
@@ -329,7 +336,8 @@ test('blob redirects are followed without the credentials; loops end', async () 
   assert.equal(blob.body.toString(), config);
   assert.equal(storage.seen[0]!.authorization, undefined, 'no credentials to another origin');
   await assert.rejects(client.fetchBlob(access(registry.origin), sha256('loop')), {
-    reason: 'registry-error',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'registry-error' },
     message: /redirected more than 5 times/,
   });
 });
@@ -347,16 +355,19 @@ test('HTTP errors map to reasons and quote the registry error', async () => {
   const client = new RegistryClient();
   after(() => client.close());
   await assert.rejects(client.fetchManifest(access(registry.origin), 'missing'), {
-    reason: 'not-found',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'not-found' },
     message:
       /^No manifest "app:missing" at http:\/\/127\.0\.0\.1:\d+ \(HTTP 404: MANIFEST_UNKNOWN manifest unknown\)/,
   });
   await assert.rejects(client.fetchManifest(access(registry.origin), 'boom'), {
-    reason: 'registry-error',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'registry-error' },
     message: /failed with HTTP 503: UNAVAILABLE try later/,
   });
   await assert.rejects(client.fetchManifest(access(registry.origin), 'forbidden'), {
-    reason: 'unauthorized',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'unauthorized' },
     message: /HTTP 403: nope/,
   });
 });
@@ -366,12 +377,14 @@ test('a refused connection is unreachable; a silent one times out with the signa
   after(() => client.close());
   const port = await freePort();
   await assert.rejects(client.fetchManifest(access(`http://127.0.0.1:${port}`), 'v1'), {
-    reason: 'unreachable',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'unreachable' },
     message: /^Cannot reach registry "http:\/\/127\.0\.0\.1:\d+": .*ECONNREFUSED/,
   });
   // "localhost" has two addresses; both refusing gives an AggregateError without a message.
   await assert.rejects(client.fetchManifest(access(`http://localhost:${port}`), 'v1'), {
-    reason: 'unreachable',
+    code: 'WF_REGISTRY_LOOKUP',
+    details: { reason: 'unreachable' },
     message: /^Cannot reach registry "http:\/\/localhost:\d+": connect ECONNREFUSED/,
   });
   const silent = await startSilentServer();
@@ -382,7 +395,11 @@ test('a refused connection is unreachable; a silent one times out with the signa
       { ...access(`http://${silent.host}`), signal: AbortSignal.timeout(200) },
       'v1',
     ),
-    { reason: 'timeout', message: /^Timed out waiting for registry "http:\/\/127\.0\.0\.1:\d+"/ },
+    {
+      code: 'WF_REGISTRY_LOOKUP',
+      details: { reason: 'timeout' },
+      message: /^Timed out waiting for registry "http:\/\/127\.0\.0\.1:\d+"/,
+    },
   );
   assert.ok(Date.now() - started < 2000, 'bounded by the signal');
   const controller = new AbortController();
@@ -391,5 +408,5 @@ test('a refused connection is unreachable; a silent one times out with the signa
     'v1',
   );
   controller.abort();
-  await assert.rejects(pending, { reason: 'aborted' });
+  await assert.rejects(pending, { code: 'WF_REGISTRY_LOOKUP', details: { reason: 'aborted' } });
 });

@@ -4,14 +4,14 @@
  * us to the token service for `repository:<name>:pull`, with basic credentials or an OAuth2
  * refresh token when the pull secrets hold them). Tokens are cached until they expire, and the
  * challenge of each registry is remembered so later lookups send the token up front.
- * Every failure is a RegistryLookupError with a reason.
+ * Every failure is a WF_REGISTRY_LOOKUP error with a reason in its details.
  */
 import { createHash } from 'node:crypto';
 import { type AuthChallenge, parseAuthChallenges } from './auth-challenge.ts';
 import type { RegistryCredentials } from './docker-config.ts';
 import { manifestAccept } from './manifest-platforms.ts';
 import { type HttpResponse, RegistryHttp, type TlsSettings } from './registry-http.ts';
-import { RegistryLookupError } from './registry-lookup-error.ts';
+import { registryLookupError } from './registry-lookup-error.ts';
 import { TtlLruCache } from './ttl-lru-cache.ts';
 
 /** Where a registry's API is: origin URL plus TLS settings. */
@@ -137,15 +137,14 @@ export class RegistryClient {
     const status = response.status;
     if (status === 200) return;
     const detail = errorDetail(response);
-    if (status === 404)
-      throw new RegistryLookupError('not-found', `No ${what} (HTTP 404${detail})`);
+    if (status === 404) throw registryLookupError('not-found', `No ${what} (HTTP 404${detail})`);
     if (status === 401 || status === 403) {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'unauthorized',
         `Not allowed to read ${what} (HTTP ${status}${detail}); check the pod's imagePullSecrets`,
       );
     }
-    throw new RegistryLookupError(
+    throw registryLookupError(
       'registry-error',
       `Reading ${what} failed with HTTP ${status}${detail}`,
     );
@@ -157,14 +156,14 @@ export class RegistryClient {
     const claimed = expected ?? (typeof header === 'string' && header !== '' ? header : undefined);
     const algorithm = claimed?.split(':')[0] ?? 'sha256';
     if (!['sha256', 'sha384', 'sha512'].includes(algorithm)) {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'invalid-manifest',
         `Cannot verify ${what}: digest algorithm "${algorithm}" is not supported`,
       );
     }
     const actual = hashOf(response.body, algorithm);
     if (claimed !== undefined && claimed !== actual) {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'invalid-manifest',
         `The content of ${what} does not match its digest: expected "${claimed}", got "${actual}"`,
       );
@@ -201,7 +200,7 @@ export class RegistryClient {
       challenges.find((c) => c.scheme === 'bearer' && c.params.realm) ??
       challenges.find((c) => c.scheme === 'basic');
     if (!challenge) {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'unauthorized',
         `${what} answered 401 without a Basic or Bearer challenge (WWW-Authenticate "${String(response.headers['www-authenticate'] ?? '')}")`,
       );
@@ -211,7 +210,7 @@ export class RegistryClient {
       this.#tokens.delete(this.#tokenKey(access, challenge));
     authorization = await this.#authorize(access, challenge);
     if (authorization === undefined) {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'unauthorized',
         `${what} requires credentials for "${access.repository}" and none of the pull secrets match it; add an imagePullSecret for this registry`,
       );
@@ -259,13 +258,13 @@ export class RegistryClient {
     try {
       realmUrl = new URL(realm);
     } catch {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'registry-error',
         `Registry "${endpoint.origin}" names token realm "${realm}", which is not a URL`,
       );
     }
     if (realmUrl.protocol !== 'https:' && realmUrl.protocol !== 'http:') {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'registry-error',
         `Registry "${endpoint.origin}" names token realm "${realm}", which is not HTTP(S)`,
       );
@@ -312,13 +311,13 @@ export class RegistryClient {
       });
     }
     if (response.status === 401 || response.status === 403) {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'unauthorized',
         `The ${what} refused ${credentials ? 'the pull secret credentials' : 'anonymous access'} for "${scope}" (HTTP ${response.status}${errorDetail(response)})${credentials ? '' : '; add an imagePullSecret for this registry'}`,
       );
     }
     if (response.status !== 200) {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'registry-error',
         `The ${what} answered HTTP ${response.status}${errorDetail(response)}`,
       );
@@ -327,7 +326,7 @@ export class RegistryClient {
     try {
       parsed = JSON.parse(response.body.toString('utf8'));
     } catch {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'registry-error',
         `The ${what} answered with a body that is not JSON`,
       );
@@ -335,7 +334,7 @@ export class RegistryClient {
     const token =
       typeof parsed?.token === 'string' && parsed.token ? parsed.token : parsed?.access_token;
     if (typeof token !== 'string' || token === '') {
-      throw new RegistryLookupError(
+      throw registryLookupError(
         'registry-error',
         `The ${what} answered without "token" or "access_token"`,
       );

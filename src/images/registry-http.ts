@@ -8,7 +8,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { rootCertificates } from 'node:tls';
-import { lookupErrorFrom, RegistryLookupError } from './registry-lookup-error.ts';
+import { lookupErrorFrom, registryLookupError } from './registry-lookup-error.ts';
 
 /** TLS settings for talking to one registry endpoint. */
 export interface TlsSettings {
@@ -70,7 +70,7 @@ export class RegistryHttp {
     return agent;
   }
 
-  /** Sends `req`, following redirects; rejects with a RegistryLookupError. */
+  /** Sends `req`, following redirects; rejects with a WF_REGISTRY_LOOKUP error. */
   async send(req: HttpRequest): Promise<HttpResponse> {
     let url = new URL(req.url);
     let headers = { 'user-agent': this.#userAgent, ...req.headers };
@@ -82,14 +82,14 @@ export class RegistryHttp {
       const location = response.headers.location;
       if (!redirectStatuses.has(response.status) || !location) return response;
       if (hop >= maxRedirects) {
-        throw new RegistryLookupError(
+        throw registryLookupError(
           'registry-error',
           `${req.what} redirected more than ${maxRedirects} times (last to "${location}")`,
         );
       }
       const next = new URL(location, url);
       if (next.protocol !== 'http:' && next.protocol !== 'https:') {
-        throw new RegistryLookupError(
+        throw registryLookupError(
           'registry-error',
           `${req.what} redirected to "${location}", which is not HTTP(S)`,
         );
@@ -135,7 +135,7 @@ export class RegistryHttp {
           const status = res.statusCode ?? 0;
           const declared = Number(res.headers['content-length']);
           const tooLarge = () =>
-            new RegistryLookupError(
+            registryLookupError(
               'invalid-manifest',
               `${req.what} sent a body larger than ${req.maxBytes} bytes for "${url.pathname}"`,
             );

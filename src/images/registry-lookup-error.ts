@@ -1,8 +1,9 @@
 /**
- * Why an image lookup found no answer. Inside src/images failures are thrown as
- * RegistryLookupError; the resolver turns them into an "unknown" result, so the webhook never
+ * Why an image lookup found no answer. Inside src/images failures are thrown as WinfleetErrors
+ * with code WF_REGISTRY_LOOKUP and the reason in `details`; the resolver turns them into an "unknown" result, so the webhook never
  * has to catch anything for network trouble.
  */
+import { hasCode, WinfleetError } from '../errors/catalog.ts';
 
 /** Why a lookup ended without platforms. */
 export type LookupFailureReason =
@@ -25,14 +26,33 @@ export type LookupFailureReason =
   /** Any other answer: 5xx, 429, an unexpected status, a broken token response. */
   | 'registry-error';
 
-/** A lookup failure with its reason; messages say what failed and quote the value. */
-export class RegistryLookupError extends Error {
+/** What a WF_REGISTRY_LOOKUP error carries: why the lookup failed. */
+export interface RegistryLookupDetails {
   readonly reason: LookupFailureReason;
-  constructor(reason: LookupFailureReason, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'RegistryLookupError';
-    this.reason = reason;
-  }
+}
+
+/** A lookup failure (code WF_REGISTRY_LOOKUP); `details.reason` is always there. */
+export type RegistryLookupError = WinfleetError<RegistryLookupDetails> & {
+  readonly details: RegistryLookupDetails;
+};
+
+/** A lookup failure with its reason; messages say what failed and quote the value. */
+export function registryLookupError(
+  reason: LookupFailureReason,
+  message: string,
+  options?: { cause?: unknown },
+): RegistryLookupError {
+  return new WinfleetError<RegistryLookupDetails>('WF_REGISTRY_LOOKUP', message, {
+    ...options,
+    details: { reason },
+  }) as RegistryLookupError;
+}
+
+/** True for an error `registryLookupError` made. */
+export function isRegistryLookupError(error: unknown): error is RegistryLookupError {
+  return (
+    hasCode(error, 'WF_REGISTRY_LOOKUP') && (error as RegistryLookupError).details !== undefined
+  );
 }
 
 const tlsCodes =
@@ -47,19 +67,19 @@ export function lookupErrorFrom(
   what: string,
   signal?: AbortSignal,
 ): RegistryLookupError {
-  if (error instanceof RegistryLookupError) return error;
+  if (isRegistryLookupError(error)) return error;
   if (signal?.aborted) {
     const reason = signal.reason as { name?: string } | undefined;
     return reason?.name === 'TimeoutError'
-      ? new RegistryLookupError('timeout', `Timed out waiting for ${what}`, { cause: error })
-      : new RegistryLookupError('aborted', `Lookup at ${what} was cancelled`, { cause: error });
+      ? registryLookupError('timeout', `Timed out waiting for ${what}`, { cause: error })
+      : registryLookupError('aborted', `Lookup at ${what} was cancelled`, { cause: error });
   }
   const code = String((error as NodeJS.ErrnoException)?.code ?? '');
   // Connecting to a name with several addresses fails with an AggregateError and no message.
   const inner = error instanceof AggregateError ? error.errors[0] : undefined;
   const message = (error as Error)?.message || (inner as Error)?.message || String(error);
   if (tlsCodes.test(code)) {
-    return new RegistryLookupError(
+    return registryLookupError(
       'tls-error',
       `TLS with ${what} failed: ${message} (${code}); check its CA bundle`,
       {
@@ -67,7 +87,7 @@ export function lookupErrorFrom(
       },
     );
   }
-  return new RegistryLookupError(
+  return registryLookupError(
     'unreachable',
     `Cannot reach ${what}: ${message}${code && !message.includes(code) ? ` (${code})` : ''}`,
     { cause: error },

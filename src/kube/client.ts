@@ -9,14 +9,21 @@ export function loadKubeConfig(path?: string): k8s.KubeConfig {
   return kc;
 }
 
-/** The HTTP status of a client-node error, if it carries one. */
+/**
+ * The HTTP status of a client-node error, if it carries one: `code` on an API call's
+ * ApiException, `statusCode` on a failed watch.
+ */
 export function httpStatus(error: unknown): number | undefined {
-  if (error && typeof error === 'object' && 'code' in error && typeof error.code === 'number') {
-    return error.code;
-  }
-  return undefined;
+  if (!error || typeof error !== 'object') return undefined;
+  const { code, statusCode } = error as { code?: unknown; statusCode?: unknown };
+  if (typeof code === 'number') return code;
+  return typeof statusCode === 'number' ? statusCode : undefined;
 }
 
 export const isNotFound = (error: unknown) => httpStatus(error) === 404;
+/** Someone else changed the object since it was read (a stale resourceVersion). */
 export const isConflict = (error: unknown) => httpStatus(error) === 409;
+/** A create found the object there already. */
 export const isAlreadyExists = (error: unknown) => httpStatus(error) === 409;
+/** A watch's resourceVersion is too old: list again. */
+export const isGone = (error: unknown) => httpStatus(error) === 410;

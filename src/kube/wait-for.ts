@@ -1,5 +1,6 @@
 /** Polling until a condition holds, with a clear error naming what did not happen. */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { WinfleetError } from '../errors/catalog.ts';
 
 export interface WaitOptions {
   /** What is awaited, for the error message. */
@@ -29,7 +30,8 @@ export async function waitFor<T>(
     }
     if (Date.now() >= deadline) {
       const detail = lastError ? `; last error: ${(lastError as Error).message ?? lastError}` : '';
-      throw new Error(
+      throw new WinfleetError(
+        'WF_TIMEOUT',
         `Timed out after ${options.timeoutMs ?? 30_000}ms waiting for ${options.description}${detail}`,
       );
     }

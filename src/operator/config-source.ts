@@ -4,16 +4,13 @@
  * field) and the last valid configuration stays in force, so a typo never half-applies.
  */
 import type * as k8s from '@kubernetes/client-node';
-import {
-  ConfigError,
-  defaultConfig,
-  parseConfig,
-  type WinfleetConfig,
-} from '../config/winfleet-config.ts';
+import { EventReason } from '../api/reasons.ts';
+import { defaultConfig, parseConfig, type WinfleetConfig } from '../config/winfleet-config.ts';
 import type { EventRecorder } from '../controller/events.ts';
 import type { InformerFactory } from '../controller/informer-factory.ts';
 import { resources } from '../controller/informer-factory.ts';
 import type { Logger } from '../log/logger.ts';
+import { isDocumentError } from '../schema/validator.ts';
 
 export const configMapName = 'winfleet-config';
 export const configKey = 'config.yaml';
@@ -51,14 +48,14 @@ export function watchConfig(
       });
       for (const listener of listeners) listener(config);
     } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      problems = error.problems;
-      log.error('invalid configuration; keeping the previous one', { problems: error.problems });
+      if (!isDocumentError(error, 'WF_CONFIG_INVALID')) throw error;
+      problems = error.details.problems;
+      log.error('invalid configuration; keeping the previous one', { problems });
       if (cm) {
         events.record(
           { ...cm, apiVersion: 'v1', kind: 'ConfigMap' },
           'Warning',
-          'InvalidConfig',
+          EventReason.InvalidConfig,
           `${error.message}\nThe previous configuration stays in force until this is fixed.`,
         );
       }

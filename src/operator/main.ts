@@ -4,6 +4,7 @@
  *   node src/operator/main.ts --kubeconfig admin.kubeconfig --webhook-url https://127.0.0.1:9443
  */
 import { Command, InvalidArgumentError } from 'commander';
+import { WinfleetError } from '../errors/catalog.ts';
 import { loadKubeConfig } from '../kube/client.ts';
 import { createLogger } from '../log/logger.ts';
 import { runUntilSignal } from '../process/run-until-signal.ts';
@@ -101,7 +102,8 @@ program.action(async (opts) => {
   let kc: ReturnType<typeof loadKubeConfig>;
   try {
     kc = loadKubeConfig(opts.kubeconfig);
-    if (!kc.getCurrentCluster()) throw new Error('it names no current cluster');
+    if (!kc.getCurrentCluster())
+      throw new WinfleetError('WF_KUBECONFIG_INVALID', 'it names no current cluster');
   } catch (error) {
     return program.error(
       `error: cannot use kubeconfig ${opts.kubeconfig ?? '(default)'}: ${(error as Error).message}; give --kubeconfig <file>`,

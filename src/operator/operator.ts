@@ -1,6 +1,8 @@
 /**
- * The winfleet operator as a library: starts the shared informers, the configuration watch,
- * the controllers and the admission webhook, and stops them. main.ts is its command line.
+ * The winfleet operator as a library. `startOperator` runs its lifecycle in order: the
+ * namespace and CRDs, the shared informers and the configuration watch, the admission webhook
+ * and the status server (health, metrics, dashboard), leader election, then the controllers
+ * and the payload watch; `stop` tears them down in reverse. main.ts is its command line.
  */
 import { stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
@@ -10,7 +12,8 @@ import { Registry } from 'prom-client';
 import { installCrds } from '../api/install-crds.ts';
 import { type WindowsHost, windowsHostResource } from '../api/windows-host.ts';
 import { type Controller, everythingKey } from '../controller/controller.ts';
-import { createEventRecorder } from '../controller/events.ts';
+import { createEventRecorder, type EventRecorder } from '../controller/events.ts';
+import type { Informer } from '../controller/informer.ts';
 import { InformerFactory, resources } from '../controller/informer-factory.ts';
 import { acquireLeadership } from '../controller/leader-election.ts';
 import { createCsrController } from '../controllers/csr/csr-controller.ts';
@@ -22,20 +25,20 @@ import {
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { dashboardHtml } from '../dashboard/dashboard-page.ts';
 import { buildOverview } from '../dashboard/overview.ts';
-import type { ImagePlatformResolver } from '../images/image-platforms.ts';
+import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
-import { httpStatus } from '../kube/client.ts';
+import { isAlreadyExists } from '../kube/client.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { payloadSource } from '../payload/payload-source.ts';
 import { clusterFacts } from '../webhook/cluster-facts.ts';
-import { createWebhookMetrics } from '../webhook/metrics.ts';
+import { createWebhookMetrics, type WebhookMetrics } from '../webhook/metrics.ts';
 import { memoizeCompatibility } from '../webhook/placement.ts';
 import { apiPullSecrets, podImageResolver, resolverFor } from '../webhook/pod-images.ts';
 import type { WebhookEndpoint } from '../webhook/webhook-configurations.ts';
 import { startWebhookService, type WebhookService } from '../webhook/webhook-service.ts';
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
-import { watchConfig } from './config-source.ts';
+import { type ConfigSource, watchConfig } from './config-source.ts';
 import { type ExtraRoute, type StatusServer, startStatusServer } from './status-server.ts';
 
 export const defaultOperatorNamespace = 'winfleet-system';
@@ -73,6 +76,102 @@ export interface Operator {
   stop(): Promise<void>;
 }
 
+/** What every step shares: the cluster, the operator's namespace, its log and events. */
+interface OperatorContext {
+  kc: k8s.KubeConfig;
+  namespace: string;
+  log: Logger;
+  events: EventRecorder;
+}
+
+/** The shared informers and the configuration watch, created before the factory starts. */
+interface Caches {
+  factory: InformerFactory;
+  config: ConfigSource;
+  nodes: Informer<k8s.V1Node>;
+  runtimeClasses: Informer<k8s.V1RuntimeClass>;
+  namespaces: Informer<k8s.V1Namespace>;
+  hosts: Informer<WindowsHost>;
+  csrs: Informer<k8s.V1CertificateSigningRequest>;
+  instances: Informer<k8s.V1ConfigMap>;
+}
+
+/** The image resolver in force; a configuration change replaces it. */
+interface ImageResolvers {
+  current(): ImagePlatformResolver;
+  close(): void;
+}
+
+/** Starts the operator and resolves once it is serving and its controllers run. */
+export async function startOperator(options: OperatorOptions): Promise<Operator> {
+  const namespace = options.namespace ?? defaultOperatorNamespace;
+  const log = options.log ?? createLogger({}, { component: 'operator' });
+  const identity = options.identity ?? `${hostname()}-${process.pid}`;
+  const ctx: OperatorContext = {
+    kc: options.kc,
+    namespace,
+    log,
+    events: createEventRecorder(options.kc, 'winfleet-operator', log),
+  };
+  // Each step that starts something pushes its stop; stop() runs them last-first.
+  const stops: (() => void | Promise<void>)[] = [];
+  const controllers: Controller[] = [];
+
+  await ensureNamespace(ctx.kc, namespace);
+  await installCrds(ctx.kc);
+  const caches = createCaches(ctx);
+  const registry = new Registry();
+  const webhookMetrics = createWebhookMetrics(registry);
+  const lookupObserver = prometheusLookupObserver(registry);
+  await caches.factory.start();
+  stops.push(() => caches.factory.stop());
+  const images = createImageResolvers(caches.config, lookupObserver);
+  stops.push(() => images.close());
+  const webhook = options.webhook
+    ? await startWebhook(ctx, options.webhook, caches, images, webhookMetrics)
+    : undefined;
+  if (webhook) stops.push(() => webhook.stop());
+  caches.config.onChange(() => {
+    webhook?.refresh();
+    for (const c of controllers) c.enqueue(everythingKey);
+  });
+  const status = options.status
+    ? await startStatusServer({
+        ...options.status,
+        registry,
+        ready: () => true,
+        log,
+        routes: [dashboardRoute(caches)],
+      })
+    : undefined;
+  if (status) stops.push(() => status.close());
+  if (options.leaderElection ?? true) stops.push(await leadOrExit(ctx, identity));
+  controllers.push(...createControllers(ctx, caches));
+  stops.push(() => {
+    for (const c of controllers) c.stop();
+  });
+  if (options.payloadDir) {
+    const hostController = createJoiningController(ctx, caches, options.payloadDir);
+    controllers.push(hostController);
+    stops.push(await watchPayload(ctx, options.payloadDir, hostController));
+  } else {
+    log.warn('no payload directory given (--payload-dir): WindowsHosts will not be joined');
+  }
+  // Controllers start only once this replica leads; informer events before that are replayed
+  // by enqueueing everything now.
+  for (const c of controllers) c.enqueue(everythingKey);
+  log.info('operator running', {
+    namespace,
+    identity,
+    webhookPort: webhook?.port,
+    statusPort: status?.port,
+  });
+  const stop = async () => {
+    for (const step of [...stops].reverse()) await step();
+  };
+  return { namespace, webhook, status, controllers, stop };
+}
+
 async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   try {
@@ -80,79 +179,82 @@ async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise<void> 
       body: { metadata: { name, labels: { 'app.kubernetes.io/part-of': 'winfleet' } } },
     });
   } catch (error) {
-    if (httpStatus(error) !== 409) throw error;
+    if (!isAlreadyExists(error)) throw error;
   }
 }
 
-/** Starts the operator and resolves once it is serving and its controllers run. */
-export async function startOperator(options: OperatorOptions): Promise<Operator> {
-  const { kc } = options;
-  const namespace = options.namespace ?? defaultOperatorNamespace;
-  const log = options.log ?? createLogger({}, { component: 'operator' });
-  const identity = options.identity ?? `${hostname()}-${process.pid}`;
-  await ensureNamespace(kc, namespace);
-  await installCrds(kc);
-
-  const events = createEventRecorder(kc, 'winfleet-operator', log);
+/** Registers every informer the operator uses with one factory, so each kind is watched once. */
+function createCaches({ kc, namespace, events, log }: OperatorContext): Caches {
   const factory = new InformerFactory(kc, log);
-  const config = watchConfig(factory, namespace, events, log);
-  const nodes = factory.get<k8s.V1Node>(resources.nodes);
-  const runtimeClasses = factory.get<k8s.V1RuntimeClass>(resources.runtimeClasses);
-  const namespaces = factory.get<k8s.V1Namespace>(resources.namespaces, {
-    transform: (ns) => ({
-      metadata: {
-        name: ns.metadata?.name,
-        labels: ns.metadata?.labels,
-        resourceVersion: ns.metadata?.resourceVersion,
-      },
+  return {
+    factory,
+    config: watchConfig(factory, namespace, events, log),
+    nodes: factory.get<k8s.V1Node>(resources.nodes),
+    runtimeClasses: factory.get<k8s.V1RuntimeClass>(resources.runtimeClasses),
+    // The webhook needs only names and labels of namespaces; the rest is not kept.
+    namespaces: factory.get<k8s.V1Namespace>(resources.namespaces, {
+      transform: (ns) => ({
+        metadata: {
+          name: ns.metadata?.name,
+          labels: ns.metadata?.labels,
+          resourceVersion: ns.metadata?.resourceVersion,
+        },
+      }),
     }),
-  });
-  const hosts = factory.get<WindowsHost>(windowsHostResource);
-  const csrs = factory.get<k8s.V1CertificateSigningRequest>(resources.csrs);
-  const instances = factory.get<k8s.V1ConfigMap>(resources.configMaps, {
-    namespace,
-    fieldSelector: `metadata.name=${windowsInstancesName}`,
-  });
-  const registry = new Registry();
-  const webhookMetrics = createWebhookMetrics(registry);
-  const lookupObserver = prometheusLookupObserver(registry);
+    hosts: factory.get<WindowsHost>(windowsHostResource),
+    csrs: factory.get<k8s.V1CertificateSigningRequest>(resources.csrs),
+    instances: factory.get<k8s.V1ConfigMap>(resources.configMaps, {
+      namespace,
+      fieldSelector: `metadata.name=${windowsInstancesName}`,
+    }),
+  };
+}
 
-  const controllers: Controller[] = [];
-
-  await factory.start();
-
-  let resolver: ImagePlatformResolver = resolverFor(config.current(), lookupObserver);
-  let webhook: WebhookService | undefined;
-  if (options.webhook) {
-    const facts = clusterFacts(kc, { nodes, runtimeClasses, namespaces }, () => config.current());
-    webhook = await startWebhookService({
-      kc,
-      operatorNamespace: namespace,
-      config: () => config.current(),
-      facts,
-      // A malformed os.version from a registry runs nowhere.
-      isCompatible: memoizeCompatibility(isCompatibleBuild),
-      resolveImages: podImageResolver(() => resolver, apiPullSecrets(kc)),
-      host: options.webhook.host,
-      port: options.webhook.port,
-      endpoint: options.webhook.endpoint,
-      dnsNames: options.webhook.dnsNames,
-      ipAddresses: options.webhook.ipAddresses,
-      certValidityMs: options.webhook.certValidityMs,
-      caValidityMs: options.webhook.caValidityMs,
-      metrics: webhookMetrics,
-      log,
-    });
-  }
+/**
+ * Keeps an image resolver built from the current configuration. A new configuration gets a new
+ * resolver; the old one is closed a little later, as lookups in flight may still use it.
+ */
+function createImageResolvers(config: ConfigSource, observer: ImageLookupObserver): ImageResolvers {
+  let resolver = resolverFor(config.current(), observer);
   config.onChange((next) => {
     const old = resolver;
-    resolver = resolverFor(next, lookupObserver);
+    resolver = resolverFor(next, observer);
     setTimeout(() => old.close(), 10_000).unref();
-    webhook?.refresh();
-    for (const c of controllers) c.enqueue(everythingKey);
   });
+  return { current: () => resolver, close: () => resolver.close() };
+}
 
-  const dashboard: ExtraRoute = (req, res) => {
+async function startWebhook(
+  { kc, namespace, log }: OperatorContext,
+  options: Exclude<OperatorOptions['webhook'], false | undefined>,
+  caches: Caches,
+  images: ImageResolvers,
+  metrics: WebhookMetrics,
+): Promise<WebhookService> {
+  const { config, nodes, runtimeClasses, namespaces } = caches;
+  return startWebhookService({
+    kc,
+    operatorNamespace: namespace,
+    config: () => config.current(),
+    facts: clusterFacts(kc, { nodes, runtimeClasses, namespaces }, () => config.current()),
+    // A malformed os.version from a registry runs nowhere.
+    isCompatible: memoizeCompatibility(isCompatibleBuild),
+    resolveImages: podImageResolver(() => images.current(), apiPullSecrets(kc)),
+    host: options.host,
+    port: options.port,
+    endpoint: options.endpoint,
+    dnsNames: options.dnsNames,
+    ipAddresses: options.ipAddresses,
+    certValidityMs: options.certValidityMs,
+    caValidityMs: options.caValidityMs,
+    metrics,
+    log,
+  });
+}
+
+/** The dashboard page and its JSON overview, served by the status server. */
+function dashboardRoute({ hosts, nodes, runtimeClasses }: Caches): ExtraRoute {
+  return (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/' || path === '/index.html') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
@@ -166,39 +268,31 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     }
     return false;
   };
-  const status = options.status
-    ? await startStatusServer({
-        ...options.status,
-        registry,
-        ready: () => true,
-        log,
-        routes: [dashboard],
-      })
-    : undefined;
+}
 
-  const stopController = new AbortController();
-  const stopped = async () => {
-    stopController.abort();
-    for (const c of controllers) c.stop();
-    factory.stop();
-    await webhook?.stop();
-    await status?.close();
-    resolver.close();
-  };
-  if (options.leaderElection ?? true) {
-    await acquireLeadership(
-      kc,
-      { namespace, name: 'winfleet-operator', identity, log, signal: stopController.signal },
-      () => {
-        // Controller-runtime's rule: a replica that lost the lease exits and restarts clean.
-        log.error('lost the leader lease; exiting');
-        process.exit(1);
-      },
-    );
-  }
-  // Controllers start only once this replica leads; informer events before that are replayed
-  // by enqueueing everything now.
-  controllers.push(
+/** Waits to lead on the operator's Lease; returns the step that stops renewing it. */
+async function leadOrExit(
+  { kc, namespace, log }: OperatorContext,
+  identity: string,
+): Promise<() => void> {
+  const renewal = new AbortController();
+  await acquireLeadership(
+    kc,
+    { namespace, name: 'winfleet-operator', identity, log, signal: renewal.signal },
+    () => {
+      // Controller-runtime's rule: a replica that lost the lease exits and restarts clean.
+      log.error('lost the leader lease; exiting');
+      process.exit(1);
+    },
+  );
+  return () => renewal.abort();
+}
+
+/** The controllers that run with or without a payload. */
+function createControllers(ctx: OperatorContext, caches: Caches): Controller[] {
+  const { kc, namespace, events, log } = ctx;
+  const { config, nodes, runtimeClasses, csrs, hosts, instances } = caches;
+  return [
     createRuntimeClassController({
       kc,
       nodes,
@@ -209,49 +303,52 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     }),
     createCsrController({ kc, csrs, hosts, nodes, events, log }),
     createWindowsInstancesController({ kc, namespace, configMaps: instances, hosts, events, log }),
-  );
-  if (options.payloadDir) {
-    const hostController = createHostController({
-      kc,
-      operatorNamespace: namespace,
-      config: () => config.current(),
-      hosts,
-      nodes,
-      payload: payloadSource(options.payloadDir, () => config.current()),
-      cluster: clusterAccess(kc),
-      events,
-      log,
-    });
-    controllers.push(hostController);
-    // A new payload (a new payload.json) is rolled out to every host.
-    const payloadFile = join(options.payloadDir, 'payload.json');
-    let seen = await stat(payloadFile).then(
-      (s) => `${s.mtimeMs}:${s.size}`,
-      () => '',
-    );
-    const poll = setInterval(() => {
-      stat(payloadFile).then(
-        (s) => {
-          const now = `${s.mtimeMs}:${s.size}`;
-          if (now === seen) return;
-          seen = now;
-          log.info('payload changed; rolling it out', { payload: payloadFile });
-          hostController.enqueue(everythingKey);
-        },
-        () => {},
-      );
-    }, 2000);
-    poll.unref();
-    stopController.signal.addEventListener('abort', () => clearInterval(poll));
-  } else {
-    log.warn('no payload directory given (--payload-dir): WindowsHosts will not be joined');
-  }
-  for (const c of controllers) c.enqueue(everythingKey);
-  log.info('operator running', {
-    namespace,
-    identity,
-    webhookPort: webhook?.port,
-    statusPort: status?.port,
+  ];
+}
+
+/** The host controller, which joins WindowsHosts with the Windows binaries in `payloadDir`. */
+function createJoiningController(
+  { kc, namespace, events, log }: OperatorContext,
+  { config, hosts, nodes }: Caches,
+  payloadDir: string,
+): Controller {
+  return createHostController({
+    kc,
+    operatorNamespace: namespace,
+    config: () => config.current(),
+    hosts,
+    nodes,
+    payload: payloadSource(payloadDir, () => config.current()),
+    cluster: clusterAccess(kc),
+    events,
+    log,
   });
-  return { namespace, webhook, status, controllers, stop: stopped };
+}
+
+/**
+ * Rolls a new payload (a changed payload.json) out to every host by enqueueing them all; checks
+ * the file's mtime and size every 2 s. Returns the step that stops the polling.
+ */
+async function watchPayload(
+  { log }: OperatorContext,
+  payloadDir: string,
+  hostController: Controller,
+): Promise<() => void> {
+  const payloadFile = join(payloadDir, 'payload.json');
+  const fingerprint = () =>
+    stat(payloadFile).then(
+      (s) => `${s.mtimeMs}:${s.size}`,
+      () => undefined,
+    );
+  let seen = (await fingerprint()) ?? '';
+  const poll = setInterval(() => {
+    fingerprint().then((now) => {
+      if (now === undefined || now === seen) return;
+      seen = now;
+      log.info('payload changed; rolling it out', { payload: payloadFile });
+      hostController.enqueue(everythingKey);
+    });
+  }, 2000);
+  poll.unref();
+  return () => clearInterval(poll);
 }

@@ -3,6 +3,8 @@
  * and how each node service runs — containerd and the kubelet during bootstrap, then
  * kube-proxy, csi-proxy and windows_exporter — with the kubelet flags the seeds and WMCO use.
  */
+
+import { hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import type {
   ManifestFile,
   ManifestService,
@@ -10,13 +12,11 @@ import type {
 } from '../servicesmanifest/services-manifest.ts';
 import type { Payload } from './payload.ts';
 
-const k = 'C:\\k';
-
 /** Where each known payload file is installed. CNI plugins go to C:\k\cni\bin. */
 export function installPath(name: string): string {
   const lower = name.toLowerCase();
   if (lower === 'containerd.exe' || lower.startsWith('containerd-shim'))
-    return `${k}\\containerd\\${name}`;
+    return `${hostPaths.containerdDir}\\${name}`;
   if (
     [
       'win-bridge.exe',
@@ -27,9 +27,9 @@ export function installPath(name: string): string {
       'flannel.exe',
     ].includes(lower)
   ) {
-    return `${k}\\cni\\bin\\${name}`;
+    return `${hostPaths.cniBin}\\${name}`;
   }
-  return `${k}\\${name}`;
+  return `${kubeDir}\\${name}`;
 }
 
 const serviceTemplates: Record<string, Omit<ManifestService, 'binary'>> = {
@@ -40,9 +40,9 @@ const serviceTemplates: Record<string, Omit<ManifestService, 'binary'>> = {
     args: [
       '--run-service',
       '--config',
-      `${k}\\containerd\\config.toml`,
+      hostPaths.containerdConfig,
       '--log-file',
-      `${k}\\logs\\containerd.log`,
+      `${hostPaths.logs}\\containerd.log`,
     ],
     dependencies: [],
     priority: 0,
@@ -53,10 +53,10 @@ const serviceTemplates: Record<string, Omit<ManifestService, 'binary'>> = {
     displayName: 'Kubernetes kubelet',
     description: 'Registers this host as a Kubernetes node and runs its pods (winfleet)',
     args: [
-      `--config=${k}\\kubelet-config.yaml`,
-      `--bootstrap-kubeconfig=${k}\\bootstrap-kubeconfig`,
-      `--kubeconfig=${k}\\kubeconfig`,
-      `--cert-dir=${k}\\pki`,
+      `--config=${hostPaths.kubeletConfig}`,
+      `--bootstrap-kubeconfig=${hostPaths.bootstrapKubeconfig}`,
+      `--kubeconfig=${hostPaths.kubeconfig}`,
+      `--cert-dir=${hostPaths.certDir}`,
       '--hostname-override={{nodeName}}',
       '--node-ip={{nodeIP}}',
       '--node-labels={{nodeLabels}}',
@@ -74,7 +74,7 @@ const serviceTemplates: Record<string, Omit<ManifestService, 'binary'>> = {
     description: 'Programs Service load balancing on this node (winfleet)',
     args: [
       '--windows-service',
-      `--kubeconfig=${k}\\kubeconfig`,
+      `--kubeconfig=${hostPaths.kubeconfig}`,
       '--hostname-override={{nodeName}}',
       '--proxy-mode=kernelspace',
       '--cluster-cidr={{podCIDR}}',
@@ -88,7 +88,7 @@ const serviceTemplates: Record<string, Omit<ManifestService, 'binary'>> = {
     name: 'csi-proxy',
     displayName: 'CSI Proxy',
     description: 'Lets containerized CSI node plugins manage storage on this host (winfleet)',
-    args: ['-windows-service', `-log_file=${k}\\logs\\csi-proxy.log`, '-logtostderr=false'],
+    args: ['-windows-service', `-log_file=${hostPaths.logs}\\csi-proxy.log`, '-logtostderr=false'],
     dependencies: [],
     priority: 2,
     bootstrap: false,

@@ -7,8 +7,8 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Ajv } from 'ajv';
-import { describeSchemaError } from '../config/winfleet-config.ts';
+import { WinfleetError } from '../errors/catalog.ts';
+import { compileSchema, invalidDocument } from '../schema/validator.ts';
 
 export interface PayloadFile {
   name: string;
@@ -63,14 +63,10 @@ const schema = {
     },
   },
 } as const;
-const validate = new Ajv({ allErrors: true, strict: false, verbose: true }).compile(schema);
-
-export class PayloadError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'PayloadError';
-  }
-}
+const validatePayload = compileSchema<Payload>(schema, {
+  code: 'WF_PAYLOAD_INVALID',
+  document: 'payload.json',
+});
 
 /** Reads and validates `<dir>/payload.json`. */
 export async function loadPayload(dir: string): Promise<Payload> {
@@ -79,20 +75,18 @@ export async function loadPayload(dir: string): Promise<Payload> {
   try {
     value = JSON.parse(await readFile(file, 'utf8'));
   } catch (error) {
-    throw new PayloadError(
+    throw new WinfleetError(
+      'WF_PAYLOAD_INVALID',
       `Cannot read ${file}: ${(error as Error).message}; run make payload or point --payload-dir at a payload`,
     );
   }
-  if (!validate(value)) {
-    throw new PayloadError(
-      `Invalid ${file}:\n${(validate.errors ?? []).map((e) => `  - ${describeSchemaError(e)}`).join('\n')}`,
-    );
-  }
-  const payload = value as unknown as Payload;
+  const payload = validatePayload(value, file);
   const names = new Set<string>();
   for (const f of payload.files) {
     if (names.has(f.name))
-      throw new PayloadError(`Invalid ${file}: files: "${f.name}" is listed twice`);
+      throw invalidDocument('WF_PAYLOAD_INVALID', file, [
+        `files: "${f.name}" is listed twice; list each file once`,
+      ]);
     names.add(f.name);
   }
   return payload;
@@ -119,8 +113,9 @@ export async function readPayloadFile(
     } catch {
       const response = await fetch(file.source.url, { signal: AbortSignal.timeout(300_000) });
       if (!response.ok)
-        throw new PayloadError(
-          `Cannot download ${file.name} from ${file.source.url}: HTTP ${response.status}`,
+        throw new WinfleetError(
+          'WF_PAYLOAD_DOWNLOAD',
+          `Cannot download ${file.name} from ${file.source.url}: HTTP ${response.status}; check that the URL in payload.json serves the file`,
         );
       data = Buffer.from(await response.arrayBuffer());
       if (sha256(data) === file.sha256) {
@@ -132,7 +127,8 @@ export async function readPayloadFile(
   }
   const actual = sha256(data);
   if (actual !== file.sha256) {
-    throw new PayloadError(
+    throw new WinfleetError(
+      'WF_PAYLOAD_INVALID',
       `Payload file ${file.name} has SHA-256 ${actual}, payload.json says ${file.sha256}; it will not be sent to any host`,
     );
   }

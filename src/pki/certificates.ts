@@ -7,7 +7,12 @@
 // polyfill loaded first.
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
+import { CertificationRequest } from '@peculiar/asn1-csr';
+import { AsnConvert } from '@peculiar/asn1-schema';
+import { Extensions, id_ce_subjectAltName } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
+import { WinfleetError } from '../errors/catalog.ts';
+import { goNameDer, type NameAttribute, nameAttributes, sameBytes } from './distinguished-name.ts';
 
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
@@ -180,14 +185,18 @@ export interface CsrSubject {
   ipAddresses?: string[];
 }
 
-/** Creates a PEM PKCS#10 CSR signed by `keys`, as a kubelet or a client would send it. */
+/**
+ * Creates a PEM PKCS#10 CSR signed by `keys`, as a kubelet or a client would send it: the
+ * subject is written exactly as Go's x509 writes it (O before CN, PrintableString where Go
+ * uses it), because winfleet only approves kubelet subjects in that exact form.
+ */
 export async function createCsrPem(subject: CsrSubject, keys: CryptoKeyPair): Promise<string> {
   const names: x509.JsonGeneralName[] = [
     ...(subject.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
     ...(subject.ipAddresses ?? []).map((value) => ({ type: 'ip' as const, value })),
   ];
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({
-    name: distinguishedName(subject.commonName, subject.organizations),
+    name: new x509.Name(goNameDer(subject)),
     keys,
     signingAlgorithm,
     extensions: names.length > 0 ? [new x509.SubjectAlternativeNameExtension(names)] : [],
@@ -197,30 +206,84 @@ export async function createCsrPem(subject: CsrSubject, keys: CryptoKeyPair): Pr
 
 /** What a CSR asks for. */
 export interface ParsedCsr {
-  commonName: string | undefined;
-  organizations: string[];
+  /**
+   * The subject's DER exactly as sent. Decide on these bytes (compare them with the expected
+   * name's), never on a field read out of them: readers disagree on repeated attributes.
+   */
+  subjectDer: Uint8Array;
+  /** The subject's RDNs in the order sent, for messages. */
+  subject: NameAttribute[][];
   dnsNames: string[];
   ipAddresses: string[];
   emailAddresses: string[];
   uris: string[];
+  /** Subject alternative names of other kinds (directory names, other names…), as type:value. */
+  otherNames: string[];
+  /** Object identifiers of requested attributes and extensions other than subjectAltName. */
+  otherRequests: string[];
 }
 
-/** Reads the subject and subject alternative names of a PEM PKCS#10 CSR; throws if it is not one. */
+const pkcs9ExtensionRequest = '1.2.840.113549.1.9.14';
+
+function invalidCsr(message: string, cause?: unknown): WinfleetError {
+  return new WinfleetError('WF_CSR_INVALID', message, cause ? { cause } : undefined);
+}
+
+/**
+ * Reads a PEM PKCS#10 CSR strictly; throws WF_CSR_INVALID if it is not one, is not in
+ * canonical DER (every Go client writes canonical DER; anything else is crafted), or asks for
+ * extensions in a way two readers could read differently: more than one extension request,
+ * an extension twice (older Go keeps the last subjectAltName, @peculiar/x509 the first).
+ */
 export function parseCsrPem(pem: string): ParsedCsr {
-  const csr = new x509.Pkcs10CertificateRequest(pem);
-  const subject = csr.subjectName;
-  const values = (type: string) => subject.getField(type);
-  const san = csr.extensions.find((e) => e instanceof x509.SubjectAlternativeNameExtension) as
-    | x509.SubjectAlternativeNameExtension
-    | undefined;
-  const names: x509.JsonGeneralName[] = san?.names.toJSON() ?? [];
+  const [block] = x509.PemConverter.decodeWithHeaders(pem);
+  if (block?.type !== 'CERTIFICATE REQUEST') {
+    throw invalidCsr(
+      `The request is not a PEM "CERTIFICATE REQUEST" block (found ${block ? `"${block.type}"` : 'none'})`,
+    );
+  }
+  const der = new Uint8Array(block.rawData);
+  let csr: CertificationRequest;
+  try {
+    csr = AsnConvert.parse(der, CertificationRequest);
+  } catch (error) {
+    throw invalidCsr(`The request is not a PKCS#10 CSR: ${(error as Error).message}`, error);
+  }
+  if (!sameBytes(new Uint8Array(AsnConvert.serialize(csr)), der)) {
+    throw invalidCsr('The CSR is not in canonical DER: it does not re-encode to the bytes sent');
+  }
+  const info = csr.certificationRequestInfo;
+  const attributes = [...info.attributes];
+  const otherRequests = attributes
+    .filter((a) => a.type !== pkcs9ExtensionRequest)
+    .map((a) => a.type);
+  const requests = attributes.filter((a) => a.type === pkcs9ExtensionRequest);
+  if (requests.length > 1 || (requests[0] && requests[0].values.length !== 1)) {
+    throw invalidCsr(
+      `The CSR has ${requests.length} extension requests holding ${requests.reduce((n, a) => n + a.values.length, 0)} values; a CSR asks for its extensions in one`,
+    );
+  }
+  const extensions = requests[0] ? [...AsnConvert.parse(requests[0].values[0]!, Extensions)] : [];
+  const ids = extensions.map((e) => e.extnID);
+  const repeated = ids.filter((id, i) => ids.indexOf(id) !== i);
+  if (repeated.length > 0) {
+    throw invalidCsr(`The CSR asks for extension ${repeated[0]} more than once`);
+  }
+  otherRequests.push(...ids.filter((id) => id !== id_ce_subjectAltName));
+  const sanExtension = extensions.find((e) => e.extnID === id_ce_subjectAltName);
+  const names: x509.JsonGeneralName[] = sanExtension
+    ? new x509.SubjectAlternativeNameExtension(AsnConvert.serialize(sanExtension)).names.toJSON()
+    : [];
   const of = (type: string) => names.filter((n) => n.type === type).map((n) => n.value);
+  const known = new Set(['dns', 'ip', 'email', 'url']);
   return {
-    commonName: values('CN')[0],
-    organizations: values('O'),
+    subjectDer: new Uint8Array(AsnConvert.serialize(info.subject)),
+    subject: nameAttributes(info.subject),
     dnsNames: of('dns'),
     ipAddresses: of('ip'),
     emailAddresses: of('email'),
     uris: of('url'),
+    otherNames: names.filter((n) => !known.has(n.type)).map((n) => `${n.type}:${n.value}`),
+    otherRequests,
   };
 }

@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  ManifestError,
-  parseServicesManifest,
-  type ServicesManifest,
-  startOrder,
-} from './services-manifest.ts';
+import { isDocumentError } from '../schema/validator.ts';
+import { parseServicesManifest, type ServicesManifest, startOrder } from './services-manifest.ts';
 
 const sha = 'a'.repeat(64);
 function manifest(overrides: Partial<ServicesManifest> = {}): ServicesManifest {
@@ -50,8 +46,8 @@ function problems(input: unknown): string[] {
     parseServicesManifest(input);
     return [];
   } catch (error) {
-    assert.ok(error instanceof ManifestError);
-    return error.problems;
+    assert.ok(isDocumentError(error, 'WF_MANIFEST_INVALID'));
+    return error.details.problems;
   }
 }
 

@@ -6,8 +6,7 @@
  * dependencies on unknown services, bootstrap services that depend on later ones, and unknown
  * node variables are all refused with the field named.
  */
-import { Ajv } from 'ajv';
-import { describeSchemaError } from '../config/winfleet-config.ts';
+import { compileSchema, invalidDocument } from '../schema/validator.ts';
 
 /** Node-derived values a service argument may use as {{name}}. */
 export const nodeVariables = [
@@ -109,18 +108,13 @@ const schema = {
   },
 } as const;
 
-const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
-const validateSchema = ajv.compile(schema);
+const validateSchema = compileSchema<ServicesManifest>(schema, {
+  code: 'WF_MANIFEST_INVALID',
+  document: 'services manifest',
+});
 
-/** A manifest that cannot be used; each problem names its field. */
-export class ManifestError extends Error {
-  readonly problems: string[];
-  constructor(problems: string[]) {
-    super(`Invalid services manifest:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ManifestError';
-    this.problems = problems;
-  }
-}
+const invalidManifest = (problems: string[]) =>
+  invalidDocument('WF_MANIFEST_INVALID', 'services manifest', problems);
 
 const variablePattern = /\{\{\s*([A-Za-z]+)\s*\}\}/g;
 
@@ -131,12 +125,10 @@ export function parseServicesManifest(input: unknown): ServicesManifest {
     try {
       value = JSON.parse(input);
     } catch (error) {
-      throw new ManifestError([`(top level): not JSON: ${(error as Error).message}`]);
+      throw invalidManifest([`(top level): not JSON: ${(error as Error).message}`]);
     }
   }
-  if (!validateSchema(value))
-    throw new ManifestError((validateSchema.errors ?? []).map(describeSchemaError));
-  const manifest = value as ServicesManifest;
+  const manifest = validateSchema(value);
   const problems: string[] = [];
   const byName = new Map<string, { service: ManifestService; index: number }>();
   manifest.services.forEach((service, index) => {
@@ -189,7 +181,7 @@ export function parseServicesManifest(input: unknown): ServicesManifest {
   }
   const cycle = findCycle(manifest.services);
   if (cycle) problems.push(`services: dependency cycle ${cycle.join(' → ')}; break it`);
-  if (problems.length > 0) throw new ManifestError(problems);
+  if (problems.length > 0) throw invalidManifest(problems);
   return manifest;
 }
 

@@ -3,6 +3,7 @@
  * before it is used: a body that is not an AdmissionReview gets an HTTP 400 whose message
  * says what is wrong, never a crash.
  */
+import { hasCode, WinfleetError } from '../errors/catalog.ts';
 import type { JsonPatchOperation } from './json-patch.ts';
 
 /** Bodies larger than this are refused (the API server sends at most a few MiB). */
@@ -19,14 +20,23 @@ export interface AdmissionRequest {
   userInfo?: { username?: string; groups?: string[] };
 }
 
-/** A request body that is not a usable AdmissionReview. */
-export class AdmissionInputError extends Error {
+/** What a WF_ADMISSION_INPUT error carries: the HTTP status to answer with. */
+export interface AdmissionInputDetails {
   readonly httpStatus: number;
-  constructor(message: string, httpStatus = 400) {
-    super(message);
-    this.name = 'AdmissionInputError';
-    this.httpStatus = httpStatus;
-  }
+}
+
+/** A request body that is not a usable AdmissionReview; answered with `httpStatus`. */
+export function admissionInputError(
+  message: string,
+  httpStatus = 400,
+): WinfleetError<AdmissionInputDetails> {
+  return new WinfleetError('WF_ADMISSION_INPUT', message, { details: { httpStatus } });
+}
+
+/** The HTTP status to answer a request that failed with `error`: 400 unless it says otherwise. */
+export function admissionInputStatus(error: unknown): number {
+  if (!hasCode(error, 'WF_ADMISSION_INPUT')) return 400;
+  return (error as WinfleetError<AdmissionInputDetails>).details?.httpStatus ?? 400;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -39,33 +49,33 @@ export function parseAdmissionReview(body: string): AdmissionRequest {
   try {
     review = JSON.parse(body);
   } catch (error) {
-    throw new AdmissionInputError(`Request body is not JSON: ${(error as Error).message}`);
+    throw admissionInputError(`Request body is not JSON: ${(error as Error).message}`);
   }
   if (!isObject(review))
-    throw new AdmissionInputError('Request body must be a JSON object (an AdmissionReview)');
+    throw admissionInputError('Request body must be a JSON object (an AdmissionReview)');
   if (review.kind !== 'AdmissionReview') {
-    throw new AdmissionInputError(
+    throw admissionInputError(
       `kind: expected "AdmissionReview", got ${JSON.stringify(review.kind ?? null)}`,
     );
   }
   if (review.apiVersion !== 'admission.k8s.io/v1') {
-    throw new AdmissionInputError(
+    throw admissionInputError(
       `apiVersion: expected "admission.k8s.io/v1", got ${JSON.stringify(review.apiVersion ?? null)}; register the webhook with admissionReviewVersions: [v1]`,
     );
   }
   const request = review.request;
-  if (!isObject(request)) throw new AdmissionInputError('request: missing or not an object');
+  if (!isObject(request)) throw admissionInputError('request: missing or not an object');
   if (typeof request.uid !== 'string' || request.uid.length === 0 || request.uid.length > 128) {
-    throw new AdmissionInputError('request.uid: must be a non-empty string');
+    throw admissionInputError('request.uid: must be a non-empty string');
   }
   const kind = request.kind;
   if (!isObject(kind) || typeof kind.kind !== 'string' || typeof kind.version !== 'string') {
-    throw new AdmissionInputError('request.kind: must be {group, version, kind}');
+    throw admissionInputError('request.kind: must be {group, version, kind}');
   }
   if (typeof request.operation !== 'string')
-    throw new AdmissionInputError('request.operation: must be a string');
+    throw admissionInputError('request.operation: must be a string');
   if (request.object !== undefined && request.object !== null && !isObject(request.object)) {
-    throw new AdmissionInputError('request.object: must be an object');
+    throw admissionInputError('request.object: must be an object');
   }
   return {
     uid: request.uid,

@@ -12,8 +12,9 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.ts';
 import {
   type AdmissionDecision,
-  AdmissionInputError,
   type AdmissionRequest,
+  admissionInputError,
+  admissionInputStatus,
   admissionResponse,
   maxAdmissionBodyBytes,
   parseAdmissionReview,
@@ -46,7 +47,7 @@ function readBody(req: IncomingMessage): Promise<string> {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > maxAdmissionBodyBytes) {
       reject(
-        new AdmissionInputError(
+        admissionInputError(
           `Request body of ${declared} bytes is over the ${maxAdmissionBodyBytes}-byte limit`,
           413,
         ),
@@ -60,10 +61,7 @@ function readBody(req: IncomingMessage): Promise<string> {
       size += chunk.length;
       if (size > maxAdmissionBodyBytes) {
         reject(
-          new AdmissionInputError(
-            `Request body is over the ${maxAdmissionBodyBytes}-byte limit`,
-            413,
-          ),
+          admissionInputError(`Request body is over the ${maxAdmissionBodyBytes}-byte limit`, 413),
         );
         req.destroy();
         return;
@@ -126,11 +124,11 @@ export function createAdmissionServer(options: AdmissionServerOptions): Admissio
     try {
       const type = req.headers['content-type'] ?? '';
       if (!type.startsWith('application/json')) {
-        throw new AdmissionInputError(`Content-Type must be application/json, got "${type}"`, 415);
+        throw admissionInputError(`Content-Type must be application/json, got "${type}"`, 415);
       }
       request = parseAdmissionReview(await readBody(req));
     } catch (error) {
-      const status = error instanceof AdmissionInputError ? error.httpStatus : 400;
+      const status = admissionInputStatus(error);
       observe('bad_request');
       return send(res, status, JSON.stringify({ error: (error as Error).message }));
     }

@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import type { Informer } from '../controller/informer.ts';
 import { nodeIsReady } from '../controller/informer-factory.ts';
-import { httpStatus } from '../kube/client.ts';
+import { isNotFound } from '../kube/client.ts';
 import { windowsBuildLabel } from '../windows/builds.ts';
 import type { RuntimeClassSelectors } from './pod-os.ts';
 
@@ -59,7 +59,7 @@ export function clusterFacts(
         )
         .catch((error: unknown) => {
           // No CRD: nothing to check. Other errors: do not block pods on it either.
-          if (httpStatus(error) === 404 || /Unrecognized API version and kind/.test(String(error)))
+          if (isNotFound(error) || /Unrecognized API version and kind/.test(String(error)))
             return undefined;
           return undefined;
         });

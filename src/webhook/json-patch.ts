@@ -1,4 +1,5 @@
 /** RFC 6902 JSON Patch operations and RFC 6901 pointer escaping. */
+import { WinfleetError } from '../errors/catalog.ts';
 
 export interface JsonPatchOperation {
   op: 'add' | 'replace' | 'remove' | 'test';
@@ -29,7 +30,10 @@ export function applyPatch<T>(document: T, operations: JsonPatchOperation[]): T 
     for (const token of tokens) {
       parent = (parent as Record<string | number, unknown>)[key];
       if (parent === null || typeof parent !== 'object')
-        throw new Error(`Path ${operation.path} does not exist`);
+        throw new WinfleetError(
+          'WF_INVARIANT',
+          `JSON patch path "${operation.path}" does not exist in the document; a patch can only change what is there`,
+        );
       key = Array.isArray(parent) ? (token === '-' ? parent.length : Number(token)) : token;
     }
     const container = parent as Record<string | number, unknown> & unknown[];

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import fc from 'fast-check';
+import { testSeed } from '../../sim/testkit/test-seed.ts';
 import { defaultConfig, parseConfig } from '../config/winfleet-config.ts';
 import { applyPatch } from './json-patch.ts';
 import { mutatePod, mutationsAnnotation } from './mutate-pod.ts';
@@ -310,18 +311,20 @@ function leaves(value: unknown, path = ''): [string, unknown][] {
   return entries.flatMap(([k, v]) => leaves(v, `${path}/${k}`));
 }
 
-test('property: the patch is idempotent — admitting the mutated pod changes nothing', () => {
+test('property: the patch is idempotent — admitting the mutated pod changes nothing', (t) => {
+  const seed = testSeed(t);
   fc.assert(
     fc.property(podArbitrary, configArbitrary, buildsArbitrary, (p, cfg, builds) => {
       const input = { config: cfg, runtimeClasses, allowedBuilds: builds };
       const once = applyPatch(p, mutatePod(p, input).patch);
       assert.deepEqual(mutatePod(once, input).patch, []);
     }),
-    { numRuns: 500 },
+    { numRuns: 500, seed },
   );
 });
 
-test('property: the patch never removes or changes a field the user set', () => {
+test('property: the patch never removes or changes a field the user set', (t) => {
+  const seed = testSeed(t);
   fc.assert(
     fc.property(podArbitrary, configArbitrary, buildsArbitrary, (p, cfg, builds) => {
       const m = mutatePod(p, { config: cfg, runtimeClasses, allowedBuilds: builds });
@@ -348,6 +351,6 @@ test('property: the patch never removes or changes a field the user set', () => 
         assert.deepEqual(after.get(path), value, `unchanged ${path}`);
       }
     }),
-    { numRuns: 500 },
+    { numRuns: 500, seed },
   );
 });

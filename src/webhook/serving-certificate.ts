@@ -6,7 +6,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { httpStatus } from '../kube/client.ts';
+import { isNotFound } from '../kube/client.ts';
 import {
   type CertificateAuthority,
   createCertificateAuthority,
@@ -80,7 +80,7 @@ export async function ensureServingCertificate(
       namespace: options.namespace,
     });
   } catch (error) {
-    if (httpStatus(error) !== 404) throw error;
+    if (!isNotFound(error)) throw error;
   }
   const caCert = decode(secret, 'ca.crt');
   const caKey = decode(secret, 'ca.key');

@@ -33,14 +33,14 @@ test('gives the child no stdin, so a program reading input sees end of file at o
 });
 
 test('rejects when the program cannot start or runs too long', async () => {
-  await assert.rejects(
-    run('/nonexistent/sc.exe', ['query']),
-    /Cannot run "\/nonexistent\/sc.exe": spawn .*ENOENT/,
-  );
-  await assert.rejects(
-    run(node, ['-e', 'setTimeout(() => {}, 60000)'], { timeoutMs: 200 }),
-    /did not finish within 200 ms and was killed/,
-  );
+  await assert.rejects(run('/nonexistent/sc.exe', ['query']), {
+    code: 'WF_WINDOWS_COMMAND_FAILED',
+    message: /Cannot run "\/nonexistent\/sc.exe": spawn .*ENOENT/,
+  });
+  await assert.rejects(run(node, ['-e', 'setTimeout(() => {}, 60000)'], { timeoutMs: 200 }), {
+    code: 'WF_TIMEOUT',
+    message: /did not finish within 200 ms and was killed/,
+  });
 });
 
 test('keeps at most maxOutputBytes of output', async () => {

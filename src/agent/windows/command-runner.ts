@@ -9,6 +9,7 @@
  * It works on any OS (its tests run node itself); on Windows it is what the agent uses.
  */
 import { spawn } from 'node:child_process';
+import { WinfleetError } from '../../errors/catalog.ts';
 
 export interface CommandResult {
   exitCode: number;
@@ -56,20 +57,30 @@ export function childProcessRunner(defaults: ChildProcessRunnerOptions = {}): Co
       }, timeoutMs);
       child.on('error', (err) => {
         clearTimeout(timer);
-        reject(new Error(`Cannot run "${file}": ${err.message}`, { cause: err }));
+        reject(
+          new WinfleetError('WF_WINDOWS_COMMAND_FAILED', `Cannot run "${file}": ${err.message}`, {
+            cause: err,
+          }),
+        );
       });
       child.on('close', (code, signal) => {
         clearTimeout(timer);
         if (timedOut) {
           reject(
-            new Error(
+            new WinfleetError(
+              'WF_TIMEOUT',
               `"${file} ${args.join(' ').slice(0, 200)}" did not finish within ${timeoutMs} ms and was killed`,
             ),
           );
           return;
         }
         if (code === null) {
-          reject(new Error(`"${file}" was killed by ${signal ?? 'a signal'}`));
+          reject(
+            new WinfleetError(
+              'WF_WINDOWS_COMMAND_FAILED',
+              `"${file}" was killed by ${signal ?? 'a signal'}`,
+            ),
+          );
           return;
         }
         resolve({ exitCode: code, stdout: stdout(), stderr: stderr() });

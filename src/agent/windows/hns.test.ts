@@ -4,7 +4,7 @@ import { assertValidPowerShell } from '../../../sim/testkit/powershell-grammar.t
 import { powerShellCommandLine, powerShellPrelude } from '../../powershell/powershell.ts';
 import { windowsFixture } from './fixtures.ts';
 import {
-  HnsUnavailableError,
+  hnsUnavailableError,
   listHnsNetworksScript,
   parseGetHnsNetworkOutput,
   parseHnsListOutput,
@@ -97,11 +97,13 @@ test('the remove script matches the id case-insensitively and accepts only GUIDs
   );
 });
 
-test('HnsUnavailableError says what was tried and how to fix it', () => {
-  const error = new HnsUnavailableError('list HNS networks', [
+test('an unavailable HNS module says what was tried and how to fix it', () => {
+  const error = hnsUnavailableError('list HNS networks', [
     'HostNetworkingService',
     'C:\\k\\hns.psm1',
   ]);
+  assert.equal(error.code, 'WF_HNS_UNAVAILABLE');
+  assert.deepEqual(error.details, { tried: ['HostNetworkingService', 'C:\\k\\hns.psm1'] });
   assert.equal(
     error.message,
     'Cannot list HNS networks: Get-HnsNetwork is not available (tried "HostNetworkingService", "C:\\k\\hns.psm1"); install the Containers feature, or copy hns.psm1 from microsoft/SDN to C:\\k\\hns.psm1',

@@ -5,7 +5,7 @@
  * Get-HnsNetwork comes from the HostNetworkingService module on current hosts and from
  * microsoft/SDN's hns.psm1 on older ones; each script loads whichever exists and, when neither
  * does, says so in its JSON instead of failing with "not recognized", so the caller can report
- * it clearly (`HnsUnavailableError`). Properties are cast to strings in the script because
+ * it clearly (WF_HNS_UNAVAILABLE). Properties are cast to strings in the script because
  * Windows PowerShell 5.1 serializes enums as numbers.
  *
  * The fixtures hold `Get-HnsNetwork | Select Id,Name,Type | ConvertTo-Json` as Windows
@@ -14,6 +14,7 @@
  * Remove-HnsNetwork accepts the piped objects of both module flavours.
  */
 
+import { WinfleetError } from '../../errors/catalog.ts';
 import {
   parsePowerShellJson,
   powerShellScript,
@@ -26,17 +27,21 @@ import type { HnsNetwork } from '../host-os.ts';
 /** Where hns.psm1 is looked for when the HostNetworkingService module is missing. */
 export const defaultHnsModulePaths: readonly string[] = ['C:\\k\\hns.psm1'];
 
-/** Get-HnsNetwork is available on neither module; the host cannot list or remove networks. */
-export class HnsUnavailableError extends Error {
+/** What a WF_HNS_UNAVAILABLE error carries: the modules that were tried. */
+export interface HnsUnavailableDetails {
   readonly tried: readonly string[];
+}
 
-  constructor(action: string, tried: readonly string[]) {
-    super(
-      `Cannot ${action}: Get-HnsNetwork is not available (tried ${tried.map((t) => `"${t}"`).join(', ')}); install the Containers feature, or copy hns.psm1 from microsoft/SDN to ${defaultHnsModulePaths[0]}`,
-    );
-    this.name = 'HnsUnavailableError';
-    this.tried = tried;
-  }
+/** Get-HnsNetwork is available on neither module; the host cannot list or remove networks. */
+export function hnsUnavailableError(
+  action: string,
+  tried: readonly string[],
+): WinfleetError<HnsUnavailableDetails> {
+  return new WinfleetError(
+    'WF_HNS_UNAVAILABLE',
+    `Cannot ${action}: Get-HnsNetwork is not available (tried ${tried.map((t) => `"${t}"`).join(', ')}); install the Containers feature, or copy hns.psm1 from microsoft/SDN to ${defaultHnsModulePaths[0]}`,
+    { details: { tried } },
+  );
 }
 
 // Loads Get-HnsNetwork if it is not already there, recording what was tried, and stops the

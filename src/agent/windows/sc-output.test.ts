@@ -3,10 +3,11 @@ import { test } from 'node:test';
 import { splitServiceCommandLine } from './command-line.ts';
 import { windowsFixture } from './fixtures.ts';
 import {
+  isServiceControlError,
   parseScConfig,
   parseScFailure,
   parseScStatus,
-  ServiceControlError,
+  serviceControlError,
   win32Error,
 } from './sc-output.ts';
 
@@ -188,10 +189,13 @@ test('success is decided by the exit code; a failure without an [SC] line keeps 
   });
 });
 
-test('ServiceControlError says what failed, the error, and what to do', () => {
+test('an sc.exe failure says what failed, the error, and what to do', () => {
   const failure = parseScFailure(windowsFixture('sc-start-1058.txt'), 1058)!;
-  const error = new ServiceControlError('start service "kubelet"', ['start', 'kubelet'], failure);
-  assert.equal(error.code, 1058);
+  const error = serviceControlError('start service "kubelet"', ['start', 'kubelet'], failure);
+  assert.equal(error.code, 'WF_SERVICE_CONTROL');
+  assert.deepEqual(error.details, { win32Code: 1058, args: ['start', 'kubelet'] });
+  assert.equal(isServiceControlError(error, 1058), true);
+  assert.equal(isServiceControlError(error, 1060), false);
   assert.equal(
     error.message,
     'Cannot start service "kubelet": sc.exe start kubelet failed with 1058: The service cannot be started, either because it is disabled or because it has no enabled devices associated with it; its start type is disabled; configure another start type first',

@@ -11,6 +11,7 @@
  * written from Microsoft's documented formats and published sc.exe transcripts; a new Windows
  * release that changes the layout shows up only on a real host.
  */
+import { hasCode, WinfleetError } from '../../errors/catalog.ts';
 import type { ServiceStartType, ServiceState } from '../host-os.ts';
 
 /** Win32 errors sc.exe reports that winfleet handles by name. */
@@ -59,21 +60,40 @@ export interface ScFailure {
   message: string;
 }
 
-/** An sc.exe command that failed; `code` is the Win32 error (sc.exe's exit code). */
-export class ServiceControlError extends Error {
-  readonly code: number;
+/** What a WF_SERVICE_CONTROL error carries: the Win32 error (sc.exe's exit code) and the arguments. */
+export interface ServiceControlDetails {
+  readonly win32Code: number;
   readonly args: readonly string[];
+}
 
-  constructor(action: string, args: readonly string[], failure: ScFailure) {
-    const text = failure.message ? `: ${failure.message.replace(/\.\s*$/, '')}` : '';
-    const hint = hints[failure.code];
-    super(
-      `Cannot ${action}: sc.exe ${args.join(' ')} failed with ${failure.code}${text}${hint ? `; ${hint}` : ''}`,
-    );
-    this.name = 'ServiceControlError';
-    this.code = failure.code;
-    this.args = args;
-  }
+/** A WF_SERVICE_CONTROL error; `details` is always there. */
+export type ServiceControlError = WinfleetError<ServiceControlDetails> & {
+  readonly details: ServiceControlDetails;
+};
+
+/** An sc.exe command that failed, with what to do about its Win32 error. */
+export function serviceControlError(
+  action: string,
+  args: readonly string[],
+  failure: ScFailure,
+): ServiceControlError {
+  const text = failure.message ? `: ${failure.message.replace(/\.\s*$/, '')}` : '';
+  const hint = hints[failure.code];
+  return new WinfleetError<ServiceControlDetails>(
+    'WF_SERVICE_CONTROL',
+    `Cannot ${action}: sc.exe ${args.join(' ')} failed with ${failure.code}${text}${hint ? `; ${hint}` : ''}`,
+    { details: { win32Code: failure.code, args } },
+  ) as ServiceControlError;
+}
+
+/** True for an sc.exe failure, optionally only for this Win32 error. */
+export function isServiceControlError(
+  error: unknown,
+  win32Code?: number,
+): error is ServiceControlError {
+  if (!hasCode(error, 'WF_SERVICE_CONTROL')) return false;
+  const details = (error as ServiceControlError).details;
+  return details !== undefined && (win32Code === undefined || details.win32Code === win32Code);
 }
 
 /**

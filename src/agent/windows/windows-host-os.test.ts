@@ -9,8 +9,7 @@ import type { ServiceConfig } from '../host-os.ts';
 import { splitServiceCommandLine } from './command-line.ts';
 import type { CommandResult, CommandRunner } from './command-runner.ts';
 import { windowsFixture } from './fixtures.ts';
-import { HnsUnavailableError } from './hns.ts';
-import { ServiceControlError } from './sc-output.ts';
+import { isServiceControlError } from './sc-output.ts';
 import { WindowsHostOS, type WindowsHostOSOptions } from './windows-host-os.ts';
 
 const scExe = 'D:\\Win\\System32\\sc.exe';
@@ -161,7 +160,7 @@ test('createService runs create, description, failure and failureflag', async ()
   await done();
 });
 
-test('createService of an existing service is a ServiceControlError', async () => {
+test('createService of an existing service is an sc.exe failure with its Win32 error', async () => {
   const create = [
     'create',
     'kubelet',
@@ -178,8 +177,7 @@ test('createService of an existing service is a ServiceControlError', async () =
   ];
   const { host, done } = scriptedHost([sc(create, 'sc-create-1073.txt', 1073)]);
   await assert.rejects(host.createService(kubelet), (err: unknown) => {
-    assert.ok(err instanceof ServiceControlError);
-    assert.equal(err.code, 1073);
+    assert.ok(isServiceControlError(err, 1073));
     assert.match(
       err.message,
       /^Cannot create service "kubelet": sc\.exe create kubelet .* failed with 1073: The specified service already exists; it already exists; configure it instead of creating it$/,
@@ -281,10 +279,11 @@ test('stopService gives up after its timeout, naming the state and PID', async (
   // Polls at 500, 1000 and 1500 ms; the deadline is then reached.
   for (let i = 0; i < 3; i++) steps.push(sc(['queryex', 'kubelet'], 'sc-queryex-stop-pending.txt'));
   const { host, done } = scriptedHost(steps, { stopTimeoutMs: 1500 });
-  await assert.rejects(
-    host.stopService('kubelet'),
-    /^Error: Service "kubelet" did not stop within 1500 ms \(still stop-pending, PID 4716\); end its process \(taskkill \/F \/PID 4716\) or reboot the host$/,
-  );
+  await assert.rejects(host.stopService('kubelet'), {
+    code: 'WF_SERVICE_STUCK',
+    message:
+      /^Service "kubelet" did not stop within 1500 ms \(still stop-pending, PID 4716\); end its process \(taskkill \/F \/PID 4716\) or reboot the host$/,
+  });
   await done();
 });
 
@@ -329,10 +328,11 @@ test('deleteService reports a deletion held up by an open handle', async () => {
   for (let i = 0; i < 3; i++)
     steps.push(sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-stopped.txt'));
   const { host, done } = scriptedHost(steps, { deleteTimeoutMs: 1000 });
-  await assert.rejects(
-    host.deleteService('kubelet'),
-    /^Error: Service "kubelet" is marked for deletion but still registered after 1000 ms; close programs that hold it open \(services\.msc, Event Viewer\) or reboot the host$/,
-  );
+  await assert.rejects(host.deleteService('kubelet'), {
+    code: 'WF_SERVICE_STUCK',
+    message:
+      /^Service "kubelet" is marked for deletion but still registered after 1000 ms; close programs that hold it open \(services\.msc, Event Viewer\) or reboot the host$/,
+  });
   await done();
 });
 
@@ -340,10 +340,11 @@ test('sc.exe access denied names the fix', async () => {
   const { host, done } = scriptedHost([
     sc(['qc', 'kubelet', '8192'], 'sc-open-scmanager-5.txt', 5),
   ]);
-  await assert.rejects(
-    host.queryService('kubelet'),
-    /^ServiceControlError: Cannot query service "kubelet": sc\.exe qc kubelet 8192 failed with 5: Access is denied; run the agent as LocalSystem or an administrator$/,
-  );
+  await assert.rejects(host.queryService('kubelet'), {
+    code: 'WF_SERVICE_CONTROL',
+    message:
+      /^Cannot query service "kubelet": sc\.exe qc kubelet 8192 failed with 5: Access is denied; run the agent as LocalSystem or an administrator$/,
+  });
   await done();
 });
 
@@ -379,10 +380,11 @@ test("a failing script reports PowerShell's error text", async () => {
     '#< CLIXML\r\n<Objs Version="1.1.0.1" xmlns="http://schemas.microsoft.com/powershell/2004/04">' +
     '<S S="Error">Exception calling "SetEnvironmentVariable" with "3" argument(s): "Requested registry access is not allowed."_x000D__x000A_</S></Objs>';
   const { host, done } = scriptedHost([ps(() => {}, '', 1, stderr)]);
-  await assert.rejects(
-    host.setMachineEnv('A', 'b'),
-    /^Error: Cannot set environment variable "A": PowerShell exited with 1: Exception calling "SetEnvironmentVariable" with "3" argument\(s\): "Requested registry access is not allowed\."$/,
-  );
+  await assert.rejects(host.setMachineEnv('A', 'b'), {
+    code: 'WF_WINDOWS_COMMAND_FAILED',
+    message:
+      /^Cannot set environment variable "A": PowerShell exited with 1: Exception calling "SetEnvironmentVariable" with "3" argument\(s\): "Requested registry access is not allowed\."$/,
+  });
   await done();
 });
 
@@ -406,15 +408,14 @@ test('HNS networks: listed, removed, and unavailable reported as such', async ()
     ['nat/nat', 'cbr0/L2Bridge'],
   );
   await host.removeHnsNetwork(id);
-  await assert.rejects(host.listHnsNetworks(), (err: unknown) => {
-    assert.ok(err instanceof HnsUnavailableError);
-    assert.match(err.message, /^Cannot list HNS networks: Get-HnsNetwork is not available/);
-    return true;
+  await assert.rejects(host.listHnsNetworks(), {
+    code: 'WF_HNS_UNAVAILABLE',
+    message: /^Cannot list HNS networks: Get-HnsNetwork is not available/,
   });
-  await assert.rejects(
-    host.removeHnsNetwork(id),
-    /^HnsUnavailableError: Cannot remove HNS network "5F0BA94E-/,
-  );
+  await assert.rejects(host.removeHnsNetwork(id), {
+    code: 'WF_HNS_UNAVAILABLE',
+    message: /^Cannot remove HNS network "5F0BA94E-/,
+  });
   await done();
 });
 
@@ -464,10 +465,11 @@ test('reboot schedules shutdown.exe /r in 5 s as planned maintenance', async () 
   ]);
   await host.reboot('winfleet: Containers feature installed');
   await host.reboot('quotes "removed"\nand new lines');
-  await assert.rejects(
-    host.reboot('x'.repeat(600)),
-    /^Error: Cannot reboot: shutdown\.exe \/r \/t 5 \/d p:4:1 \/c x+ exited with 5: Access is denied\.\(5\); run the agent as LocalSystem or an administrator$/,
-  );
+  await assert.rejects(host.reboot('x'.repeat(600)), {
+    code: 'WF_WINDOWS_COMMAND_FAILED',
+    message:
+      /^Cannot reboot: shutdown\.exe \/r \/t 5 \/d p:4:1 \/c x+ exited with 5: Access is denied\.\(5\); run the agent as LocalSystem or an administrator$/,
+  });
   await done();
 });
 

@@ -16,12 +16,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, statfs } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { dirname, parse as parsePath, win32 } from 'node:path';
+import { WinfleetError } from '../../errors/catalog.ts';
 import { powerShellArgs, powerShellErrorText } from '../../powershell/powershell.ts';
 import type { HnsNetwork, HostOS, InstalledService, OsVersion, ServiceConfig } from '../host-os.ts';
 import { type CommandRunner, childProcessRunner } from './command-runner.ts';
 import {
   defaultHnsModulePaths,
-  HnsUnavailableError,
+  hnsUnavailableError,
   listHnsNetworksScript,
   parseHnsListOutput,
   parseHnsRemoveOutput,
@@ -48,7 +49,7 @@ import {
   parseScStatus,
   type ScFailure,
   type ScStatus,
-  ServiceControlError,
+  serviceControlError,
   win32Error,
 } from './sc-output.ts';
 
@@ -196,7 +197,8 @@ export class WindowsHostOS implements HostOS {
       last.pid === undefined
         ? 'reboot the host'
         : `end its process (taskkill /F /PID ${last.pid}) or reboot the host`;
-    throw new Error(
+    throw new WinfleetError(
+      'WF_SERVICE_STUCK',
       `Service "${name}" did not stop within ${this.#stopTimeoutMs} ms (still ${state}); ${fix}`,
     );
   }
@@ -213,7 +215,8 @@ export class WindowsHostOS implements HostOS {
     const deadline = this.#now() + this.#deleteTimeoutMs;
     while (await this.#queryStatus(name)) {
       if (this.#now() >= deadline) {
-        throw new Error(
+        throw new WinfleetError(
+          'WF_SERVICE_STUCK',
           `Service "${name}" is marked for deletion but still registered after ${this.#deleteTimeoutMs} ms; close programs that hold it open (services.msc, Event Viewer) or reboot the host`,
         );
       }
@@ -236,7 +239,7 @@ export class WindowsHostOS implements HostOS {
     const result = await this.#run(this.#sc, args);
     const failure = parseScFailure(result.stdout, result.exitCode, result.stderr);
     if (!failure) return { stdout: result.stdout };
-    if (!tolerated.includes(failure.code)) throw new ServiceControlError(action, args, failure);
+    if (!tolerated.includes(failure.code)) throw serviceControlError(action, args, failure);
     return { stdout: result.stdout, failure };
   }
 
@@ -284,7 +287,8 @@ export class WindowsHostOS implements HostOS {
         const busy = code === 'EPERM' || code === 'EACCES' || code === 'EBUSY';
         if (!busy) throw err;
         if (attempt >= this.#renameAttempts) {
-          throw new Error(
+          throw new WinfleetError(
+            'WF_FILE_IN_USE',
             `Cannot replace "${to}": it is in use (${code}); stop the service that runs or holds it, then write it again`,
             { cause: err },
           );
@@ -335,7 +339,7 @@ export class WindowsHostOS implements HostOS {
     const result = parseHnsListOutput(
       await this.#runPowerShell(listHnsNetworksScript(this.#hnsModulePaths), action),
     );
-    if (!result.available) throw new HnsUnavailableError(action, result.tried);
+    if (!result.available) throw hnsUnavailableError(action, result.tried);
     return result.networks;
   }
 
@@ -345,7 +349,7 @@ export class WindowsHostOS implements HostOS {
     const result = parseHnsRemoveOutput(
       await this.#runPowerShell(removeHnsNetworkScript(id, this.#hnsModulePaths), action),
     );
-    if (!result.available) throw new HnsUnavailableError(action, result.tried);
+    if (!result.available) throw hnsUnavailableError(action, result.tried);
   }
 
   // The machine.
@@ -405,7 +409,8 @@ export class WindowsHostOS implements HostOS {
       result.exitCode === win32Error.accessDenied
         ? '; run the agent as LocalSystem or an administrator'
         : '';
-    throw new Error(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot reboot: shutdown.exe ${args.join(' ')} exited with ${result.exitCode}${output ? `: ${output}` : ''}${hint}`,
     );
   }
@@ -414,7 +419,10 @@ export class WindowsHostOS implements HostOS {
     const result = await this.#run(this.#powerShell, powerShellArgs(script));
     if (result.exitCode === 0) return result.stdout;
     const detail = powerShellErrorText(result.stderr) || result.stdout.trim() || 'no output';
-    throw new Error(`Cannot ${action}: PowerShell exited with ${result.exitCode}: ${detail}`);
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
+      `Cannot ${action}: PowerShell exited with ${result.exitCode}: ${detail}`,
+    );
   }
 }
 

@@ -4,6 +4,7 @@
  * reason; CSRs that are not winfleet's are left untouched.
  */
 import * as k8s from '@kubernetes/client-node';
+import { ConditionReason, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import type { EventRecorder } from '../../controller/events.ts';
@@ -59,10 +60,12 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
       const signer = csr.spec.signerName;
       if (signer !== clientSigner && signer !== servingSigner) return undefined;
       let parsed: CsrRequest['parsed'];
+      let parseProblem: string | undefined;
       try {
         parsed = parseCsrPem(Buffer.from(String(csr.spec.request), 'base64').toString('utf8'));
-      } catch {
-        parsed = undefined;
+      } catch (error) {
+        // A malformed or crafted request is denied with the reason, never retried.
+        parseProblem = (error as Error).message;
       }
       const decision = await decideKubeletCsr(
         {
@@ -72,6 +75,7 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
           groups: csr.spec.groups ?? [],
           usages: csr.spec.usages ?? [],
           parsed,
+          parseProblem,
         },
         lookup,
       );
@@ -94,7 +98,7 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
           {
             type: approve ? 'Approved' : 'Denied',
             status: 'True',
-            reason: approve ? 'WinfleetApproved' : 'WinfleetDenied',
+            reason: approve ? ConditionReason.WinfleetApproved : ConditionReason.WinfleetDenied,
             message: decision.reason,
             lastUpdateTime: now,
             lastTransitionTime: now,
@@ -116,7 +120,7 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
       deps.events.record(
         subject,
         approve ? 'Normal' : 'Warning',
-        approve ? 'CSRApproved' : 'CSRDenied',
+        approve ? EventReason.CSRApproved : EventReason.CSRDenied,
         `CSR ${name}: ${decision.reason}`,
       );
       return undefined;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
+import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
 import {
   type CsrLookup,
   type CsrRequest,
@@ -24,15 +25,27 @@ const lookup = (nodes: string[] = []): CsrLookup => ({
   nodeExists: (name) => nodes.includes(name),
 });
 
-const subject = (over: Partial<ParsedCsr> = {}): ParsedCsr => ({
-  commonName: 'system:node:win-a',
+const kubeletName: NameFields = {
   organizations: ['system:nodes'],
-  dnsNames: [],
-  ipAddresses: [],
-  emailAddresses: [],
-  uris: [],
-  ...over,
-});
+  commonName: 'system:node:win-a',
+};
+
+/** A parsed CSR whose subject is `name` as Go writes it. */
+const subject = (over: Partial<ParsedCsr> & { name?: NameFields } = {}): ParsedCsr => {
+  const { name = kubeletName, ...rest } = over;
+  const subjectDer = goNameDer(name);
+  return {
+    subjectDer,
+    subject: readName(subjectDer),
+    dnsNames: [],
+    ipAddresses: [],
+    emailAddresses: [],
+    uris: [],
+    otherNames: [],
+    otherRequests: [],
+    ...rest,
+  };
+};
 
 const client = (over: Partial<CsrRequest> = {}): CsrRequest => ({
   name: 'csr-1',
@@ -67,13 +80,30 @@ const clientCases: [string, CsrRequest, RegExp][] = [
   ],
   [
     'a wrong CN',
-    client({ parsed: subject({ commonName: 'system:node:other' }) }),
+    client({ parsed: subject({ name: { ...kubeletName, commonName: 'system:node:other' } }) }),
     /CN is "system:node:other", expected "system:node:win-a"/,
   ],
   [
-    'a wrong O',
-    client({ parsed: subject({ organizations: ['system:nodes', 'system:masters'] }) }),
-    /O is \[system:nodes, system:masters\], expected exactly \[system:nodes\]/,
+    'a second O',
+    client({
+      parsed: subject({
+        name: { ...kubeletName, organizations: ['system:nodes', 'system:masters'] },
+      }),
+    }),
+    /subject O=system:nodes\+O=system:masters, CN=system:node:win-a: RDN 1 holds 2 attributes/,
+  ],
+  [
+    'a CN before the O',
+    client({
+      parsed: subject({
+        subjectDer: goNameDer({ commonName: 'system:node:win-a' }),
+        subject: [
+          ...readName(goNameDer({ commonName: 'system:node:win-a' })),
+          ...readName(goNameDer({ organizations: ['system:nodes'] })),
+        ],
+      }),
+    }),
+    /subject CN=system:node:win-a, O=system:nodes is not O then CN/,
   ],
   [
     'extra SANs',
@@ -85,7 +115,19 @@ const clientCases: [string, CsrRequest, RegExp][] = [
     client({ usages: ['digital signature', 'client auth', 'server auth'] }),
     /usages .* are not within/,
   ],
-  ['an unparsable request', client({ parsed: undefined }), /not a valid PKCS#10 CSR/],
+  [
+    'an unparsable request',
+    client({
+      parsed: undefined,
+      parseProblem: 'The CSR asks for extension 2.5.29.17 more than once',
+    }),
+    /not a valid PKCS#10 CSR: The CSR asks for extension 2\.5\.29\.17 more than once/,
+  ],
+  [
+    'another extension',
+    client({ parsed: subject({ otherRequests: ['2.5.29.19'] }) }),
+    /asks for 2\.5\.29\.19, which a kubelet never requests/,
+  ],
 ];
 for (const [name, request, reason] of clientCases) {
   test(`a client CSR with ${name} is denied with the reason`, async () => {
@@ -94,6 +136,20 @@ for (const [name, request, reason] of clientCases) {
     assert.match(d.reason, reason);
   });
 }
+
+test('a host whose node name is not a lowercase RFC 1123 name gets no certificate', async () => {
+  for (const nodeName of ['Win-A', 'win_a', '-win', 'win-а']) {
+    const odd = { ...host, status: { ...host.status, nodeName } } as WindowsHost;
+    const d = await decideKubeletCsr(
+      client({
+        parsed: subject({ name: { ...kubeletName, commonName: `system:node:${nodeName}` } }),
+      }),
+      { ...lookup(), hostForToken: async () => odd },
+    );
+    assert.equal(d.action, 'deny', nodeName);
+    assert.match(d.reason, /is not a lowercase RFC 1123 name/);
+  }
+});
 
 test('a client CSR for a node that already exists is denied', async () => {
   const d = await decideKubeletCsr(client(), lookup(['win-a']));
@@ -136,4 +192,15 @@ test('serving CSRs: approved for the host’s own addresses and names, denied ou
     lookup(),
   );
   assert.equal(clientUsage.action, 'deny');
+  const odd = await decideKubeletCsr(
+    serving({ parsed: subject({ ipAddresses: ['127.0.0.11'], otherNames: ['dn:CN=x'] }) }),
+    lookup(),
+  );
+  assert.equal(odd.action, 'deny');
+  assert.match(odd.reason, /dn:CN=x are of kinds a kubelet never requests/);
+  const secondCn = await decideKubeletCsr(
+    serving({ parsed: subject({ name: { ...kubeletName, commonName: 'system:node:win-b' } }) }),
+    lookup(),
+  );
+  assert.equal(secondCn.action, 'deny');
 });

@@ -3,18 +3,21 @@
  * kubelet on that host should ask for:
  *
  * Client certificates (kubernetes.io/kube-apiserver-client-kubelet): requested with the
- * bootstrap token winfleet issued to a known WindowsHost; CN system:node:<that host's node
- * name>; O exactly system:nodes; no SANs; usages within digital signature, key encipherment,
- * client auth; and no Node of that name yet.
+ * bootstrap token winfleet issued to a known WindowsHost; a subject that is byte for byte
+ * what a kubelet's Go x509 writes for O=system:nodes, CN=system:node:<that host's node name>
+ * (kube-controller-manager reads a subject as Go does — the last CN wins — so anything else,
+ * such as a second CN, could name another node); no SANs or other extensions; usages within
+ * digital signature, key encipherment, client auth; and no Node of that name yet.
  *
- * Serving certificates (kubernetes.io/kubelet-serving): requested by that node itself; IP SANs
- * among the host's addresses and DNS SANs among its names.
+ * Serving certificates (kubernetes.io/kubelet-serving): requested by that node itself; the same
+ * exact subject; IP SANs among the host's addresses and DNS SANs among its names; nothing else.
  *
  * Everything else is left alone (another approver may own it) — the bug WMCO once had was
  * approving CSRs of every node.
  */
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
+import { formatName, goNameDer, quoteValue, sameBytes } from '../../pki/distinguished-name.ts';
 import { bootstrapGroup } from '../hosts/bootstrap-tokens.ts';
 
 export const clientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
@@ -26,8 +29,9 @@ export interface CsrRequest {
   username: string;
   groups: string[];
   usages: string[];
-  /** Undefined when the request could not be parsed. */
+  /** Undefined when the request could not be parsed; `parseProblem` then says why. */
   parsed?: ParsedCsr;
+  parseProblem?: string;
 }
 
 export interface CsrLookup {
@@ -49,14 +53,56 @@ const clientUsages = new Set(['digital signature', 'key encipherment', 'client a
 const servingUsages = new Set(['digital signature', 'key encipherment', 'server auth']);
 const isIPv4 = (s: string) => /^(\d{1,3}\.){3}\d{1,3}$/.test(s);
 
+/** A Kubernetes node name: a lowercase RFC 1123 subdomain. */
+const nodeNamePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+function nodeNameProblem(nodeName: string): string | undefined {
+  if (nodeName.length <= 253 && nodeNamePattern.test(nodeName)) return undefined;
+  return `node name ${quoteValue(nodeName)} is not a lowercase RFC 1123 name (a-z, 0-9, '-' and '.', at most 253 characters)`;
+}
+
+/**
+ * Why the subject is not exactly the kubelet's for `nodeName`. The decision is the byte
+ * comparison; the rest only finds words for the first difference.
+ */
 function subjectProblem(parsed: ParsedCsr, nodeName: string): string | undefined {
-  if (parsed.commonName !== `system:node:${nodeName}`) {
-    return `CN is "${parsed.commonName}", expected "system:node:${nodeName}"`;
+  const o = 'system:nodes';
+  const cn = `system:node:${nodeName}`;
+  if (sameBytes(parsed.subjectDer, goNameDer({ organizations: [o], commonName: cn }))) {
+    return undefined;
   }
-  if (parsed.organizations.length !== 1 || parsed.organizations[0] !== 'system:nodes') {
-    return `O is [${parsed.organizations.join(', ')}], expected exactly [system:nodes]`;
+  const rdns = parsed.subject;
+  const shown = `subject ${formatName(rdns)}`;
+  const multiValued = rdns.findIndex((rdn) => rdn.length !== 1);
+  const [first, second] = rdns.map((rdn) => rdn[0]!);
+  let difference: string;
+  if (rdns.length !== 2) difference = `${shown} has ${rdns.length} RDNs`;
+  else if (multiValued >= 0)
+    difference = `${shown}: RDN ${multiValued + 1} holds ${rdns[multiValued]!.length} attributes`;
+  else if (first!.label !== 'O' || second!.label !== 'CN') difference = `${shown} is not O then CN`;
+  else if (second!.value !== cn)
+    difference = `CN is ${quoteValue(second!.value)}, expected "${cn}"`;
+  else if (first!.value !== o) difference = `O is ${quoteValue(first!.value)}, expected "${o}"`;
+  else if (first!.stringType !== 'PrintableString') difference = `O is a ${first!.stringType}`;
+  else if (second!.stringType !== 'PrintableString') difference = `CN is a ${second!.stringType}`;
+  else difference = `${shown} is not in the DER Go writes`;
+  return `${difference}; a kubelet's subject is exactly O=${o}, CN=${cn}: one attribute per RDN, both PrintableString, as Go's x509 writes it`;
+}
+
+/** Attributes, extensions and SAN kinds no kubelet asks for. */
+function extrasProblem(parsed: ParsedCsr): string | undefined {
+  if (parsed.otherRequests.length > 0) {
+    return `the CSR asks for ${parsed.otherRequests.join(', ')}, which a kubelet never requests`;
+  }
+  if (parsed.otherNames.length > 0) {
+    return `subject alternative names ${parsed.otherNames.join(', ')} are of kinds a kubelet never requests`;
   }
   return undefined;
+}
+
+function unparsable(request: CsrRequest, host: WindowsHost): CsrDecision {
+  const why = request.parseProblem ? `: ${request.parseProblem}` : '';
+  return { action: 'deny', reason: `the request is not a valid PKCS#10 CSR${why}`, host };
 }
 
 export async function decideKubeletCsr(
@@ -85,9 +131,11 @@ async function decideClient(request: CsrRequest, lookup: CsrLookup): Promise<Csr
   const nodeName = host.status?.nodeName;
   if (!nodeName)
     return { action: 'retry', reason: `WindowsHost ${host.metadata.name} has no node name yet` };
-  if (!request.parsed)
-    return { action: 'deny', reason: 'the request is not a valid PKCS#10 CSR', host };
-  const problem = subjectProblem(request.parsed, nodeName);
+  if (!request.parsed) return unparsable(request, host);
+  const problem =
+    nodeNameProblem(nodeName) ??
+    subjectProblem(request.parsed, nodeName) ??
+    extrasProblem(request.parsed);
   if (problem) return { action: 'deny', reason: problem, host };
   const { dnsNames, ipAddresses, emailAddresses, uris } = request.parsed;
   if (dnsNames.length + ipAddresses.length + emailAddresses.length + uris.length > 0) {
@@ -127,9 +175,11 @@ function decideServing(request: CsrRequest, lookup: CsrLookup): CsrDecision {
   const nodeName = match[1]!;
   const host = lookup.hostForNode(nodeName);
   if (!host) return { action: 'ignore', reason: `Node ${nodeName} is not a winfleet host` };
-  if (!request.parsed)
-    return { action: 'deny', reason: 'the request is not a valid PKCS#10 CSR', host };
-  const problem = subjectProblem(request.parsed, nodeName);
+  if (!request.parsed) return unparsable(request, host);
+  const problem =
+    nodeNameProblem(nodeName) ??
+    subjectProblem(request.parsed, nodeName) ??
+    extrasProblem(request.parsed);
   if (problem) return { action: 'deny', reason: problem, host };
   const { dnsNames, ipAddresses, emailAddresses, uris } = request.parsed;
   const knownIps = new Set([

@@ -7,7 +7,7 @@
  */
 import { createHash, randomInt } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { httpStatus } from '../../kube/client.ts';
+import { isNotFound } from '../../kube/client.ts';
 
 export const bootstrapGroup = 'system:bootstrappers:winfleet';
 export const tokenHostLabel = 'winfleet.io/host';
@@ -52,7 +52,7 @@ export async function ensureBootstrapToken(
     }
     await core.deleteNamespacedSecret({ name, namespace: 'kube-system' });
   } catch (error) {
-    if (httpStatus(error) !== 404) throw error;
+    if (!isNotFound(error)) throw error;
   }
   const secret = randomSecret();
   const expires = new Date(Date.now() + ttlMs);
@@ -92,7 +92,7 @@ export async function deleteBootstrapToken(kc: k8s.KubeConfig, hostUid: string):
       namespace: 'kube-system',
     });
   } catch (error) {
-    if (httpStatus(error) !== 404) throw error;
+    if (!isNotFound(error)) throw error;
   }
 }
 
@@ -111,7 +111,7 @@ export async function hostUidForToken(
       return secret.metadata?.labels?.[tokenHostUidLabel];
     }
   } catch (error) {
-    if (httpStatus(error) !== 404) throw error;
+    if (!isNotFound(error)) throw error;
   }
   return undefined;
 }

@@ -1,7 +1,8 @@
 /**
  * The WindowsHost controller: many hosts reconciled at once (hosts.concurrency, default 10),
  * each with its own exponential backoff. Host events enqueue the host; Node events enqueue the
- * host behind the node.
+ * host behind the node. It keeps no state of its own between passes: everything a pass
+ * decides on is in the API.
  */
 import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
@@ -16,9 +17,7 @@ import { createManifestPublisher } from './manifest-publisher.ts';
 
 export function createHostController(deps: HostControllerDeps): Controller {
   const publish = createManifestPublisher(deps.kc, deps.operatorNamespace);
-  const bootstrappedAt = new Map<string, number>();
-  const applyingSince = new Map<string, number>();
-  const ctx = { ...deps, publish, bootstrappedAt, applyingSince };
+  const ctx = { ...deps, publish };
 
   const controller = new Controller({
     name: 'windowshosts',
@@ -32,15 +31,8 @@ export function createHostController(deps: HostControllerDeps): Controller {
         return undefined;
       }
       const host = deps.hosts.get(key);
-      if (!host) {
-        bootstrappedAt.delete(key);
-        return undefined;
-      }
-      if (host.metadata.deletionTimestamp) {
-        const result = await reconcileRemoval(deps, host);
-        bootstrappedAt.delete(key);
-        return result;
-      }
+      if (!host) return undefined;
+      if (host.metadata.deletionTimestamp) return reconcileRemoval(deps, host);
       if (!host.metadata.finalizers?.includes(hostFinalizer)) {
         await patchHostMetadata(deps.kc, host, {
           finalizers: [...(host.metadata.finalizers ?? []), hostFinalizer],

@@ -10,6 +10,7 @@ import {
   hostReady,
   listWindowsHosts,
 } from '../../../sim/testkit/windows-hosts.ts';
+import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 
@@ -27,12 +28,12 @@ test('refused SSH and a full disk are reported, and the hosts join once they are
 
   const unreachable = await waitFor(
     async () => {
-      const c = condition(await byAddress(refusing!.address), 'Reachable');
+      const c = condition(await byAddress(refusing!.address), ConditionType.Reachable);
       return c?.status === 'False' ? c : undefined;
     },
     { description: 'Reachable=False for the refusing host', timeoutMs: 30_000 },
   );
-  assert.equal(unreachable.reason, 'Unreachable');
+  assert.equal(unreachable.reason, ConditionReason.Unreachable);
   assert.match(
     unreachable.message,
     new RegExp(
@@ -42,8 +43,8 @@ test('refused SSH and a full disk are reported, and the hosts join once they are
 
   const diskFull = await waitFor(
     async () => {
-      const c = condition(await byAddress(full!.address), 'Degraded');
-      return c?.reason === 'DiskFull' ? c : undefined;
+      const c = condition(await byAddress(full!.address), ConditionType.Degraded);
+      return c?.reason === ConditionReason.DiskFull ? c : undefined;
     },
     { description: 'Degraded=DiskFull for the full host', timeoutMs: 30_000 },
   );
@@ -68,5 +69,5 @@ test('refused SSH and a full disk are reported, and the hosts join once they are
     { description: 'all three Ready once the faults are gone', timeoutMs: 90_000 },
   );
   const healed = await byAddress(full!.address);
-  assert.equal(condition(healed, 'Degraded')?.status, 'False', 'Degraded clears');
+  assert.equal(condition(healed, ConditionType.Degraded)?.status, 'False', 'Degraded clears');
 });

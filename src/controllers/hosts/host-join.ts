@@ -1,410 +1,269 @@
 /**
- * Joining (and keeping joined) one WindowsHost, level-triggered: every pass looks at what is
- * true now — the Node, its annotations, the host's status — and does only the next missing
- * step. Nothing depends on remembering a previous pass, so the operator can be killed at any
- * moment and pick up where the cluster says it stands:
+ * Joining (and keeping joined) one WindowsHost, level-triggered: every pass reads where the
+ * host stands from the API — its Node (Ready, annotations, when it last went NotReady) and its
+ * status (conditions, when the agent last bootstrapped it, since when its services version
+ * was asked for) — and does only the next missing step. Nothing is remembered in memory
+ * between passes, so the operator can be killed at any moment and pick up where the cluster
+ * says it stands:
  *   reach the host (pin its SSH key) → read its facts → copy the agent and payload (only what
  *   differs) → hand it a bootstrap token and config → `agent bootstrap` → wait for the kubelet's
  *   Node → annotate it → wait for Ready and the agent's version → drop the token.
  */
 import * as k8s from '@kubernetes/client-node';
-import type { BootstrapConfig } from '../../agent/agent-config.ts';
-import { paths } from '../../agent/agent-config.ts';
 import {
   desiredServicesVersionAnnotation,
   hostAnnotation,
-  managedNodeLabel,
   servicesVersionAnnotation,
 } from '../../api/node-annotations.ts';
+import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import { trustHostKeyAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import { nodeIsReady } from '../../controller/informer-factory.ts';
-import { TerminalError } from '../../controller/work-queue.ts';
-import { openHostSession } from '../../hostaccess/host-session.ts';
-import { RemoteCommandError, RemoteHost } from '../../hostaccess/remote-host.ts';
-import { agentExecutable } from '../../hostaccess/remote-scripts.ts';
-import { SshError, type SshSession } from '../../hostaccess/ssh-session.ts';
-import { readPayloadFile } from '../../payload/payload.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
-import { deleteBootstrapToken, ensureBootstrapToken } from './bootstrap-tokens.ts';
-import type { HostControllerDeps, LoadedPayload } from './host-deps.ts';
-import { HostStatus, patchHostMetadata, writeHostStatus } from './host-status.ts';
-import type { createManifestPublisher } from './manifest-publisher.ts';
+import { deleteBootstrapToken } from './bootstrap-tokens.ts';
+import { bootstrapHost, copyPayload, type JoinContext } from './host-bootstrap.ts';
+import type { LoadedPayload } from './host-deps.ts';
+import { apiTime, HostStatus, patchHostMetadata, writeHostStatus } from './host-status.ts';
+
+export type { JoinContext } from './host-bootstrap.ts';
 
 /** How often a joined, healthy host is looked at again. */
 export const healthyRecheckMs = 5 * 60_000;
 /** How often a joining host is polled for its Node. */
 const joinPollMs = 1000;
-const minimumBuild = 17763;
+/** How often a node that exists but is NotReady is looked at while its agent is left to it. */
+const notReadyPollMs = 2000;
 
-export interface JoinContext extends HostControllerDeps {
-  publish: ReturnType<typeof createManifestPublisher>;
-  /** When each host's last bootstrap ran (in this process), for the join timeout. */
-  bootstrappedAt: Map<string, number>;
-  /** Since when each joined host has been waiting for its agent to apply the services. */
-  applyingSince: Map<string, number>;
+export interface PassResult {
+  requeueAfterMs?: number;
 }
 
-function nodeNameFor(host: WindowsHost, hostname: string): string {
-  return host.spec.nodeName ?? hostname.toLowerCase();
-}
-
-/** Connects, pinning the host key on first contact (or when the user trusts a new one). */
-async function connect(
-  deps: HostControllerDeps,
-  host: WindowsHost,
-  hs: HostStatus,
-): Promise<SshSession> {
-  try {
-    const session = await openHostSession(deps.kc, deps.config(), host);
-    if (hs.status.hostKeyFingerprint !== session.fingerprint) {
-      deps.events.record(
-        host,
-        'Normal',
-        'HostKeyPinned',
-        `Pinned SSH host key ${session.fingerprint} of ${host.spec.address}`,
-      );
-      hs.status.hostKeyFingerprint = session.fingerprint;
-    }
-    hs.set(
-      'Reachable',
-      'True',
-      'Connected',
-      `SSH to ${host.spec.username}@${host.spec.address}:${host.spec.port ?? 22}`,
-    );
-    return session;
-  } catch (error) {
-    if (error instanceof SshError && error.kind === 'host-key-mismatch') {
-      hs.set('Reachable', 'False', 'HostKeyMismatch', error.message);
-      hs.set('Degraded', 'True', 'HostKeyMismatch', error.message);
-      hs.error('connect', error.message);
-      deps.events.record(host, 'Warning', 'HostKeyMismatch', error.message);
-      throw new TerminalError(error.message);
-    }
-    if (error instanceof SshError && error.kind === 'auth') {
-      hs.set('Reachable', 'False', 'AuthenticationFailed', error.message);
-      hs.set('Degraded', 'True', 'AuthenticationFailed', error.message);
-    } else {
-      hs.set('Reachable', 'False', 'Unreachable', (error as Error).message);
-    }
-    hs.error('connect', (error as Error).message);
-    throw error;
-  }
-}
-
-function bootstrapConfig(
-  deps: HostControllerDeps,
-  host: WindowsHost,
-  hs: HostStatus,
-  nodeName: string,
-  token: string,
-  loaded: LoadedPayload,
-): BootstrapConfig {
-  const config = deps.config();
-  const windowsTaint = config.placement.windowsTaint;
-  return {
-    nodeName,
-    nodeIP: hs.status.addresses?.[0] ?? host.spec.address,
-    hostname: hs.status.hostname ?? nodeName,
-    apiServer: config.hosts.apiServer ?? deps.cluster.apiServer,
-    clusterDNS: config.hosts.clusterDNS,
-    clusterDomain: config.hosts.clusterDomain,
-    serviceCIDR: config.hosts.serviceCIDR,
-    podCIDR: config.hosts.podCIDR,
-    labels: {
-      [managedNodeLabel]: 'true',
-      ...(host.spec.pool ? { 'winfleet.io/pool': host.spec.pool } : {}),
-      ...host.spec.labels,
-    },
-    taints: [
-      { key: windowsTaint.key, value: windowsTaint.value, effect: windowsTaint.effect },
-      ...(host.spec.taints ?? []),
-    ],
-    kubelet: config.hosts.kubelet,
-    operatorNamespace: deps.operatorNamespace,
-    checkIntervalSeconds: config.hosts.agentCheckIntervalSeconds,
-    caCertificate: deps.cluster.caCertificate,
-    bootstrapToken: token,
-    manifest: loaded.manifest,
-  };
-}
-
-/** Copies the agent and the payload files that differ on the host. */
-async function syncPayload(remote: RemoteHost, loaded: LoadedPayload): Promise<string[]> {
-  await remote.script('ensure-directory', {
-    path: paths.payload,
-    record: paths.createdDirectories,
-  });
-  const files = loaded.payload.files.map((file) => {
-    const agent = file.name.toLowerCase() === 'winfleet-agent.exe';
-    return {
-      path: agent ? agentExecutable : `${paths.payload}\\${file.name}`,
-      sha256: file.sha256,
-      read: () => readPayloadFile(loaded.dir, file),
-      mayBeRunning: agent,
-    };
-  });
-  return remote.syncFiles(files);
-}
-
-async function patchNode(
-  deps: HostControllerDeps,
-  name: string,
-  metadata: Record<string, unknown>,
-): Promise<void> {
-  const core = deps.kc.makeApiClient(k8s.CoreV1Api);
-  await core.patchNode(
-    { name, body: { metadata } },
-    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-  );
-}
+/** What looking after a Ready node came to: a result for this pass, or bootstrap it again. */
+type ReadyNodeOutcome = { kind: 'done'; result: PassResult } | { kind: 'bootstrap-again' };
 
 /** One pass for a host that is not being deleted. */
-export async function reconcileJoin(
-  ctx: JoinContext,
-  host: WindowsHost,
-): Promise<{ requeueAfterMs?: number }> {
-  const key = `${host.metadata.namespace}/${host.metadata.name}`;
+export async function reconcileJoin(ctx: JoinContext, host: WindowsHost): Promise<PassResult> {
   const hs = new HostStatus(host);
   try {
-    return await joinPass(ctx, host, hs, key);
+    return await joinPass(ctx, host, hs);
   } finally {
     if (hs.changed()) await writeHostStatus(ctx.kc, host, hs.status);
   }
 }
 
-async function joinPass(
-  ctx: JoinContext,
-  host: WindowsHost,
-  hs: HostStatus,
-  key: string,
-): Promise<{ requeueAfterMs?: number }> {
+async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Promise<PassResult> {
   const loaded = await ctx.payload();
   const version = loaded.manifest.version;
-  const existingNode = hs.status.nodeName ? ctx.nodes.get(hs.status.nodeName) : undefined;
-  const upToDate =
-    existingNode &&
-    nodeIsReady(existingNode) &&
-    existingNode.metadata?.annotations?.[servicesVersionAnnotation] === version &&
-    existingNode.metadata?.annotations?.[desiredServicesVersionAnnotation] === version &&
-    hs.status.hostKeyFingerprint &&
-    !host.metadata.annotations?.[trustHostKeyAnnotation];
+  const node = hs.status.nodeName ? ctx.nodes.get(hs.status.nodeName) : undefined;
+  const timing = joinTiming(ctx, hs, node);
 
-  if (upToDate) {
-    hs.set('NodeRegistered', 'True', 'NodeExists', `Node ${existingNode.metadata?.name}`);
-    hs.set(
-      'Ready',
-      'True',
-      'NodeReady',
-      `Node ${existingNode.metadata?.name} is Ready with services ${version}`,
-    );
-    hs.set('Degraded', 'False', 'AsExpected', '');
-    hs.status.servicesVersion = version;
-    if (hs.status.bootstrapTokenId) {
-      await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
-      delete hs.status.bootstrapTokenId;
-    }
-    return { requeueAfterMs: healthyRecheckMs };
-  }
-
-  // A node that exists but is NotReady is left to its agent (it restarts what died, and a
-  // rebooted host comes back by itself) until the join timeout; then winfleet bootstraps again.
-  const joinTimeoutMs = ctx.config().hosts.joinTimeoutSeconds * 1000;
-  const lastBootstrap = ctx.bootstrappedAt.get(key);
-  const waitingForNode = lastBootstrap !== undefined && Date.now() - lastBootstrap < joinTimeoutMs;
-
-  if (
-    existingNode &&
-    !nodeIsReady(existingNode) &&
-    (waitingForNode || lastBootstrap === undefined)
-  ) {
-    hs.set('NodeRegistered', 'True', 'NodeExists', `Node ${existingNode.metadata?.name}`);
-    hs.set('Ready', 'False', 'NodeNotReady', `Node ${existingNode.metadata?.name} is not Ready`);
-    if (lastBootstrap === undefined) ctx.bootstrappedAt.set(key, Date.now());
-    return { requeueAfterMs: 2000 };
-  }
-
-  if (existingNode && nodeIsReady(existingNode)) {
-    // Joined: bring its annotations and services version up to date.
-    const finished = await finishNode(ctx, host, hs, existingNode, version, key);
-    if (finished !== 'rebootstrap') return finished;
-    // The agent never reported (e.g. a reboot cut its bootstrap short): bootstrap again.
+  if (node && isUpToDate(host, hs, node, version)) return keepJoined(ctx, host, hs, node, version);
+  if (node && !nodeIsReady(node) && timing.leaveToAgent) return waitForNodeReady(hs, node);
+  if (node && nodeIsReady(node)) {
+    const outcome = await finishNode(ctx, host, hs, node, loaded);
+    if (outcome.kind === 'done') return outcome.result;
+    if (timing.recentlyBootstrapped) return waitForAgent(hs, node, version);
     ctx.events.record(
       host,
       'Warning',
-      'AgentNotReporting',
-      `The agent on ${existingNode.metadata?.name} has not applied services ${version}; configuring the host again`,
+      EventReason.AgentNotReporting,
+      `The agent on ${node.metadata?.name} has not applied services ${version}; configuring the host again`,
     );
+  } else if (timing.waitingForNode && hs.status.nodeName) {
+    return waitForNode(hs);
   }
-
-  if (waitingForNode && hs.status.nodeName) {
-    hs.set(
-      'NodeRegistered',
-      'False',
-      'WaitingForNode',
-      `Waiting for the kubelet to register Node ${hs.status.nodeName}`,
-    );
-    return { requeueAfterMs: joinPollMs };
-  }
-
-  // Bootstrap (again).
   hs.set(
-    'Ready',
+    ConditionType.Ready,
     'False',
-    'Joining',
-    existingNode
-      ? `Node ${existingNode.metadata?.name} is not Ready; configuring the host again`
+    ConditionReason.Joining,
+    node
+      ? `Node ${node.metadata?.name} is not Ready; configuring the host again`
       : 'Configuring the host',
   );
-  const session = await connect(ctx, host, hs);
-  try {
-    const remote = new RemoteHost(session, ctx.config().hosts.commandTimeoutSeconds * 1000);
-    const facts = await step(hs, 'host-facts', () => remote.facts());
-    hs.status.hostname = facts.hostname;
-    hs.status.windowsBuild = `${facts.osVersion.major}.${facts.osVersion.minor}.${facts.osVersion.build}`;
-    hs.status.windowsVersion = `${hs.status.windowsBuild}.${facts.osVersion.ubr}`;
-    hs.status.addresses = facts.addresses.length > 0 ? facts.addresses : [host.spec.address];
-    if (facts.osVersion.build < minimumBuild) {
-      const message = `${facts.osVersion.productName} (build ${facts.osVersion.build}) is older than Windows Server 2019 (17763); winfleet supports 2019, 2022 and 2025`;
-      hs.set('Degraded', 'True', 'UnsupportedWindows', message);
-      throw new TerminalError(message);
-    }
-    const nodeName = nodeNameFor(host, facts.hostname);
-    if (hs.status.nodeName && hs.status.nodeName !== nodeName) {
-      const message = `The host now calls itself ${nodeName}, but it joined as ${hs.status.nodeName}; set spec.nodeName: ${hs.status.nodeName} to keep the node, or delete the WindowsHost and add it again`;
-      hs.set('Degraded', 'True', 'NodeNameChanged', message);
-      throw new TerminalError(message);
-    }
-    hs.status.nodeName = nodeName;
-    // Room for the payload twice over (the copy, then the installed files) plus 1 GiB.
-    const needBytes = loaded.totalBytes * 2 + 2 ** 30;
-    if (facts.freeBytes < needBytes) {
-      const message = `Only ${facts.freeBytes} bytes are free on C: of ${host.spec.address}; winfleet needs ${needBytes} (the payload twice and 1 GiB); free some space`;
-      hs.set('Degraded', 'True', 'DiskFull', message);
-      hs.error('host-facts', message);
-      throw new Error(message);
-    }
-    const token = await ensureBootstrapToken(
-      ctx.kc,
-      { uid: host.metadata.uid!, namespace: host.metadata.namespace!, name: host.metadata.name },
-      ctx.config().hosts.bootstrapTokenTtlMinutes * 60_000,
-    );
-    hs.status.bootstrapTokenId = token.id;
-    // The node name must be on record before the kubelet asks for a certificate with it.
-    await writeHostStatus(ctx.kc, host, hs.status);
-    await step(hs, 'publish-manifest', () => ctx.publish(loaded.manifest));
-    await step(hs, 'copy-payload', () => syncPayload(remote, loaded));
-    const config = bootstrapConfig(ctx, host, hs, nodeName, token.token, loaded);
-    await step(hs, 'copy-config', () =>
-      session.upload(paths.bootstrapConfig, Buffer.from(JSON.stringify(config))),
-    );
-    const result = await step(hs, 'agent-bootstrap', () => remote.agent(['bootstrap']));
-    ctx.bootstrappedAt.set(key, Date.now());
-    hs.set(
-      'Bootstrapped',
-      'True',
-      'AgentBootstrapped',
-      `Services ${String(result.version)} configured; started ${JSON.stringify(result.started)}`,
-    );
-    hs.set('Degraded', 'False', 'AsExpected', '');
-    delete hs.status.lastError;
-    ctx.events.record(
-      host,
-      'Normal',
-      'Bootstrapped',
-      `winfleet agent configured services ${version} on ${host.spec.address}; waiting for Node ${nodeName}`,
-    );
-  } finally {
-    session.close();
-  }
-  hs.set(
-    'NodeRegistered',
-    'False',
-    'WaitingForNode',
-    `Waiting for the kubelet to register Node ${hs.status.nodeName}`,
+  await bootstrapHost(ctx, host, hs, loaded);
+  delete hs.status.servicesRequestedAt;
+  return waitForNode(hs);
+}
+
+/** An API timestamp (string, or Date as client-node parses some) in ms, if there is one. */
+function timeOf(value: string | Date | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/**
+ * Where the host stands in time, from the API. Within the join timeout of the last bootstrap
+ * the host is not bootstrapped again (`recentlyBootstrapped`), and while no Node has registered
+ * since that bootstrap it is waited for (`waitingForNode`; a Node that registered and was then
+ * deleted is not waited for). A NotReady Node is left to its agent — it restarts what died,
+ * and a rebooted host comes back by itself — for the join timeout from the later of the last
+ * bootstrap and the node going NotReady (`leaveToAgent`).
+ */
+function joinTiming(
+  ctx: JoinContext,
+  hs: HostStatus,
+  node: k8s.V1Node | undefined,
+): { recentlyBootstrapped: boolean; waitingForNode: boolean; leaveToAgent: boolean } {
+  const joinTimeoutMs = ctx.config().hosts.joinTimeoutSeconds * 1000;
+  const now = Date.now();
+  const lastBootstrap = timeOf(hs.status.bootstrappedAt);
+  const ready = node?.status?.conditions?.find((c) => c.type === 'Ready');
+  const notReadySince =
+    timeOf(ready?.lastTransitionTime) ?? timeOf(node?.metadata?.creationTimestamp);
+  const since = Math.max(lastBootstrap ?? 0, notReadySince ?? now);
+  const recentlyBootstrapped = lastBootstrap !== undefined && now - lastBootstrap < joinTimeoutMs;
+  const registered = hs.condition(ConditionType.NodeRegistered)?.status === 'True';
+  return {
+    recentlyBootstrapped,
+    waitingForNode: recentlyBootstrapped && !registered,
+    leaveToAgent: node !== undefined && now - since < joinTimeoutMs,
+  };
+}
+
+function isUpToDate(host: WindowsHost, hs: HostStatus, node: k8s.V1Node, version: string): boolean {
+  const annotations = node.metadata?.annotations ?? {};
+  return (
+    nodeIsReady(node) &&
+    annotations[servicesVersionAnnotation] === version &&
+    annotations[desiredServicesVersionAnnotation] === version &&
+    Boolean(hs.status.hostKeyFingerprint) &&
+    !host.metadata.annotations?.[trustHostKeyAnnotation]
   );
-  return { requeueAfterMs: joinPollMs };
 }
 
-async function step<T>(hs: HostStatus, name: string, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    const stepName = error instanceof RemoteCommandError ? error.step : name;
-    hs.error(stepName, (error as Error).message);
-    hs.set('Bootstrapped', 'False', 'StepFailed', `${stepName}: ${(error as Error).message}`);
-    throw error;
-  }
-}
-
-async function finishNode(
+/** A joined host with nothing to do: report it Ready and drop a leftover bootstrap token. */
+async function keepJoined(
   ctx: JoinContext,
   host: WindowsHost,
   hs: HostStatus,
   node: k8s.V1Node,
   version: string,
-  key: string,
-): Promise<{ requeueAfterMs?: number } | 'rebootstrap'> {
+): Promise<PassResult> {
+  const name = node.metadata?.name;
+  hs.set(ConditionType.NodeRegistered, 'True', ConditionReason.NodeExists, `Node ${name}`);
+  hs.set(
+    ConditionType.Ready,
+    'True',
+    ConditionReason.NodeReady,
+    `Node ${name} is Ready with services ${version}`,
+  );
+  hs.set(ConditionType.Degraded, 'False', ConditionReason.AsExpected, '');
+  hs.status.servicesVersion = version;
+  delete hs.status.servicesRequestedAt;
+  if (hs.status.bootstrapTokenId) {
+    await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
+    delete hs.status.bootstrapTokenId;
+  }
+  return { requeueAfterMs: healthyRecheckMs };
+}
+
+function waitForNodeReady(hs: HostStatus, node: k8s.V1Node): PassResult {
+  const name = node.metadata?.name;
+  hs.set(ConditionType.NodeRegistered, 'True', ConditionReason.NodeExists, `Node ${name}`);
+  hs.set(ConditionType.Ready, 'False', ConditionReason.NodeNotReady, `Node ${name} is not Ready`);
+  return { requeueAfterMs: notReadyPollMs };
+}
+
+function waitForNode(hs: HostStatus): PassResult {
+  hs.set(
+    ConditionType.NodeRegistered,
+    'False',
+    ConditionReason.WaitingForNode,
+    `Waiting for the kubelet to register Node ${hs.status.nodeName}`,
+  );
+  return { requeueAfterMs: joinPollMs };
+}
+
+function waitForAgent(hs: HostStatus, node: k8s.V1Node, version: string): PassResult {
+  hs.set(
+    ConditionType.Ready,
+    'False',
+    ConditionReason.ApplyingServices,
+    `Waiting for the agent on ${node.metadata?.name} to apply services ${version}`,
+  );
+  return { requeueAfterMs: joinPollMs };
+}
+
+/**
+ * A Ready node: bring its annotations up to date (a new payload goes to the host before the
+ * agent is told to use it), wait for the agent to apply the version — or have the host
+ * bootstrapped again when its bootstrap failed or the agent is out of patience — and finish
+ * the join.
+ */
+async function finishNode(
+  ctx: JoinContext,
+  host: WindowsHost,
+  hs: HostStatus,
+  node: k8s.V1Node,
+  loaded: LoadedPayload,
+): Promise<ReadyNodeOutcome> {
   const name = node.metadata!.name!;
+  const version = loaded.manifest.version;
+  hs.set(ConditionType.NodeRegistered, 'True', ConditionReason.NodeExists, `Node ${name}`);
+  const build = node.metadata?.labels?.[windowsBuildLabel];
+  if (build) hs.status.windowsBuild = build;
+  await annotateNode(ctx, host, hs, node, loaded);
+  if (node.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
+    hs.status.servicesRequestedAt ??= apiTime();
+    if (bootstrapFailed(hs) || agentOutOfPatience(ctx, hs)) return { kind: 'bootstrap-again' };
+    return { kind: 'done', result: waitForAgent(hs, node, version) };
+  }
+  await completeJoin(ctx, host, hs, name, version);
+  return { kind: 'done', result: { requeueAfterMs: healthyRecheckMs } };
+}
+
+/** Points the node at its host and the wanted services version, copying a new payload first. */
+async function annotateNode(
+  ctx: JoinContext,
+  host: WindowsHost,
+  hs: HostStatus,
+  node: k8s.V1Node,
+  loaded: LoadedPayload,
+): Promise<void> {
+  const name = node.metadata!.name!;
+  const version = loaded.manifest.version;
   const annotations = node.metadata?.annotations ?? {};
   const hostRef = `${host.metadata.namespace}/${host.metadata.name}`;
-  hs.set('NodeRegistered', 'True', 'NodeExists', `Node ${name}`);
-  if (node.metadata?.labels?.[windowsBuildLabel])
-    hs.status.windowsBuild = node.metadata.labels[windowsBuildLabel];
-  if (
-    annotations[desiredServicesVersionAnnotation] !== version ||
-    annotations[hostAnnotation] !== hostRef
-  ) {
-    // The new payload must be on the host before the agent is told to use it.
-    if (
-      annotations[desiredServicesVersionAnnotation] &&
-      annotations[desiredServicesVersionAnnotation] !== version
-    ) {
-      const loaded = await ctx.payload();
-      await ctx.publish(loaded.manifest);
-      const session = await connect(ctx, host, hs);
-      try {
-        await step(hs, 'copy-payload', () =>
-          syncPayload(
-            new RemoteHost(session, ctx.config().hosts.commandTimeoutSeconds * 1000),
-            loaded,
-          ),
-        );
-      } finally {
-        session.close();
-      }
-      ctx.events.record(
-        host,
-        'Normal',
-        'Upgrading',
-        `Rolling services ${annotations[desiredServicesVersionAnnotation]} → ${version} out to Node ${name}`,
-      );
-    } else {
-      await ctx.publish((await ctx.payload()).manifest);
-    }
-    await patchNode(ctx, name, {
-      annotations: { [desiredServicesVersionAnnotation]: version, [hostAnnotation]: hostRef },
-    });
-  }
-  if (annotations[servicesVersionAnnotation] !== version) {
-    const since = ctx.applyingSince.get(key) ?? Date.now();
-    ctx.applyingSince.set(key, since);
-    const patienceMs = Math.max(30_000, ctx.config().hosts.agentCheckIntervalSeconds * 5000);
-    const bootstrapFailed =
-      hs.status.conditions?.find((c) => c.type === 'Bootstrapped')?.status === 'False';
-    if (bootstrapFailed || Date.now() - since > patienceMs) {
-      ctx.applyingSince.delete(key);
-      return 'rebootstrap';
-    }
-    hs.set(
-      'Ready',
-      'False',
-      'ApplyingServices',
-      `Waiting for the agent on ${name} to apply services ${version}`,
+  const desired = annotations[desiredServicesVersionAnnotation];
+  if (desired === version && annotations[hostAnnotation] === hostRef) return;
+  await ctx.publish(loaded.manifest);
+  if (desired && desired !== version) {
+    await copyPayload(ctx, host, hs, loaded);
+    ctx.events.record(
+      host,
+      'Normal',
+      EventReason.Upgrading,
+      `Rolling services ${desired} → ${version} out to Node ${name}`,
     );
-    return { requeueAfterMs: joinPollMs };
+    // The agent's patience counts from when it was asked for this version.
+    hs.status.servicesRequestedAt = apiTime();
   }
-  ctx.applyingSince.delete(key);
-  // Finish the join before reporting Ready: the token goes, a consumed trust annotation goes.
+  await patchNodeAnnotations(ctx, name, {
+    [desiredServicesVersionAnnotation]: version,
+    [hostAnnotation]: hostRef,
+  });
+}
+
+function bootstrapFailed(hs: HostStatus): boolean {
+  return hs.condition(ConditionType.Bootstrapped)?.status === 'False';
+}
+
+/** True when the agent has had the services version asked of it for longer than it should take. */
+function agentOutOfPatience(ctx: JoinContext, hs: HostStatus): boolean {
+  const patienceMs = Math.max(30_000, ctx.config().hosts.agentCheckIntervalSeconds * 5000);
+  const since = timeOf(hs.status.servicesRequestedAt) ?? Date.now();
+  return Date.now() - since > patienceMs;
+}
+
+/** The agent applied the version: drop the token and a consumed trust annotation, then Ready. */
+async function completeJoin(
+  ctx: JoinContext,
+  host: WindowsHost,
+  hs: HostStatus,
+  name: string,
+  version: string,
+): Promise<void> {
+  delete hs.status.servicesRequestedAt;
   await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
   delete hs.status.bootstrapTokenId;
   if (host.metadata.annotations?.[trustHostKeyAnnotation]) {
@@ -415,17 +274,23 @@ async function finishNode(
       false,
     );
   }
-  const firstReady = hs.status.conditions?.find((c) => c.type === 'Ready')?.status !== 'True';
-  hs.set('Ready', 'True', 'NodeReady', `Node ${name} is Ready with services ${version}`);
-  hs.set('Degraded', 'False', 'AsExpected', '');
+  const firstReady = hs.condition(ConditionType.Ready)?.status !== 'True';
+  const message = `Node ${name} is Ready with services ${version}`;
+  hs.set(ConditionType.Ready, 'True', ConditionReason.NodeReady, message);
+  hs.set(ConditionType.Degraded, 'False', ConditionReason.AsExpected, '');
   hs.status.servicesVersion = version;
   delete hs.status.lastError;
-  if (firstReady)
-    ctx.events.record(
-      host,
-      'Normal',
-      'NodeReady',
-      `Node ${name} is Ready with services ${version}`,
-    );
-  return { requeueAfterMs: healthyRecheckMs };
+  if (firstReady) ctx.events.record(host, 'Normal', EventReason.NodeReady, message);
+}
+
+async function patchNodeAnnotations(
+  ctx: JoinContext,
+  name: string,
+  annotations: Record<string, string>,
+): Promise<void> {
+  const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
+  await core.patchNode(
+    { name, body: { metadata: { annotations } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  );
 }

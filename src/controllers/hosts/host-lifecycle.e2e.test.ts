@@ -13,6 +13,7 @@ import {
   hostReady,
   listWindowsHosts,
 } from '../../../sim/testkit/windows-hosts.ts';
+import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 
@@ -120,18 +121,20 @@ test('a joined host’s life, against simulated Windows hosts', async (t) => {
     const refused = await waitFor(
       async () => {
         const h = await hostNamed(world, rekeyed);
-        return condition(h, 'Degraded')?.reason === 'HostKeyMismatch' ? h : undefined;
+        return condition(h, ConditionType.Degraded)?.reason === ConditionReason.HostKeyMismatch
+          ? h
+          : undefined;
       },
       { description: 'Degraded HostKeyMismatch', timeoutMs: 30_000 },
     );
     assert.equal(refused.status?.hostKeyFingerprint, pinned, 'the pinned key is kept');
     assert.match(
-      condition(refused, 'Degraded')!.message,
+      condition(refused, ConditionType.Degraded)!.message,
       new RegExp(`${fresh.replaceAll('+', '\\+')}.*winfleet\\.io/trust-host-key`),
     );
     const events = await core.listNamespacedEvent({
       namespace: world.namespace,
-      fieldSelector: `involvedObject.name=${refused.metadata.name},reason=HostKeyMismatch`,
+      fieldSelector: `involvedObject.name=${refused.metadata.name},reason=${EventReason.HostKeyMismatch}`,
     });
     assert.ok(events.items.length >= 1, 'an Event says so');
     assert.equal(

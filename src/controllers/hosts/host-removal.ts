@@ -7,13 +7,11 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { cordonedByAnnotation } from '../../api/node-annotations.ts';
+import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
-import { openHostSession } from '../../hostaccess/host-session.ts';
-import { RemoteHost } from '../../hostaccess/remote-host.ts';
-import { agentExecutable, winfleetDirectory } from '../../hostaccess/remote-scripts.ts';
-import { SshError, type SshSession } from '../../hostaccess/ssh-session.ts';
-import { httpStatus } from '../../kube/client.ts';
+import { httpStatus, isNotFound } from '../../kube/client.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
+import { connectHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { HostStatus, patchHostMetadata, writeHostStatus } from './host-status.ts';
 
@@ -69,9 +67,9 @@ export async function drainNode(
         },
       });
     } catch (error) {
-      const status = httpStatus(error);
-      if (status === 404) continue;
-      if (status === 429) {
+      if (isNotFound(error)) continue;
+      // 429: a PodDisruptionBudget refuses the eviction for now.
+      if (httpStatus(error) === 429) {
         blocked.push(`${pod.metadata!.namespace}/${pod.metadata!.name}`);
         continue;
       }
@@ -89,79 +87,24 @@ export async function reconcileRemoval(
   try {
     return await removalPass(deps, host, hs);
   } finally {
+    // The object may be gone already: nothing left to report on.
     if (hs.changed()) await writeHostStatus(deps.kc, host, hs.status).catch(() => {});
   }
 }
 
+/** drain the node → deconfigure the host → delete the node and token → release the finalizer. */
 async function removalPass(
   deps: HostControllerDeps,
   host: WindowsHost,
   hs: HostStatus,
 ): Promise<{ requeueAfterMs?: number }> {
   if (!host.metadata.finalizers?.includes(hostFinalizer)) return {};
-  const core = deps.kc.makeApiClient(k8s.CoreV1Api);
   const nodeName = hs.status.nodeName;
-  const node = nodeName
-    ? await core.readNode({ name: nodeName }).catch(() => undefined)
-    : undefined;
-  if (node && nodeName) {
-    const { drained, blocked } = await drainNode(deps.kc, nodeName);
-    if (!drained) {
-      const message =
-        blocked.length > 0
-          ? `Draining ${nodeName}: eviction refused by a PodDisruptionBudget for ${blocked.join(', ')}; retrying`
-          : `Draining ${nodeName}: waiting for pods to leave`;
-      hs.set('Ready', 'False', 'Draining', message);
-      return { requeueAfterMs: 2000 };
-    }
+  if (nodeName && !(await drainForRemoval(deps, hs, nodeName))) return { requeueAfterMs: 2000 };
+  if (host.metadata.annotations?.[skipDeconfigureAnnotation] !== 'true') {
+    await deconfigureHost(deps, host, hs);
   }
-  const skip = host.metadata.annotations?.[skipDeconfigureAnnotation] === 'true';
-  if (!skip) {
-    let session: SshSession;
-    try {
-      session = await openHostSession(deps.kc, deps.config(), host);
-    } catch (error) {
-      const message = `${(error as Error).message}; the host must be reachable to remove winfleet from it (annotate winfleet.io/skip-deconfigure=true if it is gone for good)`;
-      hs.set(
-        'Reachable',
-        'False',
-        error instanceof SshError && error.kind === 'host-key-mismatch'
-          ? 'HostKeyMismatch'
-          : 'Unreachable',
-        message,
-      );
-      hs.error('deconfigure', message);
-      throw error;
-    }
-    try {
-      const remote = new RemoteHost(session, deps.config().hosts.commandTimeoutSeconds * 1000);
-      const hashes = (await remote.script('file-hashes', { paths: [agentExecutable] })) as Record<
-        string,
-        string | null
-      >;
-      if (hashes[agentExecutable]) {
-        const result = await remote.agent(['cleanup']);
-        for (const path of (result.removeAfter as string[] | undefined) ?? [winfleetDirectory]) {
-          await remote.script('remove-path', { path });
-        }
-      }
-    } finally {
-      session.close();
-    }
-    deps.events.record(
-      host,
-      'Normal',
-      'Deconfigured',
-      `Removed winfleet's services and files from ${host.spec.address}`,
-    );
-  }
-  if (nodeName) {
-    try {
-      await core.deleteNode({ name: nodeName });
-    } catch (error) {
-      if (httpStatus(error) !== 404) throw error;
-    }
-  }
+  if (nodeName) await deleteNode(deps.kc, nodeName);
   await deleteBootstrapToken(deps.kc, host.metadata.uid!);
   await patchHostMetadata(deps.kc, host, {
     finalizers: (host.metadata.finalizers ?? []).filter((f) => f !== hostFinalizer),
@@ -171,4 +114,58 @@ async function removalPass(
     node: nodeName,
   });
   return {};
+}
+
+/** Drains the host's node if it still exists; false while pods are still leaving. */
+async function drainForRemoval(
+  deps: HostControllerDeps,
+  hs: HostStatus,
+  nodeName: string,
+): Promise<boolean> {
+  const core = deps.kc.makeApiClient(k8s.CoreV1Api);
+  try {
+    await core.readNode({ name: nodeName });
+  } catch (error) {
+    if (isNotFound(error)) return true;
+    throw error;
+  }
+  const { drained, blocked } = await drainNode(deps.kc, nodeName);
+  if (drained) return true;
+  const message =
+    blocked.length > 0
+      ? `Draining ${nodeName}: eviction refused by a PodDisruptionBudget for ${blocked.join(', ')}; retrying`
+      : `Draining ${nodeName}: waiting for pods to leave`;
+  hs.set(ConditionType.Ready, 'False', ConditionReason.Draining, message);
+  return false;
+}
+
+/** Has the agent remove winfleet's services and files; the host must be reachable for it. */
+async function deconfigureHost(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  hs: HostStatus,
+): Promise<void> {
+  const remote = await connectHost(deps, host, hs, {
+    step: JoinStep.Deconfigure,
+    hint: `the host must be reachable to remove winfleet from it (annotate ${skipDeconfigureAnnotation}=true if it is gone for good)`,
+  });
+  try {
+    await remote.removeWinfleet();
+  } finally {
+    remote.close();
+  }
+  deps.events.record(
+    host,
+    'Normal',
+    EventReason.Deconfigured,
+    `Removed winfleet's services and files from ${host.spec.address}`,
+  );
+}
+
+async function deleteNode(kc: k8s.KubeConfig, name: string): Promise<void> {
+  try {
+    await kc.makeApiClient(k8s.CoreV1Api).deleteNode({ name });
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
 }

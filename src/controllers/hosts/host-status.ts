@@ -1,12 +1,13 @@
 /** Reading and writing a WindowsHost's status (merge patches on the /status subresource). */
 import * as k8s from '@kubernetes/client-node';
-import {
-  apiVersion,
-  type HostConditionType,
-  type WindowsHost,
-  type WindowsHostStatus,
-} from '../../api/windows-host.ts';
-import { type Condition, setCondition } from '../../controller/conditions.ts';
+import type { ConditionReason, ConditionType, JoinStep } from '../../api/reasons.ts';
+import { apiVersion, type WindowsHost, type WindowsHostStatus } from '../../api/windows-host.ts';
+import { type Condition, findCondition, setCondition } from '../../controller/conditions.ts';
+
+/** An API timestamp without fractions, as Kubernetes writes them. */
+export function apiTime(date: Date = new Date()): string {
+  return date.toISOString().replace(/\.\d+Z$/, 'Z');
+}
 
 /** A working copy of a host's status that records condition changes. */
 export class HostStatus {
@@ -18,7 +19,12 @@ export class HostStatus {
     this.status = structuredClone(host.status ?? {});
   }
 
-  set(type: HostConditionType, status: Condition['status'], reason: string, message = ''): void {
+  set(
+    type: ConditionType,
+    status: Condition['status'],
+    reason: ConditionReason,
+    message = '',
+  ): void {
     this.status.conditions = setCondition(this.status.conditions, {
       type,
       status,
@@ -28,12 +34,14 @@ export class HostStatus {
     });
   }
 
-  error(step: string, message: string): void {
-    this.status.lastError = {
-      step,
-      message: message.slice(0, 2000),
-      time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-    };
+  /** The condition of `type` as this pass has it. */
+  condition(type: ConditionType): Condition | undefined {
+    return findCondition(this.status.conditions, type);
+  }
+
+  /** Records the failed step: one of winfleet's, or the host's own (see JoinStep). */
+  error(step: JoinStep | (string & {}), message: string): void {
+    this.status.lastError = { step, message: message.slice(0, 2000), time: apiTime() };
   }
 
   /** True when anything differs from what the API server holds. */
@@ -42,12 +50,20 @@ export class HostStatus {
   }
 }
 
-/** Writes `status` with a merge patch on the status subresource. */
+/**
+ * Writes `status` with a merge patch on the status subresource. A field the server holds but
+ * `status` no longer has is sent as null, which is how a merge patch removes it.
+ */
 export async function writeHostStatus(
   kc: k8s.KubeConfig,
   host: WindowsHost,
   status: WindowsHostStatus,
 ): Promise<void> {
+  const removed = Object.fromEntries(
+    Object.keys(host.status ?? {})
+      .filter((field) => !(field in status))
+      .map((field) => [field, null]),
+  );
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const [group, version] = apiVersion.split('/') as [string, string];
   await custom.patchNamespacedCustomObjectStatus(
@@ -57,7 +73,7 @@ export async function writeHostStatus(
       namespace: host.metadata.namespace!,
       plural: 'windowshosts',
       name: host.metadata.name,
-      body: { status: { ...status, observedGeneration: host.metadata.generation } },
+      body: { status: { ...removed, ...status, observedGeneration: host.metadata.generation } },
     },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );

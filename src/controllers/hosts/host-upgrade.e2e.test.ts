@@ -14,6 +14,7 @@ import {
   listWindowsHosts,
 } from '../../../sim/testkit/windows-hosts.ts';
 import { servicesVersionAnnotation } from '../../api/node-annotations.ts';
+import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 
 test('a new payload rolls out to every host; a PDB holds a removal until it allows the eviction', async (t) => {
@@ -106,8 +107,10 @@ test('a new payload rolls out to every host; a PDB holds a removal until it allo
         const h = (await listWindowsHosts(kc, world.namespace)).find(
           (x) => x.metadata.name === host!.metadata.name,
         );
-        const c = h?.status?.conditions?.find((x) => x.type === 'Ready');
-        return c?.reason === 'Draining' && /PodDisruptionBudget/.test(c.message) ? c : undefined;
+        const c = h?.status?.conditions?.find((x) => x.type === ConditionType.Ready);
+        return c?.reason === ConditionReason.Draining && /PodDisruptionBudget/.test(c.message)
+          ? c
+          : undefined;
       },
       { description: 'the drain to report the PodDisruptionBudget', timeoutMs: 30_000 },
     );

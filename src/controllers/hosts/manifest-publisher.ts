@@ -4,7 +4,8 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { servicesManifestConfigMapName, servicesManifestKey } from '../../api/node-annotations.ts';
-import { httpStatus } from '../../kube/client.ts';
+import { WinfleetError } from '../../errors/catalog.ts';
+import { isAlreadyExists } from '../../kube/client.ts';
 import type { ServicesManifest } from '../../servicesmanifest/services-manifest.ts';
 import { applyJoinRbac } from './cluster-rbac.ts';
 
@@ -32,10 +33,11 @@ export function createManifestPublisher(kc: k8s.KubeConfig, namespace: string) {
           },
         });
       } catch (error) {
-        if (httpStatus(error) !== 409) throw error;
+        if (!isAlreadyExists(error)) throw error;
         const existing = await core.readNamespacedConfigMap({ name, namespace });
         if (existing.data?.[servicesManifestKey] !== data) {
-          throw new Error(
+          throw new WinfleetError(
+            'WF_MANIFEST_VERSION_REUSED',
             `ConfigMap ${namespace}/${name} already holds a different manifest for version ${manifest.version}; a published version never changes, so give the payload a new version`,
           );
         }

@@ -10,9 +10,11 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import fc from 'fast-check';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { spawnOperator } from '../../../sim/testkit/operator-process.ts';
 import { writeOperatorConfig } from '../../../sim/testkit/test-operator.ts';
+import { testSeed } from '../../../sim/testkit/test-seed.ts';
 import {
   createWindowsHosts,
   hostReady,
@@ -22,6 +24,7 @@ import { installCrds } from '../../api/install-crds.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 
 test('SIGKILL at random points during a 5-host join, 10 times: every host ends Ready exactly once', async (t) => {
+  const seed = testSeed(t);
   const world = await joinWorld(t, {
     releases: ['2019', '2022', '2022', '2025', '2022'],
     startOperator: false,
@@ -69,10 +72,12 @@ test('SIGKILL at random points during a 5-host join, 10 times: every host ends R
   await installCrds(kc);
   start();
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
+  // Spread the kills over the join: early (connecting, copying) to late (waiting for Ready).
+  // The delays are the test's input, drawn from a printed seed so that a failure replays.
+  const delays = fc.sample(fc.integer({ min: 200, max: 1399 }), { seed, numRuns: 10 });
+  t.diagnostic(`kill delays (ms): ${delays.join(', ')}`);
   const killTimes: number[] = [];
-  for (let i = 0; i < 10; i++) {
-    // Spread the kills over the join: early (connecting, copying) to late (waiting for Ready).
-    const delay = 200 + Math.floor(Math.random() * 1200);
+  for (const delay of delays) {
     await new Promise((r) => setTimeout(r, delay));
     killTimes.push(delay);
     const dying = operator!;
@@ -129,5 +134,5 @@ test('SIGKILL at random points during a 5-host join, 10 times: every host ends R
     fieldSelector: 'type=bootstrap.kubernetes.io/token',
   });
   assert.equal(tokens.items.length, 0, 'no bootstrap token left behind');
-  t.diagnostic(`kill delays (ms): ${killTimes.join(', ')}; operator runs: ${runs}`);
+  t.diagnostic(`killed after (ms): ${killTimes.join(', ')}; operator runs: ${runs}`);
 });

@@ -7,6 +7,7 @@
  * key and the fix, and changes nothing.
  */
 import * as k8s from '@kubernetes/client-node';
+import { EventReason } from '../../api/reasons.ts';
 import { apiVersion, type WindowsHost } from '../../api/windows-host.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import type { EventRecorder } from '../../controller/events.ts';
@@ -74,7 +75,7 @@ export function createWindowsInstancesController(deps: {
         deps.events.record(
           { ...cm, apiVersion: 'v1', kind: 'ConfigMap' },
           'Warning',
-          'InvalidEntry',
+          EventReason.InvalidEntry,
           problems.join('\n'),
         );
       }

@@ -9,6 +9,7 @@ import { createEventRecorder } from '../../controller/events.ts';
 import { InformerFactory, resources } from '../../controller/informer-factory.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { silentLogger } from '../../log/logger.ts';
+import { windowsBuildLabel } from '../../windows/builds.ts';
 import {
   createRuntimeClassController,
   orphanedSinceAnnotation,
@@ -110,7 +111,26 @@ test('RuntimeClasses follow the Windows builds among the nodes, and leave user c
       ],
     { description: 'the mark to be cleared' },
   );
-  await new Promise((r) => setTimeout(r, 2500));
+  // Proof that the controller has looked again after windows-2022's grace period would have
+  // ended: a class orphaned later than windows-2022 was marked is removed. Only then is the
+  // absence of a removal meaningful.
+  await createWindowsNode(kc, {
+    name: 'w-later',
+    release: '2022',
+    labels: { [windowsBuildLabel]: '10.0.25398' },
+  });
+  await waitFor(() => node.readRuntimeClass({ name: 'windows-10-0-25398' }), {
+    description: 'windows-10-0-25398',
+  });
+  await core.deleteNode({ name: 'w-later' });
+  await waitFor(
+    () =>
+      node.readRuntimeClass({ name: 'windows-10-0-25398' }).then(
+        () => false,
+        () => true,
+      ),
+    { description: 'windows-10-0-25398 to be removed after its grace period', timeoutMs: 15_000 },
+  );
   assert.ok(
     await node.readRuntimeClass({ name: 'windows-2022' }),
     'still there after the grace period',

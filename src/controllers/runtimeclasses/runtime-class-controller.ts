@@ -7,12 +7,13 @@
  * then it is removed.
  */
 import * as k8s from '@kubernetes/client-node';
+import { EventReason } from '../../api/reasons.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
 import type { ReconcileResult } from '../../controller/work-queue.ts';
-import { httpStatus } from '../../kube/client.ts';
+import { isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
 import { windowsBuildLabel, windowsReleases } from '../../windows/builds.ts';
 
@@ -126,7 +127,7 @@ export function createRuntimeClassController(deps: RuntimeClassControllerDeps): 
           deps.events.record(
             { ...current, apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass' },
             'Normal',
-            'UserOwned',
+            EventReason.UserOwned,
             `winfleet would manage ${name} for Windows build ${desired.scheduling?.nodeSelector?.[windowsBuildLabel]}, but a user created it; winfleet leaves it as it is`,
           );
         }
@@ -209,7 +210,7 @@ export function createRuntimeClassController(deps: RuntimeClassControllerDeps): 
           runtimeClass: name,
         });
       } catch (error) {
-        if (httpStatus(error) !== 404) throw error;
+        if (!isNotFound(error)) throw error;
       }
     }
     return nextCheckMs === undefined ? undefined : { requeueAfterMs: nextCheckMs + 50 };

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  createAgentTestHost,
+  prepareAsOperator,
+  testNodeName,
+} from '../../sim/hosts/agent-test-host.ts';
+import type { SimMachine } from '../../sim/hosts/machine.ts';
+import { parseAgentConfig, paths } from './agent-config.ts';
+import { agentServiceName } from './converge.ts';
+import { runAgent } from './run-agent.ts';
+import { checkOnce } from './run-loop.ts';
+
+/** Bootstrap, one run-loop check, and the HNS network kube-proxy would create. */
+async function joinedThenCleanedUp(
+  t: Parameters<typeof createAgentTestHost>[0],
+  prepareBefore: (machine: SimMachine) => Promise<void>,
+) {
+  const host = await createAgentTestHost(t);
+  const { machine, context, stdout } = host;
+  await prepareBefore(machine);
+  const before = await machine.snapshot();
+
+  await prepareAsOperator(machine);
+  assert.equal(await runAgent(['bootstrap'], context), 0, stdout.join(''));
+  await checkOnce(
+    context,
+    parseAgentConfig((await machine.fs.readFile(paths.agentConfig)).toString()),
+  );
+  machine.hns.ensure('winfleet', 'Overlay');
+  const joined = await machine.snapshot();
+  assert.ok(joined.services.length >= 5 && joined.hnsNetworks.includes('winfleet'));
+
+  stdout.length = 0;
+  assert.equal(await runAgent(['cleanup'], context), 0, stdout.join(''));
+  const result = JSON.parse(stdout.join('')) as {
+    removedServices: string[];
+    removedNetworks: string[];
+    removedEnv: string[];
+    removeAfter: string[];
+  };
+  // What the operator does after the agent exits (the running agent cannot delete itself).
+  for (const path of result.removeAfter) await machine.fs.remove(path, { recursive: true });
+  return { before, after: await machine.snapshot(), result };
+}
+
+test('cleanup on a fresh host removes every service, file, network and variable winfleet added', async (t) => {
+  const { before, after, result } = await joinedThenCleanedUp(t, async (machine) => {
+    machine.env.set('PATH', 'C:\\Windows\\System32');
+    machine.hns.ensure('nat', 'NAT');
+  });
+  assert.deepEqual(after, before);
+  // Dependents first, the agent itself last.
+  assert.deepEqual(result.removedServices, [
+    'csi-proxy',
+    'kube-proxy',
+    'kubelet',
+    'containerd',
+    agentServiceName,
+  ]);
+  assert.deepEqual(result.removedNetworks, ['winfleet']);
+  assert.deepEqual(result.removedEnv.sort(), ['CONTAINERD_LOG_LEVEL', 'KUBE_NETWORK']);
+  assert.deepEqual(result.removeAfter, ['C:\\k\\winfleet', 'C:\\k']);
+});
+
+test('cleanup keeps what was on the host before: its C:\\k, files there and a variable it had', async (t) => {
+  const { before, after, result } = await joinedThenCleanedUp(t, async (machine) => {
+    await machine.fs.mkdir('C:\\k\\tools', { recursive: true });
+    await machine.fs.writeFileAtomic('C:\\k\\tools\\notes.txt', `not winfleet's (${testNodeName})`);
+  });
+  assert.deepEqual(after, before);
+  assert.deepEqual(result.removeAfter, ['C:\\k\\winfleet']);
+});

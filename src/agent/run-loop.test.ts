@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  callsOf,
+  createAgentTestHost,
+  prepareAsOperator,
+  serviceStates,
+} from '../../sim/hosts/agent-test-host.ts';
+import { SimHostOS } from '../../sim/hosts/sim-host-os.ts';
+import { standInBinary } from '../../sim/hosts/stand-in-binary.ts';
+import { waitFor } from '../kube/wait-for.ts';
+import { parseAgentConfig, paths } from './agent-config.ts';
+import { readState } from './agent-state.ts';
+import { agentServiceName } from './converge.ts';
+import { runAgent } from './run-agent.ts';
+import { agentReplacedExitCode, checkOnce } from './run-loop.ts';
+
+// Without C:\k\kubeconfig (no kubelet ever bootstraps here) the run loop has no cluster
+// client: these tests cover what it does on the host alone. What it does with the Node and
+// the manifest ConfigMaps is covered end to end (src/controllers/hosts/*.e2e.test.ts).
+
+const allServices = ['containerd', 'kubelet', 'kube-proxy', 'csi-proxy'] as const;
+
+async function bootstrapped(t: Parameters<typeof createAgentTestHost>[0], signal?: AbortSignal) {
+  const host = await createAgentTestHost(t, signal ? { signal } : {});
+  await prepareAsOperator(host.machine);
+  assert.equal(await runAgent(['bootstrap'], host.context), 0, host.stdout.join(''));
+  host.calls.length = 0;
+  return host;
+}
+
+test('one check starts the services bootstrap left stopped and records the applied version', async (t) => {
+  const { machine, calls, context } = await bootstrapped(t);
+  const config = parseAgentConfig((await machine.fs.readFile(paths.agentConfig)).toString());
+
+  assert.equal(await checkOnce(context, config), '1.0.0');
+  assert.deepEqual(callsOf(calls, 'startService'), ['kube-proxy', 'csi-proxy']);
+  assert.deepEqual(serviceStates(machine, allServices), {
+    containerd: 'running',
+    kubelet: 'running',
+    'kube-proxy': 'running',
+    'csi-proxy': 'running',
+  });
+  assert.equal((await readState(context.hostOS)).version, '1.0.0');
+
+  calls.length = 0;
+  await checkOnce(context, config);
+  assert.deepEqual(callsOf(calls, 'startService'), [], 'a second check starts nothing');
+});
+
+test('the loop restarts a service that died, ends when a new agent executable is installed, and stops when asked', async (t) => {
+  const stop = new AbortController();
+  t.after(() => stop.abort());
+  const { machine, calls, context, stderr } = await bootstrapped(t, stop.signal);
+  const loop = runAgent(['run'], context);
+  await waitFor(() => machine.scm.query('csi-proxy')?.state === 'running', {
+    description: 'the run loop to start csi-proxy',
+    timeoutMs: 10_000,
+    intervalMs: 20,
+  });
+
+  // The SCM's own recovery waits 5 s; the loop looks again within its 0.1 s interval.
+  const crashedAt = calls.length;
+  assert.ok(machine.scm.crash('kube-proxy'));
+  await waitFor(() => calls.slice(crashedAt).includes('startService kube-proxy'), {
+    description: 'the run loop to start kube-proxy again after it crashed',
+    timeoutMs: 3_000,
+    intervalMs: 20,
+  });
+  assert.equal(machine.scm.query('kube-proxy')?.state, 'running');
+
+  // As the operator does: the agent service (not this loop) stops, the executable is replaced.
+  await new SimHostOS(machine).stopService(agentServiceName);
+  await machine.fs.writeFileAtomic(paths.agentExe, standInBinary('winfleet-agent', 'v0.2.0'));
+  assert.equal(await loop, agentReplacedExitCode);
+  assert.match(stderr.join(''), /a new winfleet-agent executable is installed/);
+
+  // Run again with the new executable in place: it keeps going until the service stops it.
+  const again = runAgent(['run'], context);
+  const checksBefore = calls.length;
+  await waitFor(() => calls.slice(checksBefore).includes(`writeFile ${paths.state}`), {
+    description: 'the restarted run loop to complete a check',
+    timeoutMs: 10_000,
+    intervalMs: 20,
+  });
+  stop.abort();
+  assert.equal(await again, 0);
+});
+
+test('run before bootstrap says what is missing and fails', async (t) => {
+  const { context, stderr } = await createAgentTestHost(t);
+  assert.equal(await runAgent(['run'], context), 1);
+  assert.match(stderr.join(''), /agent\.json is missing; run bootstrap first/);
+});

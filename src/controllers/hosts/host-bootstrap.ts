@@ -1,0 +1,188 @@
+/**
+ * Bootstrapping a host, the part of joining that happens on the host: reach it, read its
+ * facts and refuse what cannot work (an unsupported Windows build, a host that renamed
+ * itself, a full disk), hand it a bootstrap token, copy the agent and payload (only what
+ * differs) and its config, and run `agent bootstrap`. Each step reports its failure on the
+ * host's status under its name.
+ */
+import type { BootstrapConfig } from '../../agent/agent-config.ts';
+import { managedNodeLabel } from '../../api/node-annotations.ts';
+import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
+import { WinfleetError } from '../../errors/catalog.ts';
+import { syncPayload } from '../../hostaccess/payload-sync.ts';
+import { failedRemoteStep } from '../../hostaccess/remote-host.ts';
+import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
+import { hostPaths } from '../../servicesmanifest/host-paths.ts';
+import { ensureBootstrapToken } from './bootstrap-tokens.ts';
+import { connectHost } from './host-connect.ts';
+import type { HostControllerDeps, LoadedPayload } from './host-deps.ts';
+import { apiTime, type HostStatus, writeHostStatus } from './host-status.ts';
+import type { createManifestPublisher } from './manifest-publisher.ts';
+
+/** Windows Server 2019, the oldest build winfleet supports. */
+const minimumBuild = 17763;
+
+export interface JoinContext extends HostControllerDeps {
+  publish: ReturnType<typeof createManifestPublisher>;
+}
+
+/**
+ * Runs `work` as the named step: a failure is recorded as the host's last error and as
+ * Bootstrapped=False, under the step the host reported when it ran there.
+ */
+export async function step<T>(hs: HostStatus, name: JoinStep, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const stepName = failedRemoteStep(error) ?? name;
+    hs.error(stepName, (error as Error).message);
+    hs.set(
+      ConditionType.Bootstrapped,
+      'False',
+      ConditionReason.StepFailed,
+      `${stepName}: ${(error as Error).message}`,
+    );
+    throw error;
+  }
+}
+
+/** Copies the payload files that differ on the host (a new payload before an upgrade). */
+export async function copyPayload(
+  ctx: JoinContext,
+  host: WindowsHost,
+  hs: HostStatus,
+  loaded: LoadedPayload,
+): Promise<void> {
+  const remote = await connectHost(ctx, host, hs);
+  try {
+    await step(hs, JoinStep.CopyPayload, () => syncPayload(remote, loaded.dir, loaded.payload));
+  } finally {
+    remote.close();
+  }
+}
+
+/** Configures the host and has its agent start the node services; the kubelet then joins. */
+export async function bootstrapHost(
+  ctx: JoinContext,
+  host: WindowsHost,
+  hs: HostStatus,
+  loaded: LoadedPayload,
+): Promise<void> {
+  const remote = await connectHost(ctx, host, hs);
+  try {
+    const facts = await step(hs, JoinStep.HostFacts, () => remote.facts());
+    const nodeName = acceptFacts(host, hs, facts, loaded);
+    const token = await ensureBootstrapToken(
+      ctx.kc,
+      { uid: host.metadata.uid!, namespace: host.metadata.namespace!, name: host.metadata.name },
+      ctx.config().hosts.bootstrapTokenTtlMinutes * 60_000,
+    );
+    hs.status.bootstrapTokenId = token.id;
+    // The node name must be on record before the kubelet asks for a certificate with it.
+    await writeHostStatus(ctx.kc, host, hs.status);
+    await step(hs, JoinStep.PublishManifest, () => ctx.publish(loaded.manifest));
+    await step(hs, JoinStep.CopyPayload, () => syncPayload(remote, loaded.dir, loaded.payload));
+    const config = bootstrapConfig(ctx, host, hs, nodeName, token.token, loaded);
+    await step(hs, JoinStep.CopyConfig, () =>
+      remote.upload(hostPaths.bootstrapConfig, Buffer.from(JSON.stringify(config))),
+    );
+    const result = await step(hs, JoinStep.AgentBootstrap, () => remote.agent(['bootstrap']));
+    hs.status.bootstrappedAt = apiTime();
+    hs.set(
+      ConditionType.Bootstrapped,
+      'True',
+      ConditionReason.AgentBootstrapped,
+      `Services ${String(result.version)} configured; started ${JSON.stringify(result.started)}`,
+    );
+    hs.set(ConditionType.Degraded, 'False', ConditionReason.AsExpected, '');
+    delete hs.status.lastError;
+    ctx.events.record(
+      host,
+      'Normal',
+      EventReason.Bootstrapped,
+      `winfleet agent configured services ${loaded.manifest.version} on ${host.spec.address}; waiting for Node ${nodeName}`,
+    );
+  } finally {
+    remote.close();
+  }
+}
+
+/**
+ * Records the host's facts and returns its node name; refuses a build older than 2019
+ * (WF_HOST_UNSUPPORTED), a host whose name no longer matches its node
+ * (WF_HOST_NODE_NAME_CHANGED) and one without room for the payload (WF_HOST_DISK_FULL, which
+ * heals when space is freed).
+ */
+function acceptFacts(
+  host: WindowsHost,
+  hs: HostStatus,
+  facts: HostFacts,
+  loaded: LoadedPayload,
+): string {
+  const { osVersion } = facts;
+  hs.status.hostname = facts.hostname;
+  hs.status.windowsBuild = `${osVersion.major}.${osVersion.minor}.${osVersion.build}`;
+  hs.status.windowsVersion = `${hs.status.windowsBuild}.${osVersion.ubr}`;
+  hs.status.addresses = facts.addresses.length > 0 ? facts.addresses : [host.spec.address];
+  if (osVersion.build < minimumBuild) {
+    const message = `${osVersion.productName} (build ${osVersion.build}) is older than Windows Server 2019 (${minimumBuild}); winfleet supports 2019, 2022 and 2025`;
+    hs.set(ConditionType.Degraded, 'True', ConditionReason.UnsupportedWindows, message);
+    throw new WinfleetError('WF_HOST_UNSUPPORTED', message);
+  }
+  const nodeName = host.spec.nodeName ?? facts.hostname.toLowerCase();
+  if (hs.status.nodeName && hs.status.nodeName !== nodeName) {
+    const message = `The host now calls itself ${nodeName}, but it joined as ${hs.status.nodeName}; set spec.nodeName: ${hs.status.nodeName} to keep the node, or delete the WindowsHost and add it again`;
+    hs.set(ConditionType.Degraded, 'True', ConditionReason.NodeNameChanged, message);
+    throw new WinfleetError('WF_HOST_NODE_NAME_CHANGED', message);
+  }
+  hs.status.nodeName = nodeName;
+  // Room for the payload twice over (the copy, then the installed files) plus 1 GiB.
+  const needBytes = loaded.totalBytes * 2 + 2 ** 30;
+  if (facts.freeBytes < needBytes) {
+    const message = `Only ${facts.freeBytes} bytes are free on C: of ${host.spec.address}; winfleet needs ${needBytes} (the payload twice and 1 GiB); free some space`;
+    hs.set(ConditionType.Degraded, 'True', ConditionReason.DiskFull, message);
+    hs.error(JoinStep.HostFacts, message);
+    throw new WinfleetError('WF_HOST_DISK_FULL', message, {
+      details: { freeBytes: facts.freeBytes, needBytes },
+    });
+  }
+  return nodeName;
+}
+
+function bootstrapConfig(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  hs: HostStatus,
+  nodeName: string,
+  token: string,
+  loaded: LoadedPayload,
+): BootstrapConfig {
+  const config = deps.config();
+  const windowsTaint = config.placement.windowsTaint;
+  return {
+    nodeName,
+    nodeIP: hs.status.addresses?.[0] ?? host.spec.address,
+    hostname: hs.status.hostname ?? nodeName,
+    apiServer: config.hosts.apiServer ?? deps.cluster.apiServer,
+    clusterDNS: config.hosts.clusterDNS,
+    clusterDomain: config.hosts.clusterDomain,
+    serviceCIDR: config.hosts.serviceCIDR,
+    podCIDR: config.hosts.podCIDR,
+    labels: {
+      [managedNodeLabel]: 'true',
+      ...(host.spec.pool ? { 'winfleet.io/pool': host.spec.pool } : {}),
+      ...host.spec.labels,
+    },
+    taints: [
+      { key: windowsTaint.key, value: windowsTaint.value, effect: windowsTaint.effect },
+      ...(host.spec.taints ?? []),
+    ],
+    kubelet: config.hosts.kubelet,
+    operatorNamespace: deps.operatorNamespace,
+    checkIntervalSeconds: config.hosts.agentCheckIntervalSeconds,
+    caCertificate: deps.cluster.caCertificate,
+    bootstrapToken: token,
+    manifest: loaded.manifest,
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * Reaching a host for the controller: opens the session through hostaccess and reports the
+ * outcome on the host — the Reachable condition, a host key pinned on first contact (with an
+ * Event), and for a changed host key or a refused SSH key, Degraded. Joining, upgrading and
+ * removal all connect through here, so they report the same way.
+ */
+import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
+import { errorCode } from '../../errors/catalog.ts';
+import { openRemoteHost } from '../../hostaccess/host-session.ts';
+import type { RemoteHost } from '../../hostaccess/remote-host.ts';
+import type { HostControllerDeps } from './host-deps.ts';
+import type { HostStatus } from './host-status.ts';
+
+/** The Reachable reason for a connect failure, and whether the host is Degraded by it. */
+function unreachableReason(error: unknown): { reason: ConditionReason; degraded: boolean } {
+  switch (errorCode(error)) {
+    case 'WF_SSH_HOST_KEY_CHANGED':
+      return { reason: ConditionReason.HostKeyMismatch, degraded: true };
+    case 'WF_SSH_AUTH_REFUSED':
+      return { reason: ConditionReason.AuthenticationFailed, degraded: true };
+    default:
+      return { reason: ConditionReason.Unreachable, degraded: false };
+  }
+}
+
+export interface ConnectOptions {
+  /** The step a failure is recorded under (default: connect). */
+  step?: JoinStep;
+  /** Added to the failure message: what the user can do in this situation. */
+  hint?: string;
+}
+
+/** Connects, pinning the host key on first contact (or when the user trusts a new one). */
+export async function connectHost(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  hs: HostStatus,
+  options: ConnectOptions = {},
+): Promise<RemoteHost> {
+  let remote: RemoteHost;
+  try {
+    remote = await openRemoteHost(deps.kc, deps.config(), host);
+  } catch (error) {
+    const message = `${(error as Error).message}${options.hint ? `; ${options.hint}` : ''}`;
+    const { reason, degraded } = unreachableReason(error);
+    hs.set(ConditionType.Reachable, 'False', reason, message);
+    if (degraded) hs.set(ConditionType.Degraded, 'True', reason, message);
+    hs.error(options.step ?? JoinStep.Connect, message);
+    if (reason === ConditionReason.HostKeyMismatch)
+      deps.events.record(host, 'Warning', EventReason.HostKeyMismatch, message);
+    throw error;
+  }
+  const fingerprint = remote.session.fingerprint;
+  if (hs.status.hostKeyFingerprint !== fingerprint) {
+    deps.events.record(
+      host,
+      'Normal',
+      EventReason.HostKeyPinned,
+      `Pinned SSH host key ${fingerprint} of ${host.spec.address}`,
+    );
+    hs.status.hostKeyFingerprint = fingerprint;
+  }
+  hs.set(
+    ConditionType.Reachable,
+    'True',
+    ConditionReason.Connected,
+    `SSH to ${host.spec.username}@${host.spec.address}:${host.spec.port ?? 22}`,
+  );
+  return remote;
+}

@@ -1,0 +1,34 @@
+/**
+ * Where winfleet keeps things on a Windows host: part of the operator↔agent contract, like
+ * the services manifest. The operator copies files to these paths over SSH, the payload's
+ * services manifest points its binaries and flags at them, and the agent reads and writes
+ * them; all three take them from here so that they cannot drift apart.
+ */
+
+/** The node's Kubernetes directory (kubelet, kubeconfig, CNI, containerd), as upstream uses. */
+export const kubeDir = 'C:\\k';
+/** winfleet's own directory: the agent, its config and state, the payload copy. */
+export const winfleetDir = `${kubeDir}\\winfleet`;
+
+export const hostPaths = {
+  bootstrapConfig: `${winfleetDir}\\bootstrap.json`,
+  agentConfig: `${winfleetDir}\\agent.json`,
+  state: `${winfleetDir}\\state.json`,
+  /** The services manifest the agent applied last. */
+  servicesManifest: `${winfleetDir}\\services.json`,
+  /** Directories the operator created over SSH, one per line (before the agent ran). */
+  createdDirectories: `${winfleetDir}\\created-directories.txt`,
+  payload: `${winfleetDir}\\payload`,
+  agentExe: `${winfleetDir}\\winfleet-agent.exe`,
+  caCert: `${kubeDir}\\pki\\ca.crt`,
+  certDir: `${kubeDir}\\pki`,
+  bootstrapKubeconfig: `${kubeDir}\\bootstrap-kubeconfig`,
+  kubeconfig: `${kubeDir}\\kubeconfig`,
+  kubeletConfig: `${kubeDir}\\kubelet-config.yaml`,
+  logs: `${kubeDir}\\logs`,
+  containerdDir: `${kubeDir}\\containerd`,
+  containerdConfig: `${kubeDir}\\containerd\\config.toml`,
+  cniBin: `${kubeDir}\\cni\\bin`,
+  cniConfigDir: `${kubeDir}\\cni\\config`,
+  cniConfig: `${kubeDir}\\cni\\config\\10-winfleet.conflist`,
+} as const;
