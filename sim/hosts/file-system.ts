@@ -7,7 +7,10 @@
  *   (EBUSY/EPERM, as Windows refuses), so an upgrade must stop a service before replacing
  *   its binary;
  * - free space is accounted (a configured amount minus what was written since) and the
- *   disk-full fault makes every data write fail with "There is not enough space on the disk.".
+ *   disk-full fault makes every data write fail with "There is not enough space on the disk.";
+ * - each path has an owner and a DACL, inherited unless protected (file-security.ts); callers
+ *   acting for an account (the SFTP server) check them with `checkAccess`, while the agent
+ *   (SYSTEM) and catalog scripts run for an administrator, whom winfleet's DACLs always grant.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -21,6 +24,14 @@ import {
   rm,
 } from 'node:fs/promises';
 import { join } from 'node:path';
+import {
+  driveRootSecurity,
+  type EffectiveSecurity,
+  effectiveSecurity,
+  isGranted,
+  type Principal,
+  type SecurityDescriptor,
+} from './file-security.ts';
 import { errorCode, fsError } from './file-system-error.ts';
 import { formatWindowsPath, windowsPathSegments } from './windows-path.ts';
 
@@ -123,6 +134,8 @@ export class SimFileSystem {
   isInUse: (hostPath: string) => boolean = () => false;
   #freeAtBaseline: number;
   #usedSinceBaseline = 0;
+  /** Explicit security descriptors, by lower-cased canonical path. */
+  readonly #security = new Map<string, SecurityDescriptor>();
 
   private constructor(root: string, diskSizeBytes: number, freeBytes: number) {
     this.root = root;
@@ -225,6 +238,50 @@ export class SimFileSystem {
     const located = await this.#locate(path, cwd);
     if (!located.exists) return undefined;
     return statOf(located.host);
+  }
+
+  // Security.
+
+  /** Sets the explicit security descriptor of an existing path (Set-Acl). */
+  async setSecurity(path: string, descriptor: SecurityDescriptor): Promise<void> {
+    const located = await this.#locate(path);
+    if (!located.exists) throw fsError('ENOENT', 'set security of', path);
+    this.#security.set(located.path.toLowerCase(), structuredClone(descriptor));
+  }
+
+  /** The owner and effective DACL of a path (an absent path: what it would inherit). */
+  async security(path: string, cwd?: string): Promise<EffectiveSecurity> {
+    const located = await this.#locate(path, cwd);
+    const segments = windowsPathSegments(located.path);
+    const chain = [driveRootSecurity];
+    for (let i = 1; i <= segments.length; i++) {
+      chain.push(this.#security.get(formatWindowsPath(segments.slice(0, i)).toLowerCase())!);
+    }
+    return effectiveSecurity(chain);
+  }
+
+  /** Throws EPERM ("Access is denied.") unless `principal` has `access` to `path`. */
+  async checkAccess(
+    principal: Principal,
+    access: 'read' | 'write',
+    path: string,
+    cwd?: string,
+  ): Promise<void> {
+    const { entries } = await this.security(path, cwd);
+    if (!isGranted(entries, principal, access)) {
+      throw fsError('EPERM', `${access} as ${principal.name}`, path);
+    }
+  }
+
+  /** Moves or drops the explicit descriptors at and below `from`. */
+  #moveSecurity(from: string, to: string | undefined): void {
+    const prefix = from.toLowerCase();
+    for (const [key, descriptor] of [...this.#security]) {
+      if (key !== prefix && !key.startsWith(`${prefix}\\`)) continue;
+      this.#security.delete(key);
+      if (to !== undefined)
+        this.#security.set(to.toLowerCase() + key.slice(prefix.length), descriptor);
+    }
   }
 
   // Files.
@@ -400,6 +457,7 @@ export class SimFileSystem {
       bytes += file.size;
     }
     await rm(located.host, { recursive: true, force: true });
+    this.#moveSecurity(located.path, undefined);
     this.account(-bytes);
   }
 
@@ -428,6 +486,9 @@ export class SimFileSystem {
       return;
     }
     await rename(source.host, target.host);
+    // A move within a volume keeps the object's own security descriptor.
+    this.#moveSecurity(target.path, undefined);
+    this.#moveSecurity(source.path, target.path);
     this.account(-replacedBytes);
   }
 

@@ -22,6 +22,7 @@ import {
   remoteScript,
 } from '../../src/hostaccess/remote-scripts.ts';
 import { decodePowerShellCommandLine } from '../../src/powershell/powershell.ts';
+import { wellKnownSid } from './file-security.ts';
 import { errorCode } from './file-system-error.ts';
 import type { SimMachine } from './machine.ts';
 import { windowsPathSegments } from './windows-path.ts';
@@ -193,6 +194,10 @@ async function runCatalogScript(
         io.stdout(powerShellJson({ ok: true }));
         return 0;
       }
+      case 'protect-directory':
+        await protectDirectory(machine, args as RemoteScripts['protect-directory'], script);
+        io.stdout(powerShellJson({ ok: true }));
+        return 0;
       case 'remove-path':
         await removePath(machine, (args as RemoteScripts['remove-path']).path, script);
         io.stdout(powerShellJson({ ok: true }));
@@ -328,6 +333,37 @@ async function ensureDirectory(
     }
   }
   return missing;
+}
+
+/**
+ * `protect-directory`: the new DirectorySecurity replaces the directory's DACL, protected
+ * (SetAccessRuleProtection($true, $false)), with full control for SYSTEM and Administrators
+ * inherited by everything below, and owner Administrators (file-security.ts has the rules).
+ */
+async function protectDirectory(
+  machine: SimMachine,
+  args: RemoteScripts['protect-directory'],
+  script: string,
+): Promise<void> {
+  const path = String(args.path ?? '');
+  if ((await machine.fs.stat(absolute(path)))?.kind !== 'directory') {
+    throw new PowerShellError(
+      'Set-Acl',
+      `Cannot find path '${path}' because it does not exist.`,
+      script,
+      'Set-Acl -LiteralPath $winfleetArgs.path -AclObject $acl',
+      `ObjectNotFound: (${path}:String) [Set-Acl], ItemNotFoundException`,
+      'PathNotFound,Microsoft.PowerShell.Commands.SetAclCommand',
+    );
+  }
+  await machine.fs.setSecurity(absolute(path), {
+    owner: wellKnownSid.administrators,
+    protected: true,
+    entries: [
+      { sid: wellKnownSid.system, read: true, write: true },
+      { sid: wellKnownSid.administrators, read: true, write: true },
+    ],
+  });
 }
 
 /** Test-Path -LiteralPath: anything there (file or directory); an invalid path is not. */

@@ -5,9 +5,13 @@
  * drives), names are case-insensitive, the usual OpenSSH extensions are advertised
  * (posix-rename@openssh.com replaces an existing file, fsync@openssh.com), and failures map to
  * the status codes OpenSSH uses (NO_SUCH_FILE, PERMISSION_DENIED for a file in use, FAILURE
- * for an existing target, a full disk, a non-empty directory).
+ * for an existing target, a full disk, a non-empty directory). Every request is checked
+ * against the DACLs of the file system for the account that logged in (file-security.ts):
+ * reading a file or listing a folder needs read, creating, writing, renaming or deleting
+ * needs write on the path (on its folder, for a new path); a denial is PERMISSION_DENIED.
  */
 import ssh2, { type Attributes, type FileEntry, type SFTPWrapper } from 'ssh2';
+import { administratorPrincipal, type Principal, wellKnownSid } from './file-security.ts';
 import type { SimDirEntry, SimFileHandle, SimFileSystem, SimStat } from './file-system.ts';
 import { errorCode } from './file-system-error.ts';
 import { formatWindowsPath, sftpPath, windowsPathSegments } from './windows-path.ts';
@@ -34,12 +38,27 @@ export interface SftpSessionOptions {
   home: string;
   /** Owner name shown in long listings. */
   owner?: string;
+  /** The account whose access is checked. Default: the administrator. */
+  principal?: Principal;
 }
 
 /** Serves one SFTP session on `sftp` over `fs`. */
 export function serveSftp(sftp: SFTPWrapper, fs: SimFileSystem, options: SftpSessionOptions): void {
   advertiseExtensions(sftp);
   const owner = options.owner ?? 'Administrator';
+  const principal = options.principal ?? administratorPrincipal;
+  const may = (access: 'read' | 'write', windowsPath: string) =>
+    fs.checkAccess(principal, access, windowsPath);
+  /** Checks write on `windowsPath`, or on its folder when it does not exist yet. */
+  const mayCreateOrWrite = async (windowsPath: string) => {
+    if (await fs.stat(windowsPath)) return may('write', windowsPath);
+    return may('write', formatWindowsPath(windowsPathSegments(windowsPath).slice(0, -1)));
+  };
+  /** What a non-administrator creates, it owns. */
+  const recordOwner = async (windowsPath: string) => {
+    if (principal.sids.includes(wellKnownSid.administrators)) return;
+    await fs.setSecurity(windowsPath, { owner: principal.sids[0]!, protected: false, entries: [] });
+  };
   const handles = new Map<string, OpenHandle>();
   let nextHandle = 0;
 
@@ -85,7 +104,12 @@ export function serveSftp(sftp: SFTPWrapper, fs: SimFileSystem, options: SftpSes
   sftp.on(
     'OPEN',
     handle(async (reqId, filename: string, flags: number) => {
-      const file = await fs.open(toWindows(filename), {
+      const path = toWindows(filename);
+      const writing = (flags & (OPEN_MODE.WRITE | OPEN_MODE.APPEND | OPEN_MODE.TRUNC)) !== 0;
+      const existed = (await fs.stat(path)) !== undefined;
+      if ((flags & OPEN_MODE.READ) !== 0 && existed) await may('read', path);
+      if (writing || (flags & OPEN_MODE.CREAT) !== 0) await mayCreateOrWrite(path);
+      const file = await fs.open(path, {
         read: (flags & OPEN_MODE.READ) !== 0,
         write: (flags & OPEN_MODE.WRITE) !== 0,
         append: (flags & OPEN_MODE.APPEND) !== 0,
@@ -93,6 +117,7 @@ export function serveSftp(sftp: SFTPWrapper, fs: SimFileSystem, options: SftpSes
         truncate: (flags & OPEN_MODE.TRUNC) !== 0,
         exclusive: (flags & OPEN_MODE.EXCL) !== 0,
       });
+      if (!existed) await recordOwner(path);
       sftp.handle(reqId, newHandle({ kind: 'file', file }));
     }),
   );
@@ -140,6 +165,7 @@ export function serveSftp(sftp: SFTPWrapper, fs: SimFileSystem, options: SftpSes
     handle(async (reqId, path: string, attrs: Attributes) => {
       const stats = await statOrThrow(path);
       if (attrs.size !== undefined && stats.kind === 'file') {
+        await may('write', toWindows(path));
         const file = await fs.open(toWindows(path), { write: true });
         try {
           await file.truncate(attrs.size);
@@ -170,6 +196,7 @@ export function serveSftp(sftp: SFTPWrapper, fs: SimFileSystem, options: SftpSes
       if (path === '/') {
         entries = [{ name: 'C:', ...virtualRootStat() }];
       } else {
+        await may('read', toWindows(path));
         entries = await fs.list(toWindows(path));
       }
       const self = await statOrThrow(path);
@@ -225,7 +252,9 @@ export function serveSftp(sftp: SFTPWrapper, fs: SimFileSystem, options: SftpSes
   sftp.on(
     'MKDIR',
     handle(async (reqId, path: string) => {
+      await mayCreateOrWrite(toWindows(path));
       await fs.mkdir(toWindows(path));
+      await recordOwner(toWindows(path));
       sftp.status(reqId, STATUS_CODE.OK);
     }),
   );
@@ -233,6 +262,7 @@ export function serveSftp(sftp: SFTPWrapper, fs: SimFileSystem, options: SftpSes
   sftp.on(
     'RMDIR',
     handle(async (reqId, path: string) => {
+      await mayCreateOrWrite(toWindows(path));
       await fs.remove(toWindows(path), { kind: 'directory' });
       sftp.status(reqId, STATUS_CODE.OK);
     }),
@@ -241,6 +271,7 @@ export function serveSftp(sftp: SFTPWrapper, fs: SimFileSystem, options: SftpSes
   sftp.on(
     'REMOVE',
     handle(async (reqId, path: string) => {
+      await mayCreateOrWrite(toWindows(path));
       await fs.remove(toWindows(path), { kind: 'file' });
       sftp.status(reqId, STATUS_CODE.OK);
     }),
@@ -249,6 +280,8 @@ export function serveSftp(sftp: SFTPWrapper, fs: SimFileSystem, options: SftpSes
   sftp.on(
     'RENAME',
     handle(async (reqId, from: string, to: string) => {
+      await mayCreateOrWrite(toWindows(from));
+      await mayCreateOrWrite(toWindows(to));
       await fs.rename(toWindows(from), toWindows(to));
       sftp.status(reqId, STATUS_CODE.OK);
     }),
@@ -259,6 +292,8 @@ export function serveSftp(sftp: SFTPWrapper, fs: SimFileSystem, options: SftpSes
     handle(async (reqId, name: string, data: Buffer | undefined) => {
       const strings = readStrings(data ?? Buffer.alloc(0));
       if (name === 'posix-rename@openssh.com' && strings.length >= 2) {
+        await mayCreateOrWrite(toWindows(strings[0]!.toString('utf8')));
+        await mayCreateOrWrite(toWindows(strings[1]!.toString('utf8')));
         await fs.rename(
           toWindows(strings[0]!.toString('utf8')),
           toWindows(strings[1]!.toString('utf8')),

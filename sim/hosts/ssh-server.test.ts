@@ -177,3 +177,55 @@ test('SFTP open flags: exclusive create, append and truncate', async (t) => {
   assert.equal((await host().machine.fs.readFile('C:\\flags.txt')).toString(), 'x');
   await sftpCall((d) => sftp.setstat('/C:/flags.txt', { mtime: 0, atime: 0 }, d as never));
 });
+
+test('a non-admin account reads what C:\\ lets users read until protect-directory locks the folder', async (t) => {
+  const aliceKey = generateTestKey();
+  host().ssh.addStandardUser('alice', aliceKey.publicKey);
+  await host().machine.fs.writeFileAtomic('C:\\locked\\pki\\node.key', 'SECRET');
+  const { client } = await connect(host(), { key: aliceKey, username: 'alice' });
+  t.after(() => client.end());
+  const sftp = await openSftp(client);
+  const read = () => sftpCall<Buffer>((d) => sftp.readFile('/C:/locked/pki/node.key', d));
+  const plant = () => sftpCall((d) => sftp.writeFile('/C:/locked/evil.exe', 'MZ', d as never));
+  assert.equal((await read()).toString(), 'SECRET', 'C:\\ lets Users read what is below it');
+  await plant();
+  assert.equal(
+    (await host().machine.fs.security('C:\\locked\\evil.exe')).owner,
+    'S-1-5-21-1004336348-1177238915-682003330-1001',
+    'what alice creates, alice owns',
+  );
+
+  const admin = await session(t);
+  const locked = await exec(admin, remoteCommand('protect-directory', { path: 'C:\\locked' }));
+  assert.equal(locked.code, 0, locked.stderr);
+  assert.deepEqual(parsePowerShellJson(locked.stdout, 'protect-directory'), { ok: true });
+
+  await assert.rejects(read(), { code: STATUS_CODE.PERMISSION_DENIED });
+  await assert.rejects(plant(), { code: STATUS_CODE.PERMISSION_DENIED });
+  await assert.rejects(
+    sftpCall((d) => sftp.readdir('/C:/locked/pki', d)),
+    { code: STATUS_CODE.PERMISSION_DENIED },
+  );
+  await assert.rejects(
+    sftpCall((d) => sftp.unlink('/C:/locked/evil.exe', d as never)),
+    { code: STATUS_CODE.PERMISSION_DENIED },
+  );
+  const security = await host().machine.fs.security('C:\\locked');
+  assert.deepEqual(
+    {
+      owner: security.owner,
+      protected: security.protected,
+      sids: security.entries.map((e) => e.sid),
+    },
+    { owner: 'S-1-5-32-544', protected: true, sids: ['S-1-5-18', 'S-1-5-32-544'] },
+  );
+  const refused = await exec(client, remoteCommand('host-facts', {}));
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /runs commands only for administrators; alice is not one/);
+  const missing = await exec(admin, remoteCommand('protect-directory', { path: 'C:\\nowhere' }));
+  assert.equal(missing.code, 1);
+  assert.match(
+    missing.stderr,
+    /Set-Acl : Cannot find path 'C:\\nowhere' because it does not exist/,
+  );
+});

@@ -3,7 +3,10 @@
  * looks like Windows OpenSSH (its identification string, cmd.exe command semantics, SFTP with
  * /C:/ paths). Public-key authentication only, against the configured authorized keys (which
  * are also written to C:\ProgramData\ssh\administrators_authorized_keys); passwords and
- * keyboard-interactive are refused. It follows the machine's power: at shutdown every
+ * keyboard-interactive are refused. Non-administrator accounts can be added with their own
+ * keys (as C:\Users\<name>\.ssh\authorized_keys holds them); their SFTP requests are checked
+ * against the file system's DACLs, and they may not run commands (the simulated host runs
+ * only the operator's catalog scripts, which need an administrator). It follows the machine's power: at shutdown every
  * connection drops and the port stops listening until the machine is up again (and not while
  * the refuse-connections fault is on). Sockets are accepted here and handed to ssh2, so faults
  * can slow, drop or refuse them, and a changed host key applies to new connections.
@@ -12,6 +15,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import ssh2, { type Connection, type ParsedKey, type Server, type ServerChannel } from 'ssh2';
 import { HostFaults } from './faults.ts';
+import { administratorPrincipal, type Principal, standardUserPrincipal } from './file-security.ts';
 import type { SimMachine } from './machine.ts';
 import { classifyCommand, runRemoteCommand, sshWorkingDirectory } from './remote-commands.ts';
 import { serveSftp } from './sftp-server.ts';
@@ -69,6 +73,7 @@ export class SimSshServer {
   readonly faults: HostFaults;
   readonly #authorized: ParsedKey[];
   readonly #users: Set<string>;
+  readonly #standardUsers = new Map<string, { principal: Principal; keys: ParsedKey[] }>();
   readonly #hostKeyType: HostKeyType;
   readonly #connections = new Set<Socket>();
   #hostKey: HostKey;
@@ -129,6 +134,19 @@ export class SimSshServer {
 
   get port(): number {
     return this.#port;
+  }
+
+  /**
+   * Adds a local account that is only in Users (not an administrator), which logs in with
+   * `publicKey`; returns who it is, for checks against the file system's DACLs.
+   */
+  addStandardUser(name: string, publicKey: string | Buffer): Principal {
+    if (this.#users.has(name.toLowerCase())) {
+      throw new RangeError(`Cannot add standard user "${name}": it is an administrator here`);
+    }
+    const principal = standardUserPrincipal(name, 1001 + this.#standardUsers.size);
+    this.#standardUsers.set(name.toLowerCase(), { principal, keys: [parsePublicKey(publicKey)] });
+    return principal;
   }
 
   /** SHA256 fingerprint of the current host key (`SHA256:...`). */
@@ -254,12 +272,18 @@ export class SimSshServer {
   #client(client: Connection): void {
     // The socket ssh2 got is our wrapper; dropping the real one is done through #connections.
     client.on('error', () => {});
+    let principal = administratorPrincipal;
     client.on('authentication', (ctx) => {
-      if (ctx.method !== 'publickey' || !this.#users.has(ctx.username.toLowerCase())) {
+      const standard = this.#standardUsers.get(ctx.username.toLowerCase());
+      if (
+        ctx.method !== 'publickey' ||
+        (!standard && !this.#users.has(ctx.username.toLowerCase()))
+      ) {
         ctx.reject(['publickey']);
         return;
       }
-      const key = this.#authorized.find((k) => k.getPublicSSH().equals(ctx.key.data));
+      const keys = standard ? standard.keys : this.#authorized;
+      const key = keys.find((k) => k.getPublicSSH().equals(ctx.key.data));
       if (!key) {
         ctx.reject(['publickey']);
         return;
@@ -268,6 +292,7 @@ export class SimSshServer {
         ctx.reject(['publickey']);
         return;
       }
+      if (ctx.signature) principal = standard?.principal ?? administratorPrincipal;
       ctx.accept();
     });
     client.on('ready', () => {
@@ -278,10 +303,26 @@ export class SimSshServer {
         session.on('window-change', (accept) => accept?.());
         session.on('shell', (_accept, reject) => reject?.());
         session.on('exec', (accept, _reject, info) => {
+          if (principal !== administratorPrincipal) {
+            const channel = accept();
+            channel.stderr.write(
+              `The simulated host runs commands only for administrators; ${principal.name} is not one\r\n`,
+            );
+            channel.exit(1);
+            channel.end();
+            return;
+          }
           this.#exec(accept(), info.command, client);
         });
         session.on('sftp', (accept) => {
-          serveSftp(accept(), this.machine.fs, { home: sshWorkingDirectory });
+          serveSftp(accept(), this.machine.fs, {
+            home:
+              principal === administratorPrincipal
+                ? sshWorkingDirectory
+                : `C:\\Users\\${principal.name}`,
+            owner: principal.name,
+            principal,
+          });
         });
       });
       client.on('tcpip', (_accept, reject) => reject());

@@ -89,3 +89,20 @@ test('a new payload binary stops the services that run it and their dependents b
   );
   assert.deepEqual(await machine.fs.readFile('C:\\k\\kubelet.exe'), kubelet);
 });
+
+test('a service whose binary on disk differs from its manifest digest is not started', async (t) => {
+  const { machine, calls, converge } = await runningHost(t);
+  // Someone with write access to C:\k swaps the kubelet for their own program once it exits.
+  assert.ok(machine.scm.crash('kubelet'));
+  await machine.fs.writeFileAtomic('C:\\k\\kubelet.exe', 'winfleet-standin kubelet evil\n');
+
+  await assert.rejects(converge(), (error: Error) => {
+    assert.match(
+      error.message,
+      /^Not starting service kubelet: C:\\k\\kubelet\.exe has SHA-256 [0-9a-f]{64}, its manifest 1\.0\.0 says [0-9a-f]{64}/,
+    );
+    return true;
+  });
+  assert.deepEqual(callsOf(calls, 'startService'), []);
+  assert.notEqual(serviceStates(machine, allServices).kubelet, 'running');
+});

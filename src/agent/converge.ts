@@ -172,6 +172,26 @@ export interface ConvergeOptions {
   restart?: Set<string>;
 }
 
+/**
+ * Throws WF_SERVICE_BINARY_MISMATCH unless the service's binary on disk has the SHA-256 its
+ * manifest file entry gives: a service runs as LocalSystem, so a binary changed on the host
+ * since it was installed is never started.
+ */
+export async function verifyBinary(
+  host: HostOS,
+  manifest: ServicesManifest,
+  service: ManifestService,
+): Promise<void> {
+  const file = manifest.files.find((f) => f.path.toLowerCase() === service.binary.toLowerCase());
+  const data = await host.readFile(service.binary);
+  const actual = data ? sha256(data) : 'none (the file is missing)';
+  if (file && actual === file.sha256) return;
+  throw new WinfleetError(
+    'WF_SERVICE_BINARY_MISMATCH',
+    `Not starting service ${service.name}: ${service.binary} has SHA-256 ${actual}, its manifest ${manifest.version} says ${file?.sha256 ?? 'nothing (no file entry)'}; the file changed on the host since it was installed: investigate, then re-bootstrap the host to reinstall it`,
+  );
+}
+
 /** Registers every service of `manifest` and starts (or restarts) what `options` says. */
 export async function convergeServices(
   host: HostOS,
@@ -197,6 +217,7 @@ export async function convergeServices(
       continue;
     const status = await host.queryService(service.name);
     if (status?.state !== 'running' && status?.state !== 'start-pending') {
+      await verifyBinary(host, manifest, service);
       await host.startService(service.name);
       started.push(service.name);
     }

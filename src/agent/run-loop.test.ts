@@ -62,12 +62,16 @@ test('the loop restarts a service that died, ends when a new agent executable is
   // The SCM's own recovery waits 5 s; the loop looks again within its 0.1 s interval.
   const crashedAt = calls.length;
   assert.ok(machine.scm.crash('kube-proxy'));
-  await waitFor(() => calls.slice(crashedAt).includes('startService kube-proxy'), {
-    description: 'the run loop to start kube-proxy again after it crashed',
-    timeoutMs: 3_000,
-    intervalMs: 20,
-  });
-  assert.equal(machine.scm.query('kube-proxy')?.state, 'running');
+  await waitFor(
+    () =>
+      calls.slice(crashedAt).includes('startService kube-proxy') &&
+      machine.scm.query('kube-proxy')?.state === 'running',
+    {
+      description: 'the run loop to start kube-proxy again after it crashed',
+      timeoutMs: 4_000,
+      intervalMs: 20,
+    },
+  );
 
   // As the operator does: the agent service (not this loop) stops, the executable is replaced.
   await new SimHostOS(machine).stopService(agentServiceName);

@@ -1,18 +1,19 @@
 /**
  * `winfleet-agent run`: the agent as a Windows service. Every check (each interval, and when
  * the operator changes the node's desired services version) it fetches a new manifest if one
- * is wanted, converges the services (restarting any that died), and — only once the node is
- * Ready — records the applied version on its Node. It acts with the node's own credentials.
+ * is wanted (only one the operator published: published-manifest.ts), converges the services
+ * (restarting any that died), removes the bootstrap files once the node's own credentials
+ * work, and — only once the node is Ready — records the applied version on its Node. It acts
+ * with the node's own credentials.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import {
   desiredServicesVersionAnnotation,
-  servicesManifestConfigMapName,
-  servicesManifestKey,
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
-import { WinfleetError } from '../errors/catalog.ts';
+import { hasCode, WinfleetError } from '../errors/catalog.ts';
+import { httpStatus } from '../kube/client.ts';
 import {
   parseServicesManifest,
   type ServicesManifest,
@@ -22,6 +23,7 @@ import { readState, writeState } from './agent-state.ts';
 import { convergeServices, installPayloadFiles, sha256 } from './converge.ts';
 import { nodeKubeConfig } from './node-client.ts';
 import { nodeVariableValues } from './node-files.ts';
+import { fetchPublishedManifest } from './published-manifest.ts';
 import type { AgentContext } from './run-agent.ts';
 
 const manifestPath = `${winfleetDir}\\services.json`;
@@ -43,6 +45,46 @@ function isReady(node: k8s.V1Node): boolean {
   return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
+/** The last desired version refused, per agent, so that a refusal is logged once. */
+const refusedVersions = new WeakMap<AgentContext, string>();
+
+/**
+ * The manifest the Node's annotation names, when the operator published it; otherwise logs
+ * why once and returns undefined, and the agent keeps its current manifest and services.
+ */
+async function acceptedManifest(
+  context: AgentContext,
+  core: k8s.CoreV1Api,
+  config: AgentConfig,
+  desired: string,
+): Promise<ServicesManifest | undefined> {
+  try {
+    const next = await fetchPublishedManifest(core, config.operatorNamespace, desired);
+    refusedVersions.delete(context);
+    return next;
+  } catch (error) {
+    // 403: nodes may read only the published ConfigMaps; 404: there is no such ConfigMap.
+    const status = httpStatus(error);
+    const refused = hasCode(error, 'WF_MANIFEST_UNPUBLISHED') || status === 403 || status === 404;
+    if (!refused && !hasCode(error, 'WF_MANIFEST_INVALID')) throw error;
+    if (refusedVersions.get(context) !== desired) {
+      refusedVersions.set(context, desired);
+      const why =
+        refused && !hasCode(error, 'WF_MANIFEST_UNPUBLISHED')
+          ? `Refusing services manifest ${desired}, named by this Node's desired-version annotation: this node cannot read its ConfigMap (HTTP ${status}), so the operator did not publish it; no service was changed`
+          : (error as Error).message;
+      context.stderr(`${why}\n`);
+    }
+    return undefined;
+  }
+}
+
+/** Removes bootstrap.json (with its token) and the bootstrap kubeconfig, if still there. */
+async function removeBootstrapFiles(host: AgentContext['hostOS']): Promise<void> {
+  for (const path of [paths.bootstrapConfig, paths.bootstrapKubeconfig])
+    if (await host.readFile(path)) await host.removePath(path);
+}
+
 /** One pass of the loop. Exported for tests. */
 export async function checkOnce(context: AgentContext, config: AgentConfig): Promise<string> {
   const host = context.hostOS;
@@ -55,23 +97,19 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
   const desired = node?.metadata?.annotations?.[desiredServicesVersionAnnotation];
   const restart = new Set<string>();
   if (core && desired && desired !== manifest.version) {
-    const cm = await core.readNamespacedConfigMap({
-      name: servicesManifestConfigMapName(desired),
-      namespace: config.operatorNamespace,
-    });
-    const next = parseServicesManifest(cm.data?.[servicesManifestKey] ?? '');
-    if (next.version !== desired)
-      throw new WinfleetError(
-        'WF_MANIFEST_INVALID',
-        `ConfigMap ${servicesManifestConfigMapName(desired)} holds services manifest ${next.version}, not ${desired}; the operator publishes each version under its own name, so delete the ConfigMap and let the operator publish it again`,
-      );
-    const changed = await installPayloadFiles(host, next, state);
-    for (const s of next.services)
-      if (changed.some((f) => f.toLowerCase() === s.binary.toLowerCase())) restart.add(s.name);
-    await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
-    context.stderr(`applying services manifest ${next.version} (was ${manifest.version})\n`);
-    manifest = next;
+    const next = await acceptedManifest(context, core, config, desired);
+    if (next) {
+      const changed = await installPayloadFiles(host, next, state);
+      for (const s of next.services)
+        if (changed.some((f) => f.toLowerCase() === s.binary.toLowerCase())) restart.add(s.name);
+      await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
+      context.stderr(`applying services manifest ${next.version} (was ${manifest.version})\n`);
+      manifest = next;
+    }
   }
+  // The node's own credentials work: the bootstrap token and its kubeconfig are no longer
+  // needed (a re-bootstrap gets fresh ones from the operator).
+  if (node) await removeBootstrapFiles(host);
   await convergeServices(host, manifest, nodeVariableValues(config), state, {
     start: 'all',
     restart,

@@ -54,3 +54,15 @@ test('WindowsHost: bad specs are refused naming the field; kubectl shows the col
   assert.match(stdout.split('\n')[0]!, /^NAME\s+ADDRESS\s+NODE\s+BUILD\s+READY\s+VERSION\s+AGE$/);
   assert.match(stdout, /10\.1\.42\.1/);
 });
+
+test('WindowsHost: the installed schema keeps the Kubernetes extensions (list-map conditions, CEL rules)', async () => {
+  const { kc } = await sharedCluster();
+  await installCrds(kc);
+  const ext = kc.makeApiClient(k8s.ApiextensionsV1Api);
+  const crd = await ext.readCustomResourceDefinition({ name: 'windowshosts.winfleet.io' });
+  const schema = crd.spec.versions[0]?.schema?.openAPIV3Schema?.properties;
+  const conditions = schema?.status?.properties?.conditions;
+  assert.equal(conditions?.x_kubernetes_list_type, 'map');
+  assert.deepEqual(conditions?.x_kubernetes_list_map_keys, ['type']);
+  assert.ok(schema?.spec?.properties?.labels?.x_kubernetes_validations?.length);
+});

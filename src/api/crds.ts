@@ -186,14 +186,17 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
                   conditions: {
                     type: 'array',
                     items: condition,
-                    'x-kubernetes-list-type': 'map',
-                    'x-kubernetes-list-map-keys': ['type'],
+                    // The client serialises the typed model: its property names, not the
+                    // wire names ("x-kubernetes-list-type" would be dropped silently).
+                    x_kubernetes_list_type: 'map',
+                    x_kubernetes_list_map_keys: ['type'],
                   },
                   nodeName: { type: 'string' },
                   windowsBuild: { type: 'string' },
                   windowsVersion: { type: 'string' },
                   addresses: { type: 'array', items: { type: 'string' } },
                   hostname: { type: 'string' },
+                  servingAddresses: { type: 'array', items: { type: 'string' } },
                   hostKeyFingerprint: { type: 'string' },
                   servicesVersion: { type: 'string' },
                   bootstrapTokenId: { type: 'string' },

@@ -29,6 +29,12 @@ export const ConditionReason = {
   // NodeRegistered
   NodeExists: 'NodeExists',
   WaitingForNode: 'WaitingForNode',
+  /** Another WindowsHost holds the node name (it joined the Node, or it came first). */
+  NodeNameTaken: 'NodeNameTaken',
+  /** A Node of that name exists without this host's identity: it is not winfleet's to take. */
+  NodeNotOwned: 'NodeNotOwned',
+  /** The host's Node exists but the host has no credentials for it: it was rebuilt. */
+  NodeExistsRebuilt: 'NodeExistsRebuilt',
   // Ready
   Joining: 'Joining',
   NodeNotReady: 'NodeNotReady',
@@ -56,9 +62,21 @@ export const EventReason = {
   Upgrading: 'Upgrading',
   NodeReady: 'NodeReady',
   Deconfigured: 'Deconfigured',
+  /** The join or the removal left a Node alone: it does not carry the host's identity. */
+  NodeNotOwned: 'NodeNotOwned',
+  /** Another WindowsHost holds the node name. */
+  NodeNameTaken: 'NodeNameTaken',
+  NodeExistsRebuilt: 'NodeExistsRebuilt',
+  /** A rebuilt host's stale Node was deleted on the administrator's winfleet.io/rejoin. */
+  Rejoining: 'Rejoining',
   // CertificateSigningRequest (recorded on the WindowsHost when there is one)
   CSRApproved: 'CSRApproved',
   CSRDenied: 'CSRDenied',
+  // WindowsHost: the admin's winfleet.io/allow-serving-addresses, applied or refused
+  ServingAddressesChanged: 'ServingAddressesChanged',
+  ServingAddressesRefused: 'ServingAddressesRefused',
+  // The operator's Namespace: the cluster approves node client CSRs of every bootstrap token
+  BootstrapAutoApproval: 'BootstrapAutoApproval',
   // RuntimeClass
   UserOwned: 'UserOwned',
   // ConfigMaps winfleet reads (winfleet-config, windows-instances)

@@ -52,9 +52,15 @@ export interface WindowsHostStatus {
   windowsBuild?: string;
   /** Full version read from the host, e.g. "10.0.20348.2582". */
   windowsVersion?: string;
-  /** Addresses the host reported (used to check serving certificates). */
+  /** Addresses the host reported at its last bootstrap (its node IP is the first). */
   addresses?: string[];
   hostname?: string;
+  /**
+   * IPs and DNS names the node's serving certificate may carry, besides its node name and
+   * spec.address: pinned from what the host reported at its first join, changed only by the
+   * allow-serving-addresses annotation (servingAddressesAnnotation).
+   */
+  servingAddresses?: string[];
   /** "SHA256:…" of the SSH host key, pinned on first contact. */
   hostKeyFingerprint?: string;
   /** The services version applied to the node. */
@@ -82,3 +88,16 @@ export interface WindowsHost extends k8s.KubernetesObject {
 
 /** Annotation a user sets to accept a changed host key: the new "SHA256:…" fingerprint. */
 export const trustHostKeyAnnotation = 'winfleet.io/trust-host-key';
+/**
+ * Annotation an admin sets to change a host's pinned serving addresses: the complete new list,
+ * comma-separated (`10.1.2.3,win-a.example.com`). winfleet applies it to status.servingAddresses
+ * (or refuses it), records an Event and removes the annotation.
+ */
+export const servingAddressesAnnotation = 'winfleet.io/allow-serving-addresses';
+
+/**
+ * Annotation an administrator sets to let a rebuilt host rejoin (any value, e.g. a time):
+ * the operator deletes the host's stale Node — only one carrying this host's identity — and
+ * bootstraps the host again, then removes the annotation.
+ */
+export const rejoinAnnotation = 'winfleet.io/rejoin';

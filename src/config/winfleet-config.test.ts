@@ -59,7 +59,7 @@ images:
       assert.match(text, /images\.compatability: unknown field; remove it or check its spelling/);
       assert.match(
         text,
-        /images\.mirrors\.mcr\.microsoft\.com\.0\.endpoint: "127\.0\.0\.1:5000" does not match/,
+        /images\.mirrors\["mcr\.microsoft\.com"\]\[0\]\.endpoint "127\.0\.0\.1:5000" is not a URL/,
       );
       return true;
     },
@@ -76,4 +76,70 @@ test('YAML that is not a mapping, or not YAML, is refused clearly', () => {
     () => parseConfig('placement: [unclosed'),
     (e: unknown) => hasCode(e, 'WF_CONFIG_INVALID') && /not valid YAML/.test(String(e)),
   );
+});
+
+/** The problems of `yaml`, which must be refused. */
+function problemsOf(yaml: string): string {
+  try {
+    parseConfig(yaml);
+  } catch (error) {
+    assert.ok(isDocumentError(error, 'WF_CONFIG_INVALID'), String(error));
+    return error.message;
+  }
+  assert.fail(`accepted:\n${yaml}`);
+}
+
+test('mirror settings the resolver would refuse are refused by the parse, naming the field', () => {
+  const mirror = (entry: string) =>
+    `images:\n  mirrors:\n    mcr.microsoft.com:\n      - endpoint: https://ok.example.com\n      - ${entry}\n`;
+  const cases: [string, RegExp][] = [
+    [
+      mirror('endpoint: http://x.example.com'),
+      /images\.mirrors\["mcr\.microsoft\.com"\]\[1\]\.endpoint "http:\/\/x\.example\.com" uses plain HTTP; set insecure: true/,
+    ],
+    [
+      mirror('endpoint: https://x.example.com/mcr'),
+      /\[1\]\.endpoint "https:\/\/x\.example\.com\/mcr" has the path "\/mcr"; .*pathPrefix/,
+    ],
+    [
+      mirror('{ endpoint: https://x.example.com, pathPrefix: MCR }'),
+      /\[1\]\.pathPrefix "MCR" must be lowercase/,
+    ],
+    [
+      mirror('endpoint: ftp://x.example.com'),
+      /\[1\]\.endpoint "ftp:\/\/x\.example\.com" must start with https:\/\//,
+    ],
+    [mirror('endpoint: x.example.com'), /\[1\]\.endpoint "x\.example\.com" is not a URL/],
+    [
+      'hosts: { serviceCIDR: 999.1.1.1/12 }',
+      /hosts\.serviceCIDR: "999\.1\.1\.1\/12" is not an IPv4 CIDR/,
+    ],
+    [
+      'hosts: { podCIDR: 10.244.0.0/40 }',
+      /hosts\.podCIDR: "10\.244\.0\.0\/40" is not an IPv4 CIDR/,
+    ],
+  ];
+  for (const [yaml, expected] of cases) assert.match(problemsOf(yaml), expected, yaml);
+  // Every bad field in one report, schema problems included.
+  const both = problemsOf(
+    'webhook: { timeoutSeconds: 30 }\nimages:\n  mirrors:\n    m: [{ endpoint: "http://a" }, { endpoint: "https://b/c" }]\n',
+  );
+  assert.match(both, /webhook\.timeoutSeconds/);
+  assert.match(both, /mirrors\["m"\]\[0\]\.endpoint "http:\/\/a"/);
+  assert.match(both, /mirrors\["m"\]\[1\]\.endpoint "https:\/\/b\/c"/);
+});
+
+test('credentials in a mirror endpoint are refused without being echoed', () => {
+  for (const endpoint of [
+    'https://winfleet-user:hunter2-secret@mirror.example.com',
+    'http://winfleet-user:hunter2-secret@mirror.example.com/path',
+    'ftp://winfleet-user:hunter2-secret@mirror.example.com',
+    'winfleet-user:hunter2-secret@mirror.example.com',
+    'https://mirror.example.com/?password=hunter2-secret',
+  ]) {
+    const message = problemsOf(`images: { mirrors: { m: [{ endpoint: "${endpoint}" }] } }`);
+    assert.match(message, /images\.mirrors\["m"\]\[0\]\.endpoint/);
+    assert.ok(!message.includes('hunter2-secret'), message);
+    assert.ok(!message.includes('winfleet-user'), message);
+  }
 });

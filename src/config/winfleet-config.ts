@@ -3,9 +3,13 @@
  * the operator's namespace. Every field has a default, so an empty document is valid. The
  * document is checked against a JSON Schema; each error names the field and says what to
  * write instead, and an invalid document never replaces a valid one in a running operator.
+ * The same parse compiles the registry routing (mirrors) the image resolver uses, so whatever
+ * the resolver would refuse is refused here, naming the field, and never later.
  */
+import { isIPv4 } from 'node:net';
 import { parse } from 'yaml';
-import { compileSchema, invalidDocument } from '../schema/validator.ts';
+import { registryRoutingProblems } from '../images/registry-mirrors.ts';
+import { compileSchema, invalidDocument, isDocumentError } from '../schema/validator.ts';
 
 /** A node taint / the toleration that matches it. */
 export interface TaintConfig {
@@ -34,7 +38,7 @@ export interface WinfleetConfig {
   webhook: {
     /** Namespaces the webhook never touches (the operator's own is always added). */
     excludedNamespaces: string[];
-    /** Namespaces (and pods) labelled `<key>=<value>` opt out. */
+    /** Namespaces labelled `<key>=<value>` opt out (pods cannot opt themselves out). */
     optOutLabel: { key: string; value: string };
     /** What the API server does when validation cannot be reached. */
     validationFailurePolicy: 'Ignore' | 'Fail';
@@ -61,6 +65,11 @@ export interface WinfleetConfig {
     gracePeriodSeconds: number;
   };
   hosts: {
+    /**
+     * Namespaces besides the operator's own whose WindowsHosts it joins (default none). Read
+     * at start-up: a change takes effect when the operator restarts.
+     */
+    namespaces: string[];
     /** Hosts configured at once. */
     concurrency: number;
     sshConnectTimeoutSeconds: number;
@@ -151,7 +160,8 @@ export const configSchema = {
               additionalProperties: false,
               required: ['endpoint'],
               properties: {
-                endpoint: { type: 'string', pattern: '^https?://[^/\\s]+(/.*)?$' },
+                // Checked (and quoted with credentials redacted) by the routing compile.
+                endpoint: { type: 'string', minLength: 1 },
                 pathPrefix: { type: 'string' },
                 insecure: { type: 'boolean' },
               },
@@ -182,6 +192,16 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
+        namespaces: {
+          type: 'array',
+          items: {
+            type: 'string',
+            pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+            maxLength: 63,
+          },
+          uniqueItems: true,
+          default: [],
+        },
         concurrency: { type: 'integer', minimum: 1, maximum: 200, default: 10 },
         sshConnectTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 300, default: 15 },
         commandTimeoutSeconds: { type: 'integer', minimum: 5, maximum: 3600, default: 600 },
@@ -252,7 +272,44 @@ export function parseConfig(text: string, source = 'config.yaml'): WinfleetConfi
       '(top level): must be a mapping of sections (placement, webhook, images, runtimeClasses)',
     ]);
   }
-  return validateConfig(document, source);
+  let problems: string[] = [];
+  let config: WinfleetConfig | undefined;
+  try {
+    config = validateConfig(document, source);
+  } catch (error) {
+    if (!isDocumentError(error, 'WF_CONFIG_INVALID')) throw error;
+    problems = [...error.details.problems];
+  }
+  problems.push(...semanticProblems(config ?? (document as Partial<WinfleetConfig>)));
+  if (problems.length > 0) throw invalidDocument('WF_CONFIG_INVALID', source, problems);
+  return config!;
+}
+
+/**
+ * What the schema cannot say: the mirror routing compiles and the cluster CIDRs are real
+ * CIDRs. Runs on the raw document too when the schema failed, so one report lists everything.
+ */
+function semanticProblems(config: Partial<WinfleetConfig>): string[] {
+  const problems: string[] = [];
+  const images = config.images as Partial<WinfleetConfig['images']> | undefined;
+  const mirrors = images?.mirrors;
+  if (mirrors && typeof mirrors === 'object' && !Array.isArray(mirrors)) {
+    try {
+      problems.push(...registryRoutingProblems({ mirrors }, 'images.'));
+    } catch {
+      // A shape the schema already reports.
+    }
+  }
+  const hosts = config.hosts as Partial<WinfleetConfig['hosts']> | undefined;
+  for (const field of ['serviceCIDR', 'podCIDR'] as const) {
+    const cidr = hosts?.[field];
+    if (typeof cidr !== 'string') continue;
+    const [address = '', prefix = ''] = cidr.split('/');
+    if (!isIPv4(address) || !/^\d{1,2}$/.test(prefix) || Number(prefix) > 32) {
+      problems.push(`hosts.${field}: "${cidr}" is not an IPv4 CIDR; write e.g. "10.96.0.0/12"`);
+    }
+  }
+  return problems;
 }
 
 /** The configuration with every default. */

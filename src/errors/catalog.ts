@@ -57,6 +57,15 @@ export const errorCatalog = {
     retryable: false,
     summary: 'the host now has a name other than the node it joined as',
   },
+  // Retryable: the other WindowsHost or the Node may go away.
+  WF_HOST_NODE_NAME_TAKEN: {
+    retryable: true,
+    summary: 'another WindowsHost or a Node not joined by this host holds the node name',
+  },
+  WF_HOST_REBUILT: {
+    retryable: false,
+    summary: 'the host was rebuilt while its Node still exists; it rejoins on winfleet.io/rejoin',
+  },
   // Payload and the operator-agent contract.
   WF_PAYLOAD_INVALID: { retryable: false, summary: 'payload.json or a payload file is invalid' },
   WF_PAYLOAD_DOWNLOAD: { retryable: true, summary: 'a payload file cannot be downloaded' },
@@ -65,6 +74,15 @@ export const errorCatalog = {
   WF_MANIFEST_VERSION_REUSED: {
     retryable: true,
     summary: 'a published services version already holds a different manifest',
+  },
+  WF_MANIFEST_UNPUBLISHED: {
+    retryable: false,
+    summary: 'a services manifest the operator did not publish was refused by the agent',
+  },
+  WF_SERVICE_BINARY_MISMATCH: {
+    retryable: false,
+    summary:
+      'a service binary on the host differs from its manifest digest; the service was not started',
   },
   WF_AGENT_CONFIG_INVALID: { retryable: false, summary: 'bootstrap.json or agent.json is invalid' },
   WF_AGENT_STEP_FAILED: { retryable: true, summary: 'a step of the agent failed' },

@@ -1,10 +1,10 @@
 /**
  * Putting a payload on a host: the agent to its own path, every other file under the payload
- * directory, each copied only when its SHA-256 on the host differs. Joining and upgrading
- * both copy through here.
+ * directory, each copied only when its SHA-256 on the host differs, after C:\k is locked down
+ * to SYSTEM and Administrators. Joining and upgrading both copy through here.
  */
 import { type Payload, readPayloadFile } from '../payload/payload.ts';
-import { hostPaths } from '../servicesmanifest/host-paths.ts';
+import { hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import type { RemoteHost } from './remote-host.ts';
 
 const agentFileName = 'winfleet-agent.exe';
@@ -19,6 +19,9 @@ export async function syncPayload(
     path: hostPaths.payload,
     record: hostPaths.createdDirectories,
   });
+  // Before any file lands: C:\k inherits C:\'s DACL, under which every local account could
+  // read the node's key and write where LocalSystem services run from.
+  await remote.script('protect-directory', { path: kubeDir });
   const files = payload.files.map((file) => {
     const agent = file.name.toLowerCase() === agentFileName;
     return {

@@ -17,6 +17,7 @@ const samples: { [K in RemoteScriptName]: RemoteScripts[K] } = {
     path: 'C:\\k\\winfleet\\payload',
     record: 'C:\\k\\winfleet\\created-directories.txt',
   },
+  'protect-directory': { path: 'C:\\k' },
   'run-agent': { args: ['bootstrap', '--config', 'C:\\k\\winfleet\\bootstrap.json'] },
   'remove-path': { path: 'C:\\k\\winfleet' },
   'replace-file': {
@@ -48,4 +49,14 @@ test('a script that is not from the catalog is not identified', () => {
     ),
     undefined,
   );
+});
+
+test('protect-directory names SYSTEM and Administrators by SID and turns inheritance off', () => {
+  const script = remoteScript('protect-directory', { path: 'C:\\k' });
+  assert.match(script, /\$acl\.SetAccessRuleProtection\(\$true, \$false\)/);
+  assert.match(script, /@\('S-1-5-18', 'S-1-5-32-544'\)/);
+  assert.match(script, /SetOwner\(.*'S-1-5-32-544'/);
+  assert.match(script, /'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow'/);
+  assert.match(script, /Set-Acl -LiteralPath \$winfleetArgs\.path -AclObject \$acl/);
+  assert.doesNotMatch(script, /Administrators|SYSTEM|Users/, 'no localized account names');
 });

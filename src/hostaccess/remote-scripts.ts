@@ -1,7 +1,7 @@
 /**
  * The catalog of PowerShell scripts the operator runs on a Windows host over SSH. The operator
- * does as little as possible remotely: read facts, compare file hashes, make a directory, run
- * the agent (which does the real work locally) and remove what it copied. Each script starts
+ * does as little as possible remotely: read facts, compare file hashes, make a directory and
+ * lock it down to SYSTEM and Administrators, run the agent (which does the real work locally) and remove what it copied. Each script starts
  * with a marker line naming it and reads its arguments from one JSON literal, so a reader (or
  * a simulated host) can tell which catalog entry it is and with what arguments.
  */
@@ -12,6 +12,10 @@ import {
   writeJson,
 } from '../powershell/powershell.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
+
+/** Well-known SIDs: LocalSystem and BUILTIN\Administrators (never their localized names). */
+export const systemSid = 'S-1-5-18';
+export const administratorsSid = 'S-1-5-32-544';
 
 /** The agent `run-agent` starts. */
 export const agentExecutable = hostPaths.agentExe;
@@ -31,6 +35,12 @@ export interface RemoteScripts {
    * `record` (one per line), so cleanup can later remove exactly what winfleet created.
    */
   'ensure-directory': { path: string; record: string };
+  /**
+   * Gives the existing directory `path` a protected DACL: inheritance from its parent off,
+   * full control (inherited by everything below) for SYSTEM and Administrators only, owner
+   * Administrators. By well-known SID, so it works on every display language.
+   */
+  'protect-directory': { path: string };
   /** Runs the agent with `args`; its stdout/stderr and exit code pass through. */
   'run-agent': { args: string[] };
   /** Removes a file or directory tree; missing is fine. */
@@ -98,6 +108,20 @@ const bodies: { [K in RemoteScriptName]: string[] } = {
     `  Add-Content -LiteralPath ${argsVariable}.record -Value $missing`,
     '}',
     writeJson('@{ created = @($missing) }'),
+  ],
+  'protect-directory': [
+    '$acl = New-Object -TypeName System.Security.AccessControl.DirectorySecurity',
+    // Protected: nothing inherited from C:\ (whose Users and Authenticated Users entries
+    // would let any local account read the node key or plant binaries), none kept.
+    '$acl.SetAccessRuleProtection($true, $false)',
+    `$acl.SetOwner((New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList ${quotePowerShellString(administratorsSid)}))`,
+    `foreach ($sid in @(${quotePowerShellString(systemSid)}, ${quotePowerShellString(administratorsSid)})) {`,
+    '  $identity = New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList $sid',
+    "  $rule = New-Object -TypeName System.Security.AccessControl.FileSystemAccessRule -ArgumentList $identity, 'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow'",
+    '  $acl.AddAccessRule($rule)',
+    '}',
+    `Set-Acl -LiteralPath ${argsVariable}.path -AclObject $acl`,
+    writeJson('@{ ok = $true }'),
   ],
   'run-agent': [
     `$agent = ${quotePowerShellString(agentExecutable)}`,

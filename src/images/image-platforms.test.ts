@@ -279,7 +279,8 @@ test('unknown tags and repositories are not-found', async () => {
     assert.equal(result.status, 'unknown');
     assert.ok(result.status === 'unknown');
     assert.equal(result.reason, 'not-found');
-    assert.match(result.message, /HTTP 404: (MANIFEST_UNKNOWN|NAME_UNKNOWN)/);
+    assert.match(result.message, /HTTP 404\)/);
+    assert.doesNotMatch(result.message, /MANIFEST_UNKNOWN|NAME_UNKNOWN/);
   }
 });
 
@@ -303,7 +304,7 @@ test('malformed configs are invalid-manifest with a message naming the field', a
       /Invalid image config "sha256:[0-9a-f]+" of "winfleet-test\/broken": not JSON/,
     ],
     ['config-without-os', /"os" is missing/],
-    ['os-version-number', /"os\.version" must be a string, got 10/],
+    ['os-version-number', /"os\.version" must be a string, got a number$/],
   ];
   for (const [tag, message] of cases) {
     const result = await resolver.resolveImagePlatforms(

@@ -11,6 +11,7 @@
  * if (result.status === 'resolved') windowsOsVersions(result.platforms); // ['10.0.20348.2582']
  */
 import { createHash } from 'node:crypto';
+import { createAddressPolicy } from './address-policy.ts';
 import { type DockerConfigSource, findRegistryCredentials } from './docker-config.ts';
 import {
   formatImageReference,
@@ -33,6 +34,7 @@ import {
 } from './registry-lookup-error.ts';
 import {
   compileRegistryRouting,
+  configuredOrigins,
   type LookupTarget,
   lookupTargets,
   type RegistryRouting,
@@ -98,6 +100,11 @@ export interface ImageLookupObserver {
 export interface ImagePlatformResolverOptions extends RegistryRouting {
   /** Docker configs tried after the pod's pull secrets, e.g. the operator's own for mirrors. */
   defaultDockerConfigs?: readonly DockerConfigSource[];
+  /**
+   * CIDRs never contacted besides loopback, private and link-local ranges: the cluster's service
+   * and pod CIDRs. Configured mirrors and registries are contacted wherever they are.
+   */
+  blockedCidrs?: readonly string[];
   /** Time budget of one registry lookup, across all endpoints (default 2000 ms). */
   lookupTimeoutMs?: number;
   cache?: {
@@ -165,6 +172,10 @@ export function createImagePlatformResolver(
   const client = new RegistryClient({
     ...(options.userAgent ? { userAgent: options.userAgent } : {}),
     now,
+    addressPolicy: createAddressPolicy({
+      trustedOrigins: configuredOrigins(routing),
+      blockedCidrs: options.blockedCidrs ?? [],
+    }),
   });
   const lookupTimeoutMs = options.lookupTimeoutMs ?? 2000;
   const tagTtlMs = options.cache?.tagTtlMs ?? 10 * 60_000;

@@ -64,8 +64,10 @@ function parseJsonObject(body: Uint8Array, what: string): Record<string, unknown
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(body).toString('utf8'));
-  } catch (error) {
-    throw bad(what, `not JSON (${(error as Error).message})`);
+  } catch {
+    // JSON.parse quotes the text around the error: the registry's words, which end up in
+    // admission warnings, so only the fact is reported.
+    throw bad(what, 'not JSON');
   }
   if (!value || typeof value !== 'object' || Array.isArray(value)) {
     throw bad(what, 'not a JSON object');
@@ -92,7 +94,7 @@ function field<T extends 'string' | 'number' | 'object'>(
   if (!ok)
     throw bad(
       what,
-      `"${name}" must be a ${type === 'object' ? 'JSON object' : type}, got ${JSON.stringify(value)?.slice(0, 80)}`,
+      `"${name}" must be a ${type === 'object' ? 'JSON object' : type}, got ${Array.isArray(value) ? 'an array' : `a ${typeof value}`}`,
     );
   return value as never;
 }

@@ -8,8 +8,13 @@ import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { freePort } from '../../sim/cluster/free-port.ts';
 import { startSilentServer } from '../../sim/registry/silent-server.ts';
+import type { AddressPolicy } from './address-policy.ts';
 import { mediaTypes } from './manifest-platforms.ts';
 import { RegistryClient } from './registry-client.ts';
+
+// The fake registries listen on loopback, which the default policy refuses; the policy itself
+// is tested below and in address-policy.test.ts.
+const trustEverything: AddressPolicy = { forbiddenAddress: () => undefined, isTrusted: () => true };
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
@@ -100,7 +105,7 @@ test('bearer flow: challenge, token with basic credentials and scope, retry; the
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ access_token: 't1', expires_in: 300 }));
   });
-  const client = new RegistryClient();
+  const client = new RegistryClient({ addressPolicy: trustEverything });
   after(() => client.close());
   const creds = { credentials: { username: 'u', password: 'p' } };
   const fetched = await client.fetchManifest(access(registry.origin, creds), 'v1');
@@ -138,7 +143,7 @@ test('identity tokens are exchanged with a refresh-token POST; registry tokens a
     res.writeHead(req.method === 'POST' ? 200 : 405, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ access_token: 'from-refresh' }));
   });
-  const client = new RegistryClient();
+  const client = new RegistryClient({ addressPolicy: trustEverything });
   after(() => client.close());
   await client.fetchManifest(
     access(registry.origin, { credentials: { username: '<token>', identityToken: 'rt' } }),
@@ -168,7 +173,7 @@ test('basic challenges are answered with the credentials; without any the lookup
     }
     serveManifest(res);
   });
-  const client = new RegistryClient();
+  const client = new RegistryClient({ addressPolicy: trustEverything });
   after(() => client.close());
   await client.fetchManifest(
     access(registry.origin, { credentials: { username: 'u', password: 'p' } }),
@@ -212,21 +217,17 @@ test('broken auth answers fail with a reason', async () => {
     res.writeHead(200);
     res.end('<html>');
   });
-  const client = new RegistryClient();
+  const client = new RegistryClient({ addressPolicy: trustEverything });
   after(() => client.close());
   const cases: [string, string, RegExp][] = [
     ['', 'unauthorized', /answered 401 without a Basic or Bearer challenge/],
-    [
-      'Negotiate',
-      'unauthorized',
-      /without a Basic or Bearer challenge \(WWW-Authenticate "Negotiate"\)/,
-    ],
+    ['Negotiate', 'unauthorized', /without a Basic or Bearer challenge in WWW-Authenticate$/],
     [
       'Bearer realm="ftp://x/token"',
       'registry-error',
-      /token realm "ftp:\/\/x\/token", which is not HTTP\(S\)/,
+      /a token realm on host "x" that is not HTTP\(S\)/,
     ],
-    ['Bearer realm="::"', 'registry-error', /token realm "::", which is not a URL/],
+    ['Bearer realm="::"', 'registry-error', /names a token realm that is not a URL/],
     [
       `Bearer realm="${auth.origin}/token"`,
       'registry-error',
@@ -263,7 +264,7 @@ test('content must match its digest', async () => {
   registry.route('/v2/app/manifests/odd-algorithm', (_req, res) =>
     serveManifest(res, manifestBody, { 'docker-content-digest': 'md5:abc' }),
   );
-  const client = new RegistryClient();
+  const client = new RegistryClient({ addressPolicy: trustEverything });
   after(() => client.close());
   await assert.rejects(client.fetchManifest(access(registry.origin), 'lying'), {
     code: 'WF_REGISTRY_LOOKUP',
@@ -300,7 +301,10 @@ test('bodies over the size limit are refused, declared or streamed', async () =>
     for (let i = 0; i < 4; i++) res.write(big);
     res.end();
   });
-  const client = new RegistryClient({ maxManifestBytes: 100 * 1024 });
+  const client = new RegistryClient({
+    addressPolicy: trustEverything,
+    maxManifestBytes: 100 * 1024,
+  });
   after(() => client.close());
   for (const tag of ['declared', 'streamed']) {
     await assert.rejects(
@@ -327,7 +331,7 @@ test('blob redirects are followed without the credentials; loops end', async () 
     res.writeHead(302, { location: `/v2/app/blobs/${sha256('loop')}` });
     res.end();
   });
-  const client = new RegistryClient();
+  const client = new RegistryClient({ addressPolicy: trustEverything });
   after(() => client.close());
   const blob = await client.fetchBlob(
     access(registry.origin, { credentials: { registryToken: 'secret' } }),
@@ -342,7 +346,7 @@ test('blob redirects are followed without the credentials; loops end', async () 
   });
 });
 
-test('HTTP errors map to reasons and quote the registry error', async () => {
+test('HTTP errors map to reasons and name the status and host, never the body', async () => {
   const registry = await fakeServer();
   registry.route('/v2/app/manifests/boom', (_req, res) => {
     res.writeHead(503, { 'content-type': 'application/json' });
@@ -352,28 +356,27 @@ test('HTTP errors map to reasons and quote the registry error', async () => {
     res.writeHead(403);
     res.end('nope');
   });
-  const client = new RegistryClient();
+  const client = new RegistryClient({ addressPolicy: trustEverything });
   after(() => client.close());
   await assert.rejects(client.fetchManifest(access(registry.origin), 'missing'), {
     code: 'WF_REGISTRY_LOOKUP',
     details: { reason: 'not-found' },
-    message:
-      /^No manifest "app:missing" at http:\/\/127\.0\.0\.1:\d+ \(HTTP 404: MANIFEST_UNKNOWN manifest unknown\)/,
+    message: /^No manifest "app:missing" at http:\/\/127\.0\.0\.1:\d+ \(HTTP 404\)$/,
   });
   await assert.rejects(client.fetchManifest(access(registry.origin), 'boom'), {
     code: 'WF_REGISTRY_LOOKUP',
     details: { reason: 'registry-error' },
-    message: /failed with HTTP 503: UNAVAILABLE try later/,
+    message: /failed with HTTP 503$/,
   });
   await assert.rejects(client.fetchManifest(access(registry.origin), 'forbidden'), {
     code: 'WF_REGISTRY_LOOKUP',
     details: { reason: 'unauthorized' },
-    message: /HTTP 403: nope/,
+    message: /HTTP 403\); check the pod's imagePullSecrets$/,
   });
 });
 
 test('a refused connection is unreachable; a silent one times out with the signal', async () => {
-  const client = new RegistryClient();
+  const client = new RegistryClient({ addressPolicy: trustEverything });
   after(() => client.close());
   const port = await freePort();
   await assert.rejects(client.fetchManifest(access(`http://127.0.0.1:${port}`), 'v1'), {

@@ -4,9 +4,12 @@
  * us to the token service for `repository:<name>:pull`, with basic credentials or an OAuth2
  * refresh token when the pull secrets hold them). Tokens are cached until they expire, and the
  * challenge of each registry is remembered so later lookups send the token up front.
- * Every failure is a WF_REGISTRY_LOOKUP error with a reason in its details.
+ * Every failure is a WF_REGISTRY_LOOKUP error with a reason in its details. Error messages
+ * carry the status code and the host, never what the server sent (they end up in admission
+ * warnings any pod creator reads), and connections go through the address policy.
  */
 import { createHash } from 'node:crypto';
+import type { AddressPolicy } from './address-policy.ts';
 import { type AuthChallenge, parseAuthChallenges } from './auth-challenge.ts';
 import type { RegistryCredentials } from './docker-config.ts';
 import { manifestAccept } from './manifest-platforms.ts';
@@ -43,6 +46,8 @@ export interface RegistryClientOptions {
   /** Largest config blob read (default 4 MiB). */
   maxConfigBytes?: number;
   now?: () => number;
+  /** Which addresses may be contacted (default: public addresses only, nothing trusted). */
+  addressPolicy?: AddressPolicy;
 }
 
 const defaultTokenTtlMs = 60_000;
@@ -63,21 +68,6 @@ function basicHeader(credentials: RegistryCredentials): string | undefined {
   return `Basic ${Buffer.from(pair).toString('base64')}`;
 }
 
-/** The message of an OCI error body (`{"errors":[{"code","message"}]}`), if any. */
-function errorDetail(response: HttpResponse): string {
-  try {
-    const parsed = JSON.parse(response.body.toString('utf8')) as {
-      errors?: { code?: string; message?: string }[];
-    };
-    const first = parsed.errors?.[0];
-    if (first) return `: ${[first.code, first.message].filter(Boolean).join(' ')}`;
-  } catch {
-    // Not an OCI error body.
-  }
-  const text = response.body.toString('utf8').trim().slice(0, 200);
-  return text ? `: ${text}` : '';
-}
-
 /** A registry client; share one across lookups so connections and tokens are reused. */
 export class RegistryClient {
   readonly #http: RegistryHttp;
@@ -88,7 +78,10 @@ export class RegistryClient {
   readonly #now: () => number;
 
   constructor(options: RegistryClientOptions = {}) {
-    this.#http = new RegistryHttp(options.userAgent ?? 'winfleet-image-resolver');
+    this.#http = new RegistryHttp(
+      options.userAgent ?? 'winfleet-image-resolver',
+      options.addressPolicy,
+    );
     this.#maxManifestBytes = options.maxManifestBytes ?? 4 * 1024 * 1024;
     this.#maxConfigBytes = options.maxConfigBytes ?? 4 * 1024 * 1024;
     this.#now = options.now ?? Date.now;
@@ -136,18 +129,14 @@ export class RegistryClient {
   #expectOk(response: HttpResponse, what: string): void {
     const status = response.status;
     if (status === 200) return;
-    const detail = errorDetail(response);
-    if (status === 404) throw registryLookupError('not-found', `No ${what} (HTTP 404${detail})`);
+    if (status === 404) throw registryLookupError('not-found', `No ${what} (HTTP 404)`);
     if (status === 401 || status === 403) {
       throw registryLookupError(
         'unauthorized',
-        `Not allowed to read ${what} (HTTP ${status}${detail}); check the pod's imagePullSecrets`,
+        `Not allowed to read ${what} (HTTP ${status}); check the pod's imagePullSecrets`,
       );
     }
-    throw registryLookupError(
-      'registry-error',
-      `Reading ${what} failed with HTTP ${status}${detail}`,
-    );
+    throw registryLookupError('registry-error', `Reading ${what} failed with HTTP ${status}`);
   }
 
   /** Checks the body against `expected` (or the registry's digest header); returns the digest. */
@@ -202,7 +191,7 @@ export class RegistryClient {
     if (!challenge) {
       throw registryLookupError(
         'unauthorized',
-        `${what} answered 401 without a Basic or Bearer challenge (WWW-Authenticate "${String(response.headers['www-authenticate'] ?? '')}")`,
+        `${what} answered 401 without a Basic or Bearer challenge in WWW-Authenticate`,
       );
     }
     this.#challenges.set(endpoint.origin, challenge, 60 * 60_000);
@@ -260,20 +249,21 @@ export class RegistryClient {
     } catch {
       throw registryLookupError(
         'registry-error',
-        `Registry "${endpoint.origin}" names token realm "${realm}", which is not a URL`,
+        `Registry "${endpoint.origin}" names a token realm that is not a URL`,
       );
     }
     if (realmUrl.protocol !== 'https:' && realmUrl.protocol !== 'http:') {
       throw registryLookupError(
         'registry-error',
-        `Registry "${endpoint.origin}" names token realm "${realm}", which is not HTTP(S)`,
+        `Registry "${endpoint.origin}" names a token realm on host "${realmUrl.host}" that is not HTTP(S)`,
       );
     }
     const service = challenge.params.service;
     const scope = this.#scope(access, challenge);
-    const what = `token service "${realmUrl.origin}${realmUrl.pathname}"`;
+    const what = `token service "${realmUrl.host}" of registry "${endpoint.origin}"`;
     const common = {
       maxBytes: 1024 * 1024,
+      referrer: endpoint.origin,
       ...(endpoint.tls ? { tls: endpoint.tls } : {}),
       ...(signal ? { signal } : {}),
       what,
@@ -313,14 +303,11 @@ export class RegistryClient {
     if (response.status === 401 || response.status === 403) {
       throw registryLookupError(
         'unauthorized',
-        `The ${what} refused ${credentials ? 'the pull secret credentials' : 'anonymous access'} for "${scope}" (HTTP ${response.status}${errorDetail(response)})${credentials ? '' : '; add an imagePullSecret for this registry'}`,
+        `The ${what} refused ${credentials ? 'the pull secret credentials' : 'anonymous access'} for "${scope}" (HTTP ${response.status})${credentials ? '' : '; add an imagePullSecret for this registry'}`,
       );
     }
     if (response.status !== 200) {
-      throw registryLookupError(
-        'registry-error',
-        `The ${what} answered HTTP ${response.status}${errorDetail(response)}`,
-      );
+      throw registryLookupError('registry-error', `The ${what} answered HTTP ${response.status}`);
     }
     let parsed: { token?: unknown; access_token?: unknown; expires_in?: unknown };
     try {

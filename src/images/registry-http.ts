@@ -2,12 +2,18 @@
  * The HTTP underneath the registry client: GET and POST over node:http/https with keep-alive
  * agents per TLS setting (an extra CA bundle, or no verification for registries marked
  * insecure), bodies read up to a size limit, a bounded number of redirects (blob downloads go
- * to storage or CDN hosts; credentials are never sent to another origin), and cancellation
- * through an AbortSignal.
+ * to storage or CDN hosts; credentials are never sent to another origin; never from HTTPS down
+ * to plain HTTP), and cancellation through an AbortSignal. Every connection goes through the
+ * address policy (`address-policy.ts`): an untrusted URL's host, IP literal or resolved name,
+ * must not be a loopback, private, link-local or cluster address.
  */
+
+import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
 import { rootCertificates } from 'node:tls';
+import { type AddressPolicy, createAddressPolicy, hostAddress } from './address-policy.ts';
 import { lookupErrorFrom, registryLookupError } from './registry-lookup-error.ts';
 
 /** TLS settings for talking to one registry endpoint. */
@@ -31,6 +37,11 @@ export interface HttpRequest {
   signal?: AbortSignal;
   /** Names the target in error messages, e.g. `registry "https://mcr.microsoft.com"`. */
   what: string;
+  /**
+   * The registry origin whose answer led here (a token realm's registry); the URL is trusted
+   * when that origin is and the URL stays on a configured host.
+   */
+  referrer?: string;
 }
 
 export interface HttpResponse {
@@ -47,15 +58,22 @@ const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 export class RegistryHttp {
   readonly #agents = new Map<string, HttpAgent>();
   readonly #userAgent: string;
+  readonly #policy: AddressPolicy;
+  readonly #checkedLookup: LookupFunction;
 
-  constructor(userAgent = 'winfleet') {
+  /** `policy` defaults to refusing every non-public address (nothing configured is trusted). */
+  constructor(userAgent = 'winfleet', policy: AddressPolicy = createAddressPolicy()) {
     this.#userAgent = userAgent;
+    this.#policy = policy;
+    this.#checkedLookup = checkedLookup(policy);
   }
 
-  #agent(protocol: string, tls: TlsSettings | undefined): HttpAgent {
-    const key = `${protocol}|${tls?.skipTlsVerify ? 'skip' : ''}|${tls?.caBundle ?? ''}`;
+  // Trusted and untrusted connections never share a pool: only untrusted ones check addresses.
+  #agent(protocol: string, tls: TlsSettings | undefined, trusted: boolean): HttpAgent {
+    const key = `${protocol}|${trusted}|${tls?.skipTlsVerify ? 'skip' : ''}|${tls?.caBundle ?? ''}`;
     let agent = this.#agents.get(key);
     if (!agent) {
+      const lookup = trusted ? {} : { lookup: this.#checkedLookup };
       agent =
         protocol === 'https:'
           ? new HttpsAgent({
@@ -63,11 +81,20 @@ export class RegistryHttp {
               maxSockets: 32,
               rejectUnauthorized: !tls?.skipTlsVerify,
               ...(tls?.caBundle ? { ca: [...rootCertificates, tls.caBundle] } : {}),
+              ...lookup,
             })
-          : new HttpAgent({ keepAlive: true, maxSockets: 32 });
+          : new HttpAgent({ keepAlive: true, maxSockets: 32, ...lookup });
       this.#agents.set(key, agent);
     }
     return agent;
+  }
+
+  /** Refuses an untrusted URL whose host is a forbidden IP literal, before any connection. */
+  #checkLiteral(url: URL, what: string): void {
+    const address = hostAddress(url.hostname);
+    if (isIP(address) === 0) return; // A name: checked when it is resolved (checkedLookup).
+    const why = this.#policy.forbiddenAddress(address);
+    if (why !== undefined) throw blockedAddress(what, url, why);
   }
 
   /** Sends `req`, following redirects; rejects with a WF_REGISTRY_LOOKUP error. */
@@ -76,24 +103,42 @@ export class RegistryHttp {
     let headers = { 'user-agent': this.#userAgent, ...req.headers };
     let method = req.method ?? 'GET';
     let body = req.body;
-    const maxRedirects = req.maxRedirects ?? 5;
+    const maxRedirects = Math.min(req.maxRedirects ?? 5, 5);
+    let trusted = this.#policy.isTrusted(
+      url,
+      req.referrer !== undefined && this.#policy.isTrusted(new URL(req.referrer), false),
+    );
     for (let hop = 0; ; hop++) {
-      const response = await this.#once(method, url, headers, body, req);
+      if (!trusted) this.#checkLiteral(url, req.what);
+      const response = await this.#once(method, url, headers, body, req, trusted);
       const location = response.headers.location;
       if (!redirectStatuses.has(response.status) || !location) return response;
+      // Redirect targets are the server's words: messages name only their host.
       if (hop >= maxRedirects) {
         throw registryLookupError(
           'registry-error',
-          `${req.what} redirected more than ${maxRedirects} times (last to "${location}")`,
+          `${req.what} redirected more than ${maxRedirects} times`,
         );
       }
-      const next = new URL(location, url);
+      let next: URL;
+      try {
+        next = new URL(location, url);
+      } catch {
+        throw registryLookupError('registry-error', `${req.what} redirected to an invalid URL`);
+      }
       if (next.protocol !== 'http:' && next.protocol !== 'https:') {
         throw registryLookupError(
           'registry-error',
-          `${req.what} redirected to "${location}", which is not HTTP(S)`,
+          `${req.what} redirected to a URL that is not HTTP(S)`,
         );
       }
+      if (url.protocol === 'https:' && next.protocol === 'http:') {
+        throw registryLookupError(
+          'registry-error',
+          `${req.what} redirected from HTTPS to plain HTTP (host "${next.host}"); winfleet does not follow such redirects`,
+        );
+      }
+      trusted = this.#policy.isTrusted(next, trusted);
       if (next.origin !== url.origin) {
         const { authorization: _dropped, ...rest } = headers as Record<string, string>;
         headers = rest as typeof headers;
@@ -112,6 +157,7 @@ export class RegistryHttp {
     headers: Record<string, string>,
     body: string | undefined,
     req: HttpRequest,
+    trusted: boolean,
   ): Promise<HttpResponse> {
     const signal = req.signal;
     return new Promise<HttpResponse>((resolve, reject) => {
@@ -128,7 +174,7 @@ export class RegistryHttp {
             body === undefined
               ? headers
               : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-          agent: this.#agent(url.protocol, req.tls),
+          agent: this.#agent(url.protocol, req.tls, trusted),
           ...(signal ? { signal } : {}),
         },
         (res) => {
@@ -185,4 +231,44 @@ export class RegistryHttp {
     for (const agent of this.#agents.values()) agent.destroy();
     this.#agents.clear();
   }
+}
+
+const policyHint =
+  'winfleet looks images up only on public registries and on the registries and mirrors its configuration names (images.mirrors)';
+
+/** The error for a URL the address policy refuses; names the host and why, never more. */
+function blockedAddress(what: string, url: URL, why: string) {
+  return registryLookupError(
+    'blocked-address',
+    `${what} is not contacted: host "${url.host}" is ${why}; ${policyHint}`,
+  );
+}
+
+/**
+ * A DNS lookup that fails when any address of the name is forbidden, so the check applies to
+ * the address connected to (and a name re-resolving to a private address is refused too).
+ */
+function checkedLookup(policy: AddressPolicy): LookupFunction {
+  return function checkedLookup(hostname, options, callback) {
+    dnsLookup(hostname, { ...options, all: true } as LookupAllOptions, (error, addresses) => {
+      if (error) {
+        callback(error, '', 0);
+        return;
+      }
+      const list = addresses as LookupAddress[];
+      for (const { address } of list) {
+        const why = policy.forbiddenAddress(address);
+        if (why !== undefined) {
+          const refused = registryLookupError(
+            'blocked-address',
+            `Host "${hostname}" is not contacted: it resolves to ${address}, ${why}; ${policyHint}`,
+          );
+          callback(refused as unknown as NodeJS.ErrnoException, '', 0);
+          return;
+        }
+      }
+      if (options.all) callback(null, list as unknown as string);
+      else callback(null, list[0]!.address, list[0]!.family);
+    });
+  };
 }

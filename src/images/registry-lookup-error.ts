@@ -13,6 +13,8 @@ export type LookupFailureReason =
   | 'timeout'
   /** The caller's signal was aborted for another reason than a timeout. */
   | 'aborted'
+  /** The address policy refused the host (loopback, private, link-local, cluster ranges). */
+  | 'blocked-address'
   /** No connection: refused, reset, DNS failure. */
   | 'unreachable'
   /** TLS handshake or certificate verification failed. */

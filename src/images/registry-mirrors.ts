@@ -64,15 +64,28 @@ export interface CompiledRouting {
 const prefixPattern =
   /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/;
 
+/**
+ * `text` with any user information (and any query) replaced by `***`, so credentials written
+ * into an endpoint never reach a log, an Event or an error message: "https://u:p@host" →
+ * "https://***@host".
+ */
+export function redactCredentials(text: string): string {
+  return text
+    .replace(/^([^:/?#]*:\/\/)?[^/?#]*@/, (_match, scheme: string | undefined) => {
+      return `${scheme ?? ''}***@`;
+    })
+    .replace(/[?#].*$/, '?***');
+}
+
 function resolveEndpoint(
   settings: { endpoint?: string; insecure?: boolean; caBundle?: string },
   field: string,
   defaultHost: string,
 ): ResolvedEndpoint {
-  const text = settings.endpoint ?? `https://${registryApiHost(defaultHost)}`;
+  const text = redactCredentials(settings.endpoint ?? `https://${registryApiHost(defaultHost)}`);
   let url: URL;
   try {
-    url = new URL(text);
+    url = new URL(settings.endpoint ?? text);
   } catch {
     throw new TypeError(
       `${field}.endpoint "${text}" is not a URL; write e.g. "https://mirror.example.com"`,
@@ -115,37 +128,90 @@ function resolveEndpoint(
   };
 }
 
-/** Checks and normalises the routing configuration; throws a TypeError naming the field. */
+/**
+ * Checks and normalises the routing configuration; throws a TypeError naming each bad field
+ * (problems joined by "; ").
+ */
 export function compileRegistryRouting(routing: RegistryRouting = {}): CompiledRouting {
+  const problems: string[] = [];
+  const compiled = compileCollecting(routing, '', problems);
+  if (problems.length > 0) throw new TypeError(problems.join('; '));
+  return compiled;
+}
+
+/**
+ * Every problem of the routing, one a line, each field named with `prefix` in front (e.g.
+ * "images."), as the configuration parse reports them; empty when the routing compiles.
+ */
+export function registryRoutingProblems(routing: RegistryRouting, prefix = ''): string[] {
+  const problems: string[] = [];
+  compileCollecting(routing, prefix, problems);
+  return problems;
+}
+
+function compileCollecting(
+  routing: RegistryRouting,
+  prefix: string,
+  problems: string[],
+): CompiledRouting {
+  // Each entry is checked on its own, so one pass reports every bad field.
+  const attempt = <T>(check: () => T): T | undefined => {
+    try {
+      return check();
+    } catch (error) {
+      problems.push(`${prefix}${(error as Error).message}`);
+      return undefined;
+    }
+  };
   const mirrors = new Map<string, { resolved: ResolvedEndpoint; pathPrefix: string }[]>();
   for (const [host, list] of Object.entries(routing.mirrors ?? {})) {
     const key = canonicalRegistry(host);
-    const field = `mirrors["${host}"]`;
-    if (!Array.isArray(list) || list.length === 0)
-      throw new TypeError(`${field} must be a non-empty list of mirrors`);
-    mirrors.set(
-      key,
-      list.map((mirror, i) => {
-        const prefix = (mirror.pathPrefix ?? '').replace(/^\/+|\/+$/g, '');
-        if (prefix !== '' && !prefixPattern.test(prefix)) {
+    const field = `mirrors["${redactCredentials(host)}"]`;
+    if (!Array.isArray(list) || list.length === 0) {
+      problems.push(`${prefix}${field} must be a non-empty list of mirrors`);
+      continue;
+    }
+    const entries = list.map((mirror, i) =>
+      attempt(() => {
+        if (typeof mirror !== 'object' || mirror === null)
+          throw new TypeError(`${field}[${i}] must be a mapping with an endpoint`);
+        const repositoryPrefix = (mirror.pathPrefix ?? '').replace(/^\/+|\/+$/g, '');
+        if (repositoryPrefix !== '' && !prefixPattern.test(repositoryPrefix)) {
           throw new TypeError(
             `${field}[${i}].pathPrefix "${mirror.pathPrefix}" must be lowercase repository path components, e.g. "mcr"`,
           );
         }
-        if (!mirror.endpoint)
+        if (!mirror.endpoint || typeof mirror.endpoint !== 'string')
           throw new TypeError(
             `${field}[${i}].endpoint is missing; write e.g. "https://mirror.example.com"`,
           );
-        return { resolved: resolveEndpoint(mirror, `${field}[${i}]`, key), pathPrefix: prefix };
+        return {
+          resolved: resolveEndpoint(mirror, `${field}[${i}]`, key),
+          pathPrefix: repositoryPrefix,
+        };
       }),
+    );
+    mirrors.set(
+      key,
+      entries.filter((e) => e !== undefined),
     );
   }
   const registries = new Map<string, ResolvedEndpoint>();
   for (const [host, settings] of Object.entries(routing.registries ?? {})) {
     const key = canonicalRegistry(host);
-    registries.set(key, resolveEndpoint(settings, `registries["${host}"]`, key));
+    const resolved = attempt(() =>
+      resolveEndpoint(settings, `registries["${redactCredentials(host)}"]`, key),
+    );
+    if (resolved) registries.set(key, resolved);
   }
   return { mirrors, registries, fallbackToUpstream: routing.fallbackToUpstream ?? false };
+}
+
+/** The origins of every configured mirror and registry endpoint: the trusted ones. */
+export function configuredOrigins(routing: CompiledRouting): string[] {
+  const mirrors = [...routing.mirrors.values()].flat().map((m) => m.resolved.endpoint.origin);
+  const registries = [...routing.registries.values()].map((r) => r.endpoint.origin);
+  return [...new Set([...mirrors, ...registries])];
 }
 
 /** The places to look `ref` up, in order: its mirrors, then (if allowed) the registry. */

@@ -1,8 +1,12 @@
 /**
  * The live operator configuration: the ConfigMap winfleet-config (key config.yaml) in the
  * operator's namespace, watched. An invalid edit is reported (log and Event, naming each
- * field) and the last valid configuration stays in force, so a typo never half-applies.
+ * field) and the last valid configuration stays in force, so a typo never half-applies; an
+ * operator that starts with an invalid ConfigMap runs on the defaults and reports the same
+ * way. Nothing here throws into the informer: a bad configuration never stops the operator
+ * (and the CSR approver with it). Problems never quote credentials (the parse redacts them).
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type * as k8s from '@kubernetes/client-node';
 import { EventReason } from '../api/reasons.ts';
 import { defaultConfig, parseConfig, type WinfleetConfig } from '../config/winfleet-config.ts';
@@ -21,6 +25,8 @@ export interface ConfigSource {
   onChange(listener: (config: WinfleetConfig) => void): void;
   /** The problems of the last invalid edit, if the ConfigMap is invalid now. */
   problems(): string[] | undefined;
+  /** Where the configuration in force came from: "defaults" or "<namespace>/winfleet-config". */
+  source(): string;
 }
 
 export function watchConfig(
@@ -30,6 +36,7 @@ export function watchConfig(
   log: Logger,
 ): ConfigSource {
   let config = defaultConfig();
+  let source = 'defaults';
   let problems: string[] | undefined;
   const listeners: ((c: WinfleetConfig) => void)[] = [];
   const informer = factory.get<k8s.V1ConfigMap>(resources.configMaps, {
@@ -41,23 +48,34 @@ export function watchConfig(
     try {
       const next = parseConfig(text, `ConfigMap ${namespace}/${configMapName} key ${configKey}`);
       problems = undefined;
+      source = cm ? `${namespace}/${configMapName}` : 'defaults';
       if (JSON.stringify(next) === JSON.stringify(config)) return;
       config = next;
-      log.info('configuration in force', {
-        source: cm ? `${namespace}/${configMapName}` : 'defaults',
-      });
-      for (const listener of listeners) listener(config);
+      log.info('configuration in force', { source });
     } catch (error) {
-      if (!isDocumentError(error, 'WF_CONFIG_INVALID')) throw error;
-      problems = error.details.problems;
-      log.error('invalid configuration; keeping the previous one', { problems });
+      problems = isDocumentError(error, 'WF_CONFIG_INVALID')
+        ? error.details.problems
+        : [`(top level): cannot be read: ${(error as Error)?.message ?? error}`];
+      const kept =
+        source === 'defaults'
+          ? 'The operator runs on the default configuration until this is fixed.'
+          : 'The previous configuration stays in force until this is fixed.';
+      log.error(`invalid configuration; ${kept}`, { problems });
       if (cm) {
         events.record(
           { ...cm, apiVersion: 'v1', kind: 'ConfigMap' },
           'Warning',
           EventReason.InvalidConfig,
-          `${error.message}\nThe previous configuration stays in force until this is fixed.`,
+          `Invalid ConfigMap ${namespace}/${configMapName} key ${configKey}:\n${problems.map((p) => `  - ${p}`).join('\n')}\n${kept}`,
         );
+      }
+      return;
+    }
+    for (const listener of listeners) {
+      try {
+        listener(config);
+      } catch (error) {
+        log.error('applying the new configuration failed', { error });
       }
     }
   };
@@ -69,5 +87,28 @@ export function watchConfig(
     current: () => config,
     onChange: (listener) => listeners.push(listener),
     problems: () => problems,
+    source: () => source,
+  };
+}
+
+/**
+ * The status server's `/config` route: whether the ConfigMap is valid, where the configuration
+ * in force came from, and the problems of an invalid ConfigMap (never the configuration itself).
+ */
+export function configStatusRoute(
+  config: ConfigSource,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
+  return function configStatus(req, res) {
+    if ((req.url ?? '/').split('?')[0] !== '/config') return false;
+    const problems = config.problems();
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        valid: problems === undefined,
+        inForce: config.source(),
+        ...(problems ? { problems } : {}),
+      }),
+    );
+    return true;
   };
 }

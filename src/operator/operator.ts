@@ -10,14 +10,17 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { installCrds } from '../api/install-crds.ts';
-import { type WindowsHost, windowsHostResource } from '../api/windows-host.ts';
+import type { WindowsHost } from '../api/windows-host.ts';
 import { type Controller, everythingKey } from '../controller/controller.ts';
 import { createEventRecorder, type EventRecorder } from '../controller/events.ts';
 import type { Informer } from '../controller/informer.ts';
 import { InformerFactory, resources } from '../controller/informer-factory.ts';
 import { acquireLeadership } from '../controller/leader-election.ts';
+import { warnIfBootstrapTokensAutoApproved } from '../controllers/csr/bootstrap-auto-approval.ts';
 import { createCsrController } from '../controllers/csr/csr-controller.ts';
+import { createServingAddressController } from '../controllers/csr/serving-address-controller.ts';
 import { createHostController } from '../controllers/hosts/host-controller.ts';
+import { createHostInformer, hostNamespaces } from '../controllers/hosts/host-informer.ts';
 import {
   createWindowsInstancesController,
   windowsInstancesName,
@@ -38,7 +41,7 @@ import type { WebhookEndpoint } from '../webhook/webhook-configurations.ts';
 import { startWebhookService, type WebhookService } from '../webhook/webhook-service.ts';
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
-import { type ConfigSource, watchConfig } from './config-source.ts';
+import { type ConfigSource, configStatusRoute, watchConfig } from './config-source.ts';
 import { type ExtraRoute, type StatusServer, startStatusServer } from './status-server.ts';
 
 export const defaultOperatorNamespace = 'winfleet-system';
@@ -119,12 +122,14 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
 
   await ensureNamespace(ctx.kc, namespace);
   await installCrds(ctx.kc);
-  const caches = createCaches(ctx);
+  await warnIfBootstrapTokensAutoApproved(ctx);
+  const shared = createCaches(ctx);
   const registry = new Registry();
   const webhookMetrics = createWebhookMetrics(registry);
   const lookupObserver = prometheusLookupObserver(registry);
-  await caches.factory.start();
-  stops.push(() => caches.factory.stop());
+  await shared.factory.start();
+  stops.push(() => shared.factory.stop());
+  const caches: Caches = { ...shared, hosts: await watchHosts(ctx, shared) };
   const images = createImageResolvers(caches.config, lookupObserver);
   stops.push(() => images.close());
   const webhook = options.webhook
@@ -141,7 +146,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
         registry,
         ready: () => true,
         log,
-        routes: [dashboardRoute(caches)],
+        routes: [dashboardRoute(caches), configStatusRoute(caches.config)],
       })
     : undefined;
   if (status) stops.push(() => status.close());
@@ -183,8 +188,36 @@ async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise<void> 
   }
 }
 
-/** Registers every informer the operator uses with one factory, so each kind is watched once. */
-function createCaches({ kc, namespace, events, log }: OperatorContext): Caches {
+/**
+ * The WindowsHost cache: the operator's namespace and those hosts.namespaces opts in, as the
+ * configuration stood at start-up (it needs the configuration, so it starts after the
+ * factory's first lists). A later change to hosts.namespaces is logged as needing a restart.
+ */
+async function watchHosts(
+  { kc, namespace, log }: OperatorContext,
+  { factory, config }: Omit<Caches, 'hosts'>,
+): Promise<Informer<WindowsHost>> {
+  const namespaces = hostNamespaces(namespace, config.current().hosts.namespaces);
+  const hosts = createHostInformer(kc, factory, namespaces);
+  await hosts.start();
+  log.info('watching WindowsHosts', { namespaces });
+  config.onChange((next) => {
+    const wanted = hostNamespaces(namespace, next.hosts.namespaces);
+    if (JSON.stringify(wanted) !== JSON.stringify(namespaces)) {
+      log.warn('hosts.namespaces changed; restart the operator to watch the new namespaces', {
+        watching: namespaces,
+        configured: wanted,
+      });
+    }
+  });
+  return hosts;
+}
+
+/**
+ * Registers every informer the operator uses with one factory, so each kind is watched once;
+ * the WindowsHost cache follows once the configuration is read (watchHosts).
+ */
+function createCaches({ kc, namespace, events, log }: OperatorContext): Omit<Caches, 'hosts'> {
   const factory = new InformerFactory(kc, log);
   return {
     factory,
@@ -201,7 +234,6 @@ function createCaches({ kc, namespace, events, log }: OperatorContext): Caches {
         },
       }),
     }),
-    hosts: factory.get<WindowsHost>(windowsHostResource),
     csrs: factory.get<k8s.V1CertificateSigningRequest>(resources.csrs),
     instances: factory.get<k8s.V1ConfigMap>(resources.configMaps, {
       namespace,
@@ -301,7 +333,15 @@ function createControllers(ctx: OperatorContext, caches: Caches): Controller[] {
       events,
       log,
     }),
-    createCsrController({ kc, csrs, hosts, nodes, events, log }),
+    createCsrController({ kc, csrs, hosts, nodes, config: () => config.current(), events, log }),
+    createServingAddressController({
+      kc,
+      hosts,
+      nodes,
+      config: () => config.current(),
+      events,
+      log,
+    }),
     createWindowsInstancesController({ kc, namespace, configMaps: instances, hosts, events, log }),
   ];
 }

@@ -36,7 +36,11 @@ function manifest(overrides: Partial<ServicesManifest> = {}): ServicesManifest {
         bootstrap: false,
       },
     ],
-    files: [{ payload: 'kubelet.exe', path: 'C:\\k\\kubelet.exe', sha256: sha }],
+    files: ['containerd', 'kubelet', 'kube-proxy'].map((name) => ({
+      payload: `${name}.exe`,
+      path: `C:\\k\\${name}.exe`,
+      sha256: sha,
+    })),
     ...overrides,
   };
 }
@@ -120,4 +124,74 @@ test('unknown fields, unknown dependencies and unknown variables are refused wit
   dup.services[2]!.name = 'kubelet';
   assert.ok(problems(dup).some((p) => /appears twice/.test(p)));
   assert.ok(problems('{not json').some((p) => /not JSON/.test(p)));
+});
+
+test('a service binary must be a payload file of the manifest, inside C:\\k, in its plain spelling', () => {
+  const attacks = [
+    'C:\\Windows\\System32\\cmd.exe',
+    'C:\\k\\..\\evil.exe',
+    'c:\\K\\.\\kubelet.exe',
+    'C:\\k\\kubelet.exe:evil.exe',
+    'C:\\k/../evil.exe',
+    'C:\\k\\.. \\evil.exe',
+    'C:\\k\\kubelet.exe.',
+    '\\\\?\\C:\\k\\kubelet.exe',
+    '\\\\.\\C:\\k\\kubelet.exe',
+    '\\\\server\\share\\k\\kubelet.exe',
+    'C:\\k\\KUBELE~1.EXE',
+    'C:\\k\\NUL',
+    'C:\\kevil\\kubelet.exe',
+    'D:\\k\\kubelet.exe',
+    'C:\\k\\winfleet\\winfleet-agent.exe',
+  ];
+  for (const binary of attacks) {
+    const m = manifest();
+    m.services[1]!.binary = binary;
+    m.files.push({ payload: 'evil.exe', path: binary, sha256: sha });
+    const found = problems(m);
+    assert.ok(
+      found.some((p) => p.startsWith('services.1.binary: ')),
+      `${binary}: ${found.join('\n')}`,
+    );
+    assert.ok(
+      found.some((p) => p.startsWith(`files.${m.files.length - 1}.path: `)),
+      `${binary}: ${found.join('\n')}`,
+    );
+  }
+  const notAFile = manifest();
+  notAFile.services[2]!.binary = 'C:\\k\\other.exe';
+  assert.ok(
+    problems(notAFile).includes(
+      'services.2.binary: "C:\\k\\other.exe" is not the path of a file of this manifest; every service binary must be a payload file with its SHA-256',
+    ),
+  );
+  const caseOnly = manifest();
+  caseOnly.services[1]!.binary = 'c:\\K\\KUBELET.EXE';
+  assert.deepEqual(problems(caseOnly), [], 'Windows paths are case-insensitive');
+  const nested = manifest();
+  nested.files.push({ payload: 'flannel.exe', path: 'C:\\k\\cni\\bin\\flannel.exe', sha256: sha });
+  assert.deepEqual(problems(nested), []);
+});
+
+test('environment variables that decide what Windows loads are refused', () => {
+  for (const name of [
+    'PATH',
+    'Path',
+    'PATHEXT',
+    'ComSpec',
+    'SystemRoot',
+    'COMPlus_ETWEnabled',
+    'DOTNET_STARTUP_HOOKS',
+    'TEMP',
+  ]) {
+    const m = manifest({ env: { [name]: 'C:\\evil' } });
+    assert.ok(
+      problems(m).some((p) => p.startsWith(`env.${name}: `)),
+      name,
+    );
+  }
+  assert.deepEqual(
+    problems(manifest({ env: { HTTPS_PROXY: 'http://proxy:3128', KUBE_NETWORK: 'x' } })),
+    [],
+  );
 });

@@ -4,9 +4,14 @@
  * bootstrap) and the payload files it needs. The operator publishes each version as an
  * immutable ConfigMap; the agent validates it before use: unknown fields, dependency cycles,
  * dependencies on unknown services, bootstrap services that depend on later ones, and unknown
- * node variables are all refused with the field named.
+ * node variables are all refused with the field named. A manifest is also an attack path (the
+ * agent runs its binaries as LocalSystem), so every binary must be one of its payload files
+ * (whose SHA-256 the agent checks before it starts the service), every path must stay inside
+ * C:\k (confined-path.ts), and no environment variable may change how Windows finds or loads
+ * programs.
  */
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
+import { confinedPathProblem } from './confined-path.ts';
 
 /** Node-derived values a service argument may use as {{name}}. */
 export const nodeVariables = [
@@ -118,6 +123,38 @@ const invalidManifest = (problems: string[]) =>
 
 const variablePattern = /\{\{\s*([A-Za-z]+)\s*\}\}/g;
 
+/**
+ * Machine environment variables that decide which program or library Windows and .NET load
+ * (search paths, system directories, profiler and runtime hooks): a manifest may not set them.
+ */
+const forbiddenEnvironment =
+  /^(path|pathext|comspec|psmodulepath|systemroot|systemdrive|windir|programdata|programfiles.*|programw6432|commonprogram.*|allusersprofile|userprofile|appdata|localappdata|temp|tmp|(complus|dotnet|coreclr|cor)_.*)$/i;
+
+/** Problems with the paths and environment a manifest names (see the header). */
+function confinementProblems(manifest: ServicesManifest): string[] {
+  const problems: string[] = [];
+  const files = new Set(manifest.files.map((f) => f.path.toLowerCase()));
+  manifest.files.forEach((file, index) => {
+    const problem = confinedPathProblem(file.path);
+    if (problem) problems.push(`files.${index}.path: ${problem}`);
+  });
+  manifest.services.forEach((service, index) => {
+    const problem = confinedPathProblem(service.binary);
+    if (problem) problems.push(`services.${index}.binary: ${problem}`);
+    else if (!files.has(service.binary.toLowerCase()))
+      problems.push(
+        `services.${index}.binary: "${service.binary}" is not the path of a file of this manifest; every service binary must be a payload file with its SHA-256`,
+      );
+  });
+  for (const name of Object.keys(manifest.env ?? {})) {
+    if (forbiddenEnvironment.test(name))
+      problems.push(
+        `env.${name}: this variable decides which programs Windows loads; a manifest may not set it`,
+      );
+  }
+  return problems;
+}
+
 /** Parses and validates a manifest (object or JSON text). */
 export function parseServicesManifest(input: unknown): ServicesManifest {
   let value = input;
@@ -129,7 +166,7 @@ export function parseServicesManifest(input: unknown): ServicesManifest {
     }
   }
   const manifest = validateSchema(value);
-  const problems: string[] = [];
+  const problems: string[] = confinementProblems(manifest);
   const byName = new Map<string, { service: ManifestService; index: number }>();
   manifest.services.forEach((service, index) => {
     if (byName.has(service.name))

@@ -78,16 +78,26 @@ test('a 2022 image is constrained to builds that can run it; a 2019 image to 201
   assert.ok(JSON.stringify(old.patch).includes('"values":["10.0.17763"]'));
 });
 
-test('excluded namespaces, opted-out namespaces and opted-out pods are left alone', async () => {
+test('excluded and opted-out namespaces are left alone', async () => {
   for (const r of [
     request(windows, 'kube-system'),
     request(windows, 'winfleet-system'),
     request(windows, 'opted-out'),
-    request(windows, 'apps', { 'winfleet.io/webhook': 'disabled' }),
   ]) {
     assert.deepEqual(await admitPodMutation(r, deps(config)), { allowed: true }, r.namespace);
     assert.deepEqual(await admitPodValidation(r, deps(config)), { allowed: true });
   }
+});
+
+test('a pod cannot opt itself out with the opt-out label: it is still validated', async () => {
+  const invalid = request({ ...windows, hostPID: true }, 'apps', {
+    'winfleet.io/webhook': 'disabled',
+  });
+  const decision = await admitPodValidation(invalid, deps(config));
+  assert.equal(decision.allowed, false);
+  assert.match(decision.message ?? '', /spec\.hostPID/);
+  const mutated = await admitPodMutation(invalid, deps(config));
+  assert.ok(mutated.patch, 'the pod was mutated like any other');
 });
 
 test('an unreachable registry: admitted with a warning, unconstrained; enforce rejects naming the field', async () => {

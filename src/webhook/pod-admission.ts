@@ -55,9 +55,8 @@ function excluded(request: AdmissionRequest, pod: k8s.V1Pod, deps: PodAdmissionD
   const namespace = request.namespace ?? pod.metadata?.namespace ?? '';
   if (namespace === deps.operatorNamespace || config.webhook.excludedNamespaces.includes(namespace))
     return true;
-  if (deps.namespaceOptedOut(namespace)) return true;
-  const { key, value } = config.webhook.optOutLabel;
-  return pod.metadata?.labels?.[key] === value;
+  // Only a namespace opts out: a pod's own labels are chosen by whoever creates it.
+  return deps.namespaceOptedOut(namespace);
 }
 
 function podOf(request: AdmissionRequest): k8s.V1Pod | undefined {

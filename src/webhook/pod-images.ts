@@ -25,6 +25,8 @@ export function resolverFor(
   return createImagePlatformResolver({
     mirrors: config.images.mirrors,
     fallbackToUpstream: config.images.fallbackToUpstream,
+    // Besides loopback, private and link-local ranges: a pod must not reach cluster Services.
+    blockedCidrs: [config.hosts.serviceCIDR, config.hosts.podCIDR],
     lookupTimeoutMs: config.images.lookupBudgetMs,
     cache: {
       maxEntries: config.images.cacheMaxEntries,

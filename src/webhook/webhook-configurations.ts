@@ -3,7 +3,9 @@
  * server-side apply. Designed so that a broken webhook cannot block the cluster (the gMSA
  * webhook's failure): mutation fails open, validation fails open by default, every call has a
  * timeout of at most 5 s, and kube-system, the operator's namespace and opted-out namespaces
- * are never sent to the webhook at all, so the operator can always repair itself.
+ * are never sent to the webhook at all, so the operator can always repair itself. Opting out
+ * is by namespace label only: a pod label would let anyone who can create a pod skip
+ * validation, while labelling a namespace takes the right to edit namespaces.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
@@ -38,7 +40,9 @@ function selectors(config: WinfleetConfig, operatorNamespace: string) {
         { key, operator: 'NotIn', values: [value] },
       ],
     },
-    objectSelector: { matchExpressions: [{ key, operator: 'NotIn', values: [value] }] },
+    // Explicitly empty: an operator upgraded from a version that matched the pod label too
+    // must not keep that selector.
+    objectSelector: {},
   };
 }
 

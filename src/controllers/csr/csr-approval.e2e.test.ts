@@ -18,15 +18,19 @@ import {
 } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 import { stringify } from 'yaml';
+import type { SimulatedHosts } from '../../../sim/hosts/fleet.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import {
   createWindowsHosts,
   hostReady,
   listWindowsHosts,
 } from '../../../sim/testkit/windows-hosts.ts';
+import { ConditionReason, EventReason } from '../../api/reasons.ts';
+import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { type CsrSubject, createCsrPem, generateKeyPair } from '../../pki/certificates.ts';
 import { oidCommonName, oidOrganization } from '../../pki/distinguished-name.ts';
+import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import { ensureBootstrapToken, tokenIdFor } from '../hosts/bootstrap-tokens.ts';
 
 /** The approver's decision on a CSR, "Approved: <reason>" or "Denied: <reason>", once made. */
@@ -40,6 +44,38 @@ async function decision(admin: k8s.CertificatesV1Api, name: string): Promise<str
     { description: `a decision on CSR ${name}`, timeoutMs: 30_000 },
   );
 }
+
+/** The node's own identity: the client certificate its kubelet wrote on the host. */
+async function nodeKubeConfig(
+  host: SimulatedHosts['hosts'][number],
+  server: string,
+  caData: string,
+): Promise<k8s.KubeConfig> {
+  const pem = (await host.hostOS().readFile(kubeletClientCertificate))!.toString('utf8');
+  const kc = new k8s.KubeConfig();
+  kc.loadFromString(
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server, 'certificate-authority-data': caData } }],
+      users: [
+        {
+          name: 'n',
+          user: {
+            'client-certificate-data': Buffer.from(pem).toString('base64'),
+            'client-key-data': Buffer.from(pem).toString('base64'),
+          },
+        },
+      ],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'n' } }],
+      'current-context': 'x',
+    }),
+  );
+  return kc;
+}
+
+const kubeletClientCertificate = `${hostPaths.certDir}\\kubelet-client-current.pem`;
+const kubeletServingCertificate = `${hostPaths.certDir}\\kubelet-server-current.pem`;
 
 function tokenKubeConfig(server: string, caData: string, token: string): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
@@ -178,31 +214,7 @@ test('forged kubelet CSRs are not approved', async (t) => {
   });
 
   await t.test('serving SANs outside the host’s addresses', async () => {
-    // As the node itself: its client certificate, written by its kubelet on the host.
-    const pem = (await joined!
-      .hostOS()
-      .readFile('C:\\k\\pki\\kubelet-client-current.pem'))!.toString('utf8');
-    const asNode = new k8s.KubeConfig();
-    asNode.loadFromString(
-      stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [
-          { name: 'c', cluster: { server: cluster.server, 'certificate-authority-data': caData } },
-        ],
-        users: [
-          {
-            name: 'n',
-            user: {
-              'client-certificate-data': Buffer.from(pem).toString('base64'),
-              'client-key-data': Buffer.from(pem).toString('base64'),
-            },
-          },
-        ],
-        contexts: [{ name: 'x', context: { cluster: 'c', user: 'n' } }],
-        'current-context': 'x',
-      }),
-    );
+    const asNode = await nodeKubeConfig(joined!, cluster.server, caData);
     const name = await submit(
       asNode,
       {
@@ -213,7 +225,10 @@ test('forged kubelet CSRs are not approved', async (t) => {
       'kubernetes.io/kubelet-serving',
       ['digital signature', 'key encipherment', 'server auth'],
     );
-    assert.match(await outcome(name), /^Denied: IP SANs 10\.0\.0\.9 are not addresses of the host/);
+    assert.match(
+      await outcome(name),
+      /^Denied: serving certificate SANs refused: 10\.0\.0\.9 is not among the host's serving addresses/,
+    );
   });
 
   assert.equal(tokenIdFor(joinedHost.metadata.uid!), joinedToken.id);
@@ -300,6 +315,257 @@ test('a joining host’s bootstrap token cannot get another node’s certificate
     const cert = new x509.X509Certificate(Buffer.from(csr.status.certificate, 'base64').toString());
     assert.doesNotMatch(cert.subject, new RegExp(`system:node:${victim}`), csr.metadata?.name);
   }
+});
+
+test('a joined node gets serving certificates only for its pinned addresses, and renews only its own identity (issue 8)', async (t) => {
+  const world = await joinWorld(t, { releases: ['2022'] });
+  const { kc } = world;
+  const [joined] = world.fleet.hosts;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  // Another node, as a Linux node would register: its address and name are not the host's.
+  const other = 'e2e-linux-1';
+  await core.createNode({
+    body: {
+      metadata: { name: other, labels: { 'kubernetes.io/os': 'linux' } },
+      status: {
+        addresses: [
+          { type: 'InternalIP', address: '10.1.9.9' },
+          { type: 'Hostname', address: other },
+        ],
+      },
+    },
+  });
+  await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
+  const host = await waitFor(
+    async () => {
+      const [h] = await listWindowsHosts(kc, world.namespace);
+      return h && hostReady(h) ? h : undefined;
+    },
+    { description: 'the host Ready', timeoutMs: 90_000 },
+  );
+  const nodeName = host.status!.nodeName!;
+  assert.deepEqual(host.status!.servingAddresses, [
+    host.spec.address,
+    host.status!.hostname!.toLowerCase(),
+  ]);
+  // The kubelet's own serving CSR at join (its node IP, a loopback address that is the host's
+  // spec.address, and its name) was approved once its Node carried the host's identity.
+  await waitFor(() => joined!.hostOS().readFile(kubeletServingCertificate), {
+    description: 'the kubelet’s serving certificate on the host',
+    timeoutMs: 30_000,
+  });
+
+  const cluster = kc.getCurrentCluster()!;
+  const caData = Buffer.from(await readFile(world.cluster.pki.caCert)).toString('base64');
+  const asNode = (await nodeKubeConfig(joined!, cluster.server, caData)).makeApiClient(
+    k8s.CertificatesV1Api,
+  );
+  const admin = kc.makeApiClient(k8s.CertificatesV1Api);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const keys = await generateKeyPair();
+  const servingUsages = ['digital signature', 'key encipherment', 'server auth'];
+  let n = 0;
+  /** A CSR made with the node's own credentials, as its kubelet (or its host admin) would. */
+  async function asTheNode(
+    subject: Omit<CsrSubject, 'organizations'>,
+    signerName: string,
+    usages: string[],
+  ): Promise<string> {
+    const name = `node-own-${++n}`;
+    const request = await createCsrPem({ ...subject, organizations: ['system:nodes'] }, keys);
+    await asNode.createCertificateSigningRequest({
+      body: {
+        metadata: { name },
+        spec: { request: Buffer.from(request).toString('base64'), signerName, usages },
+      },
+    });
+    return name;
+  }
+  const serving = (ipAddresses: string[]) =>
+    asTheNode(
+      { commonName: `system:node:${nodeName}`, ipAddresses, dnsNames: [nodeName] },
+      'kubernetes.io/kubelet-serving',
+      servingUsages,
+    );
+  const signed = (name: string) =>
+    waitFor(
+      async () => {
+        const csr = await admin.readCertificateSigningRequest({ name });
+        const approved = csr.status?.conditions?.find((c) => c.type === 'Approved');
+        return approved && csr.status?.certificate
+          ? {
+              reason: approved.reason,
+              cert: new x509.X509Certificate(
+                Buffer.from(csr.status.certificate, 'base64').toString(),
+              ),
+            }
+          : undefined;
+      },
+      { description: `CSR ${name} approved and signed`, timeoutMs: 30_000 },
+    );
+  const events = async (reason: string) =>
+    (
+      await core.listNamespacedEvent({
+        namespace: world.namespace,
+        fieldSelector: `involvedObject.name=${host.metadata.name},reason=${reason}`,
+      })
+    ).items;
+  const annotate = (value: string) =>
+    custom.patchNamespacedCustomObject(
+      {
+        group: 'winfleet.io',
+        version: 'v1alpha1',
+        namespace: world.namespace,
+        plural: 'windowshosts',
+        name: host.metadata.name,
+        body: { metadata: { annotations: { [servingAddressesAnnotation]: value } } },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+  /** The host once the operator has removed the annotation. */
+  const annotationHandled = () =>
+    waitFor(
+      async () => {
+        const [h] = await listWindowsHosts(kc, world.namespace);
+        return h && h.metadata.annotations?.[servingAddressesAnnotation] === undefined
+          ? (h as WindowsHost)
+          : undefined;
+      },
+      { description: `the operator handling ${servingAddressesAnnotation}`, timeoutMs: 30_000 },
+    );
+
+  await t.test('the Service IP, added to a NIC on the host, is refused', async () => {
+    // What a re-bootstrap records once the host admin has added the Service IP and another
+    // node's IP to a NIC (the simulated host reports one address, so it is written here).
+    await custom.patchNamespacedCustomObjectStatus(
+      {
+        group: 'winfleet.io',
+        version: 'v1alpha1',
+        namespace: world.namespace,
+        plural: 'windowshosts',
+        name: host.metadata.name,
+        body: { status: { addresses: [host.spec.address, '10.96.0.1', '10.1.9.9'] } },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    await waitFor(
+      async () => {
+        const [h] = await listWindowsHosts(kc, world.namespace);
+        return h?.status?.addresses?.includes('10.96.0.1');
+      },
+      { description: 'the refreshed report on the WindowsHost', timeoutMs: 10_000 },
+    );
+    assert.match(
+      await decision(admin, await serving([host.spec.address, '10.96.0.1'])),
+      /^Denied: serving certificate SANs refused: 10\.96\.0\.1 is in the service CIDR 10\.96\.0\.0\/12/,
+    );
+  });
+
+  await t.test('another node’s address or name is refused', async () => {
+    assert.match(
+      await decision(admin, await serving(['10.1.9.9'])),
+      new RegExp(
+        `^Denied: serving certificate SANs refused: 10\\.1\\.9\\.9 is held by Node ${other}`,
+      ),
+    );
+    const name = await asTheNode(
+      { commonName: `system:node:${nodeName}`, dnsNames: [other] },
+      'kubernetes.io/kubelet-serving',
+      servingUsages,
+    );
+    assert.match(await decision(admin, name), new RegExp(`${other} is held by Node ${other}`));
+  });
+
+  await t.test('an admin annotation naming a refused address changes nothing', async () => {
+    await annotate('10.1.2.3,10.96.0.1');
+    const after = await annotationHandled();
+    assert.deepEqual(after.status?.servingAddresses, host.status!.servingAddresses);
+    const [refused] = await waitFor(
+      async () => {
+        const found = await events(EventReason.ServingAddressesRefused);
+        return found.length > 0 ? found : undefined;
+      },
+      { description: 'the ServingAddressesRefused Event', timeoutMs: 10_000 },
+    );
+    assert.equal(refused!.type, 'Warning');
+    assert.match(refused!.message!, /10\.96\.0\.1 is in the service CIDR/);
+    assert.match(
+      await decision(admin, await serving(['10.1.2.3'])),
+      /^Denied: .*10\.1\.2\.3 is not among the host's serving addresses/,
+    );
+  });
+
+  await t.test('an admin annotation naming a new address lets the node have it', async () => {
+    await annotate(`${host.spec.address},10.1.2.3`);
+    const after = await annotationHandled();
+    assert.deepEqual(after.status?.servingAddresses, [host.spec.address, '10.1.2.3']);
+    const [changed] = await waitFor(
+      async () => {
+        const found = await events(EventReason.ServingAddressesChanged);
+        return found.length > 0 ? found : undefined;
+      },
+      { description: 'the ServingAddressesChanged Event', timeoutMs: 10_000 },
+    );
+    assert.match(changed!.message!, /to 127\.[\d.]+, 10\.1\.2\.3/);
+    const { reason, cert } = await signed(await serving(['10.1.2.3']));
+    assert.equal(reason, ConditionReason.WinfleetApproved);
+    const sans = cert.getExtension(x509.SubjectAlternativeNameExtension)!.names.toJSON();
+    assert.deepEqual(sans.map((s) => s.value).sort(), ['10.1.2.3', nodeName].sort());
+  });
+
+  await t.test('the node renews its own client certificate with its current one', async () => {
+    const name = await asTheNode(
+      { commonName: `system:node:${nodeName}` },
+      'kubernetes.io/kube-apiserver-client-kubelet',
+      ['digital signature', 'client auth'],
+    );
+    const { reason, cert } = await signed(name);
+    assert.equal(reason, ConditionReason.WinfleetApproved, 'approved by winfleet');
+    assert.match(cert.subject, new RegExp(`CN=system:node:${nodeName}`));
+  });
+
+  await t.test('the node cannot renew into another node’s name', async () => {
+    // The API server's NodeRestriction refuses a node CSR whose CN (as Go reads it) is not
+    // the requester's own.
+    await assert.rejects(
+      asTheNode(
+        { commonName: `system:node:${other}` },
+        'kubernetes.io/kube-apiserver-client-kubelet',
+        ['digital signature', 'client auth'],
+      ),
+      (error: unknown) => (error as { code?: number }).code === 403,
+    );
+    // Go reads the last CN (its own name), so this passes NodeRestriction; readers that take the
+    // first CN see the other node. winfleet accepts only the canonical subject.
+    const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+      name: new x509.Name(
+        AsnConvert.serialize(
+          new Name([
+            rdn(oidCommonName, `system:node:${other}`),
+            rdn(oidOrganization, 'system:nodes'),
+            rdn(oidCommonName, `system:node:${nodeName}`),
+          ]),
+        ),
+      ),
+      keys,
+      signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+    });
+    const name = 'node-own-second-cn';
+    await asNode.createCertificateSigningRequest({
+      body: {
+        metadata: { name },
+        spec: {
+          request: Buffer.from(csr.toString('pem')).toString('base64'),
+          signerName: 'kubernetes.io/kube-apiserver-client-kubelet',
+          usages: ['digital signature', 'client auth'],
+        },
+      },
+    });
+    assert.match(
+      await decision(admin, name),
+      new RegExp(`^Denied: renewal by Node ${nodeName}: subject .* has 3 RDNs`),
+    );
+  });
 });
 
 function rdn(type: string, value: string): RelativeDistinguishedName {

@@ -1,11 +1,13 @@
 /**
  * Watches CertificateSigningRequests and approves or denies kubelet CSRs by the winfleet
  * policy (kubelet-csr-policy.ts). Each decision is logged and recorded as an Event with its
- * reason; CSRs that are not winfleet's are left untouched.
+ * reason; CSRs that are not winfleet's are left untouched. A node's pending CSRs are looked at
+ * again when its Node changes (it may have just been given its host's identity).
  */
 import * as k8s from '@kubernetes/client-node';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
+import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
@@ -24,6 +26,7 @@ export interface CsrControllerDeps {
   csrs: Informer<k8s.V1CertificateSigningRequest>;
   hosts: Informer<WindowsHost>;
   nodes: Informer<k8s.V1Node>;
+  config: () => WinfleetConfig;
   events: EventRecorder;
   log: Logger;
 }
@@ -39,9 +42,14 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
       const uid = await hostUidForToken(deps.kc, tokenId);
       return uid ? deps.hosts.list().find((h) => h.metadata.uid === uid) : undefined;
     },
-    hostForNode: (name: string) =>
-      deps.hosts.list().find((h) => h.status?.nodeName === name && !h.metadata.deletionTimestamp),
-    nodeExists: (name: string) => deps.nodes.get(name) !== undefined,
+    hostsForNode: (name: string) =>
+      deps.hosts.list().filter((h) => h.status?.nodeName === name && !h.metadata.deletionTimestamp),
+    node: (name: string) => deps.nodes.get(name),
+    otherNodes: (name: string) => deps.nodes.list().filter((n) => n.metadata?.name !== name),
+    network: () => {
+      const { serviceCIDR, podCIDR, clusterDomain } = deps.config().hosts;
+      return { serviceCIDR, podCIDR, clusterDomain };
+    },
   };
   const log = deps.log.child({ controller: 'csr-approver' });
 
@@ -130,5 +138,14 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
     if (!decided(csr)) controller.enqueue(csr.metadata!.name!);
   };
   deps.csrs.on('add', enqueue).on('update', enqueue);
+  const enqueueNodeCsrs = (node: k8s.V1Node) => {
+    const requester = `system:node:${node.metadata?.name}`;
+    for (const csr of deps.csrs.list()) if (csr.spec.username === requester) enqueue(csr);
+  };
+  deps.nodes.on('add', enqueueNodeCsrs).on('update', (node, old) => {
+    if (JSON.stringify(node.metadata?.annotations) !== JSON.stringify(old.metadata?.annotations)) {
+      enqueueNodeCsrs(node);
+    }
+  });
   return controller;
 }

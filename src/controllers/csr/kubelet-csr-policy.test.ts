@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type * as k8s from '@kubernetes/client-node';
+import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
@@ -16,14 +18,39 @@ const host = {
   kind: 'WindowsHost',
   metadata: { name: 'win-a', namespace: 'winfleet-system', uid: 'uid-a' },
   spec: { address: '127.0.0.11', username: 'Administrator', sshKeySecretRef: { name: 'k' } },
-  status: { nodeName: 'win-a', hostname: 'WIN-A', addresses: ['127.0.0.11'] },
+  status: {
+    nodeName: 'win-a',
+    hostname: 'WIN-A',
+    addresses: ['127.0.0.11'],
+    servingAddresses: ['127.0.0.11', 'win-a'],
+  },
 } as WindowsHost;
 
-const lookup = (nodes: string[] = []): CsrLookup => ({
-  hostForToken: async (id) => (id === 'abcdef' ? host : undefined),
-  hostForNode: (name) => (name === 'win-a' ? host : undefined),
-  nodeExists: (name) => nodes.includes(name),
+/** Node `name`, with `host`'s identity when it is win-a (the node winfleet joined). */
+const nodeNamed = (name: string, addresses: string[] = []): k8s.V1Node => ({
+  metadata: {
+    name,
+    annotations: name === 'win-a' ? { [hostAnnotation]: hostIdentity(host) } : {},
+  },
+  status: { addresses: addresses.map((address) => ({ type: 'InternalIP', address })) },
 });
+
+const network = {
+  serviceCIDR: '10.96.0.0/12',
+  podCIDR: '10.244.0.0/16',
+  clusterDomain: 'cluster.local',
+};
+
+const lookup = (nodes: (string | k8s.V1Node)[] = [], theHost: WindowsHost = host): CsrLookup => {
+  const all = nodes.map((n) => (typeof n === 'string' ? nodeNamed(n) : n));
+  return {
+    hostForToken: async (id) => (id === 'abcdef' ? theHost : undefined),
+    hostsForNode: (name) => (name === 'win-a' ? [theHost] : []),
+    node: (name) => all.find((n) => n.metadata?.name === name),
+    otherNodes: (name) => all.filter((n) => n.metadata?.name !== name),
+    network: () => network,
+  };
+};
 
 const kubeletName: NameFields = {
   organizations: ['system:nodes'],
@@ -160,7 +187,7 @@ test('a client CSR for a node that already exists is denied', async () => {
 test('CSRs that are not winfleet’s are left alone', async () => {
   for (const request of [
     client({ username: 'system:bootstrap:abcdef', groups: ['system:bootstrappers'] }), // kubeadm's token
-    client({ username: 'system:node:linux-1', groups: ['system:nodes'] }), // a renewal
+    client({ username: 'system:node:linux-1', groups: ['system:nodes'] }), // a Linux renewal
     serving({ username: 'system:node:linux-1' }), // another node
     serving({ groups: ['system:authenticated'] }),
     client({ signerName: 'kubernetes.io/kube-apiserver-client' }),
@@ -173,34 +200,192 @@ test('CSRs that are not winfleet’s are left alone', async () => {
   }
 });
 
-test('serving CSRs: approved for the host’s own addresses and names, denied outside them', async () => {
+test('serving CSRs: approved for the host’s pinned addresses and names, denied outside them', async () => {
   assert.equal((await decideKubeletCsr(serving(), lookup(['win-a']))).action, 'approve');
   const badIp = await decideKubeletCsr(
     serving({ parsed: subject({ ipAddresses: ['10.0.0.9'] }) }),
-    lookup(),
+    lookup(['win-a']),
   );
   assert.equal(badIp.action, 'deny');
-  assert.match(badIp.reason, /IP SANs 10\.0\.0\.9 are not addresses of the host \(127\.0\.0\.11\)/);
+  assert.match(badIp.reason, /10\.0\.0\.9 is not among the host's serving addresses/);
+  assert.match(badIp.reason, /allowed: 127\.0\.0\.11, win-a;/);
   const badName = await decideKubeletCsr(
     serving({ parsed: subject({ dnsNames: ['kubernetes.default.svc'] }) }),
-    lookup(),
+    lookup(['win-a']),
   );
   assert.equal(badName.action, 'deny');
-  assert.match(badName.reason, /DNS SANs kubernetes\.default\.svc are not names of the host/);
+  assert.match(badName.reason, /kubernetes\.default\.svc names the cluster's Services/);
   const clientUsage = await decideKubeletCsr(
     serving({ usages: ['digital signature', 'client auth'] }),
-    lookup(),
+    lookup(['win-a']),
   );
   assert.equal(clientUsage.action, 'deny');
   const odd = await decideKubeletCsr(
     serving({ parsed: subject({ ipAddresses: ['127.0.0.11'], otherNames: ['dn:CN=x'] }) }),
-    lookup(),
+    lookup(['win-a']),
   );
   assert.equal(odd.action, 'deny');
   assert.match(odd.reason, /dn:CN=x are of kinds a kubelet never requests/);
   const secondCn = await decideKubeletCsr(
     serving({ parsed: subject({ name: { ...kubeletName, commonName: 'system:node:win-b' } }) }),
-    lookup(),
+    lookup(['win-a']),
   );
   assert.equal(secondCn.action, 'deny');
+});
+
+test('serving CSRs: addresses the host reports after its first join are not trusted (issue 8)', async () => {
+  // A re-bootstrap refreshed status.addresses with the Service IP the host admin added to a NIC.
+  const reported = {
+    ...host,
+    status: { ...host.status, addresses: ['127.0.0.11', '10.96.0.1', '10.1.2.3'] },
+  } as WindowsHost;
+  for (const ip of ['10.96.0.1', '10.1.2.3']) {
+    const d = await decideKubeletCsr(
+      serving({ parsed: subject({ ipAddresses: ['127.0.0.11', ip] }) }),
+      lookup(['win-a'], reported),
+    );
+    assert.equal(d.action, 'deny', ip);
+    assert.match(d.reason, new RegExp(ip.replaceAll('.', '\\.')));
+  }
+});
+
+test('serving CSRs: refused addresses are denied even when pinned, each named with its class', async () => {
+  const cases: [string, RegExp][] = [
+    ['10.96.0.1', /10\.96\.0\.1 is in the service CIDR 10\.96\.0\.0\/12/],
+    ['10.244.3.7', /10\.244\.3\.7 is in the pod CIDR 10\.244\.0\.0\/16/],
+    [
+      '127.0.0.1',
+      /127\.0\.0\.1 is a loopback address, accepted only as the host's own spec\.address/,
+    ],
+    ['::1', /::1 is a loopback address/],
+    ['169.254.169.254', /169\.254\.169\.254 is a link-local address/],
+    ['fe80::1', /fe80::1 is a link-local address/],
+    ['0.0.0.0', /0\.0\.0\.0 is an unspecified address/],
+    ['::', /:: is an unspecified address/],
+    ['224.0.0.251', /224\.0\.0\.251 is a multicast address/],
+    ['255.255.255.255', /255\.255\.255\.255 is a reserved or broadcast address/],
+    ['::ffff:10.1.9.9', /::ffff:a01:909 is an IPv4-mapped IPv6 address/],
+    ['10.1.9.9', /10\.1\.9\.9 is held by Node linux-1/],
+    ['linux-1', /linux-1 is held by Node linux-1/],
+    ['kubernetes', /kubernetes names the cluster's Services/],
+    ['api.cluster.local', /api\.cluster\.local names the cluster's Services/],
+    ['localhost', /localhost is a loopback name/],
+  ];
+  const linux = nodeNamed('linux-1', ['10.1.9.9']);
+  for (const [address, reason] of cases) {
+    const pinned = {
+      ...host,
+      status: { ...host.status, servingAddresses: ['127.0.0.11', address] },
+    } as WindowsHost;
+    const isIp = /^[\d.]+$|:/.test(address);
+    const d = await decideKubeletCsr(
+      serving({
+        parsed: subject(isIp ? { ipAddresses: [address] } : { dnsNames: [address] }),
+      }),
+      lookup(['win-a', linux], pinned),
+    );
+    assert.equal(d.action, 'deny', address);
+    assert.match(d.reason, reason, address);
+  }
+});
+
+test('serving CSRs: the node name and spec.address are always allowed; loopback only as spec.address', async () => {
+  const unpinned = {
+    ...host,
+    status: { ...host.status, servingAddresses: [] },
+  } as WindowsHost;
+  const own = await decideKubeletCsr(
+    serving({ parsed: subject({ ipAddresses: ['127.0.0.11'], dnsNames: ['win-a'] }) }),
+    lookup(['win-a'], unpinned),
+  );
+  assert.equal(own.action, 'approve', own.reason);
+  // A loopback address pinned for a host whose spec.address is another loopback address.
+  const other = {
+    ...host,
+    status: { ...host.status, servingAddresses: ['127.0.0.12'] },
+  } as WindowsHost;
+  const d = await decideKubeletCsr(
+    serving({ parsed: subject({ ipAddresses: ['127.0.0.12'] }) }),
+    lookup(['win-a'], other),
+  );
+  assert.equal(d.action, 'deny');
+  assert.match(d.reason, /127\.0\.0\.12 is a loopback address/);
+});
+
+test('serving CSRs of a Node without its host’s identity are left alone', async () => {
+  const stranger: k8s.V1Node = {
+    metadata: { name: 'win-a', annotations: { [hostAnnotation]: 'other-ns/win-a/uid-x' } },
+  };
+  for (const nodes of [[], [stranger]]) {
+    const d = await decideKubeletCsr(serving(), lookup(nodes));
+    assert.equal(d.action, 'ignore');
+    assert.match(d.reason, /does not carry the identity of a WindowsHost that names it/);
+  }
+});
+
+const renewal = (over: Partial<CsrRequest> = {}): CsrRequest =>
+  client({
+    username: 'system:node:win-a',
+    groups: ['system:nodes', 'system:authenticated'],
+    usages: ['digital signature', 'client auth'],
+    ...over,
+  });
+
+test('a node’s renewal of its own client certificate is approved when its Node carries its host’s identity', async () => {
+  const d = await decideKubeletCsr(renewal(), lookup(['win-a']));
+  assert.equal(d.action, 'approve', d.reason);
+  assert.match(d.reason, /renewal of Node win-a's own client certificate/);
+});
+
+test('a renewal for another node’s name, or with extras, is denied', async () => {
+  const cases: [string, CsrRequest, RegExp][] = [
+    [
+      'another node',
+      renewal({ parsed: subject({ name: { ...kubeletName, commonName: 'system:node:linux-1' } }) }),
+      /renewal by Node win-a: CN is "system:node:linux-1", expected "system:node:win-a"/,
+    ],
+    [
+      'a second CN',
+      renewal({
+        parsed: subject({
+          subjectDer: goNameDer({
+            organizations: ['system:nodes'],
+            commonName: 'system:node:linux-1',
+          }),
+          subject: [
+            ...readName(goNameDer(kubeletName)),
+            ...readName(goNameDer({ commonName: 'system:node:linux-1' })),
+          ],
+        }),
+      }),
+      /renewal by Node win-a: /,
+    ],
+    [
+      'SANs',
+      renewal({ parsed: subject({ ipAddresses: ['127.0.0.11'] }) }),
+      /no subject alternative names/,
+    ],
+    ['server auth', renewal({ usages: ['digital signature', 'server auth'] }), /usages/],
+  ];
+  for (const [name, request, reason] of cases) {
+    const d = await decideKubeletCsr(request, lookup(['win-a']));
+    assert.equal(d.action, 'deny', name);
+    assert.match(d.reason, reason, name);
+  }
+});
+
+test('renewals of nodes no known WindowsHost owns, or whose Node lacks the identity, are not approved', async () => {
+  const stripped: k8s.V1Node = { metadata: { name: 'win-a', annotations: {} } };
+  const forged: k8s.V1Node = {
+    metadata: { name: 'win-a', annotations: { [hostAnnotation]: 'winfleet-system/win-a/uid-old' } },
+  };
+  for (const [name, request, nodes] of [
+    ['a Linux node', renewal({ username: 'system:node:linux-1' }), ['win-a', 'linux-1']],
+    ['a node without a Node', renewal(), []],
+    ['a Node without the identity', renewal(), [stripped]],
+    ['a Node with an old host’s identity', renewal(), [forged]],
+  ] as [string, CsrRequest, (string | k8s.V1Node)[]][]) {
+    const d = await decideKubeletCsr(request, lookup(nodes));
+    assert.equal(d.action, 'ignore', `${name}: ${d.reason}`);
+  }
 });

@@ -9,16 +9,32 @@
  * such as a second CN, could name another node); no SANs or other extensions; usages within
  * digital signature, key encipherment, client auth; and no Node of that name yet.
  *
- * Serving certificates (kubernetes.io/kubelet-serving): requested by that node itself; the same
- * exact subject; IP SANs among the host's addresses and DNS SANs among its names; nothing else.
+ * Client certificate renewals (the same signer, requested by system:node:<name> with its
+ * current certificate): only for a Node a known WindowsHost owns (its status.nodeName) and that
+ * carries that host's identity annotation; the same exact subject, for the requester's own name.
+ * Renewals of other nodes are left alone (kube-controller-manager approves them where the
+ * cluster binds selfnodeclient; winfleet creates no such binding).
+ *
+ * Serving certificates (kubernetes.io/kubelet-serving): requested by that node itself, whose
+ * Node carries its host's identity; the same exact subject; IP and DNS SANs among the host's
+ * pinned serving addresses and none of the refused ones (serving-addresses.ts); nothing else.
  *
  * Everything else is left alone (another approver may own it) — the bug WMCO once had was
  * approving CSRs of every node.
  */
-import type { WindowsHost } from '../../api/windows-host.ts';
+import type * as k8s from '@kubernetes/client-node';
+import { hostAnnotation } from '../../api/node-annotations.ts';
+import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
 import { formatName, goNameDer, quoteValue, sameBytes } from '../../pki/distinguished-name.ts';
 import { bootstrapGroup } from '../hosts/bootstrap-tokens.ts';
+import { carriesIdentity } from '../hosts/node-claims.ts';
+import {
+  allowedServingAddresses,
+  type ClusterNetwork,
+  canonicalAddress,
+  refusedAddressProblem,
+} from './serving-addresses.ts';
 
 export const clientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
 export const servingSigner = 'kubernetes.io/kubelet-serving';
@@ -37,9 +53,14 @@ export interface CsrRequest {
 export interface CsrLookup {
   /** The WindowsHost a winfleet bootstrap token id was issued to. */
   hostForToken(tokenId: string): Promise<WindowsHost | undefined>;
-  /** The WindowsHost whose node has this name. */
-  hostForNode(nodeName: string): WindowsHost | undefined;
-  nodeExists(nodeName: string): boolean;
+  /** The WindowsHosts (not being deleted) whose status names this node. */
+  hostsForNode(nodeName: string): WindowsHost[];
+  /** The Node of this name, if there is one. */
+  node(nodeName: string): k8s.V1Node | undefined;
+  /** Every Node except `nodeName`. */
+  otherNodes(nodeName: string): k8s.V1Node[];
+  /** The cluster's Service and pod CIDRs and domain. */
+  network(): ClusterNetwork;
 }
 
 export type CsrDecision =
@@ -51,7 +72,6 @@ export type CsrDecision =
 
 const clientUsages = new Set(['digital signature', 'key encipherment', 'client auth']);
 const servingUsages = new Set(['digital signature', 'key encipherment', 'server auth']);
-const isIPv4 = (s: string) => /^(\d{1,3}\.){3}\d{1,3}$/.test(s);
 
 /** A Kubernetes node name: a lowercase RFC 1123 subdomain. */
 const nodeNamePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -115,6 +135,10 @@ export async function decideKubeletCsr(
 }
 
 async function decideClient(request: CsrRequest, lookup: CsrLookup): Promise<CsrDecision> {
+  const renewal = /^system:node:(.+)$/.exec(request.username);
+  if (renewal && request.groups.includes('system:nodes')) {
+    return decideRenewal(request, renewal[1]!, lookup);
+  }
   const match = /^system:bootstrap:([a-z0-9]{6})$/.exec(request.username);
   if (!match || !request.groups.includes(bootstrapGroup)) {
     return {
@@ -137,23 +161,9 @@ async function decideClient(request: CsrRequest, lookup: CsrLookup): Promise<Csr
     subjectProblem(request.parsed, nodeName) ??
     extrasProblem(request.parsed);
   if (problem) return { action: 'deny', reason: problem, host };
-  const { dnsNames, ipAddresses, emailAddresses, uris } = request.parsed;
-  if (dnsNames.length + ipAddresses.length + emailAddresses.length + uris.length > 0) {
-    return {
-      action: 'deny',
-      reason: `a client certificate has no subject alternative names, got ${[...dnsNames, ...ipAddresses, ...emailAddresses, ...uris].join(', ')}`,
-      host,
-    };
-  }
-  const extra = request.usages.filter((u) => !clientUsages.has(u));
-  if (extra.length > 0 || !request.usages.includes('client auth')) {
-    return {
-      action: 'deny',
-      reason: `usages [${request.usages.join(', ')}] are not within [${[...clientUsages].join(', ')}] with client auth`,
-      host,
-    };
-  }
-  if (lookup.nodeExists(nodeName)) {
+  const clientProblem = clientCertificateProblem(request, request.parsed);
+  if (clientProblem) return { action: 'deny', reason: clientProblem, host };
+  if (lookup.node(nodeName)) {
     return {
       action: 'deny',
       reason: `Node ${nodeName} already exists; a bootstrap token cannot take over an existing node`,
@@ -167,14 +177,79 @@ async function decideClient(request: CsrRequest, lookup: CsrLookup): Promise<Csr
   };
 }
 
+/** SANs or usages a kubelet client certificate never has. */
+function clientCertificateProblem(request: CsrRequest, parsed: ParsedCsr): string | undefined {
+  const { dnsNames, ipAddresses, emailAddresses, uris } = parsed;
+  const sans = [...dnsNames, ...ipAddresses, ...emailAddresses, ...uris];
+  if (sans.length > 0) {
+    return `a client certificate has no subject alternative names, got ${sans.join(', ')}`;
+  }
+  const extra = request.usages.filter((u) => !clientUsages.has(u));
+  if (extra.length > 0 || !request.usages.includes('client auth')) {
+    return `usages [${request.usages.join(', ')}] are not within [${[...clientUsages].join(', ')}] with client auth`;
+  }
+  return undefined;
+}
+
+/**
+ * A node renewing its client certificate with the one it has. Only a node of a known host,
+ * whose Node carries that host's identity, and only for its own name.
+ */
+function decideRenewal(request: CsrRequest, nodeName: string, lookup: CsrLookup): CsrDecision {
+  const owner = owningHost(nodeName, lookup);
+  if ('action' in owner) return owner;
+  const { host } = owner;
+  if (!request.parsed) return unparsable(request, host);
+  const problem =
+    nodeNameProblem(nodeName) ??
+    subjectProblem(request.parsed, nodeName) ??
+    extrasProblem(request.parsed) ??
+    clientCertificateProblem(request, request.parsed);
+  if (problem) {
+    return { action: 'deny', reason: `renewal by Node ${nodeName}: ${problem}`, host };
+  }
+  return {
+    action: 'approve',
+    reason: `renewal of Node ${nodeName}'s own client certificate (WindowsHost ${host.metadata.namespace}/${host.metadata.name})`,
+    host,
+  };
+}
+
+/**
+ * The known WindowsHost that owns `nodeName`, when its Node carries that host's identity;
+ * otherwise the CSR is not winfleet's to decide (the name may be someone else's Node that a
+ * WindowsHost merely claims, and denying would break that node's certificates). The
+ * controller looks again when the Node's annotations change.
+ */
+function owningHost(
+  nodeName: string,
+  lookup: CsrLookup,
+): { host: WindowsHost } | Extract<CsrDecision, { action: 'ignore' }> {
+  const hosts = lookup.hostsForNode(nodeName);
+  if (hosts.length === 0) {
+    return { action: 'ignore', reason: `Node ${nodeName} is not a winfleet host` };
+  }
+  const node = lookup.node(nodeName);
+  const host = node && hosts.find((h) => carriesIdentity(node, h));
+  if (!host) {
+    const carried = node?.metadata?.annotations?.[hostAnnotation];
+    return {
+      action: 'ignore',
+      reason: `Node ${nodeName} does not carry the identity of a WindowsHost that names it (${hostAnnotation} is ${carried === undefined ? 'absent' : quoteValue(carried)})`,
+    };
+  }
+  return { host };
+}
+
 function decideServing(request: CsrRequest, lookup: CsrLookup): CsrDecision {
   const match = /^system:node:(.+)$/.exec(request.username);
   if (!match || !request.groups.includes('system:nodes')) {
     return { action: 'ignore', reason: `requested by ${request.username}, not by a node` };
   }
   const nodeName = match[1]!;
-  const host = lookup.hostForNode(nodeName);
-  if (!host) return { action: 'ignore', reason: `Node ${nodeName} is not a winfleet host` };
+  const owner = owningHost(nodeName, lookup);
+  if ('action' in owner) return owner;
+  const { host } = owner;
   if (!request.parsed) return unparsable(request, host);
   const problem =
     nodeNameProblem(nodeName) ??
@@ -182,32 +257,8 @@ function decideServing(request: CsrRequest, lookup: CsrLookup): CsrDecision {
     extrasProblem(request.parsed);
   if (problem) return { action: 'deny', reason: problem, host };
   const { dnsNames, ipAddresses, emailAddresses, uris } = request.parsed;
-  const knownIps = new Set([
-    ...(host.status?.addresses ?? []),
-    ...(isIPv4(host.spec.address) ? [host.spec.address] : []),
-  ]);
-  const knownNames = new Set(
-    [
-      nodeName,
-      host.status?.hostname,
-      host.status?.hostname?.toLowerCase(),
-      isIPv4(host.spec.address) ? undefined : host.spec.address,
-    ].filter((n): n is string => Boolean(n)),
-  );
-  const badIps = ipAddresses.filter((ip) => !knownIps.has(ip));
-  if (badIps.length > 0)
-    return {
-      action: 'deny',
-      reason: `IP SANs ${badIps.join(', ')} are not addresses of the host (${[...knownIps].join(', ')})`,
-      host,
-    };
-  const badNames = dnsNames.filter((n) => !knownNames.has(n));
-  if (badNames.length > 0)
-    return {
-      action: 'deny',
-      reason: `DNS SANs ${badNames.join(', ')} are not names of the host (${[...knownNames].join(', ')})`,
-      host,
-    };
+  const addressProblem = servingSansProblem(host, nodeName, [...ipAddresses, ...dnsNames], lookup);
+  if (addressProblem) return { action: 'deny', reason: addressProblem, host };
   if (emailAddresses.length + uris.length > 0)
     return { action: 'deny', reason: 'a serving certificate carries no email or URI SANs', host };
   const extra = request.usages.filter((u) => !servingUsages.has(u));
@@ -219,4 +270,30 @@ function decideServing(request: CsrRequest, lookup: CsrLookup): CsrDecision {
     };
   }
   return { action: 'approve', reason: `kubelet serving certificate for Node ${nodeName}`, host };
+}
+
+/** Why the SANs of `nodeName`'s serving certificate are not all allowed (serving-addresses.ts). */
+function servingSansProblem(
+  host: WindowsHost,
+  nodeName: string,
+  sans: string[],
+  lookup: CsrLookup,
+): string | undefined {
+  const context = {
+    network: lookup.network(),
+    specAddress: host.spec.address,
+    otherNodes: lookup.otherNodes(nodeName),
+  };
+  const allowed = allowedServingAddresses(host, nodeName);
+  const problems: string[] = [];
+  for (const san of sans) {
+    const address = canonicalAddress(san);
+    const refused = refusedAddressProblem(address, context);
+    if (refused) problems.push(refused);
+    else if (!allowed.has(address)) {
+      problems.push(`${address} is not among the host's serving addresses`);
+    }
+  }
+  if (problems.length === 0) return undefined;
+  return `serving certificate SANs refused: ${problems.join('; ')} (allowed: ${[...allowed].join(', ')}; an admin changes them with the ${servingAddressesAnnotation} annotation on the WindowsHost)`;
 }

@@ -19,10 +19,16 @@ import {
 } from '@peculiar/asn1-x509';
 import * as x509 from '@peculiar/x509';
 import fc from 'fast-check';
+import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { generateKeyPair, parseCsrPem } from '../../pki/certificates.ts';
 import { sameBytes } from '../../pki/distinguished-name.ts';
-import { clientSigner, decideKubeletCsr, servingSigner } from './kubelet-csr-policy.ts';
+import {
+  type CsrLookup,
+  clientSigner,
+  decideKubeletCsr,
+  servingSigner,
+} from './kubelet-csr-policy.ts';
 
 type StringType = 'printableString' | 'utf8String' | 'bmpString' | 'teletexString' | 'ia5String';
 interface Attribute {
@@ -179,6 +185,12 @@ function nameDer(subject: Subject): Uint8Array {
 
 const sameSubject = (a: Subject, b: Subject) => JSON.stringify(a) === JSON.stringify(b);
 
+const network = {
+  serviceCIDR: '10.96.0.0/12',
+  podCIDR: '10.244.0.0/16',
+  clusterDomain: 'cluster.local',
+};
+
 function hostNamed(nodeName: string): WindowsHost {
   return {
     apiVersion: 'winfleet.io/v1alpha1',
@@ -210,11 +222,17 @@ test('only the exact kubelet subject is approved, over generated subjects', asyn
       const parsed = parseCsrPem(csr.toString('pem'));
       assert.ok(sameBytes(parsed.subjectDer, der), 'the CSR carries the subject built');
       const host = hostNamed(node);
-      const lookup = {
-        hostForToken: async () => host,
-        hostForNode: (name: string) => (name === node ? host : undefined),
-        nodeExists: () => false,
+      // Before the join (no Node yet) for the bootstrap CSR; after it for the node's own.
+      const joined = {
+        metadata: { name: node, annotations: { [hostAnnotation]: hostIdentity(host) } },
       };
+      const lookup = (hasJoined: boolean): CsrLookup => ({
+        hostForToken: async () => host,
+        hostsForNode: (name) => (name === node ? [host] : []),
+        node: (name) => (hasJoined && name === node ? joined : undefined),
+        otherNodes: () => [],
+        network: () => network,
+      });
       const expected = isValidNode(node) && sameSubject(subject, canonical(node));
       const client = await decideKubeletCsr(
         {
@@ -225,7 +243,18 @@ test('only the exact kubelet subject is approved, over generated subjects', asyn
           usages: ['digital signature', 'key encipherment', 'client auth'],
           parsed,
         },
-        lookup,
+        lookup(false),
+      );
+      const renewal = await decideKubeletCsr(
+        {
+          name: 'r',
+          signerName: clientSigner,
+          username: `system:node:${node}`,
+          groups: ['system:nodes', 'system:authenticated'],
+          usages: ['digital signature', 'client auth'],
+          parsed,
+        },
+        lookup(true),
       );
       const serving = await decideKubeletCsr(
         {
@@ -236,11 +265,12 @@ test('only the exact kubelet subject is approved, over generated subjects', asyn
           usages: ['digital signature', 'key encipherment', 'server auth'],
           parsed,
         },
-        lookup,
+        lookup(true),
       );
       const want = expected ? 'approve' : 'deny';
       const context = `node ${JSON.stringify(node)}, other ${other}, subject ${JSON.stringify(subject)}`;
       assert.equal(client.action, want, `client CSR: ${client.reason}; ${context}`);
+      assert.equal(renewal.action, want, `renewal CSR: ${renewal.reason}; ${context}`);
       assert.equal(serving.action, want, `serving CSR: ${serving.reason}; ${context}`);
       if (expected) approved++;
       else refused++;

@@ -1,7 +1,8 @@
 /**
  * The RBAC winfleet needs in the cluster for joining nodes, applied with server-side apply:
  * its bootstrap group may create CSRs (the built-in system:node-bootstrapper role), and nodes
- * may read winfleet's published services manifests by name — nothing else in its namespace.
+ * may read winfleet's published services manifests and their record by name (the names come
+ * from the record, never from a label anyone could set) — nothing else in its namespace.
  */
 import * as k8s from '@kubernetes/client-node';
 import { bootstrapGroup } from './bootstrap-tokens.ts';

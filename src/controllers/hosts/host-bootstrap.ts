@@ -14,11 +14,14 @@ import { syncPayload } from '../../hostaccess/payload-sync.ts';
 import { failedRemoteStep } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
+import { joinServingAddresses } from '../csr/serving-addresses.ts';
 import { ensureBootstrapToken } from './bootstrap-tokens.ts';
 import { connectHost } from './host-connect.ts';
 import type { HostControllerDeps, LoadedPayload } from './host-deps.ts';
 import { apiTime, type HostStatus, writeHostStatus } from './host-status.ts';
 import type { createManifestPublisher } from './manifest-publisher.ts';
+import { nameRefusal } from './node-claims.ts';
+import { clearStaleNode } from './rebuilt-host.ts';
 
 /** Windows Server 2019, the oldest build winfleet supports. */
 const minimumBuild = 17763;
@@ -72,7 +75,9 @@ export async function bootstrapHost(
   const remote = await connectHost(ctx, host, hs);
   try {
     const facts = await step(hs, JoinStep.HostFacts, () => remote.facts());
+    refuseTakenName(ctx, host, hs, host.spec.nodeName ?? facts.hostname.toLowerCase(), facts);
     const nodeName = acceptFacts(host, hs, facts, loaded);
+    await clearStaleNode(ctx, host, hs, remote, nodeName);
     const token = await ensureBootstrapToken(
       ctx.kc,
       { uid: host.metadata.uid!, namespace: host.metadata.namespace!, name: host.metadata.name },
@@ -109,6 +114,27 @@ export async function bootstrapHost(
 }
 
 /**
+ * Refuses a node name another WindowsHost holds or whose Node is not this host's, before the
+ * name goes on record (WF_HOST_NODE_NAME_TAKEN). The hostname is recorded, so the claim shows.
+ */
+function refuseTakenName(
+  ctx: JoinContext,
+  host: WindowsHost,
+  hs: HostStatus,
+  name: string,
+  facts: HostFacts,
+): void {
+  const refusal = nameRefusal(host, name, ctx.hosts.list(), ctx.nodes.get(name));
+  if (!refusal) return;
+  hs.status.hostname = facts.hostname;
+  hs.set(ConditionType.NodeRegistered, 'False', refusal.reason, refusal.message);
+  hs.set(ConditionType.Ready, 'False', refusal.reason, refusal.message);
+  hs.set(ConditionType.Degraded, 'True', refusal.reason, refusal.message);
+  ctx.events.record(host, 'Warning', refusal.reason, refusal.message);
+  throw new WinfleetError('WF_HOST_NODE_NAME_TAKEN', refusal.message);
+}
+
+/**
  * Records the host's facts and returns its node name; refuses a build older than 2019
  * (WF_HOST_UNSUPPORTED), a host whose name no longer matches its node
  * (WF_HOST_NODE_NAME_CHANGED) and one without room for the payload (WF_HOST_DISK_FULL, which
@@ -121,6 +147,12 @@ function acceptFacts(
   loaded: LoadedPayload,
 ): string {
   const { osVersion } = facts;
+  // Pinned at the first join (from the report before this one, for a host that joined before
+  // pinning); only the admin's allow-serving-addresses annotation changes it afterwards.
+  hs.status.servingAddresses ??= joinServingAddresses(
+    hs.status.addresses ?? facts.addresses,
+    hs.status.hostname ?? facts.hostname,
+  );
   hs.status.hostname = facts.hostname;
   hs.status.windowsBuild = `${osVersion.major}.${osVersion.minor}.${osVersion.build}`;
   hs.status.windowsVersion = `${hs.status.windowsBuild}.${osVersion.ubr}`;

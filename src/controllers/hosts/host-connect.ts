@@ -5,12 +5,12 @@
  * removal all connect through here, so they report the same way.
  */
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { trustHostKeyAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import { errorCode } from '../../errors/catalog.ts';
 import { openRemoteHost } from '../../hostaccess/host-session.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import type { HostStatus } from './host-status.ts';
+import { type HostStatus, removeHostAnnotation, writeHostStatus } from './host-status.ts';
 
 /** The Reachable reason for a connect failure, and whether the host is Degraded by it. */
 function unreachableReason(error: unknown): { reason: ConditionReason; degraded: boolean } {
@@ -31,7 +31,11 @@ export interface ConnectOptions {
   hint?: string;
 }
 
-/** Connects, pinning the host key on first contact (or when the user trusts a new one). */
+/**
+ * Connects, pinning the host key on first contact (or when the user trusts a new one). The
+ * trust annotation is removed only here, after a connection made with the key it names, and
+ * only once that key is on record as pinned.
+ */
 export async function connectHost(
   deps: HostControllerDeps,
   host: WindowsHost,
@@ -67,5 +71,15 @@ export async function connectHost(
     ConditionReason.Connected,
     `SSH to ${host.spec.username}@${host.spec.address}:${host.spec.port ?? 22}`,
   );
+  const trusted = host.metadata.annotations?.[trustHostKeyAnnotation];
+  if (trusted === fingerprint) {
+    try {
+      await writeHostStatus(deps.kc, host, hs.status);
+      await removeHostAnnotation(deps.kc, host, trustHostKeyAnnotation, trusted);
+    } catch (error) {
+      remote.close();
+      throw error;
+    }
+  }
   return remote;
 }

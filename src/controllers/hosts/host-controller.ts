@@ -14,6 +14,7 @@ import { reconcileJoin } from './host-join.ts';
 import { reconcileRemoval } from './host-removal.ts';
 import { patchHostMetadata } from './host-status.ts';
 import { createManifestPublisher } from './manifest-publisher.ts';
+import { claimedNodeName } from './node-claims.ts';
 
 export function createHostController(deps: HostControllerDeps): Controller {
   const publish = createManifestPublisher(deps.kc, deps.operatorNamespace);
@@ -44,9 +45,18 @@ export function createHostController(deps: HostControllerDeps): Controller {
   });
 
   const enqueue = (host: WindowsHost) => controller.enqueue(objectKey(host));
+  // A host that goes frees its node name for the next claimant.
+  const rivalsOf = (host: WindowsHost) => {
+    const name = claimedNodeName(host);
+    if (!name) return;
+    for (const other of deps.hosts.list()) if (claimedNodeName(other) === name) enqueue(other);
+  };
   deps.hosts
     .on('add', enqueue)
-    .on('delete', enqueue)
+    .on('delete', (host) => {
+      enqueue(host);
+      rivalsOf(host);
+    })
     .on('update', (host, old) => {
       // Our own status writes do not need another pass.
       if (
@@ -58,11 +68,15 @@ export function createHostController(deps: HostControllerDeps): Controller {
         enqueue(host);
       }
     });
+  // The host the node names ("namespace/name/uid"), and every host claiming its name: a
+  // Node that comes or goes changes who may have the name.
   const hostOfNode = (node: k8s.V1Node) => {
-    const ref = node.metadata?.annotations?.[hostAnnotation];
-    if (ref) return controller.enqueue(ref);
-    const owner = deps.hosts.list().find((h) => h.status?.nodeName === node.metadata?.name);
-    if (owner) enqueue(owner);
+    const ref = node.metadata?.annotations?.[hostAnnotation]?.split('/');
+    if (ref && ref.length >= 2) controller.enqueue(`${ref[0]}/${ref[1]}`);
+    for (const host of deps.hosts.list()) {
+      const name = node.metadata?.name;
+      if (host.status?.nodeName === name || claimedNodeName(host) === name) enqueue(host);
+    }
   };
   deps.nodes
     .on('add', hostOfNode)

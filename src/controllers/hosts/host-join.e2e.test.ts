@@ -17,6 +17,7 @@ import {
 import {
   desiredServicesVersionAnnotation,
   hostAnnotation,
+  hostIdentity,
   servicesVersionAnnotation,
 } from '../../api/node-annotations.ts';
 import { applyManifests } from '../../kube/manifests.ts';
@@ -53,7 +54,7 @@ test('three hosts (2019, 2022, 2022) join as Ready nodes and run the seed IIS De
     const annotations = node.metadata?.annotations ?? {};
     assert.equal(annotations[servicesVersionAnnotation], world.payload.version);
     assert.equal(annotations[desiredServicesVersionAnnotation], world.payload.version);
-    assert.equal(annotations[hostAnnotation], `${world.namespace}/${host.metadata.name}`);
+    assert.equal(annotations[hostAnnotation], hostIdentity(host));
     assert.equal(host.status?.servicesVersion, world.payload.version);
     assert.equal(host.status?.windowsBuild, sim.build);
     assert.match(host.status?.hostKeyFingerprint ?? '', /^SHA256:/);

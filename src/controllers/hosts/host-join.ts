@@ -13,6 +13,7 @@ import * as k8s from '@kubernetes/client-node';
 import {
   desiredServicesVersionAnnotation,
   hostAnnotation,
+  hostIdentity,
   servicesVersionAnnotation,
 } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
@@ -21,8 +22,10 @@ import { nodeIsReady } from '../../controller/informer-factory.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
 import { bootstrapHost, copyPayload, type JoinContext } from './host-bootstrap.ts';
+import { connectHost } from './host-connect.ts';
 import type { LoadedPayload } from './host-deps.ts';
-import { apiTime, HostStatus, patchHostMetadata, writeHostStatus } from './host-status.ts';
+import { apiTime, HostStatus, writeHostStatus } from './host-status.ts';
+import { claimedNodeName, type NameRefusal, nameRefusal } from './node-claims.ts';
 
 export type { JoinContext } from './host-bootstrap.ts';
 
@@ -32,6 +35,8 @@ export const healthyRecheckMs = 5 * 60_000;
 const joinPollMs = 1000;
 /** How often a node that exists but is NotReady is looked at while its agent is left to it. */
 const notReadyPollMs = 2000;
+/** How often a host refused its node name looks again (the holder may have gone). */
+const refusedRecheckMs = 60_000;
 
 export interface PassResult {
   requeueAfterMs?: number;
@@ -53,6 +58,13 @@ export async function reconcileJoin(ctx: JoinContext, host: WindowsHost): Promis
 async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Promise<PassResult> {
   const loaded = await ctx.payload();
   const version = loaded.manifest.version;
+  const claimed = claimedNodeName(host);
+  const refusal = claimed && refusalFor(ctx, host, claimed);
+  if (refusal) return refuseNodeName(ctx, host, hs, refusal);
+  if (host.metadata.annotations?.[trustHostKeyAnnotation]) {
+    // Connecting with the trusted key pins it and consumes the annotation (connectHost).
+    (await connectHost(ctx, host, hs)).close();
+  }
   const node = hs.status.nodeName ? ctx.nodes.get(hs.status.nodeName) : undefined;
   const timing = joinTiming(ctx, hs, node);
 
@@ -82,6 +94,40 @@ async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
   await bootstrapHost(ctx, host, hs, loaded);
   delete hs.status.servicesRequestedAt;
   return waitForNode(hs);
+}
+
+/** Why this host may not have the node name `name`, from the caches. */
+export function refusalFor(
+  ctx: JoinContext,
+  host: WindowsHost,
+  name: string,
+): NameRefusal | undefined {
+  return nameRefusal(host, name, ctx.hosts.list(), ctx.nodes.get(name));
+}
+
+/**
+ * Reports the refusal and does nothing on the host or the Node. A name held by another
+ * WindowsHost is dropped from the status (so CSRs for it are never matched to this host), and
+ * a bootstrap token out is withdrawn.
+ */
+async function refuseNodeName(
+  ctx: JoinContext,
+  host: WindowsHost,
+  hs: HostStatus,
+  refusal: NameRefusal,
+): Promise<PassResult> {
+  const { reason, message } = refusal;
+  const first = hs.condition(ConditionType.Degraded)?.reason !== reason;
+  hs.set(ConditionType.NodeRegistered, 'False', reason, message);
+  hs.set(ConditionType.Ready, 'False', reason, message);
+  hs.set(ConditionType.Degraded, 'True', reason, message);
+  if (reason === ConditionReason.NodeNameTaken) delete hs.status.nodeName;
+  if (hs.status.bootstrapTokenId) {
+    await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
+    delete hs.status.bootstrapTokenId;
+  }
+  if (first) ctx.events.record(host, 'Warning', reason, message);
+  return { requeueAfterMs: refusedRecheckMs };
 }
 
 /** An API timestamp (string, or Date as client-node parses some) in ms, if there is one. */
@@ -126,8 +172,8 @@ function isUpToDate(host: WindowsHost, hs: HostStatus, node: k8s.V1Node, version
     nodeIsReady(node) &&
     annotations[servicesVersionAnnotation] === version &&
     annotations[desiredServicesVersionAnnotation] === version &&
-    Boolean(hs.status.hostKeyFingerprint) &&
-    !host.metadata.annotations?.[trustHostKeyAnnotation]
+    annotations[hostAnnotation] === hostIdentity(host) &&
+    Boolean(hs.status.hostKeyFingerprint)
   );
 }
 
@@ -223,9 +269,9 @@ async function annotateNode(
   const name = node.metadata!.name!;
   const version = loaded.manifest.version;
   const annotations = node.metadata?.annotations ?? {};
-  const hostRef = `${host.metadata.namespace}/${host.metadata.name}`;
+  const identity = hostIdentity(host);
   const desired = annotations[desiredServicesVersionAnnotation];
-  if (desired === version && annotations[hostAnnotation] === hostRef) return;
+  if (desired === version && annotations[hostAnnotation] === identity) return;
   await ctx.publish(loaded.manifest);
   if (desired && desired !== version) {
     await copyPayload(ctx, host, hs, loaded);
@@ -240,7 +286,7 @@ async function annotateNode(
   }
   await patchNodeAnnotations(ctx, name, {
     [desiredServicesVersionAnnotation]: version,
-    [hostAnnotation]: hostRef,
+    [hostAnnotation]: identity,
   });
 }
 
@@ -255,7 +301,7 @@ function agentOutOfPatience(ctx: JoinContext, hs: HostStatus): boolean {
   return Date.now() - since > patienceMs;
 }
 
-/** The agent applied the version: drop the token and a consumed trust annotation, then Ready. */
+/** The agent applied the version: drop the token, then Ready. */
 async function completeJoin(
   ctx: JoinContext,
   host: WindowsHost,
@@ -266,14 +312,6 @@ async function completeJoin(
   delete hs.status.servicesRequestedAt;
   await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
   delete hs.status.bootstrapTokenId;
-  if (host.metadata.annotations?.[trustHostKeyAnnotation]) {
-    await patchHostMetadata(
-      ctx.kc,
-      host,
-      { annotations: { [trustHostKeyAnnotation]: null } },
-      false,
-    );
-  }
   const firstReady = hs.condition(ConditionType.Ready)?.status !== 'True';
   const message = `Node ${name} is Ready with services ${version}`;
   hs.set(ConditionType.Ready, 'True', ConditionReason.NodeReady, message);

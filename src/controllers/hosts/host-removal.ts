@@ -6,14 +6,15 @@
  * go. The host stays reachable and as it was before winfleet.
  */
 import * as k8s from '@kubernetes/client-node';
-import { cordonedByAnnotation } from '../../api/node-annotations.ts';
+import { cordonedByAnnotation, hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
-import { httpStatus, isNotFound } from '../../kube/client.ts';
+import { httpStatus, isConflict, isNotFound } from '../../kube/client.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
 import { connectHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { HostStatus, patchHostMetadata, writeHostStatus } from './host-status.ts';
+import { carriesIdentity } from './node-claims.ts';
 
 /** Annotation a user sets when the host is gone for good: skip deconfiguring it. */
 export const skipDeconfigureAnnotation = 'winfleet.io/skip-deconfigure';
@@ -99,12 +100,16 @@ async function removalPass(
   hs: HostStatus,
 ): Promise<{ requeueAfterMs?: number }> {
   if (!host.metadata.finalizers?.includes(hostFinalizer)) return {};
-  const nodeName = hs.status.nodeName;
+  const node = await ownNode(deps, host, hs.status.nodeName);
+  const nodeName = node?.metadata?.name;
   if (nodeName && !(await drainForRemoval(deps, hs, nodeName))) return { requeueAfterMs: 2000 };
-  if (host.metadata.annotations?.[skipDeconfigureAnnotation] !== 'true') {
+  if (
+    host.metadata.annotations?.[skipDeconfigureAnnotation] !== 'true' &&
+    mayHaveChangedHost(hs.status)
+  ) {
     await deconfigureHost(deps, host, hs);
   }
-  if (nodeName) await deleteNode(deps.kc, nodeName);
+  if (nodeName) await deleteNode(deps.kc, nodeName, node?.metadata?.uid);
   await deleteBootstrapToken(deps.kc, host.metadata.uid!);
   await patchHostMetadata(deps.kc, host, {
     finalizers: (host.metadata.finalizers ?? []).filter((f) => f !== hostFinalizer),
@@ -114,6 +119,34 @@ async function removalPass(
     node: nodeName,
   });
   return {};
+}
+
+/**
+ * The host's Node, read from the API, if it exists and carries the host's identity. Any other
+ * Node of that name is left alone — never cordoned, drained or deleted — and an Event says so.
+ */
+async function ownNode(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  nodeName: string | undefined,
+): Promise<k8s.V1Node | undefined> {
+  if (!nodeName) return undefined;
+  let node: k8s.V1Node;
+  try {
+    node = await deps.kc.makeApiClient(k8s.CoreV1Api).readNode({ name: nodeName });
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+  if (carriesIdentity(node, host)) return node;
+  const carried = node.metadata?.annotations?.[hostAnnotation];
+  deps.events.record(
+    host,
+    'Warning',
+    EventReason.NodeNotOwned,
+    `Left Node ${nodeName} alone: it carries ${carried === undefined ? `no ${hostAnnotation}` : `${hostAnnotation}=${carried}`}, not this host's identity ${hostIdentity(host)}, so winfleet neither drains nor deletes it`,
+  );
+  return undefined;
 }
 
 /** Drains the host's node if it still exists; false while pods are still leaving. */
@@ -139,6 +172,17 @@ async function drainForRemoval(
   return false;
 }
 
+/**
+ * Whether winfleet may have put anything on the host. The join records its bootstrap token in
+ * the status before it creates the first directory or copies the first file, and the token,
+ * bootstrappedAt or the services version stay until removal, so a host with none of them never
+ * got anything from winfleet: removing it needs no SSH (a host that was never reachable can
+ * then be deleted without waiting for it).
+ */
+function mayHaveChangedHost(status: WindowsHost['status']): boolean {
+  return Boolean(status?.bootstrapTokenId || status?.bootstrappedAt || status?.servicesVersion);
+}
+
 /** Has the agent remove winfleet's services and files; the host must be reachable for it. */
 async function deconfigureHost(
   deps: HostControllerDeps,
@@ -162,10 +206,18 @@ async function deconfigureHost(
   );
 }
 
-async function deleteNode(kc: k8s.KubeConfig, name: string): Promise<void> {
+/** Deletes the Node with this uid (the one checked to be the host's, never a newer one). */
+async function deleteNode(
+  kc: k8s.KubeConfig,
+  name: string,
+  uid: string | undefined,
+): Promise<void> {
   try {
-    await kc.makeApiClient(k8s.CoreV1Api).deleteNode({ name });
+    await kc
+      .makeApiClient(k8s.CoreV1Api)
+      .deleteNode({ name, body: uid ? { preconditions: { uid } } : undefined });
   } catch (error) {
-    if (!isNotFound(error)) throw error;
+    // 409: the uid no longer matches — that Node is gone and the one now there is not ours.
+    if (!isNotFound(error) && !isConflict(error)) throw error;
   }
 }

@@ -3,6 +3,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { ConditionReason, ConditionType, JoinStep } from '../../api/reasons.ts';
 import { apiVersion, type WindowsHost, type WindowsHostStatus } from '../../api/windows-host.ts';
 import { type Condition, findCondition, setCondition } from '../../controller/conditions.ts';
+import { httpStatus, isNotFound } from '../../kube/client.ts';
 
 /** An API timestamp without fractions, as Kubernetes writes them. */
 export function apiTime(date: Date = new Date()): string {
@@ -64,6 +65,13 @@ export async function writeHostStatus(
       .filter((field) => !(field in status))
       .map((field) => [field, null]),
   );
+  // The serving-address controller writes servingAddresses too (an admin's change): sent only
+  // when this pass changed it, so a copy read before that change never undoes it.
+  const { servingAddresses, ...fields } = status;
+  const serving =
+    JSON.stringify(servingAddresses) === JSON.stringify(host.status?.servingAddresses)
+      ? {}
+      : { servingAddresses };
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const [group, version] = apiVersion.split('/') as [string, string];
   await custom.patchNamespacedCustomObjectStatus(
@@ -73,7 +81,14 @@ export async function writeHostStatus(
       namespace: host.metadata.namespace!,
       plural: 'windowshosts',
       name: host.metadata.name,
-      body: { status: { ...removed, ...status, observedGeneration: host.metadata.generation } },
+      body: {
+        status: {
+          ...removed,
+          ...fields,
+          ...serving,
+          observedGeneration: host.metadata.generation,
+        },
+      },
     },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
@@ -107,4 +122,40 @@ export async function patchHostMetadata(
     },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
+}
+
+/**
+ * Removes annotation `key` only while it still holds `value` (a JSON patch that tests it
+ * first), so a value the user set meanwhile is kept. True when it was removed.
+ */
+export async function removeHostAnnotation(
+  kc: k8s.KubeConfig,
+  host: WindowsHost,
+  key: string,
+  value: string,
+): Promise<boolean> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const [group, version] = apiVersion.split('/') as [string, string];
+  const path = `/metadata/annotations/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+  try {
+    await custom.patchNamespacedCustomObject(
+      {
+        group,
+        version,
+        namespace: host.metadata.namespace!,
+        plural: 'windowshosts',
+        name: host.metadata.name,
+        body: [
+          { op: 'test', path, value },
+          { op: 'remove', path },
+        ],
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
+    );
+    return true;
+  } catch (error) {
+    // 422: the test failed (the annotation changed or went); 404: the host went.
+    if (httpStatus(error) === 422 || isNotFound(error)) return false;
+    throw error;
+  }
 }

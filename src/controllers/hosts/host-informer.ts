@@ -1,0 +1,76 @@
+/**
+ * Which WindowsHosts the operator acts on: those in its own namespace, plus the namespaces
+ * the configuration opts in (hosts.namespaces) — never the whole cluster. A WindowsHost can
+ * name any SSH server and node name, so whoever may create one has a say in which machines
+ * join the cluster; watching only chosen namespaces keeps that with the namespaces' admins.
+ * A WindowsHost elsewhere is not seen at all: no status, no Event.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
+import { Informer } from '../../controller/informer.ts';
+import type { InformerFactory } from '../../controller/informer-factory.ts';
+
+/**
+ * One informer per namespace, read as one: keys are "namespace/name", so each key has one
+ * home. It is an Informer so every consumer of the host cache takes it unchanged; the base
+ * instance itself never lists or watches.
+ */
+class NamespacesInformer<T extends k8s.KubernetesObject> extends Informer<T> {
+  readonly #parts: Map<string, Informer<T>>;
+
+  constructor(kc: k8s.KubeConfig, parts: Map<string, Informer<T>>) {
+    super(kc, { resource: windowsHostResource });
+    this.#parts = parts;
+  }
+
+  override on(event: 'add' | 'delete', handler: (object: T) => void): this;
+  override on(event: 'update', handler: (object: T, old: T) => void): this;
+  override on(event: 'add' | 'update' | 'delete', handler: (object: T, old: T) => void): this {
+    for (const part of this.#parts.values()) part.on(event as 'update', handler);
+    return this;
+  }
+
+  override get(key: string): T | undefined {
+    return this.#parts.get(key.split('/')[0]!)?.get(key);
+  }
+
+  override list(): T[] {
+    return [...this.#parts.values()].flatMap((part) => part.list());
+  }
+
+  override async whenSynced(): Promise<void> {
+    await Promise.all([...this.#parts.values()].map((part) => part.whenSynced()));
+  }
+
+  override async start(): Promise<void> {
+    await Promise.all([...this.#parts.values()].map((part) => part.start()));
+  }
+
+  override stop(): void {
+    for (const part of this.#parts.values()) part.stop();
+  }
+}
+
+/** The namespaces whose WindowsHosts are watched: the operator's own first, then the opted-in. */
+export function hostNamespaces(operatorNamespace: string, optedIn: readonly string[]): string[] {
+  return [...new Set([operatorNamespace, ...optedIn])];
+}
+
+/**
+ * The WindowsHost cache over `namespaces`, registered with `factory` (which stops it). Not
+ * started: call start() (the factory's start() covers only informers created before it ran).
+ */
+export function createHostInformer(
+  kc: k8s.KubeConfig,
+  factory: InformerFactory,
+  namespaces: readonly string[],
+): Informer<WindowsHost> {
+  const parts = new Map(
+    namespaces.map((namespace) => [
+      namespace,
+      factory.get<WindowsHost>(windowsHostResource, { namespace }),
+    ]),
+  );
+  if (parts.size === 1) return [...parts.values()][0]!;
+  return new NamespacesInformer(kc, parts);
+}
