@@ -198,7 +198,9 @@ test('no secret made while joining, upgrading and removing hosts reaches any log
   );
   const tokens = [...secrets.keys()].filter((k) => /^bootstrap token \w+$/.test(k));
   assert.ok(tokens.length >= 2, `a bootstrap token per host was seen (${tokens.join(', ')})`);
-  for (const kind of [/private key in .*kubelet/i, /token in .*bootstrap/i, /webhook tls.key/]) {
+  // The hosts' bootstrap files held the same tokens the watch saw; the agent deletes them once
+  // the node's own credentials work, so they are not on disk when the hosts are read.
+  for (const kind of [/private key in .*kubelet/i, /webhook tls.key/]) {
     assert.ok(
       [...secrets.keys()].some((k) => kind.test(k)),
       `a secret matching ${kind} was found (have: ${[...secrets.keys()].join('; ')})`,

@@ -52,26 +52,23 @@ export class HostStatus {
 }
 
 /**
- * Writes `status` with a merge patch on the status subresource. A field the server holds but
- * `status` no longer has is sent as null, which is how a merge patch removes it.
+ * Writes what this pass changed in `status` with a merge patch on the status subresource: only
+ * the fields that differ from the copy the pass read, and a field the pass removed as null
+ * (how a merge patch removes one). Other writers (the serving-address controller, an earlier
+ * pass that ran on a fresher copy) keep what they wrote unless this pass changed it too.
  */
 export async function writeHostStatus(
   kc: k8s.KubeConfig,
   host: WindowsHost,
   status: WindowsHostStatus,
 ): Promise<void> {
-  const removed = Object.fromEntries(
-    Object.keys(host.status ?? {})
-      .filter((field) => !(field in status))
-      .map((field) => [field, null]),
-  );
-  // The serving-address controller writes servingAddresses too (an admin's change): sent only
-  // when this pass changed it, so a copy read before that change never undoes it.
-  const { servingAddresses, ...fields } = status;
-  const serving =
-    JSON.stringify(servingAddresses) === JSON.stringify(host.status?.servingAddresses)
-      ? {}
-      : { servingAddresses };
+  const before = (host.status ?? {}) as Record<string, unknown>;
+  const after = status as Record<string, unknown>;
+  const changes: Record<string, unknown> = {};
+  for (const field of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    if (JSON.stringify(after[field]) === JSON.stringify(before[field])) continue;
+    changes[field] = after[field] ?? null;
+  }
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const [group, version] = apiVersion.split('/') as [string, string];
   await custom.patchNamespacedCustomObjectStatus(
@@ -82,12 +79,7 @@ export async function writeHostStatus(
       plural: 'windowshosts',
       name: host.metadata.name,
       body: {
-        status: {
-          ...removed,
-          ...fields,
-          ...serving,
-          observedGeneration: host.metadata.generation,
-        },
+        status: { ...changes, observedGeneration: host.metadata.generation },
       },
     },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
