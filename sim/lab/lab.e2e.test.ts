@@ -30,6 +30,12 @@ test('the lab joins three simulated hosts and shows where the seed samples run',
   assert.match(stderr, /all 3 hosts joined as Ready nodes/);
   assert.match(stdout, /^export KUBECONFIG=\/\S+admin\.kubeconfig$/m);
   assert.match(stdout, /^kubectl get nodes$/m);
+  // The dashboard is printed as the dashboard, at /.
+  assert.match(stdout, /^Dashboard: +http:\/\/127\.0\.0\.1:\d+\/$/m);
+  // No sample is reported applied after one of its objects was refused.
+  for (const [, sample] of stderr.matchAll(/^.*? {2}(\S+): \S+ refused: /gm)) {
+    assert.ok(!stderr.split('\n').some((l) => l.endsWith(`applied ${sample}`)), sample);
+  }
   // The seed samples landed on Windows nodes of a build that can run them.
   assert.match(stdout, /win-webserver-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.17763/);
   assert.match(stdout, /iis-2019-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.17763/);

@@ -297,20 +297,34 @@ async function applySamples({ say }: LabContext, kc: k8s.KubeConfig): Promise<vo
     },
   );
   for (const sample of labSamples) {
-    for (const object of loadFixture(sample)) {
+    const objects = loadFixture(sample);
+    const refused: string[] = [];
+    for (const object of objects) {
       try {
         await applyManifests(kc, [object], {
           namespace: samplesNamespace,
           fieldManager: 'kubectl',
         });
       } catch (error) {
+        refused.push(`${object.kind}/${object.metadata?.name}`);
         say(
           `  ${sample}: ${object.kind}/${object.metadata?.name} refused: ${statusMessage(error)}`,
         );
       }
     }
-    say(`applied ${sample}`);
+    say(sampleOutcome(sample, objects.length, refused));
   }
+}
+
+/**
+ * One line on what became of a sample file: "applied" only when every object was, so the line
+ * never contradicts a refusal printed above it.
+ */
+export function sampleOutcome(sample: string, total: number, refused: string[]): string {
+  if (refused.length === 0) return `applied ${sample}`;
+  if (refused.length === total)
+    return `applied nothing from ${sample}: refused ${refused.join(', ')}`;
+  return `applied ${total - refused.length} of ${total} objects from ${sample}; refused ${refused.join(', ')}`;
 }
 
 /** The message of a Kubernetes Status in an API error's body, else the body as it is. */

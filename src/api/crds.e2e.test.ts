@@ -1,6 +1,6 @@
 /**
  * The WindowsHost CRD against the real API server: a bad spec is refused with the field named,
- * and kubectl shows the printer columns.
+ * and kubectl shows the printer columns (the Ready condition's reason among them).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { sharedCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
 import { installCrds } from './install-crds.ts';
+import { ConditionReason, ConditionType } from './reasons.ts';
 
 const run = promisify(execFile);
 
@@ -42,7 +43,31 @@ test('WindowsHost: bad specs are refused naming the field; kubectl shows the col
     /spec\.taints\[0\]\.effect: Unsupported value: "Sometimes"/,
   );
 
-  await objects.create(host(good));
+  const created = await objects.create(host(good));
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  await custom.patchNamespacedCustomObjectStatus(
+    {
+      group: 'winfleet.io',
+      version: 'v1alpha1',
+      namespace,
+      plural: 'windowshosts',
+      name: created.metadata!.name!,
+      body: {
+        status: {
+          conditions: [
+            {
+              type: ConditionType.Ready,
+              status: 'False',
+              reason: ConditionReason.SecretNotFound,
+              message: 'Secret k does not exist',
+              lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+            },
+          ],
+        },
+      },
+    },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  );
   const { stdout } = await run('kubectl', [
     '--kubeconfig',
     kubeconfigPath,
@@ -51,8 +76,9 @@ test('WindowsHost: bad specs are refused naming the field; kubectl shows the col
     '-n',
     namespace,
   ]);
-  assert.match(stdout.split('\n')[0]!, /^NAME\s+ADDRESS\s+NODE\s+BUILD\s+READY\s+VERSION\s+AGE$/);
-  assert.match(stdout, /10\.1\.42\.1/);
+  const [header, row] = stdout.split('\n');
+  assert.match(header!, /^NAME\s+ADDRESS\s+NODE\s+BUILD\s+READY\s+REASON\s+VERSION\s+AGE$/);
+  assert.match(row!, /^h-\w+\s+10\.1\.42\.1\s+False\s+SecretNotFound\s/);
 });
 
 test('WindowsHost: the installed schema keeps the Kubernetes extensions (list-map conditions, CEL rules)', async () => {

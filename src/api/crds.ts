@@ -7,14 +7,34 @@ import { apiGroup } from './windows-host.ts';
 
 const condition = {
   type: 'object',
+  description: 'One aspect of the host’s state, as Kubernetes conditions are',
   required: ['type', 'status', 'reason', 'message', 'lastTransitionTime'],
   properties: {
-    type: { type: 'string' },
-    status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
-    reason: { type: 'string' },
-    message: { type: 'string' },
-    lastTransitionTime: { type: 'string', format: 'date-time' },
-    observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
+    type: {
+      type: 'string',
+      description: 'Reachable, Bootstrapped, NodeRegistered, Ready or Degraded',
+    },
+    status: {
+      type: 'string',
+      enum: ['True', 'False', 'Unknown'],
+      description: 'True, False or Unknown',
+    },
+    reason: {
+      type: 'string',
+      description: 'Why, in one CamelCase word (README: Troubleshooting says what to do)',
+    },
+    message: { type: 'string', description: 'What happened, for a person' },
+    lastTransitionTime: {
+      type: 'string',
+      format: 'date-time',
+      description: 'When status last changed',
+    },
+    observedGeneration: {
+      type: 'integer',
+      format: 'int64',
+      minimum: 0,
+      description: 'The metadata.generation the condition was written for',
+    },
   },
 };
 
@@ -65,6 +85,12 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
             type: 'string',
             jsonPath: ".status.conditions[?(@.type=='Ready')].status",
           },
+          // Why it is (not) Ready: the failure reason, or the join phase (README: Troubleshooting).
+          {
+            name: 'Reason',
+            type: 'string',
+            jsonPath: ".status.conditions[?(@.type=='Ready')].reason",
+          },
           { name: 'Version', type: 'string', jsonPath: '.status.servicesVersion' },
           { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
         ],
@@ -75,11 +101,17 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
               'A Windows machine joined to the cluster as a node over SSH (bring your own host).',
             required: ['spec'],
             properties: {
-              apiVersion: { type: 'string' },
-              kind: { type: 'string' },
+              apiVersion: {
+                type: 'string',
+                description: 'The versioned schema of this object: winfleet.io/v1alpha1',
+              },
+              kind: { type: 'string', description: 'WindowsHost' },
+              // The API server forbids anything but name/generateName here, a description too.
               metadata: { type: 'object' },
               spec: {
                 type: 'object',
+                description:
+                  'How to reach the host and what its node should look like; winfleet joins it over SSH',
                 required: ['address', 'username', 'sshKeySecretRef'],
                 properties: {
                   address: {
@@ -112,7 +144,7 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
                     type: 'object',
                     required: ['name'],
                     description:
-                      'The Secret, in the operator namespace, holding the SSH private key',
+                      "The Secret, in the WindowsHost's namespace, holding the SSH private key for spec.username",
                     properties: {
                       name: {
                         type: 'string',
@@ -159,15 +191,23 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
                   },
                   taints: {
                     type: 'array',
+                    description:
+                      'Taints registered on the node, besides the Windows taint winfleet adds (placement.windowsTaint)',
                     items: {
                       type: 'object',
+                      description: 'A node taint',
                       required: ['key', 'effect'],
                       properties: {
-                        key: labelKey,
-                        value: { type: 'string', maxLength: 63 },
+                        key: { ...labelKey, description: 'Taint key ([prefix/]name)' },
+                        value: {
+                          type: 'string',
+                          maxLength: 63,
+                          description: 'Taint value (at most 63 characters)',
+                        },
                         effect: {
                           type: 'string',
                           enum: ['NoSchedule', 'PreferNoSchedule', 'NoExecute'],
+                          description: 'NoSchedule, PreferNoSchedule or NoExecute',
                         },
                       },
                     },
@@ -176,38 +216,86 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
                     type: 'string',
                     maxLength: 63,
                     pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+                    description: 'Name of the pool the host belongs to (an RFC 1123 label)',
                   },
                 },
               },
               status: {
                 type: 'object',
+                description: 'What winfleet found and did; written by the operator only',
                 properties: {
-                  observedGeneration: { type: 'integer', format: 'int64' },
+                  observedGeneration: {
+                    type: 'integer',
+                    format: 'int64',
+                    description: 'The metadata.generation the operator last acted on',
+                  },
                   conditions: {
                     type: 'array',
+                    description: 'Reachable, Bootstrapped, NodeRegistered, Ready and Degraded',
                     items: condition,
                     // The client serialises the typed model: its property names, not the
                     // wire names ("x-kubernetes-list-type" would be dropped silently).
                     x_kubernetes_list_type: 'map',
                     x_kubernetes_list_map_keys: ['type'],
                   },
-                  nodeName: { type: 'string' },
-                  windowsBuild: { type: 'string' },
-                  windowsVersion: { type: 'string' },
-                  addresses: { type: 'array', items: { type: 'string' } },
-                  hostname: { type: 'string' },
-                  servingAddresses: { type: 'array', items: { type: 'string' } },
-                  hostKeyFingerprint: { type: 'string' },
-                  servicesVersion: { type: 'string' },
-                  bootstrapTokenId: { type: 'string' },
-                  bootstrappedAt: { type: 'string', format: 'date-time' },
-                  servicesRequestedAt: { type: 'string', format: 'date-time' },
+                  nodeName: { type: 'string', description: 'Name of the host’s Node' },
+                  windowsBuild: {
+                    type: 'string',
+                    description: 'Windows build as the node label carries it, e.g. 10.0.20348',
+                  },
+                  windowsVersion: {
+                    type: 'string',
+                    description: 'Full Windows version read from the host, e.g. 10.0.20348.2582',
+                  },
+                  addresses: {
+                    type: 'array',
+                    description:
+                      'Addresses the host reported at its last bootstrap (node IP first)',
+                    items: { type: 'string' },
+                  },
+                  hostname: { type: 'string', description: 'The host’s own host name' },
+                  servingAddresses: {
+                    type: 'array',
+                    description:
+                      'IPs and DNS names the kubelet serving certificate may carry; pinned at the first join, changed only with the winfleet.io/allow-serving-addresses annotation',
+                    items: { type: 'string' },
+                  },
+                  hostKeyFingerprint: {
+                    type: 'string',
+                    description:
+                      'SHA256 fingerprint of the SSH host key, pinned on first contact (accept a new one with winfleet.io/trust-host-key)',
+                  },
+                  servicesVersion: {
+                    type: 'string',
+                    description:
+                      'The services version (kubelet, kube-proxy, …) applied to the node',
+                  },
+                  bootstrapTokenId: {
+                    type: 'string',
+                    description:
+                      'Id of the bootstrap token in use while the node joins (never the secret)',
+                  },
+                  bootstrappedAt: {
+                    type: 'string',
+                    format: 'date-time',
+                    description: 'When the agent bootstrap last succeeded on the host',
+                  },
+                  servicesRequestedAt: {
+                    type: 'string',
+                    format: 'date-time',
+                    description:
+                      'Since when the node’s agent has been expected to apply the services version',
+                  },
                   lastError: {
                     type: 'object',
+                    description: 'The last failure of a join or removal step',
                     properties: {
-                      step: { type: 'string' },
-                      message: { type: 'string' },
-                      time: { type: 'string', format: 'date-time' },
+                      step: {
+                        type: 'string',
+                        description: 'The step that failed (connect, copy-payload, …)',
+                      },
+                      message: { type: 'string', description: 'What failed and what to do' },
+                      time: { type: 'string', format: 'date-time', description: 'When' },
                     },
                   },
                 },

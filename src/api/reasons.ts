@@ -2,9 +2,60 @@
  * Every condition type, condition reason, Event reason and join step name winfleet writes,
  * as typed constants: product code sets them from here and tests match them from here, so a
  * renamed reason fails to compile instead of silently failing a string comparison. The values
- * are API: users filter on them (`kubectl get events --field-selector reason=HostKeyMismatch`),
- * so a value, once released, changes only with the API version.
+ * are API: users filter on them (`kubectl get events --field-selector reason=HostKeyChanged`),
+ * so a value, once released, changes only with the API version. Every value is explained in the
+ * README's "Troubleshooting" tables (reasons.test.ts checks it).
  */
+
+/**
+ * Why joining a WindowsHost failed: the Ready condition's reason (Reachable's and Degraded's
+ * too where they apply) and the reason of the Warning Event recorded with it. Each catalog
+ * error a join can raise has its own (see controllers/hosts/join-failure.ts).
+ */
+export const JoinFailureReason = {
+  /** spec.sshKeySecretRef names a Secret that does not exist. */
+  SecretNotFound: 'SecretNotFound',
+  /** The Secret has no such key. */
+  SecretKeyMissing: 'SecretKeyMissing',
+  /** The key in the Secret is not a usable SSH private key. */
+  KeyInvalid: 'KeyInvalid',
+  /** The host refused the key for spec.username. */
+  AuthRefused: 'AuthRefused',
+  /** The host presented a host key other than the pinned one. */
+  HostKeyChanged: 'HostKeyChanged',
+  /** No SSH connection to spec.address:spec.port. */
+  Unreachable: 'Unreachable',
+  /** The SSH connection dropped while a command ran. */
+  ConnectionDropped: 'ConnectionDropped',
+  /** A command on the host did not finish in time. */
+  CommandTimedOut: 'CommandTimedOut',
+  /** Copying a file to the host over SFTP failed. */
+  FileCopyFailed: 'FileCopyFailed',
+  /** A step ran on the host and failed (a catalog script or the agent's bootstrap). */
+  StepFailed: 'StepFailed',
+  UnsupportedWindows: 'UnsupportedWindows',
+  DiskFull: 'DiskFull',
+  NodeNameChanged: 'NodeNameChanged',
+  /** Another WindowsHost holds the node name (it joined the Node, or it came first). */
+  NodeNameTaken: 'NodeNameTaken',
+  /** A Node of that name exists without this host's identity: it is not winfleet's to take. */
+  NodeNotOwned: 'NodeNotOwned',
+  /** The host's Node exists but the host has no credentials for it: it was rebuilt. */
+  NodeExistsRebuilt: 'NodeExistsRebuilt',
+  /** The operator's payload (payload.json, a file, its services manifest) is invalid. */
+  PayloadInvalid: 'PayloadInvalid',
+  /** A payload file cannot be downloaded. */
+  PayloadUnavailable: 'PayloadUnavailable',
+  /** The payload's services version is already published with a different manifest. */
+  ManifestVersionReused: 'ManifestVersionReused',
+  /** Something winfleet waited for did not happen in time. */
+  TimedOut: 'TimedOut',
+  /** The API server refused or failed a request winfleet made. */
+  ApiError: 'ApiError',
+  /** winfleet broke one of its own rules. */
+  InternalError: 'InternalError',
+} as const;
+export type JoinFailureReason = (typeof JoinFailureReason)[keyof typeof JoinFailureReason];
 
 /** WindowsHost status.conditions[].type. */
 export const ConditionType = {
@@ -18,34 +69,27 @@ export type ConditionType = (typeof ConditionType)[keyof typeof ConditionType];
 
 /** status.conditions[].reason on WindowsHosts, and on the CSRs winfleet decides. */
 export const ConditionReason = {
+  // Any of Reachable, Bootstrapped, NodeRegistered, Ready and Degraded, on a failure
+  ...JoinFailureReason,
   // Reachable
   Connected: 'Connected',
-  Unreachable: 'Unreachable',
-  AuthenticationFailed: 'AuthenticationFailed',
-  HostKeyMismatch: 'HostKeyMismatch',
   // Bootstrapped
   AgentBootstrapped: 'AgentBootstrapped',
-  StepFailed: 'StepFailed',
   // NodeRegistered
   NodeExists: 'NodeExists',
   WaitingForNode: 'WaitingForNode',
-  /** Another WindowsHost holds the node name (it joined the Node, or it came first). */
-  NodeNameTaken: 'NodeNameTaken',
-  /** A Node of that name exists without this host's identity: it is not winfleet's to take. */
-  NodeNotOwned: 'NodeNotOwned',
-  /** The host's Node exists but the host has no credentials for it: it was rebuilt. */
-  NodeExistsRebuilt: 'NodeExistsRebuilt',
   // Ready
   Joining: 'Joining',
   NodeNotReady: 'NodeNotReady',
   ApplyingServices: 'ApplyingServices',
   NodeReady: 'NodeReady',
   Draining: 'Draining',
-  // Degraded (besides HostKeyMismatch and AuthenticationFailed)
+  /** Removal evicts nothing while pods no controller manages are on the node (like kubectl drain). */
+  UnmanagedPods: 'UnmanagedPods',
+  /** Removal could not deconfigure the host for hosts.removalTimeoutSeconds; the message says what to do. */
+  RemovalBlocked: 'RemovalBlocked',
+  // Degraded (True with a failure reason)
   AsExpected: 'AsExpected',
-  UnsupportedWindows: 'UnsupportedWindows',
-  NodeNameChanged: 'NodeNameChanged',
-  DiskFull: 'DiskFull',
   // CertificateSigningRequest Approved / Denied
   WinfleetApproved: 'WinfleetApproved',
   WinfleetDenied: 'WinfleetDenied',
@@ -54,19 +98,21 @@ export type ConditionReason = (typeof ConditionReason)[keyof typeof ConditionRea
 
 /** core/v1 Event reasons. */
 export const EventReason = {
+  // WindowsHost: a Warning per failed join pass, aggregated (count) while it repeats
+  ...JoinFailureReason,
   // WindowsHost
   HostKeyPinned: 'HostKeyPinned',
-  HostKeyMismatch: 'HostKeyMismatch',
   Bootstrapped: 'Bootstrapped',
   AgentNotReporting: 'AgentNotReporting',
   Upgrading: 'Upgrading',
   NodeReady: 'NodeReady',
   Deconfigured: 'Deconfigured',
-  /** The join or the removal left a Node alone: it does not carry the host's identity. */
-  NodeNotOwned: 'NodeNotOwned',
-  /** Another WindowsHost holds the node name. */
-  NodeNameTaken: 'NodeNameTaken',
-  NodeExistsRebuilt: 'NodeExistsRebuilt',
+  /** Removal evicted a pod from the host's node (one Event per pod). */
+  PodEvicted: 'PodEvicted',
+  /** Removal refuses to evict pods no controller manages; the message names them. */
+  UnmanagedPods: 'UnmanagedPods',
+  /** Removal could not deconfigure the host in time; the message gives the annotation. */
+  RemovalBlocked: 'RemovalBlocked',
   /** A rebuilt host's stale Node was deleted on the administrator's winfleet.io/rejoin. */
   Rejoining: 'Rejoining',
   // CertificateSigningRequest (recorded on the WindowsHost when there is one)
@@ -81,6 +127,8 @@ export const EventReason = {
   UserOwned: 'UserOwned',
   // ConfigMaps winfleet reads (winfleet-config, windows-instances)
   InvalidConfig: 'InvalidConfig',
+  /** winfleet-config was deleted or lacks its config.yaml key; the last good config stays. */
+  MissingConfig: 'MissingConfig',
   InvalidEntry: 'InvalidEntry',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];

@@ -91,6 +91,11 @@ export interface WinfleetConfig {
     };
     /** How often the agent re-checks its services. */
     agentCheckIntervalSeconds: number;
+    /**
+     * How long removal keeps trying to deconfigure an unreachable host before the host says
+     * what to do (annotate winfleet.io/skip-deconfigure=true); it keeps trying after that.
+     */
+    removalTimeoutSeconds: number;
   };
 }
 
@@ -247,6 +252,7 @@ export const configSchema = {
           },
         },
         agentCheckIntervalSeconds: { type: 'number', minimum: 0.2, maximum: 3600, default: 120 },
+        removalTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 86400, default: 300 },
       },
     },
   },

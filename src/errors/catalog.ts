@@ -48,19 +48,26 @@ export const errorCatalog = {
   WF_SSH_TIMEOUT: { retryable: true, summary: 'a command on the host did not finish in time' },
   WF_SSH_FILE_COPY: { retryable: true, summary: 'copying a file to the host over SFTP failed' },
   WF_REMOTE_COMMAND_FAILED: { retryable: true, summary: 'a catalog script failed on the host' },
+  // Retryable (slowly, with the backoff): the fix (reinstalling or renaming the host) is made
+  // where no controller watches, and nothing the user can fix is terminal without a watch.
   WF_HOST_UNSUPPORTED: {
-    retryable: false,
+    retryable: true,
     summary: 'the host runs a Windows build winfleet does not support',
   },
   WF_HOST_DISK_FULL: { retryable: true, summary: 'the host has too little free disk' },
   WF_HOST_NODE_NAME_CHANGED: {
-    retryable: false,
+    retryable: true,
     summary: 'the host now has a name other than the node it joined as',
   },
   // Retryable: the other WindowsHost or the Node may go away.
   WF_HOST_NODE_NAME_TAKEN: {
     retryable: true,
-    summary: 'another WindowsHost or a Node not joined by this host holds the node name',
+    summary: 'another WindowsHost holds the node name',
+  },
+  // Retryable: the Node may go away or be annotated with this host's identity.
+  WF_HOST_NODE_NOT_OWNED: {
+    retryable: true,
+    summary: "a Node of the host's node name exists without the host's identity",
   },
   WF_HOST_REBUILT: {
     retryable: false,

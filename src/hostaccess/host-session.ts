@@ -6,7 +6,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { trustHostKeyAnnotation, type WindowsHost } from '../api/windows-host.ts';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
-import { WinfleetError } from '../errors/catalog.ts';
+import { errorCode, WinfleetError } from '../errors/catalog.ts';
 import { isNotFound } from '../kube/client.ts';
 import { RemoteHost } from './remote-host.ts';
 import { SshSession } from './ssh-session.ts';
@@ -16,13 +16,29 @@ const defaultSecretKey = 'ssh-privatekey';
 /** The key WMCO's cloud-private-key Secret uses, accepted as a fallback. */
 const wmcoSecretKey = 'private-key.pem';
 
+/** The private key from the host's Secret, and the Secret's key it came from. */
+export interface SshKey {
+  privateKey: string;
+  /** "namespace/name" of the Secret. */
+  secret: string;
+  /** The data key the private key was read from. */
+  key: string;
+}
+
+/** The kubectl command that (re)writes the host's key Secret from a key file. */
+function secretCommand(host: WindowsHost, key: string): string {
+  const name = host.spec.sshKeySecretRef.name;
+  return `kubectl create secret generic ${name} -n ${host.metadata.namespace} --from-file=${key}=<key file>`;
+}
+
 /**
  * The private key from the host's Secret. A missing Secret (WF_SSH_SECRET_MISSING) or key
  * (WF_SSH_KEY_MISSING) is the user's to fix; any other API error passes through to be retried.
  */
-export async function sshKey(kc: k8s.KubeConfig, host: WindowsHost): Promise<string> {
+export async function sshKey(kc: k8s.KubeConfig, host: WindowsHost): Promise<SshKey> {
   const ref = host.spec.sshKeySecretRef;
   const namespace = host.metadata.namespace!;
+  const wanted = ref.key ?? defaultSecretKey;
   const core = kc.makeApiClient(k8s.CoreV1Api);
   let secret: k8s.V1Secret;
   try {
@@ -31,19 +47,51 @@ export async function sshKey(kc: k8s.KubeConfig, host: WindowsHost): Promise<str
     if (!isNotFound(error)) throw error;
     throw new WinfleetError(
       'WF_SSH_SECRET_MISSING',
-      `spec.sshKeySecretRef.name: Secret ${namespace}/${ref.name} does not exist; create it with the host's SSH private key (kubectl create secret generic ${ref.name} --from-file=${defaultSecretKey}=<key file>)`,
+      `spec.sshKeySecretRef.name: Secret ${namespace}/${ref.name} does not exist; create it with the host's SSH private key: ${secretCommand(host, wanted)}`,
       { cause: error },
     );
   }
-  const key = ref.key ?? defaultSecretKey;
-  const data = secret.data?.[key] ?? secret.data?.[wmcoSecretKey];
+  const key =
+    secret.data?.[wanted] === undefined && secret.data?.[wmcoSecretKey] ? wmcoSecretKey : wanted;
+  const data = secret.data?.[key];
   if (!data) {
     throw new WinfleetError(
       'WF_SSH_KEY_MISSING',
-      `spec.sshKeySecretRef.key: Secret ${namespace}/${ref.name} has no key "${key}" (keys: ${Object.keys(secret.data ?? {}).join(', ') || 'none'}); set spec.sshKeySecretRef.key`,
+      `spec.sshKeySecretRef.key: Secret ${namespace}/${ref.name} has no key "${wanted}" (keys: ${Object.keys(secret.data ?? {}).join(', ') || 'none'}); set spec.sshKeySecretRef.key, or rewrite the Secret: ${secretCommand(host, wanted)} --dry-run=client -o yaml | kubectl apply -f -`,
     );
   }
-  return Buffer.from(data, 'base64').toString('utf8');
+  return {
+    privateKey: Buffer.from(data, 'base64').toString('utf8'),
+    secret: `${namespace}/${ref.name}`,
+    key,
+  };
+}
+
+/**
+ * A connect failure with what only this layer knows added: the Secret and key a bad key came
+ * from, the user name a refused key was offered for, what to check for an unreachable host.
+ */
+function explainConnectFailure(error: unknown, host: WindowsHost, key: SshKey): unknown {
+  const inner = error as Error;
+  const detail = `${inner.message[0]?.toLowerCase() ?? ''}${inner.message.slice(1)}`;
+  const keyRef = `key "${key.key}" of Secret ${key.secret}`;
+  const rewrite = `${secretCommand(host, key.key)} --dry-run=client -o yaml | kubectl apply -f -`;
+  let message: string;
+  switch (errorCode(error)) {
+    case 'WF_SSH_KEY_INVALID':
+      message = `spec.sshKeySecretRef: ${keyRef} holds no usable SSH private key: ${detail}; to replace it: ${rewrite}`;
+      break;
+    case 'WF_SSH_AUTH_REFUSED':
+      message = `${inner.message}; check spec.username ("${host.spec.username}") is the account the key is authorized for, and that the public half of ${keyRef} is in that account's authorized keys (C:\\ProgramData\\ssh\\administrators_authorized_keys for an administrator)`;
+      break;
+    case 'WF_SSH_UNREACHABLE':
+      message = `${inner.message}; check spec.address and spec.port, that sshd runs on the host and that its firewall lets the operator in; winfleet keeps trying`;
+      break;
+    default:
+      return error;
+  }
+  const { code, details } = error as WinfleetError;
+  return new WinfleetError(code, message, { cause: error, details });
 }
 
 /** Connects to the host, checking its key against the trusted or pinned fingerprint. */
@@ -52,15 +100,20 @@ export async function openHostSession(
   config: WinfleetConfig,
   host: WindowsHost,
 ): Promise<SshSession> {
-  return SshSession.connect({
-    host: host.spec.address,
-    port: host.spec.port ?? 22,
-    username: host.spec.username,
-    privateKey: await sshKey(kc, host),
-    pinnedFingerprint:
-      host.metadata.annotations?.[trustHostKeyAnnotation] ?? host.status?.hostKeyFingerprint,
-    connectTimeoutMs: config.hosts.sshConnectTimeoutSeconds * 1000,
-  });
+  const key = await sshKey(kc, host);
+  try {
+    return await SshSession.connect({
+      host: host.spec.address,
+      port: host.spec.port ?? 22,
+      username: host.spec.username,
+      privateKey: key.privateKey,
+      pinnedFingerprint:
+        host.metadata.annotations?.[trustHostKeyAnnotation] ?? host.status?.hostKeyFingerprint,
+      connectTimeoutMs: config.hosts.sshConnectTimeoutSeconds * 1000,
+    });
+  } catch (error) {
+    throw explainConnectFailure(error, host, key);
+  }
 }
 
 /** Connects and wraps the session for catalog scripts, file sync and the agent; close it. */

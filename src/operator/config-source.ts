@@ -3,8 +3,11 @@
  * operator's namespace, watched. An invalid edit is reported (log and Event, naming each
  * field) and the last valid configuration stays in force, so a typo never half-applies; an
  * operator that starts with an invalid ConfigMap runs on the defaults and reports the same
- * way. Nothing here throws into the informer: a bad configuration never stops the operator
- * (and the CSR approver with it). Problems never quote credentials (the parse redacts them).
+ * way. A ConfigMap without the config.yaml key (renamed to config.yml, say) or a deleted one
+ * is a mistake to report the same way, never a silent return to the defaults: the user who
+ * wants the defaults writes an empty config.yaml. Nothing here throws into the informer: a bad
+ * configuration never stops the operator (and the CSR approver with it). Problems never quote
+ * credentials (the parse redacts them).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type * as k8s from '@kubernetes/client-node';
@@ -23,10 +26,26 @@ export interface ConfigSource {
   current(): WinfleetConfig;
   /** Called after a new valid configuration is in force. */
   onChange(listener: (config: WinfleetConfig) => void): void;
-  /** The problems of the last invalid edit, if the ConfigMap is invalid now. */
+  /** What is wrong with the ConfigMap now (invalid, without its key, deleted), if anything. */
   problems(): string[] | undefined;
   /** Where the configuration in force came from: "defaults" or "<namespace>/winfleet-config". */
   source(): string;
+}
+
+/**
+ * Why a ConfigMap without the config.yaml key is one, suggesting the key the user most likely
+ * meant (config.yml, config.json, Config.yaml…) when it is there.
+ */
+export function missingKeyProblem(cm: k8s.V1ConfigMap): string {
+  const keys = [...Object.keys(cm.data ?? {}), ...Object.keys(cm.binaryData ?? {})];
+  const nearMiss =
+    keys.find((k) => /^config\.(ya?ml|json)$/i.test(k.trim())) ??
+    keys.find((k) => /\.(ya?ml|json)$/i.test(k));
+  const has = keys.length > 0 ? `it has ${keys.map((k) => `"${k}"`).join(', ')}` : 'it has no keys';
+  const fix = nearMiss
+    ? `rename key "${nearMiss}" to "${configKey}"`
+    : `put the configuration under key "${configKey}" (an empty value means the defaults)`;
+  return `(top level): the ConfigMap has no key "${configKey}" (${has}); ${fix}`;
 }
 
 export function watchConfig(
@@ -43,32 +62,48 @@ export function watchConfig(
     namespace,
     fieldSelector: `metadata.name=${configMapName}`,
   });
-  const apply = (cm: k8s.V1ConfigMap | undefined) => {
-    const text = cm?.data?.[configKey] ?? '';
+  const where = `ConfigMap ${namespace}/${configMapName}`;
+  /** Reports what is wrong (log, and one Event per new set of problems); nothing changes. */
+  const report = (cm: k8s.V1ConfigMap, reason: EventReason, what: string, next: string[]) => {
+    const repeated = JSON.stringify(next) === JSON.stringify(problems);
+    problems = next;
+    const kept =
+      source === 'defaults'
+        ? 'The operator runs on the default configuration until this is fixed.'
+        : 'The previous configuration stays in force until this is fixed.';
+    log.error(`${what}; ${kept}`, { problems });
+    if (repeated) return;
+    events.record(
+      { ...cm, apiVersion: 'v1', kind: 'ConfigMap' },
+      'Warning',
+      reason,
+      `${what[0]!.toUpperCase()}${what.slice(1)}:\n${problems.map((p) => `  - ${p}`).join('\n')}\n${kept}`,
+    );
+  };
+  const apply = (cm: k8s.V1ConfigMap) => {
+    const text = cm.data?.[configKey];
+    if (text === undefined) {
+      report(cm, EventReason.MissingConfig, `${where} has no key ${configKey}`, [
+        missingKeyProblem(cm),
+      ]);
+      return;
+    }
     try {
-      const next = parseConfig(text, `ConfigMap ${namespace}/${configMapName} key ${configKey}`);
+      const next = parseConfig(text, `${where} key ${configKey}`);
       problems = undefined;
-      source = cm ? `${namespace}/${configMapName}` : 'defaults';
+      source = `${namespace}/${configMapName}`;
       if (JSON.stringify(next) === JSON.stringify(config)) return;
       config = next;
       log.info('configuration in force', { source });
     } catch (error) {
-      problems = isDocumentError(error, 'WF_CONFIG_INVALID')
-        ? error.details.problems
-        : [`(top level): cannot be read: ${(error as Error)?.message ?? error}`];
-      const kept =
-        source === 'defaults'
-          ? 'The operator runs on the default configuration until this is fixed.'
-          : 'The previous configuration stays in force until this is fixed.';
-      log.error(`invalid configuration; ${kept}`, { problems });
-      if (cm) {
-        events.record(
-          { ...cm, apiVersion: 'v1', kind: 'ConfigMap' },
-          'Warning',
-          EventReason.InvalidConfig,
-          `Invalid ConfigMap ${namespace}/${configMapName} key ${configKey}:\n${problems.map((p) => `  - ${p}`).join('\n')}\n${kept}`,
-        );
-      }
+      report(
+        cm,
+        EventReason.InvalidConfig,
+        `invalid configuration in ${where} key ${configKey}`,
+        isDocumentError(error, 'WF_CONFIG_INVALID')
+          ? error.details.problems
+          : [`(top level): cannot be read: ${(error as Error)?.message ?? error}`],
+      );
       return;
     }
     for (const listener of listeners) {
@@ -79,10 +114,14 @@ export function watchConfig(
       }
     }
   };
+  const deleted = (cm: k8s.V1ConfigMap) =>
+    report(cm, EventReason.MissingConfig, `${where} was deleted`, [
+      `(top level): the ConfigMap was deleted; create it again (an empty ${configKey} means the defaults)`,
+    ]);
   informer
     .on('add', apply)
     .on('update', (cm) => apply(cm))
-    .on('delete', () => apply(undefined));
+    .on('delete', deleted);
   return {
     current: () => config,
     onChange: (listener) => listeners.push(listener),

@@ -21,6 +21,7 @@ import { createCsrController } from '../controllers/csr/csr-controller.ts';
 import { createServingAddressController } from '../controllers/csr/serving-address-controller.ts';
 import { createHostController } from '../controllers/hosts/host-controller.ts';
 import { createHostInformer, hostNamespaces } from '../controllers/hosts/host-informer.ts';
+import { createHostSecretInformer } from '../controllers/hosts/host-secrets.ts';
 import {
   createWindowsInstancesController,
   windowsInstancesName,
@@ -349,15 +350,20 @@ function createControllers(ctx: OperatorContext, caches: Caches): Controller[] {
 /** The host controller, which joins WindowsHosts with the Windows binaries in `payloadDir`. */
 function createJoiningController(
   { kc, namespace, events, log }: OperatorContext,
-  { config, hosts, nodes }: Caches,
+  { factory, config, hosts, nodes }: Caches,
   payloadDir: string,
 ): Controller {
+  // The hosts' SSH key Secrets (metadata only), so that creating or fixing one retries at once.
+  const namespaces = hostNamespaces(namespace, config.current().hosts.namespaces);
+  const secrets = createHostSecretInformer(kc, factory, namespaces);
+  void secrets.start();
   return createHostController({
     kc,
     operatorNamespace: namespace,
     config: () => config.current(),
     hosts,
     nodes,
+    secrets,
     payload: payloadSource(payloadDir, () => config.current()),
     cluster: clusterAccess(kc),
     events,

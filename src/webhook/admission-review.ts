@@ -4,6 +4,7 @@
  * says what is wrong, never a crash.
  */
 import { hasCode, WinfleetError } from '../errors/catalog.ts';
+import { fitWarning } from './admission-warning.ts';
 import type { JsonPatchOperation } from './json-patch.ts';
 
 /** Bodies larger than this are refused (the API server sends at most a few MiB). */
@@ -105,9 +106,6 @@ export interface AdmissionDecision {
   code?: number;
 }
 
-/** Warnings longer than this are cut; the API server drops overlong ones. */
-const maxWarningLength = 250;
-
 /** Renders the AdmissionReview response for `uid`. */
 export function admissionResponse(uid: string, decision: AdmissionDecision): string {
   const response: Record<string, unknown> = { uid, allowed: decision.allowed };
@@ -116,9 +114,8 @@ export function admissionResponse(uid: string, decision: AdmissionDecision): str
     response.patch = Buffer.from(JSON.stringify(decision.patch)).toString('base64');
   }
   if (decision.warnings && decision.warnings.length > 0) {
-    response.warnings = decision.warnings.map((w) =>
-      w.length > maxWarningLength ? `${w.slice(0, maxWarningLength - 1)}…` : w,
-    );
+    // Each already fits; this only guards the API server's limit (see admission-warning.ts).
+    response.warnings = [...new Set(decision.warnings)].map(fitWarning);
   }
   if (!decision.allowed) {
     response.status = {

@@ -5,6 +5,7 @@ import { parseConfig, type WinfleetConfig } from '../config/winfleet-config.ts';
 import { silentLogger } from '../log/logger.ts';
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import type { AdmissionRequest } from './admission-review.ts';
+import { maxWarningRunes } from './admission-warning.ts';
 import { applyPatch } from './json-patch.ts';
 import type { ImageFacts } from './placement.ts';
 import { admitPodMutation, admitPodValidation, type PodAdmissionDeps } from './pod-admission.ts';
@@ -15,7 +16,7 @@ const versions: Record<string, Omit<ImageFacts, 'image' | 'path'>> = {
   'linux:1': { state: 'resolved', windowsVersions: [], hasOtherOs: true },
   'gone:1': {
     state: 'unknown',
-    reason: 'registry.example.com is unreachable',
+    reason: 'Cannot read the platforms of "gone:1": registry.example.com is unreachable',
     windowsVersions: [],
     hasOtherOs: false,
   },
@@ -100,17 +101,17 @@ test('a pod cannot opt itself out with the opt-out label: it is still validated'
   assert.ok(mutated.patch, 'the pod was mutated like any other');
 });
 
-test('an unreachable registry: admitted with a warning, unconstrained; enforce rejects naming the field', async () => {
+test('an unreachable registry: admitted with one warning, unconstrained; enforce rejects naming the field', async () => {
   const r = request({ ...windows, containers: [{ name: 'c', image: 'gone:1' }] });
   const m = await admitPodMutation(r, deps(config));
   assert.equal(m.allowed, true);
-  assert.match(
-    m.warnings![0]!,
-    /spec\.containers\[0\]\.image: could not read the Windows version of gone:1/,
-  );
+  assert.equal(m.warnings, undefined, 'the validating webhook reports it, once');
   assert.ok(!JSON.stringify(m.patch).includes('windows-build'));
   const warn = await admitPodValidation(r, deps(config));
   assert.equal(warn.allowed, true);
+  assert.deepEqual(warn.warnings, [
+    'spec.containers[0].image: check the registry or its mirror; Cannot read the platforms of "gone:1": registry.example.com is unreachable; the pod is not constrained to compatible nodes',
+  ]);
   const enforce = await admitPodValidation(
     r,
     deps(parseConfig('images: { compatibility: enforce }')),
@@ -118,17 +119,16 @@ test('an unreachable registry: admitted with a warning, unconstrained; enforce r
   assert.equal(enforce.allowed, false);
   assert.match(
     enforce.message!,
-    /spec\.containers\[0\]\.image: could not read the Windows version of gone:1: registry\.example\.com is unreachable/,
+    /spec\.containers\[0\]\.image: check the registry or its mirror, or set images\.compatibility: warn; Cannot read the platforms of "gone:1": registry\.example\.com is unreachable/,
   );
 });
 
 test('a Linux-only image in a Windows pod is reported', async () => {
   const r = request({ ...windows, containers: [{ name: 'c', image: 'linux:1' }] });
   const v = await admitPodValidation(r, deps(config));
-  assert.match(
-    v.warnings!.join('\n'),
-    /spec\.containers\[0\]\.image: linux:1 has no Windows variant/,
-  );
+  assert.deepEqual(v.warnings, [
+    'spec.containers[0].image: use a Windows image or run the pod on Linux; linux:1 has no Windows variant',
+  ]);
 });
 
 test('no Ready node of a compatible build: warned by default, rejected in enforce mode', async () => {
@@ -136,16 +136,59 @@ test('no Ready node of a compatible build: warned by default, rejected in enforc
   const onlyNew = ['10.0.20348'];
   const warn = await admitPodValidation(r, deps(config, onlyNew));
   assert.equal(warn.allowed, true);
-  assert.match(
-    warn.warnings![0]!,
-    /no Ready Windows node can run win2019:1 \(built for 10\.0\.17763\.6054\); Ready Windows builds: 10\.0\.20348 \(Windows Server 2022\)/,
-  );
+  assert.deepEqual(warn.warnings, [
+    'spec.containers[0].image: use an image built for 10.0.20348 (Windows Server 2022), or add a node that can run it; no Ready Windows node can run win2019:1 (built for 10.0.17763.6054)',
+  ]);
   const enforce = await admitPodValidation(
     r,
     deps(parseConfig('images: { compatibility: enforce }'), onlyNew),
   );
   assert.equal(enforce.allowed, false);
   assert.equal(enforce.code, 422);
+});
+
+test('each warning fits the API server limit with its fix whole, however long the image', async () => {
+  const long = `registry.example.com/${'team/'.repeat(40)}app:1`;
+  versions[long] = { state: 'resolved', windowsVersions: ['10.0.17763.6054'], hasOtherOs: false };
+  const r = request({
+    ...windows,
+    containers: [
+      { name: 'a', image: long },
+      { name: 'b', image: 'linux:1' },
+    ],
+  });
+  const v = await admitPodValidation(r, deps(config, ['10.0.20348']));
+  assert.equal(v.warnings?.length, 2, 'one warning per problem');
+  for (const w of v.warnings!) assert.ok([...w].length <= maxWarningRunes, w);
+  assert.match(
+    v.warnings!.find((w) => w.startsWith('spec.containers[0]'))!,
+    /^spec\.containers\[0\]\.image: use an image built for 10\.0\.20348 \(Windows Server 2022\), or add a node that can run it; no Ready Windows node can run registry\.example\.com\/team\/.*…$/,
+  );
+});
+
+test('a gMSA credential spec name without the CRD: admitted with a warning naming the CRD', async () => {
+  const named = request({
+    ...windows,
+    securityContext: { windowsOptions: { gmsaCredentialSpecName: 'webapp1' } },
+  });
+  const v = await admitPodValidation(named, deps(config));
+  assert.equal(v.allowed, true);
+  assert.deepEqual(v.warnings, [
+    'spec.securityContext.windowsOptions.gmsaCredentialSpecName: install the gMSA webhook and CRD gmsacredentialspecs.windows.k8s.io, or remove the name; without the CRD nothing resolves "webapp1" and the container gets no gMSA identity',
+  ]);
+  const withCrd = await admitPodValidation(named, {
+    ...deps(config),
+    gmsaCredentialSpecs: async () => new Set(['other']),
+  });
+  assert.equal(withCrd.allowed, false);
+  assert.match(withCrd.message!, /GMSACredentialSpec "webapp1" does not exist/);
+  const inline = request({
+    ...windows,
+    securityContext: {
+      windowsOptions: { gmsaCredentialSpecName: 'webapp1', gmsaCredentialSpec: '{}' },
+    },
+  });
+  assert.deepEqual((await admitPodValidation(inline, deps(config))).warnings, []);
 });
 
 test('opt-in: a pod that says nothing but whose images are all Windows is treated as Windows', async () => {

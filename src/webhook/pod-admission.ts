@@ -8,6 +8,7 @@ import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import type { Logger } from '../log/logger.ts';
 import { windowsReleases } from '../windows/builds.ts';
 import type { AdmissionDecision, AdmissionRequest } from './admission-review.ts';
+import { type AdmissionProblem, admissionWarning, problemText } from './admission-warning.ts';
 import { mutatePod } from './mutate-pod.ts';
 import {
   type BuildCompatibility,
@@ -17,7 +18,7 @@ import {
   placeImages,
 } from './placement.ts';
 import { declaredPodOs, hostProcessState, type RuntimeClassSelectors } from './pod-os.ts';
-import { validateWindowsPod } from './validate-pod.ts';
+import { gmsaWithoutCrd, validateWindowsPod } from './validate-pod.ts';
 
 /** Resolves the images of a pod (with its pull secrets) within `signal`'s budget. */
 export type PodImageResolver = (
@@ -92,7 +93,6 @@ export async function admitPodMutation(
   let declared = declaredPodOs(pod, deps.runtimeClasses);
   let imagesOnlyWindows: boolean | undefined;
   let placement: PlacementResult | undefined;
-  const warnings: string[] = [];
   if (declared?.os === 'windows' || (!declared && config.images.detectWindowsFromImages)) {
     const looked = await lookUpImages(pod, namespace, deps);
     placement = looked.placement;
@@ -103,11 +103,8 @@ export async function admitPodMutation(
       declared = declaredPodOs(pod, deps.runtimeClasses, imagesOnlyWindows);
       if (declared?.os !== 'windows') placement = undefined;
     }
-    for (const f of placement?.unknown ?? []) {
-      warnings.push(
-        `${f.path}: could not read the Windows version of ${f.image} (${f.reason}); the pod is not constrained to compatible nodes`,
-      );
-    }
+    // An image whose version cannot be read is reported once, by the validating webhook,
+    // which sees every Windows pod this one constrains.
   }
   const mutation = mutatePod(pod, {
     config,
@@ -123,7 +120,7 @@ export async function admitPodMutation(
       changes: mutation.changes,
     });
   }
-  return { allowed: true, patch: mutation.patch, warnings };
+  return { allowed: true, patch: mutation.patch };
 }
 
 /** The validating webhook's decision for a Pod CREATE or UPDATE. */
@@ -136,13 +133,17 @@ export async function admitPodValidation(
   const declared = declaredPodOs(pod, deps.runtimeClasses);
   if (declared?.os !== 'windows') return allow;
   const config = deps.config();
-  const problems = validateWindowsPod(pod, {
-    gmsaCredentialSpecs: await deps.gmsaCredentialSpecs(),
-  });
-  const compatibility = await compatibilityProblems(pod, request.namespace ?? '', deps);
-  const warnings: string[] = [];
-  if (config.images.compatibility === 'enforce') problems.push(...compatibility);
-  else warnings.push(...compatibility);
+  const specs = await deps.gmsaCredentialSpecs();
+  const problems = validateWindowsPod(pod, { gmsaCredentialSpecs: specs });
+  const warnings = gmsaWithoutCrd(pod, specs).map(admissionWarning);
+  const compatibility = await compatibilityProblems(
+    pod,
+    request.namespace ?? '',
+    deps,
+    config.images.compatibility,
+  );
+  if (config.images.compatibility === 'enforce') problems.push(...compatibility.map(problemText));
+  else warnings.push(...compatibility.map(admissionWarning));
   if (problems.length > 0) {
     const name = pod.metadata?.name ?? pod.metadata?.generateName ?? 'pod';
     return {
@@ -155,34 +156,53 @@ export async function admitPodValidation(
   return { allowed: true, warnings };
 }
 
+/**
+ * Problems with the pod's images, each with its fix first: images winfleet cannot read, images
+ * without a Windows variant, images no Ready Windows node can run (alone or together).
+ */
 async function compatibilityProblems(
   pod: k8s.V1Pod,
   namespace: string,
   deps: PodAdmissionDeps,
-): Promise<string[]> {
+  mode: WinfleetConfig['images']['compatibility'],
+): Promise<AdmissionProblem[]> {
   const { placement, facts } = await lookUpImages(pod, namespace, deps);
   if (!placement) return [];
   const ready = deps.readyWindowsBuilds();
   const readyList = ready.length > 0 ? ready.map(releaseName).join(', ') : 'none';
-  const problems: string[] = [];
+  const problems: AdmissionProblem[] = [];
   for (const f of placement.unknown) {
-    problems.push(
-      `${f.path}: could not read the Windows version of ${f.image}: ${f.reason}; check the registry or its mirror, or set images.compatibility: warn`,
-    );
+    problems.push({
+      field: f.path,
+      fix:
+        mode === 'enforce'
+          ? 'check the registry or its mirror, or set images.compatibility: warn'
+          : 'check the registry or its mirror',
+      // The reason names the image ("Cannot read the platforms of …"); what follows from
+      // it comes last, the first thing to go when a long reason is cut.
+      detail: `${f.reason}${mode === 'enforce' ? '' : '; the pod is not constrained to compatible nodes'}`,
+    });
   }
   for (const f of placement.notWindows) {
-    problems.push(
-      `${f.path}: ${f.image} has no Windows variant; use a Windows image or run the pod on Linux`,
-    );
+    problems.push({
+      field: f.path,
+      fix: 'use a Windows image or run the pod on Linux',
+      detail: `${f.image} has no Windows variant`,
+    });
   }
   for (const f of facts) {
     if (f.state !== 'resolved' || f.windowsVersions.length === 0) continue;
     const runs = ready.filter((b) => f.windowsVersions.some((v) => deps.isCompatible(b, v)));
     if (runs.length === 0) {
       const versions = f.windowsVersions.map((v) => v || 'any').join(', ');
-      problems.push(
-        `${f.path}: no Ready Windows node can run ${f.image} (built for ${versions}); Ready Windows builds: ${readyList}. Use an image built for one of them, or add a node that can run it`,
-      );
+      problems.push({
+        field: f.path,
+        fix:
+          ready.length > 0
+            ? `use an image built for ${readyList}, or add a node that can run it`
+            : 'add a Ready Windows node that can run this image',
+        detail: `no Ready Windows node can run ${f.image} (built for ${versions})`,
+      });
     }
   }
   if (
@@ -190,9 +210,11 @@ async function compatibilityProblems(
     placement.allowedBuilds &&
     !placement.allowedBuilds.some((b) => ready.includes(b))
   ) {
-    problems.push(
-      `spec.containers: no single Ready Windows node can run all of this pod's images together; Ready Windows builds: ${readyList}`,
-    );
+    problems.push({
+      field: 'spec.containers',
+      fix: 'use images built for one Windows build',
+      detail: `no single Ready Windows node can run all of this pod's images together; Ready Windows builds: ${readyList}`,
+    });
   }
   return problems;
 }

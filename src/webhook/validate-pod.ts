@@ -5,6 +5,7 @@
  * through and give one message per field.)
  */
 import type * as k8s from '@kubernetes/client-node';
+import type { AdmissionProblem } from './admission-warning.ts';
 import { hostProcessState, osLabel, podContainers } from './pod-os.ts';
 
 /** The accounts a HostProcess container may run as (besides a local group name). */
@@ -17,6 +18,39 @@ export const hostProcessAccounts = [
 export interface ValidationContext {
   /** GMSACredentialSpec names when the CRD is installed; undefined when it is not. */
   gmsaCredentialSpecs?: ReadonlySet<string>;
+}
+
+/** The CRD that holds gMSA credential specs (installed with the Windows gMSA webhook). */
+export const gmsaCrd = 'gmsacredentialspecs.windows.k8s.io';
+
+/**
+ * gMSA credential spec names winfleet cannot check because the GMSACredentialSpec CRD is not
+ * installed (`specs` undefined). The pod is admitted with a warning, not rejected: nothing in
+ * the cluster then resolves the name, but a pod that also carries the spec itself
+ * (gmsaCredentialSpec) needs no CRD, and such pods are not warned about.
+ */
+export function gmsaWithoutCrd(
+  pod: k8s.V1Pod,
+  specs: ReadonlySet<string> | undefined,
+): AdmissionProblem[] {
+  if (specs) return [];
+  const named: [string, k8s.V1WindowsSecurityContextOptions | undefined][] = [
+    ['spec.securityContext', pod.spec?.securityContext?.windowsOptions],
+    ...podContainers(pod).map(
+      ({ path, container }) =>
+        [`${path}.securityContext`, container.securityContext?.windowsOptions] as [
+          string,
+          k8s.V1WindowsSecurityContextOptions | undefined,
+        ],
+    ),
+  ];
+  return named
+    .filter(([, options]) => options?.gmsaCredentialSpecName && !options.gmsaCredentialSpec)
+    .map(([path, options]) => ({
+      field: `${path}.windowsOptions.gmsaCredentialSpecName`,
+      fix: `install the gMSA webhook and CRD ${gmsaCrd}, or remove the name`,
+      detail: `without the CRD nothing resolves "${options!.gmsaCredentialSpecName}" and the container gets no gMSA identity`,
+    }));
 }
 
 /** Linux-only securityContext fields and what to say about each. */

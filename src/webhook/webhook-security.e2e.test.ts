@@ -149,8 +149,10 @@ spec:
       assert.equal(r.code, 0, r.stderr);
       assert.match(
         r.stderr,
-        /Warning: spec\.containers\[0\]\.image: could not read .*is not contacted/,
+        /Warning: spec\.containers\[0\]\.image: check the registry or its mirror; Cannot read the platforms of .*is not contacted/,
       );
+      // Once: the mutating webhook leaves this report to the validating one.
+      assert.equal(r.stderr.match(/^Warning:/gm)?.length, 1, r.stderr);
     }
     assert.equal(internal.connections(), 0);
   });

@@ -239,7 +239,9 @@ spec:
           const r = await kubectl(['create', '--dry-run=server', '-o', 'yaml', '-f', '-'], pod);
           return (
             r.code === 0 &&
-            /Warning: spec\.containers\[0\]\.image: no Ready Windows node can run/.test(r.stderr)
+            /Warning: spec\.containers\[0\]\.image: (use an image built for|add a Ready Windows node)[^;\n]*; no Ready Windows node can run/.test(
+              r.stderr,
+            )
           );
         },
         {
@@ -256,7 +258,7 @@ spec:
           const r = await kubectl(['create', '--dry-run=server', '-f', '-'], pod);
           return (
             r.code !== 0 &&
-            /spec\.containers\[0\]\.image: no Ready Windows node can run mcr\.microsoft\.com\/windows\/servercore:ltsc2019/.test(
+            /spec\.containers\[0\]\.image: [^;\n]*; no Ready Windows node can run mcr\.microsoft\.com\/windows\/servercore:ltsc2019/.test(
               r.stderr,
             )
           );

@@ -114,8 +114,9 @@ export async function bootstrapHost(
 }
 
 /**
- * Refuses a node name another WindowsHost holds or whose Node is not this host's, before the
- * name goes on record (WF_HOST_NODE_NAME_TAKEN). The hostname is recorded, so the claim shows.
+ * Refuses a node name another WindowsHost holds (WF_HOST_NODE_NAME_TAKEN) or whose Node is
+ * not this host's (WF_HOST_NODE_NOT_OWNED), before the name goes on record. The hostname is
+ * recorded, so the claim shows.
  */
 function refuseTakenName(
   ctx: JoinContext,
@@ -128,10 +129,12 @@ function refuseTakenName(
   if (!refusal) return;
   hs.status.hostname = facts.hostname;
   hs.set(ConditionType.NodeRegistered, 'False', refusal.reason, refusal.message);
-  hs.set(ConditionType.Ready, 'False', refusal.reason, refusal.message);
-  hs.set(ConditionType.Degraded, 'True', refusal.reason, refusal.message);
-  ctx.events.record(host, 'Warning', refusal.reason, refusal.message);
-  throw new WinfleetError('WF_HOST_NODE_NAME_TAKEN', refusal.message);
+  // Ready, Degraded and the Warning Event come with the error (join-failure.ts).
+  const code =
+    refusal.reason === ConditionReason.NodeNameTaken
+      ? 'WF_HOST_NODE_NAME_TAKEN'
+      : 'WF_HOST_NODE_NOT_OWNED';
+  throw new WinfleetError(code, refusal.message);
 }
 
 /**

@@ -1,28 +1,16 @@
 /**
  * Reaching a host for the controller: opens the session through hostaccess and reports the
  * outcome on the host — the Reachable condition, a host key pinned on first contact (with an
- * Event), and for a changed host key or a refused SSH key, Degraded. Joining, upgrading and
- * removal all connect through here, so they report the same way.
+ * Event), and a failure with its own reason and a Warning Event (join-failure.ts). Joining,
+ * upgrading and removal all connect through here, so they report the same way.
  */
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { trustHostKeyAnnotation, type WindowsHost } from '../../api/windows-host.ts';
-import { errorCode } from '../../errors/catalog.ts';
 import { openRemoteHost } from '../../hostaccess/host-session.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { type HostStatus, removeHostAnnotation, writeHostStatus } from './host-status.ts';
-
-/** The Reachable reason for a connect failure, and whether the host is Degraded by it. */
-function unreachableReason(error: unknown): { reason: ConditionReason; degraded: boolean } {
-  switch (errorCode(error)) {
-    case 'WF_SSH_HOST_KEY_CHANGED':
-      return { reason: ConditionReason.HostKeyMismatch, degraded: true };
-    case 'WF_SSH_AUTH_REFUSED':
-      return { reason: ConditionReason.AuthenticationFailed, degraded: true };
-    default:
-      return { reason: ConditionReason.Unreachable, degraded: false };
-  }
-}
+import { reportFailure } from './join-failure.ts';
 
 export interface ConnectOptions {
   /** The step a failure is recorded under (default: connect). */
@@ -47,12 +35,8 @@ export async function connectHost(
     remote = await openRemoteHost(deps.kc, deps.config(), host);
   } catch (error) {
     const message = `${(error as Error).message}${options.hint ? `; ${options.hint}` : ''}`;
-    const { reason, degraded } = unreachableReason(error);
-    hs.set(ConditionType.Reachable, 'False', reason, message);
-    if (degraded) hs.set(ConditionType.Degraded, 'True', reason, message);
+    reportFailure(deps.events, host, hs, error, { ready: false, message });
     hs.error(options.step ?? JoinStep.Connect, message);
-    if (reason === ConditionReason.HostKeyMismatch)
-      deps.events.record(host, 'Warning', EventReason.HostKeyMismatch, message);
     throw error;
   }
   const fingerprint = remote.session.fingerprint;

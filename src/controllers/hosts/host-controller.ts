@@ -1,7 +1,7 @@
 /**
  * The WindowsHost controller: many hosts reconciled at once (hosts.concurrency, default 10),
  * each with its own exponential backoff. Host events enqueue the host; Node events enqueue the
- * host behind the node. It keeps no state of its own between passes: everything a pass
+ * host behind the node; Secret events enqueue the hosts naming the Secret. It keeps no state of its own between passes: everything a pass
  * decides on is in the API.
  */
 import type * as k8s from '@kubernetes/client-node';
@@ -12,6 +12,7 @@ import { objectKey } from '../../controller/informer.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { reconcileJoin } from './host-join.ts';
 import { reconcileRemoval } from './host-removal.ts';
+import { enqueueOnSecretChange } from './host-secrets.ts';
 import { patchHostMetadata } from './host-status.ts';
 import { createManifestPublisher } from './manifest-publisher.ts';
 import { claimedNodeName } from './node-claims.ts';
@@ -91,5 +92,8 @@ export function createHostController(deps: HostControllerDeps): Controller {
         hostOfNode(node);
       }
     });
+  // A Secret the user created or fixed: the hosts naming it retry now, not on a timer.
+  if (deps.secrets)
+    enqueueOnSecretChange(deps.hosts, deps.secrets, (key) => controller.enqueue(key));
   return controller;
 }

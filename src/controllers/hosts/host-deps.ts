@@ -23,6 +23,8 @@ export interface HostControllerDeps {
   config: () => WinfleetConfig;
   hosts: Informer<WindowsHost>;
   nodes: Informer<k8s.V1Node>;
+  /** The SSH key Secrets of the hosts' namespaces, metadata only (host-secrets.ts). */
+  secrets?: Informer<k8s.V1Secret>;
   payload: () => Promise<LoadedPayload>;
   /** How hosts reach the API server, and the CA they trust it with. */
   cluster: { apiServer: string; caCertificate: string };

@@ -7,7 +7,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
-import { Informer } from '../../controller/informer.ts';
+import { Informer, type ResourceType } from '../../controller/informer.ts';
 import type { InformerFactory } from '../../controller/informer-factory.ts';
 
 /**
@@ -18,8 +18,8 @@ import type { InformerFactory } from '../../controller/informer-factory.ts';
 class NamespacesInformer<T extends k8s.KubernetesObject> extends Informer<T> {
   readonly #parts: Map<string, Informer<T>>;
 
-  constructor(kc: k8s.KubeConfig, parts: Map<string, Informer<T>>) {
-    super(kc, { resource: windowsHostResource });
+  constructor(kc: k8s.KubeConfig, resource: ResourceType, parts: Map<string, Informer<T>>) {
+    super(kc, { resource });
     this.#parts = parts;
   }
 
@@ -65,12 +65,23 @@ export function createHostInformer(
   factory: InformerFactory,
   namespaces: readonly string[],
 ): Informer<WindowsHost> {
+  return namespacesInformer<WindowsHost>(kc, factory, windowsHostResource, namespaces);
+}
+
+/**
+ * The cache of `resource` over `namespaces`, read as one, registered with `factory` (which
+ * stops it); `transform` slims what is kept. Not started.
+ */
+export function namespacesInformer<T extends k8s.KubernetesObject>(
+  kc: k8s.KubeConfig,
+  factory: InformerFactory,
+  resource: ResourceType,
+  namespaces: readonly string[],
+  transform?: (object: T) => T,
+): Informer<T> {
   const parts = new Map(
-    namespaces.map((namespace) => [
-      namespace,
-      factory.get<WindowsHost>(windowsHostResource, { namespace }),
-    ]),
+    namespaces.map((namespace) => [namespace, factory.get<T>(resource, { namespace, transform })]),
   );
   if (parts.size === 1) return [...parts.values()][0]!;
-  return new NamespacesInformer(kc, parts);
+  return new NamespacesInformer(kc, resource, parts);
 }

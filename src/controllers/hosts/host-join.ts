@@ -25,7 +25,8 @@ import { bootstrapHost, copyPayload, type JoinContext } from './host-bootstrap.t
 import { connectHost } from './host-connect.ts';
 import type { LoadedPayload } from './host-deps.ts';
 import { apiTime, HostStatus, writeHostStatus } from './host-status.ts';
-import { claimedNodeName, type NameRefusal, nameRefusal } from './node-claims.ts';
+import { reportFailure } from './join-failure.ts';
+import { carriesIdentity, claimedNodeName, type NameRefusal, nameRefusal } from './node-claims.ts';
 
 export type { JoinContext } from './host-bootstrap.ts';
 
@@ -50,6 +51,12 @@ export async function reconcileJoin(ctx: JoinContext, host: WindowsHost): Promis
   const hs = new HostStatus(host);
   try {
     return await joinPass(ctx, host, hs);
+  } catch (error) {
+    // A host whose own Node is Ready stays Ready when, say, copying an upgrade fails: the
+    // Node still serves; Reachable, Degraded and the Event tell the failure.
+    const ready = hs.condition(ConditionType.Ready)?.status !== 'True';
+    reportFailure(ctx.events, host, hs, error, { ready });
+    throw error;
   } finally {
     if (hs.changed()) await writeHostStatus(ctx.kc, host, hs.status);
   }
@@ -185,22 +192,35 @@ async function keepJoined(
   node: k8s.V1Node,
   version: string,
 ): Promise<PassResult> {
-  const name = node.metadata?.name;
+  const name = node.metadata!.name!;
   hs.set(ConditionType.NodeRegistered, 'True', ConditionReason.NodeExists, `Node ${name}`);
-  hs.set(
-    ConditionType.Ready,
-    'True',
-    ConditionReason.NodeReady,
-    `Node ${name} is Ready with services ${version}`,
-  );
-  hs.set(ConditionType.Degraded, 'False', ConditionReason.AsExpected, '');
-  hs.status.servicesVersion = version;
-  delete hs.status.servicesRequestedAt;
   if (hs.status.bootstrapTokenId) {
     await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
     delete hs.status.bootstrapTokenId;
   }
+  reportReady(ctx, host, hs, name, version);
   return { requeueAfterMs: healthyRecheckMs };
+}
+
+/**
+ * Ready=True, for a Node the caller verified is this host's and Ready: the last error is
+ * cleared, and becoming Ready is an Event (whichever pass sees it first).
+ */
+function reportReady(
+  ctx: JoinContext,
+  host: WindowsHost,
+  hs: HostStatus,
+  name: string,
+  version: string,
+): void {
+  const firstReady = hs.condition(ConditionType.Ready)?.status !== 'True';
+  const message = `Node ${name} is Ready with services ${version}`;
+  hs.set(ConditionType.Ready, 'True', ConditionReason.NodeReady, message);
+  hs.set(ConditionType.Degraded, 'False', ConditionReason.AsExpected, '');
+  hs.status.servicesVersion = version;
+  delete hs.status.servicesRequestedAt;
+  delete hs.status.lastError;
+  if (firstReady) ctx.events.record(host, 'Normal', EventReason.NodeReady, message);
 }
 
 function waitForNodeReady(hs: HostStatus, node: k8s.V1Node): PassResult {
@@ -210,13 +230,11 @@ function waitForNodeReady(hs: HostStatus, node: k8s.V1Node): PassResult {
   return { requeueAfterMs: notReadyPollMs };
 }
 
+/** No Node (yet, or any more): NodeRegistered and Ready both say so — Ready never outlives it. */
 function waitForNode(hs: HostStatus): PassResult {
-  hs.set(
-    ConditionType.NodeRegistered,
-    'False',
-    ConditionReason.WaitingForNode,
-    `Waiting for the kubelet to register Node ${hs.status.nodeName}`,
-  );
+  const message = `Waiting for the kubelet to register Node ${hs.status.nodeName}`;
+  hs.set(ConditionType.NodeRegistered, 'False', ConditionReason.WaitingForNode, message);
+  hs.set(ConditionType.Ready, 'False', ConditionReason.WaitingForNode, message);
   return { requeueAfterMs: joinPollMs };
 }
 
@@ -248,30 +266,38 @@ async function finishNode(
   hs.set(ConditionType.NodeRegistered, 'True', ConditionReason.NodeExists, `Node ${name}`);
   const build = node.metadata?.labels?.[windowsBuildLabel];
   if (build) hs.status.windowsBuild = build;
-  await annotateNode(ctx, host, hs, node, loaded);
+  const current = await annotateNode(ctx, host, hs, node, loaded);
   if (node.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     if (bootstrapFailed(hs) || agentOutOfPatience(ctx, hs)) return { kind: 'bootstrap-again' };
+    return { kind: 'done', result: waitForAgent(hs, node, version) };
+  }
+  // Ready is claimed only for a Ready Node that carries this host's identity, as the API
+  // server returned it — never for a Node that merely has the host's name.
+  if (!nodeIsReady(current) || !carriesIdentity(current, host)) {
     return { kind: 'done', result: waitForAgent(hs, node, version) };
   }
   await completeJoin(ctx, host, hs, name, version);
   return { kind: 'done', result: { requeueAfterMs: healthyRecheckMs } };
 }
 
-/** Points the node at its host and the wanted services version, copying a new payload first. */
+/**
+ * Points the node at its host and the wanted services version, copying a new payload first.
+ * Returns the Node as the API server has it afterwards.
+ */
 async function annotateNode(
   ctx: JoinContext,
   host: WindowsHost,
   hs: HostStatus,
   node: k8s.V1Node,
   loaded: LoadedPayload,
-): Promise<void> {
+): Promise<k8s.V1Node> {
   const name = node.metadata!.name!;
   const version = loaded.manifest.version;
   const annotations = node.metadata?.annotations ?? {};
   const identity = hostIdentity(host);
   const desired = annotations[desiredServicesVersionAnnotation];
-  if (desired === version && annotations[hostAnnotation] === identity) return;
+  if (desired === version && annotations[hostAnnotation] === identity) return node;
   await ctx.publish(loaded.manifest);
   if (desired && desired !== version) {
     await copyPayload(ctx, host, hs, loaded);
@@ -284,7 +310,7 @@ async function annotateNode(
     // The agent's patience counts from when it was asked for this version.
     hs.status.servicesRequestedAt = apiTime();
   }
-  await patchNodeAnnotations(ctx, name, {
+  return patchNodeAnnotations(ctx, name, {
     [desiredServicesVersionAnnotation]: version,
     [hostAnnotation]: identity,
   });
@@ -312,22 +338,16 @@ async function completeJoin(
   delete hs.status.servicesRequestedAt;
   await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
   delete hs.status.bootstrapTokenId;
-  const firstReady = hs.condition(ConditionType.Ready)?.status !== 'True';
-  const message = `Node ${name} is Ready with services ${version}`;
-  hs.set(ConditionType.Ready, 'True', ConditionReason.NodeReady, message);
-  hs.set(ConditionType.Degraded, 'False', ConditionReason.AsExpected, '');
-  hs.status.servicesVersion = version;
-  delete hs.status.lastError;
-  if (firstReady) ctx.events.record(host, 'Normal', EventReason.NodeReady, message);
+  reportReady(ctx, host, hs, name, version);
 }
 
 async function patchNodeAnnotations(
   ctx: JoinContext,
   name: string,
   annotations: Record<string, string>,
-): Promise<void> {
+): Promise<k8s.V1Node> {
   const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
-  await core.patchNode(
+  return core.patchNode(
     { name, body: { metadata: { annotations } } },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );

@@ -121,11 +121,11 @@ test('a joined host’s life, against simulated Windows hosts', async (t) => {
     const refused = await waitFor(
       async () => {
         const h = await hostNamed(world, rekeyed);
-        return condition(h, ConditionType.Degraded)?.reason === ConditionReason.HostKeyMismatch
+        return condition(h, ConditionType.Degraded)?.reason === ConditionReason.HostKeyChanged
           ? h
           : undefined;
       },
-      { description: 'Degraded HostKeyMismatch', timeoutMs: 30_000 },
+      { description: 'Degraded HostKeyChanged', timeoutMs: 30_000 },
     );
     assert.equal(refused.status?.hostKeyFingerprint, pinned, 'the pinned key is kept');
     assert.match(
@@ -134,7 +134,7 @@ test('a joined host’s life, against simulated Windows hosts', async (t) => {
     );
     const events = await core.listNamespacedEvent({
       namespace: world.namespace,
-      fieldSelector: `involvedObject.name=${refused.metadata.name},reason=${EventReason.HostKeyMismatch}`,
+      fieldSelector: `involvedObject.name=${refused.metadata.name},reason=${EventReason.HostKeyChanged}`,
     });
     assert.ok(events.items.length >= 1, 'an Event says so');
     assert.equal(

@@ -4,6 +4,13 @@
  * agent stop and delete the services and undo its files, networks and environment, remove
  * winfleet's directory, delete the Node and the bootstrap token, and only then let the object
  * go. The host stays reachable and as it was before winfleet.
+ *
+ * Like `kubectl drain`, the drain refuses pods that no controller manages (evicting one deletes
+ * it for good) unless the host carries winfleet.io/drain-unmanaged-pods=true, and every pod it
+ * evicts is named in an Event on the host. A host that cannot be deconfigured, or whose
+ * kubelet never finishes evicted pods, for hosts.removalTimeoutSeconds says so in its Ready
+ * condition (RemovalBlocked), with the annotation that lets the removal finish without it
+ * (winfleet.io/skip-deconfigure=true: no deconfiguring, no waiting for those pods).
  */
 import * as k8s from '@kubernetes/client-node';
 import { cordonedByAnnotation, hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
@@ -18,6 +25,8 @@ import { carriesIdentity } from './node-claims.ts';
 
 /** Annotation a user sets when the host is gone for good: skip deconfiguring it. */
 export const skipDeconfigureAnnotation = 'winfleet.io/skip-deconfigure';
+/** Annotation with which a user lets removal evict pods no controller manages (`drain --force`). */
+export const drainUnmanagedPodsAnnotation = 'winfleet.io/drain-unmanaged-pods';
 
 function isDaemonSetPod(pod: k8s.V1Pod): boolean {
   return pod.metadata?.ownerReferences?.some((o) => o.kind === 'DaemonSet') ?? false;
@@ -25,12 +34,37 @@ function isDaemonSetPod(pod: k8s.V1Pod): boolean {
 function isMirrorPod(pod: k8s.V1Pod): boolean {
   return pod.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined;
 }
+/** A pod some controller (ReplicaSet, Job, StatefulSet, …) recreates elsewhere once evicted. */
+function isManagedPod(pod: k8s.V1Pod): boolean {
+  return pod.metadata?.ownerReferences?.some((o) => o.controller === true) ?? false;
+}
+function podKey(pod: k8s.V1Pod): string {
+  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+}
 
-/** Cordons and evicts what can be evicted; true when only DaemonSet/mirror pods remain. */
+export interface DrainResult {
+  /** True when only DaemonSet and mirror pods (and finished ones) remain. */
+  drained: boolean;
+  /** Pods whose eviction a PodDisruptionBudget refused for now ("namespace/name"). */
+  blocked: string[];
+  /** Pods no controller manages, left alone because `evictUnmanaged` was not set. */
+  unmanaged: string[];
+  /** Pods evicted by this call. */
+  evicted: string[];
+  /** Pods already being deleted, still on the node (a kubelet that does not answer keeps them). */
+  terminating: string[];
+}
+
+/**
+ * Cordons the node and evicts what can be evicted. Pods no controller manages are evicted only
+ * with `evictUnmanaged`; without it, as with `kubectl drain`, nothing is evicted while one is
+ * there.
+ */
 export async function drainNode(
   kc: k8s.KubeConfig,
   nodeName: string,
-): Promise<{ drained: boolean; blocked: string[] }> {
+  options: { evictUnmanaged?: boolean } = {},
+): Promise<DrainResult> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const node = await core.readNode({ name: nodeName });
   if (!node.spec?.unschedulable) {
@@ -54,9 +88,15 @@ export async function drainNode(
       p.status?.phase !== 'Succeeded' &&
       p.status?.phase !== 'Failed',
   );
+  const leaving = pods.filter((p) => !p.metadata?.deletionTimestamp);
+  const terminating = pods.filter((p) => p.metadata?.deletionTimestamp).map(podKey);
+  const unmanaged = leaving.filter((p) => !isManagedPod(p)).map(podKey);
+  if (unmanaged.length > 0 && !options.evictUnmanaged) {
+    return { drained: false, blocked: [], unmanaged, evicted: [], terminating };
+  }
   const blocked: string[] = [];
-  for (const pod of pods) {
-    if (pod.metadata?.deletionTimestamp) continue;
+  const evicted: string[] = [];
+  for (const pod of leaving) {
     try {
       await core.createNamespacedPodEviction({
         name: pod.metadata!.name!,
@@ -67,17 +107,18 @@ export async function drainNode(
           metadata: { name: pod.metadata!.name!, namespace: pod.metadata!.namespace! },
         },
       });
+      evicted.push(podKey(pod));
     } catch (error) {
       if (isNotFound(error)) continue;
       // 429: a PodDisruptionBudget refuses the eviction for now.
       if (httpStatus(error) === 429) {
-        blocked.push(`${pod.metadata!.namespace}/${pod.metadata!.name}`);
+        blocked.push(podKey(pod));
         continue;
       }
       throw error;
     }
   }
-  return { drained: pods.length === 0, blocked };
+  return { drained: pods.length === 0, blocked, unmanaged: [], evicted, terminating };
 }
 
 export async function reconcileRemoval(
@@ -102,12 +143,19 @@ async function removalPass(
   if (!host.metadata.finalizers?.includes(hostFinalizer)) return {};
   const node = await ownNode(deps, host, hs.status.nodeName);
   const nodeName = node?.metadata?.name;
-  if (nodeName && !(await drainForRemoval(deps, hs, nodeName))) return { requeueAfterMs: 2000 };
+  if (nodeName) {
+    const waitMs = await drainForRemoval(deps, host, hs, nodeName);
+    if (waitMs !== undefined) return { requeueAfterMs: waitMs };
+  }
   if (
     host.metadata.annotations?.[skipDeconfigureAnnotation] !== 'true' &&
     mayHaveChangedHost(hs.status)
   ) {
-    await deconfigureHost(deps, host, hs);
+    try {
+      await deconfigureHost(deps, host, hs);
+    } catch (error) {
+      return { requeueAfterMs: deconfigureFailed(deps, host, hs, error) };
+    }
   }
   if (nodeName) await deleteNode(deps.kc, nodeName, node?.metadata?.uid);
   await deleteBootstrapToken(deps.kc, host.metadata.uid!);
@@ -149,27 +197,125 @@ async function ownNode(
   return undefined;
 }
 
-/** Drains the host's node if it still exists; false while pods are still leaving. */
+/**
+ * Drains the host's node if it still exists: undefined once drained, else how long to wait
+ * before looking again. Each evicted pod gets an Event; pods no controller manages are named
+ * in the Ready condition and a Warning Event until they go or the user opts in.
+ */
 async function drainForRemoval(
   deps: HostControllerDeps,
+  host: WindowsHost,
   hs: HostStatus,
   nodeName: string,
-): Promise<boolean> {
+): Promise<number | undefined> {
   const core = deps.kc.makeApiClient(k8s.CoreV1Api);
   try {
     await core.readNode({ name: nodeName });
   } catch (error) {
-    if (isNotFound(error)) return true;
+    if (isNotFound(error)) return undefined;
     throw error;
   }
-  const { drained, blocked } = await drainNode(deps.kc, nodeName);
-  if (drained) return true;
+  const evictUnmanaged = host.metadata.annotations?.[drainUnmanagedPodsAnnotation] === 'true';
+  const { drained, blocked, unmanaged, evicted, terminating } = await drainNode(deps.kc, nodeName, {
+    evictUnmanaged,
+  });
+  for (const pod of evicted) {
+    deps.events.record(
+      host,
+      'Normal',
+      EventReason.PodEvicted,
+      `Evicted pod ${pod} from node ${nodeName} to remove the host`,
+    );
+  }
+  if (drained) return undefined;
+  if (unmanaged.length > 0) {
+    const message = `Draining ${nodeName} waits for pods that no controller manages (evicting one deletes it for good): ${unmanaged.join(', ')}; delete or move them, or let winfleet evict them: kubectl annotate windowshost ${host.metadata.name} -n ${host.metadata.namespace} ${drainUnmanagedPodsAnnotation}=true`;
+    // One Event per change of the blocking set, not one per pass.
+    if (hs.condition(ConditionType.Ready)?.message !== message) {
+      deps.events.record(host, 'Warning', EventReason.UnmanagedPods, message);
+    }
+    hs.set(ConditionType.Ready, 'False', ConditionReason.UnmanagedPods, message);
+    // Only the user can move these; the annotation brings the host back at once.
+    return 5000;
+  }
+  if (blocked.length === 0 && evicted.length === 0 && terminating.length > 0) {
+    // Only pods that are being deleted are left, and only the host's kubelet can finish that.
+    // A host gone for good never will: deleting its Node lets the pod garbage collector
+    // remove them (kubectl drain --skip-wait-for-delete-timeout does the same).
+    if (host.metadata.annotations?.[skipDeconfigureAnnotation] === 'true') return undefined;
+    if (removalWaitedMs(host) >= removalTimeoutMs(deps)) {
+      blockRemoval(
+        deps,
+        host,
+        hs,
+        `Removal cannot drain ${nodeName}: pods ${terminating.join(', ')} have not finished terminating in ${Math.round(removalWaitedMs(host) / 1000)}s (only the kubelet on ${host.spec.address} can finish that)`,
+      );
+      return 60_000;
+    }
+  }
   const message =
     blocked.length > 0
       ? `Draining ${nodeName}: eviction refused by a PodDisruptionBudget for ${blocked.join(', ')}; retrying`
       : `Draining ${nodeName}: waiting for pods to leave`;
   hs.set(ConditionType.Ready, 'False', ConditionReason.Draining, message);
-  return false;
+  return 2000;
+}
+
+/** How long the host has been being deleted. */
+function removalWaitedMs(host: WindowsHost): number {
+  return Date.now() - new Date(host.metadata.deletionTimestamp ?? Date.now()).getTime();
+}
+
+function removalTimeoutMs(deps: HostControllerDeps): number {
+  return deps.config().hosts.removalTimeoutSeconds * 1000;
+}
+
+/**
+ * Says, in the Ready condition and (on the first pass that blocks) a Warning Event, what
+ * stops the removal and the annotation that finishes it without the host.
+ */
+function blockRemoval(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  hs: HostStatus,
+  what: string,
+): void {
+  const message = `${what}; if the host is gone for good, let the removal finish without it: kubectl annotate windowshost ${host.metadata.name} -n ${host.metadata.namespace} ${skipDeconfigureAnnotation}=true`;
+  if (hs.condition(ConditionType.Ready)?.reason !== ConditionReason.RemovalBlocked) {
+    deps.events.record(host, 'Warning', EventReason.RemovalBlocked, message);
+  }
+  hs.set(ConditionType.Ready, 'False', ConditionReason.RemovalBlocked, message);
+}
+
+/**
+ * Deconfiguring failed: retried, more slowly as time passes, and once the removal has waited
+ * hosts.removalTimeoutSeconds the Ready condition (and one Warning Event) says how to finish
+ * without the host. Returns when to try again.
+ */
+function deconfigureFailed(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  hs: HostStatus,
+  error: unknown,
+): number {
+  const waitedMs = removalWaitedMs(host);
+  const timeoutMs = removalTimeoutMs(deps);
+  const detail = (error as Error)?.message ?? String(error);
+  deps.log.warn('cannot deconfigure host', {
+    host: `${host.metadata.namespace}/${host.metadata.name}`,
+    error: detail,
+  });
+  if (waitedMs < timeoutMs) {
+    return Math.max(100, Math.min(timeoutMs - waitedMs, Math.max(2000, waitedMs / 2), 30_000));
+  }
+  blockRemoval(
+    deps,
+    host,
+    hs,
+    `Removal cannot remove winfleet from ${host.spec.address} (tried for ${Math.round(waitedMs / 1000)}s): ${detail}`,
+  );
+  // Keep trying: a host that comes back is deconfigured after all.
+  return 60_000;
 }
 
 /**
@@ -191,7 +337,7 @@ async function deconfigureHost(
 ): Promise<void> {
   const remote = await connectHost(deps, host, hs, {
     step: JoinStep.Deconfigure,
-    hint: `the host must be reachable to remove winfleet from it (annotate ${skipDeconfigureAnnotation}=true if it is gone for good)`,
+    hint: 'the host must be reachable to remove winfleet from it',
   });
   try {
     await remote.removeWinfleet();

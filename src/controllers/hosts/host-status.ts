@@ -5,6 +5,18 @@ import { apiVersion, type WindowsHost, type WindowsHostStatus } from '../../api/
 import { type Condition, findCondition, setCondition } from '../../controller/conditions.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 
+/** The custom-object coordinates of a WindowsHost, for the generic client's requests. */
+function hostObject(host: WindowsHost) {
+  const [group, version] = apiVersion.split('/') as [string, string];
+  return {
+    group,
+    version,
+    namespace: host.metadata.namespace!,
+    plural: 'windowshosts',
+    name: host.metadata.name,
+  };
+}
+
 /** An API timestamp without fractions, as Kubernetes writes them. */
 export function apiTime(date: Date = new Date()): string {
   return date.toISOString().replace(/\.\d+Z$/, 'Z');
@@ -70,14 +82,9 @@ export async function writeHostStatus(
     changes[field] = after[field] ?? null;
   }
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  const [group, version] = apiVersion.split('/') as [string, string];
   await custom.patchNamespacedCustomObjectStatus(
     {
-      group,
-      version,
-      namespace: host.metadata.namespace!,
-      plural: 'windowshosts',
-      name: host.metadata.name,
+      ...hostObject(host),
       body: {
         status: { ...changes, observedGeneration: host.metadata.generation },
       },
@@ -98,14 +105,9 @@ export async function patchHostMetadata(
   guarded = true,
 ): Promise<void> {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  const [group, version] = apiVersion.split('/') as [string, string];
   await custom.patchNamespacedCustomObject(
     {
-      group,
-      version,
-      namespace: host.metadata.namespace!,
-      plural: 'windowshosts',
-      name: host.metadata.name,
+      ...hostObject(host),
       body: {
         metadata: guarded
           ? { ...metadata, resourceVersion: host.metadata.resourceVersion }
@@ -127,16 +129,11 @@ export async function removeHostAnnotation(
   value: string,
 ): Promise<boolean> {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  const [group, version] = apiVersion.split('/') as [string, string];
   const path = `/metadata/annotations/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
   try {
     await custom.patchNamespacedCustomObject(
       {
-        group,
-        version,
-        namespace: host.metadata.namespace!,
-        plural: 'windowshosts',
-        name: host.metadata.name,
+        ...hostObject(host),
         body: [
           { op: 'test', path, value },
           { op: 'remove', path },

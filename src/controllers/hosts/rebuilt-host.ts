@@ -48,11 +48,8 @@ export async function clearStaleNode(
   if (rejoin === undefined) {
     const ref = `-n ${host.metadata.namespace} ${host.metadata.name}`;
     const message = `Node ${nodeName} still exists but ${host.spec.address} has no credentials for it (${hostPaths.kubeconfig} is missing): the host was rebuilt. To delete the stale Node and join the host again, run: kubectl annotate windowshost ${ref} ${rejoinAnnotation}=true`;
-    const first =
-      hs.condition(ConditionType.NodeRegistered)?.reason !== ConditionReason.NodeExistsRebuilt;
+    // Ready and the Warning Event come with the error (join-failure.ts).
     hs.set(ConditionType.NodeRegistered, 'False', ConditionReason.NodeExistsRebuilt, message);
-    hs.set(ConditionType.Ready, 'False', ConditionReason.NodeExistsRebuilt, message);
-    if (first) deps.events.record(host, 'Warning', EventReason.NodeExistsRebuilt, message);
     throw new WinfleetError('WF_HOST_REBUILT', message);
   }
   const core = deps.kc.makeApiClient(k8s.CoreV1Api);
