@@ -7,7 +7,6 @@
  * deleting the ConfigMap, which are reported and never mean "back to the defaults".
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +14,7 @@ import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { freePort } from '../../sim/cluster/free-port.ts';
+import { dryRunCreate } from '../../sim/testkit/kubectl.ts';
 import { createWindowsNode } from '../../sim/testkit/nodes.ts';
 import { spawnOperator, stopProcess } from '../../sim/testkit/operator-process.ts';
 import { freshCluster, testNamespace, uniqueSuffix } from '../../sim/testkit/test-cluster.ts';
@@ -157,23 +157,7 @@ spec:
   nodeSelector: { kubernetes.io/os: windows }
   containers: [{ name: app, image: "mcr.microsoft.com/windows/app:${tag}" }]
 `;
-    return new Promise<string>((resolve) => {
-      const child = execFile(
-        'kubectl',
-        [
-          '--kubeconfig',
-          cluster.kubeconfigPath,
-          'create',
-          '--dry-run=server',
-          '-o',
-          'name',
-          '-f',
-          '-',
-        ],
-        (_error, _stdout, stderr) => resolve(stderr),
-      );
-      child.stdin?.end(pod);
-    });
+    return (await dryRunCreate(cluster.kubeconfigPath, pod)).stderr;
   };
 
   await t.test('a bad edit while running keeps the previous routing and is reported', async () => {

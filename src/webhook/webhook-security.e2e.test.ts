@@ -5,12 +5,12 @@
  * answer echoed back in the admission warning.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { dryRunCreate } from '../../sim/testkit/kubectl.ts';
 import { createWindowsNode } from '../../sim/testkit/nodes.ts';
 import { freshCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
 import { startTestOperator } from '../../sim/testkit/test-operator.ts';
@@ -112,25 +112,7 @@ test('pods cannot opt out of the webhook or aim image lookups inside the cluster
     );
   });
 
-  const kubectlCreate = (pod: string) =>
-    new Promise<{ code: number; stderr: string }>((resolve) => {
-      const child = execFile(
-        'kubectl',
-        [
-          '--kubeconfig',
-          cluster.kubeconfigPath,
-          'create',
-          '--dry-run=server',
-          '-o',
-          'name',
-          '-f',
-          '-',
-        ],
-        (error, _stdout, stderr) =>
-          resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr }),
-      );
-      child.stdin?.end(pod);
-    });
+  const kubectlCreate = (pod: string) => dryRunCreate(cluster.kubeconfigPath, pod);
   const windowsPod = (name: string, image: string) => `apiVersion: v1
 kind: Pod
 metadata: { name: ${name}, namespace: ${namespace} }

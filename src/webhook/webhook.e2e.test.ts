@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { startMirrorRegistry } from '../../sim/registry/mirror-registry.ts';
 import { loadFixture } from '../../sim/testkit/fixtures.ts';
+import { kubectl as runKubectl } from '../../sim/testkit/kubectl.ts';
 import { createLinuxNode, createWindowsNode } from '../../sim/testkit/nodes.ts';
 import { freshCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
 import { startTestOperator, writeOperatorConfig } from '../../sim/testkit/test-operator.ts';
@@ -220,19 +221,7 @@ spec:
   containers: [{ name: app, image: mcr.microsoft.com/windows/servercore:ltsc2019 }]
 `;
       const kubectl = (args: string[], input: string) =>
-        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-          const child = execFile(
-            'kubectl',
-            ['--kubeconfig', cluster.kubeconfigPath, ...args],
-            (error, stdout, stderr) =>
-              resolve({
-                code: error ? ((error as { code?: number }).code ?? 1) : 0,
-                stdout,
-                stderr,
-              }),
-          );
-          child.stdin?.end(input);
-        });
+        runKubectl(cluster.kubeconfigPath, args, input);
       // warn (the default): admitted, with a warning naming the image field
       await waitFor(
         async () => {
