@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -140,7 +141,10 @@ test('a launcher killed with SIGKILL takes its components with it; the next star
   });
   const dir = dirname(kubeconfig);
   assert.equal(processesUsing(dir).length, 5, 'five components run');
+  const exited = once(child, 'exit');
   child.kill('SIGKILL');
+  // Until this process reaps it, the killed launcher is a zombie whose pid still answers.
+  await exited;
   await waitFor(() => processesUsing(dir).length === 0, {
     description: 'the components to die with their launcher',
     timeoutMs: 10_000,
