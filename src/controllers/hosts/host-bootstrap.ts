@@ -16,7 +16,7 @@ import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import { joinServingAddresses } from '../csr/serving-addresses.ts';
 import { ensureBootstrapToken } from './bootstrap-tokens.ts';
-import { connectHost } from './host-connect.ts';
+import { withHost } from './host-connect.ts';
 import type { HostControllerDeps, LoadedPayload } from './host-deps.ts';
 import { apiTime, type HostStatus, writeHostStatus } from './host-status.ts';
 import type { createManifestPublisher } from './manifest-publisher.ts';
@@ -57,12 +57,9 @@ export async function copyPayload(
   hs: HostStatus,
   loaded: LoadedPayload,
 ): Promise<void> {
-  const remote = await connectHost(ctx, host, hs);
-  try {
-    await step(hs, JoinStep.CopyPayload, () => syncPayload(remote, loaded.dir, loaded.payload));
-  } finally {
-    remote.close();
-  }
+  await withHost(ctx, host, hs, (remote) =>
+    step(hs, JoinStep.CopyPayload, () => syncPayload(remote, loaded.dir, loaded.payload)),
+  );
 }
 
 /** Configures the host and has its agent start the node services; the kubelet then joins. */
@@ -72,8 +69,7 @@ export async function bootstrapHost(
   hs: HostStatus,
   loaded: LoadedPayload,
 ): Promise<void> {
-  const remote = await connectHost(ctx, host, hs);
-  try {
+  await withHost(ctx, host, hs, async (remote) => {
     const facts = await step(hs, JoinStep.HostFacts, () => remote.facts());
     refuseTakenName(ctx, host, hs, host.spec.nodeName ?? facts.hostname.toLowerCase(), facts);
     const nodeName = acceptFacts(host, hs, facts, loaded);
@@ -108,9 +104,7 @@ export async function bootstrapHost(
       EventReason.Bootstrapped,
       `winfleet agent configured services ${loaded.manifest.version} on ${host.spec.address}; waiting for Node ${nodeName}`,
     );
-  } finally {
-    remote.close();
-  }
+  });
 }
 
 /**

@@ -67,3 +67,19 @@ export async function connectHost(
   }
   return remote;
 }
+
+/** Connects as connectHost does, runs `work` with the host, and always closes the session. */
+export async function withHost<T>(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  hs: HostStatus,
+  work: (remote: RemoteHost) => Promise<T>,
+  options: ConnectOptions = {},
+): Promise<T> {
+  const remote = await connectHost(deps, host, hs, options);
+  try {
+    return await work(remote);
+  } finally {
+    remote.close();
+  }
+}

@@ -18,7 +18,7 @@ import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api
 import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
 import { httpStatus, isConflict, isNotFound } from '../../kube/client.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
-import { connectHost } from './host-connect.ts';
+import { withHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { HostStatus, patchHostMetadata, writeHostStatus } from './host-status.ts';
 import { carriesIdentity } from './node-claims.ts';
@@ -335,15 +335,10 @@ async function deconfigureHost(
   host: WindowsHost,
   hs: HostStatus,
 ): Promise<void> {
-  const remote = await connectHost(deps, host, hs, {
+  await withHost(deps, host, hs, (remote) => remote.removeWinfleet(), {
     step: JoinStep.Deconfigure,
     hint: 'the host must be reachable to remove winfleet from it',
   });
-  try {
-    await remote.removeWinfleet();
-  } finally {
-    remote.close();
-  }
   deps.events.record(
     host,
     'Normal',
