@@ -6,13 +6,15 @@ SHELL := bash
 
 STAMP := node_modules/.winfleet-installed
 
-.PHONY: help lab test check deps packages binaries clean-binaries agent payload
+.PHONY: help lab test check deps packages binaries tools clean-binaries agent payload image chart
 
 help:
 	@echo "make lab    start a local cluster with simulated Windows hosts (Ctrl-C stops it)"
 	@echo "make test   lint, typecheck and run every test against a real control plane"
-	@echo "make agent  build the Windows agent executable (.cache/agent/winfleet-agent.exe)"
+	@echo "make agent  build the Windows agent and its service shim (.cache/agent/*.exe)"
 	@echo "make payload build the Windows node binaries and payload.json (slow when cold)"
+	@echo "make image  build the operator image, no Docker needed (IMAGE=host/repo:tag also pushes)"
+	@echo "make chart  lint the Helm chart (strict) and package it into .cache/chart"
 
 # Debian packages the tests and the lab use (installed only when missing).
 packages:
@@ -29,26 +31,48 @@ deps: packages $(STAMP)
 binaries:
 	@bash hack/build-binaries.sh >/dev/null
 
+# Go tools the chart and image steps use (helm, crane), pinned in hack/tools/go.mod and built
+# from the Go module proxy into a cache (see hack/build-tools.sh); built here, with progress,
+# so that no test has to build them silently.
+tools:
+	@bash hack/build-tools.sh >/dev/null
+
 check: deps
 	@echo "==> lint"
 	@npm run --silent lint
 	@echo "==> typecheck"
 	@npm run --silent typecheck
 
-test: check binaries
+test: check binaries tools
 	@echo "==> tests"
 	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" npm test --silent
 
-lab: deps binaries
+lab: deps binaries tools
 	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" npm run --silent lab
 
 # The Windows agent executable (a Node single executable application); rebuilt only when the
-# bundle or the Node version changes (see scripts/build-agent.ts).
+# bundle or the Node version changes (see scripts/build-agent.ts). Beside it winfleet-service.exe,
+# the Go shim that runs it as a Windows service (windows/service, scripts/build-service-shim.ts).
 agent: deps
 	@npm run --silent build:agent
+	@node_modules/.bin/node scripts/build-service-shim.ts
 
 # The Windows node payload (kubelet, kube-proxy, containerd, CNI plugins, csi-proxy,
-# windows_exporter) and its payload.json, built from Go modules into a cache directory keyed
-# by version (see hack/build-payload.sh); prints that directory.
+# windows_exporter, the agent and its service shim) and its payload.json, built from Go modules
+# into a cache directory keyed by version (see hack/build-payload.sh); prints that directory.
 payload: deps
 	@bash hack/build-payload.sh
+
+# The operator's container image, built without a container engine and reproducibly (see
+# scripts/build-image.ts): an OCI layout in .cache/image/oci, and a push when IMAGE is given,
+# e.g. `make image IMAGE=127.0.0.1:5000/winfleet/operator:dev`. Prints the digest.
+image: deps
+	@node_modules/.bin/node scripts/build-image.ts $(if $(IMAGE),--image '$(IMAGE)') $(if $(IMAGE_SOURCE),--source '$(IMAGE_SOURCE)')
+
+# The Helm chart charts/winfleet: `helm lint --strict`, then `helm package` into .cache/chart
+# (helm v4 built from the Go module proxy by hack/build-tools.sh). The chart's tests run in
+# `make test`.
+chart: deps
+	@helm="$$(bash hack/build-tools.sh helm)/helm"; \
+	"$$helm" lint --strict charts/winfleet; \
+	"$$helm" package charts/winfleet --destination .cache/chart

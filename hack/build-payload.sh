@@ -117,13 +117,20 @@ fi
 agent_exe=$(cd "$here/.." && node_modules/.bin/node scripts/build-agent.ts | tail -n 1)
 cp "$agent_exe" "$out/winfleet-agent.exe.tmp" && mv "$out/winfleet-agent.exe.tmp" "$out/winfleet-agent.exe"
 names+=(winfleet-agent.exe)
+# Its Windows service shim (Go, windows/service; scripts/build-service-shim.ts), which the
+# agent's service runs; Go's build cache makes an unchanged rebuild quick.
+(cd "$here/.." && node_modules/.bin/node scripts/build-service-shim.ts "$out" >/dev/null)
+names+=(winfleet-service.exe)
 
 # The manifest the operator reads; source.path is relative to this directory.
 {
   printf '{\n  "version": "%s",\n  "kubernetesVersion": "%s",\n  "files": [' "$payload_version" "$k8s_version"
   sep=""
   for name in "${names[@]}"; do
-    if [ "$name" = winfleet-agent.exe ]; then version=$payload_version; else step "$name"; fi
+    case $name in
+      winfleet-agent.exe | winfleet-service.exe) version=$payload_version ;;
+      *) step "$name" ;;
+    esac
     sha=$(sha256sum "$out/$name" | cut -d' ' -f1)
     printf '%s\n    {"name": "%s", "version": "%s", "sha256": "%s", "source": {"path": "%s"}}' \
       "$sep" "$name" "$version" "$sha" "$name"

@@ -18,6 +18,9 @@ declare -A need=(
   [kubectl]=kubernetes-client        # some tests run kubectl; Debian's old 1.20 client is enough
                                      # for them (hack/test-setup.sh --with-e2e checks)
   [npm]=npm                          # npm ci; it installs the pinned Node 24 itself
+  # Wine's service manager runs winfleet-service.exe (scripts/service-shim-wine.e2e.test.ts):
+  # 105 MB to download, 700 MB installed; Debian's wine64 has no command on PATH.
+  [/usr/lib/wine/wine64]=wine64
 )
 
 # The executable `command -v` finds for $1. Bash's `command -v` falls back to a file that is not

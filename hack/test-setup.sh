@@ -104,6 +104,8 @@ branch "docker-registry hidden" 0 'installed docker-registry' -- \
   hide "$(command -v docker-registry)" -- "${ensure[@]}"
 branch "setpriv hidden" 0 'installed util-linux' -- \
   hide "$(command -v setpriv)" -- "${ensure[@]}"
+branch "wine64 hidden" 0 'installed wine64' -- \
+  hide /usr/lib/wine/wine64 -- "${ensure[@]}"
 branch "kubectl hidden (apt simulated)" 0 'Setting up \(simulated\) kubernetes-client' -- \
   hide "$(command -v kubectl)" -- "${simulated_apt[@]}" WF_UNINSTALLED=kubectl "${ensure[@]}"
 branch "npm and node hidden (apt simulated)" 0 'Setting up \(simulated\) npm' -- \
@@ -184,7 +186,7 @@ if $with_e2e; then
 fi
 
 echo "== commands the tests, the lab and the scripts spawn"
-for cmd in bash tar sha256sum setpriv docker-registry kubectl npm go; do
+for cmd in bash tar sha256sum setpriv docker-registry kubectl npm go /usr/lib/wine/wine64; do
   branch "$cmd on PATH" 0 . -- bash -c "command -v $cmd"
 done
 

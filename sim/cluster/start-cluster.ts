@@ -7,6 +7,7 @@
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
 import { ensureBinaries } from './binaries.ts';
 import { type ClusterPkiFiles, createClusterPki } from './cluster-pki.ts';
 import { ComponentProcess } from './component-process.ts';
@@ -34,6 +35,20 @@ export interface ClusterOptions {
   startTimeoutMs?: number;
   /** Progress lines, e.g. console.error. Silent by default. */
   onProgress?: (message: string) => void;
+  /**
+   * An API server audit policy (an audit.k8s.io/v1 Policy object). With it, the API server
+   * writes an audit log of JSON lines to `<dir>/logs/audit.log` (Cluster.auditLogPath), in
+   * blocking mode so that an answered request's event is already in the file. None by default.
+   */
+  auditPolicy?: AuditPolicy;
+}
+
+/** An audit.k8s.io/v1 Policy, as the API server reads it from --audit-policy-file. */
+export interface AuditPolicy {
+  apiVersion: 'audit.k8s.io/v1';
+  kind: 'Policy';
+  omitStages?: string[];
+  rules: Record<string, unknown>[];
 }
 
 export interface ClusterPorts {
@@ -55,6 +70,8 @@ export interface Cluster {
   components: ComponentProcess[];
   /** Milliseconds from start to every component healthy. */
   startupMs: number;
+  /** The API server's audit log, when ClusterOptions.auditPolicy was given. */
+  auditLogPath?: string;
   stop(): Promise<void>;
 }
 
@@ -117,6 +134,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   );
   const stages = join(dir, 'kwok-stages.yaml');
   await copyFile(stagesFile, stages);
+  const audit = options.auditPolicy
+    ? { policy: join(dir, 'audit-policy.yaml'), log: join(logDir, 'audit.log') }
+    : undefined;
+  if (audit) await writeFile(audit.policy, stringify(options.auditPolicy));
 
   const components: ComponentProcess[] = [];
   const cluster: Cluster = {
@@ -127,6 +148,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     ports,
     components,
     startupMs: 0,
+    auditLogPath: audit?.log,
     async stop() {
       running.delete(cluster);
       // Reverse order: clients first, etcd last.
@@ -186,6 +208,16 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       '--endpoint-reconciler-type=none',
       '--allow-privileged=true',
       '--profiling=false',
+      ...(audit
+        ? [
+            `--audit-policy-file=${audit.policy}`,
+            `--audit-log-path=${audit.log}`,
+            '--audit-log-format=json',
+            '--audit-log-mode=blocking',
+            // One file: no rotation, so a reader sees every event.
+            '--audit-log-maxsize=0',
+          ]
+        : []),
     ]);
     await waitHealthy(kubeApiserver, `${server}/readyz`, asAdmin, deadline);
 

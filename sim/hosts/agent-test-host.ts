@@ -1,6 +1,6 @@
 /**
  * Test support for the agent's unit tests: a simulated machine prepared as the operator
- * leaves it before `winfleet-agent bootstrap` (payload, bootstrap.json, the agent executable,
+ * leaves it before `winfleet-agent bootstrap` (payload, bootstrap.json, the agent and its service shim,
  * the directories it created recorded), a small services manifest, and a HostOS that records
  * the service calls the agent makes, in order. Every program idles: no kubelet talks to an
  * API server, so the agent's cluster-facing parts stay quiet (no kubeconfig is ever written).
@@ -132,6 +132,7 @@ export async function prepareAsOperator(
   for (const [name, data] of Object.entries(binaries))
     await machine.fs.writeFileAtomic(`${paths.payload}\\${name}.exe`, data);
   await machine.fs.writeFileAtomic(paths.agentExe, standInBinary('winfleet-agent', 'v0.1.0'));
+  await machine.fs.writeFileAtomic(paths.serviceExe, standInBinary('winfleet-service', 'v0.1.0'));
   await machine.fs.writeFileAtomic(paths.bootstrapConfig, testBootstrapConfig(manifest));
 }
 

@@ -184,10 +184,7 @@ export class SimMachine {
             }
             throw error;
           }
-          const flag = this.programs.lookup(process.imageName).serviceFlag;
-          const serviceAware =
-            flag === undefined || args.some((a) => a === flag || a.startsWith(`${flag}=`));
-          return { process, serviceAware };
+          return { process, serviceAware: this.programs.reportsToScm(process.imageName, args) };
         },
         serviceStarted: (name) => this.#emit('serviceStarted', name),
       },

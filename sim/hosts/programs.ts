@@ -1,6 +1,12 @@
 /**
  * What a process on a simulated host does, chosen by its executable's file name:
  * - winfleet-agent.exe runs the real agent (`runAgent`) in-process with the process's HostOS;
+ *   as a Node program it never reports to the SCM, so only under winfleet-service.exe does it
+ *   run as a service (started directly, the start times out with 1053, as on Windows);
+ * - winfleet-service.exe does what the Go shim (windows/service) does: reports to the SCM,
+ *   runs the program after "--" as its child, asks it to stop on a service stop (the shim
+ *   closes the child's stdin), kills it after the stop timeout or when the shim itself dies
+ *   (its job object), and exits with the child's code;
  * - kubelet.exe runs the kubelet stand-in (TLS bootstrap and Node registration against the
  *   real API server);
  * - kube-proxy.exe and flanneld.exe idle after creating the HNS network the node's pods use;
@@ -12,12 +18,19 @@
  */
 import { runAgent } from '../../src/agent/run-agent.ts';
 import { kubeletStandIn } from './kubelet-standin.ts';
-import type { ProgramContext, SimProgram } from './sim-process.ts';
+import {
+  type ProgramContext,
+  processTerminatedUnexpectedly,
+  type SimProcess,
+  type SimProgram,
+} from './sim-process.ts';
 
 export interface ProgramDefinition {
   run: SimProgram;
   /** The flag without which the program never reports to the SCM when run as a service. */
   serviceFlag?: string;
+  /** The program never reports to the SCM, whatever its flags (winfleet-agent.exe, a Node SEA). */
+  neverReportsToScm?: boolean;
 }
 
 /** The HNS network kube-proxy and flannel create when none is named. */
@@ -55,6 +68,148 @@ export const agentProgram: SimProgram = (context) =>
     signal: context.signal,
   });
 
+/** What winfleet-service.exe's command line says (windows/service/options.go). */
+export interface ServiceShimCommand {
+  logDir: string;
+  stopTimeoutMs: number;
+  program: string;
+  programArgs: string[];
+}
+
+const shimUsage =
+  'usage: winfleet-service --log-dir <directory> [--stop-timeout <duration>] -- <program> [arguments...]';
+const shimDefaultStopTimeoutMs = 30_000;
+
+/** A Go duration ("30s", "1m30s", "1.5m", "0"), in ms; undefined when it is not one. */
+function parseGoDuration(text: string): number | undefined {
+  if (text === '0') return 0;
+  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/y;
+  const msPer: Record<string, number> = {
+    ns: 1e-6,
+    us: 1e-3,
+    µs: 1e-3,
+    ms: 1,
+    s: 1e3,
+    m: 6e4,
+    h: 3.6e6,
+  };
+  const sign = text.startsWith('-') ? -1 : 1;
+  part.lastIndex = /^[-+]/.test(text) ? 1 : 0;
+  if (part.lastIndex === text.length) return undefined;
+  let total = 0;
+  while (part.lastIndex < text.length) {
+    const match = part.exec(text);
+    if (!match) return undefined;
+    total += Number(match[1]) * msPer[match[2]!]!;
+  }
+  return sign * total;
+}
+
+const isAbsoluteWindowsPath = (path: string) =>
+  /^[A-Za-z]:[\\/]/.test(path) || /^[\\/]{2}[^\\/]+[\\/][^\\/]+/.test(path);
+
+/**
+ * Parses winfleet-service.exe's arguments as the Go shim does (options.go), with the same
+ * messages: each flag once as "--flag value", only --log-dir and --stop-timeout, then "--" and
+ * an absolute program path. Throws RangeError otherwise.
+ */
+export function parseServiceShimArgs(args: readonly string[]): ServiceShimCommand {
+  const fail = (message: string): never => {
+    throw new RangeError(message);
+  };
+  let logDir = '';
+  let stopTimeoutMs = shimDefaultStopTimeoutMs;
+  const seen = new Set<string>();
+  for (let i = 0; ; i += 2) {
+    if (i >= args.length) fail(`missing "--" and the program to run; ${shimUsage}`);
+    const flag = args[i]!;
+    if (flag === '--') {
+      if (i + 1 >= args.length) fail(`missing the program to run after "--"; ${shimUsage}`);
+      const program = args[i + 1]!;
+      if (logDir === '')
+        fail(`--log-dir is missing: name the directory for the log file; ${shimUsage}`);
+      if (!isAbsoluteWindowsPath(logDir))
+        fail(
+          `--log-dir ${JSON.stringify(logDir)} is not an absolute path; give the full path, with its drive`,
+        );
+      if (!isAbsoluteWindowsPath(program))
+        fail(
+          `the program ${JSON.stringify(program)} after "--" is not an absolute path; give the full path of the executable, with its drive`,
+        );
+      return { logDir, stopTimeoutMs, program, programArgs: args.slice(i + 2) };
+    }
+    if (flag !== '--log-dir' && flag !== '--stop-timeout') {
+      fail(
+        flag.startsWith('-')
+          ? `unknown flag ${JSON.stringify(flag)}: winfleet-service accepts --log-dir and --stop-timeout, each followed by its value, before "--"; ${shimUsage}`
+          : `unexpected argument ${JSON.stringify(flag)} before "--": put the program and its arguments after "--"; ${shimUsage}`,
+      );
+    }
+    if (seen.has(flag)) fail(`${flag} is given twice; give it once`);
+    seen.add(flag);
+    const value = args[i + 1];
+    if (value === undefined || value === '' || value.startsWith('--'))
+      fail(`${flag} needs a value after it; ${shimUsage}`);
+    if (flag === '--log-dir') logDir = value!;
+    else {
+      const ms = parseGoDuration(value!);
+      if (ms === undefined || ms < 1000 || ms > 600_000)
+        fail(
+          `--stop-timeout ${JSON.stringify(value)} is not a duration from 1s to 10m0s; give one such as 30s`,
+        );
+      stopTimeoutMs = ms!;
+    }
+  }
+}
+
+/** Exit codes of the shim itself: Win32 errors, as the Go shim reports them. */
+const shimErrorInvalidParameter = 87;
+const shimErrorFileNotFound = 2;
+
+/** winfleet-service.exe: see the module comment and windows/service/supervise.go. */
+export const serviceShimProgram: SimProgram = async (context) => {
+  const log = (line: string) => context.stdout(`winfleet-service: ${line}\n`);
+  let command: ServiceShimCommand;
+  try {
+    command = parseServiceShimArgs(context.argv);
+  } catch (error) {
+    context.stderr(`winfleet-service: ${(error as Error).message}\n`);
+    return shimErrorInvalidParameter;
+  }
+  const self = context.machine.processes().find((p) => p.pid === context.pid);
+  let child: SimProcess;
+  try {
+    child = await context.machine.spawn({
+      binaryPath: command.program,
+      args: command.programArgs,
+      stdout: context.stdout,
+      stderr: context.stderr,
+    });
+  } catch (error) {
+    log(`cannot start ${command.program}: ${(error as Error).message}`);
+    return shimErrorFileNotFound;
+  }
+  // The job object: the child never outlives the shim.
+  self?.exited.then(() => child.kill(processTerminatedUnexpectedly, 'its service shim ended'));
+  log(`started ${[command.program, ...command.programArgs].join(' ')} (pid ${child.pid})`);
+  let timer: NodeJS.Timeout | undefined;
+  const onStop = () => {
+    log(`stop requested: closed the standard input of ${command.program}`);
+    child.requestStop('standard input closed');
+    timer = setTimeout(() => {
+      log(`${command.program} did not stop within ${command.stopTimeoutMs} ms: killing it`);
+      child.kill(processTerminatedUnexpectedly, 'stop timeout');
+    }, command.stopTimeoutMs);
+  };
+  if (context.signal.aborted) onStop();
+  else context.signal.addEventListener('abort', onStop, { once: true });
+  const exit = await child.exited;
+  clearTimeout(timer);
+  context.signal.removeEventListener('abort', onStop);
+  log(`${command.program} exited with code ${exit.code}`);
+  return exit.killed ? processTerminatedUnexpectedly : exit.code;
+};
+
 export class ProgramRegistry {
   readonly #programs = new Map<string, ProgramDefinition>();
   #fallback: ProgramDefinition = { run: idleProgram };
@@ -74,12 +229,23 @@ export class ProgramRegistry {
   lookup(imageName: string): ProgramDefinition {
     return this.#programs.get(imageName.toLowerCase()) ?? this.#fallback;
   }
+
+  /** Whether `imageName` run with `args` as a service calls the service dispatcher. */
+  reportsToScm(imageName: string, args: readonly string[]): boolean {
+    const { serviceFlag, neverReportsToScm } = this.lookup(imageName);
+    if (neverReportsToScm) return false;
+    return (
+      serviceFlag === undefined ||
+      args.some((a) => a === serviceFlag || a.startsWith(`${serviceFlag}=`))
+    );
+  }
 }
 
 /** The programs every simulated host knows. */
 export function defaultPrograms(): ProgramRegistry {
   return new ProgramRegistry()
-    .register('winfleet-agent.exe', { run: agentProgram })
+    .register('winfleet-agent.exe', { run: agentProgram, neverReportsToScm: true })
+    .register('winfleet-service.exe', { run: serviceShimProgram })
     .register('kubelet.exe', { run: kubeletStandIn, serviceFlag: '--windows-service' })
     .register('kube-proxy.exe', { run: networkProgram, serviceFlag: '--windows-service' })
     .register('flanneld.exe', { run: networkProgram })

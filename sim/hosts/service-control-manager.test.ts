@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { agentServiceConfig } from '../../src/agent/converge.ts';
 import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
 import { isServiceControlError } from '../../src/agent/windows/sc-output.ts';
+import { serviceShimArgs } from '../../src/agent/windows/service-shim.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
+import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
+import { defaultPrograms, idleProgram, parseServiceShimArgs } from './programs.ts';
 import { SimHostOS } from './sim-host-os.ts';
+import type { ProgramContext } from './sim-process.ts';
+import { standInBinary } from './stand-in-binary.ts';
 import {
   createTestMachine,
   installBinary,
@@ -232,4 +238,219 @@ test('a new configuration applies at the next start', async (t) => {
   const next = machine.processes().find((p) => p.imageName === 'svc.exe')!;
   assert.match(next.commandLine, /--two/);
   assert.equal((await os.queryService('svc'))?.startType, 'auto');
+});
+
+// The agent's service: winfleet-agent.exe is a Node program that never calls the service
+// dispatcher; winfleet-service.exe (the Go shim, simulated in programs.ts) does, and runs it.
+
+/** The agent's files, and an agent program that records how each run ended. */
+async function withAgentFiles(
+  machine: Awaited<ReturnType<typeof createTestMachine>>,
+  agent: (context: ProgramContext) => Promise<number>,
+) {
+  await machine.fs.writeFileAtomic(hostPaths.agentExe, standInBinary('winfleet-agent', 'v1'));
+  await machine.fs.writeFileAtomic(hostPaths.serviceExe, standInBinary('winfleet-service', 'v1'));
+  machine.programs.register('winfleet-agent.exe', { run: agent, neverReportsToScm: true });
+}
+
+const processNames = (machine: Awaited<ReturnType<typeof createTestMachine>>) =>
+  machine
+    .processes()
+    .map((p) => p.imageName)
+    .sort();
+
+test('winfleet-agent.exe registered directly never reports to the SCM: 1053, as on Windows', async (t) => {
+  assert.equal(defaultPrograms().reportsToScm('winfleet-agent.exe', ['run']), false);
+  assert.equal(defaultPrograms().reportsToScm('winfleet-service.exe', []), true);
+  const machine = await createTestMachine(t);
+  await withAgentFiles(machine, idleProgram);
+  const os = new SimHostOS(machine);
+  await os.createService({
+    ...agentServiceConfig(),
+    binaryPath: hostPaths.agentExe,
+    args: ['run'],
+  });
+  await assert.rejects(os.startService('winfleet-agent'), scError(1053, /start winfleet-agent/));
+  const service = await os.queryService('winfleet-agent');
+  assert.equal(service?.state, 'stopped');
+  assert.equal(service?.exitCode, 1053);
+  assert.deepEqual(processNames(machine), [], 'the agent was killed');
+});
+
+test('through winfleet-service.exe the agent runs as a service, and a stop stops both', async (t) => {
+  const machine = await createTestMachine(t);
+  const runs: { argv: string[]; ended?: string }[] = [];
+  await withAgentFiles(machine, async (context) => {
+    const run: (typeof runs)[number] = { argv: context.argv };
+    runs.push(run);
+    await idleProgram(context);
+    run.ended = String((context.signal.reason as Error).message);
+    return 0;
+  });
+  const os = new SimHostOS(machine);
+  await os.createService(agentServiceConfig());
+  await os.startService('winfleet-agent');
+  const running = await os.queryService('winfleet-agent');
+  assert.equal(running?.state, 'running');
+  assert.equal(
+    running?.commandLine,
+    serviceCommandLine(hostPaths.serviceExe, agentServiceConfig().args),
+  );
+  // The simulated SCM reports RUNNING on its own clock; the shim may still be starting its child.
+  await waitFor(() => processNames(machine).length === 2, {
+    description: 'the shim and its agent',
+    timeoutMs: 2000,
+    intervalMs: 10,
+  });
+  assert.deepEqual(processNames(machine), ['winfleet-agent.exe', 'winfleet-service.exe']);
+  assert.deepEqual(runs, [{ argv: ['run'] }], 'the agent runs as the shim child, with "run"');
+  const shim = machine.processes().find((p) => p.imageName === 'winfleet-service.exe')!;
+  assert.equal(running?.pid, shim.pid, 'the service process is the shim');
+
+  await os.stopService('winfleet-agent');
+  const stopped = await os.queryService('winfleet-agent');
+  assert.equal(stopped?.state, 'stopped');
+  assert.equal(stopped?.exitCode, 0);
+  assert.deepEqual(processNames(machine), [], 'both processes ended');
+  assert.equal(runs[0]?.ended, 'standard input closed', 'the agent was asked to stop, not killed');
+  assert.ok(
+    machine.scm
+      .logs('winfleet-agent')
+      .some((l) =>
+        /^winfleet-service: started C:\\k\\winfleet\\winfleet-agent\.exe run \(pid \d+\)$/.test(l),
+      ),
+    machine.scm.logs('winfleet-agent').join('\n'),
+  );
+});
+
+test('an agent that exits non-zero fails the service, and recovery starts it again', async (t) => {
+  const machine = await createTestMachine(t);
+  const starts: number[] = [];
+  await withAgentFiles(machine, recordingProgram(starts, { exitAfterMs: 20, code: 3 }));
+  const os = new SimHostOS(machine);
+  await os.createService({
+    ...agentServiceConfig(),
+    recovery: { restartDelaysMs: [30], resetPeriodSeconds: 3600 },
+  });
+  await os.startService('winfleet-agent');
+  await waitFor(() => starts.length >= 3, {
+    description: 'three agent starts',
+    timeoutMs: 5000,
+    intervalMs: 10,
+  });
+  await os.configureService({
+    ...agentServiceConfig(),
+    recovery: { restartDelaysMs: [], resetPeriodSeconds: 0 },
+  });
+  assert.ok(machine.scm.failureCount('winfleet-agent') >= 2);
+  assert.ok(
+    machine.scm
+      .events()
+      .some((e) =>
+        /winfleet-agent service terminated with the following service-specific error: 3\. .*Restart the service/.test(
+          e,
+        ),
+      ),
+    machine.scm.events().join('\n'),
+  );
+});
+
+test('an agent that ignores the stop is killed after --stop-timeout; the shim reports 1067', async (t) => {
+  const machine = await createTestMachine(t, { timings: { stopTimeoutMs: 10_000 } });
+  // Ignores the stop request: its process ends only when killed.
+  await withAgentFiles(machine, () => new Promise<number>(() => {}));
+  const os = new SimHostOS(machine, { stopTimeoutMs: 10_000 });
+  const config = agentServiceConfig();
+  await os.createService({
+    ...config,
+    args: serviceShimArgs(
+      { logDir: hostPaths.agentLogs, stopTimeoutSeconds: 1 },
+      hostPaths.agentExe,
+      ['run'],
+    ),
+  });
+  await os.startService('winfleet-agent');
+  await os.stopService('winfleet-agent');
+  assert.equal((await os.queryService('winfleet-agent'))?.exitCode, 1067);
+  assert.deepEqual(processNames(machine), []);
+  assert.ok(
+    machine.scm
+      .logs('winfleet-agent')
+      .some((l) => l.includes('did not stop within 1000 ms: killing it')),
+    machine.scm.logs('winfleet-agent').join('\n'),
+  );
+});
+
+test('when the shim process dies, its agent dies with it (the job object)', async (t) => {
+  const machine = await createTestMachine(t);
+  await withAgentFiles(machine, idleProgram);
+  const os = new SimHostOS(machine);
+  await os.createService(agentServiceConfig());
+  await os.startService('winfleet-agent');
+  assert.equal(machine.scm.crash('winfleet-agent'), true);
+  await waitFor(() => processNames(machine).length === 0, {
+    description: 'the agent to end with its shim',
+    timeoutMs: 2000,
+    intervalMs: 10,
+  });
+});
+
+test('a wrong shim command line stops the service at once with 87, saying why', async (t) => {
+  const machine = await createTestMachine(t);
+  await withAgentFiles(machine, idleProgram);
+  const os = new SimHostOS(machine);
+  await os.createService({
+    ...agentServiceConfig(),
+    args: ['--log-dir', hostPaths.agentLogs, hostPaths.agentExe, 'run'],
+  });
+  await os.startService('winfleet-agent');
+  const service = await waitFor(
+    async () => {
+      const s = await os.queryService('winfleet-agent');
+      return s?.state === 'stopped' ? s : undefined;
+    },
+    { description: 'the shim to stop', timeoutMs: 2000, intervalMs: 10 },
+  );
+  assert.equal(service.exitCode, 87);
+  assert.deepEqual(processNames(machine), [], 'no agent was started');
+  assert.match(
+    machine.scm.logs('winfleet-agent').join('\n'),
+    /^winfleet-service: unexpected argument "C:\\\\k\\\\winfleet\\\\winfleet-agent\.exe" before "--": put the program and its arguments after "--"/m,
+  );
+});
+
+test('the simulated shim reads the command line as the Go shim does', () => {
+  assert.deepEqual(parseServiceShimArgs(agentServiceConfig().args), {
+    logDir: 'C:\\k\\winfleet\\logs',
+    stopTimeoutMs: 30_000,
+    program: 'C:\\k\\winfleet\\winfleet-agent.exe',
+    programArgs: ['run'],
+  });
+  for (const [duration, ms] of [
+    ['1s', 1000],
+    ['1m30s', 90_000],
+    ['1.5m', 90_000],
+    ['10m', 600_000],
+    ['2500ms', 2500],
+  ] as const) {
+    const args = [
+      '--stop-timeout',
+      duration,
+      '--log-dir',
+      'D:/logs',
+      '--',
+      '\\\\host\\share\\x.exe',
+    ];
+    assert.equal(parseServiceShimArgs(args).stopTimeoutMs, ms, duration);
+  }
+  assert.deepEqual(
+    parseServiceShimArgs(['--log-dir', 'C:\\l', '--', 'C:\\x.exe', '--', '--log-dir', ''])
+      .programArgs,
+    ['--', '--log-dir', ''],
+  );
+  // The refusals are compared with the Go shim's own in scripts/service-shim.test.ts.
+  assert.throws(
+    () => parseServiceShimArgs(['--log-dir', 'C:\\l', '--', 'x.exe']),
+    /not an absolute path/,
+  );
 });

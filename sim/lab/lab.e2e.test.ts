@@ -1,6 +1,7 @@
 /**
- * `make lab` end to end: the lab program starts everything, joins the simulated hosts, places
- * the seed samples, prints its report and (with WINFLEET_LAB_EXIT=1) stops cleanly.
+ * `make lab` end to end: the lab program installs the chart, runs the operator as the chart's
+ * ServiceAccount, joins the simulated hosts, places the seed samples, prints its report (with
+ * the operator's 403 count from the audit log) and (with WINFLEET_LAB_EXIT=1) stops cleanly.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -28,6 +29,18 @@ test('the lab joins three simulated hosts and shows where the seed samples run',
   });
   assert.equal(code, 0, stderr.slice(-3000));
   assert.match(stderr, /all 3 hosts joined as Ready nodes/);
+  // The chart is installed with helm and the operator runs as its ServiceAccount, refused
+  // nothing by the chart's RBAC.
+  assert.match(stderr, /installed chart \S+ as release winfleet in winfleet-system/);
+  assert.match(
+    stderr,
+    /operator running \(pid \d+\) as system:serviceaccount:winfleet-system:winfleet,/,
+  );
+  const audit = /^The operator's requests so far: (\d+); answered 403 \(.*\): (\d+)$/m.exec(stdout);
+  assert.ok(audit, stdout);
+  assert.ok(Number(audit[1]) > 0, 'the audit log holds the operator’s requests');
+  assert.equal(audit[2], '0', stdout);
+  assert.match(stdout, /^\/\S+\/helm list -n winfleet-system$/m);
   assert.match(stdout, /^export KUBECONFIG=\/\S+admin\.kubeconfig$/m);
   assert.match(stdout, /^kubectl get nodes$/m);
   // The dashboard is printed as the dashboard, at /.

@@ -1,9 +1,11 @@
 /**
  * The lab: everything winfleet needs, on loopback, started in order with progress — a real
  * control plane, a Linux worker, a registry standing in for mcr.microsoft.com and Docker Hub,
- * the payload (stand-in files unless one is given), the operator (its own process, as in a
- * cluster), simulated Windows hosts joined as WindowsHosts, and the seed samples applied — and
- * stopped in reverse order.
+ * the payload (stand-in files unless one is given), the Helm chart installed with `helm install`,
+ * the operator (its own process, with the chart's args, as the chart's ServiceAccount with a
+ * TokenRequest token and nothing else, so the lab always runs under the shipped RBAC),
+ * simulated Windows hosts joined as WindowsHosts, and the seed samples applied — and stopped in
+ * reverse order.
  * `placementReport` says where the samples' pods landed.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -11,7 +13,6 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { installCrds } from '../../src/api/install-crds.ts';
 import type { WindowsHost } from '../../src/api/windows-host.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { applyManifests } from '../../src/kube/manifests.ts';
@@ -21,11 +22,26 @@ import { type Cluster, startCluster } from '../cluster/start-cluster.ts';
 import { type SimulatedHosts, startSimulatedHosts } from '../hosts/fleet.ts';
 import { generateTestKey, type TestKey } from '../hosts/ssh-test-client.ts';
 import { type MirrorRegistry, startMirrorRegistry } from '../registry/mirror-registry.ts';
+import {
+  auditLogUpTo,
+  describeAuditEvent,
+  forbiddenRequests,
+  requestsBy,
+  serviceAccountsAuditPolicy,
+} from '../testkit/audit-log.ts';
+import {
+  chartDir,
+  chartServiceAccount,
+  helmInstall,
+  releaseName,
+  startChartOperator,
+} from '../testkit/chart-install.ts';
 import { loadFixture } from '../testkit/fixtures.ts';
+import { helmPath } from '../testkit/helm.ts';
 import { createLinuxNode } from '../testkit/nodes.ts';
-import { spawnOperator, stopProcess } from '../testkit/operator-process.ts';
+import { stopProcess } from '../testkit/operator-process.ts';
 import { writeStandInPayload } from '../testkit/payload.ts';
-import { writeOperatorConfig } from '../testkit/test-operator.ts';
+import { serviceAccountKubeconfig } from '../testkit/service-account.ts';
 import {
   createWindowsHosts,
   listWindowsHosts,
@@ -64,7 +80,13 @@ export interface Lab {
   hosts: SimulatedHosts;
   operator: ChildProcess;
   operatorLog: string;
+  /** Who the operator is to the API server: the chart's ServiceAccount. */
+  operatorUser: string;
+  /** The operator's kubeconfig: the ServiceAccount's token and the cluster CA. */
+  operatorKubeconfig: string;
   statusUrl: string;
+  /** The pinned helm the chart was installed with. */
+  helm: string;
   stop(): Promise<void>;
 }
 
@@ -91,12 +113,10 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     const { cluster, kc } = await startControlPlane(ctx);
     const registry = await startRegistry(ctx);
     const payloadDir = await preparePayload(ctx, options.payloadDir);
-    const key = await configureOperator(kc, registry);
-    const { operator, operatorLog, statusUrl } = await startOperatorProcess(
-      ctx,
-      cluster,
-      payloadDir,
-    );
+    const key = generateTestKey();
+    await writeSshKeySecret(kc, labNamespace, key.privateKey);
+    const release = await installChart(ctx, cluster, registry);
+    const operator = await startOperatorProcess(ctx, cluster, kc, release, payloadDir);
     const hosts = await startHosts(ctx, options.releases ?? ['2019', '2022', '2022'], key);
     await joinHosts(ctx, kc, hosts);
     await applySamples(ctx, kc);
@@ -106,9 +126,8 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       kc,
       registry,
       hosts,
-      operator,
-      operatorLog,
-      statusUrl,
+      ...operator,
+      helm: release.helm,
       stop: stopAll,
     };
   } catch (error) {
@@ -138,6 +157,9 @@ async function startControlPlane({ dir, say, since, stops }: LabContext) {
     dir: join(dir, 'cluster'),
     keepDir: false,
     onProgress: (m) => say(`control plane: ${m}`),
+    // Every ServiceAccount request is audited, so the lab can say whether the chart's RBAC
+    // refused the operator anything.
+    auditPolicy: serviceAccountsAuditPolicy,
   });
   stops.push(() => cluster.stop());
   const kc = loadKubeConfig(cluster.kubeconfigPath);
@@ -169,49 +191,87 @@ async function preparePayload({ dir, say }: LabContext, given?: string): Promise
   return payloadDir;
 }
 
-/**
- * What the operator reads at start: the CRDs, its configuration (the registry mirror, short
- * intervals for a lab) and the SSH key it reaches hosts with. Returns that key.
- */
-async function configureOperator(kc: k8s.KubeConfig, registry: MirrorRegistry): Promise<TestKey> {
-  await installCrds(kc);
-  await writeOperatorConfig(kc, labNamespace, {
-    images: { mirrors: registry.mirrors },
-    hosts: { agentCheckIntervalSeconds: 5 },
-    runtimeClasses: { gracePeriodSeconds: 60 },
-  });
-  const key = generateTestKey();
-  await writeSshKeySecret(kc, labNamespace, key.privateKey);
-  return key;
+/** The values the lab installs the chart with and runs its operator with. */
+interface LabRelease {
+  values: Record<string, unknown>;
+  webhookPort: number;
+  /** The helm binary it was installed with. */
+  helm: string;
 }
 
-/** The operator in its own process, as in a cluster; resolves once /readyz answers. */
+/**
+ * The chart, installed with helm as a platform team would (CRDs, ServiceAccount, RBAC, the
+ * operator's configuration: the registry mirror and short intervals for a lab), its webhook
+ * registered at the loopback port the lab's operator will serve on.
+ */
+async function installChart(
+  { say, since }: LabContext,
+  cluster: Cluster,
+  registry: MirrorRegistry,
+): Promise<LabRelease> {
+  say('helm: the pinned helm (bash hack/build-tools.sh helm; a few minutes the first time)');
+  const helm = await helmPath();
+  const webhookPort = await freePort();
+  const values = {
+    crds: { install: true },
+    webhook: { url: `https://127.0.0.1:${webhookPort}` },
+    config: {
+      images: { mirrors: registry.mirrors },
+      hosts: { agentCheckIntervalSeconds: 5 },
+      runtimeClasses: { gracePeriodSeconds: 60 },
+    },
+  };
+  await helmInstall({ kubeconfig: cluster.kubeconfigPath, namespace: labNamespace, values });
+  say(
+    `installed chart ${chartDir} as release ${releaseName} in ${labNamespace} with ${helm} (${since()})`,
+  );
+  return { values, webhookPort, helm };
+}
+
+/**
+ * The operator in its own process, run as the chart's Deployment runs it (its args from
+ * `helm template`) and as the chart's ServiceAccount (a TokenRequest token, nothing else);
+ * resolves once /readyz answers.
+ */
 async function startOperatorProcess(
   { dir, say, stops }: LabContext,
   cluster: Cluster,
+  kc: k8s.KubeConfig,
+  release: LabRelease,
   payloadDir: string,
 ) {
-  const webhookPort = await freePort();
+  // The lab lives as long as its cluster, so one long-lived token does.
+  const sa = await serviceAccountKubeconfig(kc, {
+    namespace: labNamespace,
+    name: chartServiceAccount,
+    server: cluster.server,
+    caFile: cluster.pki.caCert,
+    path: join(dir, 'operator.kubeconfig'),
+    expirationSeconds: 365 * 24 * 3600,
+  });
   const statusPort = await freePort();
   const operatorLog = join(dir, 'operator.log');
-  const operator = spawnOperator({
-    kubeconfig: cluster.kubeconfigPath,
+  const { child, args, statusUrl } = await startChartOperator({
+    kubeconfig: sa.path,
     namespace: labNamespace,
-    payloadDir,
-    webhookPort,
+    values: release.values,
+    webhookPort: release.webhookPort,
     statusPort,
+    payloadDir,
     logFile: operatorLog,
   });
-  stops.push(() => stopProcess(operator));
-  const statusUrl = `http://127.0.0.1:${statusPort}`;
-  await waitFor(async () => (await fetch(`${statusUrl}/readyz`)).ok, {
-    description: 'the operator to be ready',
-    timeoutMs: 60_000,
-  });
+  stops.push(() => stopProcess(child));
+  say(`operator command line (the chart's args, then the lab's): ${args.join(' ')}`);
   say(
-    `operator running (pid ${operator.pid}), webhook on https://127.0.0.1:${webhookPort}, log ${operatorLog}`,
+    `operator running (pid ${child.pid}) as ${sa.username}, webhook on https://127.0.0.1:${release.webhookPort}, log ${operatorLog}`,
   );
-  return { operator, operatorLog, statusUrl };
+  return {
+    operator: child,
+    operatorLog,
+    operatorUser: sa.username,
+    operatorKubeconfig: sa.path,
+    statusUrl,
+  };
 }
 
 /** One simulated Windows host per release, accepting the operator's SSH key. */
@@ -335,6 +395,24 @@ function statusMessage(error: unknown): string {
   } catch {
     return body;
   }
+}
+
+/**
+ * What the API server's audit log says about the operator so far: how many requests it made
+ * as the chart's ServiceAccount and each one answered 403 (the chart's RBAC refused it).
+ */
+export async function operatorAuditReport(
+  lab: Pick<Lab, 'cluster' | 'operatorKubeconfig' | 'operatorUser'>,
+): Promise<{ requests: number; refused: string[] }> {
+  const events = await auditLogUpTo(
+    lab.cluster.auditLogPath!,
+    loadKubeConfig(lab.operatorKubeconfig),
+  );
+  const requests = requestsBy(events, lab.operatorUser);
+  return {
+    requests: requests.length,
+    refused: forbiddenRequests(requests).map(describeAuditEvent),
+  };
 }
 
 /** Lines describing where the sample pods run: pod, node, node build, status. */

@@ -1,6 +1,7 @@
 /**
- * `make lab`: a local cluster on loopback with simulated Windows hosts joined by the winfleet
- * operator and the seed samples running on them; stays up until Ctrl-C.
+ * `make lab`: a local cluster on loopback with winfleet's Helm chart installed, simulated Windows
+ * hosts joined by the operator (running as the chart's ServiceAccount) and the seed samples
+ * running on them; stays up until Ctrl-C.
  *
  * WINFLEET_LAB_DIR keeps the lab's files in a directory of your choice; WINFLEET_PAYLOAD_DIR
  * uses a payload built by `make payload`; WINFLEET_LAB_EXIT=1 stops once everything is up
@@ -10,7 +11,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { runUntilSignal } from '../../src/process/run-until-signal.ts';
-import { labNamespace, placementReport, samplesNamespace, startLab } from './lab.ts';
+import {
+  labNamespace,
+  operatorAuditReport,
+  placementReport,
+  samplesNamespace,
+  startLab,
+} from './lab.ts';
 
 async function main(): Promise<void> {
   const say = (line: string) => console.error(`[lab] ${line}`);
@@ -34,6 +41,7 @@ async function main(): Promise<void> {
   ).catch(() => undefined);
   await sleep(2000);
   const report = await placementReport(lab.kc);
+  const audit = await operatorAuditReport(lab);
   const kubeconfig = lab.cluster.kubeconfigPath;
   console.log(
     [
@@ -43,6 +51,7 @@ async function main(): Promise<void> {
       'Running:',
       ...lab.cluster.components.map((c) => `  ${c.name.padEnd(24)} pid ${c.pid}`),
       `  ${'winfleet operator'.padEnd(24)} pid ${lab.operator.pid}  (${lab.operatorLog})`,
+      `  ${''.padEnd(24)} as ${lab.operatorUser}, the chart's RBAC (kubeconfig ${lab.operatorKubeconfig})`,
       `  ${'registry mirror'.padEnd(24)} ${lab.registry.registry.url}`,
       ...lab.hosts.hosts.map(
         (h) => `  ${`Windows ${h.release} host`.padEnd(24)} ${h.name} ${h.address}:${h.port}`,
@@ -50,6 +59,10 @@ async function main(): Promise<void> {
       '',
       `Where the seed samples' pods landed (namespace ${samplesNamespace}):`,
       ...report,
+      '',
+      `The operator's requests so far: ${audit.requests}; answered 403 (refused by the chart's RBAC): ${audit.refused.length}`,
+      ...audit.refused.map((line) => `  ${line}`),
+      `  (API server audit log: ${lab.cluster.auditLogPath})`,
       '',
       `Dashboard:            ${lab.statusUrl}/`,
       `Metrics:              ${lab.statusUrl}/metrics`,
@@ -61,6 +74,7 @@ async function main(): Promise<void> {
       'kubectl get nodes',
       `kubectl get windowshosts -n ${labNamespace}`,
       `kubectl get pods -n ${samplesNamespace} -o wide`,
+      `${lab.helm} list -n ${labNamespace}`,
       '',
       'Ctrl-C stops everything.',
     ].join('\n'),

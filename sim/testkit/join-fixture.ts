@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import type { Operator } from '../../src/operator/operator.ts';
 import type { Payload } from '../../src/payload/payload.ts';
-import type { Cluster } from '../cluster/start-cluster.ts';
+import type { Cluster, ClusterOptions } from '../cluster/start-cluster.ts';
 import { type SimulatedHosts, startSimulatedHosts } from '../hosts/fleet.ts';
 import { generateTestKey, type TestKey } from '../hosts/ssh-test-client.ts';
 import { writeStandInPayload } from './payload.ts';
@@ -37,9 +37,15 @@ export function nextBaseAddress(): string {
 
 export async function joinWorld(
   t: { after(fn: () => Promise<void> | void): void },
-  options: { releases: string[]; startOperator?: boolean; config?: Record<string, unknown> },
+  options: {
+    releases: string[];
+    startOperator?: boolean;
+    config?: Record<string, unknown>;
+    /** Options of the fresh cluster (an audit policy, for one). */
+    cluster?: ClusterOptions;
+  },
 ): Promise<JoinWorld> {
-  const cluster = await freshCluster(t);
+  const cluster = await freshCluster(t, options.cluster);
   const key = generateTestKey();
   const payloadDir = await mkdtemp(join(tmpdir(), 'winfleet-payload-'));
   const payload = await writeStandInPayload(payloadDir);

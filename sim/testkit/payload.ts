@@ -17,6 +17,7 @@ export const standInFiles = [
   'win-bridge.exe',
   'host-local.exe',
   'winfleet-agent.exe',
+  'winfleet-service.exe',
 ];
 
 /** Writes a stand-in payload into `dir` and returns its manifest. */
@@ -29,7 +30,7 @@ export async function writeStandInPayload(
   await mkdir(dir, { recursive: true });
   const files = [];
   for (const name of standInFiles) {
-    const fileVersion = name === 'winfleet-agent.exe' ? version : kubernetesVersion;
+    const fileVersion = name.startsWith('winfleet-') ? version : kubernetesVersion;
     const content = Buffer.from(`winfleet-standin ${name.replace(/\.exe$/, '')} ${fileVersion}\n`);
     await writeFile(join(dir, name), content);
     files.push({

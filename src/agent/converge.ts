@@ -17,6 +17,7 @@ import { paths } from './agent-config.ts';
 import type { AgentState } from './agent-state.ts';
 import type { HostOS, ServiceConfig } from './host-os.ts';
 import { serviceCommandLine } from './windows/command-line.ts';
+import { serviceShimArgs } from './windows/service-shim.ts';
 
 /** Restart after 5 s, 5 s, then 10 s; forget failures after a day (sc.exe failure). */
 export const defaultRecovery = { restartDelaysMs: [5000, 5000, 10000], resetPeriodSeconds: 86400 };
@@ -43,15 +44,19 @@ export function serviceConfig(
   };
 }
 
-/** The agent's own service: `winfleet-agent.exe run`. */
+/**
+ * The agent's own service: `winfleet-agent.exe run` under winfleet-service.exe, which talks to
+ * the SCM for it (a bare Node executable would be killed with 1053), keeps its output in a
+ * rotated log and exits with its code, so the recovery actions restart a failed agent.
+ */
 export function agentServiceConfig(): ServiceConfig {
   return {
     name: agentServiceName,
     displayName: 'winfleet agent',
     description:
       'Keeps the Kubernetes node services of this host configured and running (winfleet)',
-    binaryPath: paths.agentExe,
-    args: ['run'],
+    binaryPath: paths.serviceExe,
+    args: serviceShimArgs({ logDir: paths.agentLogs }, paths.agentExe, ['run']),
     dependencies: [],
     startType: 'auto',
     recovery: defaultRecovery,

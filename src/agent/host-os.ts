@@ -47,7 +47,10 @@ export interface ServiceStatus {
   state: ServiceState;
   /** Process id while running. */
   pid?: number;
-  /** Win32 exit code of the last run. */
+  /**
+   * Exit code of the last run: the Win32 error, or the service's own code when it reported
+   * one (sc.exe's SERVICE_EXIT_CODE beside 1066; winfleet-service.exe passes on the agent's).
+   */
   exitCode?: number;
 }
 

@@ -4,12 +4,14 @@
  * application.
  *
  * The `run` command ends when the process is told to stop: Ctrl+C / Ctrl+Break (SIGINT,
- * SIGBREAK), or its standard input closing, which is how a service wrapper asks it to stop.
+ * SIGBREAK), or, under winfleet-service.exe (which sets WINFLEET_STOP_ON_STDIN_EOF=1), its
+ * standard input closing: that is how the service shim asks it to stop.
  *
  * Inside the executable this runs as CommonJS, where top-level await is a syntax error: keep
  * asynchronous work inside functions.
  */
 import { runAgent } from './run-agent.ts';
+import { stopWhenInputEnds } from './run-loop.ts';
 import { WindowsHostOS } from './windows/windows-host-os.ts';
 
 function main(): void {
@@ -17,9 +19,13 @@ function main(): void {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGBREAK'] as const)
     process.on(signal, () => stop.abort());
   const argv = process.argv.slice(2);
-  if (argv[0] === 'run' && !process.stdin.isTTY) {
-    process.stdin.on('end', () => stop.abort());
-    process.stdin.resume();
+  if (argv[0] === 'run') {
+    try {
+      stopWhenInputEnds(process.stdin, process.env, stop);
+    } catch (error) {
+      process.stderr.write(`winfleet-agent: ${(error as Error).message}\n`);
+      process.exit(2);
+    }
   }
   runAgent(argv, {
     hostOS: new WindowsHostOS(),

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import {
   callsOf,
@@ -13,7 +14,7 @@ import { parseAgentConfig, paths } from './agent-config.ts';
 import { readState } from './agent-state.ts';
 import { agentServiceName } from './converge.ts';
 import { runAgent } from './run-agent.ts';
-import { agentReplacedExitCode, checkOnce } from './run-loop.ts';
+import { agentReplacedExitCode, checkOnce, stopWhenInputEnds } from './run-loop.ts';
 
 // Without C:\k\kubeconfig (no kubelet ever bootstraps here) the run loop has no cluster
 // client: these tests cover what it does on the host alone. What it does with the Node and
@@ -91,8 +92,60 @@ test('the loop restarts a service that died, ends when a new agent executable is
   assert.equal(await again, 0);
 });
 
+test('the loop also ends when a new service shim is installed, so the SCM runs the new one', async (t) => {
+  const stop = new AbortController();
+  t.after(() => stop.abort());
+  const { machine, calls, context, stderr } = await bootstrapped(t, stop.signal);
+  const loop = runAgent(['run'], context);
+  await waitFor(() => calls.includes(`writeFile ${paths.state}`), {
+    description: 'the run loop to complete a check',
+    timeoutMs: 10_000,
+    intervalMs: 20,
+  });
+  await new SimHostOS(machine).stopService(agentServiceName);
+  await machine.fs.writeFileAtomic(paths.serviceExe, standInBinary('winfleet-service', 'v0.2.0'));
+  assert.equal(await loop, agentReplacedExitCode);
+  assert.match(stderr.join(''), /a new winfleet-service executable is installed; restarting/);
+});
+
 test('run before bootstrap says what is missing and fails', async (t) => {
   const { context, stderr } = await createAgentTestHost(t);
   assert.equal(await runAgent(['run'], context), 1);
   assert.match(stderr.join(''), /agent\.json is missing; run bootstrap first/);
+});
+
+test('under the service shim (WINFLEET_STOP_ON_STDIN_EOF=1), the end of stdin stops the agent', async () => {
+  const input = new PassThrough();
+  const stop = new AbortController();
+  assert.equal(stopWhenInputEnds(input, { WINFLEET_STOP_ON_STDIN_EOF: '1' }, stop), true);
+  input.write('anything the shim might send is ignored\n');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(stop.signal.aborted, false);
+  input.end(); // what closing the pipe's write end looks like to the agent
+  await new Promise((resolve) => input.once('close', resolve));
+  assert.equal(stop.signal.aborted, true);
+});
+
+test('without WINFLEET_STOP_ON_STDIN_EOF, the end of stdin does not stop the agent', async () => {
+  for (const env of [{}, { WINFLEET_STOP_ON_STDIN_EOF: '' }]) {
+    const input = new PassThrough();
+    const stop = new AbortController();
+    assert.equal(stopWhenInputEnds(input, env, stop), false);
+    input.resume();
+    input.end(); // stdin at NUL, or an interactive run whose terminal closes its input
+    await new Promise((resolve) => input.once('close', resolve));
+    assert.equal(stop.signal.aborted, false, JSON.stringify(env));
+  }
+});
+
+test('WINFLEET_STOP_ON_STDIN_EOF with a value other than 1 is refused, naming the variable', () => {
+  assert.throws(
+    () =>
+      stopWhenInputEnds(
+        new PassThrough(),
+        { WINFLEET_STOP_ON_STDIN_EOF: 'true' },
+        new AbortController(),
+      ),
+    /^RangeError: WINFLEET_STOP_ON_STDIN_EOF is "true"; set it to 1 to stop when the standard input closes \(winfleet-service\.exe does\), or leave it unset$/,
+  );
 });

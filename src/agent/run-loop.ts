@@ -25,6 +25,7 @@ import { nodeKubeConfig } from './node-client.ts';
 import { nodeVariableValues } from './node-files.ts';
 import { fetchPublishedManifest } from './published-manifest.ts';
 import type { AgentContext } from './run-agent.ts';
+import { stopOnStdinEofVariable } from './windows/service-shim.ts';
 
 const manifestPath = `${winfleetDir}\\services.json`;
 /** The run loop's exit code when a new agent executable replaced it (the SCM restarts it). */
@@ -133,6 +134,58 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
   return manifest.version;
 }
 
+/** The SHA-256 of the agent and of its service shim, as installed (undefined when missing). */
+async function ownExecutables(
+  context: AgentContext,
+): Promise<{ 'winfleet-agent'?: string; 'winfleet-service'?: string }> {
+  const hash = async (path: string) => {
+    const data = await context.hostOS.readFile(path).catch(() => undefined);
+    return data ? sha256(data) : undefined;
+  };
+  return {
+    'winfleet-agent': await hash(paths.agentExe),
+    'winfleet-service': await hash(paths.serviceExe),
+  };
+}
+
+/**
+ * Which of the agent and its shim the operator replaced since the loop started: the loop then
+ * exits with agentReplacedExitCode, the shim exits with it, and the service's recovery action
+ * starts the new ones. A file that was missing at the start (a run by hand) does not count.
+ */
+function replacedExecutables(
+  before: Awaited<ReturnType<typeof ownExecutables>>,
+  now: Awaited<ReturnType<typeof ownExecutables>>,
+): string[] {
+  return (['winfleet-agent', 'winfleet-service'] as const).filter(
+    (name) => before[name] && now[name] && before[name] !== now[name],
+  );
+}
+
+/**
+ * Makes `stop` abort when `input` (the process's standard input) ends, closes or fails, if
+ * `env` says so: winfleet-service.exe sets WINFLEET_STOP_ON_STDIN_EOF=1 for its child and
+ * closes the child's standard input to ask it to stop. Without the variable nothing watches
+ * the input, so an interactive run or one with stdin at NUL is not affected. Returns whether it
+ * watches; throws on a value other than 1 or empty.
+ */
+export function stopWhenInputEnds(
+  input: Pick<NodeJS.ReadableStream, 'on' | 'resume'>,
+  env: Record<string, string | undefined>,
+  stop: AbortController,
+): boolean {
+  const value = env[stopOnStdinEofVariable];
+  if (value === undefined || value === '') return false;
+  if (value !== '1') {
+    throw new RangeError(
+      `${stopOnStdinEofVariable} is "${value}"; set it to 1 to stop when the standard input closes (winfleet-service.exe does), or leave it unset`,
+    );
+  }
+  for (const event of ['end', 'close', 'error']) input.on(event, () => stop.abort());
+  input.resume();
+  return true;
+}
+
 export async function runLoop(context: AgentContext): Promise<number> {
   const data = await context.hostOS.readFile(paths.agentConfig);
   if (!data) {
@@ -175,22 +228,18 @@ export async function runLoop(context: AgentContext): Promise<number> {
     watch?.abort();
     wake?.();
   });
-  const ownHash = async () => {
-    const exe = await context.hostOS.readFile(paths.agentExe).catch(() => undefined);
-    return exe ? sha256(exe) : undefined;
-  };
-  const startedAs = await ownHash();
+  const startedAs = await ownExecutables(context);
   while (!signal.aborted) {
     try {
       await checkOnce(context, config);
     } catch (error) {
       context.stderr(`check failed: ${(error as Error).message}\n`);
     }
-    // The operator put a new agent in place: exit with an error, so that the service's
-    // recovery action starts the new one.
-    const now = await ownHash();
-    if (startedAs && now && now !== startedAs) {
-      context.stderr('a new winfleet-agent executable is installed; restarting to run it\n');
+    const replaced = replacedExecutables(startedAs, await ownExecutables(context));
+    if (replaced.length > 0) {
+      context.stderr(
+        `a new ${replaced.join(' and ')} executable is installed; restarting to run it\n`,
+      );
       watch?.abort();
       return agentReplacedExitCode;
     }

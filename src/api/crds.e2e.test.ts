@@ -44,6 +44,10 @@ test('WindowsHost: bad specs are refused naming the field; kubectl shows the col
   );
 
   const created = await objects.create(host(good));
+  // The schema's defaults reach the API server (the client's model once dropped `default`).
+  const spec = (created as { spec?: { port?: number; sshKeySecretRef?: { key?: string } } }).spec;
+  assert.equal(spec?.port, 22, 'spec.port defaults to 22');
+  assert.equal(spec?.sshKeySecretRef?.key, 'ssh-privatekey', 'the key defaults to ssh-privatekey');
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   await custom.patchNamespacedCustomObjectStatus(
     {

@@ -2,8 +2,9 @@
  * The CustomResourceDefinitions winfleet installs, with full OpenAPI schemas (so the API
  * server rejects a bad spec with the field named) and kubectl printer columns.
  */
-import type * as k8s from '@kubernetes/client-node';
+import * as k8s from '@kubernetes/client-node';
 import { apiGroup } from './windows-host.ts';
+import { patchPolicies, poolDefaults, weekdays } from './windows-node-pool.ts';
 
 const condition = {
   type: 'object',
@@ -53,7 +54,7 @@ const labelKey = {
     '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$',
 };
 
-export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
+export const windowsHostCrd = fromWire({
   apiVersion: 'apiextensions.k8s.io/v1',
   kind: 'CustomResourceDefinition',
   metadata: {
@@ -182,7 +183,7 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
                       pattern: '^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$',
                     },
                     // Map keys have no schema of their own; a bad key would fail the Node update.
-                    x_kubernetes_validations: [
+                    'x-kubernetes-validations': [
                       {
                         rule: `self.all(k, size(k) <= 317 && k.matches(r'${labelKey.pattern}'))`,
                         message: 'every key must be a Kubernetes label key ([prefix/]name)',
@@ -233,10 +234,8 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
                     type: 'array',
                     description: 'Reachable, Bootstrapped, NodeRegistered, Ready and Degraded',
                     items: condition,
-                    // The client serialises the typed model: its property names, not the
-                    // wire names ("x-kubernetes-list-type" would be dropped silently).
-                    x_kubernetes_list_type: 'map',
-                    x_kubernetes_list_map_keys: ['type'],
+                    'x-kubernetes-list-type': 'map',
+                    'x-kubernetes-list-map-keys': ['type'],
                   },
                   nodeName: { type: 'string', description: 'Name of the host’s Node' },
                   windowsBuild: {
@@ -306,6 +305,462 @@ export const windowsHostCrd: k8s.V1CustomResourceDefinition = {
       },
     ],
   },
-} as unknown as k8s.V1CustomResourceDefinition;
+});
 
+const labelValue = {
+  type: 'string',
+  maxLength: 63,
+  pattern: '^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$',
+};
+
+const poolCondition = {
+  ...condition,
+  description: 'One aspect of the pool’s state, as Kubernetes conditions are',
+  properties: {
+    ...condition.properties,
+    type: { type: 'string', description: 'Available, Progressing or Degraded' },
+  },
+};
+
+const rolloutSteps = ['Cordon', 'Drain', 'Apply', 'Reboot', 'WaitReady', 'Uncordon'];
+const time = (description: string) => ({ type: 'string', format: 'date-time', description });
+
+// Go duration text, each unit once and largest first ("10m", "1h30m", "10m0s"); the CEL rule
+// bounds it (src/rollout/duration.ts reads the same).
+const durationPattern =
+  '^((0|[1-9][0-9]*)h)?((0|[1-9][0-9]*)m)?((0|[1-9][0-9]*)s)?((0|[1-9][0-9]*)ms)?$';
+const timeout = (defaultValue: string, description: string) => ({
+  type: 'string',
+  default: defaultValue,
+  minLength: 2,
+  maxLength: 32,
+  pattern: durationPattern,
+  description,
+  'x-kubernetes-validations': [
+    {
+      rule: "duration(self) >= duration('1s') && duration(self) <= duration('24h')",
+      message: 'must be from 1s to 24h, e.g. 10m or 1h30m',
+    },
+  ],
+});
+
+const hostRolloutStatusWire = {
+  type: 'object',
+  description:
+    'The host’s part in its pool’s rollout, recorded before each action so a restarted operator resumes it',
+  properties: {
+    current: {
+      type: 'object',
+      description: 'The change under way; absent when none is',
+      required: ['target', 'changes', 'step', 'startedAt', 'stepStartedAt'],
+      properties: {
+        target: {
+          type: 'object',
+          description: 'What the change brings',
+          required: ['patchPolicy'],
+          properties: {
+            servicesVersion: {
+              type: 'string',
+              description: 'The services version to run; absent leaves the services as they are',
+            },
+            patchPolicy: {
+              type: 'string',
+              enum: [...patchPolicies],
+              description: 'Windows updates to install: None, Security or All',
+            },
+            rebootRequestedAt: time('The reboot request the change serves, if any'),
+          },
+        },
+        changes: {
+          type: 'array',
+          description: 'What was pending when the change started',
+          items: {
+            type: 'string',
+            enum: ['services', 'patches', 'reboot-requested', 'reboot-pending'],
+          },
+        },
+        step: {
+          type: 'string',
+          enum: rolloutSteps,
+          description: 'Cordon, Drain, Apply, Reboot, WaitReady or Uncordon',
+        },
+        startedAt: time('When the change started'),
+        stepStartedAt: time('When the change entered its step; the step’s timeout counts from it'),
+        reboot: {
+          type: 'object',
+          description: 'The change’s one reboot, recorded before the agent was asked for it',
+          required: ['token', 'bootIdBefore', 'requestedAt'],
+          properties: {
+            token: {
+              type: 'string',
+              description: 'The request the agent reboots for, at most once',
+            },
+            bootIdBefore: {
+              type: 'string',
+              description:
+                'The Node’s boot id before the reboot; the reboot is done once it differs',
+            },
+            requestedAt: time('When the reboot was asked for'),
+          },
+        },
+        failure: {
+          type: 'object',
+          description:
+            'The step stopped at its timeout; it goes on when the host gets there or with winfleet.io/retry-rollout',
+          properties: {
+            step: { type: 'string', enum: rolloutSteps, description: 'The step that stopped' },
+            reason: {
+              type: 'string',
+              description: 'DrainTimedOut, ApplyTimedOut, RebootTimedOut or ReadyTimedOut',
+            },
+            message: { type: 'string', description: 'What happened and what to do' },
+            since: time('When it stopped'),
+          },
+        },
+      },
+    },
+    lastRebootAt: time(
+      'When winfleet last rebooted the host for a change: reboot requests up to this time are served',
+    ),
+    retryHandled: {
+      type: 'string',
+      description:
+        'The winfleet.io/retry-rollout value last acted on (so it acts once per value); cleared when the annotation is gone',
+    },
+  },
+};
+
+const windowsNodePoolWire = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: {
+    name: `windowsnodepools.${apiGroup}`,
+    labels: { 'app.kubernetes.io/managed-by': 'winfleet' },
+  },
+  spec: {
+    group: apiGroup,
+    scope: 'Namespaced',
+    names: {
+      plural: 'windowsnodepools',
+      singular: 'windowsnodepool',
+      kind: 'WindowsNodePool',
+      shortNames: ['wnp'],
+      categories: ['winfleet'],
+    },
+    versions: [
+      {
+        name: 'v1alpha1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        additionalPrinterColumns: [
+          { name: 'Hosts', type: 'integer', jsonPath: '.status.hosts' },
+          { name: 'Ready', type: 'integer', jsonPath: '.status.readyHosts' },
+          { name: 'Updated', type: 'integer', jsonPath: '.status.updatedHosts' },
+          { name: 'Unavailable', type: 'integer', jsonPath: '.status.unavailableHosts' },
+          {
+            name: 'Available',
+            type: 'string',
+            jsonPath: ".status.conditions[?(@.type=='Available')].status",
+          },
+          // What the rollout is doing: RollingOut, RolloutComplete, WaitingForWindow, Paused, …
+          {
+            name: 'Progressing',
+            type: 'string',
+            jsonPath: ".status.conditions[?(@.type=='Progressing')].reason",
+          },
+          {
+            name: 'Degraded',
+            type: 'string',
+            jsonPath: ".status.conditions[?(@.type=='Degraded')].status",
+          },
+          { name: 'Paused', type: 'boolean', jsonPath: '.spec.paused' },
+          { name: 'Policy', type: 'string', jsonPath: '.spec.patches.policy' },
+          { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          {
+            name: 'Max Unavailable',
+            type: 'string',
+            jsonPath: '.spec.maxUnavailable',
+            priority: 1,
+          },
+          {
+            name: 'Reason',
+            type: 'string',
+            jsonPath: ".status.conditions[?(@.type=='Degraded')].reason",
+            priority: 1,
+          },
+        ],
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            description:
+              'A set of WindowsHosts through which every disruptive change (payload upgrade, Windows patches, reboot) rolls with at most maxUnavailable hosts down at once.',
+            required: ['spec'],
+            properties: {
+              apiVersion: {
+                type: 'string',
+                description: 'The versioned schema of this object: winfleet.io/v1alpha1',
+              },
+              kind: { type: 'string', description: 'WindowsNodePool' },
+              metadata: { type: 'object' },
+              spec: {
+                type: 'object',
+                description:
+                  'Which hosts belong to the pool and how changes roll through them; hosts no pool selects roll one at a time',
+                required: ['selector'],
+                properties: {
+                  selector: {
+                    type: 'object',
+                    description:
+                      'Which WindowsHosts of the pool’s namespace belong to it, by their labels: every matchLabels pair and matchExpressions requirement must hold; {} selects all. A host two pools select gets no change and both pools are Degraded',
+                    'x-kubernetes-map-type': 'atomic',
+                    properties: {
+                      matchLabels: {
+                        type: 'object',
+                        maxProperties: 64,
+                        description: 'Labels a WindowsHost must carry, with these values',
+                        additionalProperties: labelValue,
+                        'x-kubernetes-validations': [
+                          {
+                            rule: `self.all(k, size(k) <= 317 && k.matches(r'${labelKey.pattern}'))`,
+                            message: 'every key must be a Kubernetes label key ([prefix/]name)',
+                          },
+                        ],
+                      },
+                      matchExpressions: {
+                        type: 'array',
+                        maxItems: 32,
+                        description: 'Requirements on WindowsHost labels, as in a Deployment',
+                        'x-kubernetes-list-type': 'atomic',
+                        items: {
+                          type: 'object',
+                          description: 'A label requirement',
+                          required: ['key', 'operator'],
+                          properties: {
+                            key: { ...labelKey, description: 'The label key ([prefix/]name)' },
+                            operator: {
+                              type: 'string',
+                              enum: ['In', 'NotIn', 'Exists', 'DoesNotExist'],
+                              description: 'In, NotIn, Exists or DoesNotExist',
+                            },
+                            values: {
+                              type: 'array',
+                              maxItems: 64,
+                              description:
+                                'Label values: at least one for In and NotIn, none for Exists and DoesNotExist',
+                              'x-kubernetes-list-type': 'atomic',
+                              items: labelValue,
+                            },
+                          },
+                          'x-kubernetes-validations': [
+                            {
+                              rule: "self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",
+                              message:
+                                'In and NotIn need at least one value; Exists and DoesNotExist take none',
+                            },
+                          ],
+                        },
+                      },
+                    },
+                  },
+                  maxUnavailable: {
+                    'x-kubernetes-int-or-string': true,
+                    anyOf: [{ type: 'integer' }, { type: 'string' }],
+                    default: poolDefaults.maxUnavailable,
+                    description:
+                      'How many hosts may be unavailable at once, hosts already NotReady included: a whole number ≥ 1, or a percentage of the pool’s hosts ("25%", rounded down, at least 1). Default 1',
+                    'x-kubernetes-validations': [
+                      {
+                        rule: "type(self) == int ? self >= 1 && self <= 100000 : self.matches('^(100|[1-9][0-9]?)%$')",
+                        message:
+                          'must be a whole number ≥ 1 or a percentage from 1% to 100% (0 would never let a host change; set paused: true to hold changes)',
+                      },
+                    ],
+                  },
+                  drainTimeout: timeout(
+                    poolDefaults.drainTimeout,
+                    'How long draining a host may take (evictions honour PodDisruptionBudgets and are never forced) before its change stops and the pool is Degraded: 1s to 24h, e.g. 10m or 1h30m. Default 10m',
+                  ),
+                  readyTimeout: timeout(
+                    poolDefaults.readyTimeout,
+                    'How long each of applying the change, rebooting and becoming Ready on the new version may take before the host’s change stops and the pool is Degraded: 1s to 24h. Default 15m',
+                  ),
+                  maintenanceWindow: {
+                    type: 'object',
+                    description:
+                      'When changes may start (hosts in a change finish it after the window closes); absent: at any time. A window whose end is not after its start runs past midnight and belongs to its start day',
+                    required: ['start', 'end'],
+                    properties: {
+                      days: {
+                        type: 'array',
+                        minItems: 1,
+                        maxItems: 7,
+                        description: 'Days the window opens on (Mon … Sun); default every day',
+                        'x-kubernetes-list-type': 'set',
+                        items: { type: 'string', enum: [...weekdays] },
+                      },
+                      start: {
+                        type: 'string',
+                        pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$',
+                        description: 'When it opens: HH:MM, 24-hour, in timeZone',
+                      },
+                      end: {
+                        type: 'string',
+                        pattern: '^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$',
+                        description: 'When it closes: HH:MM, or 24:00 for the end of the day',
+                      },
+                      timeZone: {
+                        type: 'string',
+                        default: poolDefaults.timeZone,
+                        maxLength: 64,
+                        pattern: '^[A-Z][A-Za-z0-9_+-]*(/[A-Z][A-Za-z0-9_+-]*)*$',
+                        description: 'IANA time zone name, e.g. Europe/Berlin; default UTC',
+                      },
+                    },
+                    'x-kubernetes-validations': [
+                      {
+                        rule: 'self.start != self.end',
+                        message:
+                          'start and end must differ (for a whole day use start 00:00 and end 24:00)',
+                      },
+                    ],
+                  },
+                  patches: {
+                    type: 'object',
+                    default: {},
+                    description: 'Windows updates the pool installs, in its window and budget',
+                    properties: {
+                      policy: {
+                        type: 'string',
+                        enum: [...patchPolicies],
+                        default: poolDefaults.patchPolicy,
+                        description:
+                          'None, Security (Security and Critical updates) or All. Default None',
+                      },
+                    },
+                  },
+                  rebootRequestedAt: {
+                    type: 'string',
+                    format: 'date-time',
+                    nullable: true,
+                    description:
+                      'Set or change it to a time (RFC 3339): every host winfleet has not rebooted since then reboots once, rolling; a future time schedules it',
+                  },
+                  paused: {
+                    type: 'boolean',
+                    default: false,
+                    description:
+                      'True: no change starts; hosts in a change finish it. Default false',
+                  },
+                },
+              },
+              status: {
+                type: 'object',
+                description: 'What winfleet found and did; written by the operator only',
+                properties: {
+                  observedGeneration: {
+                    type: 'integer',
+                    format: 'int64',
+                    description: 'The metadata.generation the operator last acted on',
+                  },
+                  hosts: {
+                    type: 'integer',
+                    format: 'int32',
+                    minimum: 0,
+                    description: 'WindowsHosts the selector matches',
+                  },
+                  readyHosts: {
+                    type: 'integer',
+                    format: 'int32',
+                    minimum: 0,
+                    description: 'Of them, those whose Node is Ready',
+                  },
+                  updatedHosts: {
+                    type: 'integer',
+                    format: 'int32',
+                    minimum: 0,
+                    description: 'Of them, those with no change left to make',
+                  },
+                  unavailableHosts: {
+                    type: 'integer',
+                    format: 'int32',
+                    minimum: 0,
+                    description: 'Of them, those NotReady or in a change (cordoned, draining, …)',
+                  },
+                  hostsInProgress: {
+                    type: 'array',
+                    description: 'Hosts in a change and the step each is at',
+                    items: {
+                      type: 'object',
+                      description: 'A host in a change',
+                      required: ['name', 'step'],
+                      properties: {
+                        name: { type: 'string', description: 'The WindowsHost, namespace/name' },
+                        step: {
+                          type: 'string',
+                          description: 'Cordon, Drain, Apply, Reboot, WaitReady or Uncordon',
+                        },
+                        since: { type: 'string', description: 'When it entered the step' },
+                      },
+                    },
+                  },
+                  conditions: {
+                    type: 'array',
+                    description: 'Available, Progressing and Degraded',
+                    items: poolCondition,
+                    'x-kubernetes-list-type': 'map',
+                    'x-kubernetes-list-map-keys': ['type'],
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    ],
+  },
+};
+
+/**
+ * A CRD written as the API server reads it (`default`, `enum`, `x-kubernetes-*`), turned into
+ * the client's typed model. The model names some keys differently (`_default`, `_enum`,
+ * `x_kubernetes_*`) where it knows the schema node, but sends `items` and
+ * `additionalProperties` untouched, so a CRD written in either naming alone loses keys on the
+ * wire; written in the wire naming and converted, it keeps them all.
+ */
+function fromWire(crd: object): k8s.V1CustomResourceDefinition {
+  return k8s.loadYaml<k8s.V1CustomResourceDefinition>(JSON.stringify(crd));
+}
+
+export const windowsNodePoolCrd = fromWire(windowsNodePoolWire);
+
+/**
+ * WindowsHost status.rollout (typed model): the host's change in a pool's rollout, recorded
+ * before each action so a restarted operator resumes it (src/rollout/host-steps.ts). Not in
+ * windowsHostCrd yet: the controller that writes it adds it there (and windowsNodePoolCrd to
+ * winfleetCrds) when it is wired, then runs `npm run chart:generate`.
+ */
+export const hostRolloutStatusSchema: k8s.V1JSONSchemaProps = fromWire({
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'rollout.winfleet.io' },
+  spec: {
+    group: apiGroup,
+    scope: 'Namespaced',
+    names: { plural: 'rollout', kind: 'Rollout' },
+    versions: [
+      {
+        name: 'v1alpha1',
+        served: true,
+        storage: true,
+        schema: { openAPIV3Schema: hostRolloutStatusWire },
+      },
+    ],
+  },
+}).spec.versions[0]!.schema!.openAPIV3Schema!;
+
+/**
+ * The CRDs the operator installs. windowsNodePoolCrd joins when the pool controller is wired
+ * (it and the chart's RBAC come together; see hostRolloutStatusSchema).
+ */
 export const winfleetCrds = [windowsHostCrd];

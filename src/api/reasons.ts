@@ -67,7 +67,18 @@ export const ConditionType = {
 } as const;
 export type ConditionType = (typeof ConditionType)[keyof typeof ConditionType];
 
-/** status.conditions[].reason on WindowsHosts, and on the CSRs winfleet decides. */
+/** WindowsNodePool status.conditions[].type. */
+export const PoolConditionType = {
+  /** At most maxUnavailable of the pool's hosts are unavailable. */
+  Available: 'Available',
+  /** A change is rolling through the pool (or why it is not). */
+  Progressing: 'Progressing',
+  /** Something only a person can fix: the message names the host, the step or the field. */
+  Degraded: 'Degraded',
+} as const;
+export type PoolConditionType = (typeof PoolConditionType)[keyof typeof PoolConditionType];
+
+/** status.conditions[].reason on WindowsHosts, WindowsNodePools and the CSRs winfleet decides. */
 export const ConditionReason = {
   // Any of Reachable, Bootstrapped, NodeRegistered, Ready and Degraded, on a failure
   ...JoinFailureReason,
@@ -90,6 +101,31 @@ export const ConditionReason = {
   RemovalBlocked: 'RemovalBlocked',
   // Degraded (True with a failure reason)
   AsExpected: 'AsExpected',
+  // WindowsNodePool Available
+  MinimumHostsAvailable: 'MinimumHostsAvailable',
+  MinimumHostsUnavailable: 'MinimumHostsUnavailable',
+  // WindowsNodePool Progressing
+  RollingOut: 'RollingOut',
+  RolloutComplete: 'RolloutComplete',
+  Paused: 'Paused',
+  WaitingForWindow: 'WaitingForWindow',
+  /** A host's change stopped (Degraded names it); no other host starts one. */
+  RolloutStopped: 'RolloutStopped',
+  // WindowsNodePool Degraded (True), each naming the host or field
+  /** A WindowsHost is selected by this pool and another: no change starts on it. */
+  HostInMultiplePools: 'HostInMultiplePools',
+  /** A host's drain did not finish within spec.drainTimeout (nothing is forced). */
+  DrainTimedOut: 'DrainTimedOut',
+  /** The agent did not apply the change within spec.readyTimeout. */
+  ApplyTimedOut: 'ApplyTimedOut',
+  /** A host did not come back from its reboot within spec.readyTimeout. */
+  RebootTimedOut: 'RebootTimedOut',
+  /** A host's Node was not Ready on the new version within spec.readyTimeout. */
+  ReadyTimedOut: 'ReadyTimedOut',
+  /** The payload's kubelet is outside the version-skew policy: no host gets it. */
+  KubeletVersionSkew: 'KubeletVersionSkew',
+  /** A spec value the API schema cannot check (an unknown time zone) is wrong. */
+  InvalidSpec: 'InvalidSpec',
   // CertificateSigningRequest Approved / Denied
   WinfleetApproved: 'WinfleetApproved',
   WinfleetDenied: 'WinfleetDenied',
@@ -115,6 +151,19 @@ export const EventReason = {
   RemovalBlocked: 'RemovalBlocked',
   /** A rebuilt host's stale Node was deleted on the administrator's winfleet.io/rejoin. */
   Rejoining: 'Rejoining',
+  // WindowsHost: its part of a pool's rollout
+  /** The host was cordoned for a change (the message lists what changes). */
+  RolloutStarted: 'RolloutStarted',
+  /** winfleet asked the host's agent to reboot it. */
+  Rebooting: 'Rebooting',
+  /** The host is Ready with the change and uncordoned. */
+  RolloutFinished: 'RolloutFinished',
+  /** A stopped change goes on: winfleet.io/retry-rollout, or the host made progress. */
+  RolloutResumed: 'RolloutResumed',
+  DrainTimedOut: 'DrainTimedOut',
+  ApplyTimedOut: 'ApplyTimedOut',
+  RebootTimedOut: 'RebootTimedOut',
+  ReadyTimedOut: 'ReadyTimedOut',
   // CertificateSigningRequest (recorded on the WindowsHost when there is one)
   CSRApproved: 'CSRApproved',
   CSRDenied: 'CSRDenied',

@@ -2,6 +2,9 @@
  * Leader election on a coordination.k8s.io Lease, so that only one operator replica acts at a
  * time. The holder renews the lease; others take it over when it has not been renewed for
  * `leaseDurationMs`. A leader that cannot renew in time steps down (calls onStoppedLeading).
+ * A leader that is stopped (its `signal` aborts) releases the lease, as client-go's
+ * ReleaseOnCancel does, so that another replica takes over at once instead of after the lease
+ * expires.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
@@ -15,23 +18,48 @@ export interface LeaderElectionOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
+  /**
+   * Give the lease up when `signal` aborts while leading (default true). False leaves it to
+   * expire, as a killed replica would.
+   */
+  releaseOnCancel?: boolean;
   log: Logger;
+  /** Stops acquiring, or (once leading) renewing; see releaseOnCancel. */
   signal?: AbortSignal;
 }
 
+/** This replica's leadership, once acquired. */
+export interface Leadership {
+  /**
+   * Settles once renewal has stopped: after `signal` aborted (and the lease was released, when
+   * releaseOnCancel) or after leadership was lost. Never rejects; a failed release is logged,
+   * and the lease then expires as usual.
+   */
+  stopped: Promise<void>;
+}
+
+/** The lease a released lock leaves (client-go leaderelection, tryRelease). */
+const releasedLeaseDurationSeconds = 1;
+/** Conflicting writes a release retries (another writer changed the lease in between). */
+const releaseAttempts = 3;
+
 const micro = (d: Date) => d.toISOString().replace('Z', '000Z');
 
-/** Blocks until this process holds the lease; then keeps renewing it in the background. */
+/**
+ * Blocks until this process holds the lease; then keeps renewing it in the background until
+ * `options.signal` aborts or the lease is lost.
+ */
 export async function acquireLeadership(
   kc: k8s.KubeConfig,
   options: LeaderElectionOptions,
   onStoppedLeading: () => void,
-): Promise<void> {
+): Promise<Leadership> {
   const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
   const leaseDurationMs = options.leaseDurationMs ?? 15_000;
   const renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
   const retryPeriodMs = options.retryPeriodMs ?? 2_000;
-  const { namespace, name, identity, log } = options;
+  const { namespace, name, identity, log, signal } = options;
+  const lease = `${namespace}/${name}`;
 
   const tryAcquireOrRenew = async (): Promise<boolean> => {
     const now = new Date();
@@ -40,9 +68,9 @@ export async function acquireLeadership(
       leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
       renewTime: micro(now) as unknown as Date,
     };
-    let lease: k8s.V1Lease;
+    let current: k8s.V1Lease;
     try {
-      lease = await coordination.readNamespacedLease({ name, namespace });
+      current = await coordination.readNamespacedLease({ name, namespace });
     } catch (error) {
       if (!isNotFound(error)) throw error;
       await coordination.createNamespacedLease({
@@ -54,19 +82,19 @@ export async function acquireLeadership(
       });
       return true;
     }
-    const holder = lease.spec?.holderIdentity;
-    const renewed = lease.spec?.renewTime ? new Date(lease.spec.renewTime).getTime() : 0;
-    const duration = (lease.spec?.leaseDurationSeconds ?? 0) * 1000;
+    const holder = current.spec?.holderIdentity;
+    const renewed = current.spec?.renewTime ? new Date(current.spec.renewTime).getTime() : 0;
+    const duration = (current.spec?.leaseDurationSeconds ?? 0) * 1000;
     if (holder && holder !== identity && renewed + duration > now.getTime()) return false;
-    const transitions = (lease.spec?.leaseTransitions ?? 0) + (holder === identity ? 0 : 1);
+    const transitions = (current.spec?.leaseTransitions ?? 0) + (holder === identity ? 0 : 1);
     await coordination.replaceNamespacedLease({
       name,
       namespace,
       body: {
-        metadata: { name, namespace, resourceVersion: lease.metadata?.resourceVersion },
+        metadata: { name, namespace, resourceVersion: current.metadata?.resourceVersion },
         spec: {
           ...spec,
-          acquireTime: holder === identity ? lease.spec?.acquireTime : spec.renewTime,
+          acquireTime: holder === identity ? current.spec?.acquireTime : spec.renewTime,
           leaseTransitions: transitions,
         },
       },
@@ -74,34 +102,92 @@ export async function acquireLeadership(
     return true;
   };
 
+  /**
+   * Gives the lease up if this replica still holds it: no holder, a one-second duration and
+   * renewed now, so that any candidate may take it at its next try. The write carries the
+   * resourceVersion read, so it never clobbers a lease someone else took in between.
+   */
+  const release = async (): Promise<void> => {
+    for (let attempt = 1; attempt <= releaseAttempts; attempt++) {
+      try {
+        const current = await coordination.readNamespacedLease({ name, namespace });
+        if (current.spec?.holderIdentity !== identity) {
+          log.info('not releasing the lease: another replica holds it', {
+            lease,
+            holder: current.spec?.holderIdentity,
+          });
+          return;
+        }
+        const now = micro(new Date()) as unknown as Date;
+        await coordination.replaceNamespacedLease({
+          name,
+          namespace,
+          body: {
+            metadata: { name, namespace, resourceVersion: current.metadata?.resourceVersion },
+            spec: {
+              holderIdentity: '',
+              leaseDurationSeconds: releasedLeaseDurationSeconds,
+              acquireTime: now,
+              renewTime: now,
+              leaseTransitions: current.spec?.leaseTransitions ?? 0,
+            },
+          },
+        });
+        log.info('released the leader lease', { lease, identity });
+        return;
+      } catch (error) {
+        if (isConflict(error) && attempt < releaseAttempts) continue;
+        log.warn('could not release the leader lease; it expires on its own', { lease, error });
+        return;
+      }
+    }
+  };
+
   for (;;) {
-    options.signal?.throwIfAborted();
+    signal?.throwIfAborted();
     try {
       if (await tryAcquireOrRenew()) break;
     } catch (error) {
       // 409: someone else wrote the lease first; try again next period.
       if (!isConflict(error)) log.warn('leader election attempt failed', { error });
     }
-    await sleep(retryPeriodMs, undefined, { signal: options.signal });
+    await sleep(retryPeriodMs, undefined, { signal });
   }
-  log.info('became leader', { lease: `${namespace}/${name}`, identity });
+  log.info('became leader', { lease, identity });
 
-  void (async () => {
+  const stopped = (async () => {
     let lastRenew = Date.now();
-    while (!options.signal?.aborted) {
-      await sleep(retryPeriodMs).catch(() => {});
+    while (!signal?.aborted) {
+      // Wakes at once when stopped; the renewal below is never cut short, so that a release
+      // cannot be followed by a renewal that re-takes the lease.
+      await sleep(retryPeriodMs, undefined, { signal }).catch(() => {});
+      if (signal?.aborted) break;
       try {
         if (await tryAcquireOrRenew()) lastRenew = Date.now();
       } catch (error) {
         log.warn('lease renewal failed', { error });
       }
       if (Date.now() - lastRenew > renewDeadlineMs) {
-        log.error('lost leadership: could not renew the lease in time', {
-          lease: `${namespace}/${name}`,
-        });
+        log.error('lost leadership: could not renew the lease in time', { lease });
         onStoppedLeading();
         return;
       }
     }
-  })();
+    if (options.releaseOnCancel ?? true) {
+      // As client-go: give the release the renew deadline, so an unreachable API server does
+      // not hold up the rest of the shutdown (the lease then expires on its own).
+      const deadline = new AbortController();
+      await Promise.race([
+        release(),
+        sleep(renewDeadlineMs, undefined, { signal: deadline.signal }).then(
+          () => log.warn('releasing the leader lease timed out; it expires on its own', { lease }),
+          () => {},
+        ),
+      ]);
+      deadline.abort();
+    }
+  })().catch((error: unknown) => {
+    log.error('leader election stopped with an error', { lease, error });
+  });
+  return { stopped };
 }

@@ -110,6 +110,16 @@ export const errorCatalog = {
     retryable: true,
     summary: 'an image could not be resolved in its registry',
   },
+  // The admission webhook's objects when someone else (the Helm chart, cert-manager) owns them.
+  // Retryable: installing or upgrading the chart, or cert-manager issuing, fixes them unwatched.
+  WF_WEBHOOK_CONFIGURATION_MISSING: {
+    retryable: true,
+    summary: 'a webhook configuration the operator only patches does not exist or lacks a webhook',
+  },
+  WF_WEBHOOK_CERTIFICATE_INVALID: {
+    retryable: true,
+    summary: 'the webhook certificate Secret is missing or holds no usable tls.crt and tls.key',
+  },
   // Waiting and winfleet's own invariants.
   WF_TIMEOUT: { retryable: true, summary: 'a condition did not hold before its deadline' },
   WF_INVARIANT: {

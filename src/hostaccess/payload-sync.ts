@@ -1,13 +1,23 @@
 /**
- * Putting a payload on a host: the agent to its own path, every other file under the payload
- * directory, each copied only when its SHA-256 on the host differs, after C:\k is locked down
- * to SYSTEM and Administrators. Joining and upgrading both copy through here.
+ * Putting a payload on a host: the agent and its service shim to their own paths, every other
+ * file under the payload directory, each copied only when its SHA-256 on the host differs,
+ * after C:\k is locked down to SYSTEM and Administrators. Joining and upgrading both copy
+ * through here.
  */
-import { type Payload, readPayloadFile } from '../payload/payload.ts';
+import {
+  agentFileName,
+  type Payload,
+  readPayloadFile,
+  serviceShimFileName,
+} from '../payload/payload.ts';
 import { hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import type { RemoteHost } from './remote-host.ts';
 
-const agentFileName = 'winfleet-agent.exe';
+/** Where each file the operator installs itself goes; the rest go to the payload directory. */
+const ownPaths: Record<string, string> = {
+  [agentFileName]: hostPaths.agentExe,
+  [serviceShimFileName]: hostPaths.serviceExe,
+};
 
 /** Copies the payload files (from `dir`) that differ on the host; returns the paths copied. */
 export async function syncPayload(
@@ -23,14 +33,19 @@ export async function syncPayload(
   // read the node's key and write where LocalSystem services run from.
   await remote.script('protect-directory', { path: kubeDir });
   const files = payload.files.map((file) => {
-    const agent = file.name.toLowerCase() === agentFileName;
+    const own = ownPaths[file.name.toLowerCase()];
     return {
-      path: agent ? hostPaths.agentExe : `${hostPaths.payload}\\${file.name}`,
+      path: own ?? `${hostPaths.payload}\\${file.name}`,
       sha256: file.sha256,
       read: () => readPayloadFile(dir, file),
-      // The agent may be running: it is copied beside itself and swapped in.
-      mayBeRunning: agent,
+      // The agent service runs both: they are copied beside themselves and swapped in.
+      mayBeRunning: own !== undefined,
     };
   });
+  // The agent last, after its shim: a new agent restarts at once (its run loop sees its own
+  // hash change) and must find the new shim in place.
+  const rank = (path: string) =>
+    path === hostPaths.agentExe ? 2 : path === hostPaths.serviceExe ? 0 : 1;
+  files.sort((a, b) => rank(a.path) - rank(b.path));
   return remote.syncFiles(files);
 }

@@ -7,7 +7,7 @@ const main = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 function operator(args: string[]): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [main, ...args], { timeout: 20_000 }, (error, _stdout, stderr) =>
+    execFile(process.execPath, [main, ...args], { timeout: 60_000 }, (error, _stdout, stderr) =>
       resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr }),
     );
   });
@@ -22,6 +22,16 @@ test('bad flags are refused with the flag named and the fix', async () => {
       /is not namespace\/name:port, e\.g\. winfleet-system\/winfleet-webhook:443/,
     ],
     [['--no-such-flag'], /unknown option '--no-such-flag'/],
+    [
+      ['--webhook-configurations', 'adopt'],
+      /--webhook-configurations <mode>' argument 'adopt' is invalid\. Allowed choices are create, patch, none/,
+    ],
+    [['--pull-secret-namespace', 'Apps'], /"Apps" is not a namespace name/],
+    [['--webhook-cert-secret', 'tls_secret'], /"tls_secret" is not a Secret name/],
+    [
+      ['--no-pull-secrets', '--pull-secret-namespace', 'apps'],
+      /give --pull-secret-namespace or --no-pull-secrets, not both/,
+    ],
   ];
   // Each case is its own process; they start together, since most of each run is Node loading.
   const results = await Promise.all(cases.map(([args]) => operator(args)));

@@ -3,7 +3,7 @@
  *
  *   node src/operator/main.ts --kubeconfig admin.kubeconfig --webhook-url https://127.0.0.1:9443
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { WinfleetError } from '../errors/catalog.ts';
 import { loadKubeConfig } from '../kube/client.ts';
 import { createLogger } from '../log/logger.ts';
@@ -42,6 +42,22 @@ function url(value: string): string {
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+/** A DNS-1123 label: a namespace or Secret name the flags take. */
+function dnsLabel(what: string) {
+  return (value: string): string => {
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value))
+      throw new InvalidArgumentError(
+        `"${value}" is not a ${what} name (lower-case letters, digits and '-', at most 63)`,
+      );
+    return value;
+  };
+}
+
+const collectNamespaces = (value: string, previous: string[] = []) => [
+  ...previous,
+  dnsLabel('namespace')(value),
+];
+
 const program = new Command('winfleet-operator')
   .description(
     'Runs Windows worker nodes in a Kubernetes cluster: controllers and the admission webhook',
@@ -74,6 +90,34 @@ const program = new Command('winfleet-operator')
     collect,
   )
   .option('--no-webhook', 'run without the admission webhook')
+  .addOption(
+    new Option(
+      '--webhook-configurations <mode>',
+      'create: apply the webhook configurations; patch: only set the caBundle and endpoint of existing ones (the Helm chart owns them); none: leave them alone (cert-manager injects the CA)',
+    )
+      .choices(['create', 'patch', 'none'])
+      .default('create'),
+  )
+  .option(
+    '--webhook-cert-secret <name>',
+    "serve tls.crt/tls.key of this Secret in the operator's namespace (cert-manager) instead of the operator's own CA",
+    dnsLabel('Secret'),
+  )
+  .option(
+    '--pull-secret-namespace <name>',
+    'read image pull secrets only of pods in this namespace (repeatable; default: every namespace)',
+    collectNamespaces,
+  )
+  .option('--no-pull-secrets', 'never read image pull secrets (images are looked up without them)')
+  .option(
+    '--no-create-namespace',
+    "do not create the operator's namespace (it exists: the Helm chart is installed into it)",
+  )
+  .option('--no-install-crds', 'do not install the CRDs (the Helm chart does, or an administrator)')
+  .option(
+    '--no-bootstrapper-binding',
+    'do not apply the ClusterRoleBinding winfleet:node-bootstrapper (the Helm chart does)',
+  )
   .option(
     '--status-host <address>',
     'address of /healthz, /readyz, /metrics and the dashboard',
@@ -94,6 +138,10 @@ const program = new Command('winfleet-operator')
 
 program.action(async (opts) => {
   const log = createLogger({}, { component: 'operator' });
+  const pullSecretNamespaces: string[] = opts.pullSecretNamespace ?? [];
+  if (!opts.pullSecrets && pullSecretNamespaces.length > 0) {
+    program.error('error: give --pull-secret-namespace or --no-pull-secrets, not both');
+  }
   if (opts.webhook && !opts.webhookUrl && !opts.webhookService) {
     program.error(
       'error: give --webhook-url (loopback clusters) or --webhook-service (in-cluster), or --no-webhook',
@@ -112,11 +160,20 @@ program.action(async (opts) => {
   let webhook: Parameters<typeof startOperator>[0]['webhook'] = false;
   if (opts.webhook) {
     const svc = opts.webhookService as { namespace: string; name: string } | undefined;
+    // The names the API server may call: the URL's host (an IP goes in ips), the Service's.
+    const urlHost = opts.webhookUrl ? new URL(opts.webhookUrl).hostname : undefined;
+    const urlNames = urlHost && !/^[\d.]+$|^\[/.test(urlHost) ? [urlHost] : [];
     const dnsNames: string[] =
       opts.webhookDnsName ??
       (svc
-        ? [`${svc.name}.${svc.namespace}.svc`, `${svc.name}.${svc.namespace}.svc.cluster.local`]
-        : ['localhost']);
+        ? [
+            ...urlNames,
+            `${svc.name}.${svc.namespace}.svc`,
+            `${svc.name}.${svc.namespace}.svc.cluster.local`,
+          ]
+        : urlNames.length > 0
+          ? urlNames
+          : ['localhost']);
     const ips: string[] =
       opts.webhookIp ??
       (opts.webhookUrl
@@ -128,6 +185,13 @@ program.action(async (opts) => {
       endpoint: opts.webhookUrl ? { url: opts.webhookUrl } : { service: opts.webhookService },
       dnsNames,
       ipAddresses: ips,
+      configurations: opts.webhookConfigurations,
+      certificateSecret: opts.webhookCertSecret,
+      pullSecretNamespaces: !opts.pullSecrets
+        ? []
+        : pullSecretNamespaces.length > 0
+          ? pullSecretNamespaces
+          : 'all',
     };
   }
   const operator = await startOperator({
@@ -138,6 +202,9 @@ program.action(async (opts) => {
     status: { host: opts.statusHost, port: opts.statusPort },
     leaderElection: opts.leaderElect,
     payloadDir: opts.payloadDir,
+    createNamespace: opts.createNamespace,
+    installCrds: opts.installCrds,
+    bootstrapperBinding: opts.bootstrapperBinding,
   });
   await runUntilSignal(() => operator.stop());
 });

@@ -38,7 +38,10 @@ import { clusterFacts } from '../webhook/cluster-facts.ts';
 import { createWebhookMetrics, type WebhookMetrics } from '../webhook/metrics.ts';
 import { memoizeCompatibility } from '../webhook/placement.ts';
 import { apiPullSecrets, podImageResolver, resolverFor } from '../webhook/pod-images.ts';
-import type { WebhookEndpoint } from '../webhook/webhook-configurations.ts';
+import type {
+  WebhookConfigurationsMode,
+  WebhookEndpoint,
+} from '../webhook/webhook-configurations.ts';
 import { startWebhookService, type WebhookService } from '../webhook/webhook-service.ts';
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
@@ -62,6 +65,12 @@ export interface OperatorOptions {
         ipAddresses: string[];
         certValidityMs?: number;
         caValidityMs?: number;
+        /** Who keeps the webhook configurations (default create; webhook-configurations.ts). */
+        configurations?: WebhookConfigurationsMode;
+        /** Serve the certificate of this Secret (cert-manager) instead of the operator's CA. */
+        certificateSecret?: string;
+        /** Namespaces whose pods' image pull secrets are read (default all). */
+        pullSecretNamespaces?: 'all' | string[];
       };
   /** /healthz, /readyz, /metrics (and the dashboard) on this port; 0 picks one. */
   status?: { host: string; port: number };
@@ -70,6 +79,14 @@ export interface OperatorOptions {
   identity?: string;
   /** Directory with payload.json and the Windows binaries; without it, hosts are not joined. */
   payloadDir?: string;
+  /**
+   * What the operator sets up in the cluster itself (each default true). Installed by the Helm
+   * chart, the chart does these and its RBAC does not let the operator: the namespace, the
+   * CRDs, and the ClusterRoleBinding of the bootstrap group (cluster-rbac.ts).
+   */
+  createNamespace?: boolean;
+  installCrds?: boolean;
+  bootstrapperBinding?: boolean;
 }
 
 export interface Operator {
@@ -121,8 +138,8 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   const stops: (() => void | Promise<void>)[] = [];
   const controllers: Controller[] = [];
 
-  await ensureNamespace(ctx.kc, namespace);
-  await installCrds(ctx.kc);
+  if (options.createNamespace ?? true) await ensureNamespace(ctx.kc, namespace);
+  if (options.installCrds ?? true) await installCrds(ctx.kc);
   await warnIfBootstrapTokensAutoApproved(ctx);
   const shared = createCaches(ctx);
   const registry = new Registry();
@@ -157,7 +174,9 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     for (const c of controllers) c.stop();
   });
   if (options.payloadDir) {
-    const hostController = createJoiningController(ctx, caches, options.payloadDir);
+    const hostController = createJoiningController(ctx, caches, options.payloadDir, {
+      bootstrapperBinding: options.bootstrapperBinding,
+    });
     controllers.push(hostController);
     stops.push(await watchPayload(ctx, options.payloadDir, hostController));
   } else {
@@ -272,7 +291,10 @@ async function startWebhook(
     facts: clusterFacts(kc, { nodes, runtimeClasses, namespaces }, () => config.current()),
     // A malformed os.version from a registry runs nowhere.
     isCompatible: memoizeCompatibility(isCompatibleBuild),
-    resolveImages: podImageResolver(() => images.current(), apiPullSecrets(kc)),
+    resolveImages: podImageResolver(
+      () => images.current(),
+      apiPullSecrets(kc, options.pullSecretNamespaces),
+    ),
     host: options.host,
     port: options.port,
     endpoint: options.endpoint,
@@ -280,6 +302,8 @@ async function startWebhook(
     ipAddresses: options.ipAddresses,
     certValidityMs: options.certValidityMs,
     caValidityMs: options.caValidityMs,
+    configurations: options.configurations,
+    certificateSecret: options.certificateSecret,
     metrics,
     log,
   });
@@ -303,13 +327,16 @@ function dashboardRoute({ hosts, nodes, runtimeClasses }: Caches): ExtraRoute {
   };
 }
 
-/** Waits to lead on the operator's Lease; returns the step that stops renewing it. */
+/**
+ * Waits to lead on the operator's Lease; returns the step that stops renewing it and releases
+ * it, so that another replica takes over at once.
+ */
 async function leadOrExit(
   { kc, namespace, log }: OperatorContext,
   identity: string,
-): Promise<() => void> {
+): Promise<() => Promise<void>> {
   const renewal = new AbortController();
-  await acquireLeadership(
+  const leadership = await acquireLeadership(
     kc,
     { namespace, name: 'winfleet-operator', identity, log, signal: renewal.signal },
     () => {
@@ -318,7 +345,10 @@ async function leadOrExit(
       process.exit(1);
     },
   );
-  return () => renewal.abort();
+  return async () => {
+    renewal.abort();
+    await leadership.stopped;
+  };
 }
 
 /** The controllers that run with or without a payload. */
@@ -352,6 +382,7 @@ function createJoiningController(
   { kc, namespace, events, log }: OperatorContext,
   { factory, config, hosts, nodes }: Caches,
   payloadDir: string,
+  setup: { bootstrapperBinding?: boolean },
 ): Controller {
   // The hosts' SSH key Secrets (metadata only), so that creating or fixing one retries at once.
   const namespaces = hostNamespaces(namespace, config.current().hosts.namespaces);
@@ -366,6 +397,7 @@ function createJoiningController(
     secrets,
     payload: payloadSource(payloadDir, () => config.current()),
     cluster: clusterAccess(kc),
+    bootstrapperBinding: setup.bootstrapperBinding,
     events,
     log,
   });

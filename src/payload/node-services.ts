@@ -10,7 +10,7 @@ import type {
   ManifestService,
   ServicesManifest,
 } from '../servicesmanifest/services-manifest.ts';
-import type { Payload } from './payload.ts';
+import { operatorInstalledFiles, type Payload } from './payload.ts';
 
 /** Where each known payload file is installed. CNI plugins go to C:\k\cni\bin. */
 export function installPath(name: string): string {
@@ -112,7 +112,8 @@ export function servicesManifestFor(
   const files: ManifestFile[] = [];
   const services: ManifestService[] = [];
   for (const file of payload.files) {
-    if (file.name.toLowerCase() === 'winfleet-agent.exe') continue; // installed by the operator itself
+    // The agent and its service shim are installed by the operator itself (payload-sync.ts).
+    if (operatorInstalledFiles.includes(file.name.toLowerCase())) continue;
     const path = installPath(file.name);
     files.push({ payload: file.name, path, sha256: file.sha256 });
     const template = serviceTemplates[file.name.toLowerCase()];

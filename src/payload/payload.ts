@@ -63,6 +63,11 @@ const schema = {
     },
   },
 } as const;
+/** The agent, and the shim that runs it as a Windows service; the operator installs both. */
+export const agentFileName = 'winfleet-agent.exe';
+export const serviceShimFileName = 'winfleet-service.exe';
+export const operatorInstalledFiles: readonly string[] = [agentFileName, serviceShimFileName];
+
 const validatePayload = compileSchema<Payload>(schema, {
   code: 'WF_PAYLOAD_INVALID',
   document: 'payload.json',
@@ -89,6 +94,12 @@ export async function loadPayload(dir: string): Promise<Payload> {
       ]);
     names.add(f.name);
   }
+  const listed = new Set([...names].map((n) => n.toLowerCase()));
+  if (listed.has(agentFileName) && !listed.has(serviceShimFileName)) {
+    throw invalidDocument('WF_PAYLOAD_INVALID', file, [
+      `files: ${agentFileName} is listed without ${serviceShimFileName}, which runs it as a Windows service; rebuild the payload with make payload`,
+    ]);
+  }
   return payload;
 }
 
@@ -96,7 +107,7 @@ const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex')
 
 /**
  * The verified content of a payload file: read from the payload directory, or downloaded from
- * its URL into `cacheDir` (once). Throws when the SHA-256 does not match the manifest.
+ * its URL into `cacheDir` (once, when that directory is writable). Throws when the SHA-256 does not match the manifest.
  */
 export async function readPayloadFile(
   dir: string,
@@ -119,9 +130,12 @@ export async function readPayloadFile(
         );
       data = Buffer.from(await response.arrayBuffer());
       if (sha256(data) === file.sha256) {
-        await mkdir(cacheDir, { recursive: true });
-        await writeFile(`${cached}.tmp`, data);
-        await rename(`${cached}.tmp`, cached);
+        // The cache only saves a download: a read-only payload directory (a volume mounted
+        // into the operator's pod) is not an error, the file is fetched again next time.
+        await mkdir(cacheDir, { recursive: true })
+          .then(() => writeFile(`${cached}.${process.pid}.tmp`, data))
+          .then(() => rename(`${cached}.${process.pid}.tmp`, cached))
+          .catch(() => {});
       }
     }
   }

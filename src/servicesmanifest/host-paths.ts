@@ -20,6 +20,10 @@ export const hostPaths = {
   createdDirectories: `${winfleetDir}\\created-directories.txt`,
   payload: `${winfleetDir}\\payload`,
   agentExe: `${winfleetDir}\\winfleet-agent.exe`,
+  /** winfleet-service.exe (windows/service): runs the agent as a Windows service. */
+  serviceExe: `${winfleetDir}\\winfleet-service.exe`,
+  /** The agent service's size-rotated log, written by winfleet-service.exe. */
+  agentLogs: `${winfleetDir}\\logs`,
   caCert: `${kubeDir}\\pki\\ca.crt`,
   certDir: `${kubeDir}\\pki`,
   bootstrapKubeconfig: `${kubeDir}\\bootstrap-kubeconfig`,

@@ -42,9 +42,15 @@ export type PullSecretSource = (pod: k8s.V1Pod, namespace: string) => Promise<Do
 
 /**
  * Pull secrets from the API: the pod's imagePullSecrets and its service account's, read only
- * when named and cached for a few seconds.
+ * when named and cached for a few seconds. `namespaces` limits where they are read (the
+ * namespaces the operator may read Secrets and ServiceAccounts in); pods elsewhere are looked
+ * up without credentials, and nothing is asked of the API for them.
  */
-export function apiPullSecrets(kc: k8s.KubeConfig): PullSecretSource {
+export function apiPullSecrets(
+  kc: k8s.KubeConfig,
+  namespaces: 'all' | readonly string[] = 'all',
+): PullSecretSource {
+  const readable = (namespace: string) => namespaces === 'all' || namespaces.includes(namespace);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const cache = new Map<string, { at: number; value: Promise<DockerConfigSource | undefined> }>();
   const saCache = new Map<string, { at: number; value: Promise<string[]> }>();
@@ -81,6 +87,7 @@ export function apiPullSecrets(kc: k8s.KubeConfig): PullSecretSource {
   };
 
   return async (pod, namespace) => {
+    if (!readable(namespace)) return [];
     const names = new Set(
       (pod.spec?.imagePullSecrets ?? []).map((r) => r.name ?? '').filter(Boolean),
     );

@@ -9,6 +9,8 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
+import { WinfleetError } from '../errors/catalog.ts';
+import { isNotFound } from '../kube/client.ts';
 
 export const webhookConfigurationName = 'winfleet-pods';
 
@@ -121,4 +123,131 @@ export async function applyWebhookConfigurations(
       k8s.PatchStrategy.ServerSideApply,
     );
   }
+}
+
+/**
+ * Who keeps the two objects: `create` applies them whole (the operator owns them; dev and lab),
+ * `patch` patches only the caBundle and the endpoint of objects someone else created (the Helm
+ * chart, which owns them so that `helm uninstall` removes them; RBAC can then limit the
+ * operator to get and patch on these two names), `none` leaves them alone (cert-manager's
+ * CA injector keeps the caBundle).
+ */
+export type WebhookConfigurationsMode = 'create' | 'patch' | 'none';
+
+type WebhookConfiguration =
+  | k8s.V1MutatingWebhookConfiguration
+  | k8s.V1ValidatingWebhookConfiguration;
+type Webhook = k8s.V1MutatingWebhook | k8s.V1ValidatingWebhook;
+
+const sameService = (
+  a: k8s.AdmissionregistrationV1ServiceReference | undefined,
+  b: k8s.AdmissionregistrationV1ServiceReference | undefined,
+) =>
+  a !== undefined &&
+  b !== undefined &&
+  a.namespace === b.namespace &&
+  a.name === b.name &&
+  (a.port ?? 443) === (b.port ?? 443) &&
+  (a.path ?? '') === (b.path ?? '');
+
+/** The clientConfig fields to change so that `have` becomes `want` (a strategic merge patch). */
+function clientConfigPatch(
+  have: k8s.AdmissionregistrationV1WebhookClientConfig | undefined,
+  want: k8s.AdmissionregistrationV1WebhookClientConfig,
+): Record<string, unknown> | undefined {
+  const patch: Record<string, unknown> = {};
+  if ((have?.caBundle ?? '') !== (want.caBundle ?? '')) patch.caBundle = want.caBundle;
+  if (want.url !== undefined && (have?.url !== want.url || have?.service)) {
+    Object.assign(patch, { url: want.url, service: null });
+  }
+  if (want.service && (!sameService(have?.service, want.service) || have?.url)) {
+    Object.assign(patch, { service: want.service, url: null });
+  }
+  return Object.keys(patch).length > 0 ? patch : undefined;
+}
+
+/** A namespace selector with its expressions' values sorted, to compare two of them. */
+function normalSelector(selector: k8s.V1LabelSelector | undefined): string {
+  return JSON.stringify({
+    matchLabels: selector?.matchLabels ?? {},
+    matchExpressions: (selector?.matchExpressions ?? []).map((e) => ({
+      key: e.key,
+      operator: e.operator,
+      values: [...(e.values ?? [])].sort(),
+    })),
+  });
+}
+
+/**
+ * What the configuration decides but the existing webhook says otherwise (namespaces, failure
+ * policy, timeout): in patch mode these are the chart's to set, so they are reported, not
+ * changed (changing them would make the next `helm upgrade` conflict with the operator).
+ */
+function configDifferences(kind: string, name: string, have: Webhook, want: Webhook): string[] {
+  const where = `${kind} ${name} webhook ${want.name}`;
+  const differences: string[] = [];
+  if (have.failurePolicy !== want.failurePolicy)
+    differences.push(
+      `${where}: failurePolicy is ${have.failurePolicy}, the configuration says ${want.failurePolicy}`,
+    );
+  if (have.timeoutSeconds !== want.timeoutSeconds)
+    differences.push(
+      `${where}: timeoutSeconds is ${have.timeoutSeconds}, the configuration says ${want.timeoutSeconds}`,
+    );
+  if (normalSelector(have.namespaceSelector) !== normalSelector(want.namespaceSelector))
+    differences.push(
+      `${where}: namespaceSelector is ${JSON.stringify(have.namespaceSelector)}, the configuration says ${JSON.stringify(want.namespaceSelector)}`,
+    );
+  return differences;
+}
+
+/**
+ * Patch mode: sets the caBundle (and the endpoint, when it points elsewhere) of the existing
+ * objects with a strategic merge patch per object, and never creates one — a missing object or
+ * webhook is a WF_WEBHOOK_CONFIGURATION_MISSING error naming the fix. Returns what else differs
+ * from `desired` (see configDifferences), for the caller to report.
+ */
+export async function patchWebhookConfigurations(
+  kc: k8s.KubeConfig,
+  desired: [k8s.V1MutatingWebhookConfiguration, k8s.V1ValidatingWebhookConfiguration],
+): Promise<string[]> {
+  const api = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
+  const differences: string[] = [];
+  for (const object of desired as WebhookConfiguration[]) {
+    const kind = object.kind!;
+    const name = object.metadata!.name!;
+    const mutating = kind === 'MutatingWebhookConfiguration';
+    let current: WebhookConfiguration;
+    try {
+      current = mutating
+        ? await api.readMutatingWebhookConfiguration({ name })
+        : await api.readValidatingWebhookConfiguration({ name });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      throw new WinfleetError(
+        'WF_WEBHOOK_CONFIGURATION_MISSING',
+        `${kind} ${name} does not exist, and with --webhook-configurations=patch the operator only patches it: install or upgrade the Helm chart with webhook.enabled=true, or run the operator with --webhook-configurations=create`,
+        { cause: error },
+      );
+    }
+    const patches: Record<string, unknown>[] = [];
+    for (const want of (object.webhooks ?? []) as Webhook[]) {
+      const have = (current.webhooks as Webhook[] | undefined)?.find((w) => w.name === want.name);
+      if (!have) {
+        throw new WinfleetError(
+          'WF_WEBHOOK_CONFIGURATION_MISSING',
+          `${kind} ${name} has no webhook ${want.name}: upgrade the Helm chart to the operator's version (helm upgrade)`,
+        );
+      }
+      const clientConfig = clientConfigPatch(have.clientConfig, want.clientConfig);
+      if (clientConfig) patches.push({ name: want.name, clientConfig });
+      differences.push(...configDifferences(kind, name, have, want));
+    }
+    if (patches.length === 0) continue;
+    const request = { name, body: { webhooks: patches } };
+    const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
+    if (mutating) await api.patchMutatingWebhookConfiguration(request, options);
+    else await api.patchValidatingWebhookConfiguration(request, options);
+  }
+  return differences;
 }

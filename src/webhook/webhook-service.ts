@@ -6,6 +6,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import { Controller } from '../controller/controller.ts';
+import { waitFor } from '../kube/wait-for.ts';
 import type { Logger } from '../log/logger.ts';
 import { type AdmissionServer, createAdmissionServer } from './admission-server.ts';
 import type { ClusterFacts } from './cluster-facts.ts';
@@ -17,9 +18,12 @@ import {
   type PodAdmissionDeps,
   type PodImageResolver,
 } from './pod-admission.ts';
-import { ensureServingCertificate } from './serving-certificate.ts';
+import { readServingCertificateSecret } from './secret-certificate.ts';
+import { ensureServingCertificate, type ServingCertificate } from './serving-certificate.ts';
 import {
   applyWebhookConfigurations,
+  patchWebhookConfigurations,
+  type WebhookConfigurationsMode,
   type WebhookEndpoint,
   webhookConfigurations,
 } from './webhook-configurations.ts';
@@ -40,6 +44,13 @@ export interface WebhookServiceOptions {
   dnsNames: string[];
   ipAddresses: string[];
   secretName?: string;
+  /**
+   * Serve the certificate in this Secret of the operator's namespace (tls.crt, tls.key, ca.crt;
+   * issued by cert-manager) instead of the operator's own CA; it is read, never written.
+   */
+  certificateSecret?: string;
+  /** Who keeps the webhook configurations (default create; webhook-configurations.ts). */
+  configurations?: WebhookConfigurationsMode;
   certValidityMs?: number;
   caValidityMs?: number;
   metrics: WebhookMetrics;
@@ -64,7 +75,24 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     certValidityMs: options.certValidityMs,
     caValidityMs: options.caValidityMs,
   };
-  const initial = await ensureServingCertificate(options.kc, certOptions);
+  const certificate = (): Promise<ServingCertificate> =>
+    options.certificateSecret
+      ? readServingCertificateSecret(
+          options.kc,
+          options.operatorNamespace,
+          options.certificateSecret,
+        )
+      : ensureServingCertificate(options.kc, certOptions);
+  // cert-manager issues the Secret while the operator starts: wait for it a while.
+  if (options.certificateSecret)
+    log.info('reading the webhook certificate Secret', { secret: options.certificateSecret });
+  const initial = options.certificateSecret
+    ? await waitFor(certificate, {
+        description: `Secret ${options.operatorNamespace}/${options.certificateSecret} with the webhook certificate`,
+        timeoutMs: 120_000,
+        intervalMs: 2000,
+      })
+    : await certificate();
   const deps: PodAdmissionDeps = {
     config: options.config,
     operatorNamespace: options.operatorNamespace,
@@ -89,9 +117,10 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
   const port = await server.listen(options.port, options.host);
   let servedCert = initial.certPem;
   let publishedBundle = '';
+  let reported = '';
 
   const reconcile = async () => {
-    const cert = await ensureServingCertificate(options.kc, certOptions);
+    const cert = await certificate();
     // Publish the bundle first: it trusts both the old and the new CA during a CA change.
     const objects = webhookConfigurations(
       options.config(),
@@ -99,7 +128,18 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
       options.endpoint,
       cert.caBundle,
     );
-    await applyWebhookConfigurations(options.kc, objects);
+    const mode = options.configurations ?? 'create';
+    if (mode === 'create') await applyWebhookConfigurations(options.kc, objects);
+    if (mode === 'patch') {
+      const differences = await patchWebhookConfigurations(options.kc, objects);
+      if (differences.length > 0 && differences.join('\n') !== reported) {
+        log.warn(
+          'the webhook configurations differ from the configuration; they are the Helm chart’s: set these through its values (config.webhook, webhook.failurePolicy) and helm upgrade',
+          { differences },
+        );
+      }
+      reported = differences.join('\n');
+    }
     if (cert.caBundle !== publishedBundle) {
       if (publishedBundle) log.info('webhook caBundle updated');
       publishedBundle = cert.caBundle;
@@ -119,6 +159,10 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     };
   };
   const controller = new Controller({ name: 'webhook-certificates', reconcile, log });
+  // Publish the webhook configurations before resolving, so that a started webhook is
+  // registered (the API server's informer still takes a moment to see them). A failure is
+  // the controller's to log and retry, from the enqueue below.
+  await reconcile().catch(() => undefined);
   controller.enqueue('serving');
   return {
     server,

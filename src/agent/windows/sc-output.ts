@@ -25,6 +25,8 @@ export const win32Error = {
   serviceDoesNotExist: 1060,
   serviceCannotAcceptControl: 1061,
   serviceNotActive: 1062,
+  /** The service stopped with its own exit code, given in SERVICE_EXIT_CODE. */
+  serviceSpecificError: 1066,
   serviceDependencyFail: 1068,
   serviceMarkedForDelete: 1072,
   serviceExists: 1073,
@@ -39,7 +41,7 @@ const hints: Record<number, string> = {
   [win32Error.insufficientBuffer]: 'the service configuration is larger than sc.exe can read',
   [win32Error.dependentServicesRunning]: 'stop the services that depend on it first',
   [win32Error.serviceRequestTimeout]:
-    'the program did not report to the service manager in time; check its log and that it runs as a service (--windows-service)',
+    'the program did not report to the service manager in time; check its log and that it runs as a service (--windows-service for kubelet and kube-proxy; winfleet-service.exe for the agent)',
   [win32Error.serviceDisabled]: 'its start type is disabled; configure another start type first',
   [win32Error.serviceDoesNotExist]: 'create the service first',
   [win32Error.serviceDependencyFail]:

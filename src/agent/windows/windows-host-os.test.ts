@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { assertValidPowerShell } from '../../../sim/testkit/powershell-grammar.ts';
 import { decodePowerShellArgs, powerShellFlags } from '../../powershell/powershell.ts';
+import { emptyState } from '../agent-state.ts';
+import { agentServiceConfig, ensureService } from '../converge.ts';
 import type { ServiceConfig } from '../host-os.ts';
 import { splitServiceCommandLine } from './command-line.ts';
 import type { CommandResult, CommandRunner } from './command-runner.ts';
@@ -157,6 +159,87 @@ test('createService runs create, description, failure and failureflag', async ()
     sc(['failureflag', 'kubelet', '1'], 'sc-config2-success.txt'),
   ]);
   await host.createService(kubelet);
+  await done();
+});
+
+// The agent's own service: winfleet-service.exe runs `winfleet-agent.exe run` (a Node program
+// never calls the service dispatcher, so registered bare the SCM would kill it with 1053).
+const agentBinPath =
+  '"C:\\k\\winfleet\\winfleet-service.exe" --log-dir C:\\k\\winfleet\\logs -- C:\\k\\winfleet\\winfleet-agent.exe run';
+
+test('the agent service is registered as winfleet-service.exe with the agent after "--"', async () => {
+  const { host, done } = scriptedHost([
+    sc(
+      [
+        'create',
+        'winfleet-agent',
+        'type=',
+        'own',
+        'binPath=',
+        agentBinPath,
+        'DisplayName=',
+        'winfleet agent',
+        'start=',
+        'auto',
+      ],
+      'sc-create-success.txt',
+    ),
+    sc(
+      [
+        'description',
+        'winfleet-agent',
+        'Keeps the Kubernetes node services of this host configured and running (winfleet)',
+      ],
+      'sc-config2-success.txt',
+    ),
+    sc(
+      [
+        'failure',
+        'winfleet-agent',
+        'reset=',
+        '86400',
+        'actions=',
+        'restart/5000/restart/5000/restart/10000',
+      ],
+      'sc-config2-success.txt',
+    ),
+    // Without it, an agent that exits non-zero (through the shim: service-specific error) would
+    // not be restarted.
+    sc(['failureflag', 'winfleet-agent', '1'], 'sc-config2-success.txt'),
+  ]);
+  await host.createService(agentServiceConfig());
+  await done();
+});
+
+test('the registration sc qc reads back is the one the agent wants: no re-configuration', async () => {
+  const { host, done } = scriptedHost([
+    sc(['qc', 'winfleet-agent', '8192'], 'sc-qc-winfleet-agent.txt'),
+    sc(['queryex', 'winfleet-agent'], 'sc-queryex-winfleet-agent-exited-3.txt'),
+  ]);
+  const state = emptyState();
+  assert.equal(await ensureService(host, agentServiceConfig(), state), false);
+  assert.deepEqual(state.services, ['winfleet-agent']);
+  await done();
+});
+
+test("queryService gives a service's own exit code when it reported one (1066)", async () => {
+  const { host, done } = scriptedHost([
+    sc(['qc', 'winfleet-agent', '8192'], 'sc-qc-winfleet-agent.txt'),
+    sc(['queryex', 'winfleet-agent'], 'sc-queryex-winfleet-agent-exited-3.txt'),
+  ]);
+  const service = await host.queryService('winfleet-agent');
+  assert.equal(service?.state, 'stopped');
+  assert.equal(service?.exitCode, 3, 'the agent exit code the shim passed on, not 1066');
+  assert.deepEqual(splitServiceCommandLine(service?.commandLine ?? ''), {
+    binaryPath: 'C:\\k\\winfleet\\winfleet-service.exe',
+    args: [
+      '--log-dir',
+      'C:\\k\\winfleet\\logs',
+      '--',
+      'C:\\k\\winfleet\\winfleet-agent.exe',
+      'run',
+    ],
+  });
   await done();
 });
 

@@ -125,7 +125,12 @@ export class WindowsHostOS implements HostOS {
     const service: InstalledService = {
       name: config.name,
       state: status.state,
-      exitCode: status.win32ExitCode,
+      // A service that reported its own code (winfleet-service.exe passes on the agent's) shows
+      // 1066, ERROR_SERVICE_SPECIFIC_ERROR, with the code beside it: that code is the answer.
+      exitCode:
+        status.win32ExitCode === win32Error.serviceSpecificError
+          ? status.serviceExitCode
+          : status.win32ExitCode,
       commandLine: config.binaryPathName,
       startType: config.startType,
       dependencies: config.dependencies,

@@ -13,7 +13,7 @@ import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
 import type { Logger } from '../../log/logger.ts';
 import { parseCsrPem } from '../../pki/certificates.ts';
-import { hostUidForToken } from '../hosts/bootstrap-tokens.ts';
+import { hostForTokenId } from '../hosts/bootstrap-tokens.ts';
 import {
   type CsrRequest,
   clientSigner,
@@ -38,10 +38,8 @@ function decided(csr: k8s.V1CertificateSigningRequest): boolean {
 export function createCsrController(deps: CsrControllerDeps): Controller {
   const certificates = deps.kc.makeApiClient(k8s.CertificatesV1Api);
   const lookup = {
-    async hostForToken(tokenId: string) {
-      const uid = await hostUidForToken(deps.kc, tokenId);
-      return uid ? deps.hosts.list().find((h) => h.metadata.uid === uid) : undefined;
-    },
+    // The token id is derived from the host's UID: no need to read the token's Secret.
+    hostForToken: async (tokenId: string) => hostForTokenId(deps.hosts.list(), tokenId),
     hostsForNode: (name: string) =>
       deps.hosts.list().filter((h) => h.status?.nodeName === name && !h.metadata.deletionTimestamp),
     node: (name: string) => deps.nodes.get(name),

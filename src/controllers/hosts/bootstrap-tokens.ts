@@ -2,12 +2,16 @@
  * Bootstrap tokens, one per joining host: a Secret in kube-system of type
  * bootstrap.kubernetes.io/token, valid for a short time, in winfleet's own group so that only
  * winfleet's CSR approver acts on it (the controller manager's auto-approver does not), and
- * deleted once the node has joined. The token id is derived from the host's UID, so a restarted
- * operator finds and reuses the token it made instead of leaving a second one behind.
+ * deleted once the node has joined. The token id is derived from the host's UID, so each host
+ * has one token at a time and the CSR approver finds the host behind a token id from its cache.
+ *
+ * The operator only creates and deletes these Secrets, never reads them: kube-system holds
+ * other credentials, so its RBAC there is `create` and `delete` on Secrets and nothing else.
+ * A token already there (an earlier pass, or a restarted operator) is replaced, never reused.
  */
 import { createHash, randomInt } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { isNotFound } from '../../kube/client.ts';
+import { isAlreadyExists, isNotFound } from '../../kube/client.ts';
 
 export const bootstrapGroup = 'system:bootstrappers:winfleet';
 export const tokenHostLabel = 'winfleet.io/host';
@@ -31,10 +35,11 @@ function randomSecret(): string {
   return Array.from({ length: 16 }, () => alphabet[randomInt(alphabet.length)]).join('');
 }
 
-const decode = (s: k8s.V1Secret, key: string) =>
-  Buffer.from(s.data?.[key] ?? '', 'base64').toString('utf8');
-
-/** Returns the host's token, creating it (or replacing an expired one) as needed. */
+/**
+ * Creates the host's token. A token of this host already there (from an earlier bootstrap
+ * pass or a restarted operator) is deleted and made again: its secret cannot be read back, and
+ * the bootstrap that asks for a token always hands the host the new one.
+ */
 export async function ensureBootstrapToken(
   kc: k8s.KubeConfig,
   host: { uid: string; namespace: string; name: string },
@@ -42,18 +47,6 @@ export async function ensureBootstrapToken(
 ): Promise<BootstrapToken> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const id = tokenIdFor(host.uid);
-  const name = `bootstrap-token-${id}`;
-  try {
-    const existing = await core.readNamespacedSecret({ name, namespace: 'kube-system' });
-    const expires = new Date(decode(existing, 'expiration'));
-    // Keep a token with at least ten minutes left; a join takes far less.
-    if (expires.getTime() - Date.now() > Math.min(10 * 60_000, ttlMs / 2)) {
-      return { id, token: `${id}.${decode(existing, 'token-secret')}`, expires };
-    }
-    await core.deleteNamespacedSecret({ name, namespace: 'kube-system' });
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
   const secret = randomSecret();
   const expires = new Date(Date.now() + ttlMs);
   const stringData = {
@@ -65,21 +58,29 @@ export async function ensureBootstrapToken(
     'auth-extra-groups': bootstrapGroup,
     description: `winfleet: joins WindowsHost ${host.namespace}/${host.name}`,
   };
-  await core.createNamespacedSecret({
-    namespace: 'kube-system',
-    body: {
-      metadata: {
-        name,
-        namespace: 'kube-system',
-        labels: {
-          [tokenHostLabel]: `${host.namespace}.${host.name}`.slice(0, 63),
-          [tokenHostUidLabel]: host.uid,
+  const create = () =>
+    core.createNamespacedSecret({
+      namespace: 'kube-system',
+      body: {
+        metadata: {
+          name: `bootstrap-token-${id}`,
+          namespace: 'kube-system',
+          labels: {
+            [tokenHostLabel]: `${host.namespace}.${host.name}`.slice(0, 63),
+            [tokenHostUidLabel]: host.uid,
+          },
         },
+        type: 'bootstrap.kubernetes.io/token',
+        stringData,
       },
-      type: 'bootstrap.kubernetes.io/token',
-      stringData,
-    },
-  });
+    });
+  try {
+    await create();
+  } catch (error) {
+    if (!isAlreadyExists(error)) throw error;
+    await deleteBootstrapToken(kc, host.uid);
+    await create();
+  }
   return { id, token: `${id}.${secret}`, expires };
 }
 
@@ -96,22 +97,15 @@ export async function deleteBootstrapToken(kc: k8s.KubeConfig, hostUid: string):
   }
 }
 
-/** The WindowsHost UID behind a bootstrap token id, if the token is winfleet's. */
-export async function hostUidForToken(
-  kc: k8s.KubeConfig,
-  tokenId: string,
-): Promise<string | undefined> {
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  try {
-    const secret = await core.readNamespacedSecret({
-      name: `bootstrap-token-${tokenId}`,
-      namespace: 'kube-system',
-    });
-    if (decode(secret, 'auth-extra-groups').split(',').includes(bootstrapGroup)) {
-      return secret.metadata?.labels?.[tokenHostUidLabel];
-    }
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-  return undefined;
+/**
+ * The host a bootstrap token id belongs to: the one whose UID the id is derived from. Hosts
+ * being deleted have none (their removal deletes the token).
+ */
+export function hostForTokenId<
+  T extends { metadata: { uid?: string; deletionTimestamp?: unknown } },
+>(hosts: readonly T[], tokenId: string): T | undefined {
+  return hosts.find(
+    (h) =>
+      h.metadata.uid && !h.metadata.deletionTimestamp && tokenIdFor(h.metadata.uid) === tokenId,
+  );
 }

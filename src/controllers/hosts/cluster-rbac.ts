@@ -3,36 +3,37 @@
  * its bootstrap group may create CSRs (the built-in system:node-bootstrapper role), and nodes
  * may read winfleet's published services manifests and their record by name (the names come
  * from the record, never from a label anyone could set) — nothing else in its namespace.
+ *
+ * Installed by the Helm chart, the ClusterRoleBinding is the chart's (`bootstrapperBinding:
+ * false`): binding a ClusterRole cluster-wide would need the operator to hold all it grants.
+ * The Role and RoleBinding stay the operator's, as the Role's names change with each
+ * published manifest; the chart lets it create and patch only those two names.
  */
 import * as k8s from '@kubernetes/client-node';
 import { bootstrapGroup } from './bootstrap-tokens.ts';
 
 const fieldManager = 'winfleet';
 
+/** The Role and RoleBinding that let nodes read the published manifests (by name). */
+export const nodeManifestsRbacName = 'winfleet:node-manifests';
+/** The ClusterRoleBinding of the bootstrap group to system:node-bootstrapper. */
+export const nodeBootstrapperBindingName = 'winfleet:node-bootstrapper';
+
 export async function applyJoinRbac(
   kc: k8s.KubeConfig,
   operatorNamespace: string,
   manifestConfigMaps: string[],
+  options: { bootstrapperBinding?: boolean } = {},
 ): Promise<void> {
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   const labels = { 'app.kubernetes.io/managed-by': 'winfleet' };
   const apply = (o: k8s.KubernetesObject) =>
     objects.patch(o, undefined, undefined, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
-  await apply({
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: 'winfleet:node-bootstrapper', labels },
-    roleRef: {
-      apiGroup: 'rbac.authorization.k8s.io',
-      kind: 'ClusterRole',
-      name: 'system:node-bootstrapper',
-    },
-    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: bootstrapGroup }],
-  } as k8s.V1ClusterRoleBinding);
+  if (options.bootstrapperBinding ?? true) await apply(nodeBootstrapperBinding(labels));
   await apply({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
-    metadata: { name: 'winfleet:node-manifests', namespace: operatorNamespace, labels },
+    metadata: { name: nodeManifestsRbacName, namespace: operatorNamespace, labels },
     rules: [
       {
         apiGroups: [''],
@@ -45,12 +46,27 @@ export async function applyJoinRbac(
   await apply({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
-    metadata: { name: 'winfleet:node-manifests', namespace: operatorNamespace, labels },
+    metadata: { name: nodeManifestsRbacName, namespace: operatorNamespace, labels },
     roleRef: {
       apiGroup: 'rbac.authorization.k8s.io',
       kind: 'Role',
-      name: 'winfleet:node-manifests',
+      name: nodeManifestsRbacName,
     },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:nodes' }],
   } as k8s.V1RoleBinding);
+}
+
+/** The ClusterRoleBinding that lets winfleet's bootstrap tokens ask for node certificates. */
+export function nodeBootstrapperBinding(labels: Record<string, string>): k8s.V1ClusterRoleBinding {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: nodeBootstrapperBindingName, labels },
+    roleRef: {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: 'system:node-bootstrapper',
+    },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: bootstrapGroup }],
+  };
 }

@@ -18,7 +18,9 @@ import { createManifestPublisher } from './manifest-publisher.ts';
 import { claimedNodeName } from './node-claims.ts';
 
 export function createHostController(deps: HostControllerDeps): Controller {
-  const publish = createManifestPublisher(deps.kc, deps.operatorNamespace);
+  const publish = createManifestPublisher(deps.kc, deps.operatorNamespace, {
+    bootstrapperBinding: deps.bootstrapperBinding,
+  });
   const ctx = { ...deps, publish };
 
   const controller = new Controller({

@@ -28,6 +28,11 @@ export interface HostControllerDeps {
   payload: () => Promise<LoadedPayload>;
   /** How hosts reach the API server, and the CA they trust it with. */
   cluster: { apiServer: string; caCertificate: string };
+  /**
+   * Apply the ClusterRoleBinding of the bootstrap group (default true); false when the Helm
+   * chart installs it (cluster-rbac.ts).
+   */
+  bootstrapperBinding?: boolean;
   events: EventRecorder;
   log: Logger;
 }

@@ -20,7 +20,11 @@ export const manifestLabel = 'winfleet.io/services-manifest';
 
 const labels = { [manifestLabel]: 'true', 'app.kubernetes.io/managed-by': 'winfleet' };
 
-export function createManifestPublisher(kc: k8s.KubeConfig, namespace: string) {
+export function createManifestPublisher(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  options: { bootstrapperBinding?: boolean } = {},
+) {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const published = new Set<string>();
   let rbacFor = '';
@@ -85,7 +89,7 @@ export function createManifestPublisher(kc: k8s.KubeConfig, namespace: string) {
     const names = Object.keys(recorded).sort();
     const key = names.join(',');
     if (key !== rbacFor) {
-      await applyJoinRbac(kc, namespace, [...names, publishedManifestsConfigMapName]);
+      await applyJoinRbac(kc, namespace, [...names, publishedManifestsConfigMapName], options);
       rbacFor = key;
     }
     return name;

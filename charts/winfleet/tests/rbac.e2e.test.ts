@@ -1,0 +1,650 @@
+/**
+ * The chart's RBAC against the real control plane. kwok runs no containers, so the chart is
+ * installed with `helm install` and its operator runs here, as the chart's Deployment would run
+ * it (its rendered args), with nothing but a TokenRequest token of the chart's ServiceAccount.
+ * The API server's audit log counts every request that ServiceAccount makes:
+ *
+ * - a full join → upgrade → removal cycle of simulated Windows hosts (one in the release
+ *   namespace, one in a namespace the values opt in; a Windows pod whose pull secret the
+ *   webhook reads, evicted by the removal) gets zero 403 answers;
+ * - what it must never do (read other namespaces' Secrets, create Pods, bind or escalate
+ *   roles, touch other webhook configurations, create webhook configurations) is refused;
+ * - `helm upgrade` keeps every WindowsHost, and `helm uninstall` leaves no webhook
+ *   configuration behind (pods are admitted as before) but keeps the CRDs and WindowsHosts.
+ */
+import assert from 'node:assert/strict';
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { parse, stringify } from 'yaml';
+import { freePort } from '../../../sim/cluster/free-port.ts';
+import {
+  auditLogUpTo,
+  describeAuditEvent,
+  forbiddenRequests,
+  readAuditLog,
+  requestsBy,
+  serviceAccountsAuditPolicy,
+} from '../../../sim/testkit/audit-log.ts';
+import {
+  type ChartOperator,
+  chartDir,
+  chartServiceAccount,
+  helmInstall,
+  helmUninstall,
+  releaseName,
+  startChartOperator,
+} from '../../../sim/testkit/chart-install.ts';
+import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
+import { stopProcess } from '../../../sim/testkit/operator-process.ts';
+import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
+import { serviceAccountKubeconfig } from '../../../sim/testkit/service-account.ts';
+import { testNamespace } from '../../../sim/testkit/test-cluster.ts';
+import {
+  createWindowsHosts,
+  hostReady,
+  listWindowsHosts,
+  windowsHostFor,
+  writeSshKeySecret,
+} from '../../../sim/testkit/windows-hosts.ts';
+import { servicesVersionAnnotation } from '../../../src/api/node-annotations.ts';
+import { httpStatus } from '../../../src/kube/client.ts';
+import { waitFor } from '../../../src/kube/wait-for.ts';
+
+const windowsImage = 'mcr.microsoft.com/windows/nanoserver:ltsc2022';
+const windowsToleration = { key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' };
+const crdName = 'windowshosts.winfleet.io';
+/** The Role and RoleBinding the operator applies so nodes can read its published manifests. */
+const nodeManifestsRbac = 'winfleet:node-manifests';
+
+/** The request's HTTP status: 0 when it succeeded. */
+async function statusOf(request: Promise<unknown>): Promise<number> {
+  try {
+    await request;
+    return 0;
+  } catch (error) {
+    const code = httpStatus(error);
+    if (code === undefined) throw error;
+    return code;
+  }
+}
+
+test('the chart’s ServiceAccount is exactly enough for winfleet, and no more', async (t) => {
+  const world = await joinWorld(t, {
+    releases: ['2022', '2019'],
+    startOperator: false,
+    cluster: { auditPolicy: serviceAccountsAuditPolicy },
+  });
+  const { kc, namespace, cluster } = world;
+  const auditLog = cluster.auditLogPath!;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  const webhookPort = await freePort();
+  const statusPort = await freePort();
+  // The second host lives in a namespace the values opt in (config.hosts.namespaces), with
+  // its own SSH key Secret there: the chart's Role in that namespace is exercised too.
+  const teamNamespace = await testNamespace(kc, 'team-hosts');
+  await writeSshKeySecret(kc, teamNamespace, world.key.privateKey);
+  const hostNamespaces = [namespace, teamNamespace];
+  // The Windows pod's namespace, whose image pull secrets the values let the webhook read
+  // (webhook.pullSecretNamespaces).
+  const apps = await testNamespace(kc, 'rbac-app');
+  await core.createNamespacedSecret({
+    namespace: apps,
+    body: {
+      metadata: { name: 'regcred' },
+      type: 'kubernetes.io/dockerconfigjson',
+      stringData: {
+        '.dockerconfigjson': JSON.stringify({
+          auths: { 'mcr.microsoft.com': { auth: Buffer.from('user:pass').toString('base64') } },
+        }),
+      },
+    },
+  });
+  const values = {
+    crds: { install: true },
+    webhook: { url: `https://127.0.0.1:${webhookPort}`, pullSecretNamespaces: [apps] },
+    config: {
+      hosts: {
+        agentCheckIntervalSeconds: 1,
+        joinTimeoutSeconds: 120,
+        namespaces: [teamNamespace],
+      },
+    },
+  };
+  const allHosts = async () =>
+    (await Promise.all(hostNamespaces.map((ns) => listWindowsHosts(kc, ns)))).flat();
+  const release = { kubeconfig: cluster.kubeconfigPath, namespace, values, chart: chartDir };
+  t.diagnostic((await helmInstall(release)).trim().split('\n').slice(0, 6).join(' | '));
+
+  const sa = await serviceAccountKubeconfig(kc, {
+    namespace,
+    name: chartServiceAccount,
+    server: cluster.server,
+    caFile: cluster.pki.caCert,
+    path: join(cluster.dir, 'winfleet-sa.kubeconfig'),
+  });
+  const saConfig = parse(await readFile(sa.path, 'utf8')) as {
+    users: { user: Record<string, string> }[];
+  };
+  assert.deepEqual(
+    Object.keys(saConfig.users[0]!.user),
+    ['token'],
+    'the operator’s kubeconfig holds a token and nothing else',
+  );
+  const operatorLog = join(cluster.dir, 'logs', 'operator.log');
+  /** What explains a failed start or a stuck cycle: the 403s so far and the operator log's tail. */
+  const logTail = async () => {
+    const refused = forbiddenRequests(requestsBy(await readAuditLog(auditLog), sa.username));
+    const log = (await readFile(operatorLog, 'utf8').catch(() => '')).split('\n').slice(-25);
+    return [
+      `\n--- 403 answers to ${sa.username} so far: ${refused.length} ---`,
+      ...refused.map(describeAuditEvent),
+      '--- operator log (last 25 lines) ---',
+      ...log,
+    ].join('\n');
+  };
+
+  let operator: ChartOperator | undefined = await withOperatorLog(
+    () =>
+      startChartOperator({
+        kubeconfig: sa.path,
+        namespace,
+        values,
+        chart: chartDir,
+        webhookPort,
+        statusPort,
+        payloadDir: world.payloadDir,
+        logFile: operatorLog,
+      }),
+    logTail,
+  );
+  t.after(async () => {
+    if (operator) await stopProcess(operator.child);
+  });
+  t.diagnostic(`operator args (from helm template): ${operator.args.join(' ')}`);
+  await t.test('join → upgrade → removal as the ServiceAccount gets zero 403 answers', async () => {
+    const hosts = await withOperatorLog(async () => {
+      const [first, second] = world.fleet.hosts;
+      await createWindowsHosts(kc, namespace, [first!]);
+      await createWindowsHosts(kc, teamNamespace, [second!]);
+      return waitFor(
+        async () => {
+          const list = await allHosts();
+          return list.length === 2 && list.every(hostReady) ? list : undefined;
+        },
+        { description: 'both hosts Ready', timeoutMs: 120_000 },
+      );
+    }, logTail);
+    for (const host of hosts) {
+      const node = await core.readNode({ name: host.status!.nodeName! });
+      assert.equal(
+        node.status?.conditions?.find((c) => c.type === 'Ready')?.status,
+        'True',
+        `node ${node.metadata?.name} Ready`,
+      );
+    }
+
+    // A Windows pod (through the webhook, which reads its pull secret) on the first host, for
+    // the removal to evict.
+    const target = hosts[0]!.status!.nodeName!;
+    await kc.makeApiClient(k8s.AppsV1Api).createNamespacedDeployment({
+      namespace: apps,
+      body: {
+        metadata: { name: 'web' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'web' } },
+          template: {
+            metadata: { labels: { app: 'web' } },
+            spec: {
+              // Declared Windows, so the webhook looks its image up (with the pull secret).
+              nodeSelector: { 'kubernetes.io/os': 'windows', 'kubernetes.io/hostname': target },
+              tolerations: [windowsToleration],
+              imagePullSecrets: [{ name: 'regcred' }],
+              containers: [{ name: 'app', image: windowsImage }],
+            },
+          },
+        },
+      },
+    });
+    await waitFor(
+      async () =>
+        (await core.listNamespacedPod({ namespace: apps })).items.some(
+          (p) => p.status?.phase === 'Running' && p.spec?.nodeName === target,
+        ),
+      { description: 'the Windows pod running on the first host', timeoutMs: 60_000 },
+    );
+    // The API server called the webhook: it trusts the CA the operator patched in.
+    const metrics = await (await fetch(`${operator!.statusUrl}/metrics`)).text();
+    assert.match(
+      metrics,
+      /^winfleet_webhook_admissions_total\{webhook="mutate"[^}]*\} [1-9]/m,
+      'the webhook admitted the Windows pod',
+    );
+
+    const next = await writeStandInPayload(world.payloadDir, {
+      kubernetesVersion: 'v1.36.6',
+      version: '1.36.6-wf.1',
+    });
+    const upgraded = await withOperatorLog(
+      () =>
+        waitFor(
+          async () => {
+            const list = await allHosts();
+            return list.length === 2 &&
+              list.every((h) => hostReady(h) && h.status?.servicesVersion === next.version)
+              ? list
+              : undefined;
+          },
+          { description: `both hosts on ${next.version}`, timeoutMs: 120_000 },
+        ),
+      logTail,
+    );
+    for (const host of upgraded) {
+      const node = await core.readNode({ name: host.status!.nodeName! });
+      assert.equal(node.metadata?.annotations?.[servicesVersionAnnotation], next.version);
+      assert.equal(node.status?.nodeInfo?.kubeletVersion, 'v1.36.6');
+    }
+
+    for (const host of upgraded) await objects.delete(host);
+    await withOperatorLog(
+      () =>
+        waitFor(async () => (await allHosts()).length === 0, {
+          description: 'both hosts removed',
+          timeoutMs: 120_000,
+        }),
+      logTail,
+    );
+    const nodes = (await core.listNode()).items.map((n) => n.metadata?.name);
+    for (const host of upgraded)
+      assert.ok(!nodes.includes(host.status!.nodeName!), `node ${host.status!.nodeName} deleted`);
+    for (const sim of world.fleet.hosts)
+      assert.equal(
+        await sim.hostOS().queryService('kubelet'),
+        undefined,
+        `${sim.name} deconfigured`,
+      );
+    const pods = (await core.listNamespacedPod({ namespace: apps })).items;
+    assert.ok(
+      !pods.some((p) => p.spec?.nodeName === target && !p.metadata?.deletionTimestamp),
+      'the Windows pod was evicted from the removed host',
+    );
+
+    // A graceful stop (it releases its Lease) is part of the cycle, then the count.
+    await stopProcess(operator!.child);
+    operator = undefined;
+    const requests = requestsBy(await auditLogUpTo(auditLog, sa.kc), sa.username);
+    const refused = forbiddenRequests(requests);
+    const summary = `${requests.length} requests by ${sa.username}; ${refused.length} answered 403`;
+    t.diagnostic(summary);
+    console.log(`[rbac] ${summary}`);
+    assert.ok(requests.length > 0, `the audit log holds the operator’s requests (${summary})`);
+    assert.equal(
+      refused.length,
+      0,
+      `403 answers to the chart's ServiceAccount:\n${refused.map(describeAuditEvent).join('\n')}`,
+    );
+    // The operator really did the cycle's writes as the ServiceAccount.
+    const did = (verb: string, resource: string, ns?: string) =>
+      requests.some(
+        (e) =>
+          e.verb === verb &&
+          `${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}` ===
+            resource &&
+          (ns === undefined || e.objectRef?.namespace === ns) &&
+          (e.responseStatus?.code ?? 0) < 300,
+      );
+    assert.ok(did('create', 'secrets', 'kube-system'), 'created a bootstrap token Secret');
+    assert.ok(did('delete', 'nodes'), 'deleted a removed host’s Node');
+    assert.ok(did('create', 'pods/eviction'), 'evicted the Windows pod');
+    assert.ok(did('patch', 'mutatingwebhookconfigurations'), 'set the webhook’s caBundle');
+    assert.ok(did('update', 'leases', namespace), 'held the leader Lease');
+    assert.ok(did('patch', 'windowshosts/status', teamNamespace), 'reported on the team’s host');
+    assert.ok(did('get', 'secrets', apps), 'read the Windows pod’s pull secret');
+  });
+
+  await t.test('the ServiceAccount cannot do what winfleet never needs', async () => {
+    const as = sa.kc;
+    const saCore = as.makeApiClient(k8s.CoreV1Api);
+    const saRbac = as.makeApiClient(k8s.RbacAuthorizationV1Api);
+    const saAdmission = as.makeApiClient(k8s.AdmissionregistrationV1Api);
+    const other = await testNamespace(kc, 'rbac-other');
+    const secretNamespaces = ['default', 'kube-system', other];
+    for (const ns of secretNamespaces)
+      await core.createNamespacedSecret({
+        namespace: ns,
+        body: { metadata: { name: 'private' }, stringData: { password: 'not-for-winfleet' } },
+      });
+    const foreign = {
+      metadata: { name: 'not-winfleet' },
+      webhooks: [
+        {
+          name: 'not-winfleet.example.com',
+          clientConfig: { url: 'https://127.0.0.1:1/never' },
+          rules: [
+            {
+              apiGroups: ['example.com'],
+              apiVersions: ['v1'],
+              operations: ['CREATE' as const],
+              resources: ['nothing'],
+            },
+          ],
+          failurePolicy: 'Ignore',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+        },
+      ],
+    };
+    const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
+    await admission.createMutatingWebhookConfiguration({ body: foreign });
+    await admission.createValidatingWebhookConfiguration({ body: foreign });
+    const ownClusterRoles = (
+      await kc.makeApiClient(k8s.RbacAuthorizationV1Api).listClusterRoleBinding()
+    ).items
+      .filter((b) =>
+        b.subjects?.some(
+          (s) =>
+            s.kind === 'ServiceAccount' &&
+            s.name === chartServiceAccount &&
+            s.namespace === namespace,
+        ),
+      )
+      .map((b) => b.roleRef.name);
+    assert.ok(ownClusterRoles.length > 0, 'the chart binds the ServiceAccount to a ClusterRole');
+    const podBody = {
+      metadata: { name: 'sneaky' },
+      spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+    };
+    const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+    const saObjects = k8s.KubernetesObjectApi.makeApiClient(as);
+    const saApply = (o: k8s.V1Role | k8s.V1RoleBinding) =>
+      saObjects.patch(
+        o,
+        undefined,
+        undefined,
+        'rbac-test',
+        true,
+        k8s.PatchStrategy.ServerSideApply,
+      );
+    const bindAdmin = (kind: 'RoleBinding' | 'ClusterRoleBinding') => ({
+      metadata: { name: 'winfleet-escalated', namespace },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: 'cluster-admin',
+      },
+      subjects: [{ kind: 'ServiceAccount', name: chartServiceAccount, namespace, apiGroup: '' }],
+      kind,
+    });
+    const attempts: [string, () => Promise<unknown>][] = [
+      ...secretNamespaces.flatMap((ns): [string, () => Promise<unknown>][] => [
+        [`list secrets in ${ns}`, () => saCore.listNamespacedSecret({ namespace: ns })],
+        [
+          `get secret ${ns}/private`,
+          () => saCore.readNamespacedSecret({ namespace: ns, name: 'private' }),
+        ],
+      ]),
+      [
+        `create a pod in ${namespace}`,
+        () => saCore.createNamespacedPod({ namespace, body: podBody }),
+      ],
+      [
+        `create a pod in ${other}`,
+        () => saCore.createNamespacedPod({ namespace: other, body: podBody }),
+      ],
+      [
+        `bind cluster-admin in ${namespace} (RoleBinding)`,
+        () => saRbac.createNamespacedRoleBinding({ namespace, body: bindAdmin('RoleBinding') }),
+      ],
+      [
+        'bind cluster-admin (ClusterRoleBinding)',
+        () => saRbac.createClusterRoleBinding({ body: bindAdmin('ClusterRoleBinding') }),
+      ],
+      [
+        `create a Role in ${namespace} granting more than it has`,
+        () =>
+          saRbac.createNamespacedRole({
+            namespace,
+            body: {
+              metadata: { name: 'winfleet-more' },
+              rules: [{ apiGroups: [''], resources: ['pods', 'secrets'], verbs: ['*'] }],
+            },
+          }),
+      ],
+      // The one Role and RoleBinding it may write (by name): not with more than it holds,
+      // and not bound to another role.
+      [
+        `apply Role ${namespace}/${nodeManifestsRbac} granting more than it has`,
+        () =>
+          saApply({
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'Role',
+            metadata: { name: nodeManifestsRbac, namespace },
+            rules: [{ apiGroups: [''], resources: ['secrets', 'pods'], verbs: ['get', 'create'] }],
+          }),
+      ],
+      [
+        `apply RoleBinding ${namespace}/${nodeManifestsRbac} to cluster-admin`,
+        () =>
+          saApply({
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'RoleBinding',
+            metadata: { name: nodeManifestsRbac, namespace },
+            roleRef: {
+              apiGroup: 'rbac.authorization.k8s.io',
+              kind: 'ClusterRole',
+              name: 'cluster-admin',
+            },
+            subjects: [{ kind: 'ServiceAccount', name: chartServiceAccount, namespace }],
+          }),
+      ],
+      [
+        'create a ClusterRole granting everything',
+        () =>
+          saRbac.createClusterRole({
+            body: {
+              metadata: { name: 'winfleet-more' },
+              rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }],
+            },
+          }),
+      ],
+      ...ownClusterRoles.map((name): [string, () => Promise<unknown>] => [
+        `add a rule to its own ClusterRole ${name}`,
+        () =>
+          saRbac.patchClusterRole(
+            {
+              name,
+              body: {
+                rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }],
+              },
+            },
+            mergePatch,
+          ),
+      ]),
+      [
+        'patch a MutatingWebhookConfiguration that is not winfleet’s',
+        () =>
+          saAdmission.patchMutatingWebhookConfiguration(
+            { name: 'not-winfleet', body: { metadata: { labels: { touched: 'yes' } } } },
+            mergePatch,
+          ),
+      ],
+      [
+        'delete a MutatingWebhookConfiguration that is not winfleet’s',
+        () => saAdmission.deleteMutatingWebhookConfiguration({ name: 'not-winfleet' }),
+      ],
+      [
+        'patch a ValidatingWebhookConfiguration that is not winfleet’s',
+        () =>
+          saAdmission.patchValidatingWebhookConfiguration(
+            { name: 'not-winfleet', body: { metadata: { labels: { touched: 'yes' } } } },
+            mergePatch,
+          ),
+      ],
+      [
+        'delete a ValidatingWebhookConfiguration that is not winfleet’s',
+        () => saAdmission.deleteValidatingWebhookConfiguration({ name: 'not-winfleet' }),
+      ],
+      [
+        'create a MutatingWebhookConfiguration',
+        () =>
+          saAdmission.createMutatingWebhookConfiguration({
+            body: { ...foreign, metadata: { name: 'winfleet-new' } },
+          }),
+      ],
+      [
+        'create a ValidatingWebhookConfiguration',
+        () =>
+          saAdmission.createValidatingWebhookConfiguration({
+            body: { ...foreign, metadata: { name: 'winfleet-new' } },
+          }),
+      ],
+    ];
+    const allowed: string[] = [];
+    for (const [what, request] of attempts) {
+      const code = await statusOf(request());
+      t.diagnostic(`${what}: ${code === 0 ? 'ALLOWED' : code}`);
+      if (code !== 403) allowed.push(`${what}: ${code === 0 ? 'allowed' : `answered ${code}`}`);
+    }
+    assert.deepEqual(allowed, [], 'each attempt is answered 403 Forbidden');
+    // The foreign configurations are untouched.
+    const mutating = await admission.readMutatingWebhookConfiguration({ name: 'not-winfleet' });
+    assert.equal(mutating.metadata?.labels?.touched, undefined);
+    // The audit log counted every refusal: the counter the cycle relies on is real.
+    const refused = forbiddenRequests(requestsBy(await auditLogUpTo(auditLog, sa.kc), sa.username));
+    assert.ok(
+      refused.length >= attempts.length,
+      `the audit log holds ${refused.length} 403s for ${attempts.length} refused attempts`,
+    );
+    await admission.deleteMutatingWebhookConfiguration({ name: 'not-winfleet' });
+    await admission.deleteValidatingWebhookConfiguration({ name: 'not-winfleet' });
+  });
+
+  await t.test(
+    'helm upgrade keeps every WindowsHost; helm uninstall leaves no webhook behind',
+    async () => {
+      // Objects only: the operator is stopped, so nothing joins them.
+      const kept = [0, 1, 2].map((i) =>
+        windowsHostFor({ name: `kept-${i}`, address: `192.0.2.${10 + i}`, port: 22 }, namespace),
+      );
+      for (const host of kept) await objects.create(host);
+      const snapshot = async () =>
+        new Map(
+          (await listWindowsHosts(kc, namespace)).map((h) => [
+            h.metadata.name,
+            { uid: h.metadata.uid, spec: h.spec },
+          ]),
+        );
+      const before = await snapshot();
+      for (const host of kept) assert.ok(before.has(host.metadata.name), host.metadata.name);
+      const ext = kc.makeApiClient(k8s.ApiextensionsV1Api);
+      const crdUid = (await ext.readCustomResourceDefinition({ name: crdName })).metadata?.uid;
+
+      // "The previous version" is the chart as committed (0.1.0, the first one); the next is a
+      // copy with its version bumped and changed values.
+      const nextChart = join(cluster.dir, 'winfleet-next');
+      await cp(chartDir, nextChart, { recursive: true });
+      const chartYaml = parse(await readFile(join(nextChart, 'Chart.yaml'), 'utf8')) as {
+        version: string;
+      };
+      const previousVersion = chartYaml.version;
+      chartYaml.version = bumpPatch(previousVersion);
+      await writeFile(join(nextChart, 'Chart.yaml'), stringify(chartYaml));
+      t.diagnostic(`helm upgrade ${previousVersion} → ${chartYaml.version}`);
+      const changed = {
+        ...values,
+        config: { hosts: { agentCheckIntervalSeconds: 2, joinTimeoutSeconds: 300 } },
+      };
+      await helmInstall({ ...release, chart: nextChart, values: changed }, 'upgrade');
+      assert.deepEqual(await snapshot(), before, 'every WindowsHost kept (uid and spec)');
+
+      await helmInstall(
+        { ...release, chart: nextChart, values: { ...changed, crds: { install: false } } },
+        'upgrade',
+      );
+      assert.equal(
+        (await ext.readCustomResourceDefinition({ name: crdName })).metadata?.uid,
+        crdUid,
+        'crds.install=false leaves the CRD in place (keep policy)',
+      );
+      assert.deepEqual(await snapshot(), before, 'every WindowsHost kept after crds.install=false');
+
+      await helmUninstall(release);
+      const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
+      const leftovers = [
+        ...(await admission.listMutatingWebhookConfiguration()).items,
+        ...(await admission.listValidatingWebhookConfiguration()).items,
+      ]
+        .filter(
+          (c) =>
+            c.metadata?.name?.includes(releaseName) ||
+            c.webhooks?.some(
+              (w) =>
+                w.clientConfig.url?.includes(`127.0.0.1:${webhookPort}`) ||
+                w.clientConfig.service?.namespace === namespace,
+            ),
+        )
+        .map((c) => c.metadata?.name);
+      assert.deepEqual(leftovers, [], 'no winfleet webhook configuration after helm uninstall');
+      assert.equal(
+        (await ext.readCustomResourceDefinition({ name: crdName })).metadata?.uid,
+        crdUid,
+        'the CRD is kept',
+      );
+      assert.deepEqual(await snapshot(), before, 'every WindowsHost kept after helm uninstall');
+      const sas = await core.listNamespacedServiceAccount({ namespace });
+      assert.ok(
+        !sas.items.some((s) => s.metadata?.name === chartServiceAccount),
+        'the ServiceAccount is gone',
+      );
+
+      // Pods are admitted as before: a Linux one and a Windows-looking one.
+      const apps = await testNamespace(kc, 'after-uninstall');
+      await core.createNamespacedPod({
+        namespace: apps,
+        body: {
+          metadata: { name: 'linux' },
+          spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+        },
+      });
+      await core.createNamespacedPod({
+        namespace: apps,
+        body: {
+          metadata: { name: 'windows' },
+          spec: {
+            nodeSelector: { 'kubernetes.io/os': 'windows' },
+            tolerations: [windowsToleration],
+            containers: [{ name: 'c', image: windowsImage }],
+          },
+        },
+      });
+      const names = (await core.listNamespacedPod({ namespace: apps })).items.map(
+        (p) => p.metadata?.name,
+      );
+      assert.deepEqual(names.sort(), ['linux', 'windows']);
+      // The removed ServiceAccount's token gets nothing: 401 once the API server's token
+      // cache forgets it, 403 (no RBAC left) until then.
+      const after = await statusOf(sa.kc.makeApiClient(k8s.CoreV1Api).listNode());
+      assert.ok(after === 401 || after === 403, `listing nodes with the old token: ${after}`);
+    },
+  );
+});
+
+/** 0.1.0 → 0.1.1 */
+function bumpPatch(version: string): string {
+  const match = /^(\d+)\.(\d+)\.(\d+)$/.exec(version);
+  assert.ok(match, `Chart.yaml version ${version} is not MAJOR.MINOR.PATCH`);
+  return `${match[1]}.${match[2]}.${Number(match[3]) + 1}`;
+}
+
+/** Runs `wait`; on failure, adds the operator log's tail to the error. */
+async function withOperatorLog<T>(wait: () => Promise<T>, tail: () => Promise<string>): Promise<T> {
+  try {
+    return await wait();
+  } catch (error) {
+    (error as Error).message += await tail();
+    throw error;
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * The chart's RBAC as rendered, under every combination of options: no wildcard, no escalate,
+ * bind or impersonate; Secrets only in the release namespace, kube-system (create and delete
+ * only) and the namespaces the values opt in; webhook configurations only by name; every rule
+ * has its row in the chart README's table.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { test } from 'node:test';
+import { chartDir, type K8sObject, namespace, only, render } from './render.ts';
+
+interface Rule {
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  verbs: string[];
+  nonResourceURLs?: string[];
+}
+
+/** Each rule the ServiceAccount gets, with where it applies ("cluster" or a namespace). */
+function grants(objects: K8sObject[]): { scope: string; role: string; rule: Rule }[] {
+  const roles = objects.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
+  const bindings = objects.filter(
+    (o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding',
+  );
+  const out: { scope: string; role: string; rule: Rule }[] = [];
+  for (const binding of bindings) {
+    const toOperator = (
+      binding.subjects as { kind: string; name: string; namespace?: string }[]
+    ).some(
+      (s) => s.kind === 'ServiceAccount' && s.name === 'winfleet' && s.namespace === namespace,
+    );
+    if (!toOperator) continue;
+    const role = roles.find(
+      (r) =>
+        r.kind === binding.roleRef.kind &&
+        r.metadata.name === binding.roleRef.name &&
+        (r.kind === 'ClusterRole' || r.metadata.namespace === binding.metadata.namespace),
+    );
+    assert.ok(
+      role,
+      `${binding.kind} ${binding.metadata.name} binds a role the chart does not render`,
+    );
+    const scope = binding.kind === 'ClusterRoleBinding' ? 'cluster' : binding.metadata.namespace!;
+    for (const rule of role.rules as Rule[]) {
+      out.push({ scope, role: `${role.kind}/${role.metadata.name}`, rule });
+    }
+  }
+  return out;
+}
+
+const everything = {
+  webhook: {
+    pullSecretNamespaces: ['apps'],
+  },
+  config: { hosts: { namespaces: ['team-a', 'team-b'] } },
+  metrics: { serviceMonitor: { enabled: true } },
+};
+const variants: [string, Record<string, unknown>][] = [
+  ['defaults', {}],
+  ['opt-in namespaces', everything],
+  ['cert-manager', { webhook: { certManager: { enabled: true } } }],
+  ['no webhook', { webhook: { enabled: false } }],
+  ['one replica', { replicaCount: 1, leaderElection: { enabled: false } }],
+];
+
+test('no wildcard, no escalate/bind/impersonate, no non-resource URLs, in any variant', async () => {
+  for (const [name, values] of variants) {
+    const objects = await render(values);
+    for (const { role, rule } of grants(objects)) {
+      const where = `${name}: ${role} ${JSON.stringify(rule)}`;
+      for (const list of [rule.apiGroups, rule.resources, rule.verbs, rule.resourceNames]) {
+        assert.ok(!list?.includes('*'), `wildcard in ${where}`);
+      }
+      for (const verb of ['escalate', 'bind', 'impersonate']) {
+        assert.ok(!rule.verbs.includes(verb), `${verb} in ${where}`);
+      }
+      assert.equal(rule.nonResourceURLs, undefined, where);
+      assert.ok(rule.resources && rule.resources.length > 0, `no resources in ${where}`);
+    }
+  }
+});
+
+test('Secrets: read only in the release namespace and the opted-in ones; in kube-system create and delete only', async () => {
+  for (const [name, values] of variants) {
+    const allowed = new Set([
+      namespace,
+      'kube-system',
+      ...(name === 'opt-in namespaces' ? ['team-a', 'team-b', 'apps'] : []),
+    ]);
+    for (const { scope, rule } of grants(await render(values))) {
+      if (!rule.resources?.includes('secrets')) continue;
+      assert.notEqual(scope, 'cluster', `${name}: a cluster-wide rule on Secrets`);
+      assert.ok(allowed.has(scope), `${name}: Secrets in ${scope}`);
+      if (scope === 'kube-system') assert.deepEqual(rule.verbs, ['create', 'delete']);
+    }
+  }
+  // By default nothing outside the release namespace and kube-system.
+  const scopes = grants(await render())
+    .filter((g) => g.rule.resources?.includes('secrets'))
+    .map((g) => g.scope);
+  assert.deepEqual([...new Set(scopes)].sort(), ['kube-system', namespace].sort());
+});
+
+test('no create on webhook configurations, and get/patch only on winfleet’s by name', async () => {
+  for (const [name, values] of variants) {
+    for (const { rule } of grants(await render(values))) {
+      const webhooks = (rule.resources ?? []).filter((r) => r.endsWith('webhookconfigurations'));
+      if (webhooks.length === 0) continue;
+      assert.deepEqual(rule.resourceNames, ['winfleet-pods'], name);
+      assert.deepEqual(rule.verbs, ['get', 'patch'], name);
+    }
+  }
+  const certManager = grants(await render({ webhook: { certManager: { enabled: true } } }));
+  assert.ok(
+    !certManager.some((g) => g.rule.resources?.some((r) => r.endsWith('webhookconfigurations'))),
+    'with cert-manager the CA injector keeps the caBundle: the operator needs no rule',
+  );
+});
+
+test('cluster-wide rules are limited to what has no namespace or spans all of them', async () => {
+  const clusterResources = grants(await render(everything))
+    .filter((g) => g.scope === 'cluster')
+    .flatMap((g) => g.rule.resources ?? []);
+  assert.deepEqual([...new Set(clusterResources)].sort(), [
+    'certificatesigningrequests',
+    'certificatesigningrequests/approval',
+    'gmsacredentialspecs',
+    'mutatingwebhookconfigurations',
+    'namespaces',
+    'nodes',
+    'pods',
+    'pods/eviction',
+    'runtimeclasses',
+    'signers',
+    'subjectaccessreviews',
+    'validatingwebhookconfigurations',
+  ]);
+  const signers = grants(await render()).find((g) => g.rule.resources?.includes('signers'));
+  assert.deepEqual(signers?.rule.resourceNames, [
+    'kubernetes.io/kube-apiserver-client-kubelet',
+    'kubernetes.io/kubelet-serving',
+  ]);
+  assert.deepEqual(signers?.rule.verbs, ['approve']);
+  const pods = grants(await render()).find((g) => g.rule.resources?.includes('pods'));
+  assert.deepEqual(pods?.rule.verbs, ['list'], 'pods are listed to drain, never created');
+});
+
+test('roles and rolebindings: only the node-manifests pair, by name, in the release namespace', async () => {
+  for (const { scope, rule } of grants(await render(everything))) {
+    if (!rule.resources?.some((r) => r === 'roles' || r === 'rolebindings')) continue;
+    assert.equal(scope, namespace);
+    assert.deepEqual(rule.resourceNames, ['winfleet:node-manifests']);
+    assert.deepEqual(rule.verbs, ['create', 'patch']);
+  }
+});
+
+test('the opted-in namespaces get a Role each; the bootstrapper binding is the chart’s', async () => {
+  const objects = await render(everything);
+  for (const ns of ['team-a', 'team-b']) {
+    const role = objects.find((o) => o.kind === 'Role' && o.metadata.namespace === ns);
+    assert.equal(role?.metadata.name, 'winfleet-hosts', ns);
+    assert.ok(objects.some((o) => o.kind === 'RoleBinding' && o.metadata.namespace === ns));
+  }
+  const pull = objects.filter(
+    (o) => o.kind === 'Role' && o.metadata.name === 'winfleet-pull-secrets',
+  );
+  assert.deepEqual(
+    pull.map((r) => [r.metadata.namespace, r.rules]),
+    [['apps', [{ apiGroups: [''], resources: ['secrets', 'serviceaccounts'], verbs: ['get'] }]]],
+  );
+  const bootstrapper = only(objects, 'ClusterRoleBinding', 'winfleet:node-bootstrapper');
+  assert.deepEqual(bootstrapper.roleRef.name, 'system:node-bootstrapper');
+  assert.deepEqual(bootstrapper.subjects, [
+    { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:bootstrappers:winfleet' },
+  ]);
+});
+
+test('leases only with leader election; the operator’s webhook Secret rules only without cert-manager', async () => {
+  const has = (objects: K8sObject[], resource: string, verb: string) =>
+    grants(objects).some(
+      (g) => g.rule.resources?.includes(resource) && g.rule.verbs.includes(verb),
+    );
+  assert.ok(has(await render(), 'leases', 'update'));
+  assert.ok(!has(await render(variants[4]![1]), 'leases', 'update'));
+  assert.ok(has(await render(), 'secrets', 'update'));
+  const certManager = await render({ webhook: { certManager: { enabled: true } } });
+  assert.ok(!has(certManager, 'secrets', 'update'));
+  assert.ok(
+    !grants(certManager).some(
+      (g) =>
+        g.scope === namespace &&
+        g.rule.resources?.includes('secrets') &&
+        g.rule.verbs.includes('create'),
+    ),
+  );
+});
+
+test('the chart README has a row for every rule (resource and verbs)', async () => {
+  const readme = await readFile(`${chartDir}/README.md`, 'utf8');
+  const rows = readme.split('\n').filter((line) => line.startsWith('| ') && line.includes('`'));
+  for (const { scope, rule } of grants(await render(everything))) {
+    const where = scope === 'cluster' ? 'cluster' : scope === namespace ? 'release' : scope;
+    for (const resource of rule.resources ?? []) {
+      const row = rows.find(
+        (r) =>
+          r.includes(`\`${resource}\``) &&
+          rule.verbs.every((v) => r.includes(v)) &&
+          (where === 'cluster'
+            ? r.includes('cluster')
+            : where === 'release'
+              ? r.includes('release')
+              : ['kube-system', 'default'].includes(where)
+                ? r.includes(where)
+                : r.includes('opted-in')),
+      );
+      assert.ok(
+        row,
+        `README.md: no table row for ${resource} [${rule.verbs.join(', ')}] in ${where}`,
+      );
+    }
+  }
+});

@@ -1,0 +1,317 @@
+/**
+ * The chart's workload as rendered: lint, the objects of a default install, the restricted pod
+ * security, probes, the operator's command line (the contract the chart e2e runs the operator
+ * with), payload mounts, the optional ServiceMonitor and the NetworkPolicy.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { test } from 'node:test';
+import { parse } from 'yaml';
+import { runHelm } from '../../../sim/testkit/helm.ts';
+import {
+  chartDir,
+  type K8sObject,
+  namespace,
+  only,
+  operatorContainer,
+  render,
+  renderError,
+} from './render.ts';
+
+test('helm lint --strict passes with the default values and with every option on', async () => {
+  const { stdout } = await runHelm(['lint', '--strict', chartDir]);
+  assert.match(stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+  const all = await runHelm(
+    [
+      'lint',
+      '--strict',
+      chartDir,
+      '--set',
+      'webhook.certManager.enabled=true,metrics.serviceMonitor.enabled=true',
+      '--set',
+      'payload.source=persistentVolumeClaim,payload.persistentVolumeClaim.claimName=payload',
+      '--set',
+      'webhook.pullSecretNamespaces={apps},config.hosts.namespaces={team-a}',
+    ],
+    {},
+  );
+  assert.match(all.stdout, /0 chart\(s\) failed/);
+});
+
+test('Chart.yaml: apiVersion v2, appVersion is package.json’s version, a kubeVersion range', async () => {
+  const chart = parse(await readFile(`${chartDir}/Chart.yaml`, 'utf8'));
+  const pkg = JSON.parse(await readFile(new URL('../../../package.json', import.meta.url), 'utf8'));
+  assert.equal(chart.apiVersion, 'v2');
+  assert.equal(chart.appVersion, pkg.version);
+  assert.match(chart.version, /^\d+\.\d+\.\d+$/);
+  assert.equal(chart.kubeVersion, '>=1.30.0-0');
+});
+
+test('a default install renders each object once, in the release namespace', async () => {
+  const objects = await render();
+  const names = objects.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+  assert.deepEqual(
+    names.sort(),
+    [
+      'ClusterRole//winfleet',
+      'ClusterRoleBinding//winfleet',
+      'ClusterRoleBinding//winfleet:node-bootstrapper',
+      `ConfigMap/${namespace}/winfleet-config`,
+      'CustomResourceDefinition//windowshosts.winfleet.io',
+      `Deployment/${namespace}/winfleet`,
+      'MutatingWebhookConfiguration//winfleet-pods',
+      `NetworkPolicy/${namespace}/winfleet`,
+      `PodDisruptionBudget/${namespace}/winfleet`,
+      `Role/${namespace}/winfleet`,
+      'Role/default/winfleet-events',
+      'Role/kube-system/winfleet-bootstrap-tokens',
+      `RoleBinding/${namespace}/winfleet`,
+      'RoleBinding/default/winfleet-events',
+      'RoleBinding/kube-system/winfleet-bootstrap-tokens',
+      `Service/${namespace}/winfleet`,
+      `ServiceAccount/${namespace}/winfleet`,
+      'ValidatingWebhookConfiguration//winfleet-pods',
+    ].sort(),
+  );
+  for (const o of objects) {
+    assert.equal(o.metadata.labels?.['app.kubernetes.io/instance'], 'winfleet', `${o.kind} labels`);
+  }
+});
+
+test('the Deployment: 2 replicas, Linux nodes, soft anti-affinity, the ServiceAccount, a grace period', async () => {
+  const objects = await render();
+  const deployment = only(objects, 'Deployment');
+  const pod = deployment.spec.template.spec;
+  assert.equal(deployment.spec.replicas, 2);
+  assert.deepEqual(pod.nodeSelector, { 'kubernetes.io/os': 'linux' });
+  assert.equal(pod.serviceAccountName, 'winfleet');
+  assert.equal(only(objects, 'ServiceAccount').metadata.name, 'winfleet');
+  assert.equal(pod.terminationGracePeriodSeconds, 30);
+  const soft = pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution;
+  assert.equal(soft[0].podAffinityTerm.topologyKey, 'kubernetes.io/hostname');
+  assert.equal(
+    pod.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution,
+    undefined,
+  );
+  assert.ok(operatorContainer(objects).resources.requests.memory);
+  const pdb = only(objects, 'PodDisruptionBudget');
+  assert.equal(pdb.spec.maxUnavailable, 1);
+  assert.deepEqual(pdb.spec.selector.matchLabels, deployment.spec.selector.matchLabels);
+});
+
+test('restricted Pod Security: non-root 65532, RuntimeDefault seccomp, no privilege escalation, no capabilities, read-only root, /tmp an emptyDir', async () => {
+  const objects = await render();
+  const pod = only(objects, 'Deployment').spec.template.spec;
+  const container = operatorContainer(objects);
+  assert.equal(pod.securityContext.runAsNonRoot, true);
+  assert.equal(pod.securityContext.runAsUser, 65532);
+  assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault');
+  const sc = container.securityContext;
+  assert.equal(sc.runAsNonRoot, true);
+  assert.equal(sc.runAsUser, 65532);
+  assert.equal(sc.allowPrivilegeEscalation, false);
+  assert.deepEqual(sc.capabilities, { drop: ['ALL'] });
+  assert.equal(sc.readOnlyRootFilesystem, true);
+  assert.equal(sc.seccompProfile.type, 'RuntimeDefault');
+  assert.equal(sc.privileged, undefined);
+  assert.deepEqual(container.volumeMounts, [{ name: 'tmp', mountPath: '/tmp' }]);
+  assert.deepEqual(pod.volumes, [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }]);
+  for (const field of ['hostNetwork', 'hostPID', 'hostIPC']) assert.equal(pod[field], undefined);
+});
+
+test('probes: liveness /healthz and readiness /readyz on the status port, which listens on all addresses', async () => {
+  const container = operatorContainer(await render());
+  const status = container.ports.find((p: { name: string }) => p.name === 'status');
+  assert.equal(status.containerPort, 8080);
+  assert.deepEqual(container.livenessProbe.httpGet, { path: '/healthz', port: 'status' });
+  assert.deepEqual(container.readinessProbe.httpGet, { path: '/readyz', port: 'status' });
+  assert.deepEqual(container.startupProbe.httpGet, { path: '/healthz', port: 'status' });
+  assert.ok(container.args.includes('--status-host=0.0.0.0'));
+  assert.ok(container.args.includes('--status-port=8080'));
+});
+
+test('the operator’s command line: its namespace, nothing it may not create, the webhook through the Service', async () => {
+  const container = operatorContainer(await render());
+  assert.equal(container.command, undefined, 'the image’s entrypoint is the operator');
+  assert.deepEqual(container.args, [
+    `--namespace=${namespace}`,
+    '--no-create-namespace',
+    '--no-install-crds',
+    '--no-bootstrapper-binding',
+    '--status-host=0.0.0.0',
+    '--status-port=8080',
+    '--webhook-port=9443',
+    `--webhook-service=${namespace}/winfleet:443`,
+    '--webhook-configurations=patch',
+    '--no-pull-secrets',
+  ]);
+  assert.deepEqual(container.env, [{ name: 'WINFLEET_LOG_LEVEL', value: 'info' }]);
+});
+
+test('the command line follows the values: webhook URL, no leader election, pull secret namespaces, no webhook', async () => {
+  const url = 'https://127.0.0.1:9443';
+  const args = (objects: K8sObject[]) => operatorContainer(objects).args as string[];
+  const withUrl = args(await render({ webhook: { url } }));
+  assert.ok(withUrl.includes(`--webhook-url=${url}`));
+  assert.ok(!withUrl.some((a) => a.startsWith('--webhook-service')));
+  const single = args(await render({ replicaCount: 1, leaderElection: { enabled: false } }));
+  assert.ok(single.includes('--no-leader-elect'));
+  const pulls = args(await render({ webhook: { pullSecretNamespaces: ['apps', 'web'] } }));
+  assert.ok(pulls.includes('--pull-secret-namespace=apps'));
+  assert.ok(pulls.includes('--pull-secret-namespace=web'));
+  assert.ok(!pulls.includes('--no-pull-secrets'));
+  const off = await render({ webhook: { enabled: false } });
+  assert.ok(args(off).includes('--no-webhook'));
+  assert.ok(!args(off).some((a) => a.startsWith('--webhook-')));
+  assert.equal(off.filter((o) => o.kind.endsWith('WebhookConfiguration')).length, 0);
+  assert.deepEqual(
+    only(off, 'Service').spec.ports.map((p: { name: string }) => p.name),
+    ['metrics'],
+  );
+});
+
+test('leader election off with two replicas is refused, naming both keys', async () => {
+  const error = await renderError({ leaderElection: { enabled: false } });
+  assert.match(error, /leaderElection\.enabled=false needs replicaCount: 1/);
+});
+
+test('the Service: webhook 443 to the container’s webhook port, metrics to the status port', async () => {
+  const objects = await render();
+  const service = only(objects, 'Service');
+  assert.deepEqual(service.spec.ports, [
+    { name: 'webhook', port: 443, targetPort: 'webhook', protocol: 'TCP' },
+    { name: 'metrics', port: 8080, targetPort: 'status', protocol: 'TCP' },
+  ]);
+  const webhookPort = operatorContainer(objects).ports.find(
+    (p: { name: string }) => p.name === 'webhook',
+  );
+  assert.equal(webhookPort.containerPort, 9443);
+  assert.deepEqual(service.spec.selector, only(objects, 'Deployment').spec.selector.matchLabels);
+});
+
+test('the image: repository:appVersion, or the digest when given', async () => {
+  assert.equal(operatorContainer(await render()).image, 'winfleet-operator:0.1.0');
+  const digest = `sha256:${'a'.repeat(64)}`;
+  const pinned = operatorContainer(
+    await render({ image: { repository: 'registry.example/winfleet', tag: 'x', digest } }),
+  );
+  assert.equal(pinned.image, `registry.example/winfleet@${digest}`);
+});
+
+test('payload: an image volume or a PVC mounted read-only at --payload-dir; none by default', async () => {
+  const mounted = async (values: Record<string, unknown>) => {
+    const objects = await render({ payload: values });
+    const pod = only(objects, 'Deployment').spec.template.spec;
+    const container = operatorContainer(objects);
+    return {
+      volume: pod.volumes.find((v: { name: string }) => v.name === 'payload'),
+      mount: container.volumeMounts.find((m: { name: string }) => m.name === 'payload'),
+      args: container.args as string[],
+    };
+  };
+  const none = await mounted({});
+  assert.equal(none.volume, undefined);
+  assert.ok(!none.args.some((a) => a.startsWith('--payload-dir')));
+  const image = await mounted({
+    source: 'image',
+    image: { reference: 'registry.example/winfleet-payload:1.36.5' },
+  });
+  assert.deepEqual(image.volume, {
+    name: 'payload',
+    image: { reference: 'registry.example/winfleet-payload:1.36.5', pullPolicy: 'IfNotPresent' },
+  });
+  assert.deepEqual(image.mount, { name: 'payload', mountPath: '/payload', readOnly: true });
+  assert.ok(image.args.includes('--payload-dir=/payload'));
+  const pvc = await mounted({
+    source: 'persistentVolumeClaim',
+    persistentVolumeClaim: { claimName: 'winfleet-payload' },
+    mountPath: '/data/payload',
+  });
+  assert.deepEqual(pvc.volume.persistentVolumeClaim, {
+    claimName: 'winfleet-payload',
+    readOnly: true,
+  });
+  assert.ok(pvc.args.includes('--payload-dir=/data/payload'));
+  assert.match(
+    await renderError({ payload: { source: 'persistentVolumeClaim' } }),
+    /payload\.persistentVolumeClaim\.claimName/,
+  );
+});
+
+test('the ServiceMonitor is rendered only when metrics.serviceMonitor.enabled', async () => {
+  assert.equal((await render()).filter((o) => o.kind === 'ServiceMonitor').length, 0);
+  const objects = await render({
+    metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } },
+  });
+  const monitor = only(objects, 'ServiceMonitor');
+  assert.equal(monitor.apiVersion, 'monitoring.coreos.com/v1');
+  assert.equal(monitor.metadata.labels?.release, 'prom');
+  assert.deepEqual(monitor.spec.endpoints, [
+    { port: 'metrics', path: '/metrics', interval: '30s' },
+  ]);
+  assert.deepEqual(monitor.spec.selector.matchLabels, only(objects, 'Service').spec.selector);
+});
+
+test('the NetworkPolicy: webhook open to the API server wherever it is, egress only to DNS, API server, registries and SSH ports', async () => {
+  const policy = only(await render(), 'NetworkPolicy');
+  assert.deepEqual(policy.spec.policyTypes, ['Ingress', 'Egress']);
+  assert.deepEqual(policy.spec.ingress, [
+    { ports: [{ port: 'webhook', protocol: 'TCP' }] },
+    { ports: [{ port: 'status', protocol: 'TCP' }] },
+  ]);
+  const ports = policy.spec.egress.flatMap((r: { ports: { port: number }[] }) =>
+    r.ports.map((p) => p.port),
+  );
+  assert.deepEqual([...new Set(ports)].sort(), [22, 443, 53, 6443].sort());
+  const restricted = only(
+    await render({
+      networkPolicy: {
+        statusFrom: [{ namespaceSelector: { matchLabels: { name: 'monitoring' } } }],
+        egress: { hosts: { cidrs: ['10.1.0.0/16'], ports: [22, 2222] } },
+      },
+    }),
+    'NetworkPolicy',
+  );
+  assert.deepEqual(restricted.spec.ingress[1].from, [
+    { namespaceSelector: { matchLabels: { name: 'monitoring' } } },
+  ]);
+  assert.ok(
+    restricted.spec.egress.some(
+      (r: { to?: { ipBlock: { cidr: string } }[]; ports: { port: number }[] }) =>
+        r.to?.[0]?.ipBlock.cidr === '10.1.0.0/16' && r.ports.map((p) => p.port).includes(2222),
+    ),
+  );
+  assert.equal(
+    (await render({ networkPolicy: { enabled: false } })).filter((o) => o.kind === 'NetworkPolicy')
+      .length,
+    0,
+  );
+});
+
+test('the configuration ConfigMap holds config as config.yaml, with the webhook failure policy', async () => {
+  const objects = await render({
+    webhook: { failurePolicy: 'Fail' },
+    config: {
+      images: { compatibility: 'enforce' },
+      hosts: { apiServer: 'https://k8s.example:6443' },
+    },
+  });
+  const config = parse(only(objects, 'ConfigMap', 'winfleet-config').data['config.yaml']);
+  assert.deepEqual(config, {
+    images: { compatibility: 'enforce' },
+    hosts: { apiServer: 'https://k8s.example:6443' },
+    webhook: { validationFailurePolicy: 'Fail' },
+  });
+  assert.match(
+    await renderError({ config: { webhook: { validationFailurePolicy: 'Fail' } } }),
+    /config\.webhook\.validationFailurePolicy: set webhook\.failurePolicy=Fail instead/,
+  );
+});
+
+test('changing config.hosts.namespaces rolls the pods (the operator reads it at start-up)', async () => {
+  const annotation = async (namespaces: string[]) =>
+    only(await render({ config: { hosts: { namespaces } } }), 'Deployment').spec.template.metadata
+      .annotations['winfleet.io/host-namespaces'];
+  assert.equal(await annotation([]), await annotation([]));
+  assert.notEqual(await annotation([]), await annotation(['team-a']));
+});

@@ -1,0 +1,258 @@
+/**
+ * The Helm chart (charts/winfleet) in a test cluster or the lab: `helm install`/`upgrade`/
+ * `uninstall` with values from an object, and the chart's operator run as a local process the
+ * way the chart's Deployment would run it — the container's args and env as `helm template`
+ * renders them with the same values — adding only what a process outside the cluster needs
+ * (a kubeconfig, loopback ports for the webhook and status server, and a payload directory).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { openSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments, stringify } from 'yaml';
+import { waitFor } from '../../src/kube/wait-for.ts';
+import { runHelm } from './helm.ts';
+
+export const chartDir = fileURLToPath(new URL('../../charts/winfleet', import.meta.url));
+/** The release name tests and the lab install the chart as. */
+export const releaseName = 'winfleet';
+/** The chart's ServiceAccount (the release's full name). */
+export const chartServiceAccount = 'winfleet';
+
+const operatorMain = fileURLToPath(new URL('../../src/operator/main.ts', import.meta.url));
+
+export interface ChartRelease {
+  /** Admin kubeconfig helm uses. */
+  kubeconfig: string;
+  /** Release namespace = the operator's namespace. */
+  namespace: string;
+  /** Chart values (given to helm as a values file on stdin). */
+  values?: Record<string, unknown>;
+  /** Chart directory (default: charts/winfleet). */
+  chart?: string;
+}
+
+/** `helm install` (or `upgrade`) of the release into its namespace, created when missing. */
+export async function helmInstall(
+  release: ChartRelease,
+  verb: 'install' | 'upgrade' = 'install',
+): Promise<string> {
+  const { stdout } = await runHelm(
+    [
+      verb,
+      releaseName,
+      release.chart ?? chartDir,
+      '--namespace',
+      release.namespace,
+      ...(verb === 'install' ? ['--create-namespace'] : []),
+      '--kubeconfig',
+      release.kubeconfig,
+      '--values',
+      '-',
+    ],
+    { input: stringify(release.values ?? {}) },
+  );
+  return stdout;
+}
+
+/** `helm uninstall` of the release. */
+export async function helmUninstall(
+  release: Pick<ChartRelease, 'kubeconfig' | 'namespace'>,
+): Promise<string> {
+  const { stdout } = await runHelm([
+    'uninstall',
+    releaseName,
+    '--namespace',
+    release.namespace,
+    '--kubeconfig',
+    release.kubeconfig,
+    '--wait',
+  ]);
+  return stdout;
+}
+
+/** A rendered Kubernetes object, as far as these helpers read it. */
+export interface RenderedObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string };
+  spec?: unknown;
+  [key: string]: unknown;
+}
+
+/** `helm template` of the release with `values`: every object the install would create. */
+export async function renderChart(
+  release: Omit<ChartRelease, 'kubeconfig'>,
+): Promise<RenderedObject[]> {
+  const { stdout } = await runHelm(
+    [
+      'template',
+      releaseName,
+      release.chart ?? chartDir,
+      '--namespace',
+      release.namespace,
+      '--values',
+      '-',
+    ],
+    { input: stringify(release.values ?? {}) },
+  );
+  return parseAllDocuments(stdout)
+    .map((d) => {
+      if (d.errors.length > 0)
+        throw new Error(`helm template printed invalid YAML: ${d.errors[0]}`);
+      return d.toJS() as RenderedObject | null;
+    })
+    .filter((o): o is RenderedObject => o !== null && typeof o === 'object');
+}
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: { fieldPath?: string } };
+}
+
+interface Container {
+  name: string;
+  command?: string[];
+  args?: string[];
+  env?: EnvVar[];
+}
+
+export interface OperatorCommand {
+  /** The container's args with $(VAR) references resolved. */
+  args: string[];
+  /** The container's env, as the kubelet would set it. */
+  env: Record<string, string>;
+}
+
+/**
+ * The operator's command line from the rendered chart: the Deployment's one container, its
+ * args with `$(VAR)` references resolved from its env the way the kubelet resolves them
+ * (fieldRef metadata.namespace is the release namespace, metadata.name the pod's name).
+ * Anything else it cannot reproduce outside the cluster is an error naming it.
+ */
+export function operatorCommand(
+  objects: RenderedObject[],
+  options: { namespace: string; podName?: string },
+): OperatorCommand {
+  const deployments = objects.filter((o) => o.kind === 'Deployment');
+  if (deployments.length !== 1)
+    throw new Error(`the chart renders ${deployments.length} Deployments; expected exactly one`);
+  const spec = deployments[0]!.spec as {
+    template?: { spec?: { containers?: Container[]; serviceAccountName?: string } };
+  };
+  const containers = spec.template?.spec?.containers ?? [];
+  if (containers.length !== 1)
+    throw new Error(
+      `the chart's Deployment has ${containers.length} containers; expected one (the operator)`,
+    );
+  const container = containers[0]!;
+  const fields: Record<string, string> = {
+    'metadata.namespace': options.namespace,
+    'metadata.name': options.podName ?? `${releaseName}-local`,
+    'spec.serviceAccountName': spec.template?.spec?.serviceAccountName ?? 'default',
+  };
+  const env: Record<string, string> = {};
+  for (const v of container.env ?? []) {
+    if (v.value !== undefined) env[v.name] = expand(v.value, env);
+    else if (v.valueFrom?.fieldRef?.fieldPath) {
+      const value = fields[v.valueFrom.fieldRef.fieldPath];
+      if (value === undefined)
+        throw new Error(
+          `env ${v.name}: fieldRef ${v.valueFrom.fieldRef.fieldPath} has no local equivalent; add it to operatorCommand`,
+        );
+      env[v.name] = value;
+    } else
+      throw new Error(`env ${v.name}: only value and fieldRef can be reproduced outside a cluster`);
+  }
+  return { args: (container.args ?? []).map((a) => expand(a, env)), env };
+}
+
+/**
+ * Expands $(VAR) as the kubelet does: a defined variable is replaced, $$ escapes, an undefined
+ * reference stays as written.
+ */
+export function expand(text: string, env: Record<string, string>): string {
+  return text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (whole, name?: string) => {
+    if (whole === '$$') return '$';
+    return name !== undefined && name in env ? env[name]! : whole;
+  });
+}
+
+export interface ChartOperatorOptions {
+  /** The kubeconfig the operator uses (the chart ServiceAccount's token). */
+  kubeconfig: string;
+  namespace: string;
+  /** Values the chart was installed with (webhook.url must point at webhookPort). */
+  values: Record<string, unknown>;
+  chart?: string;
+  webhookPort: number;
+  statusPort: number;
+  payloadDir?: string;
+  /** Where its output goes (default: discarded). */
+  logFile?: string;
+}
+
+export interface ChartOperator {
+  child: ChildProcess;
+  /** Everything after `node src/operator/main.ts`. */
+  args: string[];
+  statusUrl: string;
+}
+
+/**
+ * Starts the operator as the chart's Deployment runs it (see operatorCommand), outside the
+ * cluster; resolves once its /readyz answers.
+ */
+export async function startChartOperator(options: ChartOperatorOptions): Promise<ChartOperator> {
+  const rendered = await renderChart({
+    namespace: options.namespace,
+    values: options.values,
+    chart: options.chart,
+  });
+  const command = operatorCommand(rendered, { namespace: options.namespace });
+  // Later options win (commander), so these replace what the chart sets for in-cluster use.
+  const args = [
+    ...command.args,
+    '--kubeconfig',
+    options.kubeconfig,
+    '--webhook-host',
+    '127.0.0.1',
+    '--webhook-port',
+    String(options.webhookPort),
+    '--status-host',
+    '127.0.0.1',
+    '--status-port',
+    String(options.statusPort),
+    ...(options.payloadDir ? ['--payload-dir', options.payloadDir] : []),
+  ];
+  const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
+  const { KUBECONFIG: _ignored, ...inherited } = process.env;
+  const child = spawn(process.execPath, [operatorMain, ...args], {
+    stdio: ['ignore', out, out],
+    env: { ...inherited, ...command.env },
+  });
+  const statusUrl = `http://127.0.0.1:${options.statusPort}`;
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code, signal) =>
+      reject(
+        new Error(
+          `the operator exited (${code ?? signal}) before it was ready${options.logFile ? `; see ${options.logFile}` : ''}`,
+        ),
+      ),
+    ),
+  );
+  exited.catch(() => {});
+  try {
+    await Promise.race([
+      exited,
+      waitFor(async () => (await fetch(`${statusUrl}/readyz`)).ok, {
+        description: `the chart's operator to answer ${statusUrl}/readyz`,
+        timeoutMs: 60_000,
+      }),
+    ]);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return { child, args, statusUrl };
+}

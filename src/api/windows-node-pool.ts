@@ -1,0 +1,138 @@
+/**
+ * The WindowsNodePool custom resource (winfleet.io/v1alpha1, namespaced): a set of
+ * WindowsHosts, chosen by a label selector in the pool's namespace, through which every
+ * disruptive change (a new payload, patches, a reboot) rolls with at most `maxUnavailable`
+ * hosts down at once. Hosts no pool selects form the implicit default pool (maxUnavailable 1).
+ * The pure rules behind the fields live in src/rollout/.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import type { Condition } from '../controller/conditions.ts';
+import { apiGroup, apiVersion } from './windows-host.ts';
+
+export const windowsNodePoolResource = {
+  apiVersion,
+  kind: 'WindowsNodePool',
+  plural: 'windowsnodepools',
+} as const;
+
+/** A Kubernetes label selector requirement (metav1.LabelSelectorRequirement). */
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  /** Non-empty for In and NotIn, absent or empty for Exists and DoesNotExist. */
+  values?: string[];
+}
+
+/**
+ * A Kubernetes label selector (metav1.LabelSelector): every matchLabels pair and every
+ * matchExpressions requirement must hold. An empty selector selects every WindowsHost in the
+ * pool's namespace, as an empty selector does in apps/v1 and policy/v1.
+ */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+export const weekdays = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'] as const;
+export type Weekday = (typeof weekdays)[number];
+
+/**
+ * When disruptive changes may start: on each listed day (in `timeZone`) from `start` to `end`.
+ * A window whose end is not after its start crosses midnight and belongs to the day it starts
+ * on: {days: [Sat], start: "22:00", end: "02:00"} is Saturday 22:00 to Sunday 02:00.
+ */
+export interface MaintenanceWindow {
+  /** Days the window opens on; default every day. */
+  days?: Weekday[];
+  /** "HH:MM", 24-hour, local time in timeZone. */
+  start: string;
+  /** "HH:MM", or "24:00" for the end of the day; never equal to start. */
+  end: string;
+  /** IANA time zone name, e.g. "Europe/Berlin"; default "UTC". */
+  timeZone?: string;
+}
+
+export const patchPolicies = ['None', 'Security', 'All'] as const;
+/** Which Windows updates the pool installs: none, Security and Critical updates, or all. */
+export type PatchPolicy = (typeof patchPolicies)[number];
+
+export interface WindowsNodePoolSpec {
+  /** Which WindowsHosts of the pool's namespace belong to the pool. */
+  selector: LabelSelector;
+  /**
+   * How many hosts may be unavailable at once, counting hosts already NotReady: a whole number
+   * ≥ 1 or a percentage of the pool's hosts ("25%", rounded down, at least 1). Default 1.
+   */
+  maxUnavailable?: number | string;
+  /** How long a drain may take before the host's change stops (never forced). Default "10m". */
+  drainTimeout?: string;
+  /**
+   * How long each of apply, reboot and waiting for the node to be Ready on the new version may
+   * take before the host's change stops. Default "15m".
+   */
+  readyTimeout?: string;
+  /** When changes may start; absent: at any time. */
+  maintenanceWindow?: MaintenanceWindow;
+  /** Windows updates the pool installs. Default {policy: None}. */
+  patches?: { policy?: PatchPolicy };
+  /** Every host that has not rebooted through winfleet since this time reboots once, rolling. */
+  rebootRequestedAt?: string | null;
+  /** A paused pool starts no change; hosts already in one finish it. */
+  paused?: boolean;
+}
+
+/** A host of the pool that is in the middle of a change. */
+export interface PoolHostInProgress {
+  /** The WindowsHost's name. */
+  name: string;
+  /** The step it is at (src/rollout/host-steps.ts). */
+  step: string;
+  /** When it entered that step. */
+  since: string;
+}
+
+export interface WindowsNodePoolStatus {
+  observedGeneration?: number;
+  /** WindowsHosts the selector matches (including any another pool matches too). */
+  hosts?: number;
+  /** Of them, those whose Node is Ready. */
+  readyHosts?: number;
+  /** Of them, those with no change to make. */
+  updatedHosts?: number;
+  /** Of them, those NotReady or in a change (cordoned, draining, rebooting, …). */
+  unavailableHosts?: number;
+  /** Hosts in a change, by name. */
+  hostsInProgress?: PoolHostInProgress[];
+  /** Available, Progressing and Degraded. */
+  conditions?: Condition[];
+}
+
+export interface WindowsNodePool extends k8s.KubernetesObject {
+  apiVersion: typeof apiVersion;
+  kind: 'WindowsNodePool';
+  metadata: k8s.V1ObjectMeta & { name: string; namespace?: string };
+  spec: WindowsNodePoolSpec;
+  status?: WindowsNodePoolStatus;
+}
+
+/** The spec defaults the CRD declares (and the implicit default pool uses). */
+export const poolDefaults = {
+  maxUnavailable: 1,
+  drainTimeout: '10m',
+  readyTimeout: '15m',
+  patchPolicy: 'None',
+  timeZone: 'UTC',
+} as const;
+
+/**
+ * Annotation on a WindowsHost asking for one reboot of that host, through its pool's rollout:
+ * an RFC 3339 time, as spec.rebootRequestedAt on a pool.
+ */
+export const rebootRequestedAnnotation = `${apiGroup}/reboot-requested`;
+
+/**
+ * Annotation on a WindowsHost whose change stopped (a drain or another step timed out): a value
+ * not used before restarts the stopped step's clock. winfleet acts on each value once and may
+ * remove the annotation afterwards.
+ */
+export const retryRolloutAnnotation = `${apiGroup}/retry-rollout`;

@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { startSimulatedHosts } from '../../sim/hosts/fleet.ts';
+import { defaultPrograms, idleProgram } from '../../sim/hosts/programs.ts';
+import { generateTestKey } from '../../sim/hosts/ssh-test-client.ts';
+import { writeStandInPayload } from '../../sim/testkit/payload.ts';
+import { agentServiceConfig } from '../agent/converge.ts';
+import type { Payload } from '../payload/payload.ts';
+import { hostPaths } from '../servicesmanifest/host-paths.ts';
+import { syncPayload } from './payload-sync.ts';
+import { RemoteHost } from './remote-host.ts';
+import { SshSession } from './ssh-session.ts';
+
+const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+test('the operator copies the agent and its service shim, checked by SHA-256, and swaps both while they run', async (t) => {
+  const key = generateTestKey();
+  const fleet = await startSimulatedHosts({
+    count: 1,
+    baseAddress: '127.0.0.151',
+    authorizedKeys: [key.publicKey],
+    // The agent idles (it is not bootstrapped here); it still never reports to the SCM.
+    programs: () =>
+      defaultPrograms().register('winfleet-agent.exe', {
+        run: idleProgram,
+        neverReportsToScm: true,
+      }),
+  });
+  t.after(() => fleet.stop());
+  const host = fleet.hosts[0]!;
+  const session = await SshSession.connect({
+    host: host.address,
+    port: host.port,
+    username: 'Administrator',
+    privateKey: key.privateKey,
+  });
+  t.after(() => session.close());
+  const remote = new RemoteHost(session, 30_000);
+  const dir = await mkdtemp(join(tmpdir(), 'winfleet-payload-sync-test-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+
+  const onHost = async (payload: Payload, name: string, path: string) => {
+    const expected = payload.files.find((f) => f.name === name)!.sha256;
+    assert.equal(sha256(await host.machine.fs.readFile(path)), expected, path);
+  };
+
+  const first = await writeStandInPayload(dir, { version: '1.36.5-wf.1' });
+  const copied = await syncPayload(remote, dir, first);
+  assert.equal(copied.length, first.files.length);
+  assert.equal(copied.at(-1), hostPaths.agentExe, 'the agent last');
+  assert.equal(copied[0], hostPaths.serviceExe, 'its shim first');
+  await onHost(first, 'winfleet-service.exe', hostPaths.serviceExe);
+  await onHost(first, 'winfleet-agent.exe', hostPaths.agentExe);
+  await onHost(first, 'kubelet.exe', `${hostPaths.payload}\\kubelet.exe`);
+  assert.deepEqual(await syncPayload(remote, dir, first), [], 'nothing differs: nothing copied');
+
+  // The agent service runs both files (Windows would refuse to overwrite them).
+  const os = host.hostOS();
+  await os.createService(agentServiceConfig());
+  await os.startService('winfleet-agent');
+  const next = await writeStandInPayload(dir, { version: '1.36.6-wf.1' });
+  const replaced = await syncPayload(remote, dir, next);
+  assert.ok(replaced.includes(hostPaths.serviceExe) && replaced.includes(hostPaths.agentExe));
+  await onHost(next, 'winfleet-service.exe', hostPaths.serviceExe);
+  await onHost(next, 'winfleet-agent.exe', hostPaths.agentExe);
+  await onHost(first, 'winfleet-service.exe', `${hostPaths.serviceExe}.old`);
+  assert.equal((await os.queryService('winfleet-agent'))?.state, 'running');
+});

@@ -1,0 +1,396 @@
+/**
+ * Whole pools rolling through the pure engine (membership, spec, planner, host steps, status)
+ * over simulated hosts, with the pools and hosts of fixtures/pools.yaml: the issue's upgrade,
+ * window, failure, operator-kill and skew scenarios without a cluster.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { parseAllDocuments } from 'yaml';
+import { testSeed } from '../../sim/testkit/test-seed.ts';
+import { ConditionReason } from '../api/reasons.ts';
+import type { WindowsNodePool } from '../api/windows-node-pool.ts';
+import {
+  act,
+  isDown,
+  laggingCache,
+  observe,
+  type SimulatedHost,
+  simulatedHost,
+  tick,
+} from './fixtures/simulated-hosts.ts';
+import type { HostRolloutStatus } from './host-steps.ts';
+import { assignPools, defaultPoolKey, objectKey } from './pool-membership.ts';
+import { type PoolPassInput, type PoolPassResult, poolPass } from './pool-pass.ts';
+import { checkPoolSpec, defaultPoolPolicy, type PoolPolicy } from './pool-spec.ts';
+
+interface Manifest {
+  kind: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    generation?: number;
+    labels?: Record<string, string>;
+  };
+  spec: unknown;
+}
+
+const manifests = parseAllDocuments(
+  readFileSync(new URL('./fixtures/pools.yaml', import.meta.url), 'utf8'),
+).map((d) => d.toJS() as Manifest);
+const pools = manifests.filter((m) => m.kind === 'WindowsNodePool') as unknown as WindowsNodePool[];
+const hostManifests = manifests.filter((m) => m.kind === 'WindowsHost');
+const membership = assignPools(
+  pools.map((p) => ({
+    namespace: p.metadata.namespace!,
+    name: p.metadata.name,
+    ...(checkPoolSpec(p.spec).policy.selector
+      ? { selector: checkPoolSpec(p.spec).policy.selector! }
+      : {}),
+  })),
+  hostManifests.map((h) => ({
+    namespace: h.metadata.namespace,
+    name: h.metadata.name,
+    labels: h.metadata.labels ?? {},
+  })),
+);
+
+const v2 = 'v1.36.6-wf.1';
+const payload = { servicesVersion: v2, kubeletVersion: 'v1.36.6' };
+const apiServerVersion = 'v1.36.5';
+// Saturday 2025-06-07 01:00 UTC: the web pool's weekend window has just opened.
+const saturday = Date.parse('2025-06-07T01:00:00Z');
+const passMs = 10_000;
+
+function poolNamed(name: string): {
+  pool: WindowsNodePool;
+  policy: PoolPolicy;
+  problems: string[];
+} {
+  const pool = pools.find((p) => p.metadata.name === name)!;
+  return { pool, ...checkPoolSpec(pool.spec) };
+}
+
+test('the fixtures: who belongs to which pool', () => {
+  const members = (key: string) => membership.pools.get(key)!.hosts;
+  assert.deepEqual(members('windows/windows-nodepool-1'), [
+    'windows/win-np1-a',
+    'windows/win-np1-b',
+    'windows/win-np1-c',
+  ]);
+  assert.deepEqual(
+    members('windows/web'),
+    [1, 2, 3, 4, 5, 6, 7].map((n) => `windows/win-web-${n}`),
+  );
+  assert.deepEqual(members('windows/batch'), ['windows/win-batch-1', 'windows/win-web-7']);
+  assert.deepEqual(membership.pools.get('windows/web')!.shared, [
+    { host: 'windows/win-web-7', otherPools: ['windows/batch'] },
+  ]);
+  // Another namespace's "pool: web" label is not the web pool's: the default pool takes it.
+  assert.deepEqual(members(defaultPoolKey), [
+    'openshift-windows/byoh-10-0-0-5',
+    'openshift-windows/byoh-10-0-0-6',
+    'windows/win-batch-2',
+  ]);
+  for (const pool of pools)
+    assert.deepEqual(checkPoolSpec(pool.spec).problems, [], pool.metadata.name);
+});
+
+interface Fleet {
+  hosts: Map<string, SimulatedHost>;
+  statuses: Map<string, HostRolloutStatus>;
+  caches: Map<string, ReturnType<typeof laggingCache>>;
+}
+
+function fleet(
+  keys: readonly string[],
+  make: (key: string, i: number) => Partial<SimulatedHost> = () => ({}),
+): Fleet {
+  return {
+    hosts: new Map(keys.map((k, i) => [k, simulatedHost(k.split('/')[1]!, make(k, i))])),
+    statuses: new Map(keys.map((k) => [k, {}])),
+    caches: new Map(keys.map((k) => [k, laggingCache()])),
+  };
+}
+
+/**
+ * One controller pass over a pool: read (through lagging caches), plan, then per host in key
+ * order write its status and act — unless the operator is killed at host `crashAt` (mode 1:
+ * before that host's write, 2: after its write, before its action; the rest are not reached).
+ */
+function pass(
+  f: Fleet,
+  poolKey: string,
+  policy: PoolPolicy,
+  now: number,
+  options: {
+    lag?: number;
+    crashAt?: number;
+    crashMode?: 1 | 2;
+    payload?: PoolPassInput['payload'];
+    specProblems?: string[];
+  } = {},
+): PoolPassResult {
+  const { shared } = membership.pools.get(poolKey)!;
+  const keys = [...f.hosts.keys()].sort();
+  for (const k of keys) f.caches.get(k)!.record(observe(f.hosts.get(k)!));
+  const result = poolPass({
+    generation: 1,
+    policy,
+    specProblems: options.specProblems ?? [],
+    hosts: keys.map((key) => {
+      const other = shared.find((s) => s.host === key)?.otherPools;
+      return {
+        key,
+        ...(other ? { otherPools: other } : {}),
+        status: f.statuses.get(key)!,
+        observed: f.caches.get(key)!.read(options.lag ?? 0),
+      };
+    }),
+    payload: 'payload' in options ? options.payload : payload,
+    apiServerVersion,
+    now: new Date(now),
+  });
+  keys.forEach((key, i) => {
+    if (options.crashAt !== undefined && i > options.crashAt) return;
+    if (options.crashAt === i && options.crashMode === 1) return;
+    const r = result.hosts.get(key)!;
+    f.statuses.set(key, r.status);
+    if (options.crashAt === i && options.crashMode === 2) return;
+    act(f.hosts.get(key)!, r.action);
+  });
+  for (const h of f.hosts.values()) tick(h);
+  return result;
+}
+
+const webKeys = membership.pools.get('windows/web')!.hosts;
+
+test('upgrade: six web hosts with maxUnavailable 2 and a PDB, killed and lagging at random — never more than 2 down, all on the new version, none cordoned', (t) => {
+  const { policy } = poolNamed('web');
+  fc.assert(
+    fc.property(
+      fc.array(fc.nat(6), { minLength: 6, maxLength: 6 }),
+      fc.array(
+        fc.record({
+          lag: fc.nat(2),
+          crashAt: fc.option(fc.nat(7), { nil: undefined }),
+          crashMode: fc.constantFrom(1 as const, 2 as const),
+        }),
+        {
+          minLength: 150,
+          maxLength: 150,
+        },
+      ),
+      (pods, passes) => {
+        const f = fleet(webKeys, (_, i) => ({ pods: pods[i] ?? 0, applyDelay: i % 3 }));
+        let last: PoolPassResult | undefined;
+        passes.forEach((p, n) => {
+          last = pass(
+            f,
+            'windows/web',
+            policy,
+            saturday + n * passMs,
+            p.crashAt === undefined ? { lag: p.lag } : p,
+          );
+          const down = [...f.hosts.values()].filter(isDown).length;
+          assert.ok(down <= 2, `pass ${n}: ${down} hosts down`);
+        });
+        // A last quiet pass lets the pool report what the last killed pass could not.
+        last = pass(f, 'windows/web', policy, saturday + passes.length * passMs);
+        const shared = f.hosts.get('windows/win-web-7')!;
+        for (const [key, h] of f.hosts) {
+          if (h === shared) continue;
+          assert.equal(h.servicesVersion, v2, key);
+          assert.equal(h.unschedulable, false, `${key} left cordoned`);
+          assert.equal(h.pods, 0, key);
+          assert.deepEqual(f.statuses.get(key), {}, key);
+        }
+        assert.equal(
+          shared.servicesVersion,
+          'v1.36.5-wf.1',
+          'a host two pools select is never touched',
+        );
+        assert.equal(shared.unschedulable, false);
+        assert.equal(last.status.updatedHosts, 6);
+        assert.equal(last.status.unavailableHosts, 0);
+        const degraded = last.status.conditions.find((c) => c.type === 'Degraded')!;
+        assert.equal(degraded.reason, ConditionReason.HostInMultiplePools);
+        assert.match(degraded.message, /windows\/win-web-7 \(also in windows\/batch\)/);
+      },
+    ),
+    { seed: testSeed(t), numRuns: 30 },
+  );
+});
+
+test('patches outside the window: nothing happens, the pool says when the window opens', () => {
+  const { policy } = poolNamed('web');
+  const f = fleet(webKeys.slice(0, 6), () => ({
+    updates: [{ kb: 'KB5040437', categories: ['Security Updates'] }],
+  }));
+  const monday = Date.parse('2025-06-09T10:00:00Z');
+  for (let n = 0; n < 20; n++) {
+    const r = pass(f, 'windows/web', policy, monday + n * passMs, { payload: undefined });
+    for (const step of r.hosts.values()) assert.deepEqual(step.action, { kind: 'none' });
+    const progressing = r.status.conditions.find((c) => c.type === 'Progressing')!;
+    assert.equal(progressing.reason, ConditionReason.WaitingForWindow);
+    assert.equal(
+      progressing.message,
+      '6 hosts wait for the maintenance window; it opens next at 2025-06-14T01:00:00.000Z',
+    );
+    assert.deepEqual(r.recheckAt, new Date('2025-06-14T01:00:00Z'));
+  }
+  assert.deepEqual([...f.statuses.values()], Array(6).fill({}));
+  // Inside the window: the patches go in, with one reboot per host, two hosts at a time.
+  for (let n = 0; n < 200; n++) {
+    pass(f, 'windows/web', policy, saturday + n * passMs, { payload: undefined });
+    assert.ok([...f.hosts.values()].filter(isDown).length <= 2);
+  }
+  for (const [key, h] of f.hosts) {
+    assert.deepEqual(h.updates, [], key);
+    assert.equal(h.reboots, 1, key);
+    assert.equal(h.unschedulable, false, key);
+  }
+});
+
+test('a host that does not come back from its reboot stops the rollout: Degraded names it, no other host goes down after it', () => {
+  const { policy } = poolNamed('web');
+  // A one-minute readyTimeout, so the failure comes while hosts still wait.
+  const rebootAll = {
+    ...policy,
+    readyTimeoutMs: 60_000,
+    rebootRequestedAt: '2025-06-07T00:30:00Z',
+  };
+  const f = fleet(webKeys.slice(0, 6), (key) => ({ brokenReboot: key === 'windows/win-web-1' }));
+  const startedBefore = new Set<string>();
+  const startedAfter: string[] = [];
+  let failedAt: number | undefined;
+  let last: PoolPassResult | undefined;
+  for (let n = 0; n < 300; n++) {
+    last = pass(f, 'windows/web', rebootAll, saturday + n * passMs, { payload: undefined });
+    if (failedAt !== undefined) startedAfter.push(...last.plan.start);
+    else for (const key of last.plan.start) startedBefore.add(key);
+    if (failedAt === undefined && f.statuses.get('windows/win-web-1')!.current?.failure)
+      failedAt = n;
+  }
+  // Asked to reboot at pass 1; its Reboot step's minute is up at pass 7.
+  assert.equal(failedAt, 7);
+  assert.deepEqual(startedAfter, [], 'no host starts after the failure');
+  const untouched = webKeys.slice(0, 6).filter((k) => !startedBefore.has(k));
+  assert.ok(untouched.length >= 2, `hosts still waiting when it failed: ${untouched}`);
+  for (const key of untouched) {
+    assert.equal(f.hosts.get(key)!.reboots, 0, key);
+    assert.deepEqual(f.statuses.get(key), {}, key);
+  }
+  // Hosts started before the failure finished their change; the failed one is left as it is:
+  // cordoned, asked to reboot once, never again, nothing forced.
+  for (const key of startedBefore) {
+    const h = f.hosts.get(key)!;
+    assert.equal(h.reboots, 1, key);
+    if (key === 'windows/win-web-1') continue;
+    assert.equal(h.unschedulable, false, key);
+    assert.equal(f.statuses.get(key)!.current, undefined, key);
+  }
+  const stopped = f.statuses.get('windows/win-web-1')!.current!;
+  assert.equal(stopped.step, 'Reboot');
+  assert.equal(stopped.failure!.reason, ConditionReason.RebootTimedOut);
+  assert.equal(f.hosts.get('windows/win-web-1')!.unschedulable, true);
+  const degraded = last!.status.conditions.find((c) => c.type === 'Degraded')!;
+  assert.equal(degraded.status, 'True');
+  assert.equal(degraded.reason, ConditionReason.RebootTimedOut);
+  assert.match(
+    degraded.message,
+    /^windows\/win-web-1: Node win-web-1 did not come back from its reboot within spec\.readyTimeout 1m/,
+  );
+  const progressing = last!.status.conditions.find((c) => c.type === 'Progressing')!;
+  assert.equal(progressing.reason, ConditionReason.RolloutStopped);
+  assert.equal(
+    progressing.message,
+    'Stopped at windows/win-web-1 (Reboot); no other host starts a change until it goes on (see Degraded)',
+  );
+  assert.equal(last!.status.unavailableHosts, 1, 'the failed host takes only its own slot');
+});
+
+test('skew: a payload whose kubelet is too new is refused before any host is touched', () => {
+  const { policy } = poolNamed('web');
+  const f = fleet(webKeys.slice(0, 6));
+  for (let n = 0; n < 5; n++) {
+    const r = pass(f, 'windows/web', policy, saturday + n * passMs, {
+      payload: { servicesVersion: 'v1.37.0-wf.1', kubeletVersion: 'v1.37.0' },
+    });
+    for (const step of r.hosts.values()) assert.deepEqual(step.action, { kind: 'none' });
+    const degraded = r.status.conditions.find((c) => c.type === 'Degraded')!;
+    assert.equal(degraded.reason, ConditionReason.KubeletVersionSkew);
+    assert.match(
+      degraded.message,
+      /^payload\.json kubernetesVersion is v1\.37\.0, newer than the API server v1\.36\.5/,
+    );
+    assert.equal(
+      r.status.conditions.find((c) => c.type === 'Progressing')!.reason,
+      ConditionReason.KubeletVersionSkew,
+    );
+  }
+  for (const h of f.hosts.values()) assert.equal(h.unschedulable, false);
+});
+
+test('the default pool takes one host at a time; a paused pool starts nothing but finishes what is under way', () => {
+  const defaults = membership.pools.get(defaultPoolKey)!.hosts;
+  const f = fleet(defaults, () => ({ pods: 3 }));
+  for (let n = 0; n < 100; n++) {
+    pass(f, defaultPoolKey, defaultPoolPolicy, saturday + n * passMs);
+    assert.ok([...f.hosts.values()].filter(isDown).length <= 1, `pass ${n}`);
+  }
+  for (const h of f.hosts.values()) assert.equal(h.servicesVersion, v2);
+
+  const { policy } = poolNamed('web');
+  const g = fleet(webKeys.slice(0, 6));
+  pass(g, 'windows/web', policy, saturday); // two start
+  const paused = { ...policy, paused: true };
+  let last: PoolPassResult | undefined;
+  for (let n = 1; n < 60; n++) last = pass(g, 'windows/web', paused, saturday + n * passMs);
+  const updated = [...g.hosts.values()].filter((h) => h.servicesVersion === v2).length;
+  assert.equal(updated, 2);
+  assert.ok([...g.hosts.values()].every((h) => !h.unschedulable));
+  const progressing = last!.status.conditions.find((c) => c.type === 'Progressing')!;
+  assert.equal(progressing.reason, ConditionReason.Paused);
+  assert.equal(progressing.message, 'spec.paused is true: no change starts; 4 hosts wait');
+});
+
+test('a pool with a spec problem starts nothing and says which field', () => {
+  const f = fleet(webKeys.slice(0, 2));
+  const r = pass(f, 'windows/web', defaultPoolPolicy, saturday, {
+    specProblems: [
+      'spec.maintenanceWindow.timeZone: unknown time zone "Asia/Atlantis"; use an IANA time zone name such as "UTC" or "Europe/Berlin"',
+    ],
+  });
+  assert.deepEqual(r.plan.start, []);
+  assert.equal(r.plan.blockedBy, 'held');
+  assert.equal(
+    r.status.conditions.find((c) => c.type === 'Degraded')!.reason,
+    ConditionReason.InvalidSpec,
+  );
+});
+
+test('a bad reboot annotation on a host is reported and ignored', () => {
+  const { policy } = poolNamed('web');
+  const r = poolPass({
+    policy,
+    specProblems: [],
+    hosts: [
+      {
+        key: 'windows/win-web-1',
+        status: {},
+        observed: observe(simulatedHost('win-web-1', { servicesVersion: v2 })),
+        rebootRequested: 'tonight',
+      },
+    ],
+    payload,
+    apiServerVersion,
+    now: new Date(saturday),
+  });
+  assert.deepEqual(r.hostProblems.get('windows/win-web-1'), [
+    'windows/win-web-1: annotation winfleet.io/reboot-requested: "tonight" is not an RFC 3339 time; write e.g. "2025-06-07T01:00:00Z"',
+  ]);
+  assert.deepEqual(r.plan.start, []);
+  assert.equal(objectKey({ namespace: 'windows', name: 'win-web-1' }), 'windows/win-web-1');
+});

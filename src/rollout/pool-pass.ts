@@ -1,0 +1,160 @@
+/**
+ * One reconcile pass of one pool, pure: from the pool's policy, its hosts' recorded rollout
+ * state and what is observed of them, the payload and the API server version, it works out
+ * each host's target, plans who starts, advances every host that is (or starts) in a change,
+ * and computes the pool's status. The controller reads the world, calls this, then for each
+ * host writes the returned rollout status and takes the returned action, and writes the
+ * pool's status (see index.ts).
+ */
+import { rebootRequestedAnnotation } from '../api/windows-node-pool.ts';
+import {
+  advanceHost,
+  type HostObservation,
+  type HostRolloutStatus,
+  type StepResult,
+} from './host-steps.ts';
+import { checkKubeletSkew } from './kubelet-skew.ts';
+import { isInWindow, nextWindowStart } from './maintenance-window.ts';
+import { resolveMaxUnavailable } from './max-unavailable.ts';
+import { pendingChanges, type RolloutTarget, rebootRequestFor } from './pending-changes.ts';
+import type { PoolPolicy } from './pool-spec.ts';
+import { type PoolStatusHost, poolStatus } from './pool-status.ts';
+import { type PlannerHost, planRollout, type RolloutPlan } from './slot-planner.ts';
+
+export interface PoolPassHost {
+  /** "namespace/name". */
+  key: string;
+  /** Keys of the other pools that select it too (a conflict), if any. */
+  otherPools?: readonly string[];
+  /** WindowsHost status.rollout. */
+  status: HostRolloutStatus;
+  observed: HostObservation;
+  /** The host's winfleet.io/reboot-requested annotation, if set. */
+  rebootRequested?: string;
+}
+
+export interface PoolPassInput {
+  generation?: number;
+  /** checkPoolSpec's policy and problems (defaultPoolPolicy and [] for the default pool). */
+  policy: PoolPolicy;
+  specProblems: readonly string[];
+  hosts: readonly PoolPassHost[];
+  /** The payload the operator runs: its services version and its kubelet's version. */
+  payload?: { servicesVersion: string; kubeletVersion: string };
+  /** The (oldest) API server's gitVersion, e.g. "v1.36.5". */
+  apiServerVersion: string;
+  now: Date;
+}
+
+export interface PoolPassResult {
+  /** Per host: the rollout status to write first, then the action to take. */
+  hosts: Map<string, StepResult>;
+  plan: RolloutPlan;
+  status: ReturnType<typeof poolStatus>;
+  /** The earliest time something is due (a step's deadline, the window opening). */
+  recheckAt?: Date;
+  /** Problems to report as Warning Events on the host (a bad reboot annotation). */
+  hostProblems: Map<string, string[]>;
+}
+
+/** Runs one pass for one pool. */
+export function poolPass(input: PoolPassInput): PoolPassResult {
+  const { policy, now } = input;
+  const skew = input.payload
+    ? checkKubeletSkew(input.payload.kubeletVersion, input.apiServerVersion)
+    : ({ ok: true } as const);
+  const servicesVersion = input.payload && skew.ok ? input.payload.servicesVersion : undefined;
+  const hostProblems = new Map<string, string[]>();
+  const targets = new Map<string, RolloutTarget>();
+  const views: PlannerHost[] = input.hosts.map((h) => {
+    const reboot = rebootRequestFor(
+      policy.rebootRequestedAt,
+      h.rebootRequested,
+      `${h.key}: annotation ${rebootRequestedAnnotation}`,
+    );
+    if (reboot.problems.length > 0) hostProblems.set(h.key, reboot.problems);
+    const target: RolloutTarget = {
+      ...(servicesVersion !== undefined ? { servicesVersion } : {}),
+      patchPolicy: policy.patchPolicy,
+      ...(reboot.requestedAt ? { rebootRequestedAt: reboot.requestedAt } : {}),
+    };
+    targets.set(h.key, target);
+    return view(h, target, now);
+  });
+  const windowOpen = !policy.window || isInWindow(policy.window, now);
+  const plan = planRollout({
+    hosts: views,
+    maxUnavailable: resolveMaxUnavailable(policy.maxUnavailable, input.hosts.length),
+    paused: policy.paused,
+    windowOpen,
+    held: input.specProblems.length > 0,
+  });
+  const starting = new Set(plan.start);
+  const results = new Map<string, StepResult>();
+  for (const h of input.hosts) {
+    results.set(
+      h.key,
+      advanceHost({
+        host: h.key,
+        status: h.status,
+        observed: h.observed,
+        target: targets.get(h.key)!,
+        start: starting.has(h.key),
+        timeouts: policy,
+        now,
+      }),
+    );
+  }
+  const after: PoolStatusHost[] = input.hosts.map((h) => {
+    const current = results.get(h.key)!.status.current;
+    return {
+      ...view({ ...h, status: results.get(h.key)!.status }, targets.get(h.key)!, now),
+      ...(current ? { step: current.step, since: current.stepStartedAt } : {}),
+    };
+  });
+  const nextOpen = policy.window && !windowOpen ? nextWindowStart(policy.window, now) : undefined;
+  const status = poolStatus({
+    ...(input.generation !== undefined ? { generation: input.generation } : {}),
+    hosts: after,
+    plan,
+    shared: input.hosts
+      .filter((h) => h.otherPools?.length)
+      .map((h) => ({ host: h.key, otherPools: [...h.otherPools!] })),
+    specProblems: input.specProblems,
+    ...(skew.ok ? {} : { skew: skew.message }),
+    paused: policy.paused,
+    ...(nextOpen ? { nextWindowStart: nextOpen } : {}),
+  });
+  const due = [...results.values()].map((r) => r.recheckAt?.getTime()).concat(nextOpen?.getTime());
+  const soonest = Math.min(...due.filter((t): t is number => t !== undefined));
+  return {
+    hosts: results,
+    plan,
+    status,
+    ...(Number.isFinite(soonest) ? { recheckAt: new Date(soonest) } : {}),
+    hostProblems,
+  };
+}
+
+function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
+  const current = h.status.current;
+  const facts = h.status.lastRebootAt
+    ? { ...h.observed.facts, lastRebootAt: h.status.lastRebootAt }
+    : h.observed.facts;
+  return {
+    key: h.key,
+    ready: h.observed.node?.ready === true,
+    pending: pendingChanges(target, facts, now).length > 0,
+    inProgress: current !== undefined,
+    ...(current?.failure
+      ? {
+          failed: {
+            step: current.failure.step,
+            reason: current.failure.reason,
+            message: current.failure.message,
+          },
+        }
+      : {}),
+    ...(h.otherPools?.length ? { shared: true } : {}),
+  };
+}

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { checkPoolSpec, defaultPoolPolicy } from './pool-spec.ts';
+
+test('a full spec becomes a policy', () => {
+  const { policy, problems } = checkPoolSpec({
+    selector: { matchLabels: { pool: 'web' } },
+    maxUnavailable: '25%',
+    drainTimeout: '1h30m',
+    readyTimeout: '20m',
+    maintenanceWindow: {
+      days: ['Sat', 'Sun'],
+      start: '01:00',
+      end: '05:00',
+      timeZone: 'Europe/Berlin',
+    },
+    patches: { policy: 'Security' },
+    rebootRequestedAt: '2025-06-07T01:00:00Z',
+    paused: true,
+  });
+  assert.deepEqual(problems, []);
+  assert.deepEqual(policy.selector, { matchLabels: { pool: 'web' } });
+  assert.deepEqual(policy.maxUnavailable, { kind: 'percent', percent: 25 });
+  assert.equal(policy.drainTimeoutMs, 5_400_000);
+  assert.equal(policy.readyTimeoutMs, 1_200_000);
+  assert.equal(policy.window?.timeZone, 'Europe/Berlin');
+  assert.deepEqual([...policy.window!.days], [5, 6]);
+  assert.equal(policy.patchPolicy, 'Security');
+  assert.equal(policy.rebootRequestedAt, '2025-06-07T01:00:00Z');
+  assert.equal(policy.paused, true);
+});
+
+test('defaults: one host at a time, 10m drain, 15m ready, no window, no patches, not paused', () => {
+  const { policy, problems } = checkPoolSpec({
+    selector: {},
+    rebootRequestedAt: null,
+    maintenanceWindow: null,
+  });
+  assert.deepEqual(problems, []);
+  assert.deepEqual(policy, { selector: {}, ...defaultPoolPolicy });
+  assert.deepEqual(defaultPoolPolicy, {
+    maxUnavailable: { kind: 'count', count: 1 },
+    drainTimeoutMs: 600_000,
+    readyTimeoutMs: 900_000,
+    patchPolicy: 'None',
+    paused: false,
+  });
+  assert.ok(Object.isFrozen(defaultPoolPolicy));
+});
+
+test('every problem is reported at once, each naming its field; bad fields take their defaults', () => {
+  const { policy, problems } = checkPoolSpec({
+    selector: { matchExpressions: [{ key: 'pool', operator: 'In', values: [] }] },
+    maxUnavailable: 0,
+    drainTimeout: '10 minutes',
+    readyTimeout: '0s',
+    maintenanceWindow: { start: '01:00', end: '05:00', timeZone: 'Mars/Olympus_Mons' },
+    patches: { policy: 'Weekly' },
+    rebootRequestedAt: 'tomorrow',
+    paused: 'yes',
+  });
+  assert.deepEqual(
+    problems.map((p) => p.split(/[: ]/)[0]),
+    [
+      'spec.selector.matchExpressions[0].values',
+      'spec.maxUnavailable',
+      'Cannot',
+      'spec.readyTimeout',
+      'spec.patches.policy',
+      'spec.paused',
+      'spec.maintenanceWindow.timeZone',
+      'spec.rebootRequestedAt',
+    ],
+  );
+  assert.match(problems[2]!, /^Cannot parse spec\.drainTimeout "10 minutes"/);
+  assert.equal(policy.selector, undefined, 'a bad selector selects nothing');
+  assert.deepEqual(policy.maxUnavailable, defaultPoolPolicy.maxUnavailable);
+  assert.equal(policy.drainTimeoutMs, defaultPoolPolicy.drainTimeoutMs);
+  assert.equal(policy.readyTimeoutMs, defaultPoolPolicy.readyTimeoutMs);
+  assert.equal(policy.patchPolicy, 'None');
+  assert.equal(policy.paused, false);
+  assert.equal(policy.window, undefined);
+  assert.equal(policy.rebootRequestedAt, undefined);
+});
+
+test('a missing spec or selector, and shapes the schema would refuse', () => {
+  assert.deepEqual(checkPoolSpec(undefined).problems, [
+    'spec: missing; a pool needs spec.selector',
+  ]);
+  assert.deepEqual(checkPoolSpec({}).problems, [
+    'spec.selector: missing; write {matchLabels: {…}} to choose the pool’s WindowsHosts',
+  ]);
+  assert.deepEqual(checkPoolSpec({ selector: {}, patches: 'Security' }).problems, [
+    'spec.patches: must be {policy: None | Security | All}',
+  ]);
+  assert.deepEqual(checkPoolSpec({ selector: {}, patches: {} }).problems, []);
+});

@@ -1,0 +1,105 @@
+/**
+ * The slot planner: which of a pool's hosts may start a disruptive change now. Pure and
+ * level-triggered: it reads only the hosts' current state (what WindowsHost status and the
+ * Nodes say), so an operator that restarts plans the same thing.
+ *
+ * Rules:
+ * - A host is unavailable while its Node is not Ready, or while it is in a change (from the
+ *   moment its change is recorded, before its cordon, until it is uncordoned), failed or not.
+ *   Each host counts once, so a failed host takes exactly its own slot.
+ * - Hosts start only while unavailable + started < maxUnavailable; hosts already NotReady count.
+ * - Nothing starts while the pool is paused or held (a spec problem), while any of its hosts'
+ *   changes is stopped (failed), or outside its maintenance window. Hosts already in a change
+ *   always go on, so no node is left cordoned.
+ * - Only Ready hosts start: a change cannot be checked on a host that is already down (its
+ *   drain cannot finish, its Ready cannot be awaited), so it would stop the whole pool; it
+ *   waits until the host is Ready again (repairing it is the health controller's job).
+ * - Hosts that two pools select never start.
+ * - Candidates start in key order ("namespace/name"), so a restarted operator picks the same.
+ */
+
+export interface PlannerHost {
+  /** "namespace/name". */
+  key: string;
+  /** The host's Node exists and is Ready. */
+  ready: boolean;
+  /** It has a change to make (pendingChanges is not empty). */
+  pending: boolean;
+  /** It is in a change (status.rollout.current is set). */
+  inProgress: boolean;
+  /** Its change stopped at a step (implies inProgress). */
+  failed?: { step: string; reason: string; message: string };
+  /** Another pool selects it too. */
+  shared?: boolean;
+}
+
+export interface PlanInput {
+  hosts: readonly PlannerHost[];
+  /** Resolved (resolveMaxUnavailable), ≥ 1. */
+  maxUnavailable: number;
+  paused: boolean;
+  /** The pool has no maintenance window or is inside it. */
+  windowOpen: boolean;
+  /** The pool's spec has a problem: start nothing. */
+  held?: boolean;
+}
+
+/** Why no (further) host starts. */
+export type StartBlock = 'held' | 'paused' | 'failed' | 'window' | 'budget';
+
+export interface RolloutPlan {
+  /** Hosts to start now, in order. */
+  start: string[];
+  /** Hosts in a change: reconcile them (their steps go on whatever the pool's state). */
+  inProgress: string[];
+  /** Hosts with a change pending that do not start now. */
+  waiting: string[];
+  /** Hosts unavailable before this plan. */
+  unavailable: number;
+  maxUnavailable: number;
+  /** Why waiting hosts wait, when it is the pool's doing (NotReady and shared hosts aside). */
+  blockedBy?: StartBlock;
+}
+
+const byKey = (a: PlannerHost, b: PlannerHost) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+
+/** True when the host takes a slot of the pool's budget. */
+export function isUnavailable(host: PlannerHost): boolean {
+  return !host.ready || host.inProgress || host.failed !== undefined;
+}
+
+/** Plans which hosts start a change now. See the module comment for the rules. */
+export function planRollout(input: PlanInput): RolloutPlan {
+  if (!Number.isInteger(input.maxUnavailable) || input.maxUnavailable < 1) {
+    throw new RangeError(
+      `maxUnavailable must be resolved to a whole number ≥ 1, got ${input.maxUnavailable}`,
+    );
+  }
+  const hosts = [...input.hosts].sort(byKey);
+  const unavailable = hosts.filter(isUnavailable).length;
+  const inProgress = hosts.filter((h) => h.inProgress || h.failed).map((h) => h.key);
+  const candidates = hosts.filter((h) => h.pending && !h.inProgress && !h.failed);
+  const eligible = candidates.filter((h) => h.ready && !h.shared);
+  const blockedBy: StartBlock | undefined = input.held
+    ? 'held'
+    : input.paused
+      ? 'paused'
+      : hosts.some((h) => h.failed)
+        ? 'failed'
+        : !input.windowOpen
+          ? 'window'
+          : undefined;
+  const free = blockedBy ? 0 : Math.max(0, input.maxUnavailable - unavailable);
+  const start = eligible.slice(0, free).map((h) => h.key);
+  const started = new Set(start);
+  const waiting = candidates.filter((h) => !started.has(h.key)).map((h) => h.key);
+  const budgetBound = !blockedBy && eligible.length > start.length;
+  return {
+    start,
+    inProgress,
+    waiting,
+    unavailable,
+    maxUnavailable: input.maxUnavailable,
+    ...(blockedBy ? { blockedBy } : budgetBound ? { blockedBy: 'budget' as const } : {}),
+  };
+}
