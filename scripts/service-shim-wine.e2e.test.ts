@@ -167,8 +167,11 @@ describe('winfleet-service.exe under Wine’s service manager', {
     const created = await sc(...scCreateArgs(config));
     assert.equal(created.code, 0, `sc create: ${created.stdout}${created.stderr}`);
     const started = await sc('start', 'winfleet-bad');
-    // Not 1053 after a timeout: the shim called the dispatcher, then stopped with 87.
-    assert.equal(started.code, 0, `sc start: ${started.stdout}${started.stderr}`);
+    // Not 1053 after a timeout: the shim called the dispatcher, then stopped with 87. The shim
+    // may stop before sc.exe looks again, which sc reports as a failed start (exit 1, nothing
+    // printed under load); what proves the dispatcher was reached is exit code 87 below, which
+    // only a service that talks to the SCM can report.
+    assert.doesNotMatch(`${started.stdout}${started.stderr}`, /1053/, 'sc start timed out');
     await waitFor(async () => (await status('winfleet-bad')).state === 'stopped', {
       description: 'winfleet-bad to stop',
       timeoutMs: 30_000,

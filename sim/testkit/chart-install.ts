@@ -6,8 +6,9 @@
  * (a kubeconfig, loopback ports for the webhook and status server, and a payload directory).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { openSync } from 'node:fs';
+import { openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments, stringify } from 'yaml';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { runHelm } from './helm.ts';
@@ -210,6 +211,7 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     chart: options.chart,
   });
   const command = operatorCommand(rendered, { namespace: options.namespace });
+  await waitUntilRbacApplies(options.kubeconfig, options.namespace);
   // Later options win (commander), so these replace what the chart sets for in-cluster use.
   const args = [
     ...command.args,
@@ -236,7 +238,7 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     child.once('exit', (code, signal) =>
       reject(
         new Error(
-          `the operator exited (${code ?? signal}) before it was ready${options.logFile ? `; see ${options.logFile}` : ''}`,
+          `the operator exited (${code ?? signal}) before it was ready${options.logFile ? `; see ${options.logFile}, which ends:\n${logTail(options.logFile)}` : ''}`,
         ),
       ),
     ),
@@ -255,4 +257,49 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     throw error;
   }
   return { child, args, statusUrl };
+}
+
+/** The last lines of a log file, for an error message (the file may be gone with its dir). */
+function logTail(path: string, lines = 15): string {
+  try {
+    return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch (error) {
+    return `(cannot read it: ${(error as Error).message})`;
+  }
+}
+
+/**
+ * The API server's RBAC authorizer follows new bindings through its informers, a moment after
+ * `helm install` returns; an operator started in that moment gets 403 and exits (in a cluster
+ * the Deployment would restart it). Waits, as the ServiceAccount itself, until a namespaced and
+ * a cluster-wide rule of the chart apply.
+ */
+async function waitUntilRbacApplies(kubeconfig: string, namespace: string): Promise<void> {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  const authorization = kc.makeApiClient(k8s.AuthorizationV1Api);
+  for (const resourceAttributes of [
+    {
+      namespace,
+      verb: 'get',
+      group: 'coordination.k8s.io',
+      resource: 'leases',
+      name: 'winfleet-operator',
+    },
+    { namespace, verb: 'list', group: 'winfleet.io', resource: 'windowshosts' },
+    { verb: 'list', resource: 'nodes' },
+  ]) {
+    await waitFor(
+      async () =>
+        (
+          await authorization.createSelfSubjectAccessReview({
+            body: { spec: { resourceAttributes } },
+          })
+        ).status?.allowed === true,
+      {
+        description: `the chart's RBAC to allow ${JSON.stringify(resourceAttributes)}`,
+        timeoutMs: 30_000,
+      },
+    );
+  }
 }

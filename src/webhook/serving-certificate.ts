@@ -1,12 +1,26 @@
 /**
  * The webhook's own PKI, kept in one Secret: a CA, the serving certificate it signs, and the
  * CA bundle the API server trusts. winfleet creates it and renews it before expiry, so
- * cert-manager is not needed. A new CA is added to the bundle next to the old one before any
- * certificate it signs is served, so the API server trusts the webhook at every moment.
+ * cert-manager is not needed.
+ *
+ * The CA rotates in two steps, so that every replica of the operator (each publishes the
+ * bundle it reads from the Secret) trusts a CA long before any certificate it signs is served:
+ * 1. at the CA's renewal point the NEXT CA is created and added to the bundle (`next-ca.crt`,
+ *    `next-ca.key`, and when in the annotation `winfleet.io/next-ca-since`), while the current
+ *    CA keeps signing;
+ * 2. once the next CA has been in the bundle for the promotion delay (`caPromotionDelayMs`),
+ *    it becomes the signing CA and the serving certificate is re-issued.
+ * The old CA stays in the bundle until it expires. A replica holding a stale view of the
+ * Secret can then only briefly publish a bundle without a CA that no served certificate
+ * depends on yet. Concurrent writers are serialised by the Secret's resourceVersion: the loser
+ * of a conflict reads the winner's Secret and adopts it.
+ *
+ * The Secret format is a superset of the earlier one (ca.crt, ca.key, ca-bundle.crt, tls.crt,
+ * tls.key), which loads as a Secret with no next CA.
  */
 import { X509Certificate } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { isNotFound } from '../kube/client.ts';
+import { isConflict, isNotFound } from '../kube/client.ts';
 import {
   type CertificateAuthority,
   createCertificateAuthority,
@@ -30,26 +44,82 @@ export interface ServingCertificateOptions {
 export interface ServingCertificate {
   certPem: string;
   keyPem: string;
-  /** PEM bundle for the webhook configurations' caBundle (current CA, plus the previous one during a CA change). */
+  /** PEM bundle for the webhook configurations' caBundle (current CA, next CA, unexpired older CAs). */
   caBundle: string;
-  /** When this certificate should be renewed. */
+  /** When to look again (a renewal, a CA promotion or an expired CA to drop is due). */
   renewAt: Date;
   /** What changed in this call. */
-  changed: 'created' | 'renewed-certificate' | 'renewed-ca' | 'unchanged';
+  changed:
+    | 'created'
+    | 'renewed-certificate'
+    | 'prepared-ca'
+    | 'renewed-ca'
+    | 'updated-bundle'
+    | 'unchanged';
+  /**
+   * How long a CA must have been in the published bundle before a certificate it signs is
+   * served (the promotion delay of the signing CA); absent when winfleet does not keep the PKI.
+   */
+  trustDelayMs?: number;
+}
+
+/** The PKI as kept in the Secret. */
+export interface StoredPki {
+  caCert: string;
+  caKey: string;
+  nextCaCert?: string;
+  nextCaKey?: string;
+  /** When the next CA was added to the bundle. */
+  nextCaSince?: Date;
+  /** The trusted bundle (PEM certificates). */
+  bundle: string[];
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
 const dayMs = 86_400_000;
+const caName = 'winfleet-webhook-ca';
+export const nextCaSinceAnnotation = 'winfleet.io/next-ca-since';
+/** The API server's informer lag on webhook configurations is well under a second; margin. */
+export const minPromotionDelayMs = 3_000;
+/** Beyond this a replica that restarted would hold back renewed certificates for too long. */
+export const maxPromotionDelayMs = 60 * 60_000;
 
-function decode(secret: k8s.V1Secret | undefined, key: string): string | undefined {
-  const value = secret?.data?.[key];
-  return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
+function validity(pem: string): { from: number; to: number } {
+  const cert = new X509Certificate(pem);
+  return { from: new Date(cert.validFrom).getTime(), to: new Date(cert.validTo).getTime() };
 }
 
-function renewTime(pem: string, fraction: number): Date {
-  const cert = new X509Certificate(pem);
-  const from = new Date(cert.validFrom).getTime();
-  const to = new Date(cert.validTo).getTime();
-  return new Date(to - (to - from) * fraction);
+function renewTime(pem: string, fraction: number): number {
+  const { from, to } = validity(pem);
+  return to - (to - from) * fraction;
+}
+
+/**
+ * How long a next CA stays in the bundle before it signs: a tenth of its validity, at least
+ * 3 s (informer lag) and at most 1 h, and never more than half of the renewal window, so the
+ * promotion always happens well before the current CA expires. A 10-year CA waits 1 h; the
+ * 24 s CA of the rotation test waits 3 s.
+ */
+export function caPromotionDelayMs(caPem: string, renewFraction = 1 / 3): number {
+  const { from, to } = validity(caPem);
+  const length = to - from;
+  return Math.min(
+    Math.max(minPromotionDelayMs, length / 10),
+    maxPromotionDelayMs,
+    (length * renewFraction) / 2,
+  );
+}
+
+/** Whether `certPem` was signed by the CA `caPem` (names and signature; all CAs share a name). */
+export function issuedBy(certPem: string, caPem: string): boolean {
+  try {
+    const cert = new X509Certificate(certPem);
+    const ca = new X509Certificate(caPem);
+    return cert.checkIssued(ca) && cert.verify(ca.publicKey);
+  } catch {
+    return false;
+  }
 }
 
 function coversNames(pem: string, dnsNames: string[], ipAddresses: string[]): boolean {
@@ -61,9 +131,216 @@ function coversNames(pem: string, dnsNames: string[], ipAddresses: string[]): bo
   );
 }
 
-function splitPems(bundle: string): string[] {
-  return bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+/** The certificates of a PEM bundle that parse; anything else is dropped. */
+export function splitPems(bundle: string): string[] {
+  const pems = bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  return pems.filter((pem) => {
+    try {
+      new X509Certificate(pem);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }
+
+function fingerprint(pem: string): string {
+  return new X509Certificate(pem).fingerprint256;
+}
+
+function decode(secret: k8s.V1Secret, key: string): string | undefined {
+  const value = secret.data?.[key];
+  return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
+}
+
+/** Reads the PKI from the Secret; undefined when it has no CA yet. */
+export function readStoredPki(secret: k8s.V1Secret | undefined): StoredPki | undefined {
+  if (!secret) return undefined;
+  const caCert = decode(secret, 'ca.crt');
+  const caKey = decode(secret, 'ca.key');
+  if (!caCert || !caKey) return undefined;
+  const since = secret.metadata?.annotations?.[nextCaSinceAnnotation];
+  // Strict: only the exact ISO form this code writes; anything else restarts the delay.
+  const sinceDate =
+    since && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(since) ? new Date(since) : undefined;
+  return {
+    caCert,
+    caKey,
+    nextCaCert: decode(secret, 'next-ca.crt'),
+    nextCaKey: decode(secret, 'next-ca.key'),
+    nextCaSince: sinceDate && !Number.isNaN(sinceDate.getTime()) ? sinceDate : undefined,
+    bundle: splitPems(decode(secret, 'ca-bundle.crt') ?? caCert),
+    tlsCert: decode(secret, 'tls.crt'),
+    tlsKey: decode(secret, 'tls.key'),
+  };
+}
+
+/** The Secret's data and annotations for a PKI. */
+export function storedPkiSecret(
+  pki: StoredPki,
+  options: Pick<ServingCertificateOptions, 'namespace' | 'secretName'>,
+  resourceVersion?: string,
+): k8s.V1Secret {
+  const data: Record<string, string | undefined> = {
+    'ca.crt': pki.caCert,
+    'ca.key': pki.caKey,
+    'ca-bundle.crt': pki.bundle.join('\n'),
+    'tls.crt': pki.tlsCert,
+    'tls.key': pki.tlsKey,
+    'next-ca.crt': pki.nextCaCert,
+    'next-ca.key': pki.nextCaKey,
+  };
+  return {
+    metadata: {
+      name: options.secretName,
+      namespace: options.namespace,
+      labels: { 'app.kubernetes.io/managed-by': 'winfleet' },
+      ...(pki.nextCaSince
+        ? { annotations: { [nextCaSinceAnnotation]: pki.nextCaSince.toISOString() } }
+        : {}),
+      resourceVersion,
+    },
+    type: 'Opaque',
+    data: Object.fromEntries(
+      Object.entries(data)
+        .filter((entry): entry is [string, string] => entry[1] !== undefined)
+        .map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+    ),
+  };
+}
+
+export interface ServingCertificatePlan {
+  pki: StoredPki;
+  result: ServingCertificate;
+  /** Whether the Secret must be written. */
+  write: boolean;
+}
+
+/** Decides the next state of the PKI at `now` (no API calls; new keys are generated here). */
+export async function planServingCertificate(
+  stored: StoredPki | undefined,
+  options: Omit<ServingCertificateOptions, 'namespace' | 'secretName'>,
+): Promise<ServingCertificatePlan> {
+  const now = (options.now?.() ?? new Date()).getTime();
+  const fraction = options.renewFraction ?? 1 / 3;
+  const caDays = (options.caValidityMs ?? 3650 * dayMs) / dayMs;
+  const newCa = async () => {
+    const ca = await createCertificateAuthority(caName, caDays);
+    return { cert: ca.certPem, key: ca.keyPem };
+  };
+  const unexpired = (pem: string) => validity(pem).to > now;
+
+  let changed: ServingCertificate['changed'] = 'unchanged';
+  let write = false;
+  let current: { cert: string; key: string };
+  let next: { cert: string; key: string; since: Date } | undefined;
+  const older: string[] = [];
+  if (!stored) {
+    current = await newCa();
+    changed = 'created';
+  } else {
+    current = { cert: stored.caCert, key: stored.caKey };
+    older.push(...stored.bundle);
+    if (stored.nextCaCert && stored.nextCaKey && splitPems(stored.nextCaCert).length === 1) {
+      if (!stored.nextCaSince) write = true; // restart the delay from now
+      next = {
+        cert: stored.nextCaCert,
+        key: stored.nextCaKey,
+        since: stored.nextCaSince ?? new Date(now),
+      };
+      if (!unexpired(next.cert)) next = undefined;
+    } else if (stored.nextCaCert || stored.nextCaKey) {
+      write = true; // half a next CA: prepared again below when due
+    }
+    if (!unexpired(current.cert)) {
+      // Expired: served certificates are already rejected, nothing is left to protect.
+      current = next ? { cert: next.cert, key: next.key } : await newCa();
+      next = undefined;
+      changed = 'renewed-ca';
+    } else if (next && next.since.getTime() + caPromotionDelayMs(next.cert, fraction) <= now) {
+      older.unshift(current.cert);
+      current = { cert: next.cert, key: next.key };
+      next = undefined;
+      changed = 'renewed-ca';
+    } else if (!next && renewTime(current.cert, fraction) <= now) {
+      const prepared = await newCa();
+      next = { ...prepared, since: new Date(now) };
+      changed = 'prepared-ca';
+    }
+  }
+
+  // The bundle: current CA, next CA, then older CAs until they expire.
+  const seen = new Set<string>();
+  const bundle = [current.cert, ...(next ? [next.cert] : []), ...older].filter((pem) => {
+    const id = fingerprint(pem);
+    if (seen.has(id) || (pem !== current.cert && !unexpired(pem))) return false;
+    seen.add(id);
+    return true;
+  });
+  if (stored && changed === 'unchanged' && bundle.join('\n') !== stored.bundle.join('\n')) {
+    changed = 'updated-bundle';
+  }
+
+  let certPem = stored?.tlsCert;
+  let keyPem = stored?.tlsKey;
+  const stale =
+    changed === 'created' ||
+    changed === 'renewed-ca' ||
+    !certPem ||
+    !keyPem ||
+    splitPems(certPem).length !== 1 ||
+    renewTime(certPem, fraction) <= now ||
+    !coversNames(certPem, options.dnsNames, options.ipAddresses) ||
+    !issuedBy(certPem, current.cert);
+  if (stale) {
+    const ca: CertificateAuthority = await loadCertificateAuthority({
+      certPem: current.cert,
+      keyPem: current.key,
+    });
+    const issued = await issueCertificate(ca, {
+      commonName: options.dnsNames[0] ?? 'winfleet-webhook',
+      dnsNames: options.dnsNames,
+      ipAddresses: options.ipAddresses,
+      usage: 'server',
+      days: (options.certValidityMs ?? 365 * dayMs) / dayMs,
+    });
+    certPem = issued.certPem;
+    keyPem = issued.keyPem;
+    if (changed === 'unchanged' || changed === 'updated-bundle') changed = 'renewed-certificate';
+  }
+  if (changed !== 'unchanged') write = true;
+
+  // Look again at the first of: certificate renewal, CA renewal or promotion, a CA expiring.
+  const due = [renewTime(certPem!, fraction)];
+  if (next) due.push(next.since.getTime() + caPromotionDelayMs(next.cert, fraction));
+  else due.push(renewTime(current.cert, fraction));
+  for (const pem of bundle) if (pem !== current.cert) due.push(validity(pem).to);
+  const pki: StoredPki = {
+    caCert: current.cert,
+    caKey: current.key,
+    nextCaCert: next?.cert,
+    nextCaKey: next?.key,
+    nextCaSince: next?.since,
+    bundle,
+    tlsCert: certPem!,
+    tlsKey: keyPem!,
+  };
+  return {
+    pki,
+    write,
+    result: {
+      certPem: certPem!,
+      keyPem: keyPem!,
+      caBundle: bundle.join('\n'),
+      renewAt: new Date(Math.min(...due)),
+      changed,
+      trustDelayMs: caPromotionDelayMs(current.cert, fraction),
+    },
+  };
+}
+
+/** Writers that lose a race re-read the Secret; this bounds how often. */
+const maxAttempts = 5;
 
 /** Creates or renews the webhook PKI Secret; returns what to serve and what to trust. */
 export async function ensureServingCertificate(
@@ -71,106 +348,31 @@ export async function ensureServingCertificate(
   options: ServingCertificateOptions,
 ): Promise<ServingCertificate> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const now = options.now?.() ?? new Date();
-  const fraction = options.renewFraction ?? 1 / 3;
-  let secret: k8s.V1Secret | undefined;
-  try {
-    secret = await core.readNamespacedSecret({
-      name: options.secretName,
-      namespace: options.namespace,
-    });
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-  const caCert = decode(secret, 'ca.crt');
-  const caKey = decode(secret, 'ca.key');
-  const tlsCert = decode(secret, 'tls.crt');
-  const tlsKey = decode(secret, 'tls.key');
-  const bundle = decode(secret, 'ca-bundle.crt');
-
-  let ca: CertificateAuthority;
-  let changed: ServingCertificate['changed'] = 'unchanged';
-  let caBundlePems: string[];
-  if (!caCert || !caKey) {
-    ca = await createCertificateAuthority(
-      'winfleet-webhook-ca',
-      (options.caValidityMs ?? 3650 * dayMs) / dayMs,
-    );
-    caBundlePems = [ca.certPem];
-    changed = 'created';
-  } else if (renewTime(caCert, fraction) <= now) {
-    ca = await createCertificateAuthority(
-      'winfleet-webhook-ca',
-      (options.caValidityMs ?? 3650 * dayMs) / dayMs,
-    );
-    // Trust both until the old CA expires; drop CAs that already expired.
-    caBundlePems = [
-      ca.certPem,
-      ...splitPems(bundle ?? caCert).filter((p) => new Date(new X509Certificate(p).validTo) > now),
-    ];
-    changed = 'renewed-ca';
-  } else {
-    ca = await loadCertificateAuthority({ certPem: caCert, keyPem: caKey });
-    caBundlePems = splitPems(bundle ?? caCert).filter(
-      (p) => new Date(new X509Certificate(p).validTo) > now,
-    );
-    if (caBundlePems.length === 0) caBundlePems = [caCert];
-  }
-
-  let certPem = tlsCert;
-  let keyPem = tlsKey;
-  const stale =
-    changed !== 'unchanged' ||
-    !certPem ||
-    !keyPem ||
-    renewTime(certPem, fraction) <= now ||
-    !coversNames(certPem, options.dnsNames, options.ipAddresses) ||
-    !new X509Certificate(certPem).checkIssued(new X509Certificate(ca.certPem));
-  if (stale) {
-    const certDays = (options.certValidityMs ?? 365 * dayMs) / dayMs;
-    const issued = await issueCertificate(ca, {
-      commonName: options.dnsNames[0] ?? 'winfleet-webhook',
-      dnsNames: options.dnsNames,
-      ipAddresses: options.ipAddresses,
-      usage: 'server',
-      days: certDays,
-    });
-    certPem = issued.certPem;
-    keyPem = issued.keyPem;
-    if (changed === 'unchanged') changed = 'renewed-certificate';
-  }
-  const caBundle = caBundlePems.join('\n');
-  if (changed !== 'unchanged') {
-    const data = {
-      'ca.crt': ca.certPem,
-      'ca.key': ca.keyPem,
-      'ca-bundle.crt': caBundle,
-      'tls.crt': certPem!,
-      'tls.key': keyPem!,
-    };
-    const body: k8s.V1Secret = {
-      metadata: {
+  for (let attempt = 1; ; attempt++) {
+    let secret: k8s.V1Secret | undefined;
+    try {
+      secret = await core.readNamespacedSecret({
         name: options.secretName,
         namespace: options.namespace,
-        labels: { 'app.kubernetes.io/managed-by': 'winfleet' },
-        resourceVersion: secret?.metadata?.resourceVersion,
-      },
-      type: 'Opaque',
-      data: Object.fromEntries(
-        Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
-      ),
-    };
-    // A conflict means another replica renewed it first; the caller retries and reads theirs.
-    if (secret)
-      await core.replaceNamespacedSecret({
-        name: options.secretName,
-        namespace: options.namespace,
-        body,
       });
-    else await core.createNamespacedSecret({ namespace: options.namespace, body });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+    const plan = await planServingCertificate(readStoredPki(secret), options);
+    if (!plan.write) return plan.result;
+    const body = storedPkiSecret(plan.pki, options, secret?.metadata?.resourceVersion);
+    try {
+      if (secret)
+        await core.replaceNamespacedSecret({
+          name: options.secretName,
+          namespace: options.namespace,
+          body,
+        });
+      else await core.createNamespacedSecret({ namespace: options.namespace, body });
+      return plan.result;
+    } catch (error) {
+      // 409: another replica wrote first (conflict, or created it): read theirs and adopt it.
+      if (!isConflict(error) || attempt >= maxAttempts) throw error;
+    }
   }
-  const renewAt = new Date(
-    Math.min(renewTime(certPem!, fraction).getTime(), renewTime(ca.certPem, fraction).getTime()),
-  );
-  return { certPem: certPem!, keyPem: keyPem!, caBundle, renewAt, changed };
 }

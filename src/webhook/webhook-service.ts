@@ -3,6 +3,7 @@
  * certificate kept fresh from the Secret (renewed before expiry without dropping requests),
  * and the webhook configurations kept pointing at it with the right caBundle.
  */
+import { X509Certificate } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import { Controller } from '../controller/controller.ts';
@@ -19,7 +20,12 @@ import {
   type PodImageResolver,
 } from './pod-admission.ts';
 import { readServingCertificateSecret } from './secret-certificate.ts';
-import { ensureServingCertificate, type ServingCertificate } from './serving-certificate.ts';
+import {
+  ensureServingCertificate,
+  issuedBy,
+  type ServingCertificate,
+  splitPems,
+} from './serving-certificate.ts';
 import {
   applyWebhookConfigurations,
   patchWebhookConfigurations,
@@ -63,6 +69,52 @@ export interface WebhookService {
   /** Re-applies the webhook configurations (after a config change). */
   refresh(): void;
   stop(): Promise<void>;
+}
+
+/** The CAs of the bundle last published (by fingerprint), with when each was first published. */
+export type PublishedCas = Map<string, { pem: string; since: number }>;
+
+/**
+ * The CAs of a newly published bundle, each keeping the time it was first in a bundle
+ * published in a row (a CA dropped and added again starts over).
+ */
+export function trackPublished(
+  published: ReadonlyMap<string, { pem: string; since: number }>,
+  bundle: string,
+  now: number,
+): PublishedCas {
+  const next: PublishedCas = new Map();
+  for (const pem of splitPems(bundle)) {
+    const id = new X509Certificate(pem).fingerprint256;
+    next.set(id, { pem, since: published.get(id)?.since ?? now });
+  }
+  return next;
+}
+
+/**
+ * When `cert` may be served: once its issuing CA has been in the bundle this replica published
+ * for the CA's promotion delay (defence in depth against a bundle the API server has not read
+ * yet), at once when the certificate served now has the same CA. Never, while its CA is not in
+ * that bundle; at once, when the certificate served now is no longer good either (expired or
+ * its CA no longer published), or when the PKI is not ours.
+ */
+export function whenServable(
+  cert: ServingCertificate,
+  servedCert: string,
+  published: ReadonlyMap<string, { pem: string; since: number }>,
+  now: number,
+): number {
+  if (cert.trustDelayMs === undefined) return now;
+  const issuer = (pem: string) => [...published.values()].find((ca) => issuedBy(pem, ca.pem));
+  const served = new X509Certificate(servedCert);
+  const servedIssuer = issuer(servedCert);
+  if (new Date(served.validTo).getTime() <= now || !servedIssuer) return now;
+  const next = issuer(cert.certPem);
+  if (!next) return Number.POSITIVE_INFINITY;
+  // The CA of the certificate served now: the API server trusts it already.
+  if (next === servedIssuer) return now;
+  // Before the served certificate expires at the latest.
+  return Math.min(next.since + cert.trustDelayMs, new Date(served.validTo).getTime());
 }
 
 export async function startWebhookService(options: WebhookServiceOptions): Promise<WebhookService> {
@@ -118,10 +170,13 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
   let servedCert = initial.certPem;
   let publishedBundle = '';
   let reported = '';
+  // When each CA of the bundle last published was first in a bundle this replica published.
+  let published: PublishedCas = new Map();
 
   const reconcile = async () => {
     const cert = await certificate();
-    // Publish the bundle first: it trusts both the old and the new CA during a CA change.
+    // Publish the bundle read from the Secret first: the signing CA, the next one while one is
+    // prepared, and older ones until they expire (serving-certificate.ts).
     const objects = webhookConfigurations(
       options.config(),
       options.operatorNamespace,
@@ -143,19 +198,26 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     if (cert.caBundle !== publishedBundle) {
       if (publishedBundle) log.info('webhook caBundle updated');
       publishedBundle = cert.caBundle;
+      published = trackPublished(published, cert.caBundle, Date.now());
     }
+    let requeueAt = cert.renewAt.getTime();
     if (cert.certPem !== servedCert) {
-      if (cert.changed === 'renewed-ca') {
-        // Give the API server a moment to read the new bundle before a new-CA cert is served.
-        await new Promise((r) => setTimeout(r, 3000));
+      const servableAt = whenServable(cert, servedCert, published, Date.now());
+      if (servableAt <= Date.now()) {
+        server.updateCertificate(cert.certPem, cert.keyPem);
+        servedCert = cert.certPem;
+        log.info('serving certificate renewed', { renewAt: cert.renewAt.toISOString() });
+      } else {
+        // Its CA is too new in the bundle this replica published: serve it a little later.
+        log.info('holding back a renewed serving certificate until its CA is trusted a while', {
+          servableAt: new Date(servableAt).toISOString(),
+        });
+        requeueAt = Math.min(requeueAt, servableAt);
       }
-      server.updateCertificate(cert.certPem, cert.keyPem);
-      servedCert = cert.certPem;
-      log.info('serving certificate renewed', { renewAt: cert.renewAt.toISOString() });
     }
     // Look again at least hourly (the Secret may be edited), and when renewal is due.
     return {
-      requeueAfterMs: Math.min(60 * 60_000, Math.max(1000, cert.renewAt.getTime() - Date.now())),
+      requeueAfterMs: Math.min(60 * 60_000, Math.max(1000, requeueAt - Date.now())),
     };
   };
   const controller = new Controller({ name: 'webhook-certificates', reconcile, log });
