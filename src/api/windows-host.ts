@@ -4,6 +4,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller/conditions.ts';
+import type { HostRolloutStatus } from '../rollout/host-steps.ts';
 import type { ConditionType } from './reasons.ts';
 
 export const apiGroup = 'winfleet.io';
@@ -76,6 +77,11 @@ export interface WindowsHostStatus {
    * bootstrapped again when it has not within its patience. Cleared once it has.
    */
   servicesRequestedAt?: string;
+  /**
+   * The host's part in its pool's rollout (src/rollout/host-steps.ts), written before each
+   * action so a restarted operator resumes it.
+   */
+  rollout?: HostRolloutStatus;
 }
 
 export interface WindowsHost extends k8s.KubernetesObject {
