@@ -7,6 +7,7 @@
 # a pin or a build flag changes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/go-build-progress.sh"
 p=$here/payload
 k8s_version=$(cat "$here/k8s/VERSION")
 payload_version=$k8s_version-wf.$(cat "$p/VERSION")
@@ -88,16 +89,7 @@ for name in "${names[@]}"; do
   echo "[$i/$n] $name: building $version" >&2
   start=$SECONDS
   rm -f "$out/$name.tmp"
-  # go build -v names each package as it compiles; count them as progress.
-  (cd "$p/$dir" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) |
-    while IFS= read -r line; do
-      count=$((${count:-0} + 1))
-      if [ -t 2 ]; then printf '\r      %4d packages compiled, %ds' "$count" $((SECONDS - start)) >&2
-      elif [ $((count % 100)) -eq 0 ]; then echo "      $count packages compiled, $((SECONDS - start))s" >&2; fi
-      # Package names (no spaces) and downloads are progress; errors are shown as they come.
-      case $line in "go: downloading "*) ;; *" "* | *.go:*) echo "$line" >&2 ;; esac
-    done || true # a failed build is reported below and the others still build
-  [ -t 2 ] && echo >&2
+  (cd "$p/$dir" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) | go_build_progress "$start" || true # a failed build is reported below and the others still build
   if [ ! -f "$out/$name.tmp" ]; then
     echo "[$i/$n] $name: build failed" >&2
     failed+=("$name")
