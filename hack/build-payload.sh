@@ -45,6 +45,10 @@ step() {
   case $1 in
     kubelet.exe | kube-proxy.exe)
       dir=k8s; version=$k8s_version; pkg=k8s.io/kubernetes/cmd/${1%.exe}; flags=$k8s_ldflags ;;
+    kube-log-runner.exe)
+      # Runs the kubelet and kube-proxy services with their output in a log file, as in the
+      # Kubernetes node binaries for Windows.
+      dir=k8s; version=$k8s_version; pkg=k8s.io/component-base/logs/kube-log-runner; flags="" ;;
     containerd.exe)
       dir=containerd; pkg=github.com/containerd/containerd/v2/cmd/containerd
       flags="-X github.com/containerd/containerd/v2/version.Version=VERSION"
@@ -73,7 +77,7 @@ step() {
 }
 
 # In order of importance.
-names=(kubelet.exe kube-proxy.exe containerd.exe containerd-shim-runhcs-v1.exe
+names=(kubelet.exe kube-proxy.exe kube-log-runner.exe containerd.exe containerd-shim-runhcs-v1.exe
   win-bridge.exe win-overlay.exe host-local.exe sdnbridge.exe sdnoverlay.exe
   csi-proxy.exe windows_exporter.exe)
 n=${#names[@]}

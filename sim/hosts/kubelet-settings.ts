@@ -7,6 +7,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
+import { FlagError, flagLists, parsePflag } from './flag-lists.ts';
 
 export interface KubeletSettings {
   configPath?: string;
@@ -28,7 +29,10 @@ export interface KubeletSettings {
   clientCAFile?: string;
   windowsService: boolean;
   windowsPriorityClass?: string;
-  /** Flags the stand-in does not know (the real kubelet may; they are only logged). */
+  /**
+   * What pflag prints for deprecated flags given (logged by the stand-in); every other flag
+   * the pinned kubelet does not have is refused by parseKubeletFlags.
+   */
   unknownFlags: string[];
 }
 
@@ -38,80 +42,28 @@ export const containerdEndpoint = 'npipe://./pipe/containerd-containerd';
 /** Where the kubelet keeps certificates when --cert-dir is not given (on drive C:). */
 export const defaultCertDir = 'C:\\var\\lib\\kubelet\\pki';
 
-const booleanFlags = new Set([
-  'windows-service',
-  'rotate-certificates',
-  'rotate-server-certificates',
-  'cgroups-per-qos',
-  'logtostderr',
-  'alsologtostderr',
-  'enable-debugging-handlers',
-  'register-node',
-  'fail-swap-on',
-]);
-
-const valueFlags = new Set([
-  'config',
-  'bootstrap-kubeconfig',
-  'kubeconfig',
-  'cert-dir',
-  'hostname-override',
-  'node-ip',
-  'node-labels',
-  'register-with-taints',
-  'system-reserved',
-  'kube-reserved',
-  'max-pods',
-  'enforce-node-allocatable',
-  'container-runtime-endpoint',
-  'windows-priorityclass',
-  'v',
-  'log-file',
-  'log-dir',
-  'log-file-max-size',
-  'pod-infra-container-image',
-  'resolv-conf',
-  'cloud-provider',
-  'provider-id',
-  'feature-gates',
-  'image-credential-provider-config',
-  'image-credential-provider-bin-dir',
-  'eviction-hard',
-  'node-status-update-frequency',
-  'tls-cert-file',
-  'tls-private-key-file',
-  'client-ca-file',
-  'pod-manifest-path',
-  'root-dir',
-  'cluster-dns',
-  'cluster-domain',
-]);
-
-/** Parses kubelet flags (`--name=value`, `--name value`, boolean `--name`). */
+/**
+ * Parses the kubelet's flags as the pinned kubelet does (NewKubeletCommand: pflag, with "_"
+ * read as "-"), against the flags it has (flag-lists.ts, generated from its module for
+ * Windows). A flag it does not have, a missing value or an argument that is not a flag stops
+ * it with its message ("failed to parse kubelet flag: unknown flag: --x", "unknown command x").
+ * `flags` holds the last value given for each flag, by canonical name; `warnings` what pflag
+ * prints for deprecated flags.
+ */
 export function parseKubeletFlags(argv: readonly string[]): {
   flags: Map<string, string>;
-  unknown: string[];
+  warnings: string[];
 } {
-  const flags = new Map<string, string>();
-  const unknown: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const match = /^--?([A-Za-z0-9-]+)(?:=([\s\S]*))?$/.exec(arg);
-    if (!match) {
-      unknown.push(arg);
-      continue;
-    }
-    const name = match[1]!;
-    let value = match[2];
-    if (value === undefined) {
-      if (booleanFlags.has(name)) value = 'true';
-      else if (valueFlags.has(name) && i + 1 < argv.length) value = argv[++i]!;
-      else value = 'true';
-    }
-    if (!booleanFlags.has(name) && !valueFlags.has(name)) unknown.push(arg);
-    flags.set(name, value);
+  let parsed: ReturnType<typeof parsePflag>;
+  try {
+    parsed = parsePflag(flagLists().kubelet, argv);
+  } catch (error) {
+    if (error instanceof FlagError)
+      throw new Error(`failed to parse kubelet flag: ${error.message}`);
+    throw error;
   }
-  return { flags, unknown };
+  if (parsed.positional.length > 0) throw new Error(`unknown command ${parsed.positional[0]}`);
+  return { flags: parsed.values, warnings: parsed.warnings };
 }
 
 /** `k=v,k2=v2` (the form of --node-labels, --system-reserved). */
@@ -205,7 +157,7 @@ export function kubeletSettings(
   argv: readonly string[],
   configFile: KubeletConfigurationFile | undefined,
 ): KubeletSettings {
-  const { flags, unknown } = parseKubeletFlags(argv);
+  const { flags, warnings } = parseKubeletFlags(argv);
   const config = configFile ?? {};
   const flag = (name: string) => flags.get(name);
   const settings: KubeletSettings = {
@@ -242,7 +194,7 @@ export function kubeletSettings(
     windowsService: flag('windows-service')
       ? parseBoolean(flag('windows-service')!, 'windows-service')
       : false,
-    unknownFlags: unknown,
+    unknownFlags: warnings,
   };
   const optional = {
     configPath: flag('config'),

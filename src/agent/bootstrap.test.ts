@@ -31,12 +31,13 @@ test('bootstrap writes the node files, registers every service in start order wi
     paths.bootstrapKubeconfig,
     paths.kubeletConfig,
     paths.containerdConfig,
-    paths.cniConfig,
     paths.agentConfig,
     'C:\\k\\kubelet.exe',
   ]) {
     assert.ok(await machine.fs.tryReadFile(file), `${file} was not written`);
   }
+  // The CNI config needs the Node's pod CIDR: the run loop writes it once the Node has one.
+  assert.equal(await machine.fs.tryReadFile(paths.cniConfig), undefined);
   const kubeconfig = (await machine.fs.readFile(paths.bootstrapKubeconfig)).toString();
   assert.match(kubeconfig, /token: abcdef\.0123456789abcdef/);
   assert.match((await machine.fs.readFile(paths.kubeletConfig)).toString(), /maxPods: 110/);

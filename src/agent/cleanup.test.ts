@@ -7,6 +7,7 @@ import {
 } from '../../sim/hosts/agent-test-host.ts';
 import type { SimMachine } from '../../sim/hosts/machine.ts';
 import { parseAgentConfig, paths } from './agent-config.ts';
+import { hostLocalDataDir } from './cleanup.ts';
 import { agentServiceName } from './converge.ts';
 import { runAgent } from './run-agent.ts';
 import { checkOnce } from './run-loop.ts';
@@ -28,6 +29,10 @@ async function joinedThenCleanedUp(
     parseAgentConfig((await machine.fs.readFile(paths.agentConfig)).toString()),
   );
   machine.hns.ensure('winfleet', 'Overlay');
+  // What the host-local IPAM plugin records for a pod's address.
+  await machine.fs.writeFile(`${hostLocalDataDir}\\10.244.3.2`, 'sandbox\r\neth0', {
+    createParents: true,
+  });
   const joined = await machine.snapshot();
   assert.ok(joined.services.length >= 5 && joined.hnsNetworks.includes('winfleet'));
 
@@ -70,4 +75,18 @@ test('cleanup keeps what was on the host before: its C:\\k, files there and a va
   });
   assert.deepEqual(after, before);
   assert.deepEqual(result.removeAfter, ['C:\\k\\winfleet']);
+});
+
+test('cleanup stops the agent service before any other service: its run loop would restart them', async (t) => {
+  const host = await createAgentTestHost(t);
+  const { machine, context, stdout, calls } = host;
+  await prepareAsOperator(machine);
+  assert.equal(await runAgent(['bootstrap'], context), 0, stdout.join(''));
+  assert.equal(machine.scm.query(agentServiceName)?.state, 'running');
+  calls.length = 0;
+  assert.equal(await runAgent(['cleanup'], context), 0, stdout.join(''));
+  const serviceCalls = calls.filter((c) => /^(stopService|deleteService) /.test(c));
+  assert.equal(serviceCalls[0], `stopService ${agentServiceName}`, serviceCalls.join(', '));
+  assert.equal(serviceCalls.at(-1), `deleteService ${agentServiceName}`, 'deleted last');
+  assert.equal(machine.scm.names().length, 0);
 });

@@ -11,6 +11,7 @@ import { parseAgentConfig, paths } from './agent-config.ts';
 import { emptyState } from './agent-state.ts';
 import { convergeServices, installPayloadFiles, sha256 } from './converge.ts';
 import { nodeVariableValues } from './node-files.ts';
+import { removeStaleCopiesOf } from './replace-executable.ts';
 import { runAgent } from './run-agent.ts';
 
 const allServices = ['containerd', 'kubelet', 'kube-proxy', 'csi-proxy'] as const;
@@ -105,4 +106,128 @@ test('a service whose binary on disk differs from its manifest digest is not sta
   });
   assert.deepEqual(callsOf(calls, 'startService'), []);
   assert.notEqual(serviceStates(machine, allServices).kubelet, 'running');
+});
+
+/** testManifest plus containerd's runhcs shim, a payload file no service runs. */
+async function withShim(
+  machine: Awaited<ReturnType<typeof runningHost>>['machine'],
+  version: string,
+  content: string,
+) {
+  const data = Buffer.from(content);
+  await machine.fs.writeFileAtomic(`${paths.payload}\\containerd-shim-runhcs-v1.exe`, data);
+  const manifest = testManifest(version);
+  manifest.files.push({
+    payload: 'containerd-shim-runhcs-v1.exe',
+    path: shimPath,
+    sha256: sha256(data),
+  });
+  return manifest;
+}
+
+const shimPath = 'C:\\k\\containerd-shim-runhcs-v1.exe';
+
+/** A pod's shim: started by containerd, owned by no service, running the shim executable. */
+const startShim = (machine: Awaited<ReturnType<typeof runningHost>>['machine']) =>
+  machine.spawn({ binaryPath: shimPath, args: ['serve'], stdout: () => {}, stderr: () => {} });
+
+test('an upgrade replaces an executable that processes of no service run: the old one moves aside', async (t) => {
+  const { machine, context } = await runningHost(t);
+  const host = context.hostOS;
+  await installPayloadFiles(host, await withShim(machine, '1.0.1', 'shim v1\n'), emptyState());
+  const pod1 = await startShim(machine);
+  await machine.scm.stop('kube-proxy');
+  await machine.scm.stop('kubelet');
+  await machine.scm.stop('containerd');
+  assert.ok(pod1.alive, 'stopping containerd leaves its shims running');
+
+  // Windows will not overwrite the running shim (today's main failed here with EPERM).
+  const written = await installPayloadFiles(
+    host,
+    await withShim(machine, '1.1.0', 'shim v2\n'),
+    emptyState(),
+  );
+  assert.deepEqual(written, [shimPath]);
+  assert.equal((await machine.fs.readFile(shimPath)).toString(), 'shim v2\n');
+  const aside = (await host.listDirectory('C:\\k'))!.filter((n) => n.includes('.old'));
+  assert.equal(aside.length, 1);
+  assert.match(aside[0]!, /^containerd-shim-runhcs-v1\.exe\.old-\d+$/);
+  assert.equal((await machine.fs.readFile(`C:\\k\\${aside[0]}`)).toString(), 'shim v1\n');
+
+  // A second upgrade while the first pod still runs the oldest shim: a name of its own.
+  const pod2 = await startShim(machine);
+  await installPayloadFiles(host, await withShim(machine, '1.2.0', 'shim v3\n'), emptyState());
+  const twoAside = (await host.listDirectory('C:\\k'))!.filter((n) => n.includes('.old'));
+  assert.equal(twoAside.length, 2, `two copies aside: ${twoAside.join(', ')}`);
+  assert.equal((await machine.fs.readFile(shimPath)).toString(), 'shim v3\n');
+
+  // Once the pods end, the next pass removes the stale copies.
+  pod1.kill();
+  pod2.kill();
+  assert.deepEqual(await removeStaleCopiesOf(host, [shimPath]), []);
+  assert.deepEqual(
+    (await host.listDirectory('C:\\k'))!.filter((n) => n.includes('.old')),
+    [],
+  );
+});
+
+test('a stale copy still running stays; one nothing runs goes at the next replacement', async (t) => {
+  const { machine, context } = await runningHost(t);
+  const host = context.hostOS;
+  await installPayloadFiles(host, await withShim(machine, '1.0.1', 'shim v1\n'), emptyState());
+  const pod = await startShim(machine);
+  await installPayloadFiles(host, await withShim(machine, '1.1.0', 'shim v2\n'), emptyState());
+  const [aside] = (await host.listDirectory('C:\\k'))!.filter((n) => n.includes('.old'));
+  assert.deepEqual(await removeStaleCopiesOf(host, [shimPath]), [`C:\\k\\${aside}`]);
+  // A copy left by an earlier agent under the fixed name is stale too.
+  await machine.fs.writeFileAtomic(`${shimPath}.old`, 'older');
+  pod.kill();
+  await installPayloadFiles(host, await withShim(machine, '1.2.0', 'shim v3\n'), emptyState());
+  assert.deepEqual(
+    (await host.listDirectory('C:\\k'))!.filter((n) => n.includes('.old')),
+    [],
+  );
+});
+
+test('a changed service environment is a registration change: the service restarts and sees it', async (t) => {
+  const { machine, calls, context } = await runningHost(t);
+  const seen: (string | undefined)[] = [];
+  machine.programs.register('kube-proxy.exe', {
+    run: async (process) => {
+      seen.push(process.env.get('KUBE_NETWORK'));
+      return new Promise<number>((resolve) =>
+        process.signal.addEventListener('abort', () => resolve(0), { once: true }),
+      );
+    },
+  });
+  const config = parseAgentConfig((await machine.fs.readFile(paths.agentConfig)).toString());
+  const manifest = testManifest();
+  manifest.services = manifest.services.map((s) =>
+    s.name === 'kube-proxy' ? { ...s, env: { KUBE_NETWORK: 'winfleet-{{nodeName}}' } } : s,
+  );
+  const result = await convergeServices(
+    context.hostOS,
+    manifest,
+    nodeVariableValues(config),
+    emptyState(),
+    { start: 'all' },
+  );
+  assert.deepEqual(result.changed, ['kube-proxy']);
+  assert.deepEqual(callsOf(calls, 'stopService'), ['kube-proxy']);
+  assert.deepEqual(seen, [`winfleet-${config.nodeName}`]);
+  assert.deepEqual(await context.hostOS.queryServiceEnvironment('kube-proxy'), {
+    CONTAINERD_LOG_LEVEL: 'info',
+    KUBE_NETWORK: `winfleet-${config.nodeName}`,
+  });
+  // The same environment again changes nothing.
+  calls.length = 0;
+  const again = await convergeServices(
+    context.hostOS,
+    manifest,
+    nodeVariableValues(config),
+    emptyState(),
+    { start: 'all' },
+  );
+  assert.deepEqual(again, { changed: [], started: [] });
+  assert.deepEqual(callsOf(calls, 'stopService'), []);
 });

@@ -77,6 +77,11 @@ export interface WinfleetConfig {
     commandTimeoutSeconds: number;
     /** How long a new node may take to register and become Ready. */
     joinTimeoutSeconds: number;
+    /**
+     * Whether joining installs the Windows Containers feature on a host that lacks it (and
+     * reboots the host to finish); false: such a host fails to join, saying so.
+     */
+    installContainersFeature: boolean;
     bootstrapTokenTtlMinutes: number;
     /** API server URL the hosts use; default: the operator's own. */
     apiServer?: string;
@@ -211,6 +216,7 @@ export const configSchema = {
         sshConnectTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 300, default: 15 },
         commandTimeoutSeconds: { type: 'integer', minimum: 5, maximum: 3600, default: 600 },
         joinTimeoutSeconds: { type: 'integer', minimum: 10, maximum: 7200, default: 900 },
+        installContainersFeature: { type: 'boolean', default: true },
         bootstrapTokenTtlMinutes: { type: 'integer', minimum: 10, maximum: 1440, default: 60 },
         apiServer: { type: 'string', pattern: '^https://[^/\\s]+/?$' },
         clusterDNS: {

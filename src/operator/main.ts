@@ -116,7 +116,7 @@ const program = new Command('winfleet-operator')
   .option('--no-install-crds', 'do not install the CRDs (the Helm chart does, or an administrator)')
   .option(
     '--no-bootstrapper-binding',
-    'do not apply the ClusterRoleBinding winfleet:node-bootstrapper (the Helm chart does)',
+    'do not apply the ClusterRoleBindings winfleet:node-bootstrapper and winfleet:kube-proxies (the Helm chart does)',
   )
   .option(
     '--status-host <address>',

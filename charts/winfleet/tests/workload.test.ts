@@ -55,6 +55,7 @@ test('a default install renders each object once, in the release namespace', asy
     [
       'ClusterRole//winfleet',
       'ClusterRoleBinding//winfleet',
+      'ClusterRoleBinding//winfleet:kube-proxies',
       'ClusterRoleBinding//winfleet:node-bootstrapper',
       `ConfigMap/${namespace}/winfleet-config`,
       'CustomResourceDefinition//windowshosts.winfleet.io',

@@ -1,15 +1,23 @@
 /**
  * The RBAC winfleet needs in the cluster for joining nodes, applied with server-side apply:
- * its bootstrap group may create CSRs (the built-in system:node-bootstrapper role), and nodes
- * may read winfleet's published services manifests and their record by name (the names come
- * from the record, never from a label anyone could set) — nothing else in its namespace.
+ * its bootstrap group may create CSRs (the built-in system:node-bootstrapper role), its nodes'
+ * kube-proxies (group winfleet:kube-proxies, src/api/kube-proxy-identity.ts) have the built-in
+ * system:node-proxier role, and nodes may read winfleet's published services manifests and
+ * their record by name (the names come from the record, never from a label anyone could set)
+ * — nothing else in its namespace.
  *
- * Installed by the Helm chart, the ClusterRoleBinding is the chart's (`bootstrapperBinding:
- * false`): binding a ClusterRole cluster-wide would need the operator to hold all it grants.
+ * Installed by the Helm chart, the two ClusterRoleBindings are the chart's
+ * (`bootstrapperBinding: false`): binding a ClusterRole cluster-wide would need the operator to
+ * hold all it grants, or the right to bind it.
  * The Role and RoleBinding stay the operator's, as the Role's names change with each
  * published manifest; the chart lets it create and patch only those two names.
  */
 import * as k8s from '@kubernetes/client-node';
+import {
+  kubeProxyBindingName,
+  kubeProxyClusterRole,
+  kubeProxyGroup,
+} from '../../api/kube-proxy-identity.ts';
 import { bootstrapGroup } from './bootstrap-tokens.ts';
 
 const fieldManager = 'winfleet';
@@ -29,7 +37,10 @@ export async function applyJoinRbac(
   const labels = { 'app.kubernetes.io/managed-by': 'winfleet' };
   const apply = (o: k8s.KubernetesObject) =>
     objects.patch(o, undefined, undefined, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
-  if (options.bootstrapperBinding ?? true) await apply(nodeBootstrapperBinding(labels));
+  if (options.bootstrapperBinding ?? true) {
+    await apply(nodeBootstrapperBinding(labels));
+    await apply(kubeProxyBinding(labels));
+  }
   await apply({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
@@ -68,5 +79,20 @@ export function nodeBootstrapperBinding(labels: Record<string, string>): k8s.V1C
       name: 'system:node-bootstrapper',
     },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: bootstrapGroup }],
+  };
+}
+
+/** The ClusterRoleBinding that gives winfleet's kube-proxies system:node-proxier. */
+export function kubeProxyBinding(labels: Record<string, string>): k8s.V1ClusterRoleBinding {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: kubeProxyBindingName, labels },
+    roleRef: {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: kubeProxyClusterRole,
+    },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: kubeProxyGroup }],
   };
 }

@@ -3,7 +3,9 @@
  * (PodDisruptionBudgets are honoured: a refused eviction is retried, never forced), have the
  * agent stop and delete the services and undo its files, networks and environment, remove
  * winfleet's directory, delete the Node and the bootstrap token, and only then let the object
- * go. The host stays reachable and as it was before winfleet.
+ * go. The host stays reachable and as it was before winfleet. A session the host drops during
+ * the cleanup (removing the HNS network resets its adapter) is reconnected and the cleanup run
+ * again, not counted as a failure.
  *
  * Like `kubectl drain`, the drain refuses pods that no controller manages (evicting one deletes
  * it for good) unless the host carries winfleet.io/drain-unmanaged-pods=true, and every pod it
@@ -12,10 +14,14 @@
  * condition (RemovalBlocked), with the annotation that lets the removal finish without it
  * (winfleet.io/skip-deconfigure=true: no deconfiguring, no waiting for those pods).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { cordonedByAnnotation, hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
+import { errorCode } from '../../errors/catalog.ts';
+import { openRemoteHost } from '../../hostaccess/host-session.ts';
+import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import { httpStatus, isConflict, isNotFound } from '../../kube/client.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
 import { withHost } from './host-connect.ts';
@@ -329,22 +335,76 @@ function mayHaveChangedHost(status: WindowsHost['status']): boolean {
   return Boolean(status?.bootstrapTokenId || status?.bootstrappedAt || status?.servicesVersion);
 }
 
-/** Has the agent remove winfleet's services and files; the host must be reachable for it. */
+/** How often one pass runs cleanup again after the host dropped the session. */
+const cleanupRunsAfterDrop = 3;
+/** How long a host that dropped the session mid-cleanup may take to answer SSH again. */
+const reconnectAfterDropMs = 30_000;
+
+/**
+ * Has the agent remove winfleet's services and files; the host must be reachable for it.
+ * Removing the CNI's HNS network resets the host's adapter, which can drop the SSH session (and
+ * end the cleanup) mid-way: that is no failure. The cleanup is idempotent, so it runs again
+ * over a new session once the host answers, and the pass goes on.
+ */
 async function deconfigureHost(
   deps: HostControllerDeps,
   host: WindowsHost,
   hs: HostStatus,
 ): Promise<void> {
-  await withHost(deps, host, hs, (remote) => remote.removeWinfleet(), {
-    step: JoinStep.Deconfigure,
-    hint: 'the host must be reachable to remove winfleet from it',
-  });
+  const removeWinfleet = (remote: RemoteHost) => remote.removeWinfleet();
+  for (let drops = 0; ; drops++) {
+    try {
+      if (drops === 0) {
+        await withHost(deps, host, hs, removeWinfleet, {
+          step: JoinStep.Deconfigure,
+          hint: 'the host must be reachable to remove winfleet from it',
+        });
+      } else {
+        await reconnectAfterDrop(deps, { ...host, status: hs.status }, removeWinfleet);
+      }
+      break;
+    } catch (error) {
+      if (errorCode(error) !== 'WF_SSH_DROPPED' || drops >= cleanupRunsAfterDrop) throw error;
+      deps.log.info('host dropped the SSH session during cleanup; running it again', {
+        host: `${host.metadata.namespace}/${host.metadata.name}`,
+        error: (error as Error).message,
+      });
+    }
+  }
   deps.events.record(
     host,
     'Normal',
     EventReason.Deconfigured,
     `Removed winfleet's services and files from ${host.spec.address}`,
   );
+}
+
+/**
+ * Runs `work` over a new session once the host answers again (its address comes back after the
+ * adapter reset within seconds), with the host key pinned. Until then connection failures are
+ * expected, not reported; after reconnectAfterDropMs the last one is thrown.
+ */
+async function reconnectAfterDrop(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  work: (remote: RemoteHost) => Promise<void>,
+): Promise<void> {
+  const deadline = Date.now() + reconnectAfterDropMs;
+  for (let attempt = 0; ; attempt++) {
+    let remote: RemoteHost;
+    try {
+      remote = await openRemoteHost(deps.kc, deps.config(), host);
+    } catch (error) {
+      if (errorCode(error) !== 'WF_SSH_UNREACHABLE' || Date.now() >= deadline) throw error;
+      await sleep(Math.min(250 * 2 ** attempt, 2000));
+      continue;
+    }
+    try {
+      return await work(remote);
+    } finally {
+      remote.close();
+    }
+  }
 }
 
 /** Deletes the Node with this uid (the one checked to be the host's, never a newer one). */
