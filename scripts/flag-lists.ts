@@ -10,25 +10,8 @@
  * name, its exit code and its standard error, so no half-made list is ever written.
  */
 import { rename, writeFile } from 'node:fs/promises';
+import type { KingpinFlag, PflagFlag } from '../sim/hosts/flag-lists.ts';
 import { createWinePrefix, hasWine, runWine, wine64 } from './wine-prefix.ts';
-
-interface PflagFlag {
-  name: string;
-  shorthand?: string;
-  noOptDefVal?: string;
-  deprecated?: string;
-  shorthandDeprecated?: string;
-  hidden?: boolean;
-  type: string;
-}
-
-interface KingpinFlag {
-  name: string;
-  short?: string;
-  boolean: boolean;
-  hidden?: boolean;
-  source: string;
-}
 
 function fail(message: string): never {
   process.stderr.write(`flag lists: ${message}\n`);

@@ -18,8 +18,8 @@ import {
   parseKingpin,
   parsePflag,
 } from './flag-lists.ts';
+import { readKubeProxyFlags } from './kube-proxy-standin.ts';
 import { parseKubeletFlags } from './kubelet-settings.ts';
-import { kubeProxyFlagError } from './programs.ts';
 
 const values: Record<NodeVariable, string> = {
   nodeName: 'win-1',
@@ -70,7 +70,7 @@ test('the manifest’s kubelet, kube-proxy and windows_exporter command lines ar
   const kubelet = parseKubeletFlags(args.get('kubelet')!);
   assert.equal(kubelet.flags.get('windows-service'), 'true');
   assert.equal(kubelet.flags.get('hostname-override'), 'win-1');
-  assert.equal(kubeProxyFlagError(args.get('kube-proxy')!), undefined);
+  assert.equal(readKubeProxyFlags(args.get('kube-proxy')!).windowsService, true);
   const exporter = parseKingpin(flagLists().windows_exporter, args.get('windows_exporter')!);
   for (const name of exporter.values.get('collectors.enabled')!.split(','))
     assert.ok(flagLists().windows_exporter.collectors.includes(name), name);
@@ -90,16 +90,17 @@ test('flags the pinned kubelet and kube-proxy refuse are refused with pflag’s 
   assert.throws(() => parseKubeletFlags(['--v=2', 'extra']), {
     message: 'unknown command extra',
   });
-  assert.equal(
-    kubeProxyFlagError(['--log-file=C:\\k\\logs\\kube-proxy.log']),
-    'unknown flag: --log-file',
-  );
-  assert.equal(kubeProxyFlagError(['--kubeconfig']), 'flag needs an argument: --kubeconfig');
+  assert.throws(() => readKubeProxyFlags(['--log-file=C:\\k\\logs\\kube-proxy.log']), {
+    name: 'FlagError',
+    message: 'unknown flag: --log-file',
+  });
+  assert.throws(() => readKubeProxyFlags(['--kubeconfig']), {
+    message: 'flag needs an argument: --kubeconfig',
+  });
   // "_" is read as "-", as component-base's normalization does.
-  assert.equal(
-    kubeProxyFlagError(['--hostname_override=x', '--cluster_cidr=10.244.0.0/16']),
-    undefined,
-  );
+  const normalized = readKubeProxyFlags(['--hostname_override=x', '--cluster_cidr=10.244.0.0/16']);
+  assert.equal(normalized.hostnameOverride, 'x');
+  assert.equal(normalized.clusterCidr, '10.244.0.0/16');
 });
 
 const pflagList: PflagList = {

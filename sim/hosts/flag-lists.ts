@@ -13,6 +13,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseGoBool } from './go-values.ts';
 
 /** One flag as pflag knows it (hack/payload/k8s/flaglist). */
 export interface PflagFlag {
@@ -129,21 +130,6 @@ export interface ParsedFlags {
   warnings: string[];
 }
 
-const goBooleans = new Set([
-  '1',
-  't',
-  'T',
-  'TRUE',
-  'true',
-  'True',
-  '0',
-  'f',
-  'F',
-  'FALSE',
-  'false',
-  'False',
-]);
-
 /**
  * Parses `argv` as spf13/pflag (v1.0.9, flag.go parseArgs) does for `list`: `--name=value`,
  * `--name value` (unless the flag has a NoOptDefVal, like bools), `-abc` shorthand groups with
@@ -159,7 +145,7 @@ export function parsePflag(list: PflagList, argv: readonly string[]): ParsedFlag
     list.normalizesWordSeparators ? name.replaceAll('_', '-') : name;
   const result: ParsedFlags = { values: new Map(), all: new Map(), positional: [], warnings: [] };
   const set = (flag: PflagFlag, value: string, shown: string) => {
-    if (flag.type === 'bool' && !goBooleans.has(value))
+    if (flag.type === 'bool' && parseGoBool(value) === undefined)
       throw new FlagError(
         `invalid argument "${value}" for "${shown}" flag: strconv.ParseBool: parsing "${value}": invalid syntax`,
       );

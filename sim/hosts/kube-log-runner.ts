@@ -13,6 +13,7 @@
  * dispatcher the program registered); the runner then exits with it.
  */
 import type { ParsedFlags } from './flag-lists.ts';
+import { parseGoBool, parseGoDuration, parseQuantity } from './go-values.ts';
 import {
   type ProgramContext,
   processTerminatedUnexpectedly,
@@ -58,63 +59,6 @@ export function goLogTime(now = new Date()): string {
   return `${now.getFullYear()}/${two(now.getMonth() + 1)}/${two(now.getDate())} ${two(now.getHours())}:${two(now.getMinutes())}:${two(now.getSeconds())}`;
 }
 
-/** A Go duration ("1m30s", "168h", "0"), in ms; undefined when it is not one (time.ParseDuration). */
-export function parseGoDuration(text: string): number | undefined {
-  if (text === '0' || text === '+0' || text === '-0') return 0;
-  const msPer: Record<string, number> = {
-    ns: 1e-6,
-    us: 1e-3,
-    µs: 1e-3,
-    μs: 1e-3,
-    ms: 1,
-    s: 1e3,
-    m: 6e4,
-    h: 3.6e6,
-  };
-  const sign = text.startsWith('-') ? -1 : 1;
-  const body = /^[-+]/.test(text) ? text.slice(1) : text;
-  if (body === '') return undefined;
-  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
-  let total = 0;
-  while (part.lastIndex < body.length) {
-    const match = part.exec(body);
-    if (!match) return undefined;
-    total += Number(match[1]) * msPer[match[2]!]!;
-  }
-  return sign * total;
-}
-
-/** A Kubernetes quantity (resource.ParseQuantity), as a number of bytes; undefined if not one. */
-export function parseQuantity(text: string): number | undefined {
-  const match = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE])?$/.exec(
-    text,
-  );
-  if (!match) return undefined;
-  const binary: Record<string, number> = {
-    Ki: 2 ** 10,
-    Mi: 2 ** 20,
-    Gi: 2 ** 30,
-    Ti: 2 ** 40,
-    Pi: 2 ** 50,
-    Ei: 2 ** 60,
-  };
-  const decimal: Record<string, number> = {
-    n: 1e-9,
-    u: 1e-6,
-    m: 1e-3,
-    k: 1e3,
-    M: 1e6,
-    G: 1e9,
-    T: 1e12,
-    P: 1e15,
-    E: 1e18,
-  };
-  const suffix = match[3] ?? '';
-  const factor =
-    binary[suffix] ?? decimal[suffix] ?? (/^[eE]/.test(suffix) ? 10 ** Number(suffix.slice(1)) : 1);
-  return (match[1] === '-' ? -1 : 1) * Number(match[2]) * factor;
-}
-
 export interface KubeLogRunnerCommand {
   logFile: string;
   logFileSize: number;
@@ -158,7 +102,7 @@ const runnerFlags: Readonly<Record<string, { kind: FlagKind; usage: string }>> =
 };
 
 /** What flag.PrintDefaults prints for kube-log-runner. */
-export function kubeLogRunnerUsage(binaryPath: string): string {
+function kubeLogRunnerUsage(binaryPath: string): string {
   const lines = [`Usage of ${binaryPath}:`];
   for (const [name, { kind, usage }] of Object.entries(runnerFlags)) {
     const type = kind === 'bool' ? '' : kind === 'quantity' ? ' value' : ` ${kind}`;
@@ -166,21 +110,6 @@ export function kubeLogRunnerUsage(binaryPath: string): string {
   }
   return `${lines.join('\n')}\n`;
 }
-
-const goBooleans: Readonly<Record<string, boolean>> = {
-  '1': true,
-  t: true,
-  T: true,
-  TRUE: true,
-  true: true,
-  True: true,
-  '0': false,
-  f: false,
-  F: false,
-  FALSE: false,
-  false: false,
-  False: false,
-};
 
 /** A command line kube-log-runner refuses: `message` is Go's flag package's. */
 export class GoFlagError extends Error {
@@ -236,7 +165,7 @@ export function parseKubeLogRunnerArgs(argv: readonly string[]): KubeLogRunnerCo
     }
     if (flag.kind === 'bool') {
       if (hasValue) {
-        const parsed = goBooleans[value];
+        const parsed = parseGoBool(value);
         if (parsed === undefined)
           throw new GoFlagError(`invalid boolean value "${value}" for -${name}: parse error`);
         value = String(parsed);

@@ -3,10 +3,11 @@ import { test } from 'node:test';
 import { servicesManifestFor } from '../../src/payload/node-services.ts';
 import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import { expandArgument } from '../../src/servicesmanifest/services-manifest.ts';
+import { FlagError } from './flag-lists.ts';
 import { hnsProtocol } from './hns-networks.ts';
 import {
   kubeProxyStatus,
-  parseKubeProxyFlags,
+  readKubeProxyFlags,
   validateKubeProxyFlags,
 } from './kube-proxy-standin.ts';
 import type { SimMachine } from './machine.ts';
@@ -34,7 +35,7 @@ function manifestArgs(): string[] {
 }
 
 test('the manifest’s flags parse and validate', () => {
-  const flags = parseKubeProxyFlags(manifestArgs());
+  const flags = readKubeProxyFlags(manifestArgs());
   assert.deepEqual(flags, {
     windowsService: true,
     kubeconfig: hostPaths.kubeProxyKubeconfig,
@@ -43,13 +44,13 @@ test('the manifest’s flags parse and validate', () => {
     networkName: 'winfleet',
     clusterCidr: '10.244.0.0/16',
     verbosity: 2,
-    unknownFlags: [],
+    warnings: [],
   });
   assert.deepEqual(validateKubeProxyFlags(flags), []);
 });
 
-test('flags parse as pflag does: values after a space, "_" for "-", -v, unknown flags kept', () => {
-  const flags = parseKubeProxyFlags([
+test('flags parse as pflag does: values after a space, "_" for "-", -v, Go booleans', () => {
+  const flags = readKubeProxyFlags([
     '--network_name',
     'cbr0',
     '-v=4',
@@ -59,25 +60,50 @@ test('flags parse as pflag does: values after a space, "_" for "-", -v, unknown 
   assert.equal(flags.networkName, 'cbr0');
   assert.equal(flags.verbosity, 4);
   assert.equal(flags.windowsService, false);
-  assert.deepEqual(flags.unknownFlags, ['--feature-gates=WinDSR=true']);
+  // strconv.ParseBool's other spellings, as pflag accepts them; the last one given wins.
+  assert.equal(readKubeProxyFlags(['--windows-service=1']).windowsService, true);
+  assert.equal(readKubeProxyFlags(['--windows-service=T']).windowsService, true);
+  assert.equal(
+    readKubeProxyFlags(['--windows-service', '--windows-service=F']).windowsService,
+    false,
+  );
+  assert.equal(readKubeProxyFlags([]).windowsService, false);
   assert.throws(
-    () => parseKubeProxyFlags(['--v=two']),
-    /^Error: invalid argument "two" for "-v, --v" flag: strconv.ParseInt: parsing "two": invalid syntax$/,
+    () => readKubeProxyFlags(['--windows-service=yes']),
+    (error: Error) =>
+      error instanceof FlagError &&
+      error.message ===
+        'invalid argument "yes" for "--windows-service" flag: strconv.ParseBool: parsing "yes": invalid syntax',
   );
   assert.throws(
-    () => parseKubeProxyFlags(['--kubeconfig']),
-    /^Error: flag needs an argument: --kubeconfig$/,
+    () => readKubeProxyFlags(['--v=two']),
+    (error: Error) =>
+      error instanceof FlagError &&
+      error.message ===
+        'invalid argument "two" for "-v, --v" flag: strconv.ParseInt: parsing "two": invalid syntax',
   );
   assert.throws(
-    () => parseKubeProxyFlags(['run']),
-    /"kube-proxy" does not take any arguments, got \["run"\]/,
+    () => readKubeProxyFlags(['--kubeconfig']),
+    (error: Error) =>
+      error instanceof FlagError && error.message === 'flag needs an argument: --kubeconfig',
+  );
+  assert.throws(
+    () => readKubeProxyFlags(['--no-such-flag=1']),
+    (error: Error) =>
+      error instanceof FlagError && error.message === 'unknown flag: --no-such-flag',
+  );
+  assert.throws(
+    () => readKubeProxyFlags(['run', 'now']),
+    (error: Error) =>
+      error instanceof FlagError &&
+      error.message === '"kube-proxy" does not take any arguments, got ["run" "now"]',
   );
 });
 
 test('a proxy mode other than kernelspace and a bad cluster CIDR fail validation with the real messages', () => {
   assert.deepEqual(
     validateKubeProxyFlags(
-      parseKubeProxyFlags(['--proxy-mode=iptables', '--cluster-cidr=10.244.0.0/33']),
+      readKubeProxyFlags(['--proxy-mode=iptables', '--cluster-cidr=10.244.0.0/33']),
     ),
     [
       `KubeProxyConfiguration.Mode.ProxyMode: Invalid value: "iptables": must be kernelspace or blank (blank means the most-available proxy [currently 'kernelspace'])`,
@@ -85,8 +111,17 @@ test('a proxy mode other than kernelspace and a bad cluster CIDR fail validation
     ],
   );
   assert.equal(
-    validateKubeProxyFlags(parseKubeProxyFlags(['--cluster-cidr=10.0.0.0/8,fd00::/48'])).length,
+    validateKubeProxyFlags(readKubeProxyFlags(['--cluster-cidr=10.0.0.0/8,fd00::/48'])).length,
     0,
+  );
+  // ParseCIDRSloppy: leading zeros in octets and prefix are accepted; 256 is not an octet.
+  assert.deepEqual(
+    validateKubeProxyFlags(readKubeProxyFlags(['--cluster-cidr=010.244.000.0/016'])),
+    [],
+  );
+  assert.equal(
+    validateKubeProxyFlags(readKubeProxyFlags(['--cluster-cidr=10.256.0.0/16'])).length,
+    1,
   );
 });
 

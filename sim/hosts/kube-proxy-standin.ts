@@ -2,7 +2,7 @@
  * The kube-proxy stand-in: what kube-proxy.exe (v1.36, kernelspace mode, cmd/kube-proxy/app and
  * pkg/proxy/winkernel) does on a simulated host, against the real API server, so that wrong
  * flags, a wrong environment or wrong credentials give what they give on Windows:
- * 1. parses its flags (pflag syntax; parseKubeProxyFlags) and validates --proxy-mode and
+ * 1. parses its flags (parsePflag over the pinned kube-proxy's flags) and validates --proxy-mode and
  *    --cluster-cidr with the real messages;
  * 2. reads its kubeconfig from the simulated disk (none: the in-cluster config, which a Windows
  *    host does not have) and, with exactly those credentials, lists its own Node (the
@@ -30,6 +30,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { httpStatus, isGone } from '../../src/kube/client.ts';
+import { FlagError, flagLists, type PflagList, parsePflag } from './flag-lists.ts';
+import { parseGoBool } from './go-values.ts';
 import { type HnsLoadBalancer, hnsProtocol } from './hns-networks.ts';
 import {
   callOptions,
@@ -59,12 +61,6 @@ export interface KubeProxyStandInOptions {
   minSyncMs?: number;
   /** --sync-period's default: 30 s. */
   syncPeriodMs?: number;
-  /**
-   * Checks the command line before anything else and returns the error kube-proxy prints for
-   * it (e.g. "unknown flag: --x"), or undefined. Default: none (flags parseKubeProxyFlags does
-   * not know are logged and ignored).
-   */
-  checkFlags?: (argv: readonly string[]) => string | undefined;
 }
 
 /** What kube-proxy reads from its command line. */
@@ -76,105 +72,59 @@ export interface KubeProxyFlags {
   proxyMode?: string;
   windowsService: boolean;
   verbosity: number;
-  /** Flags this parser does not know, as given. */
-  unknownFlags: string[];
+  /** pflag's warnings for deprecated flags given. */
+  warnings: string[];
 }
-
-/** The flags parseKubeProxyFlags knows: true for a boolean flag, false for one with a value. */
-export const kubeProxyKnownFlags: Readonly<Record<string, boolean>> = {
-  'network-name': false,
-  kubeconfig: false,
-  'hostname-override': false,
-  'cluster-cidr': false,
-  'proxy-mode': false,
-  'windows-service': true,
-  v: false,
-};
 
 /**
- * Parses kube-proxy's command line as pflag does: `--flag=value` or `--flag value`, a boolean
- * `--flag` or `--flag=true|false`, `-v` as the shorthand of --v, and "_" read as "-" in names
- * (component-base's WordSepNormalizeFunc). Throws pflag's message for a missing or bad value.
+ * Parses kube-proxy's command line with parsePflag over the pinned kube-proxy's flags
+ * (flag-lists.ts) and reads the flags the stand-in acts on. Throws FlagError with the real
+ * message: pflag's for an unknown flag or a bad boolean, klog's Level (strconv.ParseInt) for
+ * a bad --v, cobra's for a positional argument.
  */
-export function parseKubeProxyFlags(argv: readonly string[]): KubeProxyFlags {
-  const flags: KubeProxyFlags = { windowsService: false, verbosity: 0, unknownFlags: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') break;
-    if (!arg.startsWith('-') || arg === '-') {
-      throw new Error(`"kube-proxy" does not take any arguments, got ["${arg}"]`);
-    }
-    const long = arg.startsWith('--');
-    const body = arg.slice(long ? 2 : 1);
-    const eq = body.indexOf('=');
-    let name = (eq >= 0 ? body.slice(0, eq) : body).replaceAll('_', '-');
-    if (!long) {
-      if (name !== 'v') {
-        flags.unknownFlags.push(arg);
-        continue;
-      }
-      name = 'v';
-    }
-    const boolean = kubeProxyKnownFlags[name];
-    if (boolean === undefined) {
-      flags.unknownFlags.push(arg);
-      continue;
-    }
-    const shown = name === 'v' ? '-v, --v' : `--${name}`;
-    let value: string;
-    if (eq >= 0) value = body.slice(eq + 1);
-    else if (boolean) value = 'true';
-    else {
-      const next = argv[i + 1];
-      if (next === undefined)
-        throw new Error(`flag needs an argument: ${long ? '--' : '-'}${name}`);
-      value = next;
-      i++;
-    }
-    switch (name) {
-      case 'windows-service':
-        if (value !== 'true' && value !== 'false') {
-          throw new Error(
-            `invalid argument "${value}" for "${shown}" flag: strconv.ParseBool: parsing "${value}": invalid syntax`,
-          );
-        }
-        flags.windowsService = value === 'true';
-        break;
-      case 'v':
-        if (!/^\d+$/.test(value)) {
-          throw new Error(
-            `invalid argument "${value}" for "${shown}" flag: strconv.ParseInt: parsing "${value}": invalid syntax`,
-          );
-        }
-        flags.verbosity = Number(value);
-        break;
-      case 'network-name':
-        flags.networkName = value;
-        break;
-      case 'kubeconfig':
-        flags.kubeconfig = value;
-        break;
-      case 'hostname-override':
-        flags.hostnameOverride = value;
-        break;
-      case 'cluster-cidr':
-        flags.clusterCidr = value;
-        break;
-      case 'proxy-mode':
-        flags.proxyMode = value;
-        break;
-    }
+export function readKubeProxyFlags(
+  argv: readonly string[],
+  list: PflagList = flagLists()['kube-proxy'],
+): KubeProxyFlags {
+  const parsed = parsePflag(list, argv);
+  if (parsed.positional.length > 0) {
+    throw new FlagError(
+      `"kube-proxy" does not take any arguments, got [${parsed.positional.map((a) => JSON.stringify(a)).join(' ')}]`,
+    );
   }
-  return flags;
+  const value = (name: string) => parsed.values.get(name);
+  const level = value('v') ?? '0';
+  if (!/^[+-]?\d+$/.test(level)) {
+    throw new FlagError(
+      `invalid argument "${level}" for "-v, --v" flag: strconv.ParseInt: parsing "${level}": invalid syntax`,
+    );
+  }
+  return {
+    networkName: value('network-name'),
+    kubeconfig: value('kubeconfig'),
+    hostnameOverride: value('hostname-override'),
+    clusterCidr: value('cluster-cidr'),
+    proxyMode: value('proxy-mode'),
+    // parsePflag has refused any value ParseBool refuses.
+    windowsService: parseGoBool(value('windows-service') ?? 'false') === true,
+    verbosity: Number(level),
+    warnings: parsed.warnings,
+  };
 }
 
-const ipv4Cidr = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}\/(3[0-2]|[12]?\d)$/;
-
-/** netutils.ParseCIDRSloppy, for what kube-proxy validates (IPv4; IPv6 by its shape). */
+/**
+ * netutils.ParseCIDRSloppy (k8s.io/utils/net/parse.go, the Go 1.16 parser kept for old
+ * configs): an IPv4 octet or the prefix length is any run of decimal digits (dtoi), so leading
+ * zeros are accepted ("010.244.0.0/016" is 10.244.0.0/16), each octet at most 255 and the
+ * prefix at most 32. IPv6 is checked by its shape only.
+ */
 function isCidr(value: string): boolean {
-  return (
-    ipv4Cidr.test(value) || /^[0-9a-fA-F:]+:[0-9a-fA-F:]*\/(12[0-8]|1[01]\d|\d?\d)$/.test(value)
-  );
+  const v4 = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(value);
+  if (v4) {
+    const numbers = v4.slice(1).map((part) => Number(part));
+    return numbers.slice(0, 4).every((n) => n <= 255) && numbers[4]! <= 32;
+  }
+  return /^[0-9a-fA-F:]+:[0-9a-fA-F:]*\/(12[0-8]|1[01]\d|\d?\d)$/.test(value);
 }
 
 /** The validation errors kube-proxy gives these flags on Windows (pkg/proxy/apis/config/validation). */
@@ -232,13 +182,9 @@ export function kubeProxyStatus(machine: SimMachine): KubeProxyStatus | undefine
 /** The exit code of a failed kube-proxy (cli.Run). */
 const failedExitCode = 1;
 
-/** The kube-proxy program with default options (what defaultPrograms() registers). */
-export const kubeProxyStandIn: SimProgram = (context) => createKubeProxyStandIn()(context);
-
 /** A kube-proxy program with the given options. */
 export function createKubeProxyStandIn(options: KubeProxyStandInOptions = {}): SimProgram {
-  const settings: Required<Omit<KubeProxyStandInOptions, 'checkFlags'>> &
-    Pick<KubeProxyStandInOptions, 'checkFlags'> = {
+  const settings: Settings = {
     apiTimeoutMs: options.apiTimeoutMs ?? 10_000,
     watchTimeoutSeconds: options.watchTimeoutSeconds ?? 25,
     retryMinMs: options.retryMinMs ?? 800,
@@ -247,15 +193,13 @@ export function createKubeProxyStandIn(options: KubeProxyStandInOptions = {}): S
     nodeIPsTimeoutMs: options.nodeIPsTimeoutMs ?? 30_000,
     minSyncMs: options.minSyncMs ?? 1000,
     syncPeriodMs: options.syncPeriodMs ?? 30_000,
-    checkFlags: options.checkFlags,
   };
   return async function kubeProxy(context: ProgramContext): Promise<number> {
     return new KubeProxyRun(context, settings).main();
   };
 }
 
-type Settings = Required<Omit<KubeProxyStandInOptions, 'checkFlags'>> &
-  Pick<KubeProxyStandInOptions, 'checkFlags'>;
+type Settings = Required<KubeProxyStandInOptions>;
 
 /** One Service port's load balancer as desired: everything but the HNS ids. */
 type DesiredLoadBalancer = Omit<HnsLoadBalancer, 'id' | 'networkId'>;
@@ -324,18 +268,16 @@ class KubeProxyRun {
 
   async #run(): Promise<number> {
     const argv = this.#context.argv;
-    const rejected = this.#options.checkFlags?.(argv);
     let flags: KubeProxyFlags;
     try {
-      if (rejected) throw new Error(rejected);
-      flags = parseKubeProxyFlags(argv);
+      flags = readKubeProxyFlags(argv);
     } catch (error) {
+      if (!(error instanceof FlagError)) throw error;
       // A flag error comes before logging is set up: cobra's plain "Error:" line.
-      this.#context.stderr(`Error: ${(error as Error).message}\n`);
+      this.#context.stderr(`Error: ${error.message}\n`);
       return failedExitCode;
     }
-    for (const flag of flags.unknownFlags)
-      this.#log('W', 'server.go', `Flag ${flag} is not modelled by the stand-in; ignored`);
+    for (const warning of flags.warnings) this.#context.stderr(`${warning}\n`);
     const invalid = validateKubeProxyFlags(flags);
     if (invalid.length > 0) throw new Error(`failed validate: ${invalid.join(', ')}`);
     this.#serverStarted = true;

@@ -58,6 +58,7 @@ test('the kubelet API: behind the firewall, no TLS before its serving certificat
       certDir: 'C:\\var\\lib\\kubelet\\pki',
       serverTLSBootstrap: true,
       clientCAFile: 'C:\\k\\ca.crt',
+      port: 10250,
     },
     nodeName: 'win-kubelet',
     kc,

@@ -29,7 +29,6 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TLSSocket } from 'node:tls';
 import * as k8s from '@kubernetes/client-node';
-import { kubeletPort } from '../../src/agent/kubelet-firewall.ts';
 import { httpStatus, isNotFound } from '../../src/kube/client.ts';
 import { createCertificateAuthority, issueCertificate } from '../../src/pki/certificates.ts';
 import { containerLogPath, type LogReadOptions, renderContainerLog } from './container-logs.ts';
@@ -40,7 +39,8 @@ import { formatWindowsPath, windowsPathSegments } from './windows-path.ts';
 
 export interface KubeletServerOptions {
   machine: SimMachine;
-  settings: Pick<KubeletSettings, 'certDir' | 'serverTLSBootstrap' | 'clientCAFile'>;
+  /** What it serves with; `port` is where it listens (KubeletConfiguration port, or --port). */
+  settings: Pick<KubeletSettings, 'certDir' | 'serverTLSBootstrap' | 'clientCAFile' | 'port'>;
   nodeName: string;
   /** The node's own credentials: reviews and pod lookups are made as the node. */
   kc: k8s.KubeConfig;
@@ -49,8 +49,6 @@ export interface KubeletServerOptions {
   log: (severity: 'I' | 'W' | 'E', message: string) => void;
   /** Each API call's timeout. Default 10 s. */
   apiTimeoutMs?: number;
-  /** The port (the kubelet's --port). Default 10250. */
-  port?: number;
   /** How often the serving certificate file is looked at. Default 500 ms. */
   certPollMs?: number;
   /** How long a connection the firewall dropped is held before it is let go. Default 60 s. */
@@ -85,7 +83,7 @@ export async function startKubeletServer(options: KubeletServerOptions): Promise
 
 export class KubeletServer {
   readonly #options: Required<
-    Pick<KubeletServerOptions, 'apiTimeoutMs' | 'port' | 'certPollMs' | 'droppedConnectionMs'>
+    Pick<KubeletServerOptions, 'apiTimeoutMs' | 'certPollMs' | 'droppedConnectionMs'>
   > &
     KubeletServerOptions;
   readonly #https: HttpsServer;
@@ -100,7 +98,6 @@ export class KubeletServer {
   constructor(options: KubeletServerOptions) {
     this.#options = {
       apiTimeoutMs: 10_000,
-      port: kubeletPort,
       certPollMs: 500,
       droppedConnectionMs: 60_000,
       ...options,
@@ -117,11 +114,12 @@ export class KubeletServer {
 
   /** Where it listens: the host's address and the kubelet port. */
   get address(): string {
-    return `${this.#options.machine.address}:${this.#options.port}`;
+    return `${this.#options.machine.address}:${this.#options.settings.port}`;
   }
 
   async listen(): Promise<void> {
-    const { machine, settings, port, signal, log } = this.#options;
+    const { machine, settings, signal, log } = this.#options;
+    const { port } = settings;
     if (settings.clientCAFile) {
       this.#clientCa = (await machine.fs.readFile(settings.clientCAFile)).toString('utf8');
     }
@@ -167,7 +165,8 @@ export class KubeletServer {
 
   #accept(socket: Socket): void {
     socket.on('error', () => {});
-    const { machine, port, droppedConnectionMs } = this.#options;
+    const { machine, settings, droppedConnectionMs } = this.#options;
+    const { port } = settings;
     if (this.#closed) {
       socket.destroy();
       return;

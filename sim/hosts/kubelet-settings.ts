@@ -8,6 +8,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { FlagError, flagLists, parsePflag } from './flag-lists.ts';
+import { parseGoBool } from './go-values.ts';
 
 export interface KubeletSettings {
   configPath?: string;
@@ -29,11 +30,13 @@ export interface KubeletSettings {
   clientCAFile?: string;
   windowsService: boolean;
   windowsPriorityClass?: string;
+  /** The kubelet API's port (KubeletConfiguration `port`, or --port; default 10250). */
+  port: number;
   /**
-   * What pflag prints for deprecated flags given (logged by the stand-in); every other flag
-   * the pinned kubelet does not have is refused by parseKubeletFlags.
+   * What pflag prints for deprecated flags given (logged by the stand-in); every flag the
+   * pinned kubelet does not have is refused by parseKubeletFlags.
    */
-  unknownFlags: string[];
+  flagWarnings: string[];
 }
 
 /** The runtime endpoint of containerd on Windows (and the kubelet's Windows default). */
@@ -102,10 +105,34 @@ export function parseTaints(text: string): k8s.V1Taint[] {
   return taints;
 }
 
+/** A bool flag's value as Go reads it (parsePflag has refused what ParseBool refuses). */
 function parseBoolean(value: string, flag: string): boolean {
-  if (/^(true|1|t)$/i.test(value)) return true;
-  if (/^(false|0|f)$/i.test(value)) return false;
-  throw new Error(`invalid argument "${value}" for "--${flag}" flag: not a boolean`);
+  const parsed = parseGoBool(value);
+  if (parsed === undefined)
+    throw new Error(
+      `invalid argument "${value}" for "--${flag}" flag: strconv.ParseBool: parsing "${value}": invalid syntax`,
+    );
+  return parsed;
+}
+
+/** The kubelet API's port when neither the file nor --port sets it. */
+export const defaultKubeletPort = 10250;
+
+/** --port (an int32 flag) or the file's `port`, checked as the kubelet's validation does. */
+function kubeletPortSetting(flag: string | undefined, config: number | undefined): number {
+  let port = config ?? defaultKubeletPort;
+  if (flag !== undefined) {
+    if (!/^[+-]?\d+$/.test(flag))
+      throw new Error(
+        `failed to parse kubelet flag: invalid argument "${flag}" for "--port" flag: strconv.ParseInt: parsing "${flag}": invalid syntax`,
+      );
+    port = Number(flag);
+  }
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error(
+      `invalid configuration: port (--port) ${port} must be between 1 and 65535, inclusive`,
+    );
+  return port;
 }
 
 /** A KubeletConfiguration as the stand-in reads it (the fields it uses). */
@@ -116,6 +143,7 @@ interface KubeletConfigurationFile {
   systemReserved?: Record<string, string>;
   kubeReserved?: Record<string, string>;
   maxPods?: number;
+  port?: number;
   cgroupsPerQOS?: boolean;
   enforceNodeAllocatable?: string[];
   containerRuntimeEndpoint?: string;
@@ -194,7 +222,8 @@ export function kubeletSettings(
     windowsService: flag('windows-service')
       ? parseBoolean(flag('windows-service')!, 'windows-service')
       : false,
-    unknownFlags: warnings,
+    port: kubeletPortSetting(flag('port'), config.port),
+    flagWarnings: warnings,
   };
   const optional = {
     configPath: flag('config'),

@@ -193,7 +193,7 @@ class KubeletRun {
       });
       this.#pods = pods;
       pods.start();
-      // The containers' log files and the kubelet API on :10250 (kubelet-server.ts), as the node.
+      // The containers' log files and the kubelet API on its port (kubelet-server.ts), as the node.
       const node = { machine: this.#machine, kc, nodeName: this.#nodeName, signal: this.#signal };
       const log = (severity: 'I' | 'W' | 'E', message: string) => this.#log(severity, message);
       new ContainerLogWriter({ ...node, log }).start();
@@ -249,8 +249,7 @@ class KubeletRun {
       configFile = parseKubeletConfiguration(text.toString('utf8'), configFlag);
     }
     const settings = kubeletSettings(argv, configFile);
-    for (const flag of settings.unknownFlags)
-      this.#log('W', `Unknown flag ${flag} ignored by the stand-in`);
+    for (const warning of settings.flagWarnings) this.#log('W', warning);
     if (!settings.kubeconfigPath) {
       throw new Error(
         'No --kubeconfig given: the kubelet would run standalone and never register a Node; pass --kubeconfig (and --bootstrap-kubeconfig for the TLS bootstrap)',

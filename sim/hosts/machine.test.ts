@@ -60,11 +60,18 @@ test('machine environment variables are case-insensitive and a fresh machine has
 test('a reboot keeps files, environment and services, restarts auto services in order and takes a new boot id', async (t) => {
   const machine = await createTestMachine(t);
   const os = new SimHostOS(machine);
-  // flanneld creates the HNS network at start (kube-proxy only waits for one).
-  for (const name of ['containerd', 'flanneld', 'exporter', 'manual'])
+  // A test-local program that creates the HNS network at start (as a CNI plugin's daemon
+  // would) and idles, so the reboot must bring the network back by restarting it.
+  machine.programs.register('network.exe', {
+    run: async (context: ProgramContext) => {
+      context.machine.hns.ensure('winfleet', 'Overlay');
+      return idleProgram(context);
+    },
+  });
+  for (const name of ['containerd', 'network', 'exporter', 'manual'])
     await installBinary(machine, name);
   await os.createService(
-    serviceConfig('flanneld', {
+    serviceConfig('network', {
       dependencies: ['containerd'],
       startType: 'auto',
     }),
@@ -75,16 +82,16 @@ test('a reboot keeps files, environment and services, restarts auto services in 
   await os.createService(serviceConfig('exporter', { startType: 'delayed-auto' }));
   await os.createService(serviceConfig('manual', { startType: 'demand' }));
   await os.startService('manual');
-  await os.startService('flanneld');
+  await os.startService('network');
   await os.writeFile('C:\\k\\kubelet-config.yaml', 'kind: KubeletConfiguration');
   await os.setMachineEnv('KUBE_NETWORK', 'winfleet');
   assert.deepEqual(
     (await os.listHnsNetworks()).map((n) => n.name),
     ['winfleet'],
-    'flanneld created it',
+    'network.exe created it',
   );
   const bootId = machine.bootId;
-  const oldPid = (await os.queryService('flanneld'))!.pid;
+  const oldPid = (await os.queryService('network'))!.pid;
   const starts: string[] = [];
   machine.onServiceStarted((name) => starts.push(name));
 
@@ -92,11 +99,11 @@ test('a reboot keeps files, environment and services, restarts auto services in 
   assert.notEqual(machine.bootId, bootId);
   assert.deepEqual(
     starts,
-    ['containerd', 'flanneld'],
+    ['containerd', 'network'],
     'dependencies first; demand services only as dependencies',
   );
   assert.equal((await os.queryService('manual'))?.state, 'stopped');
-  assert.notEqual((await os.queryService('flanneld'))?.pid, oldPid);
+  assert.notEqual((await os.queryService('network'))?.pid, oldPid);
   assert.equal(
     (await os.readFile('C:\\k\\kubelet-config.yaml'))?.toString(),
     'kind: KubeletConfiguration',
@@ -233,10 +240,10 @@ test('a service environment is stored, read back, replaced and removed with its 
   assert.equal(await os.queryServiceEnvironment('missing'), undefined);
   await assert.rejects(
     os.configureService(serviceConfig('svc', { environment: { A: '1', a: '2' } })),
-    /both "A" and "a": Windows environment names ignore case/,
+    /env\.a: the same variable as "A" \(Windows environment names ignore case\)/,
   );
   await assert.rejects(
     os.createService(serviceConfig('other', { environment: { EMPTY: '' } })),
-    /its value must be 1 to 32767 characters/,
+    /env\.EMPTY: the value must be 1 to 32767 characters/,
   );
 });

@@ -11,7 +11,6 @@
  *   real API server);
  * - kube-proxy.exe runs the kube-proxy stand-in (kube-proxy-standin.ts: it needs a network name,
  *   waits for that HNS network, and programs Services with the credentials it was given);
- * - flanneld.exe idles after creating the HNS network the node's pods use;
  * - containerd.exe and the runhcs shims it starts per pod sandbox: containerd-standin.ts;
  * - kube-log-runner.exe runs the program after its flags with its output in the log file
  *   (kube-log-runner.ts); the service's dispatcher call is that program's;
@@ -32,7 +31,14 @@ import {
   runhcsShimImageName,
   runhcsShimProgram,
 } from './containerd-standin.ts';
-import { FlagError, flagLists, parsePflag } from './flag-lists.ts';
+import {
+  FlagError,
+  flagLists,
+  type ParsedFlags,
+  type PflagList,
+  parsePflag,
+} from './flag-lists.ts';
+import { parseGoBool, parseGoDuration } from './go-values.ts';
 import {
   kubeLogRunnerChild,
   kubeLogRunnerProgram,
@@ -41,12 +47,7 @@ import {
 } from './kube-log-runner.ts';
 import { createKubeProxyStandIn } from './kube-proxy-standin.ts';
 import { kubeletStandIn } from './kubelet-standin.ts';
-import {
-  type ProgramContext,
-  processTerminatedUnexpectedly,
-  type SimProcess,
-  type SimProgram,
-} from './sim-process.ts';
+import { processTerminatedUnexpectedly, type SimProcess, type SimProgram } from './sim-process.ts';
 import { windowsExporterProgram } from './windows-exporter.ts';
 import { windowsBaseName } from './windows-path.ts';
 
@@ -54,6 +55,12 @@ export interface ProgramDefinition {
   run: SimProgram;
   /** The flag without which the program never reports to the SCM when run as a service. */
   serviceFlag?: string;
+  /**
+   * The pflag flags of a program that parses its command line with spf13/pflag (kubelet,
+   * kube-proxy): serviceFlag is then a boolean read as pflag reads it (the last one given, Go's
+   * ParseBool), and a command line pflag refuses never reaches the dispatcher.
+   */
+  flagList?: () => PflagList;
   /** The program never reports to the SCM, whatever its flags (winfleet-agent.exe, a Node SEA). */
   neverReportsToScm?: boolean;
   /**
@@ -63,30 +70,12 @@ export interface ProgramDefinition {
   runsForService?: (args: readonly string[]) => { program: string; args: string[] } | undefined;
 }
 
-/** The HNS network kube-proxy and flannel create when none is named. */
-export const defaultHnsNetworkName = 'winfleet';
-
 /** Runs until asked to stop or killed. */
 export const idleProgram: SimProgram = async ({ signal }) => {
   if (!signal.aborted) {
     await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
   }
   return 0;
-};
-
-/**
- * Creates the HNS network (named by --network-name, else KUBE_NETWORK as the process sees it,
- * else "winfleet"), then idles: what flannel does at start, and what kube-proxy waits for.
- */
-export const networkProgram: SimProgram = async (context: ProgramContext) => {
-  const flag = context.argv.find((a) => a.startsWith('--network-name='));
-  const name =
-    flag?.slice('--network-name='.length) ||
-    context.env.get('KUBE_NETWORK') ||
-    defaultHnsNetworkName;
-  context.machine.hns.ensure(name, 'Overlay');
-  context.stdout(`HNS network "${name}" is ready\n`);
-  return idleProgram(context);
 };
 
 /** The winfleet agent: the real code, with this process's HostOS. */
@@ -109,31 +98,6 @@ export interface ServiceShimCommand {
 const shimUsage =
   'usage: winfleet-service --log-dir <directory> [--stop-timeout <duration>] -- <program> [arguments...]';
 const shimDefaultStopTimeoutMs = 30_000;
-
-/** A Go duration ("30s", "1m30s", "1.5m", "0"), in ms; undefined when it is not one. */
-function parseGoDuration(text: string): number | undefined {
-  if (text === '0') return 0;
-  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/y;
-  const msPer: Record<string, number> = {
-    ns: 1e-6,
-    us: 1e-3,
-    µs: 1e-3,
-    ms: 1,
-    s: 1e3,
-    m: 6e4,
-    h: 3.6e6,
-  };
-  const sign = text.startsWith('-') ? -1 : 1;
-  part.lastIndex = /^[-+]/.test(text) ? 1 : 0;
-  if (part.lastIndex === text.length) return undefined;
-  let total = 0;
-  while (part.lastIndex < text.length) {
-    const match = part.exec(text);
-    if (!match) return undefined;
-    total += Number(match[1]) * msPer[match[2]!]!;
-  }
-  return sign * total;
-}
 
 const isAbsoluteWindowsPath = (path: string) =>
   /^[A-Za-z]:[\\/]/.test(path) || /^[\\/]{2}[^\\/]+[\\/][^\\/]+/.test(path);
@@ -305,27 +269,25 @@ export class ProgramRegistry {
 
   /** Whether `imageName` run with `args` as a service calls the service dispatcher. */
   reportsToScm(imageName: string, args: readonly string[]): boolean {
-    const { serviceFlag, neverReportsToScm, runsForService } = this.lookup(imageName);
+    const { serviceFlag, flagList, neverReportsToScm, runsForService } = this.lookup(imageName);
     if (neverReportsToScm) return false;
     if (runsForService) {
       const child = runsForService(args);
       return child !== undefined && this.reportsToScm(windowsBaseName(child.program), child.args);
     }
-    return (
-      serviceFlag === undefined ||
-      args.some((a) => a === serviceFlag || a.startsWith(`${serviceFlag}=`))
-    );
-  }
-}
-
-/** pflag's error for a kube-proxy command line the pinned kube-proxy refuses, if any. */
-export function kubeProxyFlagError(argv: readonly string[]): string | undefined {
-  try {
-    parsePflag(flagLists()['kube-proxy'], argv);
-    return undefined;
-  } catch (error) {
-    if (error instanceof FlagError) return error.message;
-    throw error;
+    if (serviceFlag === undefined) return true;
+    if (flagList) {
+      let parsed: ParsedFlags;
+      try {
+        parsed = parsePflag(flagList(), args);
+      } catch (error) {
+        if (error instanceof FlagError) return false;
+        throw error;
+      }
+      const value = parsed.values.get(serviceFlag.replace(/^--/, ''));
+      return value !== undefined && parseGoBool(value) === true;
+    }
+    return args.some((a) => a === serviceFlag || a.startsWith(`${serviceFlag}=`));
   }
 }
 
@@ -334,18 +296,21 @@ export function defaultPrograms(): ProgramRegistry {
   return new ProgramRegistry()
     .register('winfleet-agent.exe', { run: agentProgram, neverReportsToScm: true })
     .register('winfleet-service.exe', { run: serviceShimProgram })
-    .register('kubelet.exe', { run: kubeletStandIn, serviceFlag: '--windows-service' })
-    .register('kube-proxy.exe', {
-      // Flags are checked against the pinned kube-proxy's (flag-lists.ts).
-      run: createKubeProxyStandIn({ checkFlags: kubeProxyFlagError }),
+    .register('kubelet.exe', {
+      run: kubeletStandIn,
       serviceFlag: '--windows-service',
+      flagList: () => flagLists().kubelet,
+    })
+    .register('kube-proxy.exe', {
+      run: createKubeProxyStandIn(),
+      serviceFlag: '--windows-service',
+      flagList: () => flagLists()['kube-proxy'],
     })
     .register('kube-log-runner.exe', {
       run: kubeLogRunnerProgram,
       runsForService: kubeLogRunnerChild,
     })
     .register('windows_exporter.exe', { run: windowsExporterProgram })
-    .register('flanneld.exe', { run: networkProgram })
     .register(containerdImageName, { run: containerdProgram, serviceFlag: '--run-service' })
     .register(runhcsShimImageName, { run: runhcsShimProgram });
 }

@@ -39,7 +39,11 @@ test('host-facts prints the HostFacts line', async (t) => {
   assert.equal(result.code, 0);
   assert.match(result.stdout, /^\{.*\}\r\n$/);
   const report = parsePowerShellJson(result.stdout, 'host facts');
-  assert.deepEqual(report, {
+  const { lastBootTime, ...rest } = report as Record<string, unknown>;
+  // DateTime.ToString('o') in UTC: seven fractional digits.
+  assert.match(String(lastBootTime), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$/);
+  assert.equal(Date.parse(String(lastBootTime)), machine.bootedAt.getTime());
+  assert.deepEqual(rest, {
     hostname: 'WIN-25',
     osVersion: {
       major: 10,

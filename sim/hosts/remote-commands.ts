@@ -276,6 +276,8 @@ function hostFacts(machine: SimMachine): HostFactsReport {
     ...ipConfiguration(machine),
     powerShellVersion: `5.1.${osVersion.build}.${osVersion.ubr}`,
     containersFeature: machine.features.get('Containers')?.state ?? 'Unknown',
+    // Win32_OperatingSystem.LastBootUpTime in UTC, as DateTime.ToString('o') prints it.
+    lastBootTime: machine.bootedAt.toISOString().replace(/Z$/, '0000Z'),
   };
 }
 

@@ -271,6 +271,27 @@ const processNames = (machine: Awaited<ReturnType<typeof createTestMachine>>) =>
     .map((p) => p.imageName)
     .sort();
 
+test('kubelet and kube-proxy report to the SCM only when pflag reads --windows-service as true', () => {
+  const programs = defaultPrograms();
+  for (const image of ['kubelet.exe', 'kube-proxy.exe']) {
+    assert.equal(programs.reportsToScm(image, ['--windows-service']), true, image);
+    assert.equal(programs.reportsToScm(image, ['--windows-service=1']), true, image);
+    assert.equal(programs.reportsToScm(image, ['--windows-service=false']), false, image);
+    assert.equal(programs.reportsToScm(image, ['--windows-service=0']), false, image);
+    assert.equal(
+      programs.reportsToScm(image, ['--windows-service', '--windows-service=F']),
+      false,
+      `${image}: the last one given wins`,
+    );
+    assert.equal(programs.reportsToScm(image, []), false, image);
+    assert.equal(
+      programs.reportsToScm(image, ['--windows-service', '--no-such-flag']),
+      false,
+      `${image}: pflag refuses the command line before the dispatcher is called`,
+    );
+  }
+});
+
 test('winfleet-agent.exe registered directly never reports to the SCM: 1053, as on Windows', async (t) => {
   assert.equal(defaultPrograms().reportsToScm('winfleet-agent.exe', ['run']), false);
   assert.equal(defaultPrograms().reportsToScm('winfleet-service.exe', []), true);

@@ -23,6 +23,7 @@ import {
   installPayloadFiles,
   servicesRunning,
 } from './converge.ts';
+import { kubeProxyCredentialUsers } from './kube-proxy-credentials.ts';
 import { kubeletFirewallRule } from './kubelet-firewall.ts';
 import {
   bootstrapKubeconfig,
@@ -120,10 +121,18 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
   });
   // Before the kubelet starts: the API server reaches it on this port (kubelet-firewall.ts).
   await step('open-kubelet-port', () => host.ensureInboundFirewallRule(kubeletFirewallRule));
+  // kube-proxy's kubeconfig is the run loop's to write (kube-proxy-credentials.ts): until it
+  // exists, the services that name it wait, and one still running is stopped.
+  const holdBack = new Set<string>(
+    (await host.readFile(paths.kubeProxyKubeconfig)) === undefined
+      ? kubeProxyCredentialUsers(manifest)
+      : [],
+  );
   const result = await step('start-services', () =>
     convergeServices(host, manifest, nodeVariableValues(config), state, {
       start: 'bootstrap',
       restart,
+      holdBack,
     }),
   );
   // The state is on disk before the agent service starts: its run loop reads and extends it.

@@ -18,8 +18,11 @@ import { kubeletFirewallRule } from './kubelet-firewall.ts';
 import { removeStaleCopies } from './replace-executable.ts';
 import type { AgentContext } from './run-agent.ts';
 
-/** Where the host-local IPAM plugin records winfleet's pod addresses (/var/lib/cni/networks on C:). */
-export const hostLocalDataDir = `C:\\var\\lib\\cni\\networks\\${cniNetworkName}`;
+/**
+ * Where the host-local IPAM plugin records the pod addresses of winfleet's network: its data
+ * directory (/var/lib/cni/networks, on drive C:) and the network's name.
+ */
+const hostLocalNetworkDir = `C:\\var\\lib\\cni\\networks\\${cniNetworkName}`;
 
 export async function cleanup(context: AgentContext): Promise<Record<string, unknown>> {
   const host = context.hostOS;
@@ -75,15 +78,10 @@ export async function cleanup(context: AgentContext): Promise<Record<string, unk
     await host.removePath(file);
   }
   await host.removePath(paths.certDir);
-  // host-local's address records for winfleet's network (its data dir on Windows).
-  await host.removePath(hostLocalDataDir);
-  // Its parents too, when nothing else is left in them (C:\var\lib\cni\networks … C:\var).
-  const parents = ['C:\\var\\lib\\cni\\networks', 'C:\\var\\lib\\cni', 'C:\\var\\lib', 'C:\\var'];
-  for (const dir of parents) {
-    const entries = await host.listDirectory(dir);
-    if (entries === undefined || entries.length > 0) break;
-    await host.removePath(dir);
-  }
+  // host-local's address records for winfleet's network. Its parents (C:\var\lib\cni\networks
+  // up to C:\var) stay: host-local created them, not winfleet, and they may have been there
+  // before winfleet came.
+  await host.removePath(hostLocalNetworkDir);
   // Directories winfleet created, deepest first, except its own (removed by the operator).
   const dirs = state.createdDirectories
     .filter((d) => !d.toLowerCase().startsWith(winfleetDir.toLowerCase()))

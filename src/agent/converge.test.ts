@@ -8,7 +8,7 @@ import {
   testManifest,
 } from '../../sim/hosts/agent-test-host.ts';
 import { parseAgentConfig, paths } from './agent-config.ts';
-import { emptyState } from './agent-state.ts';
+import { emptyState, readState, writeState } from './agent-state.ts';
 import { convergeServices, installPayloadFiles, sha256 } from './converge.ts';
 import { nodeVariableValues } from './node-files.ts';
 import { removeStaleCopiesOf } from './replace-executable.ts';
@@ -57,6 +57,26 @@ test('converge starts services that died, in start order, and leaves running one
   assert.equal(after['csi-proxy'], before['csi-proxy'], 'csi-proxy was not restarted');
   assert.notEqual(after.containerd, before.containerd);
   assert.equal(serviceStates(machine, allServices).containerd, 'running');
+});
+
+test('a held-back service that runs is stopped and not started again, with its dependents', async (t) => {
+  const { machine, calls, context } = await runningHost(t);
+  const config = parseAgentConfig((await machine.fs.readFile(paths.agentConfig)).toString());
+  const result = await convergeServices(
+    context.hostOS,
+    testManifest(),
+    nodeVariableValues(config),
+    emptyState(),
+    { start: 'all', holdBack: new Set(['kube-proxy']) },
+  );
+  assert.deepEqual(result.started, []);
+  assert.deepEqual(callsOf(calls, 'stopService'), ['kube-proxy']);
+  assert.deepEqual(serviceStates(machine, allServices), {
+    containerd: 'running',
+    kubelet: 'running',
+    'kube-proxy': 'stopped',
+    'csi-proxy': 'running',
+  });
 });
 
 test('restarting a service takes its dependents down first and brings all back in start order', async (t) => {
@@ -230,4 +250,34 @@ test('a changed service environment is a registration change: the service restar
   );
   assert.deepEqual(again, { changed: [], started: [] });
   assert.deepEqual(callsOf(calls, 'stopService'), []);
+});
+
+test('the environment winfleet wrote is recorded: a second pass does not query it', async (t) => {
+  const { machine, calls, context } = await runningHost(t);
+  const config = parseAgentConfig((await machine.fs.readFile(paths.agentConfig)).toString());
+  const manifest = testManifest();
+  manifest.services = manifest.services.map((s) =>
+    s.name === 'kube-proxy' ? { ...s, env: { KUBE_NETWORK: 'winfleet-{{nodeName}}' } } : s,
+  );
+  const state = emptyState();
+  const pass = () =>
+    convergeServices(context.hostOS, manifest, nodeVariableValues(config), state, {
+      start: 'all',
+    });
+  assert.deepEqual((await pass()).changed, ['kube-proxy']);
+  assert.deepEqual(state.serviceEnvironments?.['kube-proxy'], {
+    CONTAINERD_LOG_LEVEL: 'info',
+    KUBE_NETWORK: `winfleet-${config.nodeName}`,
+  });
+  calls.length = 0;
+  assert.deepEqual(await pass(), { changed: [], started: [] });
+  assert.deepEqual(callsOf(calls, 'queryServiceEnvironment'), []);
+  // The record survives the state file, so the next run loop pass reads no environment either.
+  await writeState(context.hostOS, state);
+  const reread = await readState(context.hostOS);
+  calls.length = 0;
+  await convergeServices(context.hostOS, manifest, nodeVariableValues(config), reread, {
+    start: 'all',
+  });
+  assert.deepEqual(callsOf(calls, 'queryServiceEnvironment'), []);
 });

@@ -216,16 +216,23 @@ export async function ensureService(
 ): Promise<boolean> {
   const current = await host.queryService(desired.name);
   state.services.push(desired.name);
+  state.serviceEnvironments ??= {};
+  const environments = state.serviceEnvironments;
+  const written = { ...desired.environment };
   if (!current) {
     await host.createService(desired);
+    environments[desired.name] = written;
     return true;
   }
-  if (
-    sameRegistration(current, desired) &&
-    sameEnvironment(await host.queryServiceEnvironment(desired.name), desired.environment)
-  )
-    return false;
+  if (sameRegistration(current, desired)) {
+    // What winfleet wrote last, read from the host only when there is no record of it.
+    const environment =
+      environments[desired.name] ?? (await host.queryServiceEnvironment(desired.name));
+    environments[desired.name] = { ...environment };
+    if (sameEnvironment(environment, desired.environment)) return false;
+  }
   await host.configureService(desired);
+  environments[desired.name] = written;
   return true;
 }
 
@@ -284,6 +291,9 @@ export async function convergeServices(
   // A restart takes the service's dependents down first, and all come back up in start order.
   const wasRunning = await stopWithDependents(host, manifest, restart);
   const held = withDependents(manifest, new Set(options.holdBack ?? []));
+  // A held service still running (e.g. kube-proxy from before a re-bootstrap removed its
+  // kubeconfig) is stopped: it would run on what it waits for, or fail on its absence.
+  await stopWithDependents(host, manifest, held);
   for (const service of startOrder(manifest)) {
     if (held.has(service.name)) continue;
     // During bootstrap, later services start only if they ran before this restart.

@@ -44,6 +44,30 @@ const payloadManifest = (names: string[]) =>
     })),
   });
 
+test('a service uses the kube-proxy kubeconfig only when its --kubeconfig flag names exactly that file', () => {
+  const manifest = payloadManifest(['kubelet.exe', 'kube-proxy.exe', 'kube-log-runner.exe']);
+  const kubelet = manifest.services.find((s) => s.name === 'kubelet')!;
+  for (const args of [
+    [`--kubeconfig=${paths.kubeProxyKubeconfig}.bak`],
+    [`--config=${paths.kubeProxyKubeconfig}`],
+    [`--kubeconfig=C:\\other${paths.kubeProxyKubeconfig}`],
+  ]) {
+    kubelet.args = args;
+    assert.deepEqual(kubeProxyCredentialUsers(manifest), ['kube-proxy'], args.join(' '));
+  }
+  for (const args of [
+    [`--kubeconfig=${paths.kubeProxyKubeconfig.toUpperCase()}`],
+    ['--kubeconfig', paths.kubeProxyKubeconfig],
+  ]) {
+    kubelet.args = args;
+    assert.deepEqual(
+      kubeProxyCredentialUsers(manifest).sort(),
+      ['kube-proxy', 'kubelet'],
+      args.join(' '),
+    );
+  }
+});
+
 test('the published kube-proxy runs with its own kubeconfig, the CNI network’s name and the cluster’s pod CIDR', async (t) => {
   const manifest = payloadManifest(['kubelet.exe', 'kube-proxy.exe', 'kube-log-runner.exe']);
   const proxy = manifest.services.find((s) => s.name === 'kube-proxy')!;

@@ -20,7 +20,7 @@ import {
 } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
 import {
   kubeProxyGroup,
   kubeProxySignerName,
@@ -38,6 +38,7 @@ import {
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
 import { paths } from './agent-config.ts';
 import type { HostOS } from './host-os.ts';
+import { inlineKubeconfig } from './node-files.ts';
 import type { AgentContext } from './run-agent.ts';
 
 /** The key of a certificate request not yet issued; kept so a restarted agent asks with it again. */
@@ -87,36 +88,28 @@ const deniedUntil = new WeakMap<AgentContext, { until: number; reason: string }>
 export function kubeProxyCredentialUsers(manifest: ServicesManifest): string[] {
   const path = paths.kubeProxyKubeconfig.toLowerCase();
   return manifest.services
-    .filter((s) => s.args.some((a) => a.toLowerCase().includes(path)))
+    .filter((s) =>
+      s.args.some(
+        (a, i) =>
+          a.toLowerCase() === `--kubeconfig=${path}` ||
+          (a === '--kubeconfig' && s.args[i + 1]?.toLowerCase() === path),
+      ),
+    )
     .map((s) => s.name);
 }
 
 /** The kubeconfig text for `credentials`. */
 export function kubeProxyKubeconfigText(credentials: KubeProxyKubeconfig): string {
   const base64 = (text: string) => Buffer.from(text).toString('base64');
-  return stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [
-      {
-        name: 'cluster',
-        cluster: {
-          server: credentials.server,
-          'certificate-authority-data': base64(credentials.caPem),
-        },
-      },
-    ],
-    users: [
-      {
-        name: 'kube-proxy',
-        user: {
-          'client-certificate-data': base64(credentials.certPem),
-          'client-key-data': base64(credentials.keyPem),
-        },
-      },
-    ],
-    contexts: [{ name: 'kube-proxy', context: { cluster: 'cluster', user: 'kube-proxy' } }],
-    'current-context': 'kube-proxy',
+  return inlineKubeconfig({
+    server: credentials.server,
+    caPem: credentials.caPem,
+    userName: 'kube-proxy',
+    contextName: 'kube-proxy',
+    user: {
+      'client-certificate-data': base64(credentials.certPem),
+      'client-key-data': base64(credentials.keyPem),
+    },
   });
 }
 
@@ -161,23 +154,9 @@ export function replacementReason(
   expected: { nodeName: string; server: string; caPem: string },
   now: Date,
 ): string | undefined {
-  let certificate: X509Certificate;
-  try {
-    certificate = new X509Certificate(current.certPem);
-  } catch (error) {
-    return `its certificate cannot be read (${(error as Error).message})`;
-  }
-  const user = kubeProxyUserName(expected.nodeName);
-  if (!certificate.subject.split('\n').includes(`CN=${user}`)) {
-    return `its certificate is not for ${user} (subject ${certificate.subject.replaceAll('\n', ', ')})`;
-  }
-  let keyMatches: boolean;
-  try {
-    keyMatches = certificate.checkPrivateKey(createPrivateKey(current.keyPem));
-  } catch {
-    keyMatches = false;
-  }
-  if (!keyMatches) return 'its key is not the key of its certificate';
+  const problem = issuedProblem(current.certPem, current.keyPem, expected.nodeName);
+  if (problem) return problem;
+  const certificate = new X509Certificate(current.certPem);
   if (current.server !== expected.server) {
     return `it names API server ${current.server}, the node uses ${expected.server}`;
   }
@@ -237,21 +216,28 @@ function requestName(nodeName: string, keyPem: string): string {
   return `winfleet-kube-proxy-${nodeName}-${digest}`;
 }
 
-/** Why an issued certificate is not the one asked for, or undefined when it is. */
+/**
+ * Why a certificate is not kube-proxy's for node `nodeName` with key `keyPem`, or undefined
+ * when it is: for one just issued and for the one in the kubeconfig alike.
+ */
 function issuedProblem(certPem: string, keyPem: string, nodeName: string): string | undefined {
+  let certificate: X509Certificate;
   try {
-    const certificate = new X509Certificate(certPem);
-    if (!certificate.checkPrivateKey(createPrivateKey(keyPem))) {
-      return 'it is not for the requested key';
-    }
-    const user = kubeProxyUserName(nodeName);
-    if (!certificate.subject.split('\n').includes(`CN=${user}`)) {
-      return `its subject is ${certificate.subject.replaceAll('\n', ', ')}, not CN=${user}`;
-    }
-    return undefined;
+    certificate = new X509Certificate(certPem);
   } catch (error) {
-    return `it cannot be read (${(error as Error).message})`;
+    return `its certificate cannot be read (${(error as Error).message})`;
   }
+  const user = kubeProxyUserName(nodeName);
+  if (!certificate.subject.split('\n').includes(`CN=${user}`)) {
+    return `its certificate is not for ${user} (subject ${certificate.subject.replaceAll('\n', ', ')})`;
+  }
+  let keyMatches: boolean;
+  try {
+    keyMatches = certificate.checkPrivateKey(createPrivateKey(keyPem));
+  } catch {
+    keyMatches = false;
+  }
+  return keyMatches ? undefined : 'its key is not the key of its certificate';
 }
 
 /**
@@ -370,7 +356,7 @@ async function requestCertificate(
       if (!isAlreadyExists(error)) {
         throw new WinfleetError(
           'WF_KUBE_PROXY_CERTIFICATE',
-          `cannot create CSR ${name} with the node's credentials (HTTP ${httpStatus(error) ?? 'error'}: ${(error as Error).message})`,
+          `cannot create CSR ${name} with the node's credentials (HTTP ${httpStatus(error) ?? 'error'}: ${(error as Error).message}); check the API server's --authorization-mode includes Node`,
         );
       }
     }
@@ -397,7 +383,7 @@ async function requestCertificate(
         await host.removePath(kubeProxyPendingKeyPath);
         throw new WinfleetError(
           'WF_KUBE_PROXY_CERTIFICATE',
-          `the certificate issued for CSR ${name} is refused: ${problem}`,
+          `the certificate issued for CSR ${name} is refused: ${problem}; check kube-controller-manager's --cluster-signing-* flags (the signer of ${kubeProxySignerName} must sign with the cluster CA) and the CSR's status (kubectl get csr ${name} -o yaml)`,
         );
       }
       deniedUntil.delete(context);

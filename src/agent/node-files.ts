@@ -11,7 +11,18 @@ import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
 import type { NodeVariable } from '../servicesmanifest/services-manifest.ts';
 import { type BootstrapConfig, kubeDir, type NodeSettings, paths } from './agent-config.ts';
 
-export function bootstrapKubeconfig(config: BootstrapConfig): string {
+/**
+ * A kubeconfig with everything inline: one cluster (`server`, its CA as PEM), one user
+ * (`user`'s fields: a token, or client-certificate-data and client-key-data), and the context
+ * joining them. The bootstrap kubeconfig and kube-proxy's are both this shape.
+ */
+export function inlineKubeconfig(options: {
+  server: string;
+  caPem: string;
+  userName: string;
+  contextName: string;
+  user: Record<string, string>;
+}): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
@@ -19,14 +30,26 @@ export function bootstrapKubeconfig(config: BootstrapConfig): string {
       {
         name: 'cluster',
         cluster: {
-          server: config.apiServer,
-          'certificate-authority-data': Buffer.from(config.caCertificate).toString('base64'),
+          server: options.server,
+          'certificate-authority-data': Buffer.from(options.caPem).toString('base64'),
         },
       },
     ],
-    users: [{ name: 'kubelet-bootstrap', user: { token: config.bootstrapToken } }],
-    contexts: [{ name: 'bootstrap', context: { cluster: 'cluster', user: 'kubelet-bootstrap' } }],
-    'current-context': 'bootstrap',
+    users: [{ name: options.userName, user: options.user }],
+    contexts: [
+      { name: options.contextName, context: { cluster: 'cluster', user: options.userName } },
+    ],
+    'current-context': options.contextName,
+  });
+}
+
+export function bootstrapKubeconfig(config: BootstrapConfig): string {
+  return inlineKubeconfig({
+    server: config.apiServer,
+    caPem: config.caCertificate,
+    userName: 'kubelet-bootstrap',
+    contextName: 'bootstrap',
+    user: { token: config.bootstrapToken },
   });
 }
 

@@ -46,7 +46,7 @@ export async function removeStaleCopies(host: HostOS, path: string): Promise<str
  * A name for moving `path` aside that no file has: `<path>.old-<now in ms>`, counting up
  * past any taken one.
  */
-export async function asideName(host: HostOS, path: string, now = Date.now()): Promise<string> {
+async function asideName(host: HostOS, path: string, now = Date.now()): Promise<string> {
   const taken = new Set((await copiesOf(host, path)).map((c) => c.toLowerCase()));
   let n = now;
   while (taken.has(`${path}.old-${n}`.toLowerCase())) n++;

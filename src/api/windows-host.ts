@@ -76,6 +76,12 @@ export interface WindowsHostStatus {
    * bootstrapped again when it has not within its patience. Cleared once it has.
    */
   servicesRequestedAt?: string;
+  /**
+   * When winfleet restarted the host to finish a pending Containers feature install or
+   * uninstall; a pass that finds the state still pending after that restart fails instead of
+   * restarting it again (containers-feature.ts). Cleared once the feature is Installed.
+   */
+  containersFeatureRestartAt?: string;
 }
 
 export interface WindowsHost extends k8s.KubernetesObject {

@@ -6,9 +6,9 @@
  * The same parse compiles the registry routing (mirrors) the image resolver uses, so whatever
  * the resolver would refuse is refused here, naming the field, and never later.
  */
-import { isIPv4 } from 'node:net';
 import { parse } from 'yaml';
 import { registryRoutingProblems } from '../images/registry-mirrors.ts';
+import { parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 import { compileSchema, invalidDocument, isDocumentError } from '../schema/validator.ts';
 
 /** A node taint / the toleration that matches it. */
@@ -316,8 +316,7 @@ function semanticProblems(config: Partial<WinfleetConfig>): string[] {
   for (const field of ['serviceCIDR', 'podCIDR'] as const) {
     const cidr = hosts?.[field];
     if (typeof cidr !== 'string') continue;
-    const [address = '', prefix = ''] = cidr.split('/');
-    if (!isIPv4(address) || !/^\d{1,2}$/.test(prefix) || Number(prefix) > 32) {
+    if (parseIpv4Cidr(cidr) === undefined) {
       problems.push(`hosts.${field}: "${cidr}" is not an IPv4 CIDR; write e.g. "10.96.0.0/12"`);
     }
   }

@@ -14,7 +14,7 @@
  *
  * @example nodeAddress('win-a.example.com', facts) // '10.1.2.3', the default route's address
  */
-import { isIPv4 } from 'node:net';
+import { cidrContains, parseIpv4, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 
 /** One row of `Get-NetIPAddress -AddressFamily IPv4`. */
 export interface HostIpAddress {
@@ -38,6 +38,9 @@ export interface HostNetwork {
   defaultRoutes: HostDefaultRoute[];
 }
 
+/** "This network" (0.0.0.0/8) and link-local (169.254.0.0/16, APIPA): no node address. */
+const unusableBlocks = ['0.0.0.0/8', '169.254.0.0/16'].map((text) => parseIpv4Cidr(text)!);
+
 /**
  * An address a node can be reached at: IPv4, assigned (Preferred), not link-local, not the
  * loopback pseudo-interface's. (Windows puts 127.0.0.1 there and on no adapter; the simulated
@@ -45,12 +48,12 @@ export interface HostNetwork {
  * interface, not by the whole range.)
  */
 export function isUsableAddress(row: HostIpAddress): boolean {
-  if (!isIPv4(row.address) || row.addressState.toLowerCase() !== 'preferred') return false;
+  const address = parseIpv4(row.address);
+  if (address === undefined || row.addressState.toLowerCase() !== 'preferred') return false;
   if (row.address === '127.0.0.1' || /^Loopback Pseudo-Interface/i.test(row.interfaceAlias)) {
     return false;
   }
-  const [first, second] = row.address.split('.').map(Number) as [number, number];
-  return !(first === 0 || (first === 169 && second === 254));
+  return !unusableBlocks.some((block) => cidrContains(block, address));
 }
 
 // Hyper-V and HNS name their host adapters "vEthernet (<switch or network>)".
@@ -92,6 +95,6 @@ export function usableAddresses(network: HostNetwork): string[] {
  */
 export function nodeAddress(specAddress: string, network: HostNetwork): string | undefined {
   const usable = usableAddresses(network);
-  if (isIPv4(specAddress) && usable.includes(specAddress)) return specAddress;
+  if (parseIpv4(specAddress) !== undefined && usable.includes(specAddress)) return specAddress;
   return usable[0];
 }

@@ -88,6 +88,12 @@ export interface HostFactsReport extends HostNetwork {
    * UninstallPending), or "Unknown" where Get-WindowsFeature is missing.
    */
   containersFeature: string;
+  /**
+   * When the host last booted (Win32_OperatingSystem.LastBootUpTime, ISO 8601 UTC); absent
+   * where the host does not report it. The Containers feature step uses it to tell whether
+   * the restart it asked for has happened (containers-feature.ts).
+   */
+  lastBootTime?: string;
 }
 
 /** The host's facts as the operator uses them. */
@@ -129,6 +135,7 @@ const bodies: { [K in RemoteScriptName]: string[] } = {
     '  defaultRoutes = $defaultRoutes',
     '  powerShellVersion = $PSVersionTable.PSVersion.ToString()',
     '  containersFeature = $containersFeature',
+    "  lastBootTime = (Get-CimInstance -ClassName 'Win32_OperatingSystem').LastBootUpTime.ToUniversalTime().ToString('o')",
     '}',
     writeJson('$facts'),
   ],

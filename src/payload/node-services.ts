@@ -7,10 +7,16 @@
 import { cniNetworkName, hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import type {
   ManifestFile,
+  ManifestLogRunner,
   ManifestService,
   ServicesManifest,
 } from '../servicesmanifest/services-manifest.ts';
-import { logRunnerFileName, operatorInstalledFiles, type Payload } from './payload.ts';
+import {
+  logRunnerFileName,
+  logRunnerPrograms,
+  operatorInstalledFiles,
+  type Payload,
+} from './payload.ts';
 
 /** Where each known payload file is installed. CNI plugins go to C:\k\cni\bin. */
 export function installPath(name: string): string {
@@ -32,12 +38,19 @@ export function installPath(name: string): string {
   return `${kubeDir}\\${name}`;
 }
 
+/** A service of a payload file. */
+type ServiceTemplate = Omit<ManifestService, 'binary' | 'logRunner'>;
+
 /**
- * A service of a payload file. `logFile`: the program logs only to standard error, which a
- * service does not have, so it runs under kube-log-runner.exe with this log file (as WMCO and
- * the Kubernetes GCE Windows nodes run the kubelet and kube-proxy).
+ * How kube-log-runner.exe (v0.36.5) keeps the log of a program of logRunnerPrograms, which logs
+ * only to standard error (a service has none), as WMCO and the Kubernetes GCE Windows nodes run
+ * the kubelet and kube-proxy: C:\k\logs\<service>.log, rotated at 100 MB (-log-file-size, a
+ * resource.Quantity; its default 0 never rotates), rotated files removed after 7 days
+ * (-log-file-age, a Go duration).
  */
-type ServiceTemplate = Omit<ManifestService, 'binary' | 'logRunner'> & { logFile?: string };
+export function serviceLog(serviceName: string): Omit<ManifestLogRunner, 'binary'> {
+  return { logFile: `${hostPaths.logs}\\${serviceName}.log`, maxSize: '100M', maxAge: '168h' };
+}
 
 const serviceTemplates: Record<string, ServiceTemplate> = {
   'containerd.exe': {
@@ -59,7 +72,6 @@ const serviceTemplates: Record<string, ServiceTemplate> = {
     name: 'kubelet',
     displayName: 'Kubernetes kubelet',
     description: 'Registers this host as a Kubernetes node and runs its pods (winfleet)',
-    logFile: `${hostPaths.logs}\\kubelet.log`,
     args: [
       `--config=${hostPaths.kubeletConfig}`,
       `--bootstrap-kubeconfig=${hostPaths.bootstrapKubeconfig}`,
@@ -80,7 +92,6 @@ const serviceTemplates: Record<string, ServiceTemplate> = {
     name: 'kube-proxy',
     displayName: 'Kubernetes kube-proxy',
     description: 'Programs Service load balancing on this node (winfleet)',
-    logFile: `${hostPaths.logs}\\kube-proxy.log`,
     args: [
       '--windows-service',
       // Its own credentials (system:node-proxier): the node's cannot list EndpointSlices.
@@ -142,17 +153,17 @@ export function servicesManifestFor(
           ? `--windows-priorityclass=${options.kubeletPriorityClass}`
           : a,
       );
-      const { logFile, ...service } = template;
-      if (logFile !== undefined && !runner)
+      const logged = logRunnerPrograms.includes(file.name.toLowerCase());
+      if (logged && !runner)
         throw new RangeError(
           `Payload ${payload.version} has ${file.name} but not ${logRunnerFileName}, which keeps its log (a service has no console); rebuild the payload with make payload`,
         );
       services.push({
-        ...service,
+        ...template,
         args,
         binary: path,
-        ...(logFile !== undefined && runner
-          ? { logRunner: { binary: installPath(runner.name), logFile } }
+        ...(logged && runner
+          ? { logRunner: { binary: installPath(runner.name), ...serviceLog(template.name) } }
           : {}),
       });
     }

@@ -60,10 +60,14 @@ test('the kubelet and kube-proxy run under kube-log-runner.exe, each with its lo
   assert.deepEqual(byName.get('kubelet')?.logRunner, {
     binary: 'C:\\k\\kube-log-runner.exe',
     logFile: 'C:\\k\\logs\\kubelet.log',
+    maxSize: '100M',
+    maxAge: '168h',
   });
   assert.deepEqual(byName.get('kube-proxy')?.logRunner, {
     binary: 'C:\\k\\kube-log-runner.exe',
     logFile: 'C:\\k\\logs\\kube-proxy.log',
+    maxSize: '100M',
+    maxAge: '168h',
   });
   // The others write their own log files.
   assert.equal(byName.get('containerd')?.logRunner, undefined);

@@ -72,7 +72,10 @@ export const operatorInstalledFiles: readonly string[] = [agentFileName, service
  * binaries for Windows): runs the kubelet and kube-proxy services and keeps their logs.
  */
 export const logRunnerFileName = 'kube-log-runner.exe';
-/** The programs that log only to standard error, so run under kube-log-runner.exe. */
+/**
+ * The programs that log only to standard error, so run under kube-log-runner.exe: the one
+ * list of them (node-services.ts gives each of their services its log from it).
+ */
 export const logRunnerPrograms: readonly string[] = ['kubelet.exe', 'kube-proxy.exe'];
 
 const validatePayload = compileSchema<Payload>(schema, {

@@ -112,9 +112,19 @@ test('two services may not share a log file, and rotation values are checked', (
   assert.deepEqual(problems(m), [
     'services.1.logRunner.logFile: "C:\\K\\LOGS\\NODE.log" is also the log of service "kubelet"; give each service its own log file',
   ]);
+  for (const good of ['100M', '64Mi', '500k', '1G', '2Gi']) {
+    assert.deepEqual(
+      problems(manifest({ binary: runner, logFile: 'C:\\k\\logs\\kubelet.log', maxSize: good })),
+      [],
+      good,
+    );
+  }
   for (const bad of [
     { maxSize: '-1M' },
     { maxSize: '100 M' },
+    // Not a Kubernetes quantity suffix (k is; K, KB and MB are not).
+    { maxSize: '100K' },
+    { maxSize: '100MB' },
     { maxAge: '1d' },
     { maxAge: '0h' },
     { extra: true },

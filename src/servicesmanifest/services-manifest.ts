@@ -69,7 +69,7 @@ export interface ManifestLogRunner {
   binary: string;
   /** The log file (-log-file): a .log file in C:\k\logs, one per service. */
   logFile: string;
-  /** Rotate the log at this size (-log-file-size, a quantity such as "100M"). */
+  /** Rotate the log at this size (-log-file-size, a Kubernetes quantity such as "100M" or "64Mi"). */
   maxSize?: string;
   /** Delete rotated logs older than this (-log-file-age, a duration such as "168h"). */
   maxAge?: string;
@@ -153,7 +153,9 @@ const schema = {
             properties: {
               binary: { type: 'string', pattern: '^[A-Za-z]:\\\\' },
               logFile: { type: 'string', pattern: '^[A-Za-z]:\\\\[^{}]*\\.log$' },
-              maxSize: { type: 'string', pattern: '^[1-9][0-9]{0,5}(Ki|Mi|Gi|K|M|G)$' },
+              // A resource.Quantity kube-log-runner accepts: binary (Ki…) or decimal (k, M, G)
+              // suffixes; "K" is not one.
+              maxSize: { type: 'string', pattern: '^[1-9][0-9]{0,5}(Ki|Mi|Gi|k|M|G)$' },
               maxAge: { type: 'string', pattern: '^[1-9][0-9]{0,5}(h|m)$' },
             },
           },
@@ -201,13 +203,17 @@ const maxEnvValueLength = 32767;
 /**
  * Problems with one environment map (`field` is its path): names Windows cannot hold or that
  * decide which programs load, two names that differ only in case (one variable on Windows),
- * and empty or oversized values (an empty one would unset the variable, not set it).
+ * and empty or oversized values (an empty one would unset the variable, not set it). The
+ * agent checks a service's environment with it too before it writes one (service-environment.ts).
  */
-function environmentProblems(field: string, env: Readonly<Record<string, string>>): string[] {
+export function environmentProblems(
+  field: string,
+  env: Readonly<Record<string, string>>,
+): string[] {
   const problems: string[] = [];
   const seen = new Map<string, string>();
   for (const [name, value] of Object.entries(env)) {
-    if (name.length > maxEnvNameLength || /[=\0]/.test(name)) {
+    if (name === '' || name.length > maxEnvNameLength || /[=\0]/.test(name)) {
       problems.push(
         `${field}.${name}: not a Windows environment variable name; use 1 to ${maxEnvNameLength} characters without "="`,
       );

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { kubeProxyBindingName } from '../../../src/api/kube-proxy-identity.ts';
-import { kubeProxyBinding } from '../../../src/controllers/hosts/cluster-rbac.ts';
+import { joinClusterBindings } from '../../../src/controllers/hosts/cluster-rbac.ts';
 import { chartDir, type K8sObject, namespace, only, render } from './render.ts';
 
 interface Rule {
@@ -177,14 +177,16 @@ test('the opted-in namespaces get a Role each; the bootstrapper and kube-proxy b
   assert.deepEqual(bootstrapper.subjects, [
     { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:bootstrappers:winfleet' },
   ]);
-  // The same binding the operator applies without the chart (cluster-rbac.ts).
-  const kubeProxies = only(objects, 'ClusterRoleBinding', kubeProxyBindingName);
-  const { labels: _labels, ...metadata } = kubeProxies.metadata;
-  const expected = kubeProxyBinding({});
-  assert.deepEqual(
-    { ...kubeProxies, metadata },
-    { ...expected, metadata: { name: expected.metadata!.name } },
-  );
+  // The same bindings the operator applies without the chart (cluster-rbac.ts).
+  for (const expected of joinClusterBindings({})) {
+    const rendered = only(objects, 'ClusterRoleBinding', expected.metadata!.name!);
+    const { labels: _labels, ...metadata } = rendered.metadata;
+    assert.deepEqual(
+      { ...rendered, metadata },
+      { ...expected, metadata: { name: expected.metadata!.name } },
+    );
+  }
+  assert.ok(joinClusterBindings({}).some((b) => b.metadata?.name === kubeProxyBindingName));
 });
 
 test('leases only with leader election; the operator’s webhook Secret rules only without cert-manager', async () => {

@@ -138,7 +138,7 @@ test('the operator’s command line: its namespace, nothing it may not create, t
     `--namespace=${namespace}`,
     '--no-create-namespace',
     '--no-install-crds',
-    '--no-bootstrapper-binding',
+    '--no-cluster-bindings',
     '--status-host=0.0.0.0',
     '--status-port=8080',
     '--webhook-port=9443',

@@ -18,11 +18,8 @@ import {
   quotePowerShellString,
   writeJson,
 } from '../../powershell/powershell.ts';
-import { checkEnvName } from './machine-env.ts';
+import { environmentProblems } from '../../servicesmanifest/services-manifest.ts';
 import { checkServiceName } from './sc-commands.ts';
-
-/** Windows' limit for an environment variable value, in characters. */
-const maxValueLength = 32767;
 
 /** The registry key of a service, as the registry provider names it. */
 export function serviceRegistryKey(name: string): string {
@@ -31,29 +28,21 @@ export function serviceRegistryKey(name: string): string {
 }
 
 /**
- * The REG_MULTI_SZ entries for `environment`, sorted by name. Throws RangeError for a name
- * Windows cannot hold, an empty value (an empty entry would end the list), a NUL, a value over
- * 32767 characters, or two names that differ only in case (one variable on Windows).
+ * The REG_MULTI_SZ entries for `environment`, sorted by name. Throws RangeError, naming each
+ * variable and the fix, for what a services manifest may not hold either (environmentProblems):
+ * a name Windows cannot hold or that decides which programs load, an empty value (an empty
+ * entry would end the list), a NUL, a value over 32767 characters, or two names that differ
+ * only in case (one variable on Windows).
  */
 export function serviceEnvironmentEntries(
   service: string,
   environment: Readonly<Record<string, string>> | undefined,
 ): string[] {
-  const seen = new Map<string, string>();
-  for (const [name, value] of Object.entries(environment ?? {})) {
-    checkEnvName(name);
-    const other = seen.get(name.toLowerCase());
-    if (other !== undefined) {
-      throw new RangeError(
-        `Cannot give service "${service}" both "${other}" and "${name}": Windows environment names ignore case; keep one`,
-      );
-    }
-    seen.set(name.toLowerCase(), name);
-    if (value === '' || value.includes('\0') || value.length > maxValueLength) {
-      throw new RangeError(
-        `Cannot give service "${service}" the variable "${name}": its value must be 1 to ${maxValueLength} characters without NUL; leave the variable out to unset it`,
-      );
-    }
+  const problems = environmentProblems(`service "${service}" env`, environment ?? {});
+  if (problems.length > 0) {
+    throw new RangeError(
+      `Cannot give service "${service}" this environment: ${problems.join('; ')}`,
+    );
   }
   return Object.entries(environment ?? {})
     .sort(([a], [b]) => a.toLowerCase().localeCompare(b.toLowerCase()))
@@ -76,15 +65,12 @@ export function getServiceEnvironmentScript(name: string): string {
 }
 
 /**
- * The script that makes the service's `Environment` value hold exactly `environment`: written
- * as REG_MULTI_SZ, or removed when there is nothing to hold. The service must exist.
+ * The script that makes the service's `Environment` value hold exactly `entries` (from
+ * serviceEnvironmentEntries): written as REG_MULTI_SZ, or removed when there are none. The
+ * service must exist.
  */
-export function setServiceEnvironmentScript(
-  name: string,
-  environment: Readonly<Record<string, string>> | undefined,
-): string {
+export function setServiceEnvironmentScript(name: string, entries: readonly string[]): string {
   const key = quotePowerShellString(serviceRegistryKey(name));
-  const entries = serviceEnvironmentEntries(name, environment);
   if (entries.length === 0) {
     return powerShellScript(
       `Remove-ItemProperty -LiteralPath ${key} -Name 'Environment' -ErrorAction SilentlyContinue`,

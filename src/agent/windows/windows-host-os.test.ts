@@ -371,15 +371,20 @@ test('a service environment Windows cannot hold is refused before sc.exe runs', 
   const { host, done } = scriptedHost([]);
   await assert.rejects(
     host.createService({ ...kubelet, environment: { A: '1', a: '2' } }),
-    /Cannot give service "kubelet" both "A" and "a": Windows environment names ignore case; keep one/,
+    /Cannot give service "kubelet" this environment: service "kubelet" env\.a: the same variable as "A" \(Windows environment names ignore case\); keep one/,
   );
   await assert.rejects(
     host.configureService({ ...kubelet, environment: { 'A=B': '1' } }),
-    /Cannot use "A=B" as an environment variable name/,
+    /service "kubelet" env\.A=B: not a Windows environment variable name; use 1 to 255 characters without "="/,
+  );
+  // The rules of a services manifest hold here too (one function checks both).
+  await assert.rejects(
+    host.createService({ ...kubelet, environment: { PATH: 'C:\\evil' } }),
+    /service "kubelet" env\.PATH: this variable decides which programs Windows loads/,
   );
   await assert.rejects(
     host.createService({ ...kubelet, environment: { A: '' } }),
-    /its value must be 1 to 32767 characters without NUL; leave the variable out to unset it/,
+    /env\.A: the value must be 1 to 32767 characters without NUL; leave the variable out to unset it/,
   );
   await done();
 });

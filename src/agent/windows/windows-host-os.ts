@@ -171,7 +171,7 @@ export class WindowsHostOS implements HostOS {
   }
 
   async createService(config: ServiceConfig): Promise<void> {
-    serviceEnvironmentEntries(config.name, config.environment);
+    const entries = serviceEnvironmentEntries(config.name, config.environment);
     await this.#scExe(scCreateArgs(config), `create service "${config.name}"`);
     if (config.description !== undefined) {
       await this.#scExe(
@@ -180,25 +180,24 @@ export class WindowsHostOS implements HostOS {
       );
     }
     await this.#setRecovery(config);
-    if (serviceEnvironmentEntries(config.name, config.environment).length > 0)
-      await this.#setEnvironment(config);
+    if (entries.length > 0) await this.#setEnvironment(config.name, entries);
   }
 
   async configureService(config: ServiceConfig): Promise<void> {
-    serviceEnvironmentEntries(config.name, config.environment);
+    const entries = serviceEnvironmentEntries(config.name, config.environment);
     await this.#scExe(scConfigArgs(config), `configure service "${config.name}"`);
     await this.#scExe(
       scDescriptionArgs(config.name, config.description ?? ''),
       `describe service "${config.name}"`,
     );
     await this.#setRecovery(config);
-    await this.#setEnvironment(config);
+    await this.#setEnvironment(config.name, entries);
   }
 
-  async #setEnvironment(config: ServiceConfig): Promise<void> {
+  async #setEnvironment(name: string, entries: readonly string[]): Promise<void> {
     await this.#runPowerShell(
-      setServiceEnvironmentScript(config.name, config.environment),
-      `set the environment of service "${config.name}"`,
+      setServiceEnvironmentScript(name, entries),
+      `set the environment of service "${name}"`,
     );
   }
 

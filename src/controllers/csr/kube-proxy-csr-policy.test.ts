@@ -232,6 +232,19 @@ for (const [what, sent, check] of denied) {
   });
 }
 
+test('an extra extension is denied as one kube-proxy never asks for, not a kubelet', () => {
+  const decision = decideKubeProxyCsr(
+    request({ parsed: parsedFor(proxyName, { otherRequests: ['2.5.29.19'] }) }),
+    lookup(),
+  );
+  assert.equal(decision.action, 'deny');
+  assert.match(
+    decision.reason,
+    /asks for 2\.5\.29\.19, which winfleet's kube-proxy never requests/,
+  );
+  assert.doesNotMatch(decision.reason, /kubelet/);
+});
+
 test('RSA keys of 2048 to 8192 bits and P-384 are accepted', () => {
   for (const publicKey of [
     { type: 'rsa', modulusBits: 2048 },

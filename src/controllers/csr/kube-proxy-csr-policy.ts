@@ -155,7 +155,7 @@ export function decideKubeProxyCsr(request: CsrRequest, lookup: CsrLookup): CsrD
   const sans = [...dnsNames, ...ipAddresses, ...emailAddresses, ...uris, ...parsed.otherNames];
   const checks: [string, string | undefined][] = [
     ['subject', subjectProblem(parsed, nodeName)],
-    ['extensions', extrasProblem(parsed)],
+    ['extensions', extrasProblem(parsed, "winfleet's kube-proxy")],
     [
       'subject alternative names',
       sans.length > 0 ? `a client certificate has none, got ${sans.join(', ')}` : undefined,

@@ -113,12 +113,12 @@ function subjectProblem(parsed: ParsedCsr, nodeName: string): string | undefined
 }
 
 /** Attributes, extensions and SAN kinds no kubelet asks for. */
-export function extrasProblem(parsed: ParsedCsr): string | undefined {
+export function extrasProblem(parsed: ParsedCsr, who = 'a kubelet'): string | undefined {
   if (parsed.otherRequests.length > 0) {
-    return `the CSR asks for ${parsed.otherRequests.join(', ')}, which a kubelet never requests`;
+    return `the CSR asks for ${parsed.otherRequests.join(', ')}, which ${who} never requests`;
   }
   if (parsed.otherNames.length > 0) {
-    return `subject alternative names ${parsed.otherNames.join(', ')} are of kinds a kubelet never requests`;
+    return `subject alternative names ${parsed.otherNames.join(', ')} are of kinds ${who} never requests`;
   }
   return undefined;
 }

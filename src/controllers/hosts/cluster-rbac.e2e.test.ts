@@ -205,7 +205,7 @@ test('installed by the chart, the ClusterRoleBinding is left to it: only the two
   });
   t.after(() => sa.remove());
 
-  await applyJoinRbac(sa.kc, namespace, manifests, { bootstrapperBinding: false });
+  await applyJoinRbac(sa.kc, namespace, manifests, { clusterBindings: false });
   assert.deepEqual(described(await requestsMadeBy(sa, cluster.auditLogPath!)), [
     `patch roles ${namespace}/${nodeManifestsRbacName} 201`,
     `patch rolebindings ${namespace}/${nodeManifestsRbacName} 201`,

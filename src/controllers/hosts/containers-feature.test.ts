@@ -24,7 +24,12 @@ const host = {
 /** The feature step for a host whose facts say `state`; the scripts it ran and what it set. */
 async function run(
   state: string,
-  options: { allowed?: boolean; install?: unknown } = {},
+  options: {
+    allowed?: boolean;
+    install?: unknown;
+    restartAt?: string;
+    lastBootTime?: string;
+  } = {},
 ): Promise<{
   outcome?: string;
   error?: unknown;
@@ -54,8 +59,12 @@ async function run(
       return { ok: true };
     },
   } as unknown as RemoteHost;
-  const hs = new HostStatus(host);
-  const facts = { containersFeature: state } as HostFacts;
+  const hs = new HostStatus(
+    options.restartAt === undefined
+      ? host
+      : { ...host, status: { containersFeatureRestartAt: options.restartAt } },
+  );
+  const facts = { containersFeature: state, lastBootTime: options.lastBootTime } as HostFacts;
   try {
     return {
       outcome: await ensureContainersFeature(ctx, host, hs, remote, facts),
@@ -101,6 +110,48 @@ test('a pending install or uninstall only restarts the host', async () => {
     assert.equal(result.outcome, 'restarting', state);
     assert.deepEqual(result.scripts, ['restart-host'], state);
   }
+});
+
+test('a pending state records when winfleet restarted the host', async () => {
+  const result = await run('InstallPending');
+  assert.equal(result.outcome, 'restarting');
+  assert.match(result.hs.status.containersFeatureRestartAt ?? '', /^\d{4}-\d\d-\d\dT[\d:]+Z$/);
+});
+
+test('pending, restarted, still pending: refused with the fix, not restarted again', async () => {
+  for (const [state, options] of [
+    ['InstallPending', { restartAt: '2026-01-01T00:00:00Z', lastBootTime: '2026-01-01T00:02:00Z' }],
+    ['UninstallPending', { restartAt: '2026-01-01T00:00:00Z' }],
+  ] as const) {
+    const result = await run(state, options);
+    assert.ok(hasCode(result.error, 'WF_HOST_CONTAINERS_MISSING'), state);
+    assert.match(
+      (result.error as Error).message,
+      new RegExp(
+        `on 10\\.0\\.0\\.5 is still ${state} after the restart winfleet made at 2026-01-01T00:00:00Z; read C:\\\\Windows\\\\Logs\\\\CBS\\\\CBS\\.log on the host, finish the (un)?install by hand`,
+      ),
+    );
+    assert.deepEqual(result.scripts, [], state);
+    assert.equal(
+      result.hs.condition(ConditionType.Degraded)?.reason,
+      ConditionReason.ContainersFeatureMissing,
+    );
+  }
+});
+
+test('a host that has not booted since the restart request is not failed yet', async () => {
+  const result = await run('InstallPending', {
+    restartAt: '2026-01-01T00:00:00Z',
+    lastBootTime: '2025-12-31T23:00:00Z',
+  });
+  assert.equal(result.outcome, 'restarting');
+  assert.deepEqual(result.scripts, ['restart-host']);
+});
+
+test('an installed feature clears the restart record', async () => {
+  const result = await run('Installed', { restartAt: '2026-01-01T00:00:00Z' });
+  assert.equal(result.outcome, 'installed');
+  assert.equal(result.hs.status.containersFeatureRestartAt, undefined);
 });
 
 test('not allowed to install: refused with the fix, nothing run on the host', async () => {

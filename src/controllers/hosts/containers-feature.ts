@@ -17,6 +17,12 @@
  * RKE2's installer do), and the install only adds a Windows component. The restart is
  * scheduled with shutdown.exe's 5 s delay, so the command returns first; the next pass finds
  * the host down (Unreachable, retried) and then Installed.
+ *
+ * A pending state that a restart did not finish would otherwise restart the host on every
+ * pass, forever. So the status records when winfleet asked for the restart
+ * (containersFeatureRestartAt), and a pass that finds the state still pending after the host
+ * has booted since (facts.lastBootTime, when the host reports it; otherwise any later pass)
+ * fails with WF_HOST_CONTAINERS_MISSING instead of restarting it again.
  */
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
@@ -24,7 +30,7 @@ import { WinfleetError } from '../../errors/catalog.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { type JoinContext, step } from './host-bootstrap.ts';
-import type { HostStatus } from './host-status.ts';
+import { apiTime, type HostStatus } from './host-status.ts';
 
 /** How soon a host restarting for the feature is looked at again. */
 export const featureRestartRecheckMs = 10_000;
@@ -39,6 +45,17 @@ function missing(hs: HostStatus, message: string): never {
   hs.set(ConditionType.Degraded, 'True', ConditionReason.ContainersFeatureMissing, message);
   hs.error(JoinStep.ContainersFeature, message);
   throw new WinfleetError('WF_HOST_CONTAINERS_MISSING', message);
+}
+
+/**
+ * True when the host has booted since winfleet asked it to restart at `restartAt`: its reported
+ * boot time is later, or (a host that does not report one) this is a later pass at all.
+ */
+function bootedSince(facts: HostFacts, restartAt: string): boolean {
+  if (typeof facts.lastBootTime !== 'string') return true;
+  const booted = Date.parse(facts.lastBootTime);
+  const asked = Date.parse(restartAt);
+  return Number.isNaN(booted) || Number.isNaN(asked) || booted > asked;
 }
 
 /** Reads Install-WindowsFeature's result strictly. */
@@ -65,7 +82,10 @@ export async function ensureContainersFeature(
   facts: HostFacts,
 ): Promise<ContainersFeatureOutcome> {
   const state = facts.containersFeature;
-  if (state === 'Installed') return 'installed';
+  if (state === 'Installed') {
+    delete hs.status.containersFeatureRestartAt;
+    return 'installed';
+  }
   const where = `${host.spec.address}`;
   const allowed = ctx.config().hosts.installContainersFeature;
   const notAllowed = 'hosts.installContainersFeature is false';
@@ -98,6 +118,13 @@ export async function ensureContainersFeature(
       `The Windows Containers feature ${now} on ${where} (InstallState ${state}), and ${notAllowed}; ${state === 'Available' ? installHint : 'restart the host'}, or set hosts.installContainersFeature: true to let winfleet do it`,
     );
   }
+  const restartAt = hs.status.containersFeatureRestartAt;
+  if (state !== 'Available' && restartAt !== undefined && bootedSince(facts, restartAt)) {
+    missing(
+      hs,
+      `The Windows Containers feature on ${where} is still ${state} after the restart winfleet made at ${restartAt}; read C:\\Windows\\Logs\\CBS\\CBS.log on the host, finish the ${state === 'InstallPending' ? 'install' : 'uninstall'} by hand (${installHint}), then the next pass goes on once the feature is Installed`,
+    );
+  }
   if (state === 'Available') {
     const result = await step(hs, JoinStep.ContainersFeature, async () =>
       readInstallResult(await remote.script('install-windows-feature', { name: 'Containers' })),
@@ -111,6 +138,7 @@ export async function ensureContainersFeature(
     if (result.restartNeeded === 'No') return 'installed';
   }
   await step(hs, JoinStep.ContainersFeature, () => remote.script('restart-host', {}));
+  hs.status.containersFeatureRestartAt = apiTime();
   const message =
     state === 'Available'
       ? `Installed the Windows Containers feature on ${where}; the host restarts to finish it, then the join goes on`
