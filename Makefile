@@ -6,7 +6,7 @@ SHELL := bash
 
 STAMP := node_modules/.winfleet-installed
 
-.PHONY: help lab test check deps packages binaries tools clean-binaries agent payload image chart
+.PHONY: help lab test check deps packages binaries tools flag-lists clean-binaries agent payload image chart
 
 help:
 	@echo "make lab    start a local cluster with simulated Windows hosts (Ctrl-C stops it)"
@@ -37,18 +37,26 @@ binaries:
 tools:
 	@bash hack/build-tools.sh >/dev/null
 
+# The flags (and windows_exporter collectors) the pinned kubelet, kube-proxy and
+# windows_exporter accept, generated from their Go modules into a cache (see
+# hack/build-flag-lists.sh): the simulated hosts refuse a command line the real programs would.
+flag-lists: deps
+	@bash hack/build-flag-lists.sh >/dev/null
+
 check: deps
 	@echo "==> lint"
 	@npm run --silent lint
 	@echo "==> typecheck"
 	@npm run --silent typecheck
 
-test: check binaries tools
+test: check binaries tools flag-lists
 	@echo "==> tests"
-	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" npm test --silent
+	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" \
+	  WINFLEET_FLAG_LISTS="$$(bash hack/build-flag-lists.sh 2>/dev/null)" npm test --silent
 
-lab: deps binaries tools
-	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" npm run --silent lab
+lab: deps binaries tools flag-lists
+	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" \
+	  WINFLEET_FLAG_LISTS="$$(bash hack/build-flag-lists.sh 2>/dev/null)" npm run --silent lab
 
 # The Windows agent executable (a Node single executable application); rebuilt only when the
 # bundle or the Node version changes (see scripts/build-agent.ts). Beside it winfleet-service.exe,

@@ -4,6 +4,7 @@
 # Prints the directory holding the binaries as its last line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/go-build-progress.sh"
 k8s_version=$(cat "$here/k8s/VERSION")
 kwok_version=$(cat "$here/kwok/VERSION")
 cache=${WINFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/winfleet}
@@ -37,16 +38,7 @@ for name in "${steps[@]}"; do
   esac
   echo "[$i/$n] $name: building (a cold first build compiles hundreds of packages)" >&2
   start=$SECONDS
-  # go build -v names each package as it compiles; count them as progress.
-  (cd "$dir" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) |
-    while IFS= read -r line; do
-      count=$((${count:-0} + 1))
-      if [ -t 2 ]; then printf '\r      %4d packages compiled, %ds' "$count" $((SECONDS - start)) >&2
-      elif [ $((count % 100)) -eq 0 ]; then echo "      $count packages compiled, $((SECONDS - start))s" >&2; fi
-      # Package names are progress; compiler and module errors are shown as they come.
-      case $line in *.go:*|"# "*|"go: "*|*"cannot find"*) echo "$line" >&2 ;; esac
-    done
-  [ -t 2 ] && echo >&2
+  (cd "$dir" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) | go_build_progress "$start"
   if [ ! -f "$out/$name.tmp" ]; then echo "[$i/$n] $name: build failed" >&2; exit 1; fi
   mv "$out/$name.tmp" "$out/$name"
   echo "[$i/$n] $name: built in $((SECONDS - start))s ($(du -h "$out/$name" | cut -f1))" >&2

@@ -7,6 +7,7 @@
 # a pin or a build flag changes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/go-build-progress.sh"
 p=$here/payload
 k8s_version=$(cat "$here/k8s/VERSION")
 payload_version=$k8s_version-wf.$(cat "$p/VERSION")
@@ -44,6 +45,10 @@ step() {
   case $1 in
     kubelet.exe | kube-proxy.exe)
       dir=k8s; version=$k8s_version; pkg=k8s.io/kubernetes/cmd/${1%.exe}; flags=$k8s_ldflags ;;
+    kube-log-runner.exe)
+      # Runs the kubelet and kube-proxy services with their output in a log file, as in the
+      # Kubernetes node binaries for Windows.
+      dir=k8s; version=$k8s_version; pkg=k8s.io/component-base/logs/kube-log-runner; flags="" ;;
     containerd.exe)
       dir=containerd; pkg=github.com/containerd/containerd/v2/cmd/containerd
       flags="-X github.com/containerd/containerd/v2/version.Version=VERSION"
@@ -72,7 +77,7 @@ step() {
 }
 
 # In order of importance.
-names=(kubelet.exe kube-proxy.exe containerd.exe containerd-shim-runhcs-v1.exe
+names=(kubelet.exe kube-proxy.exe kube-log-runner.exe containerd.exe containerd-shim-runhcs-v1.exe
   win-bridge.exe win-overlay.exe host-local.exe sdnbridge.exe sdnoverlay.exe
   csi-proxy.exe windows_exporter.exe)
 n=${#names[@]}
@@ -88,16 +93,7 @@ for name in "${names[@]}"; do
   echo "[$i/$n] $name: building $version" >&2
   start=$SECONDS
   rm -f "$out/$name.tmp"
-  # go build -v names each package as it compiles; count them as progress.
-  (cd "$p/$dir" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) |
-    while IFS= read -r line; do
-      count=$((${count:-0} + 1))
-      if [ -t 2 ]; then printf '\r      %4d packages compiled, %ds' "$count" $((SECONDS - start)) >&2
-      elif [ $((count % 100)) -eq 0 ]; then echo "      $count packages compiled, $((SECONDS - start))s" >&2; fi
-      # Package names (no spaces) and downloads are progress; errors are shown as they come.
-      case $line in "go: downloading "*) ;; *" "* | *.go:*) echo "$line" >&2 ;; esac
-    done || true # a failed build is reported below and the others still build
-  [ -t 2 ] && echo >&2
+  (cd "$p/$dir" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) | go_build_progress "$start" || true # a failed build is reported below and the others still build
   if [ ! -f "$out/$name.tmp" ]; then
     echo "[$i/$n] $name: build failed" >&2
     failed+=("$name")

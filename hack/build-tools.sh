@@ -5,6 +5,7 @@
 #   bash hack/build-tools.sh helm       # only the tools named
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/go-build-progress.sh"
 cache=${WINFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/winfleet}
 key=$(cat "$here/tools/go.mod" "$here/tools/go.sum" | sha256sum | cut -c1-12)
 out="$cache/tools/$key"
@@ -34,14 +35,7 @@ for name in "${want[@]}"; do
     version=$(cd "$here/tools" && go list -m -f '{{.Version}}' helm.sh/helm/v4)
     flags+=" -X helm.sh/helm/v4/internal/version.version=$version"
   fi
-  (cd "$here/tools" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) |
-    while IFS= read -r line; do
-      count=$((${count:-0} + 1))
-      if [ -t 2 ]; then printf '\r      %4d packages compiled, %ds' "$count" $((SECONDS - start)) >&2
-      elif [ $((count % 100)) -eq 0 ]; then echo "      $count packages compiled, $((SECONDS - start))s" >&2; fi
-      case $line in *.go:*|"# "*|"go: "*|*"cannot find"*) echo "$line" >&2 ;; esac
-    done
-  [ -t 2 ] && echo >&2
+  (cd "$here/tools" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) | go_build_progress "$start"
   if [ ! -f "$out/$name.tmp" ]; then echo "[$i/$n] $name: build failed" >&2; exit 1; fi
   mv "$out/$name.tmp" "$out/$name"
   echo "[$i/$n] $name: built in $((SECONDS - start))s ($(du -h "$out/$name" | cut -f1))" >&2

@@ -185,6 +185,14 @@ if $with_e2e; then
       --test-timeout=900000 src/api/crds.e2e.test.ts src/webhook/webhook.e2e.test.ts 2>&1 | grep -E '^(✔|✖|ℹ (pass|fail))'"
 fi
 
+# The flag lists (make flag-lists): generated into an empty cache (Go's build cache is warm
+# here, so this takes seconds, not the cold build's minutes), and with wine64 hidden.
+echo "== flag lists (hack/build-flag-lists.sh) into an empty cache"
+branch "flag lists, wine64 hidden" 1 'wine64 is missing: install' -- \
+  hide /usr/lib/wine/wine64 -- env WINFLEET_CACHE="$work/flag-cache-1" bash "$repo/hack/build-flag-lists.sh"
+branch "flag lists generated" 0 'flag-lists\.json$' -- \
+  env WINFLEET_CACHE="$work/flag-cache-2" bash "$repo/hack/build-flag-lists.sh"
+
 echo "== commands the tests, the lab and the scripts spawn"
 for cmd in bash tar sha256sum setpriv docker-registry kubectl npm go /usr/lib/wine/wine64; do
   branch "$cmd on PATH" 0 . -- bash -c "command -v $cmd"

@@ -7,16 +7,12 @@ import assert from 'node:assert/strict';
 import { readFile, stat } from 'node:fs/promises';
 import { before, describe, test } from 'node:test';
 import { buildAgent, bundleAgent, SEA_BLOB_MAGIC, SEA_FUSE, SEA_RESOURCE } from './build-agent.ts';
+import { assertWindowsConsoleExecutable } from './pe-assertions.ts';
 import {
   findPeResource,
   listPeResources,
   PE_DIRECTORY_RESOURCE,
   PE_DIRECTORY_SECURITY,
-  PE_FILE_DLL,
-  PE_FILE_EXECUTABLE_IMAGE,
-  PE_MACHINE_AMD64,
-  PE_SUBSYSTEM_WINDOWS_CUI,
-  PE32_PLUS_MAGIC,
   parsePeFile,
   RT_RCDATA,
   removeCertificateTable,
@@ -48,16 +44,7 @@ function countOccurrences(haystack: Buffer, needle: string): number {
 
 describe('winfleet-agent.exe', () => {
   test('is a PE32+ x86-64 console executable', () => {
-    const pe = parsePeFile(exe);
-    assert.equal(pe.machine, PE_MACHINE_AMD64);
-    assert.equal(pe.optionalHeaderMagic, PE32_PLUS_MAGIC);
-    assert.equal(pe.subsystem, PE_SUBSYSTEM_WINDOWS_CUI);
-    assert.ok(pe.characteristics & PE_FILE_EXECUTABLE_IMAGE, 'IMAGE_FILE_EXECUTABLE_IMAGE is set');
-    assert.equal(pe.characteristics & PE_FILE_DLL, 0, 'it is not a DLL');
-    assert.ok(
-      pe.sections.some((s) => s.name === '.text'),
-      'it has a .text section',
-    );
+    assertWindowsConsoleExecutable(exe);
   });
 
   test('carries the agent bundle as its NODE_SEA_BLOB resource', async () => {

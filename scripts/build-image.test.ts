@@ -1,26 +1,15 @@
 /** The parsers the image build relies on, against real and hostile input. */
 import assert from 'node:assert/strict';
-import { open } from 'node:fs/promises';
 import { test } from 'node:test';
 import {
   checkImageReference,
   elfInterpreter,
   parseLoaderList,
   parsePrintUris,
+  readHead,
   sourceUrl,
 } from './build-image.ts';
 import { pinnedNode } from './node-build.ts';
-
-async function head(path: string, bytes = 64 * 1024): Promise<Buffer> {
-  const file = await open(path, 'r');
-  try {
-    const buffer = Buffer.alloc(bytes);
-    const { bytesRead } = await file.read(buffer, 0, bytes, 0);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await file.close();
-  }
-}
 
 /** A minimal ELF64 x86-64 header with one program header of `type` at 64. */
 function elf(options: { type?: number; interp?: string; machine?: number; elfClass?: number }) {
@@ -41,7 +30,7 @@ function elf(options: { type?: number; interp?: string; machine?: number; elfCla
 }
 
 test('elfInterpreter reads the pinned Node binary and refuses what is not an x86-64 ELF', async () => {
-  const interpreter = elfInterpreter(await head(pinnedNode()));
+  const interpreter = elfInterpreter(await readHead(pinnedNode(), 64 * 1024));
   assert.match(interpreter, /^\/lib64\/ld-linux-x86-64\.so\.2$/);
   assert.equal(elfInterpreter(elf({})), '/lib64/ld-linux-x86-64.so.2');
   assert.throws(

@@ -630,7 +630,8 @@ async function normalizeDirectories(dir: string): Promise<void> {
   }
 }
 
-async function readHead(path: string, bytes: number): Promise<Buffer> {
+/** The first `bytes` bytes of a file (fewer when it is shorter). */
+export async function readHead(path: string, bytes: number): Promise<Buffer> {
   const file = await open(path, 'r');
   try {
     const buffer = Buffer.alloc(bytes);

@@ -18,14 +18,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { parseServiceShimArgs } from '../sim/hosts/programs.ts';
 import { buildServiceShim, serviceShimModule } from './build-service-shim.ts';
-import {
-  PE_FILE_DLL,
-  PE_FILE_EXECUTABLE_IMAGE,
-  PE_MACHINE_AMD64,
-  PE_SUBSYSTEM_WINDOWS_CUI,
-  PE32_PLUS_MAGIC,
-  parsePeFile,
-} from './pe-file.ts';
+import { assertWindowsConsoleExecutable } from './pe-assertions.ts';
 
 const run = promisify(execFile);
 let work: string;
@@ -70,16 +63,7 @@ describe('winfleet-service.exe', { timeout: 10 * 60_000 }, () => {
   });
 
   test('is a PE32+ x86-64 console executable', () => {
-    const pe = parsePeFile(exe);
-    assert.equal(pe.machine, PE_MACHINE_AMD64);
-    assert.equal(pe.optionalHeaderMagic, PE32_PLUS_MAGIC);
-    assert.equal(pe.subsystem, PE_SUBSYSTEM_WINDOWS_CUI);
-    assert.ok(pe.characteristics & PE_FILE_EXECUTABLE_IMAGE, 'IMAGE_FILE_EXECUTABLE_IMAGE is set');
-    assert.equal(pe.characteristics & PE_FILE_DLL, 0, 'it is not a DLL');
-    assert.ok(
-      pe.sections.some((s) => s.name === '.text'),
-      'it has a .text section',
-    );
+    assertWindowsConsoleExecutable(exe);
   });
 
   test('is the same bytes when built again elsewhere', async () => {

@@ -1,6 +1,7 @@
 /**
  * The files a loopback cluster needs: a cluster CA, serving certificates for the API server,
- * controller manager and scheduler, an admin client certificate and the service-account key.
+ * controller manager and scheduler, an admin client certificate, the API server's client
+ * certificate for kubelets and the service-account key.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -23,9 +24,18 @@ export interface ClusterPkiFiles {
   componentKey: string;
   adminCert: string;
   adminKey: string;
+  /** The API server's client certificate for kubelets (--kubelet-client-certificate). */
+  kubeletClientCert: string;
+  kubeletClientKey: string;
   serviceAccountKey: string;
   serviceAccountPub: string;
 }
+
+/**
+ * Who the API server is to kubelets (kubeadm's apiserver-kubelet-client certificate); kubeadm
+ * binds this user to ClusterRole system:kubelet-api-admin (kubelet-api-access.ts).
+ */
+export const kubeletClientCommonName = 'kube-apiserver-kubelet-client';
 
 /** The API server's in-cluster names; its first service IP is added by the caller. */
 export const apiserverDnsNames = [
@@ -78,6 +88,11 @@ export async function createClusterPki(dir: string, serviceIp: string): Promise<
       usage: 'client',
     }),
   );
+  const [kubeletClientCert, kubeletClientKey] = await writePair(
+    dir,
+    'apiserver-kubelet-client',
+    await issueCertificate(ca, { commonName: kubeletClientCommonName, usage: 'client' }),
+  );
   const sa = await generateKeyPair();
   const serviceAccountKey = join(dir, 'sa.key');
   const serviceAccountPub = join(dir, 'sa.pub');
@@ -92,6 +107,8 @@ export async function createClusterPki(dir: string, serviceIp: string): Promise<
     componentKey,
     adminCert,
     adminKey,
+    kubeletClientCert,
+    kubeletClientKey,
     serviceAccountKey,
     serviceAccountPub,
   };

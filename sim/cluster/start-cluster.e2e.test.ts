@@ -10,10 +10,17 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { waitFor } from '../../src/kube/wait-for.ts';
+import { cidrContains, parseIpv4, parseIpv4Cidr } from '../../src/net/ipv4-cidr.ts';
 import { createCsrPem, generateKeyPair } from '../../src/pki/certificates.ts';
-import { freshCluster } from '../testkit/test-cluster.ts';
+import { createLinuxNode } from '../testkit/nodes.ts';
+import {
+  freshCluster,
+  sharedCluster,
+  testNamespace,
+  uniqueSuffix,
+} from '../testkit/test-cluster.ts';
 import { ComponentStartError } from './health.ts';
-import { startCluster } from './start-cluster.ts';
+import { podCidr, startCluster } from './start-cluster.ts';
 
 function processAlive(pid: number): boolean {
   try {
@@ -38,7 +45,17 @@ test('two clusters run side by side on their own ports and stop without leftover
         /^v1\.36\.\d+$/,
         'the API server reports the pinned version',
       );
-      assert.equal(cluster.components.length, 5);
+      assert.deepEqual(
+        cluster.components.map((c) => c.name),
+        [
+          'etcd',
+          'kube-apiserver',
+          'kube-controller-manager',
+          'kube-scheduler',
+          'kwok',
+          'kwok-hosts',
+        ],
+      );
     }
   } finally {
     await Promise.all([a.stop(), b.stop()]);
@@ -48,6 +65,58 @@ test('two clusters run side by side on their own ports and stop without leftover
       processAlive(component.pid!),
       false,
       `${component.name} (pid ${component.pid}) is gone`,
+    );
+  }
+});
+
+test('kwok-only nodes get their own pod CIDR from the controller manager, and their pods addresses inside it', async (t) => {
+  const { kc } = await sharedCluster();
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const names = [`cidr-a-${uniqueSuffix()}`, `cidr-b-${uniqueSuffix()}`];
+  t.after(async () => {
+    for (const name of names) await core.deleteNode({ name }).catch(() => {});
+  });
+  const cluster = parseIpv4Cidr(podCidr)!;
+  const cidrs = new Map<string, string>();
+  for (const name of names) {
+    // Ready only once it has a pod CIDR (kwok-stages.yaml).
+    const node = await createLinuxNode(kc, { name });
+    const cidr = node.spec?.podCIDR ?? '';
+    assert.ok(cidrContains(cluster, parseIpv4Cidr(cidr)?.network ?? -1), `${name}: ${cidr}`);
+    cidrs.set(name, cidr);
+  }
+  assert.equal(new Set(cidrs.values()).size, 2);
+  const namespace = await testNamespace(kc, 'kwokip');
+  for (const name of names) {
+    for (const i of [1, 2]) {
+      await core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: `${name}-${i}` },
+          spec: {
+            nodeName: name,
+            containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }],
+          },
+        },
+      });
+    }
+  }
+  const pods = await waitFor(
+    async () => {
+      const list = (await core.listNamespacedPod({ namespace })).items;
+      return list.length === 4 && list.every((p) => p.status?.phase === 'Running' && p.status.podIP)
+        ? list
+        : undefined;
+    },
+    { description: 'four pods Running with IPs', timeoutMs: 30_000 },
+  );
+  const ips = pods.map((p) => p.status!.podIP!);
+  assert.equal(new Set(ips).size, 4, ips.join(', '));
+  for (const pod of pods) {
+    const cidr = parseIpv4Cidr(cidrs.get(pod.spec!.nodeName!)!)!;
+    assert.ok(
+      cidrContains(cidr, parseIpv4(pod.status!.podIP!)!),
+      `${pod.metadata?.name}: ${pod.status?.podIP}`,
     );
   }
 });
@@ -140,7 +209,7 @@ test('a launcher killed with SIGKILL takes its components with it; the next star
     timeoutMs: 120_000,
   });
   const dir = dirname(kubeconfig);
-  assert.equal(processesUsing(dir).length, 5, 'five components run');
+  assert.equal(processesUsing(dir).length, 6, 'six components run (two kwok)');
   const exited = once(child, 'exit');
   child.kill('SIGKILL');
   // Until this process reaps it, the killed launcher is a zombie whose pid still answers.

@@ -1,28 +1,42 @@
 /**
  * Starts a whole Kubernetes cluster on loopback from the binaries built from Go modules:
- * etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok. Each cluster gets
- * its own free ports and directory, so several can run side by side.
+ * etcd, kube-apiserver, kube-controller-manager, kube-scheduler and two kwok processes (one for
+ * kwok-only nodes, one for the nodes of simulated Windows hosts). Each cluster gets its own
+ * free ports and directory, so several can run side by side.
  */
 
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { loadKubeConfig } from '../../src/kube/client.ts';
 import { ensureBinaries } from './binaries.ts';
 import { type ClusterPkiFiles, createClusterPki } from './cluster-pki.ts';
 import { ComponentProcess } from './component-process.ts';
 import { freePorts } from './free-port.ts';
 import { waitHealthy } from './health.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
+import { grantKubeletApiAccess } from './kubelet-api-access.ts';
 import { createOwnedTempDir, removeOwnedTempDir } from './owned-temp-dir.ts';
 
-/** Nodes that carry this annotation are kept alive by kwok. */
+/** Nodes that carry this annotation are kept alive by kwok, which also plays their pods. */
 export const kwokNodeAnnotation = { key: 'kwok.x-k8s.io/node', value: 'fake' } as const;
+/**
+ * Nodes of simulated Windows hosts carry this one while their kubelet stand-in is up: a second
+ * kwok keeps them alive and runs the containers of their pods, whose sandboxes and IPs come
+ * from the host (sim/hosts/sim-cni.ts).
+ */
+export const hostNodeAnnotation = { key: 'kwok.x-k8s.io/node', value: 'winfleet-host' } as const;
 export const serviceCidr = '10.96.0.0/12';
 /** First address of the service range: the `kubernetes` Service. */
 export const kubernetesServiceIp = '10.96.0.1';
-/** Pod IPs kwok hands out; apart from the service range. */
+/**
+ * The cluster's pod CIDR (kube-controller-manager --cluster-cidr), apart from the service range:
+ * every node gets a /24 of it as spec.podCIDR, and its pods take their IPs from that.
+ */
 export const podCidr = '10.244.0.0/16';
+/** The size of each node's pod CIDR (--node-cidr-mask-size): 256 nodes of up to 254 pods. */
+export const nodeCidrMaskSize = 24;
 
 export interface ClusterOptions {
   /** Directory for PKI, data and logs; a new temp dir by default. */
@@ -58,6 +72,8 @@ export interface ClusterPorts {
   controllerManager: number;
   scheduler: number;
   kwok: number;
+  /** The kwok that plays the nodes of simulated Windows hosts. */
+  kwokHosts: number;
 }
 
 /** A running cluster. */
@@ -76,6 +92,8 @@ export interface Cluster {
 }
 
 const stagesFile = fileURLToPath(new URL('./kwok-stages.yaml', import.meta.url));
+const podReadyStagesFile = fileURLToPath(new URL('./kwok-stages-pod-ready.yaml', import.meta.url));
+const hostPodStagesFile = fileURLToPath(new URL('./kwok-stages-host-pods.yaml', import.meta.url));
 const running = new Set<Cluster>();
 let exitHookInstalled = false;
 const tempPrefix = 'winfleet-cluster-';
@@ -106,9 +124,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     string,
   ];
   await Promise.all([mkdir(pkiDir, { recursive: true }), mkdir(logDir, { recursive: true })]);
-  const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = (await freePorts(
-    6,
-  )) as [number, number, number, number, number, number];
+  const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok, kwokHosts] =
+    (await freePorts(7)) as [number, number, number, number, number, number, number];
   const ports: ClusterPorts = {
     etcdClient,
     etcdPeer,
@@ -116,6 +133,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     controllerManager,
     scheduler,
     kwok,
+    kwokHosts,
   };
   progress('creating PKI');
   const pki = await createClusterPki(pkiDir, kubernetesServiceIp);
@@ -133,7 +151,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     { mode: 0o600 },
   );
   const stages = join(dir, 'kwok-stages.yaml');
+  const podReadyStages = join(dir, 'kwok-stages-pod-ready.yaml');
+  const hostPodStages = join(dir, 'kwok-stages-host-pods.yaml');
   await copyFile(stagesFile, stages);
+  await copyFile(podReadyStagesFile, podReadyStages);
+  await copyFile(hostPodStagesFile, hostPodStages);
   const audit = options.auditPolicy
     ? { policy: join(dir, 'audit-policy.yaml'), log: join(logDir, 'audit.log') }
     : undefined;
@@ -158,10 +180,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     },
   };
   running.add(cluster);
-  const start = (name: string, args: string[]) => {
+  const start = (name: string, args: string[], binary = name) => {
     const component = new ComponentProcess({
       name,
-      binary: join(binDir, name),
+      binary: join(binDir, binary),
       args,
       logFile: join(logDir, `${name}.log`),
     });
@@ -208,6 +230,12 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       '--endpoint-reconciler-type=none',
       '--allow-privileged=true',
       '--profiling=false',
+      // To kubelets (kubectl logs, exec): by the Node's InternalIP, with the API server's own
+      // client certificate, the kubelet's serving certificate checked against the cluster CA.
+      `--kubelet-client-certificate=${pki.kubeletClientCert}`,
+      `--kubelet-client-key=${pki.kubeletClientKey}`,
+      `--kubelet-certificate-authority=${pki.caCert}`,
+      '--kubelet-preferred-address-types=InternalIP',
       ...(audit
         ? [
             `--audit-policy-file=${audit.policy}`,
@@ -220,8 +248,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         : []),
     ]);
     await waitHealthy(kubeApiserver, `${server}/readyz`, asAdmin, deadline);
+    await grantKubeletApiAccess(loadKubeConfig(kubeconfigPath));
 
-    progress('starting kube-controller-manager, kube-scheduler and kwok');
+    progress('starting kube-controller-manager, kube-scheduler and two kwok');
     const controllerManagerProcess = start('kube-controller-manager', [
       `--kubeconfig=${kubeconfigPath}`,
       `--authentication-kubeconfig=${kubeconfigPath}`,
@@ -235,6 +264,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       `--root-ca-file=${pki.caCert}`,
       `--service-account-private-key-file=${pki.serviceAccountKey}`,
       `--service-cluster-ip-range=${serviceCidr}`,
+      // Each node gets its own pod CIDR (spec.podCIDR), which its CNI config and kwok use.
+      '--allocate-node-cidrs=true',
+      `--cluster-cidr=${podCidr}`,
+      `--node-cidr-mask-size=${nodeCidrMaskSize}`,
       '--controllers=*,bootstrapsigner,tokencleaner',
       '--leader-elect=false',
       '--profiling=false',
@@ -256,11 +289,28 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       `--manage-nodes-with-annotation-selector=${kwokNodeAnnotation.key}=${kwokNodeAnnotation.value}`,
       `--cidr=${podCidr}`,
       `--config=${stages}`,
+      `--config=${podReadyStages}`,
       `--server-address=127.0.0.1:${kwok}`,
       '--node-lease-duration-seconds=40',
       // Default InternalIP of kwok nodes that declare none.
       '--node-ip=127.0.0.1',
     ]);
+    const kwokHostsProcess = start(
+      'kwok-hosts',
+      [
+        `--kubeconfig=${kubeconfigPath}`,
+        '--manage-all-nodes=false',
+        `--manage-nodes-with-annotation-selector=${hostNodeAnnotation.key}=${hostNodeAnnotation.value}`,
+        `--cidr=${podCidr}`,
+        `--config=${stages}`,
+        `--config=${hostPodStages}`,
+        `--server-address=127.0.0.1:${kwokHosts}`,
+        // No leases: each host's kubelet stand-in renews its own (sim/hosts/node-lease.ts), and
+        // a kwok that holds leases ignores nodes whose annotation arrives after registration.
+        '--node-lease-duration-seconds=0',
+      ],
+      'kwok',
+    );
     await Promise.all([
       waitHealthy(
         controllerManagerProcess,
@@ -275,6 +325,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         deadline,
       ),
       waitHealthy(kwokProcess, `http://127.0.0.1:${kwok}/healthz`, undefined, deadline),
+      waitHealthy(kwokHostsProcess, `http://127.0.0.1:${kwokHosts}/healthz`, undefined, deadline),
     ]);
   } catch (error) {
     await cluster.stop();

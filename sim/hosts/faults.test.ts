@@ -4,12 +4,14 @@ import { agentExecutable, remoteCommand } from '../../src/hostaccess/remote-scri
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { parsePowerShellJson } from '../../src/powershell/powershell.ts';
 import { type SimulatedHosts, startSimulatedHosts } from './fleet.ts';
+import { openLogFile } from './kube-log-runner.ts';
 import { defaultPrograms, idleProgram } from './programs.ts';
 import { SimHostOS } from './sim-host-os.ts';
 import { connect, exec, generateTestKey, openSftp, sftpCall } from './ssh-test-client.ts';
 import { installBinary, serviceConfig } from './test-machine.ts';
 
 const key = generateTestKey();
+const agentRunsLog = 'C:\\k\\winfleet\\agent-runs.log';
 let nextAddress = 80;
 
 /** One host with fast timings; its agent prints a line, then runs until stopped. */
@@ -29,7 +31,13 @@ async function oneHost(t: { after(fn: () => Promise<void>): void }): Promise<Sim
     programs: () =>
       defaultPrograms().register('winfleet-agent.exe', {
         run: async (context) => {
-          context.stdout(`agent ${context.argv.join(' ')} started\n`);
+          // Its output reaches an SSH client; as a service it has no console, so it also
+          // logs to a file.
+          const line = `agent ${context.argv.join(' ')} started\n`;
+          context.stdout(line);
+          const log = await openLogFile(context, agentRunsLog);
+          log.write(line);
+          await log.close();
           await idleProgram(context);
           return 0;
         },
@@ -183,10 +191,10 @@ test('a reboot drops connections, refuses new ones while down, and brings auto s
   await rebooted;
   assert.notEqual(host.machine.bootId, bootId);
   assert.equal((await os.queryService('winfleet-agent'))?.state, 'running');
-  assert.deepEqual(host.machine.scm.logs('winfleet-agent'), [
-    'agent run started',
-    'agent run started',
-  ]);
+  assert.deepEqual(
+    (await host.machine.fs.readFile(agentRunsLog)).toString().split('\n').filter(Boolean),
+    ['agent run started', 'agent run started'],
+  );
   const again = await connect(host, { key });
   const hashes = await exec(
     again.client,
@@ -211,20 +219,20 @@ test('a reboot in the middle of bootstrap: when the Nth exec runs, or when a ser
   });
 
   const os = new SimHostOS(host.machine);
-  await installBinary(host.machine, 'kube-proxy');
+  await installBinary(host.machine, 'csi-proxy');
   await os.createService(
-    serviceConfig('kube-proxy', { args: ['--windows-service'], startType: 'auto' }),
+    serviceConfig('csi-proxy', { args: ['-windows-service'], startType: 'auto' }),
   );
   const before = host.machine.bootId;
-  host.faults.rebootWhen({ when: { serviceStarted: 'KUBE-PROXY' }, downtimeMs: 100 });
-  await os.startService('kube-proxy');
+  host.faults.rebootWhen({ when: { serviceStarted: 'CSI-PROXY' }, downtimeMs: 100 });
+  await os.startService('csi-proxy');
   await waitFor(() => host.machine.bootId !== before && host.machine.powerState === 'up', {
-    description: 'the reboot when kube-proxy started',
+    description: 'the reboot when csi-proxy started',
     timeoutMs: 5000,
     intervalMs: 20,
   });
-  await waitFor(async () => (await os.queryService('kube-proxy'))?.state === 'running', {
-    description: 'kube-proxy back after the reboot (auto start; the fault fired once)',
+  await waitFor(async () => (await os.queryService('csi-proxy'))?.state === 'running', {
+    description: 'csi-proxy back after the reboot (auto start; the fault fired once)',
     timeoutMs: 3000,
     intervalMs: 20,
   });

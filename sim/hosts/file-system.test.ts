@@ -63,8 +63,8 @@ test('free space goes down with writes, up with removals, and the disk-full faul
 test('a running program image cannot be overwritten, replaced or deleted, but can be renamed', async (t) => {
   const fs = await tempFs(t);
   await fs.writeFileAtomic('C:\\k\\kubelet.exe', 'v1');
-  const image = await fs.hostPath('C:\\k\\kubelet.exe');
-  fs.isInUse = (host) => host === image;
+  const image = await fs.fileIdentity('C:\\k\\kubelet.exe');
+  fs.heldAs = (identity) => (identity === image ? 'image' : undefined);
   await assert.rejects(fs.writeFile('C:\\k\\kubelet.exe', 'v2'), { code: 'EBUSY' });
   await assert.rejects(fs.writeFileAtomic('C:\\k\\kubelet.exe', 'v2'), { code: 'EPERM' });
   await assert.rejects(fs.remove('C:\\k', { recursive: true }), { code: 'EPERM' });
@@ -72,6 +72,42 @@ test('a running program image cannot be overwritten, replaced or deleted, but ca
   assert.equal((await fs.readFile('C:\\k\\kubelet.exe')).toString(), 'v1');
   await fs.rename('C:\\k\\kubelet.exe', 'C:\\k\\kubelet.old.exe');
   assert.deepEqual(await fs.allPaths(), ['C:\\k', 'C:\\k\\kubelet.old.exe']);
+});
+
+test('the lock follows the file through a rename: the new file is free, the renamed one is not', async (t) => {
+  const fs = await tempFs(t);
+  await fs.writeFileAtomic('C:\\k\\shim.exe', 'v1');
+  const image = await fs.fileIdentity('C:\\k\\shim.exe');
+  fs.heldAs = (identity) => (identity === image ? 'image' : undefined);
+  await fs.rename('C:\\k\\shim.exe', 'C:\\k\\shim.exe.old-1');
+  await fs.writeFileAtomic('C:\\k\\shim.exe', 'v2');
+  await fs.writeFileAtomic('C:\\k\\shim.exe', 'v3');
+  assert.equal((await fs.readFile('C:\\k\\shim.exe')).toString(), 'v3');
+  await assert.rejects(fs.remove('C:\\k\\shim.exe.old-1'), (e: NodeJS.ErrnoException) => {
+    return (
+      e.code === 'EPERM' &&
+      /Access is denied\. \(delete "C:\\k\\shim\.exe\.old-1"\)/.test(e.message)
+    );
+  });
+  assert.notEqual(await fs.fileIdentity('C:\\k\\shim.exe'), image);
+});
+
+test('a file held open can be written in place but not deleted, renamed or replaced', async (t) => {
+  const fs = await tempFs(t);
+  await fs.writeFileAtomic('C:\\k\\logs\\kubelet.log', 'a');
+  const held = await fs.fileIdentity('C:\\k\\logs\\kubelet.log');
+  fs.heldAs = (identity) => (identity === held ? 'open' : undefined);
+  await fs.writeFile('C:\\k\\logs\\kubelet.log', 'b');
+  const handle = await fs.open('C:\\k\\logs\\kubelet.log', { write: true, append: true });
+  await handle.write(0, Buffer.from('c'));
+  await handle.close();
+  assert.equal((await fs.readFile('C:\\k\\logs\\kubelet.log')).toString(), 'bc');
+  await assert.rejects(fs.remove('C:\\k\\logs', { recursive: true }), { code: 'EBUSY' });
+  await assert.rejects(fs.rename('C:\\k\\logs\\kubelet.log', 'C:\\k\\x.log'), {
+    code: 'EBUSY',
+  });
+  await assert.rejects(fs.writeFileAtomic('C:\\k\\logs\\kubelet.log', 'd'), { code: 'EBUSY' });
+  assert.deepEqual(await fs.allPaths(), ['C:\\k', 'C:\\k\\logs', 'C:\\k\\logs\\kubelet.log']);
 });
 
 test('rename refuses an existing target unless replacing, and never replaces a directory', async (t) => {

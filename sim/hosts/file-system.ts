@@ -3,9 +3,13 @@
  * anything the agent writes survives a simulated reboot and can be inspected), seen through
  * Windows rules:
  * - names are case-insensitive and case-preserving (each name is looked up in its directory);
- * - the executable image of a running process cannot be overwritten, replaced or deleted
- *   (EBUSY/EPERM, as Windows refuses), so an upgrade must stop a service before replacing
- *   its binary;
+ * - a file a running process holds is locked by its identity (its inode on the real disk),
+ *   so the lock follows the file through a rename: the executable image of a running process
+ *   cannot be opened for writing (EBUSY: ERROR_SHARING_VIOLATION), deleted or replaced by a
+ *   rename (EPERM: ERROR_ACCESS_DENIED), but can be renamed — so an upgrade either stops what
+ *   runs it or renames it aside; a file a program holds open (sim-process.ts `holdOpen`, a Go
+ *   handle without FILE_SHARE_DELETE) can be written in place but not deleted, renamed or
+ *   replaced (EBUSY);
  * - free space is accounted (a configured amount minus what was written since) and the
  *   disk-full fault makes every data write fail with "There is not enough space on the disk.";
  * - each path has an owner and a DACL, inherited unless protected (file-security.ts); callers
@@ -13,6 +17,7 @@
  *   (SYSTEM) and catalog scripts run for an administrator, whom winfleet's DACLs always grant.
  */
 import { randomBytes } from 'node:crypto';
+import type { BigIntStats } from 'node:fs';
 import {
   type FileHandle,
   lstat,
@@ -33,6 +38,7 @@ import {
   type SecurityDescriptor,
 } from './file-security.ts';
 import { errorCode, fsError } from './file-system-error.ts';
+import type { FileHold } from './sim-process.ts';
 import { formatWindowsPath, windowsPathSegments } from './windows-path.ts';
 
 const gib = 1024 ** 3;
@@ -130,8 +136,11 @@ export class SimFileSystem {
   readonly diskSizeBytes: number;
   /** The disk-full fault: every data write fails and free space reads 0. */
   diskFull = false;
-  /** Whether a real-disk path is the image of a running process (set by the machine). */
-  isInUse: (hostPath: string) => boolean = () => false;
+  /**
+   * How running processes hold the file with this identity (`fileIdentity`), if they do; set
+   * by the machine.
+   */
+  heldAs: (identity: string) => FileHold | undefined = () => undefined;
   #freeAtBaseline: number;
   #usedSinceBaseline = 0;
   /** Explicit security descriptors, by lower-cased canonical path. */
@@ -221,6 +230,27 @@ export class SimFileSystem {
       stored.push(match);
     }
     return { host, path: formatWindowsPath(stored), exists: true };
+  }
+
+  /**
+   * The identity of an existing file: the same through renames, never shared by two files
+   * that exist at once (device and inode on the real disk). Throws ENOENT when it is missing.
+   */
+  async fileIdentity(path: string): Promise<string> {
+    const located = await this.#locate(path);
+    if (!located.exists) throw fsError('ENOENT', 'open', path);
+    return identityOf(await lstat(located.host, { bigint: true }));
+  }
+
+  /** How running processes hold the file at a real-disk path (none when it is missing). */
+  async #hold(host: string): Promise<FileHold | undefined> {
+    let stats: BigIntStats;
+    try {
+      stats = await lstat(host, { bigint: true });
+    } catch {
+      return undefined;
+    }
+    return stats.isFile() ? this.heldAs(identityOf(stats)) : undefined;
   }
 
   /** The real-disk path of a Windows path (existing or not). */
@@ -321,7 +351,8 @@ export class SimFileSystem {
     const located = await this.#locate(path);
     const old = located.exists ? await statOf(located.host) : undefined;
     if (old?.kind === 'directory') throw fsError('EISDIR', 'write', path);
-    if (located.exists && this.isInUse(located.host)) throw fsError('EBUSY', 'write', path);
+    if (located.exists && (await this.#hold(located.host)) === 'image')
+      throw fsError('EBUSY', 'write', path);
     if (!located.exists) await this.#requireParent(path);
     this.reserve(Math.max(0, bytes.length - (old?.size ?? 0)), 'write', path);
     const handle = await open(located.host, 'w');
@@ -364,7 +395,8 @@ export class SimFileSystem {
       if (flags.create && flags.exclusive) throw fsError('EEXIST', 'create', path);
       const stats = await statOf(located.host);
       if (stats.kind === 'directory') throw fsError('EISDIR', 'open', path);
-      if (writing && this.isInUse(located.host)) throw fsError('EBUSY', 'open', path);
+      if (writing && (await this.#hold(located.host)) === 'image')
+        throw fsError('EBUSY', 'open', path);
     } else {
       if (!flags.create) throw fsError('ENOENT', 'open', path);
       await this.#requireParent(path);
@@ -421,7 +453,7 @@ export class SimFileSystem {
 
   /**
    * Removes a file, or a directory (with everything in it when `recursive`; else it must be
-   * empty). Nothing is removed when a file in the tree is a running program's image.
+   * empty). Nothing is removed when a running process holds a file in the tree.
    */
   async remove(
     path: string,
@@ -447,9 +479,10 @@ export class SimFileSystem {
     }
     let bytes = 0;
     for (const file of await filesUnder(located.host)) {
-      if (this.isInUse(file.host)) {
+      const hold = await this.#hold(file.host);
+      if (hold) {
         throw fsError(
-          'EPERM',
+          hold === 'image' ? 'EPERM' : 'EBUSY',
           'delete',
           `${located.path}${file.host.slice(located.host.length).replaceAll('/', '\\')}`,
         );
@@ -464,16 +497,19 @@ export class SimFileSystem {
   /**
    * Renames a file or directory. With `replace` an existing file at `to` is replaced (as
    * MoveFileEx with MOVEFILE_REPLACE_EXISTING; never a directory); without, it must not exist.
+   * A running image renames; a file held open does not; neither can be replaced.
    */
   async rename(from: string, to: string, options: { replace?: boolean } = {}): Promise<void> {
     const source = await this.#locate(from);
     if (!source.exists) throw fsError('ENOENT', 'rename', from);
+    if ((await this.#hold(source.host)) === 'open') throw fsError('EBUSY', 'rename', from);
     const target = await this.#locate(to);
     let replacedBytes = 0;
     if (target.exists && target.host !== source.host) {
       const stats = await statOf(target.host);
       if (!options.replace || stats.kind === 'directory') throw fsError('EEXIST', 'rename to', to);
-      if (this.isInUse(target.host)) throw fsError('EPERM', 'replace', to);
+      const hold = await this.#hold(target.host);
+      if (hold) throw fsError(hold === 'image' ? 'EPERM' : 'EBUSY', 'replace', to);
       replacedBytes = stats.size;
     } else if (!target.exists) {
       await this.#requireParent(to);
@@ -511,6 +547,10 @@ export class SimFileSystem {
     await walk(this.root, []);
     return paths.sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase()));
   }
+}
+
+function identityOf(stats: BigIntStats): string {
+  return `${stats.dev}:${stats.ino}`;
 }
 
 async function statOf(host: string): Promise<SimStat> {

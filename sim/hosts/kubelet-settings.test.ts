@@ -60,7 +60,22 @@ test("the agent's flags and a Windows KubeletConfiguration are read as the kubel
   assert.equal(settings.serverTLSBootstrap, true);
   assert.equal(settings.windowsService, true);
   assert.equal(settings.clientCAFile, 'C:\\k\\ca.crt');
-  assert.deepEqual(settings.unknownFlags, []);
+  assert.deepEqual(settings.flagWarnings, []);
+  assert.equal(settings.port, 10250, 'the default port');
+});
+
+test('the kubelet API port comes from the file, then --port, and must be a port', () => {
+  const config = (port: number) =>
+    parseKubeletConfiguration(`${windowsConfig}\nport: ${port}\n`, 'C:\\k\\kubelet-config.yaml');
+  assert.equal(kubeletSettings(flags, config(10260)).port, 10260);
+  assert.equal(kubeletSettings([...flags, '--port=10270'], config(10260)).port, 10270);
+  assert.throws(() => kubeletSettings([...flags, '--port=ten'], config(10260)), {
+    message:
+      'failed to parse kubelet flag: invalid argument "ten" for "--port" flag: strconv.ParseInt: parsing "ten": invalid syntax',
+  });
+  assert.throws(() => kubeletSettings(flags, config(70000)), {
+    message: 'invalid configuration: port (--port) 70000 must be between 1 and 65535, inclusive',
+  });
 });
 
 test('flags win over the file, and the flag forms of taints and reservations are accepted', () => {

@@ -7,6 +7,8 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
+import { FlagError, flagLists, parsePflag } from './flag-lists.ts';
+import { parseGoBool } from './go-values.ts';
 
 export interface KubeletSettings {
   configPath?: string;
@@ -28,8 +30,13 @@ export interface KubeletSettings {
   clientCAFile?: string;
   windowsService: boolean;
   windowsPriorityClass?: string;
-  /** Flags the stand-in does not know (the real kubelet may; they are only logged). */
-  unknownFlags: string[];
+  /** The kubelet API's port (KubeletConfiguration `port`, or --port; default 10250). */
+  port: number;
+  /**
+   * What pflag prints for deprecated flags given (logged by the stand-in); every flag the
+   * pinned kubelet does not have is refused by parseKubeletFlags.
+   */
+  flagWarnings: string[];
 }
 
 /** The runtime endpoint of containerd on Windows (and the kubelet's Windows default). */
@@ -38,80 +45,28 @@ export const containerdEndpoint = 'npipe://./pipe/containerd-containerd';
 /** Where the kubelet keeps certificates when --cert-dir is not given (on drive C:). */
 export const defaultCertDir = 'C:\\var\\lib\\kubelet\\pki';
 
-const booleanFlags = new Set([
-  'windows-service',
-  'rotate-certificates',
-  'rotate-server-certificates',
-  'cgroups-per-qos',
-  'logtostderr',
-  'alsologtostderr',
-  'enable-debugging-handlers',
-  'register-node',
-  'fail-swap-on',
-]);
-
-const valueFlags = new Set([
-  'config',
-  'bootstrap-kubeconfig',
-  'kubeconfig',
-  'cert-dir',
-  'hostname-override',
-  'node-ip',
-  'node-labels',
-  'register-with-taints',
-  'system-reserved',
-  'kube-reserved',
-  'max-pods',
-  'enforce-node-allocatable',
-  'container-runtime-endpoint',
-  'windows-priorityclass',
-  'v',
-  'log-file',
-  'log-dir',
-  'log-file-max-size',
-  'pod-infra-container-image',
-  'resolv-conf',
-  'cloud-provider',
-  'provider-id',
-  'feature-gates',
-  'image-credential-provider-config',
-  'image-credential-provider-bin-dir',
-  'eviction-hard',
-  'node-status-update-frequency',
-  'tls-cert-file',
-  'tls-private-key-file',
-  'client-ca-file',
-  'pod-manifest-path',
-  'root-dir',
-  'cluster-dns',
-  'cluster-domain',
-]);
-
-/** Parses kubelet flags (`--name=value`, `--name value`, boolean `--name`). */
+/**
+ * Parses the kubelet's flags as the pinned kubelet does (NewKubeletCommand: pflag, with "_"
+ * read as "-"), against the flags it has (flag-lists.ts, generated from its module for
+ * Windows). A flag it does not have, a missing value or an argument that is not a flag stops
+ * it with its message ("failed to parse kubelet flag: unknown flag: --x", "unknown command x").
+ * `flags` holds the last value given for each flag, by canonical name; `warnings` what pflag
+ * prints for deprecated flags.
+ */
 export function parseKubeletFlags(argv: readonly string[]): {
   flags: Map<string, string>;
-  unknown: string[];
+  warnings: string[];
 } {
-  const flags = new Map<string, string>();
-  const unknown: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const match = /^--?([A-Za-z0-9-]+)(?:=([\s\S]*))?$/.exec(arg);
-    if (!match) {
-      unknown.push(arg);
-      continue;
-    }
-    const name = match[1]!;
-    let value = match[2];
-    if (value === undefined) {
-      if (booleanFlags.has(name)) value = 'true';
-      else if (valueFlags.has(name) && i + 1 < argv.length) value = argv[++i]!;
-      else value = 'true';
-    }
-    if (!booleanFlags.has(name) && !valueFlags.has(name)) unknown.push(arg);
-    flags.set(name, value);
+  let parsed: ReturnType<typeof parsePflag>;
+  try {
+    parsed = parsePflag(flagLists().kubelet, argv);
+  } catch (error) {
+    if (error instanceof FlagError)
+      throw new Error(`failed to parse kubelet flag: ${error.message}`);
+    throw error;
   }
-  return { flags, unknown };
+  if (parsed.positional.length > 0) throw new Error(`unknown command ${parsed.positional[0]}`);
+  return { flags: parsed.values, warnings: parsed.warnings };
 }
 
 /** `k=v,k2=v2` (the form of --node-labels, --system-reserved). */
@@ -150,10 +105,34 @@ export function parseTaints(text: string): k8s.V1Taint[] {
   return taints;
 }
 
+/** A bool flag's value as Go reads it (parsePflag has refused what ParseBool refuses). */
 function parseBoolean(value: string, flag: string): boolean {
-  if (/^(true|1|t)$/i.test(value)) return true;
-  if (/^(false|0|f)$/i.test(value)) return false;
-  throw new Error(`invalid argument "${value}" for "--${flag}" flag: not a boolean`);
+  const parsed = parseGoBool(value);
+  if (parsed === undefined)
+    throw new Error(
+      `invalid argument "${value}" for "--${flag}" flag: strconv.ParseBool: parsing "${value}": invalid syntax`,
+    );
+  return parsed;
+}
+
+/** The kubelet API's port when neither the file nor --port sets it. */
+export const defaultKubeletPort = 10250;
+
+/** --port (an int32 flag) or the file's `port`, checked as the kubelet's validation does. */
+function kubeletPortSetting(flag: string | undefined, config: number | undefined): number {
+  let port = config ?? defaultKubeletPort;
+  if (flag !== undefined) {
+    if (!/^[+-]?\d+$/.test(flag))
+      throw new Error(
+        `failed to parse kubelet flag: invalid argument "${flag}" for "--port" flag: strconv.ParseInt: parsing "${flag}": invalid syntax`,
+      );
+    port = Number(flag);
+  }
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error(
+      `invalid configuration: port (--port) ${port} must be between 1 and 65535, inclusive`,
+    );
+  return port;
 }
 
 /** A KubeletConfiguration as the stand-in reads it (the fields it uses). */
@@ -164,6 +143,7 @@ interface KubeletConfigurationFile {
   systemReserved?: Record<string, string>;
   kubeReserved?: Record<string, string>;
   maxPods?: number;
+  port?: number;
   cgroupsPerQOS?: boolean;
   enforceNodeAllocatable?: string[];
   containerRuntimeEndpoint?: string;
@@ -205,7 +185,7 @@ export function kubeletSettings(
   argv: readonly string[],
   configFile: KubeletConfigurationFile | undefined,
 ): KubeletSettings {
-  const { flags, unknown } = parseKubeletFlags(argv);
+  const { flags, warnings } = parseKubeletFlags(argv);
   const config = configFile ?? {};
   const flag = (name: string) => flags.get(name);
   const settings: KubeletSettings = {
@@ -242,7 +222,8 @@ export function kubeletSettings(
     windowsService: flag('windows-service')
       ? parseBoolean(flag('windows-service')!, 'windows-service')
       : false,
-    unknownFlags: unknown,
+    port: kubeletPortSetting(flag('port'), config.port),
+    flagWarnings: warnings,
   };
   const optional = {
     configPath: flag('config'),

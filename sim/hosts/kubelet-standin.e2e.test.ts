@@ -1,8 +1,9 @@
 /**
  * The kubelet stand-in against a real control plane: TLS bootstrap with a real bootstrap
  * token, a CSR approved here as an admin and signed by the controller manager, a Node built
- * from the kubelet's flags and config, handed to kwok (Ready), taken back when the service
- * stops, and back with a new boot id after a reboot.
+ * from the kubelet's flags and config, NotReady until its runtime has a CNI config, then handed
+ * to kwok (Ready), taken back when the service stops, and back with a new boot id after a
+ * reboot.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -10,12 +11,18 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
+import { agentConfigFrom, parseBootstrapConfig } from '../../src/agent/agent-config.ts';
 import type { ServiceConfig } from '../../src/agent/host-os.ts';
+import { cniConfig } from '../../src/agent/node-files.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
-import { kwokNodeAnnotation } from '../cluster/start-cluster.ts';
+import { hostNodeAnnotation, podCidr } from '../cluster/start-cluster.ts';
 import { sharedCluster, uniqueSuffix } from '../testkit/test-cluster.ts';
+import { testBootstrapConfig } from './agent-test-host.ts';
 import { startSimulatedHosts } from './fleet.ts';
 import { clientSignerName, servingSignerName } from './kubelet-standin.ts';
+import type { SimMachine } from './machine.ts';
+import { serviceLog } from './service-logs.ts';
+import { containerdDefaultCniDirs } from './sim-cni.ts';
 import { SimHostOS } from './sim-host-os.ts';
 import { generateTestKey } from './ssh-test-client.ts';
 import { standInBinary } from './stand-in-binary.ts';
@@ -37,9 +44,13 @@ const kubeletConfig = stringify({
 });
 
 function kubeletService(nodeName: string, nodeIp: string): ServiceConfig {
+  // As the agent registers it: under kube-log-runner.exe, which keeps its log (a service has
+  // no console).
   return serviceConfig('kubelet', {
-    binaryPath: 'C:\\k\\kubelet.exe',
+    binaryPath: 'C:\\k\\kube-log-runner.exe',
     args: [
+      '-log-file=C:\\k\\logs\\kubelet.log',
+      'C:\\k\\kubelet.exe',
       '--config=C:\\k\\kubelet-config.yaml',
       '--bootstrap-kubeconfig=C:\\k\\bootstrap-kubeconfig',
       '--kubeconfig=C:\\k\\kubeconfig',
@@ -55,6 +66,15 @@ function kubeletService(nodeName: string, nodeIp: string): ServiceConfig {
     startType: 'auto',
     recovery: { restartDelaysMs: [1000], resetPeriodSeconds: 86400 },
   });
+}
+
+/** kube-log-runner.exe and the directory its log goes to, as the agent installs them. */
+async function installLogRunner(fs: SimMachine['fs']): Promise<void> {
+  await fs.writeFileAtomic(
+    'C:\\k\\kube-log-runner.exe',
+    standInBinary('kube-log-runner', 'v1.36.5'),
+  );
+  await fs.mkdir('C:\\k\\logs', { recursive: true });
 }
 
 /** Client-node returns class instances; compare their data. */
@@ -154,6 +174,7 @@ test('the kubelet stand-in bootstraps, registers the Node its configuration desc
   await fs.writeFileAtomic('C:\\k\\kubelet-config.yaml', kubeletConfig);
   await fs.writeFileAtomic('C:\\k\\ca.crt', caPem);
   await fs.writeFileAtomic('C:\\k\\kubelet.exe', standInBinary('kubelet', 'v1.36.5'));
+  await installLogRunner(fs);
   await fs.writeFileAtomic('C:\\k\\containerd.exe', standInBinary('containerd', 'v2.1.4'));
   const os = host.hostOS();
   await os.createService(
@@ -190,9 +211,10 @@ test('the kubelet stand-in bootstraps, registers the Node its configuration desc
   await os.stopService('kubelet');
   await os.startService('kubelet');
   await waitFor(
-    () =>
-      host.machine.scm.logs('kubelet').filter((l) => /Waiting for the client certificate/.test(l))
-        .length >= 2,
+    async () =>
+      (await serviceLog(host.machine, 'kubelet')).filter((l) =>
+        /Waiting for the client certificate/.test(l),
+      ).length >= 2,
     { description: 'the restarted kubelet waiting again', timeoutMs: 10_000 },
   );
   const bootstrapCsrs = (await certificates.listCertificateSigningRequest()).items.filter(
@@ -219,6 +241,39 @@ test('the kubelet stand-in bootstraps, registers the Node its configuration desc
     },
   });
 
+  // Registered with a pod CIDR, but NotReady with the kubelet's reason until containerd (here
+  // without --config: its default directories) has a CNI config; kwok does not have it yet.
+  const registered = await waitFor(
+    async () => {
+      const current = await core.readNode({ name: nodeName }).catch(() => undefined);
+      const ready = current?.status?.conditions?.find((c) => c.type === 'Ready');
+      return current?.spec?.podCIDR && ready?.status === 'False' ? current : undefined;
+    },
+    { description: `node ${nodeName} registered NotReady`, timeoutMs: 60_000, intervalMs: 500 },
+  );
+  assert.equal(
+    registered.status?.conditions?.find((c) => c.type === 'Ready')?.message,
+    'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized',
+  );
+  assert.equal(registered.metadata?.annotations?.[hostNodeAnnotation.key], undefined);
+  // What the agent's run loop then writes: the conflist for the Node's pod CIDR, and the plugins.
+  for (const plugin of ['sdnbridge', 'host-local']) {
+    await fs.writeFileAtomic(
+      `${containerdDefaultCniDirs.binDirs[0]}\\${plugin}.exe`,
+      standInBinary(plugin, 'v0.3.2'),
+    );
+  }
+  const settings = {
+    ...agentConfigFrom(parseBootstrapConfig(testBootstrapConfig())),
+    nodeName,
+    nodeIP: host.address,
+    podCIDR: podCidr,
+  };
+  await fs.writeFileAtomic(
+    `${containerdDefaultCniDirs.confDir}\\10-winfleet.conflist`,
+    cniConfig(settings, registered.spec!.podCIDR!),
+  );
+
   const node = await waitFor(
     async () => {
       const current = await core.readNode({ name: nodeName });
@@ -234,7 +289,7 @@ test('the kubelet stand-in bootstraps, registers the Node its configuration desc
   assert.equal(labels['winfleet.io/pool'], 'blue');
   assert.equal(labels['winfleet.io/host'], 'sim');
   assert.deepEqual(ownTaints(node), [{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
-  assert.equal(node.metadata!.annotations![kwokNodeAnnotation.key], kwokNodeAnnotation.value);
+  assert.equal(node.metadata!.annotations![hostNodeAnnotation.key], hostNodeAnnotation.value);
   const info = node.status!.nodeInfo!;
   assert.equal(info.operatingSystem, 'windows');
   assert.equal(info.architecture, 'amd64');
@@ -285,7 +340,7 @@ test('the kubelet stand-in bootstraps, registers the Node its configuration desc
   await os.stopService('kubelet');
   await waitFor(
     async () =>
-      !(await core.readNode({ name: nodeName })).metadata?.annotations?.[kwokNodeAnnotation.key],
+      !(await core.readNode({ name: nodeName })).metadata?.annotations?.[hostNodeAnnotation.key],
     { description: 'the kwok annotation removed after the kubelet stopped', timeoutMs: 30_000 },
   );
 
@@ -297,7 +352,7 @@ test('the kubelet stand-in bootstraps, registers the Node its configuration desc
     async () => {
       const current = await core.readNode({ name: nodeName });
       return current.status?.nodeInfo?.bootID === host.machine.bootId &&
-        current.metadata?.annotations?.[kwokNodeAnnotation.key] === kwokNodeAnnotation.value &&
+        current.metadata?.annotations?.[hostNodeAnnotation.key] === hostNodeAnnotation.value &&
         isReady(current)
         ? current
         : undefined;
@@ -314,15 +369,16 @@ test('the kubelet stand-in bootstraps, registers the Node its configuration desc
   );
   assert.equal(clientCsrs.length, 1, 'the stored client certificate was reused');
   assert.ok(
-    host.machine.scm
-      .logs('kubelet')
-      .some((l) => /Using the client certificate in C:\\k\\kubeconfig/.test(l)),
+    (await serviceLog(host.machine, 'kubelet')).some((l) =>
+      /Using the client certificate in C:\\k\\kubeconfig/.test(l),
+    ),
   );
 });
 
 test('a kubelet configuration a real kubelet refuses on Windows makes the service fail', async (t) => {
   const machine = await createTestMachine(t);
   await machine.fs.writeFileAtomic('C:\\k\\kubelet.exe', standInBinary('kubelet', 'v1.36.5'));
+  await installLogRunner(machine.fs);
   await machine.fs.writeFileAtomic(
     'C:\\k\\kubelet-config.yaml',
     kubeletConfig.replace('cgroupsPerQOS: false', 'cgroupsPerQOS: true'),
@@ -337,8 +393,8 @@ test('a kubelet configuration a real kubelet refuses on Windows makes the servic
   });
   assert.equal((await os.queryService('kubelet'))?.exitCode, 1);
   assert.ok(
-    machine.scm
-      .logs('kubelet')
-      .some((l) => /CgroupsPerQOS \(--cgroups-per-qos\) true is not supported on Windows/.test(l)),
+    (await serviceLog(machine, 'kubelet')).some((l) =>
+      /CgroupsPerQOS \(--cgroups-per-qos\) true is not supported on Windows/.test(l),
+    ),
   );
 });

@@ -13,10 +13,18 @@
  *    creation (as the real kubelet, it never changes taints or --node-labels of an existing
  *    Node), nodeInfo with the machine's boot id, addresses, capacity and allocatable;
  * 4. asks for a serving certificate (signer kubernetes.io/kubelet-serving) without waiting;
- * 5. hands heartbeats and pods to kwok (annotation kwok.x-k8s.io/node=fake) while its container
- *    runtime (a running containerd.exe behind npipe://./pipe/containerd-containerd) is up, and
- *    takes the annotation away when it stops, crashes or the machine reboots, so the node's
- *    lease lapses as with a dead kubelet.
+ * 5. renews its node Lease while it runs (node-lease.ts), so the lease lapses when it stops,
+ *    crashes or the machine reboots, as with a dead kubelet;
+ * 6. hands the Node's Ready status and its pods' containers to kwok (annotation
+ *    kwok.x-k8s.io/node=winfleet-host) while its container runtime (a running containerd.exe
+ *    behind npipe://./pipe/containerd-containerd) is up and has a pod network (a CNI config it
+ *    can load, sim-cni.ts); otherwise takes the annotation away and posts Ready=False with the
+ *    kubelet's message;
+ * 7. sets up each of its pods' sandbox: an address from the CNI config, set as the pod's podIP
+ *    (pod-sandboxes.ts), before kwok runs its containers;
+ * 8. writes each running container's CRI log file (container-logs.ts) and serves the kubelet
+ *    API on port 10250 behind the host's firewall (kubelet-server.ts): `kubectl logs` reads
+ *    them through the API server.
  * Every API call is bounded and retried; nothing escapes the program unhandled.
  */
 import {
@@ -37,7 +45,8 @@ import {
   privateKeyToPem,
 } from '../../src/pki/certificates.ts';
 import { windowsBuildLabel } from '../../src/windows/builds.ts';
-import { kwokNodeAnnotation } from '../cluster/start-cluster.ts';
+import { hostNodeAnnotation } from '../cluster/start-cluster.ts';
+import { ContainerLogWriter } from './container-logs.ts';
 import { parentOf } from './file-system.ts';
 import { errorCode } from './file-system-error.ts';
 import {
@@ -47,6 +56,7 @@ import {
   nodeKubeconfig,
   readKubeconfig,
 } from './kubelet-kubeconfig.ts';
+import { startKubeletServer } from './kubelet-server.ts';
 import {
   containerdEndpoint,
   type KubeletSettings,
@@ -54,7 +64,10 @@ import {
   parseKubeletConfiguration,
 } from './kubelet-settings.ts';
 import type { SimMachine } from './machine.ts';
+import { renewNodeLease } from './node-lease.ts';
 import { nodeResources } from './node-resources.ts';
+import { networkNotReadyMessage, PodSandboxes } from './pod-sandboxes.ts';
+import { type RuntimeNetwork, runtimeNetwork } from './sim-cni.ts';
 import type { ProgramContext, SimProgram } from './sim-process.ts';
 import { readStandIn } from './stand-in-binary.ts';
 import { formatWindowsPath, windowsPathSegments } from './windows-path.ts';
@@ -122,9 +135,19 @@ class KubeletRun {
   #nodeName = '';
   #core?: k8s.CoreV1Api;
   #handedToKwok = false;
+  #pods: PodSandboxes | undefined;
+  /** The runtime's pod network at the last look (sim-cni.ts); undefined while it is down. */
+  #network: RuntimeNetwork | undefined;
+  /** The NotReady message last posted on the Node, so it is posted once. */
+  #notReadyPosted: string | undefined;
+
+  /** Aborted when this run ends, however it ends: the loops it started stop with the process. */
+  readonly #ended = new AbortController();
+  readonly #runSignal: AbortSignal;
 
   constructor(context: ProgramContext, options: Settings) {
     this.#context = context;
+    this.#runSignal = AbortSignal.any([context.signal, this.#ended.signal]);
     this.#options = options;
     this.#machine = context.machine;
     this.#link = context.machine.state<KubeletNodeLink>('kubelet-node-link', () => ({
@@ -143,7 +166,7 @@ class KubeletRun {
   }
 
   get #signal(): AbortSignal {
-    return this.#context.signal;
+    return this.#runSignal;
   }
 
   async main(): Promise<number> {
@@ -153,8 +176,36 @@ class KubeletRun {
       this.#nodeName = (this.#settings.hostnameOverride ?? this.#machine.hostname).toLowerCase();
       this.#log('I', `Starting kubelet ${this.#version()} for node "${this.#nodeName}"`);
       const credentials = await this.#clientCredentials();
-      this.#core = kubeConfigFor(credentials).makeApiClient(k8s.CoreV1Api);
+      const kc = kubeConfigFor(credentials);
+      this.#core = kc.makeApiClient(k8s.CoreV1Api);
       await this.#register();
+      // Pod sandboxes and their IPs (pod-sandboxes.ts), as the node.
+      const pods = new PodSandboxes({
+        machine: this.#machine,
+        kc,
+        nodeName: this.#nodeName,
+        nodeIP: this.#settings.nodeIp ?? this.#machine.address,
+        signal: this.#signal,
+        apiTimeoutMs: this.#options.apiTimeoutMs,
+        retryMs: Math.max(this.#options.pollMs * 4, 1000),
+        log: (severity, message) => this.#log(severity, message),
+        network: () => this.#network,
+      });
+      this.#pods = pods;
+      pods.start();
+      // The containers' log files and the kubelet API on its port (kubelet-server.ts), as the node.
+      const node = { machine: this.#machine, kc, nodeName: this.#nodeName, signal: this.#signal };
+      const log = (severity: 'I' | 'W' | 'E', message: string) => this.#log(severity, message);
+      new ContainerLogWriter({ ...node, log }).start();
+      await startKubeletServer({ ...node, settings: this.#settings, log });
+      // The node's heartbeat (node-lease.ts) while this kubelet runs.
+      const lease = renewNodeLease({
+        kc,
+        nodeName: this.#nodeName,
+        signal: this.#signal,
+        apiTimeoutMs: this.#options.apiTimeoutMs,
+        log: (severity, message) => this.#log(severity, message),
+      });
       const serving = this.#settings.serverTLSBootstrap
         ? this.#servingCertificate(credentials).catch((error: unknown) => {
             if (!this.#signal.aborted) {
@@ -164,6 +215,8 @@ class KubeletRun {
         : Promise.resolve();
       await this.#superviseRuntime();
       await serving;
+      await pods.stopped();
+      await lease;
       this.#log('I', 'Kubelet stopped');
       return 0;
     } catch (error) {
@@ -171,6 +224,7 @@ class KubeletRun {
       this.#log('E', `${(error as Error).message}`);
       return 1;
     } finally {
+      this.#ended.abort();
       if (this.#core) this.#link.release = this.#release(this.#core);
     }
   }
@@ -195,8 +249,7 @@ class KubeletRun {
       configFile = parseKubeletConfiguration(text.toString('utf8'), configFlag);
     }
     const settings = kubeletSettings(argv, configFile);
-    for (const flag of settings.unknownFlags)
-      this.#log('W', `Unknown flag ${flag} ignored by the stand-in`);
+    for (const warning of settings.flagWarnings) this.#log('W', warning);
     if (!settings.kubeconfigPath) {
       throw new Error(
         'No --kubeconfig given: the kubelet would run standalone and never register a Node; pass --kubeconfig (and --bootstrap-kubeconfig for the TLS bootstrap)',
@@ -389,7 +442,7 @@ class KubeletRun {
       ...this.#defaultLabels(),
     };
     const annotations: Record<string, string> = { [attachDetachAnnotation]: 'true' };
-    if (this.#runtimeReady()) annotations[kwokNodeAnnotation.key] = kwokNodeAnnotation.value;
+    if (this.#readyForPods()) annotations[hostNodeAnnotation.key] = hostNodeAnnotation.value;
     return {
       apiVersion: 'v1',
       kind: 'Node',
@@ -460,6 +513,22 @@ class KubeletRun {
     }
   }
 
+  /**
+   * Whether the node takes pods: its container runtime answers and has a pod network (a CNI
+   * config it can load), which the kubelet's Ready condition needs too.
+   */
+  #readyForPods(): boolean {
+    if (!this.#options.requireContainerRuntime) return true;
+    return this.#runtimeReady() && this.#network?.status.ready === true;
+  }
+
+  /** Looks at the runtime's pod network again; tells the pod sandboxes when it changed. */
+  async #refreshNetwork(): Promise<void> {
+    const before = this.#network?.status.ready;
+    this.#network = this.#runtimeReady() ? await runtimeNetwork(this.#machine) : undefined;
+    if (this.#network?.status.ready !== before) this.#pods?.nudge();
+  }
+
   /** Whether the container runtime the kubelet is configured for answers. */
   #runtimeReady(): boolean {
     if (!this.#options.requireContainerRuntime) return true;
@@ -471,8 +540,9 @@ class KubeletRun {
     const core = this.#core!;
     const deadline = Date.now() + this.#options.registrationTimeoutMs;
     await this.#learnContainerdVersion();
+    await this.#refreshNetwork();
     const node = this.#nodeObject();
-    this.#handedToKwok = kwokNodeAnnotation.key in (node.metadata?.annotations ?? {});
+    this.#handedToKwok = hostNodeAnnotation.key in (node.metadata?.annotations ?? {});
     const created = await this.#retry(`register node "${this.#nodeName}"`, deadline, async () => {
       try {
         await core.createNode({ body: node }, this.#call());
@@ -496,7 +566,7 @@ class KubeletRun {
               labels: this.#defaultLabels(),
               annotations: {
                 [attachDetachAnnotation]: 'true',
-                [kwokNodeAnnotation.key]: this.#handedToKwok ? kwokNodeAnnotation.value : null,
+                [hostNodeAnnotation.key]: this.#handedToKwok ? hostNodeAnnotation.value : null,
               },
             },
           },
@@ -561,10 +631,13 @@ class KubeletRun {
 
   // 5. kwok hand-over.
 
-  /** Until stopped: the node is kwok's while the container runtime is up. */
+  /** Until stopped: the node is kwok's while the container runtime is up with a pod network. */
   async #superviseRuntime(): Promise<void> {
     while (!this.#signal.aborted) {
-      const ready = this.#runtimeReady();
+      await this.#refreshNetwork().catch((error: unknown) =>
+        this.#log('W', `Cannot read the container runtime's network: ${(error as Error).message}`),
+      );
+      const ready = this.#readyForPods();
       if (ready !== this.#handedToKwok) {
         try {
           if (ready) await this.#learnContainerdVersion();
@@ -574,7 +647,7 @@ class KubeletRun {
               body: {
                 metadata: {
                   annotations: {
-                    [kwokNodeAnnotation.key]: ready ? kwokNodeAnnotation.value : null,
+                    [hostNodeAnnotation.key]: ready ? hostNodeAnnotation.value : null,
                   },
                 },
               },
@@ -585,19 +658,72 @@ class KubeletRun {
           this.#log(
             'I',
             ready
-              ? 'Container runtime is up: node handed to kwok'
-              : 'Container runtime is down: node is NotReady',
+              ? 'Container runtime is up with a pod network: node handed to kwok'
+              : this.#runtimeReady()
+                ? `Container runtime network not ready (${this.#network?.status.ready === false ? this.#network.status.detail : 'unknown'}): node is NotReady`
+                : 'Container runtime is down: node is NotReady',
           );
         } catch (error) {
           if (this.#signal.aborted) break;
           this.#log('W', `Cannot update node "${this.#nodeName}": ${(error as Error).message}`);
         }
       }
+      // Only once kwok let go of the node: it would mark a NotReady node Ready again.
+      if (!this.#handedToKwok) await this.#postNotReady();
       await sleep(this.#options.pollMs, undefined, { signal: this.#signal }).catch(() => {});
     }
   }
 
-  /** Takes the node away from kwok: heartbeats stop, as when a real kubelet dies. */
+  /**
+   * While the node cannot run pods, its Node says why it is NotReady, with the kubelet's message
+   * (nodestatus.ReadyCondition, runtime.go), once per message; its lease stays renewed.
+   */
+  async #postNotReady(): Promise<void> {
+    const network = this.#network?.status;
+    let message: string | undefined;
+    if (!this.#runtimeReady()) message = 'container runtime is down';
+    else if (network && !network.ready) {
+      message = networkNotReadyMessage(network.message).replace(/^network is not ready: /, '');
+    }
+    if (message === undefined) {
+      this.#notReadyPosted = undefined;
+      return;
+    }
+    if (this.#notReadyPosted === message) return;
+    const now = new Date();
+    try {
+      await this.#core!.patchNodeStatus(
+        {
+          name: this.#nodeName,
+          body: {
+            status: {
+              conditions: [
+                {
+                  type: 'Ready',
+                  status: 'False',
+                  reason: 'KubeletNotReady',
+                  message,
+                  lastHeartbeatTime: now,
+                  lastTransitionTime: now,
+                },
+              ],
+            },
+          },
+        },
+        this.#call(true),
+      );
+      this.#notReadyPosted = message;
+    } catch (error) {
+      if (!this.#signal.aborted) {
+        this.#log(
+          'W',
+          `Cannot update the status of node "${this.#nodeName}": ${(error as Error).message}`,
+        );
+      }
+    }
+  }
+
+  /** Takes the node away from kwok when the kubelet stops (its lease then lapses). */
   async #release(core: k8s.CoreV1Api): Promise<void> {
     // Bounded, and never what keeps a test process alive once the API server is gone.
     const deadline = Date.now() + Math.min(this.#options.apiTimeoutMs * 3, 15_000);
@@ -606,7 +732,7 @@ class KubeletRun {
         await core.patchNode(
           {
             name: this.#nodeName,
-            body: { metadata: { annotations: { [kwokNodeAnnotation.key]: null } } },
+            body: { metadata: { annotations: { [hostNodeAnnotation.key]: null } } },
           },
           callOptions(undefined, this.#options.apiTimeoutMs, true),
         );

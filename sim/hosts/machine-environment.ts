@@ -1,8 +1,15 @@
 /**
- * Machine-level environment variables of a simulated host (HKLM\SYSTEM\CurrentControlSet\
- * Control\Session Manager\Environment): names are case-insensitive and case-preserving, as on
- * Windows. A new machine starts with what a fresh Windows Server has, so a cleanup test can
- * compare against that baseline.
+ * Environment variables on a simulated host: the machine-level ones (HKLM\SYSTEM\
+ * CurrentControlSet\Control\Session Manager\Environment) and each process's own block. Names
+ * are case-insensitive and case-preserving, as on Windows. A new machine starts with what a
+ * fresh Windows Server has, so a cleanup test can compare against that baseline.
+ *
+ * Who sees what (KB 821761, "Changes to environment variables do not affect services that run
+ * under the LocalSystem account until you restart the computer"): services.exe reads the machine
+ * environment once, at boot, and gives every service that snapshot plus the service's own
+ * `Environment` value (REG_MULTI_SZ "NAME=value" entries under HKLM\SYSTEM\CurrentControlSet\
+ * Services\<name>, which win over the snapshot's); a new logon session (an SSH command) builds its
+ * block from the registry, so it sees a change at once; a child inherits its parent's block.
  */
 
 /** What a fresh Windows Server carries at machine level. */
@@ -22,10 +29,11 @@ export const defaultMachineEnvironment: Readonly<Record<string, string>> = {
   windir: 'C:\\Windows',
 };
 
-export class MachineEnvironment {
+/** A set of environment variables: a process's block, or the machine's. */
+export class EnvironmentVariables {
   readonly #variables = new Map<string, { name: string; value: string }>();
 
-  constructor(initial: Readonly<Record<string, string>> = defaultMachineEnvironment) {
+  constructor(initial: Readonly<Record<string, string>> = {}) {
     for (const [name, value] of Object.entries(initial)) this.set(name, value);
   }
 
@@ -56,4 +64,24 @@ export class MachineEnvironment {
     );
     return Object.fromEntries(sorted.map((v) => [v.name, v.value]));
   }
+}
+
+/** The machine-level variables, starting as on a fresh Windows Server. */
+export class MachineEnvironment extends EnvironmentVariables {
+  constructor(initial: Readonly<Record<string, string>> = defaultMachineEnvironment) {
+    super(initial);
+  }
+}
+
+/**
+ * The block the SCM gives a service's process: the machine environment as it was at boot,
+ * then the service's own `Environment` entries on top.
+ */
+export function serviceEnvironment(
+  atBoot: Readonly<Record<string, string>>,
+  own: Readonly<Record<string, string>> | undefined,
+): EnvironmentVariables {
+  const block = new EnvironmentVariables(atBoot);
+  for (const [name, value] of Object.entries(own ?? {})) block.set(name, value);
+  return block;
 }

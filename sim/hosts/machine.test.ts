@@ -3,7 +3,9 @@ import { test } from 'node:test';
 import type { HostOS } from '../../src/agent/host-os.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { checkHostname, SimMachine } from './machine.ts';
+import { idleProgram } from './programs.ts';
 import { SimHostOS } from './sim-host-os.ts';
+import type { ProgramContext } from './sim-process.ts';
 import {
   createTestMachine,
   installBinary,
@@ -58,11 +60,18 @@ test('machine environment variables are case-insensitive and a fresh machine has
 test('a reboot keeps files, environment and services, restarts auto services in order and takes a new boot id', async (t) => {
   const machine = await createTestMachine(t);
   const os = new SimHostOS(machine);
-  for (const name of ['containerd', 'kube-proxy', 'exporter', 'manual'])
+  // A test-local program that creates the HNS network at start (as a CNI plugin's daemon
+  // would) and idles, so the reboot must bring the network back by restarting it.
+  machine.programs.register('network.exe', {
+    run: async (context: ProgramContext) => {
+      context.machine.hns.ensure('winfleet', 'Overlay');
+      return idleProgram(context);
+    },
+  });
+  for (const name of ['containerd', 'network', 'exporter', 'manual'])
     await installBinary(machine, name);
   await os.createService(
-    serviceConfig('kube-proxy', {
-      args: ['--windows-service'],
+    serviceConfig('network', {
       dependencies: ['containerd'],
       startType: 'auto',
     }),
@@ -73,16 +82,16 @@ test('a reboot keeps files, environment and services, restarts auto services in 
   await os.createService(serviceConfig('exporter', { startType: 'delayed-auto' }));
   await os.createService(serviceConfig('manual', { startType: 'demand' }));
   await os.startService('manual');
-  await os.startService('kube-proxy');
+  await os.startService('network');
   await os.writeFile('C:\\k\\kubelet-config.yaml', 'kind: KubeletConfiguration');
   await os.setMachineEnv('KUBE_NETWORK', 'winfleet');
   assert.deepEqual(
     (await os.listHnsNetworks()).map((n) => n.name),
     ['winfleet'],
-    'kube-proxy created it',
+    'network.exe created it',
   );
   const bootId = machine.bootId;
-  const oldPid = (await os.queryService('kube-proxy'))!.pid;
+  const oldPid = (await os.queryService('network'))!.pid;
   const starts: string[] = [];
   machine.onServiceStarted((name) => starts.push(name));
 
@@ -90,11 +99,11 @@ test('a reboot keeps files, environment and services, restarts auto services in 
   assert.notEqual(machine.bootId, bootId);
   assert.deepEqual(
     starts,
-    ['containerd', 'kube-proxy'],
+    ['containerd', 'network'],
     'dependencies first; demand services only as dependencies',
   );
   assert.equal((await os.queryService('manual'))?.state, 'stopped');
-  assert.notEqual((await os.queryService('kube-proxy'))?.pid, oldPid);
+  assert.notEqual((await os.queryService('network'))?.pid, oldPid);
   assert.equal(
     (await os.readFile('C:\\k\\kubelet-config.yaml'))?.toString(),
     'kind: KubeletConfiguration',
@@ -174,4 +183,67 @@ test('files, services, environment and HNS networks are in the snapshot', async 
   await os.deleteService('winfleet-agent');
   await os.removePath('C:\\k');
   assert.deepEqual(await machine.snapshot(), before);
+});
+
+/** A program that records the KUBE_NETWORK and HTTP_PROXY its process sees, then idles. */
+function envProgram(seen: Record<string, string | undefined>[]) {
+  return async (context: ProgramContext) => {
+    seen.push({
+      KUBE_NETWORK: context.env.get('kube_network'),
+      HTTP_PROXY: context.env.get('HTTP_PROXY'),
+    });
+    return idleProgram(context);
+  };
+}
+
+test('a service sees the machine environment of boot time plus its own; a reboot brings the rest', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  const seen: Record<string, string | undefined>[] = [];
+  machine.programs.register('proxy.exe', { run: envProgram(seen) });
+  await installBinary(machine, 'proxy');
+  await os.createService(
+    serviceConfig('proxy', { startType: 'auto', environment: { HTTP_PROXY: 'http://own:3128' } }),
+  );
+  await os.setMachineEnv('KUBE_NETWORK', 'winfleet');
+  await os.setMachineEnv('HTTP_PROXY', 'http://machine:3128');
+  await os.startService('proxy');
+  assert.deepEqual(seen.at(-1), { KUBE_NETWORK: undefined, HTTP_PROXY: 'http://own:3128' });
+  // A new logon session (what an SSH command gets) reads the registry: it sees the change.
+  const session = await machine.spawn({
+    binaryPath: 'C:\\k\\proxy.exe',
+    args: [],
+    stdout: () => {},
+    stderr: () => {},
+  });
+  assert.deepEqual(seen.at(-1), { KUBE_NETWORK: 'winfleet', HTTP_PROXY: 'http://machine:3128' });
+  session.kill();
+  await os.stopService('proxy');
+  await os.startService('proxy');
+  assert.equal(seen.at(-1)?.KUBE_NETWORK, undefined, 'a restart is not a reboot');
+  await machine.reboot();
+  await waitFor(() => seen.length === 4, { description: 'the auto start', timeoutMs: 5000 });
+  assert.deepEqual(seen.at(-1), { KUBE_NETWORK: 'winfleet', HTTP_PROXY: 'http://own:3128' });
+  assert.equal(machine.bootEnvironment.KUBE_NETWORK, 'winfleet');
+});
+
+test('a service environment is stored, read back, replaced and removed with its registration', async (t) => {
+  const machine = await createTestMachine(t);
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'svc');
+  await os.createService(serviceConfig('svc', { environment: { A: '1', B: 'x=y' } }));
+  assert.deepEqual(await os.queryServiceEnvironment('SVC'), { A: '1', B: 'x=y' });
+  await os.configureService(serviceConfig('svc', { environment: { A: '2' } }));
+  assert.deepEqual(await os.queryServiceEnvironment('svc'), { A: '2' });
+  await os.configureService(serviceConfig('svc'));
+  assert.deepEqual(await os.queryServiceEnvironment('svc'), {});
+  assert.equal(await os.queryServiceEnvironment('missing'), undefined);
+  await assert.rejects(
+    os.configureService(serviceConfig('svc', { environment: { A: '1', a: '2' } })),
+    /env\.a: the same variable as "A" \(Windows environment names ignore case\)/,
+  );
+  await assert.rejects(
+    os.createService(serviceConfig('other', { environment: { EMPTY: '' } })),
+    /env\.EMPTY: the value must be 1 to 32767 characters/,
+  );
 });

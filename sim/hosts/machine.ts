@@ -1,8 +1,9 @@
 /**
  * A simulated Windows Server machine: release and build, hostname, IPv4 address, drive C:,
- * machine environment, HNS networks, Service Control Manager, processes and power. Files,
- * environment and services persist across a simulated reboot; processes, HNS networks and the
- * boot id do not. The SSH server (ssh-server.ts) is its network face and follows its power
+ * machine environment, Windows features, HNS networks, Service Control Manager, processes and
+ * power. Files, environment, features and services persist across a simulated reboot;
+ * processes, HNS networks and the boot id do not. Services see the machine environment as it
+ * was at boot (machine-environment.ts); a feature installed since boot is there after a reboot. The SSH server (ssh-server.ts) is its network face and follows its power
  * state through `onShutdown`/`onBoot`.
  */
 import { randomUUID } from 'node:crypto';
@@ -12,12 +13,19 @@ import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts
 import { windowsRelease } from '../../src/windows/builds.ts';
 import { SimFileSystem } from './file-system.ts';
 import { errorCode, fsError } from './file-system-error.ts';
+import { WindowsFirewall } from './firewall.ts';
 import { HnsNetworks } from './hns-networks.ts';
-import { MachineEnvironment } from './machine-environment.ts';
+import { bindsHostAdapter } from './ip-configuration.ts';
+import {
+  EnvironmentVariables,
+  MachineEnvironment,
+  serviceEnvironment,
+} from './machine-environment.ts';
 import { defaultPrograms, type ProgramRegistry } from './programs.ts';
 import { ScmError, type ScmTimings, ServiceControlManager } from './service-control-manager.ts';
 import { SimHostOS } from './sim-host-os.ts';
-import { processTerminatedUnexpectedly, SimProcess } from './sim-process.ts';
+import { type FileHold, processTerminatedUnexpectedly, SimProcess } from './sim-process.ts';
+import { type WindowsFeatureStates, WindowsFeatures } from './windows-features.ts';
 import { windowsBaseName } from './windows-path.ts';
 
 /** The Windows Server releases a simulated host can run, with a recent patch level each. */
@@ -48,6 +56,11 @@ export interface SimMachineOptions {
   memoryBytes?: number;
   /** The programs executables run (default: defaultPrograms()). */
   programs?: ProgramRegistry;
+  /**
+   * Windows features and their InstallState; default: Containers installed (as on the
+   * "with Containers" images). Give `{ Containers: 'Available' }` for a host without it.
+   */
+  features?: WindowsFeatureStates;
   timings?: SimMachineTimings;
 }
 
@@ -66,6 +79,8 @@ export interface MachineSnapshot {
   env: Record<string, string>;
   services: string[];
   hnsNetworks: string[];
+  /** Names of the Windows Firewall rules. */
+  firewallRules: string[];
 }
 
 export interface SpawnRequest {
@@ -74,14 +89,22 @@ export interface SpawnRequest {
   /** The command line as given (default: built from binaryPath and args). */
   commandLine?: string;
   serviceName?: string;
+  /**
+   * The new process's environment block. Default: the machine environment as it is now (a
+   * new logon session, as an SSH command gets); a child passes its parent's.
+   */
+  env?: Readonly<Record<string, string>>;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
 }
 
 type Listener<T> = (value: T) => void;
-type MachineEvent = 'shutdown' | 'boot' | 'serviceStarted';
+type MachineEvent = 'shutdown' | 'boot' | 'serviceStarted' | 'networkReset';
 
 const gib = 1024 ** 3;
+
+/** A service's standard output and error: the NULL handles a service starts with. */
+const discardOutput = (_text: string) => {};
 
 /** Throws unless `name` is a valid NetBIOS computer name. */
 export function checkHostname(name: string): void {
@@ -122,12 +145,17 @@ export class SimMachine {
   readonly memoryBytes: number;
   readonly fs: SimFileSystem;
   readonly env = new MachineEnvironment();
+  readonly features: WindowsFeatures;
   readonly hns = new HnsNetworks();
+  /** Its rules persist across reboots; only the kubelet's port is filtered (firewall.ts). */
+  readonly firewall = new WindowsFirewall();
   readonly scm: ServiceControlManager;
   readonly programs: ProgramRegistry;
   readonly timings: Required<Pick<SimMachineTimings, 'rebootDowntimeMs' | 'rebootDelayMs'>>;
   #bootId = randomUUID();
   #bootedAt = new Date();
+  /** The machine environment as services.exe read it at boot. */
+  #bootEnvironment: Record<string, string>;
   #power: PowerState = 'up';
   #rebooting?: Promise<void>;
   #rebootTimer?: NodeJS.Timeout;
@@ -138,6 +166,7 @@ export class SimMachine {
     shutdown: new Set<Listener<string>>(),
     boot: new Set<Listener<string>>(),
     serviceStarted: new Set<Listener<string>>(),
+    networkReset: new Set<Listener<string>>(),
   };
 
   private constructor(options: SimMachineOptions, fs: SimFileSystem) {
@@ -156,15 +185,27 @@ export class SimMachine {
     this.memoryBytes = options.memoryBytes ?? 16 * gib;
     this.fs = fs;
     this.programs = options.programs ?? defaultPrograms();
+    this.features = new WindowsFeatures(options.features);
+    this.#bootEnvironment = this.env.entries();
     this.timings = {
       rebootDowntimeMs: options.timings?.rebootDowntimeMs ?? 1000,
       rebootDelayMs: options.timings?.rebootDelayMs ?? 500,
     };
-    fs.isInUse = (hostPath) => [...this.#processes].some((p) => p.hostBinaryPath === hostPath);
+    fs.heldAs = (identity) => {
+      let hold: FileHold | undefined;
+      for (const process of this.#processes) {
+        const how = process.holds(identity);
+        if (how === 'image') return how;
+        hold ??= how;
+      }
+      return hold;
+    };
     this.scm = new ServiceControlManager(
       {
         isUp: () => this.#power === 'up',
-        spawnService: async (config, output) => {
+        // A process the SCM starts has no console: what it writes to standard output or error
+        // is lost, so its logs exist only where it writes a file.
+        spawnService: async (config) => {
           if (this.#power !== 'up') throw new ScmError('StartService', 1115, config.name);
           const { binaryPath, args } = splitServiceCommandLine(config.commandLine);
           let process: SimProcess;
@@ -174,8 +215,9 @@ export class SimMachine {
               args,
               commandLine: config.commandLine,
               serviceName: config.name,
-              stdout: output,
-              stderr: output,
+              env: serviceEnvironment(this.#bootEnvironment, config.environment).entries(),
+              stdout: discardOutput,
+              stderr: discardOutput,
             });
           } catch (error) {
             const code = errorCode(error);
@@ -238,6 +280,11 @@ export class SimMachine {
     return this.#power;
   }
 
+  /** The machine environment as it was at the last boot: what services start with. */
+  get bootEnvironment(): Record<string, string> {
+    return { ...this.#bootEnvironment };
+  }
+
   /** Running processes (services and commands run over SSH). */
   processes(): SimProcess[] {
     return [...this.#processes];
@@ -267,6 +314,7 @@ export class SimMachine {
       hostBinaryPath: await this.fs.hostPath(binaryPath),
       commandLine: request.commandLine ?? [`"${binaryPath}"`, ...request.args].join(' '),
     });
+    process.hold(await this.fs.fileIdentity(binaryPath), 'image');
     this.#processes.add(process);
     process.exited.then(() => this.#processes.delete(process));
     const context = {
@@ -274,6 +322,7 @@ export class SimMachine {
       commandLine: process.commandLine,
       binaryPath,
       binary,
+      env: new EnvironmentVariables(request.env ?? this.env.entries()),
       machine: this,
       hostOS: new SimHostOS(this, { process }),
       stdout: request.stdout,
@@ -324,6 +373,8 @@ export class SimMachine {
     await sleep(downtimeMs);
     this.#bootId = randomUUID();
     this.#bootedAt = new Date();
+    this.#bootEnvironment = this.env.entries();
+    this.features.boot();
     this.#power = 'up';
     this.#emit('boot', this.#bootId);
     await this.scm.boot();
@@ -358,6 +409,24 @@ export class SimMachine {
     return this.#on('boot', listener);
   }
 
+  /**
+   * Removes an HNS network by id; false when there was none. Removing one that bound the host's
+   * adapter to a virtual switch (L2Bridge, Overlay) moves the host's address back to the
+   * adapter: the address is gone for a moment and its TCP connections (SSH included) drop, which
+   * `onNetworkReset` listeners (the SSH server) do.
+   */
+  removeHnsNetwork(id: string): boolean {
+    const network = this.hns.list().find((n) => n.id.toLowerCase() === id.toLowerCase());
+    const removed = this.hns.remove(id);
+    if (removed && network && bindsHostAdapter(network)) this.#emit('networkReset', network.name);
+    return removed;
+  }
+
+  /** Called with the network's name when removing it resets the host's adapter. */
+  onNetworkReset(listener: Listener<string>): () => void {
+    return this.#on('networkReset', listener);
+  }
+
   onServiceStarted(listener: Listener<string>): () => void {
     return this.#on('serviceStarted', listener);
   }
@@ -385,6 +454,7 @@ export class SimMachine {
       env: this.env.entries(),
       services: this.scm.names(),
       hnsNetworks: this.hns.list().map((n) => n.name),
+      firewallRules: this.firewall.rules().map((r) => r.name),
     };
   }
 }

@@ -5,6 +5,8 @@
  * kubelet enforces nothing). Quantities are printed the way the kubelet prints them (memory
  * in Ki, CPU in millicores when fractional).
  */
+import { parseQuantity } from './go-values.ts';
+
 export interface MachineResources {
   cpus: number;
   memoryBytes: number;
@@ -17,40 +19,18 @@ export interface NodeResources {
   allocatable: Record<string, string>;
 }
 
-const suffixes: Record<string, number> = {
-  '': 1,
-  n: 1e-9,
-  u: 1e-6,
-  m: 1e-3,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60,
-};
-
 /**
- * Reads a Kubernetes quantity as a number (CPU in cores, memory and storage in bytes).
- * client-node's parser is not part of its public API, and quantities are this small grammar.
+ * Reads a reservation's quantity as a number (CPU in cores, memory and storage in bytes), with
+ * resource.ParseQuantity's grammar (go-values.ts); a negative one is refused.
  */
 export function quantityValue(quantity: string, field: string): number {
-  const match =
-    /^\+?((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/.exec(
-      quantity.trim(),
-    );
-  if (!match) {
+  const value = parseQuantity(quantity.trim());
+  if (value === undefined || value < 0) {
     throw new Error(
       `invalid configuration: ${field} "${quantity}" is not a quantity such as 500m, 2Gi or 1G`,
     );
   }
-  return Number(match[1]) * suffixes[match[2] ?? '']!;
+  return value;
 }
 
 function formatCpu(millicores: number): string {

@@ -9,32 +9,66 @@
  *   (its job object), and exits with the child's code;
  * - kubelet.exe runs the kubelet stand-in (TLS bootstrap and Node registration against the
  *   real API server);
- * - kube-proxy.exe and flanneld.exe idle after creating the HNS network the node's pods use;
- * - anything else (containerd.exe, csi-proxy.exe, windows_exporter.exe, ...) idles until
- *   stopped or killed.
+ * - kube-proxy.exe runs the kube-proxy stand-in (kube-proxy-standin.ts: it needs a network name,
+ *   waits for that HNS network, and programs Services with the credentials it was given);
+ * - containerd.exe and the runhcs shims it starts per pod sandbox: containerd-standin.ts;
+ * - kube-log-runner.exe runs the program after its flags with its output in the log file
+ *   (kube-log-runner.ts); the service's dispatcher call is that program's;
+ * - windows_exporter.exe checks its flags and collectors, logs to --log.file and idles
+ *   (windows-exporter.ts);
+ * - anything else (csi-proxy.exe, ...) idles until stopped or killed.
+ * Services have no console: what a program started by the SCM writes to standard output or
+ * error is lost (machine.ts). The kubelet's and kube-proxy's flags are checked against the
+ * pinned versions' (flag-lists.ts).
  * A program that only runs as a service when told so (kubelet and kube-proxy need
  * --windows-service, containerd --run-service) never reports to the SCM without its flag, so
  * the start times out with 1053 as on Windows. Tests can register their own programs.
  */
 import { runAgent } from '../../src/agent/run-agent.ts';
-import { kubeletStandIn } from './kubelet-standin.ts';
 import {
-  type ProgramContext,
-  processTerminatedUnexpectedly,
-  type SimProcess,
-  type SimProgram,
-} from './sim-process.ts';
+  containerdImageName,
+  containerdProgram,
+  runhcsShimImageName,
+  runhcsShimProgram,
+} from './containerd-standin.ts';
+import {
+  FlagError,
+  flagLists,
+  type ParsedFlags,
+  type PflagList,
+  parsePflag,
+} from './flag-lists.ts';
+import { parseGoBool, parseGoDuration } from './go-values.ts';
+import {
+  kubeLogRunnerChild,
+  kubeLogRunnerProgram,
+  type LogFileWriter,
+  openLogFile,
+} from './kube-log-runner.ts';
+import { createKubeProxyStandIn } from './kube-proxy-standin.ts';
+import { kubeletStandIn } from './kubelet-standin.ts';
+import { processTerminatedUnexpectedly, type SimProcess, type SimProgram } from './sim-process.ts';
+import { windowsExporterProgram } from './windows-exporter.ts';
+import { windowsBaseName } from './windows-path.ts';
 
 export interface ProgramDefinition {
   run: SimProgram;
   /** The flag without which the program never reports to the SCM when run as a service. */
   serviceFlag?: string;
+  /**
+   * The pflag flags of a program that parses its command line with spf13/pflag (kubelet,
+   * kube-proxy): serviceFlag is then a boolean read as pflag reads it (the last one given, Go's
+   * ParseBool), and a command line pflag refuses never reaches the dispatcher.
+   */
+  flagList?: () => PflagList;
   /** The program never reports to the SCM, whatever its flags (winfleet-agent.exe, a Node SEA). */
   neverReportsToScm?: boolean;
+  /**
+   * The program it runs as a child, which calls the dispatcher for the service in its place
+   * (kube-log-runner.exe); undefined when these arguments start none.
+   */
+  runsForService?: (args: readonly string[]) => { program: string; args: string[] } | undefined;
 }
-
-/** The HNS network kube-proxy and flannel create when none is named. */
-export const defaultHnsNetworkName = 'winfleet';
 
 /** Runs until asked to stop or killed. */
 export const idleProgram: SimProgram = async ({ signal }) => {
@@ -42,21 +76,6 @@ export const idleProgram: SimProgram = async ({ signal }) => {
     await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
   }
   return 0;
-};
-
-/**
- * Creates the HNS network (named by --network-name, else the machine's KUBE_NETWORK, else
- * "winfleet"), then idles: what flannel does at start, and what kube-proxy waits for.
- */
-export const networkProgram: SimProgram = async (context: ProgramContext) => {
-  const flag = context.argv.find((a) => a.startsWith('--network-name='));
-  const name =
-    flag?.slice('--network-name='.length) ||
-    context.machine.env.get('KUBE_NETWORK') ||
-    defaultHnsNetworkName;
-  context.machine.hns.ensure(name, 'Overlay');
-  context.stdout(`HNS network "${name}" is ready\n`);
-  return idleProgram(context);
 };
 
 /** The winfleet agent: the real code, with this process's HostOS. */
@@ -79,31 +98,6 @@ export interface ServiceShimCommand {
 const shimUsage =
   'usage: winfleet-service --log-dir <directory> [--stop-timeout <duration>] -- <program> [arguments...]';
 const shimDefaultStopTimeoutMs = 30_000;
-
-/** A Go duration ("30s", "1m30s", "1.5m", "0"), in ms; undefined when it is not one. */
-function parseGoDuration(text: string): number | undefined {
-  if (text === '0') return 0;
-  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/y;
-  const msPer: Record<string, number> = {
-    ns: 1e-6,
-    us: 1e-3,
-    µs: 1e-3,
-    ms: 1,
-    s: 1e3,
-    m: 6e4,
-    h: 3.6e6,
-  };
-  const sign = text.startsWith('-') ? -1 : 1;
-  part.lastIndex = /^[-+]/.test(text) ? 1 : 0;
-  if (part.lastIndex === text.length) return undefined;
-  let total = 0;
-  while (part.lastIndex < text.length) {
-    const match = part.exec(text);
-    if (!match) return undefined;
-    total += Number(match[1]) * msPer[match[2]!]!;
-  }
-  return sign * total;
-}
 
 const isAbsoluteWindowsPath = (path: string) =>
   /^[A-Za-z]:[\\/]/.test(path) || /^[\\/]{2}[^\\/]+[\\/][^\\/]+/.test(path);
@@ -168,7 +162,6 @@ const shimErrorFileNotFound = 2;
 
 /** winfleet-service.exe: see the module comment and windows/service/supervise.go. */
 export const serviceShimProgram: SimProgram = async (context) => {
-  const log = (line: string) => context.stdout(`winfleet-service: ${line}\n`);
   let command: ServiceShimCommand;
   try {
     command = parseServiceShimArgs(context.argv);
@@ -176,17 +169,31 @@ export const serviceShimProgram: SimProgram = async (context) => {
     context.stderr(`winfleet-service: ${(error as Error).message}\n`);
     return shimErrorInvalidParameter;
   }
+  // Its own lines and the program's output go, time-stamped, to the log in --log-dir
+  // (supervise.go, logfile.go): a service has no console.
+  let file: LogFileWriter;
+  try {
+    await context.machine.fs.mkdir(command.logDir, { recursive: true });
+    file = await openLogFile(context, `${command.logDir}\\${serviceShimLogFileName}`);
+  } catch (error) {
+    context.stderr(`winfleet-service: cannot open the log file: ${(error as Error).message}\n`);
+    return shimErrorFileNotFound;
+  }
+  const output = stampedLines((line) => file.write(line));
+  const log = (line: string) => output(`winfleet-service: ${line}\n`);
   const self = context.machine.processes().find((p) => p.pid === context.pid);
   let child: SimProcess;
   try {
     child = await context.machine.spawn({
       binaryPath: command.program,
       args: command.programArgs,
-      stdout: context.stdout,
-      stderr: context.stderr,
+      env: context.env.entries(),
+      stdout: output,
+      stderr: output,
     });
   } catch (error) {
     log(`cannot start ${command.program}: ${(error as Error).message}`);
+    await file.close();
     return shimErrorFileNotFound;
   }
   // The job object: the child never outlives the shim.
@@ -207,8 +214,38 @@ export const serviceShimProgram: SimProgram = async (context) => {
   clearTimeout(timer);
   context.signal.removeEventListener('abort', onStop);
   log(`${command.program} exited with code ${exit.code}`);
+  output.flush();
+  await file.close();
   return exit.killed ? processTerminatedUnexpectedly : exit.code;
 };
+
+/** The shim's log file in --log-dir (windows/service/logfile.go logFileName). */
+export const serviceShimLogFileName = 'winfleet-agent.log';
+
+/**
+ * Writes whole lines, each after the UTC time as logfile.go stamps them
+ * ("2006-01-02T15:04:05.000000Z "); `flush` writes a last line without its newline.
+ */
+function stampedLines(write: (line: string) => void): ((text: string) => void) & {
+  flush(): void;
+} {
+  let partial = '';
+  const stamp = () => `${new Date().toISOString().slice(0, 23)}000Z `;
+  const output = (text: string) => {
+    partial += text;
+    let end = partial.indexOf('\n');
+    while (end >= 0) {
+      write(`${stamp()}${partial.slice(0, end + 1)}`);
+      partial = partial.slice(end + 1);
+      end = partial.indexOf('\n');
+    }
+  };
+  output.flush = () => {
+    if (partial !== '') write(`${stamp()}${partial}\n`);
+    partial = '';
+  };
+  return output;
+}
 
 export class ProgramRegistry {
   readonly #programs = new Map<string, ProgramDefinition>();
@@ -232,12 +269,25 @@ export class ProgramRegistry {
 
   /** Whether `imageName` run with `args` as a service calls the service dispatcher. */
   reportsToScm(imageName: string, args: readonly string[]): boolean {
-    const { serviceFlag, neverReportsToScm } = this.lookup(imageName);
+    const { serviceFlag, flagList, neverReportsToScm, runsForService } = this.lookup(imageName);
     if (neverReportsToScm) return false;
-    return (
-      serviceFlag === undefined ||
-      args.some((a) => a === serviceFlag || a.startsWith(`${serviceFlag}=`))
-    );
+    if (runsForService) {
+      const child = runsForService(args);
+      return child !== undefined && this.reportsToScm(windowsBaseName(child.program), child.args);
+    }
+    if (serviceFlag === undefined) return true;
+    if (flagList) {
+      let parsed: ParsedFlags;
+      try {
+        parsed = parsePflag(flagList(), args);
+      } catch (error) {
+        if (error instanceof FlagError) return false;
+        throw error;
+      }
+      const value = parsed.values.get(serviceFlag.replace(/^--/, ''));
+      return value !== undefined && parseGoBool(value) === true;
+    }
+    return args.some((a) => a === serviceFlag || a.startsWith(`${serviceFlag}=`));
   }
 }
 
@@ -246,8 +296,21 @@ export function defaultPrograms(): ProgramRegistry {
   return new ProgramRegistry()
     .register('winfleet-agent.exe', { run: agentProgram, neverReportsToScm: true })
     .register('winfleet-service.exe', { run: serviceShimProgram })
-    .register('kubelet.exe', { run: kubeletStandIn, serviceFlag: '--windows-service' })
-    .register('kube-proxy.exe', { run: networkProgram, serviceFlag: '--windows-service' })
-    .register('flanneld.exe', { run: networkProgram })
-    .register('containerd.exe', { run: idleProgram, serviceFlag: '--run-service' });
+    .register('kubelet.exe', {
+      run: kubeletStandIn,
+      serviceFlag: '--windows-service',
+      flagList: () => flagLists().kubelet,
+    })
+    .register('kube-proxy.exe', {
+      run: createKubeProxyStandIn(),
+      serviceFlag: '--windows-service',
+      flagList: () => flagLists()['kube-proxy'],
+    })
+    .register('kube-log-runner.exe', {
+      run: kubeLogRunnerProgram,
+      runsForService: kubeLogRunnerChild,
+    })
+    .register('windows_exporter.exe', { run: windowsExporterProgram })
+    .register(containerdImageName, { run: containerdProgram, serviceFlag: '--run-service' })
+    .register(runhcsShimImageName, { run: runhcsShimProgram });
 }

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
+import { nodeAddress } from '../../src/hostaccess/node-address.ts';
 import {
   agentExecutable,
+  type HostFactsReport,
+  readHostFacts,
   remoteCommand,
   remoteScript,
 } from '../../src/hostaccess/remote-scripts.ts';
@@ -12,7 +15,7 @@ import {
   powerShellErrorText,
 } from '../../src/powershell/powershell.ts';
 import type { SimMachine } from './machine.ts';
-import { powerShellJson, runRemoteCommand } from './remote-commands.ts';
+import { powerShellJson, powerShellReadsStdin, runRemoteCommand } from './remote-commands.ts';
 import { createTestMachine, installBinary } from './test-machine.ts';
 
 async function run(machine: SimMachine, line: string) {
@@ -35,7 +38,12 @@ test('host-facts prints the HostFacts line', async (t) => {
   const result = await run(machine, remoteCommand('host-facts', {}));
   assert.equal(result.code, 0);
   assert.match(result.stdout, /^\{.*\}\r\n$/);
-  assert.deepEqual(parsePowerShellJson(result.stdout, 'host facts'), {
+  const report = parsePowerShellJson(result.stdout, 'host facts');
+  const { lastBootTime, ...rest } = report as Record<string, unknown>;
+  // DateTime.ToString('o') in UTC: seven fractional digits.
+  assert.match(String(lastBootTime), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$/);
+  assert.equal(Date.parse(String(lastBootTime)), machine.bootedAt.getTime());
+  assert.deepEqual(rest, {
     hostname: 'WIN-25',
     osVersion: {
       major: 10,
@@ -45,9 +53,36 @@ test('host-facts prints the HostFacts line', async (t) => {
       productName: 'Windows Server 2025 Datacenter',
     },
     freeBytes: machine.fs.freeBytes(),
-    addresses: ['127.0.0.200'],
+    ipAddresses: [
+      row('172.16.200.1', 24, 'vEthernet (nat)'),
+      row('169.254.0.200', 7, 'Ethernet 2'),
+      row('127.0.0.200', 4, 'Ethernet'),
+      row('127.0.0.1', 1, 'Loopback Pseudo-Interface 1'),
+    ],
+    defaultRoutes: [{ interfaceIndex: 4, routeMetric: 0, interfaceMetric: 15 }],
     powerShellVersion: '5.1.26100.2894',
+    containersFeature: 'Installed',
   });
+  // The host's own address is not the first row Get-NetIPAddress gives, but it is the node's.
+  assert.deepEqual(readHostFacts(report).addresses, ['127.0.0.200', '172.16.200.1']);
+});
+
+function row(address: string, interfaceIndex: number, interfaceAlias: string) {
+  return { address, interfaceIndex, interfaceAlias, addressState: 'Preferred' };
+}
+
+test('once an L2Bridge network binds the adapter, the address moves to vEthernet (Ethernet)', async (t) => {
+  const machine = await createTestMachine(t);
+  machine.hns.ensure('winfleet', 'L2Bridge');
+  const report = parsePowerShellJson(
+    (await run(machine, remoteCommand('host-facts', {}))).stdout,
+    'host facts',
+  ) as HostFactsReport;
+  assert.deepEqual(report.ipAddresses[2], row('127.0.0.200', 18, 'vEthernet (Ethernet)'));
+  assert.deepEqual(report.defaultRoutes, [
+    { interfaceIndex: 18, routeMetric: 0, interfaceMetric: 15 },
+  ]);
+  assert.equal(nodeAddress('win-a.example.com', readHostFacts(report)), '127.0.0.200');
 });
 
 test('file-hashes gives SHA-256 per path and null for missing files and directories', async (t) => {
@@ -212,4 +247,20 @@ test('JSON is printed as Windows PowerShell 5.1 prints it', () => {
     '{"name":"Caf\\u00e9 \\u003cb\\u003e \\u0026 \\u0027x\\u0027"}\r\n',
   );
   assert.deepEqual(JSON.parse(powerShellJson({ name: 'Café <b>' })), { name: 'Café <b>' });
+});
+
+test('powershell.exe reads its stdin unless -InputFormat None (any prefix, -if, or the value 2)', () => {
+  const encoded = 'JABhAA==';
+  assert.equal(powerShellReadsStdin(`powershell.exe -NoProfile -EncodedCommand ${encoded}`), true);
+  for (const flag of ['-InputFormat None', '-inputformat none', '/i NONE', '-if None', '-inp 2']) {
+    assert.equal(
+      powerShellReadsStdin(`powershell ${flag} -EncodedCommand ${encoded}`),
+      false,
+      flag,
+    );
+  }
+  assert.equal(powerShellReadsStdin(`powershell -InputFormat Text -e ${encoded}`), true);
+  // After the script, words are the script's arguments, not powershell.exe's switches.
+  assert.equal(powerShellReadsStdin('powershell -Command Get-Date -InputFormat None'), true);
+  assert.equal(powerShellReadsStdin('"C:\\k\\winfleet\\winfleet-agent.exe" status'), false);
 });

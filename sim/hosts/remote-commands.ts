@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import {
   agentExecutable,
-  type HostFacts,
+  type HostFactsReport,
   identifyRemoteScript,
   type RemoteScriptName,
   type RemoteScripts,
@@ -24,6 +24,7 @@ import {
 import { decodePowerShellCommandLine } from '../../src/powershell/powershell.ts';
 import { wellKnownSid } from './file-security.ts';
 import { errorCode } from './file-system-error.ts';
+import { ipConfiguration } from './ip-configuration.ts';
 import type { SimMachine } from './machine.ts';
 import { windowsPathSegments } from './windows-path.ts';
 
@@ -108,6 +109,30 @@ export function classifyCommand(line: string): ClassifiedCommand {
   };
 }
 
+/**
+ * Whether `line` runs powershell.exe so that it reads its stdin to the end before it exits:
+ * Windows PowerShell reads a redirected stdin as pipeline input (ConsoleHost's
+ * Executor.ExecuteCommandHelper with ReadInputObjects, through WrappedDeserializer), unless
+ * `-InputFormat None` (DataFormat.None) says there is none. The switch matches as
+ * CommandLineParameterParser does: any prefix of -inputformat (or -if), any case, `-` or `/`;
+ * its value as Enum.Parse does (case-insensitive name, or the number 2).
+ */
+export function powerShellReadsStdin(line: string): boolean {
+  const words = line.match(/"[^"]*"|\S+/g)?.map((w) => w.replace(/^"(.*)"$/, '$1')) ?? [];
+  if (!/(^|[\\/])powershell(\.exe)?$/i.test(words[0] ?? '')) return false;
+  for (let i = 1; i < words.length; i++) {
+    const flag = /^[-/](\w+)$/.exec(words[i]!)?.[1]?.toLowerCase();
+    if (!flag) continue;
+    // The script and what follows it are not switches.
+    if (flag === 'ec' || 'encodedcommand'.startsWith(flag) || 'command'.startsWith(flag)) break;
+    if ('inputformat'.startsWith(flag) || flag === 'if') {
+      const value = words[i + 1]?.toLowerCase();
+      return !(value === 'none' || value === '2');
+    }
+  }
+  return true;
+}
+
 function isAgentPath(path: string): boolean {
   try {
     return (
@@ -183,17 +208,26 @@ async function runCatalogScript(
         io.stdout(powerShellJson({ created }));
         return 0;
       }
-      case 'replace-file': {
-        const { source, target } = args as RemoteScripts['replace-file'];
-        const old = `${target}.old`;
-        // Windows renames a running executable but will not delete or overwrite it.
-        await machine.fs.remove(absolute(old), { missingOk: true }).catch(() => {});
-        if (await exists(machine, target))
-          await machine.fs.rename(absolute(target), absolute(old), { replace: true });
-        await machine.fs.rename(absolute(source), absolute(target));
+      case 'replace-file':
+        await replaceFile(machine, args as RemoteScripts['replace-file']);
         io.stdout(powerShellJson({ ok: true }));
         return 0;
-      }
+      case 'install-windows-feature':
+        io.stdout(
+          powerShellJson(
+            installWindowsFeature(
+              machine,
+              args as RemoteScripts['install-windows-feature'],
+              script,
+            ),
+          ),
+        );
+        return 0;
+      case 'restart-host':
+        // shutdown.exe /r /t 5: the command returns, the machine restarts a little later.
+        machine.scheduleReboot('winfleet: finishing the installation of a Windows feature');
+        io.stdout(powerShellJson({ ok: true }));
+        return 0;
       case 'protect-directory':
         await protectDirectory(machine, args as RemoteScripts['protect-directory'], script);
         io.stdout(powerShellJson({ ok: true }));
@@ -232,15 +266,72 @@ async function runCatalogScript(
   }
 }
 
-function hostFacts(machine: SimMachine): HostFacts {
+function hostFacts(machine: SimMachine): HostFactsReport {
   const { osVersion } = machine;
   return {
     hostname: machine.hostname,
     osVersion: { ...osVersion },
     freeBytes: machine.fs.freeBytes(),
-    addresses: [machine.address],
+    // Several adapters, the host's own address not first (ip-configuration.ts).
+    ...ipConfiguration(machine),
     powerShellVersion: `5.1.${osVersion.build}.${osVersion.ubr}`,
+    containersFeature: machine.features.get('Containers')?.state ?? 'Unknown',
+    // Win32_OperatingSystem.LastBootUpTime in UTC, as DateTime.ToString('o') prints it.
+    lastBootTime: machine.bootedAt.toISOString().replace(/Z$/, '0000Z'),
   };
+}
+
+/**
+ * `replace-file`: removes copies aside of earlier replacements that nothing runs (a running
+ * one stays: Remove-Item -ErrorAction SilentlyContinue), moves `target` aside to the first
+ * free `<target>.old-<ms>` (Windows renames a running executable but will not delete or
+ * overwrite it), tries to delete that copy at once, then moves `source` in.
+ */
+async function replaceFile(
+  machine: SimMachine,
+  args: RemoteScripts['replace-file'],
+): Promise<void> {
+  const target = absolute(String(args.target));
+  const directory = splitPathParent(target);
+  const leaf = target.slice(directory.replace(/\\$/, '').length + 1);
+  const copyOf = new RegExp(`^${leaf.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.old(-\\d+)?$`, 'i');
+  for (const entry of await machine.fs.list(directory)) {
+    if (entry.kind !== 'file' || !copyOf.test(entry.name)) continue;
+    await machine.fs.remove(`${directory}\\${entry.name}`).catch(() => {});
+  }
+  if (await exists(machine, target)) {
+    let n = Date.now();
+    while (await exists(machine, `${target}.old-${n}`)) n++;
+    const old = `${target}.old-${n}`;
+    await machine.fs.rename(target, old);
+    await machine.fs.remove(old).catch(() => {});
+  }
+  await machine.fs.rename(absolute(String(args.source)), target);
+}
+
+/** `install-windows-feature`: what Install-WindowsFeature returns, or its error. */
+function installWindowsFeature(
+  machine: SimMachine,
+  args: RemoteScripts['install-windows-feature'],
+  script: string,
+): { success: boolean; restartNeeded: string; exitCode: string } {
+  const name = String(args.name);
+  try {
+    return machine.features.install(name);
+  } catch (error) {
+    throw new PowerShellError(
+      'Install-WindowsFeature',
+      (error as Error).message,
+      script,
+      '$result = Install-WindowsFeature -Name $winfleetArgs.name',
+      error instanceof RangeError
+        ? `InvalidArgument: (${name}:String) [Install-WindowsFeature], Exception`
+        : `InvalidOperation: (@{Vhd=; Credent...Name=localhost}:PSObject) [Install-WindowsFeature], Exception`,
+      error instanceof RangeError
+        ? 'NameDoesNotExist,Microsoft.Windows.ServerManager.Commands.AddWindowsFeatureCommand'
+        : 'DISMAPI_Error__Failed_To_Enable_Updates,Microsoft.Windows.ServerManager.Commands.AddWindowsFeatureCommand',
+    );
+  }
 }
 
 async function fileHashes(

@@ -7,6 +7,7 @@ import { serviceShimArgs } from '../../src/agent/windows/service-shim.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import { defaultPrograms, idleProgram, parseServiceShimArgs } from './programs.ts';
+import { serviceLog } from './service-logs.ts';
 import { SimHostOS } from './sim-host-os.ts';
 import type { ProgramContext } from './sim-process.ts';
 import { standInBinary } from './stand-in-binary.ts';
@@ -57,6 +58,11 @@ test('starting a service whose executable is missing fails with error 2', async 
 
 test('dependencies start first; a running dependent blocks the stop with 1051', async (t) => {
   const machine = await createTestMachine(t);
+  // This is about the SCM's order, not kube-proxy: its stand-in would need a network and an API.
+  machine.programs.register('kube-proxy.exe', {
+    run: idleProgram,
+    serviceFlag: '--windows-service',
+  });
   const os = new SimHostOS(machine);
   await installBinary(machine, 'containerd');
   await installBinary(machine, 'kube-proxy');
@@ -89,7 +95,13 @@ test('missing, deleted and disabled dependencies fail the start with 1075 and 10
 });
 
 test('a program that is not told it runs as a service never reports: 1053', async (t) => {
-  const machine = await createTestMachine(t);
+  // The SCM waits 30 s for the dispatcher on Windows; 200 ms here, as only the outcome counts.
+  const machine = await createTestMachine(t, { timings: { serviceStartTimeoutMs: 200 } });
+  // A program that keeps running without its service flag (the stand-in would exit: 1067).
+  machine.programs.register('kube-proxy.exe', {
+    run: idleProgram,
+    serviceFlag: '--windows-service',
+  });
   const os = new SimHostOS(machine);
   await installBinary(machine, 'kube-proxy');
   await os.createService(serviceConfig('kube-proxy', { args: ['--v=2'] }));
@@ -259,10 +271,32 @@ const processNames = (machine: Awaited<ReturnType<typeof createTestMachine>>) =>
     .map((p) => p.imageName)
     .sort();
 
+test('kubelet and kube-proxy report to the SCM only when pflag reads --windows-service as true', () => {
+  const programs = defaultPrograms();
+  for (const image of ['kubelet.exe', 'kube-proxy.exe']) {
+    assert.equal(programs.reportsToScm(image, ['--windows-service']), true, image);
+    assert.equal(programs.reportsToScm(image, ['--windows-service=1']), true, image);
+    assert.equal(programs.reportsToScm(image, ['--windows-service=false']), false, image);
+    assert.equal(programs.reportsToScm(image, ['--windows-service=0']), false, image);
+    assert.equal(
+      programs.reportsToScm(image, ['--windows-service', '--windows-service=F']),
+      false,
+      `${image}: the last one given wins`,
+    );
+    assert.equal(programs.reportsToScm(image, []), false, image);
+    assert.equal(
+      programs.reportsToScm(image, ['--windows-service', '--no-such-flag']),
+      false,
+      `${image}: pflag refuses the command line before the dispatcher is called`,
+    );
+  }
+});
+
 test('winfleet-agent.exe registered directly never reports to the SCM: 1053, as on Windows', async (t) => {
   assert.equal(defaultPrograms().reportsToScm('winfleet-agent.exe', ['run']), false);
   assert.equal(defaultPrograms().reportsToScm('winfleet-service.exe', []), true);
-  const machine = await createTestMachine(t);
+  // The SCM waits 30 s for the dispatcher on Windows; 200 ms here, as only the outcome counts.
+  const machine = await createTestMachine(t, { timings: { serviceStartTimeoutMs: 200 } });
   await withAgentFiles(machine, idleProgram);
   const os = new SimHostOS(machine);
   await os.createService({
@@ -313,13 +347,15 @@ test('through winfleet-service.exe the agent runs as a service, and a stop stops
   assert.equal(stopped?.exitCode, 0);
   assert.deepEqual(processNames(machine), [], 'both processes ended');
   assert.equal(runs[0]?.ended, 'standard input closed', 'the agent was asked to stop, not killed');
+  // No console: the shim's lines are in its log file, each after its UTC time.
+  const log = await serviceLog(machine, 'winfleet-agent');
   assert.ok(
-    machine.scm
-      .logs('winfleet-agent')
-      .some((l) =>
-        /^winfleet-service: started C:\\k\\winfleet\\winfleet-agent\.exe run \(pid \d+\)$/.test(l),
+    log.some((l) =>
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z winfleet-service: started C:\\k\\winfleet\\winfleet-agent\.exe run \(pid \d+\)$/.test(
+        l,
       ),
-    machine.scm.logs('winfleet-agent').join('\n'),
+    ),
+    log.join('\n'),
   );
 });
 
@@ -373,11 +409,10 @@ test('an agent that ignores the stop is killed after --stop-timeout; the shim re
   await os.stopService('winfleet-agent');
   assert.equal((await os.queryService('winfleet-agent'))?.exitCode, 1067);
   assert.deepEqual(processNames(machine), []);
+  const log = await serviceLog(machine, 'winfleet-agent');
   assert.ok(
-    machine.scm
-      .logs('winfleet-agent')
-      .some((l) => l.includes('did not stop within 1000 ms: killing it')),
-    machine.scm.logs('winfleet-agent').join('\n'),
+    log.some((l) => l.includes('did not stop within 1000 ms: killing it')),
+    log.join('\n'),
   );
 });
 
@@ -413,10 +448,10 @@ test('a wrong shim command line stops the service at once with 87, saying why', 
   );
   assert.equal(service.exitCode, 87);
   assert.deepEqual(processNames(machine), [], 'no agent was started');
-  assert.match(
-    machine.scm.logs('winfleet-agent').join('\n'),
-    /^winfleet-service: unexpected argument "C:\\\\k\\\\winfleet\\\\winfleet-agent\.exe" before "--": put the program and its arguments after "--"/m,
-  );
+  // As a service the shim reports 87 to the SCM and writes nothing: the message goes to a
+  // console it does not have (main_windows.go), and no log file was opened yet.
+  assert.deepEqual(await serviceLog(machine, 'winfleet-agent'), []);
+  assert.equal(await machine.fs.stat(`${hostPaths.agentLogs}\\winfleet-agent.log`), undefined);
 });
 
 test('the simulated shim reads the command line as the Go shim does', () => {
@@ -453,4 +488,19 @@ test('the simulated shim reads the command line as the Go shim does', () => {
     () => parseServiceShimArgs(['--log-dir', 'C:\\l', '--', 'x.exe']),
     /not an absolute path/,
   );
+});
+
+test('the SCM waits Windows’ 30 s for the dispatcher, but a program that exits first fails the start at once: 1067', async (t) => {
+  const machine = await createTestMachine(t);
+  machine.programs.register('early.exe', {
+    serviceFlag: '--windows-service',
+    run: async () => 2,
+  });
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'early');
+  await os.createService(serviceConfig('early'));
+  // Without the race against the exit this start would take the full 30 s default.
+  await assert.rejects(os.startService('early'), scError(1067, /start early/));
+  const service = await os.queryService('early');
+  assert.equal(service?.state, 'stopped');
 });

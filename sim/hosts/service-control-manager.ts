@@ -5,8 +5,12 @@
  *   it is marked for deletion (a running service is deleted when it stops);
  * - start: dependencies start first (1075 when one is missing, 1068 when one fails), 1058 for
  *   a disabled service, 1056 when already running, error 2 when the executable is not in the
- *   file system, 1053 when a program that must be told it runs as a service (kubelet without
- *   --windows-service) never reports to the SCM;
+ *   file system; a program that must be told it runs as a service (kubelet without
+ *   --windows-service) never connects to the service dispatcher, so the start fails with 1053
+ *   after ServicesPipeTimeout (30 s, as Windows waits by default), or with 1067 as soon as
+ *   such a program exits before that;
+ * - a service's process gets the machine environment of boot time plus the service's own
+ *   `Environment` value (machine-environment.ts);
  * - stop: 1062 when not running, 1061 while starting or stopping, 1051 while services that
  *   depend on it run; a program that ignores the stop is killed after a timeout;
  * - a process that dies, or exits non-zero without being asked to stop (sc failureflag 1),
@@ -65,6 +69,8 @@ export interface ScmServiceConfig {
   startType: ServiceStartType;
   dependencies: string[];
   recovery: ServiceRecovery;
+  /** The service's `Environment` registry value: NAME → value, added to its process's block. */
+  environment?: Record<string, string>;
 }
 
 /** What the SCM needs from its machine. */
@@ -72,13 +78,11 @@ export interface ScmMachine {
   /** Whether the machine is up (not shutting down or off). */
   isUp(): boolean;
   /**
-   * Starts the service's process; throws ScmError 2 when the executable is missing.
-   * `serviceAware` is false for a program that would never report to the SCM.
+   * Starts the service's process, without a console (what it writes to standard output or
+   * error is lost); throws ScmError 2 when the executable is missing. `serviceAware` is false
+   * for a program that would never report to the SCM.
    */
-  spawnService(
-    config: ScmServiceConfig,
-    output: (text: string) => void,
-  ): Promise<{ process: SimProcess; serviceAware: boolean }>;
+  spawnService(config: ScmServiceConfig): Promise<{ process: SimProcess; serviceAware: boolean }>;
   /** Called when a service reached RUNNING (fault triggers listen here). */
   serviceStarted?(name: string): void;
 }
@@ -88,7 +92,10 @@ export interface ScmTimings {
   startPendingMs?: number;
   /** How long a stopping program may take before it is killed. Default 20 s. */
   stopTimeoutMs?: number;
-  /** How long the SCM waits for a program that never reports (real: 30 s). Default 3 s. */
+  /**
+   * How long the SCM waits for a program to connect to the service dispatcher before it fails
+   * the start with 1053. Default 30 s: Windows' default ServicesPipeTimeout.
+   */
   serviceStartTimeoutMs?: number;
   /** Delay of delayed-auto services after boot (real: 120 s). Default 2 s. */
   delayedAutoStartMs?: number;
@@ -110,13 +117,16 @@ interface ServiceRecord {
   starting?: Promise<void>;
   /** Resolvers waiting for the service to stop. */
   stopWaiters: (() => void)[];
-  log: string[];
 }
 
-const maxLogLines = 1000;
 const maxEvents = 500;
 /** Never-started services report this exit code (ERROR_SERVICE_NEVER_STARTED). */
 const neverStarted = 1077;
+/**
+ * How long Windows waits for a service program to connect to the dispatcher: the default of
+ * HKLM\SYSTEM\CurrentControlSet\Control\ServicesPipeTimeout (30000 ms).
+ */
+export const serviceStartTimeoutMs = 30_000;
 
 export class ServiceControlManager {
   readonly #machine: ScmMachine;
@@ -130,7 +140,7 @@ export class ServiceControlManager {
     this.#timings = {
       startPendingMs: timings.startPendingMs ?? 20,
       stopTimeoutMs: timings.stopTimeoutMs ?? 20_000,
-      serviceStartTimeoutMs: timings.serviceStartTimeoutMs ?? 3_000,
+      serviceStartTimeoutMs: timings.serviceStartTimeoutMs ?? serviceStartTimeoutMs,
       delayedAutoStartMs: timings.delayedAutoStartMs ?? 2_000,
       shutdownTimeoutMs: timings.shutdownTimeoutMs ?? 2_000,
     };
@@ -151,7 +161,6 @@ export class ServiceControlManager {
       stopRequested: false,
       failureCount: 0,
       stopWaiters: [],
-      log: [],
     });
     this.#event(`The ${config.name} service was installed.`);
   }
@@ -191,11 +200,6 @@ export class ServiceControlManager {
 
   isMarkedForDeletion(name: string): boolean {
     return this.#services.get(name.toLowerCase())?.markedForDeletion ?? false;
-  }
-
-  /** The service's output (stdout and stderr lines of its runs). */
-  logs(name: string): string[] {
-    return [...(this.#services.get(name.toLowerCase())?.log ?? [])];
   }
 
   /** What the SCM did, like the System event log (starts, crashes, recovery). */
@@ -251,9 +255,7 @@ export class ServiceControlManager {
     }
     let spawned: { process: SimProcess; serviceAware: boolean };
     try {
-      spawned = await this.#machine.spawnService(record.config, (text) =>
-        appendLines(record.log, text),
-      );
+      spawned = await this.#machine.spawnService(record.config);
     } catch (error) {
       record.state = 'stopped';
       if (error instanceof ScmError) {
@@ -269,8 +271,16 @@ export class ServiceControlManager {
     record.stopRequested = false;
     process.exited.then(({ code, killed }) => this.#exited(record, process, code, killed));
     if (!spawned.serviceAware) {
-      await sleep(this.#timings.serviceStartTimeoutMs);
-      if (record.process !== process) {
+      // The program never connects: the SCM waits until the timeout, or until it exits.
+      const waiting = new AbortController();
+      await Promise.race([
+        sleep(this.#timings.serviceStartTimeoutMs, undefined, { signal: waiting.signal }).catch(
+          () => {},
+        ),
+        process.exited,
+      ]);
+      waiting.abort();
+      if (record.process !== process || !process.alive) {
         throw new ScmError('StartService', processTerminatedUnexpectedly, name);
       }
       record.stopRequested = true;
@@ -500,7 +510,7 @@ export class ServiceControlManager {
 }
 
 function copyConfig(config: ScmServiceConfig): ScmServiceConfig {
-  return {
+  const copy: ScmServiceConfig = {
     ...config,
     dependencies: [...config.dependencies],
     recovery: {
@@ -508,9 +518,7 @@ function copyConfig(config: ScmServiceConfig): ScmServiceConfig {
       resetPeriodSeconds: config.recovery.resetPeriodSeconds,
     },
   };
-}
-
-function appendLines(log: string[], text: string): void {
-  for (const line of text.split(/\r?\n/)) if (line !== '') log.push(line);
-  if (log.length > maxLogLines) log.splice(0, log.length - maxLogLines);
+  if (config.environment) copy.environment = { ...config.environment };
+  else delete copy.environment;
+  return copy;
 }

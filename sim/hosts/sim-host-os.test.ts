@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { idleProgram } from './programs.ts';
 import { SimHostOS } from './sim-host-os.ts';
 import { createTestMachine, installBinary } from './test-machine.ts';
 
@@ -23,6 +24,8 @@ test('files: atomic writes, reads, listings and removal with Windows paths', asy
 
 test('replacing the binary of a running service fails as on Windows', async (t) => {
   const machine = await createTestMachine(t);
+  // Any program that keeps running will do (kube-proxy's stand-in would exit without a network).
+  machine.programs.register('kube-proxy.exe', { run: idleProgram });
   const os = new SimHostOS(machine);
   await installBinary(machine, 'kube-proxy');
   const process = await machine.spawn({

@@ -2,18 +2,23 @@
  * The simulated implementation of HostOS: the agent's view of a simulated machine. It behaves
  * like WindowsHostOS does on a real host, errors included: service calls that Windows refuses
  * throw the same WF_SERVICE_CONTROL error (same Win32 code, same sc.exe arguments in the message),
- * bad service configurations fail the same validation (sc-commands.ts), and file errors carry
- * Node's codes. A HostOS handed to a process stops answering once that process is dead (its
+ * bad service configurations and environments fail the same validation (sc-commands.ts,
+ * service-environment.ts), and file errors carry Node's codes. A HostOS handed to a process stops answering once that process is dead (its
  * pending calls never settle), as nothing runs after a real process died.
  */
 import type {
   HnsNetwork,
   HostOS,
+  InboundFirewallRule,
   InstalledService,
   OsVersion,
   ServiceConfig,
 } from '../../src/agent/host-os.ts';
 import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
+import {
+  ensureInboundFirewallRuleScript,
+  removeFirewallRuleScript,
+} from '../../src/agent/windows/firewall.ts';
 import {
   checkServiceName,
   scConfigArgs,
@@ -23,7 +28,8 @@ import {
   scStopArgs,
 } from '../../src/agent/windows/sc-commands.ts';
 import { serviceControlError, win32Error } from '../../src/agent/windows/sc-output.ts';
-import { errorCode } from './file-system-error.ts';
+import { serviceEnvironmentEntries } from '../../src/agent/windows/service-environment.ts';
+import { errorCode, fsError } from './file-system-error.ts';
 import type { SimMachine } from './machine.ts';
 import { ScmError, type ScmServiceConfig, scmErrorText } from './service-control-manager.ts';
 
@@ -76,6 +82,7 @@ export class SimHostOS implements HostOS {
   createService(config: ServiceConfig): Promise<void> {
     return this.#live(() => {
       const args = scCreateArgs(config);
+      serviceEnvironmentEntries(config.name, config.environment);
       scm(`create service "${config.name}"`, args, () =>
         this.#machine.scm.create(storedConfig(config)),
       );
@@ -85,9 +92,18 @@ export class SimHostOS implements HostOS {
   configureService(config: ServiceConfig): Promise<void> {
     return this.#live(() => {
       const args = scConfigArgs(config);
+      serviceEnvironmentEntries(config.name, config.environment);
       scm(`configure service "${config.name}"`, args, () =>
         this.#machine.scm.configure(storedConfig(config)),
       );
+    });
+  }
+
+  queryServiceEnvironment(name: string): Promise<Record<string, string> | undefined> {
+    return this.#live(() => {
+      checkServiceName(name);
+      const config = this.#machine.scm.config(name);
+      return config && { ...config.environment };
     });
   }
 
@@ -186,6 +202,25 @@ export class SimHostOS implements HostOS {
     return this.#live(() => this.#machine.fs.remove(path, { recursive: true, missingOk: true }));
   }
 
+  renamePath(from: string, to: string): Promise<void> {
+    return this.#live(() => this.#machine.fs.rename(from, to));
+  }
+
+  removeFileIfUnused(path: string): Promise<boolean> {
+    return this.#live(async () => {
+      if ((await this.#machine.fs.stat(path))?.kind === 'directory')
+        throw fsError('EISDIR', 'delete', path);
+      try {
+        await this.#machine.fs.remove(path, { missingOk: true });
+        return true;
+      } catch (error) {
+        const code = errorCode(error);
+        if (code === 'EPERM' || code === 'EBUSY') return false;
+        throw error;
+      }
+    });
+  }
+
   ensureDirectory(path: string): Promise<void> {
     return this.#live(() => this.#machine.fs.mkdir(path, { recursive: true }));
   }
@@ -219,7 +254,36 @@ export class SimHostOS implements HostOS {
 
   removeHnsNetwork(id: string): Promise<void> {
     return this.#live(() => {
-      this.#machine.hns.remove(id);
+      // Through the machine: removing a network that bound the adapter resets it.
+      this.#machine.removeHnsNetwork(id);
+    });
+  }
+
+  // Windows Firewall.
+
+  ensureInboundFirewallRule(rule: InboundFirewallRule): Promise<void> {
+    return this.#live(() => {
+      // What ensureInboundFirewallRuleScript does: Get-NetFirewallRule -Name, then
+      // New-NetFirewallRule or Set-NetFirewallRule with the same settings.
+      ensureInboundFirewallRuleScript(rule); // refuses what the script refuses
+      const settings = {
+        displayName: rule.displayName,
+        description: rule.description,
+        direction: 'Inbound' as const,
+        action: 'Allow' as const,
+        protocol: rule.protocol,
+        localPorts: [rule.localPort],
+        enabled: true,
+      };
+      if (this.#machine.firewall.rule(rule.name)) this.#machine.firewall.set(rule.name, settings);
+      else this.#machine.firewall.add({ name: rule.name, ...settings });
+    });
+  }
+
+  removeFirewallRule(name: string): Promise<void> {
+    return this.#live(() => {
+      removeFirewallRuleScript(name);
+      this.#machine.firewall.remove(name);
     });
   }
 
@@ -257,6 +321,8 @@ function storedConfig(config: ServiceConfig): ScmServiceConfig {
     },
   };
   if (config.description !== undefined) stored.description = config.description;
+  if (config.environment && Object.keys(config.environment).length > 0)
+    stored.environment = { ...config.environment };
   return stored;
 }
 

@@ -7,6 +7,7 @@
  */
 import type { HostOS } from '../../src/agent/host-os.ts';
 import type { SimMachine } from './machine.ts';
+import type { EnvironmentVariables } from './machine-environment.ts';
 
 /** What a program is given when its process starts. */
 export interface ProgramContext {
@@ -20,6 +21,18 @@ export interface ProgramContext {
   pid: number;
   /** Set when the Service Control Manager started the process. */
   serviceName?: string;
+  /**
+   * The process's environment block (machine-environment.ts says what a service, an SSH
+   * command and a child get). Read variables from here, never from `machine.env`: a service
+   * does not see a machine variable set after boot.
+   */
+  env: EnvironmentVariables;
+  /**
+   * Declares that the process holds `path` open (a log, a database) until it exits: as a Go
+   * program's handle (share read and write, not delete), it cannot be deleted, renamed or
+   * replaced, while writing in place still works. Resolves once the file is held.
+   */
+  holdOpen(path: string): Promise<void>;
   machine: SimMachine;
   /** A HostOS for this process: it stops answering once the process is dead. */
   hostOS: HostOS;
@@ -28,6 +41,15 @@ export interface ProgramContext {
   stdout(text: string): void;
   stderr(text: string): void;
 }
+
+/**
+ * How a process holds a file. `image`: its executable, mapped as an image section — Windows
+ * refuses to open it for writing (ERROR_SHARING_VIOLATION, 32), to delete it or to replace it
+ * by a rename (ERROR_ACCESS_DENIED, 5), but renames it. `open`: a handle without
+ * FILE_SHARE_DELETE (Go's os.Open/OpenFile) — delete, rename and replace fail with
+ * ERROR_SHARING_VIOLATION; opening it for writing works.
+ */
+export type FileHold = 'image' | 'open';
 
 /** A program: resolves with the process exit code. */
 export type SimProgram = (context: ProgramContext) => Promise<number>;
@@ -46,12 +68,14 @@ export class SimProcess {
   /** Lower-case file name of the executable, e.g. "kubelet.exe". */
   readonly imageName: string;
   readonly binaryPath: string;
-  /** The executable's path on the real disk (locked while the process runs). */
+  /** The executable's path on the real disk when it started (it may be renamed since). */
   readonly hostBinaryPath: string;
   readonly commandLine: string;
   readonly startedAt = new Date();
   readonly exited: Promise<ProcessExit>;
   readonly #controller = new AbortController();
+  /** Files this process holds, by file identity (file-system.ts `fileIdentity`). */
+  readonly #held = new Map<string, FileHold>();
   #alive = true;
   #resolveExit!: (exit: ProcessExit) => void;
 
@@ -80,9 +104,25 @@ export class SimProcess {
     return this.#controller.signal;
   }
 
+  /** Records that this process holds the file with identity `id`; nothing once it is dead. */
+  hold(id: string, how: FileHold): void {
+    if (!this.#alive) return;
+    if (this.#held.get(id) !== 'image') this.#held.set(id, how);
+  }
+
+  /** How this process holds the file with identity `id`, if it does. */
+  holds(id: string): FileHold | undefined {
+    return this.#alive ? this.#held.get(id) : undefined;
+  }
+
   /** Runs `program` in this process; called once by the machine. */
-  run(program: SimProgram, context: Omit<ProgramContext, 'signal' | 'pid'>): void {
-    const started = (async () => program({ ...context, pid: this.pid, signal: this.signal }))();
+  run(program: SimProgram, context: Omit<ProgramContext, 'signal' | 'pid' | 'holdOpen'>): void {
+    const holdOpen = async (path: string) => {
+      const id = await context.machine.fs.fileIdentity(path);
+      this.hold(id, 'open');
+    };
+    const started = (async () =>
+      program({ ...context, pid: this.pid, signal: this.signal, holdOpen }))();
     started.then(
       (code) => this.#exit({ code: Number.isInteger(code) ? code : 1, killed: false }),
       (error: unknown) => {
@@ -107,6 +147,7 @@ export class SimProcess {
   #exit(exit: ProcessExit): void {
     if (!this.#alive) return;
     this.#alive = false;
+    this.#held.clear();
     this.#controller.abort(new Error('process exited'));
     this.#resolveExit(exit);
   }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import ssh2, { type Client, type SFTPWrapper } from 'ssh2';
 import { remoteCommand } from '../../src/hostaccess/remote-scripts.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 import { parsePowerShellJson } from '../../src/powershell/powershell.ts';
 import { type SimulatedHosts, startSimulatedHosts } from './fleet.ts';
 import { connect, exec, generateTestKey, openSftp, sftpCall } from './ssh-test-client.ts';
@@ -228,4 +229,69 @@ test('a non-admin account reads what C:\\ lets users read until protect-director
     missing.stderr,
     /Set-Acl : Cannot find path 'C:\\nowhere' because it does not exist/,
   );
+});
+
+/** `remoteCommand`'s line without -InputFormat None: powershell.exe then reads its stdin. */
+function readingStdin(line: string): string {
+  const stripped = line.replace(' -InputFormat None', '');
+  assert.notEqual(stripped, line);
+  return stripped;
+}
+
+test('powershell.exe without -InputFormat None runs, then exits only once its stdin ends', async (t) => {
+  const client = await session(t);
+  const channel = await new Promise<ssh2.ClientChannel>((resolve, reject) =>
+    client.exec(readingStdin(remoteCommand('host-facts', {})), (e, c) =>
+      e ? reject(e) : resolve(c),
+    ),
+  );
+  let stdout = '';
+  const events: string[] = [];
+  channel.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  channel.on('exit', (code: number) => events.push(`exit ${code}`));
+  const closed = new Promise((resolve) => channel.on('close', resolve));
+  await waitFor(async () => stdout.includes('\r\n') && host().ssh.execsWaitingForStdin === 1, {
+    description: 'the script output and powershell.exe waiting for stdin',
+    timeoutMs: 10_000,
+    intervalMs: 10,
+  });
+  assert.deepEqual(events, [], 'no exit while stdin is open');
+  assert.equal(
+    (parsePowerShellJson(stdout, 'facts') as { hostname: string }).hostname,
+    host().name,
+  );
+  channel.end();
+  await closed;
+  assert.deepEqual(events, ['exit 0']);
+  assert.equal(host().ssh.execsWaitingForStdin, 0);
+});
+
+test('with -InputFormat None powershell.exe exits though its stdin stays open', async (t) => {
+  const client = await session(t);
+  // The test client never closes stdin.
+  const result = await exec(client, remoteCommand('host-facts', {}), 10_000);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(host().ssh.execsWaitingForStdin, 0);
+});
+
+test('removing an L2Bridge network resets the adapter: SSH connections drop, then come back', async (t) => {
+  const client = await session(t);
+  const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+  const { machine } = host();
+  const nat = machine.hns.ensure('nat', 'NAT');
+  assert.equal(machine.removeHnsNetwork(nat.id), true);
+  assert.equal((await exec(client, remoteCommand('host-facts', {}))).code, 0, 'NAT: no reset');
+  const network = machine.hns.ensure('winfleet', 'L2Bridge');
+  assert.equal(machine.removeHnsNetwork(network.id), true);
+  await closed;
+  await assert.rejects(connect(host(), { key }), 'the address is gone for a moment');
+  const { client: again } = await waitFor(() => connect(host(), { key }), {
+    description: 'SSH answering again after the adapter reset',
+    timeoutMs: 10_000,
+    intervalMs: 100,
+  });
+  t.after(() => again.end());
+  assert.equal((await exec(again, remoteCommand('host-facts', {}))).code, 0);
 });

@@ -8,7 +8,10 @@
  * against the file system's DACLs, and they may not run commands (the simulated host runs
  * only the operator's catalog scripts, which need an administrator). It follows the machine's power: at shutdown every
  * connection drops and the port stops listening until the machine is up again (and not while
- * the refuse-connections fault is on). Sockets are accepted here and handed to ssh2, so faults
+ * the refuse-connections fault is on). Removing an HNS network that bound the host's adapter
+ * drops every connection too, and refuses new ones for a moment, as the address moves back to
+ * the adapter. powershell.exe without `-InputFormat None` exits only once the client ends its
+ * stdin (remote-commands.ts powerShellReadsStdin). Sockets are accepted here and handed to ssh2, so faults
  * can slow, drop or refuse them, and a changed host key applies to new connections.
  */
 import { createHash } from 'node:crypto';
@@ -17,7 +20,12 @@ import ssh2, { type Connection, type ParsedKey, type Server, type ServerChannel 
 import { HostFaults } from './faults.ts';
 import { administratorPrincipal, type Principal, standardUserPrincipal } from './file-security.ts';
 import type { SimMachine } from './machine.ts';
-import { classifyCommand, runRemoteCommand, sshWorkingDirectory } from './remote-commands.ts';
+import {
+  classifyCommand,
+  powerShellReadsStdin,
+  runRemoteCommand,
+  sshWorkingDirectory,
+} from './remote-commands.ts';
 import { serveSftp } from './sftp-server.ts';
 import { generateSshKeyPair } from './ssh-keys.ts';
 import { ThrottledSocket } from './throttled-socket.ts';
@@ -39,6 +47,11 @@ export interface SimSshServerOptions {
   /** Accounts that exist (case-insensitive). Default: Administrator. */
   users?: readonly string[];
   hostKeyType?: HostKeyType;
+  /**
+   * How long the host's address is gone when removing an HNS network resets its adapter
+   * (machine.removeHnsNetwork): open connections drop and new ones are refused. Default 1500 ms.
+   */
+  networkResetDowntimeMs?: number;
 }
 
 /** The SHA-256 fingerprint of an SSH public key (wire format), as OpenSSH prints it. */
@@ -83,6 +96,9 @@ export class SimSshServer {
   #stopped = false;
   #listening: Promise<void> = Promise.resolve();
   #listenError?: Error;
+  #waitingForStdin = 0;
+  readonly #networkResetDowntimeMs: number;
+  #networkDownUntil = 0;
   readonly #unsubscribe: (() => void)[] = [];
 
   private constructor(options: SimSshServerOptions) {
@@ -93,6 +109,7 @@ export class SimSshServer {
     this.#hostKey = generateHostKey(this.#hostKeyType);
     this.#ssh = this.#sshServer();
     this.#port = options.port ?? 0;
+    this.#networkResetDowntimeMs = options.networkResetDowntimeMs ?? 1500;
     this.faults = new HostFaults({
       machine: this.machine,
       dropConnections: () => this.dropConnections(),
@@ -124,6 +141,10 @@ export class SimSshServer {
         server.#followPower();
       }),
       server.machine.onBoot(() => server.#followPower()),
+      server.machine.onNetworkReset(() => {
+        server.#networkDownUntil = Date.now() + server.#networkResetDowntimeMs;
+        server.dropConnections();
+      }),
     );
     return server;
   }
@@ -247,7 +268,12 @@ export class SimSshServer {
   }
 
   #accept(socket: Socket): void {
-    if (this.machine.powerState !== 'up' || this.faults.refuseConnections || this.#stopped) {
+    if (
+      this.machine.powerState !== 'up' ||
+      this.faults.refuseConnections ||
+      this.#stopped ||
+      Date.now() < this.#networkDownUntil
+    ) {
       socket.destroy();
       return;
     }
@@ -332,8 +358,24 @@ export class SimSshServer {
     });
   }
 
+  /** Commands that finished but wait for their stdin to end before they exit. */
+  get execsWaitingForStdin(): number {
+    return this.#waitingForStdin;
+  }
+
   #exec(channel: ServerChannel, command: string, client: Connection): void {
     const classified = classifyCommand(command);
+    // The command's stdin is the channel: it ends when the client sends EOF (or closes it).
+    let stdinEnded = false;
+    const stdinEnd = new Promise<void>((resolve) => {
+      const ended = () => {
+        stdinEnded = true;
+        resolve();
+      };
+      channel.once('end', ended);
+      channel.once('close', ended);
+    });
+    channel.on('data', () => {});
     this.faults.execStarted(classified, () => {
       const socket = (client as unknown as { _sock?: ThrottledSocket })._sock;
       socket?.destroy();
@@ -353,6 +395,9 @@ export class SimSshServer {
         // The channel closed.
       }
     };
+    // Windows PowerShell reads a redirected stdin to its end before it exits, unless told
+    // -InputFormat None (remote-commands.ts powerShellReadsStdin).
+    const readsStdin = classified.kind !== 'agent' && powerShellReadsStdin(command);
     runRemoteCommand(
       this.machine,
       command,
@@ -367,7 +412,17 @@ export class SimSshServer {
         write(channel.stderr, `${(error as Error).message}\r\n`);
         return 1;
       })
-      .then((code) => {
+      .then(async (code) => {
+        if (readsStdin && !stdinEnded && !controller.signal.aborted) {
+          this.#waitingForStdin++;
+          await Promise.race([
+            stdinEnd,
+            new Promise((resolve) =>
+              controller.signal.addEventListener('abort', resolve, { once: true }),
+            ),
+          ]);
+          this.#waitingForStdin--;
+        }
         client.off('close', abort);
         if (controller.signal.aborted) return;
         try {

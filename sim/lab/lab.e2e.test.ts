@@ -1,12 +1,14 @@
 /**
  * `make lab` end to end: the lab program installs the chart, runs the operator as the chart's
  * ServiceAccount, joins the simulated hosts, places the seed samples, prints its report (with
- * the operator's 403 count from the audit log) and (with WINFLEET_LAB_EXIT=1) stops cleanly.
+ * the operator's 403 count from the audit log) and (with WINFLEET_LAB_EXIT=1) stops cleanly;
+ * its pods have unique IPs inside their nodes' pod CIDRs.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { cidrContains, parseIpv4, parseIpv4Cidr } from '../../src/net/ipv4-cidr.ts';
 
 test('the lab joins three simulated hosts and shows where the seed samples run', async () => {
   const main = fileURLToPath(new URL('./main.ts', import.meta.url));
@@ -53,4 +55,35 @@ test('the lab joins three simulated hosts and shows where the seed samples run',
   assert.match(stdout, /win-webserver-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.17763/);
   assert.match(stdout, /iis-2019-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.17763/);
   assert.match(stdout, /win-pwsh-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.20348/);
+  // kubectl logs of a Windows pod: through the API server and the host's kubelet API, which
+  // the agent's firewall rule opened.
+  assert.match(
+    stdout,
+    /^kubectl logs -n seed-samples \S+ {2}\(on simwin-\d+\):\n {2}winfleet simulated container "\S+" of pod seed-samples\/\S+ started from image /m,
+  );
+
+  // Every running pod has an IP; pod-network IPs are unique and inside their node's pod CIDR
+  // (the Windows hosts' from their CNI config, the Linux worker's from kwok).
+  const section = stdout.split(/pods landed \(namespace [^\n]*\n/)[1]?.split('\n\n')[0] ?? '';
+  const rows = section
+    .split('\n')
+    .filter((l) => l.startsWith('  '))
+    .map((l) => l.trim().split(/\s+/));
+  assert.ok(rows.length >= 3, section);
+  const running = rows.filter((r) => r[1] === 'Running');
+  assert.ok(
+    running.some((r) => r[2]!.startsWith('simwin-')),
+    section,
+  );
+  const ips: string[] = [];
+  for (const row of running) {
+    const [ip, cidr] = row.slice(-3, -1) as [string, string];
+    assert.notEqual(ip, '-', `${row[0]} runs without an IP`);
+    if (ip.endsWith('(host)')) continue;
+    const range = parseIpv4Cidr(cidr);
+    assert.ok(range, `${row[0]} runs on node ${row[2]}, whose pod CIDR is ${cidr}`);
+    assert.ok(cidrContains(range, parseIpv4(ip)!), `${row[0]}: ${ip} is outside ${cidr}`);
+    ips.push(ip);
+  }
+  assert.equal(new Set(ips).size, ips.length, `pod IPs are unique: ${ips.join(', ')}`);
 });

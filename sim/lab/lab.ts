@@ -415,7 +415,10 @@ export async function operatorAuditReport(
   };
 }
 
-/** Lines describing where the sample pods run: pod, node, node build, status. */
+/**
+ * Lines describing where the sample pods run: pod, status, node, node OS and build, pod IP (a
+ * host-network pod's marked "(host)"), the node's pod CIDR, image.
+ */
 export async function placementReport(kc: k8s.KubeConfig): Promise<string[]> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const nodes = new Map((await core.listNode()).items.map((n) => [n.metadata!.name!, n]));
@@ -427,19 +430,69 @@ export async function placementReport(kc: k8s.KubeConfig): Promise<string[]> {
       ? `${labels['kubernetes.io/os']} ${labels['node.kubernetes.io/windows-build'] ?? ''}`.trim()
       : '';
     const image = pod.spec?.containers?.[0]?.image ?? '';
+    const ip = pod.status?.podIP
+      ? `${pod.status.podIP}${pod.spec?.hostNetwork ? '(host)' : ''}`
+      : '-';
     return [
       pod.metadata?.name ?? '',
-      pod.status?.phase ?? '',
-      pod.spec?.nodeName ?? '(not scheduled)',
-      where,
+      pod.status?.phase || '-',
+      pod.spec?.nodeName ?? '(unscheduled)',
+      where || '-',
+      ip,
+      node?.spec?.podCIDR ?? '-',
       image,
     ];
   });
-  const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length), 4));
+  const columns = 6;
+  const widths = [...Array(columns).keys()].map((i) =>
+    Math.max(...rows.map((r) => r[i]!.length), 4),
+  );
   return rows
     .sort((a, b) => a[0]!.localeCompare(b[0]!))
     .map(
       (r) =>
-        `  ${r[0]!.padEnd(widths[0]!)}  ${r[1]!.padEnd(widths[1]!)}  ${r[2]!.padEnd(widths[2]!)}  ${r[3]!.padEnd(widths[3]!)}  ${r[4]}`,
+        `  ${r
+          .slice(0, columns)
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join('  ')}  ${r[columns]}`,
     );
+}
+
+/**
+ * `kubectl logs` of one running sample pod on a Windows node, through the API server and the
+ * host's kubelet API on :10250 (which the agent's firewall rule opens): a heading line, then
+ * the log indented. The first answer can wait for the kubelet's serving certificate (a CSR the
+ * operator approves), so it is retried for up to `timeoutMs`; a failure is reported, not thrown.
+ */
+export async function windowsPodLogReport(
+  kc: k8s.KubeConfig,
+  timeoutMs = 60_000,
+): Promise<string[]> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const windowsNodes = new Set(
+    (await core.listNode({ labelSelector: 'kubernetes.io/os=windows' })).items.map(
+      (n) => n.metadata!.name!,
+    ),
+  );
+  const pod = (await core.listNamespacedPod({ namespace: samplesNamespace })).items
+    .filter((p) => p.status?.phase === 'Running' && windowsNodes.has(p.spec?.nodeName ?? ''))
+    .sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!))[0];
+  if (!pod) return ['No sample pod runs on a Windows node, so there are no Windows logs to show'];
+  const name = pod.metadata!.name!;
+  const heading = `kubectl logs -n ${samplesNamespace} ${name}  (on ${pod.spec!.nodeName}):`;
+  try {
+    const log = await waitFor(
+      () => core.readNamespacedPodLog({ name, namespace: samplesNamespace }),
+      { description: `the logs of ${name}`, timeoutMs, intervalMs: 1000 },
+    );
+    return [
+      heading,
+      ...log
+        .trimEnd()
+        .split('\n')
+        .map((line) => `  ${line}`),
+    ];
+  } catch (error) {
+    return [`${heading} failed: ${(error as Error).message}`];
+  }
 }

@@ -17,6 +17,7 @@ import {
   placementReport,
   samplesNamespace,
   startLab,
+  windowsPodLogReport,
 } from './lab.ts';
 
 async function main(): Promise<void> {
@@ -41,6 +42,7 @@ async function main(): Promise<void> {
   ).catch(() => undefined);
   await sleep(2000);
   const report = await placementReport(lab.kc);
+  const windowsLogs = await windowsPodLogReport(lab.kc);
   const audit = await operatorAuditReport(lab);
   const kubeconfig = lab.cluster.kubeconfigPath;
   console.log(
@@ -57,8 +59,10 @@ async function main(): Promise<void> {
         (h) => `  ${`Windows ${h.release} host`.padEnd(24)} ${h.name} ${h.address}:${h.port}`,
       ),
       '',
-      `Where the seed samples' pods landed (namespace ${samplesNamespace}):`,
+      `Where the seed samples' pods landed (namespace ${samplesNamespace}; pod, status, node, OS, pod IP, node's pod CIDR, image):`,
       ...report,
+      '',
+      ...windowsLogs,
       '',
       `The operator's requests so far: ${audit.requests}; answered 403 (refused by the chart's RBAC): ${audit.refused.length}`,
       ...audit.refused.map((line) => `  ${line}`),

@@ -12,6 +12,7 @@ import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments, stringify } from 'yaml';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { runHelm } from './helm.ts';
+import { waitUntilAllowed } from './service-account.ts';
 
 export const chartDir = fileURLToPath(new URL('../../charts/winfleet', import.meta.url));
 /** The release name tests and the lab install the chart as. */
@@ -211,7 +212,30 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     chart: options.chart,
   });
   const command = operatorCommand(rendered, { namespace: options.namespace });
-  await waitUntilRbacApplies(options.kubeconfig, options.namespace);
+  // helm install has just written the chart's RBAC; an operator started before the authorizer
+  // follows gets 403 and exits (in a cluster the Deployment would restart it).
+  const account = new k8s.KubeConfig();
+  account.loadFromFile(options.kubeconfig);
+  await waitUntilAllowed(
+    account,
+    [
+      {
+        namespace: options.namespace,
+        verb: 'get',
+        group: 'coordination.k8s.io',
+        resource: 'leases',
+        name: 'winfleet-operator',
+      },
+      {
+        namespace: options.namespace,
+        verb: 'list',
+        group: 'winfleet.io',
+        resource: 'windowshosts',
+      },
+      { verb: 'list', resource: 'nodes' },
+    ],
+    "the chart's ServiceAccount",
+  );
   // Later options win (commander), so these replace what the chart sets for in-cluster use.
   const args = [
     ...command.args,
@@ -265,41 +289,5 @@ function logTail(path: string, lines = 15): string {
     return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
   } catch (error) {
     return `(cannot read it: ${(error as Error).message})`;
-  }
-}
-
-/**
- * The API server's RBAC authorizer follows new bindings through its informers, a moment after
- * `helm install` returns; an operator started in that moment gets 403 and exits (in a cluster
- * the Deployment would restart it). Waits, as the ServiceAccount itself, until a namespaced and
- * a cluster-wide rule of the chart apply.
- */
-async function waitUntilRbacApplies(kubeconfig: string, namespace: string): Promise<void> {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromFile(kubeconfig);
-  const authorization = kc.makeApiClient(k8s.AuthorizationV1Api);
-  for (const resourceAttributes of [
-    {
-      namespace,
-      verb: 'get',
-      group: 'coordination.k8s.io',
-      resource: 'leases',
-      name: 'winfleet-operator',
-    },
-    { namespace, verb: 'list', group: 'winfleet.io', resource: 'windowshosts' },
-    { verb: 'list', resource: 'nodes' },
-  ]) {
-    await waitFor(
-      async () =>
-        (
-          await authorization.createSelfSubjectAccessReview({
-            body: { spec: { resourceAttributes } },
-          })
-        ).status?.allowed === true,
-      {
-        description: `the chart's RBAC to allow ${JSON.stringify(resourceAttributes)}`,
-        timeoutMs: 30_000,
-      },
-    );
   }
 }

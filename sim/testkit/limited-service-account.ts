@@ -6,10 +6,13 @@
  */
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { waitFor } from '../../src/kube/wait-for.ts';
 import { createOwnedTempDir, removeOwnedTempDir } from '../cluster/owned-temp-dir.ts';
 import { type AuditEvent, auditLogUpTo, requestsBy } from './audit-log.ts';
-import { type ServiceAccountKubeconfig, serviceAccountKubeconfig } from './service-account.ts';
+import {
+  type ServiceAccountKubeconfig,
+  serviceAccountKubeconfig,
+  waitUntilAllowed,
+} from './service-account.ts';
 
 export interface Grant {
   /** A Role and RoleBinding in this namespace; a ClusterRole and ClusterRoleBinding without. */
@@ -95,7 +98,7 @@ export async function limitedServiceAccount(
       path: join(dir, 'kubeconfig'),
       expirationSeconds: 3600,
     });
-    await waitUntilAllowed(account.kc, grants);
+    await waitUntilAllowed(account.kc, grantedChecks(grants), 'the test ServiceAccount');
     return { ...account, remove };
   } catch (error) {
     await remove();
@@ -103,32 +106,18 @@ export async function limitedServiceAccount(
   }
 }
 
-/** The authorizer's RBAC cache follows new bindings shortly after: wait until each rule holds. */
-async function waitUntilAllowed(kc: k8s.KubeConfig, grants: Grant[]): Promise<void> {
-  const authorization = kc.makeApiClient(k8s.AuthorizationV1Api);
-  for (const grant of grants)
-    for (const rule of grant.rules) {
-      const attributes = {
-        namespace: grant.namespace,
-        verb: rule.verbs[0],
-        group: rule.apiGroups?.[0],
-        resource: rule.resources?.[0]?.split('/')[0],
-        subresource: rule.resources?.[0]?.split('/')[1],
-        name: rule.resourceNames?.[0],
-      };
-      await waitFor(
-        async () =>
-          (
-            await authorization.createSelfSubjectAccessReview({
-              body: { spec: { resourceAttributes: attributes } },
-            })
-          ).status?.allowed === true,
-        {
-          description: `the authorizer to allow ${JSON.stringify(attributes)} to the test ServiceAccount`,
-          timeoutMs: 20_000,
-        },
-      );
-    }
+/** Every granted rule, as the authorizer checks it (its first verb, resource and name). */
+function grantedChecks(grants: Grant[]): k8s.V1ResourceAttributes[] {
+  return grants.flatMap((grant) =>
+    grant.rules.map((rule) => ({
+      namespace: grant.namespace,
+      verb: rule.verbs[0],
+      group: rule.apiGroups?.[0],
+      resource: rule.resources?.[0]?.split('/')[0],
+      subresource: rule.resources?.[0]?.split('/')[1],
+      name: rule.resourceNames?.[0],
+    })),
+  );
 }
 
 /**

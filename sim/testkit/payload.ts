@@ -10,12 +10,18 @@ import type { Payload } from '../../src/payload/payload.ts';
 
 export const standInFiles = [
   'containerd.exe',
+  // containerd starts one per running pod sandbox; no service runs it (containerd-standin.ts).
+  'containerd-shim-runhcs-v1.exe',
   'kubelet.exe',
   'kube-proxy.exe',
+  // Runs the kubelet and kube-proxy services, with their output in C:\k\logs.
+  'kube-log-runner.exe',
   'csi-proxy.exe',
   'windows_exporter.exe',
   'win-bridge.exe',
   'host-local.exe',
+  // The CNI plugin the node's conflist names (the simulated hosts' CNI needs it in C:\k\cni\bin).
+  'sdnbridge.exe',
   'winfleet-agent.exe',
   'winfleet-service.exe',
 ];

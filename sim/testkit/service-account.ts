@@ -6,6 +6,7 @@
 import { writeFile } from 'node:fs/promises';
 import * as k8s from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../src/kube/client.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 import { renderKubeconfig } from '../cluster/kubeconfig.ts';
 import { serviceAccountUsername } from './audit-log.ts';
 
@@ -65,4 +66,31 @@ export async function serviceAccountKubeconfig(
     kc: loadKubeConfig(options.path),
     expiresAt: new Date(answer.status?.expirationTimestamp ?? Date.now()),
   };
+}
+
+/**
+ * The API server's RBAC authorizer follows new Roles and bindings through its informers, a
+ * moment after they are written: waits, as the account `kc` holds (a SelfSubjectAccessReview
+ * each), until every one of `checks` is allowed.
+ */
+export async function waitUntilAllowed(
+  kc: k8s.KubeConfig,
+  checks: k8s.V1ResourceAttributes[],
+  who: string,
+): Promise<void> {
+  const authorization = kc.makeApiClient(k8s.AuthorizationV1Api);
+  for (const resourceAttributes of checks) {
+    await waitFor(
+      async () =>
+        (
+          await authorization.createSelfSubjectAccessReview({
+            body: { spec: { resourceAttributes } },
+          })
+        ).status?.allowed === true,
+      {
+        description: `the authorizer to allow ${JSON.stringify(resourceAttributes)} to ${who}`,
+        timeoutMs: 30_000,
+      },
+    );
+  }
 }

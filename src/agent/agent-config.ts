@@ -5,6 +5,7 @@
  * the field.
  */
 
+import { parseIpv4 } from '../net/ipv4-cidr.ts';
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import {
@@ -128,13 +129,27 @@ function parseJson(text: string, file: string): unknown {
   }
 }
 
+/**
+ * Throws WF_AGENT_CONFIG_INVALID unless nodeIP is exactly an IPv4 address (the schema's
+ * pattern only shapes it: 999.1.1.1 passes it). The kubelet would refuse it at start.
+ */
+function checkNodeIP(config: NodeSettings, file: string): void {
+  if (parseIpv4(config.nodeIP) !== undefined) return;
+  throw invalidDocument('WF_AGENT_CONFIG_INVALID', file, [
+    `nodeIP: "${config.nodeIP}" is not an IPv4 address (four decimal octets 0-255 without leading zeros); the operator writes ${file} from the host's address: check the WindowsHost's spec.address and the host's IPv4 addresses, then re-bootstrap the host, which rewrites ${file} (annotate its WindowsHost with winfleet.io/rejoin=<any value>)`,
+  ]);
+}
+
 export function parseBootstrapConfig(text: string, file = paths.bootstrapConfig): BootstrapConfig {
   const config = validateBootstrap(parseJson(text, file), file);
+  checkNodeIP(config, file);
   return { ...config, manifest: parseServicesManifest(config.manifest) };
 }
 
 export function parseAgentConfig(text: string, file = paths.agentConfig): AgentConfig {
-  return validateAgent(parseJson(text, file), file);
+  const config = validateAgent(parseJson(text, file), file);
+  checkNodeIP(config, file);
+  return config;
 }
 
 export function agentConfigFrom(config: BootstrapConfig): AgentConfig {

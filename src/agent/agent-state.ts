@@ -14,6 +14,12 @@ export interface AgentState {
   env: string[];
   /** Directories that did not exist before winfleet created them. */
   createdDirectories: string[];
+  /**
+   * The environment winfleet registered for each service (its Environment registry value):
+   * a service with a record is not asked for its environment again (a PowerShell launch on
+   * Windows) on every pass. Optional: state files written before it have none.
+   */
+  serviceEnvironments?: Record<string, Record<string, string>>;
 }
 
 export const emptyState = (): AgentState => ({
@@ -22,6 +28,7 @@ export const emptyState = (): AgentState => ({
   files: [],
   env: [],
   createdDirectories: [],
+  serviceEnvironments: {},
 });
 
 export async function readState(host: HostOS): Promise<AgentState> {
@@ -57,6 +64,7 @@ export async function writeState(host: HostOS, state: AgentState): Promise<void>
     files: unique(onDisk.files, state.files),
     env: unique(onDisk.env, state.env),
     createdDirectories: unique(onDisk.createdDirectories, state.createdDirectories),
+    serviceEnvironments: { ...onDisk.serviceEnvironments, ...state.serviceEnvironments },
   };
   await host.writeFile(paths.state, `${JSON.stringify(clean, null, 2)}\n`);
 }

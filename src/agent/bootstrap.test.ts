@@ -5,11 +5,13 @@ import {
   createAgentTestHost,
   prepareAsOperator,
   serviceStates,
+  testManifest,
   testNodeName,
 } from '../../sim/hosts/agent-test-host.ts';
-import { paths } from './agent-config.ts';
-import { readState } from './agent-state.ts';
-import { agentServiceName, defaultRecovery } from './converge.ts';
+import { parseAgentConfig, paths } from './agent-config.ts';
+import { emptyState, readState } from './agent-state.ts';
+import { agentServiceName, convergeServices, defaultRecovery } from './converge.ts';
+import { nodeVariableValues } from './node-files.ts';
 import { runAgent } from './run-agent.ts';
 
 const allServices = ['containerd', 'kubelet', 'kube-proxy', 'csi-proxy'] as const;
@@ -31,12 +33,13 @@ test('bootstrap writes the node files, registers every service in start order wi
     paths.bootstrapKubeconfig,
     paths.kubeletConfig,
     paths.containerdConfig,
-    paths.cniConfig,
     paths.agentConfig,
     'C:\\k\\kubelet.exe',
   ]) {
     assert.ok(await machine.fs.tryReadFile(file), `${file} was not written`);
   }
+  // The CNI config needs the Node's pod CIDR: the run loop writes it once the Node has one.
+  assert.equal(await machine.fs.tryReadFile(paths.cniConfig), undefined);
   const kubeconfig = (await machine.fs.readFile(paths.bootstrapKubeconfig)).toString();
   assert.match(kubeconfig, /token: abcdef\.0123456789abcdef/);
   assert.match((await machine.fs.readFile(paths.kubeletConfig)).toString(), /maxPods: 110/);
@@ -92,6 +95,31 @@ test('bootstrap again changes nothing but restarting the bootstrap services', as
   assert.deepEqual(callsOf(calls, 'stopService'), ['kubelet', 'containerd']);
   assert.deepEqual(callsOf(calls, 'startService'), ['containerd', 'kubelet']);
   assert.equal(machine.scm.query(agentServiceName)?.pid, agentPid, 'the agent kept running');
+});
+
+test('a re-bootstrap without the kube-proxy kubeconfig stops kube-proxy and does not start it', async (t) => {
+  const { machine, calls, context, stdout } = await createAgentTestHost(t);
+  const manifest = testManifest();
+  const proxy = manifest.services.find((s) => s.name === 'kube-proxy')!;
+  proxy.args = [`--kubeconfig=${paths.kubeProxyKubeconfig}`];
+  await prepareAsOperator(machine, manifest);
+  assert.equal(await runAgent(['bootstrap'], context), 0, stdout.join(''));
+  // As the run loop leaves it once the kubeconfig was written: everything runs.
+  await machine.fs.writeFileAtomic(paths.kubeProxyKubeconfig, 'kubeconfig');
+  const config = parseAgentConfig((await machine.fs.readFile(paths.agentConfig)).toString());
+  await convergeServices(context.hostOS, manifest, nodeVariableValues(config), emptyState(), {
+    start: 'all',
+  });
+  assert.equal(serviceStates(machine, allServices)['kube-proxy'], 'running');
+  // The re-bootstrap finds the kubeconfig gone (a reset, a cleanup).
+  await machine.fs.remove(paths.kubeProxyKubeconfig);
+  calls.length = 0;
+  stdout.length = 0;
+  assert.equal(await runAgent(['bootstrap'], context), 0, stdout.join(''));
+  assert.ok(callsOf(calls, 'stopService').includes('kube-proxy'));
+  assert.ok(!callsOf(calls, 'startService').includes('kube-proxy'));
+  assert.equal(serviceStates(machine, allServices)['kube-proxy'], 'stopped');
+  assert.equal(serviceStates(machine, allServices).kubelet, 'running');
 });
 
 test('a bootstrap that cannot read its config names the step and the file', async (t) => {

@@ -1,6 +1,7 @@
 /**
  * `winfleet-agent bootstrap`: configures this host from bootstrap.json — CA, bootstrap
- * kubeconfig, kubelet/containerd/CNI configuration, environment, payload binaries, every
+ * kubeconfig, kubelet and containerd configuration (the CNI config waits for the Node's pod
+ * CIDR: run-loop.ts), environment, payload binaries, the kubelet's firewall rule, every
  * service of the manifest registered with recovery actions, the bootstrap services (containerd,
  * kubelet) started, and the agent itself installed as a service. Idempotent: running it again
  * converges to the same state.
@@ -20,10 +21,12 @@ import {
   convergeServices,
   ensureService,
   installPayloadFiles,
+  servicesRunning,
 } from './converge.ts';
+import { kubeProxyCredentialUsers } from './kube-proxy-credentials.ts';
+import { kubeletFirewallRule } from './kubelet-firewall.ts';
 import {
   bootstrapKubeconfig,
-  cniConfig,
   containerdConfig,
   kubeletConfiguration,
   nodeVariableValues,
@@ -87,7 +90,10 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
     await host.writeFile(paths.bootstrapKubeconfig, bootstrapKubeconfig(config));
     await host.writeFile(paths.kubeletConfig, kubeletConfiguration(config));
     await host.writeFile(paths.containerdConfig, containerdConfig());
-    await host.writeFile(paths.cniConfig, cniConfig(config));
+    // No CNI config yet: it needs this node's pod CIDR, which only its registered Node has; the
+    // run loop writes it then (cni-config.ts). One left from an earlier join may name a subnet
+    // the cluster has since given another node, so it goes until then.
+    await host.removePath(paths.cniConfig);
     await host.writeFile(
       paths.agentConfig,
       `${JSON.stringify(agentConfigFrom(config), null, 2)}\n`,
@@ -98,7 +104,6 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
       paths.bootstrapKubeconfig,
       paths.kubeletConfig,
       paths.containerdConfig,
-      paths.cniConfig,
     );
   });
   await step('set-environment', async () => {
@@ -112,13 +117,22 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
   const restart = new Set<string>(manifest.services.filter((s) => s.bootstrap).map((s) => s.name));
   await step('install-payload', async () => {
     const changed = await installPayloadFiles(host, manifest, state);
-    for (const s of manifest.services)
-      if (changed.some((f) => f.toLowerCase() === s.binary.toLowerCase())) restart.add(s.name);
+    for (const name of servicesRunning(manifest, changed)) restart.add(name);
   });
+  // Before the kubelet starts: the API server reaches it on this port (kubelet-firewall.ts).
+  await step('open-kubelet-port', () => host.ensureInboundFirewallRule(kubeletFirewallRule));
+  // kube-proxy's kubeconfig is the run loop's to write (kube-proxy-credentials.ts): until it
+  // exists, the services that name it wait, and one still running is stopped.
+  const holdBack = new Set<string>(
+    (await host.readFile(paths.kubeProxyKubeconfig)) === undefined
+      ? kubeProxyCredentialUsers(manifest)
+      : [],
+  );
   const result = await step('start-services', () =>
     convergeServices(host, manifest, nodeVariableValues(config), state, {
       start: 'bootstrap',
       restart,
+      holdBack,
     }),
   );
   // The state is on disk before the agent service starts: its run loop reads and extends it.

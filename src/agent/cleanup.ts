@@ -1,15 +1,28 @@
 /**
- * `winfleet-agent cleanup`: undoes everything winfleet did to this host — stops and deletes
- * its services (dependents first), removes the HNS networks of its CNI, the environment
- * variables and files it wrote and the directories it created. Only winfleet's own directory
- * stays (a running program cannot delete itself on Windows); the operator removes it next.
+ * `winfleet-agent cleanup`: undoes everything winfleet did to this host — stops the agent's
+ * own service first (its run loop would bring the others back), stops and deletes the node's
+ * services (dependents first), removes the kubelet's firewall rule, the HNS networks of its
+ * CNI, the environment variables and files it wrote and the directories it created. Only
+ * winfleet's own directory stays (a running program cannot delete itself on Windows); the
+ * operator removes it next. Idempotent: the operator runs it again when the SSH session drops
+ * mid-way (removing an HNS network resets the host's adapter).
  */
 
+import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
 import { parseServicesManifest, startOrder } from '../servicesmanifest/services-manifest.ts';
 import { kubeDir, paths, winfleetDir } from './agent-config.ts';
 import { readState } from './agent-state.ts';
 import { agentServiceName } from './converge.ts';
+import { kubeProxyPendingKeyPath } from './kube-proxy-credentials.ts';
+import { kubeletFirewallRule } from './kubelet-firewall.ts';
+import { removeStaleCopies } from './replace-executable.ts';
 import type { AgentContext } from './run-agent.ts';
+
+/**
+ * Where the host-local IPAM plugin records the pod addresses of winfleet's network: its data
+ * directory (/var/lib/cni/networks, on drive C:) and the network's name.
+ */
+const hostLocalNetworkDir = `C:\\var\\lib\\cni\\networks\\${cniNetworkName}`;
 
 export async function cleanup(context: AgentContext): Promise<Record<string, unknown>> {
   const host = context.hostOS;
@@ -21,6 +34,10 @@ export async function cleanup(context: AgentContext): Promise<Record<string, unk
     ...new Set([...ordered, ...state.services.filter((s) => s !== agentServiceName)]),
   ].reverse();
   const removed: string[] = [];
+  // The agent's service stops first: while its run loop runs it converges the services back,
+  // starting (and re-creating) what this stops and deletes. It is deleted last.
+  const agentInstalled = (await host.queryService(agentServiceName)) !== undefined;
+  if (agentInstalled) await host.stopService(agentServiceName);
   for (const name of services) {
     await host.stopService(name);
   }
@@ -30,12 +47,11 @@ export async function cleanup(context: AgentContext): Promise<Record<string, unk
       removed.push(name);
     }
   }
-  // The agent's own service last: this process may be it.
-  if (await host.queryService(agentServiceName)) {
-    await host.stopService(agentServiceName);
+  if (agentInstalled && (await host.queryService(agentServiceName))) {
     await host.deleteService(agentServiceName);
     removed.push(agentServiceName);
   }
+  await host.removeFirewallRule(kubeletFirewallRule.name);
   const networks: string[] = [];
   for (const network of await host.listHnsNetworks()) {
     if (network.name.toLowerCase().startsWith('winfleet')) {
@@ -44,10 +60,16 @@ export async function cleanup(context: AgentContext): Promise<Record<string, unk
     }
   }
   for (const name of state.env) await host.setMachineEnv(name, undefined);
-  for (const file of new Set([...state.files, ...(manifest?.files.map((f) => f.path) ?? [])]))
+  for (const file of new Set([...state.files, ...(manifest?.files.map((f) => f.path) ?? [])])) {
     await host.removePath(file);
+    // Copies an upgrade moved aside (replace-executable.ts); one still running stays, and
+    // removing its directory then fails naming it.
+    await removeStaleCopies(host, file);
+  }
   for (const file of [
     paths.kubeconfig,
+    paths.kubeProxyKubeconfig,
+    kubeProxyPendingKeyPath,
     paths.bootstrapKubeconfig,
     paths.kubeletConfig,
     paths.containerdConfig,
@@ -56,6 +78,10 @@ export async function cleanup(context: AgentContext): Promise<Record<string, unk
     await host.removePath(file);
   }
   await host.removePath(paths.certDir);
+  // host-local's address records for winfleet's network. Its parents (C:\var\lib\cni\networks
+  // up to C:\var) stay: host-local created them, not winfleet, and they may have been there
+  // before winfleet came.
+  await host.removePath(hostLocalNetworkDir);
   // Directories winfleet created, deepest first, except its own (removed by the operator).
   const dirs = state.createdDirectories
     .filter((d) => !d.toLowerCase().startsWith(winfleetDir.toLowerCase()))

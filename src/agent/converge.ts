@@ -1,8 +1,9 @@
 /**
  * Bringing a host to a services manifest: payload files in place (verified by SHA-256, and
- * only the changed ones rewritten, with their services stopped first since Windows locks
- * running executables), every service registered with the right command line, dependencies
- * and recovery actions, and running.
+ * only the changed ones rewritten, with their services stopped first and the old files moved
+ * aside, since Windows locks running executables — also those no service runs, like
+ * containerd's per-pod shims), every service registered with the right command line,
+ * environment, dependencies and recovery actions, and running.
  */
 import { createHash } from 'node:crypto';
 import { WinfleetError } from '../errors/catalog.ts';
@@ -11,11 +12,14 @@ import {
   type ManifestService,
   type NodeVariable,
   type ServicesManifest,
+  serviceCommand,
+  serviceExecutables,
   startOrder,
 } from '../servicesmanifest/services-manifest.ts';
 import { paths } from './agent-config.ts';
 import type { AgentState } from './agent-state.ts';
 import type { HostOS, ServiceConfig } from './host-os.ts';
+import { replaceExecutable } from './replace-executable.ts';
 import { serviceCommandLine } from './windows/command-line.ts';
 import { serviceShimArgs } from './windows/service-shim.ts';
 
@@ -28,20 +32,37 @@ export function sha256(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
+/**
+ * The registration of a manifest service. Its environment is the manifest's machine-level
+ * `env` with the service's own `env` on top: a machine variable reaches a service only after
+ * a reboot, so the service gets the manifest's through its own environment at once.
+ */
 export function serviceConfig(
   service: ManifestService,
   values: Record<NodeVariable, string>,
+  machineEnv: Readonly<Record<string, string>> = {},
 ): ServiceConfig {
-  return {
+  const environment = Object.fromEntries(
+    Object.entries({ ...machineEnv, ...service.env }).map(([name, value]) => [
+      name,
+      expandArgument(value, values),
+    ]),
+  );
+  const config: ServiceConfig = {
     name: service.name,
     displayName: service.displayName,
     description: service.description,
-    binaryPath: service.binary,
-    args: service.args.map((a) => expandArgument(a, values)),
+    // The program itself, or kube-log-runner.exe running it (services-manifest.ts).
+    ...serviceCommand(
+      service,
+      service.args.map((a) => expandArgument(a, values)),
+    ),
     dependencies: service.dependencies,
     startType: service.startType ?? 'auto',
     recovery: defaultRecovery,
   };
+  if (Object.keys(environment).length > 0) config.environment = environment;
+  return config;
 }
 
 /**
@@ -89,17 +110,34 @@ export async function installPayloadFiles(
     if (installed && sha256(installed) === file.sha256) continue;
     pending.push({ path: file.path, data });
   }
-  // Windows locks a running executable: stop the services that run a file being replaced
-  // (their dependents first) before writing it.
-  const runningThem = manifest.services.filter((s) =>
-    pending.some((f) => f.path.toLowerCase() === s.binary.toLowerCase()),
+  // The services that run a file being replaced stop first (their dependents before them),
+  // to restart on the new one; processes no service owns keep the old one, moved aside.
+  await stopWithDependents(
+    host,
+    manifest,
+    servicesRunning(
+      manifest,
+      pending.map((f) => f.path),
+    ),
   );
-  await stopWithDependents(host, manifest, new Set(runningThem.map((s) => s.name)));
   for (const file of pending) {
-    await host.writeFile(file.path, file.data);
+    await replaceExecutable(host, file.path, file.data);
     state.files.push(file.path);
   }
   return pending.map((f) => f.path);
+}
+
+/**
+ * The services that run one of `paths` (case-insensitive): as their program, or as the
+ * kube-log-runner.exe their program runs under. Replacing such a file restarts them.
+ */
+export function servicesRunning(manifest: ServicesManifest, paths: readonly string[]): Set<string> {
+  const lower = new Set(paths.map((p) => p.toLowerCase()));
+  return new Set(
+    manifest.services
+      .filter((s) => serviceExecutables(s).some((exe) => lower.has(exe.toLowerCase())))
+      .map((s) => s.name),
+  );
 }
 
 /** `names` plus every service that depends on one of them, directly or not. */
@@ -153,7 +191,24 @@ function sameRegistration(
   );
 }
 
-/** Registers (or re-registers) one service; returns true when its registration changed. */
+/** Whether two environments hold the same variables (names compared as Windows does). */
+function sameEnvironment(
+  current: Readonly<Record<string, string>> | undefined,
+  desired: Readonly<Record<string, string>> | undefined,
+): boolean {
+  const normalized = (env: Readonly<Record<string, string>> | undefined) =>
+    JSON.stringify(
+      Object.entries(env ?? {})
+        .map(([name, value]) => [name.toLowerCase(), value])
+        .sort(([a], [b]) => a!.localeCompare(b!)),
+    );
+  return normalized(current) === normalized(desired);
+}
+
+/**
+ * Registers (or re-registers) one service; returns true when its registration changed — its
+ * environment included, which the service reads only when it starts.
+ */
 export async function ensureService(
   host: HostOS,
   desired: ServiceConfig,
@@ -161,12 +216,23 @@ export async function ensureService(
 ): Promise<boolean> {
   const current = await host.queryService(desired.name);
   state.services.push(desired.name);
+  state.serviceEnvironments ??= {};
+  const environments = state.serviceEnvironments;
+  const written = { ...desired.environment };
   if (!current) {
     await host.createService(desired);
+    environments[desired.name] = written;
     return true;
   }
-  if (sameRegistration(current, desired)) return false;
+  if (sameRegistration(current, desired)) {
+    // What winfleet wrote last, read from the host only when there is no record of it.
+    const environment =
+      environments[desired.name] ?? (await host.queryServiceEnvironment(desired.name));
+    environments[desired.name] = { ...environment };
+    if (sameEnvironment(environment, desired.environment)) return false;
+  }
   await host.configureService(desired);
+  environments[desired.name] = written;
   return true;
 }
 
@@ -175,11 +241,17 @@ export interface ConvergeOptions {
   start: 'bootstrap' | 'all';
   /** Services to restart because their files or registration changed. */
   restart?: Set<string>;
+  /**
+   * Services not to start yet, with their dependents (starting a dependent would start them):
+   * they wait for something the agent has still to write (kube-proxy-credentials.ts).
+   */
+  holdBack?: ReadonlySet<string>;
 }
 
 /**
- * Throws WF_SERVICE_BINARY_MISMATCH unless the service's binary on disk has the SHA-256 its
- * manifest file entry gives: a service runs as LocalSystem, so a binary changed on the host
+ * Throws WF_SERVICE_BINARY_MISMATCH unless each executable of the service (its program, and
+ * kube-log-runner.exe when it runs under one) has on disk the SHA-256 its manifest file entry
+ * gives: a service runs as LocalSystem, so a binary changed on the host
  * since it was installed is never started.
  */
 export async function verifyBinary(
@@ -187,14 +259,16 @@ export async function verifyBinary(
   manifest: ServicesManifest,
   service: ManifestService,
 ): Promise<void> {
-  const file = manifest.files.find((f) => f.path.toLowerCase() === service.binary.toLowerCase());
-  const data = await host.readFile(service.binary);
-  const actual = data ? sha256(data) : 'none (the file is missing)';
-  if (file && actual === file.sha256) return;
-  throw new WinfleetError(
-    'WF_SERVICE_BINARY_MISMATCH',
-    `Not starting service ${service.name}: ${service.binary} has SHA-256 ${actual}, its manifest ${manifest.version} says ${file?.sha256 ?? 'nothing (no file entry)'}; the file changed on the host since it was installed: investigate, then re-bootstrap the host to reinstall it`,
-  );
+  for (const binary of serviceExecutables(service)) {
+    const file = manifest.files.find((f) => f.path.toLowerCase() === binary.toLowerCase());
+    const data = await host.readFile(binary);
+    const actual = data ? sha256(data) : 'none (the file is missing)';
+    if (file && actual === file.sha256) continue;
+    throw new WinfleetError(
+      'WF_SERVICE_BINARY_MISMATCH',
+      `Not starting service ${service.name}: ${binary} has SHA-256 ${actual}, its manifest ${manifest.version} says ${file?.sha256 ?? 'nothing (no file entry)'}; the file changed on the host since it was installed: investigate, then re-bootstrap the host to reinstall it`,
+    );
+  }
 }
 
 /** Registers every service of `manifest` and starts (or restarts) what `options` says. */
@@ -209,14 +283,19 @@ export async function convergeServices(
   const started: string[] = [];
   const restart = options.restart ?? new Set<string>();
   for (const service of startOrder(manifest)) {
-    if (await ensureService(host, serviceConfig(service, values), state)) {
+    if (await ensureService(host, serviceConfig(service, values, manifest.env), state)) {
       changed.push(service.name);
       restart.add(service.name);
     }
   }
   // A restart takes the service's dependents down first, and all come back up in start order.
   const wasRunning = await stopWithDependents(host, manifest, restart);
+  const held = withDependents(manifest, new Set(options.holdBack ?? []));
+  // A held service still running (e.g. kube-proxy from before a re-bootstrap removed its
+  // kubeconfig) is stopped: it would run on what it waits for, or fail on its absence.
+  await stopWithDependents(host, manifest, held);
   for (const service of startOrder(manifest)) {
+    if (held.has(service.name)) continue;
     // During bootstrap, later services start only if they ran before this restart.
     if (options.start === 'bootstrap' && !service.bootstrap && !wasRunning.has(service.name))
       continue;

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import ssh2 from 'ssh2';
+import { serviceLog } from '../../sim/hosts/service-logs.ts';
 import { connect, generateTestKey, openSftp, sftpCall } from '../../sim/hosts/ssh-test-client.ts';
 import { joinWorld } from '../../sim/testkit/join-fixture.ts';
 import {
@@ -186,10 +187,10 @@ test('a joined host keeps its key from users and its agent runs only manifests t
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
     await waitFor(
-      () =>
-        sim.machine.scm
-          .logs(agentServiceName)
-          .some((line) => line.includes(`Refusing services manifest ${manifest.version}`)),
+      async () =>
+        (await serviceLog(sim.machine, agentServiceName)).some((line) =>
+          line.includes(`Refusing services manifest ${manifest.version}`),
+        ),
       { description: `the agent to refuse ${manifest.version}`, timeoutMs: 20_000 },
     );
   }

@@ -39,6 +39,12 @@ export interface ServiceConfig {
   dependencies: string[];
   startType: ServiceStartType;
   recovery: ServiceRecovery;
+  /**
+   * Variables for the service's process only (the service's `Environment` registry value, read
+   * when it starts), on top of the machine environment as it was at boot — a machine
+   * variable set later reaches services only after a reboot. None: no such value.
+   */
+  environment?: Record<string, string>;
 }
 
 /** What the Service Control Manager says about a service. */
@@ -63,6 +69,16 @@ export interface InstalledService extends ServiceStatus {
   displayName: string;
 }
 
+/** An inbound Windows Firewall rule that allows one local port on every profile. */
+export interface InboundFirewallRule {
+  /** The rule's Name: its unique id (New-NetFirewallRule -Name), not the display name. */
+  name: string;
+  displayName: string;
+  description: string;
+  protocol: 'TCP' | 'UDP';
+  localPort: number;
+}
+
 /** A Host Network Service network (created by CNI plugins / kube-proxy). */
 export interface HnsNetwork {
   id: string;
@@ -84,8 +100,13 @@ export interface HostOS {
   // Services (Service Control Manager).
   queryService(name: string): Promise<InstalledService | undefined>;
   createService(config: ServiceConfig): Promise<void>;
-  /** Updates an existing service's command line, dependencies, start type and recovery. */
+  /**
+   * Updates an existing service's command line, dependencies, start type, recovery and
+   * environment (removing an environment the config no longer has).
+   */
   configureService(config: ServiceConfig): Promise<void>;
+  /** The service's own environment ({} when it has none); undefined when it does not exist. */
+  queryServiceEnvironment(name: string): Promise<Record<string, string> | undefined>;
   startService(name: string): Promise<void>;
   /** Stops a service and waits until it is stopped. A stopped service is not an error. */
   stopService(name: string): Promise<void>;
@@ -98,6 +119,16 @@ export interface HostOS {
   writeFile(path: string, data: Buffer | string): Promise<void>;
   /** Removes a file or directory tree; a missing path is not an error. */
   removePath(path: string): Promise<void>;
+  /**
+   * Renames a file; `to` must not exist. Windows renames a running executable (it will not
+   * overwrite or delete one), which is how a running one is replaced.
+   */
+  renamePath(from: string, to: string): Promise<void>;
+  /**
+   * Deletes a file unless a process holds it (a running executable): true when it is gone
+   * (or was missing), false when it is in use. One attempt, no waiting.
+   */
+  removeFileIfUnused(path: string): Promise<boolean>;
   ensureDirectory(path: string): Promise<void>;
   listDirectory(path: string): Promise<string[] | undefined>;
 
@@ -109,6 +140,12 @@ export interface HostOS {
   // Host Network Service.
   listHnsNetworks(): Promise<HnsNetwork[]>;
   removeHnsNetwork(id: string): Promise<void>;
+
+  // Windows Firewall (inbound rules).
+  /** Creates the enabled inbound allow rule, or makes the rule of that name match it. */
+  ensureInboundFirewallRule(rule: InboundFirewallRule): Promise<void>;
+  /** Removes the rule of that name; a missing rule is not an error. */
+  removeFirewallRule(name: string): Promise<void>;
 
   // The machine.
   hostname(): Promise<string>;

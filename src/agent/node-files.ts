@@ -6,10 +6,23 @@
  * containerd over its named pipe.
  */
 import { stringify } from 'yaml';
+import { cidrCovers, formatIpv4, formatIpv4Cidr, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
+import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
 import type { NodeVariable } from '../servicesmanifest/services-manifest.ts';
 import { type BootstrapConfig, kubeDir, type NodeSettings, paths } from './agent-config.ts';
 
-export function bootstrapKubeconfig(config: BootstrapConfig): string {
+/**
+ * A kubeconfig with everything inline: one cluster (`server`, its CA as PEM), one user
+ * (`user`'s fields: a token, or client-certificate-data and client-key-data), and the context
+ * joining them. The bootstrap kubeconfig and kube-proxy's are both this shape.
+ */
+export function inlineKubeconfig(options: {
+  server: string;
+  caPem: string;
+  userName: string;
+  contextName: string;
+  user: Record<string, string>;
+}): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
@@ -17,14 +30,26 @@ export function bootstrapKubeconfig(config: BootstrapConfig): string {
       {
         name: 'cluster',
         cluster: {
-          server: config.apiServer,
-          'certificate-authority-data': Buffer.from(config.caCertificate).toString('base64'),
+          server: options.server,
+          'certificate-authority-data': Buffer.from(options.caPem).toString('base64'),
         },
       },
     ],
-    users: [{ name: 'kubelet-bootstrap', user: { token: config.bootstrapToken } }],
-    contexts: [{ name: 'bootstrap', context: { cluster: 'cluster', user: 'kubelet-bootstrap' } }],
-    'current-context': 'bootstrap',
+    users: [{ name: options.userName, user: options.user }],
+    contexts: [
+      { name: options.contextName, context: { cluster: 'cluster', user: options.userName } },
+    ],
+    'current-context': options.contextName,
+  });
+}
+
+export function bootstrapKubeconfig(config: BootstrapConfig): string {
+  return inlineKubeconfig({
+    server: config.apiServer,
+    caPem: config.caCertificate,
+    userName: 'kubelet-bootstrap',
+    contextName: 'bootstrap',
+    user: { token: config.bootstrapToken },
   });
 }
 
@@ -75,25 +100,93 @@ export function containerdConfig(): string {
   ].join('\n');
 }
 
-export function cniConfig(settings: NodeSettings): string {
+/** This node's pod subnet, checked: the CIDR in canonical form and its gateway address. */
+export interface NodePodSubnet {
+  cidr: string;
+  /** The subnet's first address: the HNS network's gateway, which host-local never hands out. */
+  gateway: string;
+}
+
+/**
+ * Checks a Node's spec.podCIDR (written by the controller manager, so read as untrusted input)
+ * against the cluster's pod CIDR (config hosts.podCIDR, `settings.podCIDR`): an IPv4 network
+ * address with no host bits, at most /30 (host-local needs room after the gateway) and inside
+ * the cluster CIDR. Throws a RangeError naming the field and the fix.
+ */
+export function nodePodSubnet(settings: NodeSettings, nodePodCIDR: string): NodePodSubnet {
+  const cluster = parseIpv4Cidr(settings.podCIDR);
+  if (!cluster) {
+    throw new RangeError(
+      `The cluster pod CIDR (hosts.podCIDR) "${settings.podCIDR}" is not an IPv4 CIDR; fix it in the winfleet configuration`,
+    );
+  }
+  const node = parseIpv4Cidr(nodePodCIDR);
+  if (!node || node.address !== node.network || node.prefix > 30) {
+    throw new RangeError(
+      `Node ${settings.nodeName} has spec.podCIDR ${JSON.stringify(nodePodCIDR)}, which is not an IPv4 network of /30 or larger; winfleet supports IPv4 pod networks allocated by kube-controller-manager (--allocate-node-cidrs=true --cluster-cidr=${settings.podCIDR})`,
+    );
+  }
+  if (!cidrCovers(cluster, node)) {
+    throw new RangeError(
+      `Node ${settings.nodeName} has spec.podCIDR ${nodePodCIDR}, outside the cluster pod CIDR ${settings.podCIDR} (hosts.podCIDR); set hosts.podCIDR to kube-controller-manager's --cluster-cidr`,
+    );
+  }
+  return { cidr: formatIpv4Cidr(node), gateway: formatIpv4(node.network + 1) };
+}
+
+/**
+ * The CNI network config for this node: sdnbridge, which puts pods on an HNS L2Bridge network,
+ * with host-local IPAM over the node's own pod subnet (its Node's spec.podCIDR). The
+ * cluster-wide pod CIDR here would make every node hand out the same addresses.
+ *
+ * The endpoint policies are those of windows-container-networking's own sdnbridge examples
+ * (example/l2bridge.conf and example/flannel_l2bridge.conf at v0.3.2, the version the payload
+ * builds):
+ * - OutBoundNAT, except to the cluster pod CIDR and the service CIDR: traffic to pods and
+ *   Services keeps the pod's address, traffic leaving the cluster is NATed to the node's. (The
+ *   l2bridge.conf example also exempts the host's own LAN subnet; winfleet knows only the node
+ *   IP, not its prefix, so that traffic is NATed.)
+ * - SDNRoute with NeedEncap for the service CIDR, so Service traffic goes through the host's
+ *   virtual switch, where kube-proxy programs its load balancers.
+ * - SDNRoute with NeedEncap for the node IP (/32), so pods reach their own host.
+ *
+ * sdnbridge (non-dual-stack) passes host-local only the `type`, `subnet` and `routes` of `ipam`
+ * (it re-serializes its own IpamConfig), so nothing else is written there. The default route's
+ * gateway is the subnet's first address: what host-local reserves as the gateway, and what
+ * sdnbridge gives the HNS network (from routes[0]).
+ */
+export function cniConfig(settings: NodeSettings, nodePodCIDR: string): string {
+  const subnet = nodePodSubnet(settings, nodePodCIDR);
+  const endpointPolicy = (Type: string, Settings: Record<string, unknown>) => ({
+    Name: 'EndpointPolicy',
+    Value: { Type, Settings },
+  });
   return JSON.stringify(
     {
       cniVersion: '1.0.0',
-      name: 'winfleet',
+      name: cniNetworkName,
       plugins: [
         {
           type: 'sdnbridge',
           capabilities: { portMappings: true, dns: true },
-          ipam: { type: 'host-local', subnet: settings.podCIDR },
+          ipam: {
+            type: 'host-local',
+            subnet: subnet.cidr,
+            routes: [{ dst: '0.0.0.0/0', gw: subnet.gateway }],
+          },
           dns: { Nameservers: [settings.clusterDNS], Search: [`svc.${settings.clusterDomain}`] },
           AdditionalArgs: [
-            {
-              Name: 'EndpointPolicy',
-              Value: {
-                Type: 'OutBoundNAT',
-                Settings: { Exceptions: [settings.serviceCIDR, settings.podCIDR] },
-              },
-            },
+            endpointPolicy('OutBoundNAT', {
+              Exceptions: [settings.podCIDR, settings.serviceCIDR],
+            }),
+            endpointPolicy('SDNRoute', {
+              DestinationPrefix: settings.serviceCIDR,
+              NeedEncap: true,
+            }),
+            endpointPolicy('SDNRoute', {
+              DestinationPrefix: `${settings.nodeIP}/32`,
+              NeedEncap: true,
+            }),
           ],
         },
       ],

@@ -3,7 +3,7 @@
  * the operator changes the node's desired services version) it fetches a new manifest if one
  * is wanted (only one the operator published: published-manifest.ts), converges the services
  * (restarting any that died), removes the bootstrap files once the node's own credentials
- * work, and — only once the node is Ready — records the applied version on its Node. It acts
+ * work, keeps the CNI config in line with the Node's pod CIDR (cni-config.ts), and — only once the node is Ready — records the applied version on its Node. It acts
  * with the node's own credentials.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,10 +20,13 @@ import {
 } from '../servicesmanifest/services-manifest.ts';
 import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-config.ts';
 import { readState, writeState } from './agent-state.ts';
-import { convergeServices, installPayloadFiles, sha256 } from './converge.ts';
+import { syncCniConfig } from './cni-config.ts';
+import { convergeServices, installPayloadFiles, servicesRunning, sha256 } from './converge.ts';
+import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
 import { nodeKubeConfig } from './node-client.ts';
 import { nodeVariableValues } from './node-files.ts';
 import { fetchPublishedManifest } from './published-manifest.ts';
+import { removeStaleCopiesOf } from './replace-executable.ts';
 import type { AgentContext } from './run-agent.ts';
 import { stopOnStdinEofVariable } from './windows/service-shim.ts';
 
@@ -101,8 +104,7 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     const next = await acceptedManifest(context, core, config, desired);
     if (next) {
       const changed = await installPayloadFiles(host, next, state);
-      for (const s of next.services)
-        if (changed.some((f) => f.toLowerCase() === s.binary.toLowerCase())) restart.add(s.name);
+      for (const name of servicesRunning(next, changed)) restart.add(name);
       await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
       context.stderr(`applying services manifest ${next.version} (was ${manifest.version})\n`);
       manifest = next;
@@ -111,10 +113,23 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
   // The node's own credentials work: the bootstrap token and its kubeconfig are no longer
   // needed (a re-bootstrap gets fresh ones from the operator).
   if (node) await removeBootstrapFiles(host);
+  // The pod network follows the Node's spec.podCIDR (cni-config.ts).
+  if (node) await syncCniConfig(context, config, node);
+  // kube-proxy's own certificate, asked for with the node's (kube-proxy-credentials.ts).
+  const nodeClient = node ? kc : undefined;
+  const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
+  for (const name of proxy.restart) restart.add(name);
   await convergeServices(host, manifest, nodeVariableValues(config), state, {
     start: 'all',
     restart,
+    holdBack: proxy.holdBack,
   });
+  // Old executables moved aside by an upgrade go once nothing runs them (replace-executable.ts).
+  await removeStaleCopiesOf(host, [
+    ...manifest.files.map((f) => f.path),
+    paths.agentExe,
+    paths.serviceExe,
+  ]);
   state.version = manifest.version;
   await writeState(host, state);
   if (
@@ -198,6 +213,7 @@ export async function runLoop(context: AgentContext): Promise<number> {
   let wake: (() => void) | undefined;
   let lastDesired: string | undefined;
   let lastReady: boolean | undefined;
+  let lastPodCIDR: string | undefined;
   const startWatch = async () => {
     const kc = await nodeKubeConfig(context.hostOS).catch(() => undefined);
     if (!kc || signal.aborted) return;
@@ -206,13 +222,16 @@ export async function runLoop(context: AgentContext): Promise<number> {
         '/api/v1/nodes',
         { fieldSelector: `metadata.name=${config.nodeName}` },
         (_type: string, node: k8s.V1Node) => {
-          // Look again when the operator wants another version, or when the node turns Ready
-          // (the applied version is recorded only on a Ready node).
+          // Look again when the operator wants another version, when the node turns Ready
+          // (the applied version is recorded only on a Ready node), or when its pod CIDR comes
+          // or changes (the CNI config follows it).
           const desired = node.metadata?.annotations?.[desiredServicesVersionAnnotation];
           const ready = isReady(node);
-          if (desired !== lastDesired || ready !== lastReady) {
+          const podCIDR = node.spec?.podCIDR;
+          if (desired !== lastDesired || ready !== lastReady || podCIDR !== lastPodCIDR) {
             lastDesired = desired;
             lastReady = ready;
+            lastPodCIDR = podCIDR;
             wake?.();
           }
         },

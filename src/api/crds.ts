@@ -375,6 +375,12 @@ export const windowsHostCrd = fromWire({
                       'Since when the node’s agent has been expected to apply the services version',
                   },
                   rollout: hostRolloutStatusWire,
+                  containersFeatureRestartAt: {
+                    type: 'string',
+                    format: 'date-time',
+                    description:
+                      'When winfleet restarted the host to finish a pending Containers feature install or uninstall; a feature still pending after that restart is reported, not restarted again',
+                  },
                   lastError: {
                     type: 'object',
                     description: 'The last failure of a join or removal step',

@@ -35,6 +35,8 @@ export const JoinFailureReason = {
   StepFailed: 'StepFailed',
   UnsupportedWindows: 'UnsupportedWindows',
   DiskFull: 'DiskFull',
+  /** The Windows Containers feature is missing and winfleet may not (or cannot) install it. */
+  ContainersFeatureMissing: 'ContainersFeatureMissing',
   NodeNameChanged: 'NodeNameChanged',
   /** Another WindowsHost holds the node name (it joined the Node, or it came first). */
   NodeNameTaken: 'NodeNameTaken',
@@ -91,6 +93,8 @@ export const ConditionReason = {
   WaitingForNode: 'WaitingForNode',
   // Ready
   Joining: 'Joining',
+  /** The Windows Containers feature is being installed; the host reboots to finish it. */
+  InstallingContainersFeature: 'InstallingContainersFeature',
   NodeNotReady: 'NodeNotReady',
   ApplyingServices: 'ApplyingServices',
   NodeReady: 'NodeReady',
@@ -138,6 +142,8 @@ export const EventReason = {
   ...JoinFailureReason,
   // WindowsHost
   HostKeyPinned: 'HostKeyPinned',
+  /** winfleet installed the Windows Containers feature and reboots the host to finish it. */
+  InstallingContainersFeature: 'InstallingContainersFeature',
   Bootstrapped: 'Bootstrapped',
   AgentNotReporting: 'AgentNotReporting',
   Upgrading: 'Upgrading',
@@ -190,6 +196,7 @@ export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 export const JoinStep = {
   Connect: 'connect',
   HostFacts: 'host-facts',
+  ContainersFeature: 'containers-feature',
   PublishManifest: 'publish-manifest',
   CopyPayload: 'copy-payload',
   CopyConfig: 'copy-config',

@@ -82,6 +82,12 @@ export interface WindowsHostStatus {
    * action so a restarted operator resumes it.
    */
   rollout?: HostRolloutStatus;
+  /**
+   * When winfleet restarted the host to finish a pending Containers feature install or
+   * uninstall; a pass that finds the state still pending after that restart fails instead of
+   * restarting it again (containers-feature.ts). Cleared once the feature is Installed.
+   */
+  containersFeatureRestartAt?: string;
 }
 
 export interface WindowsHost extends k8s.KubernetesObject {

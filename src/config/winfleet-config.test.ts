@@ -118,6 +118,15 @@ test('mirror settings the resolver would refuse are refused by the parse, naming
       'hosts: { podCIDR: 10.244.0.0/40 }',
       /hosts\.podCIDR: "10\.244\.0\.0\/40" is not an IPv4 CIDR/,
     ],
+    // Whatever follows a second slash, and a prefix with a leading zero (parseIpv4Cidr).
+    [
+      'hosts: { podCIDR: 10.244.0.0/16/8 }',
+      /hosts\.podCIDR: "10\.244\.0\.0\/16\/8" is not an IPv4 CIDR/,
+    ],
+    [
+      'hosts: { serviceCIDR: 10.96.0.0/012 }',
+      /hosts\.serviceCIDR: "10\.96\.0\.0\/012" is not an IPv4 CIDR/,
+    ],
   ];
   for (const [yaml, expected] of cases) assert.match(problemsOf(yaml), expected, yaml);
   // Every bad field in one report, schema problems included.

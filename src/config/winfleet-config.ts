@@ -6,9 +6,9 @@
  * The same parse compiles the registry routing (mirrors) the image resolver uses, so whatever
  * the resolver would refuse is refused here, naming the field, and never later.
  */
-import { isIPv4 } from 'node:net';
 import { parse } from 'yaml';
 import { registryRoutingProblems } from '../images/registry-mirrors.ts';
+import { parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 import { compileSchema, invalidDocument, isDocumentError } from '../schema/validator.ts';
 
 /** A node taint / the toleration that matches it. */
@@ -77,6 +77,11 @@ export interface WinfleetConfig {
     commandTimeoutSeconds: number;
     /** How long a new node may take to register and become Ready. */
     joinTimeoutSeconds: number;
+    /**
+     * Whether joining installs the Windows Containers feature on a host that lacks it (and
+     * reboots the host to finish); false: such a host fails to join, saying so.
+     */
+    installContainersFeature: boolean;
     bootstrapTokenTtlMinutes: number;
     /** API server URL the hosts use; default: the operator's own. */
     apiServer?: string;
@@ -211,6 +216,7 @@ export const configSchema = {
         sshConnectTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 300, default: 15 },
         commandTimeoutSeconds: { type: 'integer', minimum: 5, maximum: 3600, default: 600 },
         joinTimeoutSeconds: { type: 'integer', minimum: 10, maximum: 7200, default: 900 },
+        installContainersFeature: { type: 'boolean', default: true },
         bootstrapTokenTtlMinutes: { type: 'integer', minimum: 10, maximum: 1440, default: 60 },
         apiServer: { type: 'string', pattern: '^https://[^/\\s]+/?$' },
         clusterDNS: {
@@ -310,8 +316,7 @@ function semanticProblems(config: Partial<WinfleetConfig>): string[] {
   for (const field of ['serviceCIDR', 'podCIDR'] as const) {
     const cidr = hosts?.[field];
     if (typeof cidr !== 'string') continue;
-    const [address = '', prefix = ''] = cidr.split('/');
-    if (!isIPv4(address) || !/^\d{1,2}$/.test(prefix) || Number(prefix) > 32) {
+    if (parseIpv4Cidr(cidr) === undefined) {
       problems.push(`hosts.${field}: "${cidr}" is not an IPv4 CIDR; write e.g. "10.96.0.0/12"`);
     }
   }

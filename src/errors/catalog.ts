@@ -26,6 +26,11 @@ export const errorCatalog = {
     retryable: false,
     summary: 'a certificate signing request is malformed, not canonical DER or ambiguous',
   },
+  WF_KUBE_PROXY_CERTIFICATE: {
+    retryable: true,
+    summary:
+      "the agent could not get kube-proxy's client certificate (CSR not created, or the issued certificate does not match the request)",
+  },
   WF_KUBECONFIG_INVALID: {
     retryable: false,
     summary: 'the kubeconfig lacks the cluster, CA or file winfleet needs',
@@ -55,6 +60,12 @@ export const errorCatalog = {
     summary: 'the host runs a Windows build winfleet does not support',
   },
   WF_HOST_DISK_FULL: { retryable: true, summary: 'the host has too little free disk' },
+  // Retryable: the fix (the feature installed, or the config allowing winfleet to) is made
+  // where no controller watches.
+  WF_HOST_CONTAINERS_MISSING: {
+    retryable: true,
+    summary: 'the host lacks the Windows Containers feature and winfleet may not install it',
+  },
   WF_HOST_NODE_NAME_CHANGED: {
     retryable: true,
     summary: 'the host now has a name other than the node it joined as',

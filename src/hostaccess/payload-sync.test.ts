@@ -67,6 +67,11 @@ test('the operator copies the agent and its service shim, checked by SHA-256, an
   assert.ok(replaced.includes(hostPaths.serviceExe) && replaced.includes(hostPaths.agentExe));
   await onHost(next, 'winfleet-service.exe', hostPaths.serviceExe);
   await onHost(next, 'winfleet-agent.exe', hostPaths.agentExe);
-  await onHost(first, 'winfleet-service.exe', `${hostPaths.serviceExe}.old`);
+  // The running shim moved aside under a name of its own (replace-file), and stays while it runs.
+  const aside = (await host.machine.fs.list('C:\\k\\winfleet'))
+    .map((e) => e.name)
+    .filter((n) => /^winfleet-service\.exe\.old-\d+$/.test(n));
+  assert.equal(aside.length, 1, 'one copy aside');
+  await onHost(first, 'winfleet-service.exe', `C:\\k\\winfleet\\${aside[0]}`);
   assert.equal((await os.queryService('winfleet-agent'))?.state, 'running');
 });

@@ -11,6 +11,7 @@ import {
   type HostFacts,
   type RemoteScriptName,
   type RemoteScripts,
+  readHostFacts,
   remoteCommand,
 } from './remote-scripts.ts';
 import type { CommandResult, SshSession } from './ssh-session.ts';
@@ -72,8 +73,8 @@ export class RemoteHost {
     return parsePowerShellJson(result.stdout, name);
   }
 
-  facts(): Promise<HostFacts> {
-    return this.script('host-facts', {}) as Promise<HostFacts>;
+  async facts(): Promise<HostFacts> {
+    return readHostFacts(await this.script('host-facts', {}));
   }
 
   /** Copies each file whose remote SHA-256 differs; returns the paths copied. */

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { powerShellReadsStdin } from '../../sim/hosts/remote-commands.ts';
 import { assertValidPowerShell } from '../../sim/testkit/powershell-grammar.ts';
 import { decodePowerShellCommandLine } from '../powershell/powershell.ts';
 import {
@@ -24,6 +25,8 @@ const samples: { [K in RemoteScriptName]: RemoteScripts[K] } = {
     source: 'C:\\k\\winfleet\\winfleet-agent.exe.new',
     target: 'C:\\k\\winfleet\\winfleet-agent.exe',
   },
+  'install-windows-feature': { name: 'Containers' },
+  'restart-host': {},
 };
 
 for (const [name, args] of Object.entries(samples) as [RemoteScriptName, never][]) {
@@ -33,7 +36,7 @@ for (const [name, args] of Object.entries(samples) as [RemoteScriptName, never][
     const line = remoteCommand(name, args);
     assert.match(
       line,
-      /^powershell\.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand [A-Za-z0-9+/=]+$/,
+      /^powershell\.exe -NoProfile -NonInteractive -InputFormat None -ExecutionPolicy Bypass -EncodedCommand [A-Za-z0-9+/=]+$/,
     );
     const decoded = decodePowerShellCommandLine(line);
     assert.equal(decoded, script);
@@ -59,4 +62,12 @@ test('protect-directory names SYSTEM and Administrators by SID and turns inherit
   assert.match(script, /'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow'/);
   assert.match(script, /Set-Acl -LiteralPath \$winfleetArgs\.path -AclObject \$acl/);
   assert.doesNotMatch(script, /Administrators|SYSTEM|Users/, 'no localized account names');
+});
+
+test('every catalog command line tells powershell.exe there is no input (-InputFormat None)', () => {
+  for (const [name, args] of Object.entries(samples) as [RemoteScriptName, never][]) {
+    const line = remoteCommand(name, args);
+    assert.match(line, / -InputFormat None /, name);
+    assert.equal(powerShellReadsStdin(line), false, name);
+  }
 });

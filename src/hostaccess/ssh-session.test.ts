@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { startSimulatedHosts } from '../../sim/hosts/fleet.ts';
+import { powerShellReadsStdin } from '../../sim/hosts/remote-commands.ts';
+import { generateTestKey } from '../../sim/hosts/ssh-test-client.ts';
 import { errorCode } from '../errors/catalog.ts';
+import { remoteCommand } from './remote-scripts.ts';
 import { SshSession, sftpPath } from './ssh-session.ts';
 
 test('a private key that cannot be parsed is WF_SSH_KEY_INVALID, without connecting', async () => {
@@ -19,4 +23,29 @@ test('a private key that cannot be parsed is WF_SSH_KEY_INVALID, without connect
 
 test('Windows paths become OpenSSH SFTP paths', () => {
   assert.equal(sftpPath('C:\\k\\winfleet\\agent.json'), '/C:/k/winfleet/agent.json');
+});
+
+test('a command gets EOF on its stdin at once: powershell.exe that reads stdin still exits', async (t) => {
+  const key = generateTestKey();
+  const fleet = await startSimulatedHosts({
+    count: 1,
+    baseAddress: '127.0.0.160',
+    authorizedKeys: [key.publicKey],
+  });
+  t.after(() => fleet.stop());
+  const host = fleet.hosts[0]!;
+  const session = await SshSession.connect({
+    host: host.address,
+    port: host.port,
+    username: 'Administrator',
+    privateKey: key.privateKey,
+  });
+  t.after(() => session.close());
+  // Without -InputFormat None the simulated powershell.exe (like Windows PowerShell) reads its
+  // stdin to the end before it exits; only the session closing stdin lets this finish.
+  const line = remoteCommand('host-facts', {}).replace(' -InputFormat None', '');
+  assert.ok(powerShellReadsStdin(line));
+  const result = await session.exec(line, 10_000);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(host.ssh.execsWaitingForStdin, 0);
 });

@@ -143,7 +143,12 @@ export class SshSession {
     return this.#closed;
   }
 
-  /** Runs a command line; rejects with WF_SSH_TIMEOUT or WF_SSH_DROPPED. */
+  /**
+   * Runs a command line; rejects with WF_SSH_TIMEOUT or WF_SSH_DROPPED. The command gets no
+   * input: its stdin is closed at once, as a program that reads it (powershell.exe without
+   * `-InputFormat None` reads it as pipeline input) would otherwise wait for it until the
+   * timeout.
+   */
   exec(command: string, timeoutMs = 120_000): Promise<CommandResult> {
     return new Promise((resolve, reject) => {
       this.client.exec(command, (error, channel: ClientChannel) => {
@@ -153,6 +158,8 @@ export class SshSession {
               cause: error,
             }),
           );
+        // EOF on the channel: the remote command's stdin ends (SSH_MSG_CHANNEL_EOF).
+        channel.end();
         const stdout: Buffer[] = [];
         const stderr: Buffer[] = [];
         let settled = false;

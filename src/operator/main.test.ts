@@ -49,3 +49,17 @@ test('a webhook without an endpoint is refused before anything starts', async ()
     /give --webhook-url \(loopback clusters\) or --webhook-service \(in-cluster\), or --no-webhook/,
   );
 });
+
+test('--no-cluster-bindings is documented, and --no-bootstrapper-binding as its alias', async () => {
+  const stdout = await new Promise<string>((resolve, reject) => {
+    execFile(process.execPath, [main, '--help'], { timeout: 60_000 }, (error, out) =>
+      error ? reject(error) : resolve(out),
+    );
+  });
+  const help = stdout.replace(/\s+/g, ' ');
+  assert.match(
+    help,
+    /--no-cluster-bindings do not apply the ClusterRoleBindings winfleet:node-bootstrapper and winfleet:kube-proxies/,
+  );
+  assert.match(help, /--no-bootstrapper-binding the same as --no-cluster-bindings/);
+});

@@ -115,8 +115,12 @@ const program = new Command('winfleet-operator')
   )
   .option('--no-install-crds', 'do not install the CRDs (the Helm chart does, or an administrator)')
   .option(
+    '--no-cluster-bindings',
+    'do not apply the ClusterRoleBindings winfleet:node-bootstrapper and winfleet:kube-proxies (the Helm chart does)',
+  )
+  .option(
     '--no-bootstrapper-binding',
-    'do not apply the ClusterRoleBinding winfleet:node-bootstrapper (the Helm chart does)',
+    'the same as --no-cluster-bindings (its former name, kept as an alias)',
   )
   .option(
     '--status-host <address>',
@@ -204,7 +208,7 @@ program.action(async (opts) => {
     payloadDir: opts.payloadDir,
     createNamespace: opts.createNamespace,
     installCrds: opts.installCrds,
-    bootstrapperBinding: opts.bootstrapperBinding,
+    clusterBindings: opts.clusterBindings && opts.bootstrapperBinding,
   });
   await runUntilSignal(() => operator.stop());
 });

@@ -92,7 +92,7 @@ export interface OperatorOptions {
    */
   createNamespace?: boolean;
   installCrds?: boolean;
-  bootstrapperBinding?: boolean;
+  clusterBindings?: boolean;
 }
 
 export interface Operator {
@@ -183,7 +183,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   });
   if (options.payloadDir) {
     const hostController = createJoiningController(ctx, caches, options.payloadDir, {
-      bootstrapperBinding: options.bootstrapperBinding,
+      clusterBindings: options.clusterBindings,
     });
     controllers.push(hostController);
     stops.push(await watchPayload(ctx, options.payloadDir, hostController));
@@ -403,7 +403,7 @@ function createJoiningController(
   { kc, namespace, events, log }: OperatorContext,
   { factory, config, hosts, nodes }: Caches,
   payloadDir: string,
-  setup: { bootstrapperBinding?: boolean },
+  setup: { clusterBindings?: boolean },
 ): Controller {
   // The hosts' SSH key Secrets (metadata only), so that creating or fixing one retries at once.
   const namespaces = hostNamespaces(namespace, config.current().hosts.namespaces);
@@ -418,7 +418,7 @@ function createJoiningController(
     secrets,
     payload: payloadSource(payloadDir, () => config.current()),
     cluster: clusterAccess(kc),
-    bootstrapperBinding: setup.bootstrapperBinding,
+    clusterBindings: setup.clusterBindings,
     events,
     log,
   });

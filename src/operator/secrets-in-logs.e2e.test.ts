@@ -21,6 +21,7 @@ import {
   type ProgramDefinition,
   ProgramRegistry,
 } from '../../sim/hosts/programs.ts';
+import { serviceLog } from '../../sim/hosts/service-logs.ts';
 import { generateTestKey } from '../../sim/hosts/ssh-test-client.ts';
 import { windowsBaseName } from '../../sim/hosts/windows-path.ts';
 import { nextBaseAddress } from '../../sim/testkit/join-fixture.ts';
@@ -141,10 +142,11 @@ test('no secret made while joining, upgrading and removing hosts reaches any log
       for (const [path, content] of files) {
         if (path.endsWith('.log')) logs.set(`${host.name} ${phase} ${path}`, content.toString());
       }
+      // Services have no console: their logs are the .log files above (service-logs.ts).
       for (const service of host.machine.scm.names()) {
         logs.set(
           `${host.name} ${phase} service ${service}`,
-          host.machine.scm.logs(service).join('\n'),
+          (await serviceLog(host.machine, service)).join('\n'),
         );
       }
     }

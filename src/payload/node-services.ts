@@ -4,13 +4,19 @@
  * kube-proxy, csi-proxy and windows_exporter — with the kubelet flags the seeds and WMCO use.
  */
 
-import { hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
+import { cniNetworkName, hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import type {
   ManifestFile,
+  ManifestLogRunner,
   ManifestService,
   ServicesManifest,
 } from '../servicesmanifest/services-manifest.ts';
-import { operatorInstalledFiles, type Payload } from './payload.ts';
+import {
+  logRunnerFileName,
+  logRunnerPrograms,
+  operatorInstalledFiles,
+  type Payload,
+} from './payload.ts';
 
 /** Where each known payload file is installed. CNI plugins go to C:\k\cni\bin. */
 export function installPath(name: string): string {
@@ -32,7 +38,21 @@ export function installPath(name: string): string {
   return `${kubeDir}\\${name}`;
 }
 
-const serviceTemplates: Record<string, Omit<ManifestService, 'binary'>> = {
+/** A service of a payload file. */
+type ServiceTemplate = Omit<ManifestService, 'binary' | 'logRunner'>;
+
+/**
+ * How kube-log-runner.exe (v0.36.5) keeps the log of a program of logRunnerPrograms, which logs
+ * only to standard error (a service has none), as WMCO and the Kubernetes GCE Windows nodes run
+ * the kubelet and kube-proxy: C:\k\logs\<service>.log, rotated at 100 MB (-log-file-size, a
+ * resource.Quantity; its default 0 never rotates), rotated files removed after 7 days
+ * (-log-file-age, a Go duration).
+ */
+export function serviceLog(serviceName: string): Omit<ManifestLogRunner, 'binary'> {
+  return { logFile: `${hostPaths.logs}\\${serviceName}.log`, maxSize: '100M', maxAge: '168h' };
+}
+
+const serviceTemplates: Record<string, ServiceTemplate> = {
   'containerd.exe': {
     name: 'containerd',
     displayName: 'containerd container runtime',
@@ -74,9 +94,13 @@ const serviceTemplates: Record<string, Omit<ManifestService, 'binary'>> = {
     description: 'Programs Service load balancing on this node (winfleet)',
     args: [
       '--windows-service',
-      `--kubeconfig=${hostPaths.kubeconfig}`,
+      // Its own credentials (system:node-proxier): the node's cannot list EndpointSlices.
+      `--kubeconfig=${hostPaths.kubeProxyKubeconfig}`,
       '--hostname-override={{nodeName}}',
       '--proxy-mode=kernelspace',
+      // Without it (or KUBE_NETWORK) kube-proxy on Windows exits at start.
+      `--network-name=${cniNetworkName}`,
+      // The cluster-wide pod CIDR (config hosts.podCIDR), not the node's.
       '--cluster-cidr={{podCIDR}}',
       '--v=2',
     ],
@@ -97,7 +121,12 @@ const serviceTemplates: Record<string, Omit<ManifestService, 'binary'>> = {
     name: 'windows_exporter',
     displayName: 'windows_exporter',
     description: 'Exports this host’s metrics for Prometheus (winfleet)',
-    args: ['--collectors.enabled=cpu,cs,logical_disk,memory,net,os,service,system,container'],
+    // The collectors windows_exporter v0.31.3 has (pkg/collector/map.go; "cs" went in v0.30),
+    // and a log file: as a service it would log to the event log.
+    args: [
+      '--collectors.enabled=cpu,cpu_info,container,logical_disk,memory,net,os,service,system',
+      `--log.file=${hostPaths.logs}\\windows_exporter.log`,
+    ],
     dependencies: [],
     priority: 3,
     bootstrap: false,
@@ -111,6 +140,7 @@ export function servicesManifestFor(
 ): ServicesManifest {
   const files: ManifestFile[] = [];
   const services: ManifestService[] = [];
+  const runner = payload.files.find((f) => f.name.toLowerCase() === logRunnerFileName);
   for (const file of payload.files) {
     // The agent and its service shim are installed by the operator itself (payload-sync.ts).
     if (operatorInstalledFiles.includes(file.name.toLowerCase())) continue;
@@ -123,7 +153,19 @@ export function servicesManifestFor(
           ? `--windows-priorityclass=${options.kubeletPriorityClass}`
           : a,
       );
-      services.push({ ...template, args, binary: path });
+      const logged = logRunnerPrograms.includes(file.name.toLowerCase());
+      if (logged && !runner)
+        throw new RangeError(
+          `Payload ${payload.version} has ${file.name} but not ${logRunnerFileName}, which keeps its log (a service has no console); rebuild the payload with make payload`,
+        );
+      services.push({
+        ...template,
+        args,
+        binary: path,
+        ...(logged && runner
+          ? { logRunner: { binary: installPath(runner.name), ...serviceLog(template.name) } }
+          : {}),
+      });
     }
   }
   // Dependencies on services this payload does not carry are dropped (e.g. no containerd in a test payload).

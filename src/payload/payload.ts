@@ -67,6 +67,16 @@ const schema = {
 export const agentFileName = 'winfleet-agent.exe';
 export const serviceShimFileName = 'winfleet-service.exe';
 export const operatorInstalledFiles: readonly string[] = [agentFileName, serviceShimFileName];
+/**
+ * kube-log-runner.exe (k8s.io/component-base/logs/kube-log-runner, in the Kubernetes node
+ * binaries for Windows): runs the kubelet and kube-proxy services and keeps their logs.
+ */
+export const logRunnerFileName = 'kube-log-runner.exe';
+/**
+ * The programs that log only to standard error, so run under kube-log-runner.exe: the one
+ * list of them (node-services.ts gives each of their services its log from it).
+ */
+export const logRunnerPrograms: readonly string[] = ['kubelet.exe', 'kube-proxy.exe'];
 
 const validatePayload = compileSchema<Payload>(schema, {
   code: 'WF_PAYLOAD_INVALID',
@@ -98,6 +108,12 @@ export async function loadPayload(dir: string): Promise<Payload> {
   if (listed.has(agentFileName) && !listed.has(serviceShimFileName)) {
     throw invalidDocument('WF_PAYLOAD_INVALID', file, [
       `files: ${agentFileName} is listed without ${serviceShimFileName}, which runs it as a Windows service; rebuild the payload with make payload`,
+    ]);
+  }
+  const needRunner = logRunnerPrograms.filter((name) => listed.has(name));
+  if (needRunner.length > 0 && !listed.has(logRunnerFileName)) {
+    throw invalidDocument('WF_PAYLOAD_INVALID', file, [
+      `files: ${needRunner.join(' and ')} ${needRunner.length > 1 ? 'are' : 'is'} listed without ${logRunnerFileName}, which keeps their logs (a service has no console); rebuild the payload with make payload`,
     ]);
   }
   return payload;

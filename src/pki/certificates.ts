@@ -6,7 +6,7 @@
 // @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata
 // polyfill loaded first.
 import 'reflect-metadata';
-import { webcrypto } from 'node:crypto';
+import { createPublicKey, webcrypto } from 'node:crypto';
 import { CertificationRequest } from '@peculiar/asn1-csr';
 import { AsnConvert } from '@peculiar/asn1-schema';
 import { Extensions, id_ce_subjectAltName } from '@peculiar/asn1-x509';
@@ -221,6 +221,26 @@ export interface ParsedCsr {
   otherNames: string[];
   /** Object identifiers of requested attributes and extensions other than subjectAltName. */
   otherRequests: string[];
+  /**
+   * The requested key: its type as node:crypto names it ("ec", "rsa", "ed25519", …) with the
+   * curve or modulus size; undefined when node:crypto cannot read it.
+   */
+  publicKey?: { type: string; namedCurve?: string; modulusBits?: number };
+}
+
+/** What publicKey says of a SubjectPublicKeyInfo (DER). */
+function publicKeyOf(spki: Uint8Array): ParsedCsr['publicKey'] {
+  try {
+    const key = createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
+    const details = key.asymmetricKeyDetails ?? {};
+    return {
+      type: key.asymmetricKeyType ?? 'unknown',
+      ...(details.namedCurve ? { namedCurve: details.namedCurve } : {}),
+      ...(details.modulusLength ? { modulusBits: details.modulusLength } : {}),
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 const pkcs9ExtensionRequest = '1.2.840.113549.1.9.14';
@@ -285,5 +305,6 @@ export function parseCsrPem(pem: string): ParsedCsr {
     uris: of('url'),
     otherNames: names.filter((n) => !known.has(n.type)).map((n) => `${n.type}:${n.value}`),
     otherRequests,
+    publicKey: publicKeyOf(new Uint8Array(AsnConvert.serialize(info.subjectPKInfo))),
   };
 }

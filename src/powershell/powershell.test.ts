@@ -65,6 +65,8 @@ test('builds the exact argv and the cmd.exe command line', () => {
   assert.deepEqual(powerShellArgs(script), [
     '-NoProfile',
     '-NonInteractive',
+    '-InputFormat',
+    'None',
     '-ExecutionPolicy',
     'Bypass',
     '-EncodedCommand',
@@ -73,7 +75,7 @@ test('builds the exact argv and the cmd.exe command line', () => {
   const line = powerShellCommandLine(script);
   assert.equal(
     line,
-    `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand ${encoded}`,
+    `powershell.exe -NoProfile -NonInteractive -InputFormat None -ExecutionPolicy Bypass -EncodedCommand ${encoded}`,
   );
   // Nothing cmd.exe treats specially: no quotes, &, |, <, >, ^, %, !, parentheses.
   assert.doesNotMatch(line, /["&|<>^%!()]/);

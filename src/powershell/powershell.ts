@@ -21,10 +21,19 @@
 /** The Windows PowerShell 5.1 executable, present on every supported Windows Server. */
 export const powerShellExecutable = 'powershell.exe';
 
-/** The flags every invocation carries, before `-EncodedCommand`. */
+/**
+ * The flags every invocation carries, before `-EncodedCommand`. `-InputFormat None`: the script
+ * travels in the command line, never on stdin, and with a redirected stdin (an SSH exec
+ * channel, a pipe) powershell.exe otherwise reads it as pipeline input until end of file before
+ * it exits (ConsoleHost's Executor.ExecuteCommandHelper with ReadInputObjects; DataFormat.None
+ * reads nothing), so a session whose stdin stays open hangs until its timeout. `None` is not in
+ * the documented values (Text, XML) but is an accepted value of the DataFormat enum.
+ */
 export const powerShellFlags: readonly string[] = [
   '-NoProfile',
   '-NonInteractive',
+  '-InputFormat',
+  'None',
   '-ExecutionPolicy',
   'Bypass',
 ];
@@ -113,7 +122,7 @@ export function decodePowerShellCommand(encoded: string): string {
 /**
  * The arguments for running `script` with `execFile(powerShellExecutable, args)`.
  *
- * @example powerShellArgs(s) // ['-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-EncodedCommand', '...']
+ * @example powerShellArgs(s) // ['-NoProfile', '-NonInteractive', '-InputFormat', 'None', '-ExecutionPolicy', 'Bypass', '-EncodedCommand', '...']
  */
 export function powerShellArgs(script: string): string[] {
   const args = [...powerShellFlags, '-EncodedCommand', encodePowerShellCommand(script)];

@@ -10,6 +10,12 @@ export const kubeDir = 'C:\\k';
 /** winfleet's own directory: the agent, its config and state, the payload copy. */
 export const winfleetDir = `${kubeDir}\\winfleet`;
 
+/**
+ * The pod network's name: the CNI conflist's `name`, which the CNI plugin gives the HNS network
+ * it creates, and kube-proxy's --network-name, by which kube-proxy finds that network.
+ */
+export const cniNetworkName = 'winfleet';
+
 export const hostPaths = {
   bootstrapConfig: `${winfleetDir}\\bootstrap.json`,
   agentConfig: `${winfleetDir}\\agent.json`,
@@ -28,6 +34,8 @@ export const hostPaths = {
   certDir: `${kubeDir}\\pki`,
   bootstrapKubeconfig: `${kubeDir}\\bootstrap-kubeconfig`,
   kubeconfig: `${kubeDir}\\kubeconfig`,
+  /** kube-proxy's own credentials (system:node-proxier), which the agent requests and renews. */
+  kubeProxyKubeconfig: `${kubeDir}\\kube-proxy.kubeconfig`,
   kubeletConfig: `${kubeDir}\\kubelet-config.yaml`,
   logs: `${kubeDir}\\logs`,
   containerdDir: `${kubeDir}\\containerd`,

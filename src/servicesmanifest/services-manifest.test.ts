@@ -195,3 +195,43 @@ test('environment variables that decide what Windows loads are refused', () => {
     [],
   );
 });
+
+test('a service environment is checked as strictly as the manifest one, per service', () => {
+  const withEnv = (env: Record<string, string>) => {
+    const m = manifest();
+    m.services[2] = { ...m.services[2]!, env };
+    return m;
+  };
+  assert.deepEqual(
+    problems(withEnv({ KUBE_NETWORK: 'winfleet', NODE_NAME: '{{nodeName}}' })),
+    [],
+    'variables and node values',
+  );
+  assert.equal(
+    parseServicesManifest(withEnv({ KUBE_NETWORK: 'winfleet' })).services[2]!.env?.KUBE_NETWORK,
+    'winfleet',
+  );
+  assert.deepEqual(problems(withEnv({ Path: 'C:\\evil', DOTNET_STARTUP_HOOKS: 'x.dll' })), [
+    'services.2.env.Path: this variable decides which programs Windows loads; a manifest may not set it',
+    'services.2.env.DOTNET_STARTUP_HOOKS: this variable decides which programs Windows loads; a manifest may not set it',
+  ]);
+  assert.deepEqual(problems(withEnv({ A: '1', a: '2' })), [
+    'services.2.env.a: the same variable as "A" (Windows environment names ignore case); keep one',
+  ]);
+  assert.deepEqual(problems(withEnv({ EMPTY: '' })), [
+    'services.2.env.EMPTY: the value must be 1 to 32767 characters without NUL; leave the variable out to unset it',
+  ]);
+  assert.deepEqual(problems(withEnv({ 'A=B': 'x' })), [
+    'services.2.env.A=B: not a Windows environment variable name; use 1 to 255 characters without "="',
+  ]);
+  assert.deepEqual(problems(withEnv({ X: '{{secret}}' })), [
+    'services.2.env.X: unknown variable {{secret}}; use one of nodeName, nodeIP, nodeLabels, hostname, kubeDir, clusterDNS, clusterDomain, serviceCIDR, podCIDR, apiServer',
+  ]);
+  const wrongType = withEnv({}) as unknown as { services: { env: unknown }[] };
+  wrongType.services[2]!.env = { X: 3 };
+  assert.ok(
+    problems(wrongType as unknown as ServicesManifest).some((p) =>
+      p.startsWith('services.2.env.X'),
+    ),
+  );
+});

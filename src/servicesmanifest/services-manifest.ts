@@ -9,9 +9,16 @@
  * (whose SHA-256 the agent checks before it starts the service), every path must stay inside
  * C:\k (confined-path.ts), and no environment variable may change how Windows finds or loads
  * programs.
+ *
+ * Environment: a service's own `env` is given to its process alone (the service's
+ * `Environment` registry value), at its next start. The manifest's `env` is set at machine
+ * level, for what runs outside the services (an administrator's session, a tool run over SSH);
+ * services get it too, through their own environment, since a machine variable reaches a
+ * running system's services only after a reboot.
  */
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
 import { confinedPathProblem } from './confined-path.ts';
+import { hostPaths } from './host-paths.ts';
 
 /** Node-derived values a service argument may use as {{name}}. */
 export const nodeVariables = [
@@ -43,6 +50,48 @@ export interface ManifestService {
   /** Started by `agent bootstrap` (containerd, kubelet); the rest by the run loop. */
   bootstrap: boolean;
   startType?: 'auto' | 'delayed-auto' | 'demand';
+  /**
+   * Environment variables for this service's process only, on top of the manifest's `env`;
+   * values may contain {{nodeVariable}}. A change restarts the service.
+   */
+  env?: Record<string, string>;
+  /**
+   * Runs `binary` under kube-log-runner.exe, which becomes the service's executable and appends
+   * the program's standard output and error to a file: a service has no console, and the
+   * kubelet and kube-proxy log only to standard error (klog's --log-file went in 1.26).
+   */
+  logRunner?: ManifestLogRunner;
+}
+
+/** kube-log-runner.exe and its flags (k8s.io/component-base/logs/kube-log-runner). */
+export interface ManifestLogRunner {
+  /** Full Windows path of kube-log-runner.exe: a payload file of this manifest. */
+  binary: string;
+  /** The log file (-log-file): a .log file in C:\k\logs, one per service. */
+  logFile: string;
+  /** Rotate the log at this size (-log-file-size, a Kubernetes quantity such as "100M" or "64Mi"). */
+  maxSize?: string;
+  /** Delete rotated logs older than this (-log-file-age, a duration such as "168h"). */
+  maxAge?: string;
+}
+
+/** The executables a service runs: its program, and kube-log-runner.exe when it has one. */
+export function serviceExecutables(service: ManifestService): string[] {
+  return service.logRunner ? [service.binary, service.logRunner.binary] : [service.binary];
+}
+
+/** The service's executable and arguments, after kube-log-runner.exe's flags when it has one. */
+export function serviceCommand(
+  service: ManifestService,
+  args: string[],
+): { binaryPath: string; args: string[] } {
+  const runner = service.logRunner;
+  if (!runner) return { binaryPath: service.binary, args };
+  const flags = [`-log-file=${runner.logFile}`];
+  if (runner.maxSize !== undefined) flags.push(`-log-file-size=${runner.maxSize}`);
+  if (runner.maxAge !== undefined) flags.push(`-log-file-age=${runner.maxAge}`);
+  // kube-log-runner's flags end at the first argument that is not one: the program.
+  return { binaryPath: runner.binary, args: [...flags, service.binary, ...args] };
 }
 
 export interface ManifestFile {
@@ -58,7 +107,10 @@ export interface ServicesManifest {
   version: string;
   services: ManifestService[];
   files: ManifestFile[];
-  /** Machine environment variables the node needs (e.g. proxy settings). */
+  /**
+   * Machine environment variables the node needs (e.g. proxy settings): set at machine level
+   * and given to every service through its own environment (see the header).
+   */
   env?: Record<string, string>;
 }
 
@@ -93,6 +145,20 @@ const schema = {
           priority: { type: 'integer', minimum: 0 },
           bootstrap: { type: 'boolean' },
           startType: { enum: ['auto', 'delayed-auto', 'demand'] },
+          env: { type: 'object', additionalProperties: { type: 'string' } },
+          logRunner: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['binary', 'logFile'],
+            properties: {
+              binary: { type: 'string', pattern: '^[A-Za-z]:\\\\' },
+              logFile: { type: 'string', pattern: '^[A-Za-z]:\\\\[^{}]*\\.log$' },
+              // A resource.Quantity kube-log-runner accepts: binary (Ki…) or decimal (k, M, G)
+              // suffixes; "K" is not one.
+              maxSize: { type: 'string', pattern: '^[1-9][0-9]{0,5}(Ki|Mi|Gi|k|M|G)$' },
+              maxAge: { type: 'string', pattern: '^[1-9][0-9]{0,5}(h|m)$' },
+            },
+          },
         },
       },
     },
@@ -130,6 +196,84 @@ const variablePattern = /\{\{\s*([A-Za-z]+)\s*\}\}/g;
 const forbiddenEnvironment =
   /^(path|pathext|comspec|psmodulepath|systemroot|systemdrive|windir|programdata|programfiles.*|programw6432|commonprogram.*|allusersprofile|userprofile|appdata|localappdata|temp|tmp|(complus|dotnet|coreclr|cor)_.*)$/i;
 
+/** Windows' limits for an environment variable: name and value lengths, in characters. */
+const maxEnvNameLength = 255;
+const maxEnvValueLength = 32767;
+
+/**
+ * Problems with one environment map (`field` is its path): names Windows cannot hold or that
+ * decide which programs load, two names that differ only in case (one variable on Windows),
+ * and empty or oversized values (an empty one would unset the variable, not set it). The
+ * agent checks a service's environment with it too before it writes one (service-environment.ts).
+ */
+export function environmentProblems(
+  field: string,
+  env: Readonly<Record<string, string>>,
+): string[] {
+  const problems: string[] = [];
+  const seen = new Map<string, string>();
+  for (const [name, value] of Object.entries(env)) {
+    if (name === '' || name.length > maxEnvNameLength || /[=\0]/.test(name)) {
+      problems.push(
+        `${field}.${name}: not a Windows environment variable name; use 1 to ${maxEnvNameLength} characters without "="`,
+      );
+      continue;
+    }
+    if (forbiddenEnvironment.test(name))
+      problems.push(
+        `${field}.${name}: this variable decides which programs Windows loads; a manifest may not set it`,
+      );
+    const other = seen.get(name.toLowerCase());
+    if (other !== undefined)
+      problems.push(
+        `${field}.${name}: the same variable as "${other}" (Windows environment names ignore case); keep one`,
+      );
+    seen.set(name.toLowerCase(), name);
+    if (value === '' || value.length > maxEnvValueLength || value.includes('\0'))
+      problems.push(
+        `${field}.${name}: the value must be 1 to ${maxEnvValueLength} characters without NUL; leave the variable out to unset it`,
+      );
+  }
+  return problems;
+}
+
+/**
+ * Problems with the services' log runners: kube-log-runner.exe runs as LocalSystem like any
+ * service binary, so it must be a payload file; and it appends to its log file whatever the
+ * program prints, so that file must be a .log file in C:\k\logs (never an executable or a
+ * file another component reads) and no two services may share one.
+ */
+function logRunnerProblems(manifest: ServicesManifest, files: Set<string>): string[] {
+  const problems: string[] = [];
+  const logsDir = `${hostPaths.logs.toLowerCase()}\\`;
+  const logFiles = new Map<string, string>();
+  manifest.services.forEach((service, index) => {
+    const runner = service.logRunner;
+    if (!runner) return;
+    const field = `services.${index}.logRunner`;
+    const binaryProblem = confinedPathProblem(runner.binary);
+    if (binaryProblem) problems.push(`${field}.binary: ${binaryProblem}`);
+    else if (!files.has(runner.binary.toLowerCase()))
+      problems.push(
+        `${field}.binary: "${runner.binary}" is not the path of a file of this manifest; kube-log-runner.exe must be a payload file with its SHA-256`,
+      );
+    const logFile = runner.logFile.toLowerCase();
+    const logProblem = confinedPathProblem(runner.logFile);
+    if (logProblem) problems.push(`${field}.logFile: ${logProblem}`);
+    else if (!logFile.startsWith(logsDir) || logFile.slice(logsDir.length).includes('\\'))
+      problems.push(
+        `${field}.logFile: "${runner.logFile}" is not a file directly in ${hostPaths.logs}; put each service's log there, e.g. ${hostPaths.logs}\\${service.name}.log`,
+      );
+    const other = logFiles.get(logFile);
+    if (other !== undefined)
+      problems.push(
+        `${field}.logFile: "${runner.logFile}" is also the log of service "${other}"; give each service its own log file`,
+      );
+    logFiles.set(logFile, service.name);
+  });
+  return problems;
+}
+
 /** Problems with the paths and environment a manifest names (see the header). */
 function confinementProblems(manifest: ServicesManifest): string[] {
   const problems: string[] = [];
@@ -146,12 +290,11 @@ function confinementProblems(manifest: ServicesManifest): string[] {
         `services.${index}.binary: "${service.binary}" is not the path of a file of this manifest; every service binary must be a payload file with its SHA-256`,
       );
   });
-  for (const name of Object.keys(manifest.env ?? {})) {
-    if (forbiddenEnvironment.test(name))
-      problems.push(
-        `env.${name}: this variable decides which programs Windows loads; a manifest may not set it`,
-      );
-  }
+  problems.push(...logRunnerProblems(manifest, files));
+  problems.push(...environmentProblems('env', manifest.env ?? {}));
+  manifest.services.forEach((service, index) => {
+    problems.push(...environmentProblems(`services.${index}.env`, service.env ?? {}));
+  });
   return problems;
 }
 
@@ -195,11 +338,15 @@ export function parseServicesManifest(input: unknown): ServicesManifest {
         );
       }
     }
-    for (const arg of service.args) {
-      for (const match of arg.matchAll(variablePattern)) {
+    const templated = [
+      ...service.args.map((text) => ({ field: 'args', text })),
+      ...Object.entries(service.env ?? {}).map(([name, text]) => ({ field: `env.${name}`, text })),
+    ];
+    for (const { field, text } of templated) {
+      for (const match of text.matchAll(variablePattern)) {
         if (!(nodeVariables as readonly string[]).includes(match[1]!)) {
           problems.push(
-            `services.${index}.args: unknown variable {{${match[1]}}}; use one of ${nodeVariables.join(', ')}`,
+            `services.${index}.${field}: unknown variable {{${match[1]}}}; use one of ${nodeVariables.join(', ')}`,
           );
         }
       }

@@ -51,6 +51,7 @@ import {
 import { servicesVersionAnnotation } from '../../../src/api/node-annotations.ts';
 import { httpStatus } from '../../../src/kube/client.ts';
 import { waitFor } from '../../../src/kube/wait-for.ts';
+import { hostPaths } from '../../../src/servicesmanifest/host-paths.ts';
 
 const windowsImage = 'mcr.microsoft.com/windows/nanoserver:ltsc2022';
 const windowsToleration = { key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' };
@@ -184,6 +185,14 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
         'True',
         `node ${node.metadata?.name} Ready`,
       );
+    }
+    // Each host's kube-proxy has its own certificate: the operator, as the ServiceAccount,
+    // approved it for the kubernetes.io/kube-apiserver-client signer.
+    for (const sim of world.fleet.hosts) {
+      await waitFor(() => sim.hostOS().readFile(hostPaths.kubeProxyKubeconfig), {
+        description: `kube-proxy's kubeconfig on ${sim.name}`,
+        timeoutMs: 30_000,
+      });
     }
 
     // A Windows pod (through the webhook, which reads its pull secret) on the first host, for

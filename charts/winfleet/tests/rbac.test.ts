@@ -7,6 +7,8 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
+import { kubeProxyBindingName } from '../../../src/api/kube-proxy-identity.ts';
+import { joinClusterBindings } from '../../../src/controllers/hosts/cluster-rbac.ts';
 import { chartDir, type K8sObject, namespace, only, render } from './render.ts';
 
 interface Rule {
@@ -138,6 +140,7 @@ test('cluster-wide rules are limited to what has no namespace or spans all of th
   ]);
   const signers = grants(await render()).find((g) => g.rule.resources?.includes('signers'));
   assert.deepEqual(signers?.rule.resourceNames, [
+    'kubernetes.io/kube-apiserver-client',
     'kubernetes.io/kube-apiserver-client-kubelet',
     'kubernetes.io/kubelet-serving',
   ]);
@@ -155,7 +158,7 @@ test('roles and rolebindings: only the node-manifests pair, by name, in the rele
   }
 });
 
-test('the opted-in namespaces get a Role each; the bootstrapper binding is the chart’s', async () => {
+test('the opted-in namespaces get a Role each; the bootstrapper and kube-proxy bindings are the chart’s', async () => {
   const objects = await render(everything);
   for (const ns of ['team-a', 'team-b']) {
     const role = objects.find((o) => o.kind === 'Role' && o.metadata.namespace === ns);
@@ -174,6 +177,16 @@ test('the opted-in namespaces get a Role each; the bootstrapper binding is the c
   assert.deepEqual(bootstrapper.subjects, [
     { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:bootstrappers:winfleet' },
   ]);
+  // The same bindings the operator applies without the chart (cluster-rbac.ts).
+  for (const expected of joinClusterBindings({})) {
+    const rendered = only(objects, 'ClusterRoleBinding', expected.metadata!.name!);
+    const { labels: _labels, ...metadata } = rendered.metadata;
+    assert.deepEqual(
+      { ...rendered, metadata },
+      { ...expected, metadata: { name: expected.metadata!.name } },
+    );
+  }
+  assert.ok(joinClusterBindings({}).some((b) => b.metadata?.name === kubeProxyBindingName));
 });
 
 test('leases only with leader election; the operator’s webhook Secret rules only without cert-manager', async () => {

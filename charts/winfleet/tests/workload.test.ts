@@ -55,6 +55,7 @@ test('a default install renders each object once, in the release namespace', asy
     [
       'ClusterRole//winfleet',
       'ClusterRoleBinding//winfleet',
+      'ClusterRoleBinding//winfleet:kube-proxies',
       'ClusterRoleBinding//winfleet:node-bootstrapper',
       `ConfigMap/${namespace}/winfleet-config`,
       'CustomResourceDefinition//windowshosts.winfleet.io',
@@ -138,7 +139,7 @@ test('the operator’s command line: its namespace, nothing it may not create, t
     `--namespace=${namespace}`,
     '--no-create-namespace',
     '--no-install-crds',
-    '--no-bootstrapper-binding',
+    '--no-cluster-bindings',
     '--status-host=0.0.0.0',
     '--status-port=8080',
     '--webhook-port=9443',

@@ -5,7 +5,12 @@ go 1.26.0
 
 godebug default=go1.26
 
-require k8s.io/kubernetes v1.36.5
+require (
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
+	k8s.io/component-base v0.36.5
+	k8s.io/kubernetes v1.36.5
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -82,8 +87,6 @@ require (
 	github.com/prometheus/procfs v0.19.2 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
 	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
@@ -129,7 +132,6 @@ require (
 	k8s.io/apiserver v0.36.5 // indirect
 	k8s.io/client-go v0.36.5 // indirect
 	k8s.io/cloud-provider v0.36.5 // indirect
-	k8s.io/component-base v0.36.5 // indirect
 	k8s.io/component-helpers v0.36.5 // indirect
 	k8s.io/controller-manager v0.36.5 // indirect
 	k8s.io/cri-api v0.36.5 // indirect

@@ -7,10 +7,14 @@ go 1.26.0
 
 godebug default=go1.25
 
-require github.com/prometheus-community/windows_exporter v0.31.3
+require (
+	github.com/alecthomas/kingpin/v2 v2.4.0
+	github.com/prometheus-community/windows_exporter v0.31.3
+	github.com/prometheus/common v0.66.1
+	github.com/prometheus/exporter-toolkit v0.14.0
+)
 
 require (
-	github.com/alecthomas/kingpin/v2 v2.4.0 // indirect
 	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bmatcuk/doublestar/v4 v4.9.1 // indirect
@@ -25,8 +29,6 @@ require (
 	github.com/mwitkow/go-conntrack v0.0.0-20190716064945-2f068394615f // indirect
 	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
-	github.com/prometheus/common v0.66.1 // indirect
-	github.com/prometheus/exporter-toolkit v0.14.0 // indirect
 	github.com/prometheus/procfs v0.17.0 // indirect
 	github.com/xhit/go-str2duration/v2 v2.1.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect

@@ -4,6 +4,8 @@ import { assertValidPowerShell } from '../../../sim/testkit/powershell-grammar.t
 import { powerShellCommandLine, powerShellPrelude } from '../../powershell/powershell.ts';
 import { windowsFixture } from './fixtures.ts';
 import {
+  defaultHnsModulePaths,
+  hnsModuleFile,
   hnsUnavailableError,
   listHnsNetworksScript,
   parseGetHnsNetworkOutput,
@@ -49,7 +51,7 @@ test('reads what the list script prints, available or not', () => {
   });
   assert.deepEqual(parseHnsListOutput(windowsFixture('hns-list-unavailable.json')), {
     available: false,
-    tried: ['HostNetworkingService', 'C:\\k\\hns.psm1'],
+    tried: ['HostNetworkingService', 'C:\\k\\hns.v2.psm1'],
   });
   assert.throws(() => parseHnsListOutput('[]'), /expected \{"available": true\|false, \.\.\.\}/);
 });
@@ -61,7 +63,7 @@ test('reads what the remove script prints', () => {
   });
   assert.deepEqual(parseHnsRemoveOutput(windowsFixture('hns-list-unavailable.json')), {
     available: false,
-    tried: ['HostNetworkingService', 'C:\\k\\hns.psm1'],
+    tried: ['HostNetworkingService', 'C:\\k\\hns.v2.psm1'],
   });
   assert.throws(() => parseHnsRemoveOutput('{"available":true}'), /"removed" is not a count/);
 });
@@ -70,7 +72,7 @@ test('the list script loads a module, casts properties and always prints an arra
   const script = listHnsNetworksScript();
   assert.ok(script.startsWith(powerShellPrelude));
   assert.match(script, /Import-Module -Name 'HostNetworkingService' -DisableNameChecking/);
-  assert.match(script, /foreach \(\$path in @\('C:\\k\\hns\.psm1'\)\)/);
+  assert.match(script, /foreach \(\$path in @\('C:\\k\\hns\.v2\.psm1'\)\)/);
   assert.match(
     script,
     /Id = \[string\]\$_\.Id; Name = \[string\]\$_\.Name; Type = \[string\]\$_\.Type/,
@@ -100,12 +102,23 @@ test('the remove script matches the id case-insensitively and accepts only GUIDs
 test('an unavailable HNS module says what was tried and how to fix it', () => {
   const error = hnsUnavailableError('list HNS networks', [
     'HostNetworkingService',
-    'C:\\k\\hns.psm1',
+    'C:\\k\\hns.v2.psm1',
   ]);
   assert.equal(error.code, 'WF_HNS_UNAVAILABLE');
-  assert.deepEqual(error.details, { tried: ['HostNetworkingService', 'C:\\k\\hns.psm1'] });
+  assert.deepEqual(error.details, { tried: ['HostNetworkingService', 'C:\\k\\hns.v2.psm1'] });
   assert.equal(
     error.message,
-    'Cannot list HNS networks: Get-HnsNetwork is not available (tried "HostNetworkingService", "C:\\k\\hns.psm1"); install the Containers feature, or copy hns.psm1 from microsoft/SDN to C:\\k\\hns.psm1',
+    'Cannot list HNS networks: Get-HnsNetwork is not available (tried "HostNetworkingService", "C:\\k\\hns.v2.psm1"); install the Containers feature, or copy hns.v2.psm1 from microsoft/SDN (Kubernetes/windows/hns.v2.psm1) to C:\\k\\hns.v2.psm1',
   );
+});
+
+// microsoft/SDN's Kubernetes/windows/hns.psm1 has exported neither Get-HnsNetwork nor
+// Remove-HnsNetwork since commit 710cad6 (2018); hns.v2.psm1 exports both (Export-ModuleMember
+// -Function Get-HnsNetwork, Remove-HnsNetwork). The old name would load a module that lacks them.
+test('the fallback module is hns.v2.psm1, the microsoft/SDN file that exports Get-HnsNetwork', () => {
+  assert.equal(hnsModuleFile, 'hns.v2.psm1');
+  assert.deepEqual(defaultHnsModulePaths, ['C:\\k\\hns.v2.psm1']);
+  assert.match(listHnsNetworksScript(), /@\('C:\\k\\hns\.v2\.psm1'\)/);
+  assert.doesNotMatch(listHnsNetworksScript(), /\\hns\.psm1/);
+  assert.match(hnsUnavailableError('x', []).message, /copy hns\.v2\.psm1 from microsoft\/SDN/);
 });

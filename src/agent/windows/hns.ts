@@ -3,9 +3,11 @@
  * the parsers of what they print.
  *
  * Get-HnsNetwork comes from the HostNetworkingService module on current hosts and from
- * microsoft/SDN's hns.psm1 on older ones; each script loads whichever exists and, when neither
- * does, says so in its JSON instead of failing with "not recognized", so the caller can report
- * it clearly (WF_HNS_UNAVAILABLE). Properties are cast to strings in the script because
+ * microsoft/SDN's Kubernetes/windows/hns.v2.psm1 on older ones (that file exports
+ * Get-HnsNetwork and Remove-HnsNetwork; its older sibling hns.psm1 has exported neither since
+ * microsoft/SDN commit 710cad6, "Fix scripts"). Each script loads whichever exists and, when
+ * neither does, says so in its JSON instead of failing with "not recognized", so the caller can
+ * report it clearly (WF_HNS_UNAVAILABLE). Properties are cast to strings in the script because
  * Windows PowerShell 5.1 serializes enums as numbers.
  *
  * The fixtures hold `Get-HnsNetwork | Select Id,Name,Type | ConvertTo-Json` as Windows
@@ -24,8 +26,11 @@ import {
 } from '../../powershell/powershell.ts';
 import type { HnsNetwork } from '../host-os.ts';
 
-/** Where hns.psm1 is looked for when the HostNetworkingService module is missing. */
-export const defaultHnsModulePaths: readonly string[] = ['C:\\k\\hns.psm1'];
+/** microsoft/SDN's module that exports Get-HnsNetwork and Remove-HnsNetwork. */
+export const hnsModuleFile = 'hns.v2.psm1';
+
+/** Where hns.v2.psm1 is looked for when the HostNetworkingService module is missing. */
+export const defaultHnsModulePaths: readonly string[] = [`C:\\k\\${hnsModuleFile}`];
 
 /** What a WF_HNS_UNAVAILABLE error carries: the modules that were tried. */
 export interface HnsUnavailableDetails {
@@ -39,7 +44,7 @@ export function hnsUnavailableError(
 ): WinfleetError<HnsUnavailableDetails> {
   return new WinfleetError(
     'WF_HNS_UNAVAILABLE',
-    `Cannot ${action}: Get-HnsNetwork is not available (tried ${tried.map((t) => `"${t}"`).join(', ')}); install the Containers feature, or copy hns.psm1 from microsoft/SDN to ${defaultHnsModulePaths[0]}`,
+    `Cannot ${action}: Get-HnsNetwork is not available (tried ${tried.map((t) => `"${t}"`).join(', ')}); install the Containers feature, or copy ${hnsModuleFile} from microsoft/SDN (Kubernetes/windows/${hnsModuleFile}) to ${defaultHnsModulePaths[0]}`,
     { details: { tried } },
   );
 }
@@ -116,7 +121,7 @@ function listItems(value: unknown): unknown[] {
 /**
  * Networks from `Get-HnsNetwork | Select Id,Name,Type | ConvertTo-Json` as parsed JSON, in any
  * of the list shapes `listItems` accepts. Property names are matched case-insensitively
- * (hns.psm1 objects say "ID").
+ * (hns.v2.psm1 objects say "ID").
  */
 export function parseHnsNetworks(value: unknown): HnsNetwork[] {
   const items = listItems(value);

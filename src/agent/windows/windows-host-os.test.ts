@@ -46,8 +46,7 @@ function scriptedHost(steps: Step[], options: WindowsHostOSOptions = {}) {
     assert.ok(step, `unexpected call: ${file} ${args.join(' ')}`);
     assert.equal(file, step.file);
     if (step.script) {
-      assert.deepEqual(args.slice(0, 5), [...powerShellFlags, '-EncodedCommand']);
-      assert.equal(args.length, 6);
+      assert.deepEqual(args.slice(0, -1), [...powerShellFlags, '-EncodedCommand']);
       const script = decodePowerShellArgs(args);
       assert.ok(script);
       scripts.push(script);
@@ -215,6 +214,7 @@ test('the registration sc qc reads back is the one the agent wants: no re-config
   const { host, done } = scriptedHost([
     sc(['qc', 'winfleet-agent', '8192'], 'sc-qc-winfleet-agent.txt'),
     sc(['queryex', 'winfleet-agent'], 'sc-queryex-winfleet-agent-exited-3.txt'),
+    ps(() => {}, windowsFixture('service-environment-none.json')),
   ]);
   const state = emptyState();
   assert.equal(await ensureService(host, agentServiceConfig(), state), false);
@@ -299,8 +299,93 @@ test('configureService updates the command line, clears dependencies and descrip
       'sc-config2-success.txt',
     ),
     sc(['failureflag', 'kubelet', '1'], 'sc-config2-success.txt'),
+    // No environment in the config: the service's Environment value goes.
+    ps(
+      (script) =>
+        assert.match(
+          script,
+          /\nRemove-ItemProperty -LiteralPath 'HKLM:\\SYSTEM\\CurrentControlSet\\Services\\kubelet' -Name 'Environment' -ErrorAction SilentlyContinue\n$/,
+        ),
+      '',
+    ),
   ]);
   await host.configureService(config);
+  await done();
+});
+
+test('a service environment is written as REG_MULTI_SZ after the service is created, and read back', async () => {
+  const { host, done } = scriptedHost([
+    sc(
+      [
+        'create',
+        'kubelet',
+        'type=',
+        'own',
+        'binPath=',
+        kubeletBinPath,
+        'DisplayName=',
+        'Kubernetes kubelet',
+        'start=',
+        'auto',
+        'depend=',
+        'containerd',
+      ],
+      'sc-create-success.txt',
+    ),
+    sc(['description', 'kubelet', 'winfleet: Kubernetes node agent'], 'sc-config2-success.txt'),
+    sc(
+      ['failure', 'kubelet', 'reset=', '86400', 'actions=', 'restart/5000/restart/5000'],
+      'sc-config2-success.txt',
+    ),
+    sc(['failureflag', 'kubelet', '1'], 'sc-config2-success.txt'),
+    ps(
+      (script) =>
+        assert.match(
+          script,
+          /\nSet-ItemProperty -LiteralPath 'HKLM:\\SYSTEM\\CurrentControlSet\\Services\\kubelet' -Name 'Environment' -Type MultiString -Value \(\[string\[\]\] @\('HTTP_PROXY=http:\/\/proxy:3128', 'NO_PROXY=it''s,\.svc'\)\)\n$/,
+        ),
+      '',
+    ),
+    ps(
+      (script) => assert.match(script, /Get-ItemProperty -LiteralPath \$key -Name 'Environment'/),
+      windowsFixture('service-environment-set.json'),
+    ),
+    ps(() => {}, windowsFixture('service-environment-none.json')),
+    ps(() => {}, windowsFixture('service-environment-missing.json')),
+  ]);
+  await host.createService({
+    ...kubelet,
+    environment: { NO_PROXY: "it's,.svc", HTTP_PROXY: 'http://proxy:3128' },
+  });
+  assert.deepEqual(await host.queryServiceEnvironment('kubelet'), {
+    HTTP_PROXY: 'http://proxy.example:3128',
+    NO_PROXY: '10.0.0.0/8,.svc',
+    JAVA_OPTS: '-Da=b',
+  });
+  assert.deepEqual(await host.queryServiceEnvironment('kubelet'), {});
+  assert.equal(await host.queryServiceEnvironment('kubelet'), undefined);
+  await done();
+});
+
+test('a service environment Windows cannot hold is refused before sc.exe runs', async () => {
+  const { host, done } = scriptedHost([]);
+  await assert.rejects(
+    host.createService({ ...kubelet, environment: { A: '1', a: '2' } }),
+    /Cannot give service "kubelet" this environment: service "kubelet" env\.a: the same variable as "A" \(Windows environment names ignore case\); keep one/,
+  );
+  await assert.rejects(
+    host.configureService({ ...kubelet, environment: { 'A=B': '1' } }),
+    /service "kubelet" env\.A=B: not a Windows environment variable name; use 1 to 255 characters without "="/,
+  );
+  // The rules of a services manifest hold here too (one function checks both).
+  await assert.rejects(
+    host.createService({ ...kubelet, environment: { PATH: 'C:\\evil' } }),
+    /service "kubelet" env\.PATH: this variable decides which programs Windows loads/,
+  );
+  await assert.rejects(
+    host.createService({ ...kubelet, environment: { A: '' } }),
+    /env\.A: the value must be 1 to 32767 characters without NUL; leave the variable out to unset it/,
+  );
   await done();
 });
 
@@ -604,6 +689,24 @@ test('files: atomic write with parents, read, list, remove', async () => {
   await host.removePath(join(dir, 'k', 'config'));
   await host.removePath(join(dir, 'k', 'b.txt'));
   assert.deepEqual(await host.listDirectory(join(dir, 'k')), ['cni']);
+});
+
+test('files: rename refuses an existing target; removeFileIfUnused removes once, missing is fine', async () => {
+  const host = new WindowsHostOS({ run: async () => assert.fail('no program runs for files') });
+  const from = join(dir, 'shim.exe');
+  await host.writeFile(from, 'v1');
+  await host.writeFile(join(dir, 'taken'), 'x');
+  await assert.rejects(
+    host.renamePath(from, join(dir, 'taken')),
+    /Cannot rename ".*shim\.exe" to ".*taken": ".*taken" already exists/,
+  );
+  await host.renamePath(from, `${from}.old-1`);
+  assert.equal((await host.readFile(`${from}.old-1`))?.toString(), 'v1');
+  assert.equal(await host.readFile(from), undefined);
+  assert.equal(await host.removeFileIfUnused(`${from}.old-1`), true);
+  assert.equal(await host.removeFileIfUnused(`${from}.old-1`), true, 'missing: gone already');
+  assert.equal(await host.readFile(`${from}.old-1`), undefined);
+  await host.removePath(join(dir, 'taken'));
 });
 
 test('files: a failed replace leaves no temporary file behind', async () => {

@@ -1,9 +1,10 @@
 /**
  * The Windows implementation of HostOS, used by the agent on the host itself: services through
- * sc.exe, environment variables, HNS networks and the OS version through generated PowerShell,
- * files through node:fs, reboot through shutdown.exe. Every program runs through the injected
- * CommandRunner, so the tests replay recorded sc.exe/PowerShell outputs (./fixtures) and assert
- * each exact argv, and every generated script is parsed by a PowerShell grammar.
+ * sc.exe, environment variables, HNS networks, firewall rules and the OS version through
+ * generated PowerShell, files through node:fs, reboot through shutdown.exe. Every program runs
+ * through the injected CommandRunner, so the tests replay recorded sc.exe/PowerShell outputs
+ * (./fixtures) and assert each exact argv, and every generated script is parsed by a
+ * PowerShell grammar.
  *
  * What the tests here cannot prove, and only a real Windows host can: that sc.exe and
  * powershell.exe accept these argument vectors and behave as documented (exit codes equal to
@@ -13,13 +14,36 @@
  * operations themselves run in the tests against a temporary directory.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, statfs } from 'node:fs/promises';
+import {
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  statfs,
+  unlink,
+} from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { dirname, parse as parsePath, win32 } from 'node:path';
 import { WinfleetError } from '../../errors/catalog.ts';
 import { powerShellArgs, powerShellErrorText } from '../../powershell/powershell.ts';
-import type { HnsNetwork, HostOS, InstalledService, OsVersion, ServiceConfig } from '../host-os.ts';
+import type {
+  HnsNetwork,
+  HostOS,
+  InboundFirewallRule,
+  InstalledService,
+  OsVersion,
+  ServiceConfig,
+} from '../host-os.ts';
 import { type CommandRunner, childProcessRunner } from './command-runner.ts';
+import {
+  ensureInboundFirewallRuleScript,
+  parseEnsureFirewallRuleOutput,
+  parseRemoveFirewallRuleOutput,
+  removeFirewallRuleScript,
+} from './firewall.ts';
 import {
   defaultHnsModulePaths,
   hnsUnavailableError,
@@ -52,6 +76,12 @@ import {
   serviceControlError,
   win32Error,
 } from './sc-output.ts';
+import {
+  getServiceEnvironmentScript,
+  parseServiceEnvironmentOutput,
+  serviceEnvironmentEntries,
+  setServiceEnvironmentScript,
+} from './service-environment.ts';
 
 export interface WindowsHostOSOptions {
   /** Runs sc.exe, powershell.exe and shutdown.exe. Default: `childProcessRunner()`. */
@@ -141,6 +171,7 @@ export class WindowsHostOS implements HostOS {
   }
 
   async createService(config: ServiceConfig): Promise<void> {
+    const entries = serviceEnvironmentEntries(config.name, config.environment);
     await this.#scExe(scCreateArgs(config), `create service "${config.name}"`);
     if (config.description !== undefined) {
       await this.#scExe(
@@ -149,15 +180,35 @@ export class WindowsHostOS implements HostOS {
       );
     }
     await this.#setRecovery(config);
+    if (entries.length > 0) await this.#setEnvironment(config.name, entries);
   }
 
   async configureService(config: ServiceConfig): Promise<void> {
+    const entries = serviceEnvironmentEntries(config.name, config.environment);
     await this.#scExe(scConfigArgs(config), `configure service "${config.name}"`);
     await this.#scExe(
       scDescriptionArgs(config.name, config.description ?? ''),
       `describe service "${config.name}"`,
     );
     await this.#setRecovery(config);
+    await this.#setEnvironment(config.name, entries);
+  }
+
+  async #setEnvironment(name: string, entries: readonly string[]): Promise<void> {
+    await this.#runPowerShell(
+      setServiceEnvironmentScript(name, entries),
+      `set the environment of service "${name}"`,
+    );
+  }
+
+  async queryServiceEnvironment(name: string): Promise<Record<string, string> | undefined> {
+    return parseServiceEnvironmentOutput(
+      await this.#runPowerShell(
+        getServiceEnvironmentScript(name),
+        `read the environment of service "${name}"`,
+      ),
+      name,
+    );
   }
 
   async #setRecovery(config: ServiceConfig): Promise<void> {
@@ -307,6 +358,37 @@ export class WindowsHostOS implements HostOS {
     await rm(path, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
 
+  /** Node's rename is MoveFileEx with REPLACE_EXISTING: `to` is checked to be free first. */
+  async renamePath(from: string, to: string): Promise<void> {
+    const existing = await lstat(to).then(
+      () => true,
+      (err: unknown) => (errorCode(err) === 'ENOENT' ? false : Promise.reject(err)),
+    );
+    if (existing) {
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
+        `Cannot rename "${from}" to "${to}": "${to}" already exists; remove it or choose another name`,
+      );
+    }
+    await rename(from, to);
+  }
+
+  /**
+   * One DeleteFile: a running executable refuses it (ERROR_ACCESS_DENIED, EPERM), a file open
+   * without FILE_SHARE_DELETE too (ERROR_SHARING_VIOLATION, EBUSY). No retries.
+   */
+  async removeFileIfUnused(path: string): Promise<boolean> {
+    try {
+      await unlink(path);
+      return true;
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ENOENT') return true;
+      if (code === 'EPERM' || code === 'EACCES' || code === 'EBUSY') return false;
+      throw err;
+    }
+  }
+
   async ensureDirectory(path: string): Promise<void> {
     await mkdir(path, { recursive: true });
   }
@@ -355,6 +437,23 @@ export class WindowsHostOS implements HostOS {
       await this.#runPowerShell(removeHnsNetworkScript(id, this.#hnsModulePaths), action),
     );
     if (!result.available) throw hnsUnavailableError(action, result.tried);
+  }
+
+  // Windows Firewall.
+
+  async ensureInboundFirewallRule(rule: InboundFirewallRule): Promise<void> {
+    parseEnsureFirewallRuleOutput(
+      await this.#runPowerShell(
+        ensureInboundFirewallRuleScript(rule),
+        `open ${rule.protocol} port ${rule.localPort} with firewall rule "${rule.name}"`,
+      ),
+    );
+  }
+
+  async removeFirewallRule(name: string): Promise<void> {
+    parseRemoveFirewallRuleOutput(
+      await this.#runPowerShell(removeFirewallRuleScript(name), `remove firewall rule "${name}"`),
+    );
   }
 
   // The machine.

@@ -1,10 +1,12 @@
 /**
  * Watches CertificateSigningRequests and approves or denies kubelet CSRs by the winfleet
- * policy (kubelet-csr-policy.ts). Each decision is logged and recorded as an Event with its
- * reason; CSRs that are not winfleet's are left untouched. A node's pending CSRs are looked at
- * again when its Node changes (it may have just been given its host's identity).
+ * policy (kubelet-csr-policy.ts) and kube-proxy CSRs by kube-proxy-csr-policy.ts. Each
+ * decision is logged and recorded as an Event with its reason; CSRs that are not winfleet's
+ * are left untouched. A node's pending CSRs are looked at again when its Node changes (it
+ * may have just been given its host's identity).
  */
 import * as k8s from '@kubernetes/client-node';
+import { kubeProxySignerName } from '../../api/kube-proxy-identity.ts';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
@@ -14,7 +16,9 @@ import type { Informer } from '../../controller/informer.ts';
 import type { Logger } from '../../log/logger.ts';
 import { parseCsrPem } from '../../pki/certificates.ts';
 import { hostForTokenId } from '../hosts/bootstrap-tokens.ts';
+import { decideKubeProxyCsr, isKubeProxyRequest } from './kube-proxy-csr-policy.ts';
 import {
+  type CsrDecision,
   type CsrRequest,
   clientSigner,
   decideKubeletCsr,
@@ -64,7 +68,8 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
       const csr = deps.csrs.get(name);
       if (!csr || decided(csr)) return undefined;
       const signer = csr.spec.signerName;
-      if (signer !== clientSigner && signer !== servingSigner) return undefined;
+      if (signer !== clientSigner && signer !== servingSigner && signer !== kubeProxySignerName)
+        return undefined;
       let parsed: CsrRequest['parsed'];
       let parseProblem: string | undefined;
       try {
@@ -73,18 +78,23 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
         // A malformed or crafted request is denied with the reason, never retried.
         parseProblem = (error as Error).message;
       }
-      const decision = await decideKubeletCsr(
-        {
-          name,
-          signerName: signer,
-          username: csr.spec.username ?? '',
-          groups: csr.spec.groups ?? [],
-          usages: csr.spec.usages ?? [],
-          parsed,
-          parseProblem,
-        },
-        lookup,
-      );
+      const request: CsrRequest = {
+        name,
+        signerName: signer,
+        username: csr.spec.username ?? '',
+        groups: csr.spec.groups ?? [],
+        usages: csr.spec.usages ?? [],
+        ...(csr.spec.expirationSeconds !== undefined
+          ? { expirationSeconds: csr.spec.expirationSeconds }
+          : {}),
+        parsed,
+        parseProblem,
+      };
+      let decision: CsrDecision;
+      if (signer !== kubeProxySignerName) decision = await decideKubeletCsr(request, lookup);
+      else if (isKubeProxyRequest(request, Buffer.from(String(csr.spec.request), 'base64')))
+        decision = decideKubeProxyCsr(request, lookup);
+      else decision = { action: 'ignore', reason: 'not a winfleet kube-proxy request' };
       if (decision.action === 'ignore') {
         log.debug('CSR left alone', { csr: name, reason: decision.reason });
         return undefined;

@@ -45,6 +45,8 @@ export interface CsrRequest {
   username: string;
   groups: string[];
   usages: string[];
+  /** spec.expirationSeconds, when the requester set it. */
+  expirationSeconds?: number;
   /** Undefined when the request could not be parsed; `parseProblem` then says why. */
   parsed?: ParsedCsr;
   parseProblem?: string;
@@ -65,7 +67,8 @@ export interface CsrLookup {
 
 export type CsrDecision =
   | { action: 'approve'; reason: string; host: WindowsHost }
-  | { action: 'deny'; reason: string; host?: WindowsHost }
+  /** `check` names the check that failed, where the policy names its checks. */
+  | { action: 'deny'; reason: string; host?: WindowsHost; check?: string }
   | { action: 'ignore'; reason: string }
   /** Not decidable yet (the host's status is still being written); look again shortly. */
   | { action: 'retry'; reason: string };
@@ -76,7 +79,7 @@ const servingUsages = new Set(['digital signature', 'key encipherment', 'server 
 /** A Kubernetes node name: a lowercase RFC 1123 subdomain. */
 const nodeNamePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-function nodeNameProblem(nodeName: string): string | undefined {
+export function nodeNameProblem(nodeName: string): string | undefined {
   if (nodeName.length <= 253 && nodeNamePattern.test(nodeName)) return undefined;
   return `node name ${quoteValue(nodeName)} is not a lowercase RFC 1123 name (a-z, 0-9, '-' and '.', at most 253 characters)`;
 }
@@ -110,12 +113,12 @@ function subjectProblem(parsed: ParsedCsr, nodeName: string): string | undefined
 }
 
 /** Attributes, extensions and SAN kinds no kubelet asks for. */
-function extrasProblem(parsed: ParsedCsr): string | undefined {
+export function extrasProblem(parsed: ParsedCsr, who = 'a kubelet'): string | undefined {
   if (parsed.otherRequests.length > 0) {
-    return `the CSR asks for ${parsed.otherRequests.join(', ')}, which a kubelet never requests`;
+    return `the CSR asks for ${parsed.otherRequests.join(', ')}, which ${who} never requests`;
   }
   if (parsed.otherNames.length > 0) {
-    return `subject alternative names ${parsed.otherNames.join(', ')} are of kinds a kubelet never requests`;
+    return `subject alternative names ${parsed.otherNames.join(', ')} are of kinds ${who} never requests`;
   }
   return undefined;
 }
@@ -221,7 +224,7 @@ function decideRenewal(request: CsrRequest, nodeName: string, lookup: CsrLookup)
  * WindowsHost merely claims, and denying would break that node's certificates). The
  * controller looks again when the Node's annotations change.
  */
-function owningHost(
+export function owningHost(
   nodeName: string,
   lookup: CsrLookup,
 ): { host: WindowsHost } | Extract<CsrDecision, { action: 'ignore' }> {

@@ -14,6 +14,7 @@ import {
   requestsMadeBy,
 } from '../../../sim/testkit/limited-service-account.ts';
 import { freshCluster, testNamespace } from '../../../sim/testkit/test-cluster.ts';
+import { kubeProxyBindingName, kubeProxyGroup } from '../../api/kube-proxy-identity.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { bootstrapGroup } from './bootstrap-tokens.ts';
 import {
@@ -44,19 +45,19 @@ const namespaceGrant = (namespace: string): Grant => ({
   ],
 });
 
-/** Without the chart, the operator also binds the bootstrap group, and only that. */
+/** Without the chart, the operator also binds the bootstrap group and kube-proxies, only those. */
 const clusterGrant: Grant = {
   rules: [
     {
       apiGroups: [rbacGroup],
       resources: ['clusterrolebindings'],
-      resourceNames: [nodeBootstrapperBindingName],
+      resourceNames: [nodeBootstrapperBindingName, kubeProxyBindingName],
       verbs: ['create', 'patch'],
     },
     {
       apiGroups: [rbacGroup],
       resources: ['clusterroles'],
-      resourceNames: ['system:node-bootstrapper'],
+      resourceNames: ['system:node-bootstrapper', 'system:node-proxier'],
       verbs: ['bind'],
     },
   ],
@@ -101,7 +102,7 @@ const plain = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown;
 const appliedBy = (o: { metadata?: k8s.V1ObjectMeta }) =>
   (o.metadata?.managedFields ?? []).map((f) => `${f.manager} ${f.operation}`);
 
-test('by default the bootstrapper ClusterRoleBinding and the node-manifests Role and RoleBinding are applied, by name', async (t) => {
+test('by default the bootstrapper and kube-proxy ClusterRoleBindings and the node-manifests Role and RoleBinding are applied, by name', async (t) => {
   const namespace = await testNamespace(admin, 'winfleet');
   const sa = await limitedServiceAccount(admin, {
     namespace,
@@ -113,6 +114,7 @@ test('by default the bootstrapper ClusterRoleBinding and the node-manifests Role
   await applyJoinRbac(sa.kc, namespace, manifests);
   assert.deepEqual(described(await requestsMadeBy(sa, cluster.auditLogPath!)), [
     `patch clusterrolebindings -/${nodeBootstrapperBindingName} 201`,
+    `patch clusterrolebindings -/${kubeProxyBindingName} 201`,
     `patch roles ${namespace}/${nodeManifestsRbacName} 201`,
     `patch rolebindings ${namespace}/${nodeManifestsRbacName} 201`,
   ]);
@@ -147,7 +149,16 @@ test('by default the bootstrapper ClusterRoleBinding and the node-manifests Role
   assert.deepEqual(plain(roleBinding.subjects), [
     { apiGroup: rbacGroup, kind: 'Group', name: 'system:nodes' },
   ]);
-  for (const object of [binding, role, roleBinding])
+  const proxies = await rbac.readClusterRoleBinding({ name: kubeProxyBindingName });
+  assert.deepEqual(plain(proxies.roleRef), {
+    apiGroup: rbacGroup,
+    kind: 'ClusterRole',
+    name: 'system:node-proxier',
+  });
+  assert.deepEqual(plain(proxies.subjects), [
+    { apiGroup: rbacGroup, kind: 'Group', name: kubeProxyGroup },
+  ]);
+  for (const object of [binding, proxies, role, roleBinding])
     assert.deepEqual(
       appliedBy(object),
       ['winfleet Apply'],
@@ -161,6 +172,14 @@ test('by default the bootstrapper ClusterRoleBinding and the node-manifests Role
     group: 'certificates.k8s.io',
     resource: 'certificatesigningrequests',
   });
+  // winfleet's kube-proxies may watch EndpointSlices, which nodes may not.
+  const endpointSlices = {
+    verb: 'watch',
+    group: 'discovery.k8s.io',
+    resource: 'endpointslices',
+  };
+  await eventually(true, 'winfleet:kube-proxy:win-1', [kubeProxyGroup], endpointSlices);
+  await eventually(false, 'system:node:win-1', ['system:nodes'], endpointSlices);
   const node = ['system:node:win-1', ['system:nodes']] as const;
   const configMap = (name: string) => ({ namespace, verb: 'get', resource: 'configmaps', name });
   await eventually(true, ...node, configMap('winfleet-services-1'));
@@ -186,7 +205,7 @@ test('installed by the chart, the ClusterRoleBinding is left to it: only the two
   });
   t.after(() => sa.remove());
 
-  await applyJoinRbac(sa.kc, namespace, manifests, { bootstrapperBinding: false });
+  await applyJoinRbac(sa.kc, namespace, manifests, { clusterBindings: false });
   assert.deepEqual(described(await requestsMadeBy(sa, cluster.auditLogPath!)), [
     `patch roles ${namespace}/${nodeManifestsRbacName} 201`,
     `patch rolebindings ${namespace}/${nodeManifestsRbacName} 201`,

@@ -10,12 +10,14 @@ import { managedNodeLabel } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { nodeAddress } from '../../hostaccess/node-address.ts';
 import { syncPayload } from '../../hostaccess/payload-sync.ts';
 import { failedRemoteStep } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import { joinServingAddresses } from '../csr/serving-addresses.ts';
 import { ensureBootstrapToken } from './bootstrap-tokens.ts';
+import { ensureContainersFeature } from './containers-feature.ts';
 import { withHost } from './host-connect.ts';
 import type { HostControllerDeps, LoadedPayload } from './host-deps.ts';
 import { apiTime, type HostStatus, writeHostStatus } from './host-status.ts';
@@ -62,17 +64,23 @@ export async function copyPayload(
   );
 }
 
-/** Configures the host and has its agent start the node services; the kubelet then joins. */
+/**
+ * Configures the host and has its agent start the node services; the kubelet then joins.
+ * 'restarting' when the host first restarts to finish installing the Containers feature
+ * (containers-feature.ts): the join goes on at a later pass.
+ */
 export async function bootstrapHost(
   ctx: JoinContext,
   host: WindowsHost,
   hs: HostStatus,
   loaded: LoadedPayload,
-): Promise<void> {
-  await withHost(ctx, host, hs, async (remote) => {
+): Promise<'bootstrapped' | 'restarting'> {
+  return withHost(ctx, host, hs, async (remote) => {
     const facts = await step(hs, JoinStep.HostFacts, () => remote.facts());
     refuseTakenName(ctx, host, hs, host.spec.nodeName ?? facts.hostname.toLowerCase(), facts);
     const nodeName = acceptFacts(host, hs, facts, loaded);
+    if ((await ensureContainersFeature(ctx, host, hs, remote, facts)) === 'restarting')
+      return 'restarting';
     await clearStaleNode(ctx, host, hs, remote, nodeName);
     const token = await ensureBootstrapToken(
       ctx.kc,
@@ -104,6 +112,7 @@ export async function bootstrapHost(
       EventReason.Bootstrapped,
       `winfleet agent configured services ${loaded.manifest.version} on ${host.spec.address}; waiting for Node ${nodeName}`,
     );
+    return 'bootstrapped';
   });
 }
 
@@ -144,16 +153,20 @@ function acceptFacts(
   loaded: LoadedPayload,
 ): string {
   const { osVersion } = facts;
-  // Pinned at the first join (from the report before this one, for a host that joined before
-  // pinning); only the admin's allow-serving-addresses annotation changes it afterwards.
+  // The node's address first (node-address.ts): bootstrapConfig gives it to the kubelet.
+  const nodeIP = nodeAddress(host.spec.address, facts) ?? host.spec.address;
+  // Pinned at the first join: the node's address and name only, never the host's other
+  // addresses (HNS's NAT adapter, APIPA), which the kubelet never serves on. A host that joined
+  // before pinning keeps the report before this one. Only the admin's
+  // allow-serving-addresses annotation changes it afterwards.
   hs.status.servingAddresses ??= joinServingAddresses(
-    hs.status.addresses ?? facts.addresses,
+    hs.status.addresses ?? [nodeIP],
     hs.status.hostname ?? facts.hostname,
   );
   hs.status.hostname = facts.hostname;
   hs.status.windowsBuild = `${osVersion.major}.${osVersion.minor}.${osVersion.build}`;
   hs.status.windowsVersion = `${hs.status.windowsBuild}.${osVersion.ubr}`;
-  hs.status.addresses = facts.addresses.length > 0 ? facts.addresses : [host.spec.address];
+  hs.status.addresses = [nodeIP, ...facts.addresses.filter((a) => a !== nodeIP)];
   if (osVersion.build < minimumBuild) {
     const message = `${osVersion.productName} (build ${osVersion.build}) is older than Windows Server 2019 (${minimumBuild}); winfleet supports 2019, 2022 and 2025`;
     hs.set(ConditionType.Degraded, 'True', ConditionReason.UnsupportedWindows, message);

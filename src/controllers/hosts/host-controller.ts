@@ -19,7 +19,7 @@ import { claimedNodeName } from './node-claims.ts';
 
 export function createHostController(deps: HostControllerDeps): Controller {
   const publish = createManifestPublisher(deps.kc, deps.operatorNamespace, {
-    bootstrapperBinding: deps.bootstrapperBinding,
+    clusterBindings: deps.clusterBindings,
   });
   const ctx = { ...deps, publish };
 

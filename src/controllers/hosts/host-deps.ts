@@ -29,10 +29,11 @@ export interface HostControllerDeps {
   /** How hosts reach the API server, and the CA they trust it with. */
   cluster: { apiServer: string; caCertificate: string };
   /**
-   * Apply the ClusterRoleBinding of the bootstrap group (default true); false when the Helm
-   * chart installs it (cluster-rbac.ts).
+   * Apply the ClusterRoleBindings of the bootstrap group and of winfleet's kube-proxies
+   * (default true); false when the Helm chart installs them (--no-cluster-bindings,
+   * cluster-rbac.ts).
    */
-  bootstrapperBinding?: boolean;
+  clusterBindings?: boolean;
   events: EventRecorder;
   log: Logger;
 }

@@ -21,6 +21,7 @@ import { trustHostKeyAnnotation, type WindowsHost } from '../../api/windows-host
 import { nodeIsReady } from '../../controller/informer-factory.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
+import { featureRestartRecheckMs } from './containers-feature.ts';
 import { bootstrapHost, copyPayload, type JoinContext } from './host-bootstrap.ts';
 import { connectHost } from './host-connect.ts';
 import type { LoadedPayload } from './host-deps.ts';
@@ -98,7 +99,8 @@ async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
       ? `Node ${node.metadata?.name} is not Ready; configuring the host again`
       : 'Configuring the host',
   );
-  await bootstrapHost(ctx, host, hs, loaded);
+  if ((await bootstrapHost(ctx, host, hs, loaded)) === 'restarting')
+    return { requeueAfterMs: featureRestartRecheckMs };
   delete hs.status.servicesRequestedAt;
   return waitForNode(hs);
 }

@@ -13,6 +13,7 @@ import * as k8s from '@kubernetes/client-node';
 import { freePort } from '../../../sim/cluster/free-port.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { testNamespace } from '../../../sim/testkit/test-cluster.ts';
+import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import {
   createWindowsHosts,
   hostReady,
@@ -23,6 +24,7 @@ import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.t
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { isNotFound } from '../../kube/client.ts';
 import { waitFor } from '../../kube/wait-for.ts';
+import { createLogger } from '../../log/logger.ts';
 import { drainUnmanagedPodsAnnotation, skipDeconfigureAnnotation } from './host-removal.ts';
 
 test('a host that never joined is removed without SSH', async (t) => {
@@ -267,4 +269,65 @@ test('removal refuses a bare pod until allowed, and says how to finish without a
       );
     },
   );
+});
+
+test('a session the host drops mid-cleanup (the HNS network removal resets its adapter) is run again, not a failure', async (t) => {
+  const world = await joinWorld(t, { releases: ['2022'], startOperator: false });
+  const lines: string[] = [];
+  const operator = await startTestOperator(world.kc, {
+    namespace: world.namespace,
+    payloadDir: world.payloadDir,
+    config: { hosts: { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 120 } },
+    log: createLogger({ level: 'info', write: (line) => lines.push(line) }),
+  });
+  t.after(() => operator.stop());
+  const simulated = world.fleet.hosts[0]!;
+  const before = await simulated.machine.snapshot();
+  const [created] = await createWindowsHosts(world.kc, world.namespace, world.fleet.hosts);
+  const joined = await waitFor(
+    async () => {
+      const [host] = await listWindowsHosts(world.kc, world.namespace);
+      return host && hostReady(host) ? host : undefined;
+    },
+    { description: 'the host Ready', timeoutMs: 90_000 },
+  ).catch(async (error: unknown) => {
+    const [host] = await listWindowsHosts(world.kc, world.namespace);
+    throw new Error(
+      `${(error as Error).message}; the host's status: ${JSON.stringify(host?.status)}`,
+    );
+  });
+  // The network the CNI creates for the node's pods binds the host's adapter to a switch.
+  simulated.machine.hns.ensure('winfleet', 'L2Bridge');
+  let drops = 0;
+  simulated.machine.onNetworkReset(() => drops++);
+  const logged = lines.length;
+  await k8s.KubernetesObjectApi.makeApiClient(world.kc).delete(joined);
+  await waitFor(
+    async () =>
+      (await listWindowsHosts(world.kc, world.namespace)).every(
+        (h) => h.metadata.name !== created!.metadata.name,
+      ),
+    { description: 'the WindowsHost removed', timeoutMs: 60_000 },
+  );
+  assert.equal(drops, 1, 'removing the network reset the adapter and dropped the session');
+  const records = lines.slice(logged).map((l) => JSON.parse(l) as { level: string; msg: string });
+  assert.deepEqual(
+    records.filter((r) => r.level === 'warn' || r.level === 'error').map((r) => r.msg),
+    [],
+    'a dropped session during cleanup is no failure',
+  );
+  assert.ok(
+    records.some((r) => r.msg === 'host dropped the SSH session during cleanup; running it again'),
+    'the cleanup ran again over a new session',
+  );
+  const events = await world.kc
+    .makeApiClient(k8s.CoreV1Api)
+    .listNamespacedEvent({ namespace: world.namespace });
+  assert.deepEqual(
+    events.items
+      .filter((e) => e.involvedObject.name === created!.metadata.name && e.type === 'Warning')
+      .map((e) => `${e.reason}: ${e.message}`),
+    [],
+  );
+  assert.deepEqual(await simulated.machine.snapshot(), before, 'nothing of winfleet left');
 });

@@ -3,7 +3,9 @@
  * (PodDisruptionBudgets are honoured: a refused eviction is retried, never forced), have the
  * agent stop and delete the services and undo its files, networks and environment, remove
  * winfleet's directory, delete the Node and the bootstrap token, and only then let the object
- * go. The host stays reachable and as it was before winfleet.
+ * go. The host stays reachable and as it was before winfleet. A session the host drops during
+ * the cleanup (removing the HNS network resets its adapter) is noted and the pass requeued: the
+ * next pass runs the cleanup again over a new session, and only repeated drops are a failure.
  *
  * Like `kubectl drain`, the drain refuses pods that no controller manages (evicting one deletes
  * it for good) unless the host carries winfleet.io/drain-unmanaged-pods=true, and every pod it
@@ -16,6 +18,9 @@ import * as k8s from '@kubernetes/client-node';
 import { cordonedByAnnotation, hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
+import { errorCode } from '../../errors/catalog.ts';
+import { openRemoteHost } from '../../hostaccess/host-session.ts';
+import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import { httpStatus, isConflict, isNotFound } from '../../kube/client.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
 import { withHost } from './host-connect.ts';
@@ -151,11 +156,13 @@ async function removalPass(
     host.metadata.annotations?.[skipDeconfigureAnnotation] !== 'true' &&
     mayHaveChangedHost(hs.status)
   ) {
+    let waitMs: number | undefined;
     try {
-      await deconfigureHost(deps, host, hs);
+      waitMs = await deconfigureHost(deps, host, hs);
     } catch (error) {
       return { requeueAfterMs: deconfigureFailed(deps, host, hs, error) };
     }
+    if (waitMs !== undefined) return { requeueAfterMs: waitMs };
   }
   if (nodeName) await deleteNode(deps.kc, nodeName, node?.metadata?.uid);
   await deleteBootstrapToken(deps.kc, host.metadata.uid!);
@@ -329,22 +336,100 @@ function mayHaveChangedHost(status: WindowsHost['status']): boolean {
   return Boolean(status?.bootstrapTokenId || status?.bootstrappedAt || status?.servicesVersion);
 }
 
-/** Has the agent remove winfleet's services and files; the host must be reachable for it. */
+/** How many dropped sessions one removal takes before a further drop counts as a failure. */
+const cleanupDropsAllowed = 3;
+/** How long a host that dropped the session mid-cleanup may take to answer SSH again. */
+const reconnectAfterDropMs = 30_000;
+/** When the pass after a dropped session runs: the adapter comes back within seconds. */
+const requeueAfterDropMs = 2000;
+
+/**
+ * The sessions each host (by uid) dropped during its cleanup in this operator: how many, and
+ * when the last one dropped. Kept out of the API: losing it on a restart only allows a few more
+ * drops, and the removal timeout still bounds the whole removal.
+ */
+const cleanupDrops = new Map<string, { count: number; lastAt: number }>();
+
+/**
+ * Has the agent remove winfleet's services and files; the host must be reachable for it.
+ * Removing the CNI's HNS network resets the host's adapter, which can drop the SSH session (and
+ * end the cleanup) mid-way: that is no failure. The drop is noted (the Reachable condition,
+ * with how many so far) and the pass requeued; the next pass runs the idempotent cleanup again
+ * over a new session, while the host not answering yet is expected for reconnectAfterDropMs.
+ * Only a drop after cleanupDropsAllowed of them is a failure. Returns when to look again, or
+ * undefined once the host is deconfigured.
+ */
 async function deconfigureHost(
   deps: HostControllerDeps,
   host: WindowsHost,
   hs: HostStatus,
-): Promise<void> {
-  await withHost(deps, host, hs, (remote) => remote.removeWinfleet(), {
-    step: JoinStep.Deconfigure,
-    hint: 'the host must be reachable to remove winfleet from it',
-  });
+): Promise<number | undefined> {
+  const key = host.metadata.uid ?? `${host.metadata.namespace}/${host.metadata.name}`;
+  const dropped = cleanupDrops.get(key);
+  const removeWinfleet = (remote: RemoteHost) => remote.removeWinfleet();
+  const name = `${host.metadata.namespace}/${host.metadata.name}`;
+  try {
+    if (dropped) {
+      // Reconnecting after a drop: connection failures are expected for a while, so they are
+      // not reported as connectHost reports them (the host key stays pinned).
+      const remote = await openRemoteHost(deps.kc, deps.config(), { ...host, status: hs.status });
+      try {
+        await removeWinfleet(remote);
+      } finally {
+        remote.close();
+      }
+      hs.set(
+        ConditionType.Reachable,
+        'True',
+        ConditionReason.Connected,
+        `SSH to ${host.spec.username}@${host.spec.address}:${host.spec.port ?? 22}`,
+      );
+    } else {
+      await withHost(deps, host, hs, removeWinfleet, {
+        step: JoinStep.Deconfigure,
+        hint: 'the host must be reachable to remove winfleet from it',
+      });
+    }
+  } catch (error) {
+    const code = errorCode(error);
+    const count = dropped?.count ?? 0;
+    if (code === 'WF_SSH_DROPPED' && count < cleanupDropsAllowed) {
+      cleanupDrops.set(key, { count: count + 1, lastAt: Date.now() });
+      deps.log.info('host dropped the SSH session during cleanup; running it again', {
+        host: name,
+        drops: count + 1,
+        error: (error as Error).message,
+      });
+      hs.set(
+        ConditionType.Reachable,
+        'False',
+        ConditionReason.ConnectionDropped,
+        `${host.spec.address} dropped the SSH session during cleanup (${count + 1} of ${cleanupDropsAllowed} allowed: removing its HNS network resets its adapter); the cleanup runs again`,
+      );
+      return requeueAfterDropMs;
+    }
+    if (
+      dropped &&
+      code === 'WF_SSH_UNREACHABLE' &&
+      Date.now() - dropped.lastAt < reconnectAfterDropMs
+    ) {
+      deps.log.info('host not answering yet after dropping the session; trying again', {
+        host: name,
+        error: (error as Error).message,
+      });
+      return requeueAfterDropMs;
+    }
+    cleanupDrops.delete(key);
+    throw error;
+  }
+  cleanupDrops.delete(key);
   deps.events.record(
     host,
     'Normal',
     EventReason.Deconfigured,
     `Removed winfleet's services and files from ${host.spec.address}`,
   );
+  return undefined;
 }
 
 /** Deletes the Node with this uid (the one checked to be the host's, never a newer one). */

@@ -37,6 +37,10 @@ const failures: Partial<Record<ErrorCode, Failure>> = {
   WF_REMOTE_COMMAND_FAILED: { reason: JoinFailureReason.StepFailed },
   WF_HOST_UNSUPPORTED: { reason: JoinFailureReason.UnsupportedWindows, degraded: true },
   WF_HOST_DISK_FULL: { reason: JoinFailureReason.DiskFull, degraded: true },
+  WF_HOST_CONTAINERS_MISSING: {
+    reason: JoinFailureReason.ContainersFeatureMissing,
+    degraded: true,
+  },
   WF_HOST_NODE_NAME_CHANGED: { reason: JoinFailureReason.NodeNameChanged, degraded: true },
   WF_HOST_NODE_NAME_TAKEN: { reason: JoinFailureReason.NodeNameTaken, degraded: true },
   WF_HOST_NODE_NOT_OWNED: { reason: JoinFailureReason.NodeNotOwned, degraded: true },

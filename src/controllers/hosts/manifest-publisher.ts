@@ -23,7 +23,7 @@ const labels = { [manifestLabel]: 'true', 'app.kubernetes.io/managed-by': 'winfl
 export function createManifestPublisher(
   kc: k8s.KubeConfig,
   namespace: string,
-  options: { bootstrapperBinding?: boolean } = {},
+  options: { clusterBindings?: boolean } = {},
 ) {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const published = new Set<string>();

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import fc from 'fast-check';
+import { serviceLog } from '../../../sim/hosts/service-logs.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { spawnOperator } from '../../../sim/testkit/operator-process.ts';
 import { writeOperatorConfig } from '../../../sim/testkit/test-operator.ts';
@@ -106,7 +107,9 @@ test('SIGKILL at random points during a 5-host join, 10 times: every host ends R
       );
     }
     for (const sim of world.fleet.hosts)
-      t.diagnostic(`${sim.name} kubelet: ${sim.machine.scm.logs('kubelet').slice(-6).join(' | ')}`);
+      t.diagnostic(
+        `${sim.name} kubelet: ${(await serviceLog(sim.machine, 'kubelet')).slice(-6).join(' | ')}`,
+      );
     const log = await readFile(join(world.cluster.dir, `operator-${runs}.log`), 'utf8').catch(
       () => '',
     );

@@ -1,0 +1,121 @@
+/**
+ * containerd and its runhcs shims on a simulated host, as far as winfleet meets them:
+ * - containerd.exe runs as a service (with --run-service) and idles. It starts without the
+ *   Containers feature too, as the real one does: only its container operations need the Host
+ *   Compute Service (vmcompute.dll), and those fail;
+ * - every pod sandbox runs in its own containerd-shim-runhcs-v1.exe process, which containerd
+ *   starts from beside its own executable (containerd's shim binary lookup falls back to the
+ *   directory of containerd.exe). A shim belongs to no service: it keeps running when
+ *   containerd stops (so its executable stays locked, and an upgrade must rename it aside), and
+ *   dies only when its sandbox is stopped or the machine reboots;
+ * - without the Containers feature a shim cannot create the sandbox's compute system and
+ *   exits; the sandbox fails with hcsshim's error for a missing vmcompute.dll: ERROR_MOD_NOT_FOUND
+ *   (126), "The specified module could not be found."
+ * Whoever plays the kubelet's CRI calls (the kubelet stand-in) uses runPodSandbox and
+ * stopPodSandbox; tests may call them directly.
+ */
+
+import type { SimMachine } from './machine.ts';
+import { idleProgram } from './programs.ts';
+import type { SimProcess, SimProgram } from './sim-process.ts';
+import { windowsBaseName } from './windows-path.ts';
+
+export const containerdImageName = 'containerd.exe';
+export const runhcsShimImageName = 'containerd-shim-runhcs-v1.exe';
+
+/** The Windows feature containerd's shims need (the Host Compute Service). */
+export const containersFeature = 'Containers';
+
+/** hcsshim's text for ERROR_MOD_NOT_FOUND (126): vmcompute.dll is missing. */
+export const moduleNotFound = 'The specified module could not be found.';
+
+/** containerd.exe: idles until stopped, whatever the Containers feature (see the header). */
+export const containerdProgram: SimProgram = (context) => idleProgram(context);
+
+/**
+ * containerd-shim-runhcs-v1.exe serving one sandbox: fails at once without the Containers
+ * feature (hcs::CreateComputeSystem), else runs until its sandbox is stopped.
+ */
+export const runhcsShimProgram: SimProgram = async (context) => {
+  const id = context.argv[context.argv.indexOf('-id') + 1] ?? '';
+  if (!context.machine.features.isInstalled(containersFeature)) {
+    context.stderr(`hcs::CreateComputeSystem ${id}: ${moduleNotFound}\n`);
+    return 1;
+  }
+  return idleProgram(context);
+};
+
+/** The running shim of each pod sandbox on a machine. */
+function shims(machine: SimMachine): Map<string, SimProcess> {
+  return machine.state('containerd-shims', () => new Map<string, SimProcess>());
+}
+
+/** containerd's CRI error when it does not run (its named pipe is missing). */
+function containerdNotRunning(): Error {
+  return new Error(
+    'rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: open \\\\\\\\.\\\\pipe\\\\containerd-containerd: The system cannot find the file specified."',
+  );
+}
+
+/**
+ * Starts the shim of pod sandbox `id` (a RunPodSandbox): needs a running containerd, and the
+ * shim executable beside it. Resolves with the shim's process once the sandbox runs; rejects
+ * with the error the kubelet would report. A sandbox already running is returned as it is.
+ */
+export async function runPodSandbox(machine: SimMachine, id: string): Promise<SimProcess> {
+  if (!/^[A-Za-z0-9_.-]{1,128}$/.test(id)) {
+    throw new RangeError(
+      `Cannot use "${id}" as a pod sandbox id; use 1 to 128 letters, digits, "_", "." or "-"`,
+    );
+  }
+  const running = shims(machine).get(id);
+  if (running?.alive) return running;
+  const containerd = machine
+    .processes()
+    .find((p) => p.alive && p.imageName === containerdImageName);
+  if (!containerd) throw containerdNotRunning();
+  const directory = containerd.binaryPath.slice(
+    0,
+    containerd.binaryPath.length - windowsBaseName(containerd.binaryPath).length - 1,
+  );
+  const output: string[] = [];
+  let shim: SimProcess;
+  try {
+    shim = await machine.spawn({
+      binaryPath: `${directory}\\${runhcsShimImageName}`,
+      args: ['-namespace', 'k8s.io', '-id', id, 'serve'],
+      stdout: (text) => output.push(text),
+      stderr: (text) => output.push(text),
+    });
+  } catch (error) {
+    throw new Error(
+      `failed to create containerd task: failed to start shim: start failed: ${(error as Error).message}: unknown`,
+    );
+  }
+  // A shim that cannot create the compute system exits at once; one that runs stays.
+  await new Promise((resolve) => setImmediate(resolve));
+  if (!shim.alive) {
+    const reason = output.join('').trim() || 'the shim exited';
+    throw new Error(
+      `failed to create containerd task: failed to create shim task: ${reason}: unknown`,
+    );
+  }
+  shims(machine).set(id, shim);
+  shim.exited.then(() => {
+    if (shims(machine).get(id) === shim) shims(machine).delete(id);
+  });
+  return shim;
+}
+
+/** Stops pod sandbox `id` (its shim exits); a sandbox not running is not an error. */
+export async function stopPodSandbox(machine: SimMachine, id: string): Promise<void> {
+  const shim = shims(machine).get(id);
+  if (!shim) return;
+  shim.requestStop('sandbox stopped');
+  await shim.exited;
+}
+
+/** The ids of the pod sandboxes whose shims run. */
+export function podSandboxes(machine: SimMachine): string[] {
+  return [...shims(machine)].filter(([, shim]) => shim.alive).map(([id]) => id);
+}

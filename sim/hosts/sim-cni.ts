@@ -1,0 +1,527 @@
+/**
+ * The pod network of a simulated Windows host: what containerd's CRI, Microsoft's sdnbridge CNI
+ * plugin and host-local IPAM do on Windows, against the host's own files. A host whose CNI
+ * config is missing, names a plugin it does not have or hands out another node's subnet gets
+ * what Windows gives: no pod network, a sandbox that fails, duplicate pod IPs.
+ *
+ * Modelled on the versions the payload pins:
+ * - containerd v2.4.2 (internal/cri/config, plugins/cri/runtime/plugin.go): the CNI directories
+ *   come from its config file (version 1, 2 or 3; `bin_dir` of version 1 and 2 becomes
+ *   `bin_dirs`), else its Windows defaults under C:\Program Files\containerd\cni.
+ * - go-cni v1.1.14 (loadFromConfDir): the first of the .conf, .conflist and .json files in byte
+ *   order is the pod network (max_conf_num 1); with none, or an invalid first one, the runtime's
+ *   NetworkReady is false with "cni plugin not initialized".
+ * - libcni: each plugin of the list runs as <type>.exe found in the bin directories.
+ * - sdnbridge (windows-container-networking v0.3.2, common/core/network.go): hands its IPAM
+ *   plugin only `type`, `subnet` and `routes` of `ipam` (it re-serializes its IpamConfig), and
+ *   creates the HNS L2Bridge network named by the config on first use, with the subnet and the
+ *   gateway of routes[0] (else the subnet's first address); an existing network is used as is.
+ * - host-local (containernetworking/plugins v1.9.1, plugins/ipam/host-local): one file per
+ *   address in C:\var\lib\cni\networks\<network>\ holding "<container id>\r\n<ifname>", the last
+ *   address in last_reserved_ip.0, round robin from it, the gateway (the subnet's first address
+ *   unless given, and sdnbridge never gives it) never handed out, the range from the first
+ *   address to the one before broadcast; released by container id.
+ */
+import { createHash } from 'node:crypto';
+import { parse as parseToml } from 'smol-toml';
+import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
+import {
+  cidrContains,
+  formatIpv4,
+  formatIpv4Cidr,
+  type Ipv4Cidr,
+  lastAddress,
+  parseIpv4,
+  parseIpv4Cidr,
+} from '../../src/net/ipv4-cidr.ts';
+import type { SimFileSystem } from './file-system.ts';
+import { errorCode } from './file-system-error.ts';
+import type { SimMachine } from './machine.ts';
+import { formatWindowsPath, windowsPathSegments } from './windows-path.ts';
+
+/** The interface name containerd's CRI gives the first network (prefix "eth", index 0). */
+export const podInterfaceName = 'eth0';
+/** host-local's data directory on Windows ("/var/lib/cni/networks" on the current drive). */
+export const hostLocalDataDir = 'C:\\var\\lib\\cni\\networks';
+/** containerd's Windows defaults (%ProgramFiles%\containerd\cni\{conf,bin}). */
+export const containerdDefaultCniDirs: CniDirs = {
+  confDir: 'C:\\Program Files\\containerd\\cni\\conf',
+  binDirs: ['C:\\Program Files\\containerd\\cni\\bin'],
+};
+/** What containerd's CRI reports while it has no usable CNI config. */
+export const cniNotInitialized = 'cni plugin not initialized';
+
+/** Where containerd's CRI looks for CNI configs and plugins. */
+export interface CniDirs {
+  confDir: string;
+  binDirs: string[];
+}
+
+/** A CNI network config list, as libcni loads it. */
+export interface CniNetwork {
+  /** The file it came from. */
+  file: string;
+  name: string;
+  cniVersion: string;
+  /** Each plugin's config, with the list's name and cniVersion injected (as libcni does). */
+  plugins: Record<string, unknown>[];
+}
+
+/** Whether the runtime has a pod network, and which; `detail` says why not. */
+export type NetworkStatus =
+  | { ready: true; network: CniNetwork }
+  | { ready: false; message: string; detail: string };
+
+/** A pod sandbox's address on the pod network. */
+export interface SandboxAddress {
+  ip: string;
+  /** The address with the subnet's prefix length, e.g. 10.244.1.2/24. */
+  cidr: string;
+  gateway: string;
+  /** The HNS network the endpoint is on. */
+  network: string;
+}
+
+/** A CNI plugin failure, worded as libcni reports it to containerd. */
+export class CniPluginError extends Error {}
+
+type Table = Record<string, unknown>;
+
+function isTable(value: unknown): value is Table {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The CNI directories containerd uses with this config file (its text; undefined when there is
+ * none, which containerd accepts). Throws, as containerd does at start, for a file it cannot
+ * load.
+ */
+export function containerdCniDirs(toml: string | undefined, file = 'config.toml'): CniDirs {
+  if (toml === undefined) return { ...containerdDefaultCniDirs };
+  let config: Table;
+  try {
+    config = parseToml(toml) as Table;
+  } catch (error) {
+    throw new Error(`failed to load TOML from ${file}: ${(error as Error).message}`);
+  }
+  const version = config.version ?? 1;
+  if (version !== 1 && version !== 2 && version !== 3) {
+    throw new Error(
+      `expected containerd config version equal to or less than \`3\`, got \`${String(version)}\``,
+    );
+  }
+  const plugins = isTable(config.plugins) ? config.plugins : {};
+  const criName = { 1: 'cri', 2: 'io.containerd.grpc.v1.cri', 3: 'io.containerd.cri.v1.runtime' }[
+    version
+  ];
+  const cri = plugins[criName];
+  const cni = isTable(cri) && isTable(cri.cni) ? cri.cni : {};
+  const confDir = typeof cni.conf_dir === 'string' ? cni.conf_dir : undefined;
+  let binDirs: string[] | undefined;
+  if (Array.isArray(cni.bin_dirs) && cni.bin_dirs.every((d) => typeof d === 'string')) {
+    binDirs = cni.bin_dirs as string[];
+  }
+  // Migrated from versions 1 and 2 only when bin_dirs is not set.
+  if (version < 3 && !binDirs?.length && typeof cni.bin_dir === 'string') binDirs = [cni.bin_dir];
+  return {
+    confDir: confDir ?? containerdDefaultCniDirs.confDir,
+    binDirs: binDirs?.length ? binDirs : [...containerdDefaultCniDirs.binDirs],
+  };
+}
+
+/** The value of containerd's --config (or -c) flag in a command line's arguments. */
+export function containerdConfigFlag(args: readonly string[]): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    for (const flag of ['--config', '-config', '-c', '--c']) {
+      if (arg === flag) return args[i + 1];
+      if (arg.startsWith(`${flag}=`)) return arg.slice(flag.length + 1);
+    }
+  }
+  return undefined;
+}
+
+const configExtensions = ['.conf', '.conflist', '.json'];
+
+function byteOrder(a: string, b: string): number {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return Buffer.compare(x, y);
+}
+
+/**
+ * The pod network containerd's CRI would load from `dirs.confDir`: the first config file in
+ * byte order, as a config list. Not ready when there is none or it is invalid (go-cni does not
+ * go on to the next file).
+ */
+export async function loadCniNetwork(fs: SimFileSystem, dirs: CniDirs): Promise<NetworkStatus> {
+  const notReady = (detail: string): NetworkStatus => ({
+    ready: false,
+    message: cniNotInitialized,
+    detail,
+  });
+  let names: string[];
+  try {
+    names = (await fs.list(dirs.confDir))
+      .filter((e) => e.kind === 'file')
+      .map((e) => e.name)
+      .filter((n) => configExtensions.some((ext) => n.toLowerCase().endsWith(ext)));
+  } catch (error) {
+    if (errorCode(error) !== 'ENOENT') throw error;
+    names = [];
+  }
+  if (names.length === 0) {
+    return notReady(`no network config found in ${dirs.confDir}: ${cniNotInitialized}`);
+  }
+  const first = names.sort(byteOrder)[0]!;
+  const file = formatWindowsPath([...windowsPathSegments(dirs.confDir), first]);
+  const text = (await fs.readFile(file)).toString('utf8');
+  try {
+    return { ready: true, network: parseNetworkConfig(text, file) };
+  } catch (error) {
+    return notReady(`${(error as Error).message}: invalid cni config`);
+  }
+}
+
+/** A config list (.conflist) or a single network config (.conf, .json) as a config list. */
+export function parseNetworkConfig(text: string, file: string): CniNetwork {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`failed to load CNI config file ${file}: ${(error as Error).message}`);
+  }
+  if (!isTable(json)) throw new Error(`failed to load CNI config file ${file}: not an object`);
+  const cniVersion = typeof json.cniVersion === 'string' ? json.cniVersion : '';
+  if (file.toLowerCase().endsWith('.conflist')) {
+    if (typeof json.name !== 'string' || json.name === '') {
+      throw new Error(
+        `failed to load CNI config list file ${file}: error parsing configuration list: no name`,
+      );
+    }
+    if (!Array.isArray(json.plugins)) {
+      throw new Error(
+        `failed to load CNI config list file ${file}: error parsing configuration list: no 'plugins' key`,
+      );
+    }
+    if (json.plugins.length === 0) {
+      throw new Error(`CNI config list in config file ${file} has no networks, skipping`);
+    }
+    const name = json.name;
+    const plugins = json.plugins.map((plugin, i) => {
+      if (!isTable(plugin) || typeof plugin.type !== 'string' || plugin.type === '') {
+        throw new Error(
+          `failed to load CNI config list file ${file}: failed to parse plugin config ${i}: no 'type'`,
+        );
+      }
+      return { ...plugin, name, cniVersion };
+    });
+    return { file, name, cniVersion, plugins };
+  }
+  if (typeof json.type !== 'string' || json.type === '') {
+    throw new Error(`network type not found in ${file}`);
+  }
+  const name = typeof json.name === 'string' ? json.name : '';
+  return { file, name, cniVersion, plugins: [{ ...json }] };
+}
+
+/** The runtime's pod network: where containerd looks and what it found there. */
+export interface RuntimeNetwork {
+  status: NetworkStatus;
+  dirs: CniDirs;
+}
+
+/**
+ * The pod network of the containerd running on `machine` (its --config file's CNI directories),
+ * or undefined when no containerd runs.
+ */
+export async function runtimeNetwork(machine: SimMachine): Promise<RuntimeNetwork | undefined> {
+  const containerd = machine.processes().find((p) => p.imageName === 'containerd.exe' && p.alive);
+  if (!containerd) return undefined;
+  const configFile = containerdConfigFlag(splitServiceCommandLine(containerd.commandLine).args);
+  let dirs: CniDirs;
+  try {
+    const text = configFile ? await machine.fs.tryReadFile(configFile) : undefined;
+    dirs = containerdCniDirs(text?.toString('utf8'), configFile);
+  } catch (error) {
+    return {
+      status: { ready: false, message: cniNotInitialized, detail: (error as Error).message },
+      dirs: { ...containerdDefaultCniDirs },
+    };
+  }
+  return { status: await loadCniNetwork(machine.fs, dirs), dirs };
+}
+
+/** The sandbox id the simulated runtime gives a pod: stable, so a restarted kubelet finds it. */
+export function sandboxIdFor(podUid: string): string {
+  return createHash('sha256').update(`sandbox:${podUid}`).digest('hex');
+}
+
+/** What `add` and `del` are asked for. */
+export interface SandboxRequest {
+  network: CniNetwork;
+  dirs: CniDirs;
+  containerId: string;
+}
+
+interface HostLocalRange {
+  subnet: Ipv4Cidr;
+  gateway: number;
+  start: number;
+  end: number;
+}
+
+/**
+ * The CNI plugins of one simulated host. Calls are serialized, as host-local's file lock does
+ * for the plugin processes of one host.
+ */
+export class SimCni {
+  readonly #machine: SimMachine;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(machine: SimMachine) {
+    this.#machine = machine;
+  }
+
+  /** The per-machine instance. */
+  static of(machine: SimMachine): SimCni {
+    return machine.state('sim-cni', () => new SimCni(machine));
+  }
+
+  #serialized<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work, work);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  /** CNI ADD for a pod sandbox: its address on the network. Throws CniPluginError. */
+  add(request: SandboxRequest): Promise<SandboxAddress> {
+    return this.#serialized(async () => {
+      const [plugin] = request.network.plugins;
+      const sdnbridge = await this.#sdnbridge(request, plugin!, 'add');
+      return sdnbridge.add();
+    });
+  }
+
+  /** CNI DEL for a pod sandbox: releases its address. Throws CniPluginError. */
+  del(request: SandboxRequest): Promise<void> {
+    return this.#serialized(async () => {
+      const [plugin] = request.network.plugins;
+      const sdnbridge = await this.#sdnbridge(request, plugin!, 'delete');
+      await sdnbridge.del();
+    });
+  }
+
+  async #findPlugin(type: string, binDirs: string[]): Promise<string | undefined> {
+    for (const dir of binDirs) {
+      const path = formatWindowsPath([...windowsPathSegments(dir), `${type}.exe`]);
+      if ((await this.#machine.fs.stat(path))?.kind === 'file') return path;
+    }
+    return undefined;
+  }
+
+  async #sdnbridge(request: SandboxRequest, plugin: Table, verb: 'add' | 'delete') {
+    const { network, dirs, containerId } = request;
+    const type = String(plugin.type);
+    const fail = (message: string): never => {
+      throw new CniPluginError(
+        `plugin type=${JSON.stringify(type)} name=${JSON.stringify(network.name)} failed (${verb}): ${message}`,
+      );
+    };
+    if (network.plugins.length !== 1) {
+      fail(
+        `the simulated host models a config list of one plugin (sdnbridge); ${network.file} has ${network.plugins.length}`,
+      );
+    }
+    if (!(await this.#findPlugin(type, dirs.binDirs))) {
+      fail(`failed to find plugin ${JSON.stringify(type)} in path [${dirs.binDirs.join(' ')}]`);
+    }
+    if (type !== 'sdnbridge') {
+      fail(`the simulated host models the sdnbridge plugin only, not ${JSON.stringify(type)}`);
+    }
+    const ipam = isTable(plugin.ipam) ? plugin.ipam : {};
+    const ipamType = typeof ipam.type === 'string' ? ipam.type : '';
+    if (ipamType === '') {
+      fail('the simulated host models sdnbridge with an IPAM plugin (ipam.type) only');
+    }
+    if (!(await this.#findPlugin(ipamType, dirs.binDirs))) {
+      fail(`failed to find plugin ${JSON.stringify(ipamType)} in path [${dirs.binDirs.join(' ')}]`);
+    }
+    if (ipamType !== 'host-local') {
+      fail(`the simulated host models host-local IPAM only, not ${JSON.stringify(ipamType)}`);
+    }
+    // What sdnbridge (non-dual-stack) hands host-local: its own IpamConfig, re-serialized.
+    const subnetText = typeof ipam.subnet === 'string' ? ipam.subnet : '';
+    const routes = Array.isArray(ipam.routes) ? ipam.routes.filter(isTable) : [];
+    const flags = isTable(plugin.optionalFlags) ? plugin.optionalFlags : {};
+    const range = (): HostLocalRange => {
+      if (subnetText === '') fail('no IP ranges specified');
+      const subnet = parseIpv4Cidr(subnetText);
+      if (!subnet) fail(`invalid CIDR address: ${subnetText}`);
+      if (subnet!.prefix > 30) {
+        fail(`Network ${formatIpv4Cidr(subnet!)} too small to allocate from`);
+      }
+      if (subnet!.address !== subnet!.network) {
+        fail(
+          `Network has host bits set. For a subnet mask of length ${subnet!.prefix} the network address is ${formatIpv4(subnet!.network)}`,
+        );
+      }
+      return {
+        subnet: subnet!,
+        gateway: subnet!.network + 1,
+        start: subnet!.network + 1,
+        end: lastAddress(subnet!) - 1,
+      };
+    };
+    const store = new HostLocalStore(this.#machine.fs, network.name);
+    return {
+      add: async (): Promise<SandboxAddress> => {
+        const r = range();
+        const ip = await store
+          .allocate(containerId, podInterfaceName, r)
+          .catch((error: unknown) => fail((error as Error).message));
+        // getOrCreateNetwork: the gateway from routes[0], else the subnet's first address.
+        const routeGateway = parseIpv4(String(routes[0]?.gw ?? routes[0]?.GW ?? ''));
+        this.#machine.hns.ensure(network.name, 'L2Bridge', [
+          {
+            addressPrefix: formatIpv4Cidr(r.subnet),
+            gateway: formatIpv4(routeGateway ?? r.subnet.network + 1),
+          },
+        ]);
+        const gateway = flags.forceBridgeGateway === true ? r.subnet.network + 2 : r.gateway;
+        return {
+          ip: formatIpv4(ip),
+          cidr: `${formatIpv4(ip)}/${r.subnet.prefix}`,
+          gateway: formatIpv4(gateway),
+          network: network.name,
+        };
+      },
+      del: async (): Promise<void> => {
+        await store.release(containerId, podInterfaceName);
+      },
+    };
+  }
+}
+
+/** host-local's disk store for one network (backend/disk/backend.go). */
+class HostLocalStore {
+  readonly #fs: SimFileSystem;
+  readonly #dir: string;
+
+  constructor(fs: SimFileSystem, network: string) {
+    this.#fs = fs;
+    this.#dir = formatWindowsPath([...windowsPathSegments(hostLocalDataDir), network]);
+  }
+
+  #path(name: string): string {
+    return formatWindowsPath([...windowsPathSegments(this.#dir), name]);
+  }
+
+  async #open(): Promise<void> {
+    await this.#fs.mkdir(this.#dir, { recursive: true });
+    // NewFileLock: the lock file host-local holds while it works.
+    if (!(await this.#fs.stat(this.#path('lock'))))
+      await this.#fs.writeFile(this.#path('lock'), '');
+  }
+
+  /** Address files (named by their address) and what each holds. */
+  async #reservations(): Promise<Map<number, string>> {
+    const reservations = new Map<number, string>();
+    for (const entry of await this.#fs.list(this.#dir)) {
+      const ip = parseIpv4(entry.name);
+      if (entry.kind !== 'file' || ip === undefined) continue;
+      const text = await this.#fs.tryReadFile(this.#path(entry.name));
+      if (text) reservations.set(ip, text.toString('utf8').trim());
+    }
+    return reservations;
+  }
+
+  async allocate(id: string, ifname: string, range: HostLocalRange): Promise<number> {
+    await this.#open();
+    const key = `${id.trim()}\r\n${ifname}`;
+    const reservations = await this.#reservations();
+    for (const [ip, holder] of reservations) {
+      if ((holder === key || holder === id.trim()) && cidrContains(range.subnet, ip)) {
+        throw new Error(
+          `${formatIpv4(ip)} has been allocated to ${id}, duplicate allocation is not allowed`,
+        );
+      }
+    }
+    const lastText = await this.#fs.tryReadFile(this.#path('last_reserved_ip.0'));
+    const last = lastText ? parseIpv4(lastText.toString('utf8').trim()) : undefined;
+    const size = range.end - range.start + 1;
+    // Round robin: from the address after the last reserved one (when in range), else the start.
+    let next =
+      last !== undefined && last >= range.start && last <= range.end ? last + 1 : range.start;
+    for (let tried = 0; tried < size; tried++, next++) {
+      if (next > range.end) next = range.start;
+      if (next === range.gateway || reservations.has(next)) continue;
+      const file = this.#path(formatIpv4(next));
+      try {
+        const handle = await this.#fs.open(file, { create: true, exclusive: true, write: true });
+        try {
+          await handle.write(0, Buffer.from(key));
+        } finally {
+          await handle.close();
+        }
+      } catch (error) {
+        if (errorCode(error) === 'EEXIST') continue;
+        throw error;
+      }
+      await this.#fs.writeFile(this.#path('last_reserved_ip.0'), formatIpv4(next));
+      return next;
+    }
+    throw new Error(
+      `no IP addresses available in range set: ${formatIpv4(range.start)}-${formatIpv4(range.end)}`,
+    );
+  }
+
+  /** ReleaseByID: removes the files of this container and interface (or of the id alone). */
+  async release(id: string, ifname: string): Promise<void> {
+    if (!(await this.#fs.stat(this.#dir))) return;
+    const key = `${id.trim()}\r\n${ifname}`;
+    const reservations = await this.#reservations();
+    let found = false;
+    for (const [ip, holder] of reservations) {
+      if (holder !== key) continue;
+      await this.#fs.remove(this.#path(formatIpv4(ip)), { missingOk: true });
+      found = true;
+    }
+    if (found) return;
+    for (const [ip, holder] of reservations) {
+      if (holder === id.trim())
+        await this.#fs.remove(this.#path(formatIpv4(ip)), { missingOk: true });
+    }
+  }
+
+  /** The address held for this container id and interface, if any. */
+  async addressOf(id: string, ifname: string): Promise<number | undefined> {
+    if (!(await this.#fs.stat(this.#dir))) return undefined;
+    const key = `${id.trim()}\r\n${ifname}`;
+    for (const [ip, holder] of await this.#reservations()) if (holder === key) return ip;
+    return undefined;
+  }
+
+  /** Every container id holding an address. */
+  async holders(): Promise<Set<string>> {
+    if (!(await this.#fs.stat(this.#dir))) return new Set();
+    return new Set(
+      [...(await this.#reservations()).values()].map((holder) => holder.split('\r\n')[0]!),
+    );
+  }
+}
+
+/** The container ids holding an address on `network` (host-local's files). */
+export function hostLocalHolders(fs: SimFileSystem, network: string): Promise<Set<string>> {
+  return new HostLocalStore(fs, network).holders();
+}
+
+/** The address `containerId` holds on `network`, if any. */
+export async function hostLocalAddress(
+  fs: SimFileSystem,
+  network: string,
+  containerId: string,
+): Promise<string | undefined> {
+  const ip = await new HostLocalStore(fs, network).addressOf(containerId, podInterfaceName);
+  return ip === undefined ? undefined : formatIpv4(ip);
+}
