@@ -12,7 +12,7 @@
  * the API server passes on.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { Informer } from '../../src/controller/informer.ts';
+import type { Informer } from '../../src/controller/informer.ts';
 import type { SimMachine } from './machine.ts';
 
 /** The kubelet's podLogsDir on Windows (its default /var/log/pods, on drive C:). */
@@ -117,9 +117,8 @@ export function startLines(pod: k8s.V1Pod, container: k8s.V1Container): string[]
 
 export interface ContainerLogWriterOptions {
   machine: SimMachine;
-  /** The node's own credentials. */
-  kc: k8s.KubeConfig;
-  nodeName: string;
+  /** The node's pods (node-pods.ts); whoever made it starts it. */
+  pods: Informer<k8s.V1Pod>;
   signal: AbortSignal;
   log: (severity: 'I' | 'W' | 'E', message: string) => void;
 }
@@ -137,26 +136,12 @@ export class ContainerLogWriter {
 
   constructor(options: ContainerLogWriterOptions) {
     this.#options = options;
-    this.#informer = new Informer<k8s.V1Pod>(options.kc, {
-      resource: { apiVersion: 'v1', kind: 'Pod', plural: 'pods' },
-      fieldSelector: `spec.nodeName=${options.nodeName}`,
-      maxBackoffMs: 5000,
-      onError: (error) => {
-        if (!options.signal.aborted) {
-          options.log('W', `Cannot watch the pods for their logs: ${(error as Error).message}`);
-        }
-      },
-    });
+    this.#informer = options.pods;
     const written = (pod: k8s.V1Pod) => this.#serially(() => this.#writeStarted(pod));
     this.#informer
       .on('add', written)
       .on('update', written)
       .on('delete', (pod) => this.#serially(() => this.#removePod(pod)));
-  }
-
-  start(): void {
-    this.#options.signal.addEventListener('abort', () => this.#informer.stop(), { once: true });
-    void this.#informer.start();
   }
 
   /** Resolves when what was queued is written. */

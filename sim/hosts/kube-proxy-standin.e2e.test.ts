@@ -14,7 +14,7 @@ import { waitFor } from '../../src/kube/wait-for.ts';
 import { cniNetworkName, hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import { joinWorld } from '../testkit/join-fixture.ts';
 import { testNamespace } from '../testkit/test-cluster.ts';
-import { createWindowsHosts, listWindowsHosts } from '../testkit/windows-hosts.ts';
+import { createWindowsHosts, firstHostWithNode } from '../testkit/windows-hosts.ts';
 import { hnsProtocol } from './hns-networks.ts';
 import { kubeProxyStatus } from './kube-proxy-standin.ts';
 import type { SimMachine } from './machine.ts';
@@ -43,16 +43,7 @@ test('kube-proxy programs a Service’s load balancer with its own credentials, 
   const { machine } = sim;
   const os = sim.hostOS();
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
-  const host = await waitFor(
-    async () => {
-      const [h] = await listWindowsHosts(kc, world.namespace);
-      const registered = h?.status?.conditions?.some(
-        (c) => c.type === 'NodeRegistered' && c.status === 'True',
-      );
-      return registered ? h : undefined;
-    },
-    { description: 'the host’s Node registered', timeoutMs: 90_000 },
-  );
+  const host = await firstHostWithNode(kc, world.namespace);
   const nodeName = host.status!.nodeName!;
   await waitFor(() => os.readFile(hostPaths.kubeProxyKubeconfig), {
     description: 'kube-proxy’s own kubeconfig, from the agent',

@@ -32,7 +32,7 @@ import {
   createPrivateKey,
   createPublicKey,
   randomUUID,
-  webcrypto,
+  type webcrypto,
   X509Certificate,
 } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -41,7 +41,7 @@ import { httpStatus, isAlreadyExists, isNotFound } from '../../src/kube/client.t
 import {
   createCsrPem,
   generateKeyPair,
-  privateKeyFromPem,
+  keyPairFromPem,
   privateKeyToPem,
 } from '../../src/pki/certificates.ts';
 import { windowsBuildLabel } from '../../src/windows/builds.ts';
@@ -65,6 +65,7 @@ import {
 } from './kubelet-settings.ts';
 import type { SimMachine } from './machine.ts';
 import { renewNodeLease } from './node-lease.ts';
+import { nodePodInformer } from './node-pods.ts';
 import { nodeResources } from './node-resources.ts';
 import { networkNotReadyMessage, PodSandboxes } from './pod-sandboxes.ts';
 import { type RuntimeNetwork, runtimeNetwork } from './sim-cni.ts';
@@ -179,10 +180,19 @@ class KubeletRun {
       const kc = kubeConfigFor(credentials);
       this.#core = kc.makeApiClient(k8s.CoreV1Api);
       await this.#register();
-      // Pod sandboxes and their IPs (pod-sandboxes.ts), as the node.
+      // One watch on the node's pods, as the node, for its sandboxes and its containers' logs.
+      const log = (severity: 'I' | 'W' | 'E', message: string) => this.#log(severity, message);
+      const podInformer = nodePodInformer({
+        kc,
+        nodeName: this.#nodeName,
+        signal: this.#signal,
+        log,
+      });
+      // Pod sandboxes and their IPs (pod-sandboxes.ts).
       const pods = new PodSandboxes({
         machine: this.#machine,
         kc,
+        pods: podInformer,
         nodeName: this.#nodeName,
         nodeIP: this.#settings.nodeIp ?? this.#machine.address,
         signal: this.#signal,
@@ -193,10 +203,15 @@ class KubeletRun {
       });
       this.#pods = pods;
       pods.start();
-      // The containers' log files and the kubelet API on its port (kubelet-server.ts), as the node.
+      // The containers' log files, and the kubelet API on its port (kubelet-server.ts).
+      new ContainerLogWriter({
+        machine: this.#machine,
+        pods: podInformer,
+        signal: this.#signal,
+        log,
+      });
+      void podInformer.start();
       const node = { machine: this.#machine, kc, nodeName: this.#nodeName, signal: this.#signal };
-      const log = (severity: 'I' | 'W' | 'E', message: string) => this.#log(severity, message);
-      new ContainerLogWriter({ ...node, log }).start();
       await startKubeletServer({ ...node, settings: this.#settings, log });
       // The node's heartbeat (node-lease.ts) while this kubelet runs.
       const lease = renewNodeLease({
@@ -352,15 +367,7 @@ class KubeletRun {
     if (saved) {
       try {
         const keyPem = saved.toString('utf8');
-        const spki = createPublicKey(keyPem).export({ type: 'spki', format: 'der' });
-        const publicKey = await webcrypto.subtle.importKey(
-          'spki',
-          spki,
-          { name: 'ECDSA', namedCurve: 'P-256' },
-          true,
-          ['verify'],
-        );
-        return { keys: { privateKey: await privateKeyFromPem(keyPem), publicKey }, keyPem };
+        return { keys: await keyPairFromPem(keyPem), keyPem };
       } catch {
         this.#log('W', `Ignoring unreadable bootstrap key ${file}; generating a new one`);
       }

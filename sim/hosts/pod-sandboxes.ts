@@ -16,7 +16,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
-import { Informer, objectKey } from '../../src/controller/informer.ts';
+import { type Informer, objectKey } from '../../src/controller/informer.ts';
 import { runPodSandbox, stopPodSandbox } from './containerd-standin.ts';
 import { callOptions } from './kubelet-kubeconfig.ts';
 import type { SimMachine } from './machine.ts';
@@ -26,6 +26,8 @@ export interface PodSandboxesOptions {
   machine: SimMachine;
   /** The node's own credentials. */
   kc: k8s.KubeConfig;
+  /** The node's pods (node-pods.ts); whoever made it starts it. */
+  pods: Informer<k8s.V1Pod>;
   nodeName: string;
   /** The node's address: a host-network pod's IP. */
   nodeIP: string;
@@ -69,19 +71,7 @@ export class PodSandboxes {
   constructor(options: PodSandboxesOptions) {
     this.#options = options;
     this.#core = options.kc.makeApiClient(k8s.CoreV1Api);
-    this.#informer = new Informer<k8s.V1Pod>(options.kc, {
-      resource: { apiVersion: 'v1', kind: 'Pod', plural: 'pods' },
-      fieldSelector: `spec.nodeName=${options.nodeName}`,
-      maxBackoffMs: 5000,
-      onError: (error) => {
-        if (!options.signal.aborted) {
-          options.log(
-            'W',
-            `Cannot watch the pods of node "${options.nodeName}": ${(error as Error).message}`,
-          );
-        }
-      },
-    });
+    this.#informer = options.pods;
     const enqueue = (pod: k8s.V1Pod) => this.#enqueue(pod);
     this.#informer
       .on('add', enqueue)
@@ -92,11 +82,7 @@ export class PodSandboxes {
   /** Starts watching and working until the signal aborts. */
   start(): void {
     const { signal } = this.#options;
-    signal.addEventListener('abort', () => {
-      this.#informer.stop();
-      this.#wake?.();
-    });
-    void this.#informer.start();
+    signal.addEventListener('abort', () => this.#wake?.());
     this.#worker = this.#work();
   }
 

@@ -14,28 +14,12 @@ import {
   powerShellCommandLine,
   powerShellErrorText,
 } from '../../src/powershell/powershell.ts';
-import type { SimMachine } from './machine.ts';
-import { powerShellJson, powerShellReadsStdin, runRemoteCommand } from './remote-commands.ts';
-import { createTestMachine, installBinary } from './test-machine.ts';
-
-async function run(machine: SimMachine, line: string) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runRemoteCommand(machine, line, {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    signal: new AbortController().signal,
-  });
-  return { code, stdout, stderr };
-}
+import { powerShellJson, powerShellReadsStdin } from './remote-commands.ts';
+import { createTestMachine, installBinary, runOnHost } from './test-machine.ts';
 
 test('host-facts prints the HostFacts line', async (t) => {
   const machine = await createTestMachine(t, { release: '2025', hostname: 'WIN-25' });
-  const result = await run(machine, remoteCommand('host-facts', {}));
+  const result = await runOnHost(machine, remoteCommand('host-facts', {}));
   assert.equal(result.code, 0);
   assert.match(result.stdout, /^\{.*\}\r\n$/);
   const report = parsePowerShellJson(result.stdout, 'host facts');
@@ -75,7 +59,7 @@ test('once an L2Bridge network binds the adapter, the address moves to vEthernet
   const machine = await createTestMachine(t);
   machine.hns.ensure('winfleet', 'L2Bridge');
   const report = parsePowerShellJson(
-    (await run(machine, remoteCommand('host-facts', {}))).stdout,
+    (await runOnHost(machine, remoteCommand('host-facts', {}))).stdout,
     'host facts',
   ) as HostFactsReport;
   assert.deepEqual(report.ipAddresses[2], row('127.0.0.200', 18, 'vEthernet (Ethernet)'));
@@ -88,7 +72,7 @@ test('once an L2Bridge network binds the adapter, the address moves to vEthernet
 test('file-hashes gives SHA-256 per path and null for missing files and directories', async (t) => {
   const machine = await createTestMachine(t);
   await machine.fs.writeFileAtomic('C:\\k\\kubelet.exe', 'kubelet');
-  const result = await run(
+  const result = await runOnHost(
     machine,
     remoteCommand('file-hashes', {
       paths: ['C:\\k\\kubelet.exe', 'C:\\k\\missing.exe', 'C:\\k', 'C:\\K\\KUBELET.EXE'],
@@ -107,7 +91,7 @@ test('file-hashes gives SHA-256 per path and null for missing files and director
 test('ensure-directory creates what is missing, records it, and prints it', async (t) => {
   const machine = await createTestMachine(t);
   const record = 'C:\\k\\winfleet\\created-directories.txt';
-  const first = await run(
+  const first = await runOnHost(
     machine,
     remoteCommand('ensure-directory', { path: 'C:\\k\\winfleet\\logs', record }),
   );
@@ -119,38 +103,41 @@ test('ensure-directory creates what is missing, records it, and prints it', asyn
   assert.equal((await machine.fs.stat('C:\\k\\winfleet\\logs'))?.kind, 'directory');
   const recorded = 'C:\\k\r\nC:\\k\\winfleet\r\nC:\\k\\winfleet\\logs\r\n';
   assert.equal((await machine.fs.readFile(record)).toString(), recorded);
-  const again = await run(
+  const again = await runOnHost(
     machine,
     remoteCommand('ensure-directory', { path: 'C:\\k\\winfleet', record }),
   );
   assert.deepEqual(again, { code: 0, stdout: '{"created":[]}\r\n', stderr: '' });
-  await run(machine, remoteCommand('ensure-directory', { path: 'C:\\k\\pki', record }));
+  await runOnHost(machine, remoteCommand('ensure-directory', { path: 'C:\\k\\pki', record }));
   assert.equal((await machine.fs.readFile(record)).toString(), `${recorded}C:\\k\\pki\r\n`);
 });
 
 test('remove-path removes a tree; missing is fine', async (t) => {
   const machine = await createTestMachine(t);
   await machine.fs.writeFileAtomic('C:\\k\\winfleet\\x.exe', 'x');
-  assert.deepEqual(await run(machine, remoteCommand('remove-path', { path: 'C:\\k' })), {
+  assert.deepEqual(await runOnHost(machine, remoteCommand('remove-path', { path: 'C:\\k' })), {
     code: 0,
     stdout: '{"ok":true}\r\n',
     stderr: '',
   });
   assert.equal(await machine.fs.stat('C:\\k'), undefined);
-  assert.equal((await run(machine, remoteCommand('remove-path', { path: 'C:\\k' }))).code, 0);
+  assert.equal((await runOnHost(machine, remoteCommand('remove-path', { path: 'C:\\k' }))).code, 0);
 });
 
 test('a failing catalog script exits 1 with a PowerShell error record in CLIXML', async (t) => {
   const machine = await createTestMachine(t);
   await machine.fs.writeFileAtomic('C:\\k', 'a file');
   const record = 'C:\\created.txt';
-  const onFile = await run(machine, remoteCommand('ensure-directory', { path: 'C:\\k', record }));
+  const onFile = await runOnHost(
+    machine,
+    remoteCommand('ensure-directory', { path: 'C:\\k', record }),
+  );
   assert.deepEqual(
     onFile,
     { code: 0, stdout: '{"created":[]}\r\n', stderr: '' },
     'Test-Path: a file exists',
   );
-  const result = await run(
+  const result = await runOnHost(
     machine,
     remoteCommand('ensure-directory', { path: 'C:\\k\\winfleet', record }),
   );
@@ -171,7 +158,7 @@ test('remove-path fails on a running program, as Windows refuses to delete it', 
     stdout: () => {},
     stderr: () => {},
   });
-  const result = await run(machine, remoteCommand('remove-path', { path: 'C:\\k' }));
+  const result = await runOnHost(machine, remoteCommand('remove-path', { path: 'C:\\k' }));
   assert.equal(result.code, 1);
   assert.match(
     powerShellErrorText(result.stderr),
@@ -191,18 +178,18 @@ test('run-agent and a direct agent command line run the agent with its arguments
       return 7;
     },
   });
-  const missing = await run(machine, remoteCommand('run-agent', { args: ['bootstrap'] }));
+  const missing = await runOnHost(machine, remoteCommand('run-agent', { args: ['bootstrap'] }));
   assert.equal(missing.code, 1);
   assert.match(
     powerShellErrorText(missing.stderr),
     /The term 'C:\\k\\winfleet\\winfleet-agent\.exe' is not recognized/,
   );
-  const direct = await run(machine, `"${agentExecutable}" status`);
+  const direct = await runOnHost(machine, `"${agentExecutable}" status`);
   assert.equal(direct.code, 9009);
 
   await machine.fs.writeFileAtomic(agentExecutable, 'agent');
   assert.deepEqual(
-    await run(
+    await runOnHost(
       machine,
       remoteCommand('run-agent', { args: ['bootstrap', '--config', "C:\\k\\it's here.json"] }),
     ),
@@ -213,7 +200,7 @@ test('run-agent and a direct agent command line run the agent with its arguments
     },
   );
   assert.equal(
-    (await run(machine, `"${agentExecutable}" cleanup --reason "host removed"`)).code,
+    (await runOnHost(machine, `"${agentExecutable}" cleanup --reason "host removed"`)).code,
     7,
   );
   assert.deepEqual(seen, [
@@ -234,7 +221,7 @@ test('anything else is refused with exit code 1', async (t) => {
     'powershell.exe -EncodedCommand !!notbase64',
   ];
   for (const line of refused) {
-    const result = await run(machine, line);
+    const result = await runOnHost(machine, line);
     assert.equal(result.code, 1, line);
     assert.match(result.stderr, /simulated Windows host does not support this command/, line);
     assert.equal(result.stdout, '');

@@ -5,6 +5,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { apiVersion, type WindowsHost } from '../../src/api/windows-host.ts';
 import { isAlreadyExists } from '../../src/kube/client.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 import type { SimulatedHost } from '../hosts/fleet.ts';
 
 export const sshKeySecretName = 'winfleet-ssh-key';
@@ -89,4 +90,34 @@ export async function listWindowsHosts(
 /** True when the host's Ready condition is True. */
 export function hostReady(host: WindowsHost): boolean {
   return host.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** The namespace's first WindowsHost once its Node registered (Ready or not). */
+export async function firstHostWithNode(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  timeoutMs = 90_000,
+): Promise<WindowsHost> {
+  return waitFor(
+    async () => {
+      const [host] = await listWindowsHosts(kc, namespace);
+      const registered = host?.status?.conditions?.some(
+        (c) => c.type === 'NodeRegistered' && c.status === 'True',
+      );
+      return registered ? host : undefined;
+    },
+    { description: 'the host’s Node registered', timeoutMs },
+  );
+}
+
+/** The approver's decision on a CSR, "Approved: <message>" or "Denied: <message>", once made. */
+export async function csrDecision(admin: k8s.CertificatesV1Api, name: string): Promise<string> {
+  return waitFor(
+    async () => {
+      const csr = await admin.readCertificateSigningRequest({ name });
+      const c = csr.status?.conditions?.find((x) => x.type === 'Approved' || x.type === 'Denied');
+      return c ? `${c.type}: ${c.message}` : undefined;
+    },
+    { description: `a decision on CSR ${name}`, timeoutMs: 30_000 },
+  );
 }

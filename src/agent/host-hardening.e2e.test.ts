@@ -118,7 +118,16 @@ test('a joined host keeps its key from users and its agent runs only manifests t
       `alice reads C:\\k\\pki\\${name}`,
     );
   }
-  for (const path of ['/C:/k/kubeconfig', '/C:/k/winfleet/agent.json']) {
+  // kube-proxy's own kubeconfig holds its private key inline (issue 11).
+  await waitFor(() => sim.machine.fs.stat(hostPaths.kubeProxyKubeconfig), {
+    description: 'kube-proxy’s kubeconfig on the host',
+    timeoutMs: 60_000,
+  });
+  for (const path of [
+    '/C:/k/kubeconfig',
+    '/C:/k/winfleet/agent.json',
+    '/C:/k/kube-proxy.kubeconfig',
+  ]) {
     await assert.rejects(
       sftpCall<Buffer>((d) => sftp.readFile(path, d)),
       {

@@ -15,7 +15,7 @@ import {
   createHash,
   createPrivateKey,
   createPublicKey,
-  webcrypto,
+  type webcrypto,
   X509Certificate,
 } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -32,7 +32,7 @@ import { httpStatus, isAlreadyExists, isNotFound } from '../kube/client.ts';
 import {
   createCsrPem,
   generateKeyPair,
-  privateKeyFromPem,
+  keyPairFromPem,
   privateKeyToPem,
 } from '../pki/certificates.ts';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
@@ -190,15 +190,7 @@ async function pendingKey(
   if (saved) {
     try {
       const keyPem = saved.toString('utf8');
-      const spki = createPublicKey(keyPem).export({ type: 'spki', format: 'der' });
-      const publicKey = await webcrypto.subtle.importKey(
-        'spki',
-        spki,
-        { name: 'ECDSA', namedCurve: 'P-256' },
-        true,
-        ['verify'],
-      );
-      return { keys: { privateKey: await privateKeyFromPem(keyPem), publicKey }, keyPem };
+      return { keys: await keyPairFromPem(keyPem), keyPem };
     } catch {
       // Unreadable (a partial write before a crash): a new key replaces it.
     }

@@ -78,6 +78,13 @@ export async function privateKeyFromPem(pem: string): Promise<CryptoKey> {
   return webcrypto.subtle.importKey('pkcs8', der, keyAlgorithm, true, ['sign']);
 }
 
+/** Imports a PKCS#8 PEM ECDSA P-256 private key with its public key (for a CSR). */
+export async function keyPairFromPem(pem: string): Promise<CryptoKeyPair> {
+  const spki = createPublicKey(pem).export({ type: 'spki', format: 'der' });
+  const publicKey = await webcrypto.subtle.importKey('spki', spki, keyAlgorithm, true, ['verify']);
+  return { privateKey: await privateKeyFromPem(pem), publicKey };
+}
+
 function distinguishedName(commonName: string, organizations: string[] = []): string {
   const escapeRdn = (value: string) => value.replace(/([,+"\\<>;=])/g, '\\$1');
   return [`CN=${escapeRdn(commonName)}`, ...organizations.map((o) => `O=${escapeRdn(o)}`)].join(

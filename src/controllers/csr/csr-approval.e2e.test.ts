@@ -22,6 +22,7 @@ import type { SimulatedHosts } from '../../../sim/hosts/fleet.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import {
   createWindowsHosts,
+  csrDecision,
   hostReady,
   listWindowsHosts,
 } from '../../../sim/testkit/windows-hosts.ts';
@@ -32,18 +33,6 @@ import { type CsrSubject, createCsrPem, generateKeyPair } from '../../pki/certif
 import { oidCommonName, oidOrganization } from '../../pki/distinguished-name.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import { ensureBootstrapToken, tokenIdFor } from '../hosts/bootstrap-tokens.ts';
-
-/** The approver's decision on a CSR, "Approved: <reason>" or "Denied: <reason>", once made. */
-async function decision(admin: k8s.CertificatesV1Api, name: string): Promise<string> {
-  return waitFor(
-    async () => {
-      const csr = await admin.readCertificateSigningRequest({ name });
-      const c = csr.status?.conditions?.find((x) => x.type === 'Approved' || x.type === 'Denied');
-      return c ? `${c.type}: ${c.message}` : undefined;
-    },
-    { description: `a decision on CSR ${name}`, timeoutMs: 30_000 },
-  );
-}
 
 /** The node's own identity: the client certificate its kubelet wrote on the host. */
 async function nodeKubeConfig(
@@ -124,7 +113,7 @@ test('forged kubelet CSRs are not approved', async (t) => {
     });
     return name;
   }
-  const outcome = (name: string) => decision(admin, name);
+  const outcome = (name: string) => csrDecision(admin, name);
   const clientUsages = ['digital signature', 'key encipherment', 'client auth'];
   const clientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
   // The joined host's own (re-issued) token: the right issuer, used the wrong way.
@@ -304,7 +293,7 @@ test('a joining host’s bootstrap token cannot get another node’s certificate
             },
           },
         });
-        assert.match(await decision(admin, name), /^Denied: subject .* has 3 RDNs/);
+        assert.match(await csrDecision(admin, name), /^Denied: subject .* has 3 RDNs/);
       },
     );
   }
@@ -456,14 +445,14 @@ test('a joined node gets serving certificates only for its pinned addresses, and
       { description: 'the refreshed report on the WindowsHost', timeoutMs: 10_000 },
     );
     assert.match(
-      await decision(admin, await serving([host.spec.address, '10.96.0.1'])),
+      await csrDecision(admin, await serving([host.spec.address, '10.96.0.1'])),
       /^Denied: serving certificate SANs refused: 10\.96\.0\.1 is in the service CIDR 10\.96\.0\.0\/12/,
     );
   });
 
   await t.test('another node’s address or name is refused', async () => {
     assert.match(
-      await decision(admin, await serving(['10.1.9.9'])),
+      await csrDecision(admin, await serving(['10.1.9.9'])),
       new RegExp(
         `^Denied: serving certificate SANs refused: 10\\.1\\.9\\.9 is held by Node ${other}`,
       ),
@@ -473,7 +462,7 @@ test('a joined node gets serving certificates only for its pinned addresses, and
       'kubernetes.io/kubelet-serving',
       servingUsages,
     );
-    assert.match(await decision(admin, name), new RegExp(`${other} is held by Node ${other}`));
+    assert.match(await csrDecision(admin, name), new RegExp(`${other} is held by Node ${other}`));
   });
 
   await t.test('an admin annotation naming a refused address changes nothing', async () => {
@@ -490,7 +479,7 @@ test('a joined node gets serving certificates only for its pinned addresses, and
     assert.equal(refused!.type, 'Warning');
     assert.match(refused!.message!, /10\.96\.0\.1 is in the service CIDR/);
     assert.match(
-      await decision(admin, await serving(['10.1.2.3'])),
+      await csrDecision(admin, await serving(['10.1.2.3'])),
       /^Denied: .*10\.1\.2\.3 is not among the host's serving addresses/,
     );
   });
@@ -562,7 +551,7 @@ test('a joined node gets serving certificates only for its pinned addresses, and
       },
     });
     assert.match(
-      await decision(admin, name),
+      await csrDecision(admin, name),
       new RegExp(`^Denied: renewal by Node ${nodeName}: subject .* has 3 RDNs`),
     );
   });

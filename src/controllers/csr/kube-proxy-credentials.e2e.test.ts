@@ -14,7 +14,11 @@ import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
-import { createWindowsHosts, listWindowsHosts } from '../../../sim/testkit/windows-hosts.ts';
+import {
+  createWindowsHosts,
+  csrDecision,
+  firstHostWithNode,
+} from '../../../sim/testkit/windows-hosts.ts';
 import {
   ensureKubeProxyCredentials,
   kubeProxyPendingKeyPath,
@@ -37,18 +41,6 @@ import {
 } from '../../pki/certificates.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import type { ServicesManifest } from '../../servicesmanifest/services-manifest.ts';
-
-/** The approver's decision on a CSR, "Approved: <message>" or "Denied: <message>", once made. */
-async function decision(admin: k8s.CertificatesV1Api, name: string): Promise<string> {
-  return waitFor(
-    async () => {
-      const csr = await admin.readCertificateSigningRequest({ name });
-      const c = csr.status?.conditions?.find((x) => x.type === 'Approved' || x.type === 'Denied');
-      return c ? `${c.type}: ${c.message}` : undefined;
-    },
-    { description: `a decision on CSR ${name}`, timeoutMs: 30_000 },
-  );
-}
 
 /** A client for a certificate and key (PEM), against the test cluster. */
 function certificateKubeConfig(server: string, caPem: string, certPem: string, keyPem: string) {
@@ -91,16 +83,7 @@ test('a joined host’s kube-proxy gets its own certificate, which lists Endpoin
   const [sim] = world.fleet.hosts;
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
   // The node registered (it need not be Ready: kube-proxy's credentials do not wait for that).
-  const host = await waitFor(
-    async () => {
-      const [h] = await listWindowsHosts(kc, world.namespace);
-      const registered = h?.status?.conditions?.some(
-        (c) => c.type === 'NodeRegistered' && c.status === 'True',
-      );
-      return registered ? h : undefined;
-    },
-    { description: 'the host’s Node registered', timeoutMs: 90_000 },
-  );
+  const host = await firstHostWithNode(kc, world.namespace);
   const nodeName = host.status!.nodeName!;
   const os = sim!.hostOS();
 
@@ -141,7 +124,10 @@ test('a joined host’s kube-proxy gets its own certificate, which lists Endpoin
   assert.equal(requests.length, 1);
   assert.equal(requests[0]!.spec.username, `system:node:${nodeName}`);
   assert.deepEqual(requests[0]!.spec.usages, ['digital signature', 'client auth']);
-  assert.match(await decision(admin, requests[0]!.metadata!.name!), /^Approved: kube-proxy client/);
+  assert.match(
+    await csrDecision(admin, requests[0]!.metadata!.name!),
+    /^Approved: kube-proxy client/,
+  );
 
   // What the certificate is for: EndpointSlices, which the node's own credentials cannot list.
   const server = kc.getCurrentCluster()!.server;
@@ -185,7 +171,7 @@ test('a joined host’s kube-proxy gets its own certificate, which lists Endpoin
   });
   const outcome = async (sent: string | number) => {
     assert.equal(typeof sent, 'string', `the API server refused the CSR with ${sent}`);
-    return decision(admin, sent as string);
+    return csrDecision(admin, sent as string);
   };
 
   await t.test('host A’s node asks for node B’s kube-proxy', async () => {

@@ -30,7 +30,7 @@ test('after a join the kubelet, kube-proxy and windows_exporter logs are files o
   const kubelet = sim.machine.scm.query('kubelet');
   assert.match(
     kubelet?.commandLine ?? '',
-    /^"C:\\k\\kube-log-runner\.exe" -log-file=C:\\k\\logs\\kubelet\.log C:\\k\\kubelet\.exe /,
+    /^"C:\\k\\kube-log-runner\.exe" -log-file=C:\\k\\logs\\kubelet\.log -log-file-size=100M -log-file-age=168h C:\\k\\kubelet\.exe /,
   );
   assert.equal(serviceLogFile(sim.machine, 'kubelet'), 'C:\\k\\logs\\kubelet.log');
   const kubeletLog = await sim.machine.fs.readFile('C:\\k\\logs\\kubelet.log');
