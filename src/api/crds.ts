@@ -375,6 +375,47 @@ export const windowsHostCrd = fromWire({
                       'Since when the node’s agent has been expected to apply the services version',
                   },
                   rollout: hostRolloutStatusWire,
+                  windowsUpdates: {
+                    type: 'object',
+                    description:
+                      'What the host’s agent last reported of Windows Update (winfleet.io/windows-updates on its Node), in the current boot',
+                    properties: {
+                      searchedAt: {
+                        type: 'string',
+                        format: 'date-time',
+                        description: 'When the agent last searched Windows Update',
+                      },
+                      available: {
+                        type: 'array',
+                        maxItems: 200,
+                        description:
+                          'Updates found and not installed: "KB5040437 (Security Updates)"',
+                        items: { type: 'string', maxLength: 128 },
+                      },
+                      installed: {
+                        type: 'array',
+                        maxItems: 50,
+                        description: 'KBs winfleet installed on the host, newest last',
+                        items: { type: 'string', maxLength: 16 },
+                      },
+                      failed: {
+                        type: 'array',
+                        maxItems: 200,
+                        description: 'The last install’s failures: "KB… : error"',
+                        items: { type: 'string', maxLength: 600 },
+                      },
+                      rebootPending: {
+                        type: 'boolean',
+                        description:
+                          'Windows reports a reboot pending (any of the three registry keys)',
+                      },
+                      error: {
+                        type: 'string',
+                        maxLength: 512,
+                        description: 'The last search’s error',
+                      },
+                    },
+                  },
                   containersFeatureRestartAt: {
                     type: 'string',
                     format: 'date-time',

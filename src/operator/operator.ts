@@ -93,6 +93,11 @@ export interface OperatorOptions {
   createNamespace?: boolean;
   installCrds?: boolean;
   clusterBindings?: boolean;
+  /**
+   * The clock the pools' rollouts read (maintenance windows, step deadlines); default the
+   * system clock. Tests move it into or out of a window.
+   */
+  rolloutClock?: () => Date;
 }
 
 export interface Operator {
@@ -177,7 +182,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     : undefined;
   if (status) stops.push(() => status.close());
   if (options.leaderElection ?? true) stops.push(await leadOrExit(ctx, identity));
-  controllers.push(...createControllers(ctx, caches));
+  controllers.push(...createControllers(ctx, caches, options.payloadDir, options.rolloutClock));
   stops.push(() => {
     for (const c of controllers) c.stop();
   });
@@ -186,7 +191,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       clusterBindings: options.clusterBindings,
     });
     controllers.push(hostController);
-    stops.push(await watchPayload(ctx, options.payloadDir, hostController));
+    stops.push(await watchPayload(ctx, options.payloadDir, controllers));
   } else {
     log.warn('no payload directory given (--payload-dir): WindowsHosts will not be joined');
   }
@@ -372,9 +377,24 @@ async function leadOrExit(
 }
 
 /** The controllers that run with or without a payload. */
-function createControllers(ctx: OperatorContext, caches: Caches): Controller[] {
+function createControllers(
+  ctx: OperatorContext,
+  caches: Caches,
+  payloadDir: string | undefined,
+  rolloutClock: (() => Date) | undefined,
+): Controller[] {
   const { kc, namespace, events, log } = ctx;
   const { config, nodes, runtimeClasses, csrs, hosts, pools, instances } = caches;
+  const loadPayload = payloadDir ? payloadSource(payloadDir, () => config.current()) : undefined;
+  const payload = loadPayload
+    ? async () => {
+        const loaded = await loadPayload();
+        return {
+          servicesVersion: loaded.manifest.version,
+          kubeletVersion: loaded.payload.kubernetesVersion,
+        };
+      }
+    : undefined;
   return [
     createRuntimeClassController({
       kc,
@@ -394,7 +414,16 @@ function createControllers(ctx: OperatorContext, caches: Caches): Controller[] {
       log,
     }),
     createWindowsInstancesController({ kc, namespace, configMaps: instances, hosts, events, log }),
-    createPoolController({ kc, pools, hosts, nodes, events, log }),
+    createPoolController({
+      kc,
+      pools,
+      hosts,
+      nodes,
+      events,
+      log,
+      ...(payload ? { payload } : {}),
+      ...(rolloutClock ? { now: rolloutClock } : {}),
+    }),
   ];
 }
 
@@ -425,13 +454,14 @@ function createJoiningController(
 }
 
 /**
- * Rolls a new payload (a changed payload.json) out to every host by enqueueing them all; checks
- * the file's mtime and size every 2 s. Returns the step that stops the polling.
+ * Looks at a new payload (a changed payload.json) at once: the pools roll it out (their
+ * rollout engine, maxUnavailable at a time) and joining hosts take it. Checks the file's mtime
+ * and size every 2 s. Returns the step that stops the polling.
  */
 async function watchPayload(
   { log }: OperatorContext,
   payloadDir: string,
-  hostController: Controller,
+  controllers: readonly Controller[],
 ): Promise<() => void> {
   const payloadFile = join(payloadDir, 'payload.json');
   const fingerprint = () =>
@@ -444,8 +474,8 @@ async function watchPayload(
     fingerprint().then((now) => {
       if (now === undefined || now === seen) return;
       seen = now;
-      log.info('payload changed; rolling it out', { payload: payloadFile });
-      hostController.enqueue(everythingKey);
+      log.info('payload changed; rolling it out through the pools', { payload: payloadFile });
+      for (const c of controllers) c.enqueue(everythingKey);
     });
   }, 2000);
   poll.unref();

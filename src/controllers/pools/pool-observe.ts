@@ -1,21 +1,25 @@
 /**
  * What the pool controller reads of the world for one pass: which pool each cached
  * WindowsHost is in (assignPools over the cached pools, each selector checked by
- * checkPoolSpec), and per member host the PoolPassHost poolPass takes — its status.rollout and
- * its own Node (only one carrying the host's identity) as ObservedNode.
- *
- * Not observed yet (the host actions come with them): whether a node is drained, the agent's
- * available updates and pending reboot. Until then a host reports no updates and no pending
- * reboot, and a drain is never seen finished.
+ * checkPoolSpec), and per member host the PoolPassHost poolPass takes — its status.rollout, its
+ * own Node (only one carrying the host's identity) as ObservedNode, the services version its
+ * agent applied, and its agent's Windows Update report (winfleet.io/windows-updates, believed
+ * only when made in the Node's current boot). Whether a node is drained is what the last drain
+ * of this operator found (a restarted operator drains again to find out).
  */
 import type * as k8s from '@kubernetes/client-node';
-import { cordonedByAnnotation, servicesVersionAnnotation } from '../../api/node-annotations.ts';
+import {
+  cordonedByAnnotation,
+  servicesVersionAnnotation,
+  windowsUpdatesAnnotation,
+} from '../../api/node-annotations.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import {
   rebootRequestedAnnotation,
   retryRolloutAnnotation,
   type WindowsNodePool,
 } from '../../api/windows-node-pool.ts';
+import { parseWindowsUpdateReport, type WindowsUpdateReport } from '../../api/windows-updates.ts';
 import type { Informer } from '../../controller/informer.ts';
 import { nodeIsReady } from '../../controller/informer-factory.ts';
 import type { HostObservation, ObservedNode } from '../../rollout/host-steps.ts';
@@ -68,25 +72,55 @@ export function observeNode(
   };
 }
 
-/** The PoolPassHost of one member host. */
+/**
+ * The agent's report, if it made one in the Node's current boot; a report the parser refuses
+ * is a problem to tell, and counts as no report.
+ */
+export function agentReport(raw: k8s.V1Node | undefined): {
+  report?: WindowsUpdateReport;
+  problem?: string;
+} {
+  const text = raw?.metadata?.annotations?.[windowsUpdatesAnnotation];
+  if (text === undefined) return {};
+  try {
+    const report = parseWindowsUpdateReport(text);
+    const bootId = raw?.status?.nodeInfo?.bootID;
+    return bootId !== undefined && report.bootId === bootId ? { report } : {};
+  } catch (error) {
+    return { problem: (error as Error).message };
+  }
+}
+
+/** What the last drain found, per host key (the controller keeps it while a host drains). */
+export interface DrainSeen {
+  drained: boolean;
+  blockers: readonly string[];
+}
+
+/** The PoolPassHost of one member host, and a refused agent report if there was one. */
 export function passHost(
   host: WindowsHost,
   nodes: Informer<k8s.V1Node>,
   otherPools: readonly string[],
-): PoolPassHost {
+  drain?: DrainSeen,
+): PoolPassHost & { reportProblem?: string; report?: WindowsUpdateReport } {
   const seen = observeNode(host, nodes);
   const servicesVersion = seen?.raw.metadata?.annotations?.[servicesVersionAnnotation];
   const createdAt = host.metadata.creationTimestamp;
   const retry = host.metadata.annotations?.[retryRolloutAnnotation];
+  const { report, problem } = agentReport(seen?.raw);
+  const failed = report?.failed.map((f) => `${f.kb} failed: ${f.error}`).join('; ');
   const observed: HostObservation = {
     ...(seen ? { node: seen.node } : {}),
-    drained: false,
+    drained: drain?.drained ?? false,
+    ...(drain?.blockers.length ? { drainBlockers: drain.blockers } : {}),
+    ...(failed ? { agentError: failed } : report?.error ? { agentError: report.error } : {}),
     ...(retry !== undefined ? { retryAnnotation: retry } : {}),
     deleting: Boolean(host.metadata.deletionTimestamp),
     facts: {
       ...(servicesVersion ? { servicesVersion } : {}),
-      availableUpdates: [],
-      rebootPending: false,
+      availableUpdates: report?.available ?? [],
+      rebootPending: report?.rebootPending ?? false,
       ...(createdAt ? { createdAt: new Date(createdAt).toISOString() } : {}),
     },
   };
@@ -97,5 +131,7 @@ export function passHost(
     status: host.status?.rollout ?? {},
     observed,
     ...(rebootRequested !== undefined ? { rebootRequested } : {}),
+    ...(problem ? { reportProblem: problem } : {}),
+    ...(report ? { report } : {}),
   };
 }
