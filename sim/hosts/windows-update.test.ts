@@ -2,29 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SimHostOS } from './sim-host-os.ts';
 import { createTestMachine } from './test-machine.ts';
-import { type CatalogUpdate, SimWindowsUpdate, standInMsu } from './windows-update.ts';
+import { SimWindowsUpdate, sampleCatalog, standInMsu } from './windows-update.ts';
 
-const catalog: CatalogUpdate[] = [
-  {
-    kb: 'KB5040437',
-    title: '2024-07 Cumulative Update for Microsoft server operating system version 21H2',
-    categories: ['Security Updates'],
-    ubr: 2700,
-    rebootRequired: true,
-  },
-  {
-    kb: 'KB5041160',
-    title: '2024-07 Servicing Stack Update',
-    categories: ['Critical Updates'],
-    rebootRequired: false,
-  },
-  {
-    kb: 'KB890830',
-    title: 'Windows Malicious Software Removal Tool x64',
-    categories: ['Update Rollups'],
-    rebootRequired: false,
-  },
-];
+const catalog = sampleCatalog();
 
 test('search lists what is not installed; a reboot-needing update raises the UBR only at the next boot', async (t) => {
   const machine = await createTestMachine(t, { windowsUpdates: catalog });

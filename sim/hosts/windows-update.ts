@@ -224,3 +224,32 @@ function readStandInMsu(data: Buffer): StandInMsu | undefined {
     return undefined;
   }
 }
+
+/**
+ * The sample catalog tests use: a Security cumulative update that raises the UBR to
+ * `patchedUbr` and needs a reboot, a Critical servicing stack update without one, and an
+ * Update Rollups tool that the Security policy leaves alone.
+ */
+export function sampleCatalog(patchedUbr = 2700): CatalogUpdate[] {
+  return [
+    {
+      kb: 'KB5040437',
+      title: '2024-07 Cumulative Update for Microsoft server operating system version 21H2',
+      categories: ['Security Updates'],
+      ubr: patchedUbr,
+      rebootRequired: true,
+    },
+    {
+      kb: 'KB5041160',
+      title: '2024-07 Servicing Stack Update',
+      categories: ['Critical Updates'],
+      rebootRequired: false,
+    },
+    {
+      kb: 'KB890830',
+      title: 'Windows Malicious Software Removal Tool x64',
+      categories: ['Update Rollups'],
+      rebootRequired: false,
+    },
+  ];
+}

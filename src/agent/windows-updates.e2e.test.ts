@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { sampleCatalog } from '../../sim/hosts/windows-update.ts';
 import { joinWorld } from '../../sim/testkit/join-fixture.ts';
 import {
   createWindowsHosts,
@@ -31,27 +32,7 @@ test('the agent reports, installs the Security updates and reboots once per toke
   const { kc } = world;
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const sim = world.fleet.hosts[0]!;
-  sim.machine.windowsUpdate.publish(
-    {
-      kb: 'KB5040437',
-      title: '2024-07 Cumulative Update for Microsoft server operating system version 21H2',
-      categories: ['Security Updates'],
-      ubr: 2700,
-      rebootRequired: true,
-    },
-    {
-      kb: 'KB5041160',
-      title: '2024-07 Servicing Stack Update',
-      categories: ['Critical Updates'],
-      rebootRequired: false,
-    },
-    {
-      kb: 'KB890830',
-      title: 'Windows Malicious Software Removal Tool x64',
-      categories: ['Update Rollups'],
-      rebootRequired: false,
-    },
-  );
+  sim.machine.windowsUpdate.publish(...sampleCatalog(2700));
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
   const host = await waitFor(
     async () => {

@@ -4,7 +4,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { type HostCall, recordingHostOS } from '../../sim/hosts/agent-test-host.ts';
 import { SimHostOS } from '../../sim/hosts/sim-host-os.ts';
 import { createTestMachine } from '../../sim/hosts/test-machine.ts';
-import { type CatalogUpdate, standInMsu } from '../../sim/hosts/windows-update.ts';
+import { sampleCatalog, standInMsu } from '../../sim/hosts/windows-update.ts';
 import {
   installUpdatesAnnotation,
   rebootRequestAnnotation,
@@ -23,27 +23,7 @@ import {
   windowsUpdateWatchKey,
 } from './windows-updates.ts';
 
-const catalog: CatalogUpdate[] = [
-  {
-    kb: 'KB5040437',
-    title: '2024-07 Cumulative Update',
-    categories: ['Security Updates'],
-    ubr: 2700,
-    rebootRequired: true,
-  },
-  {
-    kb: 'KB5041160',
-    title: 'Servicing Stack Update',
-    categories: ['Critical Updates'],
-    rebootRequired: false,
-  },
-  {
-    kb: 'KB890830',
-    title: 'Malicious Software Removal Tool',
-    categories: ['Update Rollups'],
-    rebootRequired: false,
-  },
-];
+const catalog = sampleCatalog();
 
 const config = {
   nodeName: 'win-1',

@@ -6,15 +6,11 @@
  * (the agent's reboot token, recorded before the reboot is asked for, is never asked twice).
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import fc from 'fast-check';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
-import { spawnOperator } from '../../../sim/testkit/operator-process.ts';
+import { restartableOperator } from '../../../sim/testkit/operator-process.ts';
 import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
 import {
   createPool,
@@ -27,8 +23,8 @@ import { writeOperatorConfig } from '../../../sim/testkit/test-operator.ts';
 import { testSeed } from '../../../sim/testkit/test-seed.ts';
 import {
   createWindowsHosts,
-  hostReady,
   listWindowsHosts,
+  waitForReadyHosts,
 } from '../../../sim/testkit/windows-hosts.ts';
 import { installCrds } from '../../api/install-crds.ts';
 import { servicesVersionAnnotation } from '../../api/node-annotations.ts';
@@ -49,29 +45,18 @@ test('SIGKILL the operator 10 times during a rollout: it converges, never more t
   await writeOperatorConfig(kc, world.namespace, {
     hosts: { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 120 },
   });
-  let operator: ChildProcess | undefined;
-  let runs = 0;
-  const start = () => {
-    operator = spawnOperator({
-      kubeconfig: world.cluster.kubeconfigPath,
-      namespace: world.namespace,
-      payloadDir: world.payloadDir,
-      logFile: join(world.cluster.dir, `operator-${++runs}.log`),
-    });
-  };
-  t.after(() => {
-    operator?.kill('SIGKILL');
+  const operator = restartableOperator({
+    kubeconfig: world.cluster.kubeconfigPath,
+    namespace: world.namespace,
+    payloadDir: world.payloadDir,
+    logDir: world.cluster.dir,
   });
+  const start = () => operator.start();
+  t.after(() => operator.kill());
   await installCrds(kc);
   start();
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
-  const joined = await waitFor(
-    async () => {
-      const list = await listWindowsHosts(kc, world.namespace);
-      return list.length === hostCount && list.every(hostReady) ? list : undefined;
-    },
-    { description: `all ${hostCount} hosts Ready`, timeoutMs: 180_000 },
-  );
+  const joined = await waitForReadyHosts(kc, world.namespace, hostCount);
   const nodeNames = joined.map((h) => h.status!.nodeName!);
   await labelHosts(kc, world.namespace, { pool: 'app' });
   await createPool(kc, world.namespace, 'app', {
@@ -118,9 +103,7 @@ test('SIGKILL the operator 10 times during a rollout: it converges, never more t
       (await listWindowsHosts(kc, world.namespace)).filter((h) => h.status?.rollout?.current)
         .length,
     );
-    const dying = operator!;
-    dying.kill('SIGKILL');
-    await once(dying, 'exit');
+    await operator.kill();
     start();
   }
   try {
@@ -145,10 +128,7 @@ test('SIGKILL the operator 10 times during a rollout: it converges, never more t
   } catch (error) {
     for (const h of await listWindowsHosts(kc, world.namespace))
       t.diagnostic(`${h.metadata.name}: ${JSON.stringify(h.status?.rollout ?? {})}`);
-    const log = await readFile(join(world.cluster.dir, `operator-${runs}.log`), 'utf8').catch(
-      () => '',
-    );
-    t.diagnostic(`operator run ${runs}, last lines:\n${log.split('\n').slice(-30).join('\n')}`);
+    t.diagnostic(`operator run ${operator.runs()}, last lines:\n${await operator.lastLog(30)}`);
     throw error;
   } finally {
     await sampler.stop();
@@ -176,5 +156,7 @@ test('SIGKILL the operator 10 times during a rollout: it converges, never more t
   const pool = await readPool(kc, world.namespace, 'app');
   assert.equal(poolCondition(pool, 'Progressing')?.reason, 'RolloutComplete');
   assert.equal(pool.status?.updatedHosts, hostCount);
-  t.diagnostic(`operator runs: ${runs}; samples: ${sampler.samples.length}; worst down: ${worst}`);
+  t.diagnostic(
+    `operator runs: ${operator.runs()}; samples: ${sampler.samples.length}; worst down: ${worst}`,
+  );
 });

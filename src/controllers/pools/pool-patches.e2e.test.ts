@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { sampleCatalog } from '../../../sim/hosts/windows-update.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import {
   createPool,
@@ -20,8 +21,8 @@ import {
 } from '../../../sim/testkit/pools.ts';
 import {
   createWindowsHosts,
-  hostReady,
   listWindowsHosts,
+  waitForReadyHosts,
 } from '../../../sim/testkit/windows-hosts.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 
@@ -45,40 +46,14 @@ test('Security patches roll through a pool only inside its maintenance window, o
     const v = sim.machine.osVersion;
     const patched = v.ubr + 118;
     expected.set(sim.name.toLowerCase(), `${v.major}.${v.minor}.${v.build}.${patched}`);
-    sim.machine.windowsUpdate.publish(
-      {
-        kb: 'KB5040437',
-        title: 'Cumulative Update for Microsoft server operating system',
-        categories: ['Security Updates'],
-        ubr: patched,
-        rebootRequired: true,
-      },
-      {
-        kb: 'KB5041160',
-        title: 'Servicing Stack Update',
-        categories: ['Critical Updates'],
-        rebootRequired: false,
-      },
-      {
-        kb: 'KB890830',
-        title: 'Windows Malicious Software Removal Tool x64',
-        categories: ['Update Rollups'],
-        rebootRequired: false,
-      },
-    );
+    sim.machine.windowsUpdate.publish(...sampleCatalog(patched));
     boots.set(sim.name.toLowerCase(), 0);
     sim.machine.onBoot(() =>
       boots.set(sim.name.toLowerCase(), boots.get(sim.name.toLowerCase())! + 1),
     );
   }
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
-  const joined = await waitFor(
-    async () => {
-      const list = await listWindowsHosts(kc, world.namespace);
-      return list.length === 3 && list.every(hostReady) ? list : undefined;
-    },
-    { description: 'the 3 hosts Ready', timeoutMs: 120_000 },
-  );
+  const joined = await waitForReadyHosts(kc, world.namespace, 3);
   const nodeNames = joined.map((h) => h.status!.nodeName!);
   await labelHosts(kc, world.namespace, { pool: 'patched' });
   await createPool(kc, world.namespace, 'patched', {

@@ -21,8 +21,8 @@ import {
 import { testNamespace } from '../../../sim/testkit/test-cluster.ts';
 import {
   createWindowsHosts,
-  hostReady,
   listWindowsHosts,
+  waitForReadyHosts,
 } from '../../../sim/testkit/windows-hosts.ts';
 import { servicesVersionAnnotation } from '../../api/node-annotations.ts';
 import { waitFor } from '../../kube/wait-for.ts';
@@ -37,13 +37,7 @@ test('a pool rolls an upgrade 2 at a time within its PDB, refuses a skewed kubel
   const { kc } = world;
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
-  const joined = await waitFor(
-    async () => {
-      const list = await listWindowsHosts(kc, world.namespace);
-      return list.length === hostCount && list.every(hostReady) ? list : undefined;
-    },
-    { description: `all ${hostCount} hosts Ready`, timeoutMs: 180_000 },
-  );
+  const joined = await waitForReadyHosts(kc, world.namespace, hostCount);
   const nodeNames = joined.map((h) => h.status!.nodeName!);
   await labelHosts(kc, world.namespace, { pool: 'web' });
   await createPool(kc, world.namespace, 'web', {
