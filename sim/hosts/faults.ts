@@ -133,6 +133,19 @@ export class HostFaults {
     return this.#targets.machine.reboot({ reason: 'fault: reboot', ...options });
   }
 
+  /**
+   * The machine's next reboots keep it down for good (a host that does not come back from a
+   * reboot: a boot that hangs, a failed update rolling back for hours); `clear()` undoes it for
+   * later reboots. The fleet's stop still powers it off.
+   */
+  stayDownOnReboot(): void {
+    const timings = this.#targets.machine.timings;
+    this.#restoreDowntime ??= timings.rebootDowntimeMs;
+    timings.rebootDowntimeMs = 24 * 3600_000;
+  }
+
+  #restoreDowntime: number | undefined;
+
   /** Reboots when a command runs or a service starts. */
   rebootWhen(fault: RebootFault): void {
     const reboot = () =>
@@ -170,6 +183,10 @@ export class HostFaults {
     this.#serviceFaults = [];
     this.slowLinkMs = 0;
     this.diskFull = false;
+    if (this.#restoreDowntime !== undefined) {
+      this.#targets.machine.timings.rebootDowntimeMs = this.#restoreDowntime;
+      this.#restoreDowntime = undefined;
+    }
     if (this.#refuse) this.refuseConnections = false;
   }
 

@@ -46,7 +46,7 @@ export interface StartSimulatedHostsOptions {
   /** Machine sizing and timings, for every host. */
   machine?: Pick<
     SimMachineOptions,
-    'cpus' | 'memoryBytes' | 'diskSizeBytes' | 'freeDiskBytes' | 'ubr'
+    'cpus' | 'memoryBytes' | 'diskSizeBytes' | 'freeDiskBytes' | 'ubr' | 'windowsUpdates'
   > & { timings?: SimMachineTimings };
   /** The programs each host runs (default: defaultPrograms()); called once per host. */
   programs?: () => ProgramRegistry;

@@ -27,6 +27,7 @@ import { SimHostOS } from './sim-host-os.ts';
 import { type FileHold, processTerminatedUnexpectedly, SimProcess } from './sim-process.ts';
 import { type WindowsFeatureStates, WindowsFeatures } from './windows-features.ts';
 import { windowsBaseName } from './windows-path.ts';
+import { type CatalogUpdate, SimWindowsUpdate } from './windows-update.ts';
 
 /** The Windows Server releases a simulated host can run, with a recent patch level each. */
 export const simulatedReleases = {
@@ -61,6 +62,8 @@ export interface SimMachineOptions {
    * "with Containers" images). Give `{ Containers: 'Available' }` for a host without it.
    */
   features?: WindowsFeatureStates;
+  /** What Windows Update offers this host (windows-update.ts). Default: nothing. */
+  windowsUpdates?: readonly CatalogUpdate[];
   timings?: SimMachineTimings;
 }
 
@@ -146,6 +149,8 @@ export class SimMachine {
   readonly fs: SimFileSystem;
   readonly env = new MachineEnvironment();
   readonly features: WindowsFeatures;
+  /** Its patch catalog, installed updates and reboot-pending registry entries. */
+  readonly windowsUpdate: SimWindowsUpdate;
   readonly hns = new HnsNetworks();
   /** Its rules persist across reboots; only the kubelet's port is filtered (firewall.ts). */
   readonly firewall = new WindowsFirewall();
@@ -157,6 +162,7 @@ export class SimMachine {
   /** The machine environment as services.exe read it at boot. */
   #bootEnvironment: Record<string, string>;
   #power: PowerState = 'up';
+  readonly #poweringOff = new AbortController();
   #rebooting?: Promise<void>;
   #rebootTimer?: NodeJS.Timeout;
   #nextPid = 1000 + 4 * Math.floor(Math.random() * 500);
@@ -186,6 +192,7 @@ export class SimMachine {
     this.fs = fs;
     this.programs = options.programs ?? defaultPrograms();
     this.features = new WindowsFeatures(options.features);
+    this.windowsUpdate = new SimWindowsUpdate(this.osVersion, options.windowsUpdates);
     this.#bootEnvironment = this.env.entries();
     this.timings = {
       rebootDowntimeMs: options.timings?.rebootDowntimeMs ?? 1000,
@@ -280,6 +287,11 @@ export class SimMachine {
     return this.#power;
   }
 
+  /** A reboot is scheduled (scheduleReboot) or under way. */
+  get rebootScheduled(): boolean {
+    return this.#rebootTimer !== undefined || this.#rebooting !== undefined;
+  }
+
   /** The machine environment as it was at the last boot: what services start with. */
   get bootEnvironment(): Record<string, string> {
     return { ...this.#bootEnvironment };
@@ -370,11 +382,18 @@ export class SimMachine {
     for (const process of this.#processes) process.kill(processTerminatedUnexpectedly, 'reboot');
     this.hns.clear();
     this.#power = 'down';
-    await sleep(downtimeMs);
+    // powerOff cuts a long downtime short (a host that does not come back, for one): the
+    // machine then stays off.
+    const off = await sleep(downtimeMs, false, { signal: this.#poweringOff.signal }).catch(
+      () => true,
+    );
+    if (off) return;
     this.#bootId = randomUUID();
     this.#bootedAt = new Date();
     this.#bootEnvironment = this.env.entries();
     this.features.boot();
+    // Servicing finishes during the boot: updates waiting for it raise the UBR.
+    this.windowsUpdate.boot();
     this.#power = 'up';
     this.#emit('boot', this.#bootId);
     await this.scm.boot();
@@ -392,6 +411,7 @@ export class SimMachine {
   /** Stops everything for good (the fleet's stop): services, processes, timers. */
   async powerOff(): Promise<void> {
     clearTimeout(this.#rebootTimer);
+    this.#poweringOff.abort();
     if (this.#rebooting) await this.#rebooting.catch(() => {});
     if (this.#power === 'down') return;
     this.#power = 'shutting-down';

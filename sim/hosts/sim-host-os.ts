@@ -13,6 +13,7 @@ import type {
   InstalledService,
   OsVersion,
   ServiceConfig,
+  UpdateInstallResult,
 } from '../../src/agent/host-os.ts';
 import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
 import {
@@ -29,6 +30,14 @@ import {
 } from '../../src/agent/windows/sc-commands.ts';
 import { serviceControlError, win32Error } from '../../src/agent/windows/sc-output.ts';
 import { serviceEnvironmentEntries } from '../../src/agent/windows/service-environment.ts';
+import { wuaError } from '../../src/agent/windows/windows-update.ts';
+import {
+  installWithPayload,
+  type PayloadUpdatePrimitives,
+  searchWithPayload,
+} from '../../src/agent/windows/windows-update-msu.ts';
+import type { ReportedUpdate } from '../../src/api/windows-updates.ts';
+import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import { errorCode, fsError } from './file-system-error.ts';
 import type { SimMachine } from './machine.ts';
 import { ScmError, type ScmServiceConfig, scmErrorText } from './service-control-manager.ts';
@@ -304,6 +313,46 @@ export class SimHostOS implements HostOS {
   /** Schedules the reboot (as shutdown.exe /r /t does) and returns. */
   reboot(reason: string): Promise<void> {
     return this.#live(() => this.#machine.scheduleReboot(reason));
+  }
+
+  // Windows Update (windows-update.ts); the agent's service runs it locally.
+
+  searchUpdates(): Promise<ReportedUpdate[]> {
+    return this.#live(() => searchWithPayload(this.#updatePrimitives()));
+  }
+
+  installUpdates(kbs: string[]): Promise<UpdateInstallResult> {
+    return this.#live(() => installWithPayload(this.#updatePrimitives(), kbs));
+  }
+
+  /** What WindowsHostOS runs, as the machine answers it (the routing is the product's). */
+  #updatePrimitives(): PayloadUpdatePrimitives {
+    const wu = this.#machine.windowsUpdate;
+    return {
+      listPayload: async () => {
+        try {
+          return (await this.#machine.fs.list(hostPaths.payload)).map((e) => e.name);
+        } catch (error) {
+          if (errorCode(error) === 'ENOENT') return [];
+          throw error;
+        }
+      },
+      searchOnline: async () => {
+        if (!wu.online) throw wuaError('search for Windows updates', 'search', '0x8024402C');
+        return wu.search();
+      },
+      installedKbs: async () => wu.installed(),
+      installOnline: async (kbs) => wu.install(kbs, 'local'),
+      installMsu: async (msu) =>
+        wu.installMsu(
+          msu.name,
+          await this.#machine.fs.readFile(`${hostPaths.payload}\\${msu.name}`),
+        ),
+    };
+  }
+
+  rebootPending(): Promise<boolean> {
+    return this.#live(() => this.#machine.windowsUpdate.rebootPending());
   }
 }
 

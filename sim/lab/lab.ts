@@ -41,6 +41,7 @@ import { helmPath } from '../testkit/helm.ts';
 import { createLinuxNode } from '../testkit/nodes.ts';
 import { stopProcess } from '../testkit/operator-process.ts';
 import { writeStandInPayload } from '../testkit/payload.ts';
+import { createPool, labelHosts, readPool } from '../testkit/pools.ts';
 import { serviceAccountKubeconfig } from '../testkit/service-account.ts';
 import {
   createWindowsHosts,
@@ -87,6 +88,8 @@ export interface Lab {
   statusUrl: string;
   /** The pinned helm the chart was installed with. */
   helm: string;
+  /** The payload directory the operator rolls out from; `standIn` when the lab wrote it. */
+  payload: { dir: string; standIn: boolean };
   stop(): Promise<void>;
 }
 
@@ -119,6 +122,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     const operator = await startOperatorProcess(ctx, cluster, kc, release, payloadDir);
     const hosts = await startHosts(ctx, options.releases ?? ['2019', '2022', '2022'], key);
     await joinHosts(ctx, kc, hosts);
+    await createLabPool(ctx, kc);
     await applySamples(ctx, kc);
     return {
       dir: ctx.dir,
@@ -128,6 +132,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       hosts,
       ...operator,
       helm: release.helm,
+      payload: { dir: payloadDir, standIn: !options.payloadDir },
       stop: stopAll,
     };
   } catch (error) {
@@ -326,6 +331,23 @@ async function joinHosts(ctx: LabContext, kc: k8s.KubeConfig, hosts: SimulatedHo
     { description: 'every simulated host to join', timeoutMs: 180_000, intervalMs: 250 },
   );
   say(`all ${hosts.hosts.length} hosts joined as Ready nodes (${since()})`);
+}
+
+/** The lab's pool: every lab host, one down at a time (what `make lab` prints how to roll). */
+export const labPoolName = 'lab';
+
+async function createLabPool({ say, since }: LabContext, kc: k8s.KubeConfig): Promise<void> {
+  const hosts = await labelHosts(kc, labNamespace, { 'winfleet.io/lab-pool': labPoolName });
+  await createPool(kc, labNamespace, labPoolName, {
+    selector: { matchLabels: { 'winfleet.io/lab-pool': labPoolName } },
+    maxUnavailable: 1,
+    drainTimeout: '5m',
+  });
+  await waitFor(
+    async () => (await readPool(kc, labNamespace, labPoolName)).status?.hosts === hosts.length,
+    { description: `WindowsNodePool ${labPoolName} counting its hosts`, timeoutMs: 30_000 },
+  );
+  say(`WindowsNodePool ${labPoolName}: ${hosts.length} hosts, maxUnavailable 1 (${since()})`);
 }
 
 function conditionSummary(host: WindowsHost): string {

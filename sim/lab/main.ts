@@ -13,6 +13,7 @@ import { waitFor } from '../../src/kube/wait-for.ts';
 import { runUntilSignal } from '../../src/process/run-until-signal.ts';
 import {
   labNamespace,
+  labPoolName,
   operatorAuditReport,
   placementReport,
   samplesNamespace,
@@ -79,6 +80,14 @@ async function main(): Promise<void> {
       `kubectl get windowshosts -n ${labNamespace}`,
       `kubectl get pods -n ${samplesNamespace} -o wide`,
       `${lab.helm} list -n ${labNamespace}`,
+      '',
+      `Roll a change through the lab's WindowsNodePool "${labPoolName}" (one host at a time) and watch it:`,
+      '',
+      `kubectl get windowsnodepools -n ${labNamespace} -w`,
+      `kubectl patch windowsnodepool ${labPoolName} -n ${labNamespace} --type merge -p "{\\"spec\\":{\\"rebootRequestedAt\\":\\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\\"}}"`,
+      ...(lab.payload.standIn
+        ? [`node_modules/.bin/node sim/lab/next-payload.ts ${lab.payload.dir} 1.36.5-wf.2`]
+        : []),
       '',
       'Ctrl-C stops everything.',
     ].join('\n'),

@@ -43,6 +43,10 @@ export async function joinWorld(
     config?: Record<string, unknown>;
     /** Options of the fresh cluster (an audit policy, for one). */
     cluster?: ClusterOptions;
+    /** The pools' rollout clock (OperatorOptions.rolloutClock). */
+    rolloutClock?: () => Date;
+    /** Simulated machine options for every host (timings, a patch catalog). */
+    machine?: Parameters<typeof startSimulatedHosts>[0]['machine'];
   },
 ): Promise<JoinWorld> {
   const cluster = await freshCluster(t, options.cluster);
@@ -54,6 +58,7 @@ export async function joinWorld(
     releases: options.releases,
     authorizedKeys: [key.publicKey],
     baseAddress: nextBaseAddress(),
+    ...(options.machine ? { machine: options.machine } : {}),
   });
   t.after(() => fleet.stop());
   const namespace = 'winfleet-system';
@@ -62,6 +67,7 @@ export async function joinWorld(
     world.operator = await startTestOperator(cluster.kc, {
       namespace,
       payloadDir,
+      ...(options.rolloutClock ? { rolloutClock: options.rolloutClock } : {}),
       config: {
         hosts: { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 120 },
         ...options.config,

@@ -5,6 +5,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { openSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LogLevel } from '../../src/log/logger.ts';
 
@@ -63,4 +65,41 @@ export async function stopProcess(child: ChildProcess, graceMs = 10_000): Promis
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * An operator process a test kills and starts again: each run logs to
+ * `<logDir>/operator-<n>.log`; `lastLog()` reads the latest run's last lines for a failure
+ * report. The test's `after` hook should call `kill()`.
+ */
+export function restartableOperator(
+  options: Omit<OperatorProcessOptions, 'logFile'> & { logDir: string },
+): {
+  start(): void;
+  /** SIGKILL, waiting for the exit. */
+  kill(): Promise<void>;
+  runs(): number;
+  lastLog(lines: number): Promise<string>;
+} {
+  const { logDir, ...rest } = options;
+  let child: ChildProcess | undefined;
+  let runs = 0;
+  const logFile = (n: number) => join(logDir, `operator-${n}.log`);
+  return {
+    start() {
+      child = spawnOperator({ ...rest, logFile: logFile(++runs) });
+    },
+    async kill() {
+      const dying = child;
+      if (!dying || dying.exitCode !== null || dying.signalCode !== null) return;
+      const exited = once(dying, 'exit');
+      dying.kill('SIGKILL');
+      await exited;
+    },
+    runs: () => runs,
+    async lastLog(lines) {
+      const text = await readFile(logFile(runs), 'utf8').catch(() => '');
+      return text.split('\n').slice(-lines).join('\n');
+    },
+  };
 }

@@ -20,6 +20,8 @@ export interface TestOperatorOptions {
   caValidityMs?: number;
   log?: Logger;
   payloadDir?: string;
+  /** The pools' rollout clock (OperatorOptions.rolloutClock). */
+  rolloutClock?: () => Date;
 }
 
 /** Writes (creates or replaces) the operator's ConfigMap. */
@@ -60,6 +62,7 @@ export async function startTestOperator(
     log,
     leaderElection: false,
     payloadDir: options.payloadDir,
+    ...(options.rolloutClock ? { rolloutClock: options.rolloutClock } : {}),
     webhook:
       options.webhook === false
         ? false

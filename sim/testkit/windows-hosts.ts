@@ -121,3 +121,19 @@ export async function csrDecision(admin: k8s.CertificatesV1Api, name: string): P
     { description: `a decision on CSR ${name}`, timeoutMs: 30_000 },
   );
 }
+
+/** Waits until the namespace has exactly `count` WindowsHosts, all Ready; returns them. */
+export function waitForReadyHosts(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  count: number,
+  timeoutMs = 180_000,
+): Promise<WindowsHost[]> {
+  return waitFor(
+    async () => {
+      const list = await listWindowsHosts(kc, namespace);
+      return list.length === count && list.every(hostReady) ? list : undefined;
+    },
+    { description: `all ${count} WindowsHosts Ready`, timeoutMs },
+  );
+}

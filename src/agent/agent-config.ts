@@ -37,7 +37,14 @@ export interface NodeSettings {
   operatorNamespace: string;
   /** Seconds between run-loop checks. */
   checkIntervalSeconds: number;
+  /**
+   * Seconds between Windows Update searches (besides one at each boot and one after each
+   * install). Optional; default defaultUpdateSearchIntervalSeconds (6 hours).
+   */
+  updateSearchIntervalSeconds?: number;
 }
+
+export const defaultUpdateSearchIntervalSeconds = 21600;
 
 export interface BootstrapConfig extends NodeSettings {
   caCertificate: string;
@@ -92,8 +99,12 @@ const nodeSettingsSchema = {
   },
   operatorNamespace: { type: 'string', minLength: 1 },
   checkIntervalSeconds: { type: 'number', minimum: 0.1 },
+  updateSearchIntervalSeconds: { type: 'number', minimum: 1, maximum: 2592000 },
 };
-const nodeSettingsRequired = Object.keys(nodeSettingsSchema);
+const optionalNodeSettings = ['updateSearchIntervalSeconds'];
+const nodeSettingsRequired = Object.keys(nodeSettingsSchema).filter(
+  (key) => !optionalNodeSettings.includes(key),
+);
 
 const validateAgent = compileSchema<AgentConfig>(
   {

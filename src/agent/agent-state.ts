@@ -6,6 +6,7 @@
 
 import { paths } from './agent-config.ts';
 import type { HostOS } from './host-os.ts';
+import { mergeWindowsUpdateState, type WindowsUpdateState } from './windows-updates.ts';
 
 export interface AgentState {
   version: string;
@@ -20,6 +21,8 @@ export interface AgentState {
    * Windows) on every pass. Optional: state files written before it have none.
    */
   serviceEnvironments?: Record<string, Record<string, string>>;
+  /** Windows Update and reboot requests (windows-updates.ts). Optional: older files lack it. */
+  windowsUpdates?: WindowsUpdateState;
 }
 
 export const emptyState = (): AgentState => ({
@@ -66,6 +69,8 @@ export async function writeState(host: HostOS, state: AgentState): Promise<void>
     createdDirectories: unique(onDisk.createdDirectories, state.createdDirectories),
     serviceEnvironments: { ...onDisk.serviceEnvironments, ...state.serviceEnvironments },
   };
+  const updates = mergeWindowsUpdateState(onDisk.windowsUpdates, state.windowsUpdates);
+  if (updates) clean.windowsUpdates = updates;
   await host.writeFile(paths.state, `${JSON.stringify(clean, null, 2)}\n`);
 }
 

@@ -5,6 +5,8 @@
  * ("C:\\k\\kubelet.exe") in both.
  */
 
+import type { ReportedUpdate } from '../api/windows-updates.ts';
+
 /** How the Service Control Manager starts a service. */
 export type ServiceStartType = 'auto' | 'delayed-auto' | 'demand' | 'disabled';
 
@@ -154,4 +156,29 @@ export interface HostOS {
   freeDiskBytes(path: string): Promise<number>;
   /** Restarts the machine; the promise may never settle. */
   reboot(reason: string): Promise<void>;
+
+  // Windows Update (the Windows Update Agent's COM API; it must run locally: the agent does it).
+  /** Updates not installed: WUA's search "IsInstalled=0 and Type='Software' and IsHidden=0". */
+  searchUpdates(): Promise<ReportedUpdate[]>;
+  /**
+   * Downloads and installs the updates with these KB numbers (EULAs accepted). A KB that fails
+   * is in `failed` with its HRESULT; the call throws only when nothing could be tried.
+   */
+  installUpdates(kbs: string[]): Promise<UpdateInstallResult>;
+  /**
+   * Windows waits for a reboot: any of the Component Based Servicing\RebootPending key, the
+   * WindowsUpdate\Auto Update\RebootRequired key or Session Manager's
+   * PendingFileRenameOperations value.
+   */
+  rebootPending(): Promise<boolean>;
+}
+
+/** What an installUpdates call did. */
+export interface UpdateInstallResult {
+  /** KBs installed (some may wait for a reboot to finish). */
+  installed: string[];
+  /** KBs that failed, with the HRESULT and its meaning. */
+  failed: { kb: string; error: string }[];
+  /** Some installed update needs a reboot to finish. */
+  rebootRequired: boolean;
 }

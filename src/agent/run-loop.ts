@@ -29,6 +29,7 @@ import { fetchPublishedManifest } from './published-manifest.ts';
 import { removeStaleCopiesOf } from './replace-executable.ts';
 import type { AgentContext } from './run-agent.ts';
 import { stopOnStdinEofVariable } from './windows/service-shim.ts';
+import { syncWindowsUpdates, windowsUpdateWatchKey } from './windows-updates.ts';
 
 const manifestPath = `${winfleetDir}\\services.json`;
 /** The run loop's exit code when a new agent executable replaced it (the SCM restarts it). */
@@ -146,6 +147,17 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
   }
+  // Windows Update and the rollout's reboot requests (windows-updates.ts).
+  if (core && node) {
+    await syncWindowsUpdates(context, config, node, {
+      patchAnnotations: async (annotations) => {
+        await core.patchNode(
+          { name: config.nodeName, body: { metadata: { annotations } } },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+        );
+      },
+    });
+  }
   return manifest.version;
 }
 
@@ -211,9 +223,17 @@ export async function runLoop(context: AgentContext): Promise<number> {
   const signal = context.signal ?? new AbortController().signal;
   let watch: AbortController | undefined;
   let wake: (() => void) | undefined;
+  // A watch event that arrives while a check runs must not be lost: it is remembered, and the
+  // next wait ends at once (the check had read the Node before the change).
+  let pending = false;
+  const poke = () => {
+    pending = true;
+    wake?.();
+  };
   let lastDesired: string | undefined;
   let lastReady: boolean | undefined;
   let lastPodCIDR: string | undefined;
+  let lastUpdateKey: string | undefined;
   const startWatch = async () => {
     const kc = await nodeKubeConfig(context.hostOS).catch(() => undefined);
     if (!kc || signal.aborted) return;
@@ -228,15 +248,26 @@ export async function runLoop(context: AgentContext): Promise<number> {
           const desired = node.metadata?.annotations?.[desiredServicesVersionAnnotation];
           const ready = isReady(node);
           const podCIDR = node.spec?.podCIDR;
-          if (desired !== lastDesired || ready !== lastReady || podCIDR !== lastPodCIDR) {
+          // And when the rollout asks for updates or a reboot, or the node rebooted.
+          const updateKey = windowsUpdateWatchKey(node);
+          if (
+            desired !== lastDesired ||
+            ready !== lastReady ||
+            podCIDR !== lastPodCIDR ||
+            updateKey !== lastUpdateKey
+          ) {
             lastDesired = desired;
             lastReady = ready;
             lastPodCIDR = podCIDR;
-            wake?.();
+            lastUpdateKey = updateKey;
+            poke();
           }
         },
         () => {
+          // The watch ended (the API server closes watches now and then): start it again now,
+          // not after a whole check interval in which changes would go unseen.
           watch = undefined;
+          wake?.();
         },
       );
     } catch {
@@ -249,6 +280,7 @@ export async function runLoop(context: AgentContext): Promise<number> {
   });
   const startedAs = await ownExecutables(context);
   while (!signal.aborted) {
+    pending = false;
     try {
       await checkOnce(context, config);
     } catch (error) {
@@ -268,6 +300,10 @@ export async function runLoop(context: AgentContext): Promise<number> {
       ? config.checkIntervalSeconds * 1000
       : Math.min(config.checkIntervalSeconds * 1000, 2000);
     await new Promise<void>((resolve) => {
+      if (pending) {
+        resolve();
+        return;
+      }
       wake = resolve;
       sleep(waitMs, undefined, { signal }).then(resolve, resolve);
     });

@@ -54,6 +54,95 @@ const labelKey = {
     '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$',
 };
 
+const rolloutSteps = ['Cordon', 'Drain', 'Apply', 'Reboot', 'WaitReady', 'Uncordon'];
+const time = (description: string) => ({ type: 'string', format: 'date-time', description });
+
+const hostRolloutStatusWire = {
+  type: 'object',
+  description:
+    'The host’s part in its pool’s rollout, recorded before each action so a restarted operator resumes it',
+  properties: {
+    current: {
+      type: 'object',
+      description: 'The change under way; absent when none is',
+      required: ['target', 'changes', 'step', 'startedAt', 'stepStartedAt'],
+      properties: {
+        target: {
+          type: 'object',
+          description: 'What the change brings',
+          required: ['patchPolicy'],
+          properties: {
+            servicesVersion: {
+              type: 'string',
+              description: 'The services version to run; absent leaves the services as they are',
+            },
+            patchPolicy: {
+              type: 'string',
+              enum: [...patchPolicies],
+              description: 'Windows updates to install: None, Security or All',
+            },
+            rebootRequestedAt: time('The reboot request the change serves, if any'),
+          },
+        },
+        changes: {
+          type: 'array',
+          description: 'What was pending when the change started',
+          items: {
+            type: 'string',
+            enum: ['services', 'patches', 'reboot-requested', 'reboot-pending'],
+          },
+        },
+        step: {
+          type: 'string',
+          enum: rolloutSteps,
+          description: 'Cordon, Drain, Apply, Reboot, WaitReady or Uncordon',
+        },
+        startedAt: time('When the change started'),
+        stepStartedAt: time('When the change entered its step; the step’s timeout counts from it'),
+        reboot: {
+          type: 'object',
+          description: 'The change’s one reboot, recorded before the agent was asked for it',
+          required: ['token', 'bootIdBefore', 'requestedAt'],
+          properties: {
+            token: {
+              type: 'string',
+              description: 'The request the agent reboots for, at most once',
+            },
+            bootIdBefore: {
+              type: 'string',
+              description:
+                'The Node’s boot id before the reboot; the reboot is done once it differs',
+            },
+            requestedAt: time('When the reboot was asked for'),
+          },
+        },
+        failure: {
+          type: 'object',
+          description:
+            'The step stopped at its timeout; it goes on when the host gets there or with winfleet.io/retry-rollout',
+          properties: {
+            step: { type: 'string', enum: rolloutSteps, description: 'The step that stopped' },
+            reason: {
+              type: 'string',
+              description: 'DrainTimedOut, ApplyTimedOut, RebootTimedOut or ReadyTimedOut',
+            },
+            message: { type: 'string', description: 'What happened and what to do' },
+            since: time('When it stopped'),
+          },
+        },
+      },
+    },
+    lastRebootAt: time(
+      'When winfleet last rebooted the host for a change: reboot requests up to this time are served',
+    ),
+    retryHandled: {
+      type: 'string',
+      description:
+        'The winfleet.io/retry-rollout value last acted on (so it acts once per value); cleared when the annotation is gone',
+    },
+  },
+};
+
 export const windowsHostCrd = fromWire({
   apiVersion: 'apiextensions.k8s.io/v1',
   kind: 'CustomResourceDefinition',
@@ -285,6 +374,48 @@ export const windowsHostCrd = fromWire({
                     description:
                       'Since when the node’s agent has been expected to apply the services version',
                   },
+                  rollout: hostRolloutStatusWire,
+                  windowsUpdates: {
+                    type: 'object',
+                    description:
+                      'What the host’s agent last reported of Windows Update (winfleet.io/windows-updates on its Node), in the current boot',
+                    properties: {
+                      searchedAt: {
+                        type: 'string',
+                        format: 'date-time',
+                        description: 'When the agent last searched Windows Update',
+                      },
+                      available: {
+                        type: 'array',
+                        maxItems: 200,
+                        description:
+                          'Updates found and not installed: "KB5040437 (Security Updates)"',
+                        items: { type: 'string', maxLength: 128 },
+                      },
+                      installed: {
+                        type: 'array',
+                        maxItems: 50,
+                        description: 'KBs winfleet installed on the host, newest last',
+                        items: { type: 'string', maxLength: 16 },
+                      },
+                      failed: {
+                        type: 'array',
+                        maxItems: 200,
+                        description: 'The last install’s failures: "KB… : error"',
+                        items: { type: 'string', maxLength: 600 },
+                      },
+                      rebootPending: {
+                        type: 'boolean',
+                        description:
+                          'Windows reports a reboot pending (any of the three registry keys)',
+                      },
+                      error: {
+                        type: 'string',
+                        maxLength: 512,
+                        description: 'The last search’s error',
+                      },
+                    },
+                  },
                   containersFeatureRestartAt: {
                     type: 'string',
                     format: 'date-time',
@@ -328,9 +459,6 @@ const poolCondition = {
   },
 };
 
-const rolloutSteps = ['Cordon', 'Drain', 'Apply', 'Reboot', 'WaitReady', 'Uncordon'];
-const time = (description: string) => ({ type: 'string', format: 'date-time', description });
-
 // Go duration text, each unit once and largest first ("10m", "1h30m", "10m0s"); the CEL rule
 // bounds it (src/rollout/duration.ts reads the same).
 const durationPattern =
@@ -349,92 +477,6 @@ const timeout = (defaultValue: string, description: string) => ({
     },
   ],
 });
-
-const hostRolloutStatusWire = {
-  type: 'object',
-  description:
-    'The host’s part in its pool’s rollout, recorded before each action so a restarted operator resumes it',
-  properties: {
-    current: {
-      type: 'object',
-      description: 'The change under way; absent when none is',
-      required: ['target', 'changes', 'step', 'startedAt', 'stepStartedAt'],
-      properties: {
-        target: {
-          type: 'object',
-          description: 'What the change brings',
-          required: ['patchPolicy'],
-          properties: {
-            servicesVersion: {
-              type: 'string',
-              description: 'The services version to run; absent leaves the services as they are',
-            },
-            patchPolicy: {
-              type: 'string',
-              enum: [...patchPolicies],
-              description: 'Windows updates to install: None, Security or All',
-            },
-            rebootRequestedAt: time('The reboot request the change serves, if any'),
-          },
-        },
-        changes: {
-          type: 'array',
-          description: 'What was pending when the change started',
-          items: {
-            type: 'string',
-            enum: ['services', 'patches', 'reboot-requested', 'reboot-pending'],
-          },
-        },
-        step: {
-          type: 'string',
-          enum: rolloutSteps,
-          description: 'Cordon, Drain, Apply, Reboot, WaitReady or Uncordon',
-        },
-        startedAt: time('When the change started'),
-        stepStartedAt: time('When the change entered its step; the step’s timeout counts from it'),
-        reboot: {
-          type: 'object',
-          description: 'The change’s one reboot, recorded before the agent was asked for it',
-          required: ['token', 'bootIdBefore', 'requestedAt'],
-          properties: {
-            token: {
-              type: 'string',
-              description: 'The request the agent reboots for, at most once',
-            },
-            bootIdBefore: {
-              type: 'string',
-              description:
-                'The Node’s boot id before the reboot; the reboot is done once it differs',
-            },
-            requestedAt: time('When the reboot was asked for'),
-          },
-        },
-        failure: {
-          type: 'object',
-          description:
-            'The step stopped at its timeout; it goes on when the host gets there or with winfleet.io/retry-rollout',
-          properties: {
-            step: { type: 'string', enum: rolloutSteps, description: 'The step that stopped' },
-            reason: {
-              type: 'string',
-              description: 'DrainTimedOut, ApplyTimedOut, RebootTimedOut or ReadyTimedOut',
-            },
-            message: { type: 'string', description: 'What happened and what to do' },
-            since: time('When it stopped'),
-          },
-        },
-      },
-    },
-    lastRebootAt: time(
-      'When winfleet last rebooted the host for a change: reboot requests up to this time are served',
-    ),
-    retryHandled: {
-      type: 'string',
-      description:
-        'The winfleet.io/retry-rollout value last acted on (so it acts once per value); cleared when the annotation is gone',
-    },
-  },
-};
 
 const windowsNodePoolWire = {
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -742,9 +784,8 @@ export const windowsNodePoolCrd = fromWire(windowsNodePoolWire);
 
 /**
  * WindowsHost status.rollout (typed model): the host's change in a pool's rollout, recorded
- * before each action so a restarted operator resumes it (src/rollout/host-steps.ts). Not in
- * windowsHostCrd yet: the controller that writes it adds it there (and windowsNodePoolCrd to
- * winfleetCrds) when it is wired, then runs `npm run chart:generate`.
+ * before each action so a restarted operator resumes it (src/rollout/host-steps.ts); the same
+ * schema windowsHostCrd carries as status.rollout.
  */
 export const hostRolloutStatusSchema: k8s.V1JSONSchemaProps = fromWire({
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -765,8 +806,5 @@ export const hostRolloutStatusSchema: k8s.V1JSONSchemaProps = fromWire({
   },
 }).spec.versions[0]!.schema!.openAPIV3Schema!;
 
-/**
- * The CRDs the operator installs. windowsNodePoolCrd joins when the pool controller is wired
- * (it and the chart's RBAC come together; see hostRolloutStatusSchema).
- */
-export const winfleetCrds = [windowsHostCrd];
+/** The CRDs the operator installs (and the chart ships: `npm run chart:generate`). */
+export const winfleetCrds = [windowsHostCrd, windowsNodePoolCrd];

@@ -30,3 +30,27 @@ export function hostIdentity(host: {
 }): string {
   return `${host.metadata.namespace}/${host.metadata.name}/${host.metadata.uid}`;
 }
+
+/**
+ * Rollout levels the operator sets on a Node while its pool's rollout engine has the host in
+ * a change (src/rollout), and the agent acts on. Levels, not commands: the agent compares them
+ * with what it has done, so reading one twice (a restart, a re-sent watch event) does nothing
+ * twice.
+ *
+ * installUpdatesAnnotation: "Security" or "All" — install the Windows updates of that policy
+ * that the agent's last search found (updatesFor in src/rollout/pending-changes.ts). Set in the
+ * change's Apply step, removed when the change ends; without it the agent installs nothing.
+ */
+export const installUpdatesAnnotation = 'winfleet.io/install-updates';
+/**
+ * A reboot the rollout engine asks for: a token (1–63 of [a-z0-9-]). The agent records the
+ * token in its state before it calls for the restart and reboots once per token, never again
+ * for the same one (after the reboot it finds the token recorded).
+ */
+export const rebootRequestAnnotation = 'winfleet.io/reboot-request';
+/**
+ * The agent's Windows Update report, JSON (WindowsUpdateReport in src/api/windows-updates.ts),
+ * written by the agent with the node's own credentials. The operator parses it strictly and
+ * believes it only when its bootId is the Node's current status.nodeInfo.bootID.
+ */
+export const windowsUpdatesAnnotation = 'winfleet.io/windows-updates';

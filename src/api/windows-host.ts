@@ -4,6 +4,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller/conditions.ts';
+import type { HostRolloutStatus } from '../rollout/host-steps.ts';
 import type { ConditionType } from './reasons.ts';
 
 export const apiGroup = 'winfleet.io';
@@ -77,11 +78,30 @@ export interface WindowsHostStatus {
    */
   servicesRequestedAt?: string;
   /**
+   * The host's part in its pool's rollout (src/rollout/host-steps.ts), written before each
+   * action so a restarted operator resumes it.
+   */
+  rollout?: HostRolloutStatus;
+  /** What the host's agent last reported of Windows Update, in the current boot. */
+  windowsUpdates?: HostWindowsUpdates;
+  /**
    * When winfleet restarted the host to finish a pending Containers feature install or
    * uninstall; a pass that finds the state still pending after that restart fails instead of
    * restarting it again (containers-feature.ts). Cleared once the feature is Installed.
    */
   containersFeatureRestartAt?: string;
+}
+
+/** WindowsHost status.windowsUpdates: the agent's report, summarised for people. */
+export interface HostWindowsUpdates {
+  searchedAt?: string;
+  /** "KB5040437 (Security Updates)". */
+  available?: string[];
+  installed?: string[];
+  /** "KB5040437: 0x80240022 …". */
+  failed?: string[];
+  rebootPending?: boolean;
+  error?: string;
 }
 
 export interface WindowsHost extends k8s.KubernetesObject {

@@ -104,6 +104,10 @@ export const errorCatalog = {
   },
   WF_AGENT_CONFIG_INVALID: { retryable: false, summary: 'bootstrap.json or agent.json is invalid' },
   WF_AGENT_STEP_FAILED: { retryable: true, summary: 'a step of the agent failed' },
+  WF_WINDOWS_UPDATE_FAILED: {
+    retryable: true,
+    summary: 'installing a Windows update (an .msu from the payload) failed',
+  },
   WF_SERVICE_CONTROL: { retryable: true, summary: 'the Service Control Manager refused a request' },
   WF_HNS_UNAVAILABLE: { retryable: true, summary: 'the Host Networking Service cannot be reached' },
   WF_AGENT_FILE_MISSING: { retryable: false, summary: 'a file the agent needs is not on the host' },

@@ -11,6 +11,7 @@ import * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { installCrds } from '../api/install-crds.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
+import { type WindowsNodePool, windowsNodePoolResource } from '../api/windows-node-pool.ts';
 import { type Controller, everythingKey } from '../controller/controller.ts';
 import { createEventRecorder, type EventRecorder } from '../controller/events.ts';
 import type { Informer } from '../controller/informer.ts';
@@ -20,12 +21,17 @@ import { warnIfBootstrapTokensAutoApproved } from '../controllers/csr/bootstrap-
 import { createCsrController } from '../controllers/csr/csr-controller.ts';
 import { createServingAddressController } from '../controllers/csr/serving-address-controller.ts';
 import { createHostController } from '../controllers/hosts/host-controller.ts';
-import { createHostInformer, hostNamespaces } from '../controllers/hosts/host-informer.ts';
+import {
+  createHostInformer,
+  hostNamespaces,
+  namespacesInformer,
+} from '../controllers/hosts/host-informer.ts';
 import { createHostSecretInformer } from '../controllers/hosts/host-secrets.ts';
 import {
   createWindowsInstancesController,
   windowsInstancesName,
 } from '../controllers/hosts/windows-instances.ts';
+import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { dashboardHtml } from '../dashboard/dashboard-page.ts';
 import { buildOverview } from '../dashboard/overview.ts';
@@ -87,6 +93,11 @@ export interface OperatorOptions {
   createNamespace?: boolean;
   installCrds?: boolean;
   clusterBindings?: boolean;
+  /**
+   * The clock the pools' rollouts read (maintenance windows, step deadlines); default the
+   * system clock. Tests move it into or out of a window.
+   */
+  rolloutClock?: () => Date;
 }
 
 export interface Operator {
@@ -113,6 +124,8 @@ interface Caches {
   runtimeClasses: Informer<k8s.V1RuntimeClass>;
   namespaces: Informer<k8s.V1Namespace>;
   hosts: Informer<WindowsHost>;
+  /** WindowsNodePools, in the same namespaces as the WindowsHosts (a pool selects its own). */
+  pools: Informer<WindowsNodePool>;
   csrs: Informer<k8s.V1CertificateSigningRequest>;
   instances: Informer<k8s.V1ConfigMap>;
 }
@@ -147,7 +160,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   const lookupObserver = prometheusLookupObserver(registry);
   await shared.factory.start();
   stops.push(() => shared.factory.stop());
-  const caches: Caches = { ...shared, hosts: await watchHosts(ctx, shared) };
+  const caches: Caches = { ...shared, ...(await watchHosts(ctx, shared)) };
   const images = createImageResolvers(caches.config, lookupObserver);
   stops.push(() => images.close());
   const webhook = options.webhook
@@ -169,7 +182,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     : undefined;
   if (status) stops.push(() => status.close());
   if (options.leaderElection ?? true) stops.push(await leadOrExit(ctx, identity));
-  controllers.push(...createControllers(ctx, caches));
+  controllers.push(...createControllers(ctx, caches, options.payloadDir, options.rolloutClock));
   stops.push(() => {
     for (const c of controllers) c.stop();
   });
@@ -178,7 +191,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       clusterBindings: options.clusterBindings,
     });
     controllers.push(hostController);
-    stops.push(await watchPayload(ctx, options.payloadDir, hostController));
+    stops.push(await watchPayload(ctx, options.payloadDir, controllers));
   } else {
     log.warn('no payload directory given (--payload-dir): WindowsHosts will not be joined');
   }
@@ -209,18 +222,25 @@ async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise<void> 
 }
 
 /**
- * The WindowsHost cache: the operator's namespace and those hosts.namespaces opts in, as the
- * configuration stood at start-up (it needs the configuration, so it starts after the
- * factory's first lists). A later change to hosts.namespaces is logged as needing a restart.
+ * The WindowsHost and WindowsNodePool caches: the operator's namespace and those
+ * hosts.namespaces opts in, as the configuration stood at start-up (it needs the
+ * configuration, so they start after the factory's first lists). A later change to
+ * hosts.namespaces is logged as needing a restart.
  */
 async function watchHosts(
   { kc, namespace, log }: OperatorContext,
-  { factory, config }: Omit<Caches, 'hosts'>,
-): Promise<Informer<WindowsHost>> {
+  { factory, config }: Omit<Caches, 'hosts' | 'pools'>,
+): Promise<Pick<Caches, 'hosts' | 'pools'>> {
   const namespaces = hostNamespaces(namespace, config.current().hosts.namespaces);
   const hosts = createHostInformer(kc, factory, namespaces);
-  await hosts.start();
-  log.info('watching WindowsHosts', { namespaces });
+  const pools = namespacesInformer<WindowsNodePool>(
+    kc,
+    factory,
+    windowsNodePoolResource,
+    namespaces,
+  );
+  await Promise.all([hosts.start(), pools.start()]);
+  log.info('watching WindowsHosts and WindowsNodePools', { namespaces });
   config.onChange((next) => {
     const wanted = hostNamespaces(namespace, next.hosts.namespaces);
     if (JSON.stringify(wanted) !== JSON.stringify(namespaces)) {
@@ -230,14 +250,19 @@ async function watchHosts(
       });
     }
   });
-  return hosts;
+  return { hosts, pools };
 }
 
 /**
  * Registers every informer the operator uses with one factory, so each kind is watched once;
  * the WindowsHost cache follows once the configuration is read (watchHosts).
  */
-function createCaches({ kc, namespace, events, log }: OperatorContext): Omit<Caches, 'hosts'> {
+function createCaches({
+  kc,
+  namespace,
+  events,
+  log,
+}: OperatorContext): Omit<Caches, 'hosts' | 'pools'> {
   const factory = new InformerFactory(kc, log);
   return {
     factory,
@@ -352,9 +377,24 @@ async function leadOrExit(
 }
 
 /** The controllers that run with or without a payload. */
-function createControllers(ctx: OperatorContext, caches: Caches): Controller[] {
+function createControllers(
+  ctx: OperatorContext,
+  caches: Caches,
+  payloadDir: string | undefined,
+  rolloutClock: (() => Date) | undefined,
+): Controller[] {
   const { kc, namespace, events, log } = ctx;
-  const { config, nodes, runtimeClasses, csrs, hosts, instances } = caches;
+  const { config, nodes, runtimeClasses, csrs, hosts, pools, instances } = caches;
+  const loadPayload = payloadDir ? payloadSource(payloadDir, () => config.current()) : undefined;
+  const payload = loadPayload
+    ? async () => {
+        const loaded = await loadPayload();
+        return {
+          servicesVersion: loaded.manifest.version,
+          kubeletVersion: loaded.payload.kubernetesVersion,
+        };
+      }
+    : undefined;
   return [
     createRuntimeClassController({
       kc,
@@ -374,6 +414,16 @@ function createControllers(ctx: OperatorContext, caches: Caches): Controller[] {
       log,
     }),
     createWindowsInstancesController({ kc, namespace, configMaps: instances, hosts, events, log }),
+    createPoolController({
+      kc,
+      pools,
+      hosts,
+      nodes,
+      events,
+      log,
+      ...(payload ? { payload } : {}),
+      ...(rolloutClock ? { now: rolloutClock } : {}),
+    }),
   ];
 }
 
@@ -404,13 +454,14 @@ function createJoiningController(
 }
 
 /**
- * Rolls a new payload (a changed payload.json) out to every host by enqueueing them all; checks
- * the file's mtime and size every 2 s. Returns the step that stops the polling.
+ * Looks at a new payload (a changed payload.json) at once: the pools roll it out (their
+ * rollout engine, maxUnavailable at a time) and joining hosts take it. Checks the file's mtime
+ * and size every 2 s. Returns the step that stops the polling.
  */
 async function watchPayload(
   { log }: OperatorContext,
   payloadDir: string,
-  hostController: Controller,
+  controllers: readonly Controller[],
 ): Promise<() => void> {
   const payloadFile = join(payloadDir, 'payload.json');
   const fingerprint = () =>
@@ -423,8 +474,8 @@ async function watchPayload(
     fingerprint().then((now) => {
       if (now === undefined || now === seen) return;
       seen = now;
-      log.info('payload changed; rolling it out', { payload: payloadFile });
-      hostController.enqueue(everythingKey);
+      log.info('payload changed; rolling it out through the pools', { payload: payloadFile });
+      for (const c of controllers) c.enqueue(everythingKey);
     });
   }, 2000);
   poll.unref();

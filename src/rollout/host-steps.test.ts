@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
 import { ConditionReason, EventReason } from '../api/reasons.ts';
+import { rebootTokenPattern } from '../api/windows-updates.ts';
 import { act, laggingCache, observe, simulatedHost, tick } from './fixtures/simulated-hosts.ts';
 import {
   advanceHost,
@@ -226,11 +227,12 @@ test('reboot: the boot id and token are recorded before the agent is asked; the 
   assert.equal(asked.status.current?.step, 'Reboot');
   const reboot = asked.status.current?.reboot;
   assert.deepEqual(reboot, {
-    token: `reboot-${later(minute).toISOString()}`,
+    token: `reboot-${later(minute).getTime()}`,
     bootIdBefore: '41',
     requestedAt: later(minute).toISOString(),
   });
   assert.deepEqual(asked.action, { kind: 'reboot', token: reboot!.token });
+  assert.match(reboot!.token, rebootTokenPattern, 'a token the Node annotation may carry');
   assert.deepEqual(
     asked.events.map((e) => e.reason),
     [EventReason.Rebooting],

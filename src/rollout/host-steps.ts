@@ -416,7 +416,8 @@ export function advanceHost(input: StepInput): StepResult {
           change = {
             ...change,
             reboot: {
-              token: `reboot-${apiTime(now)}`,
+              // A token the Node annotation can carry (rebootTokenPattern): the time in ms.
+              token: `reboot-${now.getTime()}`,
               bootIdBefore: bootId,
               requestedAt: apiTime(now),
             },

@@ -59,6 +59,7 @@ test('a default install renders each object once, in the release namespace', asy
       'ClusterRoleBinding//winfleet:node-bootstrapper',
       `ConfigMap/${namespace}/winfleet-config`,
       'CustomResourceDefinition//windowshosts.winfleet.io',
+      'CustomResourceDefinition//windowsnodepools.winfleet.io',
       `Deployment/${namespace}/winfleet`,
       'MutatingWebhookConfiguration//winfleet-pods',
       `NetworkPolicy/${namespace}/winfleet`,

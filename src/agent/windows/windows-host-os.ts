@@ -26,9 +26,11 @@ import {
   unlink,
 } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
-import { dirname, parse as parsePath, win32 } from 'node:path';
+import { dirname, join, parse as parsePath, win32 } from 'node:path';
+import type { ReportedUpdate } from '../../api/windows-updates.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
 import { powerShellArgs, powerShellErrorText } from '../../powershell/powershell.ts';
+import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import type {
   HnsNetwork,
   HostOS,
@@ -36,6 +38,7 @@ import type {
   InstalledService,
   OsVersion,
   ServiceConfig,
+  UpdateInstallResult,
 } from '../host-os.ts';
 import { type CommandRunner, childProcessRunner } from './command-runner.ts';
 import {
@@ -82,6 +85,31 @@ import {
   serviceEnvironmentEntries,
   setServiceEnvironmentScript,
 } from './service-environment.ts';
+import {
+  describeHresult,
+  installUpdatesScript,
+  parseInstallUpdatesOutput,
+  parseRebootPendingOutput,
+  parseSearchUpdatesOutput,
+  rebootPendingScript,
+  reportedUpdates,
+  searchUpdatesScript,
+} from './windows-update.ts';
+import {
+  dismAddPackageArgs,
+  dismFailedText,
+  dismOutcome,
+  exitCodeHresult,
+  installedHotfixesScript,
+  installWithPayload,
+  msuWithoutCabText,
+  type PayloadMsu,
+  type PayloadUpdatePrimitives,
+  packageCabs,
+  parseInstalledHotfixes,
+  searchWithPayload,
+  wusaExtractArgs,
+} from './windows-update-msu.ts';
 
 export interface WindowsHostOSOptions {
   /** Runs sc.exe, powershell.exe and shutdown.exe. Default: `childProcessRunner()`. */
@@ -98,6 +126,8 @@ export interface WindowsHostOSOptions {
   pollIntervalMs?: number;
   /** Attempts to replace a file that another process holds open. Default: 10. */
   renameAttempts?: number;
+  /** Where the payload's files are (its .msu files install offline). Default C:\k\winfleet\payload. */
+  payloadDir?: string;
   /** Injected for tests. */
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
@@ -114,6 +144,9 @@ export class WindowsHostOS implements HostOS {
   readonly #sc: string;
   readonly #powerShell: string;
   readonly #shutdown: string;
+  readonly #wusa: string;
+  readonly #dism: string;
+  readonly #payloadDir: string;
   readonly #hnsModulePaths: readonly string[];
   readonly #stopTimeoutMs: number;
   readonly #deleteTimeoutMs: number;
@@ -132,6 +165,9 @@ export class WindowsHostOS implements HostOS {
     this.#sc = win32.join(system32, 'sc.exe');
     this.#powerShell = win32.join(system32, 'WindowsPowerShell', 'v1.0', 'powershell.exe');
     this.#shutdown = win32.join(system32, 'shutdown.exe');
+    this.#wusa = win32.join(system32, 'wusa.exe');
+    this.#dism = win32.join(system32, 'Dism.exe');
+    this.#payloadDir = options.payloadDir ?? hostPaths.payload;
     this.#hnsModulePaths = options.hnsModulePaths ?? defaultHnsModulePaths;
     this.#stopTimeoutMs = options.stopTimeoutMs ?? 60_000;
     this.#deleteTimeoutMs = options.deleteTimeoutMs ?? 30_000;
@@ -517,6 +553,81 @@ export class WindowsHostOS implements HostOS {
       'WF_WINDOWS_COMMAND_FAILED',
       `Cannot reboot: shutdown.exe ${args.join(' ')} exited with ${result.exitCode}${output ? `: ${output}` : ''}${hint}`,
     );
+  }
+
+  // Windows Update (windows-update.ts: the WUA COM API, which must run locally), and the
+  // payload's .msu files for air-gapped hosts (windows-update-msu.ts).
+
+  async searchUpdates(): Promise<ReportedUpdate[]> {
+    return searchWithPayload(this.#updatePrimitives());
+  }
+
+  async installUpdates(kbs: string[]): Promise<UpdateInstallResult> {
+    return installWithPayload(this.#updatePrimitives(), kbs);
+  }
+
+  #updatePrimitives(): PayloadUpdatePrimitives {
+    return {
+      listPayload: async () => (await this.listDirectory(this.#payloadDir)) ?? [],
+      searchOnline: async () =>
+        reportedUpdates(
+          parseSearchUpdatesOutput(
+            await this.#runPowerShell(searchUpdatesScript(), 'search for Windows updates'),
+          ),
+        ),
+      installedKbs: async () =>
+        parseInstalledHotfixes(
+          await this.#runPowerShell(installedHotfixesScript(), 'list the installed hotfixes'),
+        ),
+      installOnline: async (kbs) =>
+        parseInstallUpdatesOutput(
+          await this.#runPowerShell(
+            installUpdatesScript(kbs),
+            `install Windows updates ${kbs.join(', ')}`,
+          ),
+          kbs,
+        ),
+      installMsu: (msu) => this.#installMsu(msu),
+    };
+  }
+
+  /** wusa.exe /extract into a scratch directory beside the payload, then dism.exe per .cab. */
+  async #installMsu(msu: PayloadMsu): Promise<{ rebootRequired: boolean }> {
+    const source = join(this.#payloadDir, msu.name);
+    const dir = join(dirname(this.#payloadDir), `msu-${msu.kb}`);
+    await this.removePath(dir);
+    await this.ensureDirectory(dir);
+    try {
+      const extract = await this.#run(this.#wusa, wusaExtractArgs(source, dir));
+      if (extract.exitCode !== 0) {
+        throw new WinfleetError(
+          'WF_WINDOWS_UPDATE_FAILED',
+          `wusa.exe ${wusaExtractArgs(source, dir).join(' ')} failed with ${describeHresult(exitCodeHresult(extract.exitCode))}`,
+        );
+      }
+      const cabs = packageCabs((await this.listDirectory(dir)) ?? []);
+      if (cabs.length === 0) {
+        throw new WinfleetError('WF_WINDOWS_UPDATE_FAILED', msuWithoutCabText(msu.name));
+      }
+      let rebootRequired = false;
+      for (const cab of cabs) {
+        const args = dismAddPackageArgs(join(dir, cab));
+        const outcome = dismOutcome((await this.#run(this.#dism, args)).exitCode);
+        if (!outcome.ok)
+          throw new WinfleetError('WF_WINDOWS_UPDATE_FAILED', dismFailedText(args, outcome.error));
+        rebootRequired ||= outcome.rebootRequired;
+      }
+      return { rebootRequired };
+    } finally {
+      await this.removePath(dir);
+    }
+  }
+
+  async rebootPending(): Promise<boolean> {
+    const entries = parseRebootPendingOutput(
+      await this.#runPowerShell(rebootPendingScript(), 'read the reboot-pending registry entries'),
+    );
+    return Object.values(entries).some(Boolean);
   }
 
   async #runPowerShell(script: string, action: string): Promise<string> {

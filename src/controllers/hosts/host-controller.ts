@@ -66,7 +66,11 @@ export function createHostController(deps: HostControllerDeps): Controller {
         host.metadata.generation !== old.metadata.generation ||
         host.metadata.deletionTimestamp !== old.metadata.deletionTimestamp ||
         JSON.stringify(host.metadata.annotations) !== JSON.stringify(old.metadata.annotations) ||
-        JSON.stringify(host.metadata.finalizers) !== JSON.stringify(old.metadata.finalizers)
+        JSON.stringify(host.metadata.finalizers) !== JSON.stringify(old.metadata.finalizers) ||
+        // The pool's rollout reached (or left) the step where this controller applies a payload.
+        host.status?.rollout?.current?.step !== old.status?.rollout?.current?.step ||
+        host.status?.rollout?.current?.target.servicesVersion !==
+          old.status?.rollout?.current?.target.servicesVersion
       ) {
         enqueue(host);
       }

@@ -65,7 +65,6 @@ export async function reconcileJoin(ctx: JoinContext, host: WindowsHost): Promis
 
 async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Promise<PassResult> {
   const loaded = await ctx.payload();
-  const version = loaded.manifest.version;
   const claimed = claimedNodeName(host);
   const refusal = claimed && refusalFor(ctx, host, claimed);
   if (refusal) return refuseNodeName(ctx, host, hs, refusal);
@@ -75,11 +74,12 @@ async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
   }
   const node = hs.status.nodeName ? ctx.nodes.get(hs.status.nodeName) : undefined;
   const timing = joinTiming(ctx, hs, node);
+  const version = wantedVersion(host, node, loaded);
 
   if (node && isUpToDate(host, hs, node, version)) return keepJoined(ctx, host, hs, node, version);
   if (node && !nodeIsReady(node) && timing.leaveToAgent) return waitForNodeReady(hs, node);
   if (node && nodeIsReady(node)) {
-    const outcome = await finishNode(ctx, host, hs, node, loaded);
+    const outcome = await finishNode(ctx, host, hs, node, loaded, version);
     if (outcome.kind === 'done') return outcome.result;
     if (timing.recentlyBootstrapped) return waitForAgent(hs, node, version);
     ctx.events.record(
@@ -103,6 +103,30 @@ async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
     return { requeueAfterMs: featureRestartRecheckMs };
   delete hs.status.servicesRequestedAt;
   return waitForNode(hs);
+}
+
+/**
+ * The services version this host should run. A host whose Node was never given one (it is
+ * joining) gets the payload's. A joined host changes version only through its pool's rollout
+ * (src/controllers/pools): once its recorded change is past Cordon and Drain and brings the
+ * payload's version. Otherwise it keeps the version its Node was given, so a new payload never
+ * reaches every host at once.
+ */
+export function wantedVersion(
+  host: WindowsHost,
+  node: k8s.V1Node | undefined,
+  loaded: LoadedPayload,
+): string {
+  const payloadVersion = loaded.manifest.version;
+  const desired = node?.metadata?.annotations?.[desiredServicesVersionAnnotation];
+  if (!desired || !carriesIdentity(node!, host)) return payloadVersion;
+  const change = host.status?.rollout?.current;
+  const applying =
+    change !== undefined &&
+    change.step !== 'Cordon' &&
+    change.step !== 'Drain' &&
+    change.target.servicesVersion === payloadVersion;
+  return applying ? payloadVersion : desired;
 }
 
 /** Why this host may not have the node name `name`, from the caches. */
@@ -262,13 +286,13 @@ async function finishNode(
   hs: HostStatus,
   node: k8s.V1Node,
   loaded: LoadedPayload,
+  version: string,
 ): Promise<ReadyNodeOutcome> {
   const name = node.metadata!.name!;
-  const version = loaded.manifest.version;
   hs.set(ConditionType.NodeRegistered, 'True', ConditionReason.NodeExists, `Node ${name}`);
   const build = node.metadata?.labels?.[windowsBuildLabel];
   if (build) hs.status.windowsBuild = build;
-  const current = await annotateNode(ctx, host, hs, node, loaded);
+  const current = await annotateNode(ctx, host, hs, node, loaded, version);
   if (node.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     if (bootstrapFailed(hs) || agentOutOfPatience(ctx, hs)) return { kind: 'bootstrap-again' };
@@ -293,9 +317,9 @@ async function annotateNode(
   hs: HostStatus,
   node: k8s.V1Node,
   loaded: LoadedPayload,
+  version: string,
 ): Promise<k8s.V1Node> {
   const name = node.metadata!.name!;
-  const version = loaded.manifest.version;
   const annotations = node.metadata?.annotations ?? {};
   const identity = hostIdentity(host);
   const desired = annotations[desiredServicesVersionAnnotation];

@@ -4,16 +4,12 @@
  * once (its UID never changes), and nothing is left cordoned or half-done.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import fc from 'fast-check';
 import { serviceLog } from '../../../sim/hosts/service-logs.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
-import { spawnOperator } from '../../../sim/testkit/operator-process.ts';
+import { restartableOperator } from '../../../sim/testkit/operator-process.ts';
 import { writeOperatorConfig } from '../../../sim/testkit/test-operator.ts';
 import { testSeed } from '../../../sim/testkit/test-seed.ts';
 import {
@@ -35,19 +31,14 @@ test('SIGKILL at random points during a 5-host join, 10 times: every host ends R
   await writeOperatorConfig(kc, world.namespace, {
     hosts: { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 60 },
   });
-  let operator: ChildProcess | undefined;
-  let runs = 0;
-  const start = () => {
-    operator = spawnOperator({
-      kubeconfig: world.cluster.kubeconfigPath,
-      namespace: world.namespace,
-      payloadDir: world.payloadDir,
-      logFile: join(world.cluster.dir, `operator-${++runs}.log`),
-    });
-  };
-  t.after(() => {
-    operator?.kill('SIGKILL');
+  const operator = restartableOperator({
+    kubeconfig: world.cluster.kubeconfigPath,
+    namespace: world.namespace,
+    payloadDir: world.payloadDir,
+    logDir: world.cluster.dir,
   });
+  const start = () => operator.start();
+  t.after(() => operator.kill());
 
   // Watch every Node: a UID that changes means a Node was deleted and created again.
   const uids = new Map<string, string>();
@@ -81,9 +72,7 @@ test('SIGKILL at random points during a 5-host join, 10 times: every host ends R
   for (const delay of delays) {
     await new Promise((r) => setTimeout(r, delay));
     killTimes.push(delay);
-    const dying = operator!;
-    dying.kill('SIGKILL');
-    await once(dying, 'exit');
+    await operator.kill();
     start();
   }
   const hosts = await waitFor(
@@ -110,10 +99,7 @@ test('SIGKILL at random points during a 5-host join, 10 times: every host ends R
       t.diagnostic(
         `${sim.name} kubelet: ${(await serviceLog(sim.machine, 'kubelet')).slice(-6).join(' | ')}`,
       );
-    const log = await readFile(join(world.cluster.dir, `operator-${runs}.log`), 'utf8').catch(
-      () => '',
-    );
-    t.diagnostic(`operator run ${runs}, last lines:\n${log.split('\n').slice(-40).join('\n')}`);
+    t.diagnostic(`operator run ${operator.runs()}, last lines:\n${await operator.lastLog(40)}`);
     throw error;
   });
   watching = false;
@@ -137,5 +123,5 @@ test('SIGKILL at random points during a 5-host join, 10 times: every host ends R
     fieldSelector: 'type=bootstrap.kubernetes.io/token',
   });
   assert.equal(tokens.items.length, 0, 'no bootstrap token left behind');
-  t.diagnostic(`killed after (ms): ${killTimes.join(', ')}; operator runs: ${runs}`);
+  t.diagnostic(`killed after (ms): ${killTimes.join(', ')}; operator runs: ${operator.runs()}`);
 });

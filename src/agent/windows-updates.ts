@@ -1,0 +1,374 @@
+/**
+ * The agent's side of patches and reboots (issue 12): it finds and reports, the operator's
+ * rollout engine decides. On each pass of the run loop, with its Node in hand, the agent
+ * - searches Windows Update at the start of each boot, then at most every
+ *   updateSearchIntervalSeconds, and again right after installing;
+ * - installs, while the Node carries winfleet.io/install-updates ("Security" or "All"), the
+ *   updates of that policy the last search found (updatesFor, the operator's own filter) —
+ *   each one once per search cycle, so a KB that fails is not retried every pass;
+ * - writes its report (winfleet.io/windows-updates, WindowsUpdateReport) on its own Node when
+ *   it changed, under the Node's current bootID, so the operator believes only reports made in
+ *   this boot;
+ * - reboots once per token of winfleet.io/reboot-request: the token is recorded in state.json
+ *   before the restart is called for, and a recorded token never reboots again.
+ *
+ * Levels, not commands: reading the same annotations twice (a restart, a re-sent watch event)
+ * does nothing twice.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import {
+  installUpdatesAnnotation,
+  rebootRequestAnnotation,
+  windowsUpdatesAnnotation,
+} from '../api/node-annotations.ts';
+import {
+  formatWindowsUpdateReport,
+  maxInstalled,
+  maxReportBytes,
+  maxReportedUpdates,
+  type ReportedUpdate,
+  rebootTokenPattern,
+  unprintable,
+  type WindowsUpdateReport,
+} from '../api/windows-updates.ts';
+import { securityCategories, updatesFor } from '../rollout/pending-changes.ts';
+import { type AgentConfig, defaultUpdateSearchIntervalSeconds } from './agent-config.ts';
+import { readState, writeState } from './agent-state.ts';
+import type { AgentContext } from './run-agent.ts';
+
+/** What state.json keeps of Windows Update and reboot requests. */
+export interface WindowsUpdateState {
+  /** Reboot tokens acted on, newest last (the last maxRebootTokens). */
+  rebootTokens: string[];
+  /** KBs winfleet installed, newest last (the last maxInstalled). */
+  installed: string[];
+  /** The last install's failures. */
+  failed: { kb: string; error: string }[];
+}
+
+const kbPattern = /^KB[0-9]{6,8}$/;
+
+/** How many reboot tokens state.json remembers (a token older than these is long gone). */
+export const maxRebootTokens = 32;
+
+const lastUnique = (values: readonly string[], max: number): string[] => {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (let i = values.length - 1; i >= 0 && out.length < max; i--) {
+    const v = values[i]!;
+    if (!seen.has(v)) {
+      seen.add(v);
+      out.unshift(v);
+    }
+  }
+  return out;
+};
+
+/**
+ * state.json's record merged with what another agent process wrote meanwhile: no token or
+ * installed KB recorded is forgotten (within the bounds); `failed` is the newer one's.
+ */
+export function mergeWindowsUpdateState(
+  onDisk: Partial<WindowsUpdateState> | undefined,
+  mine: Partial<WindowsUpdateState> | undefined,
+): WindowsUpdateState | undefined {
+  if (!onDisk && !mine) return undefined;
+  // state.json is only SYSTEM's and the administrators', but a damaged entry must not keep
+  // every later report from being written: what does not fit the report is dropped.
+  const list = (v: unknown, pattern: RegExp): string[] =>
+    Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && pattern.test(x)) : [];
+  const failures = (v: unknown) =>
+    Array.isArray(v)
+      ? v.flatMap((f: { kb?: unknown; error?: unknown }) => {
+          const error = typeof f?.error === 'string' ? printableText(f.error, 512) : '';
+          return typeof f?.kb === 'string' && kbPattern.test(f.kb) && error
+            ? [{ kb: f.kb, error }]
+            : [];
+        })
+      : undefined;
+  return {
+    rebootTokens: lastUnique(
+      [
+        ...list(onDisk?.rebootTokens, rebootTokenPattern),
+        ...list(mine?.rebootTokens, rebootTokenPattern),
+      ],
+      maxRebootTokens,
+    ),
+    installed: lastUnique(
+      [...list(onDisk?.installed, kbPattern), ...list(mine?.installed, kbPattern)],
+      maxInstalled,
+    ),
+    failed: (failures(mine?.failed) ?? failures(onDisk?.failed) ?? []).slice(-maxReportedUpdates),
+  };
+}
+
+/** One line, printable, at most `max` characters. */
+function printableText(value: string, max: number): string {
+  return value
+    .replace(new RegExp(`(?:${unprintable.source}|\\s)+`, 'gu'), ' ')
+    .trim()
+    .slice(0, max);
+}
+
+/**
+ * The updates as the report can carry them: one entry per KB (categories merged), titles and
+ * categories cleaned of control characters and cut to the report's limits, at most 8
+ * categories (the Security policy's first) and at most maxReportedUpdates updates (security
+ * and critical ones first when there are more).
+ */
+export function reportableUpdates(
+  updates: readonly ReportedUpdate[],
+  titleMax = 256,
+): ReportedUpdate[] {
+  const byKb = new Map<string, ReportedUpdate>();
+  for (const u of updates) {
+    if (!kbPattern.test(u.kb)) continue;
+    const before = byKb.get(u.kb);
+    const categories = [...(before?.categories ?? []), ...u.categories]
+      .map((c) => printableText(c, 64))
+      .filter((c, i, all) => c !== '' && all.indexOf(c) === i);
+    const security = categories.filter((c) => securityCategories.includes(c));
+    const rebootRequired = (before?.rebootRequired ?? false) || u.rebootRequired === true;
+    byKb.set(u.kb, {
+      kb: u.kb,
+      title: before?.title ?? (printableText(u.title, titleMax) || u.kb),
+      categories: [...security, ...categories.filter((c) => !security.includes(c))].slice(0, 8),
+      ...(before?.rebootRequired !== undefined || u.rebootRequired !== undefined
+        ? { rebootRequired }
+        : {}),
+    });
+  }
+  const all = [...byKb.values()];
+  if (all.length <= maxReportedUpdates) return all;
+  const isSecurity = (u: ReportedUpdate) =>
+    u.categories.some((c) => securityCategories.includes(c));
+  return [...all.filter(isSecurity), ...all.filter((u) => !isSecurity(u))].slice(
+    0,
+    maxReportedUpdates,
+  );
+}
+
+/** What the agent remembers between passes, in this process. */
+interface SearchCache {
+  bootId: string;
+  /** When the last search ran, ms since the epoch. */
+  at: number;
+  searchedAt: string;
+  available: ReportedUpdate[];
+  rebootPending: boolean;
+  error?: string;
+  /** KBs already tried since the last periodic search (not tried again until the next). */
+  attempted: Set<string>;
+}
+
+const caches = new WeakMap<AgentContext, SearchCache>();
+/** The last bad value logged per annotation, per agent, so that each is logged once. */
+const loggedBadValues = new WeakMap<AgentContext, Map<string, string>>();
+/** A failed search is tried again after this long (or the interval, if shorter). */
+const searchRetrySeconds = 300;
+
+/** What in a Node wakes the run loop for this module: the annotations and the boot id. */
+export function windowsUpdateWatchKey(node: k8s.V1Node): string {
+  const a = node.metadata?.annotations ?? {};
+  return JSON.stringify([
+    a[installUpdatesAnnotation] ?? null,
+    a[rebootRequestAnnotation] ?? null,
+    node.status?.nodeInfo?.bootID ?? null,
+  ]);
+}
+
+export interface WindowsUpdateSync {
+  /** Writes these annotations on the agent's own Node (a merge patch). */
+  patchAnnotations(annotations: Record<string, string>): Promise<void>;
+  /** Injected for tests. Default Date.now. */
+  now?: () => number;
+}
+
+/**
+ * One pass: search, install, report, then the reboot request. Errors of Windows Update are
+ * reported (the report's `error`) and logged, and never keep a reboot request from being
+ * honoured.
+ */
+export async function syncWindowsUpdates(
+  context: AgentContext,
+  config: AgentConfig,
+  node: k8s.V1Node,
+  sync: WindowsUpdateSync,
+): Promise<void> {
+  const bootId = node.status?.nodeInfo?.bootID;
+  if (bootId) {
+    try {
+      await updatesPass(context, config, node, bootId, sync);
+    } catch (error) {
+      context.stderr(`Windows Update: ${(error as Error).message}\n`);
+    }
+  }
+  await rebootPass(context, config, node);
+}
+
+async function search(
+  context: AgentContext,
+  bootId: string,
+  now: number,
+  previous: SearchCache | undefined,
+  attempted: Set<string>,
+): Promise<SearchCache> {
+  const host = context.hostOS;
+  const searchedAt = new Date(now).toISOString().replace(/\.\d+Z$/, 'Z');
+  let available = previous?.available ?? [];
+  let error: string | undefined;
+  try {
+    available = reportableUpdates(await host.searchUpdates());
+  } catch (e) {
+    error = printableText((e as Error).message, 512) || 'the search failed';
+    context.stderr(`Windows Update search failed: ${error}\n`);
+  }
+  let rebootPending = previous?.rebootPending ?? false;
+  try {
+    rebootPending = await host.rebootPending();
+  } catch (e) {
+    context.stderr(`Cannot read the reboot-pending registry entries: ${(e as Error).message}\n`);
+  }
+  return {
+    bootId,
+    at: now,
+    searchedAt,
+    available,
+    rebootPending,
+    ...(error ? { error } : {}),
+    attempted,
+  };
+}
+
+async function updatesPass(
+  context: AgentContext,
+  config: AgentConfig,
+  node: k8s.V1Node,
+  bootId: string,
+  sync: WindowsUpdateSync,
+): Promise<void> {
+  const now = (sync.now ?? Date.now)();
+  const intervalMs =
+    (config.updateSearchIntervalSeconds ?? defaultUpdateSearchIntervalSeconds) * 1000;
+  const previous = caches.get(context);
+  const due =
+    !previous ||
+    previous.bootId !== bootId ||
+    now - previous.at >=
+      (previous.error ? Math.min(intervalMs, searchRetrySeconds * 1000) : intervalMs);
+  // A new boot or a periodic search: every update may be tried again.
+  let cache = due ? await search(context, bootId, now, previous, new Set()) : previous;
+  caches.set(context, cache);
+
+  const policy = node.metadata?.annotations?.[installUpdatesAnnotation];
+  let state = (await readState(context.hostOS)).windowsUpdates;
+  if (policy !== undefined && policy !== 'Security' && policy !== 'All') {
+    logOnce(
+      context,
+      installUpdatesAnnotation,
+      policy,
+      `${installUpdatesAnnotation} on Node ${config.nodeName} is ${JSON.stringify(policy.slice(0, 64))}; expected "Security" or "All" (the operator's rollout engine writes it): installing nothing`,
+    );
+  } else if (policy) {
+    const attempted = cache.attempted;
+    const wanted = updatesFor(policy, cache.available)
+      .map((u) => u.kb)
+      .filter((kb) => !attempted.has(kb));
+    if (wanted.length > 0) {
+      context.stderr(`installing Windows updates (${policy}): ${wanted.join(', ')}\n`);
+      for (const kb of wanted) attempted.add(kb);
+      let result: Awaited<ReturnType<AgentContext['hostOS']['installUpdates']>>;
+      try {
+        result = await context.hostOS.installUpdates(wanted);
+      } catch (error) {
+        const text = printableText((error as Error).message, 400) || 'the install failed';
+        result = {
+          installed: [],
+          failed: wanted.map((kb) => ({ kb, error: text })),
+          rebootRequired: false,
+        };
+      }
+      for (const f of result.failed) {
+        context.stderr(`Windows update ${f.kb} was not installed: ${f.error}\n`);
+      }
+      if (result.installed.length > 0) {
+        context.stderr(
+          `installed Windows updates ${result.installed.join(', ')}${result.rebootRequired ? '; a reboot is needed to finish' : ''}\n`,
+        );
+      }
+      const mine: WindowsUpdateState = {
+        rebootTokens: [],
+        installed: result.installed,
+        failed: result.failed.map((f) => ({ kb: f.kb, error: printableText(f.error, 512) })),
+      };
+      const full = await readState(context.hostOS);
+      full.windowsUpdates = mergeWindowsUpdateState(full.windowsUpdates, mine);
+      await writeState(context.hostOS, full);
+      state = full.windowsUpdates;
+      // Right after installing: what is left, and whether Windows now waits for a reboot.
+      cache = await search(context, bootId, now, cache, attempted);
+      caches.set(context, cache);
+    }
+  }
+
+  const report: WindowsUpdateReport = {
+    bootId,
+    searchedAt: cache.searchedAt,
+    available: cache.available,
+    installed: state?.installed ?? [],
+    failed: state?.failed ?? [],
+    rebootPending: cache.rebootPending,
+    ...(cache.error ? { error: cache.error } : {}),
+  };
+  const text = formatWindowsUpdateReport(fitted(report));
+  if (node.metadata?.annotations?.[windowsUpdatesAnnotation] !== text) {
+    await sync.patchAnnotations({ [windowsUpdatesAnnotation]: text });
+  }
+}
+
+/** The report within maxReportBytes: titles shortened, then updates dropped from the end. */
+function fitted(report: WindowsUpdateReport): WindowsUpdateReport {
+  const size = (r: WindowsUpdateReport) => Buffer.byteLength(JSON.stringify(r));
+  if (size(report) <= maxReportBytes) return report;
+  let r = { ...report, available: reportableUpdates(report.available, 64) };
+  while (size(r) > maxReportBytes && r.available.length > 0) {
+    r = { ...r, available: r.available.slice(0, -1) };
+  }
+  return r;
+}
+
+function logOnce(context: AgentContext, annotation: string, value: string, message: string): void {
+  const logged = loggedBadValues.get(context) ?? new Map<string, string>();
+  loggedBadValues.set(context, logged);
+  if (logged.get(annotation) === value) return;
+  logged.set(annotation, value);
+  context.stderr(`${message}\n`);
+}
+
+async function rebootPass(
+  context: AgentContext,
+  config: AgentConfig,
+  node: k8s.V1Node,
+): Promise<void> {
+  const token = node.metadata?.annotations?.[rebootRequestAnnotation];
+  if (token === undefined) return;
+  if (!rebootTokenPattern.test(token)) {
+    logOnce(
+      context,
+      rebootRequestAnnotation,
+      token,
+      `Ignoring ${rebootRequestAnnotation} on Node ${config.nodeName}: ${JSON.stringify(token.slice(0, 80))} is not a reboot token (1 to 63 of a-z, 0-9 and "-", starting and ending with a letter or digit); the operator's rollout engine writes it: remove the annotation or set a valid token`,
+    );
+    return;
+  }
+  const state = await readState(context.hostOS);
+  if (state.windowsUpdates?.rebootTokens.includes(token)) return;
+  // Recorded first: if the reboot comes before anything else is written, it is still the
+  // only one for this token.
+  state.windowsUpdates = mergeWindowsUpdateState(state.windowsUpdates, {
+    rebootTokens: [token],
+  });
+  await writeState(context.hostOS, state);
+  context.stderr(`rebooting for reboot request ${token}\n`);
+  await context.hostOS.reboot(`winfleet: rollout reboot ${token}`);
+}

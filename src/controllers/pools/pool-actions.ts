@@ -1,0 +1,245 @@
+/**
+ * What the pool controller does to the world for one host, after poolPass said so (see the
+ * header of src/rollout/index.ts): record the host's rollout state first, then take the one
+ * action. Every action is a level read back from the API, so doing it twice does nothing twice.
+ *
+ * - writeRollout: status.rollout through /status as a JSON Patch whose first operation tests
+ *   the resourceVersion that was read: a stale cache can never roll the record back, and a
+ *   conflict means "read again", never "act anyway".
+ * - cordon / uncordon: one Node patch of spec.unschedulable and winfleet.io/cordoned-by;
+ *   uncordon only where that annotation is (a node a person cordoned stays cordoned), and it
+ *   also drops the rollout levels below.
+ * - drain: host-removal's drainNode (Eviction API: PodDisruptionBudgets decide, nothing forced).
+ * - apply: the services part is the host controller's (it holds the SSH session): it sees the
+ *   host's recorded Apply step and copies the payload and sets the desired version. Here:
+ *   winfleet.io/install-updates on the Node when the change brings patches.
+ * - reboot: winfleet.io/reboot-request=<token> on the Node; the agent reboots once per token.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import {
+  cordonedByAnnotation,
+  installUpdatesAnnotation,
+  rebootRequestAnnotation,
+} from '../../api/node-annotations.ts';
+import {
+  type HostWindowsUpdates,
+  type WindowsHost,
+  windowsHostResource,
+} from '../../api/windows-host.ts';
+import { isConflict, isNotFound } from '../../kube/client.ts';
+import type { HostRolloutStatus, StepAction } from '../../rollout/host-steps.ts';
+import { drainNode, drainUnmanagedPodsAnnotation } from '../hosts/host-removal.ts';
+
+const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
+
+function hostRef(host: WindowsHost) {
+  const [group, version] = windowsHostResource.apiVersion.split('/') as [string, string];
+  return {
+    group,
+    version,
+    namespace: host.metadata.namespace!,
+    plural: windowsHostResource.plural,
+    name: host.metadata.name,
+  };
+}
+
+/**
+ * Writes status.rollout, guarded by the resourceVersion `host` was read at. Returns the
+ * written object's new resourceVersion, or undefined on a conflict (or a host gone): the
+ * caller then takes no action and reads again.
+ */
+export async function writeRollout(
+  kc: k8s.KubeConfig,
+  host: WindowsHost,
+  rollout: HostRolloutStatus,
+): Promise<string | undefined> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const body = [
+    { op: 'test', path: '/metadata/resourceVersion', value: host.metadata.resourceVersion },
+    host.status
+      ? { op: 'add', path: '/status/rollout', value: rollout }
+      : { op: 'add', path: '/status', value: { rollout } },
+  ];
+  try {
+    const written = (await custom.patchNamespacedCustomObjectStatus(
+      { ...hostRef(host), body },
+      jsonPatch,
+    )) as WindowsHost;
+    return written.metadata.resourceVersion;
+  } catch (error) {
+    // A failed test operation is 422 (Invalid) for JSON Patch; 409 for a racing writer.
+    if (isConflict(error) || isNotFound(error) || isFailedTest(error)) return undefined;
+    throw error;
+  }
+}
+
+function isFailedTest(error: unknown): boolean {
+  const body = (error as { body?: unknown }).body;
+  const text = typeof body === 'string' ? body : JSON.stringify(body ?? '');
+  return /the server rejected our request due to an error in our request|testing value/i.test(text);
+}
+
+/**
+ * Copies the agent's Windows Update report into status.windowsUpdates when it differs (a plain
+ * merge patch of that one field: it is a copy of the Node's annotation, rewritten whole).
+ */
+export async function copyReport(
+  kc: k8s.KubeConfig,
+  host: WindowsHost,
+  summary: HostWindowsUpdates,
+): Promise<void> {
+  if (isDeepStrictEqual(host.status?.windowsUpdates, summary)) return;
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  try {
+    await custom.patchNamespacedCustomObjectStatus(
+      // null for each field the new report lacks (error), which a merge patch would keep.
+      { ...hostRef(host), body: { status: { windowsUpdates: { ...nulls, ...summary } } } },
+      mergePatch,
+    );
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+}
+
+const nulls = {
+  searchedAt: null,
+  available: null,
+  installed: null,
+  failed: null,
+  rebootPending: null,
+  error: null,
+};
+
+/** Removes a consumed winfleet.io/retry-rollout annotation (only if it still has that value). */
+export async function removeAnnotation(
+  kc: k8s.KubeConfig,
+  host: WindowsHost,
+  key: string,
+): Promise<void> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const path = `/metadata/annotations/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+  try {
+    await custom.patchNamespacedCustomObject(
+      {
+        ...hostRef(host),
+        body: [
+          { op: 'test', path, value: host.metadata.annotations?.[key] },
+          { op: 'remove', path },
+        ],
+      },
+      jsonPatch,
+    );
+  } catch (error) {
+    if (isConflict(error) || isNotFound(error) || isFailedTest(error)) return;
+    throw error;
+  }
+}
+
+export interface ActionTarget {
+  kc: k8s.KubeConfig;
+  host: WindowsHost;
+  /** The host's own Node (identity-checked by the caller). */
+  node: k8s.V1Node;
+}
+
+async function patchNode(kc: k8s.KubeConfig, name: string, body: object): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  try {
+    await core.patchNode({ name, body }, mergePatch);
+  } catch (error) {
+    if (isNotFound(error)) return; // the Node went; the next pass sees it
+    throw error;
+  }
+}
+
+/** What a drain left, for the next observation (undefined: not drained this pass). */
+export interface DrainOutcome {
+  drained: boolean;
+  blockers: string[];
+  evicted: string[];
+}
+
+/** Takes one action on the host's Node. */
+export async function takeAction(
+  { kc, host, node }: ActionTarget,
+  action: StepAction,
+): Promise<DrainOutcome | undefined> {
+  const name = node.metadata!.name!;
+  const annotations = node.metadata?.annotations ?? {};
+  switch (action.kind) {
+    case 'none':
+      return undefined;
+    case 'cordon':
+      await patchNode(kc, name, {
+        spec: { unschedulable: true },
+        metadata: { annotations: { [cordonedByAnnotation]: 'winfleet' } },
+      });
+      return undefined;
+    case 'uncordon': {
+      if (annotations[cordonedByAnnotation] === undefined) {
+        await dropLevels(kc, node);
+        return undefined;
+      }
+      await patchNode(kc, name, {
+        spec: { unschedulable: null },
+        metadata: {
+          annotations: {
+            [cordonedByAnnotation]: null,
+            [installUpdatesAnnotation]: null,
+            [rebootRequestAnnotation]: null,
+          },
+        },
+      });
+      return undefined;
+    }
+    case 'drain': {
+      const result = await drainNode(kc, name, {
+        evictUnmanaged: host.metadata.annotations?.[drainUnmanagedPodsAnnotation] === 'true',
+      });
+      return {
+        drained: result.drained,
+        blockers: [...result.blocked, ...result.unmanaged, ...result.terminating],
+        evicted: result.evicted,
+      };
+    }
+    case 'apply': {
+      const policy = action.target.patchPolicy;
+      const wanted = policy === 'None' ? undefined : policy;
+      if (annotations[installUpdatesAnnotation] !== wanted) {
+        await patchNode(kc, name, {
+          metadata: { annotations: { [installUpdatesAnnotation]: wanted ?? null } },
+        });
+      }
+      return undefined;
+    }
+    case 'reboot':
+      if (annotations[rebootRequestAnnotation] !== action.token) {
+        await patchNode(kc, name, {
+          metadata: { annotations: { [rebootRequestAnnotation]: action.token } },
+        });
+      }
+      return undefined;
+  }
+}
+
+/**
+ * Removes the rollout levels (install-updates) from a Node whose host is in no change: the
+ * agent must not install updates outside a change. The reboot token may stay (the agent has it
+ * recorded), but it goes too, so a Node out of a change carries nothing of one.
+ */
+export async function dropLevels(kc: k8s.KubeConfig, node: k8s.V1Node): Promise<void> {
+  const annotations = node.metadata?.annotations ?? {};
+  if (
+    annotations[installUpdatesAnnotation] === undefined &&
+    annotations[rebootRequestAnnotation] === undefined
+  ) {
+    return;
+  }
+  await patchNode(kc, node.metadata!.name!, {
+    metadata: {
+      annotations: { [installUpdatesAnnotation]: null, [rebootRequestAnnotation]: null },
+    },
+  });
+}

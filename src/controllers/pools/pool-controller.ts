@@ -1,0 +1,299 @@
+/**
+ * The WindowsNodePool controller (issue 12): per pool key it works out the pool's hosts
+ * (pool-observe.ts), runs poolPass (src/rollout) and does what it says — per host, record
+ * status.rollout first, then take the one action (pool-actions.ts) — and writes the pool's
+ * status (hosts, readyHosts, updatedHosts, unavailableHosts, observedGeneration, Available,
+ * Progressing, Degraded) through /status.
+ *
+ * Keys are "namespace/name" of a pool, or defaultPoolKey: hosts no pool selects, with
+ * maxUnavailable 1. The default pool has no object: its rollout is told by the hosts' Events
+ * and status.rollout, and its Degraded state by a Warning Event on each host concerned.
+ *
+ * What a pass reads: the cached pools, hosts and Nodes; the payload the operator runs (its
+ * services version and kubelet version); the API server's version (for the kubelet skew
+ * policy). What it remembers between passes, and why that is safe to lose:
+ * - written: the rollout status it wrote per host and the resourceVersion it read, until the
+ *   cache shows a newer object (ReplicaSet-style expectations: a lagging cache must not start
+ *   more hosts than maxUnavailable). Lost on a restart, when the caches are fresh anyway.
+ * - drains: what the last drain found per host in the Drain step. Lost: the host is drained
+ *   again, which evicts what is left and finds the same.
+ *
+ * Membership links hosts to several pools, so every relevant event enqueues every pool; a pass
+ * reads only caches (plus a pod list for a host being drained) and writes only what changed.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { EventReason } from '../../api/reasons.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
+import {
+  retryRolloutAnnotation,
+  type WindowsNodePool,
+  type WindowsNodePoolStatus,
+  windowsNodePoolResource,
+} from '../../api/windows-node-pool.ts';
+import { summarizeReport } from '../../api/windows-updates.ts';
+import { setCondition } from '../../controller/conditions.ts';
+import { Controller, everythingKey } from '../../controller/controller.ts';
+import type { EventRecorder } from '../../controller/events.ts';
+import { type Informer, objectKey } from '../../controller/informer.ts';
+import { nodeIsReady } from '../../controller/informer-factory.ts';
+import type { ReconcileResult } from '../../controller/work-queue.ts';
+import { isNotFound } from '../../kube/client.ts';
+import type { Logger } from '../../log/logger.ts';
+import type { HostRolloutStatus } from '../../rollout/host-steps.ts';
+import { defaultPoolKey } from '../../rollout/pool-membership.ts';
+import { poolPass } from '../../rollout/pool-pass.ts';
+import { checkPoolSpec, defaultPoolPolicy } from '../../rollout/pool-spec.ts';
+import {
+  copyReport,
+  dropLevels,
+  removeAnnotation,
+  takeAction,
+  writeRollout,
+} from './pool-actions.ts';
+import { type DrainSeen, observeNode, passHost, poolMembership } from './pool-observe.ts';
+
+/** The payload the operator runs, as the rollout needs it. */
+export interface PoolPayload {
+  servicesVersion: string;
+  kubeletVersion: string;
+}
+
+export interface PoolControllerDeps {
+  kc: k8s.KubeConfig;
+  pools: Informer<WindowsNodePool>;
+  hosts: Informer<WindowsHost>;
+  nodes: Informer<k8s.V1Node>;
+  events: EventRecorder;
+  log: Logger;
+  /** The payload to roll out; undefined: no payload (the operator joins no hosts). */
+  payload?: () => Promise<PoolPayload>;
+  /** The API server's gitVersion; default: asked of the API server (cached 5 minutes). */
+  apiServerVersion?: () => Promise<string>;
+  now?: () => Date;
+}
+
+/** How often a pool with a host in a change is looked at again (drains are not watched). */
+const inChangeRecheckMs = 2000;
+
+/** The API server's version, asked at most every 5 minutes. */
+function cachedApiServerVersion(kc: k8s.KubeConfig): () => Promise<string> {
+  let cached: { at: number; value: string } | undefined;
+  return async () => {
+    if (cached && Date.now() - cached.at < 5 * 60_000) return cached.value;
+    const info = await kc.makeApiClient(k8s.VersionApi).getCode();
+    cached = { at: Date.now(), value: info.gitVersion };
+    return info.gitVersion;
+  };
+}
+
+/** Creates the controller and wires it to pool, host and node events. */
+export function createPoolController(deps: PoolControllerDeps): Controller {
+  const now = deps.now ?? (() => new Date());
+  const apiServerVersion = deps.apiServerVersion ?? cachedApiServerVersion(deps.kc);
+  const custom = deps.kc.makeApiClient(k8s.CustomObjectsApi);
+  const [group, version] = windowsNodePoolResource.apiVersion.split('/') as [string, string];
+  /** Per host: the rollout written, and the resourceVersion of the object it was computed from. */
+  const written = new Map<string, { readAt: string; rollout: HostRolloutStatus }>();
+  const drains = new Map<string, DrainSeen>();
+  const reported = new Map<string, string>();
+
+  /** The host as the cache has it, or with the rollout this controller wrote if it lags. */
+  function hostView(key: string): WindowsHost | undefined {
+    const host = deps.hosts.get(key);
+    if (!host) {
+      written.delete(key);
+      return undefined;
+    }
+    const mine = written.get(key);
+    if (!mine) return host;
+    // The cache moved past the object that was read before the write: it shows the write (or
+    // something newer), so it is the truth again.
+    if (host.metadata.resourceVersion !== mine.readAt) {
+      written.delete(key);
+      return host;
+    }
+    return { ...host, status: { ...host.status, rollout: mine.rollout } };
+  }
+
+  /** A Warning Event once per distinct problem per host (aggregated by the recorder besides). */
+  function tell(host: WindowsHost, reason: string, message: string): void {
+    const key = `${objectKey(host)}\u0000${reason}`;
+    if (reported.get(key) === message) return;
+    reported.set(key, message);
+    deps.events.record(host, 'Warning', reason, message);
+  }
+
+  async function reconcilePool(key: string): Promise<ReconcileResult | undefined> {
+    const pool = key === defaultPoolKey ? undefined : deps.pools.get(key);
+    if (key !== defaultPoolKey && !pool) return undefined;
+    const membership = poolMembership(deps.pools.list(), deps.hosts.list());
+    const members = membership.pools.get(key) ?? { hosts: [], shared: [] };
+    const shared = new Map(members.shared.map((s) => [s.host, s.otherPools]));
+    const { policy, problems } = pool
+      ? checkPoolSpec(pool.spec)
+      : { policy: defaultPoolPolicy, problems: [] as string[] };
+    const hosts = members.hosts.flatMap((hostKey) => {
+      const host = hostView(hostKey);
+      if (!host) return [];
+      if (host.status?.rollout?.current?.step !== 'Drain') drains.delete(hostKey);
+      return [
+        {
+          host,
+          pass: passHost(host, deps.nodes, shared.get(hostKey) ?? [], drains.get(hostKey)),
+        },
+      ];
+    });
+    const payload = deps.payload ? await deps.payload() : undefined;
+    const generation = pool?.metadata.generation;
+    const result = poolPass({
+      ...(generation !== undefined ? { generation } : {}),
+      policy,
+      specProblems: problems,
+      hosts: hosts.map((h) => h.pass),
+      ...(payload ? { payload } : {}),
+      apiServerVersion: payload ? await apiServerVersion() : '',
+      now: now(),
+    });
+
+    let inChange = false;
+    for (const { host, pass } of hosts) {
+      const step = result.hosts.get(pass.key)!;
+      if (pass.reportProblem) tell(host, EventReason.InvalidEntry, pass.reportProblem);
+      for (const problem of result.hostProblems.get(pass.key) ?? [])
+        tell(host, EventReason.InvalidEntry, problem);
+      if (step.status !== pass.status) {
+        const rv = await writeRollout(deps.kc, deps.hosts.get(pass.key) ?? host, step.status);
+        if (rv === undefined) return { requeueAfterMs: 500 }; // read again; never act on it
+        written.set(pass.key, { readAt: host.metadata.resourceVersion!, rollout: step.status });
+      }
+      for (const e of step.events) deps.events.record(host, e.type, e.reason, e.message);
+      if (pass.report) await copyReport(deps.kc, host, summarizeReport(pass.report));
+      if (step.retryConsumed) await removeAnnotation(deps.kc, host, retryRolloutAnnotation);
+      if (step.status.current) inChange = true;
+      const seen = observeNode(host, deps.nodes);
+      if (!seen) continue;
+      const drained = await takeAction({ kc: deps.kc, host, node: seen.raw }, step.action);
+      if (drained) {
+        drains.set(pass.key, { drained: drained.drained, blockers: drained.blockers });
+        for (const pod of drained.evicted) {
+          deps.events.record(
+            host,
+            'Normal',
+            EventReason.PodEvicted,
+            `Evicted ${pod} from Node ${seen.node.name} for the rollout`,
+          );
+        }
+      }
+      // A Node out of any change carries none of a change's levels.
+      if (!step.status.current && step.action.kind === 'none') await dropLevels(deps.kc, seen.raw);
+    }
+
+    if (pool) await writePoolStatus(pool, result.status);
+    else
+      reportDefaultPool(
+        hosts.map((h) => h.host),
+        result.status,
+      );
+    // recheckAt is on the rollout clock, like `now`.
+    const due = result.recheckAt
+      ? Math.max(0, result.recheckAt.getTime() - now().getTime())
+      : undefined;
+    const soonest = Math.min(due ?? Infinity, inChange ? inChangeRecheckMs : Infinity);
+    return Number.isFinite(soonest) ? { requeueAfterMs: Math.max(soonest, 100) } : undefined;
+  }
+
+  /** The default pool's Degraded state, as a Warning Event on each of its hosts. */
+  function reportDefaultPool(
+    hosts: readonly WindowsHost[],
+    status: ReturnType<typeof poolPass>['status'],
+  ): void {
+    const degraded = status.conditions.find((c) => c.type === 'Degraded');
+    if (degraded?.status !== 'True') return;
+    for (const host of hosts) {
+      tell(
+        host,
+        degraded.reason,
+        `default pool (hosts no WindowsNodePool selects): ${degraded.message}`,
+      );
+    }
+  }
+
+  async function writePoolStatus(
+    pool: WindowsNodePool,
+    computed: ReturnType<typeof poolPass>['status'],
+  ): Promise<void> {
+    const at = now();
+    let conditions = pool.status?.conditions;
+    for (const c of computed.conditions) conditions = setCondition(conditions, c, at);
+    const next: WindowsNodePoolStatus = { ...computed, conditions };
+    if (isDeepStrictEqual(next, pool.status ?? {})) return;
+    try {
+      await custom.patchNamespacedCustomObjectStatus(
+        {
+          group,
+          version,
+          namespace: pool.metadata.namespace!,
+          plural: windowsNodePoolResource.plural,
+          name: pool.metadata.name,
+          body: { status: next },
+        },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+    } catch (error) {
+      if (isNotFound(error)) return; // the pool went; its delete event follows
+      throw error;
+    }
+  }
+
+  const controller = new Controller({
+    name: 'windowsnodepools',
+    log: deps.log,
+    baseDelayMs: 1000,
+    maxDelayMs: 5 * 60_000,
+    async reconcile(key) {
+      if (key === everythingKey) {
+        for (const pool of deps.pools.list()) controller.enqueue(objectKey(pool));
+        controller.enqueue(defaultPoolKey);
+        return undefined;
+      }
+      return reconcilePool(key);
+    },
+  });
+
+  const everything = () => controller.enqueue(everythingKey);
+  deps.pools
+    .on('add', everything)
+    .on('delete', everything)
+    .on('update', (pool, old) => {
+      // Our own status writes need no pass; a spec change (generation) may move hosts.
+      if (pool.metadata.generation !== old.metadata.generation) everything();
+    });
+  deps.hosts
+    .on('add', everything)
+    .on('delete', everything)
+    .on('update', (host, old) => {
+      if (
+        !isDeepStrictEqual(host.metadata.labels, old.metadata.labels) ||
+        !isDeepStrictEqual(host.metadata.annotations, old.metadata.annotations) ||
+        host.metadata.deletionTimestamp !== old.metadata.deletionTimestamp ||
+        host.status?.nodeName !== old.status?.nodeName ||
+        !isDeepStrictEqual(host.status?.rollout, old.status?.rollout)
+      ) {
+        everything();
+      }
+    });
+  const nodeState = (n: k8s.V1Node) => ({
+    ready: nodeIsReady(n),
+    unschedulable: n.spec?.unschedulable,
+    annotations: n.metadata?.annotations,
+    bootId: n.status?.nodeInfo?.bootID,
+  });
+  deps.nodes
+    .on('add', everything)
+    .on('delete', everything)
+    .on('update', (node, old) => {
+      if (!isDeepStrictEqual(nodeState(node), nodeState(old))) everything();
+    });
+  return controller;
+}

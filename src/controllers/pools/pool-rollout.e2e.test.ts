@@ -1,0 +1,264 @@
+/**
+ * A pool's rollout end to end, with a real control plane and simulated hosts (issue 12):
+ * a payload upgrade rolls through a pool never more than maxUnavailable hosts down and never
+ * past a PodDisruptionBudget; a kubelet outside the skew policy is refused before any host is
+ * touched; a host that does not come back from its reboot stops the rollout, Degraded naming
+ * it, and no other host goes down after it.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
+import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
+import {
+  createPool,
+  labelHosts,
+  patchPoolSpec,
+  poolCondition,
+  readPool,
+  sampleRollout,
+} from '../../../sim/testkit/pools.ts';
+import { testNamespace } from '../../../sim/testkit/test-cluster.ts';
+import {
+  createWindowsHosts,
+  listWindowsHosts,
+  waitForReadyHosts,
+} from '../../../sim/testkit/windows-hosts.ts';
+import { servicesVersionAnnotation } from '../../api/node-annotations.ts';
+import { waitFor } from '../../kube/wait-for.ts';
+
+const hostCount = 6;
+
+test('a pool rolls an upgrade 2 at a time within its PDB, refuses a skewed kubelet, and stops at a host that does not come back', async (t) => {
+  const world = await joinWorld(t, {
+    releases: ['2022', '2019', '2025'].flatMap((r) => [r, r]),
+    machine: { timings: { rebootDowntimeMs: 500, rebootDelayMs: 200 } },
+  });
+  const { kc } = world;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
+  const joined = await waitForReadyHosts(kc, world.namespace, hostCount);
+  const nodeNames = joined.map((h) => h.status!.nodeName!);
+  await labelHosts(kc, world.namespace, { pool: 'web' });
+  await createPool(kc, world.namespace, 'web', {
+    selector: { matchLabels: { pool: 'web' } },
+    maxUnavailable: 2,
+    drainTimeout: '2m',
+    readyTimeout: '2m',
+  });
+  await waitFor(
+    async () => {
+      const pool = await readPool(kc, world.namespace, 'web');
+      return pool.status?.hosts === hostCount && pool.status.readyHosts === hostCount;
+    },
+    { description: 'the pool counting its 6 Ready hosts' },
+  );
+
+  // A Windows Deployment spread over the nodes, with a budget of one pod down at a time.
+  const apps = await testNamespace(kc, 'web');
+  await kc.makeApiClient(k8s.AppsV1Api).createNamespacedDeployment({
+    namespace: apps,
+    body: {
+      metadata: { name: 'web' },
+      spec: {
+        replicas: hostCount,
+        selector: { matchLabels: { app: 'web' } },
+        template: {
+          metadata: { labels: { app: 'web' } },
+          spec: {
+            nodeSelector: { 'kubernetes.io/os': 'windows' },
+            tolerations: [{ key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' }],
+            topologySpreadConstraints: [
+              {
+                maxSkew: 1,
+                topologyKey: 'kubernetes.io/hostname',
+                whenUnsatisfiable: 'ScheduleAnyway',
+                labelSelector: { matchLabels: { app: 'web' } },
+              },
+            ],
+            containers: [{ name: 'web', image: 'mcr.microsoft.com/windows/nanoserver:ltsc2022' }],
+          },
+        },
+      },
+    },
+  });
+  await kc.makeApiClient(k8s.PolicyV1Api).createNamespacedPodDisruptionBudget({
+    namespace: apps,
+    body: {
+      metadata: { name: 'web' },
+      spec: { maxUnavailable: 1, selector: { matchLabels: { app: 'web' } } },
+    },
+  });
+  const readyPods = async () =>
+    (await core.listNamespacedPod({ namespace: apps, labelSelector: 'app=web' })).items.filter(
+      (p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+    ).length;
+  await waitFor(async () => (await readyPods()) === hostCount, {
+    description: `${hostCount} web pods Ready`,
+    timeoutMs: 60_000,
+  });
+
+  await t.test('an upgrade: never more than 2 hosts down, never past the PDB', async () => {
+    const sampler = sampleRollout(kc, {
+      nodeNames: () => nodeNames,
+      pods: { namespace: apps, labelSelector: 'app=web' },
+    });
+    const next = await writeStandInPayload(world.payloadDir, {
+      kubernetesVersion: 'v1.36.6',
+      version: '1.36.6-wf.1',
+    });
+    try {
+      await waitFor(
+        async () => {
+          const nodes = (await core.listNode()).items.filter((n) =>
+            nodeNames.includes(n.metadata!.name!),
+          );
+          const pool = await readPool(kc, world.namespace, 'web');
+          return nodes.every(
+            (n) =>
+              n.metadata?.annotations?.[servicesVersionAnnotation] === next.version &&
+              !n.spec?.unschedulable,
+          ) && pool.status?.updatedHosts === hostCount
+            ? pool
+            : undefined;
+        },
+        { description: `every node on ${next.version} and uncordoned`, timeoutMs: 300_000 },
+      );
+    } finally {
+      await sampler.stop();
+    }
+    const samples = sampler.samples;
+    assert.ok(samples.length > 10, `sampled ${samples.length} times`);
+    const worst = Math.max(...samples.map((s) => s.unavailable.length));
+    assert.ok(worst <= 2, `at most 2 hosts down at once; saw ${worst}`);
+    assert.ok(
+      samples.some((s) => s.cordoned.length > 0),
+      'the rollout cordoned hosts (it went through the engine)',
+    );
+    // One pod down at a time: the budget. Evictions go through the Eviction API, so the pods
+    // Ready never drop below replicas - 1.
+    const fewest = Math.min(...samples.map((s) => s.readyPods!));
+    assert.ok(fewest >= hostCount - 1, `at least ${hostCount - 1} pods Ready; saw ${fewest}`);
+    const pool = await readPool(kc, world.namespace, 'web');
+    assert.equal(poolCondition(pool, 'Progressing')?.reason, 'RolloutComplete');
+    assert.equal(poolCondition(pool, 'Degraded')?.status, 'False');
+    const hosts = await listWindowsHosts(kc, world.namespace);
+    for (const host of hosts) {
+      assert.equal(
+        host.status?.rollout?.current,
+        undefined,
+        `${host.metadata.name} has no change left`,
+      );
+      const node = await core.readNode({ name: host.status!.nodeName! });
+      assert.equal(node.status?.nodeInfo?.kubeletVersion, 'v1.36.6', 'the new kubelet runs');
+    }
+  });
+
+  await t.test(
+    'a kubelet outside the skew policy is refused before any host is touched',
+    async () => {
+      const before = await core.listNode();
+      const sampler = sampleRollout(kc, { nodeNames: () => nodeNames });
+      await writeStandInPayload(world.payloadDir, {
+        kubernetesVersion: 'v1.37.0',
+        version: '1.37.0-wf.1',
+      });
+      try {
+        const degraded = await waitFor(
+          async () => {
+            const c = poolCondition(await readPool(kc, world.namespace, 'web'), 'Degraded');
+            return c?.status === 'True' ? c : undefined;
+          },
+          { description: 'the pool Degraded by the skew', timeoutMs: 30_000 },
+        );
+        assert.match(degraded.message, /1\.37/);
+        assert.match(degraded.message, /1\.36/);
+        // Give it time to do what it must not.
+        await new Promise((resolve) => setTimeout(resolve, 8000));
+      } finally {
+        await sampler.stop();
+      }
+      assert.ok(
+        sampler.samples.every((s) => s.cordoned.length === 0),
+        'no node was cordoned',
+      );
+      const after = await core.listNode();
+      for (const node of after.items.filter((n) => nodeNames.includes(n.metadata!.name!))) {
+        const was = before.items.find((n) => n.metadata!.name === node.metadata!.name)!;
+        assert.equal(
+          node.metadata?.annotations?.[servicesVersionAnnotation],
+          was.metadata?.annotations?.[servicesVersionAnnotation],
+          `${node.metadata!.name} still on its version`,
+        );
+        assert.equal(node.status?.nodeInfo?.bootID, was.status?.nodeInfo?.bootID, 'not rebooted');
+      }
+      const hosts = await listWindowsHosts(kc, world.namespace);
+      assert.ok(
+        hosts.every((h) => !h.status?.rollout?.current),
+        'no host in a change',
+      );
+      // Back to a payload within the policy for what follows (the same version as the hosts run).
+      await writeStandInPayload(world.payloadDir, {
+        kubernetesVersion: 'v1.36.6',
+        version: '1.36.6-wf.1',
+      });
+      await waitFor(
+        async () =>
+          poolCondition(await readPool(kc, world.namespace, 'web'), 'Degraded')?.status === 'False',
+        { description: 'Degraded cleared with a payload within the policy', timeoutMs: 30_000 },
+      );
+    },
+  );
+
+  await t.test(
+    'a host that does not come back from its reboot stops the rollout, named',
+    async () => {
+      for (const host of world.fleet.hosts) host.faults.stayDownOnReboot();
+      const before = await core.listNode();
+      const bootOf = (name: string) =>
+        before.items.find((n) => n.metadata!.name === name)?.status?.nodeInfo?.bootID;
+      const sampler = sampleRollout(kc, { nodeNames: () => nodeNames });
+      await patchPoolSpec(kc, world.namespace, 'web', {
+        maxUnavailable: 1,
+        readyTimeout: '15s',
+        rebootRequestedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      });
+      let failed: string;
+      try {
+        const degraded = await waitFor(
+          async () => {
+            const c = poolCondition(await readPool(kc, world.namespace, 'web'), 'Degraded');
+            return c?.status === 'True' && c.reason === 'RebootTimedOut' ? c : undefined;
+          },
+          { description: 'the pool Degraded: RebootTimedOut', timeoutMs: 90_000 },
+        );
+        const hosts = await listWindowsHosts(kc, world.namespace);
+        const stuck = hosts.filter((h) => h.status?.rollout?.current);
+        assert.equal(stuck.length, 1, 'one host in a change');
+        failed = stuck[0]!.metadata.name;
+        assert.match(degraded.message, new RegExp(`${world.namespace}/${failed}`));
+        assert.equal(stuck[0]!.status?.rollout?.current?.failure?.step, 'Reboot');
+        // Give it time to take another host down, which it must not.
+        await new Promise((resolve) => setTimeout(resolve, 10_000));
+      } finally {
+        await sampler.stop();
+      }
+      const failedNode = (await listWindowsHosts(kc, world.namespace)).find(
+        (h) => h.metadata.name === failed,
+      )!.status!.nodeName!;
+      for (const s of sampler.samples) {
+        assert.deepEqual(
+          s.cordoned.filter((n) => n !== failedNode),
+          [],
+          'no other node cordoned',
+        );
+        for (const name of nodeNames.filter((n) => n !== failedNode)) {
+          if (s.bootIds[name] !== undefined)
+            assert.equal(s.bootIds[name], bootOf(name), `${name} not rebooted`);
+        }
+      }
+      const pool = await readPool(kc, world.namespace, 'web');
+      assert.equal(pool.status?.unavailableHosts, 1, 'the failed host holds its own slot only');
+    },
+  );
+});
