@@ -100,63 +100,67 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
   const core = kc?.makeApiClient(k8s.CoreV1Api);
   if (core) node = await core.readNode({ name: config.nodeName }).catch(() => undefined);
   const desired = node?.metadata?.annotations?.[desiredServicesVersionAnnotation];
-  const restart = new Set<string>();
-  if (core && desired && desired !== manifest.version) {
-    const next = await acceptedManifest(context, core, config, desired);
-    if (next) {
-      const changed = await installPayloadFiles(host, next, state);
-      for (const name of servicesRunning(next, changed)) restart.add(name);
-      await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
-      context.stderr(`applying services manifest ${next.version} (was ${manifest.version})\n`);
-      manifest = next;
+  // Windows Update and the rollout's reboot requests run even when a step before them failed:
+  // a reboot the rollout asks for may be what mends a host whose services do not start.
+  try {
+    const restart = new Set<string>();
+    if (core && desired && desired !== manifest.version) {
+      const next = await acceptedManifest(context, core, config, desired);
+      if (next) {
+        const changed = await installPayloadFiles(host, next, state);
+        for (const name of servicesRunning(next, changed)) restart.add(name);
+        await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
+        context.stderr(`applying services manifest ${next.version} (was ${manifest.version})\n`);
+        manifest = next;
+      }
     }
-  }
-  // The node's own credentials work: the bootstrap token and its kubeconfig are no longer
-  // needed (a re-bootstrap gets fresh ones from the operator).
-  if (node) await removeBootstrapFiles(host);
-  // The pod network follows the Node's spec.podCIDR (cni-config.ts).
-  if (node) await syncCniConfig(context, config, node);
-  // kube-proxy's own certificate, asked for with the node's (kube-proxy-credentials.ts).
-  const nodeClient = node ? kc : undefined;
-  const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
-  for (const name of proxy.restart) restart.add(name);
-  await convergeServices(host, manifest, nodeVariableValues(config), state, {
-    start: 'all',
-    restart,
-    holdBack: proxy.holdBack,
-  });
-  // Old executables moved aside by an upgrade go once nothing runs them (replace-executable.ts).
-  await removeStaleCopiesOf(host, [
-    ...manifest.files.map((f) => f.path),
-    paths.agentExe,
-    paths.serviceExe,
-  ]);
-  state.version = manifest.version;
-  await writeState(host, state);
-  if (
-    core &&
-    node &&
-    isReady(node) &&
-    node.metadata?.annotations?.[servicesVersionAnnotation] !== manifest.version
-  ) {
-    await core.patchNode(
-      {
-        name: config.nodeName,
-        body: { metadata: { annotations: { [servicesVersionAnnotation]: manifest.version } } },
-      },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-    );
-  }
-  // Windows Update and the rollout's reboot requests (windows-updates.ts).
-  if (core && node) {
-    await syncWindowsUpdates(context, config, node, {
-      patchAnnotations: async (annotations) => {
-        await core.patchNode(
-          { name: config.nodeName, body: { metadata: { annotations } } },
-          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-        );
-      },
+    // The node's own credentials work: the bootstrap token and its kubeconfig are no longer
+    // needed (a re-bootstrap gets fresh ones from the operator).
+    if (node) await removeBootstrapFiles(host);
+    // The pod network follows the Node's spec.podCIDR (cni-config.ts).
+    if (node) await syncCniConfig(context, config, node);
+    // kube-proxy's own certificate, asked for with the node's (kube-proxy-credentials.ts).
+    const nodeClient = node ? kc : undefined;
+    const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
+    for (const name of proxy.restart) restart.add(name);
+    await convergeServices(host, manifest, nodeVariableValues(config), state, {
+      start: 'all',
+      restart,
+      holdBack: proxy.holdBack,
     });
+    // Old executables moved aside by an upgrade go once nothing runs them (replace-executable.ts).
+    await removeStaleCopiesOf(host, [
+      ...manifest.files.map((f) => f.path),
+      paths.agentExe,
+      paths.serviceExe,
+    ]);
+    state.version = manifest.version;
+    await writeState(host, state);
+    if (
+      core &&
+      node &&
+      isReady(node) &&
+      node.metadata?.annotations?.[servicesVersionAnnotation] !== manifest.version
+    ) {
+      await core.patchNode(
+        {
+          name: config.nodeName,
+          body: { metadata: { annotations: { [servicesVersionAnnotation]: manifest.version } } },
+        },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+    }
+  } finally {
+    if (core && node) {
+      await syncWindowsUpdates(context, config, node, {
+        patchAnnotations: async (annotations) => {
+          await core.patchNode(
+            { name: config.nodeName, body: { metadata: { annotations } } },
+            k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+          );
+        },
+      });
+    }
   }
   return manifest.version;
 }

@@ -390,7 +390,8 @@ export const windowsHostCrd = fromWire({
                         maxItems: 200,
                         description:
                           'Updates found and not installed: "KB5040437 (Security Updates)"',
-                        items: { type: 'string', maxLength: 128 },
+                        // A KB and up to 8 categories of 64 characters (the report's own limits).
+                        items: { type: 'string', maxLength: 600 },
                       },
                       installed: {
                         type: 'array',

@@ -151,6 +151,8 @@ test('refuses wrong types', () => {
   refused({ ...good, bootId: 'a/b' }, /bootId: expected 1–64 letters, digits and dashes/);
   refused({ ...good, bootId: '' }, /bootId/);
   refused({ ...good, searchedAt: 'yesterday' }, /searchedAt: expected an RFC 3339 time/);
+  // The right shape, no real time: the CRD's date-time would refuse the copy of it.
+  refused({ ...good, searchedAt: '2025-13-45T99:99:99Z' }, /searchedAt/);
   refused({ ...good, available: {} }, /available: expected a list/);
   refused({ ...good, installed: 'KB5040437' }, /installed: expected a list/);
   refused(

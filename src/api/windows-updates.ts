@@ -6,7 +6,7 @@
  * whole, naming the field — it never half-counts. A node can only lie about itself: what it
  * reports decides which changes its own host goes through, never another host's.
  */
-import type { AvailableUpdate } from '../rollout/pending-changes.ts';
+import { type AvailableUpdate, parseApiTime } from '../rollout/pending-changes.ts';
 import type { HostWindowsUpdates } from './windows-host.ts';
 
 /** One update the Windows Update Agent found and has not installed. */
@@ -120,9 +120,11 @@ export function parseWindowsUpdateReport(text: string): WindowsUpdateReport {
     if (typeof r.bootId !== 'string' || !bootIdPattern.test(r.bootId)) {
       throw new RangeError('bootId: expected 1–64 letters, digits and dashes');
     }
+    // A real time (no month 13), as the CRD's date-time format will check when it is copied.
     if (typeof r.searchedAt !== 'string' || !rfc3339.test(r.searchedAt)) {
       throw new RangeError('searchedAt: expected an RFC 3339 time');
     }
+    parseApiTime(r.searchedAt, 'searchedAt');
     if (typeof r.rebootPending !== 'boolean')
       throw new RangeError('rebootPending: expected a boolean');
     const seen = new Set<string>();

@@ -815,7 +815,12 @@ test('property: it only ever asks what its step allows — nothing for a deleted
           assert.equal(step, 'Reboot');
           assert.equal(r.action.token, r.status.current!.reboot!.token);
           const before = status.current?.reboot;
-          if (before && status.current?.step === 'Reboot')
+          // A second token only when a person retries a stopped reboot (a new retry value).
+          const retried =
+            status.current?.failure !== undefined &&
+            seen.retryAnnotation !== undefined &&
+            seen.retryAnnotation !== status.retryHandled;
+          if (before && status.current?.step === 'Reboot' && !retried)
             assert.equal(r.action.token, before.token, 'never a second token');
           break;
         }
@@ -852,4 +857,79 @@ test('one reboot per change: a reboot still pending after it (or a stale report 
   assert.notEqual(r.status.current?.step, 'Reboot');
   assert.notEqual(r.action.kind, 'reboot');
   assert.deepEqual(r.action, { kind: 'uncordon' });
+});
+
+test('after patches, WaitReady needs a report from the new boot; an update offered again then times out instead of looping', () => {
+  const target: RolloutTarget = { patchPolicy: 'Security' };
+  const waiting: HostRolloutStatus = {
+    current: {
+      target,
+      changes: ['patches'],
+      step: 'WaitReady',
+      startedAt: t0.toISOString(),
+      stepStartedAt: t0.toISOString(),
+      reboot: { token: 'reboot-1', bootIdBefore: 'old', requestedAt: t0.toISOString() },
+    },
+    lastRebootAt: t0.toISOString(),
+  };
+  const facts = (updatesReported: boolean, availableUpdates: AvailableUpdate[]) =>
+    observed({
+      node: { unschedulable: true, cordonedByWinfleet: true, bootId: 'new' },
+      facts: { servicesVersion: v1, availableUpdates, rebootPending: false, updatesReported },
+    });
+  // Ready in the new boot, but the agent has not searched yet: no news is not good news.
+  const early = advanceHost(input({ status: waiting, target, observed: facts(false, []) }));
+  assert.equal(early.status.current?.step, 'WaitReady');
+  // It searched: the update is offered again (Windows rolled it back at boot).
+  const rolledBack = advanceHost(
+    input({ status: waiting, target, observed: facts(true, [cumulative]) }),
+  );
+  assert.equal(rolledBack.status.current?.step, 'WaitReady');
+  const late = advanceHost(
+    input({
+      status: waiting,
+      target,
+      observed: facts(true, [cumulative]),
+      now: later(timeouts.readyTimeoutMs),
+    }),
+  );
+  assert.equal(late.status.current?.failure?.reason, ConditionReason.ReadyTimedOut);
+  // It searched and the update stayed installed: on to Uncordon.
+  const done = advanceHost(input({ status: waiting, target, observed: facts(true, []) }));
+  assert.equal(done.status.current?.step, 'Uncordon');
+});
+
+test('a retry of a stopped Reboot asks with a new token (the old one may be recorded by an agent that failed to shut down)', () => {
+  const target: RolloutTarget = { patchPolicy: 'None', rebootRequestedAt: t0.toISOString() };
+  const stopped: HostRolloutStatus = {
+    current: {
+      target,
+      changes: ['reboot-requested'],
+      step: 'Reboot',
+      startedAt: t0.toISOString(),
+      stepStartedAt: t0.toISOString(),
+      reboot: { token: 'reboot-1', bootIdBefore: 'b1', requestedAt: t0.toISOString() },
+      failure: {
+        step: 'Reboot',
+        reason: ConditionReason.RebootTimedOut,
+        message: 'did not come back',
+        since: later(timeouts.readyTimeoutMs).toISOString(),
+      },
+    },
+  };
+  const node = { unschedulable: true, cordonedByWinfleet: true, bootId: 'b1' };
+  const still = advanceHost(input({ status: stopped, target, observed: observed({ node }) }));
+  assert.deepEqual(still.action, { kind: 'none' }, 'stopped: nothing without a retry');
+  const retried = advanceHost(
+    input({
+      status: stopped,
+      target,
+      observed: observed({ node, retryAnnotation: '1' }),
+      now: later(20 * minute),
+    }),
+  );
+  const token = retried.status.current?.reboot?.token;
+  assert.ok(token && token !== 'reboot-1', `a new token: ${token}`);
+  assert.deepEqual(retried.action, { kind: 'reboot', token });
+  assert.equal(retried.status.current?.failure, undefined);
 });

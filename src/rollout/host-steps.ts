@@ -246,7 +246,14 @@ function goalMet(change: HostChange, observed: HostObservation): boolean {
         node.bootId !== change.reboot.bootIdBefore
       );
     case 'WaitReady':
-      return node?.ready === true && applied(change.target, observed.facts);
+      // After patches, only a report made in the new boot says they stayed installed (an
+      // update Windows rolled back at boot is offered again: the step then times out, named,
+      // instead of the host going round cordon, drain and reboot for ever).
+      return (
+        node?.ready === true &&
+        applied(change.target, observed.facts) &&
+        (!change.changes.includes('patches') || observed.facts.updatesReported !== false)
+      );
     case 'Uncordon':
       return node?.cordonedByWinfleet !== true;
   }
@@ -365,7 +372,13 @@ export function advanceHost(input: StepInput): StepResult {
           message: `${change.step} goes on: ${met ? 'the host got there after all' : `${retryRolloutAnnotation} was set`}`,
         });
         const { failure: _cleared, ...rest } = change;
-        change = met ? rest : { ...rest, stepStartedAt: apiTime(now) };
+        if (met) change = rest;
+        else if (rest.step === 'Reboot') {
+          // The boot id never changed: that token did not reboot the host (the agent may have
+          // recorded it and failed to shut down). A retry asks again with a new token.
+          const { reboot: _unused, ...withoutReboot } = rest;
+          change = { ...withoutReboot, stepStartedAt: apiTime(now) };
+        } else change = { ...rest, stepStartedAt: apiTime(now) };
       } else {
         return result({ kind: 'none' }, change);
       }

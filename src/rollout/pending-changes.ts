@@ -40,6 +40,11 @@ export interface HostFacts {
   /** Windows updates the agent found and has not installed. */
   availableUpdates: readonly AvailableUpdate[];
   /**
+   * The agent has reported Windows Update in the Node's current boot (false: no report yet since
+   * the last boot, so availableUpdates says nothing). Undefined counts as reported.
+   */
+  updatesReported?: boolean;
+  /**
    * Windows reports a reboot pending (any of the three registry keys) — in the current boot:
    * the caller believes an agent report only when it was made under the Node's current bootID,
    * so a report from before a reboot never asks for another.

@@ -20,7 +20,7 @@ import {
   simulatedHost,
   tick,
 } from './fixtures/simulated-hosts.ts';
-import type { HostRolloutStatus } from './host-steps.ts';
+import type { HostChange, HostRolloutStatus } from './host-steps.ts';
 import { assignPools, defaultPoolKey, objectKey } from './pool-membership.ts';
 import { type PoolPassInput, type PoolPassResult, poolPass } from './pool-pass.ts';
 import { checkPoolSpec, defaultPoolPolicy, type PoolPolicy } from './pool-spec.ts';
@@ -393,4 +393,48 @@ test('a bad reboot annotation on a host is reported and ignored', () => {
   ]);
   assert.deepEqual(r.plan.start, []);
   assert.equal(objectKey({ namespace: 'windows', name: 'win-web-1' }), 'windows/win-web-1');
+});
+
+test('a host that becomes shared mid-change finishes the change it has, whichever pool passes', () => {
+  const at = new Date('2025-06-07T01:00:00Z');
+  const current: HostChange = {
+    target: { patchPolicy: 'Security' },
+    changes: ['patches'],
+    step: 'Apply',
+    startedAt: at.toISOString(),
+    stepStartedAt: at.toISOString(),
+  };
+  const host = {
+    key: 'windows/shared',
+    otherPools: ['windows/other'],
+    status: { current },
+    observed: {
+      node: {
+        name: 'shared',
+        ready: true,
+        unschedulable: true,
+        cordonedByWinfleet: true,
+        bootId: 'b1',
+      },
+      drained: true,
+      deleting: false,
+      facts: {
+        availableUpdates: [{ kb: 'KB5040437', categories: ['Security Updates'] }],
+        rebootPending: false,
+      },
+    },
+  };
+  // The other pool's policy installs nothing: retargeted, the change would end at once.
+  for (const patchPolicy of ['None', 'Security'] as const) {
+    const result = poolPass({
+      policy: { ...defaultPoolPolicy, patchPolicy },
+      specProblems: [],
+      hosts: [host],
+      apiServerVersion,
+      now: new Date(at.getTime() + 1000),
+    });
+    const step = result.hosts.get('windows/shared')!;
+    assert.equal(step.status.current?.step, 'Apply', `${patchPolicy}: still applying`);
+    assert.deepEqual(step.action, { kind: 'apply', target: { patchPolicy: 'Security' } });
+  }
 });

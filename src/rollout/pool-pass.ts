@@ -98,7 +98,11 @@ export function poolPass(input: PoolPassInput): PoolPassResult {
         host: h.key,
         status: h.status,
         observed: h.observed,
-        target: targets.get(h.key)!,
+        // A host another pool selects too (it became shared mid-change) finishes the change it
+        // has, as recorded: each pool's pass would otherwise retarget it to its own policy, and
+        // the one with less to do would end the change half-done.
+        target:
+          h.otherPools?.length && h.status.current ? h.status.current.target : targets.get(h.key)!,
         start: starting.has(h.key),
         timeouts: policy,
         now,

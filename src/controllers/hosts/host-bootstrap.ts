@@ -30,6 +30,8 @@ const minimumBuild = 17763;
 
 export interface JoinContext extends HostControllerDeps {
   publish: ReturnType<typeof createManifestPublisher>;
+  /** The API server's gitVersion (cached), for the kubelet skew policy. */
+  apiServerVersion: () => Promise<string>;
 }
 
 /**

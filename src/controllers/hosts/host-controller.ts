@@ -9,6 +9,7 @@ import { hostAnnotation } from '../../api/node-annotations.ts';
 import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import { objectKey } from '../../controller/informer.ts';
+import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { reconcileJoin } from './host-join.ts';
 import { reconcileRemoval } from './host-removal.ts';
@@ -21,7 +22,7 @@ export function createHostController(deps: HostControllerDeps): Controller {
   const publish = createManifestPublisher(deps.kc, deps.operatorNamespace, {
     clusterBindings: deps.clusterBindings,
   });
-  const ctx = { ...deps, publish };
+  const ctx = { ...deps, publish, apiServerVersion: cachedApiServerVersion(deps.kc) };
 
   const controller = new Controller({
     name: 'windowshosts',

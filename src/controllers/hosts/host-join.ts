@@ -19,6 +19,7 @@ import {
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import { trustHostKeyAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import { nodeIsReady } from '../../controller/informer-factory.ts';
+import { checkKubeletSkew } from '../../rollout/kubelet-skew.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
 import { featureRestartRecheckMs } from './containers-feature.ts';
@@ -91,6 +92,9 @@ async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
   } else if (timing.waitingForNode && hs.status.nodeName) {
     return waitForNode(hs);
   }
+  // A payload whose kubelet the API server must not serve never reaches a host, joining or not.
+  const skew = checkKubeletSkew(loaded.payload.kubernetesVersion, await ctx.apiServerVersion());
+  if (!skew.ok) return refuseSkewedPayload(ctx, host, hs, skew.message);
   hs.set(
     ConditionType.Ready,
     'False',
@@ -127,6 +131,21 @@ export function wantedVersion(
     change.step !== 'Drain' &&
     change.target.servicesVersion === payloadVersion;
   return applying ? payloadVersion : desired;
+}
+
+/** Nothing is done on the host: Ready and Degraded say why, and a Warning Event once. */
+function refuseSkewedPayload(
+  ctx: JoinContext,
+  host: WindowsHost,
+  hs: HostStatus,
+  message: string,
+): PassResult {
+  const first = hs.condition(ConditionType.Degraded)?.reason !== ConditionReason.KubeletVersionSkew;
+  const text = `Not configuring the host: ${message}`;
+  hs.set(ConditionType.Ready, 'False', ConditionReason.KubeletVersionSkew, text);
+  hs.set(ConditionType.Degraded, 'True', ConditionReason.KubeletVersionSkew, text);
+  if (first) ctx.events.record(host, 'Warning', ConditionReason.KubeletVersionSkew, text);
+  return { requeueAfterMs: refusedRecheckMs };
 }
 
 /** Why this host may not have the node name `name`, from the caches. */

@@ -38,9 +38,10 @@ import type { EventRecorder } from '../../controller/events.ts';
 import { type Informer, objectKey } from '../../controller/informer.ts';
 import { nodeIsReady } from '../../controller/informer-factory.ts';
 import type { ReconcileResult } from '../../controller/work-queue.ts';
+import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
-import type { HostRolloutStatus } from '../../rollout/host-steps.ts';
+import type { HostRolloutStatus, StepResult } from '../../rollout/host-steps.ts';
 import { defaultPoolKey } from '../../rollout/pool-membership.ts';
 import { poolPass } from '../../rollout/pool-pass.ts';
 import { checkPoolSpec, defaultPoolPolicy } from '../../rollout/pool-spec.ts';
@@ -75,17 +76,6 @@ export interface PoolControllerDeps {
 
 /** How often a pool with a host in a change is looked at again (drains are not watched). */
 const inChangeRecheckMs = 2000;
-
-/** The API server's version, asked at most every 5 minutes. */
-function cachedApiServerVersion(kc: k8s.KubeConfig): () => Promise<string> {
-  let cached: { at: number; value: string } | undefined;
-  return async () => {
-    if (cached && Date.now() - cached.at < 5 * 60_000) return cached.value;
-    const info = await kc.makeApiClient(k8s.VersionApi).getCode();
-    cached = { at: Date.now(), value: info.gitVersion };
-    return info.gitVersion;
-  };
-}
 
 /** Creates the controller and wires it to pool, host and node events. */
 export function createPoolController(deps: PoolControllerDeps): Controller {
@@ -124,6 +114,47 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     deps.events.record(host, 'Warning', reason, message);
   }
 
+  /**
+   * One host's part of a pass: record its rollout state, then act. 'conflict': the record
+   * could not be written (stale read), so nothing was done and the pass must read again.
+   */
+  async function doHost(
+    host: WindowsHost,
+    pass: ReturnType<typeof passHost>,
+    step: StepResult,
+    problems: readonly string[],
+  ): Promise<'done' | 'conflict'> {
+    if (pass.reportProblem) tell(host, EventReason.InvalidEntry, pass.reportProblem);
+    for (const problem of problems) tell(host, EventReason.InvalidEntry, problem);
+    if (step.status !== pass.status) {
+      const rv = await writeRollout(deps.kc, deps.hosts.get(pass.key) ?? host, step.status);
+      if (rv === undefined) return 'conflict';
+      written.set(pass.key, { readAt: host.metadata.resourceVersion!, rollout: step.status });
+    }
+    for (const e of step.events) deps.events.record(host, e.type, e.reason, e.message);
+    if (step.retryConsumed) await removeAnnotation(deps.kc, host, retryRolloutAnnotation);
+    const seen = observeNode(host, deps.nodes);
+    if (seen) {
+      const drained = await takeAction({ kc: deps.kc, host, node: seen.raw }, step.action);
+      if (drained) {
+        drains.set(pass.key, { drained: drained.drained, blockers: drained.blockers });
+        for (const pod of drained.evicted) {
+          deps.events.record(
+            host,
+            'Normal',
+            EventReason.PodEvicted,
+            `Evicted ${pod} from Node ${seen.node.name} for the rollout`,
+          );
+        }
+      }
+      // A Node out of any change carries none of a change's levels.
+      if (!step.status.current && step.action.kind === 'none') await dropLevels(deps.kc, seen.raw);
+    }
+    // Last: a copy for people to read; its failure touches nothing above.
+    if (pass.report) await copyReport(deps.kc, host, summarizeReport(pass.report));
+    return 'done';
+  }
+
   async function reconcilePool(key: string): Promise<ReconcileResult | undefined> {
     const pool = key === defaultPoolKey ? undefined : deps.pools.get(key);
     if (key !== defaultPoolKey && !pool) return undefined;
@@ -157,38 +188,25 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     });
 
     let inChange = false;
+    // One host's failure (an API error, a report the API server will not store) must not hold
+    // back the others' steps or the pool's status: each host is done on its own, and the first
+    // error is raised once the pass is over (the work queue then retries with backoff).
+    let firstError: unknown;
     for (const { host, pass } of hosts) {
       const step = result.hosts.get(pass.key)!;
-      if (pass.reportProblem) tell(host, EventReason.InvalidEntry, pass.reportProblem);
-      for (const problem of result.hostProblems.get(pass.key) ?? [])
-        tell(host, EventReason.InvalidEntry, problem);
-      if (step.status !== pass.status) {
-        const rv = await writeRollout(deps.kc, deps.hosts.get(pass.key) ?? host, step.status);
-        if (rv === undefined) return { requeueAfterMs: 500 }; // read again; never act on it
-        written.set(pass.key, { readAt: host.metadata.resourceVersion!, rollout: step.status });
-      }
-      for (const e of step.events) deps.events.record(host, e.type, e.reason, e.message);
-      if (pass.report) await copyReport(deps.kc, host, summarizeReport(pass.report));
-      if (step.retryConsumed) await removeAnnotation(deps.kc, host, retryRolloutAnnotation);
       if (step.status.current) inChange = true;
-      const seen = observeNode(host, deps.nodes);
-      if (!seen) continue;
-      const drained = await takeAction({ kc: deps.kc, host, node: seen.raw }, step.action);
-      if (drained) {
-        drains.set(pass.key, { drained: drained.drained, blockers: drained.blockers });
-        for (const pod of drained.evicted) {
-          deps.events.record(
-            host,
-            'Normal',
-            EventReason.PodEvicted,
-            `Evicted ${pod} from Node ${seen.node.name} for the rollout`,
-          );
-        }
+      try {
+        const outcome = await doHost(host, pass, step, result.hostProblems.get(pass.key) ?? []);
+        if (outcome === 'conflict') return { requeueAfterMs: 500 }; // read again; never act on it
+      } catch (error) {
+        firstError ??= error;
+        deps.log.warn('pool pass: a host step failed', {
+          pool: key,
+          host: pass.key,
+          error: (error as Error).message,
+        });
       }
-      // A Node out of any change carries none of a change's levels.
-      if (!step.status.current && step.action.kind === 'none') await dropLevels(deps.kc, seen.raw);
     }
-
     if (pool) await writePoolStatus(pool, result.status);
     else
       reportDefaultPool(
@@ -200,6 +218,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
       ? Math.max(0, result.recheckAt.getTime() - now().getTime())
       : undefined;
     const soonest = Math.min(due ?? Infinity, inChange ? inChangeRecheckMs : Infinity);
+    if (firstError !== undefined) throw firstError;
     return Number.isFinite(soonest) ? { requeueAfterMs: Math.max(soonest, 100) } : undefined;
   }
 

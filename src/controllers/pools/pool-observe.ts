@@ -119,7 +119,13 @@ export function passHost(
     deleting: Boolean(host.metadata.deletionTimestamp),
     facts: {
       ...(servicesVersion ? { servicesVersion } : {}),
-      availableUpdates: report?.available ?? [],
+      // An update installed and waiting for its reboot is not "available", whatever the search
+      // said (some builds still offer it until the reboot).
+      availableUpdates:
+        report?.available.filter(
+          (u) => !(report.rebootPending && report.installed.includes(u.kb)),
+        ) ?? [],
+      updatesReported: report !== undefined,
       rebootPending: report?.rebootPending ?? false,
       ...(createdAt ? { createdAt: new Date(createdAt).toISOString() } : {}),
     },

@@ -131,6 +131,7 @@ test('a pool rolls an upgrade 2 at a time within its PDB, refuses a skewed kubel
     assert.ok(samples.length > 10, `sampled ${samples.length} times`);
     const worst = Math.max(...samples.map((s) => s.unavailable.length));
     assert.ok(worst <= 2, `at most 2 hosts down at once; saw ${worst}`);
+    assert.equal(worst, 2, 'and 2 at a time: the budget is used, not one host at a time');
     assert.ok(
       samples.some((s) => s.cordoned.length > 0),
       'the rollout cordoned hosts (it went through the engine)',
