@@ -16,6 +16,7 @@ import type {
   UpdateInstallResult,
 } from '../../src/agent/host-os.ts';
 import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
+import type { DefenderThreatList } from '../../src/agent/windows/defender.ts';
 import {
   ensureInboundFirewallRuleScript,
   removeFirewallRuleScript,
@@ -354,7 +355,31 @@ export class SimHostOS implements HostOS {
   rebootPending(): Promise<boolean> {
     return this.#live(() => this.#machine.windowsUpdate.rebootPending());
   }
+
+  /**
+   * The health endpoints of the node services, as the machine answers them: the kubelet's
+   * :10248/healthz and kube-proxy's :10256/healthz answer "ok" while their service runs;
+   * anything else is refused, as a port nothing listens on.
+   */
+  getLoopbackHttp(port: number, path: string): Promise<{ status: number; body: string }> {
+    return this.#live(() => {
+      const service = healthzServices[port];
+      if (path === '/healthz' && service && this.#machine.scm.query(service)?.state === 'running')
+        return { status: 200, body: 'ok' };
+      throw Object.assign(new Error(`connect ECONNREFUSED 127.0.0.1:${port}`), {
+        code: 'ECONNREFUSED',
+      });
+    });
+  }
+
+  /** A simulated host has Defender and no threats. */
+  defenderThreats(): Promise<DefenderThreatList> {
+    return this.#live(() => ({ available: true, threats: [] }));
+  }
 }
+
+/** The services behind the loopback health endpoints getLoopbackHttp answers. */
+const healthzServices: Readonly<Record<number, string>> = { 10248: 'kubelet', 10256: 'kube-proxy' };
 
 /** The SCM's record of a HostOS service configuration. */
 function storedConfig(config: ServiceConfig): ScmServiceConfig {

@@ -6,6 +6,7 @@
  */
 
 import type { ReportedUpdate } from '../api/windows-updates.ts';
+import type { DefenderThreatList } from './windows/defender.ts';
 
 /** How the Service Control Manager starts a service. */
 export type ServiceStartType = 'auto' | 'delayed-auto' | 'demand' | 'disabled';
@@ -171,6 +172,16 @@ export interface HostOS {
    * PendingFileRenameOperations value.
    */
   rebootPending(): Promise<boolean>;
+
+  // Problem detection (node-health.ts).
+  /**
+   * GET http://127.0.0.1:<port><path> on the host (a health endpoint such as the kubelet's
+   * :10248/healthz): the status and up to 1 KiB of the body. Throws when nothing answers within
+   * a few seconds.
+   */
+  getLoopbackHttp(port: number, path: string): Promise<{ status: number; body: string }>;
+  /** Microsoft Defender's threats (Get-MpThreat; windows/defender.ts). */
+  defenderThreats(): Promise<DefenderThreatList>;
 }
 
 /** What an installUpdates call did. */

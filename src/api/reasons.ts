@@ -130,6 +130,11 @@ export const ConditionReason = {
   KubeletVersionSkew: 'KubeletVersionSkew',
   /** A spec value the API schema cannot check (an unknown time zone) is wrong. */
   InvalidSpec: 'InvalidSpec',
+  /** More hosts are unhealthy than spec.health.maxUnhealthy: none is repaired (names them). */
+  TooManyUnhealthy: 'TooManyUnhealthy',
+  // WindowsHost Degraded (True)
+  /** Every rung of the remediation ladder ran and the host is still unhealthy: left cordoned. */
+  RemediationFailed: 'RemediationFailed',
   // CertificateSigningRequest Approved / Denied
   WinfleetApproved: 'WinfleetApproved',
   WinfleetDenied: 'WinfleetDenied',
@@ -170,6 +175,18 @@ export const EventReason = {
   ApplyTimedOut: 'ApplyTimedOut',
   RebootTimedOut: 'RebootTimedOut',
   ReadyTimedOut: 'ReadyTimedOut',
+  // WindowsHost: its health and repair (src/remediation/)
+  /** A condition of spec.health.unhealthyConditions held past its timeout (or the Node never started): the ladder starts. */
+  HostUnhealthy: 'HostUnhealthy',
+  /** A rung did not repair the host within its timeout, or failed: the next rung starts. */
+  RemediationEscalated: 'RemediationEscalated',
+  /** The host is healthy again (the message names the rung that was running). */
+  HostRecovered: 'HostRecovered',
+  /** The last rung did not repair the host: remediation stops and the node stays cordoned. */
+  RemediationFailed: 'RemediationFailed',
+  // WindowsNodePool (and the operator's Namespace for the default pool)
+  /** More hosts are unhealthy than spec.health.maxUnhealthy: no repair starts or goes on. */
+  TooManyUnhealthy: 'TooManyUnhealthy',
   // CertificateSigningRequest (recorded on the WindowsHost when there is one)
   CSRApproved: 'CSRApproved',
   CSRDenied: 'CSRDenied',

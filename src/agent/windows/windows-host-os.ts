@@ -40,7 +40,13 @@ import type {
   ServiceConfig,
   UpdateInstallResult,
 } from '../host-os.ts';
+import { loopbackHttpGet } from '../node-health-http.ts';
 import { type CommandRunner, childProcessRunner } from './command-runner.ts';
+import {
+  type DefenderThreatList,
+  defenderThreatsScript,
+  parseDefenderThreatsOutput,
+} from './defender.ts';
 import {
   ensureInboundFirewallRuleScript,
   parseEnsureFirewallRuleOutput,
@@ -628,6 +634,16 @@ export class WindowsHostOS implements HostOS {
       await this.#runPowerShell(rebootPendingScript(), 'read the reboot-pending registry entries'),
     );
     return Object.values(entries).some(Boolean);
+  }
+
+  getLoopbackHttp(port: number, path: string): Promise<{ status: number; body: string }> {
+    return loopbackHttpGet(port, path);
+  }
+
+  async defenderThreats(): Promise<DefenderThreatList> {
+    return parseDefenderThreatsOutput(
+      await this.#runPowerShell(defenderThreatsScript(), 'list the Microsoft Defender threats'),
+    );
   }
 
   async #runPowerShell(script: string, action: string): Promise<string> {
