@@ -5,8 +5,10 @@
  * hosts down at once. Hosts no pool selects form the implicit default pool (maxUnavailable 1).
  * The pure rules behind the fields live in src/rollout/.
  */
+
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller/conditions.ts';
+import { NodeHealthCondition } from '../health/conditions.ts';
 import { apiGroup, apiVersion } from './windows-host.ts';
 
 export const windowsNodePoolResource = {
@@ -160,17 +162,18 @@ export interface WindowsNodePool extends k8s.KubernetesObject {
 }
 
 /**
- * The agent's Node condition types (issue 13, section 1), each True while its problem lasts.
- * TODO(H1): the agent's catalog (src/api/reasons.ts) should own these names; until it does,
- * they are defined here, as the issue spells them.
+ * The agent's Node condition types (issue 13, section 1; src/health/conditions.ts names them)
+ * that make a host unhealthy by default, each True while its problem lasts. The others the agent
+ * writes (KubeletCertificateExpiring, RebootPending, SystemDiskLow) warn or feed the rollout
+ * instead of starting a repair.
  */
 export const agentConditionTypes = [
-  'KubeletUnhealthy',
-  'ContainerRuntimeUnhealthy',
-  'KubeProxyUnhealthy',
-  'HNSNetworkMissing',
-  'FrequentServiceRestart',
-  'ClockSkew',
+  NodeHealthCondition.KubeletUnhealthy,
+  NodeHealthCondition.ContainerRuntimeUnhealthy,
+  NodeHealthCondition.KubeProxyUnhealthy,
+  NodeHealthCondition.HNSNetworkMissing,
+  NodeHealthCondition.FrequentServiceRestart,
+  NodeHealthCondition.ClockSkew,
 ] as const;
 
 /**
