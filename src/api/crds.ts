@@ -89,6 +89,7 @@ const hostRolloutStatusWire = {
               description: 'Windows updates to install: None, Security or All',
             },
             rebootRequestedAt: time('The reboot request the change serves, if any'),
+            repairRequestedAt: time('The repair reboot remediation asked for, if any'),
           },
         },
         changes: {
@@ -96,7 +97,7 @@ const hostRolloutStatusWire = {
           description: 'What was pending when the change started',
           items: {
             type: 'string',
-            enum: ['services', 'patches', 'reboot-requested', 'reboot-pending'],
+            enum: ['services', 'patches', 'reboot-requested', 'reboot-pending', 'repair'],
           },
         },
         step: {

@@ -192,7 +192,8 @@ function sameTarget(a: RolloutTarget, b: RolloutTarget): boolean {
   return (
     a.servicesVersion === b.servicesVersion &&
     a.patchPolicy === b.patchPolicy &&
-    a.rebootRequestedAt === b.rebootRequestedAt
+    a.rebootRequestedAt === b.rebootRequestedAt &&
+    a.repairRequestedAt === b.repairRequestedAt
   );
 }
 
@@ -210,7 +211,8 @@ export function describeChange(target: RolloutTarget, changes: readonly ChangeKi
   if (changes.includes('services')) parts.push(`services ${target.servicesVersion}`);
   if (changes.includes('patches'))
     parts.push(`${target.patchPolicy === 'All' ? 'all' : 'Security'} updates`);
-  if (changesNeedReboot(changes)) parts.push('a reboot');
+  if (changesNeedReboot(changes))
+    parts.push(changes.includes('repair') ? 'a repair reboot' : 'a reboot');
   return parts.join(', ') || 'nothing';
 }
 

@@ -31,6 +31,8 @@ export interface PoolPassHost {
   observed: HostObservation;
   /** The host's winfleet.io/reboot-requested annotation, if set. */
   rebootRequested?: string;
+  /** Remediation's repair reboot request for the host (src/remediation), RFC 3339. */
+  repairRequestedAt?: string;
 }
 
 export interface PoolPassInput {
@@ -77,6 +79,7 @@ export function poolPass(input: PoolPassInput): PoolPassResult {
       ...(servicesVersion !== undefined ? { servicesVersion } : {}),
       patchPolicy: policy.patchPolicy,
       ...(reboot.requestedAt ? { rebootRequestedAt: reboot.requestedAt } : {}),
+      ...(h.repairRequestedAt ? { repairRequestedAt: h.repairRequestedAt } : {}),
     };
     targets.set(h.key, target);
     return view(h, target, now);
@@ -149,6 +152,7 @@ function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
     key: h.key,
     ready: h.observed.node?.ready === true,
     pending: pendingChanges(target, facts, now).length > 0,
+    ...(pendingChanges(target, facts, now).includes('repair') ? { repair: true } : {}),
     inProgress: current !== undefined,
     ...(current?.failure
       ? {
