@@ -31,6 +31,11 @@ export interface PoolPassHost {
   observed: HostObservation;
   /** The host's winfleet.io/reboot-requested annotation, if set. */
   rebootRequested?: string;
+  /**
+   * The host has not finished joining (its agent has not yet reported a services version): the
+   * join path brings it to the current payload, and no change starts on it until it has.
+   */
+  joining?: boolean;
 }
 
 export interface PoolPassInput {
@@ -148,7 +153,7 @@ function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
   return {
     key: h.key,
     ready: h.observed.node?.ready === true,
-    pending: pendingChanges(target, facts, now).length > 0,
+    pending: !h.joining && pendingChanges(target, facts, now).length > 0,
     inProgress: current !== undefined,
     ...(current?.failure
       ? {

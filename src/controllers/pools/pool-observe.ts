@@ -137,6 +137,8 @@ export function passHost(
     status: host.status?.rollout ?? {},
     observed,
     ...(rebootRequested !== undefined ? { rebootRequested } : {}),
+    // Joined: the host controller reported it Ready on a version, and its agent reports one.
+    ...(!host.status?.servicesVersion || !servicesVersion ? { joining: true } : {}),
     ...(problem ? { reportProblem: problem } : {}),
     ...(report ? { report } : {}),
   };
