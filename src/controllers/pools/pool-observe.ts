@@ -103,7 +103,12 @@ export function passHost(
   nodes: Informer<k8s.V1Node>,
   otherPools: readonly string[],
   drain?: DrainSeen,
-): PoolPassHost & { reportProblem?: string; report?: WindowsUpdateReport } {
+): PoolPassHost & {
+  reportProblem?: string;
+  report?: WindowsUpdateReport;
+  /** The host's own Node as cached (identity-checked), for the actions. */
+  nodeObject?: k8s.V1Node;
+} {
   const seen = observeNode(host, nodes);
   const servicesVersion = seen?.raw.metadata?.annotations?.[servicesVersionAnnotation];
   const createdAt = host.metadata.creationTimestamp;
@@ -141,5 +146,6 @@ export function passHost(
     ...(!host.status?.servicesVersion || !servicesVersion ? { joining: true } : {}),
     ...(problem ? { reportProblem: problem } : {}),
     ...(report ? { report } : {}),
+    ...(seen ? { nodeObject: seen.raw } : {}),
   };
 }
