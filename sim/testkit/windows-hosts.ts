@@ -137,3 +137,44 @@ export function waitForReadyHosts(
     { description: `all ${count} WindowsHosts Ready`, timeoutMs },
   );
 }
+
+/**
+ * Creates a WindowsHost at a non-loopback address no test host answers on: for tests of the
+ * API side (pools, status) that must never reach a host.
+ */
+export async function createUnreachableHost(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<WindowsHost> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  return (await custom.createNamespacedCustomObject({
+    group: 'winfleet.io',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'windowshosts',
+    body: {
+      apiVersion,
+      kind: 'WindowsHost',
+      metadata: { name, namespace, labels },
+      spec: { address: '10.1.42.7', username: 'Administrator', sshKeySecretRef: { name: 'none' } },
+    },
+  })) as WindowsHost;
+}
+
+/** Reads one WindowsHost. */
+export async function readWindowsHost(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  name: string,
+): Promise<WindowsHost> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  return (await custom.getNamespacedCustomObject({
+    group: 'winfleet.io',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'windowshosts',
+    name,
+  })) as WindowsHost;
+}

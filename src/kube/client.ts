@@ -21,6 +21,16 @@ export function httpStatus(error: unknown): number | undefined {
 }
 
 export const isNotFound = (error: unknown) => httpStatus(error) === 404;
+/**
+ * A JSON Patch whose `test` operation failed: the API server answers 422 Invalid with its
+ * generic message and no causes (a patch the schema refuses is 422 too, but names its fields).
+ */
+export function isFailedPatchTest(error: unknown): boolean {
+  if (httpStatus(error) !== 422) return false;
+  const body = (error as { body?: unknown }).body;
+  const text = typeof body === 'string' ? body : JSON.stringify(body ?? '');
+  return text.includes('the server rejected our request due to an error in our request');
+}
 /** Someone else changed the object since it was read (a stale resourceVersion). */
 export const isConflict = (error: unknown) => httpStatus(error) === 409;
 /** A create found the object there already. */

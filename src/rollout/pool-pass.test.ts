@@ -438,3 +438,37 @@ test('a host that becomes shared mid-change finishes the change it has, whicheve
     assert.deepEqual(step.action, { kind: 'apply', target: { patchPolicy: 'Security' } });
   }
 });
+
+test('a host still joining is not started: the join brings it to the payload, the pool does not cordon it', () => {
+  const at = new Date('2025-06-07T01:00:00Z');
+  const joiningHost = {
+    key: 'windows/new',
+    status: {},
+    joining: true,
+    observed: {
+      node: {
+        name: 'new',
+        ready: true,
+        unschedulable: false,
+        cordonedByWinfleet: false,
+        bootId: 'b1',
+      },
+      drained: false,
+      deleting: false,
+      // The agent has not reported a services version yet.
+      facts: { availableUpdates: [], rebootPending: false },
+    },
+  };
+  const run = (joining: boolean) =>
+    poolPass({
+      policy: defaultPoolPolicy,
+      specProblems: [],
+      hosts: [{ ...joiningHost, joining }],
+      payload,
+      apiServerVersion,
+      now: at,
+    }).hosts.get('windows/new')!;
+  assert.deepEqual(run(true).action, { kind: 'none' }, 'joining: left to the join');
+  assert.equal(run(true).status.current, undefined);
+  assert.deepEqual(run(false).action, { kind: 'cordon' }, 'joined and behind: the pool starts it');
+});

@@ -33,6 +33,11 @@ export interface PoolPassHost {
   rebootRequested?: string;
   /** Remediation's repair reboot request for the host (src/remediation), RFC 3339. */
   repairRequestedAt?: string;
+  /**
+   * The host has not finished joining (its agent has not yet reported a services version): the
+   * join path brings it to the current payload, and no change starts on it until it has.
+   */
+  joining?: boolean;
 }
 
 export interface PoolPassInput {
@@ -151,8 +156,8 @@ function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
   return {
     key: h.key,
     ready: h.observed.node?.ready === true,
-    pending: pendingChanges(target, facts, now).length > 0,
-    ...(pendingChanges(target, facts, now).includes('repair') ? { repair: true } : {}),
+    pending: !h.joining && pendingChanges(target, facts, now).length > 0,
+    ...(!h.joining && pendingChanges(target, facts, now).includes('repair') ? { repair: true } : {}),
     inProgress: current !== undefined,
     ...(current?.failure
       ? {

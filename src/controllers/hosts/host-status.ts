@@ -6,7 +6,8 @@ import { type Condition, findCondition, setCondition } from '../../controller/co
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 
 /** The custom-object coordinates of a WindowsHost, for the generic client's requests. */
-function hostObject(host: WindowsHost) {
+/** The CustomObjectsApi coordinates of a WindowsHost. */
+export function hostObject(host: WindowsHost) {
   const [group, version] = apiVersion.split('/') as [string, string];
   return {
     group,

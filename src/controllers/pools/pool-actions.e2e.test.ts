@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { createWindowsNode } from '../../../sim/testkit/nodes.ts';
 import { sharedCluster, testNamespace, uniqueSuffix } from '../../../sim/testkit/test-cluster.ts';
+import { createUnreachableHost, readWindowsHost } from '../../../sim/testkit/windows-hosts.ts';
 import { installCrds } from '../../api/install-crds.ts';
 import {
   cordonedByAnnotation,
@@ -18,7 +19,7 @@ import {
   rebootRequestAnnotation,
   windowsUpdatesAnnotation,
 } from '../../api/node-annotations.ts';
-import { apiVersion, type WindowsHost } from '../../api/windows-host.ts';
+import { apiVersion } from '../../api/windows-host.ts';
 import { formatWindowsUpdateReport } from '../../api/windows-updates.ts';
 import type { Informer } from '../../controller/informer.ts';
 import type { HostRolloutStatus } from '../../rollout/host-steps.ts';
@@ -40,27 +41,8 @@ test('pool actions: guarded record, a person’s cordon kept, reports believed o
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const suffix = uniqueSuffix();
-  const createHost = async (name: string) =>
-    (await custom.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'windowshosts',
-      body: {
-        apiVersion,
-        kind: 'WindowsHost',
-        metadata: { name, namespace },
-        spec: { address: '10.1.42.7', username: 'Administrator', sshKeySecretRef: { name: 'k' } },
-      },
-    })) as WindowsHost;
-  const readHost = async (name: string) =>
-    (await custom.getNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'windowshosts',
-      name,
-    })) as WindowsHost;
+  const createHost = (name: string) => createUnreachableHost(kc, namespace, name);
+  const readHost = (name: string) => readWindowsHost(kc, namespace, name);
   const host = await createHost('a');
   const other = await createHost('b');
 

@@ -22,28 +22,14 @@ import {
   installUpdatesAnnotation,
   rebootRequestAnnotation,
 } from '../../api/node-annotations.ts';
-import {
-  type HostWindowsUpdates,
-  type WindowsHost,
-  windowsHostResource,
-} from '../../api/windows-host.ts';
-import { isConflict, isNotFound } from '../../kube/client.ts';
+import type { HostWindowsUpdates, WindowsHost } from '../../api/windows-host.ts';
+import { isConflict, isFailedPatchTest, isNotFound } from '../../kube/client.ts';
 import type { HostRolloutStatus, StepAction } from '../../rollout/host-steps.ts';
 import { drainNode, drainUnmanagedPodsAnnotation } from '../hosts/host-removal.ts';
+import { hostObject } from '../hosts/host-status.ts';
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
-
-function hostRef(host: WindowsHost) {
-  const [group, version] = windowsHostResource.apiVersion.split('/') as [string, string];
-  return {
-    group,
-    version,
-    namespace: host.metadata.namespace!,
-    plural: windowsHostResource.plural,
-    name: host.metadata.name,
-  };
-}
 
 /**
  * Writes status.rollout, guarded by the resourceVersion `host` was read at. Returns the
@@ -64,21 +50,15 @@ export async function writeRollout(
   ];
   try {
     const written = (await custom.patchNamespacedCustomObjectStatus(
-      { ...hostRef(host), body },
+      { ...hostObject(host), body },
       jsonPatch,
     )) as WindowsHost;
     return written.metadata.resourceVersion;
   } catch (error) {
     // A failed test operation is 422 (Invalid) for JSON Patch; 409 for a racing writer.
-    if (isConflict(error) || isNotFound(error) || isFailedTest(error)) return undefined;
+    if (isConflict(error) || isNotFound(error) || isFailedPatchTest(error)) return undefined;
     throw error;
   }
-}
-
-function isFailedTest(error: unknown): boolean {
-  const body = (error as { body?: unknown }).body;
-  const text = typeof body === 'string' ? body : JSON.stringify(body ?? '');
-  return /the server rejected our request due to an error in our request|testing value/i.test(text);
 }
 
 /**
@@ -95,7 +75,7 @@ export async function copyReport(
   try {
     await custom.patchNamespacedCustomObjectStatus(
       // null for each field the new report lacks (error), which a merge patch would keep.
-      { ...hostRef(host), body: { status: { windowsUpdates: { ...nulls, ...summary } } } },
+      { ...hostObject(host), body: { status: { windowsUpdates: { ...nulls, ...summary } } } },
       mergePatch,
     );
   } catch (error) {
@@ -111,31 +91,6 @@ const nulls = {
   rebootPending: null,
   error: null,
 };
-
-/** Removes a consumed winfleet.io/retry-rollout annotation (only if it still has that value). */
-export async function removeAnnotation(
-  kc: k8s.KubeConfig,
-  host: WindowsHost,
-  key: string,
-): Promise<void> {
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  const path = `/metadata/annotations/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
-  try {
-    await custom.patchNamespacedCustomObject(
-      {
-        ...hostRef(host),
-        body: [
-          { op: 'test', path, value: host.metadata.annotations?.[key] },
-          { op: 'remove', path },
-        ],
-      },
-      jsonPatch,
-    );
-  } catch (error) {
-    if (isConflict(error) || isNotFound(error) || isFailedTest(error)) return;
-    throw error;
-  }
-}
 
 export interface ActionTarget {
   kc: k8s.KubeConfig;

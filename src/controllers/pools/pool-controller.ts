@@ -45,14 +45,9 @@ import type { HostRolloutStatus, StepResult } from '../../rollout/host-steps.ts'
 import { defaultPoolKey } from '../../rollout/pool-membership.ts';
 import { poolPass } from '../../rollout/pool-pass.ts';
 import { checkPoolSpec, defaultPoolPolicy } from '../../rollout/pool-spec.ts';
-import {
-  copyReport,
-  dropLevels,
-  removeAnnotation,
-  takeAction,
-  writeRollout,
-} from './pool-actions.ts';
-import { type DrainSeen, observeNode, passHost, poolMembership } from './pool-observe.ts';
+import { removeHostAnnotation } from '../hosts/host-status.ts';
+import { copyReport, dropLevels, takeAction, writeRollout } from './pool-actions.ts';
+import { type DrainSeen, passHost, poolMembership } from './pool-observe.ts';
 
 /** The payload the operator runs, as the rollout needs it. */
 export interface PoolPayload {
@@ -127,15 +122,17 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     if (pass.reportProblem) tell(host, EventReason.InvalidEntry, pass.reportProblem);
     for (const problem of problems) tell(host, EventReason.InvalidEntry, problem);
     if (step.status !== pass.status) {
-      const rv = await writeRollout(deps.kc, deps.hosts.get(pass.key) ?? host, step.status);
+      const rv = await writeRollout(deps.kc, host, step.status);
       if (rv === undefined) return 'conflict';
       written.set(pass.key, { readAt: host.metadata.resourceVersion!, rollout: step.status });
     }
     for (const e of step.events) deps.events.record(host, e.type, e.reason, e.message);
-    if (step.retryConsumed) await removeAnnotation(deps.kc, host, retryRolloutAnnotation);
-    const seen = observeNode(host, deps.nodes);
-    if (seen) {
-      const drained = await takeAction({ kc: deps.kc, host, node: seen.raw }, step.action);
+    const retry = host.metadata.annotations?.[retryRolloutAnnotation];
+    if (step.retryConsumed && retry !== undefined)
+      await removeHostAnnotation(deps.kc, host, retryRolloutAnnotation, retry);
+    const node = pass.nodeObject;
+    if (node) {
+      const drained = await takeAction({ kc: deps.kc, host, node }, step.action);
       if (drained) {
         drains.set(pass.key, { drained: drained.drained, blockers: drained.blockers });
         for (const pod of drained.evicted) {
@@ -143,12 +140,12 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
             host,
             'Normal',
             EventReason.PodEvicted,
-            `Evicted ${pod} from Node ${seen.node.name} for the rollout`,
+            `Evicted ${pod} from Node ${node.metadata?.name} for the rollout`,
           );
         }
       }
       // A Node out of any change carries none of a change's levels.
-      if (!step.status.current && step.action.kind === 'none') await dropLevels(deps.kc, seen.raw);
+      if (!step.status.current && step.action.kind === 'none') await dropLevels(deps.kc, node);
     }
     // Last: a copy for people to read; its failure touches nothing above.
     if (pass.report) await copyReport(deps.kc, host, summarizeReport(pass.report));

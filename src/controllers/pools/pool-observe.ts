@@ -103,7 +103,12 @@ export function passHost(
   nodes: Informer<k8s.V1Node>,
   otherPools: readonly string[],
   drain?: DrainSeen,
-): PoolPassHost & { reportProblem?: string; report?: WindowsUpdateReport } {
+): PoolPassHost & {
+  reportProblem?: string;
+  report?: WindowsUpdateReport;
+  /** The host's own Node as cached (identity-checked), for the actions. */
+  nodeObject?: k8s.V1Node;
+} {
   const seen = observeNode(host, nodes);
   const servicesVersion = seen?.raw.metadata?.annotations?.[servicesVersionAnnotation];
   const createdAt = host.metadata.creationTimestamp;
@@ -137,7 +142,10 @@ export function passHost(
     status: host.status?.rollout ?? {},
     observed,
     ...(rebootRequested !== undefined ? { rebootRequested } : {}),
+    // Joined: the host controller reported it Ready on a version, and its agent reports one.
+    ...(!host.status?.servicesVersion || !servicesVersion ? { joining: true } : {}),
     ...(problem ? { reportProblem: problem } : {}),
     ...(report ? { report } : {}),
+    ...(seen ? { nodeObject: seen.raw } : {}),
   };
 }

@@ -10,6 +10,7 @@ import * as k8s from '@kubernetes/client-node';
 import { createWindowsNode } from '../../../sim/testkit/nodes.ts';
 import { sharedCluster, uniqueSuffix } from '../../../sim/testkit/test-cluster.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
+import { createUnreachableHost } from '../../../sim/testkit/windows-hosts.ts';
 import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import { ConditionReason, PoolConditionType } from '../../api/reasons.ts';
 import { apiVersion, type WindowsHost } from '../../api/windows-host.ts';
@@ -29,23 +30,8 @@ test('pool status: counts per pool; a host in two pools makes both Degraded', as
   const suffix = uniqueSuffix();
   const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
-  const createHost = async (name: string, labels: Record<string, string>) =>
-    (await custom.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'windowshosts',
-      body: {
-        apiVersion,
-        kind: 'WindowsHost',
-        metadata: { name, namespace, labels },
-        spec: {
-          address: '10.1.42.1',
-          username: 'Administrator',
-          sshKeySecretRef: { name: 'none' },
-        },
-      },
-    })) as WindowsHost;
+  const createHost = (name: string, labels: Record<string, string>) =>
+    createUnreachableHost(kc, namespace, name, labels);
   /** A Ready kwok node carrying the host's identity, named in the host's status. */
   const giveNode = async (host: WindowsHost) => {
     const nodeName = `pool-${host.metadata.name}-${suffix}`;
