@@ -8,7 +8,7 @@
 
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller/conditions.ts';
-import { NodeHealthCondition } from '../health/conditions.ts';
+import { NodeHealthCondition } from './reasons.ts';
 import { apiGroup, apiVersion } from './windows-host.ts';
 
 export const windowsNodePoolResource = {
@@ -162,7 +162,7 @@ export interface WindowsNodePool extends k8s.KubernetesObject {
 }
 
 /**
- * The agent's Node condition types (issue 13, section 1; src/health/conditions.ts names them)
+ * The agent's Node condition types (issue 13, section 1; src/api/reasons.ts names them)
  * that make a host unhealthy by default, each True while its problem lasts. The others the agent
  * writes (KubeletCertificateExpiring, RebootPending, SystemDiskLow) warn or feed the rollout
  * instead of starting a repair.

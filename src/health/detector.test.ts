@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { NodeHealthCondition, NodeHealthEventReason, NodeHealthReason } from './conditions.ts';
+import { NodeHealthCondition, NodeHealthEventReason, NodeHealthReason } from '../api/reasons.ts';
 import {
   defaultHealthSettings,
   detect,

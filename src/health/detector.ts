@@ -21,7 +21,7 @@ import {
   NodeHealthEventReason,
   NodeHealthReason,
   nodeHealthConditions,
-} from './conditions.ts';
+} from '../api/reasons.ts';
 
 /** The node services whose health is checked. */
 export const checkedServices = ['kubelet', 'containerd', 'kube-proxy'] as const;

@@ -492,6 +492,17 @@ function retarget(
       return enter({ ...change, target: input.target, changes: pending }, 'Apply');
     }
     case 'Reboot':
+      // A repair alone whose request was withdrawn (remediation gave up on the host, or it is
+      // healthy again): nothing is left to reboot for, so the change ends, stopped or not.
+      if (
+        change.changes.length === 1 &&
+        change.changes[0] === 'repair' &&
+        input.target.repairRequestedAt === undefined &&
+        pending.length === 0
+      ) {
+        return enter({ ...change, target: input.target, changes: [] }, 'Uncordon');
+      }
+      return change;
     case 'Uncordon':
       return change;
   }
