@@ -8,6 +8,7 @@
  */
 import type {
   HnsNetwork,
+  HnsNetworkSpec,
   HostOS,
   InboundFirewallRule,
   InstalledService,
@@ -21,6 +22,7 @@ import {
   ensureInboundFirewallRuleScript,
   removeFirewallRuleScript,
 } from '../../src/agent/windows/firewall.ts';
+import { createHnsNetworkScript } from '../../src/agent/windows/hns.ts';
 import {
   checkServiceName,
   scConfigArgs,
@@ -31,6 +33,7 @@ import {
 } from '../../src/agent/windows/sc-commands.ts';
 import { serviceControlError, win32Error } from '../../src/agent/windows/sc-output.ts';
 import { serviceEnvironmentEntries } from '../../src/agent/windows/service-environment.ts';
+import { serviceFailuresScript } from '../../src/agent/windows/service-failures.ts';
 import { wuaError } from '../../src/agent/windows/windows-update.ts';
 import {
   installWithPayload,
@@ -269,6 +272,16 @@ export class SimHostOS implements HostOS {
     });
   }
 
+  /** What createHnsNetworkScript does: the network of that name, created when missing. */
+  createHnsNetwork(spec: HnsNetworkSpec): Promise<HnsNetwork> {
+    return this.#live(() => {
+      createHnsNetworkScript(spec); // refuses what the script refuses
+      return this.#machine.hns.ensure(spec.name, spec.type, [
+        { addressPrefix: spec.addressPrefix, gateway: spec.gateway },
+      ]);
+    });
+  }
+
   // Windows Firewall.
 
   ensureInboundFirewallRule(rule: InboundFirewallRule): Promise<void> {
@@ -309,6 +322,35 @@ export class SimHostOS implements HostOS {
 
   freeDiskBytes(_path: string): Promise<number> {
     return this.#live(() => this.#machine.fs.freeBytes());
+  }
+
+  /** The machine's clock, which a clock-skew fault puts off (machine.clockOffsetMs). */
+  localTime(): Promise<number> {
+    return this.#live(() => this.#machine.localTime());
+  }
+
+  /**
+   * What WindowsHostOS.resyncClock runs: W32Time started when stopped (a disabled one cannot
+   * be: sc.exe's 1058), then w32tm /resync /force, which sets the clock from its source.
+   */
+  resyncClock(): Promise<void> {
+    return this.#live(() => {
+      if (this.#machine.timeService === 'disabled') {
+        throw translate(
+          'start service "W32Time"',
+          scStartArgs('W32Time'),
+          new ScmError('StartService', 1058, 'W32Time'),
+        );
+      }
+      this.#machine.timeService = 'running';
+      try {
+        this.#machine.resyncClock();
+      } catch (error) {
+        throw new Error(
+          `Cannot resync the clock: w32tm /resync /force failed: ${(error as Error).message}`,
+        );
+      }
+    });
   }
 
   /** Schedules the reboot (as shutdown.exe /r /t does) and returns. */
@@ -369,6 +411,18 @@ export class SimHostOS implements HostOS {
       throw Object.assign(new Error(`connect ECONNREFUSED 127.0.0.1:${port}`), {
         code: 'ECONNREFUSED',
       });
+    });
+  }
+
+  /** The SCM's record of the service's unexpected ends (its 7031/7034 events). */
+  serviceFailures(name: string, sinceMs: number): Promise<number[]> {
+    return this.#live(() => {
+      serviceFailuresScript(name, sinceMs); // refuses what the script refuses
+      if (!this.#machine.scm.query(name))
+        throw new SyntaxError(
+          `Cannot read the failures of service "${name}": service ${name} does not exist`,
+        );
+      return this.#machine.scm.failureTimes(name, sinceMs);
     });
   }
 

@@ -6,16 +6,19 @@ import {
   prepareAsOperator,
   testManifest,
 } from '../../sim/hosts/agent-test-host.ts';
-import {
-  NodeHealthCondition,
-  NodeHealthEventReason,
-  NodeHealthReason,
-} from '../health/conditions.ts';
+import { NodeHealthCondition, NodeHealthEventReason, NodeHealthReason } from '../api/reasons.ts';
 import { parseAgentConfig, paths } from './agent-config.ts';
 import { emptyState } from './agent-state.ts';
+import { syncCniConfig } from './cni-config.ts';
 import { convergeServices } from './converge.ts';
+import { repairLocally } from './local-repair.ts';
 import { nodeVariableValues } from './node-files.ts';
-import { checkNodeHealth, maxEventMessage, servicesNotToRestart } from './node-health.ts';
+import {
+  checkNodeHealth,
+  maxEventMessage,
+  publishedProblems,
+  servicesNotToRestart,
+} from './node-health.ts';
 import { runAgent } from './run-agent.ts';
 import type { DefenderThreatList } from './windows/defender.ts';
 
@@ -206,4 +209,87 @@ test('attacker side: a Defender threat is one bounded Event about this Node only
   assert.ok(e.message!.length <= maxEventMessage);
   assert.ok(e.message!.endsWith('…'));
   assert.match(e.message!, /^Microsoft Defender reports threat Virus:DOS\/EICAR_Test_File/);
+});
+
+test('a skewed host clock: ClockSkew from the host’s own clock, resynced by the local repair, then cleared', async (t) => {
+  const w = await world(t);
+  await w.pass();
+  assert.equal(w.condition('ClockSkew')!.status, 'False');
+  w.machine.clockOffsetMs = 10 * 60_000;
+  await w.pass();
+  await w.pass();
+  const c = w.condition('ClockSkew')!;
+  assert.equal(c.status, 'True');
+  assert.match(c.message!, /^This host's clock is 10\.0 minutes ahead of the API server's/);
+  assert.deepEqual([...publishedProblems(w.context)], ['ClockSkew']);
+  const [repair] = await repairLocally(w.context, w.config, w.node, publishedProblems(w.context));
+  assert.equal(repair?.outcome, 'done');
+  assert.equal(w.machine.clockOffsetMs, 0);
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('ClockSkew')!.status, 'False');
+  assert.deepEqual([...publishedProblems(w.context)], []);
+});
+
+test('a full system drive: SystemDiskLow, with the Event first; no local repair', async (t) => {
+  const w = await world(t);
+  await w.pass();
+  w.machine.fs.diskFull = true;
+  await w.pass();
+  assert.equal(w.events.length, 1);
+  assert.equal(w.events[0]!.reason, NodeHealthEventReason.SystemDiskLow);
+  await w.pass();
+  const c = w.condition('SystemDiskLow')!;
+  assert.equal(c.status, 'True');
+  assert.match(c.message!, /^System drive C:\\ has 0 MiB free/);
+  assert.deepEqual(
+    await repairLocally(w.context, w.config, w.node, publishedProblems(w.context)),
+    [],
+  );
+});
+
+test('a vanished HNS network: HNSNetworkMissing, recreated by the local repair from the CNI config, then cleared', async (t) => {
+  const w = await world(t);
+  w.node.spec = { podCIDR: '10.244.5.0/24' };
+  assert.equal(await syncCniConfig(w.context, w.config, w.node), 'written');
+  const network = w.machine.hns.ensure('winfleet', 'L2Bridge');
+  await w.pass();
+  w.machine.removeHnsNetwork(network.id);
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('HNSNetworkMissing')!.status, 'True');
+  const [repair] = await repairLocally(w.context, w.config, w.node, publishedProblems(w.context));
+  assert.equal(repair?.outcome, 'done', repair?.message);
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('HNSNetworkMissing')!.status, 'False');
+  assert.equal(w.condition('HNSNetworkMissing')!.message, 'HNS network winfleet exists');
+});
+
+test('a service that dies at once after each start: its restarts are counted from the SCM’s log, not from PIDs seen', async (t) => {
+  const w = await world(t);
+  const check = () =>
+    checkNodeHealth(w.context, w.config, w.node, {
+      patchConditions: async (conditions) => {
+        const all = w.node.status!.conditions!;
+        for (const c of conditions) {
+          const i = all.findIndex((x) => x.type === c.type);
+          if (i >= 0) all[i] = c;
+          else all.push(c);
+        }
+      },
+      createEvent: async () => {},
+      now: Date.now,
+    });
+  await check();
+  // Six crashes between two checks: no check sees the PIDs in between.
+  for (let i = 0; i < 6; i++) {
+    assert.ok(w.machine.scm.crash('kubelet'));
+    await w.converge();
+  }
+  assert.deepEqual([...(await check())], ['kubelet'], 'held back at once');
+  await check();
+  const c = w.condition('FrequentServiceRestart')!;
+  assert.equal(c.status, 'True');
+  assert.match(c.message!, /^kubelet restarted 6 times in 10\.0 minutes/);
 });

@@ -20,6 +20,7 @@ import { X509Certificate } from 'node:crypto';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type * as k8s from '@kubernetes/client-node';
+import type { NodeHealthCondition } from '../api/reasons.ts';
 import {
   type CheckedService,
   checkedServices,
@@ -71,6 +72,20 @@ interface Memory {
 
 const memories = new WeakMap<AgentContext, Memory>();
 
+/**
+ * The conditions this agent published True (its last check's view): what the local repairs
+ * (local-repair.ts) act on, so that one odd reading is never acted on.
+ */
+export function publishedProblems(context: AgentContext): ReadonlySet<NodeHealthCondition> {
+  const checks = memories.get(context)?.state.checks ?? {};
+  return new Set(
+    Object.values(checks)
+      .map((check) => check?.condition)
+      .filter((c) => c?.status === 'True')
+      .map((c) => c!.type),
+  );
+}
+
 /** The services converge must not start or restart now: they are in a restart loop. */
 export function servicesNotToRestart(context: AgentContext): ReadonlySet<string> {
   return memories.get(context)?.doNotRestart ?? new Set();
@@ -91,6 +106,12 @@ async function probe(context: AgentContext, port: number): Promise<ProbeResult> 
   } catch (error) {
     return { ok: false, error: errorText(error) };
   }
+}
+
+/** The host's clock minus this process's (0 when the host's cannot be read). */
+async function clockShift(host: AgentContext['hostOS']): Promise<number> {
+  const hostNow = await host.localTime().catch(() => undefined);
+  return hostNow === undefined ? 0 : hostNow - Date.now();
 }
 
 async function gather(
@@ -129,7 +150,21 @@ async function gather(
     const windowStart =
       now - (sync.settings ?? defaultHealthSettings).restartLoop.windowSeconds * 1000;
     seen.restarts = seen.restarts.filter((t) => t > windowStart).slice(-1000);
-    const observation: ServiceObservation = { state, restarts: [...seen.restarts] };
+    // The SCM's log of its unexpected ends counts the restarts of a service that dies at once,
+    // which a check rarely sees running; new PIDs are the fallback when the log cannot be read.
+    // (The log's times are the host's clock: shifted to this process's, as the clock check is.)
+    let failures: number[] | undefined;
+    if (status) {
+      const shift = await clockShift(host);
+      failures = await host
+        .serviceFailures(name, Math.max(0, Math.floor(windowStart + shift)))
+        .then((times) => times.map((t) => t - shift).filter((t) => t > windowStart && t <= now))
+        .catch(() => undefined);
+    }
+    const observation: ServiceObservation = {
+      state,
+      restarts: failures && failures.length >= seen.restarts.length ? failures : [...seen.restarts],
+    };
     if (status?.state === 'stopped' && status.exitCode !== undefined)
       observation.exitCode = status.exitCode;
     (o.services as Record<CheckedService, ServiceObservation>)[name] = observation;
@@ -151,7 +186,12 @@ async function gather(
 
   if (sync.serverDate) {
     const answer = await sync.serverDate().catch(() => undefined);
-    if (answer) o.clock = answer;
+    // The host's clock, not this process's: the agent runs on the host (WindowsHostOS reads
+    // the same system time), but a HostOS may answer for another machine (the simulated
+    // hosts, whose clock a fault puts off). Its offset from this process's clock is added.
+    const hostNow = answer && (await host.localTime().catch(() => undefined));
+    if (answer && hostNow !== undefined)
+      o.clock = { ...answer, localTime: answer.localTime + (hostNow - Date.now()) };
   }
 
   try {

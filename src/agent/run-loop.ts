@@ -23,9 +23,15 @@ import { readState, writeState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
 import { convergeServices, installPayloadFiles, servicesRunning, sha256 } from './converge.ts';
 import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
+import { repairLocally } from './local-repair.ts';
 import { nodeKubeConfig } from './node-client.ts';
 import { nodeVariableValues } from './node-files.ts';
-import { apiServerDate, checkNodeHealth, servicesNotToRestart } from './node-health.ts';
+import {
+  apiServerDate,
+  checkNodeHealth,
+  publishedProblems,
+  servicesNotToRestart,
+} from './node-health.ts';
 import { fetchPublishedManifest } from './published-manifest.ts';
 import { removeStaleCopiesOf } from './replace-executable.ts';
 import type { AgentContext } from './run-agent.ts';
@@ -177,6 +183,8 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
           },
           { heldBack },
         );
+        // Rung 1 of the remediation ladder: the agent's own repairs (local-repair.ts).
+        await repairLocally(context, config, node, publishedProblems(context));
       } catch (error) {
         context.stderr(`health check failed: ${(error as Error).message}\n`);
       }

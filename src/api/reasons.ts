@@ -270,6 +270,8 @@ export const NodeHealthEventReason = {
   SystemDiskLow: 'SystemDiskLow',
   /** Microsoft Defender reports a threat (Get-MpThreat). */
   DefenderThreatDetected: 'DefenderThreatDetected',
+  /** A node service ended and was started again since the last check (not yet a loop). */
+  ServiceRestarted: 'ServiceRestarted',
 } as const;
 export type NodeHealthEventReason =
   (typeof NodeHealthEventReason)[keyof typeof NodeHealthEventReason];

@@ -337,6 +337,65 @@ test('restart loop: FrequentServiceRestart, doNotRestart at once, held until it 
   assert.equal(status(n[2]!, NodeHealthCondition.FrequentServiceRestart), 'False');
 });
 
+test('restart loop: a service repaired and running a minute without a restart is out of its loop, within the window', () => {
+  const looping = (o: HealthObservations, now: number) => {
+    o.services.kubelet = {
+      state: 'running',
+      restarts: Array.from({ length: 6 }, (_, i) => now - 5000 - i * 10_000),
+    };
+  };
+  // Re-bootstrapped: the last restart was 61 s ago, all six still inside the 10-minute window.
+  const settled = (o: HealthObservations, now: number) => {
+    o.services.kubelet = {
+      state: 'running',
+      restarts: Array.from({ length: 6 }, (_, i) => now - 61_000 - i * 10_000),
+    };
+  };
+  const r = run([looping, looping, settled, settled]);
+  assert.equal(status(r[1]!, NodeHealthCondition.FrequentServiceRestart), 'True');
+  assert.deepEqual(r[2]!.doNotRestart, [], 'released once settled');
+  assert.equal(status(r[3]!, NodeHealthCondition.FrequentServiceRestart), 'False');
+  // Not yet a minute: still in the loop.
+  const recent = (o: HealthObservations, now: number) => {
+    o.services.kubelet = {
+      state: 'running',
+      restarts: Array.from({ length: 6 }, (_, i) => now - 59_000 - i * 10_000),
+    };
+  };
+  const still = run([looping, looping, recent, recent]);
+  assert.equal(status(still[3]!, NodeHealthCondition.FrequentServiceRestart), 'True');
+});
+
+test('a service that ended and was started again since the last check is an Event, once; a loop is not', () => {
+  // One restart, 500 ms before the second check (checks are 30 s apart).
+  const at = t0 + 30_000 - 500;
+  const restarted = (o: HealthObservations) => {
+    o.services.kubelet = { state: 'running', restarts: [at] };
+  };
+  const r = run([ok, restarted, restarted]);
+  const counts = r.map(
+    (x) => x.events.filter((e) => e.reason === NodeHealthEventReason.ServiceRestarted).length,
+  );
+  assert.deepEqual(counts, [0, 1, 0], 'new to the second check only');
+  assert.match(
+    r[1]!.events.find((e) => e.reason === NodeHealthEventReason.ServiceRestarted)!.message,
+    /^kubelet ended and was started again since the check .* ago; 1 restart\(s\) in 10\.0 minutes/,
+  );
+  const loop = (o: HealthObservations, now: number) => {
+    o.services.kubelet = {
+      state: 'stopped',
+      exitCode: 1,
+      restarts: Array.from({ length: 6 }, (_, i) => now - 100 - i * 1000),
+    };
+  };
+  const looping = run([ok, loop]);
+  assert.equal(
+    looping[1]!.events.filter((e) => e.reason === NodeHealthEventReason.ServiceRestarted).length,
+    0,
+    'a loop is FrequentServiceRestart, not an Event per restart',
+  );
+});
+
 test('Defender threats: one Event per ThreatID, remembered within bounds', () => {
   const threats = (ids: string[]) => (o: HealthObservations) => {
     o.defenderThreats = ids.map((id) => ({

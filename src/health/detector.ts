@@ -11,8 +11,9 @@
  * - An observation that could not be made (undefined) changes nothing and resets no streak.
  * - A service restarting more than `restartLoop.count` times within `restartLoop.windowSeconds`
  *   is in a restart loop: it is named in `doNotRestart` at once (the agent stops restarting it
- *   blindly) and FrequentServiceRestart escalates. The loop is over only when its restarts aged
- *   out of the window and the service runs.
+ *   blindly) and FrequentServiceRestart escalates. The loop is over when the service runs and
+ *   either its restarts aged out of the window or it has run `restartLoop.stableSeconds`
+ *   without one (a repair fixed it).
  * - Events (low disk before the condition, Defender threats) are sent once per episode or per
  *   threat, not on every check.
  */
@@ -73,7 +74,11 @@ export interface HealthObservations {
 export interface HealthSettings {
   /** Checks in a row a new reading must persist before a condition changes. Default 2. */
   consecutiveChecks: number;
-  restartLoop: { count: number; windowSeconds: number };
+  /**
+   * More than `count` restarts within `windowSeconds` is a loop; a service that has then run
+   * `stableSeconds` without a restart is out of it (a repair fixed it), whatever the window.
+   */
+  restartLoop: { count: number; windowSeconds: number; stableSeconds: number };
   clockSkewSeconds: number;
   disk: { eventBelowBytes: number; conditionBelowBytes: number };
   /**
@@ -87,7 +92,7 @@ const GiB = 1024 ** 3;
 
 export const defaultHealthSettings: HealthSettings = {
   consecutiveChecks: 2,
-  restartLoop: { count: 5, windowSeconds: 600 },
+  restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 60 },
   clockSkewSeconds: 60,
   disk: { eventBelowBytes: 10 * GiB, conditionBelowBytes: 5 * GiB },
   certificateExpirySeconds: 7 * 86400,
@@ -126,6 +131,8 @@ export interface HealthState {
   diskEventSent: boolean;
   /** ThreatIDs already sent as Events (the last maxRememberedThreats). */
   reportedThreats: string[];
+  /** When the last check ran (ms): restarts after it are new (a ServiceRestarted Event). */
+  lastCheckAt?: number;
 }
 
 export const maxRememberedThreats = 256;
@@ -266,6 +273,7 @@ export function detect(
     looping: [...previous.looping],
     diskEventSent: previous.diskEventSent,
     reportedThreats: [...previous.reportedThreats],
+    lastCheckAt: now,
   };
   const events: HealthEvent[] = [];
   const readings = new Map<NodeHealthCondition, Reading>();
@@ -278,8 +286,26 @@ export function detect(
     const service = observations.services[name];
     if (!service) continue;
     anyServiceObserved = true;
-    const count = service.restarts.filter((t) => t > windowStart && t <= now).length;
+    const recent = service.restarts.filter((t) => t > windowStart && t <= now);
+    // Running for stableSeconds since its last restart: the loop is over (a re-bootstrap or a
+    // person fixed the cause), without waiting for the window to age out.
+    const settled =
+      service.state === 'running' &&
+      recent.length > 0 &&
+      now - Math.max(...recent) >= settings.restartLoop.stableSeconds * 1000;
+    const count = settled ? 0 : recent.length;
     if (count > settings.restartLoop.count) loopingNow.push({ name, count });
+    // A transient problem: the service ended and was started again (by its recovery actions or
+    // by the agent) since the last check. An Event, not a condition; a loop is the condition's.
+    const since = previous.lastCheckAt;
+    const fresh = since === undefined ? 0 : recent.filter((t) => t > since).length;
+    if (fresh > 0 && count <= settings.restartLoop.count && !previous.looping.includes(name)) {
+      events.push({
+        reason: NodeHealthEventReason.ServiceRestarted,
+        type: 'Warning',
+        message: `${name} ended and was started again${fresh > 1 ? ` (${fresh} times)` : ''} since the check ${formatSeconds(Math.round((now - since!) / 1000))} ago; ${recent.length} restart(s) in ${formatSeconds(settings.restartLoop.windowSeconds)}, more than ${settings.restartLoop.count} is a restart loop`,
+      });
+    }
   }
   // A loop is over when its restarts aged out and the service runs again (a person started it,
   // or a repair did); a stopped looping service stays held, for the repair to deal with.
@@ -340,7 +366,7 @@ export function detect(
         ? {
             status: 'True',
             reason: NodeHealthReason.NetworkMissing,
-            message: `HNS network ${hns.name} existed in this boot and is gone (Get-HnsNetwork); pods on this node have no network: restart kube-proxy and recreate a pod so the CNI plugin creates it again, or reboot the host`,
+            message: `HNS network ${hns.name} existed in this boot and is gone (Get-HnsNetwork); pods on this node have no network: the winfleet agent creates it again from its CNI config; pods that were on it stay without network until they are recreated (delete them), and if it stays missing, reboot the host`,
           }
         : {
             status: 'False',
@@ -363,7 +389,7 @@ export function detect(
         ? {
             status: 'True',
             reason: NodeHealthReason.ClockSkewed,
-            message: `This host's clock is ${formatSeconds(skewSeconds)} ${skewSeconds > 0 ? 'ahead of' : 'behind'} the API server's (its Date header), more than ${settings.clockSkewSeconds} s; certificates and tokens fail past a few minutes: fix time sync (w32tm /resync, w32tm /query /status)`,
+            message: `This host's clock is ${formatSeconds(skewSeconds)} ${skewSeconds > 0 ? 'ahead of' : 'behind'} the API server's (its Date header), more than ${settings.clockSkewSeconds} s; certificates and tokens fail past a few minutes: the winfleet agent asks the Windows Time service to resync (w32tm /resync /force); if it stays off, fix the time source (w32tm /query /status)`,
           }
         : {
             status: 'False',

@@ -9,7 +9,9 @@
  * Samples come from product code, not from users; one that does not fit the metric's labels is
  * a bug and is refused whole (nothing of the pass is applied) with an error naming it.
  */
+
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { WinfleetError } from '../errors/catalog.ts';
 import { type MetricSample, metricLabels, metricNames } from './metrics.ts';
 
 type MetricName = MetricSample['name'];
@@ -40,7 +42,8 @@ const seriesKey = (name: MetricName, labels: Labels) =>
 function checkSample(pool: string, s: MetricSample, index: number): void {
   const where = `health metrics sample ${index} (${String(s.name)})`;
   if (!Object.hasOwn(metricLabels, s.name)) {
-    throw new Error(
+    throw new WinfleetError(
+      'WF_METRIC_SAMPLE_INVALID',
       `${where}: unknown metric name; use one of metricNames (src/remediation/metrics.ts)`,
     );
   }
@@ -49,17 +52,20 @@ function checkSample(pool: string, s: MetricSample, index: number): void {
   const missing = wanted.filter((l) => typeof s.labels[l] !== 'string');
   const extra = got.filter((l) => !wanted.includes(l));
   if (missing.length > 0 || extra.length > 0) {
-    throw new Error(
+    throw new WinfleetError(
+      'WF_METRIC_SAMPLE_INVALID',
       `${where}: labels must be exactly ${wanted.join(', ')} (missing: ${missing.join(', ') || 'none'}; unexpected: ${extra.join(', ') || 'none'})`,
     );
   }
   if (s.labels.pool !== pool) {
-    throw new Error(
+    throw new WinfleetError(
+      'WF_METRIC_SAMPLE_INVALID',
       `${where}: label pool is ${JSON.stringify(s.labels.pool)}, but the pass is pool ${JSON.stringify(pool)}; a pass sets only its own pool's series`,
     );
   }
   if (!Number.isFinite(s.value) || (counterNames.has(s.name) && s.value < 0)) {
-    throw new Error(
+    throw new WinfleetError(
+      'WF_METRIC_SAMPLE_INVALID',
       `${where}: value ${s.value} is not ${counterNames.has(s.name) ? 'a finite number >= 0 (a counter only goes up)' : 'a finite number'}`,
     );
   }

@@ -16,6 +16,7 @@
  * is not the script's.
  */
 import { unprintable } from '../../api/windows-updates.ts';
+import { WinfleetError } from '../../errors/catalog.ts';
 import { parsePowerShellJson, powerShellScript, writeJson } from '../../powershell/powershell.ts';
 
 /** At most this many threats are listed (the first ones Get-MpThreat returns). */
@@ -103,7 +104,8 @@ export function parseDefenderThreatsOutput(stdout: string): DefenderThreatList {
   if (typeof value === 'object' && value !== null && (value as { ok?: unknown }).ok === false) {
     const r = exactKeys(value, 'the output', ['ok', 'message']);
     if (typeof r.message !== 'string') fail('message is not a string');
-    throw new Error(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot ${what}: ${cleanResource(r.message).slice(0, 300) || 'it failed without a message'}; check that the Windows Defender service (WinDefend) runs: Get-MpComputerStatus`,
     );
   }

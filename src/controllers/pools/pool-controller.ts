@@ -216,6 +216,11 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
       hosts: hosts.map(({ host, pass }) => healthHost(pass.key, host, pass.nodeObject)),
       now: now(),
     });
+    deps.log.debug('health pass', {
+      pool: key,
+      unhealthy: healthResult.unhealthy,
+      shortCircuited: healthResult.shortCircuited,
+    });
     const payload = deps.payload ? await deps.payload() : undefined;
     const generation = pool?.metadata.generation;
     const result = poolPass({
@@ -291,6 +296,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     const due =
       dueTimes.length > 0 ? Math.max(0, Math.min(...dueTimes) - now().getTime()) : undefined;
     const soonest = Math.min(due ?? Infinity, inChange ? inChangeRecheckMs : Infinity);
+    deps.log.debug('pool pass done', { pool: key, requeueMs: soonest });
     if (firstError !== undefined) throw firstError;
     return Number.isFinite(soonest) ? { requeueAfterMs: Math.max(soonest, 100) } : undefined;
   }
