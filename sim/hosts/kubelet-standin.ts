@@ -590,9 +590,11 @@ class KubeletRun {
       ),
     );
     await this.#retry(`update the status of node "${this.#nodeName}"`, deadline, () =>
+      // A strategic merge patch, as the kubelet's PatchNodeStatus sends: conditions merge by
+      // type, so the ones others own (the agent's health conditions) stay.
       core.patchNodeStatus(
         { name: this.#nodeName, body: { status: node.status } },
-        this.#call(true),
+        this.#call('strategic'),
       ),
     );
     this.#log(
@@ -725,7 +727,7 @@ class KubeletRun {
             },
           },
         },
-        this.#call(true),
+        this.#call('strategic'),
       );
       this.#notReadyPosted = message;
     } catch (error) {
@@ -761,7 +763,7 @@ class KubeletRun {
 
   // API helpers.
 
-  #call(mergePatch = false): k8s.ConfigurationOptions {
+  #call(mergePatch: boolean | 'strategic' = false): k8s.ConfigurationOptions {
     return callOptions(this.#signal, this.#options.apiTimeoutMs, mergePatch);
   }
 

@@ -8,14 +8,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { joinThenStopOperator } from '../../sim/testkit/agent-alone.ts';
 import { joinWorld } from '../../sim/testkit/join-fixture.ts';
+import { nodeConditions } from '../../sim/testkit/node-conditions.ts';
 import { testNamespace } from '../../sim/testkit/test-cluster.ts';
-import {
-  createWindowsHosts,
-  hostReady,
-  listWindowsHosts,
-} from '../../sim/testkit/windows-hosts.ts';
-import { servicesVersionAnnotation } from '../api/node-annotations.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import { paths } from './agent-config.ts';
 
@@ -24,39 +20,8 @@ test('each lab fault on one host: the agent’s condition, its local repair, and
   const { kc } = world;
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const sim = world.fleet.hosts[0]!;
-  await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
-  const host = await waitFor(
-    async () => {
-      const [h] = await listWindowsHosts(kc, world.namespace);
-      return h && hostReady(h) && h.status?.nodeName ? h : undefined;
-    },
-    { description: 'the host Ready', timeoutMs: 120_000 },
-  );
-  const nodeName = host.status!.nodeName!;
-  await waitFor(
-    async () =>
-      (await core.readNode({ name: nodeName })).metadata?.annotations?.[servicesVersionAnnotation],
-    { description: 'the agent to record its services version', timeoutMs: 60_000 },
-  );
-  await world.operator?.stop();
-  world.operator = undefined;
-
-  const condition = async (type: string) =>
-    (await core.readNode({ name: nodeName })).status?.conditions?.find((c) => c.type === type);
-  /** Waits for the condition's status; returns it and the seconds it took. */
-  const until = async (type: string, status: string, timeoutMs = 60_000) => {
-    const started = Date.now();
-    const c = await waitFor(
-      async () => {
-        const found = await condition(type);
-        return found?.status === status ? found : undefined;
-      },
-      { description: `${type}=${status} on ${nodeName}`, timeoutMs, intervalMs: 200 },
-    );
-    return { c, seconds: (Date.now() - started) / 1000 };
-  };
-  const measured = (what: string, seconds: number) =>
-    t.diagnostic(`${what}: ${seconds.toFixed(1)} s`);
+  const nodeName = await joinThenStopOperator(world);
+  const { condition, until, measured } = nodeConditions(core, nodeName, t);
   const agentLog = async () => {
     const names = (await sim.machine.fs.list(paths.agentLogs).catch(() => [])).map((e) => e.name);
     let text = '';

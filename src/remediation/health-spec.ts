@@ -13,6 +13,7 @@ import {
   healthDefaults,
 } from '../api/windows-node-pool.ts';
 import { type DurationBounds, parseDuration } from '../rollout/duration.ts';
+import { field } from '../rollout/pool-spec.ts';
 
 export interface UnhealthyRule {
   type: string;
@@ -97,17 +98,6 @@ export function resolveMaxUnhealthy(max: MaxUnhealthy, hosts: number): number {
   if (max.kind === 'count') return max.count;
   if (max.percent === 0) return 0;
   return Math.max(1, Math.floor((max.percent * hosts) / 100));
-}
-
-/** Runs `parse`; on a RangeError records its message and returns `fallback`. */
-function field<T>(problems: string[], fallback: T, parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    if (!(error instanceof RangeError)) throw error;
-    problems.push(error.message);
-    return fallback;
-  }
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

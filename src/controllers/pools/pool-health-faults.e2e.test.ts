@@ -20,6 +20,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
+import { nodeConditions } from '../../../sim/testkit/node-conditions.ts';
 import { createPool, labelHosts, readPool } from '../../../sim/testkit/pools.ts';
 import { testNamespace } from '../../../sim/testkit/test-cluster.ts';
 import { writeOperatorConfig } from '../../../sim/testkit/test-operator.ts';
@@ -61,21 +62,7 @@ test('each fault with the operator running: the condition, the rung that repairs
   const sim = world.fleet.hosts[0]!;
   const name = sim.name.toLowerCase();
   const nodeName = joined.find((h) => h.metadata.name === name)!.status!.nodeName!;
-  const condition = async (type: string) =>
-    (await core.readNode({ name: nodeName })).status?.conditions?.find((c) => c.type === type);
-  const until = async (type: string, status: string, timeoutMs = 60_000) => {
-    const started = Date.now();
-    const c = await waitFor(
-      async () => {
-        const found = await condition(type);
-        return found?.status === status ? found : undefined;
-      },
-      { description: `${type}=${status} on ${nodeName}`, timeoutMs, intervalMs: 200 },
-    );
-    return { c, seconds: (Date.now() - started) / 1000 };
-  };
-  const measured = (what: string, seconds: number) =>
-    t.diagnostic(`${what}: ${seconds.toFixed(1)} s`);
+  const { condition, until, measured } = nodeConditions(core, nodeName, t);
   const actions = async () =>
     ((await readWindowsHost(kc, world.namespace, name)).status?.remediation?.lastActions ?? []).map(
       (a) => `${a.rung}:${a.result}`,
