@@ -29,6 +29,7 @@ import {
   readWindowsHost,
   waitForReadyHosts,
 } from '../../../sim/testkit/windows-hosts.ts';
+import { nodeKubeConfig } from '../../agent/node-client.ts';
 import { EventReason, NodeHealthEventReason } from '../../api/reasons.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 
@@ -95,6 +96,55 @@ test('each fault with the operator running: the condition, the rung that repairs
     async () => (await condition('HNSNetworkMissing'))?.message === 'HNS network winfleet exists',
     { description: 'the agent to see the HNS network', timeoutMs: 90_000, intervalMs: 500 },
   );
+
+  await t.test('one host’s node credentials cannot mark another host unhealthy', async () => {
+    // What the ladder believes is written by each host's agent with its own node credentials;
+    // the Node authorizer and NodeRestriction confine those to its own Node.
+    const other = joined.find((h) => h.metadata.name !== name)!;
+    const asNode = (await nodeKubeConfig(sim.hostOS()))!.makeApiClient(k8s.CoreV1Api);
+    const forged = {
+      status: {
+        conditions: [
+          { type: 'KubeletUnhealthy', status: 'True', reason: 'HealthzFailed', message: 'forged' },
+        ],
+      },
+    };
+    const refused = await asNode
+      .patchNodeStatus(
+        { name: other.status!.nodeName!, body: forged },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
+      )
+      .then(
+        () => 0,
+        (error: { code?: number }) => error.code ?? -1,
+      );
+    assert.equal(refused, 403, 'another Node’s status is refused');
+    const theirs = (await core.readNode({ name: other.status!.nodeName! })).status?.conditions;
+    assert.notEqual(
+      theirs?.find((c) => c.type === 'KubeletUnhealthy')?.message,
+      'forged',
+      'the other Node is unchanged',
+    );
+    // Its own Node it may write (that is how the agent reports).
+    await asNode.patchNodeStatus(
+      {
+        name: nodeName,
+        body: {
+          status: {
+            conditions: [
+              {
+                type: 'KubeletUnhealthy',
+                status: 'False',
+                reason: 'ServiceHealthy',
+                message: 'ok',
+              },
+            ],
+          },
+        },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
+    );
+  });
 
   await t.test('a service that stays down: an Event, the agent starts it, no ladder', async () => {
     const started = Date.now();
