@@ -4,7 +4,8 @@
  * when the command line is wrong or no lab runs.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -163,4 +164,78 @@ test('the command printed for a lab directory is quoted for the shell when it ne
     faultCommandFor("/tmp/my lab's"),
     "npm run lab:fault -- --lab-dir '/tmp/my lab'\\''s'",
   );
+});
+
+test('--watch: a wrong flag is refused before the lab is asked', async () => {
+  calls.length = 0;
+  const cases: [string[], RegExp][] = [
+    [['simwin-10', 'disk-full', '--timeout', '60'], /--timeout is only for --watch; add --watch/],
+    [
+      ['simwin-10', 'disk-full', '--watch', '--timeout', '5'],
+      /--timeout "5" is not whole seconds from 10 to 3600/,
+    ],
+    [
+      ['simwin-10', 'disk-full', '--watch', '--timeout', '1h'],
+      /--timeout "1h" is not whole seconds/,
+    ],
+    [['list', '--watch'], /list does not watch; give a host and a fault with --watch/],
+  ];
+  for (const [args, message] of cases) {
+    const run = await cli(['--lab-dir', dir, ...args]);
+    assert.equal(run.code, 2, `${args.join(' ')}: ${run.err}`);
+    assert.match(run.err, message);
+  }
+  assert.deepEqual(calls, []);
+});
+
+test('--watch injects nothing when it cannot read the host through the API server', async () => {
+  calls.length = 0;
+  const lab = await mkdtemp(join(tmpdir(), 'fault-cli-watch-'));
+  try {
+    // The control file's kubeconfig (/lab/cluster/admin.kubeconfig) does not exist.
+    await writeFaultControlFile(faultControlFilePath(lab), {
+      url: control.url,
+      token: control.token,
+      kubeconfig: join(lab, 'missing.kubeconfig'),
+    });
+    const missing = await cli(['--lab-dir', lab, 'simwin-10', 'disk-full', '--watch']);
+    assert.equal(missing.code, 1);
+    assert.match(
+      missing.err,
+      /^lab:fault: --watch cannot load the lab's kubeconfig \S+missing\.kubeconfig \(ENOENT\)/,
+    );
+
+    // A kubeconfig whose API server port no longer answers.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const kubeconfig = join(lab, 'admin.kubeconfig');
+    await writeFile(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        `clusters: [{name: lab, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]`,
+        'users: [{name: admin, user: {token: not-printed-token}}]',
+        'contexts: [{name: lab, context: {cluster: lab, user: admin}}]',
+        'current-context: lab',
+      ].join('\n'),
+    );
+    await writeFaultControlFile(faultControlFilePath(lab), {
+      url: control.url,
+      token: control.token,
+      kubeconfig,
+    });
+    const down = await cli(['--lab-dir', lab, 'simwin-10', 'hns-delete', '--watch']);
+    assert.equal(down.code, 1);
+    assert.match(
+      down.err,
+      /^lab:fault: --watch cannot read Node simwin-10 through the API server \(ECONNREFUSED\); check that make lab is still running, or drop --watch$/,
+    );
+    assert.doesNotMatch(down.err + down.out, /not-printed-token/);
+    assert.deepEqual(calls, []);
+  } finally {
+    await rm(lab, { recursive: true, force: true });
+  }
 });

@@ -7,6 +7,7 @@
  *   npm run lab:fault -- simwin-10 service-down kubelet
  *   npm run lab:fault -- simwin-11 clock-skew 600
  *   npm run lab:fault -- simwin-10 clear
+ *   npm run lab:fault -- simwin-10 hns-delete --watch    # print detection and repair, timed
  *
  * It finds the lab by its control file: .cache/lab/fault-control.json, or the one in
  * --lab-dir (default $WINFLEET_LAB_DIR) for a lab started with WINFLEET_LAB_DIR.
@@ -32,6 +33,14 @@ import {
   parseHostName,
   parseSecondsArgument,
 } from './fault-requests.ts';
+import {
+  parseWatchTimeout,
+  snapshotReader,
+  startWatch,
+  watchFault,
+  watchPlanFor,
+  watchTimeout,
+} from './fault-watch.ts';
 
 export interface CliOutput {
   out: (line: string) => void;
@@ -65,7 +74,7 @@ export async function runFaultCli(
         '`list` (no host) shows the hosts, their services and the faults injected on each.',
       ].join('\n'),
     )
-    .usage('[--lab-dir <dir>] <host> <fault> [argument] | list')
+    .usage('[--lab-dir <dir>] <host> <fault> [argument] [--watch [--timeout <seconds>]] | list')
     .argument('<host>', 'a lab host as kubectl get nodes shows it (simwin-N), or list')
     .argument('[fault]', `one of ${Object.keys(faultKinds).join(', ')}`)
     .argument('[argument]', 'the service (service-down, crash-loop) or seconds (clock-skew)')
@@ -73,18 +82,33 @@ export async function runFaultCli(
       '--lab-dir <dir>',
       'the WINFLEET_LAB_DIR of the lab (default: $WINFLEET_LAB_DIR, else the make lab default)',
     )
+    .option(
+      '--watch',
+      'after injecting, print (in seconds since) the condition, Events, ladder rungs and Ready, until repaired, needing a person, or the timeout (exit 1)',
+    )
+    .option(
+      '--timeout <seconds>',
+      `with --watch: stop after this many seconds (${watchTimeout.minSeconds}..${watchTimeout.maxSeconds}, default ${watchTimeout.defaultSeconds})`,
+    )
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.out(text.trimEnd()),
       writeErr: (text) => io.err(text.trimEnd()),
     })
     .action(async (host: string, fault: string | undefined, argument: string | undefined) => {
-      const labDir = (program.opts<{ labDir?: string }>().labDir ?? env.WINFLEET_LAB_DIR) || '';
+      const options = program.opts<{ labDir?: string; watch?: boolean; timeout?: string }>();
+      const labDir = (options.labDir ?? env.WINFLEET_LAB_DIR) || '';
       const controlPath = faultControlFilePath(labDir || undefined);
       const again = faultCommandFor(labDir || undefined);
+      if (options.timeout !== undefined && !options.watch) {
+        throw new FaultRequestError('--timeout is only for --watch; add --watch or drop --timeout');
+      }
       if (host === 'list') {
         if (fault !== undefined) {
           throw new FaultRequestError(`list takes no more arguments; run ${again} list`);
+        }
+        if (options.watch) {
+          throw new FaultRequestError(`list does not watch; give a host and a fault with --watch`);
         }
         const lab = await readFaultControlFile(controlPath);
         const { hosts } = (await call(lab, controlPath, 'GET', '/v1/hosts')) as {
@@ -94,12 +118,37 @@ export async function runFaultCli(
         return;
       }
       const request = commandLineRequest(host, fault, argument);
+      let timeoutSeconds: number = watchTimeout.defaultSeconds;
+      if (options.timeout !== undefined) {
+        try {
+          timeoutSeconds = parseWatchTimeout(options.timeout);
+        } catch (error) {
+          throw new FaultRequestError((error as Error).message);
+        }
+      }
       const lab = await readFaultControlFile(controlPath);
+      const watch = options.watch ? await watchBaseline(lab, controlPath, request.host) : undefined;
+      const injectedAt = performance.now();
       const answer = (await call(lab, controlPath, 'POST', '/v1/faults', request)) as {
         host: string;
         message: string;
       };
       io.out(`${answer.host}: ${answer.message}`);
+      if (watch) {
+        io.out(
+          `Watching Node ${answer.host} and WindowsHost ${answer.host} (up to ${timeoutSeconds}s):`,
+        );
+        code = await watchFault({
+          plan: watchPlanFor(request),
+          read: watch.read,
+          state: startWatch(watch.baseline),
+          injectedAt,
+          timeoutSeconds,
+          clearCommand: `${again} ${answer.host} clear`,
+          out: io.out,
+        });
+        return;
+      }
       for (const line of watchLines(lab, answer.host, again, request.fault === 'clear')) {
         io.out(line);
       }
@@ -151,6 +200,31 @@ export function commandLineRequest(
     ...(field === 'service' ? { service: argument } : {}),
     ...(field === 'seconds' ? { seconds: parseSecondsArgument(argument!) } : {}),
   });
+}
+
+/** --watch: the reader of the host's state, and that state before the fault (not news). */
+async function watchBaseline(lab: FaultControlFile, controlPath: string, host: string) {
+  if (!lab.kubeconfig) {
+    throw new Error(
+      `--watch needs the lab's kubeconfig, and ${controlPath} names none; restart the lab with this version of make lab`,
+    );
+  }
+  let read: ReturnType<typeof snapshotReader>;
+  try {
+    read = snapshotReader(lab.kubeconfig, lab.namespace ?? 'winfleet-system', host);
+  } catch (error) {
+    const why = (error as { code?: string }).code ?? (error as Error).name;
+    throw new Error(
+      `--watch cannot load the lab's kubeconfig ${lab.kubeconfig} (${why}); check that make lab is still running, or drop --watch`,
+    );
+  }
+  const baseline = await read();
+  if (baseline.error || !baseline.node) {
+    throw new Error(
+      `--watch cannot read Node ${host} through the API server (${baseline.error ?? 'no Node'}); check that make lab is still running, or drop --watch`,
+    );
+  }
+  return { read, baseline };
 }
 
 /** One request to the lab, its error answers turned into the lab's own message. */
