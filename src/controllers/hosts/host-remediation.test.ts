@@ -88,5 +88,12 @@ test('a joined host under remediation or skip is not re-bootstrapped by the join
     true,
   );
   assert.equal(leftToRemediation(host({ servicesVersion: '1' })), false);
+  assert.equal(
+    leftToRemediation(
+      host({ servicesVersion: '1', remediation: ladder() }, { 'winfleet.io/rejoin': 'true' }),
+    ),
+    false,
+    'the administrator asked for a rejoin',
+  );
   assert.equal(leftToRemediation(host({ remediation: ladder() })), false, 'still joining');
 });

@@ -8,11 +8,12 @@
  *   neither forgets it nor runs it twice for the same request.
  * - A joined host under remediation (a ladder running or failed) or marked
  *   winfleet.io/skip-remediation is not bootstrapped again by the join's own NotReady timer:
- *   one rung at a time, and "left alone" means left alone.
+ *   one rung at a time, and "left alone" means left alone. The administrator's
+ *   winfleet.io/rejoin still is acted on.
  * - RemediationFailed shows as the host's Degraded condition.
  */
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { rejoinAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import { skipRemediationAnnotation } from '../../api/windows-node-pool.ts';
 import type { HostStatus } from './host-status.ts';
 
@@ -37,9 +38,13 @@ export function rebootstrapRequest(host: WindowsHost): string | undefined {
   return requestedAt;
 }
 
-/** A joined host whose NotReady Node is remediation's to repair, not the join timer's. */
+/**
+ * A joined host whose NotReady Node is remediation's to repair, not the join timer's. The
+ * administrator's winfleet.io/rejoin (a rebuilt host) is an explicit request: the join acts.
+ */
 export function leftToRemediation(host: WindowsHost): boolean {
   if (!host.status?.servicesVersion) return false;
+  if (host.metadata.annotations?.[rejoinAnnotation] !== undefined) return false;
   const remediation = host.status.remediation;
   return (
     remediation?.current !== undefined ||

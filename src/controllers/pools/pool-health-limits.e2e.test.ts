@@ -191,9 +191,17 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
           host.metadata.name,
         );
         assert.match(host.status!.remediation!.failed!.message, /remediation failed/);
-        const node = await core.readNode({ name: nodeOf.get(host.metadata.name)! });
-        assert.equal(node.spec?.unschedulable, true, 'left cordoned');
-        assert.equal(node.metadata?.annotations?.[cordonedByAnnotation], 'remediation');
+        // The cordon follows the failure, in the next pass.
+        await waitFor(
+          async () => {
+            const node = await core.readNode({ name: nodeOf.get(host.metadata.name)! });
+            return (
+              node.spec?.unschedulable === true &&
+              node.metadata?.annotations?.[cordonedByAnnotation] === 'remediation'
+            );
+          },
+          { description: `${host.metadata.name} left cordoned by remediation`, timeoutMs: 30_000 },
+        );
         const degraded = await waitFor(
           async () => {
             const h = await read(host.metadata.name);
