@@ -15,8 +15,10 @@
  * stopPodSandbox; tests may call them directly.
  */
 
+import { parse as parseToml } from 'smol-toml';
 import type { SimMachine } from './machine.ts';
 import { idleProgram } from './programs.ts';
+import { containerdConfigFlag } from './sim-cni.ts';
 import type { SimProcess, SimProgram } from './sim-process.ts';
 import { windowsBaseName } from './windows-path.ts';
 
@@ -29,8 +31,36 @@ export const containersFeature = 'Containers';
 /** hcsshim's text for ERROR_MOD_NOT_FOUND (126): vmcompute.dll is missing. */
 export const moduleNotFound = 'The specified module could not be found.';
 
-/** containerd.exe: idles until stopped, whatever the Containers feature (see the header). */
-export const containerdProgram: SimProgram = (context) => idleProgram(context);
+/**
+ * containerd's error for a config file it cannot decode (containerd v2.4.2,
+ * cmd/containerd/server/config/config.go loadConfigFile: "failed to unmarshal TOML at row %d
+ * column %d: %w"), printed by its command as "containerd: <error>". The decoder's own text is
+ * smol-toml's here, not go-toml v2's.
+ */
+export function containerdConfigError(row: number, column: number, detail: string): string {
+  return `containerd: failed to unmarshal TOML at row ${row} column ${column}: toml: ${detail}`;
+}
+
+/**
+ * containerd.exe: loads its --config file (a missing one is fine: the defaults), exits 1 with
+ * containerd's error when it cannot decode it, else idles until stopped, whatever the Containers
+ * feature (see the header).
+ */
+export const containerdProgram: SimProgram = async (context) => {
+  const configFile = containerdConfigFlag(context.argv);
+  const text = configFile ? await context.machine.fs.tryReadFile(configFile) : undefined;
+  if (text !== undefined) {
+    try {
+      parseToml(text.toString('utf8'));
+    } catch (error) {
+      const e = error as { line?: number; column?: number; message: string };
+      const detail = e.message.split('\n')[0] ?? '';
+      context.stderr(`${containerdConfigError(e.line ?? 1, e.column ?? 1, detail)}\n`);
+      return 1;
+    }
+  }
+  return idleProgram(context);
+};
 
 /**
  * containerd-shim-runhcs-v1.exe serving one sandbox: fails at once without the Containers

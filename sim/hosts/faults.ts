@@ -5,15 +5,27 @@
  *   runs (a catalog script, an agent command, the Nth exec);
  * - `slowLinkMs`: every data chunk on every SSH connection is delayed;
  * - `crashService(name)`: the service's process dies now (its recovery actions apply);
+ *   `{ stayDown: true }`: it stops without a failure instead, so they do not (see the method);
+ * - `crashLoop(name)`: the kubelet's or containerd's config file is corrupted and the service
+ *   crashes: every restart exits at once with the program's error, until the file is
+ *   rewritten (a re-bootstrap does) or `clear()` puts it back;
+ * - `deleteHnsNetwork(name)`: the CNI's HNS network goes, with its pods' endpoints;
+ * - `skewClock(offsetMs)`: the machine's clock runs that far off;
+ * - `setUnreachable(true)`: the host is gone from the network, modelled as switched off
+ *   until `setUnreachable(false)` (see the method);
  * - `reboot()` now, or `rebootWhen(...)` a command runs or a service starts ("a reboot in the
  *   middle of bootstrap");
- * - `diskFull`: every data write fails with "There is not enough space on the disk.";
+ * - `diskFull`: every data write fails with "There is not enough space on the disk." and C:
+ *   reports 0 bytes free;
  * - `changeHostKey()`: the host presents a new host key to new connections.
  * Triggered faults fire once unless `times` says otherwise.
  */
+import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import type { RemoteScriptName } from '../../src/hostaccess/remote-scripts.ts';
+import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import type { SimMachine } from './machine.ts';
 import type { ClassifiedCommand } from './remote-commands.ts';
+import { containerdConfigFlag } from './sim-cni.ts';
 
 /** Which exec request a fault waits for; every given field must match. */
 export interface CommandTrigger {
@@ -123,9 +135,111 @@ export class HostFaults {
     });
   }
 
-  /** The service's process dies now; false when it was not running. */
-  crashService(name: string): boolean {
-    return this.#targets.machine.scm.crash(name);
+  /**
+   * The service's process dies now; false when it was not running. Its recovery actions
+   * restart it (winfleet registers restart after 5 s, 5 s, then every 10 s: converge.ts
+   * defaultRecovery, with the failure flag set), so on Windows a crash of a winfleet service
+   * does not stay down. `stayDown` models the way one does: the program stops itself and
+   * reports SERVICE_STOPPED with exit code 0, which is no failure, so no recovery action runs
+   * and only an explicit start (the agent's converge, Start-Service) brings it back.
+   */
+  crashService(name: string, options: { stayDown?: boolean } = {}): boolean {
+    const scm = this.#targets.machine.scm;
+    return options.stayDown ? scm.stopOnItsOwn(name) : scm.crash(name);
+  }
+
+  /**
+   * A crash loop: the service's config file is corrupted on disk as a power loss during a write
+   * leaves it, and the service crashes now; each restart by its recovery actions (or anyone)
+   * exits at once with the program's own error:
+   * - kubelet: its --config file (C:\k\kubelet-config.yaml) is empty: "failed to load kubelet
+   *   config file, path: ..., error: ... was empty" (kubelet v1.36), exit 1;
+   * - containerd: its --config file (C:\k\containerd\config.toml) is zero-filled:
+   *   "containerd: failed to unmarshal TOML at row 1 column 1: ..." (containerd v2.4.2), exit 1.
+   * It ends by itself once the file is rewritten: a re-bootstrap writes both files. `clear()`
+   * puts the old content back if the file is still the corrupted one. Returns the file.
+   */
+  async crashLoop(name: string): Promise<string> {
+    const machine = this.#targets.machine;
+    const service = name.toLowerCase();
+    if (service !== 'kubelet' && service !== 'containerd') {
+      throw new RangeError(
+        `Cannot make "${name}" crash-loop: the simulated hosts corrupt the config file of kubelet or containerd (kube-proxy's settings are flags and a kubeconfig the agent rewrites); give kubelet or containerd`,
+      );
+    }
+    const commandLine = machine.scm.config(service)?.commandLine;
+    if (!commandLine) {
+      throw new RangeError(
+        `Cannot make "${name}" crash-loop: no such service on ${machine.hostname}; bootstrap the host first`,
+      );
+    }
+    const { args } = splitServiceCommandLine(commandLine);
+    const file =
+      service === 'kubelet'
+        ? (configFlagValue(args, '--config') ?? hostPaths.kubeletConfig)
+        : (containerdConfigFlag(args) ?? hostPaths.containerdConfig);
+    const original = await machine.fs.tryReadFile(file);
+    const corrupted =
+      service === 'kubelet' ? Buffer.alloc(0) : Buffer.alloc(Math.max(original?.length ?? 0, 64));
+    // Written in place, bypassing diskFull: the corruption is what a lost write left behind.
+    const wasFull = machine.fs.diskFull;
+    machine.fs.diskFull = false;
+    try {
+      await machine.fs.writeFileAtomic(file, corrupted);
+    } finally {
+      machine.fs.diskFull = wasFull;
+    }
+    if (original && !this.#corrupted.has(file.toLowerCase()))
+      this.#corrupted.set(file.toLowerCase(), { file, original, corrupted });
+    machine.scm.crash(service);
+    return file;
+  }
+
+  readonly #corrupted = new Map<string, { file: string; original: Buffer; corrupted: Buffer }>();
+
+  /**
+   * Removes the CNI's HNS network (default "winfleet", the network winfleet's CNI config names),
+   * as `Get-HnsNetwork | ? Name -eq winfleet | Remove-HnsNetwork` would. Its endpoints go with
+   * it: the pods on it keep their IP on the API server (the kubelet and containerd do not look
+   * again) but nothing answers there any more. False when there was no such network.
+   */
+  deleteHnsNetwork(name = 'winfleet'): boolean {
+    const machine = this.#targets.machine;
+    const network = machine.hns.find(name);
+    return network ? machine.removeHnsNetwork(network.id) : false;
+  }
+
+  /**
+   * The machine's clock runs `offsetMs` off the real time (positive: ahead), as a host whose
+   * time source failed, or whose clock was set by hand. The Windows Time service's resync
+   * (w32tm /resync /force) sets it right again.
+   */
+  skewClock(offsetMs: number): void {
+    if (!Number.isFinite(offsetMs) || Math.abs(offsetMs) > 10 * 365 * 86_400_000) {
+      throw new RangeError(
+        `Cannot skew the clock by ${offsetMs} ms: give a whole number of ms within ten years`,
+      );
+    }
+    this.#targets.machine.clockOffsetMs = Math.round(offsetMs);
+  }
+
+  /**
+   * The host is off the network. Modelled as a host switched off until cleared: a partition
+   * the sim cannot make (its programs reach the API server over the real loopback), so
+   * everything on it stops: SSH is refused, the kubelet renews no lease (kube-controller-manager
+   * marks the Node Unknown after its grace period), the agent makes no API call. Unlike a real
+   * partition, clearing it boots the host (a new boot id, auto services started, pods' sandboxes
+   * set up again). Resolves once the host is down, or up again.
+   */
+  async setUnreachable(on: boolean): Promise<void> {
+    const machine = this.#targets.machine;
+    if (on) await machine.holdPowerOff('fault: unreachable');
+    else await machine.releasePowerOff();
+  }
+
+  /** Whether setUnreachable(true) holds the host down. */
+  get unreachable(): boolean {
+    return this.#targets.machine.poweredOffHeld;
   }
 
   /** Reboots now; resolves once the machine is up again. */
@@ -188,6 +302,17 @@ export class HostFaults {
       this.#restoreDowntime = undefined;
     }
     if (this.#refuse) this.refuseConnections = false;
+    const machine = this.#targets.machine;
+    machine.clockOffsetMs = 0;
+    // Config files a crash loop corrupted get their content back unless rewritten since.
+    for (const { file, original, corrupted } of this.#corrupted.values()) {
+      void (async () => {
+        const now = await machine.fs.tryReadFile(file);
+        if (now?.equals(corrupted)) await machine.fs.writeFileAtomic(file, original);
+      })().catch(() => {});
+    }
+    this.#corrupted.clear();
+    if (machine.poweredOffHeld) machine.releasePowerOff().catch(() => {});
   }
 
   /** Called by the SSH server for each exec request, before it runs. */
@@ -221,6 +346,15 @@ export class HostFaults {
     }, ms);
     this.#timers.add(timer);
   }
+}
+
+/** The value of a `--flag value` or `--flag=value` argument. */
+function configFlagValue(args: readonly string[], flag: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === flag) return args[i + 1];
+    if (args[i]!.startsWith(`${flag}=`)) return args[i]!.slice(flag.length + 1);
+  }
+  return undefined;
 }
 
 function matches(trigger: CommandTrigger, command: ClassifiedCommand, execNumber: number): boolean {

@@ -36,8 +36,23 @@ export interface HnsLoadBalancer {
   endpoints: string[];
 }
 
+/**
+ * A container's endpoint on a network: what sdnbridge creates for each pod sandbox (CNI ADD)
+ * and deletes at CNI DEL. An endpoint lives on its network: removing the network removes its
+ * endpoints, and a network created again (a new id) does not bring them back.
+ */
+export interface HnsEndpoint {
+  id: string;
+  networkId: string;
+  /** The pod's address. */
+  ip: string;
+  /** The sandbox (container) id it belongs to. */
+  containerId: string;
+}
+
 export class HnsNetworks {
   readonly #networks = new Map<string, HnsNetwork>();
+  readonly #endpoints = new Map<string, HnsEndpoint>();
   readonly #loadBalancers = new Map<string, HnsLoadBalancer>();
   /** Subnets by network id, for networks created with them (CNI plugins do). */
   readonly #subnets = new Map<string, HnsSubnet[]>();
@@ -77,6 +92,8 @@ export class HnsNetworks {
     if (key !== undefined) this.#subnets.delete(key);
     for (const lb of this.#loadBalancers.values())
       if (lb.networkId === key) this.#loadBalancers.delete(lb.id);
+    for (const endpoint of this.#endpoints.values())
+      if (endpoint.networkId === key) this.#endpoints.delete(endpoint.id);
     return key !== undefined && this.#networks.delete(key);
   }
 
@@ -86,6 +103,46 @@ export class HnsNetworks {
       (n) => n.name.toLowerCase() === name.toLowerCase(),
     );
     return found && { ...found };
+  }
+
+  /**
+   * The endpoint of `containerId` on the network with this id, created unless it exists;
+   * throws naming the network when there is none.
+   */
+  ensureEndpoint(networkId: string, containerId: string, ip: string): HnsEndpoint {
+    if (!this.#networks.has(networkId)) {
+      throw new Error(
+        `HNS network ${networkId} not found: create the network before its endpoints`,
+      );
+    }
+    const existing = [...this.#endpoints.values()].find(
+      (e) => e.networkId === networkId && e.containerId === containerId,
+    );
+    if (existing) return { ...existing };
+    const endpoint = { id: randomUUID().toUpperCase(), networkId, ip, containerId };
+    this.#endpoints.set(endpoint.id, endpoint);
+    return { ...endpoint };
+  }
+
+  /** Removes the endpoints of `containerId` (CNI DEL); none is not an error. */
+  removeEndpointsOf(containerId: string): void {
+    for (const endpoint of this.#endpoints.values())
+      if (endpoint.containerId === containerId) this.#endpoints.delete(endpoint.id);
+  }
+
+  endpoints(): HnsEndpoint[] {
+    return [...this.#endpoints.values()].map((e) => ({ ...e }));
+  }
+
+  /**
+   * Whether a pod address is reachable on this host: an endpoint with that address exists on
+   * a network that exists. Without one, traffic to the address goes nowhere (on Windows the
+   * container's vNIC went with its endpoint).
+   */
+  answers(ip: string): boolean {
+    return [...this.#endpoints.values()].some(
+      (e) => e.ip === ip && this.#networks.has(e.networkId),
+    );
   }
 
   loadBalancers(): HnsLoadBalancer[] {
@@ -125,6 +182,7 @@ export class HnsNetworks {
 
   clear(): void {
     this.#networks.clear();
+    this.#endpoints.clear();
     this.#subnets.clear();
     this.#loadBalancers.clear();
   }

@@ -136,7 +136,7 @@ export function kubeConfigFor(credentials: KubeCredentials): k8s.KubeConfig {
 export function callOptions(
   signal: AbortSignal | undefined,
   timeoutMs: number,
-  mergePatch = false,
+  mergePatch: boolean | 'strategic' = false,
 ): k8s.ConfigurationOptions {
   const bound = signal
     ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
@@ -144,7 +144,13 @@ export function callOptions(
   const middleware: k8s.ObservableMiddleware = {
     pre: (context) => {
       context.setSignal(bound);
-      if (mergePatch) context.setHeaderParam('Content-Type', k8s.PatchStrategy.MergePatch);
+      if (mergePatch)
+        context.setHeaderParam(
+          'Content-Type',
+          mergePatch === 'strategic'
+            ? k8s.PatchStrategy.StrategicMergePatch
+            : k8s.PatchStrategy.MergePatch,
+        );
       return new k8s.Observable(Promise.resolve(context));
     },
     post: (context) => new k8s.Observable(Promise.resolve(context)),

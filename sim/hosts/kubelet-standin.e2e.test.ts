@@ -344,10 +344,45 @@ test('the kubelet stand-in bootstraps, registers the Node its configuration desc
     { description: 'the kwok annotation removed after the kubelet stopped', timeoutMs: 30_000 },
   );
 
+  // A condition another writer owns (the agent's health checks, Node Problem Detector) stays
+  // through the kubelet's status updates: they merge conditions by type (strategic merge), as
+  // the kubelet's PatchNodeStatus does.
+  await core.patchNodeStatus(
+    {
+      name: nodeName,
+      body: {
+        status: {
+          conditions: [
+            { type: 'KubeletUnhealthy', status: 'False', reason: 'ServiceHealthy', message: 'ok' },
+          ],
+        },
+      },
+    },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
+  );
+
   // Reboot: the auto-start kubelet comes back with its certificate (no new CSR) and a new boot id.
+  // Without its CNI config at first, so it posts NotReady again (the update that must keep the
+  // condition above); then the config comes back.
+  const conflist = `${containerdDefaultCniDirs.confDir}\\10-winfleet.conflist`;
+  const conflistData = await fs.readFile(conflist);
+  await fs.remove(conflist);
   const bootBefore = host.machine.bootId;
   await host.faults.reboot();
   assert.notEqual(host.machine.bootId, bootBefore);
+  await waitFor(
+    async () => {
+      const current = await core.readNode({ name: nodeName });
+      const ready = current.status?.conditions?.find((c) => c.type === 'Ready');
+      return current.status?.nodeInfo?.bootID === host.machine.bootId &&
+        ready?.status === 'False' &&
+        /cni plugin not initialized/.test(ready.message ?? '')
+        ? current
+        : undefined;
+    },
+    { description: 'NotReady after the reboot without a CNI config', timeoutMs: 60_000 },
+  );
+  await fs.writeFileAtomic(conflist, conflistData);
   const back = await waitFor(
     async () => {
       const current = await core.readNode({ name: nodeName });
@@ -364,6 +399,11 @@ test('the kubelet stand-in bootstraps, registers the Node its configuration desc
     },
   );
   assert.deepEqual(ownTaints(back), [{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
+  assert.equal(
+    back.status?.conditions?.find((c) => c.type === 'KubeletUnhealthy')?.reason,
+    'ServiceHealthy',
+    'the re-registering kubelet kept a condition it does not own',
+  );
   const clientCsrs = (await certificates.listCertificateSigningRequest()).items.filter(
     (csr) => csr.spec.username === `system:bootstrap:${tokenId}`,
   );

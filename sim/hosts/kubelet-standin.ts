@@ -73,6 +73,11 @@ import type { ProgramContext, SimProgram } from './sim-process.ts';
 import { readStandIn } from './stand-in-binary.ts';
 import { formatWindowsPath, windowsPathSegments } from './windows-path.ts';
 
+/** The kubelet's error for an empty --config file (Go's %q quoting of the path). */
+export function emptyKubeletConfigMessage(path: string): string {
+  return `failed to load kubelet config file, path: ${path}, error: failed to load Kubelet config file ${path}, error kubelet config file ${JSON.stringify(path)} was empty`;
+}
+
 export interface KubeletStandInOptions {
   /** Each API call's timeout. Default 10 s. */
   apiTimeoutMs?: number;
@@ -261,6 +266,9 @@ class KubeletRun {
           `failed to load kubelet config file, path: ${configFlag}: open ${configFlag}: The system cannot find the file specified.`,
         );
       }
+      // cmd/kubelet/app/server.go (loadConfigFile) around pkg/kubelet/kubeletconfig/configfiles
+      // (fsLoader.Load), v1.36: an empty file is refused before decoding.
+      if (text.length === 0) throw new Error(emptyKubeletConfigMessage(configFlag));
       configFile = parseKubeletConfiguration(text.toString('utf8'), configFlag);
     }
     const settings = kubeletSettings(argv, configFile);
@@ -582,9 +590,11 @@ class KubeletRun {
       ),
     );
     await this.#retry(`update the status of node "${this.#nodeName}"`, deadline, () =>
+      // A strategic merge patch, as the kubelet's PatchNodeStatus sends: conditions merge by
+      // type, so the ones others own (the agent's health conditions) stay.
       core.patchNodeStatus(
         { name: this.#nodeName, body: { status: node.status } },
-        this.#call(true),
+        this.#call('strategic'),
       ),
     );
     this.#log(
@@ -717,7 +727,7 @@ class KubeletRun {
             },
           },
         },
-        this.#call(true),
+        this.#call('strategic'),
       );
       this.#notReadyPosted = message;
     } catch (error) {
@@ -753,7 +763,7 @@ class KubeletRun {
 
   // API helpers.
 
-  #call(mergePatch = false): k8s.ConfigurationOptions {
+  #call(mergePatch: boolean | 'strategic' = false): k8s.ConfigurationOptions {
     return callOptions(this.#signal, this.#options.apiTimeoutMs, mergePatch);
   }
 

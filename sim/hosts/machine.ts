@@ -163,6 +163,19 @@ export class SimMachine {
   #bootEnvironment: Record<string, string>;
   #power: PowerState = 'up';
   readonly #poweringOff = new AbortController();
+  /** While set, a shutdown does not boot again until it is released (holdPowerOff). */
+  #held?: { released: Promise<void>; release: () => void };
+  /**
+   * How far the machine's clock is off the real time, ms (positive: ahead). The clock the
+   * HostOS reads (localTime) is Date.now() plus this; the Windows Time service's resync sets it
+   * back to 0.
+   */
+  clockOffsetMs = 0;
+  /**
+   * The Windows Time service (W32Time), which w32tm /resync needs: running (as on a host that
+   * syncs its time), stopped (a standalone host's trigger-start service, idle) or disabled.
+   */
+  timeService: 'running' | 'stopped' | 'disabled' = 'running';
   #rebooting?: Promise<void>;
   #rebootTimer?: NodeJS.Timeout;
   #nextPid = 1000 + 4 * Math.floor(Math.random() * 500);
@@ -388,6 +401,13 @@ export class SimMachine {
       () => true,
     );
     if (off) return;
+    // Held off (holdPowerOff): stays down until released or powered off for good.
+    if (this.#held) {
+      const aborted = new Promise<boolean>((resolve) =>
+        this.#poweringOff.signal.addEventListener('abort', () => resolve(true), { once: true }),
+      );
+      if (await Promise.race([this.#held.released.then(() => false), aborted])) return;
+    }
     this.#bootId = randomUUID();
     this.#bootedAt = new Date();
     this.#bootEnvironment = this.env.entries();
@@ -397,6 +417,59 @@ export class SimMachine {
     this.#power = 'up';
     this.#emit('boot', this.#bootId);
     await this.scm.boot();
+  }
+
+  /**
+   * Shuts the machine down and keeps it down until `releasePowerOff()` (a host switched off,
+   * or cut off the network for good: nothing it runs reaches anyone, SSH is refused). Resolves
+   * once it is down. Released, it boots as after a reboot (new boot id, auto services).
+   */
+  async holdPowerOff(reason = 'power off'): Promise<void> {
+    if (!this.#held) {
+      let release = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      this.#held = { released, release };
+    }
+    const booted = this.reboot({ reason, downtimeMs: 0 });
+    booted.catch(() => {});
+    // Bounded: the shutdown waits at most for the services' stop timeouts.
+    for (let i = 0; i < 12_000 && this.#power !== 'down'; i++) await sleep(5);
+  }
+
+  /** Ends holdPowerOff: the machine boots; resolves once it is up. */
+  async releasePowerOff(): Promise<void> {
+    const held = this.#held;
+    if (!held) return;
+    this.#held = undefined;
+    held.release();
+    if (this.#rebooting) await this.#rebooting;
+  }
+
+  /** Whether holdPowerOff keeps the machine down. */
+  get poweredOffHeld(): boolean {
+    return this.#held !== undefined;
+  }
+
+  /** The machine's clock now (Date.now() plus clockOffsetMs). */
+  localTime(): number {
+    return Date.now() + this.clockOffsetMs;
+  }
+
+  /**
+   * What `w32tm /resync /force` does on this machine: with W32Time running, the clock is set
+   * from the time source (the real time: the offset goes to 0); without it, w32tm fails with
+   * "The service has not been started. (0x80070426)".
+   */
+  resyncClock(): void {
+    if (this.timeService !== 'running') {
+      throw Object.assign(
+        new Error('The following error occurred: The service has not been started. (0x80070426)'),
+        { hresult: 0x80070426 },
+      );
+    }
+    this.clockOffsetMs = 0;
   }
 
   /** Schedules a reboot in `delayMs` (what `shutdown /r /t` does); one at a time. */

@@ -133,6 +133,11 @@ export class ServiceControlManager {
   readonly #services = new Map<string, ServiceRecord>();
   readonly #timings: Required<ScmTimings>;
   readonly #events: string[] = [];
+  /**
+   * When each service ended without being asked to (the System log's Service Control Manager
+   * events 7031, with a corrective action, and 7034, without), by service name (lower case).
+   */
+  readonly #failures = new Map<string, number[]>();
   #delayedStart?: NodeJS.Timeout;
 
   constructor(machine: ScmMachine, timings: ScmTimings = {}) {
@@ -205,6 +210,14 @@ export class ServiceControlManager {
   /** What the SCM did, like the System event log (starts, crashes, recovery). */
   events(): string[] {
     return [...this.#events];
+  }
+
+  /**
+   * When the service ended unexpectedly (crashed, or exited non-zero without a stop control)
+   * since `sinceMs`, oldest first: what Get-WinEvent reads from the System log (7031/7034).
+   */
+  failureTimes(name: string, sinceMs = 0): number[] {
+    return (this.#failures.get(name.toLowerCase()) ?? []).filter((t) => t >= sinceMs);
   }
 
   /** How many failures count toward the next recovery action. */
@@ -380,6 +393,21 @@ export class ServiceControlManager {
     return true;
   }
 
+  /**
+   * The service's program stops itself, reporting SERVICE_STOPPED with exit code 0 (a program
+   * that gave up after a fatal error but told the SCM it stopped): not a failure, so the
+   * recovery actions do not run, even with the failure flag set (it adds non-zero exits only).
+   * The service stays stopped until something starts it. False when it was not running.
+   */
+  stopOnItsOwn(name: string): boolean {
+    const record = this.#services.get(name.toLowerCase());
+    const process = record?.process;
+    if (!record || !process?.alive) return false;
+    process.kill(0, 'stopped on its own');
+    this.#exited(record, process, 0, false);
+    return true;
+  }
+
   #exited(record: ServiceRecord, process: SimProcess, code: number, killed: boolean): void {
     if (record.process !== process) return;
     record.process = undefined;
@@ -416,6 +444,9 @@ export class ServiceControlManager {
     }
     record.failureCount++;
     record.lastFailureAt = now;
+    const times = this.#failures.get(name.toLowerCase()) ?? [];
+    times.push(now);
+    this.#failures.set(name.toLowerCase(), times.slice(-maxEvents));
     const what =
       code === processTerminatedUnexpectedly
         ? 'terminated unexpectedly'

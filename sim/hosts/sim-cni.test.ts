@@ -164,6 +164,15 @@ test('sdnbridge with host-local hands out the node subnet from .2, round robin, 
   assert.deepEqual(machine.hns.subnets(hns!.id), [
     { addressPrefix: '10.244.7.0/24', gateway: '10.244.7.1' },
   ]);
+  // Each sandbox has its endpoint on it: its address answers.
+  assert.deepEqual(
+    machine.hns.endpoints().map((e) => [e.ip, e.networkId, e.containerId]),
+    [
+      ['10.244.7.2', hns!.id, sandboxIdFor('pod-a')],
+      ['10.244.7.3', hns!.id, sandboxIdFor('pod-b')],
+    ],
+  );
+  assert.ok(machine.hns.answers('10.244.7.2'));
 
   // Released addresses are reused only after the rest of the range (round robin).
   const cni = SimCni.of(machine);
@@ -174,6 +183,7 @@ test('sdnbridge with host-local hands out the node subnet from .2, round robin, 
   });
   assert.equal(await machine.fs.stat(`${dir}\\10.244.7.2`), undefined);
   assert.equal(await hostLocalAddress(machine.fs, 'winfleet', sandboxIdFor('pod-a')), undefined);
+  assert.equal(machine.hns.answers('10.244.7.2'), false, 'CNI DEL removed its endpoint');
   assert.equal((await add(machine, 'pod-c')).ip, '10.244.7.4');
   // A second ADD for the same sandbox is refused, as host-local does.
   await assert.rejects(add(machine, 'pod-b'), (error: Error) => {

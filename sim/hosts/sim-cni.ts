@@ -382,12 +382,14 @@ export class SimCni {
           .catch((error: unknown) => fail((error as Error).message));
         // getOrCreateNetwork: the gateway from routes[0], else the subnet's first address.
         const routeGateway = parseIpv4(String(routes[0]?.gw ?? routes[0]?.GW ?? ''));
-        this.#machine.hns.ensure(network.name, 'L2Bridge', [
+        const hnsNetwork = this.#machine.hns.ensure(network.name, 'L2Bridge', [
           {
             addressPrefix: formatIpv4Cidr(r.subnet),
             gateway: formatIpv4(routeGateway ?? r.subnet.network + 1),
           },
         ]);
+        // The sandbox's endpoint on it (its vNIC); it goes with the network.
+        this.#machine.hns.ensureEndpoint(hnsNetwork.id, containerId, formatIpv4(ip));
         const gateway = flags.forceBridgeGateway === true ? r.subnet.network + 2 : r.gateway;
         return {
           ip: formatIpv4(ip),
@@ -397,6 +399,7 @@ export class SimCni {
         };
       },
       del: async (): Promise<void> => {
+        this.#machine.hns.removeEndpointsOf(containerId);
         await store.release(containerId, podInterfaceName);
       },
     };

@@ -8,6 +8,7 @@
  */
 import type {
   HnsNetwork,
+  HnsNetworkSpec,
   HostOS,
   InboundFirewallRule,
   InstalledService,
@@ -16,10 +17,12 @@ import type {
   UpdateInstallResult,
 } from '../../src/agent/host-os.ts';
 import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
+import type { DefenderThreatList } from '../../src/agent/windows/defender.ts';
 import {
   ensureInboundFirewallRuleScript,
   removeFirewallRuleScript,
 } from '../../src/agent/windows/firewall.ts';
+import { createHnsNetworkScript } from '../../src/agent/windows/hns.ts';
 import {
   checkServiceName,
   scConfigArgs,
@@ -30,6 +33,7 @@ import {
 } from '../../src/agent/windows/sc-commands.ts';
 import { serviceControlError, win32Error } from '../../src/agent/windows/sc-output.ts';
 import { serviceEnvironmentEntries } from '../../src/agent/windows/service-environment.ts';
+import { serviceFailuresScript } from '../../src/agent/windows/service-failures.ts';
 import { wuaError } from '../../src/agent/windows/windows-update.ts';
 import {
   installWithPayload,
@@ -268,6 +272,16 @@ export class SimHostOS implements HostOS {
     });
   }
 
+  /** What createHnsNetworkScript does: the network of that name, created when missing. */
+  createHnsNetwork(spec: HnsNetworkSpec): Promise<HnsNetwork> {
+    return this.#live(() => {
+      createHnsNetworkScript(spec); // refuses what the script refuses
+      return this.#machine.hns.ensure(spec.name, spec.type, [
+        { addressPrefix: spec.addressPrefix, gateway: spec.gateway },
+      ]);
+    });
+  }
+
   // Windows Firewall.
 
   ensureInboundFirewallRule(rule: InboundFirewallRule): Promise<void> {
@@ -308,6 +322,35 @@ export class SimHostOS implements HostOS {
 
   freeDiskBytes(_path: string): Promise<number> {
     return this.#live(() => this.#machine.fs.freeBytes());
+  }
+
+  /** The machine's clock, which a clock-skew fault puts off (machine.clockOffsetMs). */
+  localTime(): Promise<number> {
+    return this.#live(() => this.#machine.localTime());
+  }
+
+  /**
+   * What WindowsHostOS.resyncClock runs: W32Time started when stopped (a disabled one cannot
+   * be: sc.exe's 1058), then w32tm /resync /force, which sets the clock from its source.
+   */
+  resyncClock(): Promise<void> {
+    return this.#live(() => {
+      if (this.#machine.timeService === 'disabled') {
+        throw translate(
+          'start service "W32Time"',
+          scStartArgs('W32Time'),
+          new ScmError('StartService', 1058, 'W32Time'),
+        );
+      }
+      this.#machine.timeService = 'running';
+      try {
+        this.#machine.resyncClock();
+      } catch (error) {
+        throw new Error(
+          `Cannot resync the clock: w32tm /resync /force failed: ${(error as Error).message}`,
+        );
+      }
+    });
   }
 
   /** Schedules the reboot (as shutdown.exe /r /t does) and returns. */
@@ -354,7 +397,43 @@ export class SimHostOS implements HostOS {
   rebootPending(): Promise<boolean> {
     return this.#live(() => this.#machine.windowsUpdate.rebootPending());
   }
+
+  /**
+   * The health endpoints of the node services, as the machine answers them: the kubelet's
+   * :10248/healthz and kube-proxy's :10256/healthz answer "ok" while their service runs;
+   * anything else is refused, as a port nothing listens on.
+   */
+  getLoopbackHttp(port: number, path: string): Promise<{ status: number; body: string }> {
+    return this.#live(() => {
+      const service = healthzServices[port];
+      if (path === '/healthz' && service && this.#machine.scm.query(service)?.state === 'running')
+        return { status: 200, body: 'ok' };
+      throw Object.assign(new Error(`connect ECONNREFUSED 127.0.0.1:${port}`), {
+        code: 'ECONNREFUSED',
+      });
+    });
+  }
+
+  /** The SCM's record of the service's unexpected ends (its 7031/7034 events). */
+  serviceFailures(name: string, sinceMs: number): Promise<number[]> {
+    return this.#live(() => {
+      serviceFailuresScript(name, sinceMs); // refuses what the script refuses
+      if (!this.#machine.scm.query(name))
+        throw new SyntaxError(
+          `Cannot read the failures of service "${name}": service ${name} does not exist`,
+        );
+      return this.#machine.scm.failureTimes(name, sinceMs);
+    });
+  }
+
+  /** A simulated host has Defender and no threats. */
+  defenderThreats(): Promise<DefenderThreatList> {
+    return this.#live(() => ({ available: true, threats: [] }));
+  }
 }
+
+/** The services behind the loopback health endpoints getLoopbackHttp answers. */
+const healthzServices: Readonly<Record<number, string>> = { 10248: 'kubelet', 10256: 'kube-proxy' };
 
 /** The SCM's record of a HostOS service configuration. */
 function storedConfig(config: ServiceConfig): ScmServiceConfig {

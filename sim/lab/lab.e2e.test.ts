@@ -1,34 +1,103 @@
 /**
  * `make lab` end to end: the lab program installs the chart, runs the operator as the chart's
  * ServiceAccount, joins the simulated hosts, places the seed samples, prints its report (with
- * the operator's 403 count from the audit log) and (with WINFLEET_LAB_EXIT=1) stops cleanly;
- * its pods have unique IPs inside their nodes' pod CIDRs.
+ * the operator's 403 count from the audit log), takes a fault through `npm run lab:fault`'s
+ * program (a host made unreachable: its Node stops being Ready) and stops cleanly on Ctrl-C
+ * (SIGINT), removing its fault control file; its pods have unique IPs inside their nodes' pod
+ * CIDRs.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { loadKubeConfig } from '../../src/kube/client.ts';
+import { waitFor } from '../../src/kube/wait-for.ts';
 import { cidrContains, parseIpv4, parseIpv4Cidr } from '../../src/net/ipv4-cidr.ts';
 
-test('the lab joins three simulated hosts and shows where the seed samples run', async () => {
+test('the lab joins three simulated hosts, shows where the seed samples run and takes a fault', async () => {
   const main = fileURLToPath(new URL('./main.ts', import.meta.url));
-  const { stdout, stderr, code } = await new Promise<{
-    stdout: string;
-    stderr: string;
-    code: number;
-  }>((resolve) => {
-    execFile(
-      process.execPath,
-      [main],
-      { env: { ...process.env, WINFLEET_LAB_EXIT: '1' }, timeout: 300_000, maxBuffer: 8 << 20 },
-      (error, so, se) =>
-        resolve({
-          stdout: so,
-          stderr: se,
-          code: error ? ((error as { code?: number }).code ?? 1) : 0,
-        }),
-    );
+  const faultCli = fileURLToPath(new URL('./fault-cli.ts', import.meta.url));
+  // Its own lab directory, so its fault control file is not the one of a lab a person runs.
+  const dir = await mkdtemp(join(tmpdir(), 'winfleet-lab-e2e-'));
+  const lab = spawn(process.execPath, [main], {
+    env: { ...process.env, WINFLEET_LAB_DIR: dir },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let stdout = '';
+  let stderr = '';
+  lab.stdout.on('data', (d: Buffer) => {
+    stdout += d;
+  });
+  lab.stderr.on('data', (d: Buffer) => {
+    stderr += d;
+  });
+  const gone = new AbortController();
+  const exited = new Promise<number | null>((resolve) =>
+    lab.on('exit', (exitCode) => {
+      gone.abort(new Error(`the lab exited (${exitCode}): ${stderr.slice(-3000)}`));
+      resolve(exitCode);
+    }),
+  );
+  const controlFile = join(dir, 'fault-control.json');
+  let code: number | null;
+  let controlFileLeft: boolean;
+  try {
+    await waitFor(() => stdout.includes('Ctrl-C stops everything.'), {
+      description: 'the lab to print its report',
+      timeoutMs: 300_000,
+      intervalMs: 500,
+      signal: gone.signal,
+    });
+
+    // A fault through `npm run lab:fault`'s program, found by the lab's control file (0600):
+    // the host goes off the network and its Node stops being Ready (its lease lapses).
+    assert.equal((await stat(controlFile)).mode & 0o777, 0o600);
+    const suggested =
+      /^npm run lab:fault -- --lab-dir (\S+) (simwin-\d+) service-down kubelet$/m.exec(stdout);
+    assert.ok(suggested, stdout);
+    assert.equal(suggested[1], dir);
+    const host = suggested[2]!;
+    const fault = await promisify(execFile)(
+      process.execPath,
+      [faultCli, '--lab-dir', dir, host, 'unreachable'],
+      { timeout: 60_000 },
+    );
+    assert.match(fault.stdout, new RegExp(`^${host}: ${host} is unreachable$`, 'm'));
+    assert.match(fault.stdout, /^ {2}kubectl get nodes -w$/m);
+    const kubeconfig = /^export KUBECONFIG=(\S+)$/m.exec(stdout)![1]!;
+    const core = loadKubeConfig(kubeconfig).makeApiClient(k8s.CoreV1Api);
+    const ready = await waitFor(
+      async () => {
+        const node = await core.readNode({ name: host });
+        const condition = node.status?.conditions?.find((c) => c.type === 'Ready');
+        return condition && condition.status !== 'True' ? condition : undefined;
+      },
+      {
+        description: `Node ${host} to stop being Ready after the unreachable fault`,
+        timeoutMs: 180_000,
+        intervalMs: 1000,
+        signal: gone.signal,
+      },
+    );
+    assert.match(ready.status!, /^(False|Unknown)$/);
+  } finally {
+    if (lab.exitCode === null) lab.kill('SIGINT');
+    // Stopping is bounded: a lab that hangs is killed (and the exit code says so).
+    const kill = setTimeout(() => lab.kill('SIGKILL'), 120_000);
+    code = await exited;
+    clearTimeout(kill);
+    controlFileLeft = await stat(controlFile).then(
+      () => true,
+      () => false,
+    );
+    await rm(dir, { recursive: true, force: true });
+  }
+  assert.equal(controlFileLeft, false, 'the lab removes its fault control file when it stops');
   assert.equal(code, 0, stderr.slice(-3000));
   assert.match(stderr, /all 3 hosts joined as Ready nodes/);
   // The chart is installed with helm and the operator runs as its ServiceAccount, refused

@@ -48,6 +48,14 @@ import {
   listWindowsHosts,
   writeSshKeySecret,
 } from '../testkit/windows-hosts.ts';
+import {
+  type FaultControlFile,
+  faultControlFilePath,
+  labFaultHosts,
+  removeFaultControlFile,
+  startFaultControl,
+  writeFaultControlFile,
+} from './fault-control.ts';
 
 export const labNamespace = 'winfleet-system';
 export const samplesNamespace = 'seed-samples';
@@ -70,6 +78,11 @@ export interface LabOptions {
   releases?: string[];
   /** A payload directory (make payload); stand-in files by default. */
   payloadDir?: string;
+  /**
+   * Where to write the fault control file (`npm run lab:fault` reads it); default
+   * faultControlFilePath(dir).
+   */
+  faultControlFile?: string;
   say: (line: string) => void;
 }
 
@@ -90,6 +103,8 @@ export interface Lab {
   helm: string;
   /** The payload directory the operator rolls out from; `standIn` when the lab wrote it. */
   payload: { dir: string; standIn: boolean };
+  /** The fault control channel (fault-control.ts) and the file that says where it is. */
+  faultControl: { url: string; file: string };
   stop(): Promise<void>;
 }
 
@@ -124,6 +139,16 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     await joinHosts(ctx, kc, hosts);
     await createLabPool(ctx, kc);
     await applySamples(ctx, kc);
+    const faultControl = await startLabFaultControl(
+      ctx,
+      hosts,
+      options.faultControlFile ?? faultControlFilePath(options.dir),
+      {
+        kubeconfig: cluster.kubeconfigPath,
+        namespace: labNamespace,
+        dashboard: `${operator.statusUrl}/`,
+      },
+    );
     return {
       dir: ctx.dir,
       cluster,
@@ -133,6 +158,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       ...operator,
       helm: release.helm,
       payload: { dir: payloadDir, standIn: !options.payloadDir },
+      faultControl,
       stop: stopAll,
     };
   } catch (error) {
@@ -331,6 +357,24 @@ async function joinHosts(ctx: LabContext, kc: k8s.KubeConfig, hosts: SimulatedHo
     { description: 'every simulated host to join', timeoutMs: 180_000, intervalMs: 250 },
   );
   say(`all ${hosts.hosts.length} hosts joined as Ready nodes (${since()})`);
+}
+
+/**
+ * The fault control channel over the lab's hosts, and its control file (mode 0600) for
+ * `npm run lab:fault`; the file goes when the lab stops.
+ */
+async function startLabFaultControl(
+  { say, stops }: LabContext,
+  hosts: SimulatedHosts,
+  file: string,
+  about: Omit<FaultControlFile, 'url' | 'token'>,
+): Promise<{ url: string; file: string }> {
+  const control = await startFaultControl(labFaultHosts(hosts));
+  stops.push(() => control.stop());
+  await writeFaultControlFile(file, { url: control.url, token: control.token, ...about });
+  stops.push(() => removeFaultControlFile(file, control.token));
+  say(`fault control on ${control.url} (token in ${file}, mode 0600)`);
+  return { url: control.url, file };
 }
 
 /** The lab's pool: every lab host, one down at a time (what `make lab` prints how to roll). */

@@ -5,12 +5,14 @@
  *
  * WINFLEET_LAB_DIR keeps the lab's files in a directory of your choice; WINFLEET_PAYLOAD_DIR
  * uses a payload built by `make payload`; WINFLEET_LAB_EXIT=1 stops once everything is up
- * (used by the lab's test).
+ * (used by the lab's test). `npm run lab:fault` injects faults into its hosts (fault-cli.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { runUntilSignal } from '../../src/process/run-until-signal.ts';
+import { faultCommandFor } from './fault-control.ts';
+import { argumentOf, type FaultKind, faultKinds } from './fault-requests.ts';
 import {
   labNamespace,
   labPoolName,
@@ -46,6 +48,14 @@ async function main(): Promise<void> {
   const windowsLogs = await windowsPodLogReport(lab.kc);
   const audit = await operatorAuditReport(lab);
   const kubeconfig = lab.cluster.kubeconfigPath;
+  const faultCommand = faultCommandFor(process.env.WINFLEET_LAB_DIR);
+  const faultList = Object.keys(faultKinds)
+    .map((kind) => {
+      const arg = argumentOf(kind as FaultKind);
+      return arg ? `${kind} <${arg}>` : kind;
+    })
+    .join(', ');
+  const firstHost = lab.hosts.hosts[0]!.name.toLowerCase();
   console.log(
     [
       '',
@@ -88,6 +98,15 @@ async function main(): Promise<void> {
       ...(lab.payload.standIn
         ? [`node_modules/.bin/node sim/lab/next-payload.ts ${lab.payload.dir} 1.36.5-wf.2`]
         : []),
+      '',
+      `Inject a fault into a host (${faultList}) and watch the condition appear and the repair:`,
+      '',
+      `${faultCommand} list`,
+      `${faultCommand} ${firstHost} service-down kubelet`,
+      'kubectl get nodes -w',
+      `kubectl get windowshosts ${firstHost} -n ${labNamespace} -o yaml    # status.remediation`,
+      `${faultCommand} ${firstHost} clear`,
+      `  (fault control ${lab.faultControl.url}, token in ${lab.faultControl.file})`,
       '',
       'Ctrl-C stops everything.',
     ].join('\n'),

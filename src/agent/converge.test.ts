@@ -59,6 +59,36 @@ test('converge starts services that died, in start order, and leaves running one
   assert.equal(serviceStates(machine, allServices).containerd, 'running');
 });
 
+test('a service in a restart loop is not started again, nor its dependents; others are', async (t) => {
+  const { machine, calls, context } = await runningHost(t);
+  const config = parseAgentConfig((await machine.fs.readFile(paths.agentConfig)).toString());
+  const before = pids(machine);
+  assert.ok(machine.scm.crash('kubelet'));
+  assert.ok(machine.scm.crash('kube-proxy'));
+  assert.ok(machine.scm.crash('csi-proxy'));
+  const converge = (restart?: Set<string>) =>
+    convergeServices(context.hostOS, testManifest(), nodeVariableValues(config), emptyState(), {
+      start: 'all',
+      doNotRestart: new Set(['kubelet']),
+      ...(restart ? { restart } : {}),
+    });
+  const result = await converge();
+  assert.deepEqual(
+    result.started,
+    ['csi-proxy'],
+    'kubelet and kube-proxy (which needs it) stay down',
+  );
+  assert.deepEqual(callsOf(calls, 'startService'), ['csi-proxy']);
+  assert.equal(pids(machine).containerd, before.containerd, 'containerd untouched');
+  assert.deepEqual(serviceStates(machine, ['kubelet', 'kube-proxy'] as const), {
+    kubelet: 'stopped',
+    'kube-proxy': 'stopped',
+  });
+  // A change of its files or registration (an explicit restart) may be the fix: it starts.
+  const again = await converge(new Set(['kubelet']));
+  assert.deepEqual(again.started, ['kubelet', 'kube-proxy']);
+});
+
 test('a held-back service that runs is stopped and not started again, with its dependents', async (t) => {
   const { machine, calls, context } = await runningHost(t);
   const config = parseAgentConfig((await machine.fs.readFile(paths.agentConfig)).toString());

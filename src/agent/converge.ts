@@ -246,6 +246,13 @@ export interface ConvergeOptions {
    * they wait for something the agent has still to write (kube-proxy-credentials.ts).
    */
   holdBack?: ReadonlySet<string>;
+  /**
+   * Services in a restart loop (node-health.ts): not started again while stopped, nor their
+   * dependents (starting one would start them) — winfleet stops restarting them blindly and
+   * escalates by the FrequentServiceRestart condition. A service in `restart` (its files or
+   * registration changed) still starts: the change may be the fix.
+   */
+  doNotRestart?: ReadonlySet<string>;
 }
 
 /**
@@ -294,6 +301,8 @@ export async function convergeServices(
   // A held service still running (e.g. kube-proxy from before a re-bootstrap removed its
   // kubeconfig) is stopped: it would run on what it waits for, or fail on its absence.
   await stopWithDependents(host, manifest, held);
+  const looping = options.doNotRestart ?? new Set<string>();
+  const blocked = new Set<string>();
   for (const service of startOrder(manifest)) {
     if (held.has(service.name)) continue;
     // During bootstrap, later services start only if they ran before this restart.
@@ -301,6 +310,13 @@ export async function convergeServices(
       continue;
     const status = await host.queryService(service.name);
     if (status?.state !== 'running' && status?.state !== 'start-pending') {
+      if (
+        (looping.has(service.name) && !restart.has(service.name)) ||
+        service.dependencies.some((d) => blocked.has(d))
+      ) {
+        blocked.add(service.name);
+        continue;
+      }
       await verifyBinary(host, manifest, service);
       await host.startService(service.name);
       started.push(service.name);

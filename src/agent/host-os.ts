@@ -6,6 +6,7 @@
  */
 
 import type { ReportedUpdate } from '../api/windows-updates.ts';
+import type { DefenderThreatList } from './windows/defender.ts';
 
 /** How the Service Control Manager starts a service. */
 export type ServiceStartType = 'auto' | 'delayed-auto' | 'demand' | 'disabled';
@@ -88,6 +89,19 @@ export interface HnsNetwork {
   type: string;
 }
 
+/**
+ * An HNS network to create, as a CNI plugin creates its own (sdnbridge's getOrCreateNetwork):
+ * an L2Bridge network with one subnet and its gateway.
+ */
+export interface HnsNetworkSpec {
+  name: string;
+  type: 'L2Bridge';
+  /** The subnet, an IPv4 CIDR such as 10.244.1.0/24. */
+  addressPrefix: string;
+  /** The subnet's gateway, an IPv4 address inside it. */
+  gateway: string;
+}
+
 /** The Windows version as the host reports it. */
 export interface OsVersion {
   major: number;
@@ -142,6 +156,11 @@ export interface HostOS {
   // Host Network Service.
   listHnsNetworks(): Promise<HnsNetwork[]>;
   removeHnsNetwork(id: string): Promise<void>;
+  /**
+   * Creates the network unless one of that name exists (then returns that one, as sdnbridge's
+   * getOrCreateNetwork does).
+   */
+  createHnsNetwork(spec: HnsNetworkSpec): Promise<HnsNetwork>;
 
   // Windows Firewall (inbound rules).
   /** Creates the enabled inbound allow rule, or makes the rule of that name match it. */
@@ -156,6 +175,13 @@ export interface HostOS {
   freeDiskBytes(path: string): Promise<number>;
   /** Restarts the machine; the promise may never settle. */
   reboot(reason: string): Promise<void>;
+  /** The host's clock now (ms since the epoch): its system time, which may be off. */
+  localTime(): Promise<number>;
+  /**
+   * Has the Windows Time service set the clock from its time source now (w32tm /resync
+   * /force, starting W32Time first when it is stopped). Throws naming what failed.
+   */
+  resyncClock(): Promise<void>;
 
   // Windows Update (the Windows Update Agent's COM API; it must run locally: the agent does it).
   /** Updates not installed: WUA's search "IsInstalled=0 and Type='Software' and IsHidden=0". */
@@ -171,6 +197,21 @@ export interface HostOS {
    * PendingFileRenameOperations value.
    */
   rebootPending(): Promise<boolean>;
+
+  // Problem detection (node-health.ts).
+  /**
+   * GET http://127.0.0.1:<port><path> on the host (a health endpoint such as the kubelet's
+   * :10248/healthz): the status and up to 1 KiB of the body. Throws when nothing answers within
+   * a few seconds.
+   */
+  getLoopbackHttp(port: number, path: string): Promise<{ status: number; body: string }>;
+  /**
+   * When the service ended unexpectedly since `sinceMs` (ms since the epoch, oldest first): the
+   * Service Control Manager's System log events 7031 and 7034 (windows/service-failures.ts).
+   */
+  serviceFailures(name: string, sinceMs: number): Promise<number[]>;
+  /** Microsoft Defender's threats (Get-MpThreat; windows/defender.ts). */
+  defenderThreats(): Promise<DefenderThreatList>;
 }
 
 /** What an installUpdates call did. */

@@ -23,8 +23,15 @@ import { readState, writeState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
 import { convergeServices, installPayloadFiles, servicesRunning, sha256 } from './converge.ts';
 import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
+import { repairLocally } from './local-repair.ts';
 import { nodeKubeConfig } from './node-client.ts';
 import { nodeVariableValues } from './node-files.ts';
+import {
+  apiServerDate,
+  checkNodeHealth,
+  publishedProblems,
+  servicesNotToRestart,
+} from './node-health.ts';
 import { fetchPublishedManifest } from './published-manifest.ts';
 import { removeStaleCopiesOf } from './replace-executable.ts';
 import type { AgentContext } from './run-agent.ts';
@@ -102,6 +109,7 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
   const desired = node?.metadata?.annotations?.[desiredServicesVersionAnnotation];
   // Windows Update and the rollout's reboot requests run even when a step before them failed:
   // a reboot the rollout asks for may be what mends a host whose services do not start.
+  let heldBack: ReadonlySet<string> = new Set();
   try {
     const restart = new Set<string>();
     if (core && desired && desired !== manifest.version) {
@@ -123,10 +131,13 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     const nodeClient = node ? kc : undefined;
     const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
     for (const name of proxy.restart) restart.add(name);
+    heldBack = proxy.holdBack;
     await convergeServices(host, manifest, nodeVariableValues(config), state, {
       start: 'all',
       restart,
       holdBack: proxy.holdBack,
+      // Services in a restart loop are not restarted blindly (node-health.ts).
+      doNotRestart: servicesNotToRestart(context),
     });
     // Old executables moved aside by an upgrade go once nothing runs them (replace-executable.ts).
     await removeStaleCopiesOf(host, [
@@ -151,6 +162,33 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
       );
     }
   } finally {
+    // Problem detection runs even when a step failed: a failing host is what it is for.
+    if (core && node && kc) {
+      try {
+        await checkNodeHealth(
+          context,
+          config,
+          node,
+          {
+            patchConditions: async (conditions) => {
+              await core.patchNodeStatus(
+                { name: config.nodeName, body: { status: { conditions } } },
+                k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
+              );
+            },
+            createEvent: async (event) => {
+              await core.createNamespacedEvent({ namespace: 'default', body: event });
+            },
+            serverDate: () => apiServerDate(kc),
+          },
+          { heldBack },
+        );
+        // Rung 1 of the remediation ladder: the agent's own repairs (local-repair.ts).
+        await repairLocally(context, config, node, publishedProblems(context));
+      } catch (error) {
+        context.stderr(`health check failed: ${(error as Error).message}\n`);
+      }
+    }
     if (core && node) {
       await syncWindowsUpdates(context, config, node, {
         patchAnnotations: async (annotations) => {

@@ -11,16 +11,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { sampleCatalog } from '../../sim/hosts/windows-update.ts';
+import { joinThenStopOperator } from '../../sim/testkit/agent-alone.ts';
 import { joinWorld } from '../../sim/testkit/join-fixture.ts';
-import {
-  createWindowsHosts,
-  hostReady,
-  listWindowsHosts,
-} from '../../sim/testkit/windows-hosts.ts';
 import {
   installUpdatesAnnotation,
   rebootRequestAnnotation,
-  servicesVersionAnnotation,
   windowsUpdatesAnnotation,
 } from '../api/node-annotations.ts';
 import { parseWindowsUpdateReport, type WindowsUpdateReport } from '../api/windows-updates.ts';
@@ -33,22 +28,7 @@ test('the agent reports, installs the Security updates and reboots once per toke
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const sim = world.fleet.hosts[0]!;
   sim.machine.windowsUpdate.publish(...sampleCatalog(2700));
-  await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
-  const host = await waitFor(
-    async () => {
-      const [h] = await listWindowsHosts(kc, world.namespace);
-      return h && hostReady(h) && h.status?.nodeName ? h : undefined;
-    },
-    { description: 'the host Ready', timeoutMs: 120_000 },
-  );
-  const nodeName = host.status!.nodeName!;
-  await waitFor(
-    async () =>
-      (await core.readNode({ name: nodeName })).metadata?.annotations?.[servicesVersionAnnotation],
-    { description: 'the agent to record its services version', timeoutMs: 60_000 },
-  );
-  await world.operator?.stop();
-  world.operator = undefined;
+  const nodeName = await joinThenStopOperator(world);
 
   const annotate = (annotations: Record<string, string | null>) =>
     core.patchNode(

@@ -4,7 +4,14 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { apiGroup } from './windows-host.ts';
-import { patchPolicies, poolDefaults, weekdays } from './windows-node-pool.ts';
+import {
+  agentConditionTypes,
+  conditionStatuses,
+  healthDefaults,
+  patchPolicies,
+  poolDefaults,
+  weekdays,
+} from './windows-node-pool.ts';
 
 const condition = {
   type: 'object',
@@ -82,6 +89,7 @@ const hostRolloutStatusWire = {
               description: 'Windows updates to install: None, Security or All',
             },
             rebootRequestedAt: time('The reboot request the change serves, if any'),
+            repairRequestedAt: time('The repair reboot remediation asked for, if any'),
           },
         },
         changes: {
@@ -89,7 +97,7 @@ const hostRolloutStatusWire = {
           description: 'What was pending when the change started',
           items: {
             type: 'string',
-            enum: ['services', 'patches', 'reboot-requested', 'reboot-pending'],
+            enum: ['services', 'patches', 'reboot-requested', 'reboot-pending', 'repair'],
           },
         },
         step: {
@@ -139,6 +147,115 @@ const hostRolloutStatusWire = {
       type: 'string',
       description:
         'The winfleet.io/retry-rollout value last acted on (so it acts once per value); cleared when the annotation is gone',
+    },
+  },
+};
+
+const remediationRungs = ['RestartService', 'Rebootstrap', 'Reboot'];
+
+const hostRemediationStatusWire = {
+  type: 'object',
+  description:
+    'The host’s remediation ladder (RestartService, Rebootstrap, Reboot, then RemediationFailed), recorded before each action so a restarted operator resumes it, and the last rungs’ results',
+  properties: {
+    current: {
+      type: 'object',
+      description: 'The ladder under way; absent when the host is healthy',
+      required: ['problem', 'startedAt', 'rung', 'rungStartedAt'],
+      properties: {
+        problem: {
+          type: 'object',
+          description: 'What made the host unhealthy when the ladder started',
+          required: ['type', 'status', 'since'],
+          properties: {
+            type: {
+              type: 'string',
+              maxLength: 316,
+              description:
+                'The Node condition type, or NodeStartup for a Node that never reported Ready',
+            },
+            status: { type: 'string', maxLength: 16, description: 'The condition’s status' },
+            since: time('Since when it held'),
+          },
+        },
+        startedAt: time('When the ladder started'),
+        rung: {
+          type: 'string',
+          enum: remediationRungs,
+          description: 'RestartService, Rebootstrap or Reboot',
+        },
+        rungStartedAt: time('When the rung started; its timeout counts from it'),
+        rebootstrap: {
+          type: 'object',
+          description: 'The re-bootstrap over SSH asked for, recorded before it runs (once)',
+          required: ['requestedAt'],
+          properties: {
+            requestedAt: time('It is done once status.bootstrappedAt is at or after this time'),
+          },
+        },
+        reboot: {
+          type: 'object',
+          description:
+            'The repair reboot asked of the pool’s rollout (inside maxUnavailable), recorded before it is asked',
+          required: ['requestedAt'],
+          properties: {
+            requestedAt: time(
+              'It is done once status.rollout.lastRebootAt is at or after this time',
+            ),
+            doneAt: time('When winfleet saw the reboot done; rebootTimeout counts from it'),
+          },
+        },
+        held: {
+          type: 'object',
+          description: 'No rung moves on while held; the rung’s clock restarts when it ends',
+          required: ['reason', 'since'],
+          properties: {
+            reason: {
+              type: 'string',
+              enum: ['TooManyUnhealthy', 'SkipAnnotation', 'Disabled', 'InvalidSpec', 'InRollout'],
+              description:
+                'TooManyUnhealthy (the pool’s maxUnhealthy), SkipAnnotation (winfleet.io/skip-remediation), Disabled, InvalidSpec, or InRollout (a change of the pool’s own)',
+            },
+            since: time('Since when'),
+          },
+        },
+      },
+    },
+    failed: {
+      type: 'object',
+      description:
+        'RemediationFailed: every rung ran and the host is still unhealthy; the node stays cordoned until the host is healthy',
+      required: ['since', 'message'],
+      properties: {
+        since: time('When the ladder ended'),
+        message: { type: 'string', maxLength: 4096, description: 'What is wrong and what to do' },
+      },
+    },
+    lastActions: {
+      type: 'array',
+      maxItems: 10,
+      description: 'The last rungs’ results, newest last (at most 10)',
+      'x-kubernetes-list-type': 'atomic',
+      items: {
+        type: 'object',
+        description: 'A rung that ended',
+        required: ['time', 'rung', 'result'],
+        properties: {
+          time: time('When it ended'),
+          rung: {
+            type: 'string',
+            enum: remediationRungs,
+            description: 'RestartService, Rebootstrap or Reboot',
+          },
+          result: {
+            type: 'string',
+            enum: ['Succeeded', 'TimedOut', 'Failed'],
+            description:
+              'Succeeded (the host was healthy again), TimedOut (still unhealthy at the rung’s timeout) or Failed (its action failed)',
+          },
+          message: { type: 'string', maxLength: 4096, description: 'What happened' },
+        },
+      },
     },
   },
 };
@@ -375,6 +492,7 @@ export const windowsHostCrd = fromWire({
                       'Since when the node’s agent has been expected to apply the services version',
                   },
                   rollout: hostRolloutStatusWire,
+                  remediation: hostRemediationStatusWire,
                   windowsUpdates: {
                     type: 'object',
                     description:
@@ -478,6 +596,105 @@ const timeout = (defaultValue: string, description: string) => ({
     },
   ],
 });
+
+const healthSpecWire = {
+  type: 'object',
+  default: {},
+  description:
+    'When a host counts as unhealthy and how winfleet repairs it: RestartService (the agent), Rebootstrap (over SSH), Reboot (through this pool’s rollout, inside maxUnavailable), then RemediationFailed (left cordoned). winfleet never deletes a Node or a WindowsHost. Hosts in no pool get the defaults',
+  properties: {
+    unhealthyConditions: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 32,
+      default: healthDefaults.unhealthyConditions,
+      description: `Any one of these Node conditions, held for its timeout (from its lastTransitionTime), makes the host unhealthy. Default: Ready False or Unknown 5m; ${agentConditionTypes.join(', ')} True (the agent’s)`,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['type', 'status'],
+      items: {
+        type: 'object',
+        description: 'A Node condition type and status, and how long it may hold',
+        required: ['type', 'status', 'timeout'],
+        properties: {
+          type: {
+            type: 'string',
+            maxLength: 316,
+            pattern: labelKey.pattern,
+            description: 'The Node condition type, e.g. Ready or KubeletUnhealthy',
+          },
+          status: {
+            type: 'string',
+            enum: [...conditionStatuses],
+            description: 'True, False or Unknown (quote them in YAML)',
+          },
+          timeout: {
+            type: 'string',
+            minLength: 2,
+            maxLength: 32,
+            pattern: durationPattern,
+            description: 'How long it may hold before the host is unhealthy: 0s to 24h, e.g. 5m',
+            'x-kubernetes-validations': [
+              {
+                rule: "duration(self) <= duration('24h')",
+                message: 'must be from 0s to 24h, e.g. 5m',
+              },
+            ],
+          },
+        },
+      },
+    },
+    nodeStartupTimeout: {
+      ...timeout(
+        healthDefaults.nodeStartupTimeout,
+        'How long after its bootstrap a host’s Node may take to report Ready at all before the host is unhealthy: 30s to 24h. Default 15m',
+      ),
+      'x-kubernetes-validations': [
+        {
+          rule: "duration(self) >= duration('30s') && duration(self) <= duration('24h')",
+          message: 'must be from 30s to 24h, e.g. 15m',
+        },
+      ],
+    },
+    maxUnhealthy: {
+      'x-kubernetes-int-or-string': true,
+      anyOf: [{ type: 'integer' }, { type: 'string' }],
+      default: healthDefaults.maxUnhealthy,
+      description:
+        'Above this many unhealthy hosts no host is repaired and the pool is Degraded (TooManyUnhealthy): a mass failure is usually the network or the control plane. A whole number ≥ 0 or a percentage of the pool’s hosts, rounded down and at least 1 (unless 0%). Default 40%',
+      'x-kubernetes-validations': [
+        {
+          rule: "type(self) == int ? self >= 0 && self <= 100000 : self.matches('^(100|[1-9]?[0-9])%$')",
+          message: 'must be a whole number ≥ 0 or a percentage from 0% to 100%, e.g. 40%',
+        },
+      ],
+    },
+    remediation: {
+      type: 'object',
+      default: {},
+      description: 'The remediation ladder: on or off, and each rung’s timeout',
+      properties: {
+        enabled: {
+          type: 'boolean',
+          default: healthDefaults.remediationEnabled,
+          description:
+            'False: unhealthy hosts are reported (conditions, Events, metrics) and never repaired. Default true',
+        },
+        restartServiceTimeout: timeout(
+          healthDefaults.restartServiceTimeout,
+          'How long the agent’s own repair (restarting the failing service) may take: 1s to 24h. Default 5m',
+        ),
+        rebootstrapTimeout: timeout(
+          healthDefaults.rebootstrapTimeout,
+          'How long a re-bootstrap over SSH and the host’s recovery after it may take: 1s to 24h. Default 15m',
+        ),
+        rebootTimeout: timeout(
+          healthDefaults.rebootTimeout,
+          'How long after its repair reboot the host may take to be healthy: 1s to 24h. Default 15m',
+        ),
+      },
+    },
+  },
+};
 
 const windowsNodePoolWire = {
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -701,6 +918,7 @@ const windowsNodePoolWire = {
                     description:
                       'True: no change starts; hosts in a change finish it. Default false',
                   },
+                  health: healthSpecWire,
                 },
               },
               status: {

@@ -15,6 +15,11 @@ export const servicesVersionAnnotation = 'winfleet.io/services-version';
 export const hostAnnotation = 'winfleet.io/host';
 /** Set while winfleet holds the node cordoned, so it only ever uncordons what it cordoned. */
 export const cordonedByAnnotation = 'winfleet.io/cordoned-by';
+/**
+ * Who in winfleet holds the cordon: a rollout change or a host's removal ("winfleet"), or
+ * remediation that ended in RemediationFailed ("remediation"). Each lifts only its own.
+ */
+export const cordonedByValues = { rollout: 'winfleet', remediation: 'remediation' } as const;
 /** Label on nodes winfleet manages. */
 export const managedNodeLabel = 'winfleet.io/managed';
 

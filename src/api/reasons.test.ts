@@ -1,14 +1,23 @@
 /**
- * Every reason in the catalog is used and explained: each ConditionReason and EventReason is
- * set by product code (a reference outside this catalog and outside tests), and each has a row
- * in the README's "Troubleshooting" tables — and no row there names a reason that is gone.
+ * Every reason in the catalog is used and explained: each ConditionReason, EventReason,
+ * NodeHealthReason and NodeHealthEventReason is set by product code (a reference outside this
+ * catalog and outside tests), and each has a row in the README's "Troubleshooting" tables — and
+ * no row there names a reason that is gone. Each Node condition type the agent writes is named
+ * there too.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ConditionReason, EventReason, JoinFailureReason } from './reasons.ts';
+import {
+  ConditionReason,
+  EventReason,
+  JoinFailureReason,
+  NodeHealthCondition,
+  NodeHealthEventReason,
+  NodeHealthReason,
+} from './reasons.ts';
 
 const srcDir = fileURLToPath(new URL('..', import.meta.url));
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
@@ -35,7 +44,7 @@ function documentedReasons(): Set<string> {
   return new Set([...troubleshooting().matchAll(/^\| `(\w+)` \|/gm)].map((m) => m[1]!));
 }
 
-const catalogs = { ConditionReason, EventReason } as const;
+const catalogs = { ConditionReason, EventReason, NodeHealthReason, NodeHealthEventReason } as const;
 
 test('every reason is set by product code', () => {
   const source = productSource();
@@ -53,9 +62,19 @@ test('every reason is set by product code', () => {
 
 test('every reason is explained in the README troubleshooting tables, and only those', () => {
   const documented = documentedReasons();
-  const all = new Set([...Object.values(ConditionReason), ...Object.values(EventReason)]);
+  const all = new Set<string>(Object.values(catalogs).flatMap((c) => Object.values(c)));
   const missing = [...all].filter((r) => !documented.has(r)).sort();
   assert.deepEqual(missing, [], 'reasons without a README row (## Troubleshooting)');
-  const stale = [...documented].filter((r) => !all.has(r as ConditionReason)).sort();
+  const stale = [...documented].filter((r) => !all.has(r)).sort();
   assert.deepEqual(stale, [], 'README rows for reasons the catalog does not have');
+});
+
+test('every Node condition type the agent writes is named in the README troubleshooting tables', () => {
+  const section = troubleshooting();
+  const unnamed = Object.values(NodeHealthCondition).filter((t) => !section.includes(`\`${t}\``));
+  assert.deepEqual(
+    unnamed,
+    [],
+    'Node condition types the README does not name (## Troubleshooting)',
+  );
 });

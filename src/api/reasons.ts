@@ -130,6 +130,11 @@ export const ConditionReason = {
   KubeletVersionSkew: 'KubeletVersionSkew',
   /** A spec value the API schema cannot check (an unknown time zone) is wrong. */
   InvalidSpec: 'InvalidSpec',
+  /** More hosts are unhealthy than spec.health.maxUnhealthy: none is repaired (names them). */
+  TooManyUnhealthy: 'TooManyUnhealthy',
+  // WindowsHost Degraded (True)
+  /** Every rung of the remediation ladder ran and the host is still unhealthy: left cordoned. */
+  RemediationFailed: 'RemediationFailed',
   // CertificateSigningRequest Approved / Denied
   WinfleetApproved: 'WinfleetApproved',
   WinfleetDenied: 'WinfleetDenied',
@@ -170,6 +175,20 @@ export const EventReason = {
   ApplyTimedOut: 'ApplyTimedOut',
   RebootTimedOut: 'RebootTimedOut',
   ReadyTimedOut: 'ReadyTimedOut',
+  // WindowsHost: its health and repair (src/remediation/)
+  /** A condition of spec.health.unhealthyConditions held past its timeout (or the Node never started): the ladder starts. */
+  HostUnhealthy: 'HostUnhealthy',
+  /** A rung did not repair the host within its timeout, or failed: the next rung starts. */
+  RemediationEscalated: 'RemediationEscalated',
+  /** The host is healthy again (the message names the rung that was running). */
+  HostRecovered: 'HostRecovered',
+  /** Rung Rebootstrap: the host controller runs the agent bootstrap over SSH again. */
+  RemediationRebootstrap: 'RemediationRebootstrap',
+  /** The last rung did not repair the host: remediation stops and the node stays cordoned. */
+  RemediationFailed: 'RemediationFailed',
+  // WindowsNodePool (and the operator's Namespace for the default pool)
+  /** More hosts are unhealthy than spec.health.maxUnhealthy: no repair starts or goes on. */
+  TooManyUnhealthy: 'TooManyUnhealthy',
   // CertificateSigningRequest (recorded on the WindowsHost when there is one)
   CSRApproved: 'CSRApproved',
   CSRDenied: 'CSRDenied',
@@ -187,6 +206,75 @@ export const EventReason = {
   InvalidEntry: 'InvalidEntry',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
+
+/**
+ * The Node conditions the agent's problem detection writes on its own Node (issue 13, section 1;
+ * src/health/detector.ts). The types follow Node Problem Detector's Windows names where it has
+ * one (KubeletUnhealthy, ContainerRuntimeUnhealthy, KubeProxyUnhealthy, FrequentServiceRestart);
+ * the disk one is SystemDiskLow, not DiskPressure, which is the kubelet's own. A condition
+ * "cleared" is written with status False and a reason saying so, as Node Problem Detector does:
+ * the type stays on the Node so tooling sees it was checked.
+ */
+export const NodeHealthCondition = {
+  KubeletUnhealthy: 'KubeletUnhealthy',
+  ContainerRuntimeUnhealthy: 'ContainerRuntimeUnhealthy',
+  KubeProxyUnhealthy: 'KubeProxyUnhealthy',
+  FrequentServiceRestart: 'FrequentServiceRestart',
+  HNSNetworkMissing: 'HNSNetworkMissing',
+  ClockSkew: 'ClockSkew',
+  KubeletCertificateExpiring: 'KubeletCertificateExpiring',
+  RebootPending: 'RebootPending',
+  SystemDiskLow: 'SystemDiskLow',
+} as const;
+export type NodeHealthCondition = (typeof NodeHealthCondition)[keyof typeof NodeHealthCondition];
+
+/** Every NodeHealthCondition type, in the order the agent writes them. */
+export const nodeHealthConditions: readonly NodeHealthCondition[] =
+  Object.values(NodeHealthCondition);
+
+/** The reasons of the NodeHealthCondition conditions. */
+export const NodeHealthReason = {
+  // Problems (status True)
+  /** KubeletUnhealthy, ContainerRuntimeUnhealthy, KubeProxyUnhealthy: the SCM does not know the service. */
+  ServiceMissing: 'ServiceMissing',
+  /** The same three: the service is not running. */
+  ServiceNotRunning: 'ServiceNotRunning',
+  /** KubeletUnhealthy, KubeProxyUnhealthy: the service runs but its /healthz fails. */
+  HealthzFailed: 'HealthzFailed',
+  /** FrequentServiceRestart: a node service restarts too often; the agent stopped restarting it. */
+  RestartLoop: 'RestartLoop',
+  /** HNSNetworkMissing: the CNI's HNS network existed in this boot and is gone. */
+  NetworkMissing: 'NetworkMissing',
+  /** ClockSkew: the host's clock is off the API server's Date header. */
+  ClockSkewed: 'ClockSkewed',
+  /** KubeletCertificateExpiring: the kubelet's client certificate is near expiry, not renewed. */
+  CertificateExpiring: 'CertificateExpiring',
+  /** RebootPending: Windows waits for a reboot. */
+  RebootRequired: 'RebootRequired',
+  /** SystemDiskLow: the system drive's free space is below the condition threshold. */
+  FreeSpaceLow: 'FreeSpaceLow',
+  // Cleared (status False)
+  ServiceHealthy: 'ServiceHealthy',
+  NoRestartLoop: 'NoRestartLoop',
+  NetworkPresent: 'NetworkPresent',
+  ClockInSync: 'ClockInSync',
+  CertificateValid: 'CertificateValid',
+  NoRebootPending: 'NoRebootPending',
+  FreeSpaceSufficient: 'FreeSpaceSufficient',
+} as const;
+export type NodeHealthReason = (typeof NodeHealthReason)[keyof typeof NodeHealthReason];
+
+/** core/v1 Event reasons the agent records about its own Node (transient things). */
+export const NodeHealthEventReason = {
+  /** Free space on the system drive fell below the Event threshold (before the condition). */
+  SystemDiskLow: 'SystemDiskLow',
+  /** Microsoft Defender reports a threat (Get-MpThreat). */
+  DefenderThreatDetected: 'DefenderThreatDetected',
+  /** A node service ended and was started again since the last check (not yet a loop). */
+  ServiceRestarted: 'ServiceRestarted',
+} as const;
+export type NodeHealthEventReason =
+  (typeof NodeHealthEventReason)[keyof typeof NodeHealthEventReason];
 
 /**
  * status.lastError.step: the step of joining or removing a host that failed. A step that ran

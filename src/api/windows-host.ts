@@ -4,6 +4,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller/conditions.ts';
+import type { HostRemediationStatus } from '../remediation/ladder.ts';
 import type { HostRolloutStatus } from '../rollout/host-steps.ts';
 import type { ConditionType } from './reasons.ts';
 
@@ -82,6 +83,11 @@ export interface WindowsHostStatus {
    * action so a restarted operator resumes it.
    */
   rollout?: HostRolloutStatus;
+  /**
+   * The host's remediation ladder (src/remediation/ladder.ts), written before each action, and
+   * its last rungs' results (time, rung, result), newest last, at most 10.
+   */
+  remediation?: HostRemediationStatus;
   /** What the host's agent last reported of Windows Update, in the current boot. */
   windowsUpdates?: HostWindowsUpdates;
   /**

@@ -12,13 +12,15 @@ import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import { parse, parseAllDocuments } from 'yaml';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
+import { checkHealthSpec, defaultHealthPolicy } from '../remediation/health-spec.ts';
+import { lastActionsLimit, RemediationRung, RungResult } from '../remediation/ladder.ts';
 import { parseDuration } from '../rollout/duration.ts';
 import { RolloutStep } from '../rollout/host-steps.ts';
 import { parseApiTime } from '../rollout/pending-changes.ts';
 import { checkPoolSpec } from '../rollout/pool-spec.ts';
 import { hostRolloutStatusSchema, windowsHostCrd, windowsNodePoolCrd } from './crds.ts';
 import { PoolConditionType } from './reasons.ts';
-import { patchPolicies, poolDefaults, weekdays } from './windows-node-pool.ts';
+import { healthDefaults, patchPolicies, poolDefaults, weekdays } from './windows-node-pool.ts';
 
 interface Schema {
   description?: string;
@@ -106,8 +108,11 @@ test('namespaced, with the status subresource, a short name and the printer colu
 
 test('what the client sends keeps every default, enum and CEL rule', () => {
   const text = JSON.stringify(root);
-  assert.equal(text.match(/"x-kubernetes-validations"/g)?.length, 6);
-  assert.equal(text.match(/"default"/g)?.length, 7);
+  // 6 for the rollout fields; 6 for spec.health (a condition's timeout, nodeStartupTimeout,
+  // maxUnhealthy and the three rung timeouts).
+  assert.equal(text.match(/"x-kubernetes-validations"/g)?.length, 12);
+  // 7 for the rollout fields; 9 for spec.health (itself, its four fields, remediation, its four).
+  assert.equal(text.match(/"default"/g)?.length, 16);
   assert.ok(!/x_kubernetes|"_default"|"_enum"/.test(text), 'no client-model names on the wire');
   // The WindowsHost CRD carries the rollout status, enums kept on the wire.
   const rollout =
@@ -181,7 +186,22 @@ test('the sample pools pass the schema and the operator’s check; the schema fi
     maintenanceWindow: { start: '01:00', end: '05:00', timeZone: poolDefaults.timeZone },
     patches: { policy: poolDefaults.patchPolicy },
     paused: false,
+    health: {
+      unhealthyConditions: healthDefaults.unhealthyConditions,
+      nodeStartupTimeout: healthDefaults.nodeStartupTimeout,
+      maxUnhealthy: healthDefaults.maxUnhealthy,
+      remediation: {
+        enabled: true,
+        restartServiceTimeout: healthDefaults.restartServiceTimeout,
+        rebootstrapTimeout: healthDefaults.rebootstrapTimeout,
+        rebootTimeout: healthDefaults.rebootTimeout,
+      },
+    },
   });
+  // The defaults the schema fills in are the policy of hosts in no pool.
+  const health = checkHealthSpec((minimal as { health: unknown }).health);
+  assert.deepEqual(health.problems, []);
+  assert.deepEqual(health.policy, { ...defaultHealthPolicy });
   const { policy, problems } = checkPoolSpec(minimal);
   assert.deepEqual(problems, []);
   assert.equal(policy.drainTimeoutMs, 600_000);
@@ -287,5 +307,155 @@ test('property: the schema’s maxUnavailable rule and time-of-day patterns agre
       assert.equal(end.test(text), endOk, `end ${JSON.stringify(text)}`);
     }),
     { seed: testSeed(t), numRuns: 3000 },
+  );
+});
+
+const health = spec.properties!.health!;
+const validateHealth = ajv.compile(health);
+
+test('spec.health: the issue’s sample passes the schema and the check; every CEL rule is there', () => {
+  const sample = {
+    unhealthyConditions: [
+      { type: 'Ready', status: 'False', timeout: '5m' },
+      { type: 'Ready', status: 'Unknown', timeout: '5m' },
+      { type: 'KubeletUnhealthy', status: 'True', timeout: '2m' },
+    ],
+    nodeStartupTimeout: '15m',
+    maxUnhealthy: '40%',
+  };
+  assert.ok(validateHealth(structuredClone(sample)), JSON.stringify(validateHealth.errors));
+  const { policy, problems } = checkHealthSpec(sample);
+  assert.deepEqual(problems, []);
+  assert.deepEqual(policy.unhealthyConditions, [
+    { type: 'Ready', status: 'False', timeoutMs: 300_000 },
+    { type: 'Ready', status: 'Unknown', timeoutMs: 300_000 },
+    { type: 'KubeletUnhealthy', status: 'True', timeoutMs: 120_000 },
+  ]);
+  assert.deepEqual(policy.maxUnhealthy, { kind: 'percent', percent: 40 });
+  const rules = (s: Schema | undefined) =>
+    (s?.['x-kubernetes-validations'] ?? []).map((v) => v.rule).join();
+  const p = health.properties!;
+  assert.match(rules(p.maxUnhealthy), /self >= 0/);
+  assert.match(rules(p.nodeStartupTimeout), /duration\('30s'\)/);
+  assert.match(rules(p.unhealthyConditions!.items!.properties!.timeout), /duration\('24h'\)/);
+  for (const f of ['restartServiceTimeout', 'rebootstrapTimeout', 'rebootTimeout']) {
+    assert.match(rules(p.remediation!.properties![f]), /duration\('1s'\)/, f);
+  }
+  assert.deepEqual(p.unhealthyConditions!.items!.properties!.status!.enum, [
+    'True',
+    'False',
+    'Unknown',
+  ]);
+  const wire = JSON.stringify(p.unhealthyConditions);
+  assert.match(
+    wire,
+    /"x-kubernetes-list-map-keys":\["type","status"\]/,
+    'one entry per type+status',
+  );
+});
+
+test('spec.health: each bad value is refused naming the field, by the schema where it can', () => {
+  const cases: { health: unknown; problem: RegExp; bySchema: boolean }[] = [
+    { health: { maxUnhealthy: -1 }, problem: /^spec\.health\.maxUnhealthy is -1/, bySchema: false },
+    {
+      health: { maxUnhealthy: '101%' },
+      problem: /^Cannot parse spec\.health\.maxUnhealthy "101%"/,
+      bySchema: false,
+    },
+    {
+      health: { nodeStartupTimeout: '10s' },
+      problem: /^spec\.health\.nodeStartupTimeout "10s" is too short: use at least 30s/,
+      bySchema: false,
+    },
+    {
+      health: { nodeStartupTimeout: '1.5h' },
+      problem: /^Cannot parse spec\.health\.nodeStartupTimeout/,
+      bySchema: true,
+    },
+    {
+      health: { unhealthyConditions: [] },
+      problem: /^spec\.health\.unhealthyConditions: must be a list of at least one/,
+      bySchema: true,
+    },
+    {
+      health: { unhealthyConditions: [{ type: 'Ready', status: 'false', timeout: '5m' }] },
+      problem: /^spec\.health\.unhealthyConditions\[0\]\.status: "false" is not one of/,
+      bySchema: true,
+    },
+    {
+      health: { unhealthyConditions: [{ type: 'Ready', status: 'False', timeout: '48h' }] },
+      problem: /^spec\.health\.unhealthyConditions\[0\]\.timeout "48h" is too long/,
+      bySchema: false,
+    },
+    {
+      health: { unhealthyConditions: [{ type: 'Not Ready', status: 'False', timeout: '5m' }] },
+      problem:
+        /^spec\.health\.unhealthyConditions\[0\]\.type: "Not Ready" is not a Node condition type/,
+      bySchema: true,
+    },
+    {
+      health: { remediation: { enabled: 'yes' } },
+      problem: /^spec\.health\.remediation\.enabled: must be true or false/,
+      bySchema: true,
+    },
+    {
+      health: { remediation: { rebootTimeout: '0s' } },
+      problem: /^spec\.health\.remediation\.rebootTimeout "0s" is too short/,
+      bySchema: false,
+    },
+  ];
+  for (const c of cases) {
+    const { problems } = checkHealthSpec(c.health);
+    assert.ok(
+      problems.some((p) => c.problem.test(p)),
+      `${JSON.stringify(c.health)}: ${JSON.stringify(problems)}`,
+    );
+    assert.equal(
+      !validateHealth(structuredClone(c.health)),
+      c.bySchema,
+      `${JSON.stringify(c.health)} refused by the OpenAPI schema`,
+    );
+  }
+  // A duplicate type+status: the list map refuses it at the API server; the check names it.
+  const twice = {
+    unhealthyConditions: [
+      { type: 'Ready', status: 'False', timeout: '5m' },
+      { type: 'Ready', status: 'False', timeout: '1m' },
+    ],
+  };
+  assert.match(
+    checkHealthSpec(twice).problems.join(),
+    /unhealthyConditions\[1\]: Ready False is listed twice/,
+  );
+});
+
+test('property: the schema’s maxUnhealthy rule agrees with parseMaxUnhealthy', (t) => {
+  const rule = health.properties!.maxUnhealthy!['x-kubernetes-validations']![0]!.rule;
+  const percent = new RegExp(/matches\('(.*)'\)/.exec(rule)![1]!);
+  const text = fc
+    .array(fc.constantFrom('0', '1', '4', '9', '%', '-', '.', ' '), { minLength: 1, maxLength: 5 })
+    .map((a) => a.join(''));
+  fc.assert(
+    fc.property(text, (value) => {
+      const ok = checkHealthSpec({ maxUnhealthy: value }).problems.length === 0;
+      assert.equal(percent.test(value), ok, JSON.stringify(value));
+    }),
+    { seed: testSeed(t), numRuns: 2000 },
+  );
+});
+
+test('the WindowsHost CRD carries status.remediation, described, its enums the code’s', () => {
+  const remediation =
+    onTheWire(windowsHostCrd).spec.versions[0]!.schema.openAPIV3Schema.properties!.status!
+      .properties!.remediation!;
+  assert.deepEqual(undescribed(remediation, 'status.remediation'), []);
+  const current = remediation.properties!.current!.properties!;
+  assert.deepEqual(current.rung!.enum, Object.values(RemediationRung));
+  const items = remediation.properties!.lastActions!.items!.properties!;
+  assert.deepEqual(items.rung!.enum, Object.values(RemediationRung));
+  assert.deepEqual(items.result!.enum, Object.values(RungResult));
+  assert.equal(
+    (remediation.properties!.lastActions as { maxItems?: number }).maxItems,
+    lastActionsLimit,
   );
 });

@@ -5,8 +5,10 @@
  * hosts down at once. Hosts no pool selects form the implicit default pool (maxUnavailable 1).
  * The pure rules behind the fields live in src/rollout/.
  */
+
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller/conditions.ts';
+import { NodeHealthCondition } from './reasons.ts';
 import { apiGroup, apiVersion } from './windows-host.ts';
 
 export const windowsNodePoolResource = {
@@ -79,6 +81,50 @@ export interface WindowsNodePoolSpec {
   rebootRequestedAt?: string | null;
   /** A paused pool starts no change; hosts already in one finish it. */
   paused?: boolean;
+  /** When a host counts as unhealthy and how winfleet repairs it (src/remediation/). */
+  health?: HealthSpec;
+}
+
+export const conditionStatuses = ['True', 'False', 'Unknown'] as const;
+export type ConditionStatus = (typeof conditionStatuses)[number];
+
+/**
+ * A Node condition that makes a host unhealthy once it has held for `timeout` (from its
+ * lastTransitionTime), as in a Cluster API MachineHealthCheck.
+ */
+export interface UnhealthyCondition {
+  /** A Node condition type: Ready, or one the agent sets (KubeletUnhealthy, …). */
+  type: string;
+  status: ConditionStatus;
+  /** Go duration text, "5m". */
+  timeout: string;
+}
+
+/** How winfleet repairs an unhealthy host: the ladder's switch and each rung's timeout. */
+export interface RemediationSpec {
+  /** False: unhealthy hosts are reported (conditions, Events, metrics) and never repaired. Default true. */
+  enabled?: boolean;
+  /** How long the agent's own repair (restarting the service) may take. Default "5m". */
+  restartServiceTimeout?: string;
+  /** How long a re-bootstrap over SSH and the host's recovery after it may take. Default "15m". */
+  rebootstrapTimeout?: string;
+  /** How long after its reboot the host may take to be healthy. Default "15m". */
+  rebootTimeout?: string;
+}
+
+/** spec.health of a WindowsNodePool; hosts in no pool get healthDefaults. */
+export interface HealthSpec {
+  /** Any one of these, held past its timeout, makes the host unhealthy. */
+  unhealthyConditions?: UnhealthyCondition[];
+  /** How long after its bootstrap a host's Node may take to report Ready at all. Default "15m". */
+  nodeStartupTimeout?: string;
+  /**
+   * Above this many unhealthy hosts (a whole number ≥ 0 or a percentage of the pool's hosts,
+   * rounded down, at least 1 unless "0%"), no host is repaired: a mass failure is usually the network or the control
+   * plane. Default "40%".
+   */
+  maxUnhealthy?: number | string;
+  remediation?: RemediationSpec;
 }
 
 /** A host of the pool that is in the middle of a change. */
@@ -115,6 +161,46 @@ export interface WindowsNodePool extends k8s.KubernetesObject {
   status?: WindowsNodePoolStatus;
 }
 
+/**
+ * The agent's Node condition types (issue 13, section 1; src/api/reasons.ts names them)
+ * that make a host unhealthy by default, each True while its problem lasts. The others the agent
+ * writes (KubeletCertificateExpiring, RebootPending, SystemDiskLow) warn or feed the rollout
+ * instead of starting a repair.
+ */
+export const agentConditionTypes = [
+  NodeHealthCondition.KubeletUnhealthy,
+  NodeHealthCondition.ContainerRuntimeUnhealthy,
+  NodeHealthCondition.KubeProxyUnhealthy,
+  NodeHealthCondition.HNSNetworkMissing,
+  NodeHealthCondition.FrequentServiceRestart,
+  NodeHealthCondition.ClockSkew,
+] as const;
+
+/**
+ * spec.health's defaults (the CRD declares the same; hosts in no pool use them): Ready False or
+ * Unknown for 5m, the kubelet's and the other services' health conditions for 2m, the HNS
+ * network missing for 2m, a restart loop at once (the agent already counted the restarts), the
+ * clock skewed for 5m.
+ */
+export const healthDefaults = {
+  unhealthyConditions: [
+    { type: 'Ready', status: 'False', timeout: '5m' },
+    { type: 'Ready', status: 'Unknown', timeout: '5m' },
+    { type: 'KubeletUnhealthy', status: 'True', timeout: '2m' },
+    { type: 'ContainerRuntimeUnhealthy', status: 'True', timeout: '2m' },
+    { type: 'KubeProxyUnhealthy', status: 'True', timeout: '2m' },
+    { type: 'HNSNetworkMissing', status: 'True', timeout: '2m' },
+    { type: 'FrequentServiceRestart', status: 'True', timeout: '0s' },
+    { type: 'ClockSkew', status: 'True', timeout: '5m' },
+  ] as readonly Readonly<UnhealthyCondition>[],
+  nodeStartupTimeout: '15m',
+  maxUnhealthy: '40%',
+  remediationEnabled: true,
+  restartServiceTimeout: '5m',
+  rebootstrapTimeout: '15m',
+  rebootTimeout: '15m',
+} as const;
+
 /** The spec defaults the CRD declares (and the implicit default pool uses). */
 export const poolDefaults = {
   maxUnavailable: 1,
@@ -136,3 +222,10 @@ export const rebootRequestedAnnotation = `${apiGroup}/reboot-requested`;
  * remove the annotation afterwards.
  */
 export const retryRolloutAnnotation = `${apiGroup}/retry-rollout`;
+
+/**
+ * Annotation on a WindowsHost (any value) that keeps winfleet from repairing it: it is still
+ * checked and reported (conditions, Events, metrics), and counts towards maxUnhealthy, but no
+ * rung of the remediation ladder starts on it; a ladder under way stops where it is.
+ */
+export const skipRemediationAnnotation = `${apiGroup}/skip-remediation`;

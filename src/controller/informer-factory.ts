@@ -43,11 +43,14 @@ export function slimNode(node: k8s.V1Node): k8s.V1Node {
       providerID: node.spec?.providerID,
     },
     status: {
+      // lastTransitionTime says since when a condition holds (health timeouts, the join's
+      // NotReady wait); it changes only when the status does. The heartbeat time is dropped.
       conditions: s?.conditions?.map((c) => ({
         type: c.type,
         status: c.status,
         reason: c.reason,
         message: c.message,
+        lastTransitionTime: c.lastTransitionTime,
       })),
       addresses: s?.addresses,
       nodeInfo: s?.nodeInfo,

@@ -104,6 +104,10 @@ export const errorCatalog = {
   },
   WF_AGENT_CONFIG_INVALID: { retryable: false, summary: 'bootstrap.json or agent.json is invalid' },
   WF_AGENT_STEP_FAILED: { retryable: true, summary: 'a step of the agent failed' },
+  WF_METRIC_SAMPLE_INVALID: {
+    retryable: false,
+    summary: 'a health pass produced a metric sample the registry does not take (a winfleet bug)',
+  },
   WF_WINDOWS_UPDATE_FAILED: {
     retryable: true,
     summary: 'installing a Windows update (an .msu from the payload) failed',

@@ -40,6 +40,7 @@ import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { isAlreadyExists } from '../kube/client.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { payloadSource } from '../payload/payload-source.ts';
+import { createHealthMetrics, type HealthMetrics } from '../remediation/health-metrics.ts';
 import { clusterFacts } from '../webhook/cluster-facts.ts';
 import { createWebhookMetrics, type WebhookMetrics } from '../webhook/metrics.ts';
 import { memoizeCompatibility } from '../webhook/placement.ts';
@@ -114,6 +115,8 @@ interface OperatorContext {
   namespace: string;
   log: Logger;
   events: EventRecorder;
+  /** The health metrics in the operator's /metrics registry; the health pass feeds them. */
+  healthMetrics: HealthMetrics;
 }
 
 /** The shared informers and the configuration watch, created before the factory starts. */
@@ -141,11 +144,13 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   const namespace = options.namespace ?? defaultOperatorNamespace;
   const log = options.log ?? createLogger({}, { component: 'operator' });
   const identity = options.identity ?? `${hostname()}-${process.pid}`;
+  const registry = new Registry();
   const ctx: OperatorContext = {
     kc: options.kc,
     namespace,
     log,
     events: createEventRecorder(options.kc, 'winfleet-operator', log),
+    healthMetrics: createHealthMetrics(registry),
   };
   // Each step that starts something pushes its stop; stop() runs them last-first.
   const stops: (() => void | Promise<void>)[] = [];
@@ -155,7 +160,6 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   if (options.installCrds ?? true) await installCrds(ctx.kc);
   await warnIfBootstrapTokensAutoApproved(ctx);
   const shared = createCaches(ctx);
-  const registry = new Registry();
   const webhookMetrics = createWebhookMetrics(registry);
   const lookupObserver = prometheusLookupObserver(registry);
   await shared.factory.start();
@@ -421,6 +425,7 @@ function createControllers(
       nodes,
       events,
       log,
+      healthMetrics: ctx.healthMetrics,
       ...(payload ? { payload } : {}),
       ...(rolloutClock ? { now: rolloutClock } : {}),
     }),

@@ -452,6 +452,53 @@ test('a host that does not come back from its reboot stops the change; when it d
   assert.deepEqual(back.action, { kind: 'uncordon' });
 });
 
+test('a stopped repair reboot whose request remediation withdrew ends: uncordon, no second reboot', () => {
+  const target: RolloutTarget = { patchPolicy: 'None', repairRequestedAt: '2025-06-07T00:30:00Z' };
+  const cordoned = { unschedulable: true, cordonedByWinfleet: true, ready: false };
+  const status: HostRolloutStatus = {
+    current: {
+      target,
+      changes: ['repair'],
+      step: 'Reboot',
+      startedAt: t0.toISOString(),
+      stepStartedAt: t0.toISOString(),
+      reboot: { token: 'reboot-x', bootIdBefore: '41', requestedAt: t0.toISOString() },
+      failure: {
+        step: 'Reboot',
+        reason: 'RebootTimedOut',
+        message: 'did not come back',
+        since: later(15 * minute).toISOString(),
+      },
+    },
+  };
+  const gone = observed({ node: cordoned });
+  // Still asked for: it stays stopped.
+  const kept = advanceHost(input({ status, target, observed: gone, now: later(16 * minute) }));
+  assert.equal(kept.status.current?.failure?.reason, 'RebootTimedOut');
+  assert.deepEqual(kept.action, { kind: 'none' });
+  // Withdrawn (the ladder ended): the change leaves Reboot for Uncordon, its failure cleared.
+  const withdrawn: RolloutTarget = { patchPolicy: 'None' };
+  const ended = advanceHost(
+    input({ status, target: withdrawn, observed: gone, now: later(16 * minute) }),
+  );
+  assert.equal(ended.status.current?.step, 'Uncordon');
+  assert.equal(ended.status.current?.failure, undefined);
+  assert.deepEqual(ended.action, { kind: 'uncordon' });
+  // A reboot a person asked for is not withdrawn with it.
+  const both: HostRolloutStatus = {
+    current: { ...status.current!, changes: ['reboot-requested', 'repair'] },
+  };
+  const stays = advanceHost(
+    input({
+      status: both,
+      target: { ...withdrawn, rebootRequestedAt: '2025-06-07T00:00:00Z' },
+      observed: gone,
+      now: later(16 * minute),
+    }),
+  );
+  assert.equal(stays.status.current?.step, 'Reboot');
+});
+
 test('apply and ready timeouts name the step, the change and what the agent said', () => {
   const cordoned = { unschedulable: true, cordonedByWinfleet: true };
   const apply = advanceHost(

@@ -192,7 +192,8 @@ function sameTarget(a: RolloutTarget, b: RolloutTarget): boolean {
   return (
     a.servicesVersion === b.servicesVersion &&
     a.patchPolicy === b.patchPolicy &&
-    a.rebootRequestedAt === b.rebootRequestedAt
+    a.rebootRequestedAt === b.rebootRequestedAt &&
+    a.repairRequestedAt === b.repairRequestedAt
   );
 }
 
@@ -210,7 +211,8 @@ export function describeChange(target: RolloutTarget, changes: readonly ChangeKi
   if (changes.includes('services')) parts.push(`services ${target.servicesVersion}`);
   if (changes.includes('patches'))
     parts.push(`${target.patchPolicy === 'All' ? 'all' : 'Security'} updates`);
-  if (changesNeedReboot(changes)) parts.push('a reboot');
+  if (changesNeedReboot(changes))
+    parts.push(changes.includes('repair') ? 'a repair reboot' : 'a reboot');
   return parts.join(', ') || 'nothing';
 }
 
@@ -490,6 +492,17 @@ function retarget(
       return enter({ ...change, target: input.target, changes: pending }, 'Apply');
     }
     case 'Reboot':
+      // A repair alone whose request was withdrawn (remediation gave up on the host, or it is
+      // healthy again): nothing is left to reboot for, so the change ends, stopped or not.
+      if (
+        change.changes.length === 1 &&
+        change.changes[0] === 'repair' &&
+        input.target.repairRequestedAt === undefined &&
+        pending.length === 0
+      ) {
+        return enter({ ...change, target: input.target, changes: [] }, 'Uncordon');
+      }
+      return change;
     case 'Uncordon':
       return change;
   }

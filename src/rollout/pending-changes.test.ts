@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
 import {
   type AvailableUpdate,
+  changesNeedReboot,
   type HostFacts,
   parseApiTime,
   pendingChanges,
@@ -198,5 +199,18 @@ test('every instant round-trips through its ISO form', (t) => {
       },
     ),
     { seed: testSeed(t) },
+  );
+});
+
+test('a repair request is a change that needs a reboot, served by a reboot after it', () => {
+  const now = new Date('2025-06-07T02:00:00Z');
+  const target = { patchPolicy: 'None' as const, repairRequestedAt: '2025-06-07T01:00:00Z' };
+  const facts = { availableUpdates: [], rebootPending: false, createdAt: '2025-01-01T00:00:00Z' };
+  assert.deepEqual(pendingChanges(target, facts, now), ['repair']);
+  assert.equal(changesNeedReboot(['repair']), true);
+  assert.deepEqual(
+    pendingChanges(target, { ...facts, lastRebootAt: '2025-06-07T01:30:00Z' }, now),
+    [],
+    'served by the reboot after it',
   );
 });

@@ -14,7 +14,9 @@ export type ChangeKind =
   /** A reboot was asked for (pool spec.rebootRequestedAt or the host's annotation). */
   | 'reboot-requested'
   /** Windows itself wants a reboot (a patch, a rename). */
-  | 'reboot-pending';
+  | 'reboot-pending'
+  /** Remediation's reboot rung (src/remediation) asks for a repair reboot. */
+  | 'repair';
 
 /** What a pool wants on each of its hosts. */
 export interface RolloutTarget {
@@ -23,6 +25,8 @@ export interface RolloutTarget {
   patchPolicy: PatchPolicy;
   /** The reboot request in force (the later of the pool's and the host's), RFC 3339. */
   rebootRequestedAt?: string;
+  /** Remediation's repair reboot request for this host, RFC 3339 (served like a reboot request). */
+  repairRequestedAt?: string;
 }
 
 /** A Windows update the agent found, as the Windows Update Agent categorises it. */
@@ -179,10 +183,15 @@ export function pendingChanges(target: RolloutTarget, facts: HostFacts, now: Dat
   if (updatesFor(target.patchPolicy, facts.availableUpdates).length > 0) changes.push('patches');
   if (rebootRequestPending(target.rebootRequestedAt, facts, now)) changes.push('reboot-requested');
   if (facts.rebootPending) changes.push('reboot-pending');
+  if (rebootRequestPending(target.repairRequestedAt, facts, now)) changes.push('repair');
   return changes;
 }
 
 /** Whether any of `changes` needs a reboot by itself (patches may add one once installed). */
 export function changesNeedReboot(changes: readonly ChangeKind[]): boolean {
-  return changes.includes('reboot-requested') || changes.includes('reboot-pending');
+  return (
+    changes.includes('reboot-requested') ||
+    changes.includes('reboot-pending') ||
+    changes.includes('repair')
+  );
 }

@@ -472,3 +472,64 @@ test('a host still joining is not started: the join brings it to the payload, th
   assert.equal(run(true).status.current, undefined);
   assert.deepEqual(run(false).action, { kind: 'cordon' }, 'joined and behind: the pool starts it');
 });
+
+test('a NotReady host’s repair is a reboot alone, an upgrade pending or not; withdrawn, its stopped change ends', () => {
+  const { policy } = checkPoolSpec({ maxUnavailable: 1, readyTimeout: '20s' });
+  const v1 = 'v1.36.5-wf.1';
+  const now = new Date(saturday);
+  const sick = (key: string, extra: Partial<PoolPassInput['hosts'][number]> = {}) => ({
+    key,
+    status: {} as HostRolloutStatus,
+    observed: {
+      node: {
+        name: key,
+        ready: false,
+        unschedulable: false,
+        cordonedByWinfleet: false,
+        bootId: '1',
+      },
+      drained: false,
+      deleting: false,
+      facts: { servicesVersion: v1, availableUpdates: [], rebootPending: false },
+    },
+    ...extra,
+  });
+  const input = (hosts: PoolPassInput['hosts']): PoolPassInput => ({
+    policy,
+    specProblems: [],
+    hosts,
+    payload,
+    apiServerVersion,
+    now,
+  });
+  const asked = '2025-06-07T00:59:00Z';
+  const first = poolPass(input([sick('w/a', { repairRequestedAt: asked }), sick('w/b')]));
+  const change = first.hosts.get('w/a')!.status.current!;
+  assert.deepEqual(change.changes, ['repair'], 'the upgrade to v2 is not part of it');
+  assert.equal(change.target.servicesVersion, v1);
+  assert.equal(change.target.repairRequestedAt, asked);
+  assert.equal(first.hosts.get('w/b')!.status.current, undefined, 'b has no repair asked');
+
+  // The change stopped at Reboot (the host never rebooted); remediation then gave up.
+  const stopped: HostRolloutStatus = {
+    current: {
+      ...change,
+      step: 'Reboot',
+      reboot: { token: 'reboot-1', bootIdBefore: '1', requestedAt: asked },
+      failure: { step: 'Reboot', reason: 'RebootTimedOut', message: 'x', since: asked },
+    },
+  };
+  const cordoned = sick('w/a', { status: stopped });
+  cordoned.observed.node = {
+    name: 'w/a',
+    ready: false,
+    bootId: '1',
+    unschedulable: true,
+    cordonedByWinfleet: true,
+  };
+  const held = poolPass(input([{ ...cordoned, repairRequestedAt: asked }]));
+  assert.equal(held.hosts.get('w/a')!.status.current?.step, 'Reboot', 'still asked: still stopped');
+  const ended = poolPass(input([cordoned]));
+  assert.equal(ended.hosts.get('w/a')!.status.current?.step, 'Uncordon');
+  assert.deepEqual(ended.hosts.get('w/a')!.action, { kind: 'uncordon' });
+});

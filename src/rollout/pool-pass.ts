@@ -31,6 +31,8 @@ export interface PoolPassHost {
   observed: HostObservation;
   /** The host's winfleet.io/reboot-requested annotation, if set. */
   rebootRequested?: string;
+  /** Remediation's repair reboot request for the host (src/remediation), RFC 3339. */
+  repairRequestedAt?: string;
   /**
    * The host has not finished joining (its agent has not yet reported a services version): the
    * join path brings it to the current payload, and no change starts on it until it has.
@@ -78,10 +80,16 @@ export function poolPass(input: PoolPassInput): PoolPassResult {
       `${h.key}: annotation ${rebootRequestedAnnotation}`,
     );
     if (reboot.problems.length > 0) hostProblems.set(h.key, reboot.problems);
+    // A NotReady host's repair is a reboot and nothing more: an upgrade or patches pending
+    // for the pool cannot be applied to a host that does not answer, and would stop the change
+    // at Apply. They follow in a change of their own once the host is back (a host that comes
+    // back mid-repair takes them in the same change: its target is the pool's again).
+    const keep = repairOnly(h) ? h.observed.facts.servicesVersion : servicesVersion;
     const target: RolloutTarget = {
-      ...(servicesVersion !== undefined ? { servicesVersion } : {}),
-      patchPolicy: policy.patchPolicy,
+      ...(keep !== undefined ? { servicesVersion: keep } : {}),
+      patchPolicy: repairOnly(h) ? 'None' : policy.patchPolicy,
       ...(reboot.requestedAt ? { rebootRequestedAt: reboot.requestedAt } : {}),
+      ...(h.repairRequestedAt ? { repairRequestedAt: h.repairRequestedAt } : {}),
     };
     targets.set(h.key, target);
     return view(h, target, now);
@@ -145,6 +153,20 @@ export function poolPass(input: PoolPassInput): PoolPassResult {
   };
 }
 
+/**
+ * The host is NotReady and its change (or the one it is about to start) is a repair: only
+ * reboots ('repair', and a reboot someone asked for), none of the pool's other changes.
+ */
+function repairOnly(h: PoolPassHost): boolean {
+  if (h.observed.node?.ready === true) return false;
+  const current = h.status.current;
+  if (!current) return h.repairRequestedAt !== undefined;
+  return (
+    current.changes.includes('repair') &&
+    current.changes.every((c) => c === 'repair' || c === 'reboot-requested')
+  );
+}
+
 function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
   const current = h.status.current;
   const facts = h.status.lastRebootAt
@@ -154,6 +176,9 @@ function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
     key: h.key,
     ready: h.observed.node?.ready === true,
     pending: !h.joining && pendingChanges(target, facts, now).length > 0,
+    ...(!h.joining && pendingChanges(target, facts, now).includes('repair')
+      ? { repair: true }
+      : {}),
     inProgress: current !== undefined,
     ...(current?.failure
       ? {

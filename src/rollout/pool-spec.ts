@@ -45,7 +45,7 @@ export const defaultPoolPolicy: Readonly<PoolPolicy> = Object.freeze({
 });
 
 /** Runs `parse`; on a RangeError records its message and returns `fallback`. */
-function field<T>(problems: string[], fallback: T, parse: () => T): T {
+export function field<T>(problems: string[], fallback: T, parse: () => T): T {
   try {
     return parse();
   } catch (error) {

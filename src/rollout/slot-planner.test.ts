@@ -286,3 +286,46 @@ test('property: a rollout with hosts finishing and failing at random, replanned 
     { seed: testSeed(t) },
   );
 });
+
+test('a NotReady host to repair starts without a free slot, within maxUnavailable hosts in a change, window or not', () => {
+  const host = (key: string, over: Partial<PlannerHost> = {}): PlannerHost => ({
+    key,
+    ready: true,
+    pending: false,
+    inProgress: false,
+    ...over,
+  });
+  const sick = (key: string) => host(key, { ready: false, pending: true, repair: true });
+  // maxUnavailable 1, one host down: without the repair rule nothing could ever start.
+  const one = planRollout({
+    hosts: [host('a'), sick('b'), host('c')],
+    maxUnavailable: 1,
+    paused: false,
+    windowOpen: false,
+  });
+  assert.deepEqual(one.start, ['b'], 'the sick host is repaired, outside the window too');
+  // Two sick, maxUnavailable 1: one repair at a time.
+  const two = planRollout({
+    hosts: [sick('a'), sick('b'), host('c')],
+    maxUnavailable: 1,
+    paused: false,
+    windowOpen: true,
+  });
+  assert.deepEqual(two.start, ['a']);
+  // A host already in a change fills the budget: no repair starts.
+  const busy = planRollout({
+    hosts: [host('a', { inProgress: true }), sick('b')],
+    maxUnavailable: 1,
+    paused: false,
+    windowOpen: true,
+  });
+  assert.deepEqual(busy.start, []);
+  // Paused: nothing starts, repairs included.
+  const paused = planRollout({
+    hosts: [sick('a')],
+    maxUnavailable: 1,
+    paused: true,
+    windowOpen: true,
+  });
+  assert.deepEqual(paused.start, []);
+});

@@ -31,6 +31,8 @@ export interface PlannerHost {
   failed?: { step: string; reason: string; message: string };
   /** Another pool selects it too. */
   shared?: boolean;
+  /** Its pending change includes a repair (remediation's reboot rung). */
+  repair?: boolean;
 }
 
 export interface PlanInput {
@@ -91,6 +93,18 @@ export function planRollout(input: PlanInput): RolloutPlan {
           : undefined;
   const free = blockedBy ? 0 : Math.max(0, input.maxUnavailable - unavailable);
   const start = eligible.slice(0, free).map((h) => h.key);
+  // A NotReady host to repair is unavailable already: starting it costs no healthy capacity,
+  // so it needs no free slot, but the hosts winfleet has in a change stay within
+  // maxUnavailable. The maintenance window does not hold a repair (the host is down anyway);
+  // a held, paused or stopped rollout does.
+  if (!blockedBy || blockedBy === 'window') {
+    let inChange = inProgress.length + start.length;
+    for (const h of candidates.filter((c) => !c.ready && c.repair && !c.shared)) {
+      if (inChange >= input.maxUnavailable) break;
+      start.push(h.key);
+      inChange++;
+    }
+  }
   const started = new Set(start);
   const waiting = candidates.filter((h) => !started.has(h.key)).map((h) => h.key);
   const budgetBound = !blockedBy && eligible.length > start.length;

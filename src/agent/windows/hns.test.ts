@@ -4,11 +4,14 @@ import { assertValidPowerShell } from '../../../sim/testkit/powershell-grammar.t
 import { powerShellCommandLine, powerShellPrelude } from '../../powershell/powershell.ts';
 import { windowsFixture } from './fixtures.ts';
 import {
+  checkHnsNetworkSpec,
+  createHnsNetworkScript,
   defaultHnsModulePaths,
   hnsModuleFile,
   hnsUnavailableError,
   listHnsNetworksScript,
   parseGetHnsNetworkOutput,
+  parseHnsCreateOutput,
   parseHnsListOutput,
   parseHnsNetworks,
   parseHnsRemoveOutput,
@@ -121,4 +124,46 @@ test('the fallback module is hns.v2.psm1, the microsoft/SDN file that exports Ge
   assert.match(listHnsNetworksScript(), /@\('C:\\k\\hns\.v2\.psm1'\)/);
   assert.doesNotMatch(listHnsNetworksScript(), /\\hns\.psm1/);
   assert.match(hnsUnavailableError('x', []).message, /copy hns\.v2\.psm1 from microsoft\/SDN/);
+});
+
+test('the create script is valid PowerShell; what it prints is read strictly', async () => {
+  const script = createHnsNetworkScript({
+    name: 'winfleet',
+    type: 'L2Bridge',
+    addressPrefix: '10.244.1.0/24',
+    gateway: '10.244.1.1',
+  });
+  await assertValidPowerShell(script);
+  assert.match(script, /\$network = @\(Get-HnsNetwork \| Where-Object .* -eq 'winfleet'\) \}\)/);
+  const network = { Id: nat.id, Name: 'winfleet', Type: 'L2Bridge' };
+  assert.deepEqual(
+    parseHnsCreateOutput(JSON.stringify({ available: true, created: false, network })),
+    {
+      available: true,
+      created: false,
+      network: { id: nat.id, name: 'winfleet', type: 'L2Bridge' },
+    },
+  );
+  assert.deepEqual(
+    parseHnsCreateOutput(windowsFixture('hns-list-unavailable.json')).available,
+    false,
+  );
+  assert.throws(
+    () => parseHnsCreateOutput(JSON.stringify({ available: true, created: 'yes', network })),
+    /"created" is not true or false/,
+  );
+  assert.throws(
+    () => parseHnsCreateOutput(JSON.stringify({ available: true, created: true, network: [] })),
+    /expected one network/,
+  );
+  assert.throws(
+    () =>
+      checkHnsNetworkSpec({
+        name: 'a b',
+        type: 'L2Bridge',
+        addressPrefix: '10.0.0.0/24',
+        gateway: '10.0.0.1',
+      }),
+    /a network name has 1 to 64 letters/,
+  );
 });

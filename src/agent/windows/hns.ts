@@ -17,6 +17,7 @@
  */
 
 import { WinfleetError } from '../../errors/catalog.ts';
+import { cidrContains, lastAddress, parseIpv4, parseIpv4Cidr } from '../../net/ipv4-cidr.ts';
 import {
   parsePowerShellJson,
   powerShellScript,
@@ -24,7 +25,7 @@ import {
   quotePowerShellString,
   writeJson,
 } from '../../powershell/powershell.ts';
-import type { HnsNetwork } from '../host-os.ts';
+import type { HnsNetwork, HnsNetworkSpec } from '../host-os.ts';
 
 /** microsoft/SDN's module that exports Get-HnsNetwork and Remove-HnsNetwork. */
 export const hnsModuleFile = 'hns.v2.psm1';
@@ -189,4 +190,87 @@ export function parseHnsRemoveOutput(stdout: string): ScriptResult<{ removed: nu
     );
   }
   return { available: true, removed };
+}
+
+const hnsNetworkName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/**
+ * Refuses an HNS network to create unless every field is exactly what a CNI config can give:
+ * a plain name, the L2Bridge type, a network-aligned IPv4 subnet of /8 to /30 and a gateway that
+ * is a host address inside it.
+ */
+export function checkHnsNetworkSpec(spec: HnsNetworkSpec): void {
+  const what = `HNS network ${JSON.stringify(spec.name)}`;
+  if (typeof spec.name !== 'string' || !hnsNetworkName.test(spec.name)) {
+    throw new RangeError(
+      `Cannot create ${what}: a network name has 1 to 64 letters, digits, "_", "." and "-" (the CNI config's "name")`,
+    );
+  }
+  if (spec.type !== 'L2Bridge') {
+    throw new RangeError(
+      `Cannot create ${what} of type ${JSON.stringify(spec.type)}: winfleet creates L2Bridge networks only (sdnbridge's)`,
+    );
+  }
+  const subnet = parseIpv4Cidr(spec.addressPrefix);
+  if (!subnet || subnet.address !== subnet.network || subnet.prefix < 8 || subnet.prefix > 30) {
+    throw new RangeError(
+      `Cannot create ${what} with address prefix ${JSON.stringify(spec.addressPrefix)}: give an IPv4 network of /8 to /30 such as 10.244.1.0/24`,
+    );
+  }
+  const gateway = parseIpv4(spec.gateway);
+  if (
+    gateway === undefined ||
+    !cidrContains(subnet, gateway) ||
+    gateway === subnet.network ||
+    gateway === lastAddress(subnet)
+  ) {
+    throw new RangeError(
+      `Cannot create ${what} with gateway ${JSON.stringify(spec.gateway)}: give a host address inside ${spec.addressPrefix}, such as its first one`,
+    );
+  }
+}
+
+/**
+ * The script that creates the network unless one of that name exists, and prints
+ * {"available":true,"created":bool,"network":{Id,Name,Type}}: New-HnsNetwork -Type L2Bridge
+ * -Name -AddressPrefix -Gateway, as microsoft/SDN's hns.psm1 and hns.v2.psm1 define it (an
+ * existing network is used as it is, as sdnbridge's getOrCreateNetwork does).
+ */
+export function createHnsNetworkScript(
+  spec: HnsNetworkSpec,
+  modulePaths = defaultHnsModulePaths,
+): string {
+  checkHnsNetworkSpec(spec);
+  const select =
+    '[pscustomobject]@{ Id = [string]$network.Id; Name = [string]$network.Name; Type = [string]$network.Type }';
+  return powerShellScript(
+    ...loadHnsModule(modulePaths),
+    `$network = @(Get-HnsNetwork | Where-Object { $_ -and ([string]$_.Name -eq ${quotePowerShellString(spec.name)}) }) | Select-Object -First 1`,
+    '$created = $false',
+    'if (-not $network) {',
+    `  $network = New-HnsNetwork -Type ${spec.type} -Name ${quotePowerShellString(spec.name)} -AddressPrefix ${quotePowerShellString(spec.addressPrefix)} -Gateway ${quotePowerShellString(spec.gateway)}`,
+    '  $created = $true',
+    '}',
+    writeJson(`@{ available = $true; created = $created; network = ${select} }`, 3),
+  );
+}
+
+/** Reads what `createHnsNetworkScript` printed. */
+export function parseHnsCreateOutput(
+  stdout: string,
+): ScriptResult<{ created: boolean; network: HnsNetwork }> {
+  const value = readAvailability(stdout, 'the HNS network creation');
+  if (value.available === false) return { available: false, tried: tried(value) };
+  if (typeof value.created !== 'boolean') {
+    throw new SyntaxError(
+      `Cannot read the HNS network creation from ${JSON.stringify(value)}: "created" is not true or false`,
+    );
+  }
+  const [network] = parseHnsNetworks(value.network);
+  if (!network || listItems(value.network).length !== 1) {
+    throw new SyntaxError(
+      `Cannot read the HNS network creation from ${JSON.stringify(value)}: expected one network`,
+    );
+  }
+  return { available: true, created: value.created, network };
 }

@@ -735,3 +735,138 @@ test('freeDiskBytes reads the volume of the nearest existing directory', async (
   assert.ok(Math.abs(free - expected) < 64 * 1024 * 1024, `${free} vs ${expected}`);
   assert.ok(Math.abs(freeMissing - expected) < 64 * 1024 * 1024);
 });
+
+// sc.exe's answers for the Windows Time service, in the format of the recorded fixtures (not
+// recorded on a host: W32Time shares svchost.exe and is a demand, trigger-start service on a
+// standalone server).
+const w32timeQc = [
+  '[SC] QueryServiceConfig SUCCESS',
+  '',
+  'SERVICE_NAME: W32Time',
+  '        TYPE               : 20  WIN32_SHARE_PROCESS ',
+  '        START_TYPE         : 3   DEMAND_START',
+  '        ERROR_CONTROL      : 1   NORMAL',
+  '        BINARY_PATH_NAME   : C:\\Windows\\system32\\svchost.exe -k LocalService',
+  '        LOAD_ORDER_GROUP   : ',
+  '        TAG                : 0',
+  '        DISPLAY_NAME       : Windows Time',
+  '        DEPENDENCIES       : ',
+  '        SERVICE_START_NAME : NT AUTHORITY\\LocalService',
+  '',
+].join('\r\n');
+const w32timeQueryex = (state: string) =>
+  [
+    '',
+    'SERVICE_NAME: W32Time ',
+    '        TYPE               : 20  WIN32_SHARE_PROCESS  ',
+    `        STATE              : ${state} `,
+    '        WIN32_EXIT_CODE    : 0  (0x0)',
+    '        SERVICE_EXIT_CODE  : 0  (0x0)',
+    '        CHECKPOINT         : 0x0',
+    '        WAIT_HINT          : 0x0',
+    `        PID                : ${state.includes('RUNNING') ? '1288' : '0'}`,
+    '        FLAGS              : ',
+    '',
+  ].join('\r\n');
+const w32tmExe = 'D:\\Win\\System32\\w32tm.exe';
+
+test('resyncClock starts a stopped W32Time, then runs w32tm /resync /force', async () => {
+  const text = (stdout: string) => ({ exitCode: 0, stdout, stderr: '' });
+  const { host, done } = scriptedHost([
+    { file: scExe, args: ['qc', 'W32Time', '8192'], result: text(w32timeQc) },
+    { file: scExe, args: ['queryex', 'W32Time'], result: text(w32timeQueryex('1  STOPPED')) },
+    sc(['start', 'W32Time'], 'sc-start-pending.txt'),
+    {
+      file: w32tmExe,
+      args: ['/resync', '/force'],
+      result: text(
+        'Sending resync command to local computer\r\nThe command completed successfully.\r\n',
+      ),
+    },
+    { file: scExe, args: ['qc', 'W32Time', '8192'], result: text(w32timeQc) },
+    {
+      file: scExe,
+      args: ['queryex', 'W32Time'],
+      result: text(
+        w32timeQueryex(
+          '4  RUNNING\r\n                                (STOPPABLE, NOT_PAUSABLE, ACCEPTS_SHUTDOWN)',
+        ),
+      ),
+    },
+    {
+      file: w32tmExe,
+      args: ['/resync', '/force'],
+      result: {
+        exitCode: -2147023436,
+        stdout:
+          'Sending resync command to local computer\r\nThe computer did not resync because no time data was available.\r\n',
+        stderr: '',
+      },
+    },
+    sc(['qc', 'W32Time', '8192'], 'sc-qc-1060.txt', 1060),
+  ]);
+  await host.resyncClock();
+  await assert.rejects(host.resyncClock(), {
+    code: 'WF_WINDOWS_COMMAND_FAILED',
+    message:
+      /^Cannot resync the clock: w32tm\.exe \/resync \/force exited with -2147023436: Sending resync command to local computer The computer did not resync because no time data was available\.; check the time source/,
+  });
+  await assert.rejects(
+    host.resyncClock(),
+    /W32Time\) is not installed; register it with w32tm \/register/,
+  );
+  assert.equal(await host.localTime(), 0, 'the agent’s own clock is the host’s');
+  await done();
+});
+
+test('createHnsNetwork runs New-HnsNetwork L2Bridge unless the network exists, and refuses odd input', async () => {
+  const id = 'C3B1A9E8-7D64-4F25-8A1B-0E9D2C3F4A56';
+  const spec = {
+    name: 'winfleet',
+    type: 'L2Bridge' as const,
+    addressPrefix: '10.244.1.0/24',
+    gateway: '10.244.1.1',
+  };
+  const { host, done } = scriptedHost([
+    ps(
+      (s) =>
+        assert.match(
+          s,
+          /New-HnsNetwork -Type L2Bridge -Name 'winfleet' -AddressPrefix '10\.244\.1\.0\/24' -Gateway '10\.244\.1\.1'/,
+        ),
+      JSON.stringify({
+        available: true,
+        created: true,
+        network: { Id: id, Name: 'winfleet', Type: 'L2Bridge' },
+      }),
+    ),
+    ps(() => {}, windowsFixture('hns-list-unavailable.json')),
+  ]);
+  assert.deepEqual(await host.createHnsNetwork(spec), { id, name: 'winfleet', type: 'L2Bridge' });
+  await assert.rejects(host.createHnsNetwork(spec), {
+    code: 'WF_HNS_UNAVAILABLE',
+    message: /^Cannot create HNS network "winfleet": Get-HnsNetwork is not available/,
+  });
+  for (const bad of [
+    { ...spec, name: "winfleet'; Remove-HnsNetwork" },
+    { ...spec, type: 'Transparent' as never },
+    { ...spec, addressPrefix: '10.244.1.5/24' },
+    { ...spec, addressPrefix: 'fd00::/64' },
+    { ...spec, gateway: '10.244.2.1' },
+    { ...spec, gateway: '10.244.1.0' },
+    { ...spec, gateway: '10.244.1.255' },
+  ]) {
+    await assert.rejects(host.createHnsNetwork(bad), RangeError, JSON.stringify(bad));
+  }
+  await done();
+});
+
+test('serviceFailures reads the System log through PowerShell', async () => {
+  const { host, done } = scriptedHost([
+    ps((s) => assert.match(s, /Id = 7031, 7034/), '{"ok":true,"times":[20,10]}'),
+    ps(() => {}, '{"ok":false,"message":"service nope does not exist"}'),
+  ]);
+  assert.deepEqual(await host.serviceFailures('kubelet', 5), [10, 20]);
+  await assert.rejects(host.serviceFailures('nope', 5), /service nope does not exist/);
+  await done();
+});

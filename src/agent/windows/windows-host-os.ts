@@ -33,6 +33,7 @@ import { powerShellArgs, powerShellErrorText } from '../../powershell/powershell
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import type {
   HnsNetwork,
+  HnsNetworkSpec,
   HostOS,
   InboundFirewallRule,
   InstalledService,
@@ -40,7 +41,13 @@ import type {
   ServiceConfig,
   UpdateInstallResult,
 } from '../host-os.ts';
+import { loopbackHttpGet } from '../node-health-http.ts';
 import { type CommandRunner, childProcessRunner } from './command-runner.ts';
+import {
+  type DefenderThreatList,
+  defenderThreatsScript,
+  parseDefenderThreatsOutput,
+} from './defender.ts';
 import {
   ensureInboundFirewallRuleScript,
   parseEnsureFirewallRuleOutput,
@@ -48,9 +55,11 @@ import {
   removeFirewallRuleScript,
 } from './firewall.ts';
 import {
+  createHnsNetworkScript,
   defaultHnsModulePaths,
   hnsUnavailableError,
   listHnsNetworksScript,
+  parseHnsCreateOutput,
   parseHnsListOutput,
   parseHnsRemoveOutput,
   removeHnsNetworkScript,
@@ -85,6 +94,7 @@ import {
   serviceEnvironmentEntries,
   setServiceEnvironmentScript,
 } from './service-environment.ts';
+import { parseServiceFailuresOutput, serviceFailuresScript } from './service-failures.ts';
 import {
   describeHresult,
   installUpdatesScript,
@@ -134,6 +144,9 @@ export interface WindowsHostOSOptions {
   hostname?: () => string;
 }
 
+/** The Windows Time service, which w32tm /resync asks to set the clock. */
+const timeServiceName = 'W32Time';
+
 /** The delay shutdown.exe is given, so the agent can report before the host goes down. */
 const rebootDelaySeconds = 5;
 /** shutdown.exe's limit for the /c comment. */
@@ -146,6 +159,7 @@ export class WindowsHostOS implements HostOS {
   readonly #shutdown: string;
   readonly #wusa: string;
   readonly #dism: string;
+  readonly #w32tm: string;
   readonly #payloadDir: string;
   readonly #hnsModulePaths: readonly string[];
   readonly #stopTimeoutMs: number;
@@ -167,6 +181,7 @@ export class WindowsHostOS implements HostOS {
     this.#shutdown = win32.join(system32, 'shutdown.exe');
     this.#wusa = win32.join(system32, 'wusa.exe');
     this.#dism = win32.join(system32, 'Dism.exe');
+    this.#w32tm = win32.join(system32, 'w32tm.exe');
     this.#payloadDir = options.payloadDir ?? hostPaths.payload;
     this.#hnsModulePaths = options.hnsModulePaths ?? defaultHnsModulePaths;
     this.#stopTimeoutMs = options.stopTimeoutMs ?? 60_000;
@@ -475,6 +490,16 @@ export class WindowsHostOS implements HostOS {
     if (!result.available) throw hnsUnavailableError(action, result.tried);
   }
 
+  /** Creates the network unless one of that name exists (createHnsNetworkScript). */
+  async createHnsNetwork(spec: HnsNetworkSpec): Promise<HnsNetwork> {
+    const action = `create HNS network "${spec.name}"`;
+    const result = parseHnsCreateOutput(
+      await this.#runPowerShell(createHnsNetworkScript(spec, this.#hnsModulePaths), action),
+    );
+    if (!result.available) throw hnsUnavailableError(action, result.tried);
+    return result.network;
+  }
+
   // Windows Firewall.
 
   async ensureInboundFirewallRule(rule: InboundFirewallRule): Promise<void> {
@@ -522,6 +547,36 @@ export class WindowsHostOS implements HostOS {
         }
         current = parent;
       }
+    }
+  }
+
+  /** The agent runs on the host: its clock is the host's system time. */
+  async localTime(): Promise<number> {
+    return this.#now();
+  }
+
+  /**
+   * W32Time started when it is not running (on a standalone host it is a trigger-start service
+   * that is often stopped), then `w32tm /resync /force`: the time service sets the clock from
+   * its source now, ignoring the accumulated error statistics.
+   */
+  async resyncClock(): Promise<void> {
+    const service = await this.queryService(timeServiceName);
+    if (!service) {
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
+        `Cannot resync the clock: the Windows Time service (${timeServiceName}) is not installed; register it with w32tm /register`,
+      );
+    }
+    if (service.state !== 'running') await this.startService(timeServiceName);
+    const args = ['/resync', '/force'];
+    const result = await this.#run(this.#w32tm, args);
+    const output = `${result.stdout}\n${result.stderr}`.replace(/\s+/g, ' ').trim();
+    if (result.exitCode !== 0) {
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
+        `Cannot resync the clock: w32tm.exe ${args.join(' ')} exited with ${result.exitCode}${output ? `: ${output.slice(0, 300)}` : ''}; check the time source (w32tm /query /source, w32tm /query /status)`,
+      );
     }
   }
 
@@ -628,6 +683,26 @@ export class WindowsHostOS implements HostOS {
       await this.#runPowerShell(rebootPendingScript(), 'read the reboot-pending registry entries'),
     );
     return Object.values(entries).some(Boolean);
+  }
+
+  getLoopbackHttp(port: number, path: string): Promise<{ status: number; body: string }> {
+    return loopbackHttpGet(port, path);
+  }
+
+  async serviceFailures(name: string, sinceMs: number): Promise<number[]> {
+    return parseServiceFailuresOutput(
+      await this.#runPowerShell(
+        serviceFailuresScript(name, sinceMs),
+        `read the failures of service "${name}" from the System log`,
+      ),
+      name,
+    );
+  }
+
+  async defenderThreats(): Promise<DefenderThreatList> {
+    return parseDefenderThreatsOutput(
+      await this.#runPowerShell(defenderThreatsScript(), 'list the Microsoft Defender threats'),
+    );
   }
 
   async #runPowerShell(script: string, action: string): Promise<string> {

@@ -4,6 +4,7 @@
  * host behind the node; Secret events enqueue the hosts naming the Secret. It keeps no state of its own between passes: everything a pass
  * decides on is in the API.
  */
+
 import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
 import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
@@ -12,6 +13,7 @@ import { objectKey } from '../../controller/informer.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { reconcileJoin } from './host-join.ts';
+import { remediationRequestKey } from './host-remediation.ts';
 import { reconcileRemoval } from './host-removal.ts';
 import { enqueueOnSecretChange } from './host-secrets.ts';
 import { patchHostMetadata } from './host-status.ts';
@@ -71,7 +73,9 @@ export function createHostController(deps: HostControllerDeps): Controller {
         // The pool's rollout reached (or left) the step where this controller applies a payload.
         host.status?.rollout?.current?.step !== old.status?.rollout?.current?.step ||
         host.status?.rollout?.current?.target.servicesVersion !==
-          old.status?.rollout?.current?.target.servicesVersion
+          old.status?.rollout?.current?.target.servicesVersion ||
+        // Remediation asked for a re-bootstrap, or gave up (Degraded), or let go.
+        remediationRequestKey(host) !== remediationRequestKey(old)
       ) {
         enqueue(host);
       }

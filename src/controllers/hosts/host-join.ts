@@ -26,6 +26,11 @@ import { featureRestartRecheckMs } from './containers-feature.ts';
 import { bootstrapHost, copyPayload, type JoinContext } from './host-bootstrap.ts';
 import { connectHost } from './host-connect.ts';
 import type { LoadedPayload } from './host-deps.ts';
+import {
+  leftToRemediation,
+  rebootstrapRequest,
+  reportRemediationFailure,
+} from './host-remediation.ts';
 import { apiTime, HostStatus, writeHostStatus } from './host-status.ts';
 import { reportFailure } from './join-failure.ts';
 import { carriesIdentity, claimedNodeName, type NameRefusal, nameRefusal } from './node-claims.ts';
@@ -60,6 +65,7 @@ export async function reconcileJoin(ctx: JoinContext, host: WindowsHost): Promis
     reportFailure(ctx.events, host, hs, error, { ready });
     throw error;
   } finally {
+    reportRemediationFailure(host, hs);
     if (hs.changed()) await writeHostStatus(ctx.kc, host, hs.status);
   }
 }
@@ -76,10 +82,21 @@ async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
   const node = hs.status.nodeName ? ctx.nodes.get(hs.status.nodeName) : undefined;
   const timing = joinTiming(ctx, hs, node);
   const version = wantedVersion(host, node, loaded);
+  // Remediation's rung Rebootstrap: the bootstrap runs again whatever the Node shows.
+  const repair = rebootstrapRequest(host);
 
-  if (node && isUpToDate(host, hs, node, version)) return keepJoined(ctx, host, hs, node, version);
-  if (node && !nodeIsReady(node) && timing.leaveToAgent) return waitForNodeReady(hs, node);
-  if (node && nodeIsReady(node)) {
+  if (repair) {
+    ctx.events.record(
+      host,
+      'Normal',
+      EventReason.RemediationRebootstrap,
+      `Remediation asked at ${repair} to configure the host again: running the agent bootstrap over SSH`,
+    );
+  } else if (node && isUpToDate(host, hs, node, version)) {
+    return keepJoined(ctx, host, hs, node, version);
+  } else if (node && !nodeIsReady(node) && (timing.leaveToAgent || leftToRemediation(host))) {
+    return waitForNodeReady(hs, node);
+  } else if (node && nodeIsReady(node)) {
     const outcome = await finishNode(ctx, host, hs, node, loaded, version);
     if (outcome.kind === 'done') return outcome.result;
     if (timing.recentlyBootstrapped) return waitForAgent(hs, node, version);

@@ -15,7 +15,12 @@
  * (winfleet.io/skip-deconfigure=true: no deconfiguring, no waiting for those pods).
  */
 import * as k8s from '@kubernetes/client-node';
-import { cordonedByAnnotation, hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
+import {
+  cordonedByAnnotation,
+  cordonedByValues,
+  hostAnnotation,
+  hostIdentity,
+} from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
 import { errorCode } from '../../errors/catalog.ts';
@@ -63,12 +68,14 @@ export interface DrainResult {
 /**
  * Cordons the node and evicts what can be evicted. Pods no controller manages are evicted only
  * with `evictUnmanaged`; without it, as with `kubectl drain`, nothing is evicted while one is
- * there.
+ * there. With `skipWaitForDeleteSeconds` (kubectl drain's --skip-wait-for-delete-timeout, which
+ * Cluster API sets for an unreachable node), a pod whose deletion time passed that long ago no
+ * longer counts: a kubelet that does not answer never confirms it gone.
  */
 export async function drainNode(
   kc: k8s.KubeConfig,
   nodeName: string,
-  options: { evictUnmanaged?: boolean } = {},
+  options: { evictUnmanaged?: boolean; skipWaitForDeleteSeconds?: number } = {},
 ): Promise<DrainResult> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const node = await core.readNode({ name: nodeName });
@@ -78,12 +85,16 @@ export async function drainNode(
         name: nodeName,
         body: {
           spec: { unschedulable: true },
-          metadata: { annotations: { [cordonedByAnnotation]: 'winfleet' } },
+          metadata: { annotations: { [cordonedByAnnotation]: cordonedByValues.rollout } },
         },
       },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
   }
+  const skipBefore =
+    options.skipWaitForDeleteSeconds === undefined
+      ? undefined
+      : Date.now() - options.skipWaitForDeleteSeconds * 1000;
   const pods = (
     await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` })
   ).items.filter(
@@ -91,7 +102,8 @@ export async function drainNode(
       !isDaemonSetPod(p) &&
       !isMirrorPod(p) &&
       p.status?.phase !== 'Succeeded' &&
-      p.status?.phase !== 'Failed',
+      p.status?.phase !== 'Failed' &&
+      !(skipBefore !== undefined && deletedBefore(p, skipBefore)),
   );
   const leaving = pods.filter((p) => !p.metadata?.deletionTimestamp);
   const terminating = pods.filter((p) => p.metadata?.deletionTimestamp).map(podKey);
@@ -124,6 +136,14 @@ export async function drainNode(
     }
   }
   return { drained: pods.length === 0, blocked, unmanaged: [], evicted, terminating };
+}
+
+/** The pod's deletion time (now + its grace period when deleted) is before `ms`. */
+function deletedBefore(pod: k8s.V1Pod, ms: number): boolean {
+  const at = pod.metadata?.deletionTimestamp;
+  if (at === undefined) return false;
+  const time = at instanceof Date ? at.getTime() : Date.parse(String(at));
+  return !Number.isNaN(time) && time < ms;
 }
 
 export async function reconcileRemoval(

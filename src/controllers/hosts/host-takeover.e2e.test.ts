@@ -12,6 +12,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { SimulatedHost } from '../../../sim/hosts/fleet.ts';
 import { type JoinWorld, joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { createLinuxNode } from '../../../sim/testkit/nodes.ts';
+import { createPool } from '../../../sim/testkit/pools.ts';
 import {
   createWindowsHosts,
   hostReady,
@@ -39,11 +40,23 @@ async function readHost(world: JoinWorld, name: string, namespace = world.namesp
 }
 
 async function annotateHost(world: JoinWorld, name: string, annotations: Record<string, string>) {
+  await patchHostMetadata(world, name, { annotations });
+}
+
+async function patchHostLabels(world: JoinWorld, name: string, labels: Record<string, string>) {
+  await patchHostMetadata(world, name, { labels });
+}
+
+async function patchHostMetadata(
+  world: JoinWorld,
+  name: string,
+  metadata: { annotations?: Record<string, string>; labels?: Record<string, string> },
+) {
   await k8s.KubernetesObjectApi.makeApiClient(world.kc).patch(
     {
       apiVersion: 'winfleet.io/v1alpha1',
       kind: 'WindowsHost',
-      metadata: { name, namespace: world.namespace, annotations },
+      metadata: { name, namespace: world.namespace, ...metadata },
     },
     undefined,
     undefined,
@@ -193,6 +206,16 @@ test('node-name takeover, unwatched namespaces, trusted keys and rebuilt hosts',
   await t.test('a rebuilt host rejoins only on winfleet.io/rejoin', async () => {
     const host = (await readHost(world, victimHost!.metadata.name))!;
     const before = await core.readNode({ name: victimNode });
+    // A joined NotReady host is the repair ladder's (issue 13): a pool that repairs quickly,
+    // so its rung Rebootstrap meets the rebuilt host within the test's time.
+    await patchHostLabels(world, host.metadata.name, { rebuilt: 'yes' });
+    await createPool(kc, world.namespace, 'rebuilt', {
+      selector: { matchLabels: { rebuilt: 'yes' } },
+      health: {
+        unhealthyConditions: [{ type: 'Ready', status: 'False', timeout: '0s' }],
+        remediation: { restartServiceTimeout: '1s' },
+      },
+    });
     // The rebuild: everything winfleet put on the host is gone, its kubelet with it.
     const remote = await openRemoteHost(kc, defaultConfig(), host);
     try {

@@ -23,7 +23,7 @@ import { apiVersion } from '../../api/windows-host.ts';
 import { formatWindowsUpdateReport } from '../../api/windows-updates.ts';
 import type { Informer } from '../../controller/informer.ts';
 import type { HostRolloutStatus } from '../../rollout/host-steps.ts';
-import { takeAction, writeRollout } from './pool-actions.ts';
+import { takeAction, writeHostRecord } from './pool-actions.ts';
 import { passHost } from './pool-observe.ts';
 
 const [group, version] = apiVersion.split('/') as [string, string];
@@ -56,10 +56,14 @@ test('pool actions: guarded record, a person’s cordon kept, reports believed o
         stepStartedAt: '2025-06-07T01:00:00Z',
       },
     };
-    const rv = await writeRollout(kc, host, first);
+    const rv = await writeHostRecord(kc, host, { rollout: first });
     assert.ok(rv, 'the write from the current read succeeds');
     // `host` is now stale: a lagging cache writing "no change" over a host in Drain.
-    assert.equal(await writeRollout(kc, host, {}), undefined, 'the stale write is refused');
+    assert.equal(
+      await writeHostRecord(kc, host, { rollout: {} }),
+      undefined,
+      'the stale write is refused',
+    );
     const now = await readHost('a');
     assert.deepEqual(now.status?.rollout, first, 'the record was not rolled back');
   });

@@ -3,7 +3,7 @@
  * header of src/rollout/index.ts): record the host's rollout state first, then take the one
  * action. Every action is a level read back from the API, so doing it twice does nothing twice.
  *
- * - writeRollout: status.rollout through /status as a JSON Patch whose first operation tests
+ * - writeHostRecord: status.rollout (and remediation's status) through /status as a JSON Patch whose first operation tests
  *   the resourceVersion that was read: a stale cache can never roll the record back, and a
  *   conflict means "read again", never "act anyway".
  * - cordon / uncordon: one Node patch of spec.unschedulable and winfleet.io/cordoned-by;
@@ -19,34 +19,47 @@ import { isDeepStrictEqual } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import {
   cordonedByAnnotation,
+  cordonedByValues,
   installUpdatesAnnotation,
   rebootRequestAnnotation,
 } from '../../api/node-annotations.ts';
 import type { HostWindowsUpdates, WindowsHost } from '../../api/windows-host.ts';
+import { nodeIsReady } from '../../controller/informer-factory.ts';
 import { isConflict, isFailedPatchTest, isNotFound } from '../../kube/client.ts';
+import type { HostRemediationStatus } from '../../remediation/index.ts';
 import type { HostRolloutStatus, StepAction } from '../../rollout/host-steps.ts';
 import { drainNode, drainUnmanagedPodsAnnotation } from '../hosts/host-removal.ts';
 import { hostObject } from '../hosts/host-status.ts';
 
+/** How long past its deletion time a pod on a NotReady node still holds a drain. */
+export const notReadyDeleteWaitSeconds = 1;
+
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
 
+/** What the pool controller records on a host before acting: its rollout and remediation. */
+export interface HostRecord {
+  rollout?: HostRolloutStatus;
+  remediation?: HostRemediationStatus;
+}
+
 /**
- * Writes status.rollout, guarded by the resourceVersion `host` was read at. Returns the
- * written object's new resourceVersion, or undefined on a conflict (or a host gone): the
- * caller then takes no action and reads again.
+ * Writes status.rollout and/or status.remediation in one JSON Patch, guarded by the
+ * resourceVersion `host` was read at. Returns the written object's new resourceVersion, or
+ * undefined on a conflict (or a host gone): the caller then takes no action and reads again.
  */
-export async function writeRollout(
+export async function writeHostRecord(
   kc: k8s.KubeConfig,
   host: WindowsHost,
-  rollout: HostRolloutStatus,
+  record: HostRecord,
 ): Promise<string | undefined> {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const fields = Object.entries(record).filter(([, value]) => value !== undefined);
   const body = [
     { op: 'test', path: '/metadata/resourceVersion', value: host.metadata.resourceVersion },
-    host.status
-      ? { op: 'add', path: '/status/rollout', value: rollout }
-      : { op: 'add', path: '/status', value: { rollout } },
+    ...(host.status
+      ? fields.map(([field, value]) => ({ op: 'add', path: `/status/${field}`, value }))
+      : [{ op: 'add', path: '/status', value: Object.fromEntries(fields) }]),
   ];
   try {
     const written = (await custom.patchNamespacedCustomObjectStatus(
@@ -99,7 +112,8 @@ export interface ActionTarget {
   node: k8s.V1Node;
 }
 
-async function patchNode(kc: k8s.KubeConfig, name: string, body: object): Promise<void> {
+/** Merge-patches a Node; a Node gone is left to the next pass. */
+export async function patchNode(kc: k8s.KubeConfig, name: string, body: object): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   try {
     await core.patchNode({ name, body }, mergePatch);
@@ -129,11 +143,11 @@ export async function takeAction(
     case 'cordon':
       await patchNode(kc, name, {
         spec: { unschedulable: true },
-        metadata: { annotations: { [cordonedByAnnotation]: 'winfleet' } },
+        metadata: { annotations: { [cordonedByAnnotation]: cordonedByValues.rollout } },
       });
       return undefined;
     case 'uncordon': {
-      if (annotations[cordonedByAnnotation] === undefined) {
+      if (annotations[cordonedByAnnotation] !== cordonedByValues.rollout) {
         await dropLevels(kc, node);
         return undefined;
       }
@@ -152,6 +166,9 @@ export async function takeAction(
     case 'drain': {
       const result = await drainNode(kc, name, {
         evictUnmanaged: host.metadata.annotations?.[drainUnmanagedPodsAnnotation] === 'true',
+        // A NotReady node's kubelet never confirms its pods gone (a repair of a dead host):
+        // once their grace period is over they do not hold the drain.
+        ...(nodeIsReady(node) ? {} : { skipWaitForDeleteSeconds: notReadyDeleteWaitSeconds }),
       });
       return {
         drained: result.drained,

@@ -41,12 +41,28 @@ import type { ReconcileResult } from '../../controller/work-queue.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
-import type { HostRolloutStatus, StepResult } from '../../rollout/host-steps.ts';
+import type { HealthMetrics } from '../../remediation/health-metrics.ts';
+import {
+  checkHealthSpec,
+  defaultHealthPolicy,
+  type HealthPassResult,
+  healthPass,
+  metricNames,
+} from '../../remediation/index.ts';
+import type { StepResult } from '../../rollout/host-steps.ts';
 import { defaultPoolKey } from '../../rollout/pool-membership.ts';
 import { poolPass } from '../../rollout/pool-pass.ts';
 import { checkPoolSpec, defaultPoolPolicy } from '../../rollout/pool-spec.ts';
 import { removeHostAnnotation } from '../hosts/host-status.ts';
-import { copyReport, dropLevels, takeAction, writeRollout } from './pool-actions.ts';
+import {
+  copyReport,
+  dropLevels,
+  type HostRecord,
+  patchNode,
+  takeAction,
+  writeHostRecord,
+} from './pool-actions.ts';
+import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-health.ts';
 import { type DrainSeen, passHost, poolMembership } from './pool-observe.ts';
 
 /** The payload the operator runs, as the rollout needs it. */
@@ -64,6 +80,8 @@ export interface PoolControllerDeps {
   log: Logger;
   /** The payload to roll out; undefined: no payload (the operator joins no hosts). */
   payload?: () => Promise<PoolPayload>;
+  /** Where the health pass's metrics go (the operator's /metrics), if anywhere. */
+  healthMetrics?: HealthMetrics;
   /** The API server's gitVersion; default: asked of the API server (cached 5 minutes). */
   apiServerVersion?: () => Promise<string>;
   now?: () => Date;
@@ -79,7 +97,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
   const custom = deps.kc.makeApiClient(k8s.CustomObjectsApi);
   const [group, version] = windowsNodePoolResource.apiVersion.split('/') as [string, string];
   /** Per host: the rollout written, and the resourceVersion of the object it was computed from. */
-  const written = new Map<string, { readAt: string; rollout: HostRolloutStatus }>();
+  const written = new Map<string, { readAt: string; record: HostRecord }>();
   const drains = new Map<string, DrainSeen>();
   const reported = new Map<string, string>();
 
@@ -98,7 +116,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
       written.delete(key);
       return host;
     }
-    return { ...host, status: { ...host.status, rollout: mine.rollout } };
+    return { ...host, status: { ...host.status, ...mine.record } };
   }
 
   /** A Warning Event once per distinct problem per host (aggregated by the recorder besides). */
@@ -118,21 +136,34 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     pass: ReturnType<typeof passHost>,
     step: StepResult,
     problems: readonly string[],
+    ladder: HealthPassResult['hosts'] extends Map<string, infer L> ? L : never,
   ): Promise<'done' | 'conflict'> {
     if (pass.reportProblem) tell(host, EventReason.InvalidEntry, pass.reportProblem);
     for (const problem of problems) tell(host, EventReason.InvalidEntry, problem);
-    if (step.status !== pass.status) {
-      const rv = await writeRollout(deps.kc, host, step.status);
+    const record: HostRecord = {
+      ...(step.status !== pass.status ? { rollout: step.status } : {}),
+      ...(!isDeepStrictEqual(ladder.status, host.status?.remediation ?? {})
+        ? { remediation: ladder.status }
+        : {}),
+    };
+    if (record.rollout || record.remediation) {
+      const rv = await writeHostRecord(deps.kc, host, record);
       if (rv === undefined) return 'conflict';
-      written.set(pass.key, { readAt: host.metadata.resourceVersion!, rollout: step.status });
+      written.set(pass.key, { readAt: host.metadata.resourceVersion!, record });
     }
+    for (const e of ladder.events) deps.events.record(host, e.type, e.reason, e.message);
     for (const e of step.events) deps.events.record(host, e.type, e.reason, e.message);
     const retry = host.metadata.annotations?.[retryRolloutAnnotation];
     if (step.retryConsumed && retry !== undefined)
       await removeHostAnnotation(deps.kc, host, retryRolloutAnnotation, retry);
     const node = pass.nodeObject;
     if (node) {
-      const drained = await takeAction({ kc: deps.kc, host, node }, step.action);
+      // Remediation keeping the node cordoned as the rollout ends its change: the cordon changes
+      // hands (one patch below), and the node is never schedulable in between.
+      const handOver = ladder.action.kind === 'cordon' && step.action.kind === 'uncordon';
+      const drained = handOver
+        ? undefined
+        : await takeAction({ kc: deps.kc, host, node }, step.action);
       if (drained) {
         drains.set(pass.key, { drained: drained.drained, blockers: drained.blockers });
         for (const pod of drained.evicted) {
@@ -146,6 +177,9 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
       }
       // A Node out of any change carries none of a change's levels.
       if (!step.status.current && step.action.kind === 'none') await dropLevels(deps.kc, node);
+      // Remediation's own cordon (RemediationFailed) or its lifting, after the rollout's action.
+      const cordon = remediationNodePatch(ladder.action, node);
+      if (cordon) await patchNode(deps.kc, node.metadata!.name!, cordon);
     }
     // Last: a copy for people to read; its failure touches nothing above.
     if (pass.report) await copyReport(deps.kc, host, summarizeReport(pass.report));
@@ -172,13 +206,31 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
         },
       ];
     });
+    const health = pool
+      ? checkHealthSpec(pool.spec.health)
+      : { policy: defaultHealthPolicy, problems: [] as string[] };
+    const healthResult = healthPass({
+      pool: key,
+      policy: health.policy,
+      specProblems: health.problems,
+      hosts: hosts.map(({ host, pass }) => healthHost(pass.key, host, pass.nodeObject)),
+      now: now(),
+    });
+    deps.log.debug('health pass', {
+      pool: key,
+      unhealthy: healthResult.unhealthy,
+      shortCircuited: healthResult.shortCircuited,
+    });
     const payload = deps.payload ? await deps.payload() : undefined;
     const generation = pool?.metadata.generation;
     const result = poolPass({
       ...(generation !== undefined ? { generation } : {}),
       policy,
       specProblems: problems,
-      hosts: hosts.map((h) => h.pass),
+      hosts: hosts.map(({ pass }) => {
+        const repair = healthResult.hosts.get(pass.key)?.repairRebootRequestedAt;
+        return repair ? { ...pass, repairRequestedAt: repair } : pass;
+      }),
       ...(payload ? { payload } : {}),
       apiServerVersion: payload ? await apiServerVersion() : '',
       now: now(),
@@ -189,12 +241,20 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     // back the others' steps or the pool's status: each host is done on its own, and the first
     // error is raised once the pass is over (the work queue then retries with backoff).
     let firstError: unknown;
+    const recorded: string[] = [];
     for (const { host, pass } of hosts) {
       const step = result.hosts.get(pass.key)!;
       if (step.status.current) inChange = true;
       try {
-        const outcome = await doHost(host, pass, step, result.hostProblems.get(pass.key) ?? []);
+        const outcome = await doHost(
+          host,
+          pass,
+          step,
+          result.hostProblems.get(pass.key) ?? [],
+          healthResult.hosts.get(pass.key)!,
+        );
         if (outcome === 'conflict') return { requeueAfterMs: 500 }; // read again; never act on it
+        recorded.push(pass.key);
       } catch (error) {
         firstError ??= error;
         deps.log.warn('pool pass: a host step failed', {
@@ -204,25 +264,62 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
         });
       }
     }
-    if (pool) await writePoolStatus(pool, result.status);
-    else
+    // The counters count only the rungs whose ending was recorded (a pass whose write failed
+    // finds the same ending again).
+    deps.healthMetrics?.applyPoolPass(key, [
+      ...healthResult.metrics.filter((m) => m.name !== metricNames.remediationsTotal),
+      ...recorded.flatMap((hostKey) =>
+        (healthResult.hosts.get(hostKey)?.outcomes ?? []).map((o) => ({
+          name: metricNames.remediationsTotal,
+          labels: { pool: key, rung: o.rung, result: o.result },
+          value: 1,
+        })),
+      ),
+    ]);
+    const status = {
+      ...result.status,
+      conditions: mergeHealthDegraded(result.status.conditions, healthResult.degraded),
+    };
+    if (pool) {
+      for (const e of healthResult.poolEvents) tellPool(pool, e.type, e.reason, e.message);
+      await writePoolStatus(pool, status);
+    } else {
       reportDefaultPool(
         hosts.map((h) => h.host),
-        result.status,
+        status,
       );
+    }
     // recheckAt is on the rollout clock, like `now`.
-    const due = result.recheckAt
-      ? Math.max(0, result.recheckAt.getTime() - now().getTime())
-      : undefined;
+    const dueTimes = [result.recheckAt, healthResult.recheckAt]
+      .filter((t): t is Date => t !== undefined)
+      .map((t) => t.getTime());
+    const due =
+      dueTimes.length > 0 ? Math.max(0, Math.min(...dueTimes) - now().getTime()) : undefined;
     const soonest = Math.min(due ?? Infinity, inChange ? inChangeRecheckMs : Infinity);
+    deps.log.debug('pool pass done', { pool: key, requeueMs: soonest });
     if (firstError !== undefined) throw firstError;
     return Number.isFinite(soonest) ? { requeueAfterMs: Math.max(soonest, 100) } : undefined;
+  }
+
+  /** A pool Event once per distinct message (TooManyUnhealthy is found again every pass). */
+  function tellPool(
+    pool: WindowsNodePool,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): void {
+    const key = `pool\u0000${objectKey(pool)}\u0000${reason}`;
+    if (reported.get(key) === message) return;
+    reported.set(key, message);
+    deps.events.record(pool, type, reason, message);
   }
 
   /** The default pool's Degraded state, as a Warning Event on each of its hosts. */
   function reportDefaultPool(
     hosts: readonly WindowsHost[],
-    status: ReturnType<typeof poolPass>['status'],
+    status: {
+      conditions: readonly { type: string; status: string; reason: string; message: string }[];
+    },
   ): void {
     const degraded = status.conditions.find((c) => c.type === 'Degraded');
     if (degraded?.status !== 'True') return;
@@ -270,6 +367,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     async reconcile(key) {
       if (key === everythingKey) {
         for (const pool of deps.pools.list()) controller.enqueue(objectKey(pool));
+        for (const gone of forgotten.splice(0)) deps.healthMetrics?.forgetPool(gone);
         controller.enqueue(defaultPoolKey);
         return undefined;
       }
@@ -278,9 +376,14 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
   });
 
   const everything = () => controller.enqueue(everythingKey);
+  /** Pools deleted since the last pass over everything: their metric series go. */
+  const forgotten: string[] = [];
   deps.pools
     .on('add', everything)
-    .on('delete', everything)
+    .on('delete', (pool) => {
+      forgotten.push(objectKey(pool));
+      everything();
+    })
     .on('update', (pool, old) => {
       // Our own status writes need no pass; a spec change (generation) may move hosts.
       if (pool.metadata.generation !== old.metadata.generation) everything();
@@ -294,7 +397,10 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
         !isDeepStrictEqual(host.metadata.annotations, old.metadata.annotations) ||
         host.metadata.deletionTimestamp !== old.metadata.deletionTimestamp ||
         host.status?.nodeName !== old.status?.nodeName ||
-        !isDeepStrictEqual(host.status?.rollout, old.status?.rollout)
+        !isDeepStrictEqual(host.status?.rollout, old.status?.rollout) ||
+        !isDeepStrictEqual(host.status?.remediation, old.status?.remediation) ||
+        host.status?.bootstrappedAt !== old.status?.bootstrappedAt ||
+        !isDeepStrictEqual(host.status?.lastError, old.status?.lastError)
       ) {
         everything();
       }
@@ -304,6 +410,8 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     unschedulable: n.spec?.unschedulable,
     annotations: n.metadata?.annotations,
     bootId: n.status?.nodeInfo?.bootID,
+    // Health: each condition's status (the kubelet's heartbeat times change every few seconds).
+    conditions: (n.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`).join(','),
   });
   deps.nodes
     .on('add', everything)

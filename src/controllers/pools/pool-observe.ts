@@ -10,6 +10,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import {
   cordonedByAnnotation,
+  cordonedByValues,
   servicesVersionAnnotation,
   windowsUpdatesAnnotation,
 } from '../../api/node-annotations.ts';
@@ -66,7 +67,9 @@ export function observeNode(
       name,
       ready: nodeIsReady(raw),
       unschedulable: raw.spec?.unschedulable === true,
-      cordonedByWinfleet: raw.metadata?.annotations?.[cordonedByAnnotation] !== undefined,
+      // The rollout's own cordon; remediation's (RemediationFailed) is not the rollout's to lift.
+      cordonedByWinfleet:
+        raw.metadata?.annotations?.[cordonedByAnnotation] === cordonedByValues.rollout,
       ...(bootId ? { bootId } : {}),
     },
   };

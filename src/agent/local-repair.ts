@@ -1,0 +1,188 @@
+/**
+ * The agent's own repairs (issue 13, rung 1 of the remediation ladder), run on each pass of the
+ * run loop after problem detection, for the conditions the agent published True (so that one
+ * odd reading is never acted on):
+ * - a stopped node service: converge already starts it (not one in a restart loop:
+ *   node-health.ts servicesNotToRestart); nothing more here;
+ * - HNSNetworkMissing: the CNI's HNS network is created again from the CNI config the agent
+ *   wrote for this Node (its name, sdnbridge's L2Bridge type, the subnet and gateway of its
+ *   ipam), as sdnbridge's getOrCreateNetwork would at the next pod. Pods that were on the old
+ *   network stay without network: their endpoints went with it, and the kubelet sets a
+ *   sandbox's network up only when it creates the sandbox; they must be recreated;
+ * - ClockSkew: the Windows Time service resyncs the clock (w32tm /resync /force);
+ * - SystemDiskLow: no local repair. What could be freed safely (unused container images, old
+ *   logs) is the kubelet's image garbage collection and the log rotation's to decide; deleting
+ *   files on a guess risks user data, so a person frees space.
+ *
+ * A repair acts only on what this host's own files and its own Node say, checked strictly: the
+ * Node's spec.podCIDR must be an IPv4 network inside the cluster's pod CIDR (node-files.ts
+ * nodePodSubnet) and the CNI config on disk must be exactly the one rendered for it, else
+ * nothing is created and the log says why.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import { NodeHealthCondition } from '../api/reasons.ts';
+import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
+import { type AgentConfig, paths } from './agent-config.ts';
+import type { HnsNetworkSpec } from './host-os.ts';
+import { cniConfig, nodePodSubnet } from './node-files.ts';
+import type { AgentContext } from './run-agent.ts';
+
+/** What one repair did. */
+export interface LocalRepair {
+  condition: NodeHealthCondition;
+  /** done: repaired; refused: the input was not exactly as expected; failed: the host said no. */
+  outcome: 'done' | 'refused' | 'failed';
+  message: string;
+}
+
+/** The last message logged per condition and agent, so a repeated refusal is logged once. */
+const lastLogged = new WeakMap<AgentContext, Map<string, string>>();
+
+function log(context: AgentContext, repair: LocalRepair): void {
+  let said = lastLogged.get(context);
+  if (!said) {
+    said = new Map();
+    lastLogged.set(context, said);
+  }
+  // Done repairs are always logged; a refusal or failure once until it changes.
+  if (repair.outcome !== 'done' && said.get(repair.condition) === repair.message) return;
+  said.set(repair.condition, repair.message);
+  context.stderr(`health repair (${repair.condition}): ${repair.message}\n`);
+}
+
+function errorText(error: unknown): string {
+  return ((error as Error)?.message ?? String(error)).replace(/\s+/g, ' ').slice(0, 300);
+}
+
+/**
+ * The HNS network the CNI config on disk describes, when it is exactly the config this agent
+ * renders for `node`'s pod CIDR; otherwise a RangeError saying why not.
+ */
+export async function cniNetworkSpec(
+  context: AgentContext,
+  config: AgentConfig,
+  node: k8s.V1Node,
+): Promise<HnsNetworkSpec> {
+  const podCIDR = node.spec?.podCIDR;
+  if (typeof podCIDR !== 'string' || podCIDR === '') {
+    throw new RangeError(
+      `Node ${config.nodeName} has no spec.podCIDR, so this node has no pod network to recreate`,
+    );
+  }
+  // Refuses a pod CIDR that is not an IPv4 network inside the cluster's (hosts.podCIDR).
+  const subnet = nodePodSubnet(config, podCIDR);
+  const wanted = cniConfig(config, podCIDR);
+  const onDisk = (await context.hostOS.readFile(paths.cniConfig))?.toString('utf8');
+  if (onDisk === undefined) {
+    throw new RangeError(
+      `${paths.cniConfig} is missing, so nothing says how to create the pod network; the run loop writes it from the Node's spec.podCIDR: check the agent log for why it did not`,
+    );
+  }
+  if (onDisk !== wanted) {
+    throw new RangeError(
+      `${paths.cniConfig} is not the config for this Node's pod CIDR ${podCIDR}; the run loop rewrites it on its next pass`,
+    );
+  }
+  const list = JSON.parse(onDisk) as {
+    name: string;
+    plugins: { type: string; ipam: { subnet: string; routes: { gw: string }[] } }[];
+  };
+  const plugin = list.plugins[0]!;
+  const spec: HnsNetworkSpec = {
+    name: list.name,
+    // sdnbridge creates L2Bridge networks.
+    type: 'L2Bridge',
+    addressPrefix: plugin.ipam.subnet,
+    gateway: plugin.ipam.routes[0]?.gw ?? subnet.gateway,
+  };
+  if (
+    spec.name !== cniNetworkName ||
+    plugin.type !== 'sdnbridge' ||
+    spec.addressPrefix !== subnet.cidr ||
+    spec.gateway !== subnet.gateway
+  ) {
+    throw new RangeError(
+      `${paths.cniConfig} does not describe sdnbridge network ${cniNetworkName} on ${subnet.cidr}; winfleet recreates only the network it configures`,
+    );
+  }
+  return spec;
+}
+
+async function recreateHnsNetwork(
+  context: AgentContext,
+  config: AgentConfig,
+  node: k8s.V1Node,
+): Promise<LocalRepair> {
+  const condition = NodeHealthCondition.HNSNetworkMissing;
+  let spec: HnsNetworkSpec;
+  try {
+    spec = await cniNetworkSpec(context, config, node);
+  } catch (error) {
+    return {
+      condition,
+      outcome: 'refused',
+      message: `not recreating HNS network ${cniNetworkName}: ${errorText(error)}`,
+    };
+  }
+  try {
+    const existing = (await context.hostOS.listHnsNetworks()).find(
+      (n) => n.name.toLowerCase() === spec.name.toLowerCase(),
+    );
+    if (existing) {
+      return {
+        condition,
+        outcome: 'done',
+        message: `HNS network ${spec.name} exists again (${existing.id}); nothing to create`,
+      };
+    }
+    const network = await context.hostOS.createHnsNetwork(spec);
+    return {
+      condition,
+      outcome: 'done',
+      message: `recreated HNS network ${spec.name} (${spec.type}, ${spec.addressPrefix}, gateway ${spec.gateway}, id ${network.id}) from ${paths.cniConfig}; new pods get endpoints on it, but pods that were on the old network have none and stay without network until they are recreated (kubectl delete pod; their controllers create them again)`,
+    };
+  } catch (error) {
+    return {
+      condition,
+      outcome: 'failed',
+      message: `cannot recreate HNS network ${spec.name}: ${errorText(error)}; restart the host, or recreate a pod so that the CNI plugin creates it`,
+    };
+  }
+}
+
+async function resyncClock(context: AgentContext): Promise<LocalRepair> {
+  const condition = NodeHealthCondition.ClockSkew;
+  try {
+    await context.hostOS.resyncClock();
+    return {
+      condition,
+      outcome: 'done',
+      message:
+        'asked the Windows Time service to resync the clock from its time source (w32tm /resync /force)',
+    };
+  } catch (error) {
+    return {
+      condition,
+      outcome: 'failed',
+      message: `cannot resync the clock: ${errorText(error)}`,
+    };
+  }
+}
+
+/**
+ * The local repairs for the problems published True (node-health.ts publishedProblems). Each is
+ * logged; none throws.
+ */
+export async function repairLocally(
+  context: AgentContext,
+  config: AgentConfig,
+  node: k8s.V1Node,
+  problems: ReadonlySet<NodeHealthCondition>,
+): Promise<LocalRepair[]> {
+  const done: LocalRepair[] = [];
+  if (problems.has(NodeHealthCondition.HNSNetworkMissing))
+    done.push(await recreateHnsNetwork(context, config, node));
+  if (problems.has(NodeHealthCondition.ClockSkew)) done.push(await resyncClock(context));
+  for (const repair of done) log(context, repair);
+  return done;
+}

@@ -1,0 +1,295 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type * as k8s from '@kubernetes/client-node';
+import {
+  createAgentTestHost,
+  prepareAsOperator,
+  testManifest,
+} from '../../sim/hosts/agent-test-host.ts';
+import { NodeHealthCondition, NodeHealthEventReason, NodeHealthReason } from '../api/reasons.ts';
+import { parseAgentConfig, paths } from './agent-config.ts';
+import { emptyState } from './agent-state.ts';
+import { syncCniConfig } from './cni-config.ts';
+import { convergeServices } from './converge.ts';
+import { repairLocally } from './local-repair.ts';
+import { nodeVariableValues } from './node-files.ts';
+import {
+  checkNodeHealth,
+  maxEventMessage,
+  publishedProblems,
+  servicesNotToRestart,
+} from './node-health.ts';
+import { runAgent } from './run-agent.ts';
+import type { DefenderThreatList } from './windows/defender.ts';
+
+/** A bootstrapped simulated host with every service running, and a Node the sync writes to. */
+async function world(t: Parameters<typeof createAgentTestHost>[0]) {
+  const host = await createAgentTestHost(t);
+  await prepareAsOperator(host.machine);
+  assert.equal(await runAgent(['bootstrap'], host.context), 0, host.stdout.join(''));
+  const config = parseAgentConfig((await host.machine.fs.readFile(paths.agentConfig)).toString());
+  const converge = (doNotRestart: ReadonlySet<string> = new Set()) =>
+    convergeServices(
+      host.context.hostOS,
+      testManifest(),
+      nodeVariableValues(config),
+      emptyState(),
+      {
+        start: 'all',
+        doNotRestart,
+      },
+    );
+  await converge();
+  const node: k8s.V1Node = {
+    metadata: { name: config.nodeName },
+    status: {
+      nodeInfo: { bootID: host.machine.bootId } as k8s.V1NodeSystemInfo,
+      conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'ready' }],
+    },
+  };
+  const patches: k8s.V1NodeCondition[][] = [];
+  const events: k8s.CoreV1Event[] = [];
+  let clock = Date.parse('2026-11-23T01:00:00Z');
+  let threats: DefenderThreatList = { available: true, threats: [] };
+  const hostOS = host.context.hostOS;
+  const context = {
+    ...host.context,
+    hostOS: new Proxy(hostOS, {
+      get: (target, p, r) =>
+        p === 'defenderThreats' ? async () => threats : Reflect.get(target, p, r),
+    }),
+  };
+  const pass = async () => {
+    clock += 30_000;
+    return checkNodeHealth(context, config, node, {
+      // The API server's strategic merge patch: merged by type.
+      patchConditions: async (conditions) => {
+        patches.push(conditions);
+        const all = node.status!.conditions!;
+        for (const c of conditions) {
+          const i = all.findIndex((x) => x.type === c.type);
+          if (i >= 0) all[i] = c;
+          else all.push(c);
+        }
+      },
+      createEvent: async (event) => {
+        events.push(event);
+      },
+      serverDate: async () => ({ serverDate: Math.floor(clock / 1000) * 1000, localTime: clock }),
+      now: () => clock,
+    });
+  };
+  const condition = (type: string) => node.status!.conditions!.find((c) => c.type === type);
+  return {
+    ...host,
+    context,
+    config,
+    node,
+    patches,
+    events,
+    pass,
+    converge,
+    condition,
+    setThreats: (list: DefenderThreatList) => {
+      threats = list;
+    },
+  };
+}
+
+test('a healthy simulated host: every condition False, written once, others’ conditions kept', async (t) => {
+  const w = await world(t);
+  await w.pass();
+  assert.equal(w.patches.length, 1);
+  const types = w.patches[0]!.map((c) => c.type).sort();
+  // No kubelet client certificate exists on this test host: that condition is not written.
+  assert.deepEqual(
+    types,
+    Object.values(NodeHealthCondition)
+      .filter((c) => c !== NodeHealthCondition.KubeletCertificateExpiring)
+      .sort(),
+  );
+  assert.ok(
+    w.patches[0]!.every((c) => c.status === 'False'),
+    JSON.stringify(w.patches[0]),
+  );
+  assert.equal(
+    w.condition('KubeletUnhealthy')!.message,
+    'Service kubelet runs and http://127.0.0.1:10248/healthz answers ok',
+  );
+  assert.equal(w.condition('Ready')!.status, 'True', 'the kubelet’s condition is kept');
+  await w.pass();
+  await w.pass();
+  assert.equal(w.patches.length, 1, 'nothing changed: nothing written');
+  assert.deepEqual(w.events, []);
+});
+
+test('a crashed kubelet: KubeletUnhealthy after two checks, cleared once it runs again', async (t) => {
+  const w = await world(t);
+  await w.pass();
+  assert.ok(w.machine.scm.crash('kubelet'));
+  await w.pass();
+  assert.equal(w.condition('KubeletUnhealthy')!.status, 'False', 'one check is a blip');
+  await w.pass();
+  const c = w.condition('KubeletUnhealthy')!;
+  assert.equal(c.status, 'True');
+  assert.equal(c.reason, NodeHealthReason.ServiceNotRunning);
+  assert.match(c.message!, /Service kubelet is stopped/);
+  assert.deepEqual(
+    w.patches.at(-1)!.map((x) => x.type),
+    ['KubeletUnhealthy'],
+    'only what changed is written',
+  );
+  await w.converge();
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('KubeletUnhealthy')!.status, 'False');
+});
+
+test('a restart loop: FrequentServiceRestart, and converge stops restarting the service', async (t) => {
+  const w = await world(t);
+  await w.pass();
+  // The kubelet dies after every start; the agent's converge restarts it each pass.
+  let passes = 0;
+  while (servicesNotToRestart(w.context).size === 0 && passes < 20) {
+    assert.ok(w.machine.scm.crash('kubelet'));
+    await w.converge(servicesNotToRestart(w.context));
+    await w.pass();
+    passes++;
+  }
+  assert.deepEqual([...servicesNotToRestart(w.context)], ['kubelet']);
+  assert.equal(passes, 6, 'the sixth restart within 10 minutes is a loop');
+  assert.ok(w.machine.scm.crash('kubelet'));
+  const result = await w.converge(servicesNotToRestart(w.context));
+  assert.deepEqual(result.started, [], 'not restarted blindly (nor kube-proxy, which needs it)');
+  await w.pass();
+  const c = w.condition('FrequentServiceRestart')!;
+  assert.equal(c.status, 'True');
+  assert.equal(c.reason, NodeHealthReason.RestartLoop);
+  assert.match(c.message!, /kubelet restarted 6 times in 10\.0 minutes/);
+});
+
+test('an HNS network that existed in this boot and vanished: HNSNetworkMissing', async (t) => {
+  const w = await world(t);
+  await w.pass();
+  assert.match(w.condition('HNSNetworkMissing')!.message!, /not created yet/);
+  const network = w.machine.hns.ensure('winfleet', 'L2Bridge');
+  await w.pass();
+  assert.equal(w.condition('HNSNetworkMissing')!.message, 'HNS network winfleet exists');
+  w.machine.removeHnsNetwork(network.id);
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('HNSNetworkMissing')!.status, 'True');
+});
+
+test('attacker side: a Defender threat is one bounded Event about this Node only', async (t) => {
+  const w = await world(t);
+  w.setThreats({
+    available: true,
+    threats: [
+      {
+        id: '2147519003',
+        name: 'Virus:DOS/EICAR_Test_File',
+        severity: 'Severe',
+        resources: Array.from({ length: 4 }, () => `file:_C:\\${'x'.repeat(259)}`),
+      },
+    ],
+  });
+  await w.pass();
+  await w.pass();
+  assert.equal(w.events.length, 1, 'once per threat');
+  const e = w.events[0]!;
+  assert.equal(e.reason, NodeHealthEventReason.DefenderThreatDetected);
+  assert.deepEqual(e.involvedObject, {
+    kind: 'Node',
+    name: w.config.nodeName,
+    uid: w.config.nodeName,
+    apiVersion: 'v1',
+  });
+  assert.equal(e.metadata.namespace, 'default');
+  assert.ok(e.message!.length <= maxEventMessage);
+  assert.ok(e.message!.endsWith('…'));
+  assert.match(e.message!, /^Microsoft Defender reports threat Virus:DOS\/EICAR_Test_File/);
+});
+
+test('a skewed host clock: ClockSkew from the host’s own clock, resynced by the local repair, then cleared', async (t) => {
+  const w = await world(t);
+  await w.pass();
+  assert.equal(w.condition('ClockSkew')!.status, 'False');
+  w.machine.clockOffsetMs = 10 * 60_000;
+  await w.pass();
+  await w.pass();
+  const c = w.condition('ClockSkew')!;
+  assert.equal(c.status, 'True');
+  assert.match(c.message!, /^This host's clock is 10\.0 minutes ahead of the API server's/);
+  assert.deepEqual([...publishedProblems(w.context)], ['ClockSkew']);
+  const [repair] = await repairLocally(w.context, w.config, w.node, publishedProblems(w.context));
+  assert.equal(repair?.outcome, 'done');
+  assert.equal(w.machine.clockOffsetMs, 0);
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('ClockSkew')!.status, 'False');
+  assert.deepEqual([...publishedProblems(w.context)], []);
+});
+
+test('a full system drive: SystemDiskLow, with the Event first; no local repair', async (t) => {
+  const w = await world(t);
+  await w.pass();
+  w.machine.fs.diskFull = true;
+  await w.pass();
+  assert.equal(w.events.length, 1);
+  assert.equal(w.events[0]!.reason, NodeHealthEventReason.SystemDiskLow);
+  await w.pass();
+  const c = w.condition('SystemDiskLow')!;
+  assert.equal(c.status, 'True');
+  assert.match(c.message!, /^System drive C:\\ has 0 MiB free/);
+  assert.deepEqual(
+    await repairLocally(w.context, w.config, w.node, publishedProblems(w.context)),
+    [],
+  );
+});
+
+test('a vanished HNS network: HNSNetworkMissing, recreated by the local repair from the CNI config, then cleared', async (t) => {
+  const w = await world(t);
+  w.node.spec = { podCIDR: '10.244.5.0/24' };
+  assert.equal(await syncCniConfig(w.context, w.config, w.node), 'written');
+  const network = w.machine.hns.ensure('winfleet', 'L2Bridge');
+  await w.pass();
+  w.machine.removeHnsNetwork(network.id);
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('HNSNetworkMissing')!.status, 'True');
+  const [repair] = await repairLocally(w.context, w.config, w.node, publishedProblems(w.context));
+  assert.equal(repair?.outcome, 'done', repair?.message);
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('HNSNetworkMissing')!.status, 'False');
+  assert.equal(w.condition('HNSNetworkMissing')!.message, 'HNS network winfleet exists');
+});
+
+test('a service that dies at once after each start: its restarts are counted from the SCM’s log, not from PIDs seen', async (t) => {
+  const w = await world(t);
+  const check = () =>
+    checkNodeHealth(w.context, w.config, w.node, {
+      patchConditions: async (conditions) => {
+        const all = w.node.status!.conditions!;
+        for (const c of conditions) {
+          const i = all.findIndex((x) => x.type === c.type);
+          if (i >= 0) all[i] = c;
+          else all.push(c);
+        }
+      },
+      createEvent: async () => {},
+      now: Date.now,
+    });
+  await check();
+  // Six crashes between two checks: no check sees the PIDs in between.
+  for (let i = 0; i < 6; i++) {
+    assert.ok(w.machine.scm.crash('kubelet'));
+    await w.converge();
+  }
+  assert.deepEqual([...(await check())], ['kubelet'], 'held back at once');
+  await check();
+  const c = w.condition('FrequentServiceRestart')!;
+  assert.equal(c.status, 'True');
+  assert.match(c.message!, /^kubelet restarted 6 times in 10\.0 minutes/);
+});

@@ -1,0 +1,372 @@
+/**
+ * The agent's problem detection (issue 13, section 1): on each pass of the run loop it gathers
+ * what the host shows (the node services and their restarts, the kubelet's and kube-proxy's
+ * health endpoints, the CNI's HNS network, the clock against the API server's, the system
+ * drive's free space, the kubelet's client certificate, the reboot-pending flag, Defender's
+ * threats), runs the pure detector (src/health/detector.ts) and writes what changed:
+ * - the Node conditions, on its own Node's status (a strategic merge patch of
+ *   status.conditions, merged by type, so the kubelet's and others' conditions stay), with the
+ *   node's own credentials — the Node authorizer and NodeRestriction let a node write only its
+ *   own Node's status;
+ * - Events about its own Node (the Node authorizer's node rules allow a node to create Events,
+ *   as the kubelet does for its own Node).
+ *
+ * It also tells converge which services not to restart: those in a restart loop.
+ *
+ * What a check cannot observe (an API call that failed, a probe not made) is left undefined:
+ * the detector then changes nothing for it.
+ */
+import { X509Certificate } from 'node:crypto';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import type * as k8s from '@kubernetes/client-node';
+import type { NodeHealthCondition } from '../api/reasons.ts';
+import {
+  type CheckedService,
+  checkedServices,
+  defaultHealthSettings,
+  detect,
+  type HealthCondition,
+  type HealthEvent,
+  type HealthObservations,
+  type HealthSettings,
+  type HealthState,
+  type ProbeResult,
+  type ServiceObservation,
+  stateFromNode,
+} from '../health/detector.ts';
+import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
+import type { AgentConfig } from './agent-config.ts';
+import type { AgentContext } from './run-agent.ts';
+
+/** The kubelet's client certificate, as it rotates it (--cert-dir C:\var\lib\kubelet\pki). */
+export const kubeletClientCertificatePath =
+  'C:\\var\\lib\\kubelet\\pki\\kubelet-client-current.pem';
+export const kubeletHealthzPort = 10248;
+export const kubeProxyHealthzPort = 10256;
+/** An Event's message is cut to this many characters. */
+export const maxEventMessage = 1024;
+
+export interface NodeHealthSync {
+  /** Writes these conditions on the agent's own Node's status (merged by type). */
+  patchConditions(conditions: k8s.V1NodeCondition[]): Promise<void>;
+  /** Creates an Event about the agent's own Node. */
+  createEvent(event: k8s.CoreV1Event): Promise<void>;
+  /** The API server's Date header and the local time when it came (ms); undefined if none. */
+  serverDate?(): Promise<{ serverDate: number; localTime: number } | undefined>;
+  now?: () => number;
+  settings?: HealthSettings;
+}
+
+/** What one agent process remembers between checks. */
+interface Memory {
+  state: HealthState;
+  /** Per service: the last PID seen running, and when it (re)started. */
+  services: Map<string, { pid?: number; restarts: number[] }>;
+  /** The boot in which the CNI's HNS network was seen. */
+  hnsSeenInBoot?: string;
+  doNotRestart: Set<string>;
+  /** Event reasons whose creation failed and were logged. */
+  loggedEventFailure: boolean;
+}
+
+const memories = new WeakMap<AgentContext, Memory>();
+
+/**
+ * The conditions this agent published True (its last check's view): what the local repairs
+ * (local-repair.ts) act on, so that one odd reading is never acted on.
+ */
+export function publishedProblems(context: AgentContext): ReadonlySet<NodeHealthCondition> {
+  const checks = memories.get(context)?.state.checks ?? {};
+  return new Set(
+    Object.values(checks)
+      .map((check) => check?.condition)
+      .filter((c) => c?.status === 'True')
+      .map((c) => c!.type),
+  );
+}
+
+/** The services converge must not start or restart now: they are in a restart loop. */
+export function servicesNotToRestart(context: AgentContext): ReadonlySet<string> {
+  return memories.get(context)?.doNotRestart ?? new Set();
+}
+
+function errorText(error: unknown): string {
+  return ((error as Error)?.message ?? String(error)).replace(/\s+/g, ' ').slice(0, 200);
+}
+
+async function probe(context: AgentContext, port: number): Promise<ProbeResult> {
+  try {
+    const answer = await context.hostOS.getLoopbackHttp(port, '/healthz');
+    if (answer.status === 200 && answer.body.trim() === 'ok') return { ok: true };
+    return {
+      ok: false,
+      error: `HTTP ${answer.status} ${JSON.stringify(answer.body.trim().slice(0, 80))}`,
+    };
+  } catch (error) {
+    return { ok: false, error: errorText(error) };
+  }
+}
+
+/** The host's clock minus this process's (0 when the host's cannot be read). */
+async function clockShift(host: AgentContext['hostOS']): Promise<number> {
+  const hostNow = await host.localTime().catch(() => undefined);
+  return hostNow === undefined ? 0 : hostNow - Date.now();
+}
+
+async function gather(
+  context: AgentContext,
+  node: k8s.V1Node,
+  memory: Memory,
+  sync: NodeHealthSync,
+  now: number,
+  heldBack: ReadonlySet<string>,
+): Promise<HealthObservations> {
+  const host = context.hostOS;
+  const o: HealthObservations = { services: {} };
+  for (const name of checkedServices) {
+    // A service the agent holds back on purpose (kube-proxy until its credentials exist) is
+    // not a problem: not observed.
+    if (heldBack.has(name)) continue;
+    const status = await host.queryService(name).catch(() => undefined);
+    const seen = memory.services.get(name) ?? { restarts: [] };
+    memory.services.set(name, seen);
+    let state: ServiceObservation['state'] = 'missing';
+    if (status) {
+      state =
+        status.state === 'running'
+          ? 'running'
+          : status.state === 'stopped'
+            ? 'stopped'
+            : status.state === 'paused'
+              ? 'paused'
+              : 'pending';
+      // A new process since the last check is a (re)start; the first one seen is not.
+      if (status.state === 'running' && status.pid !== undefined) {
+        if (seen.pid !== undefined && seen.pid !== status.pid) seen.restarts.push(now);
+        seen.pid = status.pid;
+      }
+    }
+    const windowStart =
+      now - (sync.settings ?? defaultHealthSettings).restartLoop.windowSeconds * 1000;
+    seen.restarts = seen.restarts.filter((t) => t > windowStart).slice(-1000);
+    // The SCM's log of its unexpected ends counts the restarts of a service that dies at once,
+    // which a check rarely sees running; new PIDs are the fallback when the log cannot be read.
+    // (The log's times are the host's clock: shifted to this process's, as the clock check is.)
+    let failures: number[] | undefined;
+    if (status) {
+      const shift = await clockShift(host);
+      failures = await host
+        .serviceFailures(name, Math.max(0, Math.floor(windowStart + shift)))
+        .then((times) => times.map((t) => t - shift).filter((t) => t > windowStart && t <= now))
+        .catch(() => undefined);
+    }
+    const observation: ServiceObservation = {
+      state,
+      restarts: failures && failures.length >= seen.restarts.length ? failures : [...seen.restarts],
+    };
+    if (status?.state === 'stopped' && status.exitCode !== undefined)
+      observation.exitCode = status.exitCode;
+    (o.services as Record<CheckedService, ServiceObservation>)[name] = observation;
+  }
+  if (o.services.kubelet?.state === 'running')
+    o.kubeletHealthz = await probe(context, kubeletHealthzPort);
+  if (o.services['kube-proxy']?.state === 'running')
+    o.kubeProxyHealthz = await probe(context, kubeProxyHealthzPort);
+
+  try {
+    const networks = await host.listHnsNetworks();
+    const present = networks.some((n) => n.name.toLowerCase() === cniNetworkName);
+    const bootId = node.status?.nodeInfo?.bootID ?? '';
+    if (present) memory.hnsSeenInBoot = bootId;
+    o.hnsNetwork = { name: cniNetworkName, present, expected: memory.hnsSeenInBoot === bootId };
+  } catch (error) {
+    context.stderr(`health: cannot list the HNS networks: ${errorText(error)}\n`);
+  }
+
+  if (sync.serverDate) {
+    const answer = await sync.serverDate().catch(() => undefined);
+    // The host's clock, not this process's: the agent runs on the host (WindowsHostOS reads
+    // the same system time), but a HostOS may answer for another machine (the simulated
+    // hosts, whose clock a fault puts off). Its offset from this process's clock is added.
+    const hostNow = answer && (await host.localTime().catch(() => undefined));
+    if (answer && hostNow !== undefined)
+      o.clock = { ...answer, localTime: answer.localTime + (hostNow - Date.now()) };
+  }
+
+  try {
+    o.systemDrive = { path: 'C:\\', freeBytes: await host.freeDiskBytes('C:\\') };
+  } catch (error) {
+    context.stderr(`health: cannot read the system drive's free space: ${errorText(error)}\n`);
+  }
+
+  const pem = await host.readFile(kubeletClientCertificatePath).catch(() => undefined);
+  if (pem) {
+    try {
+      const cert = new X509Certificate(pem);
+      o.kubeletCertificate = {
+        path: kubeletClientCertificatePath,
+        notBefore: Date.parse(cert.validFrom),
+        notAfter: Date.parse(cert.validTo),
+      };
+    } catch (error) {
+      context.stderr(`health: cannot read ${kubeletClientCertificatePath}: ${errorText(error)}\n`);
+    }
+  }
+
+  try {
+    o.rebootPending = await host.rebootPending();
+  } catch (error) {
+    context.stderr(`health: cannot read the reboot-pending entries: ${errorText(error)}\n`);
+  }
+
+  try {
+    o.defenderThreats = (await host.defenderThreats()).threats;
+  } catch (error) {
+    context.stderr(`health: ${errorText(error)}\n`);
+  }
+  return o;
+}
+
+/** The Node's condition of that type, if any. */
+function nodeCondition(node: k8s.V1Node, type: string): k8s.V1NodeCondition | undefined {
+  return node.status?.conditions?.find((c) => c.type === type);
+}
+
+function asNodeCondition(c: HealthCondition, now: number): k8s.V1NodeCondition {
+  return {
+    type: c.type,
+    status: c.status,
+    reason: c.reason,
+    message: c.message,
+    lastTransitionTime: new Date(c.lastTransitionTime),
+    lastHeartbeatTime: new Date(Math.floor(now / 1000) * 1000),
+  };
+}
+
+function asEvent(e: HealthEvent, nodeName: string, now: number): k8s.CoreV1Event {
+  const at = new Date(Math.floor(now / 1000) * 1000);
+  return {
+    metadata: { generateName: `${nodeName}.`, namespace: 'default' },
+    // The kubelet names its own Node in Events the same way (uid = the node name).
+    involvedObject: { kind: 'Node', name: nodeName, uid: nodeName, apiVersion: 'v1' },
+    reason: e.reason,
+    message:
+      e.message.length > maxEventMessage
+        ? `${e.message.slice(0, maxEventMessage - 1)}…`
+        : e.message,
+    type: e.type,
+    source: { component: 'winfleet-agent', host: nodeName },
+    firstTimestamp: at,
+    lastTimestamp: at,
+    count: 1,
+    reportingComponent: 'winfleet.io/agent',
+    reportingInstance: nodeName,
+  };
+}
+
+export interface NodeHealthOptions {
+  /** Services the agent holds back this pass (not observed). */
+  heldBack?: ReadonlySet<string>;
+}
+
+/**
+ * One check: gather, detect, write the changed conditions and the Events. Returns the
+ * services converge must not restart. Errors writing are logged; the next check tries again
+ * (the conditions are compared with the Node's, so a lost write is written again).
+ */
+export async function checkNodeHealth(
+  context: AgentContext,
+  config: AgentConfig,
+  node: k8s.V1Node,
+  sync: NodeHealthSync,
+  options: NodeHealthOptions = {},
+): Promise<ReadonlySet<string>> {
+  const now = (sync.now ?? Date.now)();
+  const settings = sync.settings ?? defaultHealthSettings;
+  let memory = memories.get(context);
+  if (!memory) {
+    // A new process: start from what the Node shows, so a True condition is not cleared by
+    // one good reading.
+    memory = {
+      state: stateFromNode(node.status?.conditions ?? []),
+      services: new Map(),
+      doNotRestart: new Set(),
+      loggedEventFailure: false,
+    };
+    memories.set(context, memory);
+  }
+  const observations = await gather(
+    context,
+    node,
+    memory,
+    sync,
+    now,
+    options.heldBack ?? new Set(),
+  );
+  const result = detect(observations, memory.state, settings, now);
+  memory.state = result.state;
+  memory.doNotRestart = new Set(result.doNotRestart);
+
+  // Written: each condition that differs from the Node's (status, reason or message).
+  const write = result.conditions.filter((c) => {
+    const current = nodeCondition(node, c.type);
+    return (
+      current?.status !== c.status || current.reason !== c.reason || current.message !== c.message
+    );
+  });
+  if (write.length > 0) {
+    for (const c of write) {
+      if (nodeCondition(node, c.type)?.status !== c.status && c.status === 'True')
+        context.stderr(`health: ${c.type} (${c.reason}): ${c.message}\n`);
+      else if (nodeCondition(node, c.type)?.status === 'True' && c.status === 'False')
+        context.stderr(`health: ${c.type} cleared: ${c.message}\n`);
+    }
+    try {
+      await sync.patchConditions(write.map((c) => asNodeCondition(c, now)));
+    } catch (error) {
+      context.stderr(
+        `health: cannot write the conditions ${write.map((c) => c.type).join(', ')} on Node ${config.nodeName}: ${errorText(error)}\n`,
+      );
+    }
+  }
+  for (const event of result.events) {
+    try {
+      await sync.createEvent(asEvent(event, config.nodeName, now));
+    } catch (error) {
+      if (!memory.loggedEventFailure) {
+        memory.loggedEventFailure = true;
+        context.stderr(
+          `health: cannot create Event ${event.reason} about Node ${config.nodeName}: ${errorText(error)} (logged once): ${event.message}\n`,
+        );
+      }
+    }
+  }
+  return memory.doNotRestart;
+}
+
+/**
+ * The API server's clock: its Date header on GET /version with the node's credentials, and
+ * the local time when the answer came. Undefined when it does not answer.
+ */
+export async function apiServerDate(
+  kc: k8s.KubeConfig,
+  timeoutMs = 10_000,
+): Promise<{ serverDate: number; localTime: number } | undefined> {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) return undefined;
+  const url = new URL('/version', server);
+  const options: https.RequestOptions = { method: 'GET', timeout: timeoutMs, agent: false };
+  await kc.applyToHTTPSOptions(options);
+  return new Promise((resolve) => {
+    const req = (url.protocol === 'https:' ? https.request : http.request)(url, options, (res) => {
+      const localTime = Date.now();
+      const date = Date.parse(String(res.headers.date ?? ''));
+      res.resume();
+      resolve(Number.isNaN(date) ? undefined : { serverDate: date, localTime });
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(undefined));
+    req.end();
+  });
+}

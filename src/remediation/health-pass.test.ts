@@ -1,0 +1,382 @@
+/**
+ * The remediation core: health from Node conditions, the ladder rung by rung with its timeouts,
+ * recovery, maxUnhealthy, the skip annotation, restarts, and the reboot rung only ever as a
+ * request to the rollout.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { testSeed } from '../../sim/testkit/test-seed.ts';
+import type { HostRolloutStatus } from '../rollout/host-steps.ts';
+import { type HealthPassHost, healthPass } from './health-pass.ts';
+import { checkHealthSpec, defaultHealthPolicy } from './health-spec.ts';
+import { assessHealth, type NodeCondition } from './host-health.ts';
+import type { HostRemediationStatus } from './ladder.ts';
+
+const t0 = Date.parse('2025-06-07T10:00:00Z');
+const at = (minutes: number) => new Date(t0 + minutes * 60_000);
+const iso = (minutes: number) => at(minutes).toISOString();
+const policy = defaultHealthPolicy;
+
+function node(conditions: NodeCondition[]) {
+  return { name: 'win-a', conditions };
+}
+const ready = (since = -60): NodeCondition => ({
+  type: 'Ready',
+  status: 'True',
+  lastTransitionTime: iso(since),
+});
+const kubeletDown = (since: number): NodeCondition => ({
+  type: 'KubeletUnhealthy',
+  status: 'True',
+  lastTransitionTime: iso(since),
+  reason: 'HealthzFailed',
+});
+
+function host(key: string, extra: Partial<HealthPassHost> = {}): HealthPassHost {
+  return {
+    key,
+    status: {},
+    node: node([ready()]),
+    bootstrappedAt: iso(-120),
+    cordonedByRemediation: false,
+    skipRemediation: false,
+    deleting: false,
+    ...extra,
+  };
+}
+
+test('health: a condition counts from its lastTransitionTime; the host is unhealthy past its timeout', () => {
+  const input = { node: node([ready(), kubeletDown(0)]), bootstrappedAt: iso(-120), policy };
+  const early = assessHealth({ ...input, now: at(1) });
+  assert.equal(early.holding.length, 1);
+  assert.deepEqual(early.due, []);
+  assert.equal(early.dueAt?.toISOString(), iso(2));
+  const late = assessHealth({ ...input, now: at(2) });
+  assert.equal(late.due[0]?.type, 'KubeletUnhealthy');
+  // A time in the future counts from now: never due early.
+  const future = assessHealth({ ...input, node: node([ready(), kubeletDown(60)]), now: at(1) });
+  assert.deepEqual(future.due, []);
+});
+
+test('health: a Node that never reports Ready within nodeStartupTimeout of the bootstrap is unhealthy', () => {
+  const input = { bootstrappedAt: iso(0), policy };
+  assert.deepEqual(assessHealth({ ...input, now: at(14) }).due, []);
+  assert.equal(assessHealth({ ...input, now: at(15) }).due[0]?.type, 'NodeStartup');
+  // Not bootstrapped yet: the join controller reports it, not health.
+  assert.deepEqual(assessHealth({ policy, now: at(60) }).holding, []);
+});
+
+/** Runs passes of one host every `step` minutes, feeding back the recorded status. */
+function drive(
+  h: HealthPassHost,
+  minutes: number[],
+  world: (m: number, h: HealthPassHost) => Partial<HealthPassHost> = () => ({}),
+  pol = policy,
+) {
+  let current = h;
+  const log: { m: number; result: ReturnType<typeof healthPass> }[] = [];
+  for (const m of minutes) {
+    current = { ...current, ...world(m, current) };
+    const result = healthPass({
+      pool: 'windows/web',
+      policy: pol,
+      specProblems: [],
+      hosts: [current],
+      now: at(m),
+    });
+    current = { ...current, status: result.hosts.get(current.key)!.status };
+    log.push({ m, result });
+  }
+  return { host: current, log };
+}
+
+const everyMinute = (to: number) => Array.from({ length: to + 1 }, (_, i) => i);
+
+test('each rung is reached in order, each at its timeout, then RemediationFailed leaves it cordoned', () => {
+  // The kubelet stays down whatever is done; the rollout reboots when asked, at once.
+  let rebootAt: string | undefined;
+  const { host: end, log } = drive(
+    host('windows/win-a', { node: node([ready(), kubeletDown(0)]) }),
+    everyMinute(60),
+    (m, h) => {
+      const requested = h.status.current?.reboot?.requestedAt;
+      if (requested && !rebootAt && m >= 25) rebootAt = requested; // the rollout took a while
+      const rollout: HostRolloutStatus = rebootAt ? { lastRebootAt: rebootAt } : {};
+      return { rollout, cordonedByRemediation: h.status.failed !== undefined && m > 50 };
+    },
+  );
+  const rungs = log.map(({ m, result }) => ({ m, s: result.hosts.get('windows/win-a')! }));
+  const firstAt = (rung: string) => rungs.find((r) => r.s.status.current?.rung === rung)?.m;
+  assert.equal(firstAt('RestartService'), 2, 'KubeletUnhealthy 2m');
+  assert.equal(firstAt('Rebootstrap'), 7, 'restartServiceTimeout 5m');
+  assert.equal(firstAt('Reboot'), 22, 'rebootstrapTimeout 15m');
+  // The reboot is only ever a request to the rollout; done at minute 25, 15m to be healthy.
+  const failedAt = rungs.find((r) => r.s.status.failed)?.m;
+  assert.equal(failedAt, 40);
+  const actions = end.status.lastActions!.map((a) => `${a.rung}:${a.result}`);
+  assert.deepEqual(actions, ['RestartService:TimedOut', 'Rebootstrap:TimedOut', 'Reboot:TimedOut']);
+  assert.equal(rungs.find((r) => r.m === 40)!.s.action.kind, 'cordon');
+  assert.equal(rungs.find((r) => r.m === 60)!.s.action.kind, 'none', 'cordoned already');
+  assert.equal(rungs.find((r) => r.m === 40)!.s.degraded?.reason, 'RemediationFailed');
+  // Rebootstrap asked once, with one request time, while it ran.
+  const rebootstraps = new Set(
+    rungs.filter((r) => r.s.action.kind === 'rebootstrap').map((r) => JSON.stringify(r.s.action)),
+  );
+  assert.equal(rebootstraps.size, 1);
+  const counter = log.flatMap(({ result }) =>
+    result.metrics.filter((s) => s.name === 'winfleet_remediations_total').map((s) => s.labels),
+  );
+  assert.deepEqual(
+    counter.map((l) => `${l.rung}:${l.result}`),
+    actions,
+  );
+});
+
+test('a host that recovers mid-ladder stops it (Succeeded), and a remediation cordon is lifted', () => {
+  const { host: end, log } = drive(
+    host('windows/win-a', { node: node([ready(), kubeletDown(0)]) }),
+    everyMinute(12),
+    (m) => (m === 10 ? { node: node([ready()]) } : {}),
+  );
+  assert.equal(log[9]!.result.hosts.get('windows/win-a')!.status.current?.rung, 'Rebootstrap');
+  assert.equal(end.status.current, undefined);
+  assert.deepEqual(
+    end.status.lastActions!.map((a) => `${a.rung}:${a.result}`),
+    ['RestartService:TimedOut', 'Rebootstrap:Succeeded'],
+  );
+  const after = drive({ ...end, cordonedByRemediation: true }, [13]);
+  assert.equal(after.log[0]!.result.hosts.get('windows/win-a')!.action.kind, 'uncordon');
+});
+
+test('a restart loop and a Node that never started begin at Rebootstrap', () => {
+  const loop = drive(
+    host('windows/win-a', {
+      node: node([
+        ready(),
+        { type: 'FrequentServiceRestart', status: 'True', lastTransitionTime: iso(0) },
+      ]),
+    }),
+    [0],
+  );
+  assert.equal(loop.host.status.current?.rung, 'Rebootstrap');
+  assert.deepEqual(loop.log[0]!.result.hosts.get('windows/win-a')!.action, {
+    kind: 'rebootstrap',
+    requestedAt: iso(0),
+  });
+  const never = drive(host('windows/win-b', { node: undefined, bootstrappedAt: iso(0) }), [15]);
+  assert.equal(never.host.status.current?.rung, 'Rebootstrap');
+});
+
+test('a failed re-bootstrap escalates at once to a reboot request; a stopped repair change fails the ladder', () => {
+  const { log } = drive(
+    host('windows/win-a', { node: node([ready(), kubeletDown(0)]) }),
+    [2, 7, 8, 9],
+    (m) =>
+      m === 8
+        ? { bootstrapError: { time: iso(8), message: 'agent bootstrap: kubelet: exit 1' } }
+        : m === 9
+          ? {
+              rollout: {
+                current: {
+                  target: { patchPolicy: 'None', rebootRequestedAt: iso(8) },
+                  changes: ['repair'] as never,
+                  step: 'Drain',
+                  startedAt: iso(8),
+                  stepStartedAt: iso(8),
+                  failure: {
+                    step: 'Drain',
+                    reason: 'DrainTimedOut',
+                    message: 'draining did not finish',
+                    since: iso(9),
+                  },
+                },
+              },
+            }
+          : {},
+  );
+  const r8 = log[2]!.result.hosts.get('windows/win-a')!;
+  assert.equal(r8.status.current?.rung, 'Reboot');
+  assert.equal(r8.repairRebootRequestedAt, iso(8));
+  const r9 = log[3]!.result.hosts.get('windows/win-a')!;
+  assert.ok(r9.status.failed);
+  assert.equal(r9.status.lastActions!.at(-1)!.result, 'Failed');
+});
+
+test('maxUnhealthy: 3 of 5 unhealthy → nothing starts and the pool is Degraded; 1 recovers → the other 2 proceed', () => {
+  const keys = ['a', 'b', 'c', 'd', 'e'].map((k) => `windows/win-${k}`);
+  const sick = new Set(keys.slice(0, 3));
+  let hosts = keys.map((k) =>
+    host(k, { node: node(sick.has(k) ? [ready(), kubeletDown(0)] : [ready()]) }),
+  );
+  const pass = (m: number) => {
+    const r = healthPass({ pool: 'windows/web', policy, specProblems: [], hosts, now: at(m) });
+    hosts = hosts.map((h) => ({ ...h, status: r.hosts.get(h.key)!.status }));
+    return r;
+  };
+  for (const m of [2, 5, 10]) {
+    const r = pass(m);
+    assert.equal(r.shortCircuited, true);
+    assert.equal(r.maxUnhealthy, 2);
+    assert.equal(r.degraded?.reason, 'TooManyUnhealthy');
+    assert.match(r.degraded!.message, /spec\.health\.maxUnhealthy 40% \(2 of 5\)/);
+    assert.match(r.degraded!.message, /windows\/win-a, windows\/win-b, windows\/win-c/);
+    for (const k of keys) {
+      assert.equal(r.hosts.get(k)!.action.kind, 'none');
+      assert.equal(r.hosts.get(k)!.status.current?.rung, undefined, `${k}: no ladder starts`);
+    }
+  }
+  hosts = hosts.map((h) => (h.key === keys[0] ? { ...h, node: node([ready()]) } : h));
+  const r = pass(11);
+  assert.equal(r.shortCircuited, false);
+  assert.equal(r.degraded, undefined);
+  assert.equal(r.hosts.get(keys[1]!)!.status.current?.rung, 'RestartService');
+  assert.equal(r.hosts.get(keys[2]!)!.status.current?.rung, 'RestartService');
+  assert.equal(r.hosts.get(keys[0]!)!.status.current, undefined);
+});
+
+test('winfleet.io/skip-remediation: reported and counted, never repaired; a ladder under way holds', () => {
+  const skipped = drive(
+    host('windows/win-a', { node: node([ready(), kubeletDown(0)]), skipRemediation: true }),
+    everyMinute(60),
+  );
+  assert.equal(skipped.host.status.current, undefined);
+  assert.ok(
+    skipped.log.every(({ result }) => result.hosts.get('windows/win-a')!.action.kind === 'none'),
+  );
+  assert.deepEqual(skipped.log.at(-1)!.result.unhealthy, ['windows/win-a']);
+  // Set mid-ladder: it holds (no rung moves on, no request), then goes on with a fresh clock.
+  const { log } = drive(
+    host('windows/win-a', { node: node([ready(), kubeletDown(0)]) }),
+    everyMinute(40),
+    (m) => ({ skipRemediation: m >= 8 && m < 30 }),
+  );
+  const held = log
+    .filter(({ m }) => m >= 8 && m < 30)
+    .map(({ result }) => result.hosts.get('windows/win-a')!);
+  assert.ok(
+    held.every((r) => r.status.current?.rung === 'Rebootstrap' && r.action.kind === 'none'),
+  );
+  assert.equal(held.at(-1)!.status.current?.held?.reason, 'SkipAnnotation');
+  const resumed = log.find(({ m }) => m === 30)!.result.hosts.get('windows/win-a')!;
+  assert.equal(resumed.status.current?.rungStartedAt, iso(30));
+  assert.equal(resumed.action.kind, 'rebootstrap');
+});
+
+test('a host in a rollout change of its pool’s own is not remediated (it is down on purpose)', () => {
+  const rollout: HostRolloutStatus = {
+    current: {
+      target: { patchPolicy: 'Security' },
+      changes: ['patches'],
+      step: 'Reboot',
+      startedAt: iso(0),
+      stepStartedAt: iso(0),
+    },
+  };
+  const r = drive(
+    host('windows/win-a', {
+      node: node([{ type: 'Ready', status: 'Unknown', lastTransitionTime: iso(0) }]),
+      rollout,
+    }),
+    [10],
+  );
+  assert.equal(r.host.status.current, undefined);
+  assert.deepEqual(r.log[0]!.result.unhealthy, []);
+});
+
+test('property: restarts and lost writes never repeat a rung, rungs only climb, and the reboot is only a rollout request', (t) => {
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.record({
+          gap: fc.integer({ min: 0, max: 7 }),
+          crash: fc.boolean(),
+          recover: fc.boolean(),
+        }),
+        {
+          minLength: 5,
+          maxLength: 40,
+        },
+      ),
+      fc.integer({ min: 0, max: 10 }),
+      (steps, rebootDelay) => {
+        let recorded: HostRemediationStatus = {};
+        let m = 0;
+        let sickSince: number | undefined = 0;
+        let lastRebootAt: string | undefined;
+        const requests = new Map<string, Set<string>>();
+        for (const step of steps) {
+          m += step.gap;
+          if (step.recover && sickSince !== undefined && m > 30) sickSince = undefined;
+          const requested = recorded.current?.reboot?.requestedAt;
+          if (
+            requested &&
+            !lastRebootAt &&
+            m >= Date.parse(requested) / 60_000 - t0 / 60_000 + rebootDelay
+          ) {
+            lastRebootAt = requested;
+          }
+          const h = host('windows/win-a', {
+            status: recorded,
+            node: node(sickSince === undefined ? [ready()] : [ready(), kubeletDown(sickSince)]),
+            ...(lastRebootAt ? { rollout: { lastRebootAt } } : {}),
+          });
+          const r = healthPass({
+            pool: 'p',
+            policy,
+            specProblems: [],
+            hosts: [h],
+            now: at(m),
+          }).hosts.get(h.key)!;
+          // A crash between computing and writing: nothing recorded, nothing acted on.
+          if (step.crash) continue;
+          const before = recorded.current;
+          const after = r.status.current;
+          if (before && after && before.startedAt === after.startedAt) {
+            const order = ['RestartService', 'Rebootstrap', 'Reboot'];
+            assert.ok(order.indexOf(after.rung) >= order.indexOf(before.rung), 'rungs only climb');
+          }
+          // One request per rung per ladder, however often the pass runs.
+          const ladder = after?.startedAt;
+          if (r.action.kind === 'rebootstrap' && ladder) {
+            const s = requests.get(`${ladder}/rebootstrap`) ?? new Set();
+            s.add(r.action.requestedAt);
+            requests.set(`${ladder}/rebootstrap`, s);
+            assert.equal(s.size, 1, 'one re-bootstrap request per ladder');
+            assert.equal(r.repairRebootRequestedAt, undefined, 'never two rungs at once');
+          }
+          if (r.repairRebootRequestedAt && ladder) {
+            assert.equal(after?.rung, 'Reboot');
+            const s = requests.get(`${ladder}/reboot`) ?? new Set();
+            s.add(r.repairRebootRequestedAt);
+            requests.set(`${ladder}/reboot`, s);
+            assert.equal(s.size, 1, 'one reboot request per ladder');
+          }
+          assert.notEqual(r.action.kind as string, 'reboot', 'no reboot but through the rollout');
+          recorded = r.status;
+        }
+      },
+    ),
+    { seed: testSeed(t), numRuns: 300 },
+  );
+});
+
+test('checkHealthSpec: absent health is the defaults; a bad field keeps its default and is named', () => {
+  assert.deepEqual(checkHealthSpec(undefined), { policy: { ...policy }, problems: [] });
+  const { policy: p, problems } = checkHealthSpec({
+    maxUnhealthy: 'lots',
+    nodeStartupTimeout: '20m',
+  });
+  assert.deepEqual(p.maxUnhealthy, policy.maxUnhealthy);
+  assert.equal(p.nodeStartupTimeoutMs, 1_200_000);
+  assert.match(problems.join(), /^Cannot parse spec\.health\.maxUnhealthy "lots"/);
+  const r = healthPass({
+    pool: 'p',
+    policy: p,
+    specProblems: problems,
+    hosts: [host('n/h', { node: node([ready(), kubeletDown(0)]) })],
+    now: at(10),
+  });
+  assert.equal(r.degraded?.reason, 'InvalidSpec');
+  assert.equal(r.hosts.get('n/h')!.status.current, undefined, 'no repair with a spec problem');
+});

@@ -1,0 +1,191 @@
+/**
+ * One health pass of one pool, pure: every member host's health, the pool's maxUnhealthy
+ * short-circuit, and each host's ladder advanced. The caller (the pool controller, per pool key,
+ * before its rollout pass) then, per host in key order: writes status.remediation when it
+ * differs (guarded by the resourceVersion read; on a conflict stop and requeue, never act after a
+ * failed write), then acts; passes each host's repairRebootRequestedAt to the rollout pass; sets
+ * the host's Degraded condition from `degraded`; records the Events; updates the metrics.
+ *
+ * maxUnhealthy, as a MachineHealthCheck's: counted over the pool's hosts, hosts in a rollout
+ * change of the pool's own left out (they are down on purpose). Above it, no ladder starts or
+ * moves on (held, TooManyUnhealthy), the pool is Degraded naming maxUnhealthy and the hosts;
+ * once few enough are unhealthy, the held ladders go on.
+ */
+import { ConditionReason, EventReason, PoolConditionType } from '../api/reasons.ts';
+import type { HostRolloutStatus } from '../rollout/host-steps.ts';
+import { type HealthPolicy, resolveMaxUnhealthy } from './health-spec.ts';
+import { assessHealth, type HealthAssessment, type NodeCondition } from './host-health.ts';
+import {
+  advanceRemediation,
+  type HoldReason,
+  type HostRemediationStatus,
+  inOtherRolloutChange,
+  type LadderEvent,
+  type LadderResult,
+} from './ladder.ts';
+import { type MetricSample, metricNames } from './metrics.ts';
+
+export interface HealthPassHost {
+  /** "namespace/name". */
+  key: string;
+  /** WindowsHost status.remediation. */
+  status: HostRemediationStatus;
+  /** The host's own Node (identity-checked), if any. */
+  node?: { name: string; conditions: readonly NodeCondition[] };
+  bootstrappedAt?: string;
+  bootstrapError?: { time: string; message: string };
+  rollout?: HostRolloutStatus;
+  /** The Node carries winfleet.io/cordoned-by=remediation. */
+  cordonedByRemediation: boolean;
+  /** The WindowsHost carries winfleet.io/skip-remediation. */
+  skipRemediation: boolean;
+  /** The WindowsHost is being deleted: its removal owns the node; nothing is done here. */
+  deleting: boolean;
+}
+
+export interface HealthPassInput {
+  /** The pool key (namespace/name, or the default pool's) for messages and metric labels. */
+  pool: string;
+  /** checkHealthSpec's policy and problems (defaultHealthPolicy and [] for the default pool). */
+  policy: HealthPolicy;
+  specProblems: readonly string[];
+  hosts: readonly HealthPassHost[];
+  now: Date;
+}
+
+export interface HealthPassResult {
+  hosts: Map<string, LadderResult & { health: HealthAssessment }>;
+  /** Hosts unhealthy now (past a timeout), in key order. */
+  unhealthy: string[];
+  /** The resolved maxUnhealthy and whether it stops all remediation. */
+  maxUnhealthy: number;
+  shortCircuited: boolean;
+  /** The pool's Degraded condition when health stops remediation (merge with the rollout's). */
+  degraded?: { type: 'Degraded'; status: 'True'; reason: string; message: string };
+  /** Events for the pool object. */
+  poolEvents: LadderEvent[];
+  metrics: MetricSample[];
+  recheckAt?: Date;
+}
+
+const byKey = <T extends { key: string }>(a: T, b: T) =>
+  a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+
+export function healthPass(input: HealthPassInput): HealthPassResult {
+  const { policy, now, pool } = input;
+  const hosts = [...input.hosts].sort(byKey);
+  const assessed = hosts.map((h) => ({
+    h,
+    health: assessHealth({
+      ...(h.node ? { node: h.node } : {}),
+      ...(h.bootstrappedAt !== undefined ? { bootstrappedAt: h.bootstrappedAt } : {}),
+      policy,
+      now,
+    }),
+  }));
+  const unhealthy = assessed
+    .filter(
+      ({ h, health }) => health.due.length > 0 && !h.deleting && !inOtherRolloutChange(h.rollout),
+    )
+    .map(({ h }) => h.key);
+  const maxUnhealthy = resolveMaxUnhealthy(policy.maxUnhealthy, hosts.length);
+  const shortCircuited = unhealthy.length > maxUnhealthy;
+  const max = policy.maxUnhealthy;
+  const maxText = `spec.health.maxUnhealthy ${max.kind === 'count' ? max.count : `${max.percent}%`} (${maxUnhealthy} of ${hosts.length})`;
+  const poolEvents: LadderEvent[] = [];
+  let degraded: HealthPassResult['degraded'];
+  if (input.specProblems.length > 0) {
+    degraded = {
+      type: PoolConditionType.Degraded,
+      status: 'True',
+      reason: ConditionReason.InvalidSpec,
+      message: `No host is repaired until spec.health is fixed: ${input.specProblems.join('; ')}`,
+    };
+  } else if (shortCircuited && policy.remediationEnabled) {
+    const message = `${unhealthy.length} of ${hosts.length} hosts are unhealthy (${unhealthy.join(', ')}), more than ${maxText}: no host is repaired while so many fail at once (usually the network or the control plane). Repair goes on once at most ${maxUnhealthy} are unhealthy`;
+    degraded = {
+      type: PoolConditionType.Degraded,
+      status: 'True',
+      reason: ConditionReason.TooManyUnhealthy,
+      message,
+    };
+    poolEvents.push({ type: 'Warning', reason: EventReason.TooManyUnhealthy, message });
+  }
+  const results: HealthPassResult['hosts'] = new Map();
+  const metrics: MetricSample[] = [
+    { name: metricNames.unhealthyHosts, labels: { pool }, value: unhealthy.length },
+    {
+      name: metricNames.remediationAllowed,
+      labels: { pool },
+      value: degraded || !policy.remediationEnabled ? 0 : 1,
+    },
+  ];
+  for (const { h, health } of assessed) {
+    if (h.deleting) {
+      results.set(h.key, {
+        status: h.status,
+        action: { kind: 'none' },
+        events: [],
+        outcomes: [],
+        health,
+      });
+      continue;
+    }
+    const hold: HoldReason | undefined = h.skipRemediation
+      ? 'SkipAnnotation'
+      : !policy.remediationEnabled
+        ? 'Disabled'
+        : input.specProblems.length > 0
+          ? 'InvalidSpec'
+          : shortCircuited
+            ? 'TooManyUnhealthy'
+            : inOtherRolloutChange(h.rollout)
+              ? 'InRollout'
+              : undefined;
+    const r = advanceRemediation({
+      host: h.key,
+      status: h.status,
+      health,
+      policy,
+      observed: {
+        ...(h.bootstrappedAt !== undefined ? { bootstrappedAt: h.bootstrappedAt } : {}),
+        ...(h.bootstrapError ? { bootstrapError: h.bootstrapError } : {}),
+        ...(h.rollout ? { rollout: h.rollout } : {}),
+        cordonedByRemediation: h.cordonedByRemediation,
+      },
+      ...(hold ? { hold } : {}),
+      now,
+    });
+    results.set(h.key, { ...r, health });
+    const [namespace = '', name = h.key] = h.key.includes('/') ? h.key.split('/') : ['', h.key];
+    for (const rule of policy.unhealthyConditions) {
+      const c = h.node?.conditions.find((x) => x.type === rule.type);
+      if (!c || c.status !== rule.status) continue;
+      metrics.push({
+        name: metricNames.hostCondition,
+        labels: { pool, namespace, host: name, condition: c.type, status: c.status },
+        value: 1,
+      });
+    }
+    for (const o of r.outcomes) {
+      metrics.push({
+        name: metricNames.remediationsTotal,
+        labels: { pool, rung: o.rung, result: o.result },
+        value: 1,
+      });
+    }
+  }
+  const due = [...results.values()]
+    .map((r) => r.recheckAt?.getTime())
+    .filter((t): t is number => t !== undefined);
+  return {
+    hosts: results,
+    unhealthy,
+    maxUnhealthy,
+    shortCircuited,
+    ...(degraded ? { degraded } : {}),
+    poolEvents,
+    metrics,
+    ...(due.length > 0 ? { recheckAt: new Date(Math.min(...due)) } : {}),
+  };
+}

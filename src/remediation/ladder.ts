@@ -1,0 +1,377 @@
+/**
+ * One host's remediation ladder as a small state machine, pure, recorded in WindowsHost
+ * status.remediation: `advanceRemediation` takes the recorded state, the host's health, what is
+ * observed of its re-bootstrap and its pool's rollout, and now; it returns the state to record
+ * and the one action to take. One rung at a time, each with a timeout and a recorded result:
+ *
+ * 1. RestartService — the agent's own repair (it restarts the failing service, recreates the
+ *    HNS network, …); winfleet only waits restartServiceTimeout. Skipped for a restart loop
+ *    (FrequentServiceRestart: the agent has stopped restarting) and a Node that never started.
+ * 2. Rebootstrap — the host controller runs the agent bootstrap again over SSH (services and
+ *    config re-applied), once for the recorded request time; then waits for health until
+ *    rebootstrapTimeout after the rung started. A bootstrap error after the request fails it.
+ * 3. Reboot — a repair reboot request the pool's rollout engine consumes as a 'repair' change
+ *    (cordon, drain, reboot, wait Ready, uncordon) inside maxUnavailable. Queueing for the
+ *    budget has no timeout here (the rollout's own timeouts stop a stuck change, which fails
+ *    the rung); once the reboot is done, the host has rebootTimeout to be healthy.
+ * 4. RemediationFailed — the ladder stops; the node is kept cordoned (a Warning Event, the
+ *    host Degraded). It ends when the host is healthy again (fixed by hand), or with the
+ *    winfleet.io/skip-remediation annotation (then winfleet neither cordons nor uncordons).
+ *
+ * A host that is healthy again (none of the policy's conditions holds) ends the ladder at once
+ * (result Succeeded). winfleet never deletes a Node or a WindowsHost.
+ *
+ * Surviving an operator restart (the caller's part), as host-steps: write the returned status
+ * BEFORE acting. Every request is a level named by the time recorded with it — the re-bootstrap
+ * runs while bootstrappedAt is before its request time, the repair reboot is pending while the
+ * rollout's lastRebootAt is before its request time — so a restart finds the same request in the
+ * record and never makes a second one for the same rung; a pass whose write failed acted on
+ * nothing.
+ *
+ * Held (maxUnhealthy exceeded, skip annotation, remediation disabled, a spec problem, a rollout
+ * change of the pool's own on the host): nothing starts and no rung moves on; a pending repair
+ * reboot is withdrawn from the rollout (a change it already started finishes, so no node is left
+ * half-done). When the hold ends, the rung goes on with a fresh clock.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { ConditionReason, EventReason } from '../api/reasons.ts';
+import { formatDuration } from '../rollout/duration.ts';
+import type { HostRolloutStatus } from '../rollout/host-steps.ts';
+import { parseApiTime } from '../rollout/pending-changes.ts';
+import type { HealthPolicy } from './health-spec.ts';
+import { describeProblem, type HealthAssessment, type HealthProblem } from './host-health.ts';
+
+export const RemediationRung = {
+  RestartService: 'RestartService',
+  Rebootstrap: 'Rebootstrap',
+  Reboot: 'Reboot',
+} as const;
+export type RemediationRung = (typeof RemediationRung)[keyof typeof RemediationRung];
+export const rungOrder: readonly RemediationRung[] = ['RestartService', 'Rebootstrap', 'Reboot'];
+
+export const RungResult = {
+  /** The host was healthy again during the rung. */
+  Succeeded: 'Succeeded',
+  /** The rung's timeout passed with the host still unhealthy. */
+  TimedOut: 'TimedOut',
+  /** The rung's action failed (the re-bootstrap's error; the repair change stopped). */
+  Failed: 'Failed',
+} as const;
+export type RungResult = (typeof RungResult)[keyof typeof RungResult];
+
+/** Why no rung moves on this host now. */
+export type HoldReason =
+  | 'TooManyUnhealthy'
+  | 'SkipAnnotation'
+  | 'Disabled'
+  | 'InvalidSpec'
+  | 'InRollout';
+
+/** How many past actions status.remediation.lastActions keeps (the CRD's maxItems). */
+export const lastActionsLimit = 10;
+
+/** A finished rung, as status.remediation.lastActions records it. */
+export interface RemediationRecord {
+  time: string;
+  rung: RemediationRung;
+  result: RungResult;
+  message: string;
+}
+
+/** The ladder under way, as status.remediation.current records it. */
+export interface RemediationLadder {
+  /** What made the host unhealthy when the ladder started. */
+  problem: { type: string; status: string; since: string };
+  startedAt: string;
+  rung: RemediationRung;
+  rungStartedAt: string;
+  /** Rung 2's request, recorded before the host controller is asked. */
+  rebootstrap?: { requestedAt: string };
+  /** Rung 3's request to the pool's rollout; doneAt once its reboot is seen done. */
+  reboot?: { requestedAt: string; doneAt?: string };
+  /** No rung moves on while held; the rung's clock restarts when the hold ends. */
+  held?: { reason: HoldReason; since: string };
+}
+
+/** WindowsHost status.remediation. */
+export interface HostRemediationStatus {
+  current?: RemediationLadder;
+  /** The ladder ended without repairing the host (RemediationFailed); the node stays cordoned. */
+  failed?: { since: string; message: string };
+  /** The last rungs' results, newest last, at most lastActionsLimit. */
+  lastActions?: RemediationRecord[];
+}
+
+export interface LadderObservation {
+  /** WindowsHost status.bootstrappedAt. */
+  bootstrappedAt?: string;
+  /** WindowsHost status.lastError of a bootstrap (time and message), if any. */
+  bootstrapError?: { time: string; message: string };
+  /** WindowsHost status.rollout. */
+  rollout?: HostRolloutStatus;
+  /** The Node carries winfleet's remediation cordon (winfleet.io/cordoned-by=remediation). */
+  cordonedByRemediation: boolean;
+}
+
+export interface LadderInput {
+  /** "namespace/name". */
+  host: string;
+  status: HostRemediationStatus;
+  health: HealthAssessment;
+  policy: HealthPolicy;
+  observed: LadderObservation;
+  hold?: HoldReason;
+  now: Date;
+}
+
+export type RemediationAction =
+  | { kind: 'none' }
+  /** Run the agent bootstrap over SSH for this request (once; bootstrappedAt then passes it). */
+  | { kind: 'rebootstrap'; requestedAt: string }
+  /** Cordon the Node with winfleet.io/cordoned-by=remediation (never drains, never deletes). */
+  | { kind: 'cordon' }
+  /** Uncordon, only where winfleet.io/cordoned-by=remediation is. */
+  | { kind: 'uncordon' };
+
+export interface LadderEvent {
+  type: 'Normal' | 'Warning';
+  reason: EventReason;
+  message: string;
+}
+
+export interface LadderResult {
+  /** The state to record before acting (the same object when unchanged). */
+  status: HostRemediationStatus;
+  action: RemediationAction;
+  events: LadderEvent[];
+  /** The repair reboot the pool's rollout should carry for this host (RFC 3339), if any. */
+  repairRebootRequestedAt?: string;
+  /** Rungs that ended in this pass (for the counter by rung and result). */
+  outcomes: { rung: RemediationRung; result: RungResult }[];
+  /** Look again then at the latest (a rung's or a condition's timeout). */
+  recheckAt?: Date;
+  /** The host's Degraded condition when remediation failed on it. */
+  degraded?: { reason: typeof ConditionReason.RemediationFailed; message: string };
+}
+
+const apiTime = (d: Date) => d.toISOString();
+const ms = (t: string) => parseApiTime(t, 'status.remediation time');
+
+/** The first rung for these problems: a restart loop or a Node that never started skips rung 1. */
+export function firstRung(due: readonly HealthProblem[]): RemediationRung {
+  return due.some((p) => p.type === 'FrequentServiceRestart' || p.type === 'NodeStartup')
+    ? 'Rebootstrap'
+    : 'RestartService';
+}
+
+function rungTimeoutMs(rung: RemediationRung, policy: HealthPolicy): number {
+  switch (rung) {
+    case 'RestartService':
+      return policy.restartServiceTimeoutMs;
+    case 'Rebootstrap':
+      return policy.rebootstrapTimeoutMs;
+    case 'Reboot':
+      return policy.rebootTimeoutMs;
+  }
+}
+
+/** The host's rollout change that is not this ladder's repair (the pool's own change). */
+export function inOtherRolloutChange(rollout: HostRolloutStatus | undefined): boolean {
+  const current = rollout?.current;
+  return current !== undefined && !(current.changes as readonly string[]).includes('repair');
+}
+
+/** Advances one host's ladder. See the module comment. */
+export function advanceRemediation(input: LadderInput): LadderResult {
+  const { status, health, policy, observed, now, host } = input;
+  const events: LadderEvent[] = [];
+  const outcomes: LadderResult['outcomes'] = [];
+  let current = status.current;
+  let failed = status.failed;
+  let lastActions = status.lastActions;
+  const healthy = health.holding.length === 0;
+  const record = (rung: RemediationRung, result: RungResult, message: string) => {
+    outcomes.push({ rung, result });
+    lastActions = [...(lastActions ?? []), { time: apiTime(now), rung, result, message }].slice(
+      -lastActionsLimit,
+    );
+  };
+  const result = (
+    action: RemediationAction,
+    extra: Partial<Pick<LadderResult, 'repairRebootRequestedAt' | 'recheckAt'>> = {},
+  ): LadderResult => {
+    const next: HostRemediationStatus = {
+      ...(current ? { current } : {}),
+      ...(failed ? { failed } : {}),
+      ...(lastActions?.length ? { lastActions } : {}),
+    };
+    return {
+      status: isDeepStrictEqual(next, status) ? status : next,
+      action,
+      events,
+      outcomes,
+      ...extra,
+      ...(failed
+        ? { degraded: { reason: ConditionReason.RemediationFailed, message: failed.message } }
+        : {}),
+    };
+  };
+  const conditionRecheck = health.dueAt ? { recheckAt: health.dueAt } : {};
+
+  if (healthy) {
+    if (current) {
+      const message = `${host} is healthy again during rung ${current.rung}`;
+      record(current.rung, 'Succeeded', message);
+      events.push({ type: 'Normal', reason: EventReason.HostRecovered, message });
+      current = undefined;
+    }
+    if (failed) {
+      events.push({
+        type: 'Normal',
+        reason: EventReason.HostRecovered,
+        message: `${host} is healthy again after RemediationFailed; its remediation cordon is lifted`,
+      });
+      failed = undefined;
+    }
+    // A cordon of the ladder's without a failure behind it (a lost operator's, or the failure
+    // just ended) is lifted; the skip annotation leaves the node as a person set it.
+    const uncordon = observed.cordonedByRemediation && input.hold !== 'SkipAnnotation';
+    return result(uncordon ? { kind: 'uncordon' } : { kind: 'none' });
+  }
+
+  if (failed) {
+    // Stopped: keep the node cordoned (a level), unless a person asked to be left alone.
+    const cordon = !observed.cordonedByRemediation && input.hold !== 'SkipAnnotation';
+    return result(cordon ? { kind: 'cordon' } : { kind: 'none' });
+  }
+
+  if (!current) {
+    if (health.due.length === 0 || input.hold) return result({ kind: 'none' }, conditionRecheck);
+    const problem = health.due[0]!;
+    const rung = firstRung(health.due);
+    current = {
+      problem: { type: problem.type, status: problem.status, since: problem.since },
+      startedAt: apiTime(now),
+      rung,
+      rungStartedAt: apiTime(now),
+      ...(rung === 'Rebootstrap' ? { rebootstrap: { requestedAt: apiTime(now) } } : {}),
+    };
+    events.push({
+      type: 'Warning',
+      reason: EventReason.HostUnhealthy,
+      message: `${host}: ${health.due.map((p) => describeProblem(p, now)).join(', ')}; remediation starts with ${rung}`,
+    });
+  }
+
+  if (input.hold) {
+    if (current.held?.reason !== input.hold) {
+      current = { ...current, held: { reason: input.hold, since: apiTime(now) } };
+    }
+    return result({ kind: 'none' });
+  }
+  if (current.held) {
+    const { held: _released, ...rest } = current;
+    current = { ...rest, rungStartedAt: apiTime(now) };
+  }
+
+  const escalate = (rungResult: RungResult, why: string): RemediationRung | undefined => {
+    const c = current!;
+    const next = rungOrder[rungOrder.indexOf(c.rung) + 1];
+    const message = `${host}: rung ${c.rung} ${why}; ${next ? `next: ${next}` : 'no rung is left'}`;
+    record(c.rung, rungResult, message);
+    if (next) {
+      events.push({ type: 'Warning', reason: EventReason.RemediationEscalated, message });
+      const { rebootstrap: _r, reboot: _b, ...rest } = c;
+      current = {
+        ...rest,
+        rung: next,
+        rungStartedAt: apiTime(now),
+        ...(next === 'Rebootstrap' ? { rebootstrap: { requestedAt: apiTime(now) } } : {}),
+        ...(next === 'Reboot' ? { reboot: { requestedAt: apiTime(now) } } : {}),
+      };
+    } else {
+      const failure = `${host}: remediation failed: ${health.holding.map((p) => describeProblem(p, now)).join(', ') || 'unhealthy'} after ${rungOrder.join(', ')}. The node stays cordoned; repair the host by hand (winfleet lifts its cordon once the host is healthy), or set winfleet.io/skip-remediation to leave the node as you set it`;
+      events.push({ type: 'Warning', reason: EventReason.RemediationFailed, message: failure });
+      failed = { since: apiTime(now), message: failure };
+      current = undefined;
+    }
+    return next;
+  };
+
+  // A new rung acts in the same pass (its request is in the status written before any action);
+  // each rung starts its clock now, so a pass escalates each rung at most once.
+  for (let pass = 0; pass < rungOrder.length; pass++) {
+    const c: RemediationLadder = current!;
+    const timeout = rungTimeoutMs(c.rung, policy);
+    const limit = `within ${formatDuration(timeout)}`;
+    switch (c.rung) {
+      case 'RestartService': {
+        const deadline = ms(c.rungStartedAt) + timeout;
+        if (now.getTime() < deadline) {
+          return result({ kind: 'none' }, { recheckAt: new Date(deadline) });
+        }
+        escalate('TimedOut', `(the agent's own repair) did not make the host healthy ${limit}`);
+        continue;
+      }
+      case 'Rebootstrap': {
+        const requestedAt = c.rebootstrap!.requestedAt;
+        const requested = ms(requestedAt);
+        const deadline = ms(c.rungStartedAt) + timeout;
+        const error = observed.bootstrapError;
+        if (error && safeMs(error.time) >= requested) {
+          escalate('Failed', `failed: ${error.message}`);
+          continue;
+        }
+        if (now.getTime() >= deadline) {
+          escalate('TimedOut', `(agent bootstrap over SSH) did not make the host healthy ${limit}`);
+          continue;
+        }
+        const done =
+          observed.bootstrappedAt !== undefined && safeMs(observed.bootstrappedAt) >= requested;
+        return result(done ? { kind: 'none' } : { kind: 'rebootstrap', requestedAt }, {
+          recheckAt: new Date(deadline),
+        });
+      }
+      case 'Reboot': {
+        const reboot = c.reboot!;
+        const change = observed.rollout?.current;
+        const lastReboot = observed.rollout?.lastRebootAt;
+        const done = lastReboot !== undefined && safeMs(lastReboot) >= ms(reboot.requestedAt);
+        if (change?.failure && (change.changes as readonly string[]).includes('repair')) {
+          escalate(
+            'Failed',
+            `(a reboot through the pool's rollout) stopped: ${change.failure.message}`,
+          );
+          return result({ kind: 'none' });
+        }
+        if (!done) {
+          // Waiting for the rollout to take it, inside maxUnavailable: no deadline of its own.
+          return result({ kind: 'none' }, { repairRebootRequestedAt: reboot.requestedAt });
+        }
+        if (!reboot.doneAt) {
+          current = { ...c, reboot: { ...reboot, doneAt: apiTime(now) } };
+          return result({ kind: 'none' }, { recheckAt: new Date(now.getTime() + timeout) });
+        }
+        const deadline = ms(reboot.doneAt) + timeout;
+        if (now.getTime() < deadline) {
+          return result({ kind: 'none' }, { recheckAt: new Date(deadline) });
+        }
+        escalate(
+          'TimedOut',
+          `(a reboot through the pool's rollout) did not make the host healthy ${limit} of the reboot`,
+        );
+        return result(observed.cordonedByRemediation ? { kind: 'none' } : { kind: 'cordon' });
+      }
+    }
+  }
+  return result({ kind: 'none' });
+}
+
+/** A time the caller read from the API: unreadable counts as long ago. */
+function safeMs(time: string): number {
+  try {
+    return ms(time);
+  } catch {
+    return Number.NEGATIVE_INFINITY;
+  }
+}
