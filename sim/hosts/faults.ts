@@ -22,9 +22,10 @@
  */
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import type { RemoteScriptName } from '../../src/hostaccess/remote-scripts.ts';
-import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
+import { cniNetworkName, hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import type { SimMachine } from './machine.ts';
 import type { ClassifiedCommand } from './remote-commands.ts';
+import { flagValue } from './service-logs.ts';
 import { containerdConfigFlag } from './sim-cni.ts';
 
 /** Which exec request a fault waits for; every given field must match. */
@@ -176,7 +177,7 @@ export class HostFaults {
     const { args } = splitServiceCommandLine(commandLine);
     const file =
       service === 'kubelet'
-        ? (configFlagValue(args, '--config') ?? hostPaths.kubeletConfig)
+        ? (flagValue(args, ['--config']) ?? hostPaths.kubeletConfig)
         : (containerdConfigFlag(args) ?? hostPaths.containerdConfig);
     const original = await machine.fs.tryReadFile(file);
     const corrupted =
@@ -203,7 +204,7 @@ export class HostFaults {
    * it: the pods on it keep their IP on the API server (the kubelet and containerd do not look
    * again) but nothing answers there any more. False when there was no such network.
    */
-  deleteHnsNetwork(name = 'winfleet'): boolean {
+  deleteHnsNetwork(name = cniNetworkName): boolean {
     const machine = this.#targets.machine;
     const network = machine.hns.find(name);
     return network ? machine.removeHnsNetwork(network.id) : false;
@@ -349,14 +350,6 @@ export class HostFaults {
 }
 
 /** The value of a `--flag value` or `--flag=value` argument. */
-function configFlagValue(args: readonly string[], flag: string): string | undefined {
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === flag) return args[i + 1];
-    if (args[i]!.startsWith(`${flag}=`)) return args[i]!.slice(flag.length + 1);
-  }
-  return undefined;
-}
-
 function matches(trigger: CommandTrigger, command: ClassifiedCommand, execNumber: number): boolean {
   if (trigger.nthExec !== undefined && trigger.nthExec !== execNumber) return false;
   if (

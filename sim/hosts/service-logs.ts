@@ -13,7 +13,7 @@ import { parseServiceShimArgs, serviceShimLogFileName } from './programs.ts';
 import { windowsBaseName } from './windows-path.ts';
 
 /** The value of flag `name` in `args` (`name=value` or `name value`), if given. */
-function flagValue(args: readonly string[], names: readonly string[]): string | undefined {
+export function flagValue(args: readonly string[], names: readonly string[]): string | undefined {
   for (let i = 0; i < args.length; i++) {
     for (const name of names) {
       if (args[i] === name && i + 1 < args.length) return args[i + 1];

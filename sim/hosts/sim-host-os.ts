@@ -6,6 +6,7 @@
  * service-environment.ts), and file errors carry Node's codes. A HostOS handed to a process stops answering once that process is dead (its
  * pending calls never settle), as nothing runs after a real process died.
  */
+
 import type {
   HnsNetwork,
   HnsNetworkSpec,
@@ -16,6 +17,7 @@ import type {
   ServiceConfig,
   UpdateInstallResult,
 } from '../../src/agent/host-os.ts';
+import { kubeletHealthzPort, kubeProxyHealthzPort } from '../../src/agent/node-health.ts';
 import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
 import type { DefenderThreatList } from '../../src/agent/windows/defender.ts';
 import {
@@ -433,7 +435,10 @@ export class SimHostOS implements HostOS {
 }
 
 /** The services behind the loopback health endpoints getLoopbackHttp answers. */
-const healthzServices: Readonly<Record<number, string>> = { 10248: 'kubelet', 10256: 'kube-proxy' };
+const healthzServices: Readonly<Record<number, string>> = {
+  [kubeletHealthzPort]: 'kubelet',
+  [kubeProxyHealthzPort]: 'kube-proxy',
+};
 
 /** The SCM's record of a HostOS service configuration. */
 function storedConfig(config: ServiceConfig): ScmServiceConfig {

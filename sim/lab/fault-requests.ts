@@ -112,7 +112,7 @@ export function parseFaultKind(value: unknown): FaultKind {
   return value as FaultKind;
 }
 
-export function parseServiceName(value: unknown, fault: FaultKind): string {
+function parseServiceName(value: unknown, fault: FaultKind): string {
   const lower = typeof value === 'string' ? value.toLowerCase() : undefined;
   const choices: readonly string[] = fault === 'crash-loop' ? crashLoopServices : faultableServices;
   const known = choices.find((s) => s === lower);
@@ -127,7 +127,7 @@ export function parseServiceName(value: unknown, fault: FaultKind): string {
 const secondsFix = `give the clock offset as whole seconds from -${maxClockSkewSeconds} to ${maxClockSkewSeconds}, e.g. 300 (ahead) or -300 (behind)`;
 
 /** The clock offset in whole seconds, a JSON number within ±maxClockSkewSeconds. */
-export function parseSeconds(value: unknown): number {
+function parseSeconds(value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
     throw new FaultRequestError(`seconds ${quote(value)} is not a whole number; ${secondsFix}`);
   }

@@ -14,7 +14,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { NodeHealthCondition, NodeHealthEventReason } from '../../src/api/reasons.ts';
-import { apiGroup } from '../../src/api/windows-host.ts';
+import { apiGroup, windowsHostResource } from '../../src/api/windows-host.ts';
+import { serviceCondition } from '../../src/health/detector.ts';
+import { loadKubeConfig } from '../../src/kube/client.ts';
 import type { FaultRequest } from './fault-requests.ts';
 
 /** --timeout: default and bounds, seconds. */
@@ -40,11 +42,7 @@ export interface WatchPlan {
 }
 
 /** The Node condition the agent sets for a node service, if it checks that service. */
-const serviceCondition: Record<string, string> = {
-  kubelet: NodeHealthCondition.KubeletUnhealthy,
-  containerd: NodeHealthCondition.ContainerRuntimeUnhealthy,
-  'kube-proxy': NodeHealthCondition.KubeProxyUnhealthy,
-};
+const serviceConditionOf: Record<string, string> = serviceCondition;
 
 /** Which conditions and Events show this fault, and whether winfleet repairs it. */
 export function watchPlanFor(request: FaultRequest): WatchPlan {
@@ -54,7 +52,7 @@ export function watchPlanFor(request: FaultRequest): WatchPlan {
       return {
         ...base,
         conditions: [
-          ...(serviceCondition[request.service] ? [serviceCondition[request.service]!] : []),
+          ...(serviceConditionOf[request.service] ? [serviceConditionOf[request.service]!] : []),
           NodeHealthCondition.FrequentServiceRestart,
         ],
         events: [NodeHealthEventReason.ServiceRestarted],
@@ -65,7 +63,7 @@ export function watchPlanFor(request: FaultRequest): WatchPlan {
         ...base,
         conditions: [
           NodeHealthCondition.FrequentServiceRestart,
-          ...(serviceCondition[request.service] ? [serviceCondition[request.service]!] : []),
+          ...(serviceConditionOf[request.service] ? [serviceConditionOf[request.service]!] : []),
         ],
       };
     case 'hns-delete':
@@ -349,8 +347,7 @@ export function snapshotReader(
   namespace: string,
   host: string,
 ): () => Promise<HostSnapshot & { error?: string }> {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromFile(kubeconfigPath);
+  const kc = loadKubeConfig(kubeconfigPath);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   return async function readSnapshot() {
@@ -360,7 +357,7 @@ export function snapshotReader(
         group: apiGroup,
         version: 'v1alpha1',
         namespace,
-        plural: 'windowshosts',
+        plural: windowsHostResource.plural,
         name: host,
       }),
       core.listEventForAllNamespaces({ fieldSelector: `involvedObject.name=${host}` }),

@@ -126,3 +126,23 @@ export function createWindowsNode(
     options.waitReady ?? true,
   );
 }
+
+/** A bare IIS pod bound to `nodeName` (tolerating the Windows taint), for a node's pod network. */
+export async function createWindowsPodOn(
+  core: k8s.CoreV1Api,
+  namespace: string,
+  nodeName: string,
+  name = 'web',
+): Promise<void> {
+  await core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name },
+      spec: {
+        nodeName,
+        tolerations: [{ key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' }],
+        containers: [{ name: 'iis', image: 'mcr.microsoft.com/windows/servercore/iis' }],
+      },
+    },
+  });
+}

@@ -11,6 +11,7 @@ import * as k8s from '@kubernetes/client-node';
 import { joinThenStopOperator } from '../../sim/testkit/agent-alone.ts';
 import { joinWorld } from '../../sim/testkit/join-fixture.ts';
 import { nodeConditions } from '../../sim/testkit/node-conditions.ts';
+import { createWindowsPodOn } from '../../sim/testkit/nodes.ts';
 import { testNamespace } from '../../sim/testkit/test-cluster.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import { paths } from './agent-config.ts';
@@ -34,17 +35,7 @@ test('each lab fault on one host: the agent’s condition, its local repair, and
 
   // A pod on the node, so the CNI creates its HNS network.
   const namespace = await testNamespace(kc, 'faults');
-  await core.createNamespacedPod({
-    namespace,
-    body: {
-      metadata: { name: 'web' },
-      spec: {
-        nodeName,
-        tolerations: [{ key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' }],
-        containers: [{ name: 'iis', image: 'mcr.microsoft.com/windows/servercore/iis' }],
-      },
-    },
-  });
+  await createWindowsPodOn(core, namespace, nodeName);
   const podIP = await waitFor(
     async () => {
       const pod = await core.readNamespacedPod({ namespace, name: 'web' });

@@ -83,29 +83,14 @@ export async function cniNetworkSpec(
       `${paths.cniConfig} is not the config for this Node's pod CIDR ${podCIDR}; the run loop rewrites it on its next pass`,
     );
   }
-  const list = JSON.parse(onDisk) as {
-    name: string;
-    plugins: { type: string; ipam: { subnet: string; routes: { gw: string }[] } }[];
-  };
-  const plugin = list.plugins[0]!;
-  const spec: HnsNetworkSpec = {
-    name: list.name,
-    // sdnbridge creates L2Bridge networks.
+  // The config on disk is exactly the one rendered for this pod CIDR: its network is winfleet's
+  // sdnbridge network (L2Bridge) on the Node's subnet and gateway.
+  return {
+    name: cniNetworkName,
     type: 'L2Bridge',
-    addressPrefix: plugin.ipam.subnet,
-    gateway: plugin.ipam.routes[0]?.gw ?? subnet.gateway,
+    addressPrefix: subnet.cidr,
+    gateway: subnet.gateway,
   };
-  if (
-    spec.name !== cniNetworkName ||
-    plugin.type !== 'sdnbridge' ||
-    spec.addressPrefix !== subnet.cidr ||
-    spec.gateway !== subnet.gateway
-  ) {
-    throw new RangeError(
-      `${paths.cniConfig} does not describe sdnbridge network ${cniNetworkName} on ${subnet.cidr}; winfleet recreates only the network it configures`,
-    );
-  }
-  return spec;
 }
 
 async function recreateHnsNetwork(

@@ -65,7 +65,6 @@ interface Memory {
   services: Map<string, { pid?: number; restarts: number[] }>;
   /** The boot in which the CNI's HNS network was seen. */
   hnsSeenInBoot?: string;
-  doNotRestart: Set<string>;
   /** Event reasons whose creation failed and were logged. */
   loggedEventFailure: boolean;
 }
@@ -88,7 +87,7 @@ export function publishedProblems(context: AgentContext): ReadonlySet<NodeHealth
 
 /** The services converge must not start or restart now: they are in a restart loop. */
 export function servicesNotToRestart(context: AgentContext): ReadonlySet<string> {
-  return memories.get(context)?.doNotRestart ?? new Set();
+  return new Set(memories.get(context)?.state.looping ?? []);
 }
 
 function errorText(error: unknown): string {
@@ -291,7 +290,6 @@ export async function checkNodeHealth(
     memory = {
       state: stateFromNode(node.status?.conditions ?? []),
       services: new Map(),
-      doNotRestart: new Set(),
       loggedEventFailure: false,
     };
     memories.set(context, memory);
@@ -306,7 +304,6 @@ export async function checkNodeHealth(
   );
   const result = detect(observations, memory.state, settings, now);
   memory.state = result.state;
-  memory.doNotRestart = new Set(result.doNotRestart);
 
   // Written: each condition that differs from the Node's (status, reason or message).
   const write = result.conditions.filter((c) => {
@@ -342,7 +339,7 @@ export async function checkNodeHealth(
       }
     }
   }
-  return memory.doNotRestart;
+  return new Set(result.doNotRestart);
 }
 
 /**

@@ -3,6 +3,7 @@
  * server rejects a bad spec with the field named) and kubectl printer columns.
  */
 import * as k8s from '@kubernetes/client-node';
+import { lastActionsLimit, RemediationRung, RungResult } from '../remediation/ladder.ts';
 import { apiGroup } from './windows-host.ts';
 import {
   agentConditionTypes,
@@ -151,7 +152,7 @@ const hostRolloutStatusWire = {
   },
 };
 
-const remediationRungs = ['RestartService', 'Rebootstrap', 'Reboot'];
+const remediationRungs = Object.values(RemediationRung);
 
 const hostRemediationStatusWire = {
   type: 'object',
@@ -233,8 +234,8 @@ const hostRemediationStatusWire = {
     },
     lastActions: {
       type: 'array',
-      maxItems: 10,
-      description: 'The last rungs’ results, newest last (at most 10)',
+      maxItems: lastActionsLimit,
+      description: `The last rungs’ results, newest last (at most ${lastActionsLimit})`,
       'x-kubernetes-list-type': 'atomic',
       items: {
         type: 'object',
@@ -249,7 +250,7 @@ const hostRemediationStatusWire = {
           },
           result: {
             type: 'string',
-            enum: ['Succeeded', 'TimedOut', 'Failed'],
+            enum: Object.values(RungResult),
             description:
               'Succeeded (the host was healthy again), TimedOut (still unhealthy at the rung’s timeout) or Failed (its action failed)',
           },

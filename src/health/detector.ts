@@ -210,7 +210,8 @@ function formatSeconds(seconds: number): string {
   return `${s} s`;
 }
 
-const serviceCondition: Record<CheckedService, NodeHealthCondition> = {
+/** The Node condition the agent sets for each node service it checks. */
+export const serviceCondition: Record<CheckedService, NodeHealthCondition> = {
   kubelet: NodeHealthCondition.KubeletUnhealthy,
   containerd: NodeHealthCondition.ContainerRuntimeUnhealthy,
   'kube-proxy': NodeHealthCondition.KubeProxyUnhealthy,

@@ -14,7 +14,12 @@
 import { ConditionReason, EventReason, PoolConditionType } from '../api/reasons.ts';
 import type { HostRolloutStatus } from '../rollout/host-steps.ts';
 import { type HealthPolicy, resolveMaxUnhealthy } from './health-spec.ts';
-import { assessHealth, type HealthAssessment, type NodeCondition } from './host-health.ts';
+import {
+  assessHealth,
+  type HealthAssessment,
+  type NodeCondition,
+  nodeStartupProblem,
+} from './host-health.ts';
 import {
   advanceRemediation,
   type HoldReason,
@@ -53,8 +58,20 @@ export interface HealthPassInput {
   now: Date;
 }
 
+/** One host's ladder result and the health it was judged on. */
+export type HostHealthResult = LadderResult & { health: HealthAssessment };
+
+/** The remediation counter's samples for rungs that ended (one per rung and result). */
+export function outcomeSamples(pool: string, outcomes: LadderResult['outcomes']): MetricSample[] {
+  return outcomes.map((o) => ({
+    name: metricNames.remediationsTotal,
+    labels: { pool, rung: o.rung, result: o.result },
+    value: 1,
+  }));
+}
+
 export interface HealthPassResult {
-  hosts: Map<string, LadderResult & { health: HealthAssessment }>;
+  hosts: Map<string, HostHealthResult>;
   /** Hosts unhealthy now (past a timeout), in key order. */
   unhealthy: string[];
   /** The resolved maxUnhealthy and whether it stops all remediation. */
@@ -158,22 +175,16 @@ export function healthPass(input: HealthPassInput): HealthPassResult {
     });
     results.set(h.key, { ...r, health });
     const [namespace = '', name = h.key] = h.key.includes('/') ? h.key.split('/') : ['', h.key];
-    for (const rule of policy.unhealthyConditions) {
-      const c = h.node?.conditions.find((x) => x.type === rule.type);
-      if (!c || c.status !== rule.status) continue;
+    // The policy's conditions that hold on the Node (assessHealth found them, in policy order).
+    for (const p of health.holding) {
+      if (p.type === nodeStartupProblem) continue;
       metrics.push({
         name: metricNames.hostCondition,
-        labels: { pool, namespace, host: name, condition: c.type, status: c.status },
+        labels: { pool, namespace, host: name, condition: p.type, status: p.status },
         value: 1,
       });
     }
-    for (const o of r.outcomes) {
-      metrics.push({
-        name: metricNames.remediationsTotal,
-        labels: { pool, rung: o.rung, result: o.result },
-        value: 1,
-      });
-    }
+    metrics.push(...outcomeSamples(pool, r.outcomes));
   }
   const due = [...results.values()]
     .map((r) => r.recheckAt?.getTime())

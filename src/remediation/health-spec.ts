@@ -35,15 +35,15 @@ export interface HealthPolicy {
 export type MaxUnhealthy = { kind: 'count'; count: number } | { kind: 'percent'; percent: number };
 
 /** A condition may count at once ("0s") or after up to a day. */
-export const conditionTimeoutBounds: DurationBounds = { minMs: 0, maxMs: 86_400_000 };
+const conditionTimeoutBounds: DurationBounds = { minMs: 0, maxMs: 86_400_000 };
 /** A Node may take from 30 seconds to a day to report Ready after its bootstrap. */
-export const startupTimeoutBounds: DurationBounds = { minMs: 30_000, maxMs: 86_400_000 };
+const startupTimeoutBounds: DurationBounds = { minMs: 30_000, maxMs: 86_400_000 };
 /** Each rung: from a second to a day. */
-export const rungTimeoutBounds: DurationBounds = { minMs: 1000, maxMs: 86_400_000 };
+const rungTimeoutBounds: DurationBounds = { minMs: 1000, maxMs: 86_400_000 };
 /** At most this many unhealthy conditions per pool (the CRD's maxItems). */
-export const maxUnhealthyConditions = 32;
+const maxUnhealthyConditions = 32;
 /** The largest whole number maxUnhealthy takes (the CRD's bound). */
-export const maxUnhealthyLimit = 100_000;
+const maxUnhealthyLimit = 100_000;
 
 // A Kubernetes condition type: a qualified name, as metav1.Condition's type is validated.
 const conditionTypePattern =

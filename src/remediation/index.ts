@@ -18,7 +18,9 @@ export {
   type HealthPassHost,
   type HealthPassInput,
   type HealthPassResult,
+  type HostHealthResult,
   healthPass,
+  outcomeSamples,
 } from './health-pass.ts';
 export {
   checkHealthSpec,

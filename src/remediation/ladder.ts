@@ -47,7 +47,7 @@ export const RemediationRung = {
   Reboot: 'Reboot',
 } as const;
 export type RemediationRung = (typeof RemediationRung)[keyof typeof RemediationRung];
-export const rungOrder: readonly RemediationRung[] = ['RestartService', 'Rebootstrap', 'Reboot'];
+const rungOrder: readonly RemediationRung[] = ['RestartService', 'Rebootstrap', 'Reboot'];
 
 export const RungResult = {
   /** The host was healthy again during the rung. */
@@ -158,7 +158,7 @@ const apiTime = (d: Date) => d.toISOString();
 const ms = (t: string) => parseApiTime(t, 'status.remediation time');
 
 /** The first rung for these problems: a restart loop or a Node that never started skips rung 1. */
-export function firstRung(due: readonly HealthProblem[]): RemediationRung {
+function firstRung(due: readonly HealthProblem[]): RemediationRung {
   return due.some((p) => p.type === 'FrequentServiceRestart' || p.type === 'NodeStartup')
     ? 'Rebootstrap'
     : 'RestartService';

@@ -84,10 +84,11 @@ export function poolPass(input: PoolPassInput): PoolPassResult {
     // for the pool cannot be applied to a host that does not answer, and would stop the change
     // at Apply. They follow in a change of their own once the host is back (a host that comes
     // back mid-repair takes them in the same change: its target is the pool's again).
-    const keep = repairOnly(h) ? h.observed.facts.servicesVersion : servicesVersion;
+    const onlyRepair = repairOnly(h);
+    const keep = onlyRepair ? h.observed.facts.servicesVersion : servicesVersion;
     const target: RolloutTarget = {
       ...(keep !== undefined ? { servicesVersion: keep } : {}),
-      patchPolicy: repairOnly(h) ? 'None' : policy.patchPolicy,
+      patchPolicy: onlyRepair ? 'None' : policy.patchPolicy,
       ...(reboot.requestedAt ? { rebootRequestedAt: reboot.requestedAt } : {}),
       ...(h.repairRequestedAt ? { repairRequestedAt: h.repairRequestedAt } : {}),
     };
@@ -172,13 +173,12 @@ function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
   const facts = h.status.lastRebootAt
     ? { ...h.observed.facts, lastRebootAt: h.status.lastRebootAt }
     : h.observed.facts;
+  const changes = h.joining ? [] : pendingChanges(target, facts, now);
   return {
     key: h.key,
     ready: h.observed.node?.ready === true,
-    pending: !h.joining && pendingChanges(target, facts, now).length > 0,
-    ...(!h.joining && pendingChanges(target, facts, now).includes('repair')
-      ? { repair: true }
-      : {}),
+    pending: changes.length > 0,
+    ...(changes.includes('repair') ? { repair: true } : {}),
     inProgress: current !== undefined,
     ...(current?.failure
       ? {

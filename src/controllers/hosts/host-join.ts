@@ -31,7 +31,7 @@ import {
   rebootstrapRequest,
   reportRemediationFailure,
 } from './host-remediation.ts';
-import { apiTime, HostStatus, writeHostStatus } from './host-status.ts';
+import { apiTime, HostStatus, timeOf, writeHostStatus } from './host-status.ts';
 import { reportFailure } from './join-failure.ts';
 import { carriesIdentity, claimedNodeName, type NameRefusal, nameRefusal } from './node-claims.ts';
 
@@ -197,13 +197,6 @@ async function refuseNodeName(
   }
   if (first) ctx.events.record(host, 'Warning', reason, message);
   return { requeueAfterMs: refusedRecheckMs };
-}
-
-/** An API timestamp (string, or Date as client-node parses some) in ms, if there is one. */
-function timeOf(value: string | Date | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
 }
 
 /**

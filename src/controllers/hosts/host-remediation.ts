@@ -15,13 +15,7 @@
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import { rejoinAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import { skipRemediationAnnotation } from '../../api/windows-node-pool.ts';
-import type { HostStatus } from './host-status.ts';
-
-function timeMs(value: unknown): number | undefined {
-  const ms =
-    value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : NaN;
-  return Number.isNaN(ms) ? undefined : ms;
-}
+import { type HostStatus, timeOf } from './host-status.ts';
 
 /** The pending re-bootstrap request's time (RFC 3339), if the ladder wants one now. */
 export function rebootstrapRequest(host: WindowsHost): string | undefined {
@@ -29,11 +23,11 @@ export function rebootstrapRequest(host: WindowsHost): string | undefined {
   if (current?.rung !== 'Rebootstrap' || current.held || !current.rebootstrap) return undefined;
   if (host.metadata.annotations?.[skipRemediationAnnotation] !== undefined) return undefined;
   const requestedAt = current.rebootstrap.requestedAt;
-  const requested = timeMs(requestedAt);
+  const requested = timeOf(requestedAt);
   if (requested === undefined) return undefined;
-  const bootstrapped = timeMs(host.status?.bootstrappedAt);
+  const bootstrapped = timeOf(host.status?.bootstrappedAt);
   if (bootstrapped !== undefined && bootstrapped >= requested) return undefined;
-  const failed = timeMs(host.status?.lastError?.time);
+  const failed = timeOf(host.status?.lastError?.time);
   if (failed !== undefined && failed >= requested) return undefined;
   return requestedAt;
 }

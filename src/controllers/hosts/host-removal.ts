@@ -30,7 +30,7 @@ import { httpStatus, isConflict, isNotFound } from '../../kube/client.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
 import { withHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { HostStatus, patchHostMetadata, writeHostStatus } from './host-status.ts';
+import { HostStatus, patchHostMetadata, timeOf, writeHostStatus } from './host-status.ts';
 import { carriesIdentity } from './node-claims.ts';
 
 /** Annotation a user sets when the host is gone for good: skip deconfiguring it. */
@@ -140,10 +140,8 @@ export async function drainNode(
 
 /** The pod's deletion time (now + its grace period when deleted) is before `ms`. */
 function deletedBefore(pod: k8s.V1Pod, ms: number): boolean {
-  const at = pod.metadata?.deletionTimestamp;
-  if (at === undefined) return false;
-  const time = at instanceof Date ? at.getTime() : Date.parse(String(at));
-  return !Number.isNaN(time) && time < ms;
+  const time = timeOf(pod.metadata?.deletionTimestamp);
+  return time !== undefined && time < ms;
 }
 
 export async function reconcileRemoval(

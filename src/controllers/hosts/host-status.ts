@@ -23,6 +23,13 @@ export function apiTime(date: Date = new Date()): string {
   return date.toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
+/** An API timestamp (string, or Date as client-node parses some) in ms, if there is one. */
+export function timeOf(value: string | Date | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
 /** A working copy of a host's status that records condition changes. */
 export class HostStatus {
   readonly host: WindowsHost;

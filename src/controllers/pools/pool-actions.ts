@@ -32,7 +32,7 @@ import { drainNode, drainUnmanagedPodsAnnotation } from '../hosts/host-removal.t
 import { hostObject } from '../hosts/host-status.ts';
 
 /** How long past its deletion time a pod on a NotReady node still holds a drain. */
-export const notReadyDeleteWaitSeconds = 1;
+const notReadyDeleteWaitSeconds = 1;
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);

@@ -45,9 +45,10 @@ import type { HealthMetrics } from '../../remediation/health-metrics.ts';
 import {
   checkHealthSpec,
   defaultHealthPolicy,
-  type HealthPassResult,
+  type HostHealthResult,
   healthPass,
   metricNames,
+  outcomeSamples,
 } from '../../remediation/index.ts';
 import type { StepResult } from '../../rollout/host-steps.ts';
 import { defaultPoolKey } from '../../rollout/pool-membership.ts';
@@ -119,12 +120,20 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     return { ...host, status: { ...host.status, ...mine.record } };
   }
 
-  /** A Warning Event once per distinct problem per host (aggregated by the recorder besides). */
-  function tell(host: WindowsHost, reason: string, message: string): void {
-    const key = `${objectKey(host)}\u0000${reason}`;
+  /**
+   * An Event once per distinct message per object and reason (a problem, or TooManyUnhealthy
+   * on a pool, is found again every pass; the recorder aggregates besides).
+   */
+  function tell(
+    object: WindowsHost | WindowsNodePool,
+    reason: string,
+    message: string,
+    type: 'Normal' | 'Warning' = 'Warning',
+  ): void {
+    const key = `${object.kind}\u0000${objectKey(object)}\u0000${reason}`;
     if (reported.get(key) === message) return;
     reported.set(key, message);
-    deps.events.record(host, 'Warning', reason, message);
+    deps.events.record(object, type, reason, message);
   }
 
   /**
@@ -136,7 +145,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     pass: ReturnType<typeof passHost>,
     step: StepResult,
     problems: readonly string[],
-    ladder: HealthPassResult['hosts'] extends Map<string, infer L> ? L : never,
+    ladder: HostHealthResult,
   ): Promise<'done' | 'conflict'> {
     if (pass.reportProblem) tell(host, EventReason.InvalidEntry, pass.reportProblem);
     for (const problem of problems) tell(host, EventReason.InvalidEntry, problem);
@@ -269,11 +278,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     deps.healthMetrics?.applyPoolPass(key, [
       ...healthResult.metrics.filter((m) => m.name !== metricNames.remediationsTotal),
       ...recorded.flatMap((hostKey) =>
-        (healthResult.hosts.get(hostKey)?.outcomes ?? []).map((o) => ({
-          name: metricNames.remediationsTotal,
-          labels: { pool: key, rung: o.rung, result: o.result },
-          value: 1,
-        })),
+        outcomeSamples(key, healthResult.hosts.get(hostKey)?.outcomes ?? []),
       ),
     ]);
     const status = {
@@ -281,7 +286,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
       conditions: mergeHealthDegraded(result.status.conditions, healthResult.degraded),
     };
     if (pool) {
-      for (const e of healthResult.poolEvents) tellPool(pool, e.type, e.reason, e.message);
+      for (const e of healthResult.poolEvents) tell(pool, e.reason, e.message, e.type);
       await writePoolStatus(pool, status);
     } else {
       reportDefaultPool(
@@ -299,19 +304,6 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     deps.log.debug('pool pass done', { pool: key, requeueMs: soonest });
     if (firstError !== undefined) throw firstError;
     return Number.isFinite(soonest) ? { requeueAfterMs: Math.max(soonest, 100) } : undefined;
-  }
-
-  /** A pool Event once per distinct message (TooManyUnhealthy is found again every pass). */
-  function tellPool(
-    pool: WindowsNodePool,
-    type: 'Normal' | 'Warning',
-    reason: string,
-    message: string,
-  ): void {
-    const key = `pool\u0000${objectKey(pool)}\u0000${reason}`;
-    if (reported.get(key) === message) return;
-    reported.set(key, message);
-    deps.events.record(pool, type, reason, message);
   }
 
   /** The default pool's Degraded state, as a Warning Event on each of its hosts. */

@@ -21,6 +21,7 @@ import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { nodeConditions } from '../../../sim/testkit/node-conditions.ts';
+import { createWindowsPodOn } from '../../../sim/testkit/nodes.ts';
 import { createPool, labelHosts, readPool } from '../../../sim/testkit/pools.ts';
 import { testNamespace } from '../../../sim/testkit/test-cluster.ts';
 import { writeOperatorConfig } from '../../../sim/testkit/test-operator.ts';
@@ -81,17 +82,7 @@ test('each fault with the operator running: the condition, the rung that repairs
 
   // A pod on the node, so its CNI network exists (the agent watches it from then on).
   const apps = await testNamespace(kc, 'faults');
-  await core.createNamespacedPod({
-    namespace: apps,
-    body: {
-      metadata: { name: 'web' },
-      spec: {
-        nodeName,
-        tolerations: [{ key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' }],
-        containers: [{ name: 'iis', image: 'mcr.microsoft.com/windows/servercore/iis' }],
-      },
-    },
-  });
+  await createWindowsPodOn(core, apps, nodeName);
   await waitFor(
     async () => (await condition('HNSNetworkMissing'))?.message === 'HNS network winfleet exists',
     { description: 'the agent to see the HNS network', timeoutMs: 90_000, intervalMs: 500 },
