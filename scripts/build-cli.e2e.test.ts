@@ -34,7 +34,7 @@ async function entries(archive: Buffer): Promise<(ArchiveEntry & { content: Buff
   const tar = extract();
   tar.on('entry', (header, stream, next) => {
     const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('data', (c: unknown) => chunks.push(c as Buffer));
     stream.on('end', () => {
       found.push({
         path: header.name,

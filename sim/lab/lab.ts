@@ -9,7 +9,7 @@
  * `placementReport` says where the samples' pods landed.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -105,6 +105,8 @@ export interface Lab {
   payload: { dir: string; standIn: boolean };
   /** The fault control channel (fault-control.ts) and the file that says where it is. */
   faultControl: { url: string; file: string };
+  /** The hosts' SSH private key (0600), for `winfleet check --host` and `diagnose --host`. */
+  sshKeyFile: string;
   stop(): Promise<void>;
 }
 
@@ -133,6 +135,8 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     const payloadDir = await preparePayload(ctx, options.payloadDir);
     const key = generateTestKey();
     await writeSshKeySecret(kc, labNamespace, key.privateKey);
+    const sshKeyFile = join(ctx.dir, 'ssh-key');
+    await writeFile(sshKeyFile, key.privateKey, { mode: 0o600 });
     const release = await installChart(ctx, cluster, registry);
     const operator = await startOperatorProcess(ctx, cluster, kc, release, payloadDir);
     const hosts = await startHosts(ctx, options.releases ?? ['2019', '2022', '2022'], key);
@@ -159,6 +163,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       helm: release.helm,
       payload: { dir: payloadDir, standIn: !options.payloadDir },
       faultControl,
+      sshKeyFile,
       stop: stopAll,
     };
   } catch (error) {
