@@ -50,9 +50,14 @@ export function kubeConfigFrom(flags: KubeFlags): k8s.KubeConfig {
     if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
     else kc.loadFromDefault();
   } catch (error) {
+    const source = flags.kubeconfig
+      ? `--kubeconfig: cannot read ${flags.kubeconfig}`
+      : process.env.KUBECONFIG
+        ? `$KUBECONFIG: cannot read ${process.env.KUBECONFIG}`
+        : 'cannot read ~/.kube/config';
     throw new CliExit(
       ExitCode.usage,
-      `--kubeconfig: cannot read ${flags.kubeconfig}: ${(error as Error).message}`,
+      `${source}: ${(error as Error).message}; pass --kubeconfig <file> or fix the file`,
     );
   }
   if (flags.context) {
