@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -32,6 +33,7 @@ import {
 import { diagnosticItems } from '../../hostaccess/remote-scripts.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { createLogger } from '../../log/logger.ts';
+import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 
 const node = process.execPath;
 const main = new URL('../main.ts', import.meta.url).pathname;
@@ -129,6 +131,19 @@ test('diagnose: a bundle with every item, no secret in it, an unreachable host n
   await k8s.KubernetesObjectApi.makeApiClient(kc).create(
     windowsHostFor({ name: 'gone', address: '127.0.0.1', port: closedPort }, namespace),
   );
+  // A component that logged credentials (as a misconfigured one might): a bootstrap token and a
+  // private key in the containerd log of the first host, which the bundle collects; the
+  // scrubber must take them out.
+  const plantedToken = `${randomBytes(3).toString('hex')}.${randomBytes(8).toString('hex')}`;
+  const plantedKey = generateKeyPairSync('rsa', { modulusLength: 2048 })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
+  await fleet.hosts[0]!.machine.fs.writeFile(
+    `${hostPaths.logs}\\containerd.log`,
+    `time="2026-11-23T07:00:00Z" level=debug msg="bootstrap with --token ${plantedToken}"\n${plantedKey}`,
+  );
+  secrets.set('token planted in a log', plantedToken);
+  secrets.set('key planted in a log', plantedKey);
   // Secrets the hosts keep on disk: the kubelet's client key, kubeconfig tokens, bootstrap.json.
   for (const host of fleet.hosts)
     for (const [name, value] of secretsInFiles(await readTree(host.machine.fs.root)))
@@ -159,6 +174,9 @@ test('diagnose: a bundle with every item, no secret in it, an unreachable host n
   );
   assert.equal(run.code, 1, `exit 1: one host unreachable\n${run.stdout}\n${run.stderr}`);
   assert.match(run.stdout, /^cluster: \d+ items; 3 WindowsHost\(s\) to visit$/m);
+  // The planted token and key were found and scrubbed (at least those two).
+  const scrubbed = /(\d+) credential\(s\) scrubbed/.exec(run.stdout);
+  assert.ok(scrubbed && Number(scrubbed[1]) >= 2, run.stdout);
   assert.match(run.stdout, /not collected: Host winfleet-system\/gone .*cannot reach/);
   const files = await unpack(join(work, 'bundle.tar.gz'));
   const root = [...files.keys()][0]!.split('/')[0]!;
