@@ -33,8 +33,7 @@ import {
 } from '../controllers/hosts/windows-instances.ts';
 import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
-import { dashboardHtml } from '../dashboard/dashboard-page.ts';
-import { buildOverview } from '../dashboard/overview.ts';
+import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { isAlreadyExists } from '../kube/client.ts';
@@ -181,7 +180,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
         registry,
         ready: () => true,
         log,
-        routes: [dashboardRoute(caches), configStatusRoute(caches.config)],
+        routes: [dashboardRoute(ctx, caches, stops), configStatusRoute(caches.config)],
       })
     : undefined;
   if (status) stops.push(() => status.close());
@@ -338,22 +337,18 @@ async function startWebhook(
   });
 }
 
-/** The dashboard page and its JSON overview, served by the status server. */
-function dashboardRoute({ hosts, nodes, runtimeClasses }: Caches): ExtraRoute {
-  return (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path === '/' || path === '/index.html') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      res.end(dashboardHtml);
-      return true;
-    }
-    if (path === '/api/overview') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(buildOverview({ hosts, nodes, runtimeClasses })));
-      return true;
-    }
-    return false;
-  };
+/**
+ * The dashboard (page, JSON overview, live stream, host detail), served by the status server;
+ * its streams end before the status server closes.
+ */
+function dashboardRoute(
+  { kc }: OperatorContext,
+  { hosts, nodes, pools, runtimeClasses }: Caches,
+  stops: (() => void | Promise<void>)[],
+): ExtraRoute {
+  const dashboard = createDashboard({ hosts, nodes, pools, runtimeClasses }, apiEventLister(kc));
+  stops.push(() => dashboard.close());
+  return dashboard.route;
 }
 
 /**
