@@ -99,6 +99,8 @@ export interface Lab {
   /** The operator's kubeconfig: the ServiceAccount's token and the cluster CA. */
   operatorKubeconfig: string;
   statusUrl: string;
+  /** The dashboard's own loopback listener. */
+  dashboardUrl: string;
   /** The pinned helm the chart was installed with. */
   helm: string;
   /** The payload directory the operator rolls out from; `standIn` when the lab wrote it. */
@@ -150,7 +152,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       {
         kubeconfig: cluster.kubeconfigPath,
         namespace: labNamespace,
-        dashboard: `${operator.statusUrl}/`,
+        dashboard: `${operator.dashboardUrl}/`,
       },
     );
     return {
@@ -286,13 +288,15 @@ async function startOperatorProcess(
     expirationSeconds: 365 * 24 * 3600,
   });
   const statusPort = await freePort();
+  const dashboardPort = await freePort();
   const operatorLog = join(dir, 'operator.log');
-  const { child, args, statusUrl } = await startChartOperator({
+  const { child, args, statusUrl, dashboardUrl } = await startChartOperator({
     kubeconfig: sa.path,
     namespace: labNamespace,
     values: release.values,
     webhookPort: release.webhookPort,
     statusPort,
+    dashboardPort,
     payloadDir,
     logFile: operatorLog,
   });
@@ -307,6 +311,7 @@ async function startOperatorProcess(
     operatorUser: sa.username,
     operatorKubeconfig: sa.path,
     statusUrl,
+    dashboardUrl: dashboardUrl!,
   };
 }
 

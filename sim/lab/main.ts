@@ -81,7 +81,7 @@ async function main(): Promise<void> {
       ...audit.refused.map((line) => `  ${line}`),
       `  (API server audit log: ${lab.cluster.auditLogPath})`,
       '',
-      `Dashboard:            ${lab.statusUrl}/`,
+      `Dashboard:            ${lab.dashboardUrl}/`,
       `Metrics:              ${lab.statusUrl}/metrics`,
       `Configuration status: ${lab.statusUrl}/config`,
       '',

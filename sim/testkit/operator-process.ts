@@ -36,7 +36,7 @@ export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
     options.namespace,
     '--no-leader-elect',
   ];
-  args.push('--status-port', String(options.statusPort ?? 0));
+  args.push('--status-port', String(options.statusPort ?? 0), '--dashboard-port', '0');
   if (options.payloadDir) args.push('--payload-dir', options.payloadDir);
   if (options.webhookPort) {
     args.push(

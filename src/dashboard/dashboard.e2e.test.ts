@@ -137,7 +137,7 @@ async function drive(
   page.on('load', () => {
     navigations++;
   });
-  const base = `http://127.0.0.1:${world.operator!.status!.port}/`;
+  const base = `http://127.0.0.1:${world.operator!.dashboard!.port}/`;
   await page.goto(base);
 
   // 1. The hosts appear, Ready, with their conditions, and the pool.

@@ -52,7 +52,12 @@ import { startWebhookService, type WebhookService } from '../webhook/webhook-ser
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
 import { type ConfigSource, configStatusRoute, watchConfig } from './config-source.ts';
-import { type ExtraRoute, type StatusServer, startStatusServer } from './status-server.ts';
+import {
+  type ExtraRoute,
+  type StatusServer,
+  startHttpServer,
+  startStatusServer,
+} from './status-server.ts';
 
 export const defaultOperatorNamespace = 'winfleet-system';
 
@@ -78,8 +83,13 @@ export interface OperatorOptions {
         /** Namespaces whose pods' image pull secrets are read (default all). */
         pullSecretNamespaces?: 'all' | string[];
       };
-  /** /healthz, /readyz, /metrics (and the dashboard) on this port; 0 picks one. */
+  /** /healthz, /readyz, /metrics and /config on this port; 0 picks one. */
   status?: { host: string; port: number };
+  /**
+   * The dashboard's own listener (loopback by default in the CLI and the chart: a person reaches
+   * it with kubectl port-forward); 0 picks a port. Without it, no dashboard.
+   */
+  dashboard?: { host: string; port: number };
   /** Elect a leader on a Lease before running controllers (default true). */
   leaderElection?: boolean;
   identity?: string;
@@ -104,6 +114,7 @@ export interface Operator {
   namespace: string;
   webhook?: WebhookService;
   status?: StatusServer;
+  dashboard?: StatusServer;
   controllers: Controller[];
   stop(): Promise<void>;
 }
@@ -180,10 +191,18 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
         registry,
         ready: () => true,
         log,
-        routes: [dashboardRoute(ctx, caches, stops), configStatusRoute(caches.config)],
+        routes: [configStatusRoute(caches.config)],
       })
     : undefined;
   if (status) stops.push(() => status.close());
+  const dashboard = options.dashboard
+    ? await startHttpServer({
+        ...options.dashboard,
+        log,
+        routes: [dashboardRoute(ctx, caches, stops)],
+      })
+    : undefined;
+  if (dashboard) stops.push(() => dashboard.close());
   if (options.leaderElection ?? true) stops.push(await leadOrExit(ctx, identity));
   controllers.push(...createControllers(ctx, caches, options.payloadDir, options.rolloutClock));
   stops.push(() => {
@@ -206,11 +225,12 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     identity,
     webhookPort: webhook?.port,
     statusPort: status?.port,
+    dashboardPort: dashboard?.port,
   });
   const stop = async () => {
     for (const step of [...stops].reverse()) await step();
   };
-  return { namespace, webhook, status, controllers, stop };
+  return { namespace, webhook, status, dashboard, controllers, stop };
 }
 
 async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise<void> {
@@ -338,8 +358,8 @@ async function startWebhook(
 }
 
 /**
- * The dashboard (page, JSON overview, live stream, host detail), served by the status server;
- * its streams end before the status server closes.
+ * The dashboard (page, JSON overview, live stream, host detail), on its own listener; its
+ * streams end before that listener closes.
  */
 function dashboardRoute(
   { kc }: OperatorContext,
