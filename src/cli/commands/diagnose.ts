@@ -85,7 +85,10 @@ export function registerDiagnose(program: Command): void {
       "the operator's status server when it runs outside the cluster (its /metrics)",
       operatorUrl,
     )
-    .option('--operator-log <file>', "the operator's log file when it runs outside the cluster");
+    .option(
+      '--operator-log <file>',
+      "the operator's log file when it runs outside the cluster (its Pods' logs are then not read)",
+    );
   withKubeFlags(command);
   withHostFlags(command);
   command.action(async (names: string[], flags: DiagnoseFlags) => {

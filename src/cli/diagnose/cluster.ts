@@ -201,9 +201,11 @@ export async function collectCluster(options: ClusterOptions): Promise<Collected
       return `${secrets.map((s) => `${s.metadata?.name}\t${s.type}\t${Object.keys(s.data ?? {}).length} keys`).join('\n')}\n`;
     },
   );
-  // Operator logs: the chart's Pods, and/or a log file of an operator outside the cluster.
+  // Operator logs: the chart's Pods, or (--operator-log) the log file of an operator that runs
+  // outside the cluster; then Pods the chart made are not the operator that runs, and their
+  // logs are not asked for.
   try {
-    const pods = await operatorPods();
+    const pods = options.operatorLog ? [] : await operatorPods();
     for (const pod of pods) {
       for (const container of pod.spec?.containers ?? []) {
         const name = `${pod.metadata?.name}-${container.name}`.replace(/[^A-Za-z0-9._-]/g, '_');
