@@ -102,10 +102,12 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
   const start = async (
     name: string,
     machine: Parameters<typeof startSimulatedHosts>[0]['machine'] = {},
+    release = '2022',
   ) => {
     const fleet = await startSimulatedHosts({
       count: 1,
       names: [name],
+      releases: [release],
       baseAddress: nextBaseAddress(),
       authorizedKeys: [key.publicKey],
       machine: { freeDiskBytes: 80 * gib, ...machine },
@@ -119,6 +121,8 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
   const noContainers = await start('wf-nocontainers');
   noContainers.host.machine.features.set('Containers', 'Available');
   const longName = await start('a-name-of-16-chr');
+  // Windows Server 2019 from before March 2019's KB4489899 (10.0.17763.379): no overlay networking.
+  const old2019 = await start('wf-old2019', { ubr: 300 }, '2019');
   const hostFlags = (...hosts: { flag: string }[]) => [
     ...hosts.flatMap((h) => ['--host', h.flag]),
     '--ssh-key',
@@ -228,6 +232,7 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
         byHost[good.flag]!.checks.map((c) => c.name),
         [
           'windows-build',
+          'patch-level',
           'containers-feature',
           'administrator',
           'cpu',
@@ -342,14 +347,14 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
       report.hosts[0]!.checks.find((c) => c.name === 'clock-skew')!.message,
       /this machine's/,
     );
-    // And host-only on purpose: the same, exit 0.
+    // And host-only on purpose: the host checks alone (the small host fails cpu: exit 1).
     const alone = await winfleet(['check', '--skip-cluster', '-o', 'yaml', ...hostFlags(small)]);
     assert.equal(alone.code, 1);
     assert.match(alone.stdout, /name: cpu\n\s+status: fail/);
   });
 
   await t.test(
-    "cni: Flannel's net-conf.json is read: default VXLAN fails, VNI 4096 and port 4789 pass",
+    "cni: Flannel's net-conf.json is read: default VXLAN fails, VNI 4096 and port 4789 pass; a 2019 host before KB4489899 fails patch-level",
     async () => {
       const core = kc.makeApiClient(k8s.CoreV1Api);
       await core.createNamespace({ body: { metadata: { name: 'kube-flannel' } } });
@@ -378,6 +383,41 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
         },
       });
       assert.equal((await cniCheck()).status, 'pass');
+
+      // The host checks judge the patch level against the overlay the cluster uses.
+      const run = await winfleet(['check', '-o', 'json', ...kube, ...hostFlags(old2019, good)]);
+      const report = json(run);
+      assertShape(report);
+      assert.equal(run.code, 1, run.stderr);
+      // (The webhook check fails here: the operator was stopped, its configuration stays.)
+      assert.equal(report.cluster!.checks.find((c) => c.name === 'cni')!.status, 'pass');
+      const [old, current] = report.hosts;
+      assert.deepEqual(failing(old!.checks), ['patch-level']);
+      const patch = old!.checks.find((c) => c.name === 'patch-level')!;
+      assert.match(
+        patch.message,
+        /^10\.0\.17763\.300 is below .* needs 10\.0\.17763\.379 \(KB4489899\)/,
+      );
+      assert.match(patch.message, /Flannel VXLAN \(ConfigMap kube-flannel\/kube-flannel-cfg\)/);
+      assert.match(patch.fix, /^Install KB4489899 or any later cumulative update/);
+      assert.equal(old!.checks.find((c) => c.name === 'windows-build')!.status, 'pass');
+      assert.deepEqual(failing(current!.checks), []);
+      // Without the cluster its CNI is unknown: the same host only warns.
+      const alone = await winfleet([
+        'check',
+        '--skip-cluster',
+        '-o',
+        'json',
+        ...hostFlags(old2019),
+      ]);
+      const loneReport = json(alone);
+      assertShape(loneReport);
+      assert.equal(loneReport.cluster, null);
+      assert.match(loneReport.notes.join('\n'), /^--skip-cluster: no cluster-side checks/m);
+      const lone = loneReport.hosts[0]!.checks.find((c) => c.name === 'patch-level')!;
+      assert.equal(lone.status, 'warn');
+      assert.match(lone.message, /not known \(--skip-cluster/);
+      assert.equal(alone.code, 0, alone.stderr);
     },
   );
 });

@@ -33,6 +33,7 @@ import {
 import { mutationsAnnotation } from '../../webhook/mutate-pod.ts';
 import { webhookConfigurationName } from '../../webhook/webhook-configurations.ts';
 import { type CheckResult, fail, pass, warn } from './check-report.ts';
+import type { ClusterNetwork } from './host-checks.ts';
 import { kubeRequest, statusMessage } from './kube-request.ts';
 
 export interface ClusterCheckOptions {
@@ -48,9 +49,11 @@ export interface ClusterCheck {
   run(kc: k8s.KubeConfig, state: ClusterState): Promise<CheckResult>;
 }
 
-/** What one check leaves for the next (the API server's version). */
+/** What one check leaves for the next (the API server's version) and for the host checks. */
 export interface ClusterState {
   apiServerVersion?: string;
+  /** The pod network the cni check saw (the host checks' patch-level reads it). */
+  network?: ClusterNetwork;
   options: ClusterCheckOptions;
 }
 
@@ -100,7 +103,7 @@ const nodeRestriction: ClusterCheck = {
     const message = statusMessage(response.body);
     const how = `a server-side dry run: node ${asNode} creating Node ${other}`;
     if (response.status === 403 && /is not allowed to modify node/.test(message))
-      return pass('node-restriction', `NodeRestriction is on: ${how} was refused ("${message}")`);
+      return pass('node-restriction', `NodeRestriction is on: ${how} was refused (${message})`);
     if (response.status === 200 || response.status === 201)
       return fail(
         'node-restriction',
@@ -297,6 +300,23 @@ export function flannelVerdict(netConf: string): CheckResult {
   );
 }
 
+/** Whether Flannel's net-conf.json makes an overlay: vxlan yes, host-gw no, else not known. */
+export function flannelNetwork(netConf: string, where: string): ClusterNetwork {
+  let type: string | undefined;
+  try {
+    const backend = (JSON.parse(netConf) as { Backend?: { Type?: unknown } }).Backend;
+    type = String(backend?.Type ?? 'udp').toLowerCase();
+  } catch {
+    return {
+      overlay: undefined,
+      seen: `Flannel's net-conf.json in ${where} cannot be read as JSON`,
+    };
+  }
+  if (type === 'vxlan') return { overlay: true, seen: `Flannel VXLAN (${where})` };
+  if (type === 'host-gw') return { overlay: false, seen: `Flannel host-gw (${where})` };
+  return { overlay: undefined, seen: `Flannel backend ${type} (${where})` };
+}
+
 const knownCnis: { match: RegExp; name: string; windows: boolean }[] = [
   { match: /flannel/, name: 'Flannel', windows: true },
   { match: /^calico-node/, name: 'Calico', windows: true },
@@ -309,13 +329,16 @@ const knownCnis: { match: RegExp; name: string; windows: boolean }[] = [
 const cni: ClusterCheck = {
   name: 'cni',
   title: 'CNI compatible with Windows',
-  async run(kc) {
+  async run(kc, state) {
     const core = kc.makeApiClient(k8s.CoreV1Api);
     for (const namespace of ['kube-flannel', 'kube-system']) {
       try {
         const cm = await core.readNamespacedConfigMap({ name: 'kube-flannel-cfg', namespace });
         const netConf = cm.data?.['net-conf.json'];
-        if (netConf !== undefined) return flannelVerdict(netConf);
+        if (netConf !== undefined) {
+          state.network = flannelNetwork(netConf, `ConfigMap ${namespace}/kube-flannel-cfg`);
+          return flannelVerdict(netConf);
+        }
       } catch (error) {
         if (!isNotFound(error)) throw error;
       }
@@ -326,6 +349,13 @@ const cni: ClusterCheck = {
       const known = knownCnis.find((c) => c.match.test(ds.metadata?.name ?? ''));
       return known ? [{ ...known, where: `${ds.metadata?.namespace}/${ds.metadata?.name}` }] : [];
     });
+    state.network = {
+      overlay: undefined,
+      seen:
+        seen.length === 0
+          ? 'no CNI recognized in the cluster'
+          : `${seen.map((c) => `${c.name} (${c.where})`).join(', ')}, whose encapsulation is not read`,
+    };
     if (seen.length === 0)
       return warn(
         'cni',

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { patchRequirements } from '../../windows/patch-levels.ts';
 import type { CheckResult } from './check-report.ts';
-import { bypasses, type HostCheckInput, hostChecks } from './host-checks.ts';
+import { bypasses, type HostCheckInput, hostChecks, patchLevel } from './host-checks.ts';
 import type { HostBasics, PreflightFacts } from './preflight-facts.ts';
 
 const gib = 1024 ** 3;
@@ -44,6 +45,7 @@ function input(
     clock: { offsetMs: 300, uncertaintyMs: 800, reference: 'the API server' },
     apiServerHost: '10.0.0.1',
     joined: false,
+    network: { overlay: undefined, seen: 'no CNI recognized in the cluster' },
     ...extra,
   };
 }
@@ -62,6 +64,7 @@ test('a host that meets every requirement passes every check', () => {
     checks.map((c) => c.name),
     [
       'windows-build',
+      'patch-level',
       'containers-feature',
       'administrator',
       'cpu',
@@ -252,4 +255,73 @@ test('bypass lists match exact names, suffixes and *', () => {
   assert.ok(bypasses('*', 'x'));
   assert.ok(!bypasses('corp.example', 'api.corp.example'));
   assert.ok(!bypasses('', '10.0.0.1'));
+});
+
+test('patch-level: each requirement fails just below its UBR when the cluster uses the feature, passes at it', () => {
+  assert.ok(patchRequirements.length > 0);
+  const vxlan = { overlay: true, seen: 'Flannel VXLAN (ConfigMap kube-flannel/kube-flannel-cfg)' };
+  for (const r of patchRequirements) {
+    const [major, minor, build] = r.build.split('.').map(Number) as [number, number, number];
+    const at = (ubr: number) => ({
+      hostname: 'WIN-NODE-01',
+      osVersion: { major, minor, build, ubr, productName: `Windows Server ${r.release}` },
+      freeBytes: 100 * gib,
+      containersFeature: 'Installed',
+    });
+    // The cluster uses the requirement's feature (overlay is the only feature so far).
+    const network = vxlan;
+    const below = patchLevel(at(r.minUbr - 1), network);
+    assert.equal(below.status, 'fail', r.kb);
+    assert.match(below.message, new RegExp(`${r.build}\\.${r.minUbr - 1} is below`));
+    assert.match(below.message, /Flannel VXLAN \(ConfigMap kube-flannel\/kube-flannel-cfg\)/);
+    assert.match(below.fix, new RegExp(`Install ${r.kb} or any later cumulative update`));
+    assert.match(below.fix, new RegExp(`at least ${r.build.replace(/\./g, '\\.')}\\.${r.minUbr}`));
+    const equal = patchLevel(at(r.minUbr), network);
+    assert.equal(equal.status, 'pass', r.kb);
+    assert.equal(equal.fix, '');
+    assert.match(equal.message, new RegExp(`has ${r.kb}`));
+  }
+});
+
+test('patch-level: KB4489899 (10.0.17763.379) for overlay networking on Windows Server 2019', () => {
+  const overlay = patchRequirements.find((r) => r.feature === 'overlay');
+  assert.deepEqual(overlay && { build: overlay.build, minUbr: overlay.minUbr, kb: overlay.kb }, {
+    build: '10.0.17763',
+    minUbr: 379,
+    kb: 'KB4489899',
+  });
+});
+
+test('patch-level: an unknown CNI warns below the UBR; host-gw (no overlay) passes', () => {
+  const old2019 = {
+    osVersion: { major: 10, minor: 0, build: 17763, ubr: 378, productName: 'Windows Server 2019' },
+  };
+  const unknown = byName(hostChecks(input(old2019)))['patch-level']!;
+  assert.equal(unknown.status, 'warn');
+  assert.match(unknown.message, /whether the cluster uses it is not known \(no CNI recognized/);
+  assert.match(unknown.fix, /KB4489899/);
+  const skipped = byName(
+    hostChecks(
+      input(old2019, {}, { network: { overlay: undefined, seen: '--skip-cluster: not read' } }),
+    ),
+  )['patch-level']!;
+  assert.equal(skipped.status, 'warn');
+  const hostGw = byName(
+    hostChecks(input(old2019, {}, { network: { overlay: false, seen: 'Flannel host-gw (x)' } })),
+  )['patch-level']!;
+  assert.equal(hostGw.status, 'pass');
+  assert.match(hostGw.message, /which the cluster does not use \(Flannel host-gw/);
+  // 2022 and 2025 have no requirement; an unsupported build is left to windows-build.
+  for (const build of [20348, 26100, 14393]) {
+    const check = byName(
+      hostChecks(
+        input(
+          { osVersion: { major: 10, minor: 0, build, ubr: 1, productName: 'x' } },
+          {},
+          { network: { overlay: true, seen: 'Flannel VXLAN (x)' } },
+        ),
+      ),
+    )['patch-level']!;
+    assert.equal(check.status, 'pass', String(build));
+  }
 });

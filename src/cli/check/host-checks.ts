@@ -7,6 +7,7 @@
  */
 import { defaultHealthSettings } from '../../health/detector.ts';
 import { windowsReleases } from '../../windows/builds.ts';
+import { type PatchRequirement, patchRequirementsFor } from '../../windows/patch-levels.ts';
 import { type CheckResult, fail, pass, warn } from './check-report.ts';
 import type { HostBasics, PreflightFacts } from './preflight-facts.ts';
 
@@ -33,6 +34,17 @@ export interface ClockReading {
   reference: string;
 }
 
+/**
+ * What the cluster-side cni check learned of the pod network: whether the nodes use an overlay
+ * (VXLAN), which needs a patch level on Windows Server 2019 (src/windows/patch-levels.ts).
+ */
+export interface ClusterNetwork {
+  /** true: an overlay (Flannel vxlan); false: none (Flannel host-gw); undefined: not known. */
+  overlay: boolean | undefined;
+  /** What was seen, or why nothing was: "Flannel VXLAN (ConfigMap kube-flannel/kube-flannel-cfg)". */
+  seen: string;
+}
+
 export interface HostCheckInput {
   basics: HostBasics;
   facts: PreflightFacts;
@@ -43,6 +55,8 @@ export interface HostCheckInput {
   apiServerHost?: string;
   /** The host is a WindowsHost with a Node (its kubelet holds 10250, the join made its firewall rule). */
   joined: boolean;
+  /** The cluster's pod network, for the patch levels its features need. */
+  network: ClusterNetwork;
 }
 
 const gib = (bytes: number) => `${(bytes / GiB).toFixed(1)} GiB`;
@@ -50,6 +64,7 @@ const gib = (bytes: number) => `${(bytes / GiB).toFixed(1)} GiB`;
 export function hostChecks(input: HostCheckInput): CheckResult[] {
   return [
     windowsBuild(input.basics),
+    patchLevel(input.basics, input.network),
     containersFeature(input.basics),
     administrator(input.facts),
     cpus(input.facts),
@@ -78,6 +93,67 @@ function windowsBuild(basics: HostBasics): CheckResult {
     'windows-build',
     `${v.productName || 'Windows'} ${full} is not a Windows Server release winfleet supports (${supported})`,
     `Use Windows Server 2019, 2022 or 2025 (LTSC); annual-channel and client builds have no matching container images`,
+  );
+}
+
+/** Whether the cluster uses the feature a requirement is for: true, false or not known. */
+function featureUsed(requirement: PatchRequirement, network: ClusterNetwork): boolean | undefined {
+  switch (requirement.feature) {
+    case 'overlay':
+      return network.overlay;
+  }
+}
+
+/**
+ * The host's patch level (UBR) against each requirement of its release: fail when the cluster
+ * uses the feature and the host is below it, warn when the cluster's use is not known, pass
+ * when the host is at or above it or the cluster does not use the feature.
+ */
+export function patchLevel(basics: HostBasics, network: ClusterNetwork): CheckResult {
+  const v = basics.osVersion;
+  const build = `${v.major}.${v.minor}.${v.build}`;
+  const full = `${build}.${v.ubr}`;
+  const release = windowsReleases.find((r) => r.build === build);
+  if (!release)
+    return pass(
+      'patch-level',
+      `No patch level to judge: ${full} is not a supported release (see windows-build)`,
+    );
+  const requirements = patchRequirementsFor(build);
+  if (requirements.length === 0)
+    return pass(
+      'patch-level',
+      `${full}: no feature winfleet's nodes use needs a patch level on Windows Server ${release.name}`,
+    );
+  const needs = (r: PatchRequirement) => `${r.title} needs ${r.build}.${r.minUbr} (${r.kb})`;
+  const below = requirements.filter((r) => v.ubr < r.minUbr);
+  const used = below.filter((r) => featureUsed(r, network) === true);
+  const unknown = below.filter((r) => featureUsed(r, network) === undefined);
+  const fix = (list: PatchRequirement[]) =>
+    `Install ${list.map((r) => r.kb).join(' and ')} or any later cumulative update for Windows Server ${release.name} (Windows Update, sconfig option 6, or the Microsoft Update Catalog), so the build is at least ${list.map((r) => `${r.build}.${r.minUbr}`).join(' / ')}; then restart the host`;
+  if (used.length > 0)
+    return fail(
+      'patch-level',
+      `${full} is below what the cluster's pod network needs: ${used.map(needs).join('; ')}, and the cluster uses it (${network.seen})`,
+      fix(used),
+    );
+  if (unknown.length > 0)
+    return warn(
+      'patch-level',
+      `${full} is too old for ${unknown.map(needs).join('; ')}; whether the cluster uses it is not known (${network.seen})`,
+      `${fix(unknown)}; or make sure the cluster does not use it`,
+    );
+  const met = requirements.filter((r) => v.ubr >= r.minUbr);
+  const unused = below.filter((r) => featureUsed(r, network) === false);
+  return pass(
+    'patch-level',
+    [
+      ...met.map((r) => `${full} has ${r.kb} for ${r.title} (${r.build}.${r.minUbr} or later)`),
+      ...unused.map(
+        (r) =>
+          `${full} is below ${r.build}.${r.minUbr} (${r.kb}) for ${r.title}, which the cluster does not use (${network.seen})`,
+      ),
+    ].join('; '),
   );
 }
 

@@ -25,7 +25,7 @@ import {
   clusterChecks,
   runClusterCheck,
 } from '../check/cluster-checks.ts';
-import { type ClockReading, hostChecks } from '../check/host-checks.ts';
+import { type ClockReading, type ClusterNetwork, hostChecks } from '../check/host-checks.ts';
 import { kubeRequest } from '../check/kube-request.ts';
 import { readHostBasics, readPreflightFacts } from '../check/preflight-facts.ts';
 import { CliExit, ExitCode } from '../exit-codes.ts';
@@ -170,11 +170,19 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
       '--skip-cluster needs --host ADDRESS (without the cluster there are no WindowsHosts to find)',
     );
   const addressed = flags.skipHosts ? [] : await addressTargets(flags);
+  if (flags.skipCluster)
+    notes.push(
+      "--skip-cluster: no cluster-side checks; the hosts' clocks are compared to this machine's and their patch levels judged without the cluster's CNI",
+    );
 
   let kc: k8s.KubeConfig | undefined;
   let cluster: CheckReport['cluster'] = null;
   let clusterUnreachable = false;
   let clock: { offsetMs: number; uncertaintyMs: number } | undefined;
+  let network: ClusterNetwork = {
+    overlay: undefined,
+    seen: "--skip-cluster: the cluster's CNI was not read",
+  };
   if (!flags.skipCluster) {
     kc = kubeConfigFrom(flags);
     const server = kc.getCurrentCluster()!.server;
@@ -200,6 +208,7 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
       if (!why) throw error;
       clusterUnreachable = true;
       kc = undefined;
+      network = { overlay: undefined, seen: 'the cluster could not be reached to read its CNI' };
       notes.push(
         `${why} at ${server}: the cluster-side checks did not run${addressed.length > 0 ? '; the --host checks ran, their clocks compared to this machine' : ''}`,
       );
@@ -220,6 +229,10 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
         fancy,
       );
       cluster = { server, checks: results };
+      network = state.network ?? {
+        overlay: undefined,
+        seen: "the cni check could not read the cluster's CNI",
+      };
       clock = await apiServerClock(kc);
     }
   }
@@ -239,6 +252,7 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
           domainJoin: flags.domainJoin === true,
           clock: clock ?? { offsetMs: 0, uncertaintyMs: 0 },
           reference,
+          network,
           ...(apiServerHost ? { apiServerHost } : {}),
         });
         hosts[index] = report;
@@ -294,6 +308,7 @@ interface HostContext {
   clock: { offsetMs: number; uncertaintyMs: number };
   reference: string;
   apiServerHost?: string;
+  network: ClusterNetwork;
 }
 
 async function checkHost(target: HostTarget, ctx: HostContext): Promise<HostReport> {
@@ -306,10 +321,12 @@ async function checkHost(target: HostTarget, ctx: HostContext): Promise<HostRepo
   try {
     remote = await target.open();
   } catch (error) {
+    const why = (error as Error).message;
     return report([
       fail(
         'ssh',
-        `Cannot log in to ${target.address} over SSH: ${(error as Error).message}`,
+        // The SSH layer's own messages already name the address ("Cannot reach …").
+        why.includes(target.address) ? why : `Cannot log in to ${target.address} over SSH: ${why}`,
         target.windowsHost
           ? "Check the WindowsHost's address, port, username, its SSH key Secret and pinned host key (kubectl describe windowshost)"
           : 'Check the address and port, that OpenSSH Server runs on the host, the account (--ssh-user), the key (--ssh-key) and --host-key',
@@ -334,6 +351,7 @@ async function checkHost(target: HostTarget, ctx: HostContext): Promise<HostRepo
           reference: ctx.reference,
         },
         ...(ctx.apiServerHost ? { apiServerHost: ctx.apiServerHost } : {}),
+        network: ctx.network,
         joined:
           target.windowsHost?.status?.conditions?.some(
             (c) => c.type === 'NodeRegistered' && c.status === 'True',
