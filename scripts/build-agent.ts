@@ -48,7 +48,7 @@ export const SEA_BLOB_MAGIC = 0x143da20;
 export const AGENT_ENTRY = 'src/agent/main.ts';
 
 /** Bumped when the build changes in a way the other inputs of the build key do not show. */
-const buildFormat = 2;
+const buildFormat = 3;
 
 /** The SEA settings; paths are added per build. */
 const seaSettings = {
@@ -132,7 +132,13 @@ export async function buildAgent(options: BuildAgentOptions = {}): Promise<strin
     await writeFile(bundlePath, bundle.code);
     await writeFile(
       configPath,
-      JSON.stringify({ main: bundlePath, output: blobPath, ...seaSettings }, null, 2),
+      // Relative to the build directory (the blob is made there): the blob records the main
+      // script's path as given, and the temporary directory's name would differ every build.
+      JSON.stringify(
+        { main: 'winfleet-agent.cjs', output: 'winfleet-agent.blob', ...seaSettings },
+        null,
+        2,
+      ),
     );
 
     started = performance.now();

@@ -125,8 +125,11 @@ export async function buildCli(options: BuildCliOptions = {}): Promise<BuiltCli>
     await writeFile(
       configPath,
       JSON.stringify({
-        main: bundlePath,
-        output: blobPath,
+        // Relative to the build directory (the blob runs from there): the blob records the
+        // main script's path as given, and a temporary directory's name would make every
+        // build different.
+        main: 'winfleet.cjs',
+        output: 'winfleet.blob',
         disableExperimentalSEAWarning: true,
         // The blob is made and run on Linux x64 with the same Node, so V8's startup snapshot
         // and code cache would load, but they tie the blob to one exact V8 build: left out, as
