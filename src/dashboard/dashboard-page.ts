@@ -114,7 +114,9 @@ dl.kv dt { color: var(--muted); } dl.kv dd { margin: 0; overflow-wrap: anywhere;
 /** Plain browser JavaScript (no template literals inside: this is a TypeScript template). */
 export const dashboardScript = `'use strict';
 (function () {
-  var state = { overview: null, detailKey: null, detailHostJson: null, detailTimer: null, es: null, retryMs: 1000 };
+  // detailRowJson: the open host's overview row (JSON) that the detail shows or is loading; a
+  // new overview refetches the detail only when that row differs (the detail's host is the row).
+  var state = { overview: null, detailKey: null, detailRowJson: null, detailTimer: null, es: null, retryMs: 1000 };
 
   // Builds an element; strings become text nodes, never HTML.
   function el(tag, attrs, children) {
@@ -217,10 +219,14 @@ export const dashboardScript = `'use strict';
     }, 4);
     fill('nodes', o.nodes, nodeRow, 8);
     if (state.detailKey) {
-      var h = o.hosts.find(function (x) { return x.key === state.detailKey; });
-      var json = JSON.stringify(h || null);
-      if (json !== state.detailHostJson) scheduleDetail();
+      var json = rowJson(o, state.detailKey);
+      // undefined: the detail was asked for before any overview came; it answers for this row.
+      if (state.detailRowJson === undefined) state.detailRowJson = json;
+      else if (json !== state.detailRowJson) { state.detailRowJson = json; scheduleDetail(); }
     }
+  }
+  function rowJson(o, key) {
+    return JSON.stringify(o.hosts.find(function (x) { return x.key === key; }) || null);
   }
 
   // The detail view.
@@ -240,7 +246,7 @@ export const dashboardScript = `'use strict';
   }
   function renderDetail(d) {
     var h = d.host;
-    state.detailHostJson = JSON.stringify(h);
+    state.detailRowJson = JSON.stringify(h);
     document.getElementById('detail-title').textContent = h.namespace + '/' + h.name;
     var v = d.versions;
     var parts = [
@@ -293,13 +299,13 @@ export const dashboardScript = `'use strict';
       .then(function (res) {
         if (state.detailKey !== key) return;
         if (!res.ok) {
-          state.detailHostJson = null;
+          state.detailRowJson = null;
           document.getElementById('detail-body').replaceChildren(el('p', { class: 'error', text: res.body.error || 'cannot load the host' }));
           return;
         }
         renderDetail(res.body);
       })
-      .catch(function (e) { document.getElementById('detail-body').replaceChildren(el('p', { class: 'error', text: 'cannot reach the operator: ' + e })); });
+      .catch(function (e) { if (state.detailKey !== key) return; state.detailRowJson = null; document.getElementById('detail-body').replaceChildren(el('p', { class: 'error', text: 'cannot reach the operator: ' + e })); });
   }
   function scheduleDetail() {
     if (state.detailTimer) return;
@@ -310,7 +316,7 @@ export const dashboardScript = `'use strict';
     var m = /^#host\\/([^/]+)\\/([^/]+)$/.exec(location.hash);
     var key = m ? decodeURIComponent(m[1]) + '/' + decodeURIComponent(m[2]) : null;
     state.detailKey = key;
-    state.detailHostJson = null;
+    state.detailRowJson = key && state.overview ? rowJson(state.overview, key) : undefined;
     var aside = document.getElementById('detail');
     document.querySelectorAll('#hosts tbody tr').forEach(function (tr) { tr.classList.toggle('selected', tr.getAttribute('data-host') === key); });
     if (!key) { aside.hidden = true; return; }

@@ -232,7 +232,23 @@ async function drive(
     'same page',
   );
   assert.equal(navigations, navigationsBefore, 'no navigation: the page was not reloaded');
-  assert.match(await rowText(page, key(second)), /container runtime is down|Node NotReady/);
+  // The kubelet's own words (sim/hosts/kubelet-standin.ts posts Ready False with the message
+  // "container runtime is down"), as the row renders the Node's Ready message.
+  const kubeletSays = 'Node: container runtime is down';
+  const notReadyRow = await page
+    .waitForFunction(
+      ([k, text]) =>
+        [...document.querySelectorAll('#hosts tbody tr')]
+          .find((tr) => tr.getAttribute('data-host') === k)
+          ?.textContent?.includes(text) ?? false,
+      [key(second), kubeletSays] as const,
+      { timeout: 10_000 },
+    )
+    .then(
+      () => rowText(page, key(second)),
+      async () => rowText(page, key(second)),
+    );
+  assert.ok(notReadyRow.includes(kubeletSays), `the row shows "${kubeletSays}": ${notReadyRow}`);
   assert.match(await rowText(page, key(first)), /Node Ready/);
   const overviewShot = await shot(page, '3-not-ready');
   if (process.env.WINFLEET_UPDATE_DOCS_SCREENSHOT === '1') {

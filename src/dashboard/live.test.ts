@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { connect } from 'node:net';
 import { test } from 'node:test';
-import { OverviewBroadcaster, type StreamClient } from './live.ts';
+import { OverviewBroadcaster, type StreamClient, serveStream } from './live.ts';
 
 /** Timers run by hand: `fire()` runs what is due, in order. */
 function manualTimers() {
@@ -39,12 +41,16 @@ function manualTimers() {
 class FakeClient implements StreamClient {
   chunks: string[] = [];
   ended = false;
+  destroyed = false;
   writableLength = 0;
   write(chunk: string) {
     this.chunks.push(chunk);
   }
   end() {
     this.ended = true;
+  }
+  destroy() {
+    this.destroyed = true;
   }
   overviews(): { n: number }[] {
     return this.chunks
@@ -145,7 +151,8 @@ test('a client too slow to read is dropped; close() ends every stream and refuse
   set(5);
   b.changed();
   clock.fireTimeouts();
-  assert.equal(slow.ended, true);
+  assert.equal(slow.destroyed, true, 'destroyed: end() would wait for it to read, forever');
+  assert.equal(slow.ended, false);
   assert.equal(b.clientCount, 1);
   assert.equal(fine.overviews().at(-1)?.n, 5);
   b.close();
@@ -153,4 +160,49 @@ test('a client too slow to read is dropped; close() ends every stream and refuse
   assert.equal(b.clientCount, 0);
   assert.equal(b.add(new FakeClient()), false);
   assert.equal(clock.intervals(), 0);
+});
+
+async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+test('a real client that never reads is destroyed: its connection goes, not only its slot', async (t) => {
+  let n = 0;
+  const big = 'x'.repeat(1024 * 1024);
+  const b = new OverviewBroadcaster({
+    build: () => ({ generatedAt: '', n, big }),
+    coalesceMs: 0,
+    maxBufferedBytes: 256 * 1024,
+  });
+  const server = createServer((req, res) => serveStream(b, req, res));
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const address = server.address();
+  assert.ok(address && typeof address === 'object');
+  const socket = connect(address.port, '127.0.0.1');
+  t.after(() => {
+    socket.destroy();
+    b.close();
+    server.closeAllConnections();
+    server.close();
+  });
+  socket.write('GET /api/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+  socket.pause();
+  await until(() => b.clientCount === 1, 'the stream open');
+  // 1 MiB per overview until the kernel's buffers are full and the response's own queue grows
+  // past the limit (at most 200 MiB: loopback buffers are a few MiB).
+  for (let i = 0; i < 200 && b.clientCount > 0; i++) {
+    n++;
+    b.changed();
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  assert.equal(b.clientCount, 0, 'the slow client was dropped');
+  const connections = () =>
+    new Promise<number>((done, fail) =>
+      server.getConnections((error, count) => (error ? fail(error) : done(count))),
+    );
+  await until(async () => (await connections()) === 0, 'the connection closed by the server');
 });

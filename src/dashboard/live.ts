@@ -16,6 +16,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export interface StreamClient {
   write(chunk: string): unknown;
   end(): void;
+  /**
+   * Closes the connection at once, dropping what is queued: a client too slow to read is
+   * destroyed, not ended (end() waits for the queue to be sent, forever for a client that
+   * never reads, and the connection would hold its memory outside the maxClients count).
+   */
+  destroy(): unknown;
   /** Bytes queued and not yet sent: a client too slow to read is dropped. */
   readonly writableLength?: number;
 }
@@ -40,7 +46,7 @@ export interface BroadcasterOptions<T> {
   };
 }
 
-export const defaultMaxClients = 20;
+const defaultMaxClients = 20;
 
 const globalTimers = {
   setTimeout: (fn: () => void, ms: number) => {
@@ -58,7 +64,7 @@ const globalTimers = {
 };
 
 /** One SSE frame: `event: name` and the JSON on one data line (JSON has no raw newlines). */
-export function sseFrame(event: string, data: unknown): string {
+function sseFrame(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
@@ -149,7 +155,7 @@ export class OverviewBroadcaster<T extends { generatedAt?: string }> {
     for (const client of [...this.#clients]) {
       if ((client.writableLength ?? 0) > limit) {
         this.remove(client);
-        safely(() => client.end());
+        safely(() => client.destroy());
         continue;
       }
       safely(() => client.write(chunk));
@@ -177,7 +183,10 @@ function safely(fn: () => unknown): void {
   }
 }
 
-/** Serves one GET /api/stream: an event stream, or 503 when the client limit is reached. */
+/**
+ * Serves one GET /api/stream: an event stream, or 503 when the client limit is reached. A HEAD
+ * gets the stream's headers and an end: it takes no slot.
+ */
 export function serveStream<T extends { generatedAt?: string }>(
   broadcaster: OverviewBroadcaster<T>,
   req: IncomingMessage,
@@ -201,6 +210,10 @@ export function serveStream<T extends { generatedAt?: string }>(
     // Proxies must not buffer the stream.
     'x-accel-buffering': 'no',
   });
+  if (req.method === 'HEAD') {
+    res.end();
+    return;
+  }
   res.flushHeaders();
   req.socket.setNoDelay(true);
   req.socket.setKeepAlive(true);

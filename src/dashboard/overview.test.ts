@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../api/windows-host.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
-import { buildHostDetail, buildOverview, detailEventLimit } from './overview.ts';
+import { buildHostDetail, buildOverview, detailEventLimit, hostPools } from './overview.ts';
 
 const t0 = '2026-11-23T10:00:00Z';
 const hostile = '<script>alert(1)</script><img src=x onerror="alert(2)">';
@@ -346,7 +346,7 @@ test('a host detail has versions with the UBR, join steps, the Node conditions, 
       { type: 'Ready', status: 'True', reason: 'KubeletReady' },
     ]),
     events,
-    'cannot read Events in namespace default: boom',
+    { eventsError: 'cannot read Events in namespace default: boom' },
   );
   assert.equal(d.versions.ubr, '2582');
   assert.equal(d.versions.windowsBuild, '10.0.20348');
@@ -373,4 +373,33 @@ test('a host detail has versions with the UBR, join steps, the Node conditions, 
   assert.equal(d.events[0]?.source, 'winfleet-operator');
   assert.equal(d.eventsError, 'cannot read Events in namespace default: boom');
   assert.equal(d.lastError?.step, 'bootstrap');
+});
+
+test("a host's detail carries exactly its overview row, the pool from the selectors included", () => {
+  const labelled: WindowsHost = {
+    ...joined,
+    metadata: { ...joined.metadata, labels: { role: 'web' } },
+    spec: { ...joined.spec, pool: 'legacy' },
+  };
+  const pools: WindowsNodePool[] = ['web', 'all'].map((name) => ({
+    apiVersion: 'winfleet.io/v1alpha1',
+    kind: 'WindowsNodePool',
+    metadata: { name, namespace: 'winfleet-system' },
+    spec: {
+      selector:
+        name === 'web'
+          ? { matchLabels: { role: 'web' } }
+          : { matchExpressions: [{ key: 'role', operator: 'Exists' }] },
+    },
+  }));
+  const n = node('win-a', [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }]);
+  const sources = { hosts: [labelled, host('other')], nodes: [n], pools, runtimeClasses: [] };
+  const row = buildOverview(sources).hosts.find((h) => h.name === 'win-a');
+  assert.equal(row?.pool, 'all, web');
+  const d = buildHostDetail(labelled, n, [], {
+    pools: hostPools({ hosts: [labelled], pools }).get('winfleet-system/win-a'),
+  });
+  assert.deepEqual(d.host, row);
+  // The page compares the rows as JSON: the same text, not only the same values.
+  assert.equal(JSON.stringify(d.host), JSON.stringify(row));
 });

@@ -159,7 +159,7 @@ function hostCondition(c: Condition): ShownCondition {
  * A Node condition: Ready True is good; the kubelet's pressure conditions and winfleet's health
  * conditions are problems when True.
  */
-export function nodeCondition(c: k8s.V1NodeCondition): ShownCondition {
+function nodeCondition(c: k8s.V1NodeCondition): ShownCondition {
   const ready = c.type === 'Ready';
   const problem = ready ? c.status !== 'True' : c.status === 'True';
   return {
@@ -340,8 +340,13 @@ function poolRow(pool: WindowsNodePool): OverviewPool {
 const byName = <T extends { name: string; namespace?: string }>(a: T, b: T) =>
   (a.namespace ?? '').localeCompare(b.namespace ?? '') || a.name.localeCompare(b.name);
 
-/** Host key → the names of the pools that select it (the default pool left out). */
-function hostPools(sources: Pick<OverviewSources, 'hosts' | 'pools'>): Map<string, string[]> {
+/**
+ * Host key → the names of the pools that select it (the default pool left out). The overview
+ * and a host's detail both take a host's pools from here, so they show the same pool.
+ */
+export function hostPools(
+  sources: Pick<OverviewSources, 'hosts' | 'pools'>,
+): Map<string, string[]> {
   const result = new Map<string, string[]>();
   if (sources.pools.length === 0) return result;
   for (const [poolKey, members] of poolMembership(sources.pools, sources.hosts).pools) {
@@ -468,6 +473,18 @@ function eventTime(e: k8s.CoreV1Event): string | undefined {
   );
 }
 
+/**
+ * The `limit` newest of `events`, newest first (by the last time each was seen). The API server
+ * lists Events by name, not time, so whoever reads them sorts them here.
+ */
+export function newestEvents(events: readonly k8s.CoreV1Event[], limit: number): k8s.CoreV1Event[] {
+  return events
+    .map((e) => ({ e, at: eventTime(e) ?? '' }))
+    .sort((a, b) => b.at.localeCompare(a.at))
+    .slice(0, limit)
+    .map(({ e }) => e);
+}
+
 function shownEvent(e: k8s.CoreV1Event): ShownEvent {
   return {
     type: e.type ?? '',
@@ -497,12 +514,14 @@ function describeTarget(t: {
 /**
  * One host's detail: its overview row, versions, join steps, the Node's conditions, rollout,
  * remediation, Windows Update and the Events about the host and its Node, newest first.
+ * `pools` are the pools that select the host (hostPools): with them the detail's `host` is the
+ * overview's row for the host, field for field, so the page can tell when the row changed.
  */
 export function buildHostDetail(
   host: WindowsHost,
   node: k8s.V1Node | undefined,
   events: readonly k8s.CoreV1Event[],
-  eventsError?: string,
+  { eventsError, pools }: { eventsError?: string; pools?: readonly string[] } = {},
 ): HostDetail {
   const status = host.status ?? {};
   const info = node?.status?.nodeInfo;
@@ -511,12 +530,9 @@ export function buildHostDetail(
   const current = status.rollout?.current;
   const ladder = status.remediation?.current;
   const updates = status.windowsUpdates;
-  const shown = events
-    .map(shownEvent)
-    .sort((a, b) => (b.lastSeen ?? '').localeCompare(a.lastSeen ?? ''))
-    .slice(0, detailEventLimit);
+  const shown = newestEvents(events, detailEventLimit).map(shownEvent);
   return {
-    host: hostRow(host, node),
+    host: hostRow(host, node, pools),
     username: host.spec.username,
     addresses: status.addresses ?? [],
     hostKeyFingerprint: status.hostKeyFingerprint,

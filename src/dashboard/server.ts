@@ -16,7 +16,14 @@ import type { Informer } from '../controller/informer.ts';
 import { httpStatus } from '../kube/client.ts';
 import { dashboardCss, dashboardHtml, dashboardScript } from './dashboard-page.ts';
 import { OverviewBroadcaster, serveStream } from './live.ts';
-import { buildHostDetail, buildOverview, type Overview } from './overview.ts';
+import {
+  buildHostDetail,
+  buildOverview,
+  detailEventLimit,
+  hostPools,
+  newestEvents,
+  type Overview,
+} from './overview.ts';
 
 export interface DashboardCaches {
   hosts: Informer<WindowsHost>;
@@ -25,12 +32,23 @@ export interface DashboardCaches {
   runtimeClasses: Informer<k8s.V1RuntimeClass>;
 }
 
-/** Reads the Events about one object (tests pass a fake). */
+/**
+ * Reads the Events about one object: the newest (at most detailEventLimit), newest first
+ * (tests pass a fake).
+ */
 export type EventLister = (
   namespace: string,
   kind: string,
   name: string,
 ) => Promise<k8s.CoreV1Event[]>;
+
+/** One page of an Events list (CoreV1Api.listNamespacedEvent; tests pass a fake). */
+export type EventPageLister = (request: {
+  namespace: string;
+  fieldSelector: string;
+  limit: number;
+  _continue?: string;
+}) => Promise<k8s.CoreV1EventList>;
 
 export interface Dashboard {
   /** Handles the request when it is the dashboard's; false otherwise. */
@@ -51,34 +69,61 @@ const securityHeaders = {
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-const eventLimit = 100;
+/** Events asked for per page. */
+const eventPageSize = 250;
+/**
+ * The most Events read about one object. The API server lists them by name, not by time (the
+ * kubelet names its Events <object>.<hex UnixNano>, so oldest first; winfleet's are named by a
+ * hash): the newest can be on any page, so every page is read, up to this many, and sorted.
+ */
+export const eventReadLimit = 1000;
 const eventTimeoutMs = 5000;
 
-/** Lists Events through the API server, newest kept by the caller; bounded in count and time. */
-export function apiEventLister(kc: k8s.KubeConfig): EventLister {
-  const core = kc.makeApiClient(k8s.CoreV1Api);
+/**
+ * Lists the Events about one object page by page (`_continue`), up to eventReadLimit Events and
+ * `timeoutMs` in all, and keeps the newest detailEventLimit, newest first.
+ */
+export function pagedEventLister(
+  listPage: EventPageLister,
+  timeoutMs = eventTimeoutMs,
+): EventLister {
   return async (namespace, kind, name) => {
+    const fieldSelector = `involvedObject.kind=${kind},involvedObject.name=${name}`;
     let timer: NodeJS.Timeout | undefined;
+    let expired = false;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no answer from the API server in ${eventTimeoutMs / 1000} s`)),
-        eventTimeoutMs,
-      );
+      timer = setTimeout(() => {
+        expired = true;
+        reject(new Error(`no answer from the API server in ${timeoutMs / 1000} s`));
+      }, timeoutMs);
     });
-    try {
-      const list = await Promise.race([
-        core.listNamespacedEvent({
+    const readAll = async () => {
+      const items: k8s.CoreV1Event[] = [];
+      let token: string | undefined;
+      do {
+        const page = await listPage({
           namespace,
-          fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}`,
-          limit: eventLimit,
-        }),
-        timeout,
-      ]);
-      return list.items;
+          fieldSelector,
+          limit: Math.min(eventPageSize, eventReadLimit - items.length),
+          ...(token ? { _continue: token } : {}),
+        });
+        items.push(...page.items.slice(0, eventReadLimit - items.length));
+        token = page.metadata?._continue || undefined;
+      } while (token && items.length < eventReadLimit && !expired);
+      return items;
+    };
+    try {
+      return newestEvents(await Promise.race([readAll(), timeout]), detailEventLimit);
     } finally {
       clearTimeout(timer);
     }
   };
+}
+
+/** Lists Events through the API server (pagedEventLister). */
+export function apiEventLister(kc: k8s.KubeConfig): EventLister {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  return pagedEventLister((request) => core.listNamespacedEvent(request));
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string): true {
@@ -181,7 +226,11 @@ export function createDashboard(
         });
       const node = host.status?.nodeName ? caches.nodes.get(host.status.nodeName) : undefined;
       const { events, error } = await eventsFor(listEvents, host);
-      return sendJson(res, 200, buildHostDetail(host, node, events, error));
+      // The pools as the overview's row has them, so the detail's host is that row.
+      const pools = hostPools({ hosts: [host], pools: caches.pools.list() }).get(
+        `${namespace}/${name}`,
+      );
+      return sendJson(res, 200, buildHostDetail(host, node, events, { eventsError: error, pools }));
     }
     return sendJson(res, 404, {
       error: `no dashboard API at ${path}: give /api/hosts/<namespace>/<name>`,
