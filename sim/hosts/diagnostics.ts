@@ -12,6 +12,7 @@ import {
   diagnosticEventLogs,
   diagnosticFiles,
   diagnosticItems,
+  diagnosticKeepsTail,
   diagnosticServices,
   diagnosticTailLines,
   diagnosticTextLimit,
@@ -20,7 +21,11 @@ import { ipConfiguration } from './ip-configuration.ts';
 import type { SimMachine } from './machine.ts';
 import { type ScmServiceConfig, scmErrorText } from './service-control-manager.ts';
 
-/** The item's output, or a RangeError for an item the script's switch does not know. */
+/**
+ * The item's output. An item outside the catalog never gets here: remoteScript has no script
+ * for it (it throws before anything is sent), so classifyCommand calls such a command
+ * unsupported; the RangeError only guards against a caller that skips the catalog.
+ */
 export async function diagnosticOutput(
   machine: SimMachine,
   args: { item?: unknown; hours?: unknown },
@@ -32,7 +37,7 @@ export async function diagnosticOutput(
   let text = lines.join('\r\n');
   const length = text.length;
   const truncated = length > diagnosticTextLimit;
-  const keepTail = item in diagnosticEventLogs || item.startsWith('log-');
+  const keepTail = diagnosticKeepsTail(item);
   if (truncated)
     text = keepTail ? text.slice(length - diagnosticTextLimit) : text.slice(0, diagnosticTextLimit);
   return { item, length, truncated, text };

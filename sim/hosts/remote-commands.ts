@@ -242,19 +242,9 @@ async function runCatalogScript(
         io.stdout(powerShellJson({ ok: true }));
         return 0;
       case 'diagnostic':
-        try {
-          io.stdout(powerShellJson(await diagnosticOutput(machine, args as never)));
-        } catch (error) {
-          if (!(error instanceof RangeError)) throw error;
-          throw new PowerShellError(
-            'Unknown',
-            error.message,
-            script,
-            "    default { throw ('Unknown diagnostic item ' + $item) }",
-            `OperationStopped: (${error.message}:String) [], RuntimeException`,
-            error.message,
-          );
-        }
+        io.stdout(
+          powerShellJson(await diagnosticOutput(machine, args as RemoteScripts['diagnostic'])),
+        );
         return 0;
       case 'run-agent': {
         const agentArgs = (args as RemoteScripts['run-agent']).args;

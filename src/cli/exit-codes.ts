@@ -6,6 +6,9 @@
  * - 2: usage: an unknown command or flag, or a flag with a bad value (nothing was done);
  * - 3: the cluster could not be reached, or refused the request (authentication, RBAC).
  */
+import { CommanderError } from 'commander';
+import { httpStatus } from '../kube/client.ts';
+
 export const ExitCode = {
   ok: 0,
   problem: 1,
@@ -21,4 +24,66 @@ export class CliExit extends Error {
     super(message);
     this.code = code;
   }
+}
+
+/** Socket and DNS error codes that mean the API server could not be reached at all. */
+const unreachableCodes: readonly string[] = [
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+];
+
+/**
+ * Why `error` means the API server could not be reached, with the fix; undefined when it does
+ * not. Node's own requests carry the code on the error; fetch (which @kubernetes/client-node
+ * uses) throws "fetch failed" with the socket error, and its code, as the cause.
+ */
+export function unreachableReason(error: unknown, server?: string): string | undefined {
+  const outer = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined;
+  const cause = outer?.cause as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof outer?.code === 'string' ? outer.code : cause?.code;
+  if (typeof code !== 'string' || !unreachableCodes.includes(code)) return undefined;
+  const detail =
+    typeof cause?.message === 'string' && cause.code === code
+      ? cause.message
+      : String(outer?.message ?? code);
+  return `cannot reach the API server${server ? ` ${server}` : ''} (${detail}); check that the cluster is up and that the kubeconfig's server is right, or pick another cluster with --kubeconfig FILE or --context NAME`;
+}
+
+/** What an error means for the exit code, and how to say it. */
+export function exitFor(error: unknown): { code: ExitCode; message?: string } {
+  if (error instanceof CliExit) return { code: error.code, message: error.message };
+  if (error instanceof CommanderError) {
+    // Help and version end with code 0; commander has already printed its usage error.
+    return { code: error.exitCode === 0 ? ExitCode.ok : ExitCode.usage };
+  }
+  const status = httpStatus(error);
+  if (status !== undefined) {
+    const body = (error as { body?: unknown }).body;
+    let detail = '';
+    try {
+      detail = (JSON.parse(String(body)) as { message?: string }).message ?? '';
+    } catch {
+      detail = String(body ?? '');
+    }
+    const hint =
+      status === 401
+        ? ' (the kubeconfig credentials were refused)'
+        : status === 403
+          ? ' (RBAC: ask for the permission named above)'
+          : '';
+    return {
+      code: ExitCode.cluster,
+      message: `the API server answered ${status}: ${detail}${hint}`,
+    };
+  }
+  const unreachable = unreachableReason(error);
+  if (unreachable) return { code: ExitCode.cluster, message: unreachable };
+  return { code: ExitCode.problem, message: (error as Error)?.message ?? String(error) };
 }

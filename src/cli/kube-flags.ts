@@ -19,7 +19,8 @@ export interface KubeFlags {
   allNamespaces?: boolean;
 }
 
-function namespaceName(value: string): string {
+/** A namespace name (DNS-1123 label), as -n and --probe-namespace take it. */
+export function namespaceName(value: string): string {
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value))
     throw new InvalidArgumentError(
       `"${value}" is not a namespace name (lower-case letters, digits and '-', at most 63)`,

@@ -9,15 +9,15 @@
  *   winfleet diagnose [HOST…] -o bundle.tar.gz
  */
 import { basename } from 'node:path';
-import { Command, CommanderError } from 'commander';
-import { WinfleetError } from '../errors/catalog.ts';
-import { httpStatus } from '../kube/client.ts';
+import { Command } from 'commander';
 import { registerCheck } from './commands/check.ts';
 import { registerDiagnose } from './commands/diagnose.ts';
 import { registerHosts } from './commands/hosts.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerVersion } from './commands/version.ts';
-import { CliExit, ExitCode } from './exit-codes.ts';
+import { ExitCode, exitFor } from './exit-codes.ts';
+
+export { exitFor };
 
 /** "kubectl winfleet" when run as the kubectl plugin, else "winfleet". */
 export function programName(argv1: string | undefined = process.argv[1]): string {
@@ -36,46 +36,6 @@ export function buildProgram(name = programName()): Command {
   registerVersion(program);
   for (const command of program.commands) command.exitOverride();
   return program;
-}
-
-/** What an error means for the exit code, and how to say it. */
-export function exitFor(error: unknown): { code: ExitCode; message?: string } {
-  if (error instanceof CliExit) return { code: error.code, message: error.message };
-  if (error instanceof CommanderError) {
-    // Help and version end with code 0; commander has already printed its usage error.
-    return { code: error.exitCode === 0 ? ExitCode.ok : ExitCode.usage };
-  }
-  const status = httpStatus(error);
-  if (status !== undefined) {
-    const body = (error as { body?: unknown }).body;
-    let detail = '';
-    try {
-      detail = (JSON.parse(String(body)) as { message?: string }).message ?? '';
-    } catch {
-      detail = String(body ?? '');
-    }
-    const hint =
-      status === 401
-        ? ' (the kubeconfig credentials were refused)'
-        : status === 403
-          ? ' (RBAC: ask for the permission named above)'
-          : '';
-    return {
-      code: ExitCode.cluster,
-      message: `the API server answered ${status}: ${detail}${hint}`,
-    };
-  }
-  const code = (error as { code?: unknown }).code;
-  if (
-    typeof code === 'string' &&
-    ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH'].includes(code)
-  )
-    return {
-      code: ExitCode.cluster,
-      message: `cannot reach the API server: ${(error as Error).message}`,
-    };
-  if (error instanceof WinfleetError) return { code: ExitCode.problem, message: error.message };
-  return { code: ExitCode.problem, message: (error as Error)?.message ?? String(error) };
 }
 
 export async function runCli(argv: string[]): Promise<ExitCode> {

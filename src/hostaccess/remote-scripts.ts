@@ -183,6 +183,14 @@ export const diagnosticTailLines = 20_000;
 const quote = quotePowerShellString;
 const outString = '| Out-String -Stream -Width 4096';
 
+/** Whether a cut `diagnostic` item keeps its end (event logs, log files: the newest lines) rather than its start. */
+export function diagnosticKeepsTail(item: DiagnosticItem): boolean {
+  return (
+    Object.hasOwn(diagnosticEventLogs, item) ||
+    (Object.hasOwn(diagnosticFiles, item) && item.startsWith('log-'))
+  );
+}
+
 /**
  * The `diagnostic` script: only the command of the item asked for (a whole catalog of them
  * would not fit cmd.exe's 8191-character command line once encoded), then the cut and the
@@ -190,10 +198,9 @@ const outString = '| Out-String -Stream -Width 4096';
  */
 function diagnosticBody({ item }: RemoteScripts['diagnostic']): string[] {
   let command: string[];
-  let keepTail = false;
+  const keepTail = diagnosticKeepsTail(item);
   if (Object.hasOwn(diagnosticEventLogs, item)) {
     const log = diagnosticEventLogs[item as keyof typeof diagnosticEventLogs];
-    keepTail = true;
     command = [
       `$hours = [int]${argsVariable}.hours`,
       `$events = @(Get-WinEvent -FilterHashtable @{ LogName = ${quote(log)}; StartTime = (Get-Date).AddHours(-$hours) } -ErrorAction SilentlyContinue | Sort-Object -Property TimeCreated)`,
@@ -204,7 +211,6 @@ function diagnosticBody({ item }: RemoteScripts['diagnostic']): string[] {
     ];
   } else if (Object.hasOwn(diagnosticFiles, item)) {
     const paths = diagnosticFiles[item as keyof typeof diagnosticFiles] as readonly string[];
-    keepTail = item.startsWith('log-');
     command = [
       `$lines = foreach ($path in @(${paths.map(quote).join(', ')})) {`,
       "  '==> ' + $path + ' <=='",

@@ -231,6 +231,7 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
       assert.deepEqual(
         byHost[good.flag]!.checks.map((c) => c.name),
         [
+          'host-key',
           'windows-build',
           'patch-level',
           'containers-feature',
@@ -249,14 +250,31 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
         byHost[good.flag]!.checks.find((c) => c.name === 'clock-skew')!.message,
         /the API server's/,
       );
+      // Without --host-key the presented key is reported, not verified.
+      const hostKey = byHost[good.flag]!.checks.find((c) => c.name === 'host-key')!;
+      assert.equal(hostKey.status, 'warn');
+      assert.equal(
+        hostKey.message,
+        `${good.flag} presented ${good.host.hostKeyFingerprint}; not verified (no --host-key)`,
+      );
     },
   );
 
   await t.test(
     'hosts: a host that meets every requirement exits 0; the table says so',
     async () => {
-      const run = await winfleet(['check', ...kube, ...hostFlags(good)]);
+      const run = await winfleet([
+        'check',
+        ...kube,
+        ...hostFlags(good),
+        '--host-key',
+        good.host.hostKeyFingerprint,
+      ]);
       assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+      assert.match(
+        run.stdout,
+        /^ {2}PASS {2}host-key +\S+ presented SHA256:\S+, matching --host-key/m,
+      );
       assert.match(run.stdout, new RegExp(`^host ${good.flag.replace(/\./g, '\\.')}$`, 'm'));
       assert.match(run.stdout, /^ {2}PASS {2}cpu +4 logical processors/m);
       assert.match(run.stdout, /\d+ passed, \d+ warned, 0 failed\n$/);

@@ -16,8 +16,6 @@
  * - bootstrap-auto-approval: the operator's own start-up check (src/controllers/csr).
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { managedNodeLabel } from '../../api/node-annotations.ts';
 import {
@@ -37,8 +35,8 @@ import type { ClusterNetwork } from './host-checks.ts';
 import { kubeRequest, statusMessage } from './kube-request.ts';
 
 export interface ClusterCheckOptions {
-  /** A payload directory whose payload.json names the kubelet version (--payload). */
-  payloadDir?: string;
+  /** The kubelet version of the payload given with --payload (read and checked up front). */
+  payload?: { kubernetesVersion: string; source: string };
   /** Namespace the webhook probe pod is dry-run created in. */
   probeNamespace: string;
 }
@@ -446,24 +444,9 @@ const webhook: ClusterCheck = {
 /** The kubelet versions to hold against the skew policy, and where they came from. */
 async function kubeletVersions(
   kc: k8s.KubeConfig,
-  payloadDir: string | undefined,
+  payload: ClusterCheckOptions['payload'],
 ): Promise<{ versions: string[]; source: string }> {
-  if (payloadDir) {
-    const file = join(payloadDir, 'payload.json');
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (error) {
-      throw new Error(`--payload: cannot read ${file}: ${(error as Error).message}`);
-    }
-    let parsed: { kubernetesVersion?: unknown };
-    try {
-      parsed = JSON.parse(text) as { kubernetesVersion?: unknown };
-    } catch (error) {
-      throw new Error(`--payload: ${file} is not JSON: ${(error as Error).message}`);
-    }
-    return { versions: [String(parsed.kubernetesVersion)], source: `${file} kubernetesVersion` };
-  }
+  if (payload) return { versions: [payload.kubernetesVersion], source: payload.source };
   const nodes = (
     await kc.makeApiClient(k8s.CoreV1Api).listNode({ labelSelector: `${managedNodeLabel}=true` })
   ).items;
@@ -479,7 +462,7 @@ const payloadSkew: ClusterCheck = {
   async run(kc, state) {
     const api =
       state.apiServerVersion ?? (await kc.makeApiClient(k8s.VersionApi).getCode()).gitVersion;
-    const { versions, source } = await kubeletVersions(kc, state.options.payloadDir);
+    const { versions, source } = await kubeletVersions(kc, state.options.payload);
     if (versions.length === 0)
       return warn(
         'payload-kubelet-skew',

@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { patchRequirements } from '../../windows/patch-levels.ts';
 import type { CheckResult } from './check-report.ts';
-import { bypasses, type HostCheckInput, hostChecks, patchLevel } from './host-checks.ts';
+import {
+  bypasses,
+  type HostCheckInput,
+  hostChecks,
+  hostKeyCheck,
+  maskUserInfo,
+  patchLevel,
+} from './host-checks.ts';
 import type { HostBasics, PreflightFacts } from './preflight-facts.ts';
 
 const gib = 1024 ** 3;
@@ -247,6 +254,71 @@ test('proxy: reported; a proxy whose bypass does not name the API server warns',
   ).proxy!;
   assert.equal(winHttp.status, 'warn');
   assert.match(winHttp.message, /WinHTTP proxy proxy:3128/);
+});
+
+test('proxy: a proxy password is never printed (env URLs and the WinHTTP proxy list), nor in -o json', () => {
+  const password = 'S3cr;t,p@ss';
+  const check = byName(
+    hostChecks(
+      input(
+        {},
+        {
+          proxyEnvironment: {
+            HTTP_PROXY: `http://user:${password}@proxy:3128`,
+            HTTPS_PROXY: `user:${password}@proxy:3129`,
+            NO_PROXY: 'localhost',
+          },
+          winHttpProxy: {
+            proxyServer: `http=user:${password}@proxy:3128;https=https://u2:${password}@proxy2:443`,
+            bypassList: '<local>',
+          },
+        },
+      ),
+    ),
+  ).proxy!;
+  const printed = JSON.stringify(check);
+  for (const piece of [password, 'S3cr', 't,p', 'ss@proxy'])
+    assert.ok(!printed.includes(piece), `${piece} printed: ${printed}`);
+  assert.match(
+    check.message,
+    /HTTP_PROXY=http:\/\/\*\*\*@proxy:3128; HTTPS_PROXY=\*\*\*@proxy:3129/,
+  );
+  assert.match(
+    check.message,
+    /WinHTTP proxy http=\*\*\*@proxy:3128;https=https:\/\/\*\*\*@proxy2:443 \(bypass <local>\)/,
+  );
+  // Settings without user info are printed as they are.
+  assert.equal(maskUserInfo('http://proxy:3128'), 'http://proxy:3128');
+  assert.equal(maskUserInfo('localhost,10.0.0.1,.corp'), 'localhost,10.0.0.1,.corp');
+  assert.equal(maskUserInfo('http=p:80;https=p:443'), 'http=p:80;https=p:443');
+});
+
+test('host-key: the presented key is reported; verified only against --host-key or the pinned key', () => {
+  const fp = `SHA256:${'A'.repeat(43)}`;
+  const bare = hostKeyCheck('10.0.0.5:22', fp, undefined, false);
+  assert.equal(bare.status, 'warn');
+  assert.equal(bare.message, `10.0.0.5:22 presented ${fp}; not verified (no --host-key)`);
+  assert.match(
+    bare.fix!,
+    /ssh-keygen -lf C:\\ProgramData\\ssh\\ssh_host_ed25519_key\.pub, then pass it with --host-key/,
+  );
+  const given = hostKeyCheck('10.0.0.5:22', fp, { fingerprint: fp, source: '--host-key' }, false);
+  assert.equal(given.status, 'pass');
+  assert.match(given.message, /presented SHA256:A{43}, matching --host-key/);
+  const unpinned = hostKeyCheck('10.0.0.5:22', fp, undefined, true);
+  assert.equal(unpinned.status, 'warn');
+  assert.match(unpinned.message, /no pinned key yet/);
+  const pinned = hostKeyCheck(
+    '10.0.0.5:22',
+    fp,
+    { fingerprint: fp, source: 'the key the operator pinned in status.hostKeyFingerprint' },
+    true,
+  );
+  assert.equal(pinned.status, 'pass');
+  assert.match(
+    pinned.message,
+    /, matching the key the operator pinned in status\.hostKeyFingerprint \(checked on connecting\)$/,
+  );
 });
 
 test('bypass lists match exact names, suffixes and *', () => {

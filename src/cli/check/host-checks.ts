@@ -336,15 +336,64 @@ export function bypasses(list: string, host: string): boolean {
     });
 }
 
+/** A list entry starts at the beginning, or after a separator where `scheme=` or `scheme://` follows. */
+const proxyEntrySeparator = /([\s;,]+)(?=[A-Za-z][A-Za-z0-9+.-]*(?:=|:\/\/))/;
+/** An entry's optional `scheme=` (WinHTTP's per-protocol form) and `scheme://`, then user info up to its last @. */
+const proxyUserInfo = /^((?:[A-Za-z][A-Za-z0-9+.-]*=)?(?:[A-Za-z][A-Za-z0-9+.-]*:\/\/)?)[\s\S]*@/;
+
+/**
+ * A proxy setting (an HTTP_PROXY URL, a WinHTTP proxy list such as
+ * "http=user:pass@proxy:3128;https=proxy:3129") with the user info of every entry replaced by
+ * "***": a proxy password is never printed. An entry runs to the next one that starts with a
+ * scheme, so a password holding ';', ',' or '@' is masked whole; an entry without a scheme is
+ * masked up to its last '@' (more than the user info at worst, never less).
+ */
+export function maskUserInfo(value: string): string {
+  return value
+    .split(proxyEntrySeparator)
+    .map((part, index) => (index % 2 === 1 ? part : part.replace(proxyUserInfo, '$1***@')))
+    .join('');
+}
+
+/**
+ * The host key the host presented, against the key the connection insisted on (a mismatch has
+ * already failed the connection, so reaching here with a pin means it matched).
+ */
+export function hostKeyCheck(
+  address: string,
+  presented: string,
+  pin: { fingerprint: string; source: string } | undefined,
+  windowsHost: boolean,
+): CheckResult {
+  const compare =
+    "Compare it with the host's own key on its console: ssh-keygen -lf C:\\ProgramData\\ssh\\ssh_host_ed25519_key.pub";
+  if (pin)
+    return pass(
+      'host-key',
+      `${address} presented ${presented}, matching ${pin.source} (checked on connecting)`,
+    );
+  if (windowsHost)
+    return warn(
+      'host-key',
+      `${address} presented ${presented}; not verified: the WindowsHost has no pinned key yet (the operator pins the first key it sees)`,
+      `${compare}; if they differ, something else answers at that address: delete the WindowsHost before the operator joins it`,
+    );
+  return warn(
+    'host-key',
+    `${address} presented ${presented}; not verified (no --host-key)`,
+    `${compare}, then pass it with --host-key`,
+  );
+}
+
 function proxy(input: HostCheckInput): CheckResult {
   const { winHttpProxy, proxyEnvironment: env } = input.facts;
   const seen: string[] = [];
   if (winHttpProxy.proxyServer)
     seen.push(
-      `WinHTTP proxy ${winHttpProxy.proxyServer} (bypass ${winHttpProxy.bypassList ?? 'none'})`,
+      `WinHTTP proxy ${maskUserInfo(winHttpProxy.proxyServer)} (bypass ${maskUserInfo(winHttpProxy.bypassList ?? 'none')})`,
     );
   for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY'] as const)
-    if (env[name]) seen.push(`${name}=${env[name]}`);
+    if (env[name]) seen.push(`${name}=${maskUserInfo(env[name])}`);
   if (seen.length === 0)
     return pass(
       'proxy',

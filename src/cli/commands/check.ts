@@ -8,8 +8,10 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { Listr } from 'listr2';
+import { ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
+import { loadPayload } from '../../payload/payload.ts';
 import {
   type CheckReport,
   type CheckResult,
@@ -25,10 +27,15 @@ import {
   clusterChecks,
   runClusterCheck,
 } from '../check/cluster-checks.ts';
-import { type ClockReading, type ClusterNetwork, hostChecks } from '../check/host-checks.ts';
+import {
+  type ClockReading,
+  type ClusterNetwork,
+  hostChecks,
+  hostKeyCheck,
+} from '../check/host-checks.ts';
 import { kubeRequest } from '../check/kube-request.ts';
 import { readHostBasics, readPreflightFacts } from '../check/preflight-facts.ts';
-import { CliExit, ExitCode } from '../exit-codes.ts';
+import { CliExit, ExitCode, unreachableReason } from '../exit-codes.ts';
 import {
   addressTargets,
   type HostFlags,
@@ -36,7 +43,13 @@ import {
   windowsHostTargets,
   withHostFlags,
 } from '../host-targets.ts';
-import { type KubeFlags, kubeConfigFrom, namespaceFrom, withKubeFlags } from '../kube-flags.ts';
+import {
+  type KubeFlags,
+  kubeConfigFrom,
+  namespaceFrom,
+  namespaceName,
+  withKubeFlags,
+} from '../kube-flags.ts';
 import { formatData, outputOption } from '../output.ts';
 
 interface CheckFlags extends KubeFlags, HostFlags {
@@ -74,6 +87,7 @@ export function registerCheck(program: Command): void {
     .option(
       '--probe-namespace <name>',
       'namespace the webhook probe pod is dry-run created in (nothing is stored)',
+      namespaceName,
       'default',
     );
   withKubeFlags(command);
@@ -122,23 +136,11 @@ async function runSteps(
   );
 }
 
-const unreachableCodes = [
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'ETIMEDOUT',
-  'ECONNRESET',
-  'EHOSTUNREACH',
-  'EAI_AGAIN',
-];
-
-function unreachable(error: unknown): string | undefined {
-  const status = httpStatus(error);
-  if (status === 401) return 'the API server refused the kubeconfig credentials (401)';
-  const code =
-    (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
-  if (typeof code === 'string' && unreachableCodes.includes(code))
-    return `cannot reach the API server (${code}: ${(error as Error).message})`;
-  return undefined;
+/** Why the cluster could not be asked anything (unreachable, or the credentials refused). */
+function unreachable(error: unknown, server: string): string | undefined {
+  if (httpStatus(error) === 401)
+    return `the API server ${server} refused the kubeconfig credentials (401); pass --kubeconfig or --context with credentials for this cluster`;
+  return unreachableReason(error, server);
 }
 
 /** The API server's clock against this machine's, from its Date header. */
@@ -169,7 +171,30 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
       ExitCode.usage,
       '--skip-cluster needs --host ADDRESS (without the cluster there are no WindowsHosts to find)',
     );
-  const addressed = flags.skipHosts ? [] : await addressTargets(flags);
+  if (flags.skipHosts && (flags.host?.length || flags.sshKey || flags.hostKey || flags.sshUser))
+    throw new CliExit(
+      ExitCode.usage,
+      '--skip-hosts: the --host, --ssh-key, --ssh-user and --host-key flags would not be used; drop them or --skip-hosts',
+    );
+  if (flags.skipCluster && flags.payload)
+    throw new CliExit(
+      ExitCode.usage,
+      "--payload: the payload's kubelet is checked against the cluster, which --skip-cluster skips; drop one",
+    );
+  // Every flag is checked before the first API call or SSH connection.
+  let payload: ClusterCheckOptions['payload'];
+  if (flags.payload) {
+    try {
+      const loaded = await loadPayload(flags.payload, '--payload');
+      payload = {
+        kubernetesVersion: loaded.kubernetesVersion,
+        source: `--payload ${flags.payload} kubernetesVersion`,
+      };
+    } catch (error) {
+      throw new CliExit(ExitCode.usage, `--payload ${flags.payload}: ${(error as Error).message}`);
+    }
+  }
+  const { targets: addressed } = await addressTargets(flags);
   if (flags.skipCluster)
     notes.push(
       "--skip-cluster: no cluster-side checks; the hosts' clocks are compared to this machine's and their patch levels judged without the cluster's CNI",
@@ -189,7 +214,7 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
     const state: ClusterState = {
       options: {
         probeNamespace: flags.probeNamespace,
-        ...(flags.payload ? { payloadDir: flags.payload } : {}),
+        ...(payload ? { payload } : {}),
       } satisfies ClusterCheckOptions,
     };
     // The first request proves the cluster answers; nothing else is asked if it does not.
@@ -204,13 +229,13 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
         ),
       ]);
     } catch (error) {
-      const why = unreachable(error);
+      const why = unreachable(error, server);
       if (!why) throw error;
       clusterUnreachable = true;
       kc = undefined;
       network = { overlay: undefined, seen: 'the cluster could not be reached to read its CNI' };
       notes.push(
-        `${why} at ${server}: the cluster-side checks did not run${addressed.length > 0 ? '; the --host checks ran, their clocks compared to this machine' : ''}`,
+        `${why}. The cluster-side checks did not run${addressed.length > 0 ? '; the --host checks ran, their clocks compared to this machine' : ''}`,
       );
     }
     if (kc) {
@@ -333,6 +358,12 @@ async function checkHost(target: HostTarget, ctx: HostContext): Promise<HostRepo
       ),
     ]);
   }
+  const hostKey = hostKeyCheck(
+    target.address,
+    remote.session.fingerprint,
+    target.pin,
+    target.windowsHost !== undefined,
+  );
   try {
     const basics = readHostBasics(await remote.script('host-facts', {}));
     const before = Date.now();
@@ -340,8 +371,9 @@ async function checkHost(target: HostTarget, ctx: HostContext): Promise<HostRepo
     const after = Date.now();
     const facts = readPreflightFacts(raw);
     const hostOffset = Date.parse(facts.utcNow) - (before + after) / 2;
-    return report(
-      hostChecks({
+    return report([
+      hostKey,
+      ...hostChecks({
         basics,
         facts,
         domainJoin: ctx.domainJoin,
@@ -354,12 +386,13 @@ async function checkHost(target: HostTarget, ctx: HostContext): Promise<HostRepo
         network: ctx.network,
         joined:
           target.windowsHost?.status?.conditions?.some(
-            (c) => c.type === 'NodeRegistered' && c.status === 'True',
+            (c) => c.type === ConditionType.NodeRegistered && c.status === 'True',
           ) ?? false,
       }),
-    );
+    ]);
   } catch (error) {
     return report([
+      hostKey,
       fail(
         'host-facts',
         `Cannot read the host's facts: ${(error as Error).message}`,

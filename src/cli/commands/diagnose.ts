@@ -7,8 +7,8 @@
  * --host ADDRESS reaches a host by address, also when the cluster cannot be reached.
  * Exit code 1 when anything could not be collected (the bundle is still written).
  */
-import { createWriteStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { constants, createWriteStream } from 'node:fs';
+import { access } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError, Option } from 'commander';
@@ -16,6 +16,7 @@ import { Listr } from 'listr2';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { apiGroup } from '../../api/windows-host.ts';
 import { diagnosticTextLimit } from '../../hostaccess/remote-scripts.ts';
+import { hostKeyCheck } from '../check/host-checks.ts';
 import { type BundleFile, bundleRoot, writeBundle } from '../diagnose/bundle.ts';
 import { type CollectedItem, collectCluster } from '../diagnose/cluster.ts';
 import { collectHost, type HostCollection } from '../diagnose/hosts.ts';
@@ -136,6 +137,11 @@ function progress(stream: NodeJS.WriteStream): Progress {
   };
 }
 
+/** The first line of a cut item's file: which end was kept (set where the cut was made). */
+export function truncationNote(item: CollectedItem): string {
+  return `[truncated: only the ${item.keepTail ? 'last' : 'first'} ${diagnosticTextLimit} characters were kept]\n`;
+}
+
 async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode> {
   const started = new Date();
   const root = bundleRoot(started);
@@ -146,7 +152,7 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
   const hours = Math.max(1, Math.ceil(flags.since / 3_600_000));
   if (flags.operatorLog) {
     try {
-      await readFile(flags.operatorLog);
+      await access(flags.operatorLog, constants.R_OK);
     } catch (error) {
       throw new CliExit(
         ExitCode.usage,
@@ -154,10 +160,10 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
       );
     }
   }
-  // --host targets need the key now (a usage error otherwise).
-  const byAddress = await addressTargets(flags);
+  // --host targets need the key now (a usage error otherwise); the key itself is scrubbed.
+  const { targets: byAddress, privateKey } = await addressTargets(flags);
   const secrets: string[] = [];
-  if (flags.sshKey) secrets.push((await readFile(flags.sshKey, 'utf8')).trim());
+  if (privateKey) secrets.push(privateKey.trim());
 
   const clusterSection: IndexSection = { title: 'Cluster', items: [] };
   const clusterItems: CollectedItem[] = [];
@@ -233,10 +239,21 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
       const collected: HostCollection = await collectHost(target, hours, (item) => tell(item));
       const section: IndexSection = { title: `Host ${target.name} (${target.address})`, items: [] };
       if (collected.failure) section.failure = collected.failure;
+      const hostKey = collected.presentedKey
+        ? `Host key: ${
+            hostKeyCheck(
+              target.address,
+              collected.presentedKey,
+              target.pin,
+              target.windowsHost !== undefined,
+            ).message
+          }`
+        : undefined;
+      if (hostKey) section.facts = [hostKey];
       hostSections.push({ section, items: collected.items });
       if (collected.failure) return `not collected: ${collected.failure}`;
       const failed = collected.items.filter((i) => i.error).length;
-      return `${collected.items.length - failed} items${failed ? `, ${failed} failed` : ''}`;
+      return `${collected.items.length - failed} items${failed ? `, ${failed} failed` : ''}${hostKey ? `; ${hostKey}` : ''}`;
     });
   }
   await hostSteps.run();
@@ -259,11 +276,7 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
       const cleaned = scrub(item.text, { literals: secrets });
       redactions += cleaned.redactions;
       const text = cleaned.text.length > 0 ? cleaned.text : '(the command printed nothing)\n';
-      const content = Buffer.from(
-        item.truncated
-          ? `[truncated: only the ${item.path.includes('log') || item.path.includes('events') ? 'last' : 'first'} ${diagnosticTextLimit} characters were kept]\n${text}`
-          : text,
-      );
+      const content = Buffer.from(item.truncated ? `${truncationNote(item)}${text}` : text);
       files.push({ path: item.path, content });
       section.items.push({
         path: item.path,

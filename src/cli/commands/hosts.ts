@@ -23,7 +23,7 @@ import {
 } from '../../api/windows-host.ts';
 import { httpStatus, isAlreadyExists, isNotFound } from '../../kube/client.ts';
 import { parseDuration } from '../../rollout/duration.ts';
-import { CliExit, ExitCode } from '../exit-codes.ts';
+import { CliExit, ExitCode, exitFor } from '../exit-codes.ts';
 import { listHosts, listPools } from '../fleet/fleet-source.ts';
 import { stateTone } from '../fleet/fleet-status.ts';
 import { fingerprintProblem, hostKeyState } from '../fleet/host-key.ts';
@@ -393,48 +393,11 @@ async function removeCommand(names: string[], flags: RemoveOptions): Promise<voi
         );
     }
   }
-  if (flags.wait && deleted.length) {
-    const deadline = Date.now() + flags.timeout;
-    const stuck = new Map<string, string>();
-    const tasks = new Listr(
-      deleted.map((name) => ({
-        title: `${name}: removing`,
-        task: async (_: unknown, task: { title: string; output: string }) => {
-          let said = '';
-          for (;;) {
-            const host = await readHost(kc, namespace, name);
-            if (!host) {
-              task.title = `${name}: removed`;
-              return;
-            }
-            const progress = removalProgress(host);
-            if (progress !== said) {
-              said = progress;
-              task.title = `${name}: ${progress}`;
-            }
-            if (Date.now() >= deadline) {
-              stuck.set(name, progress);
-              throw new Error(`${name}: still there after --timeout: ${progress}`);
-            }
-            await sleep(Math.min(1000, Math.max(50, deadline - Date.now())));
-          }
-        },
-      })),
-      {
-        concurrent: true,
-        exitOnError: false,
-        renderer: process.stdout.isTTY ? 'default' : 'simple',
-        fallbackRenderer: 'simple',
-        collectErrors: false,
-      },
-    );
-    await tasks.run();
-    if (stuck.size)
-      throw new CliExit(
-        ExitCode.problem,
-        `${[...stuck].map(([n, p]) => `${n} is not removed yet: ${p}`).join('; ')}. The host's Ready condition above says what blocks it (kubectl describe windowshost NAME -n ${namespace}); wait longer with --timeout`,
-      );
-  }
+  if (flags.wait && deleted.length)
+    await waitForRemoval(deleted, (name) => readHost(kc, namespace, name), {
+      deadline: Date.now() + flags.timeout,
+      namespace,
+    });
   if (missing.length && !flags.ignoreNotFound)
     throw new CliExit(
       ExitCode.problem,
@@ -443,6 +406,73 @@ async function removeCommand(names: string[], flags: RemoveOptions): Promise<voi
 }
 
 const defaultRemoveTimeoutMs = 10 * 60_000;
+
+/**
+ * `hosts remove --wait`: follows each host (with progress) until it is gone. Ends with exit 1
+ * when one is still there at the deadline, and when one cannot be read any more (exit 3 when
+ * that is because the cluster cannot be reached or refused): waiting is the point of --wait,
+ * so not knowing is not success.
+ */
+export async function waitForRemoval(
+  names: string[],
+  read: (name: string) => Promise<WindowsHost | undefined>,
+  options: { deadline: number; namespace: string; quiet?: boolean },
+): Promise<void> {
+  const { deadline, namespace } = options;
+  const stuck = new Map<string, string>();
+  const lost = new Map<string, unknown>();
+  const tasks = new Listr(
+    names.map((name) => ({
+      title: `${name}: removing`,
+      task: async (_: unknown, task: { title: string; output: string }) => {
+        let said = '';
+        for (;;) {
+          let host: WindowsHost | undefined;
+          try {
+            host = await read(name);
+          } catch (error) {
+            lost.set(name, error);
+            throw new Error(`${name}: cannot read it: ${exitFor(error).message}`);
+          }
+          if (!host) {
+            task.title = `${name}: removed`;
+            return;
+          }
+          const progress = removalProgress(host);
+          if (progress !== said) {
+            said = progress;
+            task.title = `${name}: ${progress}`;
+          }
+          if (Date.now() >= deadline) {
+            stuck.set(name, progress);
+            throw new Error(`${name}: still there after --timeout: ${progress}`);
+          }
+          await sleep(Math.min(1000, Math.max(50, deadline - Date.now())));
+        }
+      },
+    })),
+    {
+      concurrent: true,
+      exitOnError: false,
+      renderer: options.quiet ? 'silent' : process.stdout.isTTY ? 'default' : 'simple',
+      fallbackRenderer: 'simple',
+      collectErrors: false,
+    },
+  );
+  await tasks.run();
+  if (lost.size) {
+    const outcomes = [...lost].map(([name, error]) => ({ name, ...exitFor(error) }));
+    throw new CliExit(
+      outcomes.some((o) => o.code === ExitCode.cluster) ? ExitCode.cluster : ExitCode.problem,
+      `--wait: cannot follow the removal of ${outcomes.map((o) => `${o.name} (${o.message})`).join('; ')}. The deletion was made; the operator goes on removing the host: follow it with winfleet hosts list -n ${namespace}`,
+    );
+  }
+  if (stuck.size)
+    throw new CliExit(
+      ExitCode.problem,
+      `${[...stuck].map(([n, p]) => `${n} is not removed yet: ${p}`).join('; ')}. The host's Ready condition above says what blocks it (kubectl describe windowshost NAME -n ${namespace}); wait longer with --timeout`,
+    );
+}
 
 // ---------------------------------------------------------------------------------------------
 // hosts trust-key

@@ -3,7 +3,8 @@
  * (hosts Ready of all, Windows nodes by build, kubelet and services versions), the hosts with
  * their conditions and their Nodes' health, the pools (counts, rollout, remediation) and the
  * RuntimeClasses. -w keeps watching and prints again on every change until Ctrl-C or
- * --watch-timeout.
+ * --watch-timeout; off a terminal, -o json prints one JSON document per line (JSON Lines) and
+ * -o yaml a YAML stream (documents between plain --- lines), for programs to read.
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { parseDuration } from '../../rollout/duration.ts';
@@ -36,6 +37,24 @@ export function formatStatus(status: FleetStatus, format: OutputFormat): string 
   });
 }
 
+/**
+ * What -w prints for one change. On a terminal: the screen cleared, then the status. Off it:
+ * -o json one compact JSON document per line; -o yaml documents separated by a plain "---"
+ * (a YAML stream: anything after --- on that line would be read as the next document's
+ * content); a table after a "--- <time>" line.
+ */
+export function watchFrame(
+  status: FleetStatus,
+  format: OutputFormat,
+  tty: boolean,
+  first: boolean,
+): string {
+  if (tty) return `\u001b[H\u001b[2J${formatStatus(status, format)}`;
+  if (format === 'json') return `${JSON.stringify(status)}\n`;
+  const separator = first ? '' : format === 'yaml' ? '---\n' : `--- ${status.generatedAt}\n`;
+  return `${separator}${formatStatus(status, format)}`;
+}
+
 export function registerStatus(program: Command): void {
   const command = program
     .command('status')
@@ -44,7 +63,10 @@ export function registerStatus(program: Command): void {
     );
   withKubeFlags(command)
     .addOption(outputOption())
-    .option('-w, --watch', 'keep watching and print again on every change (Ctrl-C stops)')
+    .option(
+      '-w, --watch',
+      'keep watching and print again on every change (Ctrl-C stops); off a terminal -o json prints JSON Lines (one document per line) and -o yaml a stream of --- separated documents',
+    )
     .addOption(
       new Option(
         '--watch-timeout <duration>',
@@ -80,16 +102,12 @@ export function registerStatus(program: Command): void {
           kc,
           namespace,
           (objects) => {
-            const now = new Date();
-            const text = formatStatus(buildFleetStatus(objects, now), flags.output);
+            const status = buildFleetStatus(objects, new Date());
             // generatedAt differs every time; compare what a person would see.
-            const comparable = text.replace(/"?generatedAt"?: "?[^\n"]*"?,?\n/, '');
+            const comparable = formatStatus({ ...status, generatedAt: '' }, flags.output);
             if (comparable === last) return;
             last = comparable;
-            if (tty) process.stdout.write('\u001b[H\u001b[2J');
-            else if (printed > 0 && flags.output !== 'json')
-              process.stdout.write(`--- ${now.toISOString()}\n`);
-            process.stdout.write(text);
+            process.stdout.write(watchFrame(status, flags.output, tty, printed === 0));
             printed++;
           },
           {

@@ -1,4 +1,4 @@
-/** winfleet version: the CLI's own version, and the cluster's and operator's with --cluster. */
+/** winfleet version: the CLI's own version. */
 import type { Command } from 'commander';
 import { cliVersion } from '../version.ts';
 

@@ -5,10 +5,11 @@
  * its own, so one refused list does not lose the others; when the API server cannot be
  * reached at all, the whole part fails with that reason.
  */
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { apiGroup } from '../../api/windows-host.ts';
+import { unreachableReason } from '../exit-codes.ts';
 import { cliVersion } from '../version.ts';
 
 /** One gathered item (text before scrubbing), or why it could not be. */
@@ -18,7 +19,42 @@ export interface CollectedItem {
   text?: string;
   error?: string;
   truncated?: boolean;
+  /** When truncated: the end was kept (logs, events), not the start. */
+  keepTail?: boolean;
 }
+
+/** What an item's reader returns: the text, or the text already cut (and whether it was). */
+type ItemText = string | { text: string; truncated: boolean };
+
+/** The last `limit` bytes of a file, read without loading the rest (a log may be huge). */
+export async function readFileTail(
+  file: string,
+  limit: number,
+): Promise<{ text: string; truncated: boolean }> {
+  const handle = await open(file, 'r');
+  try {
+    const { size } = await handle.stat();
+    const length = Math.min(size, limit);
+    const buffer = Buffer.alloc(length);
+    let read = 0;
+    while (read < length) {
+      const { bytesRead } = await handle.read(buffer, read, length - read, size - length + read);
+      if (bytesRead === 0) break;
+      read += bytesRead;
+    }
+    // A cut may split a UTF-8 sequence: drop the partial character at the start.
+    let text = buffer.subarray(0, read).toString('utf8');
+    if (size > limit && text.startsWith('\uFFFD')) text = text.replace(/^\uFFFD+/, '');
+    return { text, truncated: size > limit };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Events per page when listing them (the API server's continue token pages the rest). */
+export const eventPageSize = 500;
+/** At most this many pages (500 000 events) are read, whatever the size limit. */
+const maxEventPages = 1000;
 
 export interface ClusterOptions {
   kc: k8s.KubeConfig;
@@ -85,12 +121,14 @@ export async function collectCluster(options: ClusterOptions): Promise<Collected
   const item = async (
     path: string,
     title: string,
-    get: () => Promise<string>,
+    get: () => Promise<ItemText>,
     keepTail = false,
   ): Promise<void> => {
     try {
-      const { text, truncated } = cut(await get(), limit, keepTail);
-      items.push({ path, title, text, truncated });
+      const got = await get();
+      const read = typeof got === 'string' ? { text: got, truncated: false } : got;
+      const { text, truncated } = cut(read.text, limit, keepTail);
+      items.push({ path, title, text, truncated: truncated || read.truncated, keepTail });
     } catch (error) {
       items.push({ path, title, error: message(error) });
     }
@@ -101,8 +139,9 @@ export async function collectCluster(options: ClusterOptions): Promise<Collected
   try {
     serverVersion = await kc.makeApiClient(k8s.VersionApi).getCode();
   } catch (error) {
+    const server = kc.getCurrentCluster()?.server ?? '';
     throw new Error(
-      `cannot reach the API server ${kc.getCurrentCluster()?.server ?? ''}: ${message(error)}`,
+      unreachableReason(error, server) ?? `cannot ask the API server ${server}: ${message(error)}`,
     );
   }
 
@@ -157,12 +196,29 @@ export async function collectCluster(options: ClusterOptions): Promise<Collected
     'cluster/events.yaml',
     `Events since ${since.toISOString()} (all namespaces)`,
     async () => {
-      const events = (await core.listEventForAllNamespaces()).items.filter((e) => {
-        const at =
-          e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? e.metadata?.creationTimestamp;
-        return at === undefined || new Date(at as unknown as string).getTime() >= since.getTime();
-      });
-      return objectsYaml(events);
+      // Paged, and no more pages once the kept events pass the size limit: a cluster's events
+      // can be many times what the bundle keeps.
+      const events: k8s.CoreV1Event[] = [];
+      let size = 0;
+      let next: string | undefined;
+      let pages = 0;
+      do {
+        const page = await core.listEventForAllNamespaces({
+          limit: eventPageSize,
+          ...(next ? { _continue: next } : {}),
+        });
+        const recent = page.items.filter((e) => {
+          const at =
+            e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? e.metadata?.creationTimestamp;
+          return at === undefined || new Date(at as unknown as string).getTime() >= since.getTime();
+        });
+        events.push(...recent);
+        if (recent.length > 0) size += objectsYaml(recent).length;
+        next = page.metadata?._continue || undefined;
+        pages++;
+      } while (next && size <= limit && pages < maxEventPages);
+      const text = objectsYaml(events);
+      return { text, truncated: next !== undefined || text.length > limit };
     },
     true,
   );
@@ -240,7 +296,7 @@ export async function collectCluster(options: ClusterOptions): Promise<Collected
     await item(
       'cluster/operator-logs/operator-log-file.log',
       `operator log (--operator-log ${file})`,
-      async () => readFile(file, 'utf8'),
+      () => readFileTail(file, limit),
       true,
     );
   }

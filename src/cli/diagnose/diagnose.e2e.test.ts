@@ -242,6 +242,12 @@ test('diagnose: a bundle with every item, no secret in it, an unreachable host n
     /<h2>Host winfleet-system\/gone \(127\.0\.0\.1:\d+\)<\/h2>\n<p class="failed">Not collected: <span class="note">cannot reach/,
   );
   assert.match(index, /<a href="cluster\/nodes\.yaml">/);
+  // Each host's presented SSH key, checked against the key the operator pinned.
+  for (const host of fleet.hosts) {
+    const line = `Host key: ${host.address}:${host.port} presented ${host.hostKeyFingerprint}, matching the key the operator pinned in status.hostKeyFingerprint (checked on connecting)`;
+    assert.ok(index.includes(`<p class="fact">${line}</p>`), `${host.name} key in index.html`);
+    assert.ok(run.stdout.includes(line), `${host.name} key on stdout`);
+  }
   const leaks = findLeaks(files, needles);
   assert.deepEqual(
     leaks.map((l) => `${l.secret} in ${l.log}: ${l.line.slice(0, 120)}`),
@@ -268,6 +274,12 @@ test('diagnose: a bundle with every item, no secret in it, an unreachable host n
     work,
   );
   assert.equal(hostOnly.code, 1, hostOnly.stderr);
+  assert.ok(
+    hostOnly.stderr.includes(
+      `Host key: ${host.address}:${host.port} presented ${host.hostKeyFingerprint}; not verified (no --host-key)`,
+    ),
+    hostOnly.stderr,
+  );
   assert.match(
     hostOnly.stderr,
     /not collected: Cluster: --kubeconfig: cannot read broken\.kubeconfig/,

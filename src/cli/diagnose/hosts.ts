@@ -6,6 +6,7 @@
 import {
   type DiagnosticItem,
   diagnosticItems,
+  diagnosticKeepsTail,
   readDiagnostic,
 } from '../../hostaccess/remote-scripts.ts';
 import type { HostTarget } from '../host-targets.ts';
@@ -43,6 +44,8 @@ export interface HostCollection {
   target: HostTarget;
   /** Why the host could not be reached at all. */
   failure?: string;
+  /** The SSH host key fingerprint the host presented. */
+  presentedKey?: string;
   items: CollectedItem[];
 }
 
@@ -63,6 +66,7 @@ export async function collectHost(
     };
   }
   const items: CollectedItem[] = [];
+  const presentedKey = remote.session.fingerprint;
   try {
     for (const item of diagnosticItems) {
       onItem(item);
@@ -74,6 +78,7 @@ export async function collectHost(
           title: diagnosticTitles[item],
           text: output.text.endsWith('\n') ? output.text : `${output.text}\r\n`,
           truncated: output.truncated,
+          keepTail: diagnosticKeepsTail(item),
         });
       } catch (error) {
         items.push({ path, title: diagnosticTitles[item], error: (error as Error).message });
@@ -82,5 +87,5 @@ export async function collectHost(
   } finally {
     remote.close();
   }
-  return { target, items };
+  return { target, presentedKey, items };
 }

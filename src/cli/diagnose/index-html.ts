@@ -20,6 +20,8 @@ export interface IndexSection {
   title: string;
   /** Set when the whole section could not be gathered (cluster unreachable, host down). */
   failure?: string;
+  /** Lines about the section as a whole (a host's presented SSH key). */
+  facts?: string[];
   items: IndexItem[];
 }
 
@@ -72,6 +74,7 @@ export function renderIndex(summary: IndexSummary): string {
     });
     return [
       `<h2>${escapeHtml(section.title)}</h2>`,
+      ...(section.facts ?? []).map((fact) => `<p class="fact">${escapeHtml(fact)}</p>`),
       section.failure
         ? `<p class="failed">Not collected: <span class="note">${escapeHtml(section.failure)}</span></p>`
         : '',

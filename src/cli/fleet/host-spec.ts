@@ -34,6 +34,15 @@ const patterns = {
   pool: schemaPattern(spec.pool, 'pool'),
   labelValue: schemaPattern(spec.labels?.additionalProperties as Schema, 'labels'),
 };
+/** Whether `value` is what spec.address accepts (an IPv4 address or DNS name), by the CRD's own pattern. */
+export function isHostAddress(value: string): boolean {
+  return (
+    value.length >= 1 &&
+    value.length <= (spec.address?.maxLength ?? 253) &&
+    patterns.address.test(value)
+  );
+}
+
 const labelKeyPattern =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
@@ -117,7 +126,7 @@ export function buildWindowsHost(
   checkHostName(name);
   const address = flags.address;
   if (!address) throw new FlagProblem('--address', 'required: the host’s IPv4 address or DNS name');
-  if (address.length > 253 || !patterns.address.test(address))
+  if (!isHostAddress(address))
     throw new FlagProblem(
       '--address',
       `"${printable(address)}" is not an IPv4 address or DNS name (e.g. 10.1.42.7 or win-01.example.com; no port here, use --port)`,
