@@ -7,6 +7,7 @@
  * - 3: the cluster could not be reached, or refused the request (authentication, RBAC).
  */
 import { CommanderError } from 'commander';
+import { type ErrorCode, errorCode, WinfleetError } from '../errors/catalog.ts';
 import { httpStatus } from '../kube/client.ts';
 
 export const ExitCode = {
@@ -17,13 +18,26 @@ export const ExitCode = {
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
-/** An error that ends the command with a given exit code and a message for people. */
-export class CliExit extends Error {
-  readonly code: ExitCode;
-  constructor(code: ExitCode, message: string) {
-    super(message);
-    this.code = code;
-  }
+/** The catalog code each exit code other than 0 is raised with. */
+const exitErrorCodes = {
+  [ExitCode.problem]: 'WF_COMMAND_FAILED',
+  [ExitCode.usage]: 'WF_FLAG_INVALID',
+  [ExitCode.cluster]: 'WF_CLUSTER_UNREACHABLE',
+} as const satisfies Record<Exclude<ExitCode, 0>, ErrorCode>;
+
+/** An error that ends the command with exit code `code` and a message for people. */
+export function cliExit(
+  code: Exclude<ExitCode, 0>,
+  message: string,
+): WinfleetError<{ exitCode: ExitCode }> {
+  return new WinfleetError(exitErrorCodes[code], message, { details: { exitCode: code } });
+}
+
+/** The exit code a cliExit error carries; undefined for any other error. */
+export function cliExitCode(error: unknown): ExitCode | undefined {
+  if (!(error instanceof WinfleetError)) return undefined;
+  const exitCode = (error.details as { exitCode?: unknown } | undefined)?.exitCode;
+  return typeof exitCode === 'number' ? (exitCode as ExitCode) : undefined;
 }
 
 /** Socket and DNS error codes that mean the API server could not be reached at all. */
@@ -58,7 +72,11 @@ export function unreachableReason(error: unknown, server?: string): string | und
 
 /** What an error means for the exit code, and how to say it. */
 export function exitFor(error: unknown): { code: ExitCode; message?: string } {
-  if (error instanceof CliExit) return { code: error.code, message: error.message };
+  const carried = cliExitCode(error);
+  if (carried !== undefined) return { code: carried, message: (error as Error).message };
+  // A bad flag found below the command line (a parser the operator shares) is still usage.
+  if (errorCode(error) === 'WF_FLAG_INVALID')
+    return { code: ExitCode.usage, message: (error as Error).message };
   if (error instanceof CommanderError) {
     // Help and version end with code 0; commander has already printed its usage error.
     return { code: error.exitCode === 0 ? ExitCode.ok : ExitCode.usage };

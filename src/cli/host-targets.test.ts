@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { InvalidArgumentError } from 'commander';
 import type { WindowsHost } from '../api/windows-host.ts';
-import { CliExit, ExitCode } from './exit-codes.ts';
+import { cliExitCode, ExitCode } from './exit-codes.ts';
 import { isHostAddress } from './fleet/host-spec.ts';
 import {
   addressTargets,
@@ -53,7 +53,7 @@ test('checkHostFlags: key, user and host key only with --host; one --host-key fo
     assert.throws(
       () => checkHostFlags(flags),
       (error: unknown) =>
-        error instanceof CliExit && error.code === ExitCode.usage && pattern.test(error.message),
+        cliExitCode(error) === ExitCode.usage && pattern.test((error as Error).message),
     );
   usage({ sshKey: 'id' }, /^--ssh-key: only with --host ADDRESS/);
   usage({ sshUser: 'me', hostKey: fp }, /^--ssh-user, --host-key: only with --host/);
@@ -87,9 +87,8 @@ test('addressTargets returns the key it read (read once), pins --host-key; Windo
     await assert.rejects(
       addressTargets({ host: ['10.0.0.5'], sshKey: join(dir, 'missing') }),
       (error: unknown) =>
-        error instanceof CliExit &&
-        error.code === ExitCode.usage &&
-        /^--ssh-key: cannot read .*missing/.test(error.message),
+        cliExitCode(error) === ExitCode.usage &&
+        /^--ssh-key: cannot read .*missing/.test((error as Error).message),
     );
   } finally {
     await rm(dir, { recursive: true, force: true });

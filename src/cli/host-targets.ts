@@ -12,7 +12,7 @@ import { defaultConfig } from '../config/winfleet-config.ts';
 import { openRemoteHost } from '../hostaccess/host-session.ts';
 import { RemoteHost } from '../hostaccess/remote-host.ts';
 import { SshSession } from '../hostaccess/ssh-session.ts';
-import { CliExit, ExitCode } from './exit-codes.ts';
+import { cliExit, ExitCode } from './exit-codes.ts';
 import { fingerprintPattern } from './fleet/host-key.ts';
 import { isHostAddress } from './fleet/host-spec.ts';
 
@@ -95,12 +95,12 @@ export function checkHostFlags(flags: HostFlags): void {
     flags.hostKey !== undefined ? '--host-key' : '',
   ].filter(Boolean);
   if (!flags.host?.length && given.length > 0)
-    throw new CliExit(
+    throw cliExit(
       ExitCode.usage,
       `${given.join(', ')}: only with --host ADDRESS (WindowsHosts are reached with their own key Secret, username and pinned host key); add --host or drop ${given.length > 1 ? 'them' : 'it'}`,
     );
   if (flags.hostKey !== undefined && (flags.host?.length ?? 0) > 1)
-    throw new CliExit(
+    throw cliExit(
       ExitCode.usage,
       `--host-key: one fingerprint for ${flags.host!.length} hosts (${flags.host!.join(', ')}); each host has its own key: run once per --host with its --host-key, or drop --host-key`,
     );
@@ -116,7 +116,7 @@ export async function addressTargets(
   checkHostFlags(flags);
   if (!flags.host?.length) return { targets: [] };
   if (!flags.sshKey)
-    throw new CliExit(
+    throw cliExit(
       ExitCode.usage,
       '--host needs --ssh-key <file>: the private key of an administrator account on the host',
     );
@@ -124,7 +124,7 @@ export async function addressTargets(
   try {
     privateKey = await readFile(flags.sshKey, 'utf8');
   } catch (error) {
-    throw new CliExit(
+    throw cliExit(
       ExitCode.usage,
       `--ssh-key: cannot read ${flags.sshKey}: ${(error as Error).message}; give the private key file`,
     );

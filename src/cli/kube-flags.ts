@@ -7,7 +7,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError } from 'commander';
-import { CliExit, ExitCode } from './exit-codes.ts';
+import { cliExit, ExitCode } from './exit-codes.ts';
 
 /** The namespace WindowsHosts and pools live in when nothing says otherwise. */
 export const defaultHostNamespace = 'winfleet-system';
@@ -56,21 +56,21 @@ export function kubeConfigFrom(flags: KubeFlags): k8s.KubeConfig {
       : process.env.KUBECONFIG
         ? `$KUBECONFIG: cannot read ${process.env.KUBECONFIG}`
         : 'cannot read ~/.kube/config';
-    throw new CliExit(
+    throw cliExit(
       ExitCode.usage,
       `${source}: ${(error as Error).message}; pass --kubeconfig <file> or fix the file`,
     );
   }
   if (flags.context) {
     if (!kc.getContextObject(flags.context))
-      throw new CliExit(
+      throw cliExit(
         ExitCode.usage,
         `--context: no context "${flags.context}" in the kubeconfig (it has: ${kc.contexts.map((c) => c.name).join(', ') || 'none'})`,
       );
     kc.setCurrentContext(flags.context);
   }
   if (!kc.getCurrentCluster())
-    throw new CliExit(
+    throw cliExit(
       ExitCode.usage,
       'no cluster to talk to: pass --kubeconfig, set KUBECONFIG, or select a context with --context',
     );
@@ -81,7 +81,7 @@ export function kubeConfigFrom(flags: KubeFlags): k8s.KubeConfig {
 export function namespaceFrom(flags: KubeFlags, kc: k8s.KubeConfig): string | undefined {
   if (flags.allNamespaces) {
     if (flags.namespace)
-      throw new CliExit(ExitCode.usage, '-n and -A cannot be used together; pick one');
+      throw cliExit(ExitCode.usage, '-n and -A cannot be used together; pick one');
     return undefined;
   }
   if (flags.namespace) return flags.namespace;

@@ -3,9 +3,11 @@
  * client library's impersonation sets a user but no group, and a node is a user in the group
  * system:nodes). Bounded by a timeout; the body is read up to 1 MiB.
  */
+
 import http from 'node:http';
 import https from 'node:https';
 import type * as k8s from '@kubernetes/client-node';
+import { WinfleetError } from '../../errors/catalog.ts';
 
 export interface KubeResponse {
   status: number;
@@ -22,7 +24,11 @@ export async function kubeRequest(
   options: { body?: unknown; headers?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<KubeResponse> {
   const server = kc.getCurrentCluster()?.server;
-  if (!server) throw new Error('the kubeconfig names no cluster server');
+  if (!server)
+    throw new WinfleetError(
+      'WF_KUBECONFIG_INVALID',
+      'the kubeconfig names no cluster server; pass --kubeconfig FILE or --context NAME',
+    );
   const url = new URL(path, server);
   const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
   const request: https.RequestOptions = {

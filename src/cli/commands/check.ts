@@ -35,7 +35,7 @@ import {
 } from '../check/host-checks.ts';
 import { kubeRequest } from '../check/kube-request.ts';
 import { readHostBasics, readPreflightFacts } from '../check/preflight-facts.ts';
-import { CliExit, ExitCode, unreachableReason } from '../exit-codes.ts';
+import { cliExit, ExitCode, unreachableReason } from '../exit-codes.ts';
 import {
   addressTargets,
   type HostFlags,
@@ -162,22 +162,22 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
   const fancy = flags.output === 'table' && process.stdout.isTTY === true;
   const notes: string[] = [];
   if (flags.skipCluster && flags.skipHosts)
-    throw new CliExit(
+    throw cliExit(
       ExitCode.usage,
       '--skip-cluster and --skip-hosts leave nothing to check; drop one',
     );
   if (flags.skipCluster && !flags.host?.length)
-    throw new CliExit(
+    throw cliExit(
       ExitCode.usage,
       '--skip-cluster needs --host ADDRESS (without the cluster there are no WindowsHosts to find)',
     );
   if (flags.skipHosts && (flags.host?.length || flags.sshKey || flags.hostKey || flags.sshUser))
-    throw new CliExit(
+    throw cliExit(
       ExitCode.usage,
       '--skip-hosts: the --host, --ssh-key, --ssh-user and --host-key flags would not be used; drop them or --skip-hosts',
     );
   if (flags.skipCluster && flags.payload)
-    throw new CliExit(
+    throw cliExit(
       ExitCode.usage,
       "--payload: the payload's kubelet is checked against the cluster, which --skip-cluster skips; drop one",
     );
@@ -191,7 +191,7 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
         source: `--payload ${flags.payload} kubernetesVersion`,
       };
     } catch (error) {
-      throw new CliExit(ExitCode.usage, `--payload ${flags.payload}: ${(error as Error).message}`);
+      throw cliExit(ExitCode.usage, `--payload ${flags.payload}: ${(error as Error).message}`);
     }
   }
   const { targets: addressed } = await addressTargets(flags);

@@ -22,7 +22,7 @@ import { type CollectedItem, collectCluster } from '../diagnose/cluster.ts';
 import { collectHost, type HostCollection } from '../diagnose/hosts.ts';
 import { formatBytes, type IndexSection, renderIndex } from '../diagnose/index-html.ts';
 import { scrub } from '../diagnose/scrub.ts';
-import { CliExit, ExitCode } from '../exit-codes.ts';
+import { cliExit, ExitCode } from '../exit-codes.ts';
 import {
   addressTargets,
   type HostFlags,
@@ -154,7 +154,7 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
     try {
       await access(flags.operatorLog, constants.R_OK);
     } catch (error) {
-      throw new CliExit(
+      throw cliExit(
         ExitCode.usage,
         `--operator-log: cannot read ${flags.operatorLog}: ${(error as Error).message}`,
       );
@@ -318,7 +318,7 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
   try {
     await writeBundle(out, root, files, started);
   } catch (error) {
-    throw new CliExit(
+    throw cliExit(
       ExitCode.problem,
       `-o ${output}: cannot write the bundle: ${(error as Error).message}`,
     );

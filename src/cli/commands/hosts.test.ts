@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import { CliExit, ExitCode } from '../exit-codes.ts';
+import { cliExitCode, ExitCode } from '../exit-codes.ts';
 import { waitForRemoval } from './hosts.ts';
 
 const deleting = {
@@ -27,13 +27,12 @@ test('hosts remove --wait: losing the cluster while waiting fails the command (e
       { deadline: Date.now() + 60_000, namespace: 'ns', quiet: true },
     ),
     (error: unknown) => {
-      assert.ok(error instanceof CliExit);
-      assert.equal(error.code, ExitCode.cluster);
+      assert.equal(cliExitCode(error), ExitCode.cluster);
       assert.match(
-        error.message,
+        (error as Error).message,
         /^--wait: cannot follow the removal of w1 \(cannot reach the API server \(connect ECONNREFUSED 127\.0\.0\.1:6443\)/,
       );
-      assert.match(error.message, /winfleet hosts list -n ns$/);
+      assert.match((error as Error).message, /winfleet hosts list -n ns$/);
       return true;
     },
   );
@@ -49,9 +48,8 @@ test('hosts remove --wait: any other read error fails it too (exit 1); hosts tha
       { deadline: Date.now() + 60_000, namespace: 'ns', quiet: true },
     ),
     (error: unknown) =>
-      error instanceof CliExit &&
-      error.code === ExitCode.problem &&
-      /w1 \(the reply was not JSON\)/.test(error.message),
+      cliExitCode(error) === ExitCode.problem &&
+      /w1 \(the reply was not JSON\)/.test((error as Error).message),
   );
   await waitForRemoval(['w1'], async () => undefined, {
     deadline: Date.now() + 60_000,
@@ -68,8 +66,7 @@ test('hosts remove --wait: a host still there at the deadline fails with what bl
       quiet: true,
     }),
     (error: unknown) =>
-      error instanceof CliExit &&
-      error.code === ExitCode.problem &&
-      /^w1 is not removed yet: deconfiguring/.test(error.message),
+      cliExitCode(error) === ExitCode.problem &&
+      /^w1 is not removed yet: deconfiguring/.test((error as Error).message),
   );
 });

@@ -21,9 +21,10 @@ import {
   type WindowsHost,
   windowsHostResource,
 } from '../../api/windows-host.ts';
+import { errorCode } from '../../errors/catalog.ts';
 import { httpStatus, isAlreadyExists, isNotFound } from '../../kube/client.ts';
 import { parseDuration } from '../../rollout/duration.ts';
-import { CliExit, ExitCode, exitFor } from '../exit-codes.ts';
+import { cliExit, cliExitCode, ExitCode, exitFor } from '../exit-codes.ts';
 import { listHosts, listPools } from '../fleet/fleet-source.ts';
 import { stateTone } from '../fleet/fleet-status.ts';
 import { fingerprintProblem, hostKeyState } from '../fleet/host-key.ts';
@@ -33,7 +34,6 @@ import {
   buildKeySecret,
   buildWindowsHost,
   checkHostName,
-  FlagProblem,
   redactedSecret,
   sameSpec,
   sshKeySecretKey,
@@ -46,14 +46,14 @@ const [group, version] = windowsHostResource.apiVersion.split('/') as [string, s
 const plural = windowsHostResource.plural;
 const resourceName = `windowshost.${group}`;
 
-const usage = (message: string) => new CliExit(ExitCode.usage, message);
+const usage = (message: string) => cliExit(ExitCode.usage, message);
 
 /** Flag checks as usage errors (exit 2). */
 function checked<T>(fn: () => T): T {
   try {
     return fn();
   } catch (error) {
-    if (error instanceof FlagProblem) throw usage(error.message);
+    if (errorCode(error) === 'WF_FLAG_INVALID') throw usage((error as Error).message);
     throw error;
   }
 }
@@ -114,7 +114,7 @@ async function readKeyFile(file: string): Promise<string> {
       throw usage(`--ssh-key-file: ${file} is not a regular file; give the private key file`);
     size = info.size;
   } catch (error) {
-    if (error instanceof CliExit) throw error;
+    if (cliExitCode(error) !== undefined) throw error;
     throw usage(
       `--ssh-key-file: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); give the path of the private key file`,
     );
@@ -152,7 +152,7 @@ async function ensureKeySecret(
       } catch (error) {
         if (isAlreadyExists(error)) continue; // created meanwhile: compare it
         if (isNotFound(error))
-          throw new CliExit(
+          throw cliExit(
             ExitCode.problem,
             `-n: namespace ${namespace} does not exist; install winfleet there or pass -n with the operator's namespace`,
           );
@@ -165,7 +165,7 @@ async function ensureKeySecret(
       Buffer.from(current, 'base64').toString('utf8').trim() === wanted.trim();
     if (same) return `secret/${name} unchanged`;
     if (!overwrite)
-      throw new CliExit(
+      throw cliExit(
         ExitCode.problem,
         `--ssh-key-file: Secret ${namespace}/${name} already exists with ${current === undefined ? `no "${sshKeySecretKey}" key` : 'a different key'}; pass --overwrite-secret to replace it (every WindowsHost naming it then uses the new key), or --ssh-key-secret OTHER-NAME to store this key under another name`,
       );
@@ -180,7 +180,7 @@ async function ensureKeySecret(
       throw error;
     }
   }
-  throw new CliExit(
+  throw cliExit(
     ExitCode.problem,
     `--ssh-key-file: Secret ${namespace}/${name} kept changing while it was written; try again`,
   );
@@ -193,13 +193,13 @@ async function checkExistingSecret(core: k8s.CoreV1Api, namespace: string, name:
     secret = await core.readNamespacedSecret({ name, namespace });
   } catch (error) {
     if (!isNotFound(error)) throw error;
-    throw new CliExit(
+    throw cliExit(
       ExitCode.problem,
       `--ssh-key-secret: Secret ${namespace}/${name} does not exist; pass --ssh-key-file KEY to create it, or create it: kubectl create secret generic ${name} -n ${namespace} --from-file=${sshKeySecretKey}=KEY`,
     );
   }
   if (!secret.data?.[sshKeySecretKey] && !secret.data?.['private-key.pem'])
-    throw new CliExit(
+    throw cliExit(
       ExitCode.problem,
       `--ssh-key-secret: Secret ${namespace}/${name} has no "${sshKeySecretKey}" key (keys: ${Object.keys(secret.data ?? {}).join(', ') || 'none'}); pass --ssh-key-file KEY --overwrite-secret to write it`,
     );
@@ -252,7 +252,7 @@ async function addHost(name: string, flags: AddOptions): Promise<void> {
   // The host is checked for a conflict before a Secret is written for it.
   const existing = await readHost(kc, namespace, name);
   if (existing && !sameSpec(existing.spec, host.spec))
-    throw new CliExit(
+    throw cliExit(
       ExitCode.problem,
       `NAME: WindowsHost ${namespace}/${name} already exists with a different ${specDifferences(existing.spec, host.spec).join(', ')}; remove it first (winfleet hosts remove ${name} --wait) or change it with kubectl edit windowshost ${name} -n ${namespace}`,
     );
@@ -279,17 +279,17 @@ async function addHost(name: string, flags: AddOptions): Promise<void> {
           result = raced;
           said.push(`${resourceName}/${name} unchanged (it already exists with this spec)`);
         } else
-          throw new CliExit(
+          throw cliExit(
             ExitCode.problem,
             `NAME: WindowsHost ${namespace}/${name} was created by someone else meanwhile with a different spec; look at it with winfleet hosts list`,
           );
       } else if (httpStatus(error) === 404)
-        throw new CliExit(
+        throw cliExit(
           ExitCode.problem,
           `the cluster has no WindowsHost API or no namespace ${namespace} (${apiMessage(error)}); install winfleet first, or pass -n with the operator's namespace`,
         );
       else if (httpStatus(error) === 422)
-        throw new CliExit(
+        throw cliExit(
           ExitCode.problem,
           `the API server refused the WindowsHost: ${apiMessage(error)}`,
         );
@@ -399,7 +399,7 @@ async function removeCommand(names: string[], flags: RemoveOptions): Promise<voi
       namespace,
     });
   if (missing.length && !flags.ignoreNotFound)
-    throw new CliExit(
+    throw cliExit(
       ExitCode.problem,
       `${missing.join(', ')} not found in namespace ${namespace} (winfleet hosts list -A shows every host; --ignore-not-found makes this not an error)`,
     );
@@ -432,7 +432,7 @@ export async function waitForRemoval(
             host = await read(name);
           } catch (error) {
             lost.set(name, error);
-            throw new Error(`${name}: cannot read it: ${exitFor(error).message}`);
+            throw cliExit(ExitCode.problem, `${name}: cannot read it: ${exitFor(error).message}`);
           }
           if (!host) {
             task.title = `${name}: removed`;
@@ -445,7 +445,7 @@ export async function waitForRemoval(
           }
           if (Date.now() >= deadline) {
             stuck.set(name, progress);
-            throw new Error(`${name}: still there after --timeout: ${progress}`);
+            throw cliExit(ExitCode.problem, `${name}: still there after --timeout: ${progress}`);
           }
           await sleep(Math.min(1000, Math.max(50, deadline - Date.now())));
         }
@@ -462,13 +462,13 @@ export async function waitForRemoval(
   await tasks.run();
   if (lost.size) {
     const outcomes = [...lost].map(([name, error]) => ({ name, ...exitFor(error) }));
-    throw new CliExit(
+    throw cliExit(
       outcomes.some((o) => o.code === ExitCode.cluster) ? ExitCode.cluster : ExitCode.problem,
       `--wait: cannot follow the removal of ${outcomes.map((o) => `${o.name} (${o.message})`).join('; ')}. The deletion was made; the operator goes on removing the host: follow it with winfleet hosts list -n ${namespace}`,
     );
   }
   if (stuck.size)
-    throw new CliExit(
+    throw cliExit(
       ExitCode.problem,
       `${[...stuck].map(([n, p]) => `${n} is not removed yet: ${p}`).join('; ')}. The host's Ready condition above says what blocks it (kubectl describe windowshost NAME -n ${namespace}); wait longer with --timeout`,
     );
@@ -491,7 +491,7 @@ async function trustKeyCommand(
   const namespace = singleNamespace(flags, kc, 'hosts trust-key');
   const host = await readHost(kc, namespace, name);
   if (!host)
-    throw new CliExit(
+    throw cliExit(
       ExitCode.problem,
       `NAME: ${resourceName}/${name} not found in namespace ${namespace} (winfleet hosts list -A shows every host)`,
     );
@@ -502,11 +502,11 @@ async function trustKeyCommand(
     if (state.presented) process.stdout.write(`presented: ${state.presented}\n`);
     if (pending) process.stdout.write(`trusted (waiting for the operator): ${pending}\n`);
     if (!state.presented)
-      throw new CliExit(
+      throw cliExit(
         ExitCode.problem,
         `${name} has no host key mismatch recorded, so there is nothing to trust; to trust a key you verified on the host's console, run: winfleet hosts trust-key ${name} FINGERPRINT`,
       );
-    throw new CliExit(
+    throw cliExit(
       ExitCode.problem,
       `${name} presented ${state.presented}, not the pinned key. Only if the host was rebuilt on purpose, check the fingerprint on its console (ssh-keygen -lf C:\\ProgramData\\ssh\\ssh_host_ed25519_key.pub) and run: winfleet hosts trust-key ${name} ${state.presented}`,
     );

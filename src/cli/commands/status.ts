@@ -8,7 +8,7 @@
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { parseDuration } from '../../rollout/duration.ts';
-import { CliExit, ExitCode } from '../exit-codes.ts';
+import { cliExit, ExitCode } from '../exit-codes.ts';
 import { readFleet, watchFleet } from '../fleet/fleet-source.ts';
 import { buildFleetStatus, type FleetStatus, renderFleetStatus } from '../fleet/fleet-status.ts';
 import { type KubeFlags, kubeConfigFrom, namespaceFrom, withKubeFlags } from '../kube-flags.ts';
@@ -75,10 +75,7 @@ export function registerStatus(program: Command): void {
     )
     .action(async (flags: StatusFlags) => {
       if (flags.watchTimeout !== undefined && !flags.watch)
-        throw new CliExit(
-          ExitCode.usage,
-          '--watch-timeout: only with -w/--watch; add -w or drop it',
-        );
+        throw cliExit(ExitCode.usage, '--watch-timeout: only with -w/--watch; add -w or drop it');
       const kc = kubeConfigFrom(flags);
       const namespace = namespaceFrom(flags, kc);
       if (!flags.watch) {

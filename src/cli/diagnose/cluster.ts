@@ -9,7 +9,7 @@ import { open } from 'node:fs/promises';
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { apiGroup } from '../../api/windows-host.ts';
-import { unreachableReason } from '../exit-codes.ts';
+import { cliExit, ExitCode, unreachableReason } from '../exit-codes.ts';
 import { cliVersion } from '../version.ts';
 
 /** One gathered item (text before scrubbing), or why it could not be. */
@@ -140,7 +140,8 @@ export async function collectCluster(options: ClusterOptions): Promise<Collected
     serverVersion = await kc.makeApiClient(k8s.VersionApi).getCode();
   } catch (error) {
     const server = kc.getCurrentCluster()?.server ?? '';
-    throw new Error(
+    throw cliExit(
+      ExitCode.cluster,
       unreachableReason(error, server) ?? `cannot ask the API server ${server}: ${message(error)}`,
     );
   }
@@ -307,14 +308,16 @@ export async function collectCluster(options: ClusterOptions): Promise<Collected
       if (options.operatorUrl) {
         const url = new URL('/metrics', options.operatorUrl);
         const response = await fetch(url, { signal: AbortSignal.timeout(15_000) });
-        if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+        if (!response.ok)
+          throw cliExit(ExitCode.problem, `--operator-url: ${url} answered ${response.status}`);
         return await response.text();
       }
       const services = (await core.listNamespacedService({ namespace, labelSelector: partOf }))
         .items;
       const service = services.find((s) => s.spec?.ports?.some((p) => p.name === 'metrics'));
       if (!service)
-        throw new Error(
+        throw cliExit(
+          ExitCode.problem,
           `no Service labelled ${partOf} with a "metrics" port in ${namespace}; for an operator outside the cluster pass --operator-url http://HOST:PORT`,
         );
       return String(

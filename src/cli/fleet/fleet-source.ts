@@ -11,7 +11,7 @@ import { type WindowsNodePool, windowsNodePoolResource } from '../../api/windows
 import { Informer } from '../../controller/informer.ts';
 import { resources, slimNode } from '../../controller/informer-factory.ts';
 import { httpStatus } from '../../kube/client.ts';
-import { CliExit, ExitCode } from '../exit-codes.ts';
+import { cliExit, ExitCode } from '../exit-codes.ts';
 import type { FleetObjects } from './fleet-status.ts';
 
 const [group, version] = windowsHostResource.apiVersion.split('/') as [string, string];
@@ -41,7 +41,7 @@ export async function listHosts(
     return await listCustom<WindowsHost>(kc, windowsHostResource.plural, namespace);
   } catch (error) {
     if (notInstalled(error))
-      throw new CliExit(
+      throw cliExit(
         ExitCode.problem,
         'the cluster has no WindowsHost API (CRD windowshosts.winfleet.io): install winfleet first (helm install winfleet …, see the README)',
       );

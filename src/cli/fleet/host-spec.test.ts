@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { errorCode, type WinfleetError } from '../../errors/catalog.ts';
 import {
   buildKeySecret,
   buildWindowsHost,
   checkHostName,
   defaultSecretName,
-  FlagProblem,
   redactedSecret,
   sameSpec,
 } from './host-spec.ts';
@@ -16,8 +16,9 @@ const flagOf = (fn: () => unknown): string => {
   try {
     fn();
   } catch (error) {
-    assert.ok(error instanceof FlagProblem, String(error));
-    return `${error.flag} | ${error.message}`;
+    assert.equal(errorCode(error), 'WF_FLAG_INVALID', String(error));
+    const problem = error as WinfleetError<{ flag: string }>;
+    return `${problem.details?.flag} | ${problem.message}`;
   }
   assert.fail('accepted');
 };

@@ -7,6 +7,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { windowsHostCrd } from '../../api/crds.ts';
 import { apiVersion, type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
+import { WinfleetError } from '../../errors/catalog.ts';
 
 /** The data key the operator reads the private key from (hostaccess/host-session.ts). */
 export const sshKeySecretKey = 'ssh-privatekey';
@@ -16,12 +17,13 @@ type Schema = k8s.V1JSONSchemaProps;
 function specSchema(): Record<string, Schema> {
   const root = windowsHostCrd.spec.versions[0]?.schema?.openAPIV3Schema;
   const spec = root?.properties?.spec?.properties;
-  if (!spec) throw new Error('windowsHostCrd has no spec schema');
+  if (!spec) throw new WinfleetError('WF_INVARIANT', 'windowsHostCrd has no spec schema');
   return spec;
 }
 
 function schemaPattern(schema: Schema | undefined, field: string): RegExp {
-  if (!schema?.pattern) throw new Error(`windowsHostCrd has no pattern for ${field}`);
+  if (!schema?.pattern)
+    throw new WinfleetError('WF_INVARIANT', `windowsHostCrd has no pattern for ${field}`);
   return new RegExp(schema.pattern);
 }
 
@@ -50,18 +52,14 @@ const labelKeyPattern =
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** A problem with one flag: the flag, and what is wrong with how to fix it. */
-export class FlagProblem extends Error {
-  readonly flag: string;
-  constructor(flag: string, message: string) {
-    super(`${flag}: ${message}`);
-    this.flag = flag;
-  }
+export function flagProblem(flag: string, message: string): WinfleetError<{ flag: string }> {
+  return new WinfleetError('WF_FLAG_INVALID', `${flag}: ${message}`, { details: { flag } });
 }
 
 /** A WindowsHost name: a DNS-1123 subdomain of at most 253 characters. */
 export function checkHostName(name: string, flag = 'NAME'): string {
   if (name.length > 253 || !dnsSubdomain.test(name))
-    throw new FlagProblem(
+    throw flagProblem(
       flag,
       `"${printable(name)}" is not a valid WindowsHost name: use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters (e.g. win-01)`,
     );
@@ -94,18 +92,18 @@ export function parseLabels(pairs: string[] | undefined, flag: string): Record<s
     const key = at < 0 ? pair : pair.slice(0, at);
     const value = at < 0 ? undefined : pair.slice(at + 1);
     if (value === undefined)
-      throw new FlagProblem(flag, `"${printable(pair)}" is not KEY=VALUE (e.g. ${flag} zone=a)`);
+      throw flagProblem(flag, `"${printable(pair)}" is not KEY=VALUE (e.g. ${flag} zone=a)`);
     if (key.length > 317 || !labelKeyPattern.test(key) || (key.split('/').at(-1)?.length ?? 0) > 63)
-      throw new FlagProblem(
+      throw flagProblem(
         flag,
         `"${printable(key)}" is not a label key ([prefix/]name: letters, digits, '-', '_', '.', name at most 63 characters)`,
       );
     if (value.length > 63 || !patterns.labelValue.test(value))
-      throw new FlagProblem(
+      throw flagProblem(
         flag,
         `value "${printable(value)}" of ${key} is not a label value (at most 63 letters, digits, '-', '_', '.', alphanumeric at both ends)`,
       );
-    if (key in labels) throw new FlagProblem(flag, `${key} is given twice; give each key once`);
+    if (key in labels) throw flagProblem(flag, `${key} is given twice; give each key once`);
     labels[key] = value;
   }
   return labels;
@@ -125,9 +123,9 @@ export function buildWindowsHost(
 ): { host: WindowsHost; secretName: string } {
   checkHostName(name);
   const address = flags.address;
-  if (!address) throw new FlagProblem('--address', 'required: the host’s IPv4 address or DNS name');
+  if (!address) throw flagProblem('--address', 'required: the host’s IPv4 address or DNS name');
   if (!isHostAddress(address))
-    throw new FlagProblem(
+    throw flagProblem(
       '--address',
       `"${printable(address)}" is not an IPv4 address or DNS name (e.g. 10.1.42.7 or win-01.example.com; no port here, use --port)`,
     );
@@ -135,23 +133,23 @@ export function buildWindowsHost(
   if (flags.port !== undefined) {
     port = /^[1-9][0-9]{0,4}$/.test(flags.port) ? Number(flags.port) : Number.NaN;
     if (!(port >= 1 && port <= 65535))
-      throw new FlagProblem('--port', `"${printable(flags.port)}" is not a port (1 to 65535)`);
+      throw flagProblem('--port', `"${printable(flags.port)}" is not a port (1 to 65535)`);
   }
   if (!flags.user || flags.user.length > 104 || !patterns.username.test(flags.user))
-    throw new FlagProblem(
+    throw flagProblem(
       '--user',
       `"${printable(flags.user)}" is not an account name (1 to 104 characters, no control characters)`,
     );
   if (flags.sshKeyFile === undefined && flags.sshKeySecret === undefined)
-    throw new FlagProblem(
+    throw flagProblem(
       '--ssh-key-file',
       'give the SSH private key: --ssh-key-file FILE (winfleet stores it in a Secret) or --ssh-key-secret NAME (an existing Secret with key ssh-privatekey)',
     );
   if (flags.sshKeyFile === '')
-    throw new FlagProblem('--ssh-key-file', 'empty file name; give the private key file');
+    throw flagProblem('--ssh-key-file', 'empty file name; give the private key file');
   const secretName = flags.sshKeySecret ?? defaultSecretName(name);
   if (secretName.length > 253 || !patterns.secretName.test(secretName))
-    throw new FlagProblem(
+    throw flagProblem(
       '--ssh-key-secret',
       `"${printable(secretName)}" is not a Secret name (a DNS subdomain: lower-case letters, digits, '-', '.')`,
     );
@@ -159,18 +157,17 @@ export function buildWindowsHost(
     flags.nodeName !== undefined &&
     (flags.nodeName.length > 63 || !patterns.nodeName.test(flags.nodeName))
   )
-    throw new FlagProblem(
+    throw flagProblem(
       '--node-name',
       `"${printable(flags.nodeName)}" is not a node name (an RFC 1123 label: lower-case letters, digits, '-', at most 63)`,
     );
   if (flags.pool !== undefined && (flags.pool.length > 63 || !patterns.pool.test(flags.pool)))
-    throw new FlagProblem(
+    throw flagProblem(
       '--pool',
       `"${printable(flags.pool)}" is not a pool name (an RFC 1123 label: lower-case letters, digits, '-', at most 63)`,
     );
   const nodeLabels = parseLabels(flags.label, '--label');
-  if (Object.keys(nodeLabels).length > 64)
-    throw new FlagProblem('--label', 'at most 64 node labels');
+  if (Object.keys(nodeLabels).length > 64) throw flagProblem('--label', 'at most 64 node labels');
   const hostLabels = parseLabels(flags.hostLabel, '--host-label');
   const host: WindowsHost = {
     apiVersion,
