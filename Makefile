@@ -6,7 +6,7 @@ SHELL := bash
 
 STAMP := node_modules/.winfleet-installed
 
-.PHONY: help lab test check deps packages binaries tools flag-lists clean-binaries agent payload image chart
+.PHONY: help lab test check deps packages binaries tools flag-lists clean-binaries agent payload image chart krew
 
 help:
 	@echo "make lab    start a local cluster with simulated Windows hosts (Ctrl-C stops it)"
@@ -15,6 +15,7 @@ help:
 	@echo "make payload build the Windows node binaries and payload.json (slow when cold)"
 	@echo "make image  build the operator image, no Docker needed (IMAGE=host/repo:tag also pushes)"
 	@echo "make chart  lint the Helm chart (strict) and package it into .cache/chart"
+	@echo "make krew   build the winfleet CLI (kubectl-winfleet, Linux amd64), its krew archive and manifest"
 
 # Debian packages the tests and the lab use (installed only when missing).
 packages:
@@ -84,3 +85,10 @@ chart: deps
 	@helm="$$(bash hack/build-tools.sh helm)/helm"; \
 	"$$helm" lint --strict charts/winfleet; \
 	"$$helm" package charts/winfleet --destination .cache/chart
+
+# The winfleet CLI as one Linux executable, its krew archive and the filled-in krew manifest
+# (scripts/build-cli.ts); KREW_OUT picks the directory (default .cache/cli), KREW_BASE_URL
+# where the archive will be downloaded from.
+KREW_OUT ?= .cache/cli
+krew: deps
+	@node_modules/.bin/node scripts/build-cli.ts $(KREW_OUT)

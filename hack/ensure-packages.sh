@@ -21,6 +21,8 @@ declare -A need=(
   # Wine's service manager runs winfleet-service.exe (scripts/service-shim-wine.e2e.test.ts):
   # 105 MB to download, 700 MB installed; Debian's wine64 has no command on PATH.
   [/usr/lib/wine/wine64]=wine64
+  # The dashboard's browser test drives it through playwright-core, which downloads no browser.
+  [chromium]=chromium
 )
 
 # The executable `command -v` finds for $1. Bash's `command -v` falls back to a file that is not

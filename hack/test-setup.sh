@@ -106,6 +106,8 @@ branch "setpriv hidden" 0 'installed util-linux' -- \
   hide "$(command -v setpriv)" -- "${ensure[@]}"
 branch "wine64 hidden" 0 'installed wine64' -- \
   hide /usr/lib/wine/wine64 -- "${ensure[@]}"
+branch "chromium hidden" 0 'installed chromium' -- \
+  hide "$(command -v chromium)" -- "${ensure[@]}"
 branch "kubectl hidden (apt simulated)" 0 'Setting up \(simulated\) kubernetes-client' -- \
   hide "$(command -v kubectl)" -- "${simulated_apt[@]}" WF_UNINSTALLED=kubectl "${ensure[@]}"
 branch "npm and node hidden (apt simulated)" 0 'Setting up \(simulated\) npm' -- \

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFile, stat } from 'node:fs/promises';
 import { before, describe, test } from 'node:test';
-import { buildAgent, bundleAgent, SEA_BLOB_MAGIC, SEA_FUSE, SEA_RESOURCE } from './build-agent.ts';
+import { buildAgent, bundleAgent } from './build-agent.ts';
 import { assertWindowsConsoleExecutable } from './pe-assertions.ts';
 import {
   findPeResource,
@@ -17,6 +17,7 @@ import {
   RT_RCDATA,
   removeCertificateTable,
 } from './pe-file.ts';
+import { SEA_BLOB_MAGIC, SEA_FUSE, SEA_RESOURCE } from './sea.ts';
 
 // SeaFlags in Node's src/node_sea.h.
 const seaFlagDisableWarning = 1 << 0;

@@ -27,37 +27,21 @@ import {
   ensureNodeBinary,
   formatSize,
   type NodeBundle,
-  pinnedNode,
   pinnedNodeVersion,
   repoRoot,
-  runTool,
   sha256,
   winfleetCacheDir,
 } from './node-build.ts';
 import { removeCertificateTable } from './pe-file.ts';
+import { makeSeaExecutable, SEA_RESOURCE, seaSettings } from './sea.ts';
 
 const require = createRequire(import.meta.url);
 
-/** The fuse Node's SEA support looks for; postject flips its trailing ":0" to ":1". */
-export const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
-/** The PE resource (type RT_RCDATA) Node reads the blob from. */
-export const SEA_RESOURCE = 'NODE_SEA_BLOB';
-/** First four bytes of every SEA blob (kMagic in Node's src/node_sea.h), little-endian. */
-export const SEA_BLOB_MAGIC = 0x143da20;
 /** The agent's entry point, relative to the repository root. */
 export const AGENT_ENTRY = 'src/agent/main.ts';
 
 /** Bumped when the build changes in a way the other inputs of the build key do not show. */
-const buildFormat = 2;
-
-/** The SEA settings; paths are added per build. */
-const seaSettings = {
-  disableExperimentalSEAWarning: true,
-  // Both are V8 artifacts of the platform that prepares the blob (Linux here), which a Windows
-  // node.exe cannot load: it would crash at startup.
-  useSnapshot: false,
-  useCodeCache: false,
-} as const;
+const buildFormat = 3;
 
 export interface BuildAgentOptions {
   /** Where winfleet-agent.exe (and the bundle beside it) go. Default: `<repo>/.cache/agent`. */
@@ -126,25 +110,7 @@ export async function buildAgent(options: BuildAgentOptions = {}): Promise<strin
   await mkdir(outDir, { recursive: true });
   const work = await mkdtemp(join(outDir, '.build-'));
   try {
-    const bundlePath = join(work, 'winfleet-agent.cjs');
-    const blobPath = join(work, 'winfleet-agent.blob');
-    const configPath = join(work, 'sea-config.json');
-    await writeFile(bundlePath, bundle.code);
-    await writeFile(
-      configPath,
-      JSON.stringify({ main: bundlePath, output: blobPath, ...seaSettings }, null, 2),
-    );
-
     started = performance.now();
-    signal?.throwIfAborted();
-    await runTool('prepare the SEA blob', pinnedNode(), ['--experimental-sea-config', configPath], {
-      cwd: work,
-      signal,
-    });
-    progress(
-      `blob: ${formatSize((await stat(blobPath)).size)} with Node ${nodeVersion} (${elapsed(started)})`,
-    );
-
     // node.exe is Authenticode-signed by the Node.js project, and injecting the blob changes the
     // signed image, so that signature would no longer verify. Worse, postject moves the resource
     // section to where the certificate table was and leaves the security directory pointing
@@ -152,28 +118,19 @@ export async function buildAgent(options: BuildAgentOptions = {}): Promise<strin
     // the file there, resources and all). So we remove the signature first, as Node's docs do
     // with `signtool remove /s`: the result is unsigned, and production builds must sign it
     // (signtool sign /fd SHA256 …).
-    started = performance.now();
-    const injected = join(work, 'winfleet-agent.exe');
-    await writeFile(injected, removeCertificateTable(await readFile(nodeExe.path)));
-    await runTool(
-      'inject the SEA blob',
-      pinnedNode(),
-      [
-        require.resolve('postject/dist/cli.js'),
-        injected,
-        SEA_RESOURCE,
-        blobPath,
-        '--sentinel-fuse',
-        SEA_FUSE,
-      ],
-      { cwd: work, signal },
-    );
+    const built = await makeSeaExecutable({
+      work,
+      name: 'winfleet-agent.exe',
+      code: bundle.code,
+      node: removeCertificateTable(await readFile(nodeExe.path)),
+      signal,
+    });
     progress(
-      `inject: ${SEA_RESOURCE} into node.exe ${nodeVersion}, signature removed (${elapsed(started)})`,
+      `SEA: blob ${formatSize(built.blobBytes)} injected as ${SEA_RESOURCE} into node.exe ${nodeVersion}, signature removed (${elapsed(started)})`,
     );
 
-    await rename(bundlePath, join(outDir, 'winfleet-agent.cjs'));
-    await rename(injected, exePath);
+    await rename(built.bundle, join(outDir, 'winfleet-agent.cjs'));
+    await rename(built.executable, exePath);
     const size = (await stat(exePath)).size;
     await writeFile(stampPath, `${JSON.stringify({ key, nodeVersion, size }, null, 2)}\n`);
     progress(`built: ${exePath} (${formatSize(size)})`);

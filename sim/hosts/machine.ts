@@ -39,8 +39,16 @@ export const simulatedReleases = {
 export type SimulatedReleaseName = keyof typeof simulatedReleases;
 
 export interface SimMachineOptions {
-  /** NetBIOS computer name: 1-15 letters, digits and hyphens, not all digits. */
+  /**
+   * Computer name (the DNS host name): 1-63 letters, digits and hyphens, not all digits. Its
+   * first 15 characters, upper-cased, are the NetBIOS name (netbiosName).
+   */
   hostname: string;
+  /**
+   * The Active Directory domain the machine is joined to (DNS name); undefined: a
+   * workgroup machine (Win32_ComputerSystem.PartOfDomain false, Domain "WORKGROUP").
+   */
+  domain?: string;
   /** "2019", "2022" or "2025". */
   release: string;
   /** Update build revision (patch level). Default: the release's recent one. */
@@ -109,13 +117,38 @@ const gib = 1024 ** 3;
 /** A service's standard output and error: the NULL handles a service starts with. */
 const discardOutput = (_text: string) => {};
 
-/** Throws unless `name` is a valid NetBIOS computer name. */
+/**
+ * Throws unless `name` is a valid Windows computer name: a DNS label of 1 to 63 letters,
+ * digits and hyphens, not all digits. Windows takes a name longer than 15 characters (System
+ * Properties and Rename-Computer warn that the NetBIOS name is cut to 15); Active Directory
+ * joins then use the cut name (netbiosName).
+ */
 export function checkHostname(name: string): void {
-  if (!/^[A-Za-z0-9-]{1,15}$/.test(name) || /^[0-9]+$/.test(name) || name.startsWith('-')) {
+  if (!/^[A-Za-z0-9-]{1,63}$/.test(name) || /^[0-9]+$/.test(name) || name.startsWith('-')) {
     throw new RangeError(
-      `Cannot use hostname "${name}": a Windows computer name has 1 to 15 letters, digits and hyphens, does not start with a hyphen and is not all digits`,
+      `Cannot use hostname "${name}": a Windows computer name has 1 to 63 letters, digits and hyphens, does not start with a hyphen and is not all digits`,
     );
   }
+}
+
+/** The NetBIOS name Windows derives from a computer name: its first 15 characters, upper case. */
+export function netbiosName(hostname: string): string {
+  return hostname.slice(0, 15).toUpperCase();
+}
+
+/** A TCP listener a test puts on a host (a program other than the kubelet holding a port). */
+export interface TcpListener {
+  port: number;
+  localAddress: string;
+  owningProcess: number;
+  /** Get-Process's ProcessName: the image name without ".exe". */
+  processName: string;
+}
+
+/** netsh winhttp set proxy: the machine's WinHTTP proxy and bypass list. */
+export interface WinHttpProxy {
+  proxyServer: string;
+  bypassList?: string;
 }
 
 /** Throws unless `address` is an IPv4 loopback address a simulated host may use. */
@@ -146,6 +179,15 @@ export class SimMachine {
   readonly osVersion: OsVersion;
   readonly cpus: number;
   readonly memoryBytes: number;
+  /** The AD domain it is joined to; undefined: a workgroup machine. */
+  domain: string | undefined;
+  /** The WinHTTP proxy (netsh winhttp set proxy); undefined: direct access. */
+  winHttpProxy: WinHttpProxy | undefined;
+  /**
+   * TCP listeners of programs the simulation does not run (a test's "something else holds
+   * 10250"); a running kubelet's own listener is derived from its process (remote-commands.ts).
+   */
+  readonly extraTcpListeners: TcpListener[] = [];
   readonly fs: SimFileSystem;
   readonly env = new MachineEnvironment();
   readonly features: WindowsFeatures;
@@ -202,6 +244,8 @@ export class SimMachine {
     };
     this.cpus = options.cpus ?? 4;
     this.memoryBytes = options.memoryBytes ?? 16 * gib;
+    this.domain = options.domain;
+    this.winHttpProxy = undefined;
     this.fs = fs;
     this.programs = options.programs ?? defaultPrograms();
     this.features = new WindowsFeatures(options.features);

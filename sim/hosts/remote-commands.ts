@@ -22,10 +22,12 @@ import {
   remoteScript,
 } from '../../src/hostaccess/remote-scripts.ts';
 import { decodePowerShellCommandLine } from '../../src/powershell/powershell.ts';
+import { diagnosticOutput } from './diagnostics.ts';
 import { wellKnownSid } from './file-security.ts';
 import { errorCode } from './file-system-error.ts';
 import { ipConfiguration } from './ip-configuration.ts';
 import type { SimMachine } from './machine.ts';
+import { preflightFacts } from './preflight-facts.ts';
 import { windowsPathSegments } from './windows-path.ts';
 
 /** Where commands run over SSH start (the administrator's profile). */
@@ -223,6 +225,9 @@ async function runCatalogScript(
           ),
         );
         return 0;
+      case 'preflight-facts':
+        io.stdout(powerShellJson(preflightFacts(machine)));
+        return 0;
       case 'restart-host':
         // shutdown.exe /r /t 5: the command returns, the machine restarts a little later.
         machine.scheduleReboot('winfleet: finishing the installation of a Windows feature');
@@ -235,6 +240,11 @@ async function runCatalogScript(
       case 'remove-path':
         await removePath(machine, (args as RemoteScripts['remove-path']).path, script);
         io.stdout(powerShellJson({ ok: true }));
+        return 0;
+      case 'diagnostic':
+        io.stdout(
+          powerShellJson(await diagnosticOutput(machine, args as RemoteScripts['diagnostic'])),
+        );
         return 0;
       case 'run-agent': {
         const agentArgs = (args as RemoteScripts['run-agent']).args;

@@ -4,7 +4,7 @@
  * the operator's 403 count from the audit log), takes a fault through `npm run lab:fault`'s
  * program (a host made unreachable: its Node stops being Ready) and stops cleanly on Ctrl-C
  * (SIGINT), removing its fault control file; its pods have unique IPs inside their nodes' pod
- * CIDRs.
+ * CIDRs. The winfleet commands its report suggests (status, check, diagnose) run as printed.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -53,6 +53,35 @@ test('the lab joins three simulated hosts, shows where the seed samples run and 
       intervalMs: 500,
       signal: gone.signal,
     });
+
+    // The winfleet commands the report suggests, run as printed (the alias expanded).
+    const alias = /^alias winfleet='(\S+) (\S+)'$/m.exec(stdout);
+    assert.ok(alias, stdout);
+    const winfleet = async (line: string) => {
+      const args = line.replace(/^winfleet /, '').split(' ');
+      return promisify(execFile)(alias[1]!, [alias[2]!, ...args], {
+        cwd: dir,
+        timeout: 120_000,
+        env: { ...process.env, KUBECONFIG: /^export KUBECONFIG=(\S+)$/m.exec(stdout)![1]! },
+      }).then(
+        (r) => ({ code: 0, ...r }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+    };
+    const suggestion = (command: string) => {
+      const line = new RegExp(`^winfleet ${command} .*$`, 'm').exec(stdout)?.[0];
+      assert.ok(line, `the report suggests winfleet ${command}:\n${stdout}`);
+      return line;
+    };
+    const status = await winfleet(suggestion('status'));
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /^Hosts: 3\/3 Ready/m);
+    const check = await winfleet(suggestion('check --skip-cluster'));
+    assert.equal(check.code, 0, `${check.stdout}\n${check.stderr}`);
+    assert.match(check.stdout, /^ {2}PASS {2}windows-build /m);
+    const diagnose = await winfleet(suggestion('diagnose'));
+    assert.equal(diagnose.code, 0, `every item collected:\n${diagnose.stdout}\n${diagnose.stderr}`);
+    assert.ok((await stat(join(dir, 'winfleet-diagnose.tar.gz'))).size > 0);
 
     // A fault through `npm run lab:fault`'s program, found by the lab's control file (0600):
     // the host goes off the network and its Node stops being Ready (its lease lapses).

@@ -9,7 +9,7 @@
  * `placementReport` says where the samples' pods landed.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -99,12 +99,16 @@ export interface Lab {
   /** The operator's kubeconfig: the ServiceAccount's token and the cluster CA. */
   operatorKubeconfig: string;
   statusUrl: string;
+  /** The dashboard's own loopback listener. */
+  dashboardUrl: string;
   /** The pinned helm the chart was installed with. */
   helm: string;
   /** The payload directory the operator rolls out from; `standIn` when the lab wrote it. */
   payload: { dir: string; standIn: boolean };
   /** The fault control channel (fault-control.ts) and the file that says where it is. */
   faultControl: { url: string; file: string };
+  /** The hosts' SSH private key (0600), for `winfleet check --host` and `diagnose --host`. */
+  sshKeyFile: string;
   stop(): Promise<void>;
 }
 
@@ -133,6 +137,8 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     const payloadDir = await preparePayload(ctx, options.payloadDir);
     const key = generateTestKey();
     await writeSshKeySecret(kc, labNamespace, key.privateKey);
+    const sshKeyFile = join(ctx.dir, 'ssh-key');
+    await writeFile(sshKeyFile, key.privateKey, { mode: 0o600 });
     const release = await installChart(ctx, cluster, registry);
     const operator = await startOperatorProcess(ctx, cluster, kc, release, payloadDir);
     const hosts = await startHosts(ctx, options.releases ?? ['2019', '2022', '2022'], key);
@@ -146,7 +152,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       {
         kubeconfig: cluster.kubeconfigPath,
         namespace: labNamespace,
-        dashboard: `${operator.statusUrl}/`,
+        dashboard: `${operator.dashboardUrl}/`,
       },
     );
     return {
@@ -159,6 +165,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       helm: release.helm,
       payload: { dir: payloadDir, standIn: !options.payloadDir },
       faultControl,
+      sshKeyFile,
       stop: stopAll,
     };
   } catch (error) {
@@ -281,13 +288,15 @@ async function startOperatorProcess(
     expirationSeconds: 365 * 24 * 3600,
   });
   const statusPort = await freePort();
+  const dashboardPort = await freePort();
   const operatorLog = join(dir, 'operator.log');
-  const { child, args, statusUrl } = await startChartOperator({
+  const { child, args, statusUrl, dashboardUrl } = await startChartOperator({
     kubeconfig: sa.path,
     namespace: labNamespace,
     values: release.values,
     webhookPort: release.webhookPort,
     statusPort,
+    dashboardPort,
     payloadDir,
     logFile: operatorLog,
   });
@@ -302,6 +311,7 @@ async function startOperatorProcess(
     operatorUser: sa.username,
     operatorKubeconfig: sa.path,
     statusUrl,
+    dashboardUrl: dashboardUrl!,
   };
 }
 

@@ -7,6 +7,7 @@
  * uses a payload built by `make payload`; WINFLEET_LAB_EXIT=1 stops once everything is up
  * (used by the lab's test). `npm run lab:fault` injects faults into its hosts (fault-cli.ts).
  */
+import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { waitFor } from '../../src/kube/wait-for.ts';
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     })
     .join(', ');
   const firstHost = lab.hosts.hosts[0]!.name.toLowerCase();
+  const cliCommand = `${resolve('node_modules/.bin/node')} ${resolve('src/cli/main.ts')}`;
   console.log(
     [
       '',
@@ -79,7 +81,7 @@ async function main(): Promise<void> {
       ...audit.refused.map((line) => `  ${line}`),
       `  (API server audit log: ${lab.cluster.auditLogPath})`,
       '',
-      `Dashboard:            ${lab.statusUrl}/`,
+      `Dashboard:            ${lab.dashboardUrl}/`,
       `Metrics:              ${lab.statusUrl}/metrics`,
       `Configuration status: ${lab.statusUrl}/config`,
       '',
@@ -107,6 +109,15 @@ async function main(): Promise<void> {
       `kubectl get windowshosts ${firstHost} -n ${labNamespace} -o yaml    # status.remediation`,
       `${faultCommand} ${firstHost} clear`,
       `  (fault control ${lab.faultControl.url}, token in ${lab.faultControl.file})`,
+      '',
+      'The winfleet command line (`make krew` builds it as the kubectl plugin `kubectl winfleet`):',
+      '',
+      `alias winfleet='${cliCommand}'`,
+      `winfleet status -n ${labNamespace}`,
+      `winfleet hosts list -n ${labNamespace} -o wide`,
+      `winfleet check -n ${labNamespace}`,
+      `winfleet check --skip-cluster --host ${lab.hosts.hosts[0]!.address}:${lab.hosts.hosts[0]!.port} --ssh-key ${lab.sshKeyFile}`,
+      `winfleet diagnose -n ${labNamespace} --operator-url ${lab.statusUrl} --operator-log ${lab.operatorLog} -o winfleet-diagnose.tar.gz`,
       '',
       'Ctrl-C stops everything.',
     ].join('\n'),

@@ -189,6 +189,8 @@ export interface ChartOperatorOptions {
   chart?: string;
   webhookPort: number;
   statusPort: number;
+  /** The dashboard's loopback port (default: any free one, not reported). */
+  dashboardPort?: number;
   payloadDir?: string;
   /** Where its output goes (default: discarded). */
   logFile?: string;
@@ -199,6 +201,8 @@ export interface ChartOperator {
   /** Everything after `node src/operator/main.ts`. */
   args: string[];
   statusUrl: string;
+  /** The dashboard, when the caller chose its port (ChartOperatorOptions.dashboardPort). */
+  dashboardUrl?: string;
 }
 
 /**
@@ -249,6 +253,8 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     '127.0.0.1',
     '--status-port',
     String(options.statusPort),
+    '--dashboard-port',
+    String(options.dashboardPort ?? 0),
     ...(options.payloadDir ? ['--payload-dir', options.payloadDir] : []),
   ];
   const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
@@ -280,7 +286,12 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     child.kill('SIGKILL');
     throw error;
   }
-  return { child, args, statusUrl };
+  return {
+    child,
+    args,
+    statusUrl,
+    ...(options.dashboardPort ? { dashboardUrl: `http://127.0.0.1:${options.dashboardPort}` } : {}),
+  };
 }
 
 /** The last lines of a log file, for an error message (the file may be gone with its dir). */

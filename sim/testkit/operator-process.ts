@@ -18,7 +18,7 @@ export interface OperatorProcessOptions {
   payloadDir?: string;
   /** Serve the webhook on this loopback port (registered by URL); without it, no webhook. */
   webhookPort?: number;
-  /** Port of /healthz, /metrics and the dashboard (default: any free one). */
+  /** Port of /healthz, /readyz, /metrics and /config (default: any free one). */
   statusPort?: number;
   /** Where its output goes (default: discarded). */
   logFile?: string;
@@ -36,7 +36,7 @@ export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
     options.namespace,
     '--no-leader-elect',
   ];
-  args.push('--status-port', String(options.statusPort ?? 0));
+  args.push('--status-port', String(options.statusPort ?? 0), '--dashboard-port', '0');
   if (options.payloadDir) args.push('--payload-dir', options.payloadDir);
   if (options.webhookPort) {
     args.push(

@@ -76,5 +76,6 @@ export async function startTestOperator(
             caValidityMs: options.caValidityMs,
           },
     status: { host: '127.0.0.1', port: 0 },
+    dashboard: { host: '127.0.0.1', port: 0 },
   });
 }

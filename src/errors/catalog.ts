@@ -22,6 +22,15 @@ export const errorCatalog = {
   WF_SCHEMA_INVALID: { retryable: false, summary: 'a document does not match its schema' },
   WF_ADMISSION_INPUT: { retryable: false, summary: 'an AdmissionReview request is malformed' },
   WF_FLAG_INVALID: { retryable: false, summary: 'a command-line flag has a bad value' },
+  // The winfleet command line (src/cli): what ends a command with exit code 1 or 3.
+  WF_COMMAND_FAILED: {
+    retryable: false,
+    summary: 'a winfleet command found a problem it reports (a failed check, a host not as asked)',
+  },
+  WF_CLUSTER_UNREACHABLE: {
+    retryable: true,
+    summary: 'the API server could not be reached, or refused the request',
+  },
   WF_CSR_INVALID: {
     retryable: false,
     summary: 'a certificate signing request is malformed, not canonical DER or ambiguous',

@@ -27,6 +27,8 @@ const samples: { [K in RemoteScriptName]: RemoteScripts[K] } = {
   },
   'install-windows-feature': { name: 'Containers' },
   'restart-host': {},
+  'preflight-facts': {},
+  diagnostic: { item: 'events-system', hours: 6 },
 };
 
 for (const [name, args] of Object.entries(samples) as [RemoteScriptName, never][]) {

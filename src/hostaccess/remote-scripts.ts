@@ -68,11 +68,25 @@ export interface RemoteScripts {
    */
   'install-windows-feature': { name: 'Containers' };
   /**
+   * What `winfleet check` looks at before a join besides host-facts (src/cli/check/
+   * preflight-facts.ts reads it): Win32_ComputerSystem (NetBIOS name, domain membership,
+   * logical processors, physical memory), whether the SSH session's token is in
+   * BUILTIN\Administrators (by SID), the host's UTC clock, who listens on TCP 10250 and the
+   * firewall rules for that port, the WinHTTP proxy and the machine's proxy variables.
+   */
+  'preflight-facts': Record<string, never>;
+  /**
    * Schedules a restart in 5 s with shutdown.exe (planned, "Operating System:
    * Reconfiguration", p:2:4), so the command returns before the session drops; a restart
    * already scheduled (1190) is fine.
    */
   'restart-host': Record<string, never>;
+  /**
+   * One item of a diagnostics bundle (`winfleet diagnose`): a fixed command per item
+   * (diagnosticItems), its output as text, at most diagnosticTextLimit characters (the end
+   * of logs and event lists, the start of anything else). `hours` bounds the event logs.
+   */
+  diagnostic: { item: DiagnosticItem; hours: number };
 }
 
 export type RemoteScriptName = keyof RemoteScripts;
@@ -102,7 +116,159 @@ export interface HostFacts extends HostFactsReport {
   addresses: string[];
 }
 
-const bodies: { [K in RemoteScriptName]: string[] } = {
+// Diagnostics (`winfleet diagnose`).
+
+/**
+ * The node services `sc.exe qc`/`sc.exe query` are asked about: HNS (Windows'), the payload's
+ * services (node-services.ts) and the agent's.
+ */
+export const diagnosticServices = [
+  'hns',
+  'containerd',
+  'kubelet',
+  'kube-proxy',
+  'csi-proxy',
+  'windows_exporter',
+  'winfleet-agent',
+] as const;
+
+/** The event logs the `events-*` items read, the last `hours` of each. */
+export const diagnosticEventLogs = {
+  'events-system': 'System',
+  'events-application': 'Application',
+  'events-hns': 'Microsoft-Windows-Host-Network-Service-Admin',
+} as const;
+
+/**
+ * The files the `log-*`, `config-*` and `agent-status` items read (the last
+ * diagnosticTailLines lines of each). Never the kubeconfigs or bootstrap.json: they hold
+ * credentials. agent.json is the agent's configuration without the bootstrap token.
+ */
+export const diagnosticFiles = {
+  'log-kubelet': [`${hostPaths.logs}\\kubelet.log`],
+  'log-kube-proxy': [`${hostPaths.logs}\\kube-proxy.log`],
+  'log-containerd': [`${hostPaths.logs}\\containerd.log`],
+  'log-csi-proxy': [`${hostPaths.logs}\\csi-proxy.log`],
+  'log-agent': [`${hostPaths.agentLogs}\\winfleet-agent.log`],
+  'config-kubelet': [hostPaths.kubeletConfig],
+  'config-containerd': [hostPaths.containerdConfig],
+  'config-cni': [hostPaths.cniConfig],
+  'agent-status': [hostPaths.state, hostPaths.agentConfig, hostPaths.servicesManifest],
+} as const;
+
+const commandItems = [
+  'services',
+  'hns',
+  'ipconfig',
+  'routes',
+  'firewall',
+  'excluded-ports',
+  'os-version',
+  'hotfixes',
+] as const;
+
+/** Every item, in the order a bundle lists them. */
+export const diagnosticItems = [
+  ...commandItems,
+  ...(Object.keys(diagnosticEventLogs) as (keyof typeof diagnosticEventLogs)[]),
+  ...(Object.keys(diagnosticFiles) as (keyof typeof diagnosticFiles)[]),
+] as const;
+export type DiagnosticItem = (typeof diagnosticItems)[number];
+
+/** At most this many characters of an item come back (the rest is cut and said so). */
+export const diagnosticTextLimit = 1_048_576;
+/** Get-Content -Tail: the last lines of each file. */
+export const diagnosticTailLines = 20_000;
+
+const quote = quotePowerShellString;
+const outString = '| Out-String -Stream -Width 4096';
+
+/** Whether a cut `diagnostic` item keeps its end (event logs, log files: the newest lines) rather than its start. */
+export function diagnosticKeepsTail(item: DiagnosticItem): boolean {
+  return (
+    Object.hasOwn(diagnosticEventLogs, item) ||
+    (Object.hasOwn(diagnosticFiles, item) && item.startsWith('log-'))
+  );
+}
+
+/**
+ * The `diagnostic` script: only the command of the item asked for (a whole catalog of them
+ * would not fit cmd.exe's 8191-character command line once encoded), then the cut and the
+ * JSON. An item outside diagnosticItems has no script (RangeError).
+ */
+function diagnosticBody({ item }: RemoteScripts['diagnostic']): string[] {
+  let command: string[];
+  const keepTail = diagnosticKeepsTail(item);
+  if (Object.hasOwn(diagnosticEventLogs, item)) {
+    const log = diagnosticEventLogs[item as keyof typeof diagnosticEventLogs];
+    command = [
+      `$hours = [int]${argsVariable}.hours`,
+      `$events = @(Get-WinEvent -FilterHashtable @{ LogName = ${quote(log)}; StartTime = (Get-Date).AddHours(-$hours) } -ErrorAction SilentlyContinue | Sort-Object -Property TimeCreated)`,
+      `$lines = @(${quote(`No events in ${log} in the last `)} + $hours + ' hours.')`,
+      'if ($events.Count -gt 0) {',
+      `  $lines = @($events | Format-List -Property @('TimeCreated', 'Id', 'LevelDisplayName', 'ProviderName', 'Message') ${outString})`,
+      '}',
+    ];
+  } else if (Object.hasOwn(diagnosticFiles, item)) {
+    const paths = diagnosticFiles[item as keyof typeof diagnosticFiles] as readonly string[];
+    command = [
+      `$lines = foreach ($path in @(${paths.map(quote).join(', ')})) {`,
+      "  '==> ' + $path + ' <=='",
+      '  if (Test-Path -LiteralPath $path -PathType Leaf) {',
+      `    Get-Content -LiteralPath $path -Tail ${diagnosticTailLines}`,
+      '  } else {',
+      "    '(no such file)'",
+      '  }',
+      '}',
+    ];
+  } else {
+    const commands: Record<(typeof commandItems)[number], string[]> = {
+      services: [
+        `$lines = foreach ($name in @(${diagnosticServices.map(quote).join(', ')})) {`,
+        "  '> sc.exe qc ' + $name",
+        '  & sc.exe qc $name',
+        "  '> sc.exe query ' + $name",
+        '  & sc.exe query $name',
+        '}',
+      ],
+      hns: ['$lines = & hnsdiag.exe list all -d'],
+      ipconfig: ['$lines = & ipconfig.exe /all'],
+      routes: ['$lines = & route.exe print'],
+      'excluded-ports': ['$lines = & netsh.exe int ipv4 show excludedportrange protocol=tcp'],
+      firewall: [
+        "$lines = Get-NetFirewallRule -Name 'winfleet-*' -ErrorAction SilentlyContinue | ForEach-Object {",
+        '  $port = $_ | Get-NetFirewallPortFilter',
+        "  [pscustomobject][ordered]@{ Name = $_.Name; DisplayName = $_.DisplayName; Description = $_.Description; Enabled = $_.Enabled; Profile = $_.Profile; Direction = $_.Direction; Action = $_.Action; Protocol = $port.Protocol; LocalPort = ($port.LocalPort -join ',') }",
+        `} | Format-List ${outString}`,
+      ],
+      'os-version': [
+        "$lines = Get-ItemProperty -Path 'HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion' |",
+        `  Format-List -Property @('ProductName', 'EditionID', 'InstallationType', 'CurrentMajorVersionNumber', 'CurrentMinorVersionNumber', 'CurrentBuildNumber', 'UBR') ${outString}`,
+      ],
+      hotfixes: [`$lines = Get-HotFix | Format-Table -AutoSize ${outString}`],
+    };
+    if (!Object.hasOwn(commands, item))
+      throw new RangeError(
+        `Cannot make a diagnostic script for item ${JSON.stringify(item)}; use one of ${diagnosticItems.join(', ')}`,
+      );
+    command = commands[item as keyof typeof commands];
+  }
+  return [
+    ...command,
+    '$text = [string]::Join("`r`n", [string[]]@($lines))',
+    '$length = $text.Length',
+    `$truncated = $length -gt ${diagnosticTextLimit}`,
+    'if ($truncated) {',
+    `  $text = $text.Substring(${keepTail ? `$length - ${diagnosticTextLimit}` : '0'}, ${diagnosticTextLimit})`,
+    '}',
+    writeJson(
+      `[ordered]@{ item = [string]${argsVariable}.item; length = $length; truncated = $truncated; text = $text }`,
+      1,
+    ),
+  ];
+}
+
+const bodies: { [K in Exclude<RemoteScriptName, 'diagnostic'>]: string[] } = {
   'host-facts': [
     "$cv = Get-ItemProperty -Path 'HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion'",
     "$drive = Get-PSDrive -Name 'C'",
@@ -210,6 +376,49 @@ const bodies: { [K in RemoteScriptName]: string[] } = {
       '[ordered]@{ success = [bool]$result.Success; restartNeeded = [string]$result.RestartNeeded; exitCode = [string]$result.ExitCode }',
     ),
   ],
+  'preflight-facts': [
+    "$cs = Get-CimInstance -ClassName 'Win32_ComputerSystem'",
+    // The token of this session, not the account's groups on paper: an account filtered by UAC
+    // has Administrators only as a deny-only group, and IsInRole says false.
+    '$identity = [System.Security.Principal.WindowsIdentity]::GetCurrent()',
+    '$principal = New-Object -TypeName System.Security.Principal.WindowsPrincipal -ArgumentList $identity',
+    '$listeners = @(Get-NetTCPConnection -LocalPort 10250 -State Listen -ErrorAction SilentlyContinue | ForEach-Object {',
+    '  [ordered]@{ localAddress = [string]$_.LocalAddress; owningProcess = [int]$_.OwningProcess; processName = [string](Get-Process -Id $_.OwningProcess -ErrorAction SilentlyContinue).ProcessName }',
+    '})',
+    "$rules = @(Get-NetFirewallPortFilter -Protocol 'TCP' | Where-Object { @($_.LocalPort) -contains '10250' } | Get-NetFirewallRule | ForEach-Object {",
+    "  [ordered]@{ name = [string]$_.Name; enabled = ([string]$_.Enabled -eq 'True'); direction = [string]$_.Direction; action = [string]$_.Action }",
+    '})',
+    // What netsh winhttp show proxy prints, from the registry value it reads (its text is
+    // localized, the value is not): flags at offset 8 (2: a proxy is set), then the proxy and
+    // the bypass list, each a 4-byte length and ASCII characters.
+    '$winHttp = [ordered]@{ proxyServer = $null; bypassList = $null }',
+    "$raw = (Get-ItemProperty -Path 'HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Internet Settings\\Connections' -ErrorAction SilentlyContinue).WinHttpSettings",
+    'if ($raw.Length -ge 20 -and ([System.BitConverter]::ToInt32($raw, 8) -band 2)) {',
+    '  $n = [System.BitConverter]::ToInt32($raw, 12)',
+    '  if ($n -gt 0 -and 20 + $n -le $raw.Length) {',
+    '    $winHttp.proxyServer = [System.Text.Encoding]::ASCII.GetString($raw, 16, $n)',
+    '    $m = [System.BitConverter]::ToInt32($raw, 16 + $n)',
+    '    if ($m -gt 0 -and 20 + $n + $m -le $raw.Length) { $winHttp.bypassList = [System.Text.Encoding]::ASCII.GetString($raw, 20 + $n, $m) }',
+    '  }',
+    '}',
+    '$proxyEnvironment = [ordered]@{}',
+    "foreach ($name in @('HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY')) { $proxyEnvironment[$name] = [System.Environment]::GetEnvironmentVariable($name, 'Machine') }",
+    '$facts = [ordered]@{',
+    '  netbiosName = [string]$cs.Name',
+    '  partOfDomain = [bool]$cs.PartOfDomain',
+    '  domain = [string]$cs.Domain',
+    '  logicalProcessors = [int]$cs.NumberOfLogicalProcessors',
+    '  memoryBytes = [long]$cs.TotalPhysicalMemory',
+    '  userName = [string]$identity.Name',
+    `  administrator = $principal.IsInRole((New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList ${quotePowerShellString(administratorsSid)}))`,
+    "  utcNow = [System.DateTime]::UtcNow.ToString('o')",
+    '  listeners10250 = $listeners',
+    '  firewallRules10250 = $rules',
+    '  winHttpProxy = $winHttp',
+    '  proxyEnvironment = $proxyEnvironment',
+    '}',
+    writeJson('$facts'),
+  ],
   'restart-host': [
     "& shutdown.exe /r /t 5 /d p:2:4 /c 'winfleet: finishing the installation of a Windows feature'",
     'if ($LASTEXITCODE -ne 0 -and $LASTEXITCODE -ne 1190) {',
@@ -230,7 +439,9 @@ export function remoteScript<K extends RemoteScriptName>(name: K, args: RemoteSc
   return powerShellScript(
     `${scriptMarker}${name}`,
     `${argsVariable} = ConvertFrom-Json -InputObject ${quotePowerShellString(JSON.stringify(args))}`,
-    ...bodies[name],
+    ...(name === 'diagnostic'
+      ? diagnosticBody(args as RemoteScripts['diagnostic'])
+      : bodies[name as Exclude<RemoteScriptName, 'diagnostic'>]),
   );
 }
 
@@ -246,7 +457,7 @@ export function identifyRemoteScript(
   const marker = script.split('\n').find((line) => line.startsWith(scriptMarker));
   if (!marker) return undefined;
   const name = marker.slice(scriptMarker.length).trim() as RemoteScriptName;
-  if (!(name in bodies)) return undefined;
+  if (!(name in bodies) && name !== 'diagnostic') return undefined;
   const argsLine = script
     .split('\n')
     .find((line) => line.startsWith(`${argsVariable} = ConvertFrom-Json -InputObject '`));
@@ -321,4 +532,39 @@ function defaultRouteRow(row: Record<string, unknown>, index: number): HostDefau
     routeMetric: field(row, 'routeMetric', 'number', where),
     interfaceMetric: field(row, 'interfaceMetric', 'number', where),
   };
+}
+
+/** What `diagnostic` prints. */
+export interface DiagnosticOutput {
+  item: DiagnosticItem;
+  /** Characters before any cut. */
+  length: number;
+  truncated: boolean;
+  text: string;
+}
+
+/**
+ * Reads what `diagnostic` printed, strictly: exactly the four fields, the item asked for, a
+ * text within the limit and consistent with `length` and `truncated`.
+ */
+export function readDiagnostic(value: unknown, asked: DiagnosticItem): DiagnosticOutput {
+  const fail = (why: string) =>
+    new SyntaxError(`Cannot read the host's diagnostic "${asked}": ${why}`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw fail(`expected a JSON object, got ${JSON.stringify(value)?.slice(0, 80)}`);
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record).sort().join(',');
+  if (keys !== 'item,length,text,truncated')
+    throw fail(`expected the fields item, length, truncated and text, got ${keys || 'none'}`);
+  if (record.item !== asked) throw fail(`it answered for item ${JSON.stringify(record.item)}`);
+  const { length, truncated, text } = record;
+  if (typeof text !== 'string') throw fail('"text" is not a string');
+  if (typeof truncated !== 'boolean') throw fail('"truncated" is not true or false');
+  if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0)
+    throw fail('"length" is not a whole number');
+  if (text.length > diagnosticTextLimit)
+    throw fail(`the text is longer than the limit of ${diagnosticTextLimit} characters`);
+  if (truncated ? length <= text.length : length !== text.length)
+    throw fail(`"length" ${length} does not match the text of ${text.length} characters`);
+  return { item: asked, length, truncated, text };
 }

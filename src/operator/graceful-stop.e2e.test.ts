@@ -28,6 +28,8 @@ test('SIGTERM to the operator process releases its leader lease and exits 0', as
       '--no-webhook',
       '--status-port',
       '0',
+      '--dashboard-port',
+      '0',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

@@ -124,15 +124,17 @@ const program = new Command('winfleet-operator')
   )
   .option(
     '--status-host <address>',
-    'address of /healthz, /readyz, /metrics and the dashboard',
+    'address of /healthz, /readyz, /metrics and /config',
     '127.0.0.1',
   )
+  .option('--status-port <port>', 'port of /healthz, /readyz, /metrics and /config', port, 8080)
   .option(
-    '--status-port <port>',
-    'port of /healthz, /readyz, /metrics and the dashboard',
-    port,
-    8080,
+    '--dashboard-host <address>',
+    'address of the dashboard (loopback: reach it with kubectl port-forward)',
+    '127.0.0.1',
   )
+  .option('--dashboard-port <port>', 'port of the dashboard', port, 8081)
+  .option('--no-dashboard', 'serve no dashboard')
   .option('--no-leader-elect', 'do not elect a leader (only one replica may run)')
   .option(
     '--payload-dir <dir>',
@@ -204,6 +206,9 @@ program.action(async (opts) => {
     log,
     webhook,
     status: { host: opts.statusHost, port: opts.statusPort },
+    ...(opts.dashboard
+      ? { dashboard: { host: opts.dashboardHost, port: opts.dashboardPort } }
+      : {}),
     leaderElection: opts.leaderElect,
     payloadDir: opts.payloadDir,
     createNamespace: opts.createNamespace,

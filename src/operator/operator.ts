@@ -1,8 +1,8 @@
 /**
  * The winfleet operator as a library. `startOperator` runs its lifecycle in order: the
- * namespace and CRDs, the shared informers and the configuration watch, the admission webhook
- * and the status server (health, metrics, dashboard), leader election, then the controllers
- * and the payload watch; `stop` tears them down in reverse. main.ts is its command line.
+ * namespace and CRDs, the shared informers and the configuration watch, the admission webhook,
+ * the status server (health, metrics, /config) and the dashboard, leader election, then the
+ * controllers and the payload watch; `stop` tears them down in reverse. main.ts is its command line.
  */
 import { stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
@@ -33,8 +33,7 @@ import {
 } from '../controllers/hosts/windows-instances.ts';
 import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
-import { dashboardHtml } from '../dashboard/dashboard-page.ts';
-import { buildOverview } from '../dashboard/overview.ts';
+import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { isAlreadyExists } from '../kube/client.ts';
@@ -53,7 +52,7 @@ import { startWebhookService, type WebhookService } from '../webhook/webhook-ser
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
 import { type ConfigSource, configStatusRoute, watchConfig } from './config-source.ts';
-import { type ExtraRoute, type StatusServer, startStatusServer } from './status-server.ts';
+import { type StatusServer, startHttpServer, startStatusServer } from './status-server.ts';
 
 export const defaultOperatorNamespace = 'winfleet-system';
 
@@ -79,8 +78,13 @@ export interface OperatorOptions {
         /** Namespaces whose pods' image pull secrets are read (default all). */
         pullSecretNamespaces?: 'all' | string[];
       };
-  /** /healthz, /readyz, /metrics (and the dashboard) on this port; 0 picks one. */
+  /** /healthz, /readyz, /metrics and /config on this port; 0 picks one. */
   status?: { host: string; port: number };
+  /**
+   * The dashboard's own listener (loopback by default in the CLI and the chart: a person reaches
+   * it with kubectl port-forward); 0 picks a port. Without it, no dashboard.
+   */
+  dashboard?: { host: string; port: number };
   /** Elect a leader on a Lease before running controllers (default true). */
   leaderElection?: boolean;
   identity?: string;
@@ -105,6 +109,7 @@ export interface Operator {
   namespace: string;
   webhook?: WebhookService;
   status?: StatusServer;
+  dashboard?: StatusServer;
   controllers: Controller[];
   stop(): Promise<void>;
 }
@@ -181,10 +186,19 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
         registry,
         ready: () => true,
         log,
-        routes: [dashboardRoute(caches), configStatusRoute(caches.config)],
+        routes: [configStatusRoute(caches.config)],
       })
     : undefined;
   if (status) stops.push(() => status.close());
+  let dashboard: StatusServer | undefined;
+  if (options.dashboard) {
+    const pages = createDashboard(caches, apiEventLister(ctx.kc));
+    const server = await startHttpServer({ ...options.dashboard, log, routes: [pages.route] });
+    dashboard = server;
+    // Stops run last-first: the live streams end, then the listener closes.
+    stops.push(() => server.close());
+    stops.push(() => pages.close());
+  }
   if (options.leaderElection ?? true) stops.push(await leadOrExit(ctx, identity));
   controllers.push(...createControllers(ctx, caches, options.payloadDir, options.rolloutClock));
   stops.push(() => {
@@ -207,11 +221,12 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     identity,
     webhookPort: webhook?.port,
     statusPort: status?.port,
+    dashboardPort: dashboard?.port,
   });
   const stop = async () => {
     for (const step of [...stops].reverse()) await step();
   };
-  return { namespace, webhook, status, controllers, stop };
+  return { namespace, webhook, status, dashboard, controllers, stop };
 }
 
 async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise<void> {
@@ -336,24 +351,6 @@ async function startWebhook(
     metrics,
     log,
   });
-}
-
-/** The dashboard page and its JSON overview, served by the status server. */
-function dashboardRoute({ hosts, nodes, runtimeClasses }: Caches): ExtraRoute {
-  return (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path === '/' || path === '/index.html') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      res.end(dashboardHtml);
-      return true;
-    }
-    if (path === '/api/overview') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(buildOverview({ hosts, nodes, runtimeClasses })));
-      return true;
-    }
-    return false;
-  };
 }
 
 /**

@@ -83,8 +83,8 @@ const validatePayload = compileSchema<Payload>(schema, {
   document: 'payload.json',
 });
 
-/** Reads and validates `<dir>/payload.json`. */
-export async function loadPayload(dir: string): Promise<Payload> {
+/** Reads and validates `<dir>/payload.json`; `flag` is the option that named `dir`, for the fix. */
+export async function loadPayload(dir: string, flag = '--payload-dir'): Promise<Payload> {
   const file = join(dir, 'payload.json');
   let value: unknown;
   try {
@@ -92,7 +92,7 @@ export async function loadPayload(dir: string): Promise<Payload> {
   } catch (error) {
     throw new WinfleetError(
       'WF_PAYLOAD_INVALID',
-      `Cannot read ${file}: ${(error as Error).message}; run make payload or point --payload-dir at a payload`,
+      `Cannot read ${file}: ${(error as Error).message}; run make payload or point ${flag} at a payload`,
     );
   }
   const payload = validatePayload(value, file);

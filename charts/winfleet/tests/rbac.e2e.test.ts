@@ -6,9 +6,11 @@
  *
  * - a full join → upgrade → removal cycle of simulated Windows hosts (one in the release
  *   namespace, one in a namespace the values opt in; a Windows pod whose pull secret the
- *   webhook reads, evicted by the removal) gets zero 403 answers;
+ *   webhook reads, evicted by the removal; the dashboard's host detail of each, which lists
+ *   the Events about the host and its Node) gets zero 403 answers;
  * - what it must never do (read other namespaces' Secrets, create Pods, bind or escalate
- *   roles, touch other webhook configurations, create webhook configurations) is refused;
+ *   roles, touch other webhook configurations, create webhook configurations, watch, delete
+ *   or list Events beyond the dashboard's namespaces) is refused;
  * - `helm upgrade` keeps every WindowsHost, and `helm uninstall` leaves no webhook
  *   configuration behind (pods are admitted as before) but keeps the CRDs and WindowsHosts.
  */
@@ -83,6 +85,7 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   const webhookPort = await freePort();
   const statusPort = await freePort();
+  const dashboardPort = await freePort();
   // The second host lives in a namespace the values opt in (config.hosts.namespaces), with
   // its own SSH key Secret there: the chart's Role in that namespace is exercised too.
   const teamNamespace = await testNamespace(kc, 'team-hosts');
@@ -156,6 +159,7 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
         chart: chartDir,
         webhookPort,
         statusPort,
+        dashboardPort,
         payloadDir: world.payloadDir,
         logFile: operatorLog,
       }),
@@ -193,6 +197,55 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
         description: `kube-proxy's kubeconfig on ${sim.name}`,
         timeoutMs: 30_000,
       });
+    }
+
+    // The dashboard's host detail, as a person opens it: the operator lists, as the
+    // ServiceAccount, the Events about the host (in its namespace) and about its Node (in
+    // default, where core/v1 Events of cluster-scoped objects live; one written here, since
+    // the simulated kubelet writes none).
+    for (const host of hosts) {
+      const nodeName = host.status!.nodeName!;
+      await core.createNamespacedEvent({
+        namespace: 'default',
+        body: {
+          metadata: { generateName: `${nodeName}.` },
+          involvedObject: { apiVersion: 'v1', kind: 'Node', name: nodeName, uid: nodeName },
+          type: 'Normal',
+          reason: 'RbacTestNodeEvent',
+          message: `an Event about node ${nodeName}`,
+          source: { component: 'rbac-e2e' },
+          firstTimestamp: new Date(),
+          lastTimestamp: new Date(),
+          count: 1,
+        },
+      });
+    }
+    for (const host of hosts) {
+      const { namespace: ns, name } = host.metadata;
+      const url = `${operator!.dashboardUrl}/api/hosts/${ns}/${name}`;
+      // The operator records its Events without waiting: the host's NodeReady may follow.
+      const detail = await withOperatorLog(
+        () =>
+          waitFor(
+            async () => {
+              const res = await fetch(url);
+              assert.equal(res.status, 200, `GET ${url}`);
+              const body = (await res.json()) as {
+                events: { object: string; reason: string }[];
+                eventsError?: string;
+              };
+              assert.equal(body.eventsError, undefined, `${url}: the Events could not be read`);
+              const kinds = new Set(body.events.map((e) => e.object));
+              return kinds.has('WindowsHost') && kinds.has('Node') ? body : undefined;
+            },
+            { description: `Events about ${ns}/${name} and its Node in ${url}`, timeoutMs: 30_000 },
+          ),
+        logTail,
+      );
+      assert.ok(
+        detail.events.some((e) => e.object === 'Node' && e.reason === 'RbacTestNodeEvent'),
+        `${url}: the Event about the host's Node`,
+      );
     }
 
     // A Windows pod (through the webhook, which reads its pull secret) on the first host, for
@@ -312,6 +365,8 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
     assert.ok(did('update', 'leases', namespace), 'held the leader Lease');
     assert.ok(did('patch', 'windowshosts/status', teamNamespace), 'reported on the team’s host');
     assert.ok(did('get', 'secrets', apps), 'read the Windows pod’s pull secret');
+    for (const ns of [...hostNamespaces, 'default'])
+      assert.ok(did('list', 'events', ns), `listed Events in ${ns} for the dashboard`);
   });
 
   await t.test('the ServiceAccount cannot do what winfleet never needs', async () => {
@@ -362,6 +417,18 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
       )
       .map((b) => b.roleRef.name);
     assert.ok(ownClusterRoles.length > 0, 'the chart binds the ServiceAccount to a ClusterRole');
+    // An Event the dashboard may list but the operator must never delete.
+    const event = await core.createNamespacedEvent({
+      namespace,
+      body: {
+        metadata: { generateName: 'rbac-e2e.' },
+        involvedObject: { apiVersion: 'v1', kind: 'ConfigMap', name: 'x', namespace },
+        type: 'Normal',
+        reason: 'RbacTestKeep',
+        message: 'not for winfleet to delete',
+        source: { component: 'rbac-e2e' },
+      },
+    });
     const podBody = {
       metadata: { name: 'sneaky' },
       spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
@@ -387,7 +454,36 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
       subjects: [{ kind: 'ServiceAccount', name: chartServiceAccount, namespace, apiGroup: '' }],
       kind,
     });
+    // The dashboard lists Events when a detail is opened; it never watches or deletes them,
+    // and never reads them outside the hosts' namespaces and default.
+    const eventFieldSelector = 'involvedObject.kind=WindowsHost,involvedObject.name=x';
     const attempts: [string, () => Promise<unknown>][] = [
+      ...[namespace, 'default'].map((ns): [string, () => Promise<unknown>] => [
+        `watch events in ${ns}`,
+        () =>
+          saCore.listNamespacedEvent({
+            namespace: ns,
+            fieldSelector: eventFieldSelector,
+            watch: true,
+            timeoutSeconds: 1,
+          }),
+      ]),
+      [
+        `delete event ${namespace}/${event.metadata!.name}`,
+        () => saCore.deleteNamespacedEvent({ namespace, name: event.metadata!.name! }),
+      ],
+      [
+        `delete all events in ${namespace}`,
+        () => saCore.deleteCollectionNamespacedEvent({ namespace }),
+      ],
+      [
+        'list events in every namespace',
+        () => saCore.listEventForAllNamespaces({ fieldSelector: eventFieldSelector, limit: 1 }),
+      ],
+      [
+        `list events in ${other}`,
+        () => saCore.listNamespacedEvent({ namespace: other, fieldSelector: eventFieldSelector }),
+      ],
       ...secretNamespaces.flatMap((ns): [string, () => Promise<unknown>][] => [
         [`list secrets in ${ns}`, () => saCore.listNamespacedSecret({ namespace: ns })],
         [
@@ -521,6 +617,7 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
     // The foreign configurations are untouched.
     const mutating = await admission.readMutatingWebhookConfiguration({ name: 'not-winfleet' });
     assert.equal(mutating.metadata?.labels?.touched, undefined);
+    await core.readNamespacedEvent({ namespace, name: event.metadata!.name! });
     // The audit log counted every refusal: the counter the cycle relies on is real.
     const refused = forbiddenRequests(requestsBy(await auditLogUpTo(auditLog, sa.kc), sa.username));
     assert.ok(

@@ -209,28 +209,68 @@ test('leases only with leader election; the operator’s webhook Secret rules on
   );
 });
 
-test('the chart README has a row for every rule (resource and verbs)', async () => {
-  const readme = await readFile(`${chartDir}/README.md`, 'utf8');
-  const rows = readme.split('\n').filter((line) => line.startsWith('| ') && line.includes('`'));
+/** The RBAC table's rows, cell by cell (Scope, API group, Resource, Verbs, Names, Why). */
+function readmeRows(readme: string): { line: string; cells: string[] }[] {
+  const start = readme.indexOf('\n## RBAC\n');
+  const end = readme.indexOf('\n## ', start + 1);
+  return readme
+    .slice(start, end === -1 ? undefined : end)
+    .split('\n')
+    .filter((line) => line.startsWith('| ') && line.includes('`'))
+    .map((line) => ({
+      line,
+      cells: line.split(' | ').map((c) => c.replace(/^\| |\|$/g, '').trim()),
+    }));
+}
+
+/** The table's Scope cell for a grant's scope. */
+function scopeMatches(cell: string, scope: string): boolean {
+  if (scope === 'cluster') return cell === 'cluster';
+  if (scope === namespace) return cell === 'release namespace';
+  if (scope === 'kube-system' || scope === 'default') return cell === scope;
+  return cell.startsWith('opted-in');
+}
+
+test('the chart README has a row for every rule (scope, resource and exactly its verbs), and no other', async () => {
+  const rows = readmeRows(await readFile(`${chartDir}/README.md`, 'utf8'));
+  assert.ok(rows.length > 20, `README.md: the RBAC table has only ${rows.length} rows`);
+  const used = new Set<string>();
   for (const { scope, rule } of grants(await render(everything))) {
-    const where = scope === 'cluster' ? 'cluster' : scope === namespace ? 'release' : scope;
     for (const resource of rule.resources ?? []) {
       const row = rows.find(
-        (r) =>
-          r.includes(`\`${resource}\``) &&
-          rule.verbs.every((v) => r.includes(v)) &&
-          (where === 'cluster'
-            ? r.includes('cluster')
-            : where === 'release'
-              ? r.includes('release')
-              : ['kube-system', 'default'].includes(where)
-                ? r.includes(where)
-                : r.includes('opted-in')),
+        ({ cells: [where, , resources, verbs] }) =>
+          scopeMatches(where ?? '', scope) &&
+          (resources ?? '').split(', ').includes(`\`${resource}\``) &&
+          verbs === rule.verbs.join(', '),
       );
       assert.ok(
         row,
-        `README.md: no table row for ${resource} [${rule.verbs.join(', ')}] in ${where}`,
+        `README.md: no table row for ${resource} [${rule.verbs.join(', ')}] in ${scope}`,
       );
+      used.add(row.line);
     }
+  }
+  const extra = rows.filter((r) => !used.has(r.line)).map((r) => r.line);
+  assert.deepEqual(extra, [], 'README.md: rows for rules the chart does not render');
+});
+
+test('events: namespaced only; list (the dashboard’s host detail) wherever hosts live and in default; never watch or delete', async () => {
+  for (const [name, values] of variants) {
+    const optedIn = name === 'opt-in namespaces' ? ['team-a', 'team-b'] : [];
+    const events = grants(await render(values)).filter((g) => g.rule.resources?.includes('events'));
+    for (const { scope, rule } of events) {
+      const where = `${name}: events in ${scope} ${JSON.stringify(rule)}`;
+      assert.notEqual(scope, 'cluster', `${where}: a cluster-wide rule on Events`);
+      assert.deepEqual(rule.resources, ['events'], where);
+      assert.equal(rule.resourceNames, undefined, where);
+      for (const verb of ['watch', 'delete', 'deletecollection', 'update'])
+        assert.ok(!rule.verbs.includes(verb), `${where}: ${verb}`);
+    }
+    const verbsIn = (ns: string) =>
+      [...new Set(events.filter((g) => g.scope === ns).flatMap((g) => g.rule.verbs))].sort();
+    const scopes = [...new Set(events.map((g) => g.scope))].sort();
+    assert.deepEqual(scopes, [namespace, 'default', ...optedIn].sort(), name);
+    for (const ns of scopes)
+      assert.deepEqual(verbsIn(ns), ['create', 'get', 'list', 'patch'], `${name}: ${ns}`);
   }
 });

@@ -142,6 +142,7 @@ test('the operator’s command line: its namespace, nothing it may not create, t
     '--no-cluster-bindings',
     '--status-host=0.0.0.0',
     '--status-port=8080',
+    '--dashboard-port=8081',
     '--webhook-port=9443',
     `--webhook-service=${namespace}/winfleet:443`,
     '--webhook-configurations=patch',
@@ -316,4 +317,25 @@ test('changing config.hosts.namespaces rolls the pods (the operator reads it at 
       .annotations['winfleet.io/host-namespaces'];
   assert.equal(await annotation([]), await annotation([]));
   assert.notEqual(await annotation([]), await annotation(['team-a']));
+});
+
+test('the dashboard listens on the pod’s loopback only: no container port, no Service port; it can be turned off', async () => {
+  const objects = await render();
+  const container = operatorContainer(objects);
+  assert.ok(container.args.includes('--dashboard-port=8081'));
+  assert.ok(
+    !container.args.some((a: string) => a.startsWith('--dashboard-host')),
+    'the operator’s default, 127.0.0.1',
+  );
+  assert.ok(!container.ports.some((p: { containerPort: number }) => p.containerPort === 8081));
+  for (const service of objects.filter((o) => o.kind === 'Service'))
+    assert.ok(!service.spec.ports.some((p: { port: number }) => p.port === 8081));
+  const off = operatorContainer(await render({ dashboard: { enabled: false } }));
+  assert.ok(off.args.includes('--no-dashboard'));
+  assert.ok(!off.args.some((a: string) => a.startsWith('--dashboard-port')));
+  assert.match(
+    await renderError({ dashboard: { port: 80 } }),
+    /dashboard.port|minimum/,
+    'a privileged port is refused by the values schema',
+  );
 });

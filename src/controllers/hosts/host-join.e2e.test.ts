@@ -78,7 +78,7 @@ test('three hosts (2019, 2022, 2022) join as Ready nodes and run the seed IIS De
   assert.deepEqual(runtimeClasses, ['windows-2019', 'windows-2022']);
 
   // The dashboard shows them.
-  const base = `http://127.0.0.1:${world.operator!.status!.port}`;
+  const base = `http://127.0.0.1:${world.operator!.dashboard!.port}`;
   assert.match(await (await fetch(`${base}/`)).text(), /<title>winfleet<\/title>/);
   const overview = (await (await fetch(`${base}/api/overview`)).json()) as {
     hosts: { state: string; node: string }[];
