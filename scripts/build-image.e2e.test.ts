@@ -279,7 +279,11 @@ describe('the operator image', () => {
       mode: 0o400,
     });
     await chown(join(kubeDir, 'kubeconfig'), IMAGE_UID, IMAGE_GID);
-    const [statusPort, webhookPort] = [await freePort(), await freePort()];
+    const [statusPort, webhookPort, dashboardPort] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
     const namespace = 'winfleet-system';
     const operator = await runContainer({
       rootfs,
@@ -294,6 +298,8 @@ describe('the operator image', () => {
         '127.0.0.1',
         '--status-port',
         String(statusPort),
+        '--dashboard-port',
+        String(dashboardPort),
         '--webhook-host',
         '127.0.0.1',
         '--webhook-port',
@@ -318,7 +324,9 @@ describe('the operator image', () => {
       description: 'the operator to report it runs (it leads and its controllers started)',
       timeoutMs: 60_000,
     });
-    const dashboard = await fetch(`${status}/`);
+    // The dashboard is on its own loopback listener; the status port no longer serves it.
+    assert.equal((await fetch(`${status}/`)).status, 404);
+    const dashboard = await fetch(`http://127.0.0.1:${dashboardPort}/`);
     assert.equal(dashboard.status, 200);
     assert.match(await dashboard.text(), /<title>winfleet<\/title>/);
 
