@@ -10,13 +10,10 @@
  * Each run gets a fresh control plane. The operator and the hosts run in their own processes,
  * as they would for real (hosts here share one process: memory per host is its growth / N).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { startCluster } from '../sim/cluster/start-cluster.ts';
@@ -34,6 +31,7 @@ import {
 import { installCrds } from '../src/api/install-crds.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
+import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 
 const { values } = parseArgs({
   options: {
@@ -43,7 +41,6 @@ const { values } = parseArgs({
 });
 const sizes = values.sizes.split(',').map(Number);
 const concurrency = Number(values.concurrency);
-const simCli = fileURLToPath(new URL('../sim/hosts/cli.ts', import.meta.url));
 const namespace = 'winfleet-system';
 
 function rssMiB(pid: number): number {
@@ -74,10 +71,9 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
   await writeOperatorConfig(kc, namespace, { hosts: { concurrency: workers } });
   await writeSshKeySecret(kc, namespace, key.privateKey);
 
-  const sims = spawn(
-    process.execPath,
+  const { child: sims, hosts: described } = await startSimHostsProcess(
+    simHostsCli,
     [
-      simCli,
       '--count',
       String(count),
       '--releases',
@@ -87,18 +83,8 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
       '--base-address',
       `127.0.${base}.10`,
     ],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
+    count,
   );
-  const described: SimulatedHostDescription[] = [];
-  const lines = createInterface({ input: sims.stdout! });
-  for await (const line of lines) {
-    described.push(JSON.parse(line) as SimulatedHostDescription);
-    if (described.length === count) break;
-  }
-  if (described.length !== count)
-    throw new Error(`The simulated hosts did not start (${described.length} of ${count})`);
   const operator = spawnOperator({ kubeconfig: cluster.kubeconfigPath, namespace, payloadDir });
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   await waitFor(
