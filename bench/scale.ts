@@ -365,7 +365,7 @@ try {
     `\nOperator at scale: ${hostCount} joined host(s), kwok Windows nodes of builds ${releases.join('/')}, ${ready.length} Ready at the end\n`,
   );
   console.log(
-    '  nodes   RSS idle  after load   peak   V8 heap   batch of ${batchSize} (operator / API Ready)   webhook p50 / p99 at rate   no-op p99   p99 ratio   load avg',
+    `  nodes   RSS idle  after load   peak   V8 heap   batch of ${batchSize} (operator / API Ready)   webhook p50 / p99 at rate   no-op p99   p99 ratio   load avg`,
   );
   for (const r of rows) {
     const batch =
