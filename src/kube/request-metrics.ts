@@ -19,6 +19,14 @@ export class KubeRequestCounter {
     this.metric.inc({ verb, resource, code });
   }
 
+  /** The counts so far, keyed `<verb> <resource> <code>`. */
+  async counts(): Promise<Record<string, number>> {
+    const { values } = await this.metric.get();
+    return Object.fromEntries(
+      values.map((v) => [`${v.labels.verb} ${v.labels.resource} ${v.labels.code}`, v.value]),
+    );
+  }
+
   registerIn(registry: Registry): void {
     if (!registry.getSingleMetric(kubeApiRequestsMetric)) registry.registerMetric(this.metric);
   }
