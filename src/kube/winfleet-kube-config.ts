@@ -10,6 +10,7 @@ import * as k8s from '@kubernetes/client-node';
 import { Agent, type Dispatcher } from 'undici';
 import { WinfleetError } from '../errors/catalog.ts';
 import { countingInterceptor } from './request-interceptor.ts';
+import { requestKind } from './request-kind.ts';
 import { KubeRequestCounter } from './request-metrics.ts';
 import { userAgents } from './user-agent.ts';
 
@@ -49,6 +50,13 @@ export interface WinfleetKubeConfigOptions {
   userAgent?: string;
   /** Where requests are counted; default a counter of its own. */
   requests?: KubeRequestCounter;
+}
+
+/** What `outsideRequest` gives for any KubeConfig: nothing to add for one not winfleet's. */
+export function outsideRequest(kc: k8s.KubeConfig, method: string, path: string) {
+  return kc instanceof WinfleetKubeConfig
+    ? kc.outsideRequest(method, path)
+    : { headers: {}, done: (_status: number | undefined) => {} };
 }
 
 export class WinfleetKubeConfig extends k8s.KubeConfig {
@@ -95,6 +103,19 @@ export class WinfleetKubeConfig extends k8s.KubeConfig {
     // Requests (and watches) still open on the old pool finish on it; it closes after them.
     if (cached) cached.dispatcher.close().catch(() => {});
     return dispatcher;
+  }
+
+  /**
+   * For a request made with this kubeconfig's options outside client-node (node:https): its
+   * User-Agent header, and `done` to count it with its status (undefined: no response).
+   */
+  outsideRequest(method: string, path: string) {
+    const { verb, resource } = requestKind(method, path);
+    return {
+      headers: { 'user-agent': this.userAgent },
+      done: (status: number | undefined) =>
+        this.requests.count(verb, resource, status === undefined ? 'error' : String(status)),
+    };
   }
 
   /** Closes the connection pools (requests in flight finish first). */
