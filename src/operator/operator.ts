@@ -36,7 +36,7 @@ import { createRuntimeClassController } from '../controllers/runtimeclasses/runt
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
-import { isAlreadyExists } from '../kube/client.ts';
+import { isAlreadyExists, WinfleetKubeConfig } from '../kube/client.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { payloadSource } from '../payload/payload-source.ts';
 import { createHealthMetrics, type HealthMetrics } from '../remediation/health-metrics.ts';
@@ -52,6 +52,7 @@ import { startWebhookService, type WebhookService } from '../webhook/webhook-ser
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
 import { type ConfigSource, configStatusRoute, watchConfig } from './config-source.ts';
+import { registerProcessMetrics } from './process-metrics.ts';
 import { type StatusServer, startHttpServer, startStatusServer } from './status-server.ts';
 
 export const defaultOperatorNamespace = 'winfleet-system';
@@ -150,6 +151,9 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   const log = options.log ?? createLogger({}, { component: 'operator' });
   const identity = options.identity ?? `${hostname()}-${process.pid}`;
   const registry = new Registry();
+  registerProcessMetrics(registry);
+  // The API requests of the process's client (loadKubeConfig), by verb, resource and code.
+  if (options.kc instanceof WinfleetKubeConfig) options.kc.requests.registerIn(registry);
   const ctx: OperatorContext = {
     kc: options.kc,
     namespace,
