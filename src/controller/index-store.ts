@@ -117,7 +117,10 @@ export class IndexStore<T> {
     if (object === undefined) return;
     for (const value of after) {
       let bucket = index.get(value);
-      if (!bucket) index.set(value, (bucket = new Map()));
+      if (!bucket) {
+        bucket = new Map();
+        index.set(value, bucket);
+      }
       bucket.set(key, object);
     }
   }
