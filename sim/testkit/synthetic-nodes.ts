@@ -63,3 +63,24 @@ export function offlineInformer<T extends k8s.KubernetesObject>(
 export function offlineNodeInformer(): Informer<k8s.V1Node> {
   return offlineInformer<k8s.V1Node>(resources.nodes, slimNode);
 }
+
+/** A kubeconfig naming a loopback server nothing listens on: clients can be built, not used. */
+export function unusedKubeConfig(): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'none', server: 'https://127.0.0.1:9', skipTLSVerify: true }],
+    users: [{ name: 'none' }],
+    contexts: [{ name: 'none', cluster: 'none', user: 'none' }],
+    currentContext: 'none',
+  });
+  return kc;
+}
+
+/** Records the keys a controller is asked to reconcile instead of reconciling them. */
+export function recordEnqueues(controller: { enqueue(key: string): void }): string[] {
+  const keys: string[] = [];
+  controller.enqueue = (key: string) => {
+    keys.push(key);
+  };
+  return keys;
+}
