@@ -36,6 +36,14 @@ export function readyWindowsBuildOf(node: k8s.V1Node): string[] {
   return build ? [build] : [];
 }
 
+/** Ready schedulable Windows nodes per build, from the index (empty until it is added). */
+export function readyWindowsNodeCounts(nodes: Informer<k8s.V1Node>): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const build of nodes.indexValues(readyWindowsBuildIndex))
+    counts.set(build, nodes.countByIndex(readyWindowsBuildIndex, build));
+  return counts;
+}
+
 export function clusterFacts(
   kc: k8s.KubeConfig,
   informers: {
@@ -50,12 +58,7 @@ export function clusterFacts(
   let gmsa: { at: number; value: Promise<ReadonlySet<string> | undefined> } | undefined;
   return {
     readyWindowsBuilds: () => informers.nodes.indexValues(readyWindowsBuildIndex),
-    readyWindowsNodeCounts() {
-      const counts = new Map<string, number>();
-      for (const build of informers.nodes.indexValues(readyWindowsBuildIndex))
-        counts.set(build, informers.nodes.countByIndex(readyWindowsBuildIndex, build));
-      return counts;
-    },
+    readyWindowsNodeCounts: () => readyWindowsNodeCounts(informers.nodes),
     runtimeClasses: (name) => informers.runtimeClasses.get(name)?.scheduling?.nodeSelector,
     namespaceOptedOut(namespace) {
       const { key, value } = config().webhook.optOutLabel;
