@@ -75,16 +75,6 @@ export function windowsFlavorOf(node: k8s.V1Node): WindowsFlavor | undefined {
   return { build, arch: labels['kubernetes.io/arch'] ?? 'amd64' };
 }
 
-/** The flavors present among `nodes` (Windows nodes carrying the windows-build label). */
-export function windowsFlavors(nodes: k8s.V1Node[]): WindowsFlavor[] {
-  const seen = new Map<string, WindowsFlavor>();
-  for (const node of nodes) {
-    const flavor = windowsFlavorOf(node);
-    if (flavor) seen.set(`${flavor.build}/${flavor.arch}`, flavor);
-  }
-  return [...seen.values()];
-}
-
 /** The RuntimeClass a node's flavor needs, as an index value ([] for other nodes). */
 export function runtimeClassOf(node: k8s.V1Node): string[] {
   const flavor = windowsFlavorOf(node);
