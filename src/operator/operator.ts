@@ -13,6 +13,7 @@ import { installCrds } from '../api/install-crds.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
 import { type WindowsNodePool, windowsNodePoolResource } from '../api/windows-node-pool.ts';
 import { type Controller, everythingKey } from '../controller/controller.ts';
+import { registerControllerMetrics } from '../controller/controller-metrics.ts';
 import { createEventRecorder, type EventRecorder } from '../controller/events.ts';
 import type { Informer } from '../controller/informer.ts';
 import { InformerFactory, resources } from '../controller/informer-factory.ts';
@@ -40,7 +41,7 @@ import { isAlreadyExists, WinfleetKubeConfig } from '../kube/client.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { payloadSource } from '../payload/payload-source.ts';
 import { createHealthMetrics, type HealthMetrics } from '../remediation/health-metrics.ts';
-import { clusterFacts } from '../webhook/cluster-facts.ts';
+import { clusterFacts, readyWindowsNodeCounts } from '../webhook/cluster-facts.ts';
 import { createWebhookMetrics, type WebhookMetrics } from '../webhook/metrics.ts';
 import { memoizeCompatibility } from '../webhook/placement.ts';
 import { apiPullSecrets, podImageResolver, resolverFor } from '../webhook/pod-images.ts';
@@ -169,6 +170,11 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   if (options.installCrds ?? true) await installCrds(ctx.kc);
   await warnIfBootstrapTokensAutoApproved(ctx);
   const shared = createCaches(ctx);
+  registerControllerMetrics(registry, {
+    controllers: () => controllers,
+    informerObjects: () => shared.factory.objectCounts(),
+    readyWindowsNodes: () => readyWindowsNodeCounts(shared.nodes),
+  });
   const webhookMetrics = createWebhookMetrics(registry);
   const lookupObserver = prometheusLookupObserver(registry);
   await shared.factory.start();
