@@ -44,18 +44,26 @@ function setUp() {
     events: { record: () => {} },
     log: silentLogger,
   });
-  return { nodes, hosts, keys: recordEnqueues(controller) };
+  // Every read of the whole host cache, to show a Node event finds its hosts by index.
+  const reads = { count: 0 };
+  const list = hosts.list.bind(hosts);
+  hosts.list = () => {
+    reads.count++;
+    return list();
+  };
+  return { nodes, hosts, reads, keys: recordEnqueues(controller) };
 }
 
 const flip = (name: string, rv: string) =>
   syntheticNode(name, { ready: false, resourceVersion: rv });
 
-test('a Node no host names enqueues no host, among 10,000', () => {
-  const { nodes, keys } = setUp();
+test('a Node no host names enqueues no host, among 10,000, and walks no host list', () => {
+  const { nodes, keys, reads } = setUp();
   nodes.apply('MODIFIED', flip('node-42', '2'));
   nodes.apply('ADDED', syntheticNode('node-new'));
   nodes.apply('DELETED', syntheticNode('node-7'));
   assert.deepEqual(keys, []);
+  assert.equal(reads.count, 0);
 });
 
 test('a Node enqueues the host it belongs to and every host claiming its name', () => {
@@ -72,7 +80,8 @@ test('a Node enqueues the host it belongs to and every host claiming its name', 
 });
 
 test('a host that goes wakes its rivals for the name, found through the index', () => {
-  const { hosts, keys } = setUp();
+  const { hosts, keys, reads } = setUp();
   hosts.apply('DELETED', host('claimant', { nodeName: 'win-2' }));
   assert.deepEqual(keys.sort(), ['win/claimant', 'win/rival']);
+  assert.equal(reads.count, 0);
 });
