@@ -9,6 +9,7 @@ import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { isGone } from '../kube/client.ts';
+import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
 import { type IndexFunction, IndexStore } from './index-store.ts';
 
 /** Which objects to watch. */
@@ -256,7 +257,7 @@ export class Informer<T extends k8s.KubernetesObject> {
         }
         resolve(outcome);
       };
-      new k8s.Watch(this.#kc)
+      quietWatch(this.#kc)
         .watch(
           this.#watchPath(),
           {
@@ -264,7 +265,7 @@ export class Informer<T extends k8s.KubernetesObject> {
             allowWatchBookmarks: true,
             labelSelector: this.#options.labelSelector,
             fieldSelector: this.#options.fieldSelector,
-            timeoutSeconds: 300,
+            timeoutSeconds: watchTimeoutSeconds,
           },
           (type: string, object: T) => {
             this.#lastEventAt = Date.now();
