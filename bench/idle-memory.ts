@@ -9,8 +9,10 @@
  *   bundle          the shipped bundle (charset ascii), no flags
  *   bundle+flags    … with IMAGE_NODE_FLAGS
  *   shipped         … with IMAGE_NODE_FLAGS and IMAGE_ENV: what the image runs
+ *   shipped+try     … plus the Node flags given with --try-flags (only when asked for)
  *
- *   npm run bench:idle-memory [-- --idle-seconds 60 --variants source,shipped --heap-snapshot DIR]
+ *   npm run bench:idle-memory [-- --idle-seconds 60 --variants source,shipped --heap-snapshot DIR
+ *     --try-flags "--optimize-for-size"]
  *
  * One control plane and one simulated host for the whole run; a first operator (from source,
  * not measured) joins the host. Then each variant starts, finds the host Ready, and is left
@@ -48,14 +50,23 @@ import { installCrds } from '../src/api/install-crds.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
 
-const allVariants = ['source', 'bundle-utf8', 'bundle', 'bundle+flags', 'shipped'] as const;
+const allVariants = [
+  'source',
+  'bundle-utf8',
+  'bundle',
+  'bundle+flags',
+  'shipped',
+  'shipped+try',
+] as const;
 type Variant = (typeof allVariants)[number];
 
 const { values } = parseArgs({
   options: {
     'idle-seconds': { type: 'string', default: '60' },
-    variants: { type: 'string', default: allVariants.join(',') },
+    variants: { type: 'string', default: allVariants.slice(0, 5).join(',') },
     'heap-snapshot': { type: 'string' },
+    /** Node flags to try on top of the shipped ones, as the variant shipped+try. */
+    'try-flags': { type: 'string', default: '' },
   },
 });
 const idleMs = Number(values['idle-seconds']) * 1000;
@@ -133,10 +144,13 @@ try {
     const out = join(dir, `${variant}.jsonl`);
     const probeFlags = ['--require', probe];
     const shipped = variant !== 'source';
-    const flags = variant === 'bundle+flags' || variant === 'shipped' ? IMAGE_NODE_FLAGS : [];
+    const flags = ['bundle+flags', 'shipped', 'shipped+try'].includes(variant)
+      ? IMAGE_NODE_FLAGS
+      : [];
+    const tried = variant === 'shipped+try' ? values['try-flags'].split(' ').filter(Boolean) : [];
     const env: Record<string, string> = {
       WINFLEET_MEMORY_PROBE: out,
-      ...(variant === 'shipped' ? IMAGE_ENV : {}),
+      ...(variant.startsWith('shipped') ? IMAGE_ENV : {}),
     };
     if (values['heap-snapshot']) {
       await mkdir(values['heap-snapshot'], { recursive: true });
@@ -148,7 +162,7 @@ try {
       payloadDir,
       shipped,
       ...(variant === 'bundle-utf8' ? { script: utf8Bundle } : {}),
-      nodeFlags: [...probeFlags, ...flags],
+      nodeFlags: [...probeFlags, ...flags, ...tried],
       env,
       logFile: join(dir, `${variant}.log`),
     });
