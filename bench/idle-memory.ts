@@ -11,8 +11,9 @@
  *   shipped         … with IMAGE_NODE_FLAGS and IMAGE_ENV: what the image runs
  *   shipped+try     … plus the Node flags given with --try-flags (only when asked for)
  *
+ *   npm run bench:idle-memory -- --load-only   (no cluster: each variant loaded, before it runs)
  *   npm run bench:idle-memory [-- --idle-seconds 60 --variants source,shipped --heap-snapshot DIR
- *     --try-flags "--optimize-for-size"]
+ *     --try-flags=--optimize-for-size]
  *
  * One control plane and one simulated host for the whole run; a first operator (from source,
  * not measured) joins the host. Then each variant starts, finds the host Ready, and is left
@@ -21,6 +22,9 @@
  * space, code and bytecode, external memory, and the modules loaded. The machine is shared:
  * the load average is printed with the figures.
  */
+
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -65,6 +69,8 @@ const { values } = parseArgs({
     'idle-seconds': { type: 'string', default: '60' },
     variants: { type: 'string', default: allVariants.slice(0, 5).join(',') },
     'heap-snapshot': { type: 'string' },
+    /** No cluster: the memory of each variant once loaded, before it runs. */
+    'load-only': { type: 'boolean', default: false },
     /** Node flags to try on top of the shipped ones, as the variant shipped+try. */
     'try-flags': { type: 'string', default: '' },
   },
@@ -75,6 +81,7 @@ for (const v of variants) {
   if (!allVariants.includes(v)) throw new Error(`No variant "${v}"; use ${allVariants.join(',')}`);
 }
 const probe = fileURLToPath(new URL('./memory-probe.cjs', import.meta.url));
+const operatorMain = fileURLToPath(new URL('../src/operator/main.ts', import.meta.url));
 const namespace = 'winfleet-system';
 const MiB = 1024 * 1024;
 
@@ -114,77 +121,112 @@ if (variants.includes('bundle-utf8')) {
 const aboveLatin1 = (path: string) =>
   [...readFileSync(path, 'utf8')].filter((c) => (c.codePointAt(0) ?? 0) > 0xff).length;
 
-const cluster = await startCluster();
-const kc = loadKubeConfig(cluster.kubeconfigPath);
-const key = generateTestKey();
-const payloadDir = join(dir, 'payload');
-await writeStandInPayload(payloadDir);
-const fleet = await startSimulatedHosts({
-  count: 1,
-  releases: ['2022'],
-  authorizedKeys: [key.publicKey],
-  baseAddress: '127.0.29.10',
-});
+/** How a variant runs: its script, Node flags and environment (besides the probe's). */
+function variantSetup(variant: Variant, out: string) {
+  const flags = ['bundle+flags', 'shipped', 'shipped+try'].includes(variant)
+    ? IMAGE_NODE_FLAGS
+    : [];
+  const tried = variant === 'shipped+try' ? values['try-flags'].split(' ').filter(Boolean) : [];
+  const env: Record<string, string> = {
+    WINFLEET_MEMORY_PROBE: out,
+    ...(variant.startsWith('shipped') ? IMAGE_ENV : {}),
+  };
+  if (values['heap-snapshot']) {
+    env.WINFLEET_MEMORY_PROBE_SNAPSHOT = join(values['heap-snapshot'], `${variant}.heapsnapshot`);
+  }
+  const script =
+    variant === 'source' ? undefined : variant === 'bundle-utf8' ? utf8Bundle : operatorBundlePath;
+  return { script, nodeFlags: ['--require', probe, ...flags, ...tried], env };
+}
+
+async function readSample(out: string, variant: Variant): Promise<Sample> {
+  const text = await waitFor(
+    async () => {
+      const t = await readFile(out, 'utf8').catch(() => '');
+      return t.trim() ? t : undefined;
+    },
+    { description: `the probe of ${variant}`, timeoutMs: 120_000 },
+  );
+  return JSON.parse(text.trim().split('\n')[0]!) as Sample;
+}
+
 const measured: Measured[] = [];
-try {
-  await installCrds(kc);
-  await writeOperatorConfig(kc, namespace, {});
-  await writeSshKeySecret(kc, namespace, key.privateKey);
-  const host = fleet.hosts[0]!;
-  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
-  await objects.create(windowsHostFor(host, namespace));
-
-  // The join itself, by an operator that is not measured.
-  const joiner = spawnOperator({ kubeconfig: cluster.kubeconfigPath, namespace, payloadDir });
-  await waitForReadyHosts(kc, namespace, 1, 10 * 60_000);
-  await stopProcess(joiner);
-  console.error('[bench] the host joined; measuring each variant');
-
+if (values['heap-snapshot']) await mkdir(values['heap-snapshot'], { recursive: true });
+if (values['load-only']) {
+  // No cluster: each variant runs `--help`, held at its exit (the probe's
+  // WINFLEET_MEMORY_PROBE_AT_EXIT), so every module is loaded and nothing has run.
   for (const variant of variants) {
     const out = join(dir, `${variant}.jsonl`);
-    const probeFlags = ['--require', probe];
-    const shipped = variant !== 'source';
-    const flags = ['bundle+flags', 'shipped', 'shipped+try'].includes(variant)
-      ? IMAGE_NODE_FLAGS
-      : [];
-    const tried = variant === 'shipped+try' ? values['try-flags'].split(' ').filter(Boolean) : [];
-    const env: Record<string, string> = {
-      WINFLEET_MEMORY_PROBE: out,
-      ...(variant.startsWith('shipped') ? IMAGE_ENV : {}),
-    };
-    if (values['heap-snapshot']) {
-      await mkdir(values['heap-snapshot'], { recursive: true });
-      env.WINFLEET_MEMORY_PROBE_SNAPSHOT = join(values['heap-snapshot'], `${variant}.heapsnapshot`);
-    }
-    const child = spawnOperator({
-      kubeconfig: cluster.kubeconfigPath,
-      namespace,
-      payloadDir,
-      shipped,
-      ...(variant === 'bundle-utf8' ? { script: utf8Bundle } : {}),
-      nodeFlags: [...probeFlags, ...flags, ...tried],
-      env,
-      logFile: join(dir, `${variant}.log`),
-    });
-    await waitForReadyHosts(kc, namespace, 1, 5 * 60_000);
-    await new Promise((r) => setTimeout(r, idleMs));
-    child.kill('SIGUSR2');
-    const text = await waitFor(
-      async () => {
-        const t = await readFile(out, 'utf8').catch(() => '');
-        return t.trim() ? t : undefined;
+    const setup = variantSetup(variant, out);
+    const child = spawn(
+      process.execPath,
+      [...setup.nodeFlags, setup.script ?? operatorMain, '--help'],
+      {
+        stdio: 'ignore',
+        env: { ...process.env, ...setup.env, WINFLEET_MEMORY_PROBE_AT_EXIT: '3000' },
       },
-      { description: `the probe of ${variant}`, timeoutMs: 120_000 },
     );
-    const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-    const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
-    measured.push({ variant, sample: JSON.parse(text.trim().split('\n')[0]!) as Sample, peakRss });
-    await stopProcess(child);
-    console.error(`[bench] ${variant}: measured (load ${load()})`);
+    await once(child, 'exit');
+    const sample = await readSample(out, variant);
+    measured.push({ variant, sample, peakRss: Number.NaN });
   }
-} finally {
-  await fleet.stop();
-  await cluster.stop();
+} else {
+  await measureIdle();
+}
+
+async function measureIdle(): Promise<void> {
+  const cluster = await startCluster();
+  const kc = loadKubeConfig(cluster.kubeconfigPath);
+  const key = generateTestKey();
+  const payloadDir = join(dir, 'payload');
+  await writeStandInPayload(payloadDir);
+  const fleet = await startSimulatedHosts({
+    count: 1,
+    releases: ['2022'],
+    authorizedKeys: [key.publicKey],
+    baseAddress: '127.0.29.10',
+  });
+  try {
+    await installCrds(kc);
+    await writeOperatorConfig(kc, namespace, {});
+    await writeSshKeySecret(kc, namespace, key.privateKey);
+    const host = fleet.hosts[0]!;
+    const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+    await objects.create(windowsHostFor(host, namespace));
+
+    // The join itself, by an operator that is not measured.
+    const joiner = spawnOperator({ kubeconfig: cluster.kubeconfigPath, namespace, payloadDir });
+    await waitForReadyHosts(kc, namespace, 1, 10 * 60_000);
+    await stopProcess(joiner);
+    console.error('[bench] the host joined; measuring each variant');
+
+    for (const variant of variants) {
+      const out = join(dir, `${variant}.jsonl`);
+      const setup = variantSetup(variant, out);
+      const child = spawnOperator({
+        kubeconfig: cluster.kubeconfigPath,
+        namespace,
+        payloadDir,
+        shipped: variant !== 'source',
+        ...(variant === 'bundle-utf8' ? { script: utf8Bundle } : {}),
+        nodeFlags: setup.nodeFlags,
+        env: setup.env,
+        logFile: join(dir, `${variant}.log`),
+      });
+      await waitForReadyHosts(kc, namespace, 1, 5 * 60_000);
+      await new Promise((r) => setTimeout(r, idleMs));
+      child.kill('SIGUSR2');
+      const sample = await readSample(out, variant);
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+      measured.push({ variant, sample, peakRss });
+      await stopProcess(child);
+      console.error(`[bench] ${variant}: measured (load ${load()})`);
+    }
+  } finally {
+    await fleet.stop();
+    await cluster.stop();
+  }
 }
 
 const mib = (bytes: number) => (bytes / MiB).toFixed(1);
@@ -192,15 +234,17 @@ const row = (label: string, pick: (m: Measured) => string) =>
   console.log(`  ${label.padEnd(34)}${measured.map((m) => pick(m).padStart(14)).join('')}`);
 const space = (m: Measured, name: string) => m.sample.heapSpaces[name]?.physical ?? 0;
 console.log(
-  `\nIdle operator, one joined host, after ${idleMs / 1000} s idle (MiB; load average now ${load()}):\n`,
+  values['load-only']
+    ? `\nOperator loaded, before it runs (--help held at exit; MiB; load average now ${load()}):\n`
+    : `\nIdle operator, one joined host, after ${idleMs / 1000} s idle (MiB; load average now ${load()}):\n`,
 );
 row('', (m) => m.variant);
 row('RSS (VmRSS)', (m) => mib(m.sample.proc.rss));
 row('  anonymous (heap, malloc)', (m) => mib(m.sample.proc.rssAnon));
 row('  file-backed (node binary, libs)', (m) => mib(m.sample.proc.rssFile));
-row('peak RSS (VmHWM)', (m) => mib(m.peakRss));
+if (!values['load-only']) row('peak RSS (VmHWM)', (m) => mib(m.peakRss));
 row('V8 heap used', (m) => mib(m.sample.memoryUsage.heapUsed));
-row('V8 heap total', (m) => mib(m.sample.memoryUsage.heapTotal));
+row('V8 heap total (spaces: resident)', (m) => mib(m.sample.memoryUsage.heapTotal));
 for (const name of [
   'new_space',
   'old_space',

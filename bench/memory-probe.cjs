@@ -11,6 +11,9 @@
  * - the modules loaded (counted with module.registerHooks: every require and import) and the
  *   bytes of their source, by package.
  *
+ * With WINFLEET_MEMORY_PROBE_AT_EXIT=<ms>, the first process.exit waits that long, samples, then
+ * exits (see below).
+ *
  * With WINFLEET_MEMORY_PROBE_SNAPSHOT=<file>, SIGUSR2 also writes a heap snapshot there (open
  * it in Chrome DevTools, Memory tab). A bench tool, never part of the product.
  */
@@ -82,9 +85,22 @@ if (out) {
       byPackage,
     };
   };
-  process.on('SIGUSR2', () => {
+  const write = () => {
     fs.appendFileSync(out, `${JSON.stringify(sample())}\n`);
     const snapshot = process.env.WINFLEET_MEMORY_PROBE_SNAPSHOT;
     if (snapshot) v8.writeHeapSnapshot(snapshot);
-  });
+  };
+  process.on('SIGUSR2', write);
+  // WINFLEET_MEMORY_PROBE_AT_EXIT=<ms>: a program that loads everything and exits (`--help`)
+  // is sampled at its first process.exit, after sleeping that long (the thread blocks: nothing
+  // else runs), then exits: its memory once loaded, before it does anything.
+  const holdMs = Number(process.env.WINFLEET_MEMORY_PROBE_AT_EXIT ?? 0);
+  if (holdMs > 0) {
+    const exit = process.exit.bind(process);
+    process.exit = (code) => {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, holdMs);
+      write();
+      exit(code);
+    };
+  }
 }
