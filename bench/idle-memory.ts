@@ -255,8 +255,7 @@ for (const name of [
   'trusted_large_object_space',
   'shared_large_object_space',
 ]) {
-  if (measured.some((m) => space(m, name) > 0))
-    row(`  ${name} (resident)`, (m) => mib(space(m, name)));
+  if (measured.some((m) => space(m, name) > 0)) row(`  ${name}`, (m) => mib(space(m, name)));
 }
 row('bytecode + metadata', (m) => mib(m.sample.heapCode.bytecode_and_metadata_size));
 row('code + metadata', (m) => mib(m.sample.heapCode.code_and_metadata_size));
