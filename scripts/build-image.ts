@@ -872,7 +872,10 @@ export async function writeOperatorBundle(path: string): Promise<string> {
   for (const warning of bundle.warnings) console.error(`[image] bundle warning:\n${warning}`);
   const target = resolve(path);
   await mkdir(dirname(target), { recursive: true });
-  await writeFile(target, bundle.code);
+  // Whole or not at all: another process may be starting the bundle already there.
+  const partial = `${target}.${process.pid}.partial`;
+  await writeFile(partial, bundle.code);
+  await rename(partial, target);
   return target;
 }
 
