@@ -12,7 +12,11 @@
  *   loaded the same way in the same run.
  *
  *   npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300
- *                          --rate 1000 --load-seconds 10 --batch-size 1000 --keep-dir]
+ *                          --rate 1000 --load-seconds 10 --batch-size 1000 --from-source
+ *                          --keep-dir]
+ *
+ * The operator runs as the image ships it (the bundle, IMAGE_NODE_FLAGS and IMAGE_ENV);
+ * --from-source runs `node src/operator/main.ts` instead.
  *
  * A quick look: --steps 20,40 --batch-size 10 --idle-seconds 10 --load-seconds 2.
  *
@@ -32,7 +36,11 @@ import { freePorts } from '../sim/cluster/free-port.ts';
 import { startCluster } from '../sim/cluster/start-cluster.ts';
 import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
 import { createWindowsNode } from '../sim/testkit/nodes.ts';
-import { spawnOperator, stopProcess } from '../sim/testkit/operator-process.ts';
+import {
+  buildOperatorBundle,
+  spawnOperator,
+  stopProcess,
+} from '../sim/testkit/operator-process.ts';
 import { writeStandInPayload } from '../sim/testkit/payload.ts';
 import { writeOperatorConfig } from '../sim/testkit/test-operator.ts';
 import {
@@ -53,7 +61,7 @@ import { parseMetricsText, type Sample, samplesOf, sumOf } from './metrics-text.
 import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 
 const usage =
-  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --keep-dir]';
+  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --keep-dir]';
 const { values } = parseArgs({
   options: {
     steps: { type: 'string', default: '1000,5000,10000' },
@@ -62,6 +70,7 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '1000' },
     'load-seconds': { type: 'string', default: '10' },
     'batch-size': { type: 'string', default: '1000' },
+    'from-source': { type: 'boolean', default: false },
     'keep-dir': { type: 'boolean', default: false },
   },
   strict: true,
@@ -163,6 +172,8 @@ try {
   stops.push(() => stopProcess(sims.child));
 
   const [webhookPort, statusPort] = (await freePorts(2)) as [number, number];
+  const shipped = !values['from-source'];
+  if (shipped) await buildOperatorBundle();
   const operator = spawnOperator({
     kubeconfig: cluster.kubeconfigPath,
     namespace,
@@ -170,6 +181,7 @@ try {
     webhookPort,
     statusPort,
     logFile: join(dir, 'operator.log'),
+    shipped,
   });
   stops.push(() => stopProcess(operator));
   const metricsUrl = `http://127.0.0.1:${statusPort}/metrics`;
@@ -362,7 +374,7 @@ try {
 
   const ready = (await core.listNode({ labelSelector: 'bench=scale' })).items.filter(nodeIsReady);
   console.log(
-    `\nOperator at scale: ${hostCount} joined host(s), kwok Windows nodes of builds ${releases.join('/')}, ${ready.length} Ready at the end\n`,
+    `\nOperator at scale: ${hostCount} joined host(s), kwok Windows nodes of builds ${releases.join('/')}, ${ready.length} Ready at the end; the operator ${shipped ? 'as shipped (bundle, image flags and env)' : 'from source'}\n`,
   );
   console.log(
     `  nodes   RSS idle  after load   peak   V8 heap   batch of ${batchSize} (operator / API Ready)   webhook p50 / p99 at rate   no-op p99   p99 ratio   load avg`,
