@@ -29,6 +29,11 @@ export const maxCommandOutputBytes = 16 * 1024 * 1024;
 const uploadChunkBytes = 32 * 1024;
 const uploadWritesInFlight = 16;
 
+/** 16777216 → "16 MiB"; a size that is not whole MiB in bytes. */
+function sizeText(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
+}
+
 export interface CommandResult {
   code: number;
   stdout: string;
@@ -193,7 +198,7 @@ export class SshSession {
             reject(
               new WinfleetError(
                 'WF_REMOTE_COMMAND_FAILED',
-                `The command printed more than ${maxOutputBytes / (1024 * 1024)} MiB of output, the most the operator keeps; it was stopped`,
+                `The command printed more than ${sizeText(maxOutputBytes)} of output, the most the operator keeps; it was stopped`,
               ),
             );
             return;
