@@ -16,6 +16,8 @@ const MiB = 1024 * 1024;
 // Garbage is collected before each sample, so the samples count what is held, not what
 // awaits collection (freed chunks pile up between collections whatever the code does).
 setFlagsFromString('--expose-gc');
+// Freed ArrayBuffers are counted until swept: sweeping with the collection keeps the count exact.
+setFlagsFromString('--no-concurrent-array-buffer-sweeping');
 const collectGarbage = runInNewContext('gc') as () => void;
 
 /** The most `process.memoryUsage()` grew above its level at the start while `work` ran. */
@@ -54,14 +56,15 @@ test('a large payload file is streamed to the host: memory grows far less than t
 
   const { result: copied, peak } = await peakGrowth(() => syncPayload(remote, dir, payload));
 
+  t.diagnostic(`peak growth: arrayBuffers ${peak.arrayBuffers} bytes, heap ${peak.heapUsed} bytes`);
   assert.ok(copied.includes(`${hostPaths.payload}\\kubelet.exe`));
   const onHost = `${hostPaths.payload}\\kubelet.exe`;
   assert.equal((await host.machine.fs.stat(onHost))?.size, size);
   assert.equal(await host.machine.fs.sha256(onHost), kubelet.sha256);
   // Reading the file whole would hold all 64 MiB (as a Buffer) at once; streamed, what is
   // held is the chunks in flight and the SSH windows (of both ends: the host is in-process).
-  assert.ok(peak.arrayBuffers < size / 2, `arrayBuffers grew by ${peak.arrayBuffers} bytes`);
-  assert.ok(peak.heapUsed < size / 2, `the heap grew by ${peak.heapUsed} bytes`);
+  assert.ok(peak.arrayBuffers < size / 4, `arrayBuffers grew by ${peak.arrayBuffers} bytes`);
+  assert.ok(peak.heapUsed < size / 4, `the heap grew by ${peak.heapUsed} bytes`);
 });
 
 test('a copy cut off by a dropped connection fails at once and leaves no timer behind', async (t) => {
