@@ -50,6 +50,7 @@ import {
   writeSshKeySecret,
 } from '../sim/testkit/windows-hosts.ts';
 import { installCrds } from '../src/api/install-crds.ts';
+import { Informer } from '../src/controller/informer.ts';
 import { nodeIsReady } from '../src/controller/informer-factory.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
@@ -241,18 +242,20 @@ try {
       seconds: loadSeconds,
     });
 
-  // The bench's own view of Node readiness (the baseline of each batch).
+  // The bench's own view of Node readiness (the baseline of each batch): winfleet's informer,
+  // which resumes its watch when it ends (a bare client-node Watch gives up when quiet).
   const readyAt = new Map<string, number>();
-  const nodeWatch = await new k8s.Watch(kc).watch(
-    '/api/v1/nodes',
-    { labelSelector: 'bench=scale' },
-    (_phase: string, node: k8s.V1Node) => {
-      const name = node.metadata?.name;
-      if (name && !readyAt.has(name) && nodeIsReady(node)) readyAt.set(name, performance.now());
-    },
-    () => {},
-  );
-  stops.push(async () => nodeWatch.abort());
+  const benchNodes = new Informer<k8s.V1Node>(kc, {
+    resource: { apiVersion: 'v1', kind: 'Node', plural: 'nodes' },
+    labelSelector: 'bench=scale',
+  });
+  const noteReady = (node: k8s.V1Node) => {
+    const name = node.metadata?.name;
+    if (name && !readyAt.has(name) && nodeIsReady(node)) readyAt.set(name, performance.now());
+  };
+  benchNodes.on('add', noteReady).on('update', noteReady);
+  await benchNodes.start();
+  stops.push(async () => benchNodes.stop());
 
   const rss = rssSampler(operator.pid!);
   stops.push(async () => rss.stop());
