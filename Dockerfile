@@ -34,4 +34,7 @@ COPY --from=build /out/winfleet-operator.cjs /app/winfleet-operator.cjs
 # Numeric, so that a Pod's runAsNonRoot can check it.
 USER 65532:65532
 WORKDIR /
-ENTRYPOINT ["/nodejs/bin/node", "/app/winfleet-operator.cjs"]
+# The same memory settings as `make image` (IMAGE_ENV and IMAGE_NODE_FLAGS in
+# scripts/build-image.ts; scripts/build-image.test.ts checks they agree; docs/operator-memory.md).
+ENV MALLOC_ARENA_MAX=2
+ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=2", "/app/winfleet-operator.cjs"]

@@ -5,25 +5,26 @@
  * run; also the operator with a single worker (concurrency 1) but all hosts submitted at once.
  * Plus the resident memory of the operator process and of the simulated-host process.
  *
- *   npm run bench:join [-- --sizes 1,10,50 --concurrency 10]
+ *   npm run bench:join [-- --sizes 1,10,50 --concurrency 10 --payload-mib 358]
+ *
+ * `--payload-mib N` pads the stand-in payload to N MiB in all, split between its files as a
+ * real payload is (kubelet, kube-proxy, containerd, the agent, ...; sparse files), so the
+ * operator streams real-size files; without it the files are a few bytes each.
  *
  * Each run gets a fresh control plane. The operator and the hosts run in their own processes,
  * as they would for real (hosts here share one process: memory per host is its growth / N).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { startCluster } from '../sim/cluster/start-cluster.ts';
 import type { SimulatedHostDescription } from '../sim/hosts/fleet.ts';
 import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
 import { spawnOperator, stopProcess } from '../sim/testkit/operator-process.ts';
-import { writeStandInPayload } from '../sim/testkit/payload.ts';
+import { realPayloadSizes, writeStandInPayload } from '../sim/testkit/payload.ts';
 import { writeOperatorConfig } from '../sim/testkit/test-operator.ts';
 import {
   hostReady,
@@ -34,21 +35,31 @@ import {
 import { installCrds } from '../src/api/install-crds.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
+import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 
 const { values } = parseArgs({
   options: {
     sizes: { type: 'string', default: '1,10,50' },
     concurrency: { type: 'string', default: '10' },
+    'payload-mib': { type: 'string' },
   },
 });
+const payloadMiB = values['payload-mib'] === undefined ? undefined : Number(values['payload-mib']);
 const sizes = values.sizes.split(',').map(Number);
 const concurrency = Number(values.concurrency);
-const simCli = fileURLToPath(new URL('../sim/hosts/cli.ts', import.meta.url));
 const namespace = 'winfleet-system';
 
-function rssMiB(pid: number): number {
+/** A /proc/<pid>/status memory field (VmRSS now, VmHWM the peak), in MiB. */
+function statusMiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024;
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN) / 1024;
+}
+const rssMiB = (pid: number) => statusMiB(pid);
+
+/** Bytes the process has written to files and sockets (/proc/<pid>/io wchar), in MiB. */
+function writtenMiB(pid: number): number {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  return Number(/wchar:\s+(\d+)/.exec(io)?.[1] ?? Number.NaN) / (1024 * 1024);
 }
 
 type Mode = 'concurrent' | 'one-worker' | 'one-at-a-time';
@@ -58,6 +69,10 @@ interface Run {
   mode: Mode;
   makespanS: number;
   operatorMiB: number;
+  /** The operator's peak RSS over the run (VmHWM). */
+  operatorPeakMiB: number;
+  /** What the operator wrote to sockets and files over the run (mostly the payload copies). */
+  operatorSentMiB: number;
   hostsMiB: number;
 }
 
@@ -69,15 +84,16 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
   const key = generateTestKey();
   await writeFile(join(dir, 'key.pub'), key.publicKey);
   const payloadDir = join(dir, 'payload');
-  await writeStandInPayload(payloadDir);
+  await writeStandInPayload(payloadDir, {
+    sizes: payloadMiB === undefined ? undefined : realPayloadSizes(payloadMiB * 1024 * 1024),
+  });
   await installCrds(kc);
   await writeOperatorConfig(kc, namespace, { hosts: { concurrency: workers } });
   await writeSshKeySecret(kc, namespace, key.privateKey);
 
-  const sims = spawn(
-    process.execPath,
+  const { child: sims, hosts: described } = await startSimHostsProcess(
+    simHostsCli,
     [
-      simCli,
       '--count',
       String(count),
       '--releases',
@@ -87,18 +103,8 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
       '--base-address',
       `127.0.${base}.10`,
     ],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
+    count,
   );
-  const described: SimulatedHostDescription[] = [];
-  const lines = createInterface({ input: sims.stdout! });
-  for await (const line of lines) {
-    described.push(JSON.parse(line) as SimulatedHostDescription);
-    if (described.length === count) break;
-  }
-  if (described.length !== count)
-    throw new Error(`The simulated hosts did not start (${described.length} of ${count})`);
   const operator = spawnOperator({ kubeconfig: cluster.kubeconfigPath, namespace, payloadDir });
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   await waitFor(
@@ -140,6 +146,8 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
     mode,
     makespanS,
     operatorMiB: rssMiB(operator.pid!),
+    operatorPeakMiB: statusMiB(operator.pid!, 'VmHWM'),
+    operatorSentMiB: writtenMiB(operator.pid!),
     hostsMiB: rssMiB(sims.pid!),
   };
   await stopProcess(operator);
@@ -158,9 +166,9 @@ for (const size of sizes) {
   }
 }
 
-console.log(
-  '\nJoin makespan (WindowsHosts created → all Ready), stand-in payload, loopback SSH:\n',
-);
+const payloadName =
+  payloadMiB === undefined ? 'stand-in payload' : `stand-in payload padded to ${payloadMiB} MiB`;
+console.log(`\nJoin makespan (WindowsHosts created → all Ready), ${payloadName}, loopback SSH:\n`);
 console.log(
   `  hosts   concurrency ${concurrency}   1 worker, all at once   one at a time (WMCO)   speed-up vs WMCO`,
 );
@@ -183,5 +191,14 @@ for (const r of runs) {
     r.hosts > one.hosts ? (r.hostsMiB - one.hostsMiB) / (r.hosts - one.hosts) : Number.NaN;
   console.log(
     `  ${String(r.hosts).padStart(5)}  ${r.mode.padEnd(14)}  ${r.operatorMiB.toFixed(0).padStart(5)} MiB   ${r.hostsMiB.toFixed(0).padStart(17)} MiB   ${Number.isNaN(perHost) ? '      –' : `${perHost.toFixed(1).padStart(5)} MiB`}`,
+  );
+}
+console.log(
+  '\nThe operator over each run: peak RSS (VmHWM) and bytes written (/proc/<pid>/io wchar):\n',
+);
+console.log('  hosts  mode            peak RSS      written');
+for (const r of runs) {
+  console.log(
+    `  ${String(r.hosts).padStart(5)}  ${r.mode.padEnd(14)}  ${r.operatorPeakMiB.toFixed(0).padStart(5)} MiB   ${r.operatorSentMiB.toFixed(1).padStart(7)} MiB`,
   );
 }

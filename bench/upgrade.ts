@@ -50,19 +50,15 @@
  * than the budget's desiredHealthy (replicas − maxUnavailable); consecutive samples in breach
  * count once. The PDB's own status (currentHealthy < desiredHealthy) is counted the same way.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { createOwnedTempDir, removeOwnedTempDir } from '../sim/cluster/owned-temp-dir.ts';
 import { type Cluster, startCluster } from '../sim/cluster/start-cluster.ts';
-import type { SimulatedHostDescription } from '../sim/hosts/fleet.ts';
 import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
 import { spawnOperator, stopProcess } from '../sim/testkit/operator-process.ts';
 import { writeStandInPayload } from '../sim/testkit/payload.ts';
@@ -78,6 +74,7 @@ import type { WindowsNodePool } from '../src/api/windows-node-pool.ts';
 import { nodeIsReady } from '../src/controller/informer-factory.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
+import { startSimHostsProcess } from './sim-hosts-process.ts';
 import { benchHostTimings } from './upgrade-hosts.ts';
 
 const usage = 'npm run bench:upgrade [-- --hosts 30 --steps 1,5,10 --agent-check-seconds 2]';
@@ -577,10 +574,9 @@ async function run(flags: BenchFlags): Promise<void> {
 
     console.error(`[bench] starting ${total} simulated hosts`);
     const baseAddress = `127.${64 + Math.floor(Math.random() * 64)}.0.10`;
-    const sims = spawn(
-      process.execPath,
+    const { child: sims, hosts: described } = await startSimHostsProcess(
+      fileURLToPath(new URL('./upgrade-hosts.ts', import.meta.url)),
       [
-        fileURLToPath(new URL('./upgrade-hosts.ts', import.meta.url)),
         '--count',
         String(total),
         '--authorized-key',
@@ -588,22 +584,9 @@ async function run(flags: BenchFlags): Promise<void> {
         '--base-address',
         baseAddress,
       ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      total,
     );
     cleanups.push(() => stopProcess(sims));
-    const described: SimulatedHostDescription[] = [];
-    const lines = createInterface({ input: sims.stdout! });
-    const simsExited = once(sims, 'exit').then(() => undefined);
-    const readHosts = (async () => {
-      for await (const line of lines) {
-        described.push(JSON.parse(line) as SimulatedHostDescription);
-        if (described.length === total) break;
-      }
-    })();
-    const startTimer = sleep(5 * 60_000).then(() => undefined);
-    await Promise.race([readHosts, simsExited, startTimer]);
-    if (described.length !== total)
-      throw new Error(`The simulated hosts did not start (${described.length} of ${total})`);
 
     const logFile = join(dir, 'operator.log');
     const operator = spawnOperator({

@@ -5,8 +5,6 @@
  *
  *   npm run bench:webhook [-- --seconds 4 --concurrency 16 --rate 1000 --rounds 3]
  */
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startMirrorRegistry } from '../sim/registry/mirror-registry.ts';
 import { parseConfig } from '../src/config/winfleet-config.ts';
@@ -21,6 +19,7 @@ import {
 } from '../src/webhook/pod-admission.ts';
 import { podImageResolver, resolverFor } from '../src/webhook/pod-images.ts';
 import { isCompatibleBuild } from '../src/windows/compatibility.ts';
+import { formatLoad, type LoadResult, runAdmissionLoad, seedPodReview } from './admission-load.ts';
 
 const { values } = parseArgs({
   options: {
@@ -50,38 +49,7 @@ const deps: PodAdmissionDeps = {
   log: silentLogger,
 };
 
-// The pod of the seed's win-webserver Deployment, as the API server sends it.
-const review = JSON.stringify({
-  apiVersion: 'admission.k8s.io/v1',
-  kind: 'AdmissionReview',
-  request: {
-    uid: '705ab4f5-6393-11e8-b7cc-42010a800002',
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    resource: { group: '', version: 'v1', resource: 'pods' },
-    operation: 'CREATE',
-    namespace: 'default',
-    userInfo: { username: 'system:serviceaccount:kube-system:replicaset-controller' },
-    object: {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        generateName: 'win-webserver-5d4b8c7f9-',
-        namespace: 'default',
-        labels: { app: 'win-webserver' },
-      },
-      spec: {
-        nodeSelector: { 'kubernetes.io/os': 'windows' },
-        containers: [
-          {
-            name: 'windowswebserver',
-            image: 'mcr.microsoft.com/windows/servercore:ltsc2019',
-            command: ['powershell.exe', '-command', 'echo'],
-          },
-        ],
-      },
-    },
-  },
-});
+const review = JSON.stringify(seedPodReview);
 
 const ca = await createCertificateAuthority('bench-ca');
 const tls = await issueCertificate(ca, {
@@ -124,51 +92,26 @@ if (!warm.patch?.some((op) => JSON.stringify(op).includes('10.0.17763'))) {
   throw new Error(`warm-up did not resolve the image: ${JSON.stringify(warm)}`);
 }
 
-interface Result {
-  count: number;
-  errors: number;
-  throughput: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-}
-const generator = fileURLToPath(new URL('./load-generator.ts', import.meta.url));
-function load(port: number, path: string, mode: 'closed' | 'open'): Promise<Result> {
-  const spec = {
+function load(port: number, path: string, mode: 'closed' | 'open'): Promise<LoadResult> {
+  return runAdmissionLoad({
     url: `https://127.0.0.1:${port}${path}`,
     ca: ca.certPem,
-    body: review,
     mode,
     concurrency,
     rate,
     seconds,
-    maxRequests: 200_000,
-  };
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      [generator, JSON.stringify(spec)],
-      { maxBuffer: 1 << 20 },
-      (error, stdout) => {
-        if (error) reject(error);
-        else resolve(JSON.parse(stdout.trim().split('\n').at(-1)!));
-      },
-    );
   });
 }
-
-const fmt = (r: Result) =>
-  `${r.throughput.toFixed(0).padStart(6)}/s  p50 ${r.p50.toFixed(2).padStart(6)} ms  p90 ${r.p90.toFixed(2).padStart(6)} ms  p99 ${r.p99.toFixed(2).padStart(6)} ms  max ${r.max.toFixed(1).padStart(6)} ms  errors ${r.errors}`;
+const fmt = formatLoad;
 
 console.log(`Pod admission over HTTPS on loopback, warm image cache, ${seconds}s per run\n`);
-const rows: [string, Result, Result][] = [];
+const rows: [string, LoadResult, LoadResult][] = [];
 for (const path of ['/mutate/pods', '/validate/pods']) {
   // Alternate the two servers over several rounds: the machine is shared and noisy, and the
   // median of the per-round ratios is steadier than one pair of runs.
   const ratios: number[] = [];
   console.log(`${path}, closed loop, concurrency ${concurrency}, ${rounds} alternating rounds:`);
-  let closedReal: Result | undefined;
+  let closedReal: LoadResult | undefined;
   for (let round = 1; round <= rounds; round++) {
     const closedNoop = await load(noopPort, path, 'closed');
     closedReal = await load(realPort, path, 'closed');

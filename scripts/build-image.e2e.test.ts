@@ -39,6 +39,7 @@ import {
   buildImage,
   ensureCrane,
   IMAGE_ENTRYPOINT,
+  IMAGE_ENV,
   IMAGE_GID,
   IMAGE_NODE,
   IMAGE_UID,
@@ -143,6 +144,11 @@ describe('the operator image', () => {
     assert.deepEqual(config.config.Entrypoint, IMAGE_ENTRYPOINT);
     assert.equal(config.config.Cmd, undefined);
     assert.equal(config.config.WorkingDir, IMAGE_WORKDIR);
+    // The memory settings (docs/operator-memory.md): the Node flags are in the entrypoint.
+    assert.deepEqual(
+      config.config.Env,
+      Object.entries(IMAGE_ENV).map(([key, value]) => `${key}=${value}`),
+    );
     // Go's zero time stands for "no time"; anything else would differ between builds.
     for (const created of [config.created, ...(config.history ?? []).map((h) => h.created)]) {
       assert.ok(created === undefined || created === '0001-01-01T00:00:00Z', `created ${created}`);
@@ -341,7 +347,15 @@ describe('the operator image', () => {
     assert.equal(field('CapPrm'), '0000000000000000', 'no permitted capabilities');
     assert.equal(field('NoNewPrivs'), '1');
     const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
-    assert.deepEqual(cmdline.slice(0, 2), IMAGE_ENTRYPOINT, 'the image entrypoint runs');
+    assert.deepEqual(
+      cmdline.slice(0, IMAGE_ENTRYPOINT.length),
+      IMAGE_ENTRYPOINT,
+      'the image entrypoint runs',
+    );
+    const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+    for (const [key, value] of Object.entries(IMAGE_ENV)) {
+      assert.ok(environ.includes(`${key}=${value}`), `the image's ${key} reaches the operator`);
+    }
     const mounts = (await readFile(`/proc/${pid}/mountinfo`, 'utf8')).trim().split('\n');
     const mountOf = (point: string) => mounts.find((m) => m.split(' ')[4] === point);
     assert.match(mountOf('/')?.split(' ')[5] ?? '', /^ro\b/, 'its root is read-only');
@@ -442,10 +456,12 @@ async function runContainer(options: {
     ],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
-      // What containerd gives a container whose image sets no Env, plus HOME from /etc/passwd.
+      // What containerd gives a container: the image's Env, its default PATH (the image sets
+      // none), and HOME from /etc/passwd.
       env: {
         PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
         HOME: '/home/nonroot',
+        ...IMAGE_ENV,
       },
     },
   );

@@ -1,15 +1,59 @@
 /** The parsers the image build relies on, against real and hostile input. */
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import {
+  bundleOperator,
   checkImageReference,
   elfInterpreter,
+  IMAGE_APP,
+  IMAGE_ENTRYPOINT,
+  IMAGE_ENV,
+  IMAGE_NODE,
+  IMAGE_NODE_FLAGS,
+  OPERATOR_ENTRY,
   parseLoaderList,
   parsePrintUris,
   readHead,
   sourceUrl,
 } from './build-image.ts';
-import { pinnedNode } from './node-build.ts';
+import { bundleNodeProgram, pinnedNode, repoRoot } from './node-build.ts';
+
+/** The characters of `code` above `limit`, at most 5 of them. */
+function charactersAbove(code: string, limit: number): string[] {
+  const found: string[] = [];
+  for (const c of code) {
+    if ((c.codePointAt(0) ?? 0) > limit) found.push(c);
+    if (found.length === 5) break;
+  }
+  return found;
+}
+
+test('the operator bundle is pure ASCII, so V8 keeps its source one byte a character', async () => {
+  const shipped = await bundleOperator();
+  assert.deepEqual(charactersAbove(shipped.code, 0x7f), []);
+  // The control: esbuild's default charset keeps the sources' characters above 0xFF, which
+  // would make V8 hold the whole 10 MiB source as a two-byte string.
+  const plain = await bundleNodeProgram(OPERATOR_ENTRY);
+  assert.notDeepEqual(charactersAbove(plain.code, 0xff), []);
+  assert.ok(Math.abs(shipped.code.length - plain.code.length) < shipped.code.length / 1000);
+});
+
+test('the Dockerfile runs the bundle with the same Node flags and environment as make image', async () => {
+  const dockerfile = await readFile(join(repoRoot, 'Dockerfile'), 'utf8');
+  const entrypoints = [...dockerfile.matchAll(/^ENTRYPOINT (.+)$/gm)].map(
+    (m) => JSON.parse(m[1] as string) as string[],
+  );
+  assert.deepEqual(entrypoints, [IMAGE_ENTRYPOINT]);
+  assert.deepEqual(IMAGE_ENTRYPOINT, [IMAGE_NODE, ...IMAGE_NODE_FLAGS, IMAGE_APP]);
+  assert.ok(IMAGE_NODE_FLAGS.includes('--max-semi-space-size=2'));
+  const env = Object.fromEntries(
+    [...dockerfile.matchAll(/^ENV (\w+)=(\S+)$/gm)].map((m) => [m[1], m[2]]),
+  );
+  assert.deepEqual(env, IMAGE_ENV);
+  assert.equal(IMAGE_ENV.MALLOC_ARENA_MAX, '2');
+});
 
 /** A minimal ELF64 x86-64 header with one program header of `type` at 64. */
 function elf(options: { type?: number; interp?: string; machine?: number; elfClass?: number }) {

@@ -42,13 +42,27 @@ export interface NodeBundle {
   warnings: string[];
 }
 
+export interface NodeBundleSettings {
+  /**
+   * 'ascii' escapes every character above 0x7F (\uXXXX in strings, regular expressions,
+   * identifiers and the comments esbuild keeps), which changes no behaviour. V8 keeps a
+   * script's source in memory as long as its functions live: a pure Latin-1 source is a
+   * one-byte string, while one character above 0xFF makes the whole source two bytes a
+   * character. Default: 'utf8' (esbuild's default).
+   */
+  charset?: 'ascii' | 'utf8';
+}
+
 /**
  * Bundles `entry` (relative to the repository root) and everything it imports into one
  * CommonJS script for Node 24. Deterministic: the same sources give the same code, whatever the
  * working directory. Only what the entry imports is bundled, so dev dependencies stay out
  * unless product code imports them.
  */
-export async function bundleNodeProgram(entry: string): Promise<NodeBundle> {
+export async function bundleNodeProgram(
+  entry: string,
+  settings: NodeBundleSettings = {},
+): Promise<NodeBundle> {
   const options = {
     absWorkingDir: repoRoot,
     entryPoints: [entry],
@@ -63,6 +77,7 @@ export async function bundleNodeProgram(entry: string): Promise<NodeBundle> {
     keepNames: true, // readable stack traces from the field
     external: optionalNativeModules,
     logLevel: 'silent',
+    charset: settings.charset ?? 'utf8',
     // CommonJS has no import.meta: esbuild would leave it an empty object. __filename and
     // __dirname are the bundle's (or, in a SEA, the executable's) path and directory, which is
     // as close as a one-file program gets (createRequire works, files resolved next to "this
@@ -78,8 +93,11 @@ export async function bundleNodeProgram(entry: string): Promise<NodeBundle> {
     },
   } satisfies BuildOptions;
   const result = await build(options);
-  const code = result.outputFiles[0]?.text;
-  if (code === undefined) throw new Error(`esbuild produced no output for "${entry}"`);
+  const text = result.outputFiles[0]?.text;
+  if (text === undefined) throw new Error(`esbuild produced no output for "${entry}"`);
+  // esbuild escapes strings, regular expressions and identifiers, and leaves the comments it
+  // keeps as they are; \uXXXX means the same character in all of them (a comment just shows it).
+  const code = settings.charset === 'ascii' ? escapeNonAscii(text) : text;
 
   const builtins = new Set(builtinModules);
   const unbundled = new Set<string>();
@@ -95,6 +113,14 @@ export async function bundleNodeProgram(entry: string): Promise<NodeBundle> {
     unbundled: [...unbundled].sort(),
     warnings: await formatWarnings(result.warnings),
   };
+}
+
+/** Every UTF-16 code unit above 0x7F as \uXXXX. */
+function escapeNonAscii(code: string): string {
+  return code.replace(
+    /[\u0080-\uffff]/g,
+    (c) => `\\u${(c.charCodeAt(0) ?? 0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 async function formatWarnings(messages: Message[]): Promise<string[]> {

@@ -55,6 +55,31 @@ export interface ClusterOptions {
    * blocking mode so that an answered request's event is already in the file. None by default.
    */
   auditPolicy?: AuditPolicy;
+  /**
+   * Sizing for large simulated fleets (bench:scale); the defaults suit the tests. Each field
+   * replaces the matching default above.
+   */
+  scale?: ScaleOptions;
+}
+
+/** Cluster sizing for thousands of kwok nodes on a 2-core machine. */
+export interface ScaleOptions {
+  /** kube-controller-manager --cluster-cidr and kwok --cidr (default podCidr). */
+  podCidr?: string;
+  /** --node-cidr-mask-size (default nodeCidrMaskSize): with podCidr, how many nodes fit. */
+  nodeCidrMaskSize?: number;
+  /**
+   * kwok's node Lease duration (default 40 s); kwok renews each Lease every quarter of it, as
+   * the kubelet does, so a longer lease means fewer writes per node.
+   */
+  kwokNodeLeaseSeconds?: number;
+  /**
+   * kube-controller-manager --node-monitor-grace-period (default its own, 50 s): must exceed
+   * the renewal interval, or nodes whose Lease is renewed less often go NotReady.
+   */
+  nodeMonitorGracePeriodSeconds?: number;
+  /** kube-controller-manager --kube-api-qps (default its own, 20): it assigns pod CIDRs. */
+  controllerManagerQps?: number;
 }
 
 /** An audit.k8s.io/v1 Policy, as the API server reads it from --audit-policy-file. */
@@ -115,6 +140,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const ownDir = options.dir === undefined;
   const dir = options.dir ? resolve(options.dir) : await createOwnedTempDir(tempPrefix);
   const keepDir = options.keepDir ?? !ownDir;
+  const scale = options.scale ?? {};
+  const clusterPodCidr = scale.podCidr ?? podCidr;
   installExitHook();
   const deadline = started + (options.startTimeoutMs ?? 120_000);
 
@@ -266,8 +293,17 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       `--service-cluster-ip-range=${serviceCidr}`,
       // Each node gets its own pod CIDR (spec.podCIDR), which its CNI config and kwok use.
       '--allocate-node-cidrs=true',
-      `--cluster-cidr=${podCidr}`,
-      `--node-cidr-mask-size=${nodeCidrMaskSize}`,
+      `--cluster-cidr=${clusterPodCidr}`,
+      `--node-cidr-mask-size=${scale.nodeCidrMaskSize ?? nodeCidrMaskSize}`,
+      ...(scale.nodeMonitorGracePeriodSeconds
+        ? [`--node-monitor-grace-period=${scale.nodeMonitorGracePeriodSeconds}s`]
+        : []),
+      ...(scale.controllerManagerQps
+        ? [
+            `--kube-api-qps=${scale.controllerManagerQps}`,
+            `--kube-api-burst=${scale.controllerManagerQps * 2}`,
+          ]
+        : []),
       '--controllers=*,bootstrapsigner,tokencleaner',
       '--leader-elect=false',
       '--profiling=false',
@@ -287,11 +323,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       `--kubeconfig=${kubeconfigPath}`,
       '--manage-all-nodes=false',
       `--manage-nodes-with-annotation-selector=${kwokNodeAnnotation.key}=${kwokNodeAnnotation.value}`,
-      `--cidr=${podCidr}`,
+      `--cidr=${clusterPodCidr}`,
       `--config=${stages}`,
       `--config=${podReadyStages}`,
       `--server-address=127.0.0.1:${kwok}`,
-      '--node-lease-duration-seconds=40',
+      `--node-lease-duration-seconds=${scale.kwokNodeLeaseSeconds ?? 40}`,
       // Default InternalIP of kwok nodes that declare none.
       '--node-ip=127.0.0.1',
     ]);
@@ -301,7 +337,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         `--kubeconfig=${kubeconfigPath}`,
         '--manage-all-nodes=false',
         `--manage-nodes-with-annotation-selector=${hostNodeAnnotation.key}=${hostNodeAnnotation.value}`,
-        `--cidr=${podCidr}`,
+        `--cidr=${clusterPodCidr}`,
         `--config=${stages}`,
         `--config=${hostPodStages}`,
         `--server-address=127.0.0.1:${kwokHosts}`,

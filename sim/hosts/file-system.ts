@@ -16,8 +16,8 @@
  *   acting for an account (the SFTP server) check them with `checkAccess`, while the agent
  *   (SYSTEM) and catalog scripts run for an administrator, whom winfleet's DACLs always grant.
  */
-import { randomBytes } from 'node:crypto';
-import type { BigIntStats } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { type BigIntStats, createReadStream } from 'node:fs';
 import {
   type FileHandle,
   lstat,
@@ -325,6 +325,32 @@ export class SimFileSystem {
       if (errorCode(error) === 'EISDIR') throw fsError('EISDIR', 'read', path);
       throw error;
     }
+  }
+
+  /** The first `bytes` bytes of a file (fewer when it is shorter), without reading the rest. */
+  async readHead(path: string, bytes: number): Promise<Buffer> {
+    const located = await this.#locate(path);
+    if (!located.exists) throw fsError('ENOENT', 'open', path);
+    if ((await statOf(located.host)).kind === 'directory') throw fsError('EISDIR', 'read', path);
+    const handle = await open(located.host, 'r');
+    try {
+      const buffer = Buffer.alloc(bytes);
+      const { bytesRead } = await handle.read(buffer, 0, bytes, 0);
+      return buffer.subarray(0, bytesRead);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** The SHA-256 of a file, read as a stream (as Get-FileHash does). */
+  async sha256(path: string): Promise<string> {
+    const located = await this.#locate(path);
+    if (!located.exists) throw fsError('ENOENT', 'open', path);
+    if ((await statOf(located.host)).kind === 'directory') throw fsError('EISDIR', 'read', path);
+    const hash = createHash('sha256');
+    for await (const chunk of createReadStream(located.host, { highWaterMark: 256 * 1024 }))
+      hash.update(chunk as Buffer);
+    return hash.digest('hex');
   }
 
   /** The file's content, or undefined when it does not exist or is a directory. */

@@ -70,7 +70,7 @@ import { nodeResources } from './node-resources.ts';
 import { networkNotReadyMessage, PodSandboxes } from './pod-sandboxes.ts';
 import { type RuntimeNetwork, runtimeNetwork } from './sim-cni.ts';
 import type { ProgramContext, SimProgram } from './sim-process.ts';
-import { readStandIn } from './stand-in-binary.ts';
+import { readStandIn, standInHeadBytes } from './stand-in-binary.ts';
 import { formatWindowsPath, windowsPathSegments } from './windows-path.ts';
 
 /** The kubelet's error for an empty --config file (Go's %q quoting of the path). */
@@ -522,7 +522,9 @@ class KubeletRun {
   async #learnContainerdVersion(): Promise<void> {
     for (const process of this.#machine.processes()) {
       if (process.imageName !== 'containerd.exe') continue;
-      const binary = await this.#machine.fs.tryReadFile(process.binaryPath).catch(() => undefined);
+      const binary = await this.#machine.fs
+        .readHead(process.binaryPath, standInHeadBytes)
+        .catch(() => undefined);
       const version = binary && readStandIn(binary)?.version;
       if (version) this.#containerdVersion.set(process.binaryPath, version);
     }

@@ -25,6 +25,7 @@ import { defaultPrograms, type ProgramRegistry } from './programs.ts';
 import { ScmError, type ScmTimings, ServiceControlManager } from './service-control-manager.ts';
 import { SimHostOS } from './sim-host-os.ts';
 import { type FileHold, processTerminatedUnexpectedly, SimProcess } from './sim-process.ts';
+import { standInHeadBytes } from './stand-in-binary.ts';
 import { type WindowsFeatureStates, WindowsFeatures } from './windows-features.ts';
 import { windowsBaseName } from './windows-path.ts';
 import { type CatalogUpdate, SimWindowsUpdate } from './windows-update.ts';
@@ -374,7 +375,7 @@ export class SimMachine {
     const stats = binaryPath && (await this.fs.stat(binaryPath));
     if (!binaryPath || !stats) throw fsError('ENOENT', 'start', request.binaryPath);
     if (stats.kind !== 'file') throw fsError('EISDIR', 'start', request.binaryPath);
-    const binary = await this.fs.readFile(binaryPath);
+    const binary = await this.fs.readHead(binaryPath, standInHeadBytes);
     const imageName = windowsBaseName(binaryPath);
     const process = new SimProcess({
       pid: this.#allocatePid(),

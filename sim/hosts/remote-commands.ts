@@ -11,7 +11,6 @@
  * - anything else: exit code 1 and an error saying the simulated host does not support it, so
  *   an operator bug shows up instead of passing silently.
  */
-import { createHash } from 'node:crypto';
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import {
   agentExecutable,
@@ -362,9 +361,7 @@ async function fileHashes(
     try {
       const target = absolute(path);
       if ((await machine.fs.stat(target))?.kind === 'file') {
-        hash = createHash('sha256')
-          .update(await machine.fs.readFile(target))
-          .digest('hex');
+        hash = await machine.fs.sha256(target);
       }
     } catch {
       hash = null;

@@ -16,7 +16,10 @@ export interface ProgramContext {
   commandLine: string;
   /** Canonical Windows path of the executable. */
   binaryPath: string;
-  /** The executable file's content when the process started (stand-ins carry a version). */
+  /**
+   * The first bytes of the executable's file when the process started (stand-ins carry a
+   * version there); never the whole file, which may be a real-size binary.
+   */
   binary: Buffer;
   pid: number;
   /** Set when the Service Control Manager started the process. */

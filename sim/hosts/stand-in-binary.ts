@@ -17,9 +17,12 @@ export function standInBinary(name: string, version: string): Buffer {
   return Buffer.from(`${prefix}${name} ${version}\n`);
 }
 
+/** How much of a file readStandIn looks at: its declaration is in its first line. */
+export const standInHeadBytes = 256;
+
 /** The name and version a stand-in executable declares, or undefined for any other file. */
 export function readStandIn(binary: Buffer): { name: string; version: string } | undefined {
-  const head = binary.subarray(0, 256).toString('latin1');
+  const head = binary.subarray(0, standInHeadBytes).toString('latin1');
   if (!head.startsWith(prefix)) return undefined;
   const match = /^winfleet-standin (\S+) (\S+)/.exec(head);
   return match ? { name: match[1]!, version: match[2]! } : undefined;

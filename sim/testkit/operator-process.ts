@@ -1,16 +1,50 @@
 /**
- * The operator as its own process (`node src/operator/main.ts`), as it runs for real: for the
- * lab, the benchmarks and the tests that kill it.
+ * The operator as its own process, as it runs for real: for the lab, the benchmarks and the
+ * tests that kill it. By default from source (`node src/operator/main.ts`); with `shipped`, as
+ * the image runs it: the esbuild bundle scripts/build-image.ts makes, with the image's Node
+ * flags and environment.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { openSync } from 'node:fs';
+import { existsSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { IMAGE_ENV, IMAGE_NODE_FLAGS, writeOperatorBundle } from '../../scripts/build-image.ts';
 import type { LogLevel } from '../../src/log/logger.ts';
 
 const operatorMain = fileURLToPath(new URL('../../src/operator/main.ts', import.meta.url));
+const buildImageScript = fileURLToPath(new URL('../../scripts/build-image.ts', import.meta.url));
+/** Where the shipped bundle is built (gitignored), once per process. */
+export const operatorBundlePath = fileURLToPath(
+  new URL('../../.cache/operator-bundle/winfleet-operator.cjs', import.meta.url),
+);
+let bundleBuilt: Promise<string> | undefined;
+let bundleReady = false;
+
+/**
+ * Builds the operator bundle as the image ships it (scripts/build-image.ts's own code) into
+ * .cache/operator-bundle/, once per process; its path. Await it before spawning with
+ * `shipped` so the spawn does not build it synchronously.
+ */
+export function buildOperatorBundle(): Promise<string> {
+  bundleBuilt ??= writeOperatorBundle(operatorBundlePath).then((path) => {
+    bundleReady = true;
+    return path;
+  });
+  return bundleBuilt;
+}
+
+function operatorBundleNow(): string {
+  if (bundleReady && existsSync(operatorBundlePath)) return operatorBundlePath;
+  // The same code as buildOperatorBundle, in a child, for a caller that did not await it.
+  execFileSync(process.execPath, [buildImageScript, '--bundle-only', operatorBundlePath], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  bundleReady = true;
+  bundleBuilt = Promise.resolve(operatorBundlePath);
+  return operatorBundlePath;
+}
 
 export interface OperatorProcessOptions {
   kubeconfig: string;
@@ -24,12 +58,25 @@ export interface OperatorProcessOptions {
   logFile?: string;
   /** WINFLEET_LOG_LEVEL of the process (default: inherited, else info). */
   logLevel?: LogLevel;
+  /**
+   * Run it as the image ships it: the bundle (see buildOperatorBundle), and by default the
+   * image's Node flags and environment (IMAGE_NODE_FLAGS, IMAGE_ENV). Default: from source.
+   */
+  shipped?: boolean;
+  /** Run this script instead (a bench's variant of the bundle); `shipped` still sets the defaults. */
+  script?: string;
+  /** Node flags before the script (default: IMAGE_NODE_FLAGS when shipped, else none). */
+  nodeFlags?: string[];
+  /** Added to the inherited environment (default: IMAGE_ENV when shipped, else nothing). */
+  env?: Record<string, string>;
 }
 
 /** Starts the operator process. */
 export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
+  const nodeFlags = options.nodeFlags ?? (options.shipped ? IMAGE_NODE_FLAGS : []);
   const args = [
-    operatorMain,
+    ...nodeFlags,
+    options.script ?? (options.shipped ? operatorBundleNow() : operatorMain),
     '--kubeconfig',
     options.kubeconfig,
     '--namespace',
@@ -51,9 +98,11 @@ export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
     args.push('--no-webhook');
   }
   const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
-  const env = options.logLevel
-    ? { ...process.env, WINFLEET_LOG_LEVEL: options.logLevel }
-    : process.env;
+  const env = {
+    ...process.env,
+    ...(options.logLevel ? { WINFLEET_LOG_LEVEL: options.logLevel } : {}),
+    ...(options.env ?? (options.shipped ? IMAGE_ENV : {})),
+  };
   return spawn(process.execPath, args, { stdio: ['ignore', out, out], env });
 }
 

@@ -1,11 +1,15 @@
 /**
  * The agent's Kubernetes client with node-scoped credentials: the kubeconfig the kubelet
  * wrote after its TLS bootstrap (C:\k\kubeconfig), read through HostOS, with every file it
- * references inlined. The agent never holds admin or operator credentials.
+ * references inlined. The agent never holds admin or operator credentials. The agent keeps one
+ * client (and its connection pool) per host while that kubeconfig reads the same; a renewed
+ * certificate gets a new one.
  */
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { WinfleetError } from '../errors/catalog.ts';
+import { userAgents } from '../kube/user-agent.ts';
+import { WinfleetKubeConfig } from '../kube/winfleet-kube-config.ts';
 import { paths } from './agent-config.ts';
 import type { HostOS } from './host-os.ts';
 
@@ -13,6 +17,9 @@ interface RawKubeconfig {
   clusters?: { cluster?: Record<string, string> }[];
   users?: { user?: Record<string, string> }[];
 }
+
+/** The client built from each host's kubeconfig, with the text it was built from. */
+const clients = new WeakMap<HostOS, { text: string; kc: WinfleetKubeConfig }>();
 
 /** The node's client, or undefined while the kubelet has not bootstrapped yet. */
 export async function nodeKubeConfig(host: HostOS): Promise<k8s.KubeConfig | undefined> {
@@ -42,7 +49,13 @@ export async function nodeKubeConfig(host: HostOS): Promise<k8s.KubeConfig | und
     await inline(u.user, 'client-certificate', 'client-certificate-data');
     await inline(u.user, 'client-key', 'client-key-data');
   }
-  const kc = new k8s.KubeConfig();
-  kc.loadFromString(stringify(raw));
+  const inlined = stringify(raw);
+  const known = clients.get(host);
+  if (known?.text === inlined) return known.kc;
+  const kc = new WinfleetKubeConfig({ userAgent: userAgents.agent });
+  kc.loadFromString(inlined);
+  clients.set(host, { text: inlined, kc });
+  // Requests and watches still open on the old client finish on its pool, which then closes.
+  void known?.kc.close();
   return kc;
 }

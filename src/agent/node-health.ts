@@ -35,6 +35,7 @@ import {
   type ServiceObservation,
   stateFromNode,
 } from '../health/detector.ts';
+import { outsideRequest } from '../kube/winfleet-kube-config.ts';
 import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
 import type { AgentConfig } from './agent-config.ts';
 import type { AgentContext } from './run-agent.ts';
@@ -355,15 +356,21 @@ export async function apiServerDate(
   const url = new URL('/version', server);
   const options: https.RequestOptions = { method: 'GET', timeout: timeoutMs, agent: false };
   await kc.applyToHTTPSOptions(options);
+  const outside = outsideRequest(kc, 'GET', '/version');
+  options.headers = { ...options.headers, ...outside.headers };
   return new Promise((resolve) => {
     const req = (url.protocol === 'https:' ? https.request : http.request)(url, options, (res) => {
+      outside.done(res.statusCode);
       const localTime = Date.now();
       const date = Date.parse(String(res.headers.date ?? ''));
       res.resume();
       resolve(Number.isNaN(date) ? undefined : { serverDate: date, localTime });
     });
     req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(undefined));
+    req.on('error', () => {
+      outside.done(undefined);
+      resolve(undefined);
+    });
     req.end();
   });
 }

@@ -14,6 +14,7 @@ import {
 } from '../api/node-annotations.ts';
 import { hasCode, WinfleetError } from '../errors/catalog.ts';
 import { httpStatus } from '../kube/client.ts';
+import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
 import {
   parseServicesManifest,
   type ServicesManifest,
@@ -280,9 +281,9 @@ export async function runLoop(context: AgentContext): Promise<number> {
     const kc = await nodeKubeConfig(context.hostOS).catch(() => undefined);
     if (!kc || signal.aborted) return;
     try {
-      watch = await new k8s.Watch(kc).watch(
+      watch = await quietWatch(kc).watch(
         '/api/v1/nodes',
-        { fieldSelector: `metadata.name=${config.nodeName}` },
+        { fieldSelector: `metadata.name=${config.nodeName}`, timeoutSeconds: watchTimeoutSeconds },
         (_type: string, node: k8s.V1Node) => {
           // Look again when the operator wants another version, when the node turns Ready
           // (the applied version is recorded only on a Ready node), or when its pod CIDR comes

@@ -5,8 +5,10 @@
  * WindowsHosts live in the operator's namespace, so a context without a namespace means
  * winfleet-system rather than kubectl's "default".
  */
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError } from 'commander';
+import { userAgents } from '../kube/user-agent.ts';
+import { WinfleetKubeConfig } from '../kube/winfleet-kube-config.ts';
 import { cliExit, ExitCode } from './exit-codes.ts';
 
 /** The namespace WindowsHosts and pools live in when nothing says otherwise. */
@@ -46,7 +48,7 @@ export function withKubeFlags(command: Command, namespaced = true): Command {
 
 /** The kubeconfig the flags name, on the context they name. */
 export function kubeConfigFrom(flags: KubeFlags): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
+  const kc = new WinfleetKubeConfig({ userAgent: userAgents.cli });
   try {
     if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
     else kc.loadFromDefault();

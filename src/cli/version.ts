@@ -1,4 +1,4 @@
-/** The CLI's version: package.json's, read at build time by the bundler and at run time otherwise. */
-import packageJson from '../../package.json' with { type: 'json' };
+/** The CLI's version: winfleet's (package.json's), as its User-Agent names it. */
+import { winfleetVersion } from '../kube/user-agent.ts';
 
-export const cliVersion: string = packageJson.version;
+export const cliVersion: string = winfleetVersion;

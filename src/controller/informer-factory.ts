@@ -103,6 +103,16 @@ export class InformerFactory {
     return informer;
   }
 
+  /** Objects cached per resource (plural), summed over namespaces and selectors. */
+  objectCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const [key, informer] of this.#informers) {
+      const plural = key.split('|')[1]!;
+      counts.set(plural, (counts.get(plural) ?? 0) + informer.size);
+    }
+    return counts;
+  }
+
   /** Starts every informer created so far and waits for their first lists. */
   async start(): Promise<void> {
     await Promise.all([...this.#informers.values()].map((i) => i.start()));

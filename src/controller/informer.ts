@@ -9,6 +9,8 @@ import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { isGone } from '../kube/client.ts';
+import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
+import { type IndexFunction, IndexStore } from './index-store.ts';
 
 /** Which objects to watch. */
 export interface ResourceType {
@@ -50,9 +52,9 @@ function resourceVersionOf(object: k8s.KubernetesObject): string | undefined {
 export class Informer<T extends k8s.KubernetesObject> {
   readonly #kc: k8s.KubeConfig;
   readonly #options: InformerOptions<T>;
-  readonly #store = new Map<string, T>();
+  readonly #store = new IndexStore<T>();
   readonly #events = new EventEmitter();
-  readonly #client: k8s.KubernetesObjectApi;
+  #client: k8s.KubernetesObjectApi | undefined;
   #resourceVersion = '';
   #abort: AbortController | undefined;
   #stopped = false;
@@ -65,7 +67,6 @@ export class Informer<T extends k8s.KubernetesObject> {
   constructor(kc: k8s.KubeConfig, options: InformerOptions<T>) {
     this.#kc = kc;
     this.#options = options;
-    this.#client = k8s.KubernetesObjectApi.makeApiClient(kc);
     this.#synced = new Promise((resolve) => {
       this.#resolveSynced = resolve;
     });
@@ -86,7 +87,45 @@ export class Informer<T extends k8s.KubernetesObject> {
 
   /** Every cached object. */
   list(): T[] {
-    return [...this.#store.values()];
+    return this.#store.list();
+  }
+
+  /** How many objects are cached. */
+  get size(): number {
+    return this.#store.size;
+  }
+
+  /**
+   * Adds a secondary index, kept up to date on every event and re-list; objects already
+   * cached are filed at once. Adding a name twice keeps the first.
+   */
+  addIndex(name: string, fn: IndexFunction<T>): this {
+    this.#store.addIndex(name, fn);
+    return this;
+  }
+
+  hasIndex(name: string): boolean {
+    return this.#store.hasIndex(name);
+  }
+
+  /** The cached objects filed under `value` in index `name`. */
+  byIndex(name: string, value: string): T[] {
+    return this.#store.byIndex(name, value);
+  }
+
+  /** One cached object filed under `value`, or undefined. */
+  firstByIndex(name: string, value: string): T | undefined {
+    return this.#store.firstByIndex(name, value);
+  }
+
+  /** How many cached objects are filed under `value`. */
+  countByIndex(name: string, value: string): number {
+    return this.#store.countByIndex(name, value);
+  }
+
+  /** The values of index `name` with at least one object. */
+  indexValues(name: string): string[] {
+    return this.#store.indexValues(name);
   }
 
   /** Resolves once the first list is in the cache. */
@@ -132,6 +171,7 @@ export class Informer<T extends k8s.KubernetesObject> {
     let continueToken: string | undefined;
     let resourceVersion = '';
     do {
+      this.#client ??= k8s.KubernetesObjectApi.makeApiClient(this.#kc);
       const page = await this.#client.list<T>(
         resource.apiVersion,
         resource.kind,
@@ -147,16 +187,25 @@ export class Informer<T extends k8s.KubernetesObject> {
       for (const item of page.items) {
         item.apiVersion ??= resource.apiVersion;
         item.kind ??= resource.kind;
-        fresh.set(objectKey(item), this.#slim(item));
+        fresh.set(objectKey(item), item);
       }
       continueToken = page.metadata?._continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? '';
     } while (continueToken);
     this.listCount++;
-    // Replace the store and tell handlers what changed while we were not watching.
-    const old = new Map(this.#store);
-    this.#store.clear();
-    for (const [key, object] of fresh) this.#store.set(key, object);
+    this.replace(fresh.values());
+    this.#resourceVersion = resourceVersion;
+  }
+
+  /**
+   * Replaces the cache with `objects` (a list's items, before slimming) and tells handlers
+   * what changed while nobody was watching. The list path uses it; tests feed it directly.
+   */
+  replace(objects: Iterable<T>): void {
+    const fresh = new Map<string, T>();
+    for (const object of objects) fresh.set(objectKey(object), this.#slim(object));
+    const old = new Map(this.#store.entries());
+    this.#store.replace(fresh);
     for (const [key, object] of fresh) {
       const previous = old.get(key);
       if (!previous) this.#emit('add', object);
@@ -164,7 +213,24 @@ export class Informer<T extends k8s.KubernetesObject> {
         this.#emit('update', object, previous);
     }
     for (const [key, object] of old) if (!fresh.has(key)) this.#emit('delete', object);
-    this.#resourceVersion = resourceVersion;
+  }
+
+  /**
+   * Applies one watch event (ADDED, MODIFIED or DELETED) to the cache and tells handlers.
+   * The watch uses it; tests feed it directly.
+   */
+  apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void {
+    const key = objectKey(object);
+    if (type === 'DELETED') {
+      const previous = this.#store.delete(key);
+      this.#emit('delete', previous ?? this.#slim(object));
+      return;
+    }
+    const previous = this.#store.get(key);
+    const slim = this.#slim(object);
+    this.#store.set(key, slim);
+    if (previous) this.#emit('update', slim, previous);
+    else this.#emit('add', slim);
   }
 
   /** Watches from the current resourceVersion until the watch ends; resolves with why. */
@@ -191,7 +257,7 @@ export class Informer<T extends k8s.KubernetesObject> {
         }
         resolve(outcome);
       };
-      new k8s.Watch(this.#kc)
+      quietWatch(this.#kc)
         .watch(
           this.#watchPath(),
           {
@@ -199,7 +265,7 @@ export class Informer<T extends k8s.KubernetesObject> {
             allowWatchBookmarks: true,
             labelSelector: this.#options.labelSelector,
             fieldSelector: this.#options.fieldSelector,
-            timeoutSeconds: 300,
+            timeoutSeconds: watchTimeoutSeconds,
           },
           (type: string, object: T) => {
             this.#lastEventAt = Date.now();
@@ -212,17 +278,7 @@ export class Informer<T extends k8s.KubernetesObject> {
             const rv = resourceVersionOf(object);
             if (rv) this.#resourceVersion = rv;
             if (type === 'BOOKMARK') return;
-            const key = objectKey(object);
-            const previous = this.#store.get(key);
-            if (type === 'DELETED') {
-              this.#store.delete(key);
-              this.#emit('delete', previous ?? this.#slim(object));
-              return;
-            }
-            const slim = this.#slim(object);
-            this.#store.set(key, slim);
-            if (previous) this.#emit('update', slim, previous);
-            else this.#emit('add', slim);
+            this.apply(type as 'ADDED' | 'MODIFIED' | 'DELETED', object);
           },
           finish,
         )

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { sharedCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
+import { loadKubeConfig } from '../kube/client.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import { silentLogger } from '../log/logger.ts';
 import { acquireLeadership, type LeaderElectionOptions } from './leader-election.ts';
@@ -171,4 +172,29 @@ test('a stopped replica does not release a lease another replica took over', asy
   const after = await coordination.readNamespacedLease({ name: leaseName, namespace });
   assert.equal(after.spec?.holderIdentity, 'c', "a's stop left c's lease alone");
   assert.equal(after.spec?.leaseDurationSeconds, 3600);
+});
+
+test('a leader renews by writing the lease it last wrote, without reading it', async (t) => {
+  const { kc: shared, kubeconfigPath } = await sharedCluster();
+  const namespace = await testNamespace(shared, 'lease-renew');
+  // The elector's own client, so that its counter holds its requests only.
+  const kc = loadKubeConfig(kubeconfigPath);
+  t.after(() => kc.close());
+  const timing = { leaseDurationMs: 3_600_000, renewDeadlineMs: 1_800_000, retryPeriodMs: 100 };
+  const leader = elector(t, kc, namespace, 'a', timing);
+  await leader.leadership;
+  const before = await kc.requests.counts();
+  const delta = async (key: string) =>
+    ((await kc.requests.counts())[key] ?? 0) - (before[key] ?? 0);
+  await waitFor(async () => (await delta('update leases 200')) >= 5, {
+    description: 'five renewals of the lease',
+  });
+  assert.equal(await delta('get leases 200'), 0, 'no renewal read the lease');
+  await leader.stop();
+  const after = await kc.requests.counts();
+  assert.equal(
+    Object.keys(after).filter((k) => k.startsWith('get leases') && after[k] !== before[k]).length,
+    0,
+    'the release wrote over the lease as last written, without reading it',
+  );
 });

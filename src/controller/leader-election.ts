@@ -4,7 +4,8 @@
  * `leaseDurationMs`. A leader that cannot renew in time steps down (calls onStoppedLeading).
  * A leader that is stopped (its `signal` aborts) releases the lease, as client-go's
  * ReleaseOnCancel does, so that another replica takes over at once instead of after the lease
- * expires.
+ * expires. A leader renews by writing over the Lease as it last wrote it, without reading it
+ * first, so that holding the lease costs one request per retry period.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
@@ -61,19 +62,48 @@ export async function acquireLeadership(
   const { namespace, name, identity, log, signal } = options;
   const lease = `${namespace}/${name}`;
 
+  /**
+   * The Lease as this replica last wrote it. While it holds the lease, a renewal writes over
+   * that copy without reading the Lease first (client-go's fast path); any failure of that
+   * write (a conflict: someone else wrote it) forgets it, and the next try reads the Lease.
+   */
+  let written: k8s.V1Lease | undefined;
+
+  const leaseSpec = (now: Date): k8s.V1LeaseSpec => ({
+    holderIdentity: identity,
+    leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+    renewTime: micro(now) as unknown as Date,
+  });
+
+  const renewWritten = async (mine: k8s.V1Lease): Promise<boolean> => {
+    try {
+      written = await coordination.replaceNamespacedLease({
+        name,
+        namespace,
+        body: {
+          metadata: { name, namespace, resourceVersion: mine.metadata?.resourceVersion },
+          spec: { ...mine.spec, ...leaseSpec(new Date()) },
+        },
+      });
+      return true;
+    } catch (error) {
+      written = undefined;
+      // Someone else wrote the Lease: read it, and take or leave it as any candidate would.
+      if (isConflict(error)) return tryAcquireOrRenew();
+      throw error;
+    }
+  };
+
   const tryAcquireOrRenew = async (): Promise<boolean> => {
+    if (written?.spec?.holderIdentity === identity) return renewWritten(written);
     const now = new Date();
-    const spec: k8s.V1LeaseSpec = {
-      holderIdentity: identity,
-      leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
-      renewTime: micro(now) as unknown as Date,
-    };
+    const spec = leaseSpec(now);
     let current: k8s.V1Lease;
     try {
       current = await coordination.readNamespacedLease({ name, namespace });
     } catch (error) {
       if (!isNotFound(error)) throw error;
-      await coordination.createNamespacedLease({
+      written = await coordination.createNamespacedLease({
         namespace,
         body: {
           metadata: { name, namespace },
@@ -87,7 +117,7 @@ export async function acquireLeadership(
     const duration = (current.spec?.leaseDurationSeconds ?? 0) * 1000;
     if (holder && holder !== identity && renewed + duration > now.getTime()) return false;
     const transitions = (current.spec?.leaseTransitions ?? 0) + (holder === identity ? 0 : 1);
-    await coordination.replaceNamespacedLease({
+    written = await coordination.replaceNamespacedLease({
       name,
       namespace,
       body: {
@@ -110,7 +140,11 @@ export async function acquireLeadership(
   const release = async (): Promise<void> => {
     for (let attempt = 1; attempt <= releaseAttempts; attempt++) {
       try {
-        const current = await coordination.readNamespacedLease({ name, namespace });
+        // First over the Lease as last written; after a conflict, as read.
+        const current =
+          attempt === 1 && written
+            ? written
+            : await coordination.readNamespacedLease({ name, namespace });
         if (current.spec?.holderIdentity !== identity) {
           log.info('not releasing the lease: another replica holds it', {
             lease,

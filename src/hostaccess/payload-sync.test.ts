@@ -4,25 +4,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startSimulatedHosts } from '../../sim/hosts/fleet.ts';
 import { defaultPrograms, idleProgram } from '../../sim/hosts/programs.ts';
-import { generateTestKey } from '../../sim/hosts/ssh-test-client.ts';
 import { writeStandInPayload } from '../../sim/testkit/payload.ts';
+import { connectedSimHost } from '../../sim/testkit/ssh-host.ts';
 import { agentServiceConfig } from '../agent/converge.ts';
 import type { Payload } from '../payload/payload.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import { syncPayload } from './payload-sync.ts';
-import { RemoteHost } from './remote-host.ts';
-import { SshSession } from './ssh-session.ts';
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
 test('the operator copies the agent and its service shim, checked by SHA-256, and swaps both while they run', async (t) => {
-  const key = generateTestKey();
-  const fleet = await startSimulatedHosts({
-    count: 1,
-    baseAddress: '127.0.0.151',
-    authorizedKeys: [key.publicKey],
+  const { host, remote } = await connectedSimHost(t, {
+    address: '127.0.0.151',
     // The agent idles (it is not bootstrapped here); it still never reports to the SCM.
     programs: () =>
       defaultPrograms().register('winfleet-agent.exe', {
@@ -30,16 +24,6 @@ test('the operator copies the agent and its service shim, checked by SHA-256, an
         neverReportsToScm: true,
       }),
   });
-  t.after(() => fleet.stop());
-  const host = fleet.hosts[0]!;
-  const session = await SshSession.connect({
-    host: host.address,
-    port: host.port,
-    username: 'Administrator',
-    privateKey: key.privateKey,
-  });
-  t.after(() => session.close());
-  const remote = new RemoteHost(session, 30_000);
   const dir = await mkdtemp(join(tmpdir(), 'winfleet-payload-sync-test-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
 

@@ -1,15 +1,12 @@
 /**
  * Putting a payload on a host: the agent and its service shim to their own paths, every other
- * file under the payload directory, each copied only when its SHA-256 on the host differs,
+ * file under the payload directory, each copied only when its SHA-256 on the host differs
+ * (streamed from the operator's disk, never held whole in memory),
  * after C:\k is locked down to SYSTEM and Administrators. Joining and upgrading both copy
  * through here.
  */
-import {
-  agentFileName,
-  type Payload,
-  readPayloadFile,
-  serviceShimFileName,
-} from '../payload/payload.ts';
+import { agentFileName, type Payload, serviceShimFileName } from '../payload/payload.ts';
+import { payloadFileOnDisk } from '../payload/payload-file.ts';
 import { hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import type { RemoteHost } from './remote-host.ts';
 
@@ -37,7 +34,7 @@ export async function syncPayload(
     return {
       path: own ?? `${hostPaths.payload}\\${file.name}`,
       sha256: file.sha256,
-      read: () => readPayloadFile(dir, file),
+      local: () => payloadFileOnDisk(dir, file),
       // The agent service runs both: they are copied beside themselves and swapped in.
       mayBeRunning: own !== undefined,
     };

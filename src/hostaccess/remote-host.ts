@@ -44,11 +44,18 @@ export function failedRemoteStep(error: unknown): string | undefined {
     : undefined;
 }
 
+/** A local file, verified, to copy from; released once copied. */
+export interface LocalFile {
+  path: string;
+  release(): Promise<void>;
+}
+
 /** A file to have on the host. */
 export interface SyncFile {
   path: string;
   sha256: string;
-  read: () => Promise<Buffer>;
+  /** The verified local copy, fetched only when the host's differs. */
+  local: () => Promise<LocalFile>;
   /** The file is an executable that may be running (the agent itself). */
   mayBeRunning?: boolean;
 }
@@ -56,14 +63,17 @@ export interface SyncFile {
 export class RemoteHost {
   readonly session: SshSession;
   readonly timeoutMs: number;
+  /** How long one file copy may take. */
+  readonly uploadTimeoutMs: number;
 
-  constructor(session: SshSession, timeoutMs: number) {
+  constructor(session: SshSession, timeoutMs: number, uploadTimeoutMs = 300_000) {
     this.session = session;
     this.timeoutMs = timeoutMs;
+    this.uploadTimeoutMs = uploadTimeoutMs;
   }
 
   async script<K extends RemoteScriptName>(name: K, args: RemoteScripts[K]): Promise<unknown> {
-    const result = await this.session.exec(remoteCommand(name, args), this.timeoutMs);
+    const result = await this.#exec(name, remoteCommand(name, args));
     if (result.code !== 0)
       throw remoteCommandFailed(
         name,
@@ -71,6 +81,20 @@ export class RemoteHost {
         powerShellErrorText(result.stderr) || result.stdout.trim(),
       );
     return parsePowerShellJson(result.stdout, name);
+  }
+
+  /** Runs a command; one stopped for printing too much fails naming `step`. */
+  async #exec(step: string, command: string): Promise<CommandResult> {
+    try {
+      return await this.session.exec(command, this.timeoutMs);
+    } catch (error) {
+      if (errorCode(error) !== 'WF_REMOTE_COMMAND_FAILED') throw error;
+      throw new WinfleetError<RemoteCommandFailure>(
+        'WF_REMOTE_COMMAND_FAILED',
+        `${step} failed: ${(error as Error).message}`,
+        { cause: error, details: { step, result: { code: -1, stdout: '', stderr: '' } } },
+      );
+    }
   }
 
   async facts(): Promise<HostFacts> {
@@ -86,13 +110,11 @@ export class RemoteHost {
     const copied: string[] = [];
     for (const file of files) {
       if (remote[file.path] === file.sha256) continue;
-      if (file.mayBeRunning) {
-        // A running executable cannot be overwritten: copy beside it, then swap the names.
-        await this.session.upload(`${file.path}.new`, await file.read());
-        await this.script('replace-file', { source: `${file.path}.new`, target: file.path });
-      } else {
-        await this.session.upload(file.path, await file.read());
-      }
+      // A running executable cannot be overwritten: copy beside it, then swap the names.
+      const target = file.mayBeRunning ? `${file.path}.new` : file.path;
+      await this.#copy(file, target);
+      if (file.mayBeRunning)
+        await this.script('replace-file', { source: target, target: file.path });
       copied.push(file.path);
     }
     if (copied.length > 0) {
@@ -110,6 +132,24 @@ export class RemoteHost {
     return copied;
   }
 
+  /**
+   * Streams `file` from its local copy to `target`; the bytes sent must have the hash it is
+   * listed with (a local file changed after it was verified is never swapped in).
+   */
+  async #copy(file: SyncFile, target: string): Promise<void> {
+    const local = await file.local();
+    try {
+      const sent = await this.session.uploadFile(target, local.path, this.uploadTimeoutMs);
+      if (sent.sha256 !== file.sha256)
+        throw new WinfleetError(
+          'WF_PAYLOAD_INVALID',
+          `${local.path} changed while it was copied to ${target} (SHA-256 ${sent.sha256}, expected ${file.sha256}); it is copied again on the next attempt`,
+        );
+    } finally {
+      await local.release();
+    }
+  }
+
   /** Copies a file to the host whatever it holds now (config files, which are small). */
   upload(path: string, data: Buffer): Promise<void> {
     return this.session.upload(path, data);
@@ -121,7 +161,7 @@ export class RemoteHost {
 
   /** Runs `winfleet-agent <args>` and returns its JSON result. */
   async agent(args: string[]): Promise<Record<string, unknown>> {
-    const result = await this.session.exec(remoteCommand('run-agent', { args }), this.timeoutMs);
+    const result = await this.#exec(`agent ${args[0]}`, remoteCommand('run-agent', { args }));
     const lastLine = result.stdout.trim().split('\n').at(-1) ?? '';
     let parsed: Record<string, unknown> = {};
     try {

@@ -3,9 +3,10 @@ import { test } from 'node:test';
 import { startSimulatedHosts } from '../../sim/hosts/fleet.ts';
 import { powerShellReadsStdin } from '../../sim/hosts/remote-commands.ts';
 import { generateTestKey } from '../../sim/hosts/ssh-test-client.ts';
+import { connectedSimHost } from '../../sim/testkit/ssh-host.ts';
 import { errorCode } from '../errors/catalog.ts';
 import { remoteCommand } from './remote-scripts.ts';
-import { SshSession, sftpPath } from './ssh-session.ts';
+import { maxCommandOutputBytes, SshSession, sftpPath } from './ssh-session.ts';
 
 test('a private key that cannot be parsed is WF_SSH_KEY_INVALID, without connecting', async () => {
   const error = await SshSession.connect({
@@ -48,4 +49,22 @@ test('a command gets EOF on its stdin at once: powershell.exe that reads stdin s
   const result = await session.exec(line, 10_000);
   assert.equal(result.code, 0, result.stderr);
   assert.equal(host.ssh.execsWaitingForStdin, 0);
+});
+
+test('a command printing more than the operator keeps is stopped: a failed remote command naming the cap', async (t) => {
+  const { session, remote } = await connectedSimHost(t, { address: '127.0.0.184' });
+  const line = remoteCommand('host-facts', {});
+  assert.ok(
+    (await session.exec(line, 10_000)).stdout.length > 64,
+    'host-facts prints more than 64 bytes',
+  );
+  const error = await session.exec(line, 10_000, 64).then(
+    () => assert.fail('the command was not stopped'),
+    (e: unknown) => e,
+  );
+  assert.equal(errorCode(error), 'WF_REMOTE_COMMAND_FAILED');
+  assert.match((error as Error).message, /more than 64 bytes of output/);
+  // The session still serves commands, and the default cap (16 MiB) lets a script through.
+  assert.equal(maxCommandOutputBytes, 16 * 1024 * 1024);
+  assert.ok((await remote.facts()).hostname);
 });

@@ -7,6 +7,7 @@
  * WF_SSH_DROPPED or WF_SSH_FILE_COPY.
  */
 import { createHash } from 'node:crypto';
+import { open } from 'node:fs/promises';
 import ssh2, { Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
 import { WinfleetError } from '../errors/catalog.ts';
 
@@ -20,6 +21,17 @@ export interface SshTarget {
   pinnedFingerprint?: string;
   connectTimeoutMs?: number;
   keepaliveIntervalMs?: number;
+}
+
+/** The most output (stdout and stderr together) the operator keeps from one command. */
+export const maxCommandOutputBytes = 16 * 1024 * 1024;
+/** Bytes per SFTP WRITE of a file copy, and how many WRITEs one copy keeps in flight. */
+const uploadChunkBytes = 32 * 1024;
+const uploadWritesInFlight = 16;
+
+/** 16777216 → "16 MiB"; a size that is not whole MiB in bytes. */
+function sizeText(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 }
 
 export interface CommandResult {
@@ -147,9 +159,14 @@ export class SshSession {
    * Runs a command line; rejects with WF_SSH_TIMEOUT or WF_SSH_DROPPED. The command gets no
    * input: its stdin is closed at once, as a program that reads it (powershell.exe without
    * `-InputFormat None` reads it as pipeline input) would otherwise wait for it until the
-   * timeout.
+   * timeout. A command that prints more than `maxOutputBytes` is stopped and rejects with
+   * WF_REMOTE_COMMAND_FAILED: its output is never kept whole.
    */
-  exec(command: string, timeoutMs = 120_000): Promise<CommandResult> {
+  exec(
+    command: string,
+    timeoutMs = 120_000,
+    maxOutputBytes = maxCommandOutputBytes,
+  ): Promise<CommandResult> {
     return new Promise((resolve, reject) => {
       this.client.exec(command, (error, channel: ClientChannel) => {
         if (error)
@@ -170,8 +187,26 @@ export class SshSession {
             new WinfleetError('WF_SSH_TIMEOUT', `Command did not finish within ${timeoutMs} ms`),
           );
         }, timeoutMs);
-        channel.on('data', (d: Buffer) => stdout.push(d));
-        channel.stderr.on('data', (d: Buffer) => stderr.push(d));
+        let outputBytes = 0;
+        const keep = (into: Buffer[]) => (d: Buffer) => {
+          if (settled) return;
+          outputBytes += d.length;
+          if (outputBytes > maxOutputBytes) {
+            settled = true;
+            clearTimeout(timer);
+            channel.destroy();
+            reject(
+              new WinfleetError(
+                'WF_REMOTE_COMMAND_FAILED',
+                `The command printed more than ${sizeText(maxOutputBytes)} of output, the most the operator keeps; it was stopped`,
+              ),
+            );
+            return;
+          }
+          into.push(d);
+        };
+        channel.on('data', keep(stdout));
+        channel.stderr.on('data', keep(stderr));
         channel.on('close', (code: number | null) => {
           clearTimeout(timer);
           if (settled) return;
@@ -214,14 +249,13 @@ export class SshSession {
   async upload(windowsPath: string, data: Buffer, timeoutMs = 300_000): Promise<void> {
     const sftp = await this.#sftpChannel();
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(
-        () =>
-          reject(
-            new WinfleetError('WF_SSH_TIMEOUT', `Copying ${windowsPath} took over ${timeoutMs} ms`),
-          ),
-        timeoutMs,
-      );
       const stream = sftp.createWriteStream(sftpPath(windowsPath));
+      const timer = setTimeout(() => {
+        stream.destroy();
+        reject(
+          new WinfleetError('WF_SSH_TIMEOUT', `Copying ${windowsPath} took over ${timeoutMs} ms`),
+        );
+      }, timeoutMs);
       stream.on('error', (error: Error) => {
         clearTimeout(timer);
         reject(
@@ -236,6 +270,99 @@ export class SshSession {
       });
       stream.end(data);
     });
+  }
+
+  /**
+   * Copies the local file at `localPath` to a Windows path over SFTP as a stream: read in
+   * chunks, with a bounded number of WRITEs in flight, never the whole file in memory.
+   * Returns the size and SHA-256 of the bytes sent. Rejects with WF_SSH_TIMEOUT,
+   * WF_SSH_FILE_COPY or WF_SSH_DROPPED.
+   */
+  async uploadFile(
+    windowsPath: string,
+    localPath: string,
+    timeoutMs = 300_000,
+  ): Promise<{ size: number; sha256: string }> {
+    const sftp = await this.#sftpChannel();
+    const copyFailed = (error: unknown) =>
+      error instanceof WinfleetError
+        ? error
+        : new WinfleetError(
+            this.#closed ? 'WF_SSH_DROPPED' : 'WF_SSH_FILE_COPY',
+            `Cannot write ${windowsPath}: ${(error as Error).message}`,
+            { cause: error },
+          );
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    const expired = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        reject(
+          new WinfleetError('WF_SSH_TIMEOUT', `Copying ${windowsPath} took over ${timeoutMs} ms`),
+        );
+      }, timeoutMs);
+    });
+    expired.catch(() => {});
+    const local = await open(localPath, 'r');
+    let handle: Buffer | undefined;
+    try {
+      handle = await Promise.race([
+        new Promise<Buffer>((resolve, reject) =>
+          sftp.open(sftpPath(windowsPath), 'w', (error, h) => (error ? reject(error) : resolve(h))),
+        ),
+        expired,
+      ]);
+      const { size } = await local.stat();
+      const hash = createHash('sha256');
+      const inFlight = new Set<Promise<void>>();
+      let position = 0;
+      // Bounded: `position` grows by each chunk read and stops at the size seen at the start.
+      while (position < size && !timedOut) {
+        const buffer = Buffer.allocUnsafe(Math.min(uploadChunkBytes, size - position));
+        const { bytesRead } = await local.read(buffer, 0, buffer.length, position);
+        if (bytesRead === 0) break;
+        const chunk = buffer.subarray(0, bytesRead);
+        hash.update(chunk);
+        const target = handle;
+        const at = position;
+        const write = new Promise<void>((resolve, reject) =>
+          sftp.write(target, chunk, 0, chunk.length, at, (error) =>
+            error ? reject(error) : resolve(),
+          ),
+        );
+        write.catch(() => {});
+        inFlight.add(write);
+        write.then(
+          () => inFlight.delete(write),
+          () => {},
+        );
+        position += bytesRead;
+        if (inFlight.size >= uploadWritesInFlight) await Promise.race([...inFlight, expired]);
+      }
+      await Promise.race([Promise.all(inFlight), expired]);
+      const closing = handle;
+      handle = undefined;
+      await Promise.race([
+        new Promise<void>((resolve, reject) =>
+          sftp.close(closing, (error) => (error ? reject(error) : resolve())),
+        ),
+        expired,
+      ]);
+      return { size: position, sha256: hash.digest('hex') };
+    } catch (error) {
+      throw copyFailed(error);
+    } finally {
+      clearTimeout(timer);
+      await local.close();
+      // After a failure the handle is closed without waiting: the channel may be gone.
+      if (handle) {
+        try {
+          sftp.close(handle, () => {});
+        } catch {
+          // The SFTP channel closed meanwhile.
+        }
+      }
+    }
   }
 
   close(): void {

@@ -1,9 +1,19 @@
 /** Kubernetes API clients from a kubeconfig, with the conventions winfleet uses everywhere. */
-import * as k8s from '@kubernetes/client-node';
+import { userAgents } from './user-agent.ts';
+import { WinfleetKubeConfig } from './winfleet-kube-config.ts';
 
-/** Loads a kubeconfig file, or the default chain (KUBECONFIG, ~/.kube/config, in-cluster). */
-export function loadKubeConfig(path?: string): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
+export { WinfleetKubeConfig } from './winfleet-kube-config.ts';
+
+/**
+ * Loads a kubeconfig file, or the default chain (KUBECONFIG, ~/.kube/config, in-cluster), as
+ * the process's one KubeConfig: its requests share a connection pool, carry `userAgent`
+ * (user-agent.ts; default the CLI's) and are counted (winfleet-kube-config.ts).
+ */
+export function loadKubeConfig(
+  path?: string,
+  userAgent: string = userAgents.cli,
+): WinfleetKubeConfig {
+  const kc = new WinfleetKubeConfig({ userAgent });
   if (path) kc.loadFromFile(path);
   else kc.loadFromDefault();
   return kc;

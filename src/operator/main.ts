@@ -6,6 +6,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { WinfleetError } from '../errors/catalog.ts';
 import { loadKubeConfig } from '../kube/client.ts';
+import { userAgents } from '../kube/user-agent.ts';
 import { createLogger } from '../log/logger.ts';
 import { runUntilSignal } from '../process/run-until-signal.ts';
 import { defaultOperatorNamespace, startOperator } from './operator.ts';
@@ -155,7 +156,7 @@ program.action(async (opts) => {
   }
   let kc: ReturnType<typeof loadKubeConfig>;
   try {
-    kc = loadKubeConfig(opts.kubeconfig);
+    kc = loadKubeConfig(opts.kubeconfig, userAgents.operator);
     if (!kc.getCurrentCluster())
       throw new WinfleetError('WF_KUBECONFIG_INVALID', 'it names no current cluster');
   } catch (error) {

@@ -13,6 +13,7 @@ import { installCrds } from '../api/install-crds.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
 import { type WindowsNodePool, windowsNodePoolResource } from '../api/windows-node-pool.ts';
 import { type Controller, everythingKey } from '../controller/controller.ts';
+import { registerControllerMetrics } from '../controller/controller-metrics.ts';
 import { createEventRecorder, type EventRecorder } from '../controller/events.ts';
 import type { Informer } from '../controller/informer.ts';
 import { InformerFactory, resources } from '../controller/informer-factory.ts';
@@ -36,11 +37,11 @@ import { createRuntimeClassController } from '../controllers/runtimeclasses/runt
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
-import { isAlreadyExists } from '../kube/client.ts';
+import { isAlreadyExists, WinfleetKubeConfig } from '../kube/client.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { payloadSource } from '../payload/payload-source.ts';
 import { createHealthMetrics, type HealthMetrics } from '../remediation/health-metrics.ts';
-import { clusterFacts } from '../webhook/cluster-facts.ts';
+import { clusterFacts, readyWindowsNodeCounts } from '../webhook/cluster-facts.ts';
 import { createWebhookMetrics, type WebhookMetrics } from '../webhook/metrics.ts';
 import { memoizeCompatibility } from '../webhook/placement.ts';
 import { apiPullSecrets, podImageResolver, resolverFor } from '../webhook/pod-images.ts';
@@ -52,6 +53,7 @@ import { startWebhookService, type WebhookService } from '../webhook/webhook-ser
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
 import { type ConfigSource, configStatusRoute, watchConfig } from './config-source.ts';
+import { registerProcessMetrics } from './process-metrics.ts';
 import { type StatusServer, startHttpServer, startStatusServer } from './status-server.ts';
 
 export const defaultOperatorNamespace = 'winfleet-system';
@@ -150,6 +152,9 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   const log = options.log ?? createLogger({}, { component: 'operator' });
   const identity = options.identity ?? `${hostname()}-${process.pid}`;
   const registry = new Registry();
+  registerProcessMetrics(registry);
+  // The API requests of the process's client (loadKubeConfig), by verb, resource and code.
+  if (options.kc instanceof WinfleetKubeConfig) options.kc.requests.registerIn(registry);
   const ctx: OperatorContext = {
     kc: options.kc,
     namespace,
@@ -165,6 +170,11 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   if (options.installCrds ?? true) await installCrds(ctx.kc);
   await warnIfBootstrapTokensAutoApproved(ctx);
   const shared = createCaches(ctx);
+  registerControllerMetrics(registry, {
+    controllers: () => controllers,
+    informerObjects: () => shared.factory.objectCounts(),
+    readyWindowsNodes: () => readyWindowsNodeCounts(shared.nodes),
+  });
   const webhookMetrics = createWebhookMetrics(registry);
   const lookupObserver = prometheusLookupObserver(registry);
   await shared.factory.start();

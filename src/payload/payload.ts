@@ -2,10 +2,9 @@
  * The payload: the Windows binaries winfleet installs on hosts, listed in payload.json with
  * name, version and SHA-256, each coming from the payload directory (what the operator image
  * carries) or an HTTP mirror. Every file's hash is checked before it is sent to a host; a file
- * whose hash does not match is never used.
+ * whose hash does not match is never used (payload-file.ts).
  */
-import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WinfleetError } from '../errors/catalog.ts';
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
@@ -117,50 +116,4 @@ export async function loadPayload(dir: string, flag = '--payload-dir'): Promise<
     ]);
   }
   return payload;
-}
-
-const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
-
-/**
- * The verified content of a payload file: read from the payload directory, or downloaded from
- * its URL into `cacheDir` (once, when that directory is writable). Throws when the SHA-256 does not match the manifest.
- */
-export async function readPayloadFile(
-  dir: string,
-  file: PayloadFile,
-  cacheDir = join(dir, '.download'),
-): Promise<Buffer> {
-  let data: Buffer;
-  if ('path' in file.source) {
-    data = await readFile(join(dir, file.source.path));
-  } else {
-    const cached = join(cacheDir, file.sha256);
-    try {
-      data = await readFile(cached);
-    } catch {
-      const response = await fetch(file.source.url, { signal: AbortSignal.timeout(300_000) });
-      if (!response.ok)
-        throw new WinfleetError(
-          'WF_PAYLOAD_DOWNLOAD',
-          `Cannot download ${file.name} from ${file.source.url}: HTTP ${response.status}; check that the URL in payload.json serves the file`,
-        );
-      data = Buffer.from(await response.arrayBuffer());
-      if (sha256(data) === file.sha256) {
-        // The cache only saves a download: a read-only payload directory (a volume mounted
-        // into the operator's pod) is not an error, the file is fetched again next time.
-        await mkdir(cacheDir, { recursive: true })
-          .then(() => writeFile(`${cached}.${process.pid}.tmp`, data))
-          .then(() => rename(`${cached}.${process.pid}.tmp`, cached))
-          .catch(() => {});
-      }
-    }
-  }
-  const actual = sha256(data);
-  if (actual !== file.sha256) {
-    throw new WinfleetError(
-      'WF_PAYLOAD_INVALID',
-      `Payload file ${file.name} has SHA-256 ${actual}, payload.json says ${file.sha256}; it will not be sent to any host`,
-    );
-  }
-  return data;
 }

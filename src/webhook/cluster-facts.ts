@@ -2,6 +2,10 @@
  * What admission decisions read about the cluster, from the shared informers: the builds of
  * Ready Windows nodes, RuntimeClass node selectors, opted-out namespaces, and (cached briefly)
  * the GMSACredentialSpecs when that CRD is installed.
+ *
+ * Nothing here walks the node cache per request: the Ready schedulable Windows nodes are filed
+ * by build in an index of the node informer, kept as each Node event arrives, so the builds
+ * are the index's values and a build's node count is its bucket's size.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
@@ -13,9 +17,31 @@ import type { RuntimeClassSelectors } from './pod-os.ts';
 
 export interface ClusterFacts {
   readyWindowsBuilds(): string[];
+  /** Ready schedulable Windows nodes per build (for metrics). */
+  readyWindowsNodeCounts(): Map<string, number>;
   runtimeClasses: RuntimeClassSelectors;
   namespaceOptedOut(namespace: string): boolean;
   gmsaCredentialSpecs(): Promise<ReadonlySet<string> | undefined>;
+}
+
+/** The node index of Ready, schedulable Windows nodes by windows-build label. */
+export const readyWindowsBuildIndex = 'readyWindowsBuild';
+
+/** The build a node is filed under in readyWindowsBuildIndex ([] when it is not counted). */
+export function readyWindowsBuildOf(node: k8s.V1Node): string[] {
+  const labels = node.metadata?.labels ?? {};
+  if (labels['kubernetes.io/os'] !== 'windows' || node.spec?.unschedulable || !nodeIsReady(node))
+    return [];
+  const build = labels[windowsBuildLabel];
+  return build ? [build] : [];
+}
+
+/** Ready schedulable Windows nodes per build, from the index (empty until it is added). */
+export function readyWindowsNodeCounts(nodes: Informer<k8s.V1Node>): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const build of nodes.indexValues(readyWindowsBuildIndex))
+    counts.set(build, nodes.countByIndex(readyWindowsBuildIndex, build));
+  return counts;
 }
 
 export function clusterFacts(
@@ -27,24 +53,12 @@ export function clusterFacts(
   },
   config: () => WinfleetConfig,
 ): ClusterFacts {
-  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  informers.nodes.addIndex(readyWindowsBuildIndex, readyWindowsBuildOf);
+  let objects: k8s.KubernetesObjectApi | undefined;
   let gmsa: { at: number; value: Promise<ReadonlySet<string> | undefined> } | undefined;
   return {
-    readyWindowsBuilds() {
-      const builds = new Set<string>();
-      for (const node of informers.nodes.list()) {
-        const labels = node.metadata?.labels ?? {};
-        if (
-          labels['kubernetes.io/os'] !== 'windows' ||
-          node.spec?.unschedulable ||
-          !nodeIsReady(node)
-        )
-          continue;
-        const build = labels[windowsBuildLabel];
-        if (build) builds.add(build);
-      }
-      return [...builds];
-    },
+    readyWindowsBuilds: () => informers.nodes.indexValues(readyWindowsBuildIndex),
+    readyWindowsNodeCounts: () => readyWindowsNodeCounts(informers.nodes),
     runtimeClasses: (name) => informers.runtimeClasses.get(name)?.scheduling?.nodeSelector,
     namespaceOptedOut(namespace) {
       const { key, value } = config().webhook.optOutLabel;
@@ -52,6 +66,7 @@ export function clusterFacts(
     },
     gmsaCredentialSpecs() {
       if (gmsa && Date.now() - gmsa.at < 10_000) return gmsa.value;
+      objects ??= k8s.KubernetesObjectApi.makeApiClient(kc);
       const value = objects
         .list('windows.k8s.io/v1', 'GMSACredentialSpec')
         .then(

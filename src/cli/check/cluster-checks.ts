@@ -22,7 +22,7 @@ import {
   bootstrapTokensAutoApproved,
   nodeClientRole,
 } from '../../controllers/csr/bootstrap-auto-approval.ts';
-import { httpStatus, isNotFound } from '../../kube/client.ts';
+import { httpStatus, isNotFound, WinfleetKubeConfig } from '../../kube/client.ts';
 import {
   checkKubeletSkew,
   kubeletMaxMinorsOlder,
@@ -163,7 +163,7 @@ const bootstrapTokenAuth: ClusterCheck = {
     }
     try {
       const cluster = kc.getCurrentCluster()!;
-      const probe = new k8s.KubeConfig();
+      const probe = new WinfleetKubeConfig();
       probe.loadFromOptions({
         clusters: [cluster],
         users: [{ name: 'bootstrap-probe', token: `${id}.${secret}` }],

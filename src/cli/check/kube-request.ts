@@ -8,6 +8,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type * as k8s from '@kubernetes/client-node';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { outsideRequest } from '../../kube/winfleet-kube-config.ts';
 
 export interface KubeResponse {
   status: number;
@@ -41,9 +42,11 @@ export async function kubeRequest(
     },
   };
   await kc.applyToHTTPSOptions(request);
-  request.headers = { ...request.headers, ...options.headers };
+  const outside = outsideRequest(kc, method, path);
+  request.headers = { ...request.headers, ...outside.headers, ...options.headers };
   return new Promise((resolve, reject) => {
     const req = (url.protocol === 'https:' ? https.request : http.request)(url, request, (res) => {
+      outside.done(res.statusCode);
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -62,7 +65,10 @@ export async function kubeRequest(
     req.on('timeout', () =>
       req.destroy(Object.assign(new Error(`${method} ${path} timed out`), { code: 'ETIMEDOUT' })),
     );
-    req.on('error', reject);
+    req.on('error', (error) => {
+      outside.done(undefined);
+      reject(error);
+    });
     req.end(payload);
   });
 }

@@ -12,6 +12,7 @@ import { Controller, everythingKey } from '../../controller/controller.ts';
 import { objectKey } from '../../controller/informer.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
 import type { HostControllerDeps } from './host-deps.ts';
+import { hostsByNode } from './host-indexes.ts';
 import { reconcileJoin } from './host-join.ts';
 import { remediationRequestKey } from './host-remediation.ts';
 import { reconcileRemoval } from './host-removal.ts';
@@ -51,11 +52,12 @@ export function createHostController(deps: HostControllerDeps): Controller {
   });
 
   const enqueue = (host: WindowsHost) => controller.enqueue(objectKey(host));
+  const hostsOfNode = hostsByNode(deps.hosts);
   // A host that goes frees its node name for the next claimant.
   const rivalsOf = (host: WindowsHost) => {
     const name = claimedNodeName(host);
     if (!name) return;
-    for (const other of deps.hosts.list()) if (claimedNodeName(other) === name) enqueue(other);
+    for (const other of hostsOfNode(name)) if (claimedNodeName(other) === name) enqueue(other);
   };
   deps.hosts
     .on('add', enqueue)
@@ -85,10 +87,8 @@ export function createHostController(deps: HostControllerDeps): Controller {
   const hostOfNode = (node: k8s.V1Node) => {
     const ref = node.metadata?.annotations?.[hostAnnotation]?.split('/');
     if (ref && ref.length >= 2) controller.enqueue(`${ref[0]}/${ref[1]}`);
-    for (const host of deps.hosts.list()) {
-      const name = node.metadata?.name;
-      if (host.status?.nodeName === name || claimedNodeName(host) === name) enqueue(host);
-    }
+    const name = node.metadata?.name;
+    if (name) for (const host of hostsOfNode(name)) enqueue(host);
   };
   deps.nodes
     .on('add', hostOfNode)

@@ -7,6 +7,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
+import type { IndexFunction } from '../../controller/index-store.ts';
 import { Informer, type ResourceType } from '../../controller/informer.ts';
 import type { InformerFactory } from '../../controller/informer-factory.ts';
 
@@ -36,6 +37,43 @@ class NamespacesInformer<T extends k8s.KubernetesObject> extends Informer<T> {
 
   override list(): T[] {
     return [...this.#parts.values()].flatMap((part) => part.list());
+  }
+
+  override get size(): number {
+    let n = 0;
+    for (const part of this.#parts.values()) n += part.size;
+    return n;
+  }
+
+  override addIndex(name: string, fn: IndexFunction<T>): this {
+    for (const part of this.#parts.values()) part.addIndex(name, fn);
+    return this;
+  }
+
+  override hasIndex(name: string): boolean {
+    return [...this.#parts.values()].every((part) => part.hasIndex(name));
+  }
+
+  override byIndex(name: string, value: string): T[] {
+    return [...this.#parts.values()].flatMap((part) => part.byIndex(name, value));
+  }
+
+  override firstByIndex(name: string, value: string): T | undefined {
+    for (const part of this.#parts.values()) {
+      const found = part.firstByIndex(name, value);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  override countByIndex(name: string, value: string): number {
+    let n = 0;
+    for (const part of this.#parts.values()) n += part.countByIndex(name, value);
+    return n;
+  }
+
+  override indexValues(name: string): string[] {
+    return [...new Set([...this.#parts.values()].flatMap((part) => part.indexValues(name)))];
   }
 
   override async whenSynced(): Promise<void> {

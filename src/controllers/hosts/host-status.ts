@@ -3,6 +3,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { ConditionReason, ConditionType, JoinStep } from '../../api/reasons.ts';
 import { apiVersion, type WindowsHost, type WindowsHostStatus } from '../../api/windows-host.ts';
 import { type Condition, findCondition, setCondition } from '../../controller/conditions.ts';
+import { sameJson } from '../../controller/same-json.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 
 /** The custom-object coordinates of a WindowsHost, for the generic client's requests. */
@@ -65,9 +66,12 @@ export class HostStatus {
     this.status.lastError = { step, message: message.slice(0, 2000), time: apiTime() };
   }
 
-  /** True when anything differs from what the API server holds. */
+  /**
+   * True when anything differs from what the API server holds (in content: the server
+   * returns fields in its own key order, so an unchanged status is not written again).
+   */
   changed(): boolean {
-    return JSON.stringify(this.status) !== JSON.stringify(this.host.status ?? {});
+    return !sameJson(this.status, this.host.status ?? {});
   }
 }
 
@@ -86,7 +90,7 @@ export async function writeHostStatus(
   const after = status as Record<string, unknown>;
   const changes: Record<string, unknown> = {};
   for (const field of new Set([...Object.keys(before), ...Object.keys(after)])) {
-    if (JSON.stringify(after[field]) === JSON.stringify(before[field])) continue;
+    if (sameJson(after[field], before[field])) continue;
     changes[field] = after[field] ?? null;
   }
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);

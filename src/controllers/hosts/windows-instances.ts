@@ -124,6 +124,9 @@ export function createWindowsInstancesController(deps: {
   });
   const poke = () => controller.enqueue(everythingKey);
   deps.configMaps.on('add', poke).on('update', poke).on('delete', poke);
-  deps.hosts.on('delete', poke);
+  // Only a host made from the ConfigMap can need re-applying once it is gone.
+  deps.hosts.on('delete', (host) => {
+    if (host.metadata.labels?.[sourceLabel] === sourceValue) poke();
+  });
   return controller;
 }

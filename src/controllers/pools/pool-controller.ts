@@ -18,7 +18,9 @@
  * - drains: what the last drain found per host in the Drain step. Lost: the host is drained
  *   again, which evicts what is left and finds the same.
  *
- * Membership links hosts to several pools, so every relevant event enqueues every pool; a pass
+ * A host or Node event enqueues only the pools of the hosts it touches (a Node finds its hosts
+ * through the host cache's node-name index, so a Node no host names enqueues nothing); a pool
+ * event, rarer, enqueues every pool, as a selector change moves hosts between pools. A pass
  * reads only caches (plus a pod list for a host being drained) and writes only what changed.
  */
 import { isDeepStrictEqual } from 'node:util';
@@ -54,6 +56,7 @@ import type { StepResult } from '../../rollout/host-steps.ts';
 import { defaultPoolKey } from '../../rollout/pool-membership.ts';
 import { poolPass } from '../../rollout/pool-pass.ts';
 import { checkPoolSpec, defaultPoolPolicy } from '../../rollout/pool-spec.ts';
+import { hostsByNode } from '../hosts/host-indexes.ts';
 import { removeHostAnnotation } from '../hosts/host-status.ts';
 import {
   copyReport,
@@ -380,9 +383,23 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
       // Our own status writes need no pass; a spec change (generation) may move hosts.
       if (pool.metadata.generation !== old.metadata.generation) everything();
     });
+  /** The pools a host belongs to (its namespace's pools that select it, else the default). */
+  const poolsOf = (host: WindowsHost): string[] => {
+    const key = objectKey(host);
+    const { pools } = poolMembership(deps.pools.list(), [host]);
+    return [...pools].filter(([, members]) => members.hosts.includes(key)).map(([pool]) => pool);
+  };
+  const enqueuePoolsOf = (...hosts: WindowsHost[]) => {
+    for (const host of hosts) for (const pool of poolsOf(host)) controller.enqueue(pool);
+  };
+  const hostsOfNode = hostsByNode(deps.hosts);
+  const enqueueForNode = (node: k8s.V1Node) => {
+    const name = node.metadata?.name;
+    if (name) enqueuePoolsOf(...hostsOfNode(name));
+  };
   deps.hosts
-    .on('add', everything)
-    .on('delete', everything)
+    .on('add', (host) => enqueuePoolsOf(host))
+    .on('delete', (host) => enqueuePoolsOf(host))
     .on('update', (host, old) => {
       if (
         !isDeepStrictEqual(host.metadata.labels, old.metadata.labels) ||
@@ -394,7 +411,8 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
         host.status?.bootstrappedAt !== old.status?.bootstrappedAt ||
         !isDeepStrictEqual(host.status?.lastError, old.status?.lastError)
       ) {
-        everything();
+        // Both: a label change may move the host from one pool to another.
+        enqueuePoolsOf(host, old);
       }
     });
   const nodeState = (n: k8s.V1Node) => ({
@@ -406,10 +424,10 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     conditions: (n.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`).join(','),
   });
   deps.nodes
-    .on('add', everything)
-    .on('delete', everything)
+    .on('add', enqueueForNode)
+    .on('delete', enqueueForNode)
     .on('update', (node, old) => {
-      if (!isDeepStrictEqual(nodeState(node), nodeState(old))) everything();
+      if (!isDeepStrictEqual(nodeState(node), nodeState(old))) enqueueForNode(node);
     });
   return controller;
 }

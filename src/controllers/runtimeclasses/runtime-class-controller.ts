@@ -5,6 +5,10 @@
  * write by hand. Classes carry the winfleet managed-by label; a class of the same name that a
  * user created is never touched. A class outlives the last node of its build by a grace period,
  * then it is removed.
+ *
+ * Keys are RuntimeClass names. The node cache files each Windows node under the class its
+ * flavor needs (runtimeClassIndex), so a Node event enqueues at most the classes of its old
+ * and new flavor, and a pass over one class reads one node of that index, not every node.
  */
 import * as k8s from '@kubernetes/client-node';
 import { EventReason } from '../../api/reasons.ts';
@@ -22,7 +26,8 @@ export const managedByValue = 'winfleet';
 /** When a managed class lost its last node; it is deleted a grace period later. */
 export const orphanedSinceAnnotation = 'winfleet.io/orphaned-since';
 const fieldManager = 'winfleet-runtimeclasses';
-const syncKey = everythingKey;
+/** The node index: the RuntimeClass name a Windows node's flavor needs. */
+export const runtimeClassIndex = 'runtimeClass';
 
 /** A build/architecture pair that needs a RuntimeClass. */
 export interface WindowsFlavor {
@@ -61,18 +66,19 @@ export function desiredRuntimeClass(
   };
 }
 
-/** The flavors present among `nodes` (Windows nodes carrying the windows-build label). */
-export function windowsFlavors(nodes: k8s.V1Node[]): WindowsFlavor[] {
-  const seen = new Map<string, WindowsFlavor>();
-  for (const node of nodes) {
-    const labels = node.metadata?.labels ?? {};
-    const build = labels[windowsBuildLabel];
-    if (labels['kubernetes.io/os'] !== 'windows' || !build || !/^\d+\.\d+\.\d+$/.test(build))
-      continue;
-    const arch = labels['kubernetes.io/arch'] ?? 'amd64';
-    seen.set(`${build}/${arch}`, { build, arch });
-  }
-  return [...seen.values()];
+/** The flavor of a Windows node carrying a well-formed windows-build label. */
+export function windowsFlavorOf(node: k8s.V1Node): WindowsFlavor | undefined {
+  const labels = node.metadata?.labels ?? {};
+  const build = labels[windowsBuildLabel];
+  if (labels['kubernetes.io/os'] !== 'windows' || !build || !/^\d+\.\d+\.\d+$/.test(build))
+    return undefined;
+  return { build, arch: labels['kubernetes.io/arch'] ?? 'amd64' };
+}
+
+/** The RuntimeClass a node's flavor needs, as an index value ([] for other nodes). */
+export function runtimeClassOf(node: k8s.V1Node): string[] {
+  const flavor = windowsFlavorOf(node);
+  return flavor ? [runtimeClassName(flavor)] : [];
 }
 
 function isManaged(rc: k8s.V1RuntimeClass | undefined): boolean {
@@ -110,127 +116,130 @@ export function createRuntimeClassController(deps: RuntimeClassControllerDeps): 
   const now = deps.now ?? (() => new Date());
   const warnedUserOwned = new Set<string>();
 
-  async function reconcile(): Promise<ReconcileResult | undefined> {
+  deps.nodes.addIndex(runtimeClassIndex, runtimeClassOf);
+
+  function orphanPatch(name: string, since: string | null): Promise<unknown> {
+    return objects.patch(
+      {
+        apiVersion: 'node.k8s.io/v1',
+        kind: 'RuntimeClass',
+        metadata: { name, annotations: { [orphanedSinceAnnotation]: since as string } },
+      },
+      undefined,
+      undefined,
+      `${fieldManager}-orphan`,
+      undefined,
+      k8s.PatchStrategy.MergePatch,
+    );
+  }
+
+  /** A class some node needs: create or update it (never a user's own). */
+  async function ensure(name: string, desired: k8s.V1RuntimeClass): Promise<undefined> {
+    const current = deps.runtimeClasses.get(name);
+    if (current && !isManaged(current)) {
+      if (!warnedUserOwned.has(name)) {
+        warnedUserOwned.add(name);
+        deps.events.record(
+          { ...current, apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass' },
+          'Normal',
+          EventReason.UserOwned,
+          `winfleet would manage ${name} for Windows build ${desired.scheduling?.nodeSelector?.[windowsBuildLabel]}, but a user created it; winfleet leaves it as it is`,
+        );
+      }
+      return undefined;
+    }
+    if (current?.metadata?.annotations?.[orphanedSinceAnnotation]) await orphanPatch(name, null);
+    if (current && sameSpec(current, desired)) return undefined;
+    await objects.patch(
+      desired,
+      undefined,
+      undefined,
+      fieldManager,
+      true,
+      k8s.PatchStrategy.ServerSideApply,
+    );
+    deps.log.info(current ? 'updated RuntimeClass' : 'created RuntimeClass', {
+      runtimeClass: name,
+      build: desired.scheduling?.nodeSelector?.[windowsBuildLabel],
+    });
+    return undefined;
+  }
+
+  /** A managed class no node needs: mark it orphaned, then delete it after the grace period. */
+  async function retire(
+    rc: k8s.V1RuntimeClass,
+    config: WinfleetConfig,
+  ): Promise<ReconcileResult | undefined> {
+    const name = rc.metadata?.name ?? '';
+    const graceMs = config.runtimeClasses.gracePeriodSeconds * 1000;
+    const since = rc.metadata?.annotations?.[orphanedSinceAnnotation];
+    if (!since) {
+      await orphanPatch(name, now().toISOString());
+      deps.log.info(
+        'no node of this build remains; RuntimeClass will be removed after the grace period',
+        { runtimeClass: name, graceSeconds: config.runtimeClasses.gracePeriodSeconds },
+      );
+      return { requeueAfterMs: graceMs + 50 };
+    }
+    const left = new Date(since).getTime() + graceMs - now().getTime();
+    if (left > 0) return { requeueAfterMs: left + 50 };
+    try {
+      await objects.delete(
+        { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name } },
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        { preconditions: { resourceVersion: rc.metadata?.resourceVersion } },
+      );
+      deps.log.info('removed RuntimeClass: no node of its build for the grace period', {
+        runtimeClass: name,
+      });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+    return undefined;
+  }
+
+  /** Every class a node needs and every managed class: what a full pass looks at. */
+  function everyClass(): string[] {
+    const names = new Set(deps.nodes.indexValues(runtimeClassIndex));
+    for (const rc of deps.runtimeClasses.list())
+      if (isManaged(rc) && rc.metadata?.name) names.add(rc.metadata.name);
+    return [...names];
+  }
+
+  async function reconcile(name: string): Promise<ReconcileResult | undefined> {
     const config = deps.config();
     if (!config.runtimeClasses.enabled) return undefined;
-    const flavors = windowsFlavors(deps.nodes.list());
-    const wanted = new Map(
-      flavors.map((f) => [runtimeClassName(f), desiredRuntimeClass(f, config)]),
-    );
-    let nextCheckMs: number | undefined;
-
-    for (const [name, desired] of wanted) {
-      const current = deps.runtimeClasses.get(name);
-      if (current && !isManaged(current)) {
-        if (!warnedUserOwned.has(name)) {
-          warnedUserOwned.add(name);
-          deps.events.record(
-            { ...current, apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass' },
-            'Normal',
-            EventReason.UserOwned,
-            `winfleet would manage ${name} for Windows build ${desired.scheduling?.nodeSelector?.[windowsBuildLabel]}, but a user created it; winfleet leaves it as it is`,
-          );
-        }
-        continue;
-      }
-      const orphaned = current?.metadata?.annotations?.[orphanedSinceAnnotation];
-      if (orphaned) {
-        await objects.patch(
-          {
-            apiVersion: 'node.k8s.io/v1',
-            kind: 'RuntimeClass',
-            metadata: {
-              name,
-              annotations: { [orphanedSinceAnnotation]: null as unknown as string },
-            },
-          },
-          undefined,
-          undefined,
-          `${fieldManager}-orphan`,
-          undefined,
-          k8s.PatchStrategy.MergePatch,
-        );
-      }
-      if (current && sameSpec(current, desired)) continue;
-      await objects.patch(
-        desired,
-        undefined,
-        undefined,
-        fieldManager,
-        true,
-        k8s.PatchStrategy.ServerSideApply,
-      );
-      deps.log.info(current ? 'updated RuntimeClass' : 'created RuntimeClass', {
-        runtimeClass: name,
-        build: desired.scheduling?.nodeSelector?.[windowsBuildLabel],
-      });
+    if (name === everythingKey) {
+      for (const each of everyClass()) controller.enqueue(each);
+      return undefined;
     }
-
-    const graceMs = config.runtimeClasses.gracePeriodSeconds * 1000;
-    for (const rc of deps.runtimeClasses.list()) {
-      const name = rc.metadata?.name ?? '';
-      if (!isManaged(rc) || wanted.has(name)) continue;
-      const since = rc.metadata?.annotations?.[orphanedSinceAnnotation];
-      if (!since) {
-        await objects.patch(
-          {
-            apiVersion: 'node.k8s.io/v1',
-            kind: 'RuntimeClass',
-            metadata: { name, annotations: { [orphanedSinceAnnotation]: now().toISOString() } },
-          },
-          undefined,
-          undefined,
-          `${fieldManager}-orphan`,
-          undefined,
-          k8s.PatchStrategy.MergePatch,
-        );
-        deps.log.info(
-          'no node of this build remains; RuntimeClass will be removed after the grace period',
-          { runtimeClass: name, graceSeconds: config.runtimeClasses.gracePeriodSeconds },
-        );
-        nextCheckMs = Math.min(nextCheckMs ?? graceMs, graceMs);
-        continue;
-      }
-      const left = new Date(since).getTime() + graceMs - now().getTime();
-      if (left > 0) {
-        nextCheckMs = Math.min(nextCheckMs ?? left, left);
-        continue;
-      }
-      try {
-        await objects.delete(
-          { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name } },
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          { preconditions: { resourceVersion: rc.metadata?.resourceVersion } },
-        );
-        deps.log.info('removed RuntimeClass: no node of its build for the grace period', {
-          runtimeClass: name,
-        });
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-      }
-    }
-    return nextCheckMs === undefined ? undefined : { requeueAfterMs: nextCheckMs + 50 };
+    const node = deps.nodes.firstByIndex(runtimeClassIndex, name);
+    const flavor = node ? windowsFlavorOf(node) : undefined;
+    if (flavor) return ensure(name, desiredRuntimeClass(flavor, config));
+    const rc = deps.runtimeClasses.get(name);
+    return rc && isManaged(rc) ? retire(rc, config) : undefined;
   }
 
   const controller = new Controller({ name: 'runtimeclasses', reconcile, log: deps.log });
-  const poke = () => controller.enqueue(syncKey);
+  const classOf = (node: k8s.V1Node) => {
+    for (const name of runtimeClassOf(node)) controller.enqueue(name);
+  };
   deps.nodes
-    .on('add', poke)
-    .on('delete', poke)
+    .on('add', classOf)
+    .on('delete', classOf)
     .on('update', (node, old) => {
-      const a = node.metadata?.labels ?? {};
-      const b = old.metadata?.labels ?? {};
-      if (
-        a[windowsBuildLabel] !== b[windowsBuildLabel] ||
-        a['kubernetes.io/os'] !== b['kubernetes.io/os'] ||
-        a['kubernetes.io/arch'] !== b['kubernetes.io/arch']
-      )
-        poke();
+      const [next, before] = [runtimeClassOf(node)[0], runtimeClassOf(old)[0]];
+      if (next === before) return;
+      if (next) controller.enqueue(next);
+      if (before) controller.enqueue(before);
     });
-  deps.runtimeClasses.on('add', poke).on('update', poke).on('delete', poke);
+  const byName = (rc: k8s.V1RuntimeClass) => {
+    if (rc.metadata?.name) controller.enqueue(rc.metadata.name);
+  };
+  deps.runtimeClasses.on('add', byName).on('update', byName).on('delete', byName);
   return controller;
 }

@@ -1,0 +1,406 @@
+/**
+ * npm run bench:scale — the operator at 0, 1,000, 5,000 and 10,000 kwok Windows nodes of mixed
+ * builds (2019, 2022, 2025), with simulated hosts joined over SSH. At each step it prints:
+ * - the operator's resident memory (VmRSS, idle and peak) and V8 heap;
+ * - the time for a batch of 1,000 new nodes to be reconciled: from the batch's first create
+ *   until the operator's webhook facts count every one as a Ready Windows node
+ *   (winfleet_webhook_ready_windows_nodes), against the baseline of the same batch's last node
+ *   becoming Ready in the API server (the bench's own watch), measured in the same run;
+ * - the API requests the operator made over an idle window, by verb and resource (its own
+ *   request counter, winfleet_kube_api_requests_total);
+ * - the Pod webhook's p50 and p99 at a fixed rate over HTTPS, against a no-op admission server
+ *   loaded the same way in the same run.
+ *
+ *   npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300
+ *                          --rate 1000 --load-seconds 10 --batch-size 1000 --from-source
+ *                          --keep-dir]
+ *
+ * The operator runs as the image ships it (the bundle, IMAGE_NODE_FLAGS and IMAGE_ENV);
+ * --from-source runs `node src/operator/main.ts` instead.
+ *
+ * A quick look: --steps 20,40 --batch-size 10 --idle-seconds 10 --load-seconds 2.
+ *
+ * The control plane is sized for it (sim/cluster/start-cluster.ts `scale`): a /10 pod range,
+ * kwok Leases of 300 s (renewed every 75 s, as the kubelet renews at a quarter of the
+ * duration) with the node monitor grace period above that, and the controller manager at 100
+ * QPS so that assigning pod CIDRs (kwok marks a node Ready only once it has one) keeps up.
+ */
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { freePorts } from '../sim/cluster/free-port.ts';
+import { startCluster } from '../sim/cluster/start-cluster.ts';
+import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
+import { createWindowsNode } from '../sim/testkit/nodes.ts';
+import {
+  buildOperatorBundle,
+  spawnOperator,
+  stopProcess,
+} from '../sim/testkit/operator-process.ts';
+import { writeStandInPayload } from '../sim/testkit/payload.ts';
+import { writeOperatorConfig } from '../sim/testkit/test-operator.ts';
+import {
+  hostReady,
+  listWindowsHosts,
+  windowsHostFor,
+  writeSshKeySecret,
+} from '../sim/testkit/windows-hosts.ts';
+import { installCrds } from '../src/api/install-crds.ts';
+import { Informer } from '../src/controller/informer.ts';
+import { nodeIsReady } from '../src/controller/informer-factory.ts';
+import { loadKubeConfig } from '../src/kube/client.ts';
+import { waitFor } from '../src/kube/wait-for.ts';
+import { silentLogger } from '../src/log/logger.ts';
+import { createCertificateAuthority, issueCertificate } from '../src/pki/certificates.ts';
+import { createAdmissionServer } from '../src/webhook/admission-server.ts';
+import { formatLoad, type LoadResult, runAdmissionLoad } from './admission-load.ts';
+import { parseMetricsText, type Sample, samplesOf, sumOf } from './metrics-text.ts';
+import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
+
+const usage =
+  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --keep-dir]';
+const { values } = parseArgs({
+  options: {
+    steps: { type: 'string', default: '1000,5000,10000' },
+    hosts: { type: 'string', default: '1' },
+    'idle-seconds': { type: 'string', default: '300' },
+    rate: { type: 'string', default: '1000' },
+    'load-seconds': { type: 'string', default: '10' },
+    'batch-size': { type: 'string', default: '1000' },
+    'from-source': { type: 'boolean', default: false },
+    'keep-dir': { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+function whole(name: string, text: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    console.error(
+      `--${name} must be a whole number from ${min} to ${max}, not "${text}"\n${usage}`,
+    );
+    process.exit(2);
+  }
+  return n;
+}
+const batchSize = whole('batch-size', values['batch-size'], 10, 1000);
+const steps = values.steps.split(',').map((s) => whole('steps', s, batchSize, 16_000));
+if (steps.some((s, i) => i > 0 && s <= steps[i - 1]!)) {
+  console.error(`--steps must increase, as 1000,5000,10000\n${usage}`);
+  process.exit(2);
+}
+const hostCount = whole('hosts', values.hosts, 1, 200);
+const idleSeconds = whole('idle-seconds', values['idle-seconds'], 10, 1800);
+const rate = whole('rate', values.rate, 10, 5000);
+const loadSeconds = whole('load-seconds', values['load-seconds'], 2, 120);
+const namespace = 'winfleet-system';
+const podCidr = '100.64.0.0/10';
+const releases = ['2019', '2022', '2025'] as const;
+const progress = (message: string) => console.error(`[bench:scale] ${message}`);
+
+const rssKiB = (pid: number) =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? Number.NaN);
+const mib = (kib: number) => kib / 1024;
+
+/** Samples the operator's RSS every 500 ms; `peak()` since the last reset. */
+function rssSampler(pid: number) {
+  let peak = 0;
+  const timer = setInterval(() => {
+    try {
+      peak = Math.max(peak, rssKiB(pid));
+    } catch {}
+  }, 500);
+  timer.unref();
+  return {
+    peak: () => Math.max(peak, rssKiB(pid)),
+    reset: () => {
+      peak = rssKiB(pid);
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+const cluster = await startCluster({
+  keepDir: values['keep-dir'],
+  onProgress: progress,
+  scale: {
+    podCidr,
+    nodeCidrMaskSize: 24,
+    kwokNodeLeaseSeconds: 300,
+    nodeMonitorGracePeriodSeconds: 400,
+    controllerManagerQps: 100,
+  },
+});
+const kc = loadKubeConfig(cluster.kubeconfigPath);
+const core = kc.makeApiClient(k8s.CoreV1Api);
+const dir = await mkdtemp(join(tmpdir(), 'winfleet-bench-scale-'));
+const stops: (() => Promise<void>)[] = [];
+async function cleanUp(): Promise<void> {
+  for (const stop of stops.reverse()) await stop().catch(() => {});
+  await cluster.stop();
+  if (!values['keep-dir']) await rm(dir, { recursive: true, force: true });
+  else progress(`kept ${cluster.dir} and ${dir}`);
+}
+process.once('SIGINT', () => void cleanUp().then(() => process.exit(130)));
+
+try {
+  const key = generateTestKey();
+  await writeFile(join(dir, 'key.pub'), key.publicKey);
+  const payloadDir = join(dir, 'payload');
+  await writeStandInPayload(payloadDir);
+  await installCrds(kc);
+  await writeOperatorConfig(kc, namespace, { hosts: { podCIDR: podCidr } });
+  await writeSshKeySecret(kc, namespace, key.privateKey);
+
+  progress(`starting ${hostCount} simulated host(s)`);
+  const sims = await startSimHostsProcess(
+    simHostsCli,
+    [
+      '--count',
+      String(hostCount),
+      '--releases',
+      releases.join(','),
+      '--authorized-key',
+      join(dir, 'key.pub'),
+      '--base-address',
+      '127.0.90.10',
+    ],
+    hostCount,
+  );
+  stops.push(() => stopProcess(sims.child));
+
+  const [webhookPort, statusPort] = (await freePorts(2)) as [number, number];
+  const shipped = !values['from-source'];
+  if (shipped) await buildOperatorBundle();
+  const operator = spawnOperator({
+    kubeconfig: cluster.kubeconfigPath,
+    namespace,
+    payloadDir,
+    webhookPort,
+    statusPort,
+    logFile: join(dir, 'operator.log'),
+    shipped,
+  });
+  stops.push(() => stopProcess(operator));
+  const metricsUrl = `http://127.0.0.1:${statusPort}/metrics`;
+  const scrape = async (): Promise<Sample[]> =>
+    parseMetricsText(await (await fetch(metricsUrl)).text());
+  await waitFor(() => scrape().catch(() => undefined), {
+    description: 'the operator /metrics',
+    timeoutMs: 120_000,
+  });
+
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  await Promise.all(sims.hosts.map((h) => objects.create(windowsHostFor(h, namespace))));
+  await waitFor(
+    async () => {
+      const hosts = await listWindowsHosts(kc, namespace);
+      return hosts.length === hostCount && hosts.every(hostReady);
+    },
+    { description: `${hostCount} host(s) Ready`, timeoutMs: 15 * 60_000, intervalMs: 500 },
+  );
+  progress(`${hostCount} host(s) joined and Ready`);
+
+  // The webhook's CA, as the API server gets it: the MutatingWebhookConfiguration's caBundle.
+  const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
+  const webhookCa = await waitFor(
+    async () => {
+      const list = await admission.listMutatingWebhookConfiguration();
+      const bundle = list.items
+        .flatMap((c) => c.webhooks ?? [])
+        .find((w) => w.clientConfig.url?.includes(`:${webhookPort}`))?.clientConfig.caBundle;
+      return bundle ? Buffer.from(bundle, 'base64').toString('utf8') : undefined;
+    },
+    { description: 'the webhook configuration', timeoutMs: 60_000 },
+  );
+
+  // The baseline admission server: the same server code, answering allowed at once.
+  const noopCa = await createCertificateAuthority('bench-scale-ca');
+  const noopTls = await issueCertificate(noopCa, {
+    commonName: 'bench',
+    ipAddresses: ['127.0.0.1'],
+    usage: 'server',
+  });
+  const noop = createAdmissionServer({
+    cert: noopTls.certPem,
+    key: noopTls.keyPem,
+    log: silentLogger,
+    routes: { '/mutate/pods': { name: 'mutate', handler: async () => ({ allowed: true }) } },
+  });
+  const noopPort = await noop.listen(0);
+  stops.push(() => noop.close());
+  const loadAt = (port: number, ca: string): Promise<LoadResult> =>
+    runAdmissionLoad({
+      url: `https://127.0.0.1:${port}/mutate/pods`,
+      ca,
+      mode: 'open',
+      concurrency: 64,
+      rate,
+      seconds: loadSeconds,
+    });
+
+  // The bench's own view of Node readiness (the baseline of each batch): winfleet's informer,
+  // which resumes its watch when it ends (a bare client-node Watch gives up when quiet).
+  const readyAt = new Map<string, number>();
+  const benchNodes = new Informer<k8s.V1Node>(kc, {
+    resource: { apiVersion: 'v1', kind: 'Node', plural: 'nodes' },
+    labelSelector: 'bench=scale',
+  });
+  const noteReady = (node: k8s.V1Node) => {
+    const name = node.metadata?.name;
+    if (name && !readyAt.has(name) && nodeIsReady(node)) readyAt.set(name, performance.now());
+  };
+  benchNodes.on('add', noteReady).on('update', noteReady);
+  await benchNodes.start();
+  stops.push(async () => benchNodes.stop());
+
+  const rss = rssSampler(operator.pid!);
+  stops.push(async () => rss.stop());
+  const nodeName = (i: number) => `scale-${String(i).padStart(5, '0')}`;
+  const readyWindows = async () => sumOf(await scrape(), 'winfleet_webhook_ready_windows_nodes');
+
+  interface Row {
+    nodes: number;
+    rssIdleMiB: number;
+    rssAfterLoadMiB: number;
+    rssPeakMiB: number;
+    heapMiB: number;
+    batchS?: number;
+    batchApiS?: number;
+    requests: Map<string, number>;
+    webhook: LoadResult;
+    noop: LoadResult;
+    load: string;
+  }
+  const rows: Row[] = [];
+  const baseReady = await readyWindows();
+
+  async function createBatch(from: number, to: number): Promise<void> {
+    let next = from;
+    const worker = async () => {
+      while (next < to) {
+        const i = next++;
+        await createWindowsNode(kc, {
+          name: nodeName(i),
+          release: releases[i % releases.length]!,
+          labels: { bench: 'scale' },
+          waitReady: false,
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+  }
+
+  async function measure(nodes: number, batch?: { s: number; apiS: number }): Promise<Row> {
+    progress(`${nodes} nodes: idle window of ${idleSeconds}s`);
+    const before = samplesOf(await scrape(), 'winfleet_kube_api_requests_total');
+    await sleep(idleSeconds * 1000);
+    const after = samplesOf(await scrape(), 'winfleet_kube_api_requests_total');
+    const requests = new Map<string, number>();
+    for (const s of after) {
+      const old = before.find(
+        (b) =>
+          b.labels.verb === s.labels.verb &&
+          b.labels.resource === s.labels.resource &&
+          b.labels.code === s.labels.code,
+      );
+      const delta = s.value - (old?.value ?? 0);
+      if (delta > 0) {
+        const k = `${s.labels.verb} ${s.labels.resource}`;
+        requests.set(k, (requests.get(k) ?? 0) + delta);
+      }
+    }
+    const samples = await scrape();
+    const heap = sumOf(samples, 'nodejs_heap_size_used_bytes');
+    const rssIdle = rssKiB(operator.pid!);
+    progress(`${nodes} nodes: webhook at ${rate}/s for ${loadSeconds}s (and the no-op baseline)`);
+    const noopResult = await loadAt(noopPort, noopCa.certPem);
+    const webhook = await loadAt(webhookPort, webhookCa);
+    const row: Row = {
+      nodes,
+      rssIdleMiB: mib(rssIdle),
+      rssAfterLoadMiB: mib(rssKiB(operator.pid!)),
+      rssPeakMiB: mib(rss.peak()),
+      heapMiB: heap / 2 ** 20,
+      ...(batch ? { batchS: batch.s, batchApiS: batch.apiS } : {}),
+      requests,
+      webhook,
+      noop: noopResult,
+      load: loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' '),
+    };
+    progress(
+      `${nodes} nodes: RSS ${row.rssIdleMiB.toFixed(0)} MiB, webhook p99 ${webhook.p99.toFixed(1)} ms (no-op ${noopResult.p99.toFixed(1)} ms)`,
+    );
+    rss.reset();
+    return row;
+  }
+
+  rss.reset();
+  rows.push(await measure(0));
+  let created = 0;
+  for (const target of steps) {
+    // Up to the last batch, fill; the last 1,000 of each step is the timed batch.
+    if (target - batchSize > created) {
+      progress(`creating nodes ${created}..${target - batchSize - 1}`);
+      await createBatch(created, target - batchSize);
+      created = target - batchSize;
+      await waitFor(async () => (await readyWindows()) - baseReady >= created, {
+        description: `${created} nodes in the operator's facts`,
+        timeoutMs: 30 * 60_000,
+        intervalMs: 1000,
+      });
+    }
+    progress(`timed batch: nodes ${created}..${target - 1}`);
+    const started = performance.now();
+    await createBatch(created, target);
+    const batchNames = Array.from({ length: target - created }, (_, i) => nodeName(created + i));
+    created = target;
+    await waitFor(async () => (await readyWindows()) - baseReady >= created, {
+      description: `${created} nodes in the operator's facts`,
+      timeoutMs: 30 * 60_000,
+      intervalMs: 200,
+    });
+    const operatorS = (performance.now() - started) / 1000;
+    await waitFor(() => batchNames.every((n) => readyAt.has(n)) || undefined, {
+      description: 'the batch Ready in the API server',
+      timeoutMs: 10 * 60_000,
+      intervalMs: 200,
+    });
+    const apiS = (Math.max(...batchNames.map((n) => readyAt.get(n)!)) - started) / 1000;
+    rows.push(await measure(target, { s: operatorS, apiS }));
+  }
+
+  const ready = (await core.listNode({ labelSelector: 'bench=scale' })).items.filter(nodeIsReady);
+  console.log(
+    `\nOperator at scale: ${hostCount} joined host(s), kwok Windows nodes of builds ${releases.join('/')}, ${ready.length} Ready at the end; the operator ${shipped ? 'as shipped (bundle, image flags and env)' : 'from source'}\n`,
+  );
+  console.log(
+    `  nodes   RSS idle  after load   peak   V8 heap   batch of ${batchSize} (operator / API Ready)   webhook p50 / p99 at rate   no-op p99   p99 ratio   load avg`,
+  );
+  for (const r of rows) {
+    const batch =
+      r.batchS === undefined
+        ? '                     –'
+        : `${r.batchS.toFixed(1).padStart(8)} s / ${r.batchApiS!.toFixed(1).padStart(6)} s`;
+    console.log(
+      `  ${String(r.nodes).padStart(6)}  ${r.rssIdleMiB.toFixed(0).padStart(5)} MiB  ${r.rssAfterLoadMiB.toFixed(0).padStart(6)} MiB  ${r.rssPeakMiB.toFixed(0).padStart(4)} MiB  ${r.heapMiB.toFixed(0).padStart(4)} MiB  ${batch.padStart(38)}   ${r.webhook.p50.toFixed(2).padStart(6)} / ${r.webhook.p99.toFixed(1).padStart(6)} ms   ${r.noop.p99.toFixed(1).padStart(6)} ms   ${(r.webhook.p99 / r.noop.p99).toFixed(2).padStart(6)}x   ${r.load}`,
+    );
+  }
+  console.log(`\nAPI requests by the operator over each ${idleSeconds}s idle window:`);
+  for (const r of rows) {
+    const list = [...r.requests].map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+    console.log(`  ${String(r.nodes).padStart(6)} nodes: ${list}`);
+  }
+  console.log('\nWebhook load, full figures:');
+  for (const r of rows) {
+    console.log(`  ${String(r.nodes).padStart(6)} nodes  winfleet ${formatLoad(r.webhook)}`);
+    console.log(`  ${' '.repeat(13)}no-op    ${formatLoad(r.noop)}`);
+  }
+} finally {
+  await cleanUp();
+}

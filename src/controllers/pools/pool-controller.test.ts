@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import {
+  offlineInformer,
+  offlineNodeInformer,
+  recordEnqueues,
+  syntheticFleet,
+  syntheticNode,
+  unusedKubeConfig,
+} from '../../../sim/testkit/synthetic-nodes.ts';
+import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
+import { type WindowsNodePool, windowsNodePoolResource } from '../../api/windows-node-pool.ts';
+import { silentLogger } from '../../log/logger.ts';
+import { defaultPoolKey } from '../../rollout/pool-membership.ts';
+import { createPoolController } from './pool-controller.ts';
+
+function host(name: string, nodeName: string, labels?: Record<string, string>): WindowsHost {
+  return {
+    apiVersion: windowsHostResource.apiVersion,
+    kind: 'WindowsHost',
+    metadata: { name, namespace: 'win', resourceVersion: '1', ...(labels ? { labels } : {}) },
+    spec: { address: '127.0.0.1', username: 'admin', sshKeySecretRef: { name: 'key' } },
+    status: { nodeName },
+  } as WindowsHost;
+}
+
+const webPool: WindowsNodePool = {
+  apiVersion: windowsNodePoolResource.apiVersion,
+  kind: 'WindowsNodePool',
+  metadata: { name: 'web', namespace: 'win', generation: 1 },
+  spec: { selector: { matchLabels: { pool: 'web' } } },
+} as WindowsNodePool;
+
+function setUp() {
+  const nodes = offlineNodeInformer();
+  nodes.replace([
+    ...syntheticFleet(10_000),
+    syntheticNode('win-1', { build: '10.0.20348' }),
+    syntheticNode('win-2', { build: '10.0.20348' }),
+  ]);
+  const hosts = offlineInformer<WindowsHost>(windowsHostResource);
+  hosts.replace([host('web-1', 'win-1', { pool: 'web' }), host('plain', 'win-2')]);
+  const pools = offlineInformer<WindowsNodePool>(windowsNodePoolResource);
+  pools.replace([webPool]);
+  const controller = createPoolController({
+    kc: unusedKubeConfig(),
+    pools,
+    hosts,
+    nodes,
+    events: { record: () => {} },
+    log: silentLogger,
+    apiServerVersion: async () => 'v1.34.0',
+  });
+  return { nodes, hosts, keys: recordEnqueues(controller) };
+}
+
+test('a Node no host names enqueues no pool, among 10,000', () => {
+  const { nodes, keys } = setUp();
+  nodes.apply(
+    'MODIFIED',
+    syntheticNode('node-42', { build: '10.0.20348', ready: false, resourceVersion: '2' }),
+  );
+  nodes.apply('ADDED', syntheticNode('node-new', { build: '10.0.20348' }));
+  nodes.apply('DELETED', syntheticNode('node-7', { build: '10.0.20348' }));
+  assert.deepEqual(keys, []);
+});
+
+test("a host's Node enqueues exactly its host's pool", () => {
+  const { nodes, keys } = setUp();
+  nodes.apply(
+    'MODIFIED',
+    syntheticNode('win-1', { build: '10.0.20348', ready: false, resourceVersion: '2' }),
+  );
+  assert.deepEqual(keys.splice(0), ['win/web']);
+  nodes.apply(
+    'MODIFIED',
+    syntheticNode('win-2', { build: '10.0.20348', ready: false, resourceVersion: '2' }),
+  );
+  assert.deepEqual(
+    keys.splice(0),
+    [defaultPoolKey],
+    'a host no pool selects is in the default pool',
+  );
+});
+
+test('a host moving between pools enqueues the pool it left and the one it joined', () => {
+  const { hosts, keys } = setUp();
+  const moved = host('web-1', 'win-1');
+  moved.metadata.resourceVersion = '2';
+  hosts.apply('MODIFIED', moved);
+  assert.deepEqual(keys.splice(0).sort(), [defaultPoolKey, 'win/web'].sort());
+  hosts.apply('DELETED', moved);
+  assert.deepEqual(keys.splice(0), [defaultPoolKey]);
+});
