@@ -16,7 +16,13 @@ import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
-import { createPool, labelHosts, poolCondition, readPool } from '../../../sim/testkit/pools.ts';
+import {
+  createPool,
+  labelHosts,
+  patchPoolSpec,
+  poolCondition,
+  readPool,
+} from '../../../sim/testkit/pools.ts';
 import { writeOperatorConfig } from '../../../sim/testkit/test-operator.ts';
 import {
   createWindowsHosts,
@@ -54,14 +60,20 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
     readyTimeout: '20s',
     health: {
       unhealthyConditions: [
-        // Long enough that hosts failing together are all due together (the Node controller
-        // marks them Unknown a few seconds apart), as the defaults' 5m are.
         { type: 'Ready', status: 'Unknown', timeout: '20s' },
         { type: 'Ready', status: 'False', timeout: '20s' },
       ],
       nodeStartupTimeout: '30s',
       maxUnhealthy: 2,
-      remediation: { restartServiceTimeout: '5s', rebootstrapTimeout: '30s', rebootTimeout: '30s' },
+      // Off until the three hosts below are all due: the Node controller marks Nodes Unknown
+      // up to a lease renewal (10 s) apart, so whatever the timeout, the first host is due
+      // before the others and, as with a MachineHealthCheck, its ladder rightly starts.
+      remediation: {
+        enabled: false,
+        restartServiceTimeout: '5s',
+        rebootstrapTimeout: '30s',
+        rebootTimeout: '30s',
+      },
     },
   });
   await waitFor(
@@ -114,6 +126,17 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
     '3 of 5 unhealthy: no repair starts, the pool is Degraded naming maxUnhealthy',
     async () => {
       await Promise.all(down.map((h) => h.faults.setUnreachable(true)));
+      // All three Nodes not Ready, then past the 20 s timeouts, then remediation on: its first
+      // pass finds three hosts due at once.
+      await waitFor(
+        async () =>
+          (await Promise.all(downNames.map(nodeReady))).every((ready) => !ready) || undefined,
+        { description: 'the three Nodes not Ready', timeoutMs: 150_000 },
+      );
+      await new Promise((resolve) => setTimeout(resolve, 25_000));
+      await patchPoolSpec(kc, world.namespace, 'p', {
+        health: { remediation: { enabled: true } },
+      } as Parameters<typeof patchPoolSpec>[3]);
       const pool = await waitFor(
         async () => {
           const p = await readPool(kc, world.namespace, 'p');
