@@ -112,6 +112,10 @@ export const errorCatalog = {
       'a service binary on the host differs from its manifest digest; the service was not started',
   },
   WF_AGENT_CONFIG_INVALID: { retryable: false, summary: 'bootstrap.json or agent.json is invalid' },
+  WF_JOIN_INFO_INVALID: {
+    retryable: false,
+    summary: 'the winfleet-join ConfigMap a joining host reads is invalid',
+  },
   WF_AGENT_STEP_FAILED: { retryable: true, summary: 'a step of the agent failed' },
   WF_METRIC_SAMPLE_INVALID: {
     retryable: false,
