@@ -241,7 +241,8 @@ export class RegistryHttp {
             );
           // Only successful bodies matter; an error body is read for its message, capped.
           const limit = ok ? req.maxBytes : 64 * 1024;
-          if (ok && Number.isFinite(declared) && declared > limit) {
+          // A HEAD answer declares the size of what a GET would send, and sends nothing.
+          if (ok && method !== 'HEAD' && Number.isFinite(declared) && declared > limit) {
             res.destroy();
             reject(tooLarge());
             return;
