@@ -7,12 +7,14 @@
  *   winfleet hosts add|list|remove|trust-key
  *   winfleet status [-w]
  *   winfleet diagnose [HOST…] -o bundle.tar.gz
+ *   winfleet payload push DIR REGISTRY/REPOSITORY:TAG
  */
 import { basename } from 'node:path';
 import { Command } from 'commander';
 import { registerCheck } from './commands/check.ts';
 import { registerDiagnose } from './commands/diagnose.ts';
 import { registerHosts } from './commands/hosts.ts';
+import { registerPayload } from './commands/payload.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerVersion } from './commands/version.ts';
 import { ExitCode, exitFor } from './exit-codes.ts';
@@ -33,6 +35,7 @@ export function buildProgram(name = programName()): Command {
   registerHosts(program);
   registerStatus(program);
   registerDiagnose(program);
+  registerPayload(program);
   registerVersion(program);
   for (const command of program.commands) command.exitOverride();
   return program;

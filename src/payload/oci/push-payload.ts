@@ -13,6 +13,11 @@ import { join } from 'node:path';
 import { WinfleetError } from '../../errors/catalog.ts';
 import type { DockerConfigSource, RegistryCredentials } from '../../images/docker-config.ts';
 import type { CredentialWording } from '../../images/registry-auth.ts';
+import {
+  isRegistryLookupError,
+  type LookupFailureReason,
+  registryLookupError,
+} from '../../images/registry-lookup-error.ts';
 import { invalidDocument } from '../../schema/validator.ts';
 import { parsePayload } from '../payload.ts';
 import { payloadFileOnDisk } from '../payload-file.ts';
@@ -137,9 +142,31 @@ export async function pushPayload(
     result.digest = manifest.digest;
     result.reference = formatPinnedReference(pinned);
     return result;
+  } catch (error) {
+    throw withPushFix(error, `${to.registry}/${to.repository}:${to.tag}`);
   } finally {
     registry.close();
   }
+}
+
+const pushFixes: Partial<Record<LookupFailureReason, string>> = {
+  unreachable:
+    'check that the registry is up and its address right (--plain-http for a plain HTTP registry on loopback)',
+  timeout: 'check that the registry is up and its address right',
+  'tls-error': 'give the CA of its certificate with --ca-file, or check the address',
+  'registry-error': 'the registry refused the request; check its logs and its free space',
+};
+
+/** A registry failure with what to do about it appended. */
+function withPushFix(error: unknown, where: string): unknown {
+  if (!isRegistryLookupError(error)) return error;
+  const fix = pushFixes[error.details.reason];
+  if (!fix) return error;
+  return registryLookupError(
+    error.details.reason,
+    `Cannot push the payload to ${where}: ${error.message}; ${fix}`,
+    { cause: error },
+  );
 }
 
 async function readConfig(file: string): Promise<Buffer> {
