@@ -5,16 +5,44 @@ import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
 import type { Logger } from '../../log/logger.ts';
-import type { Payload } from '../../payload/payload.ts';
+import type { Payload, PayloadFile } from '../../payload/payload.ts';
+import type { PayloadFileOnDisk } from '../../payload/payload-file.ts';
 import type { ServicesManifest } from '../../servicesmanifest/services-manifest.ts';
+
+/** Where the payload in use comes from. */
+export type PayloadSourceKind =
+  /** A payload directory on the operator's disk (--payload-dir). */
+  | { kind: 'directory'; dir: string }
+  /**
+   * A payload artifact in an OCI registry, pinned by digest (--payload-image): hosts that
+   * reach the registry can pull it themselves (the winfleet-join ConfigMap tells them where).
+   */
+  | {
+      kind: 'registry';
+      /** Registry host[:port]. */
+      registry: string;
+      /** The repository path on it. */
+      repository: string;
+      /** "sha256:…" of the artifact's manifest. */
+      digest: string;
+      /** The registry itself is reached over plain HTTP (loopback registries). */
+      plainHttp: boolean;
+      /** The dockerconfigjson Secret (operator namespace) with credentials for it, if any. */
+      pullSecretName?: string;
+    };
 
 /** The payload in use and the services manifest published for it. */
 export interface LoadedPayload {
-  dir: string;
+  source: PayloadSourceKind;
   payload: Payload;
   manifest: ServicesManifest;
   /** Sum of the payload files' sizes. */
   totalBytes: number;
+  /**
+   * A payload file verified on the operator's disk, to copy over SFTP: the directory's own
+   * file, or a registry payload's blob fetched into the download cache as a stream (once).
+   */
+  fileOnDisk(file: PayloadFile): Promise<PayloadFileOnDisk>;
 }
 
 export interface HostControllerDeps {

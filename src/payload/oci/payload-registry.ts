@@ -175,15 +175,7 @@ export class PayloadRegistry {
     path: string,
     signal?: AbortSignal,
   ): Promise<void> {
-    const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-    try {
-      const chunks = await this.openBlob(target, layer, signal);
-      await pipeline(chunks, createWriteStream(temporary, { flags: 'wx' }));
-      await rename(temporary, path);
-    } catch (error) {
-      await rm(temporary, { force: true });
-      throw error;
-    }
+    await saveVerified(await this.openBlob(target, layer, signal), path);
   }
 
   // Pushing.
@@ -334,6 +326,22 @@ export class PayloadRegistry {
         }),
       actions,
     );
+  }
+}
+
+/**
+ * Writes `chunks` (a verified blob stream, `openBlob`) to `path` on this machine: into a
+ * temporary file beside it, renamed to `path` only once the chunks ended cleanly, removed
+ * otherwise.
+ */
+export async function saveVerified(chunks: AsyncIterable<Buffer>, path: string): Promise<void> {
+  const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    await pipeline(chunks, createWriteStream(temporary, { flags: 'wx' }));
+    await rename(temporary, path);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
   }
 }
 
