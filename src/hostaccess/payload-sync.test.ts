@@ -9,8 +9,8 @@ import { writeStandInPayload } from '../../sim/testkit/payload.ts';
 import { connectedSimHost } from '../../sim/testkit/ssh-host.ts';
 import { agentServiceConfig } from '../agent/converge.ts';
 import type { Payload } from '../payload/payload.ts';
-import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import { payloadFileOnDisk } from '../payload/payload-file.ts';
+import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import { syncPayload } from './payload-sync.ts';
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
@@ -41,7 +41,11 @@ test('the operator copies the agent and its service shim, checked by SHA-256, an
   await onHost(first, 'winfleet-service.exe', hostPaths.serviceExe);
   await onHost(first, 'winfleet-agent.exe', hostPaths.agentExe);
   await onHost(first, 'kubelet.exe', `${hostPaths.payload}\\kubelet.exe`);
-  assert.deepEqual(await syncPayload(remote, first, (f) => payloadFileOnDisk(dir, f)), [], 'nothing differs: nothing copied');
+  assert.deepEqual(
+    await syncPayload(remote, first, (f) => payloadFileOnDisk(dir, f)),
+    [],
+    'nothing differs: nothing copied',
+  );
 
   // The agent service runs both files (Windows would refuse to overwrite them).
   const os = host.hostOS();

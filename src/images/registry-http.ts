@@ -11,7 +11,12 @@
  */
 
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+} from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
@@ -221,6 +226,8 @@ export class RegistryHttp {
           : typeof body === 'string' || Buffer.isBuffer(body)
             ? Buffer.byteLength(body)
             : body.length;
+      // The answer, once it comes: a stall while its body streams must end that stream too.
+      let answer: IncomingMessage | undefined;
       const outgoing = (isHttps ? httpsRequest : httpRequest)(
         url,
         {
@@ -231,6 +238,7 @@ export class RegistryHttp {
           ...(signal ? { signal } : {}),
         },
         (res) => {
+          answer = res;
           const status = res.statusCode ?? 0;
           const declared = Number(res.headers['content-length']);
           const ok = status >= 200 && status < 300;
@@ -285,13 +293,13 @@ export class RegistryHttp {
       outgoing.on('error', (error) => reject(lookupErrorFrom(error, req.what, signal)));
       if (req.idleTimeoutMs !== undefined) {
         const idle = req.idleTimeoutMs;
-        outgoing.setTimeout(idle, () =>
-          outgoing.destroy(
-            Object.assign(new Error(`no data for ${Math.round(idle / 1000)} s`), {
-              code: 'ETIMEDOUT',
-            }),
-          ),
-        );
+        outgoing.setTimeout(idle, () => {
+          const stalled = Object.assign(new Error(`no data for ${idle / 1000} s`), {
+            code: 'ETIMEDOUT',
+          });
+          answer?.destroy(stalled);
+          outgoing.destroy(stalled);
+        });
       }
       if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) {
         outgoing.end(body);

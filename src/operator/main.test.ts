@@ -38,12 +38,23 @@ test('bad flags are refused with the flag named and the fix', async () => {
       /--payload-image <reference>' argument .* names no digest; a tag can be moved, so give the payload by digest: "127\.0\.0\.1:5000\/winfleet\/payload@sha256:…", as winfleet payload push prints it/,
     ],
     [
-      ['--payload-dir', '/payload', '--payload-image', `127.0.0.1:5000/winfleet/payload@sha256:${'a'.repeat(64)}`],
+      [
+        '--payload-dir',
+        '/payload',
+        '--payload-image',
+        `127.0.0.1:5000/winfleet/payload@sha256:${'a'.repeat(64)}`,
+      ],
       /give the payload as --payload-dir or as --payload-image \(a registry artifact\), not both/,
     ],
     [['--payload-pull-secret', 'Reg_Cred'], /"Reg_Cred" is not a Secret name/],
-    [['--payload-pull-secret', 'regcred'], /--payload-pull-secret is for a registry payload; give --payload-image too/],
-    [['--payload-plain-http'], /--payload-plain-http is for a registry payload; give --payload-image too/],
+    [
+      ['--payload-pull-secret', 'regcred'],
+      /--payload-pull-secret is for a registry payload; give --payload-image too/,
+    ],
+    [
+      ['--payload-plain-http'],
+      /--payload-plain-http is for a registry payload; give --payload-image too/,
+    ],
   ];
   // Each case is its own process; they start together, since most of each run is Node loading.
   const results = await Promise.all(cases.map(([args]) => operator(args)));

@@ -199,7 +199,12 @@ program.action(async (opts) => {
       'error: give the payload as --payload-dir or as --payload-image (a registry artifact), not both',
     );
   }
-  for (const flag of ['payloadPullSecret', 'payloadPlainHttp', 'payloadCaFile', 'payloadCacheDir']) {
+  for (const flag of [
+    'payloadPullSecret',
+    'payloadPlainHttp',
+    'payloadCaFile',
+    'payloadCacheDir',
+  ]) {
     if (opts[flag] !== undefined && !opts.payloadImage) {
       const name = `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
       program.error(`error: ${name} is for a registry payload; give --payload-image too`);

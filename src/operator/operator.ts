@@ -36,9 +36,9 @@ import {
 import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
+import { WinfleetError } from '../errors/catalog.ts';
 import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
-import { WinfleetError } from '../errors/catalog.ts';
 import { isAlreadyExists, WinfleetKubeConfig } from '../kube/client.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import {

@@ -37,7 +37,10 @@ export function payloadPullSecret(
         `${where} is of type ${secret.type ?? '(none)'} without .dockerconfigjson; make it a kubernetes.io/dockerconfigjson Secret (kubectl create secret docker-registry)`,
       );
     }
-    return { source: `secret ${namespace}/${name}`, config: Buffer.from(data, 'base64').toString('utf8') };
+    return {
+      source: `secret ${namespace}/${name}`,
+      config: Buffer.from(data, 'base64').toString('utf8'),
+    };
   };
   return () => {
     if (cached && Date.now() - cached.at < ttlMs) return cached.value;

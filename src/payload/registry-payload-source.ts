@@ -100,7 +100,10 @@ export function registryPayloadSource(
   ): Promise<PayloadFileOnDisk> => {
     const layer = resolved.manifest.layers.find((l) => l.name === file.name);
     if (!layer)
-      throw new WinfleetError('WF_PAYLOAD_INVALID', `${reference} has no payload file ${file.name}`);
+      throw new WinfleetError(
+        'WF_PAYLOAD_INVALID',
+        `${reference} has no payload file ${file.name}`,
+      );
     const path = join(options.cacheDir, file.sha256);
     const done: PayloadFileOnDisk = {
       path,

@@ -159,7 +159,7 @@ export class PayloadRegistry {
     if (declared !== undefined && Number(declared) !== layer.size) {
       response.body.destroy();
       throw invalidContent(
-        `${what} is declared with ${declared} bytes, the payload manifest says ${layer.size}; the registry serves other content under that digest`,
+        `${what} is declared with ${declared} bytes, the payload manifest says ${layer.size}`,
       );
     }
     return verifiedChunks(response.body, layer, what, signal);
@@ -378,14 +378,20 @@ async function* verifiedChunks(
         size += bytes.length;
         if (size > layer.size)
           throw invalidContent(
-            `${what} sent more than the ${layer.size} bytes the payload manifest declares; the registry serves other content under that digest`,
+            `${what} sent more than the ${layer.size} bytes the payload manifest declares`,
           );
         hash.update(bytes);
         yield bytes;
       }
     } catch (error) {
       if (error instanceof WinfleetError) throw error;
-      throw lookupErrorFrom(error, what, signal);
+      const why = lookupErrorFrom(error, what, signal);
+      if (why.details.reason !== 'unreachable') throw why;
+      throw registryLookupError(
+        'unreachable',
+        `the download of ${what} broke off after ${size} of ${layer.size} bytes (${(error as Error).message})`,
+        { cause: error },
+      );
     }
   } finally {
     body.destroy();
@@ -393,7 +399,7 @@ async function* verifiedChunks(
   const actual = `sha256:${hash.digest('hex')}`;
   if (size !== layer.size || actual !== layer.digest) {
     throw invalidContent(
-      `${what} has ${size} bytes hashing to ${actual}, the payload manifest says ${layer.size} bytes hashing to ${layer.digest}; the registry serves other content under that digest`,
+      `${what} has ${size} bytes hashing to ${actual}, the payload manifest says ${layer.size} bytes hashing to ${layer.digest}`,
     );
   }
 }
