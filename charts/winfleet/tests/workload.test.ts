@@ -261,7 +261,10 @@ test('payload: a registry artifact by digest, a cache emptyDir, and the pull sec
     container.volumeMounts.find((m: { name: string }) => m.name === 'payload-cache'),
     { name: 'payload-cache', mountPath: '/var/cache/winfleet-payload' },
   );
-  assert.equal(pod.volumes.find((v: { name: string }) => v.name === 'payload'), undefined);
+  assert.equal(
+    pod.volumes.find((v: { name: string }) => v.name === 'payload'),
+    undefined,
+  );
   // Without a pull secret: anonymous pulls, no flag.
   const anonymous = operatorContainer(
     await render({ payload: { source: 'registry', registry: { reference } } }),
@@ -274,7 +277,10 @@ test('payload: a registry artifact by digest, a cache emptyDir, and the pull sec
   );
   assert.match(
     await renderError({
-      payload: { source: 'registry', registry: { reference: 'registry.example/winfleet/payload:1' } },
+      payload: {
+        source: 'registry',
+        registry: { reference: 'registry.example/winfleet/payload:1' },
+      },
     }),
     /payload\.registry\.reference "registry\.example\/winfleet\/payload:1" names no sha256 digest; a tag can be moved, so give the payload by digest/,
   );
