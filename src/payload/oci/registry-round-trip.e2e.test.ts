@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { startTestRegistry, type TestRegistry } from '../../../sim/registry/registry-process.ts';
+import { startTestRegistry } from '../../../sim/registry/registry-process.ts';
 import { startTokenServer, type TokenServer } from '../../../sim/registry/token-server.ts';
 import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
 import { parseConfig } from '../../config/winfleet-config.ts';
@@ -169,12 +169,11 @@ test('TLS: --ca-file trusts the registry; without it the push fails saying so', 
 });
 
 test('bearer tokens: the push asks for pull,push; anonymous readers pull a public repository', async (t) => {
-  let token: TokenServer | undefined;
-  token = await startTokenServer({ users: { ci: 'ci-password' } });
+  const token: TokenServer = await startTokenServer({ users: { ci: 'ci-password' } });
   const registry = await startTestRegistry({ auth: { token } });
   t.after(async () => {
     await registry.stop();
-    await token?.stop();
+    await token.stop();
   });
   const pushed = await push(
     `${registry.host}/${repository}:1`,
