@@ -57,7 +57,10 @@ export async function retryWithBackoff<T>(
       const outOfTime = now() + delayMs - started > maxElapsedMs;
       if (!isRetryable(error) || attempt >= maxAttempts || outOfTime) throw error;
       await options.onRetry?.({ error, attempt, delayMs });
-      await sleep(delayMs, undefined, { signal: options.signal });
+      await sleep(delayMs, undefined, { signal: options.signal }).catch((error: unknown) => {
+        options.signal?.throwIfAborted();
+        throw error;
+      });
     }
   }
 }
