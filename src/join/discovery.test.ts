@@ -157,7 +157,7 @@ test('attacker: the server’s own CA, signed with a leaked token, fails the pin
 
 test('waits while cluster-info is missing or unsigned, saying why, then pins', async () => {
   const kubeconfig = kubeconfigFor(caA, 'https://127.0.0.1:6443');
-  const attacker = await serve((i) =>
+  const attacker = await serve((i): Record<string, string> | number =>
     i === 0
       ? 404
       : i === 1
