@@ -17,7 +17,12 @@ import { paths } from './agent-config.ts';
 import { sha256 } from './converge.ts';
 import type { HostOS } from './host-os.ts';
 
-/** Pulls the manifest's files into the payload directory; throws retryable errors while the registry is unreachable. */
+/**
+ * Pulls the manifest's files into the payload directory, and the agent's service shim
+ * (winfleet-service.exe, which the manifest leaves out because the operator installs it over
+ * SSH: payload-sync.ts) to its own path, verified against the artifact's payload.json; throws
+ * retryable errors while the registry cannot be reached.
+ */
 export type PullPayload = (
   host: HostOS,
   manifest: ServicesManifest,
@@ -28,6 +33,12 @@ export type PullPayload = (
 
 /** Until payload-pull.ts lands: the staged payload, checked, or a plain refusal. */
 export const pullPayload: PullPayload = async (host, manifest, source) => {
+  if (!(await host.readFile(paths.serviceExe))) {
+    throw new WinfleetError(
+      'WF_AGENT_FILE_MISSING',
+      `${paths.serviceExe} is missing, and this agent cannot pull it yet: use an agent built with the payload pull, or stage the payload`,
+    );
+  }
   for (const file of manifest.files) {
     const staged = `${paths.payload}\\${file.payload}`;
     const data = await host.readFile(staged);
