@@ -8,12 +8,14 @@
  */
 import { WinfleetError } from '../errors/catalog.ts';
 import {
+  apiServerProblem,
   caCertHashProblem,
   type JoinToken,
   joinTokenProblem,
+  labelProblem,
   parseCaCertHash,
   parseJoinToken,
-} from '../join/join-token.ts';
+} from '../join/join-command-values.ts';
 
 export interface JoinFlags {
   apiServer: string;
@@ -36,32 +38,8 @@ const flagNames = [
 ] as const;
 type FlagName = (typeof flagNames)[number];
 
-/** An RFC 1123 label: a namespace or a node name as winfleet uses them. */
-export const rfc1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
 function invalid(message: string): WinfleetError {
   return new WinfleetError('WF_FLAG_INVALID', `winfleet-agent join: ${message}\n${joinUsage}`);
-}
-
-/** Why `text` is not an API server URL winfleet joins through, or undefined. */
-export function apiServerProblem(text: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return 'is not a URL; give https://<host>:<port> of the API server';
-  }
-  if (url.protocol !== 'https:') return 'must be an https:// URL: the API server speaks TLS';
-  if (url.username || url.password || url.search || url.hash || /\s/.test(text)) {
-    return 'must be https://<host>[:<port>][/<path>] without credentials, query or fragment';
-  }
-  return undefined;
-}
-
-function labelProblem(text: string): string | undefined {
-  return rfc1123Label.test(text) && text.length <= 63
-    ? undefined
-    : `is ${JSON.stringify(text.slice(0, 80))}, not an RFC 1123 label (1 to 63 lower-case letters, digits and hyphens, starting and ending with a letter or digit)`;
 }
 
 /** Parses the arguments after `join`; throws WF_FLAG_INVALID naming the flag. */

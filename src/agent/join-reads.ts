@@ -9,16 +9,16 @@
 import * as k8s from '@kubernetes/client-node';
 import { WinfleetError } from '../errors/catalog.ts';
 import { type DockerConfigEntry, parseDockerConfig } from '../images/docker-config.ts';
-import { httpStatus } from '../kube/client.ts';
-import { userAgents } from '../kube/user-agent.ts';
-import { WinfleetKubeConfig } from '../kube/winfleet-kube-config.ts';
+import type { JoinToken } from '../join/join-command-values.ts';
 import {
   type JoinInfo,
   joinInfoConfigMapName,
   joinInfoKey,
   parseJoinInfo,
 } from '../join/join-info.ts';
-import type { JoinToken } from '../join/join-token.ts';
+import { httpStatus } from '../kube/client.ts';
+import { userAgents } from '../kube/user-agent.ts';
+import { WinfleetKubeConfig } from '../kube/winfleet-kube-config.ts';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
 import { fetchPublishedManifest } from './published-manifest.ts';
 

@@ -7,7 +7,7 @@
 import { bootstrap, failedStep } from './bootstrap.ts';
 import { cleanup } from './cleanup.ts';
 import type { HostOS } from './host-os.ts';
-import { join, type JoinTuning } from './join.ts';
+import { type JoinTuning, join } from './join.ts';
 import { parseJoinFlags } from './join-flags.ts';
 import { runLoop } from './run-loop.ts';
 import { status } from './status.ts';

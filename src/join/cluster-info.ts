@@ -20,7 +20,7 @@ import { createHmac, timingSafeEqual, type X509Certificate } from 'node:crypto';
 import { parseDocument } from 'yaml';
 import { WinfleetError } from '../errors/catalog.ts';
 import { caPublicKeyPin, parseCertificateBundle, pinnedCertificates } from './ca-pin.ts';
-import type { JoinToken } from './join-token.ts';
+import type { JoinToken } from './join-command-values.ts';
 
 export const clusterInfoNamespace = 'kube-public';
 export const clusterInfoName = 'cluster-info';

@@ -20,7 +20,7 @@ import {
   type TrustedClusterInfo,
   trustClusterInfo,
 } from './cluster-info.ts';
-import type { JoinToken } from './join-token.ts';
+import type { JoinToken } from './join-command-values.ts';
 import { type BackoffPolicy, type RetryOptions, retryWithBackoff } from './retry-with-backoff.ts';
 
 export interface DiscoveryOptions {

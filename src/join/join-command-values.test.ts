@@ -5,7 +5,7 @@ import {
   joinTokenProblem,
   parseCaCertHash,
   parseJoinToken,
-} from './join-token.ts';
+} from './join-command-values.ts';
 
 test('a bootstrap token splits into id and secret; anything else is refused unquoted', () => {
   assert.deepEqual(parseJoinToken('abcdef.0123456789abcdef'), {
