@@ -19,6 +19,7 @@ import { createTestMachine } from '../../sim/hosts/test-machine.ts';
 import { startTestRegistry, type TestRegistry } from '../../sim/registry/registry-process.ts';
 import { writeStandInPayload } from '../../sim/testkit/payload.ts';
 import { errorCode, isRetryable } from '../errors/catalog.ts';
+import { parseDockerConfig } from '../images/docker-config.ts';
 import type { JoinPayloadSource } from '../join/join-info.ts';
 import { servicesManifestFor } from '../payload/node-services.ts';
 import { buildPayloadManifest } from '../payload/oci/payload-manifest.ts';
@@ -27,6 +28,7 @@ import type { Payload } from '../payload/payload.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import { emptyState } from './agent-state.ts';
 import { installPayloadFiles } from './converge.ts';
+import { pullPayload as joinPull } from './join-payload.ts';
 import { pullPayload } from './payload-pull.ts';
 
 const MiB = 1024 * 1024;
@@ -277,4 +279,36 @@ test('a 64 MiB payload file is pulled with live memory far below its size', asyn
   // chunks in flight.
   assert.ok(peak.arrayBuffers < size / 4, `arrayBuffers grew by ${peak.arrayBuffers} bytes`);
   assert.ok(peak.heapUsed < size / 4, `the heap grew by ${peak.heapUsed} bytes`);
+});
+
+test('the join seam: the manifest files and the service shim at its own path, with the pull secret’s entries; none without a registry', async (t) => {
+  const { payload, manifest, source } = await pushed(t, secured, { version: '1.36.5-wf.join' });
+  const os = new SimHostOS(await createTestMachine(t));
+  const credentials = parseDockerConfig({
+    auths: {
+      [secured.host]: {
+        username: secured.credentials!.username,
+        password: secured.credentials!.password,
+      },
+    },
+  });
+  await joinPull(os, manifest, source, credentials, {});
+  const shim = payload.files.find((f) => f.name === 'winfleet-service.exe')!;
+  assert.equal(await os.fileSha256(hostPaths.serviceExe), shim.sha256);
+  for (const file of manifest.files)
+    assert.equal(await os.fileSha256(staged(file.payload)), file.sha256, file.payload);
+  // Again: nothing to do (and nothing replaced).
+  await joinPull(os, manifest, source, credentials, {});
+
+  // No registry in winfleet-join: a staged payload passes, a missing file is refused saying why.
+  await joinPull(os, manifest, undefined, undefined, {});
+  const bare = new SimHostOS(await createTestMachine(t));
+  await assert.rejects(joinPull(bare, manifest, undefined, undefined, {}), (e: Error) => {
+    assert.equal(errorCode(e), 'WF_AGENT_FILE_MISSING');
+    assert.match(
+      e.message,
+      /the operator names no payload registry to pull it from .*run the operator with --payload-image/,
+    );
+    return true;
+  });
 });
