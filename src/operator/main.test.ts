@@ -46,14 +46,9 @@ test('bad flags are refused with the flag named and the fix', async () => {
       ],
       /give the payload as --payload-dir or as --payload-image \(a registry artifact\), not both/,
     ],
-    [['--payload-pull-secret', 'Reg_Cred'], /"Reg_Cred" is not a Secret name/],
     [
       ['--payload-pull-secret', 'regcred'],
       /--payload-pull-secret is for a registry payload; give --payload-image too/,
-    ],
-    [
-      ['--payload-plain-http'],
-      /--payload-plain-http is for a registry payload; give --payload-image too/,
     ],
   ];
   // Each case is its own process; they start together, since most of each run is Node loading.
