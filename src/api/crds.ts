@@ -7,9 +7,9 @@ import { lastActionsLimit, RemediationRung, RungResult } from '../remediation/la
 import { apiGroup, hostModes } from './windows-host.ts';
 import {
   agentConditionTypes,
-  nodeNamePatternMaxLength,
   conditionStatuses,
   healthDefaults,
+  nodeNamePatternMaxLength,
   patchPolicies,
   poolDefaults,
   weekdays,
@@ -349,7 +349,8 @@ export const windowsHostCrd = fromWire({
                     'x-kubernetes-validations': [
                       {
                         rule: 'self == oldSelf',
-                        message: 'spec.mode cannot change; delete the WindowsHost and join it again',
+                        message:
+                          'spec.mode cannot change; delete the WindowsHost and join it again',
                       },
                     ],
                   },

@@ -60,7 +60,10 @@ const nameSchema = {
 } as const;
 
 /** An API timestamp in UTC, as the API server and winfleet write them. */
-const utcTime = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$' } as const;
+const utcTime = {
+  type: 'string',
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$',
+} as const;
 
 const schema = {
   type: 'object',
@@ -134,7 +137,8 @@ export function parseJoinTokenRecord(name: string, text: string | undefined): Jo
       `joined: ${record.joined.length} hosts, but ${record.uses - record.usesLeft} uses were taken`,
     );
   }
-  if (problems.length > 0) throw invalidDocument('WF_JOIN_TOKEN_RECORD_INVALID', document, problems);
+  if (problems.length > 0)
+    throw invalidDocument('WF_JOIN_TOKEN_RECORD_INVALID', document, problems);
   return record;
 }
 

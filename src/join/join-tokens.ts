@@ -20,6 +20,7 @@ import {
   bootstrapTokenSecretName,
   randomTokenPart,
 } from '../controllers/hosts/bootstrap-tokens.ts';
+import { apiTime } from '../controllers/hosts/host-status.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import { isAlreadyExists, isNotFound } from '../kube/client.ts';
 import {
@@ -50,11 +51,6 @@ export interface CreatedJoinToken {
   /** "<id>.<secret>" — print it in the script only; never log it. */
   token: string;
   record: JoinTokenRecord;
-}
-
-/** An API timestamp without fractions, as bootstrap token expirations are written. */
-function apiTime(date: Date): string {
-  return date.toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
 /**
@@ -194,4 +190,27 @@ export async function listJoinTokens(
       }
     })
     .sort((a, b) => a.id.localeCompare(b.id));
+}
+
+/**
+ * Token `id`'s record, read from the API server (never a cache: a revoked or used-up token is
+ * seen at once); undefined when there is none. Throws WF_JOIN_TOKEN_RECORD_INVALID for one that
+ * does not parse.
+ */
+export async function readJoinTokenRecord(
+  kc: k8s.KubeConfig,
+  operatorNamespace: string,
+  id: string,
+): Promise<JoinTokenRecord | undefined> {
+  const name = joinTokenRecordName(id);
+  let configMap: k8s.V1ConfigMap;
+  try {
+    configMap = await kc
+      .makeApiClient(k8s.CoreV1Api)
+      .readNamespacedConfigMap({ name, namespace: operatorNamespace });
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+  return parseJoinTokenRecord(name, configMap.data?.[joinTokenRecordKey]);
 }

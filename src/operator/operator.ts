@@ -415,7 +415,17 @@ function createControllers(
       events,
       log,
     }),
-    createCsrController({ kc, csrs, hosts, nodes, config: () => config.current(), events, log }),
+    createCsrController({
+      kc,
+      operatorNamespace: namespace,
+      csrs,
+      hosts,
+      pools,
+      nodes,
+      config: () => config.current(),
+      events,
+      log,
+    }),
     createServingAddressController({
       kc,
       hosts,

@@ -7,7 +7,9 @@
  * what a kubelet's Go x509 writes for O=system:nodes, CN=system:node:<that host's node name>
  * (kube-controller-manager reads a subject as Go does — the last CN wins — so anything else,
  * such as a second CN, could name another node); no SANs or other extensions; usages within
- * digital signature, key encipherment, client auth; and no Node of that name yet.
+ * digital signature, key encipherment, client auth; and no Node of that name yet. A token
+ * winfleet issued to no host but recorded for a join by command (`winfleet join-command`) is
+ * decided by pull-join-policy.ts on the same subject rules.
  *
  * Client certificate renewals (the same signer, requested by system:node:<name> with its
  * current certificate): only for a Node a known WindowsHost owns (its status.nodeName) and that
@@ -35,6 +37,7 @@ import {
   nodeNameProblem,
   subjectProblem,
 } from './kubelet-certificate-rules.ts';
+import { decidePullJoin, type PullJoinClaim, type PullJoinLookup } from './pull-join-policy.ts';
 import {
   allowedServingAddresses,
   type ClusterNetwork,
@@ -49,6 +52,8 @@ export const servingSigner = 'kubernetes.io/kubelet-serving';
 
 export interface CsrRequest {
   name: string;
+  /** metadata.uid (a join by command records it on the WindowsHost it creates). */
+  uid?: string;
   signerName: string;
   username: string;
   groups: string[];
@@ -71,6 +76,8 @@ export interface CsrLookup {
   otherNodes(nodeName: string): k8s.V1Node[];
   /** The cluster's Service and pod CIDRs and domain. */
   network(): ClusterNetwork;
+  /** Joins by command (pull-join-policy.ts); without it, tokens of no known host are denied. */
+  pullJoin?: PullJoinLookup;
 }
 
 export type CsrDecision =
@@ -79,7 +86,9 @@ export type CsrDecision =
   | { action: 'deny'; reason: string; host?: WindowsHost; check?: string }
   | { action: 'ignore'; reason: string }
   /** Not decidable yet (the host's status is still being written); look again shortly. */
-  | { action: 'retry'; reason: string };
+  | { action: 'retry'; reason: string }
+  /** A join by command that passed every check: create its WindowsHost, take a use, approve. */
+  | { action: 'claim'; reason: string; claim: PullJoinClaim };
 
 const servingUsages = new Set(['digital signature', 'key encipherment', 'server auth']);
 
@@ -110,6 +119,7 @@ async function decideClient(request: CsrRequest, lookup: CsrLookup): Promise<Csr
     };
   }
   const host = await lookup.hostForToken(match[1]!);
+  if (!host && lookup.pullJoin) return decidePullJoin(request, match[1]!, lookup.pullJoin);
   if (!host)
     return {
       action: 'deny',

@@ -18,9 +18,9 @@ import { remediationRequestKey } from './host-remediation.ts';
 import { reconcileRemoval } from './host-removal.ts';
 import { enqueueOnSecretChange } from './host-secrets.ts';
 import { patchHostMetadata } from './host-status.ts';
-import { reportPullModeHost } from './pull-mode-host.ts';
 import { createManifestPublisher } from './manifest-publisher.ts';
 import { claimedNodeName } from './node-claims.ts';
+import { reportPullModeHost } from './pull-mode-host.ts';
 
 export function createHostController(deps: HostControllerDeps): Controller {
   const publish = createManifestPublisher(deps.kc, deps.operatorNamespace, {
