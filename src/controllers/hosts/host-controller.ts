@@ -23,9 +23,11 @@ import { claimedNodeName } from './node-claims.ts';
 import { reportPullModeHost } from './pull-mode-host.ts';
 
 export function createHostController(deps: HostControllerDeps): Controller {
-  const publish = createManifestPublisher(deps.kc, deps.operatorNamespace, {
-    clusterBindings: deps.clusterBindings,
-  });
+  const publish =
+    deps.publish ??
+    createManifestPublisher(deps.kc, deps.operatorNamespace, {
+      clusterBindings: deps.clusterBindings,
+    });
   const ctx = { ...deps, publish, apiServerVersion: cachedApiServerVersion(deps.kc) };
 
   const controller = new Controller({
