@@ -17,6 +17,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import {
   formatJoinTokenRecord,
+  type JoinTokenRecord,
   joinTokenExpired,
   joinTokenRecordKey,
   joinTokenRecordName,
@@ -122,7 +123,13 @@ async function takeUse(
         denied: denyJoin('token', `join token ${claim.tokenId} was revoked while the host joined`),
       };
     }
-    const record = parseJoinTokenRecord(name, configMap.data?.[joinTokenRecordKey]);
+    let record: JoinTokenRecord;
+    try {
+      record = parseJoinTokenRecord(name, configMap.data?.[joinTokenRecordKey]);
+    } catch (error) {
+      // Rewritten by someone meanwhile into something it cannot trust: the claim is undone.
+      return { denied: denyJoin('token', (error as Error).message) };
+    }
     if (record.joined.some((use) => use.csr === claim.csrUid)) return { usesLeft: record.usesLeft };
     if (joinTokenExpired(record, ctx.now())) {
       return {
