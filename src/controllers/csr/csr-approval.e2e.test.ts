@@ -151,7 +151,7 @@ test('forged kubelet CSRs are not approved', async (t) => {
     );
     assert.match(
       await outcome(name),
-      /^Denied: bootstrap token zzzzzz belongs to no known WindowsHost/,
+      /^Denied: join by command refused \(token\): bootstrap token zzzzzz belongs to no known WindowsHost and has no join-token record/,
     );
   });
 
