@@ -12,6 +12,7 @@ cache=${WINFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/winfleet}
 key=$(cat "$here/k8s/go.sum" "$here/kwok/go.sum" | sha256sum | cut -c1-12)
 out="$cache/bin/k8s-$k8s_version-kwok-$kwok_version-$key"
 mkdir -p "$out"
+cache_lock "$out"
 export CGO_ENABLED=0 GOFLAGS=-trimpath
 
 minor=${k8s_version#v1.}; minor=${minor%%.*}

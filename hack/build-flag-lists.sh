@@ -31,6 +31,13 @@ if [ -f "$out/flag-lists.json" ]; then
   exit 0
 fi
 mkdir -p "$out"
+cache_lock "$out"
+# Another build may have finished while this one waited.
+if [ -f "$out/flag-lists.json" ]; then
+  echo "flag lists: cached" >&2
+  echo "$out/flag-lists.json"
+  exit 0
+fi
 export CGO_ENABLED=0 GOOS=windows GOARCH=amd64 GOFLAGS="-trimpath -buildvcs=false"
 
 k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version"

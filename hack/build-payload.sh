@@ -28,6 +28,7 @@ cache=${WINFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/winfleet}
 key=$(cat "$p/VERSION" "$p"/*/go.mod "$p"/*/go.sum | sha256sum | cut -c1-12)
 out="$cache/payload/$payload_version-$key"
 mkdir -p "$out"
+cache_lock "$out"
 export CGO_ENABLED=0 GOOS=windows GOARCH=amd64 GOFLAGS="-trimpath -buildvcs=false"
 
 # Build dates are the modules' publication times, so a rebuild gives the same bytes.

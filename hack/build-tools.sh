@@ -10,6 +10,7 @@ cache=${WINFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/winfleet}
 key=$(cat "$here/tools/go.mod" "$here/tools/go.sum" | sha256sum | cut -c1-12)
 out="$cache/tools/$key"
 mkdir -p "$out"
+cache_lock "$out"
 export CGO_ENABLED=0 GOFLAGS=-trimpath
 
 declare -A pkgs=(

@@ -12,3 +12,20 @@ go_build_progress() {
   done
   if [ -t 2 ]; then echo >&2; fi
 }
+
+# cache_lock DIR: holds an exclusive lock on DIR/.lock until the script exits, so that two
+# builds into one cache directory (two worktrees, `make test` twice at once) take turns instead
+# of moving or deleting each other's output. Says so when it has to wait. Without flock
+# (util-linux, which hack/ensure-packages.sh installs) it goes on unlocked, saying so.
+cache_lock() {
+  local dir=$1
+  if ! command -v flock >/dev/null 2>&1; then
+    echo "      (flock not found: building without a lock; install util-linux)" >&2
+    return 0
+  fi
+  exec 9>"$dir/.lock"
+  if ! flock -n 9; then
+    echo "      waiting for another build into $dir to finish" >&2
+    flock 9
+  fi
+}

@@ -94,3 +94,42 @@ test('the CLI refuses bad arguments with a message naming the flag', async () =>
   assert.notEqual(code, 0);
   assert.match(stderr, /--count must be a whole number from 1/);
 });
+
+test('with --userdata the CLI starts hosts without SSH that run it once', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'simhost-cli-userdata-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'userdata.txt');
+  // Not a join script: the host refuses it, as a host fails a script it cannot run.
+  await writeFile(file, '<powershell>Write-Host hello</powershell>\n');
+  const child = spawn(
+    process.execPath,
+    [cli, '--userdata', file, '--base-address', '127.0.0.125'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  await waitFor(() => /user data ended with exit code 1/.test(stderr), {
+    description: `the user data to end (stderr: ${stderr})`,
+    timeoutMs: 20_000,
+  });
+  assert.deepEqual(JSON.parse(stdout.trim()), {
+    name: 'simwin-125',
+    address: '127.0.0.125',
+    release: '2022',
+    build: '10.0.20348',
+    ssh: false,
+  });
+  assert.match(stderr, /the simulated host cannot run this user data/);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  child.kill('SIGINT');
+  assert.equal(await exited, 0);
+});

@@ -5,11 +5,16 @@
  *
  *   node sim/hosts/cli.ts --count 3 --releases 2019,2022,2022 \
  *     --authorized-key ~/.ssh/id_ed25519.pub --base-address 127.0.0.10 --port 0
+ *
+ * With `--userdata FILE` the hosts instead boot with that user data (the join script
+ * `winfleet join-command` prints, any format), run it once as EC2Launch v2 would, and run no
+ * SSH server (userdata-hosts.ts); the script's output goes to stderr as it runs.
  */
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { runUntilSignal } from '../../src/process/run-until-signal.ts';
 import { startSimulatedHosts } from './fleet.ts';
+import { startUserDataHosts } from './userdata-hosts.ts';
 
 function integer(name: string, min: number, max: number) {
   return (value: string): number => {
@@ -34,11 +39,15 @@ async function main(): Promise<void> {
       'Windows Server release per host, cycled (2019, 2022, 2025)',
       '2022',
     )
-    .requiredOption(
+    .option(
       '--authorized-key <file.pub>',
-      'OpenSSH public key allowed to log in (repeatable)',
+      'OpenSSH public key allowed to log in (repeatable; required without --userdata)',
       collect,
       [] as string[],
+    )
+    .option(
+      '--userdata <file>',
+      'boot the hosts with this user data (a winfleet join script) and no SSH server',
     )
     .option('--base-address <ipv4>', 'address of the first host (127.0.0.0/8)', '127.0.0.10')
     .option(
@@ -63,7 +72,42 @@ async function main(): Promise<void> {
     port: number;
     user: string[];
     hostKeyType: string;
+    userdata?: string;
   }>();
+  const releases = options.releases
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '');
+  if (options.userdata !== undefined) {
+    let userData: string;
+    try {
+      userData = readFileSync(options.userdata, 'utf8');
+    } catch (error) {
+      throw new Error(`Cannot read --userdata ${options.userdata}: ${(error as Error).message}`);
+    }
+    const fleet = await startUserDataHosts({
+      count: options.count,
+      releases,
+      baseAddress: options.baseAddress,
+      userData,
+    });
+    for (const host of fleet.hosts) {
+      console.log(JSON.stringify(host.describe()));
+      void host.userData.done.then((result) =>
+        process.stderr.write(
+          `[simhosts] ${host.name}: user data ended with exit code ${result.exitCode}\n${result.output}`,
+        ),
+      );
+    }
+    process.stderr.write(
+      `[simhosts] ${fleet.hosts.length} simulated Windows host(s) booting with user data (no SSH), drives in ${fleet.dir}; Ctrl-C stops them\n`,
+    );
+    await runUntilSignal(() => fleet.stop());
+    return;
+  }
+  if (options.authorizedKey.length === 0) {
+    throw new Error('--authorized-key is required (or give --userdata for hosts without SSH)');
+  }
   if (options.hostKeyType !== 'ed25519' && options.hostKeyType !== 'rsa') {
     throw new Error(`--host-key-type must be ed25519 or rsa, not "${options.hostKeyType}"`);
   }
@@ -76,10 +120,7 @@ async function main(): Promise<void> {
   });
   const fleet = await startSimulatedHosts({
     count: options.count,
-    releases: options.releases
-      .split(',')
-      .map((r) => r.trim())
-      .filter((r) => r !== ''),
+    releases,
     authorizedKeys,
     baseAddress: options.baseAddress,
     port: options.port,

@@ -106,7 +106,8 @@ export function addressAt(base: string, offset: number): string {
   return address;
 }
 
-function defaultName(address: string): string {
+/** The default host name for `address`: simwin-<last octet(s)>. */
+export function defaultName(address: string): string {
   const [, , third, fourth] = address.split('.');
   return third === '0' ? `simwin-${fourth}` : `simwin-${third}-${fourth}`;
 }

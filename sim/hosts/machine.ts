@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { OsVersion } from '../../src/agent/host-os.ts';
+import type { JoinTuning } from '../../src/agent/join.ts';
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import { windowsRelease } from '../../src/windows/builds.ts';
 import { SimFileSystem } from './file-system.ts';
@@ -26,6 +27,7 @@ import { ScmError, type ScmTimings, ServiceControlManager } from './service-cont
 import { SimHostOS } from './sim-host-os.ts';
 import { type FileHold, processTerminatedUnexpectedly, SimProcess } from './sim-process.ts';
 import { standInHeadBytes } from './stand-in-binary.ts';
+import { runUserData, type UserDataRun } from './userdata.ts';
 import { type WindowsFeatureStates, WindowsFeatures } from './windows-features.ts';
 import { windowsBaseName } from './windows-path.ts';
 import { type CatalogUpdate, SimWindowsUpdate } from './windows-update.ts';
@@ -74,6 +76,13 @@ export interface SimMachineOptions {
   /** What Windows Update offers this host (windows-update.ts). Default: nothing. */
   windowsUpdates?: readonly CatalogUpdate[];
   timings?: SimMachineTimings;
+  /**
+   * User data its launch agent runs once at the first boot (userdata.ts: the join script
+   * `winfleet join-command` prints, in any of its formats; anything else is refused and logged).
+   */
+  userData?: string;
+  /** Shorter waits for the agent's `join` on this machine (tests); the agent's own otherwise. */
+  joinTuning?: JoinTuning;
 }
 
 export interface SimMachineTimings extends ScmTimings {
@@ -200,6 +209,7 @@ export class SimMachine {
   readonly scm: ServiceControlManager;
   readonly programs: ProgramRegistry;
   readonly timings: Required<Pick<SimMachineTimings, 'rebootDowntimeMs' | 'rebootDelayMs'>>;
+  readonly #joinTuning: JoinTuning | undefined;
   #bootId = randomUUID();
   #bootedAt = new Date();
   /** The machine environment as services.exe read it at boot. */
@@ -246,6 +256,7 @@ export class SimMachine {
     this.cpus = options.cpus ?? 4;
     this.memoryBytes = options.memoryBytes ?? 16 * gib;
     this.domain = options.domain;
+    this.#joinTuning = options.joinTuning;
     this.winHttpProxy = undefined;
     this.fs = fs;
     this.programs = options.programs ?? defaultPrograms();
@@ -324,7 +335,16 @@ export class SimMachine {
     ]) {
       await fs.mkdir(dir, { recursive: true });
     }
-    return new SimMachine(options, fs);
+    const machine = new SimMachine(options, fs);
+    if (options.userData !== undefined) machine.userData = runUserData(machine, options.userData);
+    return machine;
+  }
+
+  /** The run of its user data at the first boot, when it was given some. */
+  userData: UserDataRun | undefined;
+  /** What the agent's `join` waits on this machine (SimMachineOptions.joinTuning). */
+  get joinTuning(): JoinTuning | undefined {
+    return this.#joinTuning;
   }
 
   /** "10.0.20348.2582": the kernel version a Windows node reports. */

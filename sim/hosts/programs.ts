@@ -85,6 +85,7 @@ export const agentProgram: SimProgram = (context) =>
     stdout: context.stdout,
     stderr: context.stderr,
     signal: context.signal,
+    ...(context.machine.joinTuning ? { join: context.machine.joinTuning } : {}),
   });
 
 /** What winfleet-service.exe's command line says (windows/service/options.go). */

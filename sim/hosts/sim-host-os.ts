@@ -43,8 +43,10 @@ import {
   searchWithPayload,
 } from '../../src/agent/windows/windows-update-msu.ts';
 import type { ReportedUpdate } from '../../src/api/windows-updates.ts';
+import type { HostNetwork } from '../../src/hostaccess/node-address.ts';
 import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import { errorCode, fsError } from './file-system-error.ts';
+import { ipConfiguration } from './ip-configuration.ts';
 import type { SimMachine } from './machine.ts';
 import { ScmError, type ScmServiceConfig, scmErrorText } from './service-control-manager.ts';
 
@@ -316,6 +318,10 @@ export class SimHostOS implements HostOS {
 
   hostname(): Promise<string> {
     return this.#live(() => this.#machine.hostname);
+  }
+
+  ipv4Network(): Promise<HostNetwork> {
+    return this.#live(() => ipConfiguration(this.#machine));
   }
 
   osVersion(): Promise<OsVersion> {

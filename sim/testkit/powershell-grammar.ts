@@ -83,3 +83,37 @@ export async function assertValidPowerShell(script: string, label = 'script'): P
     `PowerShell ${label} has ${errors.length} syntax error(s); fix the generator:\n${details.join('\n')}`,
   );
 }
+
+/** A node of the syntax tree, copied out of the parser (type, source text, children). */
+export interface PowerShellNode {
+  type: string;
+  text: string;
+  children: PowerShellNode[];
+}
+
+function copyNode(node: Node): PowerShellNode {
+  return {
+    type: node.type,
+    text: node.text,
+    children: node.children.flatMap((child) => (child ? [copyNode(child)] : [])),
+  };
+}
+
+/**
+ * The syntax tree of `script` and its syntax errors, for tests and simulated hosts that must
+ * read what a script does (which command runs with which literal arguments), not only whether
+ * it parses.
+ */
+export async function parsePowerShellTree(
+  script: string,
+): Promise<{ root: PowerShellNode; errors: PowerShellSyntaxError[] }> {
+  const tree = (await powerShellParser()).parse(script);
+  if (!tree) throw new Error('Cannot parse PowerShell: the parser returned no tree');
+  try {
+    const errors: PowerShellSyntaxError[] = [];
+    collectErrors(tree.rootNode, errors);
+    return { root: copyNode(tree.rootNode), errors };
+  } finally {
+    tree.delete();
+  }
+}

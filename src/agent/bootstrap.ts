@@ -45,7 +45,8 @@ export function failedStep(error: unknown): string | undefined {
     : undefined;
 }
 
-async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
+/** Runs `work` as the named step: a failure becomes WF_AGENT_STEP_FAILED naming it. */
+export async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {

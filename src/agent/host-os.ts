@@ -6,6 +6,7 @@
  */
 
 import type { ReportedUpdate } from '../api/windows-updates.ts';
+import type { HostNetwork } from '../hostaccess/node-address.ts';
 import type { DefenderThreatList } from './windows/defender.ts';
 
 /** How the Service Control Manager starts a service. */
@@ -170,6 +171,13 @@ export interface HostOS {
 
   // The machine.
   hostname(): Promise<string>;
+  /**
+   * Every IPv4 address with its interface (alias, index, state) and the default routes with
+   * their metrics: what a host that joins on its own picks its node address from, by the
+   * operator's rule (hostaccess/node-address.ts: the default route's address, never APIPA,
+   * loopback or an HNS vEthernet one before an adapter's).
+   */
+  ipv4Network(): Promise<HostNetwork>;
   osVersion(): Promise<OsVersion>;
   /** Free bytes on the volume holding `path`. */
   freeDiskBytes(path: string): Promise<number>;

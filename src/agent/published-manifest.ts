@@ -21,12 +21,13 @@ export async function fetchPublishedManifest(
   core: k8s.CoreV1Api,
   namespace: string,
   version: string,
+  namedBy = "this Node's desired-version annotation",
 ): Promise<ServicesManifest> {
   const name = servicesManifestConfigMapName(version);
   const refuse = (why: string) =>
     new WinfleetError(
       'WF_MANIFEST_UNPUBLISHED',
-      `Refusing services manifest ${version} (ConfigMap ${namespace}/${name}), named by this Node's desired-version annotation: ${why}; no service was changed. Only the operator publishes manifests: check who set the annotation`,
+      `Refusing services manifest ${version} (ConfigMap ${namespace}/${name}), named by ${namedBy}: ${why}; no service was changed. Only the operator publishes manifests: check who wrote ${namedBy}`,
     );
   const record = await core.readNamespacedConfigMap({
     name: publishedManifestsConfigMapName,

@@ -1,5 +1,5 @@
 /**
- * The agent's commands, runnable in-process: `bootstrap`, `run`, `cleanup`, `status`. The
+ * The agent's commands, runnable in-process: `join`, `bootstrap`, `run`, `cleanup`, `status`. The
  * Windows executable (main.ts) calls this with the Windows HostOS; the simulated hosts call it
  * with theirs, so both run the same code. Results are printed as one line of JSON on stdout;
  * failures as a message on stderr (and, for bootstrap, the failing step) with exit code 1.
@@ -7,6 +7,8 @@
 import { bootstrap, failedStep } from './bootstrap.ts';
 import { cleanup } from './cleanup.ts';
 import type { HostOS } from './host-os.ts';
+import { type JoinTuning, join } from './join.ts';
+import { parseJoinFlags } from './join-flags.ts';
 import { runLoop } from './run-loop.ts';
 import { status } from './status.ts';
 
@@ -17,9 +19,11 @@ export interface AgentContext {
   stderr: (text: string) => void;
   /** Aborted when the service is asked to stop (the `run` loop ends cleanly). */
   signal?: AbortSignal;
+  /** Shorter waits for `join` (tests, simulated hosts); defaults otherwise. */
+  join?: JoinTuning;
 }
 
-export const agentUsage = 'Usage: winfleet-agent <bootstrap|run|cleanup|status>';
+export const agentUsage = 'Usage: winfleet-agent <join|bootstrap|run|cleanup|status>';
 
 /** Runs one agent command and resolves with its exit code. */
 export async function runAgent(argv: readonly string[], context: AgentContext): Promise<number> {
@@ -35,11 +39,21 @@ export async function runAgent(argv: readonly string[], context: AgentContext): 
       return 1;
     }
   };
-  if (rest.length > 0 && command !== 'run') {
+  if (rest.length > 0 && command !== 'run' && command !== 'join') {
     context.stderr(`winfleet-agent: unexpected arguments ${rest.join(' ')}\n${agentUsage}\n`);
     return 2;
   }
   switch (command) {
+    case 'join': {
+      let flags: ReturnType<typeof parseJoinFlags>;
+      try {
+        flags = parseJoinFlags(rest);
+      } catch (error) {
+        context.stderr(`${(error as Error).message}\n`);
+        return 2;
+      }
+      return oneShot(() => join(context, flags));
+    }
     case 'bootstrap':
       return oneShot(() => bootstrap(context));
     case 'cleanup':

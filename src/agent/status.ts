@@ -1,8 +1,9 @@
-/** `winfleet-agent status`: what is installed and running, as JSON. */
+/** `winfleet-agent status`: what is installed and running, and where a join stands, as JSON. */
 
 import { paths } from './agent-config.ts';
 import { readState } from './agent-state.ts';
 import { agentServiceName } from './converge.ts';
+import { readJoinStatus } from './join-status.ts';
 import type { AgentContext } from './run-agent.ts';
 
 export async function status(context: AgentContext): Promise<Record<string, unknown>> {
@@ -18,5 +19,7 @@ export async function status(context: AgentContext): Promise<Record<string, unkn
     services,
     kubeconfig: (await host.readFile(paths.kubeconfig)) !== undefined,
     os: await host.osVersion(),
+    // Where a join by command stands (join-status.ts); absent on hosts joined over SSH.
+    join: await readJoinStatus(host),
   };
 }

@@ -121,6 +121,20 @@ export const errorCatalog = {
     summary: 'the record ConfigMap of a join token (winfleet-join-token-<id>) is invalid',
   },
   WF_AGENT_STEP_FAILED: { retryable: true, summary: 'a step of the agent failed' },
+  // Joining by command (src/join, winfleet-agent join).
+  WF_JOIN_REFUSED: {
+    retryable: false,
+    summary:
+      'a joining host refused the cluster: cluster-info was not signed with the join token or its CA does not match the pinned hash',
+  },
+  WF_JOIN_DISCOVERY_PENDING: {
+    retryable: true,
+    summary: 'cluster-info cannot be read yet, or is not yet signed for the join token',
+  },
+  WF_JOIN_SCRIPT_INVALID: {
+    retryable: false,
+    summary: 'a value for a join script is out of shape (URL, token, hash, namespace, node name)',
+  },
   WF_METRIC_SAMPLE_INVALID: {
     retryable: false,
     summary: 'a health pass produced a metric sample the registry does not take (a winfleet bug)',

@@ -98,3 +98,81 @@ export function nodeAddress(specAddress: string, network: HostNetwork): string |
   if (parseIpv4(specAddress) !== undefined && usable.includes(specAddress)) return specAddress;
   return usable[0];
 }
+
+/**
+ * The PowerShell statements that collect the two tables into `$ipAddresses` and
+ * `$defaultRoutes` (every IPv4 address with its interface; the default routes with their
+ * metrics): the operator's host-facts script and the agent's own (WindowsHostOS.ipv4Network)
+ * both use them, so both see the host the same way.
+ */
+export const hostNetworkScriptLines: readonly string[] = [
+  '$ipAddresses = @(Get-NetIPAddress -AddressFamily IPv4 | ForEach-Object {',
+  '  [ordered]@{ address = [string]$_.IPAddress; interfaceIndex = [int]$_.InterfaceIndex; interfaceAlias = [string]$_.InterfaceAlias; addressState = [string]$_.AddressState }',
+  '})',
+  "$defaultRoutes = @(Get-NetRoute -AddressFamily IPv4 -DestinationPrefix '0.0.0.0/0' -PolicyStore ActiveStore -ErrorAction SilentlyContinue | ForEach-Object {",
+  '  [ordered]@{ interfaceIndex = [int]$_.InterfaceIndex; routeMetric = [int]$_.RouteMetric; interfaceMetric = [int]$_.InterfaceMetric }',
+  '})',
+];
+
+/**
+ * Reads the two tables as a host printed them, strictly (a host's output is checked before
+ * anything is chosen from it). Windows PowerShell 5.1 prints a one-element list as a bare object
+ * and an empty one as null; both are accepted. `source` names the report in errors.
+ */
+export function readHostNetwork(
+  report: { ipAddresses?: unknown; defaultRoutes?: unknown },
+  source = 'host-facts',
+): HostNetwork {
+  return {
+    ipAddresses: rows(report.ipAddresses, 'ipAddresses', source).map((row, index) =>
+      ipAddressRow(row, `${source} ipAddresses[${index}]`),
+    ),
+    defaultRoutes: rows(report.defaultRoutes, 'defaultRoutes', source).map((row, index) =>
+      defaultRouteRow(row, `${source} defaultRoutes[${index}]`),
+    ),
+  };
+}
+
+function rows(value: unknown, field: string, source: string): Record<string, unknown>[] {
+  const list = value === null || value === undefined ? [] : Array.isArray(value) ? value : [value];
+  return list.map((row, index) => {
+    if (typeof row !== 'object' || row === null || Array.isArray(row)) {
+      throw new SyntaxError(
+        `Cannot read ${source} ${field}[${index}] ${JSON.stringify(row)}: expected an object`,
+      );
+    }
+    return row as Record<string, unknown>;
+  });
+}
+
+function field<T extends 'string' | 'number'>(
+  row: Record<string, unknown>,
+  name: string,
+  type: T,
+  where: string,
+): T extends 'string' ? string : number {
+  const value = row[name];
+  if (typeof value !== type || (type === 'number' && !Number.isInteger(value))) {
+    throw new SyntaxError(
+      `Cannot read ${where}: "${name}" is ${JSON.stringify(value)}, expected ${type === 'number' ? 'an integer' : 'a string'}`,
+    );
+  }
+  return value as T extends 'string' ? string : number;
+}
+
+function ipAddressRow(row: Record<string, unknown>, where: string): HostIpAddress {
+  return {
+    address: field(row, 'address', 'string', where),
+    interfaceIndex: field(row, 'interfaceIndex', 'number', where),
+    interfaceAlias: field(row, 'interfaceAlias', 'string', where),
+    addressState: field(row, 'addressState', 'string', where),
+  };
+}
+
+function defaultRouteRow(row: Record<string, unknown>, where: string): HostDefaultRoute {
+  return {
+    interfaceIndex: field(row, 'interfaceIndex', 'number', where),
+    routeMetric: field(row, 'routeMetric', 'number', where),
+    interfaceMetric: field(row, 'interfaceMetric', 'number', where),
+  };
+}

@@ -13,9 +13,9 @@ import {
 } from '../powershell/powershell.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import {
-  type HostDefaultRoute,
-  type HostIpAddress,
   type HostNetwork,
+  hostNetworkScriptLines,
+  readHostNetwork,
   usableAddresses,
 } from './node-address.ts';
 
@@ -274,12 +274,7 @@ const bodies: { [K in Exclude<RemoteScriptName, 'diagnostic'>]: string[] } = {
     "$drive = Get-PSDrive -Name 'C'",
     // Every IPv4 address with its interface, and the default routes: the operator picks the
     // node's address from them (node-address.ts), not whichever row comes first.
-    '$ipAddresses = @(Get-NetIPAddress -AddressFamily IPv4 | ForEach-Object {',
-    '  [ordered]@{ address = [string]$_.IPAddress; interfaceIndex = [int]$_.InterfaceIndex; interfaceAlias = [string]$_.InterfaceAlias; addressState = [string]$_.AddressState }',
-    '})',
-    "$defaultRoutes = @(Get-NetRoute -AddressFamily IPv4 -DestinationPrefix '0.0.0.0/0' -PolicyStore ActiveStore -ErrorAction SilentlyContinue | ForEach-Object {",
-    '  [ordered]@{ interfaceIndex = [int]$_.InterfaceIndex; routeMetric = [int]$_.RouteMetric; interfaceMetric = [int]$_.InterfaceMetric }',
-    '})',
+    ...hostNetworkScriptLines,
     // Server Manager's InstallState of the Containers feature; "Unknown" without Server
     // Manager (not Windows Server) or without such a feature.
     "$containersFeature = 'Unknown'",
@@ -481,57 +476,8 @@ export function readHostFacts(value: unknown): HostFacts {
     );
   }
   const report = value as HostFactsReport;
-  const network: HostNetwork = {
-    ipAddresses: rows(report.ipAddresses, 'ipAddresses').map(ipAddressRow),
-    defaultRoutes: rows(report.defaultRoutes, 'defaultRoutes').map(defaultRouteRow),
-  };
+  const network = readHostNetwork(report);
   return { ...report, ...network, addresses: usableAddresses(network) };
-}
-
-function rows(value: unknown, field: string): Record<string, unknown>[] {
-  const list = value === null || value === undefined ? [] : Array.isArray(value) ? value : [value];
-  return list.map((row, index) => {
-    if (typeof row !== 'object' || row === null || Array.isArray(row)) {
-      throw new SyntaxError(
-        `Cannot read host-facts ${field}[${index}] ${JSON.stringify(row)}: expected an object`,
-      );
-    }
-    return row as Record<string, unknown>;
-  });
-}
-
-function field<T extends 'string' | 'number'>(
-  row: Record<string, unknown>,
-  name: string,
-  type: T,
-  where: string,
-): T extends 'string' ? string : number {
-  const value = row[name];
-  if (typeof value !== type || (type === 'number' && !Number.isInteger(value))) {
-    throw new SyntaxError(
-      `Cannot read host-facts ${where}: "${name}" is ${JSON.stringify(value)}, expected ${type === 'number' ? 'an integer' : 'a string'}`,
-    );
-  }
-  return value as T extends 'string' ? string : number;
-}
-
-function ipAddressRow(row: Record<string, unknown>, index: number): HostIpAddress {
-  const where = `ipAddresses[${index}]`;
-  return {
-    address: field(row, 'address', 'string', where),
-    interfaceIndex: field(row, 'interfaceIndex', 'number', where),
-    interfaceAlias: field(row, 'interfaceAlias', 'string', where),
-    addressState: field(row, 'addressState', 'string', where),
-  };
-}
-
-function defaultRouteRow(row: Record<string, unknown>, index: number): HostDefaultRoute {
-  const where = `defaultRoutes[${index}]`;
-  return {
-    interfaceIndex: field(row, 'interfaceIndex', 'number', where),
-    routeMetric: field(row, 'routeMetric', 'number', where),
-    interfaceMetric: field(row, 'interfaceMetric', 'number', where),
-  };
 }
 
 /** What `diagnostic` prints. */

@@ -608,6 +608,33 @@ test('osVersion reads the registry; hostname comes from the OS', async () => {
   await done();
 });
 
+test('ipv4Network reads every address and the default routes, one row or many', async () => {
+  const { host, done } = scriptedHost([
+    ps((s) => {
+      assert.match(s, /Get-NetIPAddress -AddressFamily IPv4/);
+      assert.match(s, /Get-NetRoute -AddressFamily IPv4 -DestinationPrefix '0.0.0.0\/0'/);
+    }, windowsFixture('ipv4-network-2022.json')),
+    ps(() => {}, windowsFixture('ipv4-network-one-address.json')),
+  ]);
+  const network = await host.ipv4Network();
+  assert.deepEqual(
+    network.ipAddresses.map((a) => `${a.address} ${a.interfaceAlias}`),
+    [
+      '172.24.160.1 vEthernet (nat)',
+      '169.254.83.107 Ethernet 2',
+      '10.0.1.23 Ethernet',
+      '127.0.0.1 Loopback Pseudo-Interface 1',
+    ],
+  );
+  assert.deepEqual(network.defaultRoutes, [
+    { interfaceIndex: 4, routeMetric: 0, interfaceMetric: 15 },
+  ]);
+  const one = await host.ipv4Network();
+  assert.equal(one.ipAddresses.length, 1);
+  assert.deepEqual(one.defaultRoutes, []);
+  await done();
+});
+
 test('reboot schedules shutdown.exe /r in 5 s as planned maintenance', async () => {
   const args = (comment: string) => ['/r', '/t', '5', '/d', 'p:4:1', '/c', comment];
   const { host, done } = scriptedHost([

@@ -29,6 +29,7 @@ import { hostname as osHostname } from 'node:os';
 import { dirname, join, parse as parsePath, win32 } from 'node:path';
 import type { ReportedUpdate } from '../../api/windows-updates.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import type { HostNetwork } from '../../hostaccess/node-address.ts';
 import { powerShellArgs, powerShellErrorText } from '../../powershell/powershell.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import type {
@@ -64,6 +65,7 @@ import {
   parseHnsRemoveOutput,
   removeHnsNetworkScript,
 } from './hns.ts';
+import { ipv4NetworkScript, parseIpv4NetworkOutput } from './ipv4-network.ts';
 import { getMachineEnvScript, parseMachineEnvOutput, setMachineEnvScript } from './machine-env.ts';
 import { osVersionScript, parseOsVersionOutput } from './os-version.ts';
 import {
@@ -521,6 +523,12 @@ export class WindowsHostOS implements HostOS {
 
   async hostname(): Promise<string> {
     return this.#hostname();
+  }
+
+  async ipv4Network(): Promise<HostNetwork> {
+    return parseIpv4NetworkOutput(
+      await this.#runPowerShell(ipv4NetworkScript(), "read the host's IPv4 addresses and routes"),
+    );
   }
 
   async osVersion(): Promise<OsVersion> {

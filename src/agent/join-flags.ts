@@ -1,0 +1,89 @@
+/**
+ * The command line of `winfleet-agent join`, parsed strictly: exactly the flags below, each
+ * once, each as `--flag value`, nothing else. A problem names the flag and the fix and never
+ * quotes a value that might be the token (a mistyped flag name may be followed by it).
+ *
+ *   winfleet-agent join --api-server https://10.0.0.1:6443 --token abcdef.0123456789abcdef \
+ *     --ca-cert-hash sha256:<64 hex> --namespace winfleet-system [--node-name win-a]
+ */
+import { WinfleetError } from '../errors/catalog.ts';
+import {
+  apiServerProblem,
+  caCertHashProblem,
+  type JoinToken,
+  joinTokenProblem,
+  labelProblem,
+  parseCaCertHash,
+  parseJoinToken,
+} from '../join/join-command-values.ts';
+
+export interface JoinFlags {
+  apiServer: string;
+  token: JoinToken;
+  /** Canonical "sha256:<lower-case hex>". */
+  caCertHash: string;
+  namespace: string;
+  nodeName?: string;
+}
+
+export const joinUsage =
+  'Usage: winfleet-agent join --api-server https://<host>:<port> --token <id>.<secret> --ca-cert-hash sha256:<hex> --namespace <operator namespace> [--node-name <name>]';
+
+const flagNames = [
+  '--api-server',
+  '--token',
+  '--ca-cert-hash',
+  '--namespace',
+  '--node-name',
+] as const;
+type FlagName = (typeof flagNames)[number];
+
+function invalid(message: string): WinfleetError {
+  return new WinfleetError('WF_FLAG_INVALID', `winfleet-agent join: ${message}\n${joinUsage}`);
+}
+
+/** Parses the arguments after `join`; throws WF_FLAG_INVALID naming the flag. */
+export function parseJoinFlags(args: readonly string[]): JoinFlags {
+  const values = new Map<FlagName, string>();
+  for (let i = 0; i < args.length; i += 2) {
+    const flag = args[i]!;
+    if (!(flagNames as readonly string[]).includes(flag)) {
+      throw invalid(
+        flag.startsWith('-')
+          ? `unknown flag ${JSON.stringify(flag.split('=')[0]!.slice(0, 40))}${flag.includes('=') ? ' (write "--flag value", without "=")' : ''}; the flags are ${flagNames.join(', ')}`
+          : `unexpected argument at position ${i + 1}: give each value after its flag`,
+      );
+    }
+    const name = flag as FlagName;
+    if (values.has(name)) throw invalid(`${name} is given twice; give it once`);
+    const value = args[i + 1];
+    if (value === undefined || value === '' || value.startsWith('--')) {
+      throw invalid(`${name} needs a value after it`);
+    }
+    values.set(name, value);
+  }
+  for (const required of ['--api-server', '--token', '--ca-cert-hash', '--namespace'] as const) {
+    if (!values.has(required)) throw invalid(`${required} is missing`);
+  }
+  const apiServer = values.get('--api-server')!;
+  const tokenText = values.get('--token')!;
+  const hashText = values.get('--ca-cert-hash')!;
+  const namespace = values.get('--namespace')!;
+  const nodeName = values.get('--node-name');
+  const problems: [string, string | undefined][] = [
+    ['--api-server', apiServerProblem(apiServer)],
+    ['--token', joinTokenProblem(tokenText)],
+    ['--ca-cert-hash', caCertHashProblem(hashText)],
+    ['--namespace', labelProblem(namespace)],
+    ['--node-name', nodeName === undefined ? undefined : labelProblem(nodeName)],
+  ];
+  const found = problems.find(([, problem]) => problem !== undefined);
+  if (found) throw invalid(`${found[0]} ${found[1]}`);
+  return {
+    apiServer,
+    token: parseJoinToken(tokenText)!,
+    caCertHash: parseCaCertHash(hashText)!,
+    namespace,
+    ...(nodeName === undefined ? {} : { nodeName }),
+  };
+}

@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { testManifest } from '../../sim/hosts/agent-test-host.ts';
+import { SimHostOS } from '../../sim/hosts/sim-host-os.ts';
+import { createTestMachine } from '../../sim/hosts/test-machine.ts';
+import { parseBootstrapConfig } from './agent-config.ts';
+import { joinBootstrapConfig } from './join.ts';
+import { joinStatusPath, writeJoinStatus } from './join-status.ts';
+import { runAgent } from './run-agent.ts';
+
+const secret = '0123456789abcdef';
+
+async function agent(t: Parameters<typeof createTestMachine>[0], argv: string[]) {
+  const machine = await createTestMachine(t);
+  let stdout = '';
+  let stderr = '';
+  const code = await runAgent(argv, {
+    hostOS: new SimHostOS(machine),
+    stdout: (s) => {
+      stdout += s;
+    },
+    stderr: (s) => {
+      stderr += s;
+    },
+  });
+  return { code, stdout, stderr, machine };
+}
+
+test('join refuses bad flags with exit code 2, naming the flag, touching nothing', async (t) => {
+  const { code, stderr, machine } = await agent(t, [
+    'join',
+    '--api-server',
+    'https://10.0.0.1:6443',
+    '--tokne',
+    `abcdef.${secret}`,
+  ]);
+  assert.equal(code, 2);
+  assert.match(stderr, /unknown flag "--tokne"/);
+  assert.ok(!stderr.includes(secret));
+  assert.equal(await machine.fs.tryReadFile(joinStatusPath), undefined);
+  // The other commands still take no arguments.
+  assert.equal((await agent(t, ['bootstrap', '--x'])).code, 2);
+});
+
+test('status shows where a join stands', async (t) => {
+  const machine = await createTestMachine(t);
+  const host = new SimHostOS(machine);
+  await writeJoinStatus(host, { phase: 'pulling-payload', message: 'registry down', attempt: 3 });
+  let stdout = '';
+  assert.equal(
+    await runAgent(['status'], { hostOS: host, stdout: (s) => (stdout += s), stderr: () => {} }),
+    0,
+  );
+  const status = JSON.parse(stdout);
+  assert.equal(status.join.phase, 'pulling-payload');
+  assert.equal(status.join.attempt, 3);
+  assert.match(status.join.time, /^\d{4}-\d\d-\d\dT/);
+});
+
+test('bootstrap.json from a join carries the join info, the pinned CA and the managed label', () => {
+  const config = joinBootstrapConfig(
+    {
+      apiServer: 'https://10.0.0.1:6443',
+      token: { id: 'abcdef', secret },
+      caCertHash: `sha256:${'a'.repeat(64)}`,
+      namespace: 'winfleet-system',
+    },
+    {
+      server: 'https://10.0.0.1:6443',
+      caPem: '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n',
+      kubeconfig: '',
+    },
+    {
+      joinInfo: {
+        apiServer: 'https://api.example.com:6443',
+        clusterDNS: '10.96.0.10',
+        clusterDomain: 'cluster.local',
+        serviceCIDR: '10.96.0.0/12',
+        podCIDR: '10.244.0.0/16',
+        windowsTaint: { key: 'os', value: 'windows', effect: 'NoSchedule' },
+        kubelet: {
+          systemReserved: { memory: '2Gi' },
+          priorityClass: 'ABOVE_NORMAL_PRIORITY_CLASS',
+          maxPods: 110,
+        },
+        checkIntervalSeconds: 30,
+        servicesVersion: '1.0.0',
+      },
+      manifest: testManifest(),
+    },
+    { nodeName: 'win-a', nodeIP: '10.0.1.23', hostname: 'WIN-A' },
+  );
+  const parsed = parseBootstrapConfig(JSON.stringify(config));
+  assert.equal(parsed.apiServer, 'https://api.example.com:6443');
+  assert.equal(parsed.bootstrapToken, `abcdef.${secret}`);
+  assert.deepEqual(parsed.labels, { 'winfleet.io/managed': 'true' });
+  assert.deepEqual(parsed.taints, [{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
+  assert.equal(parsed.operatorNamespace, 'winfleet-system');
+  assert.match(parsed.caCertificate, /BEGIN CERTIFICATE/);
+});

@@ -1,0 +1,201 @@
+/**
+ * `winfleet-agent join`: a host joins the cluster on its own, with only what a join command
+ * carries (join-flags.ts), as kubeadm's `join` does:
+ * 1. discovery: cluster-info read without trust, verified with the token and pinned by the CA
+ *    hash, read again through the pinned CA (join/discovery.ts). A mismatch ends the join
+ *    there: nothing is written but join-status.json;
+ * 2. with the token and the pinned CA only: winfleet-join, the services manifest it names and
+ *    the pull Secret (join-reads.ts);
+ * 3. the payload pulled (join-payload.ts), retried with backoff while the registry cannot be
+ *    reached;
+ * 4. bootstrap.json written as the operator writes it for SSH-joined hosts (node name: the flag
+ *    or the host name lower-cased; node IP by the operator's rule, node-address.ts), then the
+ *    existing `bootstrap`: containerd and the kubelet (whose TLS bootstrap uses the token), the
+ *    services, the agent service.
+ * Each phase and each retry is printed and written to join-status.json (join-status.ts).
+ */
+import { managedNodeLabel } from '../api/node-annotations.ts';
+import { WinfleetError } from '../errors/catalog.ts';
+import { usableAddresses } from '../hostaccess/node-address.ts';
+import type { TrustedClusterInfo } from '../join/cluster-info.ts';
+import { discoverCluster } from '../join/discovery.ts';
+import { rfc1123Label } from '../join/join-command-values.ts';
+import { type BackoffPolicy, retryWithBackoff } from '../join/retry-with-backoff.ts';
+import { type BootstrapConfig, parseBootstrapConfig, paths } from './agent-config.ts';
+import { bootstrap, step } from './bootstrap.ts';
+import type { JoinFlags } from './join-flags.ts';
+import { type PullPayload, pullPayload } from './join-payload.ts';
+import { type JoinMaterials, joinKubeConfig, readJoinMaterials } from './join-reads.ts';
+import { type JoinPhase, writeJoinStatus } from './join-status.ts';
+import type { AgentContext } from './run-agent.ts';
+
+/** How long a join waits and what it pulls with; tests and the simulated hosts shorten waits. */
+export interface JoinTuning {
+  /** While cluster-info or winfleet-join cannot be read yet. Default: up to 5 minutes. */
+  discoveryBackoff?: BackoffPolicy;
+  /** While the registry cannot be reached. Default: 2 s doubling to 60 s, up to 30 minutes. */
+  payloadBackoff?: BackoffPolicy;
+  /** The payload pull (default: join-payload.ts's). */
+  pullPayload?: PullPayload;
+}
+
+const defaultPayloadBackoff: BackoffPolicy = {
+  initialDelayMs: 2000,
+  maxDelayMs: 60_000,
+  maxAttempts: 60,
+  maxElapsedMs: 30 * 60_000,
+};
+
+function reason(error: unknown): string {
+  return (error as Error)?.message ?? String(error);
+}
+
+/** The node's name: the flag, or the host name lower-cased; refused unless an RFC 1123 label. */
+async function nodeNameOf(context: AgentContext, flags: JoinFlags): Promise<string> {
+  if (flags.nodeName !== undefined) return flags.nodeName;
+  const hostname = await context.hostOS.hostname();
+  const name = hostname.toLowerCase();
+  if (!rfc1123Label.test(name) || name.length > 63) {
+    throw new WinfleetError(
+      'WF_FLAG_INVALID',
+      `This host's name "${hostname}" lower-cased is not a valid node name (an RFC 1123 label: lower-case letters, digits and hyphens); give one with --node-name`,
+    );
+  }
+  return name;
+}
+
+/** The node's address by the operator's rule: the default route's, never APIPA or HNS first. */
+async function nodeIPOf(context: AgentContext): Promise<string> {
+  const network = await context.hostOS.ipv4Network();
+  const [address] = usableAddresses(network);
+  if (address === undefined) {
+    throw new WinfleetError(
+      'WF_TERMINAL',
+      `This host has no usable IPv4 address (only ${network.ipAddresses.map((a) => `${a.address} on ${a.interfaceAlias}`).join(', ') || 'none'}): loopback, link-local (APIPA) and unassigned addresses cannot be a node's; check the network adapter`,
+    );
+  }
+  return address;
+}
+
+/** bootstrap.json for this host, as the operator writes it for one it joins over SSH. */
+export function joinBootstrapConfig(
+  flags: JoinFlags,
+  trusted: TrustedClusterInfo,
+  materials: JoinMaterials,
+  identity: { nodeName: string; nodeIP: string; hostname: string },
+): BootstrapConfig {
+  const { joinInfo } = materials;
+  const config: BootstrapConfig = {
+    ...identity,
+    apiServer: joinInfo.apiServer,
+    clusterDNS: joinInfo.clusterDNS,
+    clusterDomain: joinInfo.clusterDomain,
+    serviceCIDR: joinInfo.serviceCIDR,
+    podCIDR: joinInfo.podCIDR,
+    labels: { [managedNodeLabel]: 'true' },
+    taints: [{ ...joinInfo.windowsTaint }],
+    kubelet: joinInfo.kubelet,
+    operatorNamespace: flags.namespace,
+    checkIntervalSeconds: joinInfo.checkIntervalSeconds,
+    caCertificate: trusted.caPem,
+    bootstrapToken: `${flags.token.id}.${flags.token.secret}`,
+    manifest: materials.manifest,
+  };
+  // The agent's own reader checks it as it will read it back.
+  parseBootstrapConfig(JSON.stringify(config));
+  return config;
+}
+
+/** Runs the join; resolves with what bootstrap reports plus the node's identity. */
+export async function join(
+  context: AgentContext,
+  flags: JoinFlags,
+): Promise<Record<string, unknown>> {
+  const host = context.hostOS;
+  const tuning = context.join ?? {};
+  const signal = context.signal;
+  let phase: JoinPhase = 'discovering';
+  const report = async (message: string, attempt = 1) => {
+    // A failure is printed once, by the command (run-agent.ts); the file gets it too.
+    if (phase !== 'failed') context.stderr(`winfleet-agent join: ${message}\n`);
+    await writeJoinStatus(host, { phase, message, attempt });
+  };
+  const retrying =
+    (what: string) =>
+    async ({ error, attempt, delayMs }: { error: unknown; attempt: number; delayMs: number }) =>
+      report(
+        `${what} failed (attempt ${attempt}): ${reason(error)}; retrying in ${Math.round(delayMs / 1000)} s`,
+        attempt + 1,
+      );
+  try {
+    await report(`reading cluster-info from ${flags.apiServer} to pin the cluster CA`);
+    const trusted = await step('discover', () =>
+      discoverCluster({
+        apiServer: flags.apiServer,
+        token: flags.token,
+        caCertHash: flags.caCertHash,
+        ...(tuning.discoveryBackoff ? { backoff: tuning.discoveryBackoff } : {}),
+        ...(signal ? { signal } : {}),
+        onRetry: retrying('Reading cluster-info'),
+      }),
+    );
+    phase = 'reading-join-info';
+    await report(
+      `cluster CA pinned (${flags.caCertHash}); reading winfleet-join in ${flags.namespace}`,
+    );
+    const kc = joinKubeConfig(flags.apiServer, trusted.caPem, flags.token);
+    const materials = await step('read-join-info', () =>
+      retryWithBackoff(() => readJoinMaterials(kc, flags.namespace), {
+        initialDelayMs: 1000,
+        maxDelayMs: 10_000,
+        maxElapsedMs: 5 * 60_000,
+        ...tuning.discoveryBackoff,
+        ...(signal ? { signal } : {}),
+        onRetry: retrying('Reading winfleet-join'),
+      }),
+    );
+    const identity = await step('node-identity', async () => ({
+      nodeName: await nodeNameOf(context, flags),
+      nodeIP: await nodeIPOf(context),
+      hostname: await host.hostname(),
+    }));
+    phase = 'pulling-payload';
+    const source = materials.joinInfo.payload;
+    await report(
+      `pulling payload ${materials.manifest.version}${source ? ` from ${source.repository}@${source.digest}` : ''}`,
+    );
+    const pull = tuning.pullPayload ?? pullPayload;
+    await step('pull-payload', () =>
+      retryWithBackoff(
+        () =>
+          pull(host, materials.manifest, source, materials.pullCredentials, {
+            ...(signal ? { signal } : {}),
+          }),
+        {
+          ...defaultPayloadBackoff,
+          ...tuning.payloadBackoff,
+          ...(signal ? { signal } : {}),
+          onRetry: retrying('Pulling the payload'),
+        },
+      ),
+    );
+    phase = 'bootstrapping';
+    const config = await step('write-bootstrap-config', async () => {
+      const value = joinBootstrapConfig(flags, trusted, materials, identity);
+      await host.writeFile(paths.bootstrapConfig, `${JSON.stringify(value, null, 2)}\n`);
+      return value;
+    });
+    await report(
+      `configuring this host as node ${config.nodeName} (${config.nodeIP}); the kubelet joins with the token`,
+    );
+    const result = await bootstrap(context);
+    phase = 'joined';
+    await report(`joined: node ${config.nodeName} configured; the kubelet registers it`);
+    return { ...result, nodeIP: config.nodeIP, apiServer: config.apiServer };
+  } catch (error) {
+    const failedIn = phase;
+    phase = 'failed';
+    await report(`failed while ${failedIn}: ${reason(error)}`).catch(() => {});
+    throw error;
+  }
+}

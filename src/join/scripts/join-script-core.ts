@@ -1,0 +1,143 @@
+/**
+ * The shared core of the join scripts `winfleet join-command` prints: one Windows PowerShell
+ * 5.1 script that every format wraps (powershell.ts, aws.ts, azure.ts, cloudbase-init.ts).
+ * It:
+ * 1. allows TLS 1.2 and later only (Windows PowerShell 5.1 may still offer TLS 1.0);
+ * 2. creates C:\k and gives it the DACL the operator gives it over SSH (remote-scripts.ts
+ *    `protect-directory`: SYSTEM and Administrators only, nothing inherited from C:\), before
+ *    the agent, its token and the node's key land under it;
+ * 3. downloads winfleet-agent.exe to C:\k\winfleet, checks its SHA-256 against the one embedded
+ *    here and stops on a mismatch (the file is removed, never run);
+ * 4. runs `winfleet-agent join` with the API server, token, CA hash, namespace and node name;
+ * 5. exits 0 on success and 1 on any failure, with the reason on standard error.
+ *
+ * Every value enters only as a single-quoted literal (quotePowerShellString: ' doubled, nothing
+ * expanded), after a strict check of its shape (WF_JOIN_SCRIPT_INVALID naming the field). The
+ * simulated hosts recognise a script by rendering it again from the values they parse out of it
+ * (sim/hosts/userdata.ts): keep this output deterministic.
+ */
+import { WinfleetError } from '../../errors/catalog.ts';
+import { administratorsSid, systemSid } from '../../hostaccess/remote-scripts.ts';
+import { quotePowerShellString } from '../../powershell/powershell.ts';
+import { hostPaths, kubeDir, winfleetDir } from '../../servicesmanifest/host-paths.ts';
+import {
+  apiServerProblem,
+  caCertHashProblem,
+  downloadUrlProblem,
+  joinTokenProblem,
+  labelProblem,
+  parseCaCertHash,
+} from '../join-command-values.ts';
+
+/** What a join script carries. */
+export interface JoinScriptValues {
+  /** Where winfleet-agent.exe is downloaded from: https (plain http to loopback only). */
+  agentUrl: string;
+  /** The agent executable's SHA-256, 64 hex digits. */
+  agentSha256: string;
+  /** The API server URL (https://…). */
+  apiServer: string;
+  /** The join token, "<id>.<secret>". */
+  token: string;
+  /** "sha256:<64 hex>" of the cluster CA's public key. */
+  caCertHash: string;
+  /** The operator's namespace, where winfleet-join is. */
+  namespace: string;
+  /** The node's name; default: the host name lower-cased. */
+  nodeName?: string;
+}
+
+/** The values in canonical form; throws WF_JOIN_SCRIPT_INVALID naming the first bad one. */
+export function checkJoinScriptValues(values: JoinScriptValues): JoinScriptValues {
+  const problems: [string, string | undefined][] = [
+    ['agentUrl', downloadUrlProblem(values.agentUrl)],
+    [
+      'agentSha256',
+      /^[0-9a-fA-F]{64}$/.test(values.agentSha256)
+        ? undefined
+        : `is ${JSON.stringify(values.agentSha256.slice(0, 80))}, not 64 hex digits`,
+    ],
+    ['apiServer', apiServerProblem(values.apiServer)],
+    ['token', joinTokenProblem(values.token)],
+    ['caCertHash', caCertHashProblem(values.caCertHash)],
+    ['namespace', labelProblem(values.namespace)],
+    ['nodeName', values.nodeName === undefined ? undefined : labelProblem(values.nodeName)],
+  ];
+  const found = problems.find(([, problem]) => problem !== undefined);
+  if (found) {
+    throw new WinfleetError(
+      'WF_JOIN_SCRIPT_INVALID',
+      `Cannot write a join script: ${found[0]} ${found[1]}`,
+    );
+  }
+  return {
+    ...values,
+    agentSha256: values.agentSha256.toLowerCase(),
+    caCertHash: parseCaCertHash(values.caCertHash)!,
+  };
+}
+
+const q = quotePowerShellString;
+
+/** The arguments of `winfleet-agent join`, in the order the script passes them. */
+export function joinArguments(values: JoinScriptValues): string[] {
+  return [
+    'join',
+    '--api-server',
+    values.apiServer,
+    '--token',
+    values.token,
+    '--ca-cert-hash',
+    values.caCertHash,
+    '--namespace',
+    values.namespace,
+    ...(values.nodeName === undefined ? [] : ['--node-name', values.nodeName]),
+  ];
+}
+
+/** The script's lines (LF-joined by the formats), values checked and quoted. */
+export function joinScriptLines(input: JoinScriptValues): string[] {
+  const values = checkJoinScriptValues(input);
+  const [command, ...flags] = joinArguments(values);
+  // Flags are bare words, values quoted: `--token 'abcdef.…'`.
+  const args = flags.map((arg, i) => (i % 2 === 0 ? arg : q(arg)));
+  return [
+    '# winfleet: joins this Windows host to a Kubernetes cluster as a node (winfleet join-command).',
+    '# It holds a join token: keep it as secret as a password until the token expires.',
+    "$ErrorActionPreference = 'Stop'",
+    "$ProgressPreference = 'SilentlyContinue'",
+    `$agentUrl = ${q(values.agentUrl)}`,
+    `$agentSha256 = ${q(values.agentSha256)}`,
+    `$agent = ${q(hostPaths.agentExe)}`,
+    'try {',
+    '  $tls = [Net.SecurityProtocolType]::Tls12',
+    "  if ([Enum]::GetNames([Net.SecurityProtocolType]) -contains 'Tls13') { $tls = $tls -bor [Net.SecurityProtocolType]::Tls13 }",
+    '  [Net.ServicePointManager]::SecurityProtocol = $tls',
+    `  New-Item -ItemType Directory -Force -Path ${q(kubeDir)} | Out-Null`,
+    '  $acl = New-Object -TypeName System.Security.AccessControl.DirectorySecurity',
+    '  $acl.SetAccessRuleProtection($true, $false)',
+    `  $acl.SetOwner((New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList ${q(administratorsSid)}))`,
+    `  foreach ($sid in @(${q(systemSid)}, ${q(administratorsSid)})) {`,
+    '    $identity = New-Object -TypeName System.Security.Principal.SecurityIdentifier -ArgumentList $sid',
+    "    $rule = New-Object -TypeName System.Security.AccessControl.FileSystemAccessRule -ArgumentList $identity, 'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow'",
+    '    $acl.AddAccessRule($rule)',
+    '  }',
+    `  Set-Acl -LiteralPath ${q(kubeDir)} -AclObject $acl`,
+    `  New-Item -ItemType Directory -Force -Path ${q(winfleetDir)} | Out-Null`,
+    "  $download = $agent + '.download'",
+    '  Invoke-WebRequest -UseBasicParsing -Uri $agentUrl -OutFile $download',
+    '  $actual = (Get-FileHash -LiteralPath $download -Algorithm SHA256).Hash.ToLowerInvariant()',
+    '  if ($actual -ne $agentSha256) {',
+    '    Remove-Item -LiteralPath $download -Force',
+    "    throw ('winfleet-agent.exe from ' + $agentUrl + ' has SHA-256 ' + $actual + ', not ' + $agentSha256 + '; it was not run')",
+    '  }',
+    '  Move-Item -LiteralPath $download -Destination $agent -Force',
+    `  & $agent ${command} ${args.join(' ')}`,
+    "  if ($LASTEXITCODE -ne 0) { throw ('winfleet-agent join exited with code ' + $LASTEXITCODE) }",
+    '} catch {',
+    "  [Console]::Error.WriteLine('winfleet join failed: ' + $_)",
+    '  exit 1',
+    '}',
+    'exit 0',
+  ];
+}
