@@ -10,14 +10,10 @@
 import type { X509Certificate } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
-import {
-  clusterInfoKubeconfigKey,
-  clusterInfoName,
-  clusterInfoNamespace,
-} from '../controllers/join/cluster-info-controller.ts';
 import { isNotFound } from '../kube/client.ts';
 import { clusterAccess } from '../operator/cluster-access.ts';
 import { caPublicKeyPin, parseCertificateBundle, pinnedCertificates } from './ca-pin.ts';
+import { clusterInfoKubeconfigKey, clusterInfoName, clusterInfoNamespace } from './cluster-info.ts';
 
 export type JoinCaHash =
   | { hash: string; server: string; from: 'kubeconfig' | 'cluster-info' }

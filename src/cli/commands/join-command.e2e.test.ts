@@ -25,12 +25,12 @@ import { createPool } from '../../../sim/testkit/pools.ts';
 import { freshCluster } from '../../../sim/testkit/test-cluster.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import { installCrds } from '../../api/install-crds.ts';
+import { clusterInfoKubeconfig } from '../../controllers/join/cluster-info-controller.ts';
 import {
-  clusterInfoKubeconfig,
   clusterInfoKubeconfigKey,
   clusterInfoName,
   clusterInfoNamespace,
-} from '../../controllers/join/cluster-info-controller.ts';
+} from '../../join/cluster-info.ts';
 import {
   type JoinInfo,
   joinInfoConfigMapName,

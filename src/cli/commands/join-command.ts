@@ -17,13 +17,11 @@ import * as k8s from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type WindowsNodePool, windowsNodePoolResource } from '../../api/windows-node-pool.ts';
 import { bootstrapGroup } from '../../controllers/hosts/bootstrap-tokens.ts';
-import {
-  clusterInfoName,
-  clusterInfoNamespace,
-} from '../../controllers/join/cluster-info-controller.ts';
 import { agentDownload } from '../../join/agent-download.ts';
 import { bootstrapTokenAuthentication } from '../../join/bootstrap-token-auth.ts';
+import { clusterInfoName, clusterInfoNamespace } from '../../join/cluster-info.ts';
 import { joinCaHash } from '../../join/join-ca-hash.ts';
+import { downloadUrlProblem } from '../../join/join-command-values.ts';
 import {
   type JoinInfo,
   joinInfoConfigMapName,
@@ -86,19 +84,14 @@ function poolName(value: string): string {
   return value;
 }
 
-/** An https URL, or plain http to a loopback address (the lab's registry). */
+/** Where the script may download the agent from (join-command-values.ts: https, or http to loopback). */
 function agentUrl(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new InvalidArgumentError(`"${value}" is not a URL`);
-  }
-  const loopback = /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/.test(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
+  const problem = downloadUrlProblem(value);
+  if (problem) {
     throw new InvalidArgumentError(
-      `"${value}" must be https:// (plain http only to a loopback address); the script checks the download's SHA-256 either way`,
+      `"${value}" ${problem}; the script checks the download's SHA-256 either way`,
     );
+  }
   return value;
 }
 

@@ -17,14 +17,15 @@ import { stringify } from 'yaml';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import type { Informer } from '../../controller/informer.ts';
+import {
+  clusterInfoKubeconfigKey,
+  clusterInfoName,
+  clusterInfoNamespace,
+} from '../../join/cluster-info.ts';
 import { isAlreadyExists, isConflict } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
 import { applyClusterInfoReaderRbac } from '../hosts/cluster-rbac.ts';
 
-export const clusterInfoNamespace = 'kube-public';
-export const clusterInfoName = 'cluster-info';
-/** The key of the kubeconfig (k8s.io/cluster-bootstrap's KubeConfigKey). */
-export const clusterInfoKubeconfigKey = 'kubeconfig';
 const managedBy = { key: 'app.kubernetes.io/managed-by', value: 'winfleet' } as const;
 
 /**

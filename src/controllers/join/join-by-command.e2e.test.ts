@@ -27,6 +27,13 @@ import { servicesManifestConfigMapName } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import { kubeRequest } from '../../cli/check/kube-request.ts';
 import { bootstrapTokenAuthentication, tokenKubeConfig } from '../../join/bootstrap-token-auth.ts';
+import {
+  clusterInfoKubeconfigKey,
+  clusterInfoName,
+  clusterInfoNamespace,
+  trustClusterInfo,
+} from '../../join/cluster-info.ts';
+import { joinCaHash } from '../../join/join-ca-hash.ts';
 import { joinInfoConfigMapName, joinInfoKey, parseJoinInfo } from '../../join/join-info.ts';
 import {
   joinTokenRecordKey,
@@ -41,11 +48,6 @@ import { createCsrPem, generateKeyPair } from '../../pki/certificates.ts';
 import { publishedManifestsConfigMapName } from '../../servicesmanifest/published-manifests.ts';
 import { bootstrapGroup, bootstrapTokenSecretName } from '../hosts/bootstrap-tokens.ts';
 import { pullModeMessage } from '../hosts/pull-mode-host.ts';
-import {
-  clusterInfoKubeconfigKey,
-  clusterInfoName,
-  clusterInfoNamespace,
-} from './cluster-info-controller.ts';
 
 const cluster = await freshCluster();
 after(() => cluster.stop());
@@ -208,6 +210,20 @@ test('cluster-info: made by the operator, signed by the bootstrapsigner for a jo
     .update(`${header}.${Buffer.from(kubeconfig).toString('base64url')}`)
     .digest('base64url');
   assert.equal(signature, expected, 'the signature verifies with the token secret');
+  // And as a joining agent checks it (src/join/cluster-info.ts), with the hash join-command pins.
+  const pin = await joinCaHash(kc);
+  assert.ok('hash' in pin, JSON.stringify(pin));
+  const signed = await core.readNamespacedConfigMap({
+    name: clusterInfoName,
+    namespace: clusterInfoNamespace,
+  });
+  const [tokenId, tokenSecret] = token.split('.') as [string, string];
+  const trusted = trustClusterInfo(signed.data!, { id: tokenId, secret: tokenSecret }, pin.hash);
+  assert.equal(trusted.server, server);
+  assert.throws(
+    () => trustClusterInfo(signed.data!, { id: tokenId, secret: 'x'.repeat(16) }, pin.hash),
+    /does not match its kubeconfig/,
+  );
 
   // Anyone may read it (a joining host has no credential yet), and nothing else there.
   const anonymous = new k8s.KubeConfig();
