@@ -7,12 +7,16 @@
  *   winfleet hosts add|list|remove|trust-key
  *   winfleet status [-w]
  *   winfleet diagnose [HOST…] -o bundle.tar.gz
+ *   winfleet join-command --pool NAME [--ttl 2h] [--uses N] [--format F]
+ *   winfleet join-tokens list|revoke ID
  */
 import { basename } from 'node:path';
 import { Command } from 'commander';
 import { registerCheck } from './commands/check.ts';
 import { registerDiagnose } from './commands/diagnose.ts';
 import { registerHosts } from './commands/hosts.ts';
+import { registerJoinCommand } from './commands/join-command.ts';
+import { registerJoinTokens } from './commands/join-tokens.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerVersion } from './commands/version.ts';
 import { ExitCode, exitFor } from './exit-codes.ts';
@@ -33,6 +37,8 @@ export function buildProgram(name = programName()): Command {
   registerHosts(program);
   registerStatus(program);
   registerDiagnose(program);
+  registerJoinCommand(program);
+  registerJoinTokens(program);
   registerVersion(program);
   for (const command of program.commands) command.exitOverride();
   return program;

@@ -22,21 +22,27 @@ import { warnIfBootstrapTokensAutoApproved } from '../controllers/csr/bootstrap-
 import { createCsrController } from '../controllers/csr/csr-controller.ts';
 import { createServingAddressController } from '../controllers/csr/serving-address-controller.ts';
 import { createHostController } from '../controllers/hosts/host-controller.ts';
+import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
 import {
   createHostInformer,
   hostNamespaces,
   namespacesInformer,
 } from '../controllers/hosts/host-informer.ts';
 import { createHostSecretInformer } from '../controllers/hosts/host-secrets.ts';
+import { createManifestPublisher } from '../controllers/hosts/manifest-publisher.ts';
 import {
   createWindowsInstancesController,
   windowsInstancesName,
 } from '../controllers/hosts/windows-instances.ts';
+import { createClusterInfoController } from '../controllers/join/cluster-info-controller.ts';
+import { createJoinInfoController } from '../controllers/join/join-info-controller.ts';
 import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
+import { clusterInfoName, clusterInfoNamespace } from '../join/cluster-info.ts';
+import { joinInfoConfigMapName } from '../join/join-info.ts';
 import { isAlreadyExists, WinfleetKubeConfig } from '../kube/client.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { payloadSource } from '../payload/payload-source.ts';
@@ -138,7 +144,13 @@ interface Caches {
   pools: Informer<WindowsNodePool>;
   csrs: Informer<k8s.V1CertificateSigningRequest>;
   instances: Informer<k8s.V1ConfigMap>;
+  /** kube-public/cluster-info alone. */
+  clusterInfo: Informer<k8s.V1ConfigMap>;
+  /** The operator's winfleet-join ConfigMap alone. */
+  joinInfo: Informer<k8s.V1ConfigMap>;
 }
+
+type ManifestPublisher = ReturnType<typeof createManifestPublisher>;
 
 /** The image resolver in force; a configuration change replaces it. */
 interface ImageResolvers {
@@ -215,10 +227,12 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     for (const c of controllers) c.stop();
   });
   if (options.payloadDir) {
-    const hostController = createJoiningController(ctx, caches, options.payloadDir, {
-      clusterBindings: options.clusterBindings,
-    });
-    controllers.push(hostController);
+    const setup = { clusterBindings: options.clusterBindings };
+    const payload = payloadSource(options.payloadDir, () => caches.config.current());
+    // One publisher for the host controller and winfleet-join: one view of what is published.
+    const publish = createManifestPublisher(ctx.kc, namespace, setup);
+    controllers.push(createJoiningController(ctx, caches, payload, publish, setup));
+    controllers.push(...createJoinByCommandControllers(ctx, caches, payload, publish, setup));
     stops.push(await watchPayload(ctx, options.payloadDir, controllers));
   } else {
     log.warn('no payload directory given (--payload-dir): WindowsHosts will not be joined');
@@ -312,6 +326,14 @@ function createCaches({
     instances: factory.get<k8s.V1ConfigMap>(resources.configMaps, {
       namespace,
       fieldSelector: `metadata.name=${windowsInstancesName}`,
+    }),
+    clusterInfo: factory.get<k8s.V1ConfigMap>(resources.configMaps, {
+      namespace: clusterInfoNamespace,
+      fieldSelector: `metadata.name=${clusterInfoName}`,
+    }),
+    joinInfo: factory.get<k8s.V1ConfigMap>(resources.configMaps, {
+      namespace,
+      fieldSelector: `metadata.name=${joinInfoConfigMapName}`,
     }),
   };
 }
@@ -415,7 +437,17 @@ function createControllers(
       events,
       log,
     }),
-    createCsrController({ kc, csrs, hosts, nodes, config: () => config.current(), events, log }),
+    createCsrController({
+      kc,
+      operatorNamespace: namespace,
+      csrs,
+      hosts,
+      pools,
+      nodes,
+      config: () => config.current(),
+      events,
+      log,
+    }),
     createServingAddressController({
       kc,
       hosts,
@@ -439,11 +471,12 @@ function createControllers(
   ];
 }
 
-/** The host controller, which joins WindowsHosts with the Windows binaries in `payloadDir`. */
+/** The host controller, which joins WindowsHosts over SSH with the payload. */
 function createJoiningController(
   { kc, namespace, events, log }: OperatorContext,
   { factory, config, hosts, nodes }: Caches,
-  payloadDir: string,
+  payload: () => Promise<LoadedPayload>,
+  publish: ManifestPublisher,
   setup: { clusterBindings?: boolean },
 ): Controller {
   // The hosts' SSH key Secrets (metadata only), so that creating or fixing one retries at once.
@@ -457,12 +490,48 @@ function createJoiningController(
     hosts,
     nodes,
     secrets,
-    payload: payloadSource(payloadDir, () => config.current()),
+    payload,
+    publish,
     cluster: clusterAccess(kc),
     clusterBindings: setup.clusterBindings,
     events,
     log,
   });
+}
+
+/**
+ * What hosts joining by command (winfleet join-command) need from the operator besides CSR
+ * approval: kube-public/cluster-info to discover the cluster with, and winfleet-join with the
+ * published manifest to configure themselves from. They run wherever the operator has a payload.
+ */
+function createJoinByCommandControllers(
+  { kc, namespace, log }: OperatorContext,
+  { config, clusterInfo, joinInfo }: Caches,
+  payload: () => Promise<LoadedPayload>,
+  publish: ManifestPublisher,
+  setup: { clusterBindings?: boolean },
+): Controller[] {
+  const cluster = clusterAccess(kc);
+  return [
+    createClusterInfoController({
+      kc,
+      clusterInfo,
+      config: () => config.current(),
+      cluster,
+      clusterBindings: setup.clusterBindings,
+      log,
+    }),
+    createJoinInfoController({
+      kc,
+      namespace,
+      joinInfo,
+      config: () => config.current(),
+      cluster,
+      payload,
+      publish,
+      log,
+    }),
+  ];
 }
 
 /**

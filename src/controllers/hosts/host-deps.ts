@@ -15,6 +15,24 @@ export interface LoadedPayload {
   manifest: ServicesManifest;
   /** Sum of the payload files' sizes. */
   totalBytes: number;
+  /**
+   * Where hosts pull this payload from, when the operator serves it from a registry artifact
+   * (--payload-image); absent for a payload directory, whose files only the operator can send.
+   * The winfleet-join controller publishes it for hosts joining by command.
+   */
+  registry?: PayloadRegistrySource;
+}
+
+/** A payload artifact in a registry, as hosts pull it (src/join/join-info.ts JoinPayloadSource). */
+export interface PayloadRegistrySource {
+  /** "host[:port]/path" of the artifact's repository, without tag or digest. */
+  repository: string;
+  /** The artifact's manifest digest, "sha256:<64 hex>". */
+  digest: string;
+  /** Plain HTTP to the registry (loopback test registries only). */
+  insecure?: boolean;
+  /** A dockerconfigjson Secret in the operator's namespace with read-only pull credentials. */
+  pullSecretName?: string;
 }
 
 export interface HostControllerDeps {
@@ -26,6 +44,11 @@ export interface HostControllerDeps {
   /** The SSH key Secrets of the hosts' namespaces, metadata only (host-secrets.ts). */
   secrets?: Informer<k8s.V1Secret>;
   payload: () => Promise<LoadedPayload>;
+  /**
+   * Publishes a services manifest (manifest-publisher.ts); default a publisher of the host
+   * controller's own. The operator shares one with the winfleet-join controller.
+   */
+  publish?: (manifest: ServicesManifest) => Promise<string>;
   /** How hosts reach the API server, and the CA they trust it with. */
   cluster: { apiServer: string; caCertificate: string };
   /**
