@@ -56,6 +56,11 @@ export interface ClusterOptions {
    */
   auditPolicy?: AuditPolicy;
   /**
+   * Bootstrap-token authentication in the API server (default true). Off, the cluster is like
+   * the managed offerings that do not take bootstrap tokens: a token answers 401.
+   */
+  bootstrapTokenAuth?: boolean;
+  /**
    * Sizing for large simulated fleets (bench:scale); the defaults suit the tests. Each field
    * replaces the matching default above.
    */
@@ -253,7 +258,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       `--service-cluster-ip-range=${serviceCidr}`,
       '--authorization-mode=Node,RBAC',
       '--enable-admission-plugins=NodeRestriction',
-      '--enable-bootstrap-token-auth',
+      ...(options.bootstrapTokenAuth === false ? [] : ['--enable-bootstrap-token-auth']),
       '--endpoint-reconciler-type=none',
       '--allow-privileged=true',
       '--profiling=false',

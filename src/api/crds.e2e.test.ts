@@ -35,8 +35,36 @@ test('WindowsHost: bad specs are refused naming the field; kubectl shows the col
   await refused({ ...good, port: 70000 }, /spec\.port/);
   await refused(
     { address: '10.1.42.1', username: 'Administrator' },
-    /spec\.sshKeySecretRef: Required value/,
+    /spec: Invalid value: .*SSH mode needs spec\.address, spec\.username and spec\.sshKeySecretRef/,
   );
+  await refused(
+    { mode: 'SSH', username: 'Administrator', sshKeySecretRef: { name: 'k' } },
+    /SSH mode needs/,
+  );
+  // Pull mode: a host that joined by itself; no SSH key, and its node name.
+  await refused(
+    { mode: 'Pull', nodeName: 'web-1', sshKeySecretRef: { name: 'k' } },
+    /Pull mode takes no spec\.sshKeySecretRef/,
+  );
+  await refused({ mode: 'Pull' }, /Pull mode needs spec\.nodeName/);
+  await refused({ mode: 'Push', nodeName: 'web-1' }, /spec\.mode: Unsupported value: "Push"/);
+  const pull = await objects.create(host({ mode: 'Pull', pool: 'web', nodeName: 'web-1' }));
+  assert.equal((pull as { spec?: { mode?: string } }).spec?.mode, 'Pull');
+  const switched = {
+    ...pull,
+    spec: {
+      ...(pull as { spec: object }).spec,
+      mode: 'SSH',
+      address: '10.1.42.2',
+      username: 'a',
+      sshKeySecretRef: { name: 'k' },
+    },
+  };
+  await assert.rejects(objects.replace(switched), (error: { body?: string }) => {
+    assert.match(String(error.body), /spec\.mode cannot change/);
+    return true;
+  });
+  await objects.delete(pull);
   await refused({ ...good, nodeName: 'Not_A_Node' }, /spec\.nodeName/);
   await refused(
     { ...good, taints: [{ key: 'a', effect: 'Sometimes' }] },
@@ -44,6 +72,11 @@ test('WindowsHost: bad specs are refused naming the field; kubectl shows the col
   );
 
   const created = await objects.create(host(good));
+  assert.equal(
+    (created as { spec?: { mode?: string } }).spec?.mode,
+    'SSH',
+    'spec.mode defaults to SSH',
+  );
   // The schema's defaults reach the API server (the client's model once dropped `default`).
   const spec = (created as { spec?: { port?: number; sshKeySecretRef?: { key?: string } } }).spec;
   assert.equal(spec?.port, 22, 'spec.port defaults to 22');
@@ -95,4 +128,38 @@ test('WindowsHost: the installed schema keeps the Kubernetes extensions (list-ma
   assert.equal(conditions?.x_kubernetes_list_type, 'map');
   assert.deepEqual(conditions?.x_kubernetes_list_map_keys, ['type']);
   assert.ok(schema?.spec?.properties?.labels?.x_kubernetes_validations?.length);
+});
+
+test('WindowsNodePool: spec.join.nodeNamePattern must be anchored RE2 (the API server compiles it)', async () => {
+  const { kc } = await sharedCluster();
+  await installCrds(kc);
+  const namespace = await testNamespace(kc, 'crd-pool');
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  let n = 0;
+  const pool = (nodeNamePattern: string) =>
+    objects.create({
+      apiVersion: 'winfleet.io/v1alpha1',
+      kind: 'WindowsNodePool',
+      metadata: { name: `p-${++n}`, namespace },
+      spec: { selector: {}, join: { nodeNamePattern } },
+    });
+  await pool('^web-[0-9]{1,4}$');
+  // RE2 takes nested quantifiers (it matches in linear time); the operator uses RE2 too.
+  await pool('^(a+)+$');
+  for (const [pattern, message] of [
+    ['web-.*', /must be anchored/],
+    ['^(web$', /must be a valid RE2 regular expression/],
+    ['^(?=web)[a-z]+$', /must be a valid RE2 regular expression/],
+    ['^a{1,1001}$', /must be a valid RE2 regular expression/],
+    [`^${'a'.repeat(300)}$`, /Too long|may not be more than 256/],
+  ] as const) {
+    await assert.rejects(pool(pattern), (error: { body?: string }) => {
+      assert.match(
+        (JSON.parse(String(error.body)) as { message: string }).message,
+        message,
+        pattern,
+      );
+      return true;
+    });
+  }
 });

@@ -4,11 +4,12 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { lastActionsLimit, RemediationRung, RungResult } from '../remediation/ladder.ts';
-import { apiGroup } from './windows-host.ts';
+import { apiGroup, hostModes } from './windows-host.ts';
 import {
   agentConditionTypes,
   conditionStatuses,
   healthDefaults,
+  nodeNamePatternMaxLength,
   patchPolicies,
   poolDefaults,
   weekdays,
@@ -287,6 +288,7 @@ export const windowsHostCrd = fromWire({
         additionalPrinterColumns: [
           { name: 'Address', type: 'string', jsonPath: '.spec.address' },
           { name: 'Node', type: 'string', jsonPath: '.status.nodeName' },
+          { name: 'Mode', type: 'string', jsonPath: '.spec.mode', priority: 1 },
           { name: 'Build', type: 'string', jsonPath: '.status.windowsVersion' },
           {
             name: 'Ready',
@@ -306,7 +308,7 @@ export const windowsHostCrd = fromWire({
           openAPIV3Schema: {
             type: 'object',
             description:
-              'A Windows machine joined to the cluster as a node over SSH (bring your own host).',
+              'A Windows machine joined to the cluster as a node: over SSH (bring your own host), or by itself with a join command (mode Pull).',
             required: ['spec'],
             properties: {
               apiVersion: {
@@ -319,9 +321,39 @@ export const windowsHostCrd = fromWire({
               spec: {
                 type: 'object',
                 description:
-                  'How to reach the host and what its node should look like; winfleet joins it over SSH',
-                required: ['address', 'username', 'sshKeySecretRef'],
+                  'How to reach the host and what its node should look like; in SSH mode winfleet joins it over SSH, in Pull mode the host joined by itself',
+                // Schema `required` cannot depend on another field: CEL says what each mode needs.
+                'x-kubernetes-validations': [
+                  {
+                    rule: "self.mode == 'Pull' || (has(self.address) && has(self.username) && has(self.sshKeySecretRef))",
+                    message:
+                      'SSH mode needs spec.address, spec.username and spec.sshKeySecretRef (winfleet connects to the host with them)',
+                  },
+                  {
+                    rule: "self.mode != 'Pull' || !has(self.sshKeySecretRef)",
+                    message:
+                      'Pull mode takes no spec.sshKeySecretRef: winfleet never connects to a host that joined by itself',
+                  },
+                  {
+                    rule: "self.mode != 'Pull' || has(self.nodeName)",
+                    message: 'Pull mode needs spec.nodeName: the node name the host joined with',
+                  },
+                ],
                 properties: {
+                  mode: {
+                    type: 'string',
+                    enum: [...hostModes],
+                    default: 'SSH',
+                    description:
+                      'SSH (default): winfleet joins and runs the host over SSH. Pull: the host joined by itself with a join command and its agent pulls what it runs; winfleet creates such hosts when it approves their node certificate. Cannot change',
+                    'x-kubernetes-validations': [
+                      {
+                        rule: 'self == oldSelf',
+                        message:
+                          'spec.mode cannot change; delete the WindowsHost and join it again',
+                      },
+                    ],
+                  },
                   address: {
                     type: 'string',
                     minLength: 1,
@@ -329,7 +361,7 @@ export const windowsHostCrd = fromWire({
                     // Octets above 255, leading zeros and all-numeric names are refused: the
                     // operator would look such an address up in DNS instead of connecting.
                     description:
-                      'IPv4 address (e.g. 10.1.42.7) or DNS name of the host; a DNS name ends in a label that starts or ends with a letter',
+                      'IPv4 address (e.g. 10.1.42.7) or DNS name of the host; a DNS name ends in a label that starts or ends with a letter. Required in SSH mode',
                     pattern: `^(${ipv4}|(${dnsLabel}\\.)*${lastDnsLabel})$`,
                   },
                   port: {
@@ -346,13 +378,13 @@ export const windowsHostCrd = fromWire({
                     // A control character (a newline) in a user name is never a Windows account.
                     pattern: '^[^\\x00-\\x1f\\x7f]+$',
                     description:
-                      'An administrator account on the host (no control characters, at most 104 characters)',
+                      'An administrator account on the host (no control characters, at most 104 characters). Required in SSH mode',
                   },
                   sshKeySecretRef: {
                     type: 'object',
                     required: ['name'],
                     description:
-                      "The Secret, in the WindowsHost's namespace, holding the SSH private key for spec.username",
+                      "The Secret, in the WindowsHost's namespace, holding the SSH private key for spec.username. Required in SSH mode, refused in Pull mode",
                     properties: {
                       name: {
                         type: 'string',
@@ -920,6 +952,32 @@ const windowsNodePoolWire = {
                       'True: no change starts; hosts in a change finish it. Default false',
                   },
                   health: healthSpecWire,
+                  join: {
+                    type: 'object',
+                    description:
+                      'How hosts join the pool by themselves (winfleet join-command): which node names they may take',
+                    properties: {
+                      nodeNamePattern: {
+                        type: 'string',
+                        minLength: 2,
+                        maxLength: nodeNamePatternMaxLength,
+                        description: `A regular expression (RE2 syntax, as Go and Kubernetes read it) the node name of a host joining the pool must match, anchored: it starts with ^ and ends with $, e.g. ^web-[0-9]{1,4}$. At most ${nodeNamePatternMaxLength} characters. RE2 matches in linear time, so no pattern can make the check slow. Absent: any fresh node name`,
+                        'x-kubernetes-validations': [
+                          {
+                            rule: "self.startsWith('^') && self.endsWith('$')",
+                            message:
+                              'must be anchored: start with ^ and end with $ (e.g. ^web-[0-9]+$), so that it decides the whole node name',
+                          },
+                          {
+                            // The API server compiles the pattern with Go's RE2, the syntax the
+                            // operator's RE2 port reads; one that does not compile fails here.
+                            rule: "''.matches(self) || !''.matches(self)",
+                            message: 'must be a valid RE2 regular expression',
+                          },
+                        ],
+                      },
+                    },
+                  },
                 },
               },
               status: {

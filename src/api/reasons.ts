@@ -86,6 +86,8 @@ export const ConditionReason = {
   ...JoinFailureReason,
   // Reachable
   Connected: 'Connected',
+  /** A Pull-mode host: winfleet never connects to it; its agent runs it. */
+  PullMode: 'PullMode',
   // Bootstrapped
   AgentBootstrapped: 'AgentBootstrapped',
   // NodeRegistered

@@ -1,9 +1,12 @@
 /**
  * The WindowsHost custom resource (winfleet.io/v1alpha1): a Windows machine you bring, joined
- * by address over SSH. Spec is what the user wants; status is what the operator found and did.
+ * by address over SSH (mode SSH), or one that joined by itself with a join command (mode Pull:
+ * the operator created the object when it approved the machine's node certificate, and never
+ * connects to it). Spec is what the user wants; status is what the operator found and did.
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller/conditions.ts';
+import { WinfleetError } from '../errors/catalog.ts';
 import type { HostRemediationStatus } from '../remediation/ladder.ts';
 import type { HostRolloutStatus } from '../rollout/host-steps.ts';
 import type { ConditionType } from './reasons.ts';
@@ -25,15 +28,27 @@ export interface NodeTaint {
   effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
 }
 
+/**
+ * How winfleet reaches the host: SSH (the operator connects and joins it) or Pull (the host
+ * joined by itself with a join command; its agent pulls what it runs).
+ */
+export const hostModes = ['SSH', 'Pull'] as const;
+export type HostMode = (typeof hostModes)[number];
+
 export interface WindowsHostSpec {
-  /** IPv4 address or DNS name the operator reaches the host at. */
-  address: string;
+  /** SSH (default) or Pull. */
+  mode?: HostMode;
+  /** IPv4 address or DNS name the operator reaches the host at; required in SSH mode. */
+  address?: string;
   /** SSH port (default 22). */
   port?: number;
-  /** The account the operator logs in as (an administrator). */
-  username: string;
-  /** The Secret holding the SSH private key, in the operator's namespace. */
-  sshKeySecretRef: { name: string; key?: string };
+  /** The account the operator logs in as (an administrator); required in SSH mode. */
+  username?: string;
+  /**
+   * The Secret holding the SSH private key, in the operator's namespace; required in SSH mode,
+   * refused in Pull mode.
+   */
+  sshKeySecretRef?: { name: string; key?: string };
   /** Node name; default: the host's own hostname, lower-cased. */
   nodeName?: string;
   /** Labels added to the node. */
@@ -116,6 +131,37 @@ export interface WindowsHost extends k8s.KubernetesObject {
   metadata: k8s.V1ObjectMeta & { name: string };
   spec: WindowsHostSpec;
   status?: WindowsHostStatus;
+}
+
+/** The spec of a host the operator reaches over SSH: what SSH mode requires is there. */
+export type SshHostSpec = WindowsHostSpec &
+  Required<Pick<WindowsHostSpec, 'address' | 'username' | 'sshKeySecretRef'>>;
+
+/** True for a host that joined by itself (spec.mode Pull): the operator never connects to it. */
+export function isPullHost(host: Pick<WindowsHost, 'spec'>): boolean {
+  return host.spec.mode === 'Pull';
+}
+
+/** Where the host is reached, for people: "address:port", or "(pull)" for a Pull host. */
+export function hostAddressLabel(host: Pick<WindowsHost, 'spec'>): string {
+  if (isPullHost(host)) return '(pull)';
+  return `${host.spec?.address ?? '?'}:${host.spec?.port ?? 22}`;
+}
+
+/**
+ * The host's spec as SSH access reads it. The CRD requires address, username and
+ * sshKeySecretRef in SSH mode and the host controller never connects to a Pull host, so a
+ * host without them here is winfleet's own mistake.
+ */
+export function sshHostSpec(host: Pick<WindowsHost, 'spec' | 'metadata'>): SshHostSpec {
+  const { spec } = host;
+  if (isPullHost(host) || !spec.address || !spec.username || !spec.sshKeySecretRef) {
+    throw new WinfleetError(
+      'WF_INVARIANT',
+      `WindowsHost ${host.metadata.namespace}/${host.metadata.name} is in ${spec.mode ?? 'SSH'} mode without address, username and sshKeySecretRef, and was about to be reached over SSH`,
+    );
+  }
+  return spec as SshHostSpec;
 }
 
 /** Annotation a user sets to accept a changed host key: the new "SHA256:…" fingerprint. */

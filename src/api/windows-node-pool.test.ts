@@ -109,8 +109,8 @@ test('namespaced, with the status subresource, a short name and the printer colu
 test('what the client sends keeps every default, enum and CEL rule', () => {
   const text = JSON.stringify(root);
   // 6 for the rollout fields; 6 for spec.health (a condition's timeout, nodeStartupTimeout,
-  // maxUnhealthy and the three rung timeouts).
-  assert.equal(text.match(/"x-kubernetes-validations"/g)?.length, 12);
+  // maxUnhealthy and the three rung timeouts); 1 for spec.join.nodeNamePattern.
+  assert.equal(text.match(/"x-kubernetes-validations"/g)?.length, 13);
   // 7 for the rollout fields; 9 for spec.health (itself, its four fields, remediation, its four).
   assert.equal(text.match(/"default"/g)?.length, 16);
   assert.ok(!/x_kubernetes|"_default"|"_enum"/.test(text), 'no client-model names on the wire');
@@ -243,6 +243,10 @@ test('every rule the schema alone cannot enforce has a CEL rule', () => {
     /self\.operator in \['In', 'NotIn'\]/,
   );
   assert.match(rules(spec.properties!.selector!.properties!.matchLabels).join(), /self\.all\(k/);
+  const pattern = rules(spec.properties!.join!.properties!.nodeNamePattern).join();
+  assert.match(pattern, /self\.startsWith\('\^'\) && self\.endsWith\('\$'\)/);
+  // A pattern RE2 cannot compile makes matches() fail, and so the rule (the API server's RE2).
+  assert.match(pattern, /''\.matches\(self\) \|\| !''\.matches\(self\)/);
 });
 
 test('property: the schema’s duration pattern accepts exactly what parseDuration reads', (t) => {

@@ -83,6 +83,20 @@ export interface WindowsNodePoolSpec {
   paused?: boolean;
   /** When a host counts as unhealthy and how winfleet repairs it (src/remediation/). */
   health?: HealthSpec;
+  /** How hosts join the pool by themselves (winfleet join-command). */
+  join?: PoolJoinSpec;
+}
+
+/** The longest spec.join.nodeNamePattern the CRD takes. */
+export const nodeNamePatternMaxLength = 256;
+
+/** spec.join of a WindowsNodePool. */
+export interface PoolJoinSpec {
+  /**
+   * An anchored RE2 regular expression ("^web-[0-9]+$") the node name of a host joining the pool
+   * by itself must match (src/join/node-name-pattern.ts). Absent: any fresh node name.
+   */
+  nodeNamePattern?: string;
 }
 
 export const conditionStatuses = ['True', 'False', 'Unknown'] as const;

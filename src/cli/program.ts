@@ -7,6 +7,8 @@
  *   winfleet hosts add|list|remove|trust-key
  *   winfleet status [-w]
  *   winfleet diagnose [HOST…] -o bundle.tar.gz
+ *   winfleet join-command --pool NAME [--ttl 2h] [--uses N] [--format F]
+ *   winfleet join-tokens list|revoke ID
  *   winfleet payload push DIR REGISTRY/REPOSITORY:TAG
  */
 import { basename } from 'node:path';
@@ -14,6 +16,8 @@ import { Command } from 'commander';
 import { registerCheck } from './commands/check.ts';
 import { registerDiagnose } from './commands/diagnose.ts';
 import { registerHosts } from './commands/hosts.ts';
+import { registerJoinCommand } from './commands/join-command.ts';
+import { registerJoinTokens } from './commands/join-tokens.ts';
 import { registerPayload } from './commands/payload.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerVersion } from './commands/version.ts';
@@ -35,6 +39,8 @@ export function buildProgram(name = programName()): Command {
   registerHosts(program);
   registerStatus(program);
   registerDiagnose(program);
+  registerJoinCommand(program);
+  registerJoinTokens(program);
   registerPayload(program);
   registerVersion(program);
   for (const command of program.commands) command.exitOverride();

@@ -12,7 +12,7 @@ import {
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
 import { ConditionType, nodeHealthConditions } from '../api/reasons.ts';
-import type { WindowsHost } from '../api/windows-host.ts';
+import { hostAddressLabel, type WindowsHost } from '../api/windows-host.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
 import type { Condition } from '../controller/conditions.ts';
 import { poolMembership } from '../controllers/pools/pool-observe.ts';
@@ -230,7 +230,7 @@ function hostRow(
     key: `${namespace}/${host.metadata.name}`,
     namespace,
     name: host.metadata.name,
-    address: `${host.spec.address}:${host.spec.port ?? 22}`,
+    address: hostAddressLabel(host),
     hostname: status.hostname,
     pool: pools?.length ? pools.join(', ') : host.spec.pool,
     node: status.nodeName,
@@ -413,7 +413,8 @@ export interface ShownEvent {
 
 export interface HostDetail {
   host: OverviewHost;
-  username: string;
+  /** The SSH account; a Pull host has none. */
+  username?: string;
   addresses: string[];
   hostKeyFingerprint?: string;
   versions: {

@@ -116,6 +116,10 @@ export const errorCatalog = {
     retryable: false,
     summary: 'the winfleet-join ConfigMap a joining host reads is invalid',
   },
+  WF_JOIN_TOKEN_RECORD_INVALID: {
+    retryable: false,
+    summary: 'the record ConfigMap of a join token (winfleet-join-token-<id>) is invalid',
+  },
   WF_AGENT_STEP_FAILED: { retryable: true, summary: 'a step of the agent failed' },
   // Joining by command (src/join, winfleet-agent join).
   WF_JOIN_REFUSED: {

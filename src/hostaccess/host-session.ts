@@ -4,7 +4,7 @@
  * on first contact). Joining, upgrading and removal all connect through here.
  */
 import * as k8s from '@kubernetes/client-node';
-import { trustHostKeyAnnotation, type WindowsHost } from '../api/windows-host.ts';
+import { sshHostSpec, trustHostKeyAnnotation, type WindowsHost } from '../api/windows-host.ts';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import { errorCode, WinfleetError } from '../errors/catalog.ts';
 import { isNotFound } from '../kube/client.ts';
@@ -27,7 +27,7 @@ export interface SshKey {
 
 /** The kubectl command that (re)writes the host's key Secret from a key file. */
 function secretCommand(host: WindowsHost, key: string): string {
-  const name = host.spec.sshKeySecretRef.name;
+  const name = sshHostSpec(host).sshKeySecretRef.name;
   return `kubectl create secret generic ${name} -n ${host.metadata.namespace} --from-file=${key}=<key file>`;
 }
 
@@ -36,7 +36,7 @@ function secretCommand(host: WindowsHost, key: string): string {
  * (WF_SSH_KEY_MISSING) is the user's to fix; any other API error passes through to be retried.
  */
 export async function sshKey(kc: k8s.KubeConfig, host: WindowsHost): Promise<SshKey> {
-  const ref = host.spec.sshKeySecretRef;
+  const ref = sshHostSpec(host).sshKeySecretRef;
   const namespace = host.metadata.namespace!;
   const wanted = ref.key ?? defaultSecretKey;
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -100,12 +100,13 @@ export async function openHostSession(
   config: WinfleetConfig,
   host: WindowsHost,
 ): Promise<SshSession> {
+  const spec = sshHostSpec(host);
   const key = await sshKey(kc, host);
   try {
     return await SshSession.connect({
-      host: host.spec.address,
-      port: host.spec.port ?? 22,
-      username: host.spec.username,
+      host: spec.address,
+      port: spec.port ?? 22,
+      username: spec.username,
       privateKey: key.privateKey,
       pinnedFingerprint:
         host.metadata.annotations?.[trustHostKeyAnnotation] ?? host.status?.hostKeyFingerprint,

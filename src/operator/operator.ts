@@ -29,16 +29,21 @@ import {
   namespacesInformer,
 } from '../controllers/hosts/host-informer.ts';
 import { createHostSecretInformer } from '../controllers/hosts/host-secrets.ts';
+import { createManifestPublisher } from '../controllers/hosts/manifest-publisher.ts';
 import {
   createWindowsInstancesController,
   windowsInstancesName,
 } from '../controllers/hosts/windows-instances.ts';
+import { createClusterInfoController } from '../controllers/join/cluster-info-controller.ts';
+import { createJoinInfoController } from '../controllers/join/join-info-controller.ts';
 import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
+import { clusterInfoName, clusterInfoNamespace } from '../join/cluster-info.ts';
+import { joinInfoConfigMapName } from '../join/join-info.ts';
 import { isAlreadyExists, WinfleetKubeConfig } from '../kube/client.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import {
@@ -165,7 +170,13 @@ interface Caches {
   pools: Informer<WindowsNodePool>;
   csrs: Informer<k8s.V1CertificateSigningRequest>;
   instances: Informer<k8s.V1ConfigMap>;
+  /** kube-public/cluster-info alone. */
+  clusterInfo: Informer<k8s.V1ConfigMap>;
+  /** The operator's winfleet-join ConfigMap alone. */
+  joinInfo: Informer<k8s.V1ConfigMap>;
 }
+
+type ManifestPublisher = ReturnType<typeof createManifestPublisher>;
 
 /** The image resolver in force; a configuration change replaces it. */
 interface ImageResolvers {
@@ -245,15 +256,19 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     for (const c of controllers) c.stop();
   });
   if (loadPayload) {
-    const hostController = createJoiningController(ctx, caches, loadPayload, {
-      clusterBindings: options.clusterBindings,
-    });
-    controllers.push(hostController);
+    const setup = { clusterBindings: options.clusterBindings };
+    // One publisher for the host controller and winfleet-join: one view of what is published.
+    const publish = createManifestPublisher(ctx.kc, namespace, setup);
+    controllers.push(createJoiningController(ctx, caches, loadPayload, publish, setup));
+    controllers.push(...createJoinByCommandControllers(ctx, caches, loadPayload, publish, setup));
     if (options.payloadDir) stops.push(await watchPayload(ctx, options.payloadDir, controllers));
     // Read the payload once now, so that a registry that refuses it shows in the log at once.
     loadPayload().then(
       (loaded) =>
-        log.info('payload loaded', { version: loaded.manifest.version, source: loaded.source }),
+        log.info('payload loaded', {
+          version: loaded.manifest.version,
+          registry: loaded.registry ? `${loaded.registry.repository}@${loaded.registry.digest}` : undefined,
+        }),
       (error: unknown) =>
         log.warn('cannot load the payload yet; joins retry', { error: (error as Error).message }),
     );
@@ -351,6 +366,14 @@ function createCaches({
     instances: factory.get<k8s.V1ConfigMap>(resources.configMaps, {
       namespace,
       fieldSelector: `metadata.name=${windowsInstancesName}`,
+    }),
+    clusterInfo: factory.get<k8s.V1ConfigMap>(resources.configMaps, {
+      namespace: clusterInfoNamespace,
+      fieldSelector: `metadata.name=${clusterInfoName}`,
+    }),
+    joinInfo: factory.get<k8s.V1ConfigMap>(resources.configMaps, {
+      namespace,
+      fieldSelector: `metadata.name=${joinInfoConfigMapName}`,
     }),
   };
 }
@@ -496,7 +519,17 @@ function createControllers(
       events,
       log,
     }),
-    createCsrController({ kc, csrs, hosts, nodes, config: () => config.current(), events, log }),
+    createCsrController({
+      kc,
+      operatorNamespace: namespace,
+      csrs,
+      hosts,
+      pools,
+      nodes,
+      config: () => config.current(),
+      events,
+      log,
+    }),
     createServingAddressController({
       kc,
       hosts,
@@ -520,11 +553,12 @@ function createControllers(
   ];
 }
 
-/** The host controller, which joins WindowsHosts with the payload `loadPayload` gives. */
+/** The host controller, which joins WindowsHosts over SSH with the payload `payload` gives. */
 function createJoiningController(
   { kc, namespace, events, log }: OperatorContext,
   { factory, config, hosts, nodes }: Caches,
-  loadPayload: () => Promise<LoadedPayload>,
+  payload: () => Promise<LoadedPayload>,
+  publish: ManifestPublisher,
   setup: { clusterBindings?: boolean },
 ): Controller {
   // The hosts' SSH key Secrets (metadata only), so that creating or fixing one retries at once.
@@ -538,12 +572,48 @@ function createJoiningController(
     hosts,
     nodes,
     secrets,
-    payload: loadPayload,
+    payload,
+    publish,
     cluster: clusterAccess(kc),
     clusterBindings: setup.clusterBindings,
     events,
     log,
   });
+}
+
+/**
+ * What hosts joining by command (winfleet join-command) need from the operator besides CSR
+ * approval: kube-public/cluster-info to discover the cluster with, and winfleet-join with the
+ * published manifest to configure themselves from. They run wherever the operator has a payload.
+ */
+function createJoinByCommandControllers(
+  { kc, namespace, log }: OperatorContext,
+  { config, clusterInfo, joinInfo }: Caches,
+  payload: () => Promise<LoadedPayload>,
+  publish: ManifestPublisher,
+  setup: { clusterBindings?: boolean },
+): Controller[] {
+  const cluster = clusterAccess(kc);
+  return [
+    createClusterInfoController({
+      kc,
+      clusterInfo,
+      config: () => config.current(),
+      cluster,
+      clusterBindings: setup.clusterBindings,
+      log,
+    }),
+    createJoinInfoController({
+      kc,
+      namespace,
+      joinInfo,
+      config: () => config.current(),
+      cluster,
+      payload,
+      publish,
+      log,
+    }),
+  ];
 }
 
 /**

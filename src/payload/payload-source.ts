@@ -23,7 +23,6 @@ export function payloadSource(
       if ('path' in file.source) totalBytes += (await stat(join(dir, file.source.path))).size;
     }
     const value: LoadedPayload = {
-      source: { kind: 'directory', dir },
       fileOnDisk: (file) => payloadFileOnDisk(dir, file),
       payload,
       manifest: servicesManifestFor(payload, { kubeletPriorityClass: priority }),

@@ -141,12 +141,11 @@ export function registryPayloadSource(
     if (built?.priority === priority) return built.value;
     const { payload } = resolved;
     const value: LoadedPayload = {
-      source: {
-        kind: 'registry',
-        registry: ref.registry,
-        repository: ref.repository,
+      // Where hosts that reach the registry pull it (published in winfleet-join).
+      registry: {
+        repository: `${ref.registry}/${ref.repository}`,
         digest: ref.digest,
-        plainHttp: options.plainHttp ?? false,
+        ...(options.plainHttp ? { insecure: true } : {}),
         ...(options.pullSecretName ? { pullSecretName: options.pullSecretName } : {}),
       },
       payload,

@@ -95,3 +95,18 @@ test('a missing spec or selector, and shapes the schema would refuse', () => {
   ]);
   assert.deepEqual(checkPoolSpec({ selector: {}, patches: {} }).problems, []);
 });
+
+test('spec.join.nodeNamePattern: one the API server stored before the rule, checked again', () => {
+  assert.deepEqual(
+    checkPoolSpec({ selector: {}, join: { nodeNamePattern: '^web-[0-9]+$' } }).problems,
+    [],
+  );
+  assert.match(
+    checkPoolSpec({ selector: {}, join: { nodeNamePattern: 'web-.*' } }).problems[0]!,
+    /^spec\.join\.nodeNamePattern "web-\.\*" is not anchored/,
+  );
+  assert.match(
+    checkPoolSpec({ selector: {}, join: { nodeNamePattern: '^(?=web)$' } }).problems[0]!,
+    /^spec\.join\.nodeNamePattern "\^\(\?=web\)\$" is not an RE2 regular expression/,
+  );
+});

@@ -13,6 +13,7 @@ import {
   poolDefaults,
   type WindowsNodePoolSpec,
 } from '../api/windows-node-pool.ts';
+import { compileNodeNamePattern } from '../join/node-name-pattern.ts';
 import { type DurationBounds, parseDuration } from './duration.ts';
 import { selectorProblems } from './label-selector.ts';
 import { type ParsedWindow, parseMaintenanceWindow } from './maintenance-window.ts';
@@ -102,6 +103,14 @@ export function checkPoolSpec(spec: unknown): { policy: PoolPolicy; problems: st
   if (s.maintenanceWindow !== undefined && s.maintenanceWindow !== null) {
     const window = field(problems, undefined, () => parseMaintenanceWindow(s.maintenanceWindow));
     if (window) policy.window = window;
+  }
+  const pattern = s.join?.nodeNamePattern;
+  if (pattern !== undefined) {
+    const compiled =
+      typeof pattern === 'string'
+        ? compileNodeNamePattern(pattern)
+        : { ok: false as const, problem: 'spec.join.nodeNamePattern: must be a string' };
+    if (!compiled.ok) problems.push(compiled.problem);
   }
   if (s.rebootRequestedAt !== undefined && s.rebootRequestedAt !== null) {
     const at = s.rebootRequestedAt;

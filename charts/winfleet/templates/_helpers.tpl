@@ -53,6 +53,8 @@ app.kubernetes.io/part-of: winfleet
 {{- define "winfleet.webhookTlsSecret" -}}winfleet-webhook-tls{{- end }}
 {{- define "winfleet.leaseName" -}}winfleet-operator{{- end }}
 {{- define "winfleet.nodeManifestsRbacName" -}}winfleet:node-manifests{{- end }}
+{{- define "winfleet.joinInfoRbacName" -}}winfleet:join-info{{- end }}
+{{- define "winfleet.joinInfoConfigMap" -}}winfleet-join{{- end }}
 {{- define "winfleet.publishedManifestsConfigMap" -}}winfleet-published-manifests{{- end }}
 {{- define "winfleet.windowsInstancesConfigMap" -}}windows-instances{{- end }}
 

@@ -41,18 +41,28 @@ import {
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { stopProcess } from '../../../sim/testkit/operator-process.ts';
 import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
+import { createPool } from '../../../sim/testkit/pools.ts';
 import { serviceAccountKubeconfig } from '../../../sim/testkit/service-account.ts';
 import { testNamespace } from '../../../sim/testkit/test-cluster.ts';
 import {
   createWindowsHosts,
+  csrDecision,
   hostReady,
   listWindowsHosts,
+  readWindowsHost,
   windowsHostFor,
   writeSshKeySecret,
 } from '../../../sim/testkit/windows-hosts.ts';
 import { servicesVersionAnnotation } from '../../../src/api/node-annotations.ts';
+import {
+  bootstrapTokenAuthentication,
+  tokenKubeConfig,
+} from '../../../src/join/bootstrap-token-auth.ts';
+import { joinInfoConfigMapName } from '../../../src/join/join-info.ts';
+import { createJoinToken } from '../../../src/join/join-tokens.ts';
 import { httpStatus } from '../../../src/kube/client.ts';
 import { waitFor } from '../../../src/kube/wait-for.ts';
+import { createCsrPem, generateKeyPair } from '../../../src/pki/certificates.ts';
 import { hostPaths } from '../../../src/servicesmanifest/host-paths.ts';
 
 const windowsImage = 'mcr.microsoft.com/windows/nanoserver:ltsc2022';
@@ -190,6 +200,69 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
         `node ${node.metadata?.name} Ready`,
       );
     }
+    // A host joining by command, as the ServiceAccount sees it: cluster-info and winfleet-join
+    // made, the CSR of a real join token approved with a Pull WindowsHost created and the
+    // token's last use taken (its Secret deleted). The Pull host goes again at once (it has no
+    // finalizer) so that the cycle below counts only the SSH hosts.
+    await withOperatorLog(async () => {
+      for (const [ns, name] of [
+        ['kube-public', 'cluster-info'],
+        [namespace, joinInfoConfigMapName],
+      ] as const) {
+        await waitFor(() => core.readNamespacedConfigMap({ namespace: ns, name }), {
+          description: `${ns}/${name}`,
+          timeoutMs: 30_000,
+        });
+      }
+      await createPool(kc, namespace, 'pulled', { selector: { matchLabels: { pool: 'pulled' } } });
+      const { id, token } = await createJoinToken(kc, {
+        operatorNamespace: namespace,
+        pool: 'pulled',
+        namespace,
+        uses: 1,
+        ttlMs: 10 * 60_000,
+        labels: { pool: 'pulled' },
+      });
+      await waitFor(
+        async () =>
+          (await bootstrapTokenAuthentication(kc, token, { timeoutMs: 0 })).outcome ===
+          'authenticated',
+        { description: 'the join token to authenticate', timeoutMs: 20_000 },
+      );
+      const request = Buffer.from(
+        await createCsrPem(
+          { commonName: 'system:node:pulled-1', organizations: ['system:nodes'] },
+          await generateKeyPair(),
+        ),
+      ).toString('base64');
+      await tokenKubeConfig(kc, token)
+        .makeApiClient(k8s.CertificatesV1Api)
+        .createCertificateSigningRequest({
+          body: {
+            metadata: { name: 'pulled-1' },
+            spec: {
+              request,
+              signerName: 'kubernetes.io/kube-apiserver-client-kubelet',
+              usages: ['digital signature', 'key encipherment', 'client auth'],
+            },
+          },
+        });
+      assert.match(
+        await csrDecision(kc.makeApiClient(k8s.CertificatesV1Api), 'pulled-1'),
+        /^Approved: .*WindowsHost .*\/pulled-1 created in Pull mode; 0 uses left$/,
+      );
+      await waitFor(
+        async () =>
+          httpStatus(
+            await core
+              .readNamespacedSecret({ namespace: 'kube-system', name: `bootstrap-token-${id}` })
+              .catch((e: unknown) => e),
+          ) === 404,
+        { description: 'the used-up join token Secret deleted', timeoutMs: 20_000 },
+      );
+      await objects.delete(await readWindowsHost(kc, namespace, 'pulled-1'));
+    }, logTail);
+
     // Each host's kube-proxy has its own certificate: the operator, as the ServiceAccount,
     // approved it for the kubernetes.io/kube-apiserver-client signer.
     for (const sim of world.fleet.hosts) {
@@ -359,6 +432,11 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
           (e.responseStatus?.code ?? 0) < 300,
       );
     assert.ok(did('create', 'secrets', 'kube-system'), 'created a bootstrap token Secret');
+    assert.ok(did('create', 'configmaps', 'kube-public'), 'created cluster-info');
+    assert.ok(did('create', 'configmaps', namespace), 'created winfleet-join');
+    assert.ok(did('update', 'configmaps', namespace), 'took a use of the join token');
+    assert.ok(did('create', 'windowshosts', namespace), 'created the Pull host of a join');
+    assert.ok(did('delete', 'secrets', 'kube-system'), 'deleted the used-up join token');
     assert.ok(did('delete', 'nodes'), 'deleted a removed host’s Node');
     assert.ok(did('create', 'pods/eviction'), 'evicted the Windows pod');
     assert.ok(did('patch', 'mutatingwebhookconfigurations'), 'set the webhook’s caBundle');
@@ -543,6 +621,35 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
               name: 'cluster-admin',
             },
             subjects: [{ kind: 'ServiceAccount', name: chartServiceAccount, namespace }],
+          }),
+      ],
+      // kube-public: cluster-info only.
+      [
+        'update kube-public/kube-root-ca.crt',
+        () =>
+          saCore.patchNamespacedConfigMap(
+            { namespace: 'kube-public', name: 'kube-root-ca.crt', body: { data: { x: 'y' } } },
+            mergePatch,
+          ),
+      ],
+      [
+        'get kube-public/kube-root-ca.crt',
+        () =>
+          saCore.readNamespacedConfigMap({ namespace: 'kube-public', name: 'kube-root-ca.crt' }),
+      ],
+      [
+        'delete kube-public/cluster-info',
+        () => saCore.deleteNamespacedConfigMap({ namespace: 'kube-public', name: 'cluster-info' }),
+      ],
+      [
+        'create a Role in kube-public',
+        () =>
+          saRbac.createNamespacedRole({
+            namespace: 'kube-public',
+            body: {
+              metadata: { name: 'winfleet-more' },
+              rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+            },
           }),
       ],
       [

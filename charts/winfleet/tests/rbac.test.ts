@@ -8,7 +8,12 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { kubeProxyBindingName } from '../../../src/api/kube-proxy-identity.ts';
-import { joinClusterBindings } from '../../../src/controllers/hosts/cluster-rbac.ts';
+import {
+  clusterInfoReaderRbac,
+  joinClusterBindings,
+  joinInfoRbacName,
+  nodeManifestsRbacName,
+} from '../../../src/controllers/hosts/cluster-rbac.ts';
 import { chartDir, type K8sObject, namespace, only, render } from './render.ts';
 
 interface Rule {
@@ -149,12 +154,42 @@ test('cluster-wide rules are limited to what has no namespace or spans all of th
   assert.deepEqual(pods?.rule.verbs, ['list'], 'pods are listed to drain, never created');
 });
 
-test('roles and rolebindings: only the node-manifests pair, by name, in the release namespace', async () => {
-  for (const { scope, rule } of grants(await render(everything))) {
-    if (!rule.resources?.some((r) => r === 'roles' || r === 'rolebindings')) continue;
+test('roles and rolebindings: only the node-manifests and join-info pairs, by name, in the release namespace', async () => {
+  const rules = grants(await render(everything)).filter(({ rule }) =>
+    rule.resources?.some((r) => r === 'roles' || r === 'rolebindings'),
+  );
+  assert.equal(rules.length, 1);
+  for (const { scope, rule } of rules) {
     assert.equal(scope, namespace);
-    assert.deepEqual(rule.resourceNames, ['winfleet:node-manifests']);
+    assert.deepEqual(rule.resourceNames, [nodeManifestsRbacName, joinInfoRbacName]);
     assert.deepEqual(rule.verbs, ['create', 'patch']);
+  }
+});
+
+test('kube-public: create ConfigMaps, and only cluster-info watched and updated by name; anyone may get cluster-info, nothing else', async () => {
+  for (const [name, values] of variants) {
+    const objects = await render(values);
+    const kubePublic = grants(objects).filter((g) => g.scope === 'kube-public');
+    assert.deepEqual(
+      kubePublic.map((g) => g.rule),
+      [
+        { apiGroups: [''], resources: ['configmaps'], verbs: ['create'] },
+        {
+          apiGroups: [''],
+          resources: ['configmaps'],
+          resourceNames: ['cluster-info'],
+          verbs: ['list', 'watch', 'update'],
+        },
+      ],
+      name,
+    );
+    // The anonymous read Role the operator applies itself without the chart (cluster-rbac.ts).
+    for (const expected of clusterInfoReaderRbac({})) {
+      const rendered = only(objects, expected.kind!, expected.metadata!.name!);
+      const { labels: _labels, ...metadata } = rendered.metadata;
+      const { labels: _expectedLabels, ...expectedMetadata } = expected.metadata!;
+      assert.deepEqual({ ...rendered, metadata }, { ...expected, metadata: expectedMetadata });
+    }
   }
 });
 
@@ -227,7 +262,9 @@ function readmeRows(readme: string): { line: string; cells: string[] }[] {
 function scopeMatches(cell: string, scope: string): boolean {
   if (scope === 'cluster') return cell === 'cluster';
   if (scope === namespace) return cell === 'release namespace';
-  if (scope === 'kube-system' || scope === 'default') return cell === scope;
+  if (scope === 'kube-system' || scope === 'default' || scope === 'kube-public') {
+    return cell === scope;
+  }
   return cell.startsWith('opted-in');
 }
 

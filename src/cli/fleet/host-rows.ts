@@ -6,7 +6,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { nodeHealthConditions } from '../../api/reasons.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { hostAddressLabel, type WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { hostState } from '../../dashboard/overview.ts';
 import { assignPools, defaultPoolKey } from '../../rollout/pool-membership.ts';
@@ -106,7 +106,7 @@ export function hostRow(host: WindowsHost, context: RowContext): HostRow {
   return {
     namespace: host.metadata.namespace ?? '',
     name: host.metadata.name,
-    address: `${host.spec?.address ?? '?'}:${host.spec?.port ?? 22}`,
+    address: hostAddressLabel(host),
     ...(nodeName ? { node: nodeName } : {}),
     pools: pools === undefined ? [] : pools.length ? pools : [defaultPoolKey],
     ...(status?.windowsVersion || status?.windowsBuild

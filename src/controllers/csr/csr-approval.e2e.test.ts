@@ -151,7 +151,7 @@ test('forged kubelet CSRs are not approved', async (t) => {
     );
     assert.match(
       await outcome(name),
-      /^Denied: bootstrap token zzzzzz belongs to no known WindowsHost/,
+      /^Denied: join by command refused \(token\): bootstrap token zzzzzz belongs to no known WindowsHost and has no join-token record/,
     );
   });
 
@@ -445,7 +445,7 @@ test('a joined node gets serving certificates only for its pinned addresses, and
       { description: 'the refreshed report on the WindowsHost', timeoutMs: 10_000 },
     );
     assert.match(
-      await csrDecision(admin, await serving([host.spec.address, '10.96.0.1'])),
+      await csrDecision(admin, await serving([host.spec.address!, '10.96.0.1'])),
       /^Denied: serving certificate SANs refused: 10\.96\.0\.1 is in the service CIDR 10\.96\.0\.0\/12/,
     );
   });

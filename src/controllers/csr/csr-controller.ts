@@ -3,32 +3,41 @@
  * policy (kubelet-csr-policy.ts) and kube-proxy CSRs by kube-proxy-csr-policy.ts. Each
  * decision is logged and recorded as an Event with its reason; CSRs that are not winfleet's
  * are left untouched. A node's pending CSRs are looked at again when its Node changes (it
- * may have just been given its host's identity).
+ * may have just been given its host's identity). A host joining by command has its WindowsHost
+ * created and a use of its join token taken before its CSR is approved (pull-join-claim.ts).
  */
 import * as k8s from '@kubernetes/client-node';
 import { kubeProxySignerName } from '../../api/kube-proxy-identity.ts';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
+import { readJoinTokenRecord } from '../../join/join-tokens.ts';
 import type { Logger } from '../../log/logger.ts';
 import { parseCsrPem } from '../../pki/certificates.ts';
 import { hostForTokenId } from '../hosts/bootstrap-tokens.ts';
 import { decideKubeProxyCsr, isKubeProxyRequest } from './kube-proxy-csr-policy.ts';
 import {
   type CsrDecision,
+  type CsrLookup,
   type CsrRequest,
   clientSigner,
   decideKubeletCsr,
   servingSigner,
 } from './kubelet-csr-policy.ts';
+import { NodeNameReservations } from './node-name-reservations.ts';
+import { claimPullJoin } from './pull-join-claim.ts';
 
 export interface CsrControllerDeps {
   kc: k8s.KubeConfig;
+  /** Where the join-token records are (join-token-record.ts). */
+  operatorNamespace: string;
   csrs: Informer<k8s.V1CertificateSigningRequest>;
   hosts: Informer<WindowsHost>;
+  pools: Informer<WindowsNodePool>;
   nodes: Informer<k8s.V1Node>;
   config: () => WinfleetConfig;
   events: EventRecorder;
@@ -41,9 +50,16 @@ function decided(csr: k8s.V1CertificateSigningRequest): boolean {
 
 export function createCsrController(deps: CsrControllerDeps): Controller {
   const certificates = deps.kc.makeApiClient(k8s.CertificatesV1Api);
-  const lookup = {
-    // The token id is derived from the host's UID: no need to read the token's Secret.
-    hostForToken: async (tokenId: string) => hostForTokenId(deps.hosts.list(), tokenId),
+  const reservations = new NodeNameReservations();
+  const clock = () => new Date();
+  const lookup: CsrLookup = {
+    // The token id is derived from the host's UID: no need to read the token's Secret. A
+    // Pull host never had one.
+    hostForToken: async (tokenId: string) =>
+      hostForTokenId(
+        deps.hosts.list().filter((h) => !isPullHost(h)),
+        tokenId,
+      ),
     hostsForNode: (name: string) =>
       deps.hosts.list().filter((h) => h.status?.nodeName === name && !h.metadata.deletionTimestamp),
     node: (name: string) => deps.nodes.get(name),
@@ -51,6 +67,15 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
     network: () => {
       const { serviceCIDR, podCIDR, clusterDomain } = deps.config().hosts;
       return { serviceCIDR, podCIDR, clusterDomain };
+    },
+    pullJoin: {
+      // Read fresh, never from a cache: a revoked or used-up token must be seen at once.
+      record: (tokenId) => readJoinTokenRecord(deps.kc, deps.operatorNamespace, tokenId),
+      pool: (namespace, name) => deps.pools.get(`${namespace}/${name}`),
+      node: (name) => deps.nodes.get(name),
+      hosts: () => deps.hosts.list(),
+      reserve: (nodeName, csrUid) => reservations.reserve(nodeName, csrUid),
+      now: clock,
     },
   };
   const log = deps.log.child({ controller: 'csr-approver' });
@@ -80,6 +105,7 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
       }
       const request: CsrRequest = {
         name,
+        ...(csr.metadata?.uid ? { uid: csr.metadata.uid } : {}),
         signerName: signer,
         username: csr.spec.username ?? '',
         groups: csr.spec.groups ?? [],
@@ -90,22 +116,31 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
         parsed,
         parseProblem,
       };
-      let decision: CsrDecision;
-      if (signer !== kubeProxySignerName) decision = await decideKubeletCsr(request, lookup);
+      let proposed: CsrDecision;
+      if (signer !== kubeProxySignerName) proposed = await decideKubeletCsr(request, lookup);
       else if (isKubeProxyRequest(request, Buffer.from(String(csr.spec.request), 'base64')))
-        decision = decideKubeProxyCsr(request, lookup);
-      else decision = { action: 'ignore', reason: 'not a winfleet kube-proxy request' };
-      if (decision.action === 'ignore') {
-        log.debug('CSR left alone', { csr: name, reason: decision.reason });
+        proposed = decideKubeProxyCsr(request, lookup);
+      else proposed = { action: 'ignore', reason: 'not a winfleet kube-proxy request' };
+      if (proposed.action === 'ignore') {
+        log.debug('CSR left alone', { csr: name, reason: proposed.reason });
         return undefined;
       }
-      if (decision.action === 'retry') {
-        log.debug('CSR not decidable yet', { csr: name, reason: decision.reason });
+      if (proposed.action === 'retry') {
+        log.debug('CSR not decidable yet', { csr: name, reason: proposed.reason });
         return { requeueAfterMs: 500 };
       }
-      const approve = decision.action === 'approve';
       const fresh = await certificates.readCertificateSigningRequest({ name });
       if (decided(fresh)) return undefined;
+      let decision: Extract<CsrDecision, { action: 'approve' | 'deny' }>;
+      if (proposed.action === 'claim') {
+        const { claim } = proposed;
+        const context = { kc: deps.kc, operatorNamespace: deps.operatorNamespace, now: clock };
+        decision = await claimPullJoin(context, claim, proposed.reason);
+        if (decision.action !== 'approve') reservations.release(claim.nodeName, claim.csrUid);
+      } else {
+        decision = proposed;
+      }
+      const approve = decision.action === 'approve';
       const now = new Date();
       fresh.status = {
         ...fresh.status,
@@ -126,6 +161,7 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
         csr: name,
         signer,
         requester: csr.spec.username,
+        ...(decision.action === 'deny' && decision.check ? { check: decision.check } : {}),
         reason: decision.reason,
       });
       const subject = decision.host ?? {

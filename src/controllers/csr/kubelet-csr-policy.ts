@@ -7,7 +7,9 @@
  * what a kubelet's Go x509 writes for O=system:nodes, CN=system:node:<that host's node name>
  * (kube-controller-manager reads a subject as Go does — the last CN wins — so anything else,
  * such as a second CN, could name another node); no SANs or other extensions; usages within
- * digital signature, key encipherment, client auth; and no Node of that name yet.
+ * digital signature, key encipherment, client auth; and no Node of that name yet. A token
+ * winfleet issued to no host but recorded for a join by command (`winfleet join-command`) is
+ * decided by pull-join-policy.ts on the same subject rules.
  *
  * Client certificate renewals (the same signer, requested by system:node:<name> with its
  * current certificate): only for a Node a known WindowsHost owns (its status.nodeName) and that
@@ -26,9 +28,16 @@ import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
 import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
-import { formatName, goNameDer, quoteValue, sameBytes } from '../../pki/distinguished-name.ts';
+import { quoteValue } from '../../pki/distinguished-name.ts';
 import { bootstrapGroup } from '../hosts/bootstrap-tokens.ts';
 import { carriesIdentity } from '../hosts/node-claims.ts';
+import {
+  clientCertificateProblem,
+  extrasProblem,
+  nodeNameProblem,
+  subjectProblem,
+} from './kubelet-certificate-rules.ts';
+import { decidePullJoin, type PullJoinClaim, type PullJoinLookup } from './pull-join-policy.ts';
 import {
   allowedServingAddresses,
   type ClusterNetwork,
@@ -36,11 +45,15 @@ import {
   refusedAddressProblem,
 } from './serving-addresses.ts';
 
+export { extrasProblem, nodeNameProblem } from './kubelet-certificate-rules.ts';
+
 export const clientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
 export const servingSigner = 'kubernetes.io/kubelet-serving';
 
 export interface CsrRequest {
   name: string;
+  /** metadata.uid (a join by command records it on the WindowsHost it creates). */
+  uid?: string;
   signerName: string;
   username: string;
   groups: string[];
@@ -63,6 +76,8 @@ export interface CsrLookup {
   otherNodes(nodeName: string): k8s.V1Node[];
   /** The cluster's Service and pod CIDRs and domain. */
   network(): ClusterNetwork;
+  /** Joins by command (pull-join-policy.ts); without it, tokens of no known host are denied. */
+  pullJoin?: PullJoinLookup;
 }
 
 export type CsrDecision =
@@ -71,57 +86,11 @@ export type CsrDecision =
   | { action: 'deny'; reason: string; host?: WindowsHost; check?: string }
   | { action: 'ignore'; reason: string }
   /** Not decidable yet (the host's status is still being written); look again shortly. */
-  | { action: 'retry'; reason: string };
+  | { action: 'retry'; reason: string }
+  /** A join by command that passed every check: create its WindowsHost, take a use, approve. */
+  | { action: 'claim'; reason: string; claim: PullJoinClaim };
 
-const clientUsages = new Set(['digital signature', 'key encipherment', 'client auth']);
 const servingUsages = new Set(['digital signature', 'key encipherment', 'server auth']);
-
-/** A Kubernetes node name: a lowercase RFC 1123 subdomain. */
-const nodeNamePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-export function nodeNameProblem(nodeName: string): string | undefined {
-  if (nodeName.length <= 253 && nodeNamePattern.test(nodeName)) return undefined;
-  return `node name ${quoteValue(nodeName)} is not a lowercase RFC 1123 name (a-z, 0-9, '-' and '.', at most 253 characters)`;
-}
-
-/**
- * Why the subject is not exactly the kubelet's for `nodeName`. The decision is the byte
- * comparison; the rest only finds words for the first difference.
- */
-function subjectProblem(parsed: ParsedCsr, nodeName: string): string | undefined {
-  const o = 'system:nodes';
-  const cn = `system:node:${nodeName}`;
-  if (sameBytes(parsed.subjectDer, goNameDer({ organizations: [o], commonName: cn }))) {
-    return undefined;
-  }
-  const rdns = parsed.subject;
-  const shown = `subject ${formatName(rdns)}`;
-  const multiValued = rdns.findIndex((rdn) => rdn.length !== 1);
-  const [first, second] = rdns.map((rdn) => rdn[0]!);
-  let difference: string;
-  if (rdns.length !== 2) difference = `${shown} has ${rdns.length} RDNs`;
-  else if (multiValued >= 0)
-    difference = `${shown}: RDN ${multiValued + 1} holds ${rdns[multiValued]!.length} attributes`;
-  else if (first!.label !== 'O' || second!.label !== 'CN') difference = `${shown} is not O then CN`;
-  else if (second!.value !== cn)
-    difference = `CN is ${quoteValue(second!.value)}, expected "${cn}"`;
-  else if (first!.value !== o) difference = `O is ${quoteValue(first!.value)}, expected "${o}"`;
-  else if (first!.stringType !== 'PrintableString') difference = `O is a ${first!.stringType}`;
-  else if (second!.stringType !== 'PrintableString') difference = `CN is a ${second!.stringType}`;
-  else difference = `${shown} is not in the DER Go writes`;
-  return `${difference}; a kubelet's subject is exactly O=${o}, CN=${cn}: one attribute per RDN, both PrintableString, as Go's x509 writes it`;
-}
-
-/** Attributes, extensions and SAN kinds no kubelet asks for. */
-export function extrasProblem(parsed: ParsedCsr, who = 'a kubelet'): string | undefined {
-  if (parsed.otherRequests.length > 0) {
-    return `the CSR asks for ${parsed.otherRequests.join(', ')}, which ${who} never requests`;
-  }
-  if (parsed.otherNames.length > 0) {
-    return `subject alternative names ${parsed.otherNames.join(', ')} are of kinds ${who} never requests`;
-  }
-  return undefined;
-}
 
 function unparsable(request: CsrRequest, host: WindowsHost): CsrDecision {
   const why = request.parseProblem ? `: ${request.parseProblem}` : '';
@@ -150,6 +119,7 @@ async function decideClient(request: CsrRequest, lookup: CsrLookup): Promise<Csr
     };
   }
   const host = await lookup.hostForToken(match[1]!);
+  if (!host && lookup.pullJoin) return decidePullJoin(request, match[1]!, lookup.pullJoin);
   if (!host)
     return {
       action: 'deny',
@@ -164,7 +134,7 @@ async function decideClient(request: CsrRequest, lookup: CsrLookup): Promise<Csr
     subjectProblem(request.parsed, nodeName) ??
     extrasProblem(request.parsed);
   if (problem) return { action: 'deny', reason: problem, host };
-  const clientProblem = clientCertificateProblem(request, request.parsed);
+  const clientProblem = clientCertificateProblem(request.usages, request.parsed);
   if (clientProblem) return { action: 'deny', reason: clientProblem, host };
   if (lookup.node(nodeName)) {
     return {
@@ -180,20 +150,6 @@ async function decideClient(request: CsrRequest, lookup: CsrLookup): Promise<Csr
   };
 }
 
-/** SANs or usages a kubelet client certificate never has. */
-function clientCertificateProblem(request: CsrRequest, parsed: ParsedCsr): string | undefined {
-  const { dnsNames, ipAddresses, emailAddresses, uris } = parsed;
-  const sans = [...dnsNames, ...ipAddresses, ...emailAddresses, ...uris];
-  if (sans.length > 0) {
-    return `a client certificate has no subject alternative names, got ${sans.join(', ')}`;
-  }
-  const extra = request.usages.filter((u) => !clientUsages.has(u));
-  if (extra.length > 0 || !request.usages.includes('client auth')) {
-    return `usages [${request.usages.join(', ')}] are not within [${[...clientUsages].join(', ')}] with client auth`;
-  }
-  return undefined;
-}
-
 /**
  * A node renewing its client certificate with the one it has. Only a node of a known host,
  * whose Node carries that host's identity, and only for its own name.
@@ -207,7 +163,7 @@ function decideRenewal(request: CsrRequest, nodeName: string, lookup: CsrLookup)
     nodeNameProblem(nodeName) ??
     subjectProblem(request.parsed, nodeName) ??
     extrasProblem(request.parsed) ??
-    clientCertificateProblem(request, request.parsed);
+    clientCertificateProblem(request.usages, request.parsed);
   if (problem) {
     return { action: 'deny', reason: `renewal by Node ${nodeName}: ${problem}`, host };
   }

@@ -28,8 +28,8 @@ export interface ClusterNetwork {
 /** What one host's addresses are checked against. */
 export interface AddressContext {
   network: ClusterNetwork;
-  /** The host's spec.address. */
-  specAddress: string;
+  /** The host's spec.address (a Pull host may have none). */
+  specAddress: string | undefined;
   /** Every Node except the host's own. */
   otherNodes: readonly k8s.V1Node[];
 }
@@ -97,7 +97,8 @@ function holder(address: string, otherNodes: readonly k8s.V1Node[]): string | un
 }
 
 function ipProblem(ip: string, family: Family, context: AddressContext): string | undefined {
-  if (loopback.check(ip, family) && ip !== canonicalAddress(context.specAddress)) {
+  const specAddress = context.specAddress && canonicalAddress(context.specAddress);
+  if (loopback.check(ip, family) && ip !== specAddress) {
     return `${ip} is a loopback address, accepted only as the host's own spec.address`;
   }
   if (family === 'ipv6' && ipv4Mapped.check(ip, family)) {
@@ -177,7 +178,9 @@ export function pinnedServingAddresses(host: WindowsHost): string[] {
 /** Everything a serving certificate of `nodeName` may name: the pin, the node name, spec.address. */
 export function allowedServingAddresses(host: WindowsHost, nodeName: string): Set<string> {
   return new Set(
-    [...pinnedServingAddresses(host), nodeName, host.spec.address].map(canonicalAddress),
+    [...pinnedServingAddresses(host), nodeName, host.spec.address]
+      .filter((a): a is string => a !== undefined)
+      .map(canonicalAddress),
   );
 }
 

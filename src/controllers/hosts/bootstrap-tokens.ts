@@ -31,8 +31,14 @@ export function tokenIdFor(hostUid: string): string {
   return Array.from(digest.subarray(0, 6), (b) => alphabet[b % alphabet.length]).join('');
 }
 
-function randomSecret(): string {
-  return Array.from({ length: 16 }, () => alphabet[randomInt(alphabet.length)]).join('');
+/** `length` random characters of [a-z0-9] (node:crypto), as bootstrap token ids and secrets are. */
+export function randomTokenPart(length: number): string {
+  return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('');
+}
+
+/** The kube-system Secret of bootstrap token `id`. */
+export function bootstrapTokenSecretName(id: string): string {
+  return `bootstrap-token-${id}`;
 }
 
 /**
@@ -47,7 +53,7 @@ export async function ensureBootstrapToken(
 ): Promise<BootstrapToken> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const id = tokenIdFor(host.uid);
-  const secret = randomSecret();
+  const secret = randomTokenPart(16);
   const expires = new Date(Date.now() + ttlMs);
   const stringData = {
     'token-id': id,
@@ -63,7 +69,7 @@ export async function ensureBootstrapToken(
       namespace: 'kube-system',
       body: {
         metadata: {
-          name: `bootstrap-token-${id}`,
+          name: bootstrapTokenSecretName(id),
           namespace: 'kube-system',
           labels: {
             [tokenHostLabel]: `${host.namespace}.${host.name}`.slice(0, 63),
@@ -89,7 +95,7 @@ export async function deleteBootstrapToken(kc: k8s.KubeConfig, hostUid: string):
   const core = kc.makeApiClient(k8s.CoreV1Api);
   try {
     await core.deleteNamespacedSecret({
-      name: `bootstrap-token-${tokenIdFor(hostUid)}`,
+      name: bootstrapTokenSecretName(tokenIdFor(hostUid)),
       namespace: 'kube-system',
     });
   } catch (error) {

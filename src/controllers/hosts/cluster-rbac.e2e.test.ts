@@ -18,7 +18,11 @@ import { kubeProxyBindingName, kubeProxyGroup } from '../../api/kube-proxy-ident
 import { waitFor } from '../../kube/wait-for.ts';
 import { bootstrapGroup } from './bootstrap-tokens.ts';
 import {
+  applyClusterInfoReaderRbac,
+  applyJoinInfoRbac,
   applyJoinRbac,
+  clusterInfoReaderRbacName,
+  joinInfoRbacName,
   nodeBootstrapperBindingName,
   nodeManifestsRbacName,
 } from './cluster-rbac.ts';
@@ -148,6 +152,7 @@ test('by default the bootstrapper and kube-proxy ClusterRoleBindings and the nod
   });
   assert.deepEqual(plain(roleBinding.subjects), [
     { apiGroup: rbacGroup, kind: 'Group', name: 'system:nodes' },
+    { apiGroup: rbacGroup, kind: 'Group', name: bootstrapGroup },
   ]);
   const proxies = await rbac.readClusterRoleBinding({ name: kubeProxyBindingName });
   assert.deepEqual(plain(proxies.roleRef), {
@@ -184,6 +189,16 @@ test('by default the bootstrapper and kube-proxy ClusterRoleBindings and the nod
   const configMap = (name: string) => ({ namespace, verb: 'get', resource: 'configmaps', name });
   await eventually(true, ...node, configMap('winfleet-services-1'));
   await eventually(false, ...node, configMap('winfleet-other'));
+  // A host joining by command reads them with its token, before it is a node.
+  const joining = ['system:bootstrap:abcdef', ['system:bootstrappers', bootstrapGroup]] as const;
+  await eventually(true, joining[0], [...joining[1]], configMap('winfleet-services-1'));
+  await eventually(false, joining[0], [...joining[1]], configMap('winfleet-other'));
+  await eventually(
+    false,
+    'system:bootstrap:kubeadm',
+    ['system:bootstrappers'],
+    configMap('winfleet-services-1'),
+  );
 
   // A newly published manifest replaces the names.
   await applyJoinRbac(sa.kc, namespace, ['winfleet-services-2', 'winfleet-published-manifests']);
@@ -215,4 +230,106 @@ test('installed by the chart, the ClusterRoleBinding is left to it: only the two
     'winfleet-published-manifests',
     'winfleet-services-1',
   ]);
+});
+
+test('winfleet:join-info: joining hosts and nodes get winfleet-join and the payload’s pull Secret by name, nothing else', async (t) => {
+  const namespace = await testNamespace(admin, 'winfleet-join-info');
+  // The chart's rights: these two names, and get on ConfigMaps and Secrets (what the Role grants).
+  const sa = await limitedServiceAccount(admin, {
+    namespace,
+    name: 'winfleet',
+    grants: [
+      {
+        namespace,
+        rules: [
+          {
+            apiGroups: [rbacGroup],
+            resources: ['roles', 'rolebindings'],
+            resourceNames: [joinInfoRbacName],
+            verbs: ['create', 'patch'],
+          },
+          { apiGroups: [''], resources: ['configmaps', 'secrets'], verbs: ['get'] },
+        ],
+      },
+    ],
+  });
+  t.after(() => sa.remove());
+  const get = (resource: string, name: string) => ({ namespace, verb: 'get', resource, name });
+  const joining = ['system:bootstrap:abcdef', ['system:bootstrappers', bootstrapGroup]] as const;
+  const node = ['system:node:win-1', ['system:nodes']] as const;
+
+  await applyJoinInfoRbac(sa.kc, namespace, undefined);
+  for (const [user, groups] of [joining, node]) {
+    await eventually(true, user, [...groups], get('configmaps', 'winfleet-join'));
+    await eventually(false, user, [...groups], get('configmaps', 'winfleet-config'));
+    await eventually(false, user, [...groups], get('secrets', 'registry-pull'));
+  }
+  await applyJoinInfoRbac(sa.kc, namespace, 'registry-pull');
+  for (const [user, groups] of [joining, node]) {
+    await eventually(true, user, [...groups], get('secrets', 'registry-pull'));
+    await eventually(false, user, [...groups], get('secrets', 'winfleet-ssh-key'));
+    await eventually(false, user, [...groups], { namespace, verb: 'list', resource: 'secrets' });
+  }
+  await eventually(
+    false,
+    'system:bootstrap:kubeadm',
+    ['system:bootstrappers'],
+    get('secrets', 'registry-pull'),
+  );
+  // The pull Secret named no more: its rule goes.
+  await applyJoinInfoRbac(sa.kc, namespace, undefined);
+  await eventually(false, joining[0], [...joining[1]], get('secrets', 'registry-pull'));
+  assert.deepEqual(described(await requestsMadeBy(sa, cluster.auditLogPath!)), [
+    `patch roles ${namespace}/${joinInfoRbacName} 201`,
+    `patch rolebindings ${namespace}/${joinInfoRbacName} 201`,
+    `patch roles ${namespace}/${joinInfoRbacName} 200`,
+    `patch rolebindings ${namespace}/${joinInfoRbacName} 200`,
+    `patch roles ${namespace}/${joinInfoRbacName} 200`,
+    `patch rolebindings ${namespace}/${joinInfoRbacName} 200`,
+  ]);
+});
+
+test('winfleet:cluster-info-reader: anyone, anonymous included, may get kube-public/cluster-info and nothing else', async () => {
+  await applyClusterInfoReaderRbac(admin);
+  const role = await rbac.readNamespacedRole({
+    namespace: 'kube-public',
+    name: clusterInfoReaderRbacName,
+  });
+  assert.deepEqual(plain(role.rules), [
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: ['cluster-info'] },
+  ]);
+  const get = (name: string) => ({
+    namespace: 'kube-public',
+    verb: 'get',
+    resource: 'configmaps',
+    name,
+  });
+  const anonymous = (allowed: boolean, attributes: k8s.V1ResourceAttributes) =>
+    waitFor(
+      async () =>
+        (
+          await authorization.createSubjectAccessReview({
+            body: {
+              spec: {
+                user: 'system:anonymous',
+                groups: ['system:unauthenticated'],
+                resourceAttributes: attributes,
+              },
+            },
+          })
+        ).status?.allowed === allowed,
+      {
+        description: `anonymous ${allowed ? '' : 'not '}allowed ${JSON.stringify(attributes)}`,
+        timeoutMs: 20_000,
+      },
+    );
+  await anonymous(true, get('cluster-info'));
+  await anonymous(false, get('kube-root-ca.crt'));
+  await anonymous(false, {
+    namespace: 'kube-public',
+    verb: 'update',
+    resource: 'configmaps',
+    name: 'cluster-info',
+  });
+  await anonymous(false, { namespace: 'kube-public', verb: 'list', resource: 'configmaps' });
 });

@@ -2,9 +2,12 @@
  * The RBAC winfleet needs in the cluster for joining nodes, applied with server-side apply:
  * its bootstrap group may create CSRs (the built-in system:node-bootstrapper role), its nodes'
  * kube-proxies (group winfleet:kube-proxies, src/api/kube-proxy-identity.ts) have the built-in
- * system:node-proxier role, and nodes may read winfleet's published services manifests and
- * their record by name (the names come from the record, never from a label anyone could set)
- * — nothing else in its namespace.
+ * system:node-proxier role, and nodes and winfleet's bootstrap group (hosts joining by
+ * command read them with their join token, before they are nodes) may read by name winfleet's
+ * published services manifests and their record (the names come from the record, never from a
+ * label anyone could set), the winfleet-join ConfigMap and the payload's pull Secret when there
+ * is one — nothing else in its namespace. Where winfleet made kube-public/cluster-info, anyone
+ * may read it (as kubeadm lets them): a joining host reads it before it trusts the cluster.
  *
  * Installed by the Helm chart, the two ClusterRoleBindings are the chart's
  * (`clusterBindings: false`, the operator's --no-cluster-bindings): binding a ClusterRole
@@ -18,6 +21,7 @@ import {
   kubeProxyClusterRole,
   kubeProxyGroup,
 } from '../../api/kube-proxy-identity.ts';
+import { joinInfoConfigMapName } from '../../join/join-info.ts';
 import { bootstrapGroup } from './bootstrap-tokens.ts';
 
 const fieldManager = 'winfleet';
@@ -26,6 +30,27 @@ const fieldManager = 'winfleet';
 export const nodeManifestsRbacName = 'winfleet:node-manifests';
 /** The ClusterRoleBinding of the bootstrap group to system:node-bootstrapper. */
 export const nodeBootstrapperBindingName = 'winfleet:node-bootstrapper';
+/** The Role and RoleBinding that let joining hosts and nodes read winfleet-join (by name). */
+export const joinInfoRbacName = 'winfleet:join-info';
+/** The Role and RoleBinding in kube-public that let anyone read cluster-info (by name). */
+export const clusterInfoReaderRbacName = 'winfleet:cluster-info-reader';
+
+const labels = { 'app.kubernetes.io/managed-by': 'winfleet' };
+
+/** Who reads what winfleet publishes for nodes: its nodes, and hosts joining with its tokens. */
+function readersOfPublished(): k8s.RbacV1Subject[] {
+  return [
+    { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:nodes' },
+    { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: bootstrapGroup },
+  ];
+}
+
+/** Server-side apply with winfleet's field manager. */
+function applier(kc: k8s.KubeConfig) {
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  return (o: k8s.KubernetesObject) =>
+    objects.patch(o, undefined, undefined, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
+}
 
 export async function applyJoinRbac(
   kc: k8s.KubeConfig,
@@ -33,10 +58,7 @@ export async function applyJoinRbac(
   manifestConfigMaps: string[],
   options: { clusterBindings?: boolean } = {},
 ): Promise<void> {
-  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
-  const labels = { 'app.kubernetes.io/managed-by': 'winfleet' };
-  const apply = (o: k8s.KubernetesObject) =>
-    objects.patch(o, undefined, undefined, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
+  const apply = applier(kc);
   if (options.clusterBindings ?? true) {
     for (const binding of joinClusterBindings(labels)) await apply(binding);
   }
@@ -62,8 +84,100 @@ export async function applyJoinRbac(
       kind: 'Role',
       name: nodeManifestsRbacName,
     },
-    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:nodes' }],
+    subjects: readersOfPublished(),
   } as k8s.V1RoleBinding);
+}
+
+/**
+ * The Role and RoleBinding `winfleet:join-info`: nodes and winfleet's bootstrap group may get
+ * the winfleet-join ConfigMap and, when the payload has one, its pull Secret — by name, nothing
+ * else. Applied by the winfleet-join controller whenever the pull Secret's name changes.
+ */
+export async function applyJoinInfoRbac(
+  kc: k8s.KubeConfig,
+  operatorNamespace: string,
+  pullSecretName: string | undefined,
+): Promise<void> {
+  const apply = applier(kc);
+  const rules: k8s.V1PolicyRule[] = [
+    {
+      apiGroups: [''],
+      resources: ['configmaps'],
+      verbs: ['get'],
+      resourceNames: [joinInfoConfigMapName],
+    },
+  ];
+  if (pullSecretName) {
+    rules.push({
+      apiGroups: [''],
+      resources: ['secrets'],
+      verbs: ['get'],
+      resourceNames: [pullSecretName],
+    });
+  }
+  const metadata = { name: joinInfoRbacName, namespace: operatorNamespace, labels };
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata,
+    rules,
+  } as k8s.V1Role);
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata,
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: joinInfoRbacName },
+    subjects: readersOfPublished(),
+  } as k8s.V1RoleBinding);
+}
+
+/**
+ * The Role and RoleBinding `winfleet:cluster-info-reader` in kube-public: anyone, anonymous
+ * included, may get the ConfigMap cluster-info and nothing else — what kubeadm grants with its
+ * own Role where it made cluster-info. A joining host reads it before it has any credential
+ * the cluster knows, and trusts it only once a token's signature and the CA hash check out.
+ * The chart renders the same two objects (then the operator, --no-cluster-bindings, does not).
+ */
+export function clusterInfoReaderRbac(
+  objectLabels: Record<string, string>,
+): [k8s.V1Role, k8s.V1RoleBinding] {
+  const metadata = {
+    name: clusterInfoReaderRbacName,
+    namespace: 'kube-public',
+    labels: objectLabels,
+  };
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata,
+      rules: [
+        {
+          apiGroups: [''],
+          resources: ['configmaps'],
+          verbs: ['get'],
+          resourceNames: ['cluster-info'],
+        },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata,
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'Role',
+        name: clusterInfoReaderRbacName,
+      },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:anonymous' }],
+    },
+  ];
+}
+
+/** Applies clusterInfoReaderRbac (the operator's own, without the chart). */
+export async function applyClusterInfoReaderRbac(kc: k8s.KubeConfig): Promise<void> {
+  const apply = applier(kc);
+  for (const object of clusterInfoReaderRbac(labels)) await apply(object);
 }
 
 /**

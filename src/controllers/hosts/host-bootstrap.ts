@@ -8,7 +8,7 @@
 import type { BootstrapConfig } from '../../agent/agent-config.ts';
 import { managedNodeLabel } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { sshHostSpec, type WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
 import { nodeAddress } from '../../hostaccess/node-address.ts';
 import { syncPayload } from '../../hostaccess/payload-sync.ts';
@@ -158,7 +158,8 @@ function acceptFacts(
 ): string {
   const { osVersion } = facts;
   // The node's address first (node-address.ts): bootstrapConfig gives it to the kubelet.
-  const nodeIP = nodeAddress(host.spec.address, facts) ?? host.spec.address;
+  const { address } = sshHostSpec(host);
+  const nodeIP = nodeAddress(address, facts) ?? address;
   // Pinned at the first join: the node's address and name only, never the host's other
   // addresses (HNS's NAT adapter, APIPA), which the kubelet never serves on. A host that joined
   // before pinning keeps the report before this one. Only the admin's
@@ -208,7 +209,7 @@ function bootstrapConfig(
   const windowsTaint = config.placement.windowsTaint;
   return {
     nodeName,
-    nodeIP: hs.status.addresses?.[0] ?? host.spec.address,
+    nodeIP: hs.status.addresses?.[0] ?? sshHostSpec(host).address,
     hostname: hs.status.hostname ?? nodeName,
     apiServer: config.hosts.apiServer ?? deps.cluster.apiServer,
     clusterDNS: config.hosts.clusterDNS,

@@ -7,7 +7,7 @@
 
 import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
-import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
+import { hostFinalizer, isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import { objectKey } from '../../controller/informer.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
@@ -20,11 +20,14 @@ import { enqueueOnSecretChange } from './host-secrets.ts';
 import { patchHostMetadata } from './host-status.ts';
 import { createManifestPublisher } from './manifest-publisher.ts';
 import { claimedNodeName } from './node-claims.ts';
+import { reportPullModeHost } from './pull-mode-host.ts';
 
 export function createHostController(deps: HostControllerDeps): Controller {
-  const publish = createManifestPublisher(deps.kc, deps.operatorNamespace, {
-    clusterBindings: deps.clusterBindings,
-  });
+  const publish =
+    deps.publish ??
+    createManifestPublisher(deps.kc, deps.operatorNamespace, {
+      clusterBindings: deps.clusterBindings,
+    });
   const ctx = { ...deps, publish, apiServerVersion: cachedApiServerVersion(deps.kc) };
 
   const controller = new Controller({
@@ -40,6 +43,11 @@ export function createHostController(deps: HostControllerDeps): Controller {
       }
       const host = deps.hosts.get(key);
       if (!host) return undefined;
+      // Pull-mode hosts are their agent's: no SSH, no finalizer (pull-mode-host.ts).
+      if (isPullHost(host)) {
+        if (!host.metadata.deletionTimestamp) await reportPullModeHost(deps.kc, host);
+        return undefined;
+      }
       if (host.metadata.deletionTimestamp) return reconcileRemoval(deps, host);
       if (!host.metadata.finalizers?.includes(hostFinalizer)) {
         await patchHostMetadata(deps.kc, host, {

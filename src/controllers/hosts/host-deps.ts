@@ -9,31 +9,8 @@ import type { Payload, PayloadFile } from '../../payload/payload.ts';
 import type { PayloadFileOnDisk } from '../../payload/payload-file.ts';
 import type { ServicesManifest } from '../../servicesmanifest/services-manifest.ts';
 
-/** Where the payload in use comes from. */
-export type PayloadSourceKind =
-  /** A payload directory on the operator's disk (--payload-dir). */
-  | { kind: 'directory'; dir: string }
-  /**
-   * A payload artifact in an OCI registry, pinned by digest (--payload-image): hosts that
-   * reach the registry can pull it themselves (the winfleet-join ConfigMap tells them where).
-   */
-  | {
-      kind: 'registry';
-      /** Registry host[:port]. */
-      registry: string;
-      /** The repository path on it. */
-      repository: string;
-      /** "sha256:…" of the artifact's manifest. */
-      digest: string;
-      /** The registry itself is reached over plain HTTP (loopback registries). */
-      plainHttp: boolean;
-      /** The dockerconfigjson Secret (operator namespace) with credentials for it, if any. */
-      pullSecretName?: string;
-    };
-
 /** The payload in use and the services manifest published for it. */
 export interface LoadedPayload {
-  source: PayloadSourceKind;
   payload: Payload;
   manifest: ServicesManifest;
   /** Sum of the payload files' sizes. */
@@ -43,6 +20,24 @@ export interface LoadedPayload {
    * file, or a registry payload's blob fetched into the download cache as a stream (once).
    */
   fileOnDisk(file: PayloadFile): Promise<PayloadFileOnDisk>;
+  /**
+   * Where hosts pull this payload from, when the operator serves it from a registry artifact
+   * (--payload-image); absent for a payload directory, whose files only the operator can send.
+   * The winfleet-join controller publishes it for hosts joining by command.
+   */
+  registry?: PayloadRegistrySource;
+}
+
+/** A payload artifact in a registry, as hosts pull it (src/join/join-info.ts JoinPayloadSource). */
+export interface PayloadRegistrySource {
+  /** "host[:port]/path" of the artifact's repository, without tag or digest. */
+  repository: string;
+  /** The artifact's manifest digest, "sha256:<64 hex>". */
+  digest: string;
+  /** Plain HTTP to the registry (loopback test registries only). */
+  insecure?: boolean;
+  /** A dockerconfigjson Secret in the operator's namespace with read-only pull credentials. */
+  pullSecretName?: string;
 }
 
 export interface HostControllerDeps {
@@ -54,6 +49,11 @@ export interface HostControllerDeps {
   /** The SSH key Secrets of the hosts' namespaces, metadata only (host-secrets.ts). */
   secrets?: Informer<k8s.V1Secret>;
   payload: () => Promise<LoadedPayload>;
+  /**
+   * Publishes a services manifest (manifest-publisher.ts); default a publisher of the host
+   * controller's own. The operator shares one with the winfleet-join controller.
+   */
+  publish?: (manifest: ServicesManifest) => Promise<string>;
   /** How hosts reach the API server, and the CA they trust it with. */
   cluster: { apiServer: string; caCertificate: string };
   /**

@@ -44,6 +44,8 @@ export class SecretRefIndex {
   set(host: WindowsHost): void {
     const hostKey = objectKey(host);
     this.delete(host);
+    // A Pull host names no Secret.
+    if (!host.spec.sshKeySecretRef) return;
     const secret = `${host.metadata.namespace}/${host.spec.sshKeySecretRef.name}`;
     this.#secretOfHost.set(hostKey, secret);
     const hosts = this.#hostsBySecret.get(secret) ?? new Set<string>();

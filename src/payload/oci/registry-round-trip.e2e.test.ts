@@ -223,7 +223,11 @@ test('the operator: payload.json from the registry (or its mirror), files fetche
   const loaded = await source();
   assert.deepEqual(loaded.payload, payload);
   assert.deepEqual(loaded.manifest, servicesManifestFor(payload));
-  assert.equal(loaded.source.kind, 'registry');
+  assert.deepEqual(loaded.registry, {
+    repository: `${upstream.host}/${repository}`,
+    digest: reference.slice(reference.indexOf('@') + 1),
+    insecure: true,
+  });
   assert.deepEqual(await readdir(cacheDir), [], 'nothing fetched yet; the older file pruned');
   const kubelet = payload.files.find((f) => f.name === 'kubelet.exe')!;
   const [one, two] = await Promise.all([loaded.fileOnDisk(kubelet), loaded.fileOnDisk(kubelet)]);

@@ -1,0 +1,380 @@
+/**
+ * `winfleet join-command` and `winfleet join-tokens` as a child process (real exit codes)
+ * against real control planes and a real registry (Debian's docker-registry):
+ *
+ * - with the operator serving a payload directory, the command says hosts cannot pull it;
+ * - with winfleet-join naming a payload artifact, it prints the script: the agent's blob URL
+ *   and SHA-256 from the artifact's manifest, the CA hash as OpenSSL computes it, a token whose
+ *   Secret has the usages and group, and a record with the pool, uses, expiry and labels;
+ *   join-tokens lists it (never the secret) and revokes it;
+ * - a pool the command cannot serve, and a cluster without bootstrap-token authentication,
+ *   are refused plainly, and nothing is left behind.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { startTestRegistry } from '../../../sim/registry/registry-process.ts';
+import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
+import { pushTestPayloadArtifact } from '../../../sim/testkit/payload-artifact.ts';
+import { createPool } from '../../../sim/testkit/pools.ts';
+import { freshCluster } from '../../../sim/testkit/test-cluster.ts';
+import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
+import { installCrds } from '../../api/install-crds.ts';
+import { clusterInfoKubeconfig } from '../../controllers/join/cluster-info-controller.ts';
+import {
+  clusterInfoKubeconfigKey,
+  clusterInfoName,
+  clusterInfoNamespace,
+} from '../../join/cluster-info.ts';
+import {
+  type JoinInfo,
+  joinInfoConfigMapName,
+  joinInfoKey,
+  parseJoinInfo,
+} from '../../join/join-info.ts';
+import { joinTokenLabel, joinTokenRecordName } from '../../join/join-token-record.ts';
+import { readJoinTokenRecord } from '../../join/join-tokens.ts';
+import { isNotFound } from '../../kube/client.ts';
+import { waitFor } from '../../kube/wait-for.ts';
+import { agentFileName } from '../../payload/payload.ts';
+
+const cli = join(import.meta.dirname, '..', 'main.ts');
+const namespace = 'winfleet-system';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function winfleet(args: string[], timeoutMs = 120_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env };
+    delete env.KUBECONFIG;
+    const child = spawn(process.execPath, [cli, ...args], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const show = (run: Run) => `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
+
+const registry = await startTestRegistry();
+after(() => registry.stop());
+const payloadDir = await mkdtemp(join(tmpdir(), 'winfleet-payload-'));
+const payload = await writeStandInPayload(payloadDir);
+const repository = `${registry.host}/winfleet/payload`;
+const artifact = await pushTestPayloadArtifact(
+  registry.url,
+  'winfleet/payload',
+  payloadDir,
+  payload,
+);
+const agentSha256 = payload.files.find((f) => f.name === agentFileName)!.sha256;
+
+/** Nothing join-command made is left: no join token Secret, no record. */
+async function nothingLeft(kc: k8s.KubeConfig): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const tokens = await core.listNamespacedSecret({
+    namespace: 'kube-system',
+    labelSelector: joinTokenLabel,
+  });
+  assert.deepEqual(
+    tokens.items.map((s) => s.metadata?.name),
+    [],
+    'join token Secrets left',
+  );
+  const records = await core.listNamespacedConfigMap({ namespace, labelSelector: joinTokenLabel });
+  assert.deepEqual(
+    records.items.map((c) => c.metadata?.name),
+    [],
+    'join token records left',
+  );
+}
+
+/** winfleet-join naming the pushed artifact, as the operator writes it with a registry payload. */
+async function publishWithPayload(kc: k8s.KubeConfig, info: JoinInfo): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const text = JSON.stringify({
+    ...info,
+    payload: { repository, digest: artifact.digest, mirrors: [], insecure: true },
+  });
+  parseJoinInfo(text);
+  const body = {
+    metadata: { name: joinInfoConfigMapName, namespace },
+    data: { [joinInfoKey]: text },
+  };
+  try {
+    await core.createNamespacedConfigMap({ namespace, body });
+  } catch {
+    await core.replaceNamespacedConfigMap({ name: joinInfoConfigMapName, namespace, body });
+  }
+}
+
+/** The pin of the cluster CA as OpenSSL computes it (kubeadm's documented recipe). */
+function opensslPin(caFile: string): string {
+  const pubkey = execFileSync('openssl', ['x509', '-pubkey', '-noout', '-in', caFile]);
+  const der = execFileSync('openssl', ['pkey', '-pubin', '-outform', 'der'], { input: pubkey });
+  return `sha256:${createHash('sha256').update(der).digest('hex')}`;
+}
+
+const decode = (secret: k8s.V1Secret, key: string) =>
+  Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
+
+test('join-command prints the script, makes a signing token in winfleet’s group and its record; join-tokens lists and revokes it', async (t) => {
+  const cluster = await freshCluster(t);
+  const { kc } = cluster;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const kubeconfig = ['--kubeconfig', cluster.kubeconfigPath];
+  const operator = await startTestOperator(kc, { namespace, payloadDir, webhook: false });
+  await createPool(kc, namespace, 'web', { selector: { matchLabels: { pool: 'web' } } });
+  await createPool(kc, namespace, 'gpu', {
+    selector: {
+      matchLabels: { pool: 'gpu' },
+      matchExpressions: [{ key: 'zone', operator: 'Exists' }],
+    },
+  });
+  const info = parseJoinInfo(
+    (
+      await waitFor(
+        () => core.readNamespacedConfigMap({ name: joinInfoConfigMapName, namespace }),
+        {
+          description: 'winfleet-join',
+          timeoutMs: 30_000,
+        },
+      )
+    ).data![joinInfoKey]!,
+  );
+  await waitFor(
+    () => core.readNamespacedConfigMap({ name: clusterInfoName, namespace: clusterInfoNamespace }),
+    {
+      description: 'cluster-info',
+      timeoutMs: 30_000,
+    },
+  );
+
+  // The operator serves a payload directory: hosts could not pull it.
+  const fromDir = await winfleet(['join-command', ...kubeconfig, '--pool', 'web']);
+  assert.equal(fromDir.code, 1, show(fromDir));
+  assert.match(
+    fromDir.stderr,
+    /serves its payload from a directory \(--payload-dir\), which hosts cannot pull; joining by command needs it running with --payload-image/,
+  );
+  await nothingLeft(kc);
+
+  // As the operator would publish a registry payload (it is stopped so as not to rewrite it).
+  await operator.stop();
+  await publishWithPayload(kc, info);
+
+  for (const [args, message] of [
+    [
+      ['--pool', 'nope'],
+      /--pool: no WindowsNodePool nope in namespace winfleet-system \(there: gpu, web\)/,
+    ],
+    [['--pool', 'gpu'], /selector cannot be met by its matchLabels alone/],
+    [
+      ['--pool', 'web', '--operator-namespace', 'elsewhere'],
+      /has not published ConfigMap elsewhere\/winfleet-join/,
+    ],
+  ] as const) {
+    const refused = await winfleet(['join-command', ...kubeconfig, ...args]);
+    assert.equal(refused.code, 1, show(refused));
+    assert.match(refused.stderr, message);
+    assert.equal(refused.stdout, '');
+  }
+  await nothingLeft(kc);
+  const badFlags = await winfleet(['join-command', ...kubeconfig, '--pool', 'web', '--ttl', '30d']);
+  assert.equal(badFlags.code, 2, show(badFlags));
+
+  const run = await winfleet([
+    'join-command',
+    ...kubeconfig,
+    '--pool',
+    'web',
+    '--uses',
+    '2',
+    '--ttl',
+    '30m',
+    '--format',
+    'aws',
+  ]);
+  assert.equal(run.code, 0, show(run));
+  const [, id, secret] = /'([a-z0-9]{6})\.([a-z0-9]{16})'/.exec(run.stdout) ?? [];
+  assert.ok(id && secret, `a token in the script:\n${run.stdout}`);
+  assert.match(run.stdout, /^<powershell>\n[\s\S]*<\/powershell>\n$/);
+  assert.ok(
+    run.stdout.includes(`'${opensslPin(cluster.pki.caCert)}'`),
+    'the CA hash, as OpenSSL computes it',
+  );
+  assert.ok(run.stdout.includes(`'${info.apiServer}'`), 'the API server');
+  assert.ok(run.stdout.includes(`'${namespace}'`), 'the operator namespace');
+  assert.match(run.stdout, new RegExp(agentSha256, 'i'), 'the agent’s SHA-256');
+  const agentUrl = `http://${repository.replace('/winfleet/payload', '')}/v2/winfleet/payload/blobs/sha256:${agentSha256}`;
+  assert.ok(run.stdout.includes(`'${agentUrl}'`), `the agent's blob URL ${agentUrl}`);
+  const agent = Buffer.from(await (await fetch(agentUrl)).arrayBuffer());
+  assert.equal(
+    createHash('sha256').update(agent).digest('hex'),
+    agentSha256,
+    'the URL serves the agent',
+  );
+  assert.match(
+    run.stderr,
+    new RegExp(
+      `^join token ${id}: 2 hosts may join WindowsNodePool winfleet-system/web until \\S+Z; revoke it with: winfleet join-tokens revoke ${id}\\n$`,
+    ),
+  );
+
+  const token = await core.readNamespacedSecret({
+    name: `bootstrap-token-${id}`,
+    namespace: 'kube-system',
+  });
+  assert.equal(token.type, 'bootstrap.kubernetes.io/token');
+  assert.equal(`${decode(token, 'token-id')}.${decode(token, 'token-secret')}`, `${id}.${secret}`);
+  assert.equal(decode(token, 'usage-bootstrap-authentication'), 'true');
+  assert.equal(decode(token, 'usage-bootstrap-signing'), 'true');
+  assert.equal(decode(token, 'auth-extra-groups'), 'system:bootstrappers:winfleet');
+  const expires = Date.parse(decode(token, 'expiration'));
+  assert.ok(
+    Math.abs(expires - (Date.now() + 30 * 60_000)) < 2 * 60_000,
+    decode(token, 'expiration'),
+  );
+  const record = (await readJoinTokenRecord(kc, namespace, id!))!;
+  assert.deepEqual(
+    { ...record, expires: Date.parse(record.expires) },
+    {
+      tokenId: id,
+      pool: 'web',
+      namespace,
+      uses: 2,
+      usesLeft: 2,
+      expires,
+      labels: { pool: 'web' },
+      joined: [],
+    },
+  );
+  // The bootstrapsigner signed cluster-info for it before the command returned.
+  const signed = await core.readNamespacedConfigMap({
+    name: clusterInfoName,
+    namespace: clusterInfoNamespace,
+  });
+  assert.ok(signed.data?.[`jws-kubeconfig-${id}`]);
+
+  const withUrl = await winfleet([
+    'join-command',
+    ...kubeconfig,
+    '--pool',
+    'web',
+    '--agent-url',
+    'https://downloads.example.com/winfleet-agent.exe',
+  ]);
+  assert.equal(withUrl.code, 0, show(withUrl));
+  assert.ok(withUrl.stdout.includes("'https://downloads.example.com/winfleet-agent.exe'"));
+  assert.match(withUrl.stdout, new RegExp(agentSha256, 'i'), 'still the payload’s SHA-256');
+  const secondId = /join token ([a-z0-9]{6})/.exec(withUrl.stderr)![1]!;
+
+  const listed = await winfleet(['join-tokens', 'list', ...kubeconfig, '-o', 'json']);
+  assert.equal(listed.code, 0, show(listed));
+  const rows = JSON.parse(listed.stdout) as {
+    id: string;
+    pool: string;
+    usesLeft: number;
+    uses: number;
+  }[];
+  assert.deepEqual(
+    rows.map((r) => [r.id, r.pool, r.usesLeft, r.uses]).sort(),
+    [
+      [id, 'winfleet-system/web', 2, 2],
+      [secondId, 'winfleet-system/web', 1, 1],
+    ].sort(),
+  );
+  const table = await winfleet(['join-tokens', 'list', ...kubeconfig]);
+  assert.match(table.stdout, /^ID\s+POOL\s+USES LEFT\s+EXPIRES\n/);
+  for (const output of [listed.stdout, table.stdout])
+    assert.ok(!output.includes(secret!), 'no secret listed');
+
+  const revoked = await winfleet(['join-tokens', 'revoke', ...kubeconfig, id!]);
+  assert.equal(revoked.code, 0, show(revoked));
+  await assert.rejects(
+    core.readNamespacedSecret({ name: `bootstrap-token-${id}`, namespace: 'kube-system' }),
+    (e) => isNotFound(e),
+  );
+  await assert.rejects(
+    core.readNamespacedConfigMap({ name: joinTokenRecordName(id!), namespace }),
+    (e) => isNotFound(e),
+  );
+  const again = await winfleet(['join-tokens', 'revoke', ...kubeconfig, id!]);
+  assert.equal(again.code, 1, show(again));
+  assert.match(again.stderr, /no join token \w+ in winfleet-system/);
+  assert.equal((await winfleet(['join-tokens', 'revoke', ...kubeconfig, secondId])).code, 0);
+  await nothingLeft(kc);
+});
+
+test('a cluster without bootstrap-token authentication: said plainly, and nothing left behind', async (t) => {
+  const cluster = await freshCluster(t, { bootstrapTokenAuth: false });
+  const { kc } = cluster;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await installCrds(kc);
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  await createPool(kc, namespace, 'web', { selector: { matchLabels: { pool: 'web' } } });
+  // What the operator would have made: cluster-info and winfleet-join with a registry payload.
+  const c = kc.getCurrentCluster()!;
+  await core.createNamespacedConfigMap({
+    namespace: clusterInfoNamespace,
+    body: {
+      metadata: { name: clusterInfoName, namespace: clusterInfoNamespace },
+      data: {
+        [clusterInfoKubeconfigKey]: clusterInfoKubeconfig(
+          c.server,
+          await readFile(cluster.pki.caCert, 'utf8'),
+        ),
+      },
+    },
+  });
+  await publishWithPayload(kc, {
+    apiServer: c.server,
+    clusterDNS: '10.96.0.10',
+    clusterDomain: 'cluster.local',
+    serviceCIDR: '10.96.0.0/12',
+    podCIDR: '10.244.0.0/16',
+    windowsTaint: { key: 'os', value: 'windows', effect: 'NoSchedule' },
+    kubelet: { systemReserved: {}, priorityClass: 'system-node-critical', maxPods: 110 },
+    checkIntervalSeconds: 5,
+    servicesVersion: payload.version,
+  });
+
+  const run = await winfleet([
+    'join-command',
+    '--kubeconfig',
+    cluster.kubeconfigPath,
+    '--pool',
+    'web',
+  ]);
+  assert.equal(run.code, 1, show(run));
+  assert.equal(run.stdout, '', 'no script');
+  assert.match(
+    run.stderr,
+    /^error: the cluster does not accept bootstrap tokens: the API server answered 401 to the new join token for 10 s, so it runs without bootstrap-token authentication \(kube-apiserver --enable-bootstrap-token-auth\), as some managed Kubernetes offerings do\. Joining by command needs it/,
+  );
+  assert.match(run.stderr, /nothing was left behind/);
+  await nothingLeft(kc);
+});

@@ -1,0 +1,239 @@
+/**
+ * Which kubelet client CSRs of hosts joining by command (`winfleet join-command`) winfleet
+ * approves. The request comes from system:bootstrap:<id> in group system:bootstrappers:winfleet
+ * with no WindowsHost behind the id (SSH joins derive their ids from a host), and is decided on
+ * the token's record (join-token-record.ts), read fresh from the API server:
+ *
+ * - token: a record exists and parses (revoking deletes it; the operator cannot read the
+ *   token's Secret in kube-system, so the record is what revocation changes);
+ * - expiry: the record's expiry has not passed; uses: it has uses left;
+ * - subject, extensions, client-certificate: the kubelet's exact subject and nothing a kubelet
+ *   never asks for (kubelet-certificate-rules.ts), the node name taken from the CN;
+ * - node-name: a lowercase RFC 1123 label of at most 63 characters (it names the WindowsHost);
+ * - pool: the record's pool exists where the operator watches; pool-selector: its selector
+ *   still selects the record's labels; name-pattern: the name matches its
+ *   spec.join.nodeNamePattern when it sets one;
+ * - name-taken: the name is fresh: no Node, no WindowsHost of that name in the pool's
+ *   namespace, none holding it in spec.nodeName or status.nodeName anywhere, and no other CSR
+ *   holding it in the operator's reservation table.
+ *
+ * The last check reserves the name in the same synchronous stretch as it checks the caches, so
+ * of two CSRs racing for one name only one gets past it. What follows (pull-join-claim.ts)
+ * creates the WindowsHost — the claim the API server makes atomic — and takes a use.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import type { WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
+import { type JoinTokenRecord, joinTokenExpired } from '../../join/join-token-record.ts';
+import { compileNodeNamePattern } from '../../join/node-name-pattern.ts';
+import { quoteValue } from '../../pki/distinguished-name.ts';
+import { matchesSelector, selectorProblems } from '../../rollout/label-selector.ts';
+import {
+  clientCertificateProblem,
+  extrasProblem,
+  subjectProblem,
+} from './kubelet-certificate-rules.ts';
+import type { CsrDecision, CsrRequest } from './kubelet-csr-policy.ts';
+
+/** Annotation on a WindowsHost created for a join: the UID of the CSR it was created for. */
+export const joinCsrAnnotation = 'winfleet.io/join-csr';
+/** Annotation on a WindowsHost created for a join: the join token id it used. */
+export const joinTokenAnnotation = 'winfleet.io/join-token';
+
+/** What the pull-join policy reads. */
+export interface PullJoinLookup {
+  /**
+   * The token's record, read fresh; undefined when there is none. Throws
+   * WF_JOIN_TOKEN_RECORD_INVALID for one that does not parse.
+   */
+  record(tokenId: string): Promise<(JoinTokenRecord & { resourceVersion?: string }) | undefined>;
+  pool(namespace: string, name: string): WindowsNodePool | undefined;
+  /** The Node of this name, if there is one. */
+  node(nodeName: string): k8s.V1Node | undefined;
+  /** Every WindowsHost the operator watches. */
+  hosts(): readonly WindowsHost[];
+  /**
+   * Reserves `nodeName` for the CSR `csrUid`: false when another CSR holds it. Called last,
+   * with no await between the cache checks and it.
+   */
+  reserve(nodeName: string, csrUid: string): boolean;
+  now(): Date;
+}
+
+/** A CSR that passed every check: the WindowsHost to create and the use to take. */
+export interface PullJoinClaim {
+  tokenId: string;
+  csrUid: string;
+  nodeName: string;
+  record: JoinTokenRecord;
+  /** The WindowsHost to create (its creation is the claim on the name). */
+  host: WindowsHost;
+}
+
+export type JoinDenial = Extract<CsrDecision, { action: 'deny' }>;
+
+/** A denial naming the check that failed. */
+export function denyJoin(check: string, reason: string, host?: WindowsHost): JoinDenial {
+  const decision = {
+    action: 'deny' as const,
+    check,
+    reason: `join by command refused (${check}): ${reason}`,
+  };
+  return host ? { ...decision, host } : decision;
+}
+
+/** The node name a kubelet's subject names (O=system:nodes, CN=system:node:<name>), if any. */
+function subjectNodeName(request: CsrRequest): string | undefined {
+  const rdns = request.parsed?.subject ?? [];
+  const cn = rdns.length === 2 && rdns[1]!.length === 1 ? rdns[1]![0]! : undefined;
+  if (cn?.label !== 'CN' || !cn.value.startsWith('system:node:')) return undefined;
+  return cn.value.slice('system:node:'.length);
+}
+
+const labelName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** The first reason `nodeName` is not fresh, or undefined. */
+function takenProblem(
+  nodeName: string,
+  record: JoinTokenRecord,
+  csrUid: string,
+  lookup: PullJoinLookup,
+): string | undefined {
+  if (lookup.node(nodeName)) return `Node ${nodeName} already exists`;
+  for (const host of lookup.hosts()) {
+    // The host this very CSR created in an earlier pass (that pass failed after it).
+    if (host.metadata.annotations?.[joinCsrAnnotation] === csrUid) continue;
+    const ref = `WindowsHost ${host.metadata.namespace}/${host.metadata.name}`;
+    if (host.spec.nodeName === nodeName) return `${ref} holds it in spec.nodeName`;
+    if (host.status?.nodeName === nodeName) return `${ref} holds it in status.nodeName`;
+    if (host.metadata.namespace === record.namespace && host.metadata.name === nodeName) {
+      return `${ref} exists`;
+    }
+  }
+  if (!lookup.reserve(nodeName, csrUid)) return 'another CSR is joining with it right now';
+  return undefined;
+}
+
+/** The checks of the module comment, in order; `claim` when all pass. */
+export async function decidePullJoin(
+  request: CsrRequest,
+  tokenId: string,
+  lookup: PullJoinLookup,
+): Promise<CsrDecision> {
+  let record: Awaited<ReturnType<PullJoinLookup['record']>>;
+  try {
+    record = await lookup.record(tokenId);
+  } catch (error) {
+    return denyJoin('token', (error as Error).message);
+  }
+  if (!record) {
+    return denyJoin(
+      'token',
+      `bootstrap token ${tokenId} belongs to no known WindowsHost and has no join-token record: it was revoked (winfleet join-tokens revoke) or never issued by winfleet join-command`,
+    );
+  }
+  if (joinTokenExpired(record, lookup.now())) {
+    return denyJoin('expiry', `join token ${tokenId} expired at ${record.expires}`);
+  }
+  if (record.usesLeft <= 0) {
+    return denyJoin('uses', `join token ${tokenId} is used up (${record.uses} uses)`);
+  }
+  if (!request.parsed) {
+    const why = request.parseProblem ? `: ${request.parseProblem}` : '';
+    return denyJoin('subject', `the request is not a valid PKCS#10 CSR${why}`);
+  }
+  const nodeName = subjectNodeName(request);
+  if (nodeName === undefined) {
+    return denyJoin(
+      'subject',
+      `the subject names no node; a kubelet's subject is exactly O=system:nodes, CN=system:node:<node name>`,
+    );
+  }
+  const checks: [string, () => string | undefined][] = [
+    ['subject', () => subjectProblem(request.parsed!, nodeName)],
+    ['extensions', () => extrasProblem(request.parsed!)],
+    ['client-certificate', () => clientCertificateProblem(request.usages, request.parsed!)],
+    [
+      'node-name',
+      () =>
+        nodeName.length <= 63 && labelName.test(nodeName)
+          ? undefined
+          : `node name ${quoteValue(nodeName)} is not a lowercase RFC 1123 label (a-z, 0-9 and '-', at most 63 characters), which a WindowsHost's name and spec.nodeName must be`,
+    ],
+  ];
+  for (const [check, problem] of checks) {
+    const found = problem();
+    if (found) return denyJoin(check, found);
+  }
+  const pool = lookup.pool(record.namespace, record.pool);
+  if (!pool) {
+    return denyJoin(
+      'pool',
+      `WindowsNodePool ${record.namespace}/${record.pool} of join token ${tokenId} does not exist, or is in a namespace the operator does not watch (hosts.namespaces)`,
+    );
+  }
+  const poolProblem = poolJoinProblem(pool, record, nodeName);
+  if (poolProblem) return denyJoin(poolProblem[0], poolProblem[1]);
+  const csrUid = request.uid ?? request.name;
+  const taken = takenProblem(nodeName, record, csrUid, lookup);
+  if (taken) return denyJoin('name-taken', `node name ${nodeName} is taken: ${taken}`);
+  return {
+    action: 'claim',
+    reason: `kubelet client certificate for new Node ${nodeName} joining WindowsNodePool ${record.namespace}/${record.pool} with join token ${tokenId}`,
+    claim: {
+      tokenId,
+      csrUid,
+      nodeName,
+      record,
+      host: joinedHost(record, nodeName, tokenId, csrUid),
+    },
+  };
+}
+
+/** Why the pool refuses `nodeName` or the record's labels: [check, reason], or undefined. */
+function poolJoinProblem(
+  pool: WindowsNodePool,
+  record: JoinTokenRecord,
+  nodeName: string,
+): [string, string] | undefined {
+  const ref = `WindowsNodePool ${record.namespace}/${record.pool}`;
+  const selector = pool.spec?.selector;
+  const selectorIssues = selector ? selectorProblems(selector, 'spec.selector') : ['no selector'];
+  if (selectorIssues.length > 0 || !matchesSelector(selector!, record.labels)) {
+    return [
+      'pool-selector',
+      `${ref}'s selector no longer selects the labels the token gives its hosts (${JSON.stringify(record.labels)}); make a new join token for the pool`,
+    ];
+  }
+  const source = pool.spec.join?.nodeNamePattern;
+  if (source === undefined) return undefined;
+  const pattern = compileNodeNamePattern(String(source));
+  if (!pattern.ok) return ['name-pattern', `${ref}: ${pattern.problem}`];
+  if (!pattern.matches(nodeName)) {
+    return [
+      'name-pattern',
+      `node name ${nodeName} does not match ${ref}'s spec.join.nodeNamePattern ${quoteValue(pattern.source)}`,
+    ];
+  }
+  return undefined;
+}
+
+/** The WindowsHost a join creates: named for the node, in the pool's namespace, Pull mode. */
+function joinedHost(
+  record: JoinTokenRecord,
+  nodeName: string,
+  tokenId: string,
+  csrUid: string,
+): WindowsHost {
+  return {
+    apiVersion: 'winfleet.io/v1alpha1',
+    kind: 'WindowsHost',
+    metadata: {
+      name: nodeName,
+      namespace: record.namespace,
+      labels: { ...record.labels },
+      annotations: { [joinTokenAnnotation]: tokenId, [joinCsrAnnotation]: csrUid },
+    },
+    spec: { mode: 'Pull', pool: record.pool, nodeName },
+  };
+}

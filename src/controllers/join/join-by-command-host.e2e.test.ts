@@ -1,0 +1,228 @@
+/**
+ * A host joined with only the script `winfleet join-command` prints, the cluster side played by
+ * winfleet itself: the operator in-process approves the kubelet's CSR (creating the Pull-mode
+ * WindowsHost and taking a use of the token), the CLI makes the token and the script, and the
+ * simulated host (no SSH server) runs it as EC2Launch runs user data: downloads the agent from
+ * the real registry, checks its hash, and runs the real agent's join. A second host with the
+ * same name, from the same token, gets its CSR denied.
+ *
+ * winfleet-join, naming the payload artifact in the real registry, is written as the operator
+ * writes it (joinInfoFor); the agent pulls the payload from that registry itself
+ * (src/agent/payload-pull.ts), by digest, verified.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { startUserDataHosts } from '../../../sim/hosts/userdata-hosts.ts';
+import { startTestRegistry } from '../../../sim/registry/registry-process.ts';
+import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
+import { pushTestPayloadArtifact } from '../../../sim/testkit/payload-artifact.ts';
+import { createPool } from '../../../sim/testkit/pools.ts';
+import { freshCluster } from '../../../sim/testkit/test-cluster.ts';
+import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
+import { readWindowsHost } from '../../../sim/testkit/windows-hosts.ts';
+import { parseConfig } from '../../config/winfleet-config.ts';
+import {
+  clusterInfoKubeconfigKey,
+  clusterInfoName,
+  clusterInfoNamespace,
+} from '../../join/cluster-info.ts';
+import { joinInfoConfigMapName, joinInfoKey } from '../../join/join-info.ts';
+import { readJoinTokenRecord } from '../../join/join-tokens.ts';
+import { waitFor } from '../../kube/wait-for.ts';
+import { createLogger } from '../../log/logger.ts';
+import { servicesManifestFor } from '../../payload/node-services.ts';
+import { payloadFileOnDisk } from '../../payload/payload-file.ts';
+import { applyClusterInfoReaderRbac, applyJoinInfoRbac } from '../hosts/cluster-rbac.ts';
+import { createManifestPublisher } from '../hosts/manifest-publisher.ts';
+import { clusterInfoKubeconfig } from './cluster-info-controller.ts';
+import { joinInfoFor } from './join-info-controller.ts';
+
+const cli = join(import.meta.dirname, '..', '..', 'cli', 'main.ts');
+const namespace = 'winfleet-system';
+
+function sshAnswers(address: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: address, port: 22 });
+    socket.on('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+function winfleet(
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env };
+    delete env.KUBECONFIG;
+    const child = spawn(process.execPath, [cli, ...args], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test('a host with only the join command becomes a Ready node in its pool, SSH refused; a second host of the same name is denied', {
+  timeout: 600_000,
+}, async () => {
+  const cluster = await freshCluster();
+  after(() => cluster.stop());
+  const { kc } = cluster;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const certificates = kc.makeApiClient(k8s.CertificatesV1Api);
+  const server = kc.getCurrentCluster()!.server;
+  const logLines: string[] = [];
+  // The CSR approver (no payload here: winfleet-join and cluster-info are written below).
+  const operator = await startTestOperator(kc, {
+    namespace,
+    webhook: false,
+    log: createLogger({ level: 'debug', write: (line) => logLines.push(line) }),
+  });
+  after(() => operator.stop());
+  await createPool(kc, namespace, 'web', {
+    selector: { matchLabels: { pool: 'web' } },
+    join: { nodeNamePattern: '^web-[0-9]+$' },
+  });
+
+  // What the operator makes with a registry payload: the published manifest and its RBAC,
+  // winfleet-join naming the artifact, cluster-info and who may read them.
+  const payloadDir = await mkdtemp(join(tmpdir(), 'winfleet-payload-'));
+  const payload = await writeStandInPayload(payloadDir);
+  const manifest = servicesManifestFor(payload);
+  await createManifestPublisher(kc, namespace)(manifest);
+  await applyJoinInfoRbac(kc, namespace, undefined);
+  await applyClusterInfoReaderRbac(kc);
+  await core.createNamespacedConfigMap({
+    namespace: clusterInfoNamespace,
+    body: {
+      metadata: { name: clusterInfoName, labels: { 'app.kubernetes.io/managed-by': 'winfleet' } },
+      data: {
+        [clusterInfoKubeconfigKey]: clusterInfoKubeconfig(
+          server,
+          await readFile(cluster.pki.caCert, 'utf8'),
+        ),
+      },
+    },
+  });
+  const registry = await startTestRegistry();
+  after(() => registry.stop());
+  const artifact = await pushTestPayloadArtifact(
+    registry.url,
+    'winfleet/payload',
+    payloadDir,
+    payload,
+  );
+  const info = joinInfoFor(parseConfig('hosts: {agentCheckIntervalSeconds: 1}'), server, {
+    fileOnDisk: (file) => payloadFileOnDisk(payloadDir, file),
+    payload,
+    manifest,
+    totalBytes: 0,
+    registry: {
+      repository: `${registry.host}/winfleet/payload`,
+      digest: artifact.digest,
+      insecure: true,
+    },
+  });
+  await core.createNamespacedConfigMap({
+    namespace,
+    body: {
+      metadata: { name: joinInfoConfigMapName },
+      data: { [joinInfoKey]: JSON.stringify(info) },
+    },
+  });
+
+  const made = await winfleet([
+    'join-command',
+    '--kubeconfig',
+    cluster.kubeconfigPath,
+    '--pool',
+    'web',
+    '--uses',
+    '2',
+    '--format',
+    'aws',
+  ]);
+  assert.equal(made.code, 0, `${made.stdout}\n${made.stderr}`);
+  const tokenId = /join token ([a-z0-9]{6})/.exec(made.stderr)![1]!;
+
+  const joinTuning = {
+    discoveryBackoff: { initialDelayMs: 500, maxDelayMs: 2000, maxElapsedMs: 120_000 },
+    payloadBackoff: { initialDelayMs: 200, maxDelayMs: 400 },
+  };
+  const good = await startUserDataHosts({
+    count: 1,
+    names: ['web-1'],
+    baseAddress: '127.0.0.231',
+    userData: made.stdout,
+    joinTuning,
+  });
+  after(() => good.stop());
+  const host = good.hosts[0]!;
+  assert.equal(await sshAnswers(host.address), false, 'no SSH on the joining host');
+  const result = await host.userData.done;
+  assert.equal(result.exitCode, 0, result.output);
+  const node = await waitFor(
+    async () => {
+      const n = await core.readNode({ name: 'web-1' }).catch(() => undefined);
+      return n?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True'
+        ? n
+        : undefined;
+    },
+    { description: 'node web-1 Ready', timeoutMs: 180_000, intervalMs: 1000 },
+  );
+  assert.equal(node.status?.addresses?.find((a) => a.type === 'InternalIP')?.address, host.address);
+  const windowsHost = await readWindowsHost(kc, namespace, 'web-1');
+  assert.deepEqual(
+    [
+      windowsHost.spec.mode,
+      windowsHost.spec.pool,
+      windowsHost.spec.nodeName,
+      windowsHost.metadata.labels?.pool,
+    ],
+    ['Pull', 'web', 'web-1', 'web'],
+  );
+  assert.equal((await readJoinTokenRecord(kc, namespace, tokenId))?.usesLeft, 1);
+  assert.equal(await sshAnswers(host.address), false, 'still no SSH once joined');
+
+  // The same token, a second machine that calls itself web-1: its kubelet's CSR is denied.
+  const twin = await startUserDataHosts({
+    count: 1,
+    names: ['web-1'],
+    baseAddress: '127.0.0.233',
+    userData: made.stdout,
+    joinTuning,
+  });
+  after(() => twin.stop());
+  const denied = await waitFor(
+    async () =>
+      (await certificates.listCertificateSigningRequest()).items
+        .filter((c) => c.spec.username === `system:bootstrap:${tokenId}`)
+        .map((c) => c.status?.conditions?.find((d) => d.type === 'Denied')?.message)
+        .find((m) => m !== undefined),
+    { description: 'the twin’s CSR denied', timeoutMs: 180_000, intervalMs: 500 },
+  );
+  assert.match(denied, /^join by command refused \(name-taken\): node name web-1 is taken/);
+  assert.equal((await readJoinTokenRecord(kc, namespace, tokenId))?.usesLeft, 1, 'no use taken');
+  assert.ok(
+    !logLines.some((l) => l.includes(made.stdout.match(/'[a-z0-9]{6}\.([a-z0-9]{16})'/)![1]!)),
+    'no token secret logged',
+  );
+});
