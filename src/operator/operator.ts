@@ -267,7 +267,9 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       (loaded) =>
         log.info('payload loaded', {
           version: loaded.manifest.version,
-          registry: loaded.registry ? `${loaded.registry.repository}@${loaded.registry.digest}` : undefined,
+          registry: loaded.registry
+            ? `${loaded.registry.repository}@${loaded.registry.digest}`
+            : undefined,
         }),
       (error: unknown) =>
         log.warn('cannot load the payload yet; joins retry', { error: (error as Error).message }),
