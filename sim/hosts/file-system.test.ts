@@ -132,3 +132,69 @@ test('removing a directory needs recursive unless it is empty', async (t) => {
   await fs.remove('C:\\d', { recursive: true });
   assert.deepEqual(await fs.allPaths(), []);
 });
+
+/** Every chunk of `chunks`, as text. */
+async function collect(chunks: AsyncIterable<Buffer>): Promise<string[]> {
+  const all: string[] = [];
+  for await (const chunk of chunks) all.push(chunk.toString());
+  return all;
+}
+
+/** `parts` as chunks, then (when `failure`) an error, as a blob that fails its check does. */
+async function* chunksOf(parts: (string | Buffer)[], failure?: Error): AsyncGenerator<Buffer> {
+  for (const part of parts) yield Buffer.from(part);
+  if (failure) throw failure;
+}
+
+test('a streamed write counts each chunk against free space, and lands only when the stream ends cleanly', async (t) => {
+  const fs = await tempFs(t, { freeBytes: 1000 });
+  assert.equal(
+    await fs.writeFileAtomicFromStream('C:\\k\\payload\\a.exe', chunksOf(['abc', 'def'])),
+    6,
+  );
+  assert.equal((await fs.readFile('C:\\k\\payload\\a.exe')).toString(), 'abcdef');
+  assert.equal(fs.freeBytes(), 994);
+  assert.deepEqual(await collect(fs.readChunks('C:\\K\\PAYLOAD\\A.EXE')), ['abcdef']);
+  // The check at the end fails: the old file stays, nothing else is left, the space comes back.
+  await assert.rejects(
+    fs.writeFileAtomicFromStream(
+      'C:\\k\\payload\\a.exe',
+      chunksOf(['tampered'], new Error('digest')),
+    ),
+    /digest/,
+  );
+  assert.equal((await fs.readFile('C:\\k\\payload\\a.exe')).toString(), 'abcdef');
+  assert.deepEqual(await fs.allPaths(), ['C:\\k', 'C:\\k\\payload', 'C:\\k\\payload\\a.exe']);
+  assert.equal(fs.freeBytes(), 994);
+  // The disk fills up mid-way: ENOSPC as Windows says it, nothing left behind.
+  await assert.rejects(
+    fs.writeFileAtomicFromStream(
+      'C:\\k\\payload\\b.exe',
+      chunksOf([Buffer.alloc(600), Buffer.alloc(600)]),
+    ),
+    (e: NodeJS.ErrnoException) =>
+      e.code === 'ENOSPC' && /There is not enough space on the disk\./.test(e.message),
+  );
+  assert.deepEqual(await fs.allPaths(), ['C:\\k', 'C:\\k\\payload', 'C:\\k\\payload\\a.exe']);
+  assert.equal(fs.freeBytes(), 994);
+  fs.diskFull = true;
+  await assert.rejects(fs.writeFileAtomicFromStream('C:\\k\\payload\\c.exe', chunksOf(['c'])), {
+    code: 'ENOSPC',
+  });
+  fs.diskFull = false;
+  await assert.rejects(collect(fs.readChunks('C:\\k\\payload\\missing.exe')), {
+    code: 'ENOENT',
+  });
+});
+
+test('a streamed write cannot replace a running image, as a plain atomic write cannot', async (t) => {
+  const fs = await tempFs(t);
+  await fs.writeFileAtomic('C:\\k\\kubelet.exe', 'v1');
+  const image = await fs.fileIdentity('C:\\k\\kubelet.exe');
+  fs.heldAs = (identity) => (identity === image ? 'image' : undefined);
+  await assert.rejects(fs.writeFileAtomicFromStream('C:\\k\\kubelet.exe', chunksOf(['v2'])), {
+    code: 'EPERM',
+  });
+  assert.equal((await fs.readFile('C:\\k\\kubelet.exe')).toString(), 'v1');
+  assert.deepEqual(await fs.allPaths(), ['C:\\k', 'C:\\k\\kubelet.exe']);
+});

@@ -407,6 +407,49 @@ export class SimFileSystem {
     }
   }
 
+  /**
+   * writeFileAtomic for content that arrives as a stream: each chunk goes to the temporary
+   * file as it comes (counted against free space, so a full disk fails mid-way), which is
+   * renamed over `path` once the chunks end cleanly and removed otherwise. Returns the bytes.
+   */
+  async writeFileAtomicFromStream(
+    path: string,
+    chunks: AsyncIterable<Uint8Array>,
+  ): Promise<number> {
+    await this.mkdir(parentOf(path), { recursive: true });
+    const segments = windowsPathSegments(path);
+    const temporary = formatWindowsPath([
+      ...segments.slice(0, -1),
+      `${segments.at(-1)}.${randomBytes(4).toString('hex')}.tmp`,
+    ]);
+    let offset = 0;
+    try {
+      const handle = await this.open(temporary, { write: true, create: true, exclusive: true });
+      try {
+        for await (const chunk of chunks) {
+          await handle.write(offset, Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          offset += chunk.byteLength;
+        }
+      } finally {
+        await handle.close();
+      }
+      await this.rename(temporary, path, { replace: true });
+      return offset;
+    } catch (error) {
+      await this.remove(temporary, { missingOk: true });
+      throw error;
+    }
+  }
+
+  /** A file's content as chunks, read as a program reading it would (never whole). */
+  async *readChunks(path: string): AsyncGenerator<Buffer> {
+    const located = await this.#locate(path);
+    if (!located.exists) throw fsError('ENOENT', 'open', path);
+    if ((await statOf(located.host)).kind === 'directory') throw fsError('EISDIR', 'read', path);
+    for await (const chunk of createReadStream(located.host, { highWaterMark: 256 * 1024 }))
+      yield chunk as Buffer;
+  }
+
   async #requireParent(path: string): Promise<void> {
     const parent = await this.stat(parentOf(path));
     if (parent === undefined) throw fsError('ENOENT', 'create', path);

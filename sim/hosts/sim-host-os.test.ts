@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { idleProgram } from './programs.ts';
 import { SimHostOS } from './sim-host-os.ts';
@@ -49,4 +50,48 @@ test('HNS networks: listed and removed by id; a missing one is not an error', as
   await os.removeHnsNetwork(network.id.toLowerCase());
   await os.removeHnsNetwork(network.id);
   assert.deepEqual(await os.listHnsNetworks(), []);
+});
+
+test('files: streamed writes, hashes and copies, with the Windows rules of the machine', async (t) => {
+  const machine = await createTestMachine(t);
+  machine.programs.register('kube-proxy.exe', { run: idleProgram });
+  const os = new SimHostOS(machine);
+  async function* chunks(...parts: string[]) {
+    for (const part of parts) yield Buffer.from(part);
+  }
+  assert.equal(
+    await os.writeFileFromStream('C:\\k\\winfleet\\payload\\kube-proxy.exe', chunks('v', '2')),
+    2,
+  );
+  assert.equal(
+    await os.fileSha256('C:\\K\\WINFLEET\\PAYLOAD\\KUBE-PROXY.EXE'),
+    createHash('sha256').update('v2').digest('hex'),
+  );
+  assert.equal(await os.fileSha256('C:\\k\\missing.exe'), undefined);
+  await installBinary(machine, 'kube-proxy');
+  const process = await machine.spawn({
+    binaryPath: 'C:\\k\\kube-proxy.exe',
+    args: [],
+    stdout: () => {},
+    stderr: () => {},
+  });
+  // A running image is read (hashed) but not replaced by a copy.
+  assert.match((await os.fileSha256('C:\\k\\kube-proxy.exe')) ?? '', /^[0-9a-f]{64}$/);
+  await assert.rejects(
+    os.copyFile('C:\\k\\winfleet\\payload\\kube-proxy.exe', 'C:\\k\\kube-proxy.exe'),
+    {
+      code: 'EPERM',
+    },
+  );
+  process.kill();
+  await process.exited;
+  await os.copyFile('C:\\k\\winfleet\\payload\\kube-proxy.exe', 'C:\\k\\kube-proxy.exe');
+  assert.equal((await os.readFile('C:\\k\\kube-proxy.exe'))?.toString(), 'v2');
+  await assert.rejects(os.copyFile('C:\\k\\nothing.exe', 'C:\\k\\x.exe'), { code: 'ENOENT' });
+  assert.equal(await os.readFile('C:\\k\\x.exe'), undefined);
+  assert.deepEqual(
+    (await os.listDirectory('C:\\k'))?.filter((n) => n.endsWith('.tmp')),
+    [],
+    'no temporary file is left',
+  );
 });

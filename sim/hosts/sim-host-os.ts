@@ -215,6 +215,27 @@ export class SimHostOS implements HostOS {
     return this.#live(() => this.#machine.fs.writeFileAtomic(path, data));
   }
 
+  writeFileFromStream(path: string, chunks: AsyncIterable<Uint8Array>): Promise<number> {
+    return this.#live(() => this.#machine.fs.writeFileAtomicFromStream(path, chunks));
+  }
+
+  fileSha256(path: string): Promise<string | undefined> {
+    return this.#live(async () => {
+      try {
+        return await this.#machine.fs.sha256(path);
+      } catch (error) {
+        if (errorCode(error) === 'ENOENT') return undefined;
+        throw error;
+      }
+    });
+  }
+
+  copyFile(from: string, to: string): Promise<void> {
+    return this.#live(async () => {
+      await this.#machine.fs.writeFileAtomicFromStream(to, this.#machine.fs.readChunks(from));
+    });
+  }
+
   removePath(path: string): Promise<void> {
     return this.#live(() => this.#machine.fs.remove(path, { recursive: true, missingOk: true }));
   }

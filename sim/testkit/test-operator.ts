@@ -7,7 +7,11 @@ import { stringify } from 'yaml';
 import { isAlreadyExists } from '../../src/kube/client.ts';
 import { createLogger, type Logger, silentLogger } from '../../src/log/logger.ts';
 import { configKey, configMapName } from '../../src/operator/config-source.ts';
-import { type Operator, startOperator } from '../../src/operator/operator.ts';
+import {
+  type Operator,
+  type PayloadImageOptions,
+  startOperator,
+} from '../../src/operator/operator.ts';
 import { freePort } from '../cluster/free-port.ts';
 import { uniqueSuffix } from './test-cluster.ts';
 
@@ -20,6 +24,8 @@ export interface TestOperatorOptions {
   caValidityMs?: number;
   log?: Logger;
   payloadDir?: string;
+  /** A registry payload (OperatorOptions.payloadImage), instead of payloadDir. */
+  payloadImage?: PayloadImageOptions;
   /** The pools' rollout clock (OperatorOptions.rolloutClock). */
   rolloutClock?: () => Date;
 }
@@ -62,6 +68,7 @@ export async function startTestOperator(
     log,
     leaderElection: false,
     payloadDir: options.payloadDir,
+    ...(options.payloadImage ? { payloadImage: options.payloadImage } : {}),
     ...(options.rolloutClock ? { rolloutClock: options.rolloutClock } : {}),
     webhook:
       options.webhook === false

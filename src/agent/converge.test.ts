@@ -131,12 +131,12 @@ test('a new payload binary stops the services that run it and their dependents b
     f.payload === 'kubelet.exe' ? { ...f, sha256: sha256(kubelet) } : f,
   );
 
-  // Windows refuses to replace a running executable: the write only succeeds after the stops.
+  // Windows refuses to replace a running executable: the copy only succeeds after the stops.
   const written = await installPayloadFiles(context.hostOS, next, emptyState());
   assert.deepEqual(written, ['C:\\k\\kubelet.exe']);
   assert.deepEqual(
-    calls.filter((c) => /^(stopService|writeFile) /.test(c)),
-    ['stopService kube-proxy', 'stopService kubelet', 'writeFile C:\\k\\kubelet.exe'],
+    calls.filter((c) => /^(stopService|copyFile) /.test(c)),
+    ['stopService kube-proxy', 'stopService kubelet', `copyFile ${paths.payload}\\kubelet.exe`],
   );
   assert.deepEqual(await machine.fs.readFile('C:\\k\\kubelet.exe'), kubelet);
 });

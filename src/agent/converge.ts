@@ -84,31 +84,32 @@ export function agentServiceConfig(): ServiceConfig {
   };
 }
 
-/** Installs payload files whose content differs; returns the paths written. */
+/**
+ * Installs payload files whose content differs; returns the paths written. Every file is
+ * hashed and copied as a stream: the agent never holds a payload file in memory.
+ */
 export async function installPayloadFiles(
   host: HostOS,
   manifest: ServicesManifest,
   state: AgentState,
 ): Promise<string[]> {
-  const pending: { path: string; data: Buffer }[] = [];
+  const pending: { path: string; source: string }[] = [];
   for (const file of manifest.files) {
     const source = `${paths.payload}\\${file.payload}`;
-    const data = await host.readFile(source);
-    if (!data)
+    const actual = await host.fileSha256(source);
+    if (actual === undefined)
       throw new WinfleetError(
         'WF_AGENT_FILE_MISSING',
-        `Payload file ${source} is missing; the operator copies it before bootstrap`,
+        `Payload file ${source} is missing; the operator copies it, or the agent pulls it from the payload registry, before bootstrap`,
       );
-    const actual = sha256(data);
     if (actual !== file.sha256) {
       throw new WinfleetError(
         'WF_PAYLOAD_INVALID',
         `Payload file ${source} has SHA-256 ${actual}, the manifest says ${file.sha256}; refusing to install it`,
       );
     }
-    const installed = await host.readFile(file.path);
-    if (installed && sha256(installed) === file.sha256) continue;
-    pending.push({ path: file.path, data });
+    if ((await host.fileSha256(file.path)) === file.sha256) continue;
+    pending.push({ path: file.path, source });
   }
   // The services that run a file being replaced stop first (their dependents before them),
   // to restart on the new one; processes no service owns keep the old one, moved aside.
@@ -121,7 +122,7 @@ export async function installPayloadFiles(
     ),
   );
   for (const file of pending) {
-    await replaceExecutable(host, file.path, file.data);
+    await replaceExecutable(host, file.path, (to) => host.copyFile(file.source, to));
     state.files.push(file.path);
   }
   return pending.map((f) => f.path);
@@ -268,8 +269,7 @@ export async function verifyBinary(
 ): Promise<void> {
   for (const binary of serviceExecutables(service)) {
     const file = manifest.files.find((f) => f.path.toLowerCase() === binary.toLowerCase());
-    const data = await host.readFile(binary);
-    const actual = data ? sha256(data) : 'none (the file is missing)';
+    const actual = (await host.fileSha256(binary)) ?? 'none (the file is missing)';
     if (file && actual === file.sha256) continue;
     throw new WinfleetError(
       'WF_SERVICE_BINARY_MISMATCH',

@@ -134,6 +134,17 @@ export interface HostOS {
   readFile(path: string): Promise<Buffer | undefined>;
   /** Writes atomically (temp file + rename), creating parent directories. */
   writeFile(path: string, data: Buffer | string): Promise<void>;
+  /**
+   * Writes `chunks` to `path` as they come, never holding the whole file: into a temporary
+   * file beside it (parents created), renamed over `path` only once the chunks ended without
+   * an error, and removed otherwise — so a stream that fails its check at the end (a payload
+   * blob whose digest does not match) never lands under the name. Returns the bytes written.
+   */
+  writeFileFromStream(path: string, chunks: AsyncIterable<Uint8Array>): Promise<number>;
+  /** The SHA-256 (lowercase hex) of a file, read as a stream; undefined when it is missing. */
+  fileSha256(path: string): Promise<string | undefined>;
+  /** Copies a file as a stream, atomically as writeFileFromStream; a missing `from` throws. */
+  copyFile(from: string, to: string): Promise<void>;
   /** Removes a file or directory tree; a missing path is not an error. */
   removePath(path: string): Promise<void>;
   /**

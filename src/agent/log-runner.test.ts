@@ -92,11 +92,15 @@ test('a new kube-log-runner.exe stops the services it runs before it is written;
   await machine.fs.writeFileAtomic(`${paths.payload}\\kube-log-runner.exe`, newRunner);
   const next = manifestWithRunner('1.1.0', newRunner);
 
-  // Windows refuses to replace a running executable: the write succeeds only after the stops.
+  // Windows refuses to replace a running executable: the copy succeeds only after the stops.
   assert.deepEqual(await installPayloadFiles(context.hostOS, next, emptyState()), [runnerPath]);
   assert.deepEqual(
-    calls.filter((c) => /^(stopService|writeFile) /.test(c)),
-    ['stopService kube-proxy', 'stopService kubelet', `writeFile ${runnerPath}`],
+    calls.filter((c) => /^(stopService|copyFile) /.test(c)),
+    [
+      'stopService kube-proxy',
+      'stopService kubelet',
+      `copyFile ${paths.payload}\\kube-log-runner.exe`,
+    ],
   );
   assert.deepEqual(await machine.fs.readFile(runnerPath), newRunner);
   await converge(next);
@@ -116,7 +120,7 @@ test('a new kube-log-runner.exe stops the services it runs before it is written;
     'C:\\k\\kubelet.exe',
   ]);
   assert.deepEqual(
-    calls.filter((c) => /^(stopService|writeFile) /.test(c)),
-    ['stopService kube-proxy', 'stopService kubelet', 'writeFile C:\\k\\kubelet.exe'],
+    calls.filter((c) => /^(stopService|copyFile) /.test(c)),
+    ['stopService kube-proxy', 'stopService kubelet', `copyFile ${paths.payload}\\kubelet.exe`],
   );
 });

@@ -54,22 +54,27 @@ async function asideName(host: HostOS, path: string, now = Date.now()): Promise<
 }
 
 /**
- * Puts `data` at `path`, which a running process may hold: an existing file moves aside
- * first (and back, if the write fails), and the copy aside goes at once unless it is in use.
- * Stale copies of earlier replacements that nothing runs any more are deleted too.
+ * Puts a new file at `path`, which a running process may hold, by `write(path)` (an atomic
+ * write or copy of HostOS, streamed): an existing file moves aside first (and back, if the
+ * write fails), and the copy aside goes at once unless it is in use. Stale copies of earlier
+ * replacements that nothing runs any more are deleted too.
  */
-export async function replaceExecutable(host: HostOS, path: string, data: Buffer): Promise<void> {
+export async function replaceExecutable(
+  host: HostOS,
+  path: string,
+  write: (path: string) => Promise<void>,
+): Promise<void> {
   await removeStaleCopies(host, path);
   const base = win32.basename(path).toLowerCase();
   const entries = (await host.listDirectory(win32.dirname(path))) ?? [];
   if (!entries.some((e) => e.toLowerCase() === base)) {
-    await host.writeFile(path, data);
+    await write(path);
     return;
   }
   const aside = await asideName(host, path);
   await host.renamePath(path, aside);
   try {
-    await host.writeFile(path, data);
+    await write(path);
   } catch (error) {
     await host.renamePath(aside, path).catch(() => {});
     throw error;

@@ -22,7 +22,7 @@ import {
 import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-config.ts';
 import { readState, writeState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
-import { convergeServices, installPayloadFiles, servicesRunning, sha256 } from './converge.ts';
+import { convergeServices, installPayloadFiles, servicesRunning } from './converge.ts';
 import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
 import { repairLocally } from './local-repair.ts';
 import { nodeKubeConfig } from './node-client.ts';
@@ -208,10 +208,7 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
 async function ownExecutables(
   context: AgentContext,
 ): Promise<{ 'winfleet-agent'?: string; 'winfleet-service'?: string }> {
-  const hash = async (path: string) => {
-    const data = await context.hostOS.readFile(path).catch(() => undefined);
-    return data ? sha256(data) : undefined;
-  };
+  const hash = (path: string) => context.hostOS.fileSha256(path).catch(() => undefined);
   return {
     'winfleet-agent': await hash(paths.agentExe),
     'winfleet-service': await hash(paths.serviceExe),

@@ -9,6 +9,7 @@
  *   winfleet diagnose [HOST…] -o bundle.tar.gz
  *   winfleet join-command --pool NAME [--ttl 2h] [--uses N] [--format F]
  *   winfleet join-tokens list|revoke ID
+ *   winfleet payload push DIR REGISTRY/REPOSITORY:TAG
  */
 import { basename } from 'node:path';
 import { Command } from 'commander';
@@ -17,6 +18,7 @@ import { registerDiagnose } from './commands/diagnose.ts';
 import { registerHosts } from './commands/hosts.ts';
 import { registerJoinCommand } from './commands/join-command.ts';
 import { registerJoinTokens } from './commands/join-tokens.ts';
+import { registerPayload } from './commands/payload.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerVersion } from './commands/version.ts';
 import { ExitCode, exitFor } from './exit-codes.ts';
@@ -39,6 +41,7 @@ export function buildProgram(name = programName()): Command {
   registerDiagnose(program);
   registerJoinCommand(program);
   registerJoinTokens(program);
+  registerPayload(program);
   registerVersion(program);
   for (const command of program.commands) command.exitOverride();
   return program;

@@ -8,6 +8,7 @@ import { runInNewContext } from 'node:vm';
 import { writeStandInPayload } from '../../sim/testkit/payload.ts';
 import { connectedSimHost } from '../../sim/testkit/ssh-host.ts';
 import { errorCode } from '../errors/catalog.ts';
+import { payloadFileOnDisk } from '../payload/payload-file.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import { syncPayload } from './payload-sync.ts';
 
@@ -54,7 +55,9 @@ test('a large payload file is streamed to the host: memory grows far less than t
   const payload = await writeStandInPayload(dir, { sizes: { 'kubelet.exe': size } });
   const kubelet = payload.files.find((f) => f.name === 'kubelet.exe')!;
 
-  const { result: copied, peak } = await peakGrowth(() => syncPayload(remote, dir, payload));
+  const { result: copied, peak } = await peakGrowth(() =>
+    syncPayload(remote, payload, (f) => payloadFileOnDisk(dir, f)),
+  );
 
   t.diagnostic(`peak growth: arrayBuffers ${peak.arrayBuffers} bytes, heap ${peak.heapUsed} bytes`);
   assert.ok(copied.includes(`${hostPaths.payload}\\kubelet.exe`));

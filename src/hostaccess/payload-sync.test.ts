@@ -9,6 +9,7 @@ import { writeStandInPayload } from '../../sim/testkit/payload.ts';
 import { connectedSimHost } from '../../sim/testkit/ssh-host.ts';
 import { agentServiceConfig } from '../agent/converge.ts';
 import type { Payload } from '../payload/payload.ts';
+import { payloadFileOnDisk } from '../payload/payload-file.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import { syncPayload } from './payload-sync.ts';
 
@@ -33,21 +34,25 @@ test('the operator copies the agent and its service shim, checked by SHA-256, an
   };
 
   const first = await writeStandInPayload(dir, { version: '1.36.5-wf.1' });
-  const copied = await syncPayload(remote, dir, first);
+  const copied = await syncPayload(remote, first, (f) => payloadFileOnDisk(dir, f));
   assert.equal(copied.length, first.files.length);
   assert.equal(copied.at(-1), hostPaths.agentExe, 'the agent last');
   assert.equal(copied[0], hostPaths.serviceExe, 'its shim first');
   await onHost(first, 'winfleet-service.exe', hostPaths.serviceExe);
   await onHost(first, 'winfleet-agent.exe', hostPaths.agentExe);
   await onHost(first, 'kubelet.exe', `${hostPaths.payload}\\kubelet.exe`);
-  assert.deepEqual(await syncPayload(remote, dir, first), [], 'nothing differs: nothing copied');
+  assert.deepEqual(
+    await syncPayload(remote, first, (f) => payloadFileOnDisk(dir, f)),
+    [],
+    'nothing differs: nothing copied',
+  );
 
   // The agent service runs both files (Windows would refuse to overwrite them).
   const os = host.hostOS();
   await os.createService(agentServiceConfig());
   await os.startService('winfleet-agent');
   const next = await writeStandInPayload(dir, { version: '1.36.6-wf.1' });
-  const replaced = await syncPayload(remote, dir, next);
+  const replaced = await syncPayload(remote, next, (f) => payloadFileOnDisk(dir, f));
   assert.ok(replaced.includes(hostPaths.serviceExe) && replaced.includes(hostPaths.agentExe));
   await onHost(next, 'winfleet-service.exe', hostPaths.serviceExe);
   await onHost(next, 'winfleet-agent.exe', hostPaths.agentExe);

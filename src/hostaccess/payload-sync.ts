@@ -1,12 +1,18 @@
 /**
  * Putting a payload on a host: the agent and its service shim to their own paths, every other
  * file under the payload directory, each copied only when its SHA-256 on the host differs
- * (streamed from the operator's disk, never held whole in memory),
+ * (streamed from the operator's disk, never held whole in memory; a registry payload's file is
+ * fetched into the operator's cache first, and only when some host lacks it),
  * after C:\k is locked down to SYSTEM and Administrators. Joining and upgrading both copy
  * through here.
  */
-import { agentFileName, type Payload, serviceShimFileName } from '../payload/payload.ts';
-import { payloadFileOnDisk } from '../payload/payload-file.ts';
+import {
+  agentFileName,
+  type Payload,
+  type PayloadFile,
+  serviceShimFileName,
+} from '../payload/payload.ts';
+import type { PayloadFileOnDisk } from '../payload/payload-file.ts';
 import { hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import type { RemoteHost } from './remote-host.ts';
 
@@ -16,11 +22,15 @@ const ownPaths: Record<string, string> = {
   [serviceShimFileName]: hostPaths.serviceExe,
 };
 
-/** Copies the payload files (from `dir`) that differ on the host; returns the paths copied. */
+/**
+ * Copies the payload files that differ on the host, each from `fileOnDisk` (a payload
+ * directory's file, or a registry payload's blob fetched into the operator's cache only when a
+ * host needs it); returns the paths copied.
+ */
 export async function syncPayload(
   remote: RemoteHost,
-  dir: string,
   payload: Payload,
+  fileOnDisk: (file: PayloadFile) => Promise<PayloadFileOnDisk>,
 ): Promise<string[]> {
   await remote.script('ensure-directory', {
     path: hostPaths.payload,
@@ -34,7 +44,7 @@ export async function syncPayload(
     return {
       path: own ?? `${hostPaths.payload}\\${file.name}`,
       sha256: file.sha256,
-      local: () => payloadFileOnDisk(dir, file),
+      local: () => fileOnDisk(file),
       // The agent service runs both: they are copied beside themselves and swapped in.
       mayBeRunning: own !== undefined,
     };

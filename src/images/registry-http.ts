@@ -1,17 +1,26 @@
 /**
- * The HTTP underneath the registry client: GET and POST over node:http/https with keep-alive
- * agents per TLS setting (an extra CA bundle, or no verification for registries marked
- * insecure), bodies read up to a size limit, a bounded number of redirects (blob downloads go
- * to storage or CDN hosts; credentials are never sent to another origin; never from HTTPS down
- * to plain HTTP), and cancellation through an AbortSignal. Every connection goes through the
- * address policy (`address-policy.ts`): an untrusted URL's host, IP literal or resolved name,
- * must not be a loopback, private, link-local or cluster address.
+ * The HTTP underneath the registry clients: GET, HEAD, POST and PUT over node:http/https with
+ * keep-alive agents per TLS setting (an extra CA bundle, or no verification for registries
+ * marked insecure), bodies read up to a size limit — or, for blobs, handed over as a stream and
+ * never held whole — request bodies from memory or streamed from a file, a bounded number of
+ * redirects (blob downloads go to storage or CDN hosts; credentials are never sent to another
+ * origin; never from HTTPS down to plain HTTP), an idle timeout, and cancellation through an
+ * AbortSignal. Every connection goes through the address policy (`address-policy.ts`): an
+ * untrusted URL's host, IP literal or resolved name, must not be a loopback, private,
+ * link-local or cluster address.
  */
 
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+} from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { rootCertificates } from 'node:tls';
 import { type AddressPolicy, createAddressPolicy, hostAddress } from './address-policy.ts';
 import { lookupErrorFrom, registryLookupError } from './registry-lookup-error.ts';
@@ -24,14 +33,29 @@ export interface TlsSettings {
   skipTlsVerify?: boolean;
 }
 
+/**
+ * A request body streamed from somewhere (a file): its exact length, and a way to open it —
+ * once per attempt, since a redirect or an auth challenge sends it again.
+ */
+export interface StreamedBody {
+  length: number;
+  open(): Readable;
+}
+
 export interface HttpRequest {
-  method?: 'GET' | 'HEAD' | 'POST';
+  method?: 'GET' | 'HEAD' | 'POST' | 'PUT';
   url: string;
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Buffer | StreamedBody;
   tls?: TlsSettings;
-  /** Largest body read; a larger one fails with reason "invalid-manifest". */
+  /**
+   * Largest body read; a larger one fails with reason "invalid-manifest". For `stream()`, the
+   * largest successful body the registry may declare (Content-Length); the reader counts the
+   * rest itself.
+   */
   maxBytes: number;
+  /** Fail when the connection is silent this long, in ms (default: only the signal ends it). */
+  idleTimeoutMs?: number;
   /** Redirects followed at most (default 5). */
   maxRedirects?: number;
   signal?: AbortSignal;
@@ -49,6 +73,17 @@ export interface HttpResponse {
   headers: IncomingHttpHeaders;
   body: Buffer;
   /** The URL that answered, after redirects. */
+  url: string;
+}
+
+/**
+ * An answer whose successful body is not read yet: `body` streams it (read it to the end, or
+ * destroy it). Any other status comes with its (capped) body read, as a stream too.
+ */
+export interface StreamedHttpResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Readable;
   url: string;
 }
 
@@ -99,6 +134,24 @@ export class RegistryHttp {
 
   /** Sends `req`, following redirects; rejects with a WF_REGISTRY_LOOKUP error. */
   async send(req: HttpRequest): Promise<HttpResponse> {
+    const response = await this.#follow(req, false);
+    return response as HttpResponse;
+  }
+
+  /**
+   * Sends `req` as `send` does, but hands over a successful body as a stream (a blob):
+   * nothing of it is held here. The caller reads it to the end or destroys it.
+   */
+  async stream(req: HttpRequest): Promise<StreamedHttpResponse> {
+    const response = await this.#follow(req, true);
+    const body = response.body;
+    return { ...response, body: Buffer.isBuffer(body) ? Readable.from([body]) : body };
+  }
+
+  async #follow(
+    req: HttpRequest,
+    streaming: boolean,
+  ): Promise<HttpResponse | StreamedHttpResponse> {
     let url = new URL(req.url);
     let headers = { 'user-agent': this.#userAgent, ...req.headers };
     let method = req.method ?? 'GET';
@@ -110,7 +163,7 @@ export class RegistryHttp {
     );
     for (let hop = 0; ; hop++) {
       if (!trusted) this.#checkLiteral(url, req.what);
-      const response = await this.#once(method, url, headers, body, req, trusted);
+      const response = await this.#once(method, url, headers, body, req, trusted, streaming);
       const location = response.headers.location;
       if (!redirectStatuses.has(response.status) || !location) return response;
       // Redirect targets are the server's words: messages name only their host.
@@ -155,41 +208,57 @@ export class RegistryHttp {
     method: string,
     url: URL,
     headers: Record<string, string>,
-    body: string | undefined,
+    body: HttpRequest['body'],
     req: HttpRequest,
     trusted: boolean,
-  ): Promise<HttpResponse> {
+    streaming: boolean,
+  ): Promise<HttpResponse | StreamedHttpResponse> {
     const signal = req.signal;
-    return new Promise<HttpResponse>((resolve, reject) => {
+    return new Promise<HttpResponse | StreamedHttpResponse>((resolve, reject) => {
       if (signal?.aborted) {
         reject(lookupErrorFrom(signal.reason, req.what, signal));
         return;
       }
       const isHttps = url.protocol === 'https:';
+      const length =
+        body === undefined
+          ? undefined
+          : typeof body === 'string' || Buffer.isBuffer(body)
+            ? Buffer.byteLength(body)
+            : body.length;
+      // The answer, once it comes: a stall while its body streams must end that stream too.
+      let answer: IncomingMessage | undefined;
       const outgoing = (isHttps ? httpsRequest : httpRequest)(
         url,
         {
           method,
           headers:
-            body === undefined
-              ? headers
-              : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+            length === undefined ? headers : { ...headers, 'content-length': String(length) },
           agent: this.#agent(url.protocol, req.tls, trusted),
           ...(signal ? { signal } : {}),
         },
         (res) => {
+          answer = res;
           const status = res.statusCode ?? 0;
           const declared = Number(res.headers['content-length']);
+          const ok = status >= 200 && status < 300;
           const tooLarge = () =>
             registryLookupError(
               'invalid-manifest',
               `${req.what} sent a body larger than ${req.maxBytes} bytes for "${url.pathname}"`,
             );
           // Only successful bodies matter; an error body is read for its message, capped.
-          const limit = status >= 200 && status < 300 ? req.maxBytes : 64 * 1024;
-          if (status >= 200 && status < 300 && Number.isFinite(declared) && declared > limit) {
+          const limit = ok ? req.maxBytes : 64 * 1024;
+          // A HEAD answer declares the size of what a GET would send, and sends nothing.
+          if (ok && method !== 'HEAD' && Number.isFinite(declared) && declared > limit) {
             res.destroy();
             reject(tooLarge());
+            return;
+          }
+          if (ok && streaming && method !== 'HEAD') {
+            // The reader owns the body from here; a stall or a cut is its stream's error.
+            res.on('error', () => {});
+            resolve({ status, headers: res.headers, body: res, url: url.href });
             return;
           }
           const chunks: Buffer[] = [];
@@ -222,7 +291,25 @@ export class RegistryHttp {
         },
       );
       outgoing.on('error', (error) => reject(lookupErrorFrom(error, req.what, signal)));
-      outgoing.end(body);
+      if (req.idleTimeoutMs !== undefined) {
+        const idle = req.idleTimeoutMs;
+        outgoing.setTimeout(idle, () => {
+          const stalled = Object.assign(new Error(`no data for ${idle / 1000} s`), {
+            code: 'ETIMEDOUT',
+          });
+          answer?.destroy(stalled);
+          outgoing.destroy(stalled);
+        });
+      }
+      if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) {
+        outgoing.end(body);
+        return;
+      }
+      // A streamed body: the request fails (and the source closes) if either side breaks.
+      pipeline(body.open(), outgoing).catch((error: unknown) => {
+        outgoing.destroy(error as Error);
+        reject(lookupErrorFrom(error, req.what, signal));
+      });
     });
   }
 

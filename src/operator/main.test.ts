@@ -41,6 +41,35 @@ test('bad flags are refused with the flag named and the fix', async () => {
   }
 });
 
+test('the payload flags: a digest is required, the directory and the image exclude each other', async () => {
+  const cases: [string[], RegExp][] = [
+    // A tag can be moved: the payload is pinned by digest, and the message says how.
+    [
+      ['--payload-image', '127.0.0.1:5000/winfleet/payload:1.36.5'],
+      /--payload-image <reference>' argument .* names no digest; a tag can be moved, so give the payload by digest: "127\.0\.0\.1:5000\/winfleet\/payload@sha256:…", as winfleet payload push prints it/,
+    ],
+    [
+      [
+        '--payload-dir',
+        '/payload',
+        '--payload-image',
+        `127.0.0.1:5000/winfleet/payload@sha256:${'a'.repeat(64)}`,
+      ],
+      /give the payload as --payload-dir or as --payload-image \(a registry artifact\), not both/,
+    ],
+    [
+      ['--payload-pull-secret', 'regcred'],
+      /--payload-pull-secret is for a registry payload; give --payload-image too/,
+    ],
+  ];
+  // Apart from the cases above, so that fewer processes start at once on a loaded machine.
+  const results = await Promise.all(cases.map(([args]) => operator(args)));
+  for (const [i, [args, message]] of cases.entries()) {
+    assert.notEqual(results[i]!.code, 0, args.join(' '));
+    assert.match(results[i]!.stderr, message);
+  }
+});
+
 test('a webhook without an endpoint is refused before anything starts', async () => {
   const { code, stderr } = await operator(['--kubeconfig', '/dev/null']);
   assert.notEqual(code, 0);

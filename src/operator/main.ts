@@ -3,11 +3,13 @@
  *
  *   node src/operator/main.ts --kubeconfig admin.kubeconfig --webhook-url https://127.0.0.1:9443
  */
+import { readFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { WinfleetError } from '../errors/catalog.ts';
 import { loadKubeConfig } from '../kube/client.ts';
 import { userAgents } from '../kube/user-agent.ts';
 import { createLogger } from '../log/logger.ts';
+import { parsePinnedReference } from '../payload/oci/payload-reference.ts';
 import { runUntilSignal } from '../process/run-until-signal.ts';
 import { defaultOperatorNamespace, startOperator } from './operator.ts';
 
@@ -52,6 +54,27 @@ function dnsLabel(what: string) {
       );
     return value;
   };
+}
+
+/** A DNS-1123 subdomain: the name of a Secret. */
+function dnsSubdomain(what: string) {
+  return (value: string): string => {
+    if (value.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(value))
+      throw new InvalidArgumentError(
+        `"${value}" is not a ${what} name (lower-case letters, digits, '-' and '.', at most 253)`,
+      );
+    return value;
+  };
+}
+
+/** A payload reference pinned by digest. */
+function pinnedReference(value: string): string {
+  try {
+    parsePinnedReference(value, '--payload-image');
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message.replace(/^--payload-image: /, ''));
+  }
+  return value;
 }
 
 const collectNamespaces = (value: string, previous: string[] = []) => [
@@ -141,6 +164,28 @@ const program = new Command('winfleet-operator')
     '--payload-dir <dir>',
     'directory with payload.json and the Windows binaries (make payload builds one)',
   )
+  .option(
+    '--payload-image <reference>',
+    'the payload as an OCI artifact, pinned by digest: registry/repository@sha256:… as winfleet payload push prints it (instead of --payload-dir)',
+    pinnedReference,
+  )
+  .option(
+    '--payload-pull-secret <name>',
+    "a kubernetes.io/dockerconfigjson Secret in the operator's namespace with credentials for the payload registry (hosts that pull read it too)",
+    dnsSubdomain('Secret'),
+  )
+  .option(
+    '--payload-plain-http',
+    'reach the payload registry over plain HTTP (loopback and lab registries)',
+  )
+  .option(
+    '--payload-ca-file <file>',
+    'PEM CA certificates trusted for the payload registry, besides the system roots',
+  )
+  .option(
+    '--payload-cache-dir <dir>',
+    'where payload files fetched from the registry are kept for hosts that must be sent them over SFTP (default: a directory in the temporary directory)',
+  )
   .showHelpAfterError();
 
 program.action(async (opts) => {
@@ -148,6 +193,36 @@ program.action(async (opts) => {
   const pullSecretNamespaces: string[] = opts.pullSecretNamespace ?? [];
   if (!opts.pullSecrets && pullSecretNamespaces.length > 0) {
     program.error('error: give --pull-secret-namespace or --no-pull-secrets, not both');
+  }
+  if (opts.payloadDir && opts.payloadImage) {
+    program.error(
+      'error: give the payload as --payload-dir or as --payload-image (a registry artifact), not both',
+    );
+  }
+  for (const flag of [
+    'payloadPullSecret',
+    'payloadPlainHttp',
+    'payloadCaFile',
+    'payloadCacheDir',
+  ]) {
+    if (opts[flag] !== undefined && !opts.payloadImage) {
+      const name = `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+      program.error(`error: ${name} is for a registry payload; give --payload-image too`);
+    }
+  }
+  let payloadCaBundle: string | undefined;
+  if (opts.payloadCaFile) {
+    try {
+      payloadCaBundle = await readFile(opts.payloadCaFile, 'utf8');
+    } catch (error) {
+      program.error(
+        `error: --payload-ca-file: cannot read ${opts.payloadCaFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
+    }
+    if (!payloadCaBundle?.includes('-----BEGIN CERTIFICATE-----'))
+      program.error(
+        `error: --payload-ca-file: ${opts.payloadCaFile} holds no PEM certificate ("-----BEGIN CERTIFICATE-----")`,
+      );
   }
   if (opts.webhook && !opts.webhookUrl && !opts.webhookService) {
     program.error(
@@ -212,6 +287,17 @@ program.action(async (opts) => {
       : {}),
     leaderElection: opts.leaderElect,
     payloadDir: opts.payloadDir,
+    ...(opts.payloadImage
+      ? {
+          payloadImage: {
+            reference: opts.payloadImage,
+            ...(opts.payloadPullSecret ? { pullSecret: opts.payloadPullSecret } : {}),
+            ...(opts.payloadPlainHttp ? { plainHttp: true } : {}),
+            ...(payloadCaBundle ? { caBundle: payloadCaBundle } : {}),
+            ...(opts.payloadCacheDir ? { cacheDir: opts.payloadCacheDir } : {}),
+          },
+        }
+      : {}),
     createNamespace: opts.createNamespace,
     installCrds: opts.installCrds,
     clusterBindings: opts.clusterBindings && opts.bootstrapperBinding,

@@ -5,7 +5,7 @@
  * controllers and the payload watch; `stop` tears them down in reverse. main.ts is its command line.
  */
 import { stat } from 'node:fs/promises';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
@@ -39,13 +39,19 @@ import { createJoinInfoController } from '../controllers/join/join-info-controll
 import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
+import { WinfleetError } from '../errors/catalog.ts';
 import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { clusterInfoName, clusterInfoNamespace } from '../join/cluster-info.ts';
 import { joinInfoConfigMapName } from '../join/join-info.ts';
 import { isAlreadyExists, WinfleetKubeConfig } from '../kube/client.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
+import {
+  type PinnedPayloadReference,
+  parsePinnedReference,
+} from '../payload/oci/payload-reference.ts';
 import { payloadSource } from '../payload/payload-source.ts';
+import { registryPayloadSource } from '../payload/registry-payload-source.ts';
 import { createHealthMetrics, type HealthMetrics } from '../remediation/health-metrics.ts';
 import { clusterFacts, readyWindowsNodeCounts } from '../webhook/cluster-facts.ts';
 import { createWebhookMetrics, type WebhookMetrics } from '../webhook/metrics.ts';
@@ -59,6 +65,7 @@ import { startWebhookService, type WebhookService } from '../webhook/webhook-ser
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
 import { type ConfigSource, configStatusRoute, watchConfig } from './config-source.ts';
+import { payloadPullSecret } from './payload-pull-secret.ts';
 import { registerProcessMetrics } from './process-metrics.ts';
 import { type StatusServer, startHttpServer, startStatusServer } from './status-server.ts';
 
@@ -96,8 +103,13 @@ export interface OperatorOptions {
   /** Elect a leader on a Lease before running controllers (default true). */
   leaderElection?: boolean;
   identity?: string;
-  /** Directory with payload.json and the Windows binaries; without it, hosts are not joined. */
+  /**
+   * Directory with payload.json and the Windows binaries. Without it or `payloadImage`, hosts
+   * are not joined.
+   */
   payloadDir?: string;
+  /** The payload as an OCI artifact in a registry, pinned by digest (not with payloadDir). */
+  payloadImage?: PayloadImageOptions;
   /**
    * What the operator sets up in the cluster itself (each default true). Installed by the Helm
    * chart, the chart does these and its RBAC does not let the operator: the namespace, the
@@ -111,6 +123,20 @@ export interface OperatorOptions {
    * system clock. Tests move it into or out of a window.
    */
   rolloutClock?: () => Date;
+}
+
+/** Where the operator reads a registry payload from (--payload-image and its flags). */
+export interface PayloadImageOptions {
+  /** "registry/repository[:tag]@sha256:…". */
+  reference: string;
+  /** A kubernetes.io/dockerconfigjson Secret of the operator's namespace for the registry. */
+  pullSecret?: string;
+  /** Reach the registry itself over plain HTTP (loopback registries). */
+  plainHttp?: boolean;
+  /** PEM CA certificates trusted for the registry, besides the system roots. */
+  caBundle?: string;
+  /** Where fetched payload files are kept for SFTP copies (default: a directory in tmpdir). */
+  cacheDir?: string;
 }
 
 export interface Operator {
@@ -162,6 +188,8 @@ interface ImageResolvers {
 export async function startOperator(options: OperatorOptions): Promise<Operator> {
   const namespace = options.namespace ?? defaultOperatorNamespace;
   const log = options.log ?? createLogger({}, { component: 'operator' });
+  // Checked before anything starts: a bad payload option must not leave a half-started operator.
+  const payloadReference = pinnedPayloadReference(options);
   const identity = options.identity ?? `${hostname()}-${process.pid}`;
   const registry = new Registry();
   registerProcessMetrics(registry);
@@ -222,20 +250,34 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     stops.push(() => pages.close());
   }
   if (options.leaderElection ?? true) stops.push(await leadOrExit(ctx, identity));
-  controllers.push(...createControllers(ctx, caches, options.payloadDir, options.rolloutClock));
+  const loadPayload = payloadLoader(ctx, caches, options, payloadReference);
+  controllers.push(...createControllers(ctx, caches, loadPayload, options.rolloutClock));
   stops.push(() => {
     for (const c of controllers) c.stop();
   });
-  if (options.payloadDir) {
+  if (loadPayload) {
     const setup = { clusterBindings: options.clusterBindings };
-    const payload = payloadSource(options.payloadDir, () => caches.config.current());
     // One publisher for the host controller and winfleet-join: one view of what is published.
     const publish = createManifestPublisher(ctx.kc, namespace, setup);
-    controllers.push(createJoiningController(ctx, caches, payload, publish, setup));
-    controllers.push(...createJoinByCommandControllers(ctx, caches, payload, publish, setup));
-    stops.push(await watchPayload(ctx, options.payloadDir, controllers));
+    controllers.push(createJoiningController(ctx, caches, loadPayload, publish, setup));
+    controllers.push(...createJoinByCommandControllers(ctx, caches, loadPayload, publish, setup));
+    if (options.payloadDir) stops.push(await watchPayload(ctx, options.payloadDir, controllers));
+    // Read the payload once now, so that a registry that refuses it shows in the log at once.
+    loadPayload().then(
+      (loaded) =>
+        log.info('payload loaded', {
+          version: loaded.manifest.version,
+          registry: loaded.registry
+            ? `${loaded.registry.repository}@${loaded.registry.digest}`
+            : undefined,
+        }),
+      (error: unknown) =>
+        log.warn('cannot load the payload yet; joins retry', { error: (error as Error).message }),
+    );
   } else {
-    log.warn('no payload directory given (--payload-dir): WindowsHosts will not be joined');
+    log.warn(
+      'no payload given (--payload-dir or --payload-image): WindowsHosts will not be joined',
+    );
   }
   // Controllers start only once this replica leads; informer events before that are replayed
   // by enqueueing everything now.
@@ -409,16 +451,58 @@ async function leadOrExit(
   };
 }
 
+/**
+ * The one source of the payload in use, shared by every controller: a payload directory, or a
+ * registry artifact (read once, its files fetched into a cache only for SFTP copies).
+ */
+function payloadLoader(
+  { kc, namespace }: OperatorContext,
+  { config }: Caches,
+  options: OperatorOptions,
+  reference: PinnedPayloadReference | undefined,
+): (() => Promise<LoadedPayload>) | undefined {
+  if (options.payloadDir) return payloadSource(options.payloadDir, () => config.current());
+  const image = options.payloadImage;
+  if (!image || !reference) return undefined;
+  return registryPayloadSource({
+    reference,
+    config: () => config.current(),
+    cacheDir: image.cacheDir ?? join(tmpdir(), `winfleet-payload-cache-${process.pid}`),
+    ...(image.plainHttp ? { plainHttp: true } : {}),
+    ...(image.caBundle ? { caBundle: image.caBundle } : {}),
+    ...(image.pullSecret
+      ? {
+          pullSecretName: image.pullSecret,
+          pullSecret: payloadPullSecret(kc, namespace, image.pullSecret),
+        }
+      : {}),
+  });
+}
+
+/** The pinned reference of `payloadImage`; throws WF_FLAG_INVALID for bad payload options. */
+function pinnedPayloadReference(options: OperatorOptions): PinnedPayloadReference | undefined {
+  if (options.payloadDir && options.payloadImage)
+    throw new WinfleetError(
+      'WF_FLAG_INVALID',
+      'give the payload as --payload-dir or as --payload-image, not both',
+    );
+  if (!options.payloadImage) return undefined;
+  try {
+    return parsePinnedReference(options.payloadImage.reference);
+  } catch (error) {
+    throw new WinfleetError('WF_FLAG_INVALID', (error as Error).message);
+  }
+}
+
 /** The controllers that run with or without a payload. */
 function createControllers(
   ctx: OperatorContext,
   caches: Caches,
-  payloadDir: string | undefined,
+  loadPayload: (() => Promise<LoadedPayload>) | undefined,
   rolloutClock: (() => Date) | undefined,
 ): Controller[] {
   const { kc, namespace, events, log } = ctx;
   const { config, nodes, runtimeClasses, csrs, hosts, pools, instances } = caches;
-  const loadPayload = payloadDir ? payloadSource(payloadDir, () => config.current()) : undefined;
   const payload = loadPayload
     ? async () => {
         const loaded = await loadPayload();
@@ -471,7 +555,7 @@ function createControllers(
   ];
 }
 
-/** The host controller, which joins WindowsHosts over SSH with the payload. */
+/** The host controller, which joins WindowsHosts over SSH with the payload `payload` gives. */
 function createJoiningController(
   { kc, namespace, events, log }: OperatorContext,
   { factory, config, hosts, nodes }: Caches,

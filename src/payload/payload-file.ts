@@ -46,7 +46,7 @@ const hashes = new Map<
 const maxRememberedHashes = 256;
 
 /** The hash of `path`, computed once for concurrent callers and while the file is unchanged. */
-async function knownHash(path: string): Promise<{ sha256: string; size: number }> {
+export async function knownHash(path: string): Promise<{ sha256: string; size: number }> {
   const info = await stat(path);
   const identity = `${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
   const known = hashes.get(path);

@@ -5,6 +5,7 @@ import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
 import { servicesManifestFor } from './node-services.ts';
 import { loadPayload } from './payload.ts';
+import { payloadFileOnDisk } from './payload-file.ts';
 
 export function payloadSource(
   dir: string,
@@ -21,8 +22,8 @@ export function payloadSource(
     for (const file of payload.files) {
       if ('path' in file.source) totalBytes += (await stat(join(dir, file.source.path))).size;
     }
-    const value = {
-      dir,
+    const value: LoadedPayload = {
+      fileOnDisk: (file) => payloadFileOnDisk(dir, file),
       payload,
       manifest: servicesManifestFor(payload, { kubeletPriorityClass: priority }),
       totalBytes,

@@ -85,33 +85,50 @@ const validatePayload = compileSchema<Payload>(schema, {
 /** Reads and validates `<dir>/payload.json`; `flag` is the option that named `dir`, for the fix. */
 export async function loadPayload(dir: string, flag = '--payload-dir'): Promise<Payload> {
   const file = join(dir, 'payload.json');
-  let value: unknown;
+  let text: string;
   try {
-    value = JSON.parse(await readFile(file, 'utf8'));
+    text = await readFile(file, 'utf8');
   } catch (error) {
     throw new WinfleetError(
       'WF_PAYLOAD_INVALID',
       `Cannot read ${file}: ${(error as Error).message}; run make payload or point ${flag} at a payload`,
     );
   }
-  const payload = validatePayload(value, file);
+  return parsePayload(text, file, `run make payload or point ${flag} at a payload`);
+}
+
+/**
+ * Parses and checks payload.json's text (from a payload directory, or the config of a payload
+ * artifact); `where` names it in messages, `fix` says what to do when it is not JSON.
+ */
+export function parsePayload(text: string, where: string, fix: string): Payload {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new WinfleetError(
+      'WF_PAYLOAD_INVALID',
+      `Cannot read ${where}: ${(error as Error).message}; ${fix}`,
+    );
+  }
+  const payload = validatePayload(value, where);
   const names = new Set<string>();
   for (const f of payload.files) {
     if (names.has(f.name))
-      throw invalidDocument('WF_PAYLOAD_INVALID', file, [
+      throw invalidDocument('WF_PAYLOAD_INVALID', where, [
         `files: "${f.name}" is listed twice; list each file once`,
       ]);
     names.add(f.name);
   }
   const listed = new Set([...names].map((n) => n.toLowerCase()));
   if (listed.has(agentFileName) && !listed.has(serviceShimFileName)) {
-    throw invalidDocument('WF_PAYLOAD_INVALID', file, [
+    throw invalidDocument('WF_PAYLOAD_INVALID', where, [
       `files: ${agentFileName} is listed without ${serviceShimFileName}, which runs it as a Windows service; rebuild the payload with make payload`,
     ]);
   }
   const needRunner = logRunnerPrograms.filter((name) => listed.has(name));
   if (needRunner.length > 0 && !listed.has(logRunnerFileName)) {
-    throw invalidDocument('WF_PAYLOAD_INVALID', file, [
+    throw invalidDocument('WF_PAYLOAD_INVALID', where, [
       `files: ${needRunner.join(' and ')} ${needRunner.length > 1 ? 'are' : 'is'} listed without ${logRunnerFileName}, which keeps their logs (a service has no console); rebuild the payload with make payload`,
     ]);
   }

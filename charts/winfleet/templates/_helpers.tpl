@@ -131,6 +131,15 @@ service:
 {{- if and (eq .Values.payload.source "image") (semverCompare "<1.35.0-0" .Capabilities.KubeVersion.Version) }}
 {{- fail (printf "payload.source=image mounts an image volume, which needs Kubernetes 1.35 or later (this is %s); use payload.source=persistentVolumeClaim" .Capabilities.KubeVersion.Version) }}
 {{- end }}
+{{- if and (eq .Values.payload.source "registry") (not .Values.payload.registry.reference) }}
+{{- fail "payload.source=registry needs payload.registry.reference: registry/repository@sha256:…, as winfleet payload push prints it" }}
+{{- end }}
+{{- if and (eq .Values.payload.source "registry") (not (regexMatch "@sha256:[0-9a-f]{64}$" .Values.payload.registry.reference)) }}
+{{- fail (printf "payload.registry.reference %q names no sha256 digest; a tag can be moved, so give the payload by digest (registry/repository@sha256:…), as winfleet payload push prints it" .Values.payload.registry.reference) }}
+{{- end }}
+{{- if and .Values.payload.registry.pullSecret (ne .Values.payload.source "registry") }}
+{{- fail "payload.registry.pullSecret is for payload.source=registry" }}
+{{- end }}
 {{- if and (eq .Values.payload.source "persistentVolumeClaim") (not .Values.payload.persistentVolumeClaim.claimName) }}
 {{- fail "payload.source=persistentVolumeClaim needs payload.persistentVolumeClaim.claimName (an existing PVC in the release namespace)" }}
 {{- end }}

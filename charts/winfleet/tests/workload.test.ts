@@ -245,6 +245,57 @@ test('payload: an image volume or a PVC mounted read-only at --payload-dir; none
   );
 });
 
+test('payload: a registry artifact by digest, a cache emptyDir, and the pull secret; a tag alone is refused', async () => {
+  const reference = `registry.example/winfleet/payload:1.36.5-wf.1@sha256:${'b'.repeat(64)}`;
+  const objects = await render({
+    payload: { source: 'registry', registry: { reference, pullSecret: 'payload-pull' } },
+  });
+  const pod = only(objects, 'Deployment').spec.template.spec;
+  const container = operatorContainer(objects);
+  const args = container.args as string[];
+  assert.ok(args.includes(`--payload-image=${reference}`), args.join(' '));
+  assert.ok(args.includes('--payload-pull-secret=payload-pull'));
+  assert.ok(args.includes('--payload-cache-dir=/var/cache/winfleet-payload'));
+  assert.ok(!args.some((a) => a.startsWith('--payload-dir')), 'not both');
+  assert.deepEqual(
+    pod.volumes.find((v: { name: string }) => v.name === 'payload-cache'),
+    { name: 'payload-cache', emptyDir: { sizeLimit: '1Gi' } },
+  );
+  assert.deepEqual(
+    container.volumeMounts.find((m: { name: string }) => m.name === 'payload-cache'),
+    { name: 'payload-cache', mountPath: '/var/cache/winfleet-payload' },
+  );
+  assert.equal(
+    pod.volumes.find((v: { name: string }) => v.name === 'payload'),
+    undefined,
+  );
+  // Without a pull secret: anonymous pulls, no flag.
+  const anonymous = operatorContainer(
+    await render({ payload: { source: 'registry', registry: { reference } } }),
+  );
+  assert.ok(!(anonymous.args as string[]).some((a) => a.startsWith('--payload-pull-secret')));
+
+  assert.match(
+    await renderError({ payload: { source: 'registry' } }),
+    /payload\.source=registry needs payload\.registry\.reference: registry\/repository@sha256:…, as winfleet payload push prints it/,
+  );
+  assert.match(
+    await renderError({
+      payload: {
+        source: 'registry',
+        registry: { reference: 'registry.example/winfleet/payload:1' },
+      },
+    }),
+    /payload\.registry\.reference "registry\.example\/winfleet\/payload:1" names no sha256 digest; a tag can be moved, so give the payload by digest/,
+  );
+  assert.match(
+    await renderError({
+      payload: { source: 'none', registry: { pullSecret: 'payload-pull' } },
+    }),
+    /payload\.registry\.pullSecret is for payload\.source=registry/,
+  );
+});
+
 test('the ServiceMonitor is rendered only when metrics.serviceMonitor.enabled', async () => {
   assert.equal((await render()).filter((o) => o.kind === 'ServiceMonitor').length, 0);
   const objects = await render({

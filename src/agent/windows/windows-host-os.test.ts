@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -748,6 +749,46 @@ test('files: a failed replace leaves no temporary file behind', async () => {
   await writeFile(join(dir, 'plain'), 'x');
   await assert.rejects(host.readFile(dir), /EISDIR/);
   assert.equal((await readFile(join(dir, 'plain'))).toString(), 'x');
+});
+
+/** Chunks of `parts`, then (when `failure`) an error, as a blob that fails its check does. */
+async function* chunksOf(parts: string[], failure?: Error): AsyncGenerator<Buffer> {
+  for (const part of parts) yield Buffer.from(part);
+  if (failure) throw failure;
+}
+
+test('files: a stream is written in place only when it ends cleanly; hash and copy stream too', async () => {
+  const host = new WindowsHostOS({ run: async () => assert.fail('no program runs for files') });
+  const target = join(dir, 'payload', 'kubelet.exe');
+  const temporaries = async () =>
+    (await readdir(join(dir, 'payload'))).filter((n) => n.endsWith('.tmp'));
+  assert.equal(await host.writeFileFromStream(target, chunksOf(['kube', 'let'])), 7);
+  assert.equal((await readFile(target)).toString(), 'kubelet');
+  assert.equal(await host.fileSha256(target), createHash('sha256').update('kubelet').digest('hex'));
+  assert.equal(await host.fileSha256(join(dir, 'payload', 'missing.exe')), undefined);
+
+  // A stream that fails at its end (a digest mismatch) leaves the old file and no temporary.
+  await assert.rejects(
+    host.writeFileFromStream(target, chunksOf(['tampered'], new Error('digest mismatch'))),
+    /digest mismatch/,
+  );
+  assert.equal((await readFile(target)).toString(), 'kubelet');
+  assert.deepEqual(await temporaries(), []);
+  const fresh = join(dir, 'payload', 'new.exe');
+  await assert.rejects(host.writeFileFromStream(fresh, chunksOf(['x'], new Error('cut'))));
+  assert.equal(await host.readFile(fresh), undefined, 'nothing under the name');
+
+  const copy = join(dir, 'k', 'copied', 'kubelet.exe');
+  await host.copyFile(target, copy);
+  assert.equal((await readFile(copy)).toString(), 'kubelet');
+  await assert.rejects(host.copyFile(join(dir, 'payload', 'missing.exe'), copy), /ENOENT/);
+  assert.equal((await readFile(copy)).toString(), 'kubelet', 'a failed copy changes nothing');
+  assert.deepEqual(
+    (await readdir(join(dir, 'k', 'copied'))).filter((n) => n.endsWith('.tmp')),
+    [],
+  );
+  await host.removePath(join(dir, 'payload'));
+  await host.removePath(join(dir, 'k', 'copied'));
 });
 
 test('freeDiskBytes reads the volume of the nearest existing directory', async () => {

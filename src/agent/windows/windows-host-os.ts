@@ -13,7 +13,8 @@
  * that statfs reports the volume's free space (libuv uses GetDiskFreeSpaceW). The file
  * operations themselves run in the tests against a temporary directory.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import {
   lstat,
   mkdir,
@@ -384,6 +385,52 @@ export class WindowsHostOS implements HostOS {
       await rm(temporary, { force: true });
       throw err;
     }
+  }
+
+  /** As writeFile, with the content written chunk by chunk as it arrives. */
+  async writeFileFromStream(path: string, chunks: AsyncIterable<Uint8Array>): Promise<number> {
+    await mkdir(dirname(path), { recursive: true });
+    const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    let bytes = 0;
+    try {
+      const file = await open(temporary, 'wx');
+      try {
+        for await (const chunk of chunks) {
+          for (let at = 0; at < chunk.byteLength; )
+            at += (await file.write(chunk, at, chunk.byteLength - at)).bytesWritten;
+          bytes += chunk.byteLength;
+        }
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      await this.#renameWithRetry(temporary, path);
+      return bytes;
+    } catch (err) {
+      await rm(temporary, { force: true });
+      throw err;
+    }
+  }
+
+  /** Reading a running executable is allowed (Windows maps images with FILE_SHARE_READ). */
+  async fileSha256(path: string): Promise<string | undefined> {
+    const hash = createHash('sha256');
+    try {
+      for await (const chunk of createReadStream(path, { highWaterMark: 256 * 1024 }))
+        hash.update(chunk as Buffer);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return undefined;
+      throw err;
+    }
+    return hash.digest('hex');
+  }
+
+  async copyFile(from: string, to: string): Promise<void> {
+    // Opened when read: a stream opened earlier would fail with nobody listening yet.
+    async function* content() {
+      yield* createReadStream(from, { highWaterMark: 256 * 1024 }) as AsyncIterable<Buffer>;
+    }
+    await this.writeFileFromStream(to, content());
   }
 
   async #renameWithRetry(from: string, to: string): Promise<void> {

@@ -62,7 +62,7 @@ export async function copyPayload(
   loaded: LoadedPayload,
 ): Promise<void> {
   await withHost(ctx, host, hs, (remote) =>
-    step(hs, JoinStep.CopyPayload, () => syncPayload(remote, loaded.dir, loaded.payload)),
+    step(hs, JoinStep.CopyPayload, () => syncPayload(remote, loaded.payload, loaded.fileOnDisk)),
   );
 }
 
@@ -93,7 +93,9 @@ export async function bootstrapHost(
     // The node name must be on record before the kubelet asks for a certificate with it.
     await writeHostStatus(ctx.kc, host, hs.status);
     await step(hs, JoinStep.PublishManifest, () => ctx.publish(loaded.manifest));
-    await step(hs, JoinStep.CopyPayload, () => syncPayload(remote, loaded.dir, loaded.payload));
+    await step(hs, JoinStep.CopyPayload, () =>
+      syncPayload(remote, loaded.payload, loaded.fileOnDisk),
+    );
     const config = bootstrapConfig(ctx, host, hs, nodeName, token.token, loaded);
     await step(hs, JoinStep.CopyConfig, () =>
       remote.upload(hostPaths.bootstrapConfig, Buffer.from(JSON.stringify(config))),

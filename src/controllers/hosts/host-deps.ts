@@ -5,16 +5,21 @@ import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
 import type { Logger } from '../../log/logger.ts';
-import type { Payload } from '../../payload/payload.ts';
+import type { Payload, PayloadFile } from '../../payload/payload.ts';
+import type { PayloadFileOnDisk } from '../../payload/payload-file.ts';
 import type { ServicesManifest } from '../../servicesmanifest/services-manifest.ts';
 
 /** The payload in use and the services manifest published for it. */
 export interface LoadedPayload {
-  dir: string;
   payload: Payload;
   manifest: ServicesManifest;
   /** Sum of the payload files' sizes. */
   totalBytes: number;
+  /**
+   * A payload file verified on the operator's disk, to copy over SFTP: the directory's own
+   * file, or a registry payload's blob fetched into the download cache as a stream (once).
+   */
+  fileOnDisk(file: PayloadFile): Promise<PayloadFileOnDisk>;
   /**
    * Where hosts pull this payload from, when the operator serves it from a registry artifact
    * (--payload-image); absent for a payload directory, whose files only the operator can send.

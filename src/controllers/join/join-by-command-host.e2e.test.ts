@@ -6,9 +6,9 @@
  * the real registry, checks its hash, and runs the real agent's join. A second host with the
  * same name, from the same token, gets its CSR denied.
  *
- * Two stand-ins until the registry payload lands (issue 15, section A): winfleet-join naming the
- * payload artifact is written as the operator will write it (joinInfoFor), and the agent's
- * payload pull stages the stand-in files (JoinTuning.pullPayload).
+ * winfleet-join, naming the payload artifact in the real registry, is written as the operator
+ * writes it (joinInfoFor); the agent pulls the payload from that registry itself
+ * (src/agent/payload-pull.ts), by digest, verified.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -26,8 +26,6 @@ import { createPool } from '../../../sim/testkit/pools.ts';
 import { freshCluster } from '../../../sim/testkit/test-cluster.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import { readWindowsHost } from '../../../sim/testkit/windows-hosts.ts';
-import { paths } from '../../agent/agent-config.ts';
-import type { PullPayload } from '../../agent/join-payload.ts';
 import { parseConfig } from '../../config/winfleet-config.ts';
 import {
   clusterInfoKubeconfigKey,
@@ -39,6 +37,7 @@ import { readJoinTokenRecord } from '../../join/join-tokens.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { createLogger } from '../../log/logger.ts';
 import { servicesManifestFor } from '../../payload/node-services.ts';
+import { payloadFileOnDisk } from '../../payload/payload-file.ts';
 import { applyClusterInfoReaderRbac, applyJoinInfoRbac } from '../hosts/cluster-rbac.ts';
 import { createManifestPublisher } from '../hosts/manifest-publisher.ts';
 import { clusterInfoKubeconfig } from './cluster-info-controller.ts';
@@ -132,7 +131,7 @@ test('a host with only the join command becomes a Ready node in its pool, SSH re
     payload,
   );
   const info = joinInfoFor(parseConfig('hosts: {agentCheckIntervalSeconds: 1}'), server, {
-    dir: payloadDir,
+    fileOnDisk: (file) => payloadFileOnDisk(payloadDir, file),
     payload,
     manifest,
     totalBytes: 0,
@@ -164,19 +163,9 @@ test('a host with only the join command becomes a Ready node in its pool, SSH re
   assert.equal(made.code, 0, `${made.stdout}\n${made.stderr}`);
   const tokenId = /join token ([a-z0-9]{6})/.exec(made.stderr)![1]!;
 
-  // Stands in for the registry pull (section A): the payload files staged as a pull would.
-  const pullPayload: PullPayload = async (host) => {
-    for (const file of payload.files) {
-      const data = await readFile(join(payloadDir, file.name));
-      const target =
-        file.name === 'winfleet-service.exe' ? paths.serviceExe : `${paths.payload}\\${file.name}`;
-      if (file.name !== 'winfleet-agent.exe') await host.writeFile(target, data);
-    }
-  };
   const joinTuning = {
     discoveryBackoff: { initialDelayMs: 500, maxDelayMs: 2000, maxElapsedMs: 120_000 },
     payloadBackoff: { initialDelayMs: 200, maxDelayMs: 400 },
-    pullPayload,
   };
   const good = await startUserDataHosts({
     count: 1,

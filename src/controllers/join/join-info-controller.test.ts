@@ -7,7 +7,7 @@ import { joinInfoFor } from './join-info-controller.ts';
 
 const loaded = (registry?: LoadedPayload['registry']) =>
   ({
-    dir: '/payload',
+    fileOnDisk: () => assert.fail('winfleet-join never reads payload files'),
     payload: { version: '1.36.5-wf.1', kubernetesVersion: 'v1.36.5', files: [] },
     manifest: { version: '1.36.5-wf.1', services: [], files: [] },
     totalBytes: 0,

@@ -1,0 +1,180 @@
+/**
+ * The payload the operator serves from an OCI registry (--payload-image): the artifact pinned
+ * by digest, its manifest and payload.json read and verified once (src/payload/oci) — the
+ * digest pins the content, so it never changes — and the services manifest built from it as
+ * from a payload directory. The files themselves are fetched only when a host must be sent one
+ * over SFTP (hosts that reach the registry pull their own): each blob is streamed into the
+ * download cache, verified, once, and handed out from there.
+ *
+ * The registry's host is looked up through winfleet-config `images.mirrors` as images are
+ * (mirrors first, then the registry), with the credentials of the payload pull secret.
+ */
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { WinfleetConfig } from '../config/winfleet-config.ts';
+import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
+import { WinfleetError } from '../errors/catalog.ts';
+import type { DockerConfigSource } from '../images/docker-config.ts';
+import { canonicalRegistry } from '../images/image-reference.ts';
+import { servicesManifestFor } from './node-services.ts';
+import type { PinnedPayloadReference } from './oci/payload-reference.ts';
+import { formatPinnedReference } from './oci/payload-reference.ts';
+import { PayloadRegistry, type PayloadTarget, saveVerified } from './oci/payload-registry.ts';
+import { payloadTargets } from './oci/payload-targets.ts';
+import { pullLayer, type ResolvedPayload, resolvePayload } from './oci/resolve-payload.ts';
+import type { PayloadFile } from './payload.ts';
+import { knownHash, type PayloadFileOnDisk } from './payload-file.ts';
+
+export interface RegistryPayloadSourceOptions {
+  reference: PinnedPayloadReference;
+  config: () => WinfleetConfig;
+  /** Where fetched files are kept (one file per SHA-256); created when missing. */
+  cacheDir: string;
+  /** Reach the registry itself over plain HTTP (loopback registries). */
+  plainHttp?: boolean;
+  /** PEM CA certificates trusted for the registry, besides the system roots. */
+  caBundle?: string;
+  /** The payload pull secret's name, for the record (hosts read the same Secret). */
+  pullSecretName?: string;
+  /** Reads the payload pull secret (decoded .dockerconfigjson), each time it is needed. */
+  pullSecret?: () => Promise<DockerConfigSource | undefined>;
+}
+
+/** What messages say about the operator's payload credentials. */
+const wording = {
+  given: 'the payload pull secret credentials',
+  missing: 'the operator has no payload pull secret with credentials for it',
+  fix: 'name a kubernetes.io/dockerconfigjson Secret of the operator namespace with --payload-pull-secret (chart: payload.registry.pullSecret)',
+};
+
+/** A source of LoadedPayload for `options.reference`; see the module comment. */
+export function registryPayloadSource(
+  options: RegistryPayloadSourceOptions,
+): () => Promise<LoadedPayload> {
+  const ref = options.reference;
+  const reference = formatPinnedReference(ref);
+  let resolving: Promise<ResolvedPayload> | undefined;
+  let built: { priority: string; value: LoadedPayload } | undefined;
+  const fetching = new Map<string, Promise<PayloadFileOnDisk>>();
+
+  /** The targets and a client for them, with the mirrors and credentials as they are now. */
+  const connect = async (): Promise<{ registry: PayloadRegistry; targets: PayloadTarget[] }> => {
+    const secret = await options.pullSecret?.();
+    const mirrors = options.config().images.mirrors;
+    const own = Object.entries(mirrors).find(([host]) => canonicalRegistry(host) === ref.registry);
+    const targets = payloadTargets(ref, {
+      ...(own ? { mirrors: own[1] } : {}),
+      ...(options.plainHttp ? { plainHttp: true } : {}),
+      ...(options.caBundle ? { caBundle: options.caBundle } : {}),
+      ...(secret ? { credentials: [secret] } : {}),
+      wording,
+    });
+    const registry = new PayloadRegistry({
+      trustedOrigins: targets.map((t) => t.endpoint.origin),
+      userAgent: 'winfleet-operator',
+    });
+    return { registry, targets };
+  };
+
+  const resolve = (): Promise<ResolvedPayload> => {
+    resolving ??= (async () => {
+      const { registry, targets } = await connect();
+      try {
+        const resolved = await resolvePayload(registry, targets, ref);
+        await pruneCache(options.cacheDir, new Set(resolved.payload.files.map((f) => f.sha256)));
+        return resolved;
+      } finally {
+        registry.close();
+      }
+    })();
+    // A failure is not kept: the next call asks the registry again.
+    resolving.catch(() => {
+      resolving = undefined;
+    });
+    return resolving;
+  };
+
+  const fetchFile = async (
+    resolved: ResolvedPayload,
+    file: PayloadFile,
+  ): Promise<PayloadFileOnDisk> => {
+    const layer = resolved.manifest.layers.find((l) => l.name === file.name);
+    if (!layer)
+      throw new WinfleetError(
+        'WF_PAYLOAD_INVALID',
+        `${reference} has no payload file ${file.name}`,
+      );
+    const path = join(options.cacheDir, file.sha256);
+    const done: PayloadFileOnDisk = {
+      path,
+      size: layer.size,
+      sha256: file.sha256,
+      release: async () => {},
+    };
+    const cached = await knownHash(path).catch(() => undefined);
+    if (cached?.sha256 === file.sha256) return done;
+    await mkdir(options.cacheDir, { recursive: true }).catch((error: Error) => {
+      throw new WinfleetError(
+        'WF_PAYLOAD_DOWNLOAD',
+        `Cannot create the payload cache ${options.cacheDir}: ${error.message}; give --payload-cache-dir a writable directory with room for the payload`,
+      );
+    });
+    const { registry, targets } = await connect();
+    try {
+      await pullLayer(registry, targets, ref, layer, (chunks) => saveVerified(chunks, path));
+    } catch (error) {
+      if (error instanceof WinfleetError) throw error;
+      throw new WinfleetError(
+        'WF_PAYLOAD_DOWNLOAD',
+        `Cannot keep payload file ${file.name} in the payload cache ${options.cacheDir}: ${(error as Error).message}; give --payload-cache-dir a writable directory with room for the payload`,
+        { cause: error },
+      );
+    } finally {
+      registry.close();
+    }
+    return done;
+  };
+
+  return async function loadRegistryPayload(): Promise<LoadedPayload> {
+    const resolved = await resolve();
+    const priority = options.config().hosts.kubelet.priorityClass;
+    if (built?.priority === priority) return built.value;
+    const { payload } = resolved;
+    const value: LoadedPayload = {
+      // Where hosts that reach the registry pull it (published in winfleet-join).
+      registry: {
+        repository: `${ref.registry}/${ref.repository}`,
+        digest: ref.digest,
+        ...(options.plainHttp ? { insecure: true } : {}),
+        ...(options.pullSecretName ? { pullSecretName: options.pullSecretName } : {}),
+      },
+      payload,
+      manifest: servicesManifestFor(payload, { kubeletPriorityClass: priority }),
+      totalBytes: resolved.manifest.layers.reduce((sum, l) => sum + l.size, 0),
+      // One fetch per file at a time, however many hosts need it at once.
+      fileOnDisk: (file) => {
+        let fetch = fetching.get(file.sha256);
+        if (!fetch) {
+          fetch = fetchFile(resolved, file).finally(() => fetching.delete(file.sha256));
+          fetching.set(file.sha256, fetch);
+        }
+        return fetch;
+      },
+    };
+    built = { priority, value };
+    return value;
+  };
+}
+
+/** Removes cached files of other payloads, and temporary files of fetches that did not end. */
+async function pruneCache(dir: string, keep: ReadonlySet<string>): Promise<void> {
+  let entries: string[];
+  try {
+    entries = await readdir(dir);
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    if (!keep.has(entry)) await rm(join(dir, entry), { force: true, recursive: true });
+  }
+}
