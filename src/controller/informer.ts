@@ -118,6 +118,16 @@ export class Informer<T extends k8s.KubernetesObject> {
     return this.#store.firstByIndex(name, value);
   }
 
+  /** The first cached object filed under `value` that `accept` takes (it stops there). */
+  findByIndex(name: string, value: string, accept: (object: T) => boolean): T | undefined {
+    return this.#store.findByIndex(name, value, accept);
+  }
+
+  /** Files every cached object again under index `name` (its function's inputs changed). */
+  reindex(name: string): void {
+    this.#store.reindex(name);
+  }
+
   /** How many cached objects are filed under `value`. */
   countByIndex(name: string, value: string): number {
     return this.#store.countByIndex(name, value);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
+import type * as k8s from '@kubernetes/client-node';
 import {
   offlineInformer,
   offlineNodeInformer,
@@ -91,4 +92,50 @@ test('a host moving between pools enqueues the pool it left and the one it joine
   assert.deepEqual(keys.splice(0).sort(), [defaultPoolKey, 'win/web'].sort());
   hosts.apply('DELETED', moved);
   assert.deepEqual(keys.splice(0), [defaultPoolKey]);
+});
+
+test('a pass over one pool reads its own hosts, not the 10,000 others', async () => {
+  const nodes = offlineNodeInformer();
+  nodes.replace([syntheticNode('win-1', { build: '10.0.20348' })]);
+  const hosts = offlineInformer<WindowsHost>(windowsHostResource);
+  hosts.replace([
+    host('web-1', 'win-1', { pool: 'web' }),
+    ...Array.from({ length: 10_000 }, (_, i) => host(`plain-${i}`, `node-${i}`)),
+  ]);
+  const pools = offlineInformer<WindowsNodePool>(windowsNodePoolResource);
+  pools.replace([webPool]);
+  // Every API call answers {} and is recorded: the pass writes the pool's status.
+  const calls: string[] = [];
+  const api = new Proxy(
+    {},
+    {
+      get: (_, method) => async () => {
+        calls.push(String(method));
+        return {};
+      },
+    },
+  );
+  const controller = createPoolController({
+    kc: { makeApiClient: () => api } as unknown as k8s.KubeConfig,
+    pools,
+    hosts,
+    nodes,
+    events: { record: () => {} },
+    log: silentLogger,
+    apiServerVersion: async () => 'v1.34.0',
+  });
+  let reads = 0;
+  const list = hosts.list.bind(hosts);
+  hosts.list = () => {
+    reads++;
+    return list();
+  };
+  controller.queue.add('win/web');
+  await controller.queue.whenIdle();
+  controller.stop();
+  assert.ok(
+    calls.includes('patchNamespacedCustomObjectStatus'),
+    'the pass ran to the status write',
+  );
+  assert.equal(reads, 0, 'no pass walks every host');
 });

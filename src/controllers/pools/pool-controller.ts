@@ -67,7 +67,8 @@ import {
   writeHostRecord,
 } from './pool-actions.ts';
 import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-health.ts';
-import { type DrainSeen, passHost, poolMembership } from './pool-observe.ts';
+import { poolIndex } from './pool-index.ts';
+import { type DrainSeen, passHost } from './pool-observe.ts';
 
 /** The payload the operator runs, as the rollout needs it. */
 export interface PoolPayload {
@@ -104,6 +105,8 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
   const written = new Map<string, { readAt: string; record: HostRecord }>();
   const drains = new Map<string, DrainSeen>();
   const reported = new Map<string, string>();
+  /** Which pool each host is in, by index: a pass reads its own pool's hosts. */
+  const membership = poolIndex(deps.pools, deps.hosts);
 
   /** The host as the cache has it, or with the rollout this controller wrote if it lags. */
   function hostView(key: string): WindowsHost | undefined {
@@ -201,8 +204,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
   async function reconcilePool(key: string): Promise<ReconcileResult | undefined> {
     const pool = key === defaultPoolKey ? undefined : deps.pools.get(key);
     if (key !== defaultPoolKey && !pool) return undefined;
-    const membership = poolMembership(deps.pools.list(), deps.hosts.list());
-    const members = membership.pools.get(key) ?? { hosts: [], shared: [] };
+    const members = membership.members(key);
     const shared = new Map(members.shared.map((s) => [s.host, s.otherPools]));
     const { policy, problems } = pool
       ? checkPoolSpec(pool.spec)
@@ -370,7 +372,12 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     },
   });
 
-  const everything = () => controller.enqueue(everythingKey);
+  // A pool that comes, goes or changes its spec may move hosts: they are filed again, and
+  // every pool is looked at.
+  const everything = () => {
+    membership.refresh();
+    controller.enqueue(everythingKey);
+  };
   /** Pools deleted since the last pass over everything: their metric series go. */
   const forgotten: string[] = [];
   deps.pools
@@ -383,14 +390,8 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
       // Our own status writes need no pass; a spec change (generation) may move hosts.
       if (pool.metadata.generation !== old.metadata.generation) everything();
     });
-  /** The pools a host belongs to (its namespace's pools that select it, else the default). */
-  const poolsOf = (host: WindowsHost): string[] => {
-    const key = objectKey(host);
-    const { pools } = poolMembership(deps.pools.list(), [host]);
-    return [...pools].filter(([, members]) => members.hosts.includes(key)).map(([pool]) => pool);
-  };
   const enqueuePoolsOf = (...hosts: WindowsHost[]) => {
-    for (const host of hosts) for (const pool of poolsOf(host)) controller.enqueue(pool);
+    for (const host of hosts) for (const pool of membership.poolsOf(host)) controller.enqueue(pool);
   };
   const hostsOfNode = hostsByNode(deps.hosts);
   const enqueueForNode = (node: k8s.V1Node) => {
