@@ -13,10 +13,26 @@
  *
  *   npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300
  *                          --rate 1000 --load-seconds 10 --batch-size 1000 --from-source
- *                          --keep-dir]
+ *                          --node-flags "--max-semi-space-size=2" --profile-dir DIR
+ *                          --baseline-bundle FILE --keep-dir]
  *
  * The operator runs as the image ships it (the bundle, IMAGE_NODE_FLAGS and IMAGE_ENV);
- * --from-source runs `node src/operator/main.ts` instead.
+ * --from-source runs `node src/operator/main.ts` instead; --node-flags replaces
+ * IMAGE_NODE_FLAGS ("" for none).
+ *
+ * --hosts N joins N simulated hosts (all at once) before the first step.
+ *
+ * Where the time and memory go:
+ * - at every webhook window, the CPU each process used (the operator, each control-plane
+ *   component, the simulated hosts, the bench's no-op server, the load generator) and the
+ *   machine as a whole (other work on it included), from /proc;
+ * - --profile-dir DIR: the operator runs with its inspector on loopback; at every step, a CPU
+ *   profile of its webhook window (DIR/cpu-<nodes>.cpuprofile) and its GC pauses over the
+ *   window; at the last step, a heap snapshot (DIR/heap-<nodes>.heapsnapshot).
+ * - --baseline-bundle FILE: a second operator, the given bundle (another commit's, built with
+ *   `node scripts/build-image.ts --bundle-only FILE`), with the same flags, started once the
+ *   hosts are Ready, in a namespace of its own with no hosts and no webhook: it caches the same
+ *   Nodes, so its RSS at each step is the same-run baseline of the operator's.
  *
  * A quick look: --steps 20,40 --batch-size 10 --idle-seconds 10 --load-seconds 2.
  *
@@ -26,12 +42,13 @@
  * QPS so that assigning pod CIDRs (kwok marks a node Ready only once it has one) keeps up.
  */
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import { IMAGE_NODE_FLAGS } from '../scripts/build-image.ts';
 import { freePorts } from '../sim/cluster/free-port.ts';
 import { startCluster } from '../sim/cluster/start-cluster.ts';
 import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
@@ -58,11 +75,13 @@ import { silentLogger } from '../src/log/logger.ts';
 import { createCertificateAuthority, issueCertificate } from '../src/pki/certificates.ts';
 import { createAdmissionServer } from '../src/webhook/admission-server.ts';
 import { formatLoad, type LoadResult, runAdmissionLoad } from './admission-load.ts';
+import { connectInspector, type GcPause, summarizeGc } from './inspector-client.ts';
 import { parseMetricsText, type Sample, samplesOf, sumOf } from './metrics-text.ts';
+import { type CpuWindow, cpuWindow, formatCpu } from './process-cpu.ts';
 import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 
 const usage =
-  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --keep-dir]';
+  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --node-flags FLAGS --profile-dir DIR --baseline-bundle FILE --keep-dir]';
 const { values } = parseArgs({
   options: {
     steps: { type: 'string', default: '1000,5000,10000' },
@@ -72,6 +91,9 @@ const { values } = parseArgs({
     'load-seconds': { type: 'string', default: '10' },
     'batch-size': { type: 'string', default: '1000' },
     'from-source': { type: 'boolean', default: false },
+    'node-flags': { type: 'string' },
+    'profile-dir': { type: 'string' },
+    'baseline-bundle': { type: 'string' },
     'keep-dir': { type: 'boolean', default: false },
   },
   strict: true,
@@ -97,6 +119,7 @@ const idleSeconds = whole('idle-seconds', values['idle-seconds'], 10, 1800);
 const rate = whole('rate', values.rate, 10, 5000);
 const loadSeconds = whole('load-seconds', values['load-seconds'], 2, 120);
 const namespace = 'winfleet-system';
+const baselineNamespace = 'winfleet-baseline';
 const podCidr = '100.64.0.0/10';
 const releases = ['2019', '2022', '2025'] as const;
 const progress = (message: string) => console.error(`[bench:scale] ${message}`);
@@ -172,9 +195,23 @@ try {
   );
   stops.push(() => stopProcess(sims.child));
 
-  const [webhookPort, statusPort] = (await freePorts(2)) as [number, number];
+  const [webhookPort, statusPort, inspectorPort, baselineStatusPort] = (await freePorts(4)) as [
+    number,
+    number,
+    number,
+    number,
+  ];
   const shipped = !values['from-source'];
   if (shipped) await buildOperatorBundle();
+  const profileDir = values['profile-dir'];
+  if (profileDir) await mkdir(profileDir, { recursive: true });
+  const nodeFlags = [
+    ...(values['node-flags'] === undefined
+      ? shipped
+        ? IMAGE_NODE_FLAGS
+        : []
+      : values['node-flags'].split(/\s+/).filter(Boolean)),
+  ];
   const operator = spawnOperator({
     kubeconfig: cluster.kubeconfigPath,
     namespace,
@@ -183,8 +220,14 @@ try {
     statusPort,
     logFile: join(dir, 'operator.log'),
     shipped,
+    nodeFlags: [...nodeFlags, ...(profileDir ? [`--inspect=127.0.0.1:${inspectorPort}`] : [])],
   });
   stops.push(() => stopProcess(operator));
+  progress(
+    `operator: node ${[...nodeFlags].join(' ') || '(no flags)'}${shipped ? ' (bundle)' : ' src/operator/main.ts'}`,
+  );
+  const inspector = profileDir ? await connectInspector(inspectorPort) : undefined;
+  if (inspector) stops.push(async () => inspector.close());
   const metricsUrl = `http://127.0.0.1:${statusPort}/metrics`;
   const scrape = async (): Promise<Sample[]> =>
     parseMetricsText(await (await fetch(metricsUrl)).text());
@@ -203,6 +246,35 @@ try {
     { description: `${hostCount} host(s) Ready`, timeoutMs: 15 * 60_000, intervalMs: 500 },
   );
   progress(`${hostCount} host(s) joined and Ready`);
+
+  // The same-run baseline: another build of the operator caching the same Nodes.
+  let baseline: ReturnType<typeof spawnOperator> | undefined;
+  if (values['baseline-bundle']) {
+    await core.createNamespace({ body: { metadata: { name: baselineNamespace } } });
+    await writeOperatorConfig(kc, baselineNamespace, { hosts: { podCIDR: podCidr } });
+    baseline = spawnOperator({
+      kubeconfig: cluster.kubeconfigPath,
+      namespace: baselineNamespace,
+      statusPort: baselineStatusPort,
+      logFile: join(dir, 'baseline-operator.log'),
+      shipped,
+      script: values['baseline-bundle'],
+      nodeFlags,
+    });
+    const started = baseline;
+    stops.push(() => stopProcess(started));
+    await waitFor(
+      () =>
+        fetch(`http://127.0.0.1:${baselineStatusPort}/metrics`).then(
+          (r) => r.ok,
+          () => undefined,
+        ),
+      { description: 'the baseline operator /metrics', timeoutMs: 120_000 },
+    );
+    progress(
+      `baseline operator ${values['baseline-bundle']} started (namespace ${baselineNamespace})`,
+    );
+  }
 
   // The webhook's CA, as the API server gets it: the MutatingWebhookConfiguration's caBundle.
   const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
@@ -258,6 +330,16 @@ try {
   stops.push(async () => benchNodes.stop());
 
   const rss = rssSampler(operator.pid!);
+  /** The processes whose CPU each webhook window reports. */
+  const pids = () =>
+    new Map<string, number>([
+      ['operator', operator.pid!],
+      ...(baseline ? [['baseline operator', baseline.pid!] as [string, number]] : []),
+      ...cluster.components.map((c) => [c.name, c.pid!] as [string, number]),
+      ['simulated hosts', sims.child.pid!],
+      ['bench (no-op server, its Node watch)', process.pid],
+      ['load generator', -process.pid],
+    ]);
   stops.push(async () => rss.stop());
   const nodeName = (i: number) => `scale-${String(i).padStart(5, '0')}`;
   const readyWindows = async () => sumOf(await scrape(), 'winfleet_webhook_ready_windows_nodes');
@@ -274,6 +356,11 @@ try {
     webhook: LoadResult;
     noop: LoadResult;
     load: string;
+    baselineRssMiB?: number;
+    baselineHeapMiB?: number;
+    webhookCpu: CpuWindow;
+    noopCpu: CpuWindow;
+    gc?: GcPause[];
   }
   const rows: Row[] = [];
   const baseReady = await readyWindows();
@@ -316,9 +403,38 @@ try {
     const samples = await scrape();
     const heap = sumOf(samples, 'nodejs_heap_size_used_bytes');
     const rssIdle = rssKiB(operator.pid!);
+    const baselineIdle = baseline ? rssKiB(baseline.pid!) : undefined;
+    const baselineHeap = baseline
+      ? sumOf(
+          parseMetricsText(
+            await (await fetch(`http://127.0.0.1:${baselineStatusPort}/metrics`)).text(),
+          ),
+          'nodejs_heap_size_used_bytes',
+        )
+      : undefined;
     progress(`${nodes} nodes: webhook at ${rate}/s for ${loadSeconds}s (and the no-op baseline)`);
+    const noopWindow = cpuWindow(pids());
     const noopResult = await loadAt(noopPort, noopCa.certPem);
+    const noopCpu = noopWindow.stop();
+    if (inspector) {
+      await inspector.recordGc();
+      await inspector.send('Profiler.enable');
+      await inspector.send('Profiler.setSamplingInterval', { interval: 200 });
+      await inspector.send('Profiler.start');
+    }
+    const webhookWindow = cpuWindow(pids());
     const webhook = await loadAt(webhookPort, webhookCa);
+    const webhookCpu = webhookWindow.stop();
+    let gc: GcPause[] | undefined;
+    if (inspector && profileDir) {
+      const { profile } = await inspector.send<{ profile: unknown }>('Profiler.stop');
+      await writeFile(join(profileDir, `cpu-${nodes}.cpuprofile`), JSON.stringify(profile));
+      gc = await inspector.gcPauses();
+      if (nodes === steps.at(-1)) {
+        progress(`${nodes} nodes: heap snapshot`);
+        await inspector.heapSnapshot(join(profileDir, `heap-${nodes}.heapsnapshot`));
+      }
+    }
     const row: Row = {
       nodes,
       rssIdleMiB: mib(rssIdle),
@@ -329,6 +445,11 @@ try {
       requests,
       webhook,
       noop: noopResult,
+      webhookCpu,
+      noopCpu,
+      ...(gc ? { gc } : {}),
+      ...(baselineIdle !== undefined ? { baselineRssMiB: mib(baselineIdle) } : {}),
+      ...(baselineHeap !== undefined ? { baselineHeapMiB: baselineHeap / 2 ** 20 } : {}),
       load: loadavg()
         .map((l) => l.toFixed(1))
         .join(' '),
@@ -390,6 +511,26 @@ try {
     console.log(
       `  ${String(r.nodes).padStart(6)}  ${r.rssIdleMiB.toFixed(0).padStart(5)} MiB  ${r.rssAfterLoadMiB.toFixed(0).padStart(6)} MiB  ${r.rssPeakMiB.toFixed(0).padStart(4)} MiB  ${r.heapMiB.toFixed(0).padStart(4)} MiB  ${batch.padStart(38)}   ${r.webhook.p50.toFixed(2).padStart(6)} / ${r.webhook.p99.toFixed(1).padStart(6)} ms   ${r.noop.p99.toFixed(1).padStart(6)} ms   ${(r.webhook.p99 / r.noop.p99).toFixed(2).padStart(6)}x   ${r.load}`,
     );
+  }
+  if (baseline) {
+    console.log(
+      `\nSame-run baseline: ${values['baseline-bundle']} (namespace ${baselineNamespace}, no hosts, no webhook), idle RSS / V8 heap:`,
+    );
+    for (const r of rows) {
+      console.log(
+        `  ${String(r.nodes).padStart(6)} nodes  operator ${r.rssIdleMiB.toFixed(0).padStart(4)} MiB / ${r.heapMiB.toFixed(0).padStart(3)} MiB   baseline ${r.baselineRssMiB!.toFixed(0).padStart(4)} MiB / ${r.baselineHeapMiB!.toFixed(0).padStart(3)} MiB   ratio ${(r.rssIdleMiB / r.baselineRssMiB!).toFixed(2)}`,
+      );
+    }
+  }
+  console.log('\nCPU over each webhook window (share of one core; the machine is shared):');
+  for (const r of rows) {
+    console.log(`  ${String(r.nodes).padStart(6)} nodes  winfleet: ${formatCpu(r.webhookCpu)}`);
+    console.log(`  ${' '.repeat(13)}no-op:    ${formatCpu(r.noopCpu)}`);
+  }
+  if (rows.some((r) => r.gc)) {
+    console.log("\nThe operator's GC pauses over each webhook window:");
+    for (const r of rows)
+      console.log(`  ${String(r.nodes).padStart(6)} nodes  ${summarizeGc(r.gc ?? [])}`);
   }
   console.log(`\nAPI requests by the operator over each ${idleSeconds}s idle window:`);
   for (const r of rows) {
