@@ -27,6 +27,11 @@ export interface Inspector {
   gcPauses(): Promise<GcPause[]>;
   /** The process's performance.now(). */
   now(): Promise<number>;
+  /**
+   * Live Timeout objects in the process (after a collection, the timers still armed or still
+   * referenced), unref'd ones included, which process.getActiveResourcesInfo() leaves out.
+   */
+  countTimers(): Promise<number>;
   /** Writes a heap snapshot to `file`. */
   heapSnapshot(file: string): Promise<void>;
   close(): void;
@@ -105,6 +110,23 @@ export async function connectInspector(port: number): Promise<Inspector> {
       }));
     },
     now: () => evaluate<number>('performance.now()'),
+    async countTimers() {
+      const proto = await send<{ result: { objectId: string } }>('Runtime.evaluate', {
+        expression:
+          '(() => { const t = setTimeout(() => {}, 1 << 30); clearTimeout(t); return Object.getPrototypeOf(t); })()',
+      });
+      const found = await send<{ objects: { objectId: string } }>('Runtime.queryObjects', {
+        prototypeObjectId: proto.result.objectId,
+      });
+      const length = await send<{ result: { value: number } }>('Runtime.callFunctionOn', {
+        objectId: found.objects.objectId,
+        functionDeclaration:
+          'function () { return this.filter((t) => t._idleTimeout > 0 && !t._destroyed).length; }',
+        returnByValue: true,
+      });
+      await send('Runtime.releaseObjectGroup', { objectGroup: '' }).catch(() => {});
+      return length.result.value;
+    },
     async heapSnapshot(file) {
       const out = createWriteStream(file);
       listeners.set('HeapProfiler.addHeapSnapshotChunk', (params) => {
