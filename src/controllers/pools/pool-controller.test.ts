@@ -9,6 +9,12 @@ import {
   syntheticNode,
   unusedKubeConfig,
 } from '../../../sim/testkit/synthetic-nodes.ts';
+import {
+  hostAnnotation,
+  hostIdentity,
+  windowsUpdatesAnnotation,
+} from '../../api/node-annotations.ts';
+import { EventReason } from '../../api/reasons.ts';
 import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
 import { type WindowsNodePool, windowsNodePoolResource } from '../../api/windows-node-pool.ts';
 import { silentLogger } from '../../log/logger.ts';
@@ -138,4 +144,45 @@ test('a pass over one pool reads its own hosts, not the 10,000 others', async ()
     'the pass ran to the status write',
   );
   assert.equal(reads, 0, 'no pass walks every host');
+});
+
+test('nothing is kept for a host that goes: the same host again is told its problem again', async () => {
+  const joined = host('plain', 'win-2');
+  joined.metadata.uid = 'uid-plain';
+  const nodes = offlineNodeInformer();
+  nodes.replace([
+    syntheticNode('win-2', {
+      build: '10.0.20348',
+      annotations: {
+        [hostAnnotation]: hostIdentity(joined),
+        [windowsUpdatesAnnotation]: 'not a report',
+      },
+    }),
+  ]);
+  const hosts = offlineInformer<WindowsHost>(windowsHostResource);
+  hosts.replace([joined]);
+  const pools = offlineInformer<WindowsNodePool>(windowsNodePoolResource);
+  const told: string[] = [];
+  const api = new Proxy({}, { get: () => async () => ({}) });
+  const controller = createPoolController({
+    kc: { makeApiClient: () => api } as unknown as k8s.KubeConfig,
+    pools,
+    hosts,
+    nodes,
+    events: { record: (_o, _t, reason) => told.push(reason) },
+    log: silentLogger,
+    apiServerVersion: async () => 'v1.34.0',
+  });
+  const pass = async () => {
+    controller.queue.add(defaultPoolKey);
+    await controller.queue.whenIdle();
+  };
+  await pass();
+  await pass();
+  assert.deepEqual(told, [EventReason.InvalidEntry], 'told once while the host stays');
+  hosts.apply('DELETED', joined);
+  hosts.apply('ADDED', { ...joined, metadata: { ...joined.metadata, resourceVersion: '3' } });
+  await pass();
+  controller.stop();
+  assert.deepEqual(told, [EventReason.InvalidEntry, EventReason.InvalidEntry]);
 });

@@ -104,7 +104,8 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
   /** Per host: the rollout written, and the resourceVersion of the object it was computed from. */
   const written = new Map<string, { readAt: string; record: HostRecord }>();
   const drains = new Map<string, DrainSeen>();
-  const reported = new Map<string, string>();
+  /** Per object ("Kind/namespace/name"), per reason: the message last told in an Event. */
+  const reported = new Map<string, Map<string, string>>();
   /** Which pool each host is in, by index: a pass reads its own pool's hosts. */
   const membership = poolIndex(deps.pools, deps.hosts);
 
@@ -136,9 +137,11 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     message: string,
     type: 'Normal' | 'Warning' = 'Warning',
   ): void {
-    const key = `${object.kind}\u0000${objectKey(object)}\u0000${reason}`;
-    if (reported.get(key) === message) return;
-    reported.set(key, message);
+    const key = `${object.kind}/${objectKey(object)}`;
+    const told = reported.get(key) ?? new Map<string, string>();
+    if (told.get(reason) === message) return;
+    told.set(reason, message);
+    reported.set(key, told);
     deps.events.record(object, type, reason, message);
   }
 
@@ -384,6 +387,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     .on('add', everything)
     .on('delete', (pool) => {
       forgotten.push(objectKey(pool));
+      reported.delete(`${pool.kind}/${objectKey(pool)}`);
       everything();
     })
     .on('update', (pool, old) => {
@@ -400,7 +404,14 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
   };
   deps.hosts
     .on('add', (host) => enqueuePoolsOf(host))
-    .on('delete', (host) => enqueuePoolsOf(host))
+    .on('delete', (host) => {
+      // Nothing is kept for a host that is gone.
+      const key = objectKey(host);
+      written.delete(key);
+      drains.delete(key);
+      reported.delete(`${host.kind}/${key}`);
+      enqueuePoolsOf(host);
+    })
     .on('update', (host, old) => {
       if (
         !isDeepStrictEqual(host.metadata.labels, old.metadata.labels) ||
