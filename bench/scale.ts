@@ -14,13 +14,17 @@
  *   npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300
  *                          --rate 1000 --load-seconds 10 --batch-size 1000 --from-source
  *                          --node-flags "--max-semi-space-size=2" --profile-dir DIR
- *                          --baseline-bundle FILE --keep-dir]
+ *                          --baseline-bundle FILE --kwok-lease-seconds 300 --keep-dir]
  *
  * The operator runs as the image ships it (the bundle, IMAGE_NODE_FLAGS and IMAGE_ENV);
  * --from-source runs `node src/operator/main.ts` instead; --node-flags replaces
  * IMAGE_NODE_FLAGS ("" for none).
  *
  * --hosts N joins N simulated hosts (all at once) before the first step.
+ *
+ * --kwok-lease-seconds N (default 300): kwok's node Lease duration; it renews each Lease every
+ * N/4 s, so 10,000 Nodes at 300 s are 133 Lease writes a second for the API server and etcd
+ * (the node monitor grace period follows: max(400, N/4 + 100) s).
  *
  * Where the time and memory go:
  * - at every webhook window, the CPU each process used (the operator, each control-plane
@@ -81,7 +85,7 @@ import { type CpuWindow, cpuWindow, formatCpu } from './process-cpu.ts';
 import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 
 const usage =
-  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --node-flags FLAGS --profile-dir DIR --baseline-bundle FILE --keep-dir]';
+  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --node-flags FLAGS --profile-dir DIR --baseline-bundle FILE --kwok-lease-seconds 300 --keep-dir]';
 const { values } = parseArgs({
   options: {
     steps: { type: 'string', default: '1000,5000,10000' },
@@ -94,6 +98,7 @@ const { values } = parseArgs({
     'node-flags': { type: 'string' },
     'profile-dir': { type: 'string' },
     'baseline-bundle': { type: 'string' },
+    'kwok-lease-seconds': { type: 'string', default: '300' },
     'keep-dir': { type: 'boolean', default: false },
   },
   strict: true,
@@ -118,6 +123,9 @@ const hostCount = whole('hosts', values.hosts, 1, 200);
 const idleSeconds = whole('idle-seconds', values['idle-seconds'], 10, 1800);
 const rate = whole('rate', values.rate, 10, 5000);
 const loadSeconds = whole('load-seconds', values['load-seconds'], 2, 120);
+const kwokLeaseSeconds = whole('kwok-lease-seconds', values['kwok-lease-seconds'], 40, 3600);
+// Above kwok's renewal interval (a quarter of the lease), with room for a late renewal.
+const nodeGraceSeconds = Math.max(400, kwokLeaseSeconds / 4 + 100);
 const namespace = 'winfleet-system';
 const baselineNamespace = 'winfleet-baseline';
 const podCidr = '100.64.0.0/10';
@@ -152,8 +160,8 @@ const cluster = await startCluster({
   scale: {
     podCidr,
     nodeCidrMaskSize: 24,
-    kwokNodeLeaseSeconds: 300,
-    nodeMonitorGracePeriodSeconds: 400,
+    kwokNodeLeaseSeconds: kwokLeaseSeconds,
+    nodeMonitorGracePeriodSeconds: nodeGraceSeconds,
     controllerManagerQps: 100,
   },
 });
@@ -498,7 +506,7 @@ try {
 
   const ready = (await core.listNode({ labelSelector: 'bench=scale' })).items.filter(nodeIsReady);
   console.log(
-    `\nOperator at scale: ${hostCount} joined host(s), kwok Windows nodes of builds ${releases.join('/')}, ${ready.length} Ready at the end; the operator ${shipped ? 'as shipped (bundle, image flags and env)' : 'from source'}\n`,
+    `\nOperator at scale: ${hostCount} joined host(s), kwok Windows nodes of builds ${releases.join('/')}, ${ready.length} Ready at the end; the operator ${shipped ? 'as shipped (bundle, image env)' : 'from source'} with node flags ${nodeFlags.join(' ') || '(none)'}; kwok Leases of ${kwokLeaseSeconds} s, renewed every ${kwokLeaseSeconds / 4} s\n`,
   );
   console.log(
     `  nodes   RSS idle  after load   peak   V8 heap   batch of ${batchSize} (operator / API Ready)   webhook p50 / p99 at rate   no-op p99   p99 ratio   load avg`,
