@@ -14,13 +14,18 @@
  *   npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300
  *                          --rate 1000 --load-seconds 10 --batch-size 1000 --from-source
  *                          --node-flags "--max-semi-space-size=2" --profile-dir DIR
- *                          --baseline-bundle FILE --kwok-lease-seconds 300 --keep-dir]
+ *                          --baseline-bundle FILE --kwok-lease-seconds 300
+ *                          --flag-variants "FLAGS;FLAGS" --keep-dir]
  *
  * The operator runs as the image ships it (the bundle, IMAGE_NODE_FLAGS and IMAGE_ENV);
  * --from-source runs `node src/operator/main.ts` instead; --node-flags replaces
  * IMAGE_NODE_FLAGS ("" for none).
  *
  * --hosts N joins N simulated hosts (all at once) before the first step.
+ *
+ * --flag-variants "FLAGS;FLAGS": at the last step, the operator is stopped and started again
+ * with each of these Node flag sets in turn ("" for none), and measured again over the same
+ * Nodes: the same-run comparison of, say, --max-semi-space-size=2 against V8's default.
  *
  * --kwok-lease-seconds N (default 300): kwok's node Lease duration; it renews each Lease every
  * N/4 s, so 10,000 Nodes at 300 s are 133 Lease writes a second for the API server and etcd
@@ -45,6 +50,7 @@
  * duration) with the node monitor grace period above that, and the controller manager at 100
  * QPS so that assigning pod CIDRs (kwok marks a node Ready only once it has one) keeps up.
  */
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -79,13 +85,13 @@ import { silentLogger } from '../src/log/logger.ts';
 import { createCertificateAuthority, issueCertificate } from '../src/pki/certificates.ts';
 import { createAdmissionServer } from '../src/webhook/admission-server.ts';
 import { formatLoad, type LoadResult, runAdmissionLoad } from './admission-load.ts';
-import { connectInspector, type GcPause, summarizeGc } from './inspector-client.ts';
+import { connectInspector, type GcPause, type Inspector, summarizeGc } from './inspector-client.ts';
 import { parseMetricsText, type Sample, samplesOf, sumOf } from './metrics-text.ts';
 import { type CpuWindow, cpuWindow, formatCpu } from './process-cpu.ts';
 import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 
 const usage =
-  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --node-flags FLAGS --profile-dir DIR --baseline-bundle FILE --kwok-lease-seconds 300 --keep-dir]';
+  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --node-flags FLAGS --profile-dir DIR --baseline-bundle FILE --kwok-lease-seconds 300 --flag-variants "A;B" --keep-dir]';
 const { values } = parseArgs({
   options: {
     steps: { type: 'string', default: '1000,5000,10000' },
@@ -99,6 +105,7 @@ const { values } = parseArgs({
     'profile-dir': { type: 'string' },
     'baseline-bundle': { type: 'string' },
     'kwok-lease-seconds': { type: 'string', default: '300' },
+    'flag-variants': { type: 'string' },
     'keep-dir': { type: 'boolean', default: false },
   },
   strict: true,
@@ -126,6 +133,10 @@ const loadSeconds = whole('load-seconds', values['load-seconds'], 2, 120);
 const kwokLeaseSeconds = whole('kwok-lease-seconds', values['kwok-lease-seconds'], 40, 3600);
 // Above kwok's renewal interval (a quarter of the lease), with room for a late renewal.
 const nodeGraceSeconds = Math.max(400, kwokLeaseSeconds / 4 + 100);
+/** --flag-variants "A;B": the operator's Node flags for each extra run at the last step. */
+const flagVariants = (values['flag-variants']?.split(';') ?? []).map((v) =>
+  v.split(/\s+/).filter(Boolean),
+);
 const namespace = 'winfleet-system';
 const baselineNamespace = 'winfleet-baseline';
 const podCidr = '100.64.0.0/10';
@@ -137,18 +148,18 @@ const rssKiB = (pid: number) =>
 const mib = (kib: number) => kib / 1024;
 
 /** Samples the operator's RSS every 500 ms; `peak()` since the last reset. */
-function rssSampler(pid: number) {
+function rssSampler(pid: () => number) {
   let peak = 0;
   const timer = setInterval(() => {
     try {
-      peak = Math.max(peak, rssKiB(pid));
+      peak = Math.max(peak, rssKiB(pid()));
     } catch {}
   }, 500);
   timer.unref();
   return {
-    peak: () => Math.max(peak, rssKiB(pid)),
+    peak: () => Math.max(peak, rssKiB(pid())),
     reset: () => {
-      peak = rssKiB(pid);
+      peak = rssKiB(pid());
     },
     stop: () => clearInterval(timer),
   };
@@ -220,29 +231,41 @@ try {
         : []
       : values['node-flags'].split(/\s+/).filter(Boolean)),
   ];
-  const operator = spawnOperator({
-    kubeconfig: cluster.kubeconfigPath,
-    namespace,
-    payloadDir,
-    webhookPort,
-    statusPort,
-    logFile: join(dir, 'operator.log'),
-    shipped,
-    nodeFlags: [...nodeFlags, ...(profileDir ? [`--inspect=127.0.0.1:${inspectorPort}`] : [])],
-  });
-  stops.push(() => stopProcess(operator));
-  progress(
-    `operator: node ${[...nodeFlags].join(' ') || '(no flags)'}${shipped ? ' (bundle)' : ' src/operator/main.ts'}`,
-  );
-  const inspector = profileDir ? await connectInspector(inspectorPort) : undefined;
-  if (inspector) stops.push(async () => inspector.close());
   const metricsUrl = `http://127.0.0.1:${statusPort}/metrics`;
   const scrape = async (): Promise<Sample[]> =>
     parseMetricsText(await (await fetch(metricsUrl)).text());
-  await waitFor(() => scrape().catch(() => undefined), {
-    description: 'the operator /metrics',
-    timeoutMs: 120_000,
-  });
+  /** The operator now (another is started for each of --flag-variants). */
+  let operator!: ChildProcess;
+  let inspector: Inspector | undefined;
+  let operatorRuns = 0;
+  async function startOperator(flags: string[]): Promise<void> {
+    operatorRuns++;
+    const started = spawnOperator({
+      kubeconfig: cluster.kubeconfigPath,
+      namespace,
+      payloadDir,
+      webhookPort,
+      statusPort,
+      logFile: join(dir, `operator-${operatorRuns}.log`),
+      shipped,
+      nodeFlags: [...flags, ...(profileDir ? [`--inspect=127.0.0.1:${inspectorPort}`] : [])],
+    });
+    operator = started;
+    stops.push(() => stopProcess(started));
+    progress(
+      `operator: node ${flags.join(' ') || '(no flags)'}${shipped ? ' (bundle)' : ' src/operator/main.ts'}`,
+    );
+    if (profileDir) {
+      const connected = await connectInspector(inspectorPort);
+      inspector = connected;
+      stops.push(async () => connected.close());
+    }
+    await waitFor(() => scrape().catch(() => undefined), {
+      description: 'the operator /metrics',
+      timeoutMs: 120_000,
+    });
+  }
+  await startOperator(nodeFlags);
 
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   await Promise.all(sims.hosts.map((h) => objects.create(windowsHostFor(h, namespace))));
@@ -286,16 +309,18 @@ try {
 
   // The webhook's CA, as the API server gets it: the MutatingWebhookConfiguration's caBundle.
   const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
-  const webhookCa = await waitFor(
-    async () => {
-      const list = await admission.listMutatingWebhookConfiguration();
-      const bundle = list.items
-        .flatMap((c) => c.webhooks ?? [])
-        .find((w) => w.clientConfig.url?.includes(`:${webhookPort}`))?.clientConfig.caBundle;
-      return bundle ? Buffer.from(bundle, 'base64').toString('utf8') : undefined;
-    },
-    { description: 'the webhook configuration', timeoutMs: 60_000 },
-  );
+  const readWebhookCa = () =>
+    waitFor(
+      async () => {
+        const list = await admission.listMutatingWebhookConfiguration();
+        const bundle = list.items
+          .flatMap((c) => c.webhooks ?? [])
+          .find((w) => w.clientConfig.url?.includes(`:${webhookPort}`))?.clientConfig.caBundle;
+        return bundle ? Buffer.from(bundle, 'base64').toString('utf8') : undefined;
+      },
+      { description: 'the webhook configuration', timeoutMs: 60_000 },
+    );
+  let webhookCa = await readWebhookCa();
 
   // The baseline admission server: the same server code, answering allowed at once.
   const noopCa = await createCertificateAuthority('bench-scale-ca');
@@ -337,7 +362,7 @@ try {
   await benchNodes.start();
   stops.push(async () => benchNodes.stop());
 
-  const rss = rssSampler(operator.pid!);
+  const rss = rssSampler(() => operator.pid!);
   /** The processes whose CPU each webhook window reports. */
   const pids = () =>
     new Map<string, number>([
@@ -354,6 +379,8 @@ try {
 
   interface Row {
     nodes: number;
+    /** The operator's node flags, when a --flag-variants run. */
+    variant?: string;
     rssIdleMiB: number;
     rssAfterLoadMiB: number;
     rssPeakMiB: number;
@@ -389,7 +416,11 @@ try {
     await Promise.all(Array.from({ length: 16 }, worker));
   }
 
-  async function measure(nodes: number, batch?: { s: number; apiS: number }): Promise<Row> {
+  async function measure(
+    nodes: number,
+    batch?: { s: number; apiS: number },
+    variant?: string,
+  ): Promise<Row> {
     progress(`${nodes} nodes: idle window of ${idleSeconds}s`);
     const before = samplesOf(await scrape(), 'winfleet_kube_api_requests_total');
     await sleep(idleSeconds * 1000);
@@ -436,15 +467,17 @@ try {
     let gc: GcPause[] | undefined;
     if (inspector && profileDir) {
       const { profile } = await inspector.send<{ profile: unknown }>('Profiler.stop');
-      await writeFile(join(profileDir, `cpu-${nodes}.cpuprofile`), JSON.stringify(profile));
+      const tag = `${nodes}${variant === undefined ? '' : `-variant-${operatorRuns}`}`;
+      await writeFile(join(profileDir, `cpu-${tag}.cpuprofile`), JSON.stringify(profile));
       gc = await inspector.gcPauses();
-      if (nodes === steps.at(-1)) {
+      if (nodes === steps.at(-1) && variant === undefined) {
         progress(`${nodes} nodes: heap snapshot`);
         await inspector.heapSnapshot(join(profileDir, `heap-${nodes}.heapsnapshot`));
       }
     }
     const row: Row = {
       nodes,
+      ...(variant !== undefined ? { variant } : {}),
       rssIdleMiB: mib(rssIdle),
       rssAfterLoadMiB: mib(rssKiB(operator.pid!)),
       rssPeakMiB: mib(rss.peak()),
@@ -504,6 +537,22 @@ try {
     rows.push(await measure(target, { s: operatorS, apiS }));
   }
 
+  // The same Nodes, the operator restarted with other Node flags: same cluster, same minute.
+  for (const variant of flagVariants) {
+    await stopProcess(operator);
+    inspector?.close();
+    await startOperator(variant);
+    await waitFor(async () => (await readyWindows()) - baseReady >= created || undefined, {
+      description: `${created} nodes in the restarted operator's facts`,
+      timeoutMs: 30 * 60_000,
+      intervalMs: 1000,
+    });
+    webhookCa = await readWebhookCa();
+    rss.reset();
+    rows.push(await measure(created, undefined, variant.join(' ') || '(none)'));
+  }
+
+  const rowName = (r: Row) => `${r.nodes}${r.variant === undefined ? '' : ` [node ${r.variant}]`}`;
   const ready = (await core.listNode({ labelSelector: 'bench=scale' })).items.filter(nodeIsReady);
   console.log(
     `\nOperator at scale: ${hostCount} joined host(s), kwok Windows nodes of builds ${releases.join('/')}, ${ready.length} Ready at the end; the operator ${shipped ? 'as shipped (bundle, image env)' : 'from source'} with node flags ${nodeFlags.join(' ') || '(none)'}; kwok Leases of ${kwokLeaseSeconds} s, renewed every ${kwokLeaseSeconds / 4} s\n`,
@@ -517,7 +566,7 @@ try {
         ? '                     –'
         : `${r.batchS.toFixed(1).padStart(8)} s / ${r.batchApiS!.toFixed(1).padStart(6)} s`;
     console.log(
-      `  ${String(r.nodes).padStart(6)}  ${r.rssIdleMiB.toFixed(0).padStart(5)} MiB  ${r.rssAfterLoadMiB.toFixed(0).padStart(6)} MiB  ${r.rssPeakMiB.toFixed(0).padStart(4)} MiB  ${r.heapMiB.toFixed(0).padStart(4)} MiB  ${batch.padStart(38)}   ${r.webhook.p50.toFixed(2).padStart(6)} / ${r.webhook.p99.toFixed(1).padStart(6)} ms   ${r.noop.p99.toFixed(1).padStart(6)} ms   ${(r.webhook.p99 / r.noop.p99).toFixed(2).padStart(6)}x   ${r.load}`,
+      `  ${rowName(r).padStart(6)}  ${r.rssIdleMiB.toFixed(0).padStart(5)} MiB  ${r.rssAfterLoadMiB.toFixed(0).padStart(6)} MiB  ${r.rssPeakMiB.toFixed(0).padStart(4)} MiB  ${r.heapMiB.toFixed(0).padStart(4)} MiB  ${batch.padStart(38)}   ${r.webhook.p50.toFixed(2).padStart(6)} / ${r.webhook.p99.toFixed(1).padStart(6)} ms   ${r.noop.p99.toFixed(1).padStart(6)} ms   ${(r.webhook.p99 / r.noop.p99).toFixed(2).padStart(6)}x   ${r.load}`,
     );
   }
   if (baseline) {
@@ -526,28 +575,28 @@ try {
     );
     for (const r of rows) {
       console.log(
-        `  ${String(r.nodes).padStart(6)} nodes  operator ${r.rssIdleMiB.toFixed(0).padStart(4)} MiB / ${r.heapMiB.toFixed(0).padStart(3)} MiB   baseline ${r.baselineRssMiB!.toFixed(0).padStart(4)} MiB / ${r.baselineHeapMiB!.toFixed(0).padStart(3)} MiB   ratio ${(r.rssIdleMiB / r.baselineRssMiB!).toFixed(2)}`,
+        `  ${rowName(r).padStart(6)} nodes  operator ${r.rssIdleMiB.toFixed(0).padStart(4)} MiB / ${r.heapMiB.toFixed(0).padStart(3)} MiB   baseline ${r.baselineRssMiB!.toFixed(0).padStart(4)} MiB / ${r.baselineHeapMiB!.toFixed(0).padStart(3)} MiB   ratio ${(r.rssIdleMiB / r.baselineRssMiB!).toFixed(2)}`,
       );
     }
   }
   console.log('\nCPU over each webhook window (share of one core; the machine is shared):');
   for (const r of rows) {
-    console.log(`  ${String(r.nodes).padStart(6)} nodes  winfleet: ${formatCpu(r.webhookCpu)}`);
+    console.log(`  ${rowName(r).padStart(6)} nodes  winfleet: ${formatCpu(r.webhookCpu)}`);
     console.log(`  ${' '.repeat(13)}no-op:    ${formatCpu(r.noopCpu)}`);
   }
   if (rows.some((r) => r.gc)) {
     console.log("\nThe operator's GC pauses over each webhook window:");
     for (const r of rows)
-      console.log(`  ${String(r.nodes).padStart(6)} nodes  ${summarizeGc(r.gc ?? [])}`);
+      console.log(`  ${rowName(r).padStart(6)} nodes  ${summarizeGc(r.gc ?? [])}`);
   }
   console.log(`\nAPI requests by the operator over each ${idleSeconds}s idle window:`);
   for (const r of rows) {
     const list = [...r.requests].map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
-    console.log(`  ${String(r.nodes).padStart(6)} nodes: ${list}`);
+    console.log(`  ${rowName(r).padStart(6)} nodes: ${list}`);
   }
   console.log('\nWebhook load, full figures:');
   for (const r of rows) {
-    console.log(`  ${String(r.nodes).padStart(6)} nodes  winfleet ${formatLoad(r.webhook)}`);
+    console.log(`  ${rowName(r).padStart(6)} nodes  winfleet ${formatLoad(r.webhook)}`);
     console.log(`  ${' '.repeat(13)}no-op    ${formatLoad(r.noop)}`);
   }
 } finally {
