@@ -40,6 +40,10 @@
  * - --profile-dir DIR: the operator runs with its inspector on loopback; at every step, a CPU
  *   profile of its webhook window (DIR/cpu-<nodes>.cpuprofile) and its GC pauses over the
  *   window; at the last step, a heap snapshot (DIR/heap-<nodes>.heapsnapshot).
+ * - --memory-probe: the operator loads bench/memory-probe.cjs, and at every step, idle and
+ *   again after the webhook load, its RSS is split into file-backed and anonymous memory, and
+ *   the anonymous part into what V8's heap spaces hold resident and the rest (malloc: TLS,
+ *   libuv, thread stacks).
  * - --baseline-bundle FILE: a second operator, the given bundle (another commit's, built with
  *   `node scripts/build-image.ts --bundle-only FILE`), with the same flags, started once the
  *   hosts are Ready, in a namespace of its own with no hosts and no webhook: it caches the same
@@ -54,13 +58,14 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
-import { IMAGE_NODE_FLAGS } from '../scripts/build-image.ts';
+import { IMAGE_ENV, IMAGE_NODE_FLAGS } from '../scripts/build-image.ts';
 import { freePorts } from '../sim/cluster/free-port.ts';
 import { startCluster } from '../sim/cluster/start-cluster.ts';
 import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
@@ -108,6 +113,7 @@ const { values } = parseArgs({
     'baseline-bundle': { type: 'string' },
     'kwok-lease-seconds': { type: 'string', default: '300' },
     'flag-variants': { type: 'string' },
+    'memory-probe': { type: 'boolean', default: false },
     'keep-dir': { type: 'boolean', default: false },
   },
   strict: true,
@@ -145,6 +151,22 @@ const baselineNamespace = 'winfleet-baseline';
 const podCidr = '100.64.0.0/10';
 const releases = ['2019', '2022', '2025'] as const;
 const progress = (message: string) => console.error(`[bench:scale] ${message}`);
+
+/** What bench/memory-probe.cjs writes (the fields read here). */
+interface ProbeSample {
+  proc: { rss: number; rssAnon: number; rssFile: number };
+  memoryUsage: { heapUsed: number; heapTotal: number; external: number };
+  heapSpaces: Record<string, { used: number; size: number; physical: number }>;
+}
+
+/** One line: RSS = file-backed + anonymous, anonymous = V8 heap resident + the rest. */
+function describeProbe(p: ProbeSample): string {
+  const m = (b: number) => (b / 2 ** 20).toFixed(1);
+  const v8Resident = Object.values(p.heapSpaces).reduce((a, s) => a + s.physical, 0);
+  const newSpace = p.heapSpaces.new_space?.physical ?? 0;
+  const oldSpace = p.heapSpaces.old_space?.physical ?? 0;
+  return `RSS ${m(p.proc.rss)} = file ${m(p.proc.rssFile)} + anon ${m(p.proc.rssAnon)}; anon = V8 heap resident ${m(v8Resident)} (new ${m(newSpace)}, old ${m(oldSpace)}; used ${m(p.memoryUsage.heapUsed)}) + other ${m(p.proc.rssAnon - v8Resident)} (malloc, stacks, wasm)`;
+}
 
 const rssKiB = (pid: number) =>
   Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? Number.NaN);
@@ -219,12 +241,8 @@ try {
   );
   stops.push(() => stopProcess(sims.child));
 
-  const [webhookPort, statusPort, inspectorPort, baselineStatusPort] = (await freePorts(4)) as [
-    number,
-    number,
-    number,
-    number,
-  ];
+  const [webhookPort, statusPort, inspectorPort, baselineStatusPort, baselineWebhookPort] =
+    (await freePorts(5)) as [number, number, number, number, number];
   const shipped = !values['from-source'];
   if (shipped) await buildOperatorBundle();
   const profileDir = values['profile-dir'];
@@ -236,6 +254,30 @@ try {
         : []
       : values['node-flags'].split(/\s+/).filter(Boolean)),
   ];
+  const probeFile = values['memory-probe'] ? join(dir, 'memory-probe.jsonl') : undefined;
+  const memoryProbe = fileURLToPath(new URL('./memory-probe.cjs', import.meta.url));
+  /** The operator's memory by kind now (--memory-probe), labelled `what`. */
+  const probes: { what: string; line: string }[] = [];
+  async function probe(what: string): Promise<void> {
+    if (!probeFile) return;
+    const lines = () =>
+      readFile(probeFile, 'utf8').then(
+        (t) => t.trim().split('\n'),
+        () => [],
+      );
+    const before = (await lines()).length;
+    operator.kill('SIGUSR2');
+    const line = await waitFor(async () => (await lines())[before], {
+      description: 'the memory probe',
+      timeoutMs: 30_000,
+    });
+    probes.push({ what, line: describeProbe(JSON.parse(line) as ProbeSample) });
+    // With the inspector: again after a full collection, to tell garbage from what is held.
+    if (inspector && !what.endsWith('full GC')) {
+      await inspector.send('HeapProfiler.collectGarbage');
+      await probe(`${what}, after a full GC`);
+    }
+  }
   const metricsUrl = `http://127.0.0.1:${statusPort}/metrics`;
   const scrape = async (): Promise<Sample[]> =>
     parseMetricsText(await (await fetch(metricsUrl)).text());
@@ -253,7 +295,14 @@ try {
       statusPort,
       logFile: join(dir, `operator-${operatorRuns}.log`),
       shipped,
-      nodeFlags: [...flags, ...(profileDir ? [`--inspect=127.0.0.1:${inspectorPort}`] : [])],
+      nodeFlags: [
+        ...(probeFile ? ['--require', memoryProbe] : []),
+        ...flags,
+        ...(profileDir ? [`--inspect=127.0.0.1:${inspectorPort}`] : []),
+      ],
+      ...(probeFile
+        ? { env: { ...(shipped ? IMAGE_ENV : {}), WINFLEET_MEMORY_PROBE: probeFile } }
+        : {}),
     });
     operator = started;
     stops.push(() => stopProcess(started));
@@ -285,6 +334,7 @@ try {
 
   // The same-run baseline: another build of the operator caching the same Nodes.
   let baseline: ReturnType<typeof spawnOperator> | undefined;
+  let baselineCa = '';
   if (values['baseline-bundle']) {
     await core.createNamespace({ body: { metadata: { name: baselineNamespace } } });
     await writeOperatorConfig(kc, baselineNamespace, { hosts: { podCIDR: podCidr } });
@@ -296,6 +346,10 @@ try {
       shipped,
       script: values['baseline-bundle'],
       nodeFlags,
+      // Its webhook takes the same load as the operator's, unregistered (the two would fight
+      // over the one MutatingWebhookConfiguration); the bench trusts its CA from its Secret.
+      webhookPort: baselineWebhookPort,
+      args: ['--webhook-configurations', 'none'],
     });
     const started = baseline;
     stops.push(() => stopProcess(started));
@@ -306,6 +360,16 @@ try {
           () => undefined,
         ),
       { description: 'the baseline operator /metrics', timeoutMs: 120_000 },
+    );
+    baselineCa = await waitFor(
+      async () => {
+        const secret = await core
+          .readNamespacedSecret({ name: 'winfleet-webhook-tls', namespace: baselineNamespace })
+          .catch(() => undefined);
+        const bundle = secret?.data?.['ca-bundle.crt'] ?? secret?.data?.['ca.crt'];
+        return bundle ? Buffer.from(bundle, 'base64').toString('utf8') : undefined;
+      },
+      { description: "the baseline operator's webhook CA", timeoutMs: 120_000 },
     );
     progress(
       `baseline operator ${values['baseline-bundle']} started (namespace ${baselineNamespace})`,
@@ -397,6 +461,8 @@ try {
     noop: LoadResult;
     load: string;
     baselineRssMiB?: number;
+    baselineAfterLoadMiB?: number;
+    baselineWebhook?: LoadResult;
     baselineHeapMiB?: number;
     webhookCpu: CpuWindow;
     noopCpu: CpuWindow;
@@ -457,6 +523,7 @@ try {
         )
       : undefined;
     progress(`${nodes} nodes: webhook at ${rate}/s for ${loadSeconds}s (and the no-op baseline)`);
+    await probe(`${nodes} nodes${variant === undefined ? '' : ` [node ${variant}]`}, idle`);
     const noopWindow = cpuWindow(pids());
     const noopResult = await loadAt(noopPort, noopCa.certPem);
     const noopCpu = noopWindow.stop();
@@ -469,6 +536,8 @@ try {
     const webhookWindow = cpuWindow(pids());
     const webhook = await loadAt(webhookPort, webhookCa);
     const webhookCpu = webhookWindow.stop();
+    await probe(`${nodes} nodes${variant === undefined ? '' : ` [node ${variant}]`}, after load`);
+    const baselineWebhook = baseline ? await loadAt(baselineWebhookPort, baselineCa) : undefined;
     let gc: GcPause[] | undefined;
     if (inspector && profileDir) {
       const { profile } = await inspector.send<{ profile: unknown }>('Profiler.stop');
@@ -495,6 +564,9 @@ try {
       noopCpu,
       ...(gc ? { gc } : {}),
       ...(baselineIdle !== undefined ? { baselineRssMiB: mib(baselineIdle) } : {}),
+      ...(baseline
+        ? { baselineAfterLoadMiB: mib(rssKiB(baseline.pid!)), baselineWebhook: baselineWebhook! }
+        : {}),
       ...(baselineHeap !== undefined ? { baselineHeapMiB: baselineHeap / 2 ** 20 } : {}),
       load: loadavg()
         .map((l) => l.toFixed(1))
@@ -576,11 +648,14 @@ try {
   }
   if (baseline) {
     console.log(
-      `\nSame-run baseline: ${values['baseline-bundle']} (namespace ${baselineNamespace}, no hosts, no webhook), idle RSS / V8 heap:`,
+      `\nSame-run baseline: ${values['baseline-bundle']} (namespace ${baselineNamespace}, no hosts; its webhook unregistered, loaded as the operator's right after it):`,
     );
-    for (const r of rows) {
+    console.log(
+      '   nodes   RSS idle: operator / baseline (ratio)   after load: operator / baseline   V8 heap: operator / baseline   webhook p99: operator / baseline',
+    );
+    for (const r of rows.filter((x) => x.baselineRssMiB !== undefined)) {
       console.log(
-        `  ${rowName(r).padStart(6)} nodes  operator ${r.rssIdleMiB.toFixed(0).padStart(4)} MiB / ${r.heapMiB.toFixed(0).padStart(3)} MiB   baseline ${r.baselineRssMiB!.toFixed(0).padStart(4)} MiB / ${r.baselineHeapMiB!.toFixed(0).padStart(3)} MiB   ratio ${(r.rssIdleMiB / r.baselineRssMiB!).toFixed(2)}`,
+        `  ${rowName(r).padStart(6)}   ${r.rssIdleMiB.toFixed(0).padStart(14)} / ${r.baselineRssMiB!.toFixed(0).padStart(3)} MiB (${(r.rssIdleMiB / r.baselineRssMiB!).toFixed(2)})   ${r.rssAfterLoadMiB.toFixed(0).padStart(19)} / ${r.baselineAfterLoadMiB!.toFixed(0).padStart(3)} MiB   ${r.heapMiB.toFixed(0).padStart(16)} / ${r.baselineHeapMiB!.toFixed(0).padStart(3)} MiB   ${r.webhook.p99.toFixed(1).padStart(14)} / ${r.baselineWebhook!.p99.toFixed(1)} ms`,
       );
     }
   }
@@ -593,6 +668,10 @@ try {
     console.log("\nThe operator's GC pauses over each webhook window:");
     for (const r of rows)
       console.log(`  ${rowName(r).padStart(6)} nodes  ${summarizeGc(r.gc ?? [])}`);
+  }
+  if (probes.length > 0) {
+    console.log("\nThe operator's memory by kind (bench/memory-probe.cjs), MiB:");
+    for (const p of probes) console.log(`  ${p.what.padEnd(28)} ${p.line}`);
   }
   console.log(`\nAPI requests by the operator over each ${idleSeconds}s idle window:`);
   for (const r of rows) {
