@@ -13,9 +13,12 @@
  *
  *   npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300
  *                          --rate 1000 --load-seconds 10 --batch-size 1000 --from-source
- *                          --node-flags "--max-semi-space-size=2" --profile-dir DIR
+ *                          --node-flags="--max-semi-space-size=2" --profile-dir DIR
  *                          --baseline-bundle FILE --kwok-lease-seconds 300
- *                          --flag-variants "FLAGS;FLAGS" --keep-dir]
+ *                          --flag-variants="FLAGS;FLAGS" --pause-control-plane
+ *                          --memory-probe --keep-dir]
+ *
+ * (An option value that starts with "-" takes "=": --node-flags=--max-semi-space-size=2.)
  *
  * The operator runs as the image ships it (the bundle, IMAGE_NODE_FLAGS and IMAGE_ENV);
  * --from-source runs `node src/operator/main.ts` instead; --node-flags replaces
@@ -23,7 +26,7 @@
  *
  * --hosts N joins N simulated hosts (all at once) before the first step.
  *
- * --flag-variants "FLAGS;FLAGS": at the last step, the operator is stopped and started again
+ * --flag-variants="FLAGS;FLAGS": at the last step, the operator is stopped and started again
  * with each of these Node flag sets in turn ("" for none), and measured again over the same
  * Nodes: the same-run comparison of, say, --max-semi-space-size=2 against V8's default.
  *
@@ -40,6 +43,11 @@
  * - --profile-dir DIR: the operator runs with its inspector on loopback; at every step, a CPU
  *   profile of its webhook window (DIR/cpu-<nodes>.cpuprofile) and its GC pauses over the
  *   window; at the last step, a heap snapshot (DIR/heap-<nodes>.heapsnapshot).
+ * - --pause-control-plane: every control-plane process (etcd, kube-apiserver, the controller
+ *   manager, the scheduler, both kwok) is stopped (SIGSTOP) for each webhook window and
+ *   continued after it, so the window measures the admission servers with the Nodes cached
+ *   and the cores free of the control plane's own work (kwok's Lease renewals and the API
+ *   server's); the windows without it show what that work costs them.
  * - --memory-probe: the operator loads bench/memory-probe.cjs, and at every step, idle and
  *   again after the webhook load, its RSS is split into file-backed and anonymous memory, and
  *   the anonymous part into what V8's heap spaces hold resident and the rest (malloc: TLS,
@@ -98,7 +106,7 @@ import { type CpuWindow, cpuWindow, formatCpu } from './process-cpu.ts';
 import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 
 const usage =
-  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --node-flags FLAGS --profile-dir DIR --baseline-bundle FILE --kwok-lease-seconds 300 --flag-variants "A;B" --keep-dir]';
+  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --node-flags FLAGS --profile-dir DIR --baseline-bundle FILE --kwok-lease-seconds 300 --flag-variants="A;B" --pause-control-plane --memory-probe --keep-dir]';
 const { values } = parseArgs({
   options: {
     steps: { type: 'string', default: '1000,5000,10000' },
@@ -114,6 +122,7 @@ const { values } = parseArgs({
     'kwok-lease-seconds': { type: 'string', default: '300' },
     'flag-variants': { type: 'string' },
     'memory-probe': { type: 'boolean', default: false },
+    'pause-control-plane': { type: 'boolean', default: false },
     'keep-dir': { type: 'boolean', default: false },
   },
   strict: true,
@@ -407,6 +416,19 @@ try {
   const noopPort = await noop.listen(0);
   stops.push(() => noop.close());
   const loadAt = (port: number, ca: string): Promise<LoadResult> =>
+    pausingControlPlane(() => loadOnce(port, ca));
+  /** With --pause-control-plane, runs `work` with every control-plane process stopped. */
+  async function pausingControlPlane<T>(work: () => Promise<T>): Promise<T> {
+    if (!values['pause-control-plane']) return work();
+    const pids = cluster.components.map((c) => c.pid!);
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    try {
+      return await work();
+    } finally {
+      for (const pid of pids) process.kill(pid, 'SIGCONT');
+    }
+  }
+  const loadOnce = (port: number, ca: string): Promise<LoadResult> =>
     runAdmissionLoad({
       url: `https://127.0.0.1:${port}/mutate/pods`,
       ca,
