@@ -43,11 +43,11 @@
  * - --profile-dir DIR: the operator runs with its inspector on loopback; at every step, a CPU
  *   profile of its webhook window (DIR/cpu-<nodes>.cpuprofile) and its GC pauses over the
  *   window; at the last step, a heap snapshot (DIR/heap-<nodes>.heapsnapshot).
- * - --pause-control-plane: every control-plane process (etcd, kube-apiserver, the controller
- *   manager, the scheduler, both kwok) is stopped (SIGSTOP) for each webhook window and
- *   continued after it, so the window measures the admission servers with the Nodes cached
- *   and the cores free of the control plane's own work (kwok's Lease renewals and the API
- *   server's); the windows without it show what that work costs them.
+ * - --pause-control-plane: after the webhook windows, the same two again with every
+ *   control-plane process (etcd, kube-apiserver, the controller manager, the scheduler, both
+ *   kwok) stopped (SIGSTOP) and continued after: the admission servers with the Nodes cached
+ *   and the cores free of the control plane's own work (kwok's Lease renewals, the API
+ *   server's), against the same servers a minute before with it.
  * - --memory-probe: the operator loads bench/memory-probe.cjs, and at every step, idle and
  *   again after the webhook load, its RSS is split into file-backed and anonymous memory, and
  *   the anonymous part into what V8's heap spaces hold resident and the rest (malloc: TLS,
@@ -415,11 +415,9 @@ try {
   });
   const noopPort = await noop.listen(0);
   stops.push(() => noop.close());
-  const loadAt = (port: number, ca: string): Promise<LoadResult> =>
-    pausingControlPlane(() => loadOnce(port, ca));
-  /** With --pause-control-plane, runs `work` with every control-plane process stopped. */
+  const loadAt = (port: number, ca: string): Promise<LoadResult> => loadOnce(port, ca);
+  /** Runs `work` with every control-plane process stopped (--pause-control-plane). */
   async function pausingControlPlane<T>(work: () => Promise<T>): Promise<T> {
-    if (!values['pause-control-plane']) return work();
     const pids = cluster.components.map((c) => c.pid!);
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
     try {
@@ -490,6 +488,8 @@ try {
     batchApiS?: number;
     requests: Map<string, number>;
     webhook: LoadResult;
+    /** --pause-control-plane: the two loads again with the control plane stopped. */
+    paused?: { webhook: LoadResult; noop: LoadResult; webhookCpu: CpuWindow };
     noop: LoadResult;
     load: string;
     baselineRssMiB?: number;
@@ -570,6 +570,14 @@ try {
     const webhookCpu = webhookWindow.stop();
     await probe(`${nodes} nodes${variant === undefined ? '' : ` [node ${variant}]`}, after load`);
     const baselineWebhook = baseline ? await loadAt(baselineWebhookPort, baselineCa) : undefined;
+    const paused = values['pause-control-plane']
+      ? await pausingControlPlane(async () => {
+          const noop = await loadAt(noopPort, noopCa.certPem);
+          const window = cpuWindow(pids());
+          const webhook = await loadAt(webhookPort, webhookCa);
+          return { noop, webhook, webhookCpu: window.stop() };
+        })
+      : undefined;
     let gc: GcPause[] | undefined;
     if (inspector && profileDir) {
       const { profile } = await inspector.send<{ profile: unknown }>('Profiler.stop');
@@ -592,6 +600,7 @@ try {
       requests,
       webhook,
       noop: noopResult,
+      ...(paused ? { paused } : {}),
       webhookCpu,
       noopCpu,
       ...(gc ? { gc } : {}),
@@ -709,6 +718,18 @@ try {
   for (const r of rows) {
     const list = [...r.requests].map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
     console.log(`  ${rowName(r).padStart(6)} nodes: ${list}`);
+  }
+  if (rows.some((r) => r.paused)) {
+    console.log(
+      '\nThe webhook again with the control plane stopped (SIGSTOP) for the window, p50 / p99:',
+    );
+    for (const r of rows.filter((x) => x.paused)) {
+      const p = r.paused!;
+      console.log(
+        `  ${rowName(r).padStart(6)} nodes  winfleet ${p.webhook.p50.toFixed(2)} / ${p.webhook.p99.toFixed(1)} ms   no-op ${p.noop.p50.toFixed(2)} / ${p.noop.p99.toFixed(1)} ms   ratio ${(p.webhook.p99 / p.noop.p99).toFixed(2)}   (running: ${r.webhook.p99.toFixed(1)} / ${r.noop.p99.toFixed(1)} ms)`,
+      );
+      console.log(`  ${' '.repeat(13)}CPU: ${formatCpu(p.webhookCpu)}`);
+    }
   }
   console.log('\nWebhook load, full figures:');
   for (const r of rows) {
