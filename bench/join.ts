@@ -5,7 +5,18 @@
  * run; also the operator with a single worker (concurrency 1) but all hosts submitted at once.
  * Plus the resident memory of the operator process and of the simulated-host process.
  *
- *   npm run bench:join [-- --sizes 1,10,50 --concurrency 10 --payload-mib 358]
+ *   npm run bench:join [-- --sizes 1,10,50 --concurrency 10 --payload-mib 358 --modes
+ *                         concurrent,one-worker,one-at-a-time --settle-seconds 60 --leftovers]
+ *
+ * The operator runs as the image ships it (the bundle, IMAGE_NODE_FLAGS, IMAGE_ENV);
+ * --from-source runs `node src/operator/main.ts` (the figures before issue 17's second pass).
+ *
+ * Besides the makespan: the operator's peak RSS over the joins (VmHWM), its RSS once every host
+ * is Ready and again after --settle-seconds with nothing to do, and with --leftovers what a
+ * join leaves behind in it: the operator runs with its inspector on loopback, and before the
+ * hosts are created and after the settling, a full collection, then the V8 heap used and the
+ * handles it keeps open (process.getActiveResourcesInfo(): timers, sockets, …) by kind. The
+ * inspector costs some memory of its own, the same before and after.
  *
  * `--payload-mib N` pads the stand-in payload to N MiB in all, split between its files as a
  * real payload is (kubelet, kube-proxy, containerd, the agent, ...; sparse files), so the
@@ -18,12 +29,19 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import { IMAGE_NODE_FLAGS } from '../scripts/build-image.ts';
+import { freePorts } from '../sim/cluster/free-port.ts';
 import { startCluster } from '../sim/cluster/start-cluster.ts';
 import type { SimulatedHostDescription } from '../sim/hosts/fleet.ts';
 import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
-import { spawnOperator, stopProcess } from '../sim/testkit/operator-process.ts';
+import {
+  buildOperatorBundle,
+  spawnOperator,
+  stopProcess,
+} from '../sim/testkit/operator-process.ts';
 import { realPayloadSizes, writeStandInPayload } from '../sim/testkit/payload.ts';
 import { writeOperatorConfig } from '../sim/testkit/test-operator.ts';
 import {
@@ -35,6 +53,7 @@ import {
 import { installCrds } from '../src/api/install-crds.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
+import { connectInspector, type Inspector } from './inspector-client.ts';
 import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 
 const { values } = parseArgs({
@@ -42,11 +61,24 @@ const { values } = parseArgs({
     sizes: { type: 'string', default: '1,10,50' },
     concurrency: { type: 'string', default: '10' },
     'payload-mib': { type: 'string' },
+    modes: { type: 'string', default: 'concurrent,one-worker,one-at-a-time' },
+    'settle-seconds': { type: 'string', default: '0' },
+    leftovers: { type: 'boolean', default: false },
+    'from-source': { type: 'boolean', default: false },
   },
 });
 const payloadMiB = values['payload-mib'] === undefined ? undefined : Number(values['payload-mib']);
 const sizes = values.sizes.split(',').map(Number);
 const concurrency = Number(values.concurrency);
+const allModes = ['concurrent', 'one-worker', 'one-at-a-time'] as const;
+const modes = values.modes.split(',').map((m) => {
+  const mode = allModes.find((a) => a === m);
+  if (!mode) throw new Error(`--modes takes ${allModes.join(', ')}, not "${m}"`);
+  return mode;
+});
+const settleSeconds = Number(values['settle-seconds']);
+const shipped = !values['from-source'];
+if (shipped) await buildOperatorBundle();
 const namespace = 'winfleet-system';
 
 /** A /proc/<pid>/status memory field (VmRSS now, VmHWM the peak), in MiB. */
@@ -74,6 +106,35 @@ interface Run {
   /** What the operator wrote to sockets and files over the run (mostly the payload copies). */
   operatorSentMiB: number;
   hostsMiB: number;
+  /** The operator's RSS after settleSeconds more with every host Ready. */
+  settledMiB?: number;
+  leftovers?: { before: Snapshot; after: Snapshot };
+}
+
+/** The operator after a full collection: heap used and open handles by kind. */
+interface Snapshot {
+  heapMiB: number;
+  externalMiB: number;
+  rssMiB: number;
+  resources: Record<string, number>;
+}
+
+async function snapshot(inspector: Inspector, pid: number): Promise<Snapshot> {
+  await inspector.send('HeapProfiler.collectGarbage');
+  const { heapUsed, external, resources } = await inspector.evaluate<{
+    heapUsed: number;
+    external: number;
+    resources: string[];
+  }>('({ ...process.memoryUsage(), resources: process.getActiveResourcesInfo() })');
+  const counts: Record<string, number> = {};
+  for (const r of resources) counts[r] = (counts[r] ?? 0) + 1;
+  counts['armed timers (ref and unref)'] = await inspector.countTimers();
+  return {
+    heapMiB: heapUsed / 2 ** 20,
+    externalMiB: external / 2 ** 20,
+    rssMiB: rssMiB(pid),
+    resources: counts,
+  };
 }
 
 async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
@@ -105,7 +166,20 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
     ],
     count,
   );
-  const operator = spawnOperator({ kubeconfig: cluster.kubeconfigPath, namespace, payloadDir });
+  const leftovers = values.leftovers && mode === 'concurrent';
+  const [inspectorPort] = leftovers ? await freePorts(1) : [0];
+  const operator = spawnOperator({
+    kubeconfig: cluster.kubeconfigPath,
+    namespace,
+    payloadDir,
+    shipped,
+    ...(leftovers
+      ? {
+          nodeFlags: [...(shipped ? IMAGE_NODE_FLAGS : []), `--inspect=127.0.0.1:${inspectorPort}`],
+        }
+      : {}),
+  });
+  const inspector = leftovers ? await connectInspector(inspectorPort!) : undefined;
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   await waitFor(
     async () =>
@@ -116,6 +190,9 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
       description: 'config',
     },
   );
+  // The operator settled before the hosts come: its informers listed, its first passes done.
+  if (inspector) await sleep(10_000);
+  const before = inspector ? await snapshot(inspector, operator.pid!) : undefined;
   const create = (h: SimulatedHostDescription) => objects.create(windowsHostFor(h, namespace));
   const started = performance.now();
   if (mode === 'one-at-a-time') {
@@ -150,6 +227,14 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
     operatorSentMiB: writtenMiB(operator.pid!),
     hostsMiB: rssMiB(sims.pid!),
   };
+  if (settleSeconds > 0) {
+    await sleep(settleSeconds * 1000);
+    run.settledMiB = rssMiB(operator.pid!);
+  }
+  if (inspector && before) {
+    run.leftovers = { before, after: await snapshot(inspector, operator.pid!) };
+    inspector.close();
+  }
   await stopProcess(operator);
   await stopProcess(sims);
   await cluster.stop();
@@ -159,7 +244,7 @@ async function joinRun(count: number, mode: Mode, base: number): Promise<Run> {
 const runs: Run[] = [];
 let base = 30;
 for (const size of sizes) {
-  for (const mode of ['concurrent', 'one-worker', 'one-at-a-time'] as const) {
+  for (const mode of modes) {
     const run = await joinRun(size, mode, base++);
     runs.push(run);
     console.error(`[bench] ${size} host(s), ${mode}: ${run.makespanS.toFixed(1)} s`);
@@ -168,37 +253,60 @@ for (const size of sizes) {
 
 const payloadName =
   payloadMiB === undefined ? 'stand-in payload' : `stand-in payload padded to ${payloadMiB} MiB`;
-console.log(`\nJoin makespan (WindowsHosts created → all Ready), ${payloadName}, loopback SSH:\n`);
+const at = (size: number, mode: Mode) => runs.find((r) => r.hosts === size && r.mode === mode);
+const seconds = (r: Run | undefined) => (r ? `${r.makespanS.toFixed(1)} s` : '–');
 console.log(
-  `  hosts   concurrency ${concurrency}   1 worker, all at once   one at a time (WMCO)   speed-up vs WMCO`,
+  `\nJoin makespan (WindowsHosts created → all Ready), ${payloadName}, loopback SSH, the operator ${shipped ? 'as shipped' : 'from source'}:\n`,
 );
+console.log(
+  `  hosts   concurrency ${concurrency}   1 worker, all at once   one at a time (WMCO)   speed-up vs WMCO   vs one host's time`,
+);
+const oneHost = at(Math.min(...sizes), 'concurrent');
 for (const size of sizes) {
-  const at = (mode: Mode) => runs.find((r) => r.hosts === size && r.mode === mode)!;
-  const fast = at('concurrent');
-  const worker = at('one-worker');
-  const slow = at('one-at-a-time');
+  const fast = at(size, 'concurrent');
+  const slow = at(size, 'one-at-a-time');
+  const speedUp = fast && slow ? `${(slow.makespanS / fast.makespanS).toFixed(1)}x` : '–';
+  const vsOne =
+    fast && oneHost && oneHost.hosts === 1
+      ? `${(fast.makespanS / oneHost.makespanS).toFixed(1)}x`
+      : '–';
   console.log(
-    `  ${String(size).padStart(5)}   ${fast.makespanS.toFixed(1).padStart(12)} s   ${worker.makespanS.toFixed(1).padStart(19)} s   ${slow.makespanS.toFixed(1).padStart(18)} s   ${(slow.makespanS / fast.makespanS).toFixed(1).padStart(15)}x`,
+    `  ${String(size).padStart(5)}   ${seconds(fast).padStart(14)}   ${seconds(at(size, 'one-worker')).padStart(21)}   ${seconds(slow).padStart(20)}   ${speedUp.padStart(16)}   ${vsOne.padStart(17)}`,
   );
 }
-console.log('\nResident memory once every host is Ready (VmRSS):\n');
+console.log('\nResident memory (VmRSS) once every host is Ready, and after settling:\n');
 console.log(
-  '  hosts  mode            operator   simulated-hosts process   per host (growth over the smallest run)',
+  `  hosts  mode            operator peak (VmHWM)   when all Ready   after ${settleSeconds} s more   simulated-hosts process   per host`,
 );
 for (const r of runs) {
   const one = runs.find((x) => x.hosts === Math.min(...sizes) && x.mode === r.mode)!;
   const perHost =
     r.hosts > one.hosts ? (r.hostsMiB - one.hostsMiB) / (r.hosts - one.hosts) : Number.NaN;
   console.log(
-    `  ${String(r.hosts).padStart(5)}  ${r.mode.padEnd(14)}  ${r.operatorMiB.toFixed(0).padStart(5)} MiB   ${r.hostsMiB.toFixed(0).padStart(17)} MiB   ${Number.isNaN(perHost) ? '      –' : `${perHost.toFixed(1).padStart(5)} MiB`}`,
+    `  ${String(r.hosts).padStart(5)}  ${r.mode.padEnd(14)}  ${r.operatorPeakMiB.toFixed(0).padStart(17)} MiB   ${r.operatorMiB.toFixed(0).padStart(10)} MiB   ${r.settledMiB === undefined ? '            –' : `${r.settledMiB.toFixed(0).padStart(9)} MiB`}   ${r.hostsMiB.toFixed(0).padStart(19)} MiB   ${Number.isNaN(perHost) ? '      –' : `${perHost.toFixed(1).padStart(5)} MiB`}`,
   );
 }
-console.log(
-  '\nThe operator over each run: peak RSS (VmHWM) and bytes written (/proc/<pid>/io wchar):\n',
-);
-console.log('  hosts  mode            peak RSS      written');
+console.log('\nWhat the operator wrote to sockets and files (/proc/<pid>/io wchar):\n');
 for (const r of runs) {
   console.log(
-    `  ${String(r.hosts).padStart(5)}  ${r.mode.padEnd(14)}  ${r.operatorPeakMiB.toFixed(0).padStart(5)} MiB   ${r.operatorSentMiB.toFixed(1).padStart(7)} MiB`,
+    `  ${String(r.hosts).padStart(5)}  ${r.mode.padEnd(14)}  ${r.operatorSentMiB.toFixed(1).padStart(7)} MiB`,
   );
+}
+const withLeftovers = runs.filter((r) => r.leftovers);
+if (withLeftovers.length > 0) {
+  console.log(
+    '\nWhat the joins left in the operator (after a full collection; before the hosts were created → after settling):\n',
+  );
+  for (const r of withLeftovers) {
+    const { before, after } = r.leftovers!;
+    const kinds = [
+      ...new Set([...Object.keys(before.resources), ...Object.keys(after.resources)]),
+    ].sort();
+    console.log(
+      `  ${r.hosts} host(s): V8 heap ${before.heapMiB.toFixed(1)} → ${after.heapMiB.toFixed(1)} MiB, external ${before.externalMiB.toFixed(1)} → ${after.externalMiB.toFixed(1)} MiB, RSS ${before.rssMiB.toFixed(0)} → ${after.rssMiB.toFixed(0)} MiB`,
+    );
+    console.log(
+      `    open handles: ${kinds.map((k) => `${k} ${before.resources[k] ?? 0} → ${after.resources[k] ?? 0}`).join(', ')}`,
+    );
+  }
 }

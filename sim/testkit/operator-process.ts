@@ -69,6 +69,8 @@ export interface OperatorProcessOptions {
   nodeFlags?: string[];
   /** Added to the inherited environment (default: IMAGE_ENV when shipped, else nothing). */
   env?: Record<string, string>;
+  /** More operator arguments, after the ones these options make. */
+  args?: string[];
 }
 
 /** Starts the operator process. */
@@ -97,6 +99,7 @@ export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
   } else {
     args.push('--no-webhook');
   }
+  args.push(...(options.args ?? []));
   const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
   const env = {
     ...process.env,

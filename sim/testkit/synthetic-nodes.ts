@@ -16,6 +16,8 @@ export interface SyntheticNode {
   unschedulable?: boolean;
   resourceVersion?: string;
   annotations?: Record<string, string>;
+  /** status.addresses, as InternalIP (default none). */
+  addresses?: string[];
 }
 
 /** A Node as the API server would send it (slimmed by the informer's transform). */
@@ -37,6 +39,9 @@ export function syntheticNode(name: string, options: SyntheticNode = {}): k8s.V1
     spec: options.unschedulable ? { unschedulable: true } : {},
     status: {
       conditions: [{ type: 'Ready', status: options.ready === false ? 'False' : 'True' }],
+      ...(options.addresses
+        ? { addresses: options.addresses.map((address) => ({ type: 'InternalIP', address })) }
+        : {}),
     },
   };
 }
@@ -83,4 +88,11 @@ export function recordEnqueues(controller: { enqueue(key: string): void }): stri
     keys.push(key);
   };
   return keys;
+}
+
+/** An offline Node informer holding `nodes` (slimmed like the operator's). */
+export function nodeCacheOf(nodes: readonly k8s.V1Node[]): Informer<k8s.V1Node> {
+  const informer = offlineNodeInformer();
+  informer.replace(nodes);
+  return informer;
 }

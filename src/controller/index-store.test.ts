@@ -86,3 +86,41 @@ test('an index added late files what is stored; a second add of the name keeps t
   assert.ok(store.hasIndex('build'));
   assert.deepEqual(store.byIndex('nope', 'x'), [], 'an unknown index answers nothing');
 });
+
+test('findByIndex stops at the first object it takes; reindex files again with what the function reads now', () => {
+  const store = new IndexStore<Item>();
+  let suffix = '';
+  store.addIndex('build', (i) => (i.build ? [`${i.build}${suffix}`] : []));
+  for (const name of ['a', 'b', 'c']) store.set(name, { name, build: '2022' });
+  const looked: string[] = [];
+  const found = store.findByIndex('build', '2022', (i) => {
+    looked.push(i.name);
+    return i.name !== 'a';
+  });
+  assert.equal(found?.name, 'b');
+  assert.deepEqual(looked, ['a', 'b']);
+  assert.equal(
+    store.findByIndex('build', '2019', () => true),
+    undefined,
+  );
+  suffix = '-x';
+  store.reindex('build');
+  assert.deepEqual(store.indexValues('build'), ['2022-x']);
+  assert.equal(store.countByIndex('build', '2022-x'), 3);
+});
+
+test('a value filed once, twice, then once again answers the same as a bucket', () => {
+  const store = new IndexStore<Item>();
+  store.addIndex('build', byBuild);
+  store.set('a', { name: 'a', build: '2019' });
+  store.set('a', { name: 'a', build: '2019', tags: ['again'] });
+  assert.equal(store.countByIndex('build', '2019'), 1, 'a key filed again is not counted twice');
+  store.set('b', { name: 'b', build: '2019' });
+  store.delete('a');
+  assert.deepEqual(
+    store.byIndex('build', '2019').map((i) => i.name),
+    ['b'],
+  );
+  store.delete('b');
+  assert.deepEqual(store.indexValues('build'), []);
+});

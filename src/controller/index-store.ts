@@ -9,11 +9,30 @@
 /** The values an object is filed under in one index; [] files it nowhere. */
 export type IndexFunction<T> = (object: T) => readonly string[];
 
+/**
+ * The keys filed under one value: a lone key is kept as the string itself (most values of a
+ * by-name or by-address index file one object), more as a Set. Keys, not objects: an update
+ * that keeps an object's values touches no bucket, and a bucket costs no reference per object
+ * beyond the key string the store already holds.
+ */
+type Bucket = string | Set<string>;
+
+function bucketSize(bucket: Bucket | undefined): number {
+  if (bucket === undefined) return 0;
+  return typeof bucket === 'string' ? 1 : bucket.size;
+}
+
+function* bucketKeys(bucket: Bucket | undefined): Generator<string> {
+  if (bucket === undefined) return;
+  if (typeof bucket === 'string') yield bucket;
+  else yield* bucket;
+}
+
 export class IndexStore<T> {
   readonly #items = new Map<string, T>();
   readonly #indexers = new Map<string, IndexFunction<T>>();
-  /** Index name → value → key → object. Empty buckets are dropped. */
-  readonly #indices = new Map<string, Map<string, Map<string, T>>>();
+  /** Index name → value → the keys filed under it. Empty buckets are dropped. */
+  readonly #indices = new Map<string, Map<string, Bucket>>();
 
   /** Objects in the store. */
   get size(): number {
@@ -69,28 +88,52 @@ export class IndexStore<T> {
     return this.#indexers.has(name);
   }
 
+  /**
+   * Files every object again under index `name`: for an index whose function reads more than
+   * the object (say, the pools that exist), after that changed. Costs the whole store.
+   */
+  reindex(name: string): void {
+    const fn = this.#indexers.get(name);
+    if (fn) this.#rebuild(name, fn);
+  }
+
   /** The objects filed under `value` in index `name` ([] for an unknown index or value). */
   byIndex(name: string, value: string): T[] {
-    const bucket = this.#indices.get(name)?.get(value);
-    return bucket ? [...bucket.values()] : [];
+    const out: T[] = [];
+    for (const key of bucketKeys(this.#bucket(name, value))) out.push(this.#items.get(key)!);
+    return out;
   }
 
   /** One object filed under `value`, or undefined: O(1). */
   firstByIndex(name: string, value: string): T | undefined {
-    const bucket = this.#indices.get(name)?.get(value);
-    if (!bucket) return undefined;
-    for (const object of bucket.values()) return object;
+    for (const key of bucketKeys(this.#bucket(name, value))) return this.#items.get(key);
+    return undefined;
+  }
+
+  /**
+   * The first object filed under `value` that `accept` takes, or undefined; it stops at the
+   * first one, so it costs what it looks at, not the bucket.
+   */
+  findByIndex(name: string, value: string, accept: (object: T) => boolean): T | undefined {
+    for (const key of bucketKeys(this.#bucket(name, value))) {
+      const object = this.#items.get(key)!;
+      if (accept(object)) return object;
+    }
     return undefined;
   }
 
   /** How many objects are filed under `value`: O(1). */
   countByIndex(name: string, value: string): number {
-    return this.#indices.get(name)?.get(value)?.size ?? 0;
+    return bucketSize(this.#bucket(name, value));
   }
 
   /** The values of index `name` that at least one object is filed under. */
   indexValues(name: string): string[] {
     return [...(this.#indices.get(name)?.keys() ?? [])];
+  }
+
+  #bucket(name: string, value: string): Bucket | undefined {
+    return this.#indices.get(name)?.get(value);
   }
 
   #rebuild(name: string, fn: IndexFunction<T>): void {
@@ -109,19 +152,29 @@ export class IndexStore<T> {
     const before = old === undefined ? [] : fn(old);
     const after = object === undefined ? [] : fn(object);
     for (const value of before) {
-      if (after.includes(value)) continue;
-      const bucket = index.get(value);
-      bucket?.delete(key);
-      if (bucket?.size === 0) index.delete(value);
+      if (!after.includes(value)) unfile(index, value, key);
     }
-    if (object === undefined) return;
     for (const value of after) {
-      let bucket = index.get(value);
-      if (!bucket) {
-        bucket = new Map();
-        index.set(value, bucket);
-      }
-      bucket.set(key, object);
+      if (!before.includes(value)) file(index, value, key);
     }
   }
+}
+
+function file(index: Map<string, Bucket>, value: string, key: string): void {
+  const bucket = index.get(value);
+  if (bucket === undefined) index.set(value, key);
+  else if (typeof bucket !== 'string') bucket.add(key);
+  else if (bucket !== key) index.set(value, new Set([bucket, key]));
+}
+
+function unfile(index: Map<string, Bucket>, value: string, key: string): void {
+  const bucket = index.get(value);
+  if (bucket === undefined) return;
+  if (typeof bucket === 'string') {
+    if (bucket === key) index.delete(value);
+    return;
+  }
+  bucket.delete(key);
+  // A Set that shrank stays one (no churn for a value shared by one object, then two, ...).
+  if (bucket.size === 0) index.delete(value);
 }

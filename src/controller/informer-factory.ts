@@ -5,6 +5,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log/logger.ts';
 import { Informer, type InformerOptions, type ResourceType } from './informer.ts';
+import { SharedValues } from './shared-values.ts';
 
 export const resources = {
   nodes: { apiVersion: 'v1', kind: 'Node', plural: 'nodes' },
@@ -20,42 +21,90 @@ export const resources = {
   },
 } as const satisfies Record<string, ResourceType>;
 
-/** Keeps what controllers read of a Node; drops images, volumes and the rest. */
+/** The strings Nodes repeat (label keys and values, reasons, versions, times), shared. */
+const shared = new SharedValues();
+/** A Node's spec when it is schedulable: one frozen object for all of them. */
+const schedulableSpec: k8s.V1NodeSpec = Object.freeze({});
+
+/** An API time as the API server writes it (RFC 3339, seconds), one shared copy. */
+function apiTime(value: Date | string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const text = typeof value === 'string' ? value : value.toISOString().replace('.000Z', 'Z');
+  return shared.string(text);
+}
+
+/** A string map (labels, annotations) with its keys and values shared; `own` stays as is. */
+function sharedMap(
+  map: Record<string, string> | undefined,
+  own: string | undefined,
+): Record<string, string> | undefined {
+  if (map === undefined) return undefined;
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(map)) {
+    out[shared.string(key)] = value === own ? own : shared.string(value);
+  }
+  return out;
+}
+
+/**
+ * Keeps what the operator reads of a Node (controllers, webhook, dashboard, CLI) and drops
+ * the rest: images, volumes, capacity, taints, heartbeat times, managed fields. What is kept
+ * shares its repeated strings (StringInterner), so 10,000 Nodes hold one copy of each reason,
+ * label and version; times become the API's text whether the Node came from a list (Date) or
+ * a watch (string).
+ */
 export function slimNode(node: k8s.V1Node): k8s.V1Node {
   const m = node.metadata ?? {};
   const s = node.status;
-  return {
+  const info = s?.nodeInfo;
+  const name = m.name;
+  const slim: k8s.V1Node = {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: {
-      name: m.name,
+      name,
       uid: m.uid,
       resourceVersion: m.resourceVersion,
-      generation: m.generation,
-      creationTimestamp: m.creationTimestamp,
-      deletionTimestamp: m.deletionTimestamp,
-      labels: m.labels,
-      annotations: m.annotations,
+      creationTimestamp: apiTime(m.creationTimestamp) as unknown as Date,
+      labels: sharedMap(m.labels, name),
+      annotations: shared.frozen(sharedMap(m.annotations, undefined)),
     },
-    spec: {
-      taints: node.spec?.taints,
-      unschedulable: node.spec?.unschedulable,
-      providerID: node.spec?.providerID,
-    },
+    spec: node.spec?.unschedulable ? { unschedulable: true } : schedulableSpec,
     status: {
       // lastTransitionTime says since when a condition holds (health timeouts, the join's
       // NotReady wait); it changes only when the status does. The heartbeat time is dropped.
-      conditions: s?.conditions?.map((c) => ({
-        type: c.type,
-        status: c.status,
-        reason: c.reason,
-        message: c.message,
-        lastTransitionTime: c.lastTransitionTime,
-      })),
-      addresses: s?.addresses,
-      nodeInfo: s?.nodeInfo,
+      conditions: shared.frozen(
+        s?.conditions?.map((c) => ({
+          type: shared.string(c.type),
+          status: shared.string(c.status),
+          reason: shared.string(c.reason),
+          message: shared.string(c.message),
+          lastTransitionTime: apiTime(c.lastTransitionTime) as unknown as Date,
+        })),
+      ),
+      addresses: shared.frozen(
+        s?.addresses?.map((a) => ({
+          type: shared.string(a.type),
+          address: a.address === name ? name : shared.string(a.address),
+        })),
+      ),
+      nodeInfo: shared.frozen(
+        info &&
+          ({
+            bootID: info.bootID,
+            kernelVersion: shared.string(info.kernelVersion),
+            kubeletVersion: shared.string(info.kubeletVersion),
+            kubeProxyVersion: shared.string(info.kubeProxyVersion),
+            containerRuntimeVersion: shared.string(info.containerRuntimeVersion),
+            operatingSystem: shared.string(info.operatingSystem),
+          } as k8s.V1NodeSystemInfo),
+      ),
     },
   };
+  if (m.deletionTimestamp) {
+    slim.metadata!.deletionTimestamp = apiTime(m.deletionTimestamp) as unknown as Date;
+  }
+  return slim;
 }
 
 /** True when the node's Ready condition is True. */

@@ -118,6 +118,16 @@ export class Informer<T extends k8s.KubernetesObject> {
     return this.#store.firstByIndex(name, value);
   }
 
+  /** The first cached object filed under `value` that `accept` takes (it stops there). */
+  findByIndex(name: string, value: string, accept: (object: T) => boolean): T | undefined {
+    return this.#store.findByIndex(name, value, accept);
+  }
+
+  /** Files every cached object again under index `name` (its function's inputs changed). */
+  reindex(name: string): void {
+    this.#store.reindex(name);
+  }
+
   /** How many cached objects are filed under `value`. */
   countByIndex(name: string, value: string): number {
     return this.#store.countByIndex(name, value);
@@ -184,26 +194,31 @@ export class Informer<T extends k8s.KubernetesObject> {
         500,
         continueToken,
       );
+      // Slimmed page by page: a re-list of 10,000 Nodes never holds them all whole at once.
       for (const item of page.items) {
         item.apiVersion ??= resource.apiVersion;
         item.kind ??= resource.kind;
-        fresh.set(objectKey(item), item);
+        fresh.set(objectKey(item), this.#slim(item));
       }
       continueToken = page.metadata?._continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? '';
     } while (continueToken);
     this.listCount++;
-    this.replace(fresh.values());
+    this.#replaceSlimmed(fresh);
     this.#resourceVersion = resourceVersion;
   }
 
   /**
    * Replaces the cache with `objects` (a list's items, before slimming) and tells handlers
-   * what changed while nobody was watching. The list path uses it; tests feed it directly.
+   * what changed while nobody was watching. Tests feed it directly.
    */
   replace(objects: Iterable<T>): void {
     const fresh = new Map<string, T>();
     for (const object of objects) fresh.set(objectKey(object), this.#slim(object));
+    this.#replaceSlimmed(fresh);
+  }
+
+  #replaceSlimmed(fresh: Map<string, T>): void {
     const old = new Map(this.#store.entries());
     this.#store.replace(fresh);
     for (const [key, object] of fresh) {

@@ -49,6 +49,29 @@ export function objectKey(o: { namespace: string; name: string }): string {
 
 const byKey = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** Pools in the order owningPools reads them: by key. */
+export function sortedPools(pools: readonly PoolSelection[]): PoolSelection[] {
+  return [...pools].sort((a, b) => byKey(objectKey(a), objectKey(b)));
+}
+
+/**
+ * The keys of the pools `host` is in: the pools of its namespace that select it, by key, or
+ * [defaultPoolKey] when none does (more than one is a conflict). `pools` must be sortedPools'.
+ */
+export function owningPools(pools: readonly PoolSelection[], host: HostLabels): string[] {
+  const selecting: string[] = [];
+  for (const pool of pools) {
+    if (
+      pool.namespace === host.namespace &&
+      pool.selector !== undefined &&
+      matchesSelector(pool.selector, host.labels)
+    ) {
+      selecting.push(objectKey(pool));
+    }
+  }
+  return selecting.length > 0 ? selecting : [defaultPoolKey];
+}
+
 /**
  * Assigns hosts to pools. Deterministic: the result does not depend on the order of `pools`
  * or `hosts`.
@@ -62,23 +85,15 @@ export function assignPools(
   pools: readonly PoolSelection[],
   hosts: readonly HostLabels[],
 ): Membership {
-  const poolKeys = pools.map(objectKey).sort(byKey);
-  const byPoolKey = new Map(pools.map((p) => [objectKey(p), p]));
+  const sorted = sortedPools(pools);
+  const poolKeys = sorted.map(objectKey);
   const members = new Map<string, PoolMembers>(
     [...poolKeys, defaultPoolKey].map((k) => [k, { hosts: [], shared: [] }]),
   );
   const governingPool = new Map<string, string>();
   for (const host of [...hosts].sort((a, b) => byKey(objectKey(a), objectKey(b)))) {
     const hostKey = objectKey(host);
-    const selecting = poolKeys.filter((k) => {
-      const pool = byPoolKey.get(k)!;
-      return (
-        pool.namespace === host.namespace &&
-        pool.selector !== undefined &&
-        matchesSelector(pool.selector, host.labels)
-      );
-    });
-    const owners = selecting.length > 0 ? selecting : [defaultPoolKey];
+    const owners = owningPools(sorted, host);
     for (const k of owners) {
       const entry = members.get(k)!;
       entry.hosts.push(hostKey);

@@ -18,7 +18,7 @@ import type { Informer } from '../../controller/informer.ts';
 import { readJoinTokenRecord } from '../../join/join-tokens.ts';
 import type { Logger } from '../../log/logger.ts';
 import { parseCsrPem } from '../../pki/certificates.ts';
-import { hostForTokenId } from '../hosts/bootstrap-tokens.ts';
+import { hostByTokenId, hostsByNode } from '../hosts/host-indexes.ts';
 import { decideKubeProxyCsr, isKubeProxyRequest } from './kube-proxy-csr-policy.ts';
 import {
   type CsrDecision,
@@ -28,6 +28,7 @@ import {
   decideKubeletCsr,
   servingSigner,
 } from './kubelet-csr-policy.ts';
+import { nodeHoldingAddress } from './node-addresses.ts';
 import { NodeNameReservations } from './node-name-reservations.ts';
 import { claimPullJoin } from './pull-join-claim.ts';
 
@@ -48,22 +49,28 @@ function decided(csr: k8s.V1CertificateSigningRequest): boolean {
   return csr.status?.conditions?.some((c) => c.type === 'Approved' || c.type === 'Denied') ?? false;
 }
 
+const pendingCsrsByRequesterIndex = 'pendingRequester';
+
+/** A CSR not yet decided, filed under its requester (spec.username). */
+function pendingRequesterOf(csr: k8s.V1CertificateSigningRequest): string[] {
+  return !decided(csr) && csr.spec.username ? [csr.spec.username] : [];
+}
+
 export function createCsrController(deps: CsrControllerDeps): Controller {
   const certificates = deps.kc.makeApiClient(k8s.CertificatesV1Api);
+  // Every lookup goes through an index: with 10,000 Nodes, a CSR costs a few reads, not a walk.
+  const hostOfToken = hostByTokenId(deps.hosts);
+  const hostsNaming = hostsByNode(deps.hosts);
   const reservations = new NodeNameReservations();
   const clock = () => new Date();
   const lookup: CsrLookup = {
     // The token id is derived from the host's UID: no need to read the token's Secret. A
-    // Pull host never had one.
-    hostForToken: async (tokenId: string) =>
-      hostForTokenId(
-        deps.hosts.list().filter((h) => !isPullHost(h)),
-        tokenId,
-      ),
+    // Pull host never had one (the index files none under it).
+    hostForToken: async (tokenId: string) => hostOfToken(tokenId),
     hostsForNode: (name: string) =>
-      deps.hosts.list().filter((h) => h.status?.nodeName === name && !h.metadata.deletionTimestamp),
+      hostsNaming(name).filter((h) => h.status?.nodeName === name && !h.metadata.deletionTimestamp),
     node: (name: string) => deps.nodes.get(name),
-    otherNodes: (name: string) => deps.nodes.list().filter((n) => n.metadata?.name !== name),
+    nodeHolding: nodeHoldingAddress(deps.nodes),
     network: () => {
       const { serviceCIDR, podCIDR, clusterDomain } = deps.config().hosts;
       return { serviceCIDR, podCIDR, clusterDomain };
@@ -182,9 +189,11 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
     if (!decided(csr)) controller.enqueue(csr.metadata!.name!);
   };
   deps.csrs.on('add', enqueue).on('update', enqueue);
+  // A node's pending CSRs by requester: a Node event reads its own, not every CSR.
+  deps.csrs.addIndex(pendingCsrsByRequesterIndex, pendingRequesterOf);
   const enqueueNodeCsrs = (node: k8s.V1Node) => {
     const requester = `system:node:${node.metadata?.name}`;
-    for (const csr of deps.csrs.list()) if (csr.spec.username === requester) enqueue(csr);
+    for (const csr of deps.csrs.byIndex(pendingCsrsByRequesterIndex, requester)) enqueue(csr);
   };
   deps.nodes.on('add', enqueueNodeCsrs).on('update', (node, old) => {
     if (JSON.stringify(node.metadata?.annotations) !== JSON.stringify(old.metadata?.annotations)) {

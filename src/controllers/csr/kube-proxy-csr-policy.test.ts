@@ -5,6 +5,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import * as x509 from '@peculiar/x509';
+import { nodeCacheOf } from '../../../sim/testkit/synthetic-nodes.ts';
 import { kubeProxySignerName } from '../../api/kube-proxy-identity.ts';
 import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
@@ -21,6 +22,7 @@ import {
   kubeProxyMaxExpirationSeconds,
 } from './kube-proxy-csr-policy.ts';
 import type { CsrLookup, CsrRequest } from './kubelet-csr-policy.ts';
+import { nodeHoldingAddress } from './node-addresses.ts';
 
 const host = {
   apiVersion: 'winfleet.io/v1alpha1',
@@ -45,7 +47,7 @@ const lookup = (identityOnNode = true): CsrLookup => {
     hostForToken: async () => undefined,
     hostsForNode: (name) => (name === 'win-a' ? [host] : []),
     node: (name) => nodes.find((n) => n.metadata?.name === name),
-    otherNodes: (name) => nodes.filter((n) => n.metadata?.name !== name),
+    nodeHolding: nodeHoldingAddress(nodeCacheOf(nodes)),
     network: () => ({ serviceCIDR: '10.96.0.0/12', podCIDR: '10.244.0.0/16', clusterDomain: 'c' }),
   };
 };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
+import { nodeCacheOf } from '../../../sim/testkit/synthetic-nodes.ts';
 import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
@@ -12,6 +13,7 @@ import {
   decideKubeletCsr,
   servingSigner,
 } from './kubelet-csr-policy.ts';
+import { nodeHoldingAddress } from './node-addresses.ts';
 
 const host = {
   apiVersion: 'winfleet.io/v1alpha1',
@@ -47,7 +49,7 @@ const lookup = (nodes: (string | k8s.V1Node)[] = [], theHost: WindowsHost = host
     hostForToken: async (id) => (id === 'abcdef' ? theHost : undefined),
     hostsForNode: (name) => (name === 'win-a' ? [theHost] : []),
     node: (name) => all.find((n) => n.metadata?.name === name),
-    otherNodes: (name) => all.filter((n) => n.metadata?.name !== name),
+    nodeHolding: nodeHoldingAddress(nodeCacheOf(all)),
     network: () => network,
   };
 };

@@ -72,8 +72,8 @@ export interface CsrLookup {
   hostsForNode(nodeName: string): WindowsHost[];
   /** The Node of this name, if there is one. */
   node(nodeName: string): k8s.V1Node | undefined;
-  /** Every Node except `nodeName`. */
-  otherNodes(nodeName: string): k8s.V1Node[];
+  /** The Node other than `exceptNode` holding `address` (canonical) as name or address. */
+  nodeHolding(address: string, exceptNode: string): string | undefined;
   /** The cluster's Service and pod CIDRs and domain. */
   network(): ClusterNetwork;
   /** Joins by command (pull-join-policy.ts); without it, tokens of no known host are denied. */
@@ -241,7 +241,7 @@ function servingSansProblem(
   const context = {
     network: lookup.network(),
     specAddress: host.spec.address,
-    otherNodes: lookup.otherNodes(nodeName),
+    nodeHolding: (address: string) => lookup.nodeHolding(address, nodeName),
   };
   const allowed = allowedServingAddresses(host, nodeName);
   const problems: string[] = [];

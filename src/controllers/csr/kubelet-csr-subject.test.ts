@@ -230,7 +230,7 @@ test('only the exact kubelet subject is approved, over generated subjects', asyn
         hostForToken: async () => host,
         hostsForNode: (name) => (name === node ? [host] : []),
         node: (name) => (hasJoined && name === node ? joined : undefined),
-        otherNodes: () => [],
+        nodeHolding: () => undefined,
         network: () => network,
       });
       const expected = isValidNode(node) && sameSubject(subject, canonical(node));

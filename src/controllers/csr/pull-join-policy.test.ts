@@ -89,7 +89,7 @@ function lookup(world: World = {}): CsrLookup {
     hostForToken: async () => undefined,
     hostsForNode: () => [],
     node: pullJoin.node,
-    otherNodes: () => [],
+    nodeHolding: () => undefined,
     network: () => ({ serviceCIDR: '10.96.0.0/12', podCIDR: '10.244.0.0/16', clusterDomain: 'c' }),
     pullJoin,
   };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
+import { nodeCacheOf, syntheticNode } from '../../../sim/testkit/synthetic-nodes.ts';
 import { EventReason } from '../../api/reasons.ts';
 import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
@@ -8,6 +9,7 @@ import { everythingKey } from '../../controller/controller.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
 import { silentLogger } from '../../log/logger.ts';
+import { nodeHoldingAddress } from './node-addresses.ts';
 import {
   createServingAddressController,
   type HostPatchApi,
@@ -23,6 +25,7 @@ const linux: k8s.V1Node = {
   metadata: { name: 'linux-1' },
   status: { addresses: [{ type: 'InternalIP', address: '10.1.9.9' }] },
 };
+const linuxHolds = (address: string) => nodeHoldingAddress(nodeCacheOf([linux]))(address, 'win-a');
 
 function hostWith(annotation: string | undefined, servingAddresses?: string[]): WindowsHost {
   return {
@@ -41,7 +44,10 @@ function hostWith(annotation: string | undefined, servingAddresses?: string[]): 
 }
 
 test('the annotation’s addresses become the pin, with the change described', () => {
-  const empty = servingAddressChange(hostWith(undefined), ' , ', { network, otherNodes: [linux] });
+  const empty = servingAddressChange(hostWith(undefined), ' , ', {
+    network,
+    nodeHolding: linuxHolds,
+  });
   // A host that joined before pins existed shows its last report as its pin.
   assert.deepEqual(empty, {
     kind: 'refuse',
@@ -50,7 +56,7 @@ test('the annotation’s addresses become the pin, with the change described', (
   const set = servingAddressChange(
     hostWith(undefined, ['10.1.2.2', 'win-a']),
     ' 10.1.2.3 , Win-A.Example.com,10.1.2.3',
-    { network, otherNodes: [linux] },
+    { network, nodeHolding: linuxHolds },
   );
   assert.deepEqual(set, {
     kind: 'set',
@@ -60,7 +66,7 @@ test('the annotation’s addresses become the pin, with the change described', (
   assert.deepEqual(
     servingAddressChange(hostWith(undefined, ['10.1.2.3']), '10.1.2.3', {
       network,
-      otherNodes: [],
+      nodeHolding: () => undefined,
     }),
     { kind: 'unchanged' },
   );
@@ -70,7 +76,7 @@ test('an annotation naming a refused address changes nothing and says why for ea
   const change = servingAddressChange(
     hostWith(undefined, ['10.1.2.2']),
     '10.1.2.3,10.96.0.1,10.1.9.9,169.254.169.254,127.0.0.1',
-    { network, otherNodes: [linux] },
+    { network, nodeHolding: linuxHolds },
   );
   assert.equal(change.kind, 'refuse');
   assert.ok(change.kind === 'refuse');
@@ -100,7 +106,11 @@ const removal = (value: string): Patch => ({
 });
 
 /** The controller over one host, with the API's patches recorded and scripted. */
-function harness(host: WindowsHost, answers: { metadata?: () => void } = {}) {
+function harness(
+  host: WindowsHost,
+  answers: { metadata?: () => void } = {},
+  nodes = nodeCacheOf([linux]),
+) {
   const patches: Patch[] = [];
   const events: { type: string; reason: string; message: string }[] = [];
   const api = {
@@ -132,7 +142,7 @@ function harness(host: WindowsHost, answers: { metadata?: () => void } = {}) {
   const controller = createServingAddressController({
     kc: undefined as unknown as k8s.KubeConfig,
     hosts: informer([host]) as Informer<WindowsHost>,
-    nodes: informer([linux]) as Informer<k8s.V1Node>,
+    nodes,
     config: () => ({ hosts: network }) as unknown as WinfleetConfig,
     events: recorder,
     log: silentLogger,
@@ -193,4 +203,28 @@ test('an annotation edited meanwhile (the removal’s test fails) is decided aga
     h.patches.map((p) => p.kind),
     ['status', 'metadata', 'status', 'metadata'],
   );
+});
+
+test('the annotation is decided among 10,000 Nodes without reading the whole Node cache', async () => {
+  const nodes = nodeCacheOf([
+    ...Array.from({ length: 10_000 }, (_, i) =>
+      syntheticNode(`node-${i}`, { addresses: ['127.0.0.1'] }),
+    ),
+    linux,
+  ]);
+  let reads = 0;
+  const list = nodes.list.bind(nodes);
+  nodes.list = () => {
+    reads++;
+    return list();
+  };
+  const h = harness(hostWith('10.1.2.3,10.1.9.9,node-42', ['10.1.2.2']), {}, nodes);
+  h.controller.enqueue('winfleet-system/win-a');
+  await settle(() => h.patches.length === 1);
+  h.controller.stop();
+  assert.match(
+    h.events[0]!.message,
+    /10\.1\.9\.9 is held by Node linux-1; node-42 is held by Node node-42/,
+  );
+  assert.equal(reads, 0);
 });

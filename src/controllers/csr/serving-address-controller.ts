@@ -18,6 +18,7 @@ import type { EventRecorder } from '../../controller/events.ts';
 import { type Informer, objectKey } from '../../controller/informer.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
+import { nodeHoldingAddress } from './node-addresses.ts';
 import {
   type AddressContext,
   parseServingAddressList,
@@ -91,6 +92,7 @@ const annotationPath = `/metadata/annotations/${servingAddressesAnnotation.repla
 
 export function createServingAddressController(deps: ServingAddressControllerDeps): Controller {
   const api = deps.api ?? deps.kc.makeApiClient(k8s.CustomObjectsApi);
+  const nodeHolding = nodeHoldingAddress(deps.nodes);
   const target = (host: WindowsHost) => ({
     group,
     version,
@@ -126,7 +128,7 @@ export function createServingAddressController(deps: ServingAddressControllerDep
     const { serviceCIDR, podCIDR, clusterDomain } = deps.config().hosts;
     const change = servingAddressChange(host, value, {
       network: { serviceCIDR, podCIDR, clusterDomain },
-      otherNodes: deps.nodes.list().filter((n) => n.metadata?.name !== host.status?.nodeName),
+      nodeHolding: (address) => nodeHolding(address, host.status?.nodeName),
     });
     if (change.kind === 'refuse') {
       deps.events.record(host, 'Warning', EventReason.ServingAddressesRefused, change.message);

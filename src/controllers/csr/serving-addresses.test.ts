@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { nodeCacheOf } from '../../../sim/testkit/synthetic-nodes.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
+import { nodeHoldingAddress } from './node-addresses.ts';
 import {
   allowedServingAddresses,
   canonicalAddress,
@@ -15,7 +17,7 @@ const network = {
   podCIDR: '10.244.0.0/16',
   clusterDomain: 'cluster.local',
 };
-const context = { network, specAddress: '10.1.2.2', otherNodes: [] };
+const context = { network, specAddress: '10.1.2.2', nodeHolding: () => undefined };
 
 test('addresses compare in one form: IPv6 compressed, names in lower case', () => {
   assert.equal(canonicalAddress('2001:DB8:0:0::1'), '2001:db8::1');
@@ -58,20 +60,25 @@ test('loopback passes only as the host’s own spec.address (simulated hosts)', 
 });
 
 test('an address another Node holds is refused, by address, name or hostname', () => {
-  const otherNodes = [
-    {
-      metadata: { name: 'linux-1' },
-      status: {
-        addresses: [
-          { type: 'InternalIP', address: '10.1.9.9' },
-          { type: 'Hostname', address: 'Linux-1.corp.example' },
-        ],
+  const holding = nodeHoldingAddress(
+    nodeCacheOf([
+      {
+        metadata: { name: 'linux-1' },
+        status: {
+          addresses: [
+            { type: 'InternalIP', address: '10.1.9.9' },
+            { type: 'Hostname', address: 'Linux-1.corp.example' },
+          ],
+        },
       },
-    },
-  ];
+    ]),
+  );
   for (const address of ['10.1.9.9', 'linux-1', 'linux-1.corp.example']) {
     assert.equal(
-      refusedAddressProblem(address, { ...context, otherNodes }),
+      refusedAddressProblem(address, {
+        ...context,
+        nodeHolding: (a) => holding(a, 'win-a'),
+      }),
       `${address} is held by Node linux-1`,
     );
   }

@@ -15,7 +15,6 @@
  *   admin who wrote spec.address vouched for that address; no other loopback address passes.
  */
 import { BlockList, isIP } from 'node:net';
-import type * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
 
 /** The cluster's address ranges and domain, from the configuration (hosts.*). */
@@ -30,8 +29,11 @@ export interface AddressContext {
   network: ClusterNetwork;
   /** The host's spec.address (a Pull host may have none). */
   specAddress: string | undefined;
-  /** Every Node except the host's own. */
-  otherNodes: readonly k8s.V1Node[];
+  /**
+   * The name of a Node other than the host's own that holds `address` (canonical) as its name
+   * or one of its status.addresses, if any (node-addresses.ts finds it by index).
+   */
+  nodeHolding: (address: string) => string | undefined;
 }
 
 type Family = 'ipv4' | 'ipv6';
@@ -84,16 +86,6 @@ function inCidr(ip: string, family: Family, cidr: string): boolean | undefined {
   if (!baseFamily || !(prefix <= (baseFamily === 'ipv4' ? 32 : 128))) return undefined;
   if (baseFamily !== family) return false;
   return subnets([base, prefix, family]).check(ip, family);
-}
-
-/** The other Node holding `address` (as its name or one of its status.addresses). */
-function holder(address: string, otherNodes: readonly k8s.V1Node[]): string | undefined {
-  for (const node of otherNodes) {
-    const name = node.metadata?.name ?? '';
-    if (canonicalAddress(name) === address) return name;
-    if (node.status?.addresses?.some((a) => canonicalAddress(a.address) === address)) return name;
-  }
-  return undefined;
 }
 
 function ipProblem(ip: string, family: Family, context: AddressContext): string | undefined {
@@ -155,7 +147,7 @@ export function refusedAddressProblem(
     ? ipProblem(address, family, context)
     : dnsNameProblem(address, context.network);
   if (problem) return problem;
-  const other = holder(address, context.otherNodes);
+  const other = context.nodeHolding(address);
   return other ? `${address} is held by Node ${other}` : undefined;
 }
 

@@ -1,18 +1,27 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hostForTokenId, tokenIdFor } from './bootstrap-tokens.ts';
+import { offlineInformer } from '../../../sim/testkit/synthetic-nodes.ts';
+import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
+import { ownTokenId, tokenIdFor } from './bootstrap-tokens.ts';
+import { hostByTokenId } from './host-indexes.ts';
 
 const uid = '0b7e4c1a-5d0f-4c59-9a55-1f2b3c4d5e6f';
 
 test('the host behind a token id is the one whose UID it derives from, never a deleting one', () => {
-  const hosts = [
-    { metadata: { uid: 'a-uid', name: 'a' } },
-    { metadata: { uid, name: 'win-1' } },
-    { metadata: { uid: 'gone-uid', name: 'gone', deletionTimestamp: new Date() } },
-  ];
-  assert.equal(hostForTokenId(hosts, tokenIdFor(uid))?.metadata.name, 'win-1');
-  assert.equal(hostForTokenId(hosts, tokenIdFor('a-uid'))?.metadata.name, 'a');
-  assert.equal(hostForTokenId(hosts, tokenIdFor('gone-uid')), undefined);
-  assert.equal(hostForTokenId(hosts, 'zzzzzz'), undefined);
-  assert.equal(hostForTokenId([{ metadata: {} }], tokenIdFor('')), undefined);
+  const hosts = offlineInformer<WindowsHost>(windowsHostResource);
+  const host = (name: string, metadata: Partial<WindowsHost['metadata']>) =>
+    ({ metadata: { name, namespace: 'win', ...metadata } }) as WindowsHost;
+  hosts.replace([
+    host('a', { uid: 'a-uid' }),
+    host('win-1', { uid }),
+    host('gone', { uid: 'gone-uid', deletionTimestamp: new Date() }),
+    host('new', {}),
+  ]);
+  const hostForTokenId = hostByTokenId(hosts);
+  assert.equal(hostForTokenId(tokenIdFor(uid))?.metadata.name, 'win-1');
+  assert.equal(hostForTokenId(tokenIdFor('a-uid'))?.metadata.name, 'a');
+  assert.equal(hostForTokenId(tokenIdFor('gone-uid')), undefined);
+  assert.equal(hostForTokenId('zzzzzz'), undefined);
+  assert.equal(hostForTokenId(tokenIdFor('')), undefined);
+  assert.equal(ownTokenId({ metadata: {} }), undefined, 'a host not yet created has none');
 });

@@ -104,14 +104,13 @@ export async function deleteBootstrapToken(kc: k8s.KubeConfig, hostUid: string):
 }
 
 /**
- * The host a bootstrap token id belongs to: the one whose UID the id is derived from. Hosts
- * being deleted have none (their removal deletes the token).
+ * The bootstrap token id that belongs to a host: the one derived from its UID. A host being
+ * deleted has none (its removal deletes the token). The host cache is indexed by it
+ * (host-indexes.ts), so a bootstrap CSR finds its host without a walk.
  */
-export function hostForTokenId<
-  T extends { metadata: { uid?: string; deletionTimestamp?: unknown } },
->(hosts: readonly T[], tokenId: string): T | undefined {
-  return hosts.find(
-    (h) =>
-      h.metadata.uid && !h.metadata.deletionTimestamp && tokenIdFor(h.metadata.uid) === tokenId,
-  );
+export function ownTokenId(host: {
+  metadata: { uid?: string; deletionTimestamp?: unknown };
+}): string | undefined {
+  const { uid, deletionTimestamp } = host.metadata;
+  return uid && !deletionTimestamp ? tokenIdFor(uid) : undefined;
 }

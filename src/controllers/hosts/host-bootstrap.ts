@@ -20,9 +20,9 @@ import { ensureBootstrapToken } from './bootstrap-tokens.ts';
 import { ensureContainersFeature } from './containers-feature.ts';
 import { withHost } from './host-connect.ts';
 import type { HostControllerDeps, LoadedPayload } from './host-deps.ts';
+import { nameRefusalFromCaches } from './host-indexes.ts';
 import { apiTime, type HostStatus, writeHostStatus } from './host-status.ts';
 import type { createManifestPublisher } from './manifest-publisher.ts';
-import { nameRefusal } from './node-claims.ts';
 import { clearStaleNode } from './rebuilt-host.ts';
 
 /** Windows Server 2019, the oldest build winfleet supports. */
@@ -132,7 +132,7 @@ function refuseTakenName(
   name: string,
   facts: HostFacts,
 ): void {
-  const refusal = nameRefusal(host, name, ctx.hosts.list(), ctx.nodes.get(name));
+  const refusal = nameRefusalFromCaches(ctx, host, name);
   if (!refusal) return;
   hs.status.hostname = facts.hostname;
   hs.set(ConditionType.NodeRegistered, 'False', refusal.reason, refusal.message);

@@ -1,11 +1,15 @@
 /**
- * The WindowsHost cache's index by node name: every name a host has (status.nodeName) or
- * claims (claimedNodeName). A Node event finds the hosts behind it with one lookup instead of
- * a walk over every host, and a Node no host names (a kwok node, a Linux node) finds none.
+ * The WindowsHost cache's indexes, so that what one Node or CSR touches is found with one
+ * lookup instead of a walk over every host:
+ * - by node name: every name a host has (status.nodeName) or claims (claimedNodeName); a Node
+ *   no host names (a kwok node, a Linux node) finds none;
+ * - by bootstrap token id (derived from the host's uid): a bootstrap CSR finds its host.
  */
-import type { WindowsHost } from '../../api/windows-host.ts';
+import type * as k8s from '@kubernetes/client-node';
+import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import type { Informer } from '../../controller/informer.ts';
-import { claimedNodeName } from './node-claims.ts';
+import { ownTokenId } from './bootstrap-tokens.ts';
+import { claimedNodeName, type NameRefusal, nameRefusal } from './node-claims.ts';
 
 export const hostsByNodeIndex = 'nodeName';
 
@@ -22,4 +26,36 @@ export function nodeNamesOf(host: WindowsHost): string[] {
 export function hostsByNode(hosts: Informer<WindowsHost>): (nodeName: string) => WindowsHost[] {
   hosts.addIndex(hostsByNodeIndex, nodeNamesOf);
   return (nodeName) => hosts.byIndex(hostsByNodeIndex, nodeName);
+}
+
+export const hostsByTokenIdIndex = 'bootstrapTokenId';
+
+function tokenIdsOf(host: WindowsHost): string[] {
+  // A Pull host joined with a join token and never had a bootstrap token of its own.
+  if (isPullHost(host)) return [];
+  const id = ownTokenId(host);
+  return id ? [id] : [];
+}
+
+/**
+ * Adds the index to `hosts` (once) and returns a lookup of the host a bootstrap token id
+ * belongs to (see ownTokenId).
+ */
+export function hostByTokenId(
+  hosts: Informer<WindowsHost>,
+): (tokenId: string) => WindowsHost | undefined {
+  hosts.addIndex(hostsByTokenIdIndex, tokenIdsOf);
+  return (tokenId) => hosts.firstByIndex(hostsByTokenIdIndex, tokenId);
+}
+
+/**
+ * Why `host` may not have the node name `name` (nameRefusal), from the caches: the rivals for
+ * the name come from the node-name index, not a walk over every host.
+ */
+export function nameRefusalFromCaches(
+  caches: { hosts: Informer<WindowsHost>; nodes: Informer<k8s.V1Node> },
+  host: WindowsHost,
+  name: string,
+): NameRefusal | undefined {
+  return nameRefusal(host, name, hostsByNode(caches.hosts)(name), caches.nodes.get(name));
 }

@@ -66,6 +66,18 @@ class NamespacesInformer<T extends k8s.KubernetesObject> extends Informer<T> {
     return undefined;
   }
 
+  override findByIndex(name: string, value: string, accept: (object: T) => boolean): T | undefined {
+    for (const part of this.#parts.values()) {
+      const found = part.findByIndex(name, value, accept);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  override reindex(name: string): void {
+    for (const part of this.#parts.values()) part.reindex(name);
+  }
+
   override countByIndex(name: string, value: string): number {
     let n = 0;
     for (const part of this.#parts.values()) n += part.countByIndex(name, value);

@@ -26,6 +26,7 @@ import { featureRestartRecheckMs } from './containers-feature.ts';
 import { bootstrapHost, copyPayload, type JoinContext } from './host-bootstrap.ts';
 import { connectHost } from './host-connect.ts';
 import type { LoadedPayload } from './host-deps.ts';
+import { nameRefusalFromCaches } from './host-indexes.ts';
 import {
   leftToRemediation,
   rebootstrapRequest,
@@ -33,7 +34,7 @@ import {
 } from './host-remediation.ts';
 import { apiTime, HostStatus, timeOf, writeHostStatus } from './host-status.ts';
 import { reportFailure } from './join-failure.ts';
-import { carriesIdentity, claimedNodeName, type NameRefusal, nameRefusal } from './node-claims.ts';
+import { carriesIdentity, claimedNodeName, type NameRefusal } from './node-claims.ts';
 
 export type { JoinContext } from './host-bootstrap.ts';
 
@@ -73,7 +74,7 @@ export async function reconcileJoin(ctx: JoinContext, host: WindowsHost): Promis
 async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Promise<PassResult> {
   const loaded = await ctx.payload();
   const claimed = claimedNodeName(host);
-  const refusal = claimed && refusalFor(ctx, host, claimed);
+  const refusal = claimed && nameRefusalFromCaches(ctx, host, claimed);
   if (refusal) return refuseNodeName(ctx, host, hs, refusal);
   if (host.metadata.annotations?.[trustHostKeyAnnotation]) {
     // Connecting with the trusted key pins it and consumes the annotation (connectHost).
@@ -163,15 +164,6 @@ function refuseSkewedPayload(
   hs.set(ConditionType.Degraded, 'True', ConditionReason.KubeletVersionSkew, text);
   if (first) ctx.events.record(host, 'Warning', ConditionReason.KubeletVersionSkew, text);
   return { requeueAfterMs: refusedRecheckMs };
-}
-
-/** Why this host may not have the node name `name`, from the caches. */
-export function refusalFor(
-  ctx: JoinContext,
-  host: WindowsHost,
-  name: string,
-): NameRefusal | undefined {
-  return nameRefusal(host, name, ctx.hosts.list(), ctx.nodes.get(name));
 }
 
 /**

@@ -67,7 +67,8 @@ import {
   writeHostRecord,
 } from './pool-actions.ts';
 import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-health.ts';
-import { type DrainSeen, passHost, poolMembership } from './pool-observe.ts';
+import { poolIndex } from './pool-index.ts';
+import { type DrainSeen, passHost } from './pool-observe.ts';
 
 /** The payload the operator runs, as the rollout needs it. */
 export interface PoolPayload {
@@ -103,7 +104,10 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
   /** Per host: the rollout written, and the resourceVersion of the object it was computed from. */
   const written = new Map<string, { readAt: string; record: HostRecord }>();
   const drains = new Map<string, DrainSeen>();
-  const reported = new Map<string, string>();
+  /** Per object ("Kind/namespace/name"), per reason: the message last told in an Event. */
+  const reported = new Map<string, Map<string, string>>();
+  /** Which pool each host is in, by index: a pass reads its own pool's hosts. */
+  const membership = poolIndex(deps.pools, deps.hosts);
 
   /** The host as the cache has it, or with the rollout this controller wrote if it lags. */
   function hostView(key: string): WindowsHost | undefined {
@@ -133,9 +137,11 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     message: string,
     type: 'Normal' | 'Warning' = 'Warning',
   ): void {
-    const key = `${object.kind}\u0000${objectKey(object)}\u0000${reason}`;
-    if (reported.get(key) === message) return;
-    reported.set(key, message);
+    const key = `${object.kind}/${objectKey(object)}`;
+    const told = reported.get(key) ?? new Map<string, string>();
+    if (told.get(reason) === message) return;
+    told.set(reason, message);
+    reported.set(key, told);
     deps.events.record(object, type, reason, message);
   }
 
@@ -201,8 +207,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
   async function reconcilePool(key: string): Promise<ReconcileResult | undefined> {
     const pool = key === defaultPoolKey ? undefined : deps.pools.get(key);
     if (key !== defaultPoolKey && !pool) return undefined;
-    const membership = poolMembership(deps.pools.list(), deps.hosts.list());
-    const members = membership.pools.get(key) ?? { hosts: [], shared: [] };
+    const members = membership.members(key);
     const shared = new Map(members.shared.map((s) => [s.host, s.otherPools]));
     const { policy, problems } = pool
       ? checkPoolSpec(pool.spec)
@@ -370,27 +375,27 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
     },
   });
 
-  const everything = () => controller.enqueue(everythingKey);
+  // A pool that comes, goes or changes its spec may move hosts: they are filed again, and
+  // every pool is looked at.
+  const everything = () => {
+    membership.refresh();
+    controller.enqueue(everythingKey);
+  };
   /** Pools deleted since the last pass over everything: their metric series go. */
   const forgotten: string[] = [];
   deps.pools
     .on('add', everything)
     .on('delete', (pool) => {
       forgotten.push(objectKey(pool));
+      reported.delete(`${pool.kind}/${objectKey(pool)}`);
       everything();
     })
     .on('update', (pool, old) => {
       // Our own status writes need no pass; a spec change (generation) may move hosts.
       if (pool.metadata.generation !== old.metadata.generation) everything();
     });
-  /** The pools a host belongs to (its namespace's pools that select it, else the default). */
-  const poolsOf = (host: WindowsHost): string[] => {
-    const key = objectKey(host);
-    const { pools } = poolMembership(deps.pools.list(), [host]);
-    return [...pools].filter(([, members]) => members.hosts.includes(key)).map(([pool]) => pool);
-  };
   const enqueuePoolsOf = (...hosts: WindowsHost[]) => {
-    for (const host of hosts) for (const pool of poolsOf(host)) controller.enqueue(pool);
+    for (const host of hosts) for (const pool of membership.poolsOf(host)) controller.enqueue(pool);
   };
   const hostsOfNode = hostsByNode(deps.hosts);
   const enqueueForNode = (node: k8s.V1Node) => {
@@ -399,7 +404,14 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
   };
   deps.hosts
     .on('add', (host) => enqueuePoolsOf(host))
-    .on('delete', (host) => enqueuePoolsOf(host))
+    .on('delete', (host) => {
+      // Nothing is kept for a host that is gone.
+      const key = objectKey(host);
+      written.delete(key);
+      drains.delete(key);
+      reported.delete(`${host.kind}/${key}`);
+      enqueuePoolsOf(host);
+    })
     .on('update', (host, old) => {
       if (
         !isDeepStrictEqual(host.metadata.labels, old.metadata.labels) ||

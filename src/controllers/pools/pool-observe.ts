@@ -24,7 +24,12 @@ import { parseWindowsUpdateReport, type WindowsUpdateReport } from '../../api/wi
 import type { Informer } from '../../controller/informer.ts';
 import { nodeIsReady } from '../../controller/informer-factory.ts';
 import type { HostObservation, ObservedNode } from '../../rollout/host-steps.ts';
-import { assignPools, type Membership } from '../../rollout/pool-membership.ts';
+import {
+  assignPools,
+  type HostLabels,
+  type Membership,
+  type PoolSelection,
+} from '../../rollout/pool-membership.ts';
 import type { PoolPassHost } from '../../rollout/pool-pass.ts';
 import { checkPoolSpec } from '../../rollout/pool-spec.ts';
 import { carriesIdentity } from '../hosts/node-claims.ts';
@@ -34,21 +39,26 @@ export function poolMembership(
   pools: readonly WindowsNodePool[],
   hosts: readonly WindowsHost[],
 ): Membership {
-  return assignPools(
-    pools.map((p) => {
-      const selector = checkPoolSpec(p.spec).policy.selector;
-      return {
-        namespace: p.metadata.namespace ?? '',
-        name: p.metadata.name,
-        ...(selector ? { selector } : {}),
-      };
-    }),
-    hosts.map((h) => ({
-      namespace: h.metadata.namespace ?? '',
-      name: h.metadata.name,
-      ...(h.metadata.labels ? { labels: h.metadata.labels } : {}),
-    })),
-  );
+  return assignPools(pools.map(poolSelection), hosts.map(hostLabels));
+}
+
+/** What membership reads of a pool: its key and its selector (none when the spec is bad). */
+export function poolSelection(pool: WindowsNodePool): PoolSelection {
+  const selector = checkPoolSpec(pool.spec).policy.selector;
+  return {
+    namespace: pool.metadata.namespace ?? '',
+    name: pool.metadata.name,
+    ...(selector ? { selector } : {}),
+  };
+}
+
+/** What membership reads of a host: its key and labels. */
+export function hostLabels(host: WindowsHost): HostLabels {
+  return {
+    namespace: host.metadata.namespace ?? '',
+    name: host.metadata.name,
+    ...(host.metadata.labels ? { labels: host.metadata.labels } : {}),
+  };
 }
 
 /** The host's own Node, as the rollout sees it; undefined when it has none (or not its own). */
