@@ -22,6 +22,8 @@ export const cordonedByAnnotation = 'winfleet.io/cordoned-by';
 export const cordonedByValues = { rollout: 'winfleet', remediation: 'remediation' } as const;
 /** Label on nodes winfleet manages. */
 export const managedNodeLabel = 'winfleet.io/managed';
+/** Label with the WindowsHost's spec.pool on its node. */
+export const poolNodeLabel = 'winfleet.io/pool';
 
 /** ConfigMap holding services manifest `version` (immutable). */
 export function servicesManifestConfigMapName(version: string): string {
