@@ -1,17 +1,16 @@
 /**
- * The payload of a services manifest the run loop is about to apply, staged by the agent
- * itself: how a Pull-mode host (which winfleet never reaches over SSH) upgrades. Before the
- * agent installs a new manifest's files, every file whose staged copy under
- * C:\k\winfleet\payload is missing or different is pulled from the payload artifact that
- * winfleet-join names (payload-pull.ts: by digest, mirrors first, verified while streaming),
- * with the pull Secret it names, both read with the node's own credentials (the operator's RBAC
- * lets nodes get exactly those by name). With the files come the agent and its service shim of
- * the same artifact, put in place as running executables are replaced: the run loop then
- * restarts on the new agent.
+ * The payload of a services manifest the run loop is about to apply, pulled by the agent
+ * itself: how a Pull-mode host (which winfleet never reaches over SSH; agent.json's
+ * pullsPayload, written by the join) upgrades. Before the agent installs a new manifest's
+ * files, every file whose staged copy under C:\k\winfleet\payload is missing or different is
+ * pulled from the payload artifact that winfleet-join names (payload-pull.ts: by digest,
+ * mirrors first, verified while streaming), with the pull Secret it names, both read with the
+ * node's own credentials (the operator's RBAC lets nodes get exactly those by name). With the
+ * files come the agent and its service shim of the same artifact, put in place as running
+ * executables are replaced where they differ: the run loop then restarts on the new agent.
  *
- * Nothing is pulled when the files are staged already — on a host the operator copied them to
- * over SSH, or by an earlier pass — so the registry is asked only while a new manifest waits
- * for its files, never on every pass.
+ * The run loop asks only while a new manifest waits to be applied (its desired version differs
+ * from the one applied), never on every pass; what is staged already is not downloaded again.
  */
 import type * as k8s from '@kubernetes/client-node';
 import { WinfleetError } from '../errors/catalog.ts';
@@ -72,21 +71,23 @@ async function readJoinInfo(core: k8s.CoreV1Api, namespace: string): Promise<Joi
 }
 
 /**
- * Stages the files of `manifest` that are not staged yet, pulling them with the agent and its
- * shim; returns what the pull did, or undefined when everything was staged already.
+ * Pulls the files of `manifest` that are not staged, and the agent and its shim, and puts the
+ * latter in place where they differ; returns what the pull did. Without a registry in
+ * winfleet-join, a manifest whose files are all staged passes (nothing to pull), and one that
+ * lacks some is refused saying why.
  */
-export async function stageManifestPayload(
+export async function pullManifestPayload(
   host: HostOS,
   core: k8s.CoreV1Api,
   namespace: string,
   manifest: ServicesManifest,
   options: ManifestPayloadOptions = {},
 ): Promise<PayloadPullResult | undefined> {
-  const missing = await unstagedFiles(host, manifest);
-  if (missing.length === 0) return undefined;
   const info = await readJoinInfo(core, namespace);
   const source = info.payload;
   if (!source) {
+    const missing = await unstagedFiles(host, manifest);
+    if (missing.length === 0) return undefined;
     throw new WinfleetError(
       'WF_AGENT_FILE_MISSING',
       `Services manifest ${manifest.version} needs payload files that are not staged (${missing.join(', ')}), and winfleet-join names no payload registry to pull them from (the operator serves its payload from a directory and copies it over SSH, which it never does for a Pull-mode host); run the operator with --payload-image`,

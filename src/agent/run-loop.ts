@@ -30,7 +30,7 @@ import { convergeServices, installPayloadFiles, servicesRunning } from './conver
 import { deconfigureRequest, deconfigureSelf, readDeconfigureRecord } from './deconfigure-self.ts';
 import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
 import { repairLocally } from './local-repair.ts';
-import { stageManifestPayload } from './manifest-payload.ts';
+import { pullManifestPayload } from './manifest-payload.ts';
 import { nodeKubeConfig } from './node-client.ts';
 import { nodeVariableValues } from './node-files.ts';
 import {
@@ -122,10 +122,12 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     if (core && desired && desired !== manifest.version) {
       const next = await acceptedManifest(context, core, config, desired);
       if (next) {
-        // Files not staged yet (a Pull-mode host's upgrade) come from the registry first.
-        const pulled = await stageManifestPayload(host, core, config.operatorNamespace, next, {
-          ...(context.signal ? { signal: context.signal } : {}),
-        });
+        // A host that pulls (it joined by command) takes the new payload from the registry.
+        const pulled = config.pullsPayload
+          ? await pullManifestPayload(host, core, config.operatorNamespace, next, {
+              ...(context.signal ? { signal: context.signal } : {}),
+            })
+          : undefined;
         if (pulled) {
           context.stderr(
             `pulled ${pulled.downloaded.length} payload files (${pulled.bytes} bytes) for services manifest ${next.version}\n`,
