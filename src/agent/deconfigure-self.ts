@@ -27,6 +27,7 @@ import {
   formatDeconfigureReport,
 } from '../api/deconfigure-report.ts';
 import { deconfigureRequestAnnotation } from '../api/node-annotations.ts';
+import { WinfleetError } from '../errors/catalog.ts';
 import { compileSchema } from '../schema/validator.ts';
 import { kubeDir, paths, winfleetDir } from './agent-config.ts';
 import {
@@ -154,10 +155,14 @@ export async function deconfigureSelf(
   report: ((report: DeconfigureReport) => Promise<void>) | undefined,
 ): Promise<DeconfigureReport> {
   const host = context.hostOS;
-  const record: DeconfigureRecord = (await readDeconfigureRecord(host)) ?? {
-    ...start!,
-    removedServices: [],
-  };
+  const recorded = await readDeconfigureRecord(host);
+  if (!recorded && !start) {
+    throw new WinfleetError(
+      'WF_INVARIANT',
+      'Deconfiguring was asked for without a request and with none recorded',
+    );
+  }
+  const record: DeconfigureRecord = recorded ?? { ...start!, removedServices: [] };
   await writeRecord(host, record);
   context.stderr(
     `removing winfleet from this host, as the operator asked (request ${record.request})\n`,

@@ -2,7 +2,9 @@
  * The WindowsHost controller: many hosts reconciled at once (hosts.concurrency, default 10),
  * each with its own exponential backoff. Host events enqueue the host; Node events enqueue the
  * host behind the node; Secret events enqueue the hosts naming the Secret. It keeps no state of its own between passes: everything a pass
- * decides on is in the API.
+ * decides on is in the API. SSH hosts are joined and removed over SSH (host-join.ts,
+ * host-removal.ts); Pull-mode hosts through their agent and Node, never over SSH
+ * (pull-mode-host.ts, pull-host-removal.ts).
  */
 
 import type * as k8s from '@kubernetes/client-node';
