@@ -252,6 +252,10 @@ test('a Pull-mode host joins, upgrades, reboots and is removed through its agent
         samples.some((s) => s.unavailable.includes('web-1')),
         'web-1 took its turn',
       );
+      assert.ok(
+        samples.some((s) => s.unavailable.includes(sshHostName)),
+        'so did the SSH host',
+      );
       assert.ok(worst <= 1, `maxUnavailable 1: at most one node down at a time (saw ${worst})`);
       const node = await core.readNode({ name: 'web-1' });
       assert.equal(node.metadata?.annotations?.[servicesVersionAnnotation], next.version);
