@@ -377,7 +377,7 @@ test('a Pull-mode host joins, upgrades, reboots and is removed through its agent
   );
 
   await t.test(
-    'remediation: a kubelet that keeps failing skips the SSH rung, saying why, and reboots through the agent',
+    'remediation: a kubelet that keeps failing skips the SSH rung, saying why, and goes on to Reboot',
     async () => {
       await pull.faults.crashLoop('kubelet');
       const skipped = await waitFor(
