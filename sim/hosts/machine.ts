@@ -477,6 +477,8 @@ export class SimMachine {
     this.#bootedAt = new Date();
     this.#bootEnvironment = this.env.entries();
     this.features.boot();
+    // Session Manager's pending deletions run before servicing and before any service.
+    await this.#deletePendingAtBoot();
     // Servicing finishes during the boot: updates waiting for it raise the UBR.
     this.windowsUpdate.boot();
     this.#power = 'up';
@@ -544,6 +546,29 @@ export class SimMachine {
       this.#rebootTimer = undefined;
       this.reboot({ reason }).catch(() => {});
     }, delayMs);
+  }
+
+  /**
+   * What MoveFileEx(path, NULL, MOVEFILE_DELAY_UNTIL_REBOOT) does: a pair ("\\??\\<path>", "")
+   * in Session Manager's PendingFileRenameOperations; the path is deleted at the next boot
+   * (deletePendingAtBoot).
+   */
+  deleteAtBoot(path: string): void {
+    this.windowsUpdate.registry.pendingFileRenameOperations.push(`\\??\\${path}`, '');
+  }
+
+  /**
+   * The Session Manager's pass at boot: each pending deletion, in order — a file, or a directory
+   * only when it is empty by then (MoveFileEx's rule); one that cannot be done is skipped, as
+   * Windows skips it. Renames (a pair with a destination) are not simulated.
+   */
+  async #deletePendingAtBoot(): Promise<void> {
+    const pending = this.windowsUpdate.registry.pendingFileRenameOperations;
+    for (let i = 0; i + 1 < pending.length; i += 2) {
+      if (pending[i + 1] !== '') continue;
+      const path = pending[i]!.replace(/^\\\?\?\\/, '');
+      await this.fs.remove(path, { missingOk: true }).catch(() => {});
+    }
   }
 
   /** Stops everything for good (the fleet's stop): services, processes, timers. */

@@ -169,6 +169,23 @@ export class SimHostOS implements HostOS {
     });
   }
 
+  deleteServiceWhenStopped(name: string): Promise<void> {
+    return this.#live(() => {
+      checkServiceName(name);
+      try {
+        this.#machine.scm.delete(name);
+      } catch (error) {
+        const tolerated: number[] = [
+          win32Error.serviceDoesNotExist,
+          win32Error.serviceMarkedForDelete,
+        ];
+        if (!(error instanceof ScmError) || !tolerated.includes(error.code)) {
+          throw translate(`mark service "${name}" for deletion`, scDeleteArgs(name), error);
+        }
+      }
+    });
+  }
+
   deleteService(name: string): Promise<void> {
     return this.#live(async () => {
       checkServiceName(name);
@@ -257,6 +274,10 @@ export class SimHostOS implements HostOS {
         throw error;
       }
     });
+  }
+
+  deleteAtBoot(path: string): Promise<void> {
+    return this.#live(() => this.#machine.deleteAtBoot(path));
   }
 
   ensureDirectory(path: string): Promise<void> {

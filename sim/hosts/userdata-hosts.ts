@@ -3,10 +3,17 @@
  * `winfleet join-command` prints) and runs no SSH server at all, so SSH to it is refused the
  * whole time, as on a fleet without OpenSSH Server. Addresses and names are given as the SSH
  * fleet's (fleet.ts).
+ *
+ * With `countSshAttempts`, port 22 of each host's address counts the connections made to it and
+ * resets each at once (no SSH server ever answers): how a test proves nothing tried to reach a
+ * Pull-mode host over SSH. Faults that need no SSH server (a crashing service, a reboot) are
+ * the SSH fleet's (faults.ts).
  */
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { JoinTuning } from '../../src/agent/join.ts';
 import { createOwnedTempDir, removeOwnedTempDir } from '../cluster/owned-temp-dir.ts';
+import { HostFaults } from './faults.ts';
 import { addressAt, defaultName, type StartSimulatedHostsOptions } from './fleet.ts';
 import { SimMachine, type SimulatedReleaseName } from './machine.ts';
 import { SimHostOS } from './sim-host-os.ts';
@@ -21,6 +28,8 @@ export interface StartUserDataHostsOptions
   userData: string;
   /** Shorter waits for the agent's join (tests). */
   joinTuning?: JoinTuning;
+  /** Count (and reset) every connection to port 22 of each host (sshAttempts). */
+  countSshAttempts?: boolean;
 }
 
 /** One running host that joins from its user data. */
@@ -32,6 +41,10 @@ export interface UserDataHost {
   machine: SimMachine;
   /** Its user data's run: `done` resolves with the script's exit code and output. */
   userData: UserDataRun;
+  /** Faults of the machine (faults.ts); those of an SSH server do nothing here. */
+  faults: HostFaults;
+  /** Connections made to port 22 so far (with countSshAttempts; else always 0). */
+  sshAttempts(): number;
   hostOS(): SimHostOS;
   describe(): { name: string; address: string; release: string; build: string; ssh: false };
   stop(): Promise<void>;
@@ -71,6 +84,15 @@ export async function startUserDataHosts(
       });
       const v = machine.osVersion;
       const build = `${v.major}.${v.minor}.${v.build}`;
+      const probe = options.countSshAttempts ? await sshProbe(address) : undefined;
+      const faults = new HostFaults({
+        machine,
+        dropConnections: () => {},
+        changeHostKey: () => {
+          throw new RangeError(`${name} runs no SSH server: it has no host key to change`);
+        },
+        updateListening: async () => {},
+      });
       hosts.push({
         name,
         address,
@@ -78,9 +100,15 @@ export async function startUserDataHosts(
         build,
         machine,
         userData: machine.userData!,
+        faults,
+        sshAttempts: () => probe?.attempts ?? 0,
         hostOS: () => new SimHostOS(machine),
         describe: () => ({ name, address, release: machine.release, build, ssh: false }),
-        stop: () => machine.powerOff(),
+        stop: async () => {
+          faults.clear();
+          await machine.powerOff();
+          await probe?.close();
+        },
       });
     }
   } catch (error) {
@@ -96,4 +124,19 @@ export async function startUserDataHosts(
       if (ownDir) await removeOwnedTempDir(dir);
     },
   };
+}
+
+/** Port 22 of `address`: each connection counted and reset at once. */
+async function sshProbe(address: string): Promise<{ attempts: number; close(): Promise<void> }> {
+  const probe = { attempts: 0, close: async () => {} };
+  const server: Server = createServer((socket) => {
+    probe.attempts++;
+    socket.resetAndDestroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(22, address, () => resolve());
+  });
+  probe.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return probe;
 }

@@ -42,6 +42,11 @@ export interface NodeSettings {
    * install). Optional; default defaultUpdateSearchIntervalSeconds (6 hours).
    */
   updateSearchIntervalSeconds?: number;
+  /**
+   * The host pulls each new payload from the registry winfleet-join names (it joined by
+   * command: winfleet never copies files to it). Optional; absent: the operator stages it.
+   */
+  pullsPayload?: boolean;
 }
 
 export const defaultUpdateSearchIntervalSeconds = 21600;
@@ -100,8 +105,9 @@ const nodeSettingsSchema = {
   operatorNamespace: { type: 'string', minLength: 1 },
   checkIntervalSeconds: { type: 'number', minimum: 0.1 },
   updateSearchIntervalSeconds: { type: 'number', minimum: 1, maximum: 2592000 },
+  pullsPayload: { type: 'boolean' },
 };
-const optionalNodeSettings = ['updateSearchIntervalSeconds'];
+const optionalNodeSettings = ['updateSearchIntervalSeconds', 'pullsPayload'];
 const nodeSettingsRequired = Object.keys(nodeSettingsSchema).filter(
   (key) => !optionalNodeSettings.includes(key),
 );

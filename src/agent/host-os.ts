@@ -129,6 +129,12 @@ export interface HostOS {
   stopService(name: string): Promise<void>;
   /** Deletes a service (stopping it first). A missing service is not an error. */
   deleteService(name: string): Promise<void>;
+  /**
+   * Marks a service for deletion without stopping it (`sc.exe delete`): the SCM deletes a
+   * running service once it stops. How a service removes itself: its process marks it, then
+   * exits. A missing service, or one marked already, is not an error.
+   */
+  deleteServiceWhenStopped(name: string): Promise<void>;
 
   // Files.
   readFile(path: string): Promise<Buffer | undefined>;
@@ -159,6 +165,13 @@ export interface HostOS {
   removeFileIfUnused(path: string): Promise<boolean>;
   ensureDirectory(path: string): Promise<void>;
   listDirectory(path: string): Promise<string[] | undefined>;
+  /**
+   * Has Windows delete a file, or a directory that is empty by then, at the next boot
+   * (MoveFileEx with MOVEFILE_DELAY_UNTIL_REBOOT: an entry in Session Manager's
+   * PendingFileRenameOperations, which also makes rebootPending true). For what a running
+   * process holds, such as the agent's own executable.
+   */
+  deleteAtBoot(path: string): Promise<void>;
 
   // Machine-level environment variables (HKLM\...\Session Manager\Environment).
   getMachineEnv(name: string): Promise<string | undefined>;

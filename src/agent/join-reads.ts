@@ -123,6 +123,18 @@ export async function readJoinMaterials(
   const secret = await read(secretWhere, () =>
     core.readNamespacedSecret({ name: secretName, namespace }),
   );
+  return { joinInfo, manifest, pullCredentials: pullSecretCredentials(secret, secretWhere, where) };
+}
+
+/**
+ * The registry credentials of the payload's pull Secret (`secretWhere`, named by `where`);
+ * WF_JOIN_INFO_INVALID unless it is a kubernetes.io/dockerconfigjson Secret that parses.
+ */
+export function pullSecretCredentials(
+  secret: k8s.V1Secret,
+  secretWhere: string,
+  where: string,
+): DockerConfigEntry[] {
   const encoded = secret.data?.['.dockerconfigjson'];
   if (secret.type !== 'kubernetes.io/dockerconfigjson' || encoded === undefined) {
     throw new WinfleetError(
@@ -130,11 +142,9 @@ export async function readJoinMaterials(
       `${secretWhere}, named by ${where} as the payload's pull Secret, is not of type kubernetes.io/dockerconfigjson with a .dockerconfigjson key`,
     );
   }
-  let pullCredentials: DockerConfigEntry[];
   try {
-    pullCredentials = parseDockerConfig(Buffer.from(encoded, 'base64'), secretWhere);
+    return parseDockerConfig(Buffer.from(encoded, 'base64'), secretWhere);
   } catch (error) {
     throw new WinfleetError('WF_JOIN_INFO_INVALID', (error as Error).message);
   }
-  return { joinInfo, manifest, pullCredentials };
 }

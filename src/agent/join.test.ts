@@ -97,4 +97,5 @@ test('bootstrap.json from a join carries the join info, the pinned CA and the ma
   assert.deepEqual(parsed.taints, [{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
   assert.equal(parsed.operatorNamespace, 'winfleet-system');
   assert.match(parsed.caCertificate, /BEGIN CERTIFICATE/);
+  assert.equal(parsed.pullsPayload, true, 'its upgrades are pulled too');
 });

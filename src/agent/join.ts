@@ -100,6 +100,8 @@ export function joinBootstrapConfig(
     caCertificate: trusted.caPem,
     bootstrapToken: `${flags.token.id}.${flags.token.secret}`,
     manifest: materials.manifest,
+    // Its upgrades come from the registry too: the run loop pulls (manifest-payload.ts).
+    pullsPayload: true,
   };
   // The agent's own reader checks it as it will read it back.
   parseBootstrapConfig(JSON.stringify(config));

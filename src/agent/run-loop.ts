@@ -8,12 +8,16 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
+import type { DeconfigureReport } from '../api/deconfigure-report.ts';
+import { formatDeconfigureReport } from '../api/deconfigure-report.ts';
 import {
+  deconfiguredAnnotation,
+  deconfigureRequestAnnotation,
   desiredServicesVersionAnnotation,
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
 import { hasCode, WinfleetError } from '../errors/catalog.ts';
-import { httpStatus } from '../kube/client.ts';
+import { httpStatus, isNotFound } from '../kube/client.ts';
 import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
 import {
   parseServicesManifest,
@@ -23,8 +27,10 @@ import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-
 import { readState, writeState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
 import { convergeServices, installPayloadFiles, servicesRunning } from './converge.ts';
+import { deconfigureRequest, deconfigureSelf, readDeconfigureRecord } from './deconfigure-self.ts';
 import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
 import { repairLocally } from './local-repair.ts';
+import { pullManifestPayload } from './manifest-payload.ts';
 import { nodeKubeConfig } from './node-client.ts';
 import { nodeVariableValues } from './node-files.ts';
 import {
@@ -116,6 +122,17 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     if (core && desired && desired !== manifest.version) {
       const next = await acceptedManifest(context, core, config, desired);
       if (next) {
+        // A host that pulls (it joined by command) takes the new payload from the registry.
+        const pulled = config.pullsPayload
+          ? await pullManifestPayload(host, core, config.operatorNamespace, next, {
+              ...(context.signal ? { signal: context.signal } : {}),
+            })
+          : undefined;
+        if (pulled) {
+          context.stderr(
+            `pulled ${pulled.downloaded.length} payload files (${pulled.bytes} bytes) for services manifest ${next.version}\n`,
+          );
+        }
         const changed = await installPayloadFiles(host, next, state);
         for (const name of servicesRunning(next, changed)) restart.add(name);
         await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
@@ -204,6 +221,19 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
   return manifest.version;
 }
 
+/** A deconfigure recorded before agent.json went: tried every two seconds until it is done. */
+async function finishDeconfigure(context: AgentContext, signal: AbortSignal): Promise<number> {
+  while (!signal.aborted) {
+    try {
+      if ((await deconfigurePass(context, undefined)) === 'done') return 0;
+    } catch (error) {
+      context.stderr(`deconfiguring failed: ${(error as Error).message}\n`);
+    }
+    await sleep(2000, undefined, { signal }).catch(() => {});
+  }
+  return 0;
+}
+
 /** The SHA-256 of the agent and of its service shim, as installed (undefined when missing). */
 async function ownExecutables(
   context: AgentContext,
@@ -253,14 +283,72 @@ export function stopWhenInputEnds(
   return true;
 }
 
+/** The last malformed deconfigure request logged, per agent, so that it is logged once. */
+const refusedRequests = new WeakMap<AgentContext, string>();
+
+/**
+ * Deconfigures this host when the operator asked for it on the Node (a Pull-mode host's
+ * removal), or goes on with one under way (deconfigure-self.ts): 'done' once it is, 'none'
+ * when nothing is asked. The report is written on the Node while the node's credentials exist.
+ */
+export async function deconfigurePass(
+  context: AgentContext,
+  nodeName: string | undefined,
+): Promise<'done' | 'none'> {
+  const host = context.hostOS;
+  const recorded = await readDeconfigureRecord(host);
+  const name = recorded?.nodeName ?? nodeName;
+  if (!name) return 'none';
+  const kc = await nodeKubeConfig(host).catch(() => undefined);
+  const core = kc?.makeApiClient(k8s.CoreV1Api);
+  let start: { request: string; nodeName: string } | undefined;
+  if (!recorded) {
+    if (!core) return 'none';
+    const node = await core.readNode({ name }).catch(() => undefined);
+    const request = deconfigureRequest(node, (value) => {
+      if (refusedRequests.get(context) === value) return;
+      refusedRequests.set(context, value);
+      context.stderr(
+        `Ignoring ${deconfigureRequestAnnotation}="${value}" on this Node: not a request token the operator writes\n`,
+      );
+    });
+    if (!request) return 'none';
+    start = { request, nodeName: name };
+  }
+  const report = core
+    ? async (result: DeconfigureReport) => {
+        try {
+          await core.patchNode(
+            {
+              name,
+              body: {
+                metadata: {
+                  annotations: { [deconfiguredAnnotation]: formatDeconfigureReport(result) },
+                },
+              },
+            },
+            k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+          );
+        } catch (error) {
+          // The Node is gone (deleted by hand): nobody is left to read the report.
+          if (!isNotFound(error)) throw error;
+        }
+      }
+    : undefined;
+  await deconfigureSelf(context, start, report);
+  return 'done';
+}
+
 export async function runLoop(context: AgentContext): Promise<number> {
+  const signal = context.signal ?? new AbortController().signal;
   const data = await context.hostOS.readFile(paths.agentConfig);
   if (!data) {
+    // A deconfigure under way may have removed agent.json already: it goes on without it.
+    if (await readDeconfigureRecord(context.hostOS)) return finishDeconfigure(context, signal);
     context.stderr(`${paths.agentConfig} is missing; run bootstrap first\n`);
     return 1;
   }
   const config = parseAgentConfig(data.toString('utf8'));
-  const signal = context.signal ?? new AbortController().signal;
   let watch: AbortController | undefined;
   let wake: (() => void) | undefined;
   // A watch event that arrives while a check runs must not be lost: it is remembered, and the
@@ -288,8 +376,9 @@ export async function runLoop(context: AgentContext): Promise<number> {
           const desired = node.metadata?.annotations?.[desiredServicesVersionAnnotation];
           const ready = isReady(node);
           const podCIDR = node.spec?.podCIDR;
-          // And when the rollout asks for updates or a reboot, or the node rebooted.
-          const updateKey = windowsUpdateWatchKey(node);
+          // And when the rollout asks for updates or a reboot, or the node rebooted, or its
+          // removal asks the agent to deconfigure the host.
+          const updateKey = `${windowsUpdateWatchKey(node)}|${node.metadata?.annotations?.[deconfigureRequestAnnotation] ?? ''}`;
           if (
             desired !== lastDesired ||
             ready !== lastReady ||
@@ -321,8 +410,21 @@ export async function runLoop(context: AgentContext): Promise<number> {
   const startedAs = await ownExecutables(context);
   while (!signal.aborted) {
     pending = false;
+    // A removal's request comes before any other work: converging would bring back what it
+    // removes. A failed deconfigure is tried again at the next pass, never left for a check.
+    let deconfigure: 'done' | 'none' | 'failed';
     try {
-      await checkOnce(context, config);
+      deconfigure = await deconfigurePass(context, config.nodeName);
+    } catch (error) {
+      context.stderr(`deconfiguring failed: ${(error as Error).message}\n`);
+      deconfigure = 'failed';
+    }
+    if (deconfigure === 'done') {
+      watch?.abort();
+      return 0;
+    }
+    try {
+      if (deconfigure === 'none') await checkOnce(context, config);
     } catch (error) {
       context.stderr(`check failed: ${(error as Error).message}\n`);
     }

@@ -253,7 +253,7 @@ const hostRemediationStatusWire = {
             type: 'string',
             enum: Object.values(RungResult),
             description:
-              'Succeeded (the host was healthy again), TimedOut (still unhealthy at the rung’s timeout) or Failed (its action failed)',
+              'Succeeded (the host was healthy again), TimedOut (still unhealthy at the rung’s timeout), Failed (its action failed) or Skipped (the host cannot take the rung: Rebootstrap needs SSH, which a Pull-mode host has not)',
           },
           message: { type: 'string', maxLength: 4096, description: 'What happened' },
         },

@@ -22,6 +22,8 @@ export const cordonedByAnnotation = 'winfleet.io/cordoned-by';
 export const cordonedByValues = { rollout: 'winfleet', remediation: 'remediation' } as const;
 /** Label on nodes winfleet manages. */
 export const managedNodeLabel = 'winfleet.io/managed';
+/** Label with the WindowsHost's spec.pool on its node. */
+export const poolNodeLabel = 'winfleet.io/pool';
 
 /** ConfigMap holding services manifest `version` (immutable). */
 export function servicesManifestConfigMapName(version: string): string {
@@ -59,3 +61,17 @@ export const rebootRequestAnnotation = 'winfleet.io/reboot-request';
  * believes it only when its bootId is the Node's current status.nodeInfo.bootID.
  */
 export const windowsUpdatesAnnotation = 'winfleet.io/windows-updates';
+/**
+ * The removal of a Pull-mode host asks its agent to deconfigure itself with this annotation on
+ * its Node: the WindowsHost's uid (a [a-z0-9-] token), written by the operator once the node is
+ * drained. The agent removes winfleet from the host, reports on deconfiguredAnnotation, drops
+ * its credentials and its own service. NodeRestriction lets a node edit its own Node only, so
+ * no node can ask another to deconfigure itself.
+ */
+export const deconfigureRequestAnnotation = 'winfleet.io/deconfigure-requested';
+/**
+ * The agent's report that it deconfigured its host, JSON (DeconfigureReport in
+ * src/api/deconfigure-report.ts), written with the node's own credentials just before it drops
+ * them. The operator believes it only for its own request and only on the host's own Node.
+ */
+export const deconfiguredAnnotation = 'winfleet.io/deconfigured';

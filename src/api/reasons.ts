@@ -93,6 +93,11 @@ export const ConditionReason = {
   // NodeRegistered
   NodeExists: 'NodeExists',
   WaitingForNode: 'WaitingForNode',
+  /**
+   * A Pull-mode host's Node did not register within hosts.joinTimeoutSeconds of the host's
+   * creation (its node certificate was approved then): NodeRegistered, Ready and Degraded.
+   */
+  NodeNeverRegistered: 'NodeNeverRegistered',
   // Ready
   Joining: 'Joining',
   /** The Windows Containers feature is being installed; the host reboots to finish it. */
@@ -105,6 +110,8 @@ export const ConditionReason = {
   UnmanagedPods: 'UnmanagedPods',
   /** Removal could not deconfigure the host for hosts.removalTimeoutSeconds; the message says what to do. */
   RemovalBlocked: 'RemovalBlocked',
+  /** Removal of a Pull-mode host asked its agent to deconfigure the host and waits for its report. */
+  Deconfiguring: 'Deconfiguring',
   // Degraded (True with a failure reason)
   AsExpected: 'AsExpected',
   // WindowsNodePool Available
@@ -156,6 +163,10 @@ export const EventReason = {
   Upgrading: 'Upgrading',
   NodeReady: 'NodeReady',
   Deconfigured: 'Deconfigured',
+  /** Removal asked a Pull-mode host's agent, through its Node, to deconfigure the host. */
+  DeconfigureRequested: 'DeconfigureRequested',
+  /** A Pull-mode host's Node did not register within hosts.joinTimeoutSeconds. */
+  NodeNeverRegistered: 'NodeNeverRegistered',
   /** Removal evicted a pod from the host's node (one Event per pod). */
   PodEvicted: 'PodEvicted',
   /** Removal refuses to evict pods no controller manages; the message names them. */
@@ -186,6 +197,8 @@ export const EventReason = {
   HostRecovered: 'HostRecovered',
   /** Rung Rebootstrap: the host controller runs the agent bootstrap over SSH again. */
   RemediationRebootstrap: 'RemediationRebootstrap',
+  /** A rung this host cannot take was skipped (Rebootstrap needs SSH; a Pull-mode host has none). */
+  RemediationRungSkipped: 'RemediationRungSkipped',
   /** The last rung did not repair the host: remediation stops and the node stays cordoned. */
   RemediationFailed: 'RemediationFailed',
   // WindowsNodePool (and the operator's Namespace for the default pool)

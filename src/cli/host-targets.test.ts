@@ -13,6 +13,7 @@ import {
   addressTargets,
   checkHostFlags,
   parseHostAddress,
+  pullHostNote,
   windowsHostTargets,
 } from './host-targets.ts';
 
@@ -113,4 +114,27 @@ test('addressTargets returns the key it read (read once), pins --host-key; Windo
   });
   assert.equal(trusted!.pin!.fingerprint, other);
   assert.equal(fresh!.pin, undefined);
+});
+
+test('Pull-mode WindowsHosts are never targets: winfleet does not reach them over SSH, and says so', () => {
+  const pull = {
+    apiVersion: 'winfleet.io/v1alpha1',
+    kind: 'WindowsHost',
+    metadata: { name: 'web-1', namespace: 'ns' },
+    spec: { mode: 'Pull', nodeName: 'web-1', pool: 'web' },
+  } as WindowsHost;
+  const ssh = {
+    ...pull,
+    metadata: { name: 'w', namespace: 'ns' },
+    spec: { address: '10.0.0.7', username: 'Administrator', sshKeySecretRef: { name: 's' } },
+  } as WindowsHost;
+  const targets = windowsHostTargets(new k8s.KubeConfig(), [pull, ssh]);
+  assert.deepEqual(
+    targets.map((t) => t.name),
+    ['ns/w'],
+  );
+  assert.match(
+    pullHostNote(pull),
+    /^WindowsHost ns\/web-1 is in Pull mode: not reached over SSH .*kubectl describe node web-1.*C:\\k\\winfleet\\join-status\.json/,
+  );
 });

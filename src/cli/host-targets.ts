@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import type * as k8s from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError } from 'commander';
-import { trustHostKeyAnnotation, type WindowsHost } from '../api/windows-host.ts';
+import { isPullHost, trustHostKeyAnnotation, type WindowsHost } from '../api/windows-host.ts';
 import { defaultConfig } from '../config/winfleet-config.ts';
 import { openRemoteHost } from '../hostaccess/host-session.ts';
 import { RemoteHost } from '../hostaccess/remote-host.ts';
@@ -163,17 +163,30 @@ function windowsHostPin(host: WindowsHost): HostTarget['pin'] {
     : undefined;
 }
 
-/** Targets for WindowsHosts, connecting as the operator does. */
+/**
+ * Why a Pull-mode WindowsHost is not visited: winfleet never connects to such a host (it joined
+ * by itself and may run no SSH server), and neither do its commands.
+ */
+export function pullHostNote(host: WindowsHost): string {
+  return `WindowsHost ${host.metadata.namespace}/${host.metadata.name} is in Pull mode: not reached over SSH (winfleet never connects to a host that joined by itself); its Node (kubectl describe node ${host.spec.nodeName}) and, on the machine, C:\\k\\winfleet\\join-status.json and C:\\k\\winfleet\\logs tell its state`;
+}
+
+/**
+ * Targets for WindowsHosts, connecting as the operator does; Pull-mode hosts are left out
+ * (pullHostNote says why).
+ */
 export function windowsHostTargets(kc: k8s.KubeConfig, hosts: WindowsHost[]): HostTarget[] {
   const config = defaultConfig();
-  return hosts.map((host) => {
-    const pin = windowsHostPin(host);
-    return {
-      name: `${host.metadata.namespace}/${host.metadata.name}`,
-      address: `${host.spec.address}:${host.spec.port ?? 22}`,
-      windowsHost: host,
-      ...(pin ? { pin } : {}),
-      open: () => openRemoteHost(kc, config, host),
-    };
-  });
+  return hosts
+    .filter((host) => !isPullHost(host))
+    .map((host) => {
+      const pin = windowsHostPin(host);
+      return {
+        name: `${host.metadata.namespace}/${host.metadata.name}`,
+        address: `${host.spec.address}:${host.spec.port ?? 22}`,
+        windowsHost: host,
+        ...(pin ? { pin } : {}),
+        open: () => openRemoteHost(kc, config, host),
+      };
+    });
 }

@@ -252,7 +252,7 @@ export const dashboardScript = `'use strict';
     var parts = [
       el('p', null, [el('span', { class: 'state ' + h.tone, text: h.state }), h.message ? ' — ' : '', h.message]),
       el('h3', { text: 'Host' }),
-      kv([['Address', h.address], ['User', d.username], ['Host name', h.hostname], ['Node', h.node], ['Pool', h.pool], ['Addresses', d.addresses.join(', ')], ['Host key', d.hostKeyFingerprint]]),
+      kv([['Mode', d.mode === 'Pull' ? 'Pull: joined by itself; its agent pulls, winfleet never connects over SSH' : 'SSH'], ['Address', d.mode === 'Pull' ? undefined : h.address], ['User', d.username], ['Host name', h.hostname], ['Node', h.node], ['Pool', h.pool], ['Addresses', d.addresses.join(', ')], ['Host key', d.hostKeyFingerprint]]),
       el('h3', { text: 'Versions' }),
       kv([['Windows', v.windowsVersion], ['Build', v.windowsBuild], ['UBR', v.ubr], ['Kubelet', v.kubeletVersion], ['kube-proxy', v.kubeProxyVersion], ['Runtime', v.containerRuntime], ['Services', (v.servicesVersion || '–') + ' applied / ' + (v.desiredServicesVersion || '–') + ' wanted']]),
       el('h3', { text: 'Join steps' }),

@@ -373,6 +373,23 @@ test('a host detail has versions with the UBR, join steps, the Node conditions, 
   assert.equal(d.events[0]?.source, 'winfleet-operator');
   assert.equal(d.eventsError, 'cannot read Events in namespace default: boom');
   assert.equal(d.lastError?.step, 'bootstrap');
+  assert.equal(d.mode, 'SSH');
+});
+
+test('a Pull-mode host’s detail says so, with no SSH account, host key or address', () => {
+  const pull = {
+    apiVersion: 'winfleet.io/v1alpha1',
+    kind: 'WindowsHost',
+    metadata: { name: 'web-1', namespace: 'winfleet-system' },
+    spec: { mode: 'Pull', nodeName: 'web-1', pool: 'web' },
+    status: { nodeName: 'web-1', addresses: ['10.1.2.3'] },
+  } as WindowsHost;
+  const d = buildHostDetail(pull, undefined, []);
+  assert.equal(d.mode, 'Pull');
+  assert.equal(d.username, undefined);
+  assert.equal(d.hostKeyFingerprint, undefined);
+  assert.equal(d.host.address, '(pull)');
+  assert.deepEqual(d.addresses, ['10.1.2.3']);
 });
 
 test("a host's detail carries exactly its overview row, the pool from the selectors included", () => {

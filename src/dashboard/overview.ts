@@ -12,7 +12,7 @@ import {
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
 import { ConditionType, nodeHealthConditions } from '../api/reasons.ts';
-import { hostAddressLabel, type WindowsHost } from '../api/windows-host.ts';
+import { hostAddressLabel, isPullHost, type WindowsHost } from '../api/windows-host.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
 import type { Condition } from '../controller/conditions.ts';
 import { poolMembership } from '../controllers/pools/pool-observe.ts';
@@ -413,6 +413,11 @@ export interface ShownEvent {
 
 export interface HostDetail {
   host: OverviewHost;
+  /**
+   * How winfleet reaches the host: SSH, or Pull (it joined by itself; its agent pulls and
+   * winfleet never connects to it, so it has no SSH account or host key).
+   */
+  mode: 'SSH' | 'Pull';
   /** The SSH account; a Pull host has none. */
   username?: string;
   addresses: string[];
@@ -534,6 +539,7 @@ export function buildHostDetail(
   const shown = newestEvents(events, detailEventLimit).map(shownEvent);
   return {
     host: hostRow(host, node, pools),
+    mode: isPullHost(host) ? 'Pull' : 'SSH',
     username: host.spec.username,
     addresses: status.addresses ?? [],
     hostKeyFingerprint: status.hostKeyFingerprint,

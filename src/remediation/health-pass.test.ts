@@ -168,6 +168,49 @@ test('a restart loop and a Node that never started begin at Rebootstrap', () => 
   assert.equal(never.host.status.current?.rung, 'Rebootstrap');
 });
 
+test('a host that cannot be re-bootstrapped (Pull mode) skips the rung, says why, and goes on to Reboot', () => {
+  const why = 'the host is in Pull mode and winfleet never reaches it over SSH';
+  // After RestartService times out: Rebootstrap recorded Skipped, the reboot asked at once.
+  const { host: end, log } = drive(
+    host('windows/win-a', { node: node([ready(), kubeletDown(0)]), rebootstrapUnavailable: why }),
+    everyMinute(8),
+  );
+  assert.equal(log[7]!.result.hosts.get('windows/win-a')!.status.current?.rung, 'Reboot');
+  assert.ok(
+    log.every(({ result }) => result.hosts.get('windows/win-a')!.action.kind !== 'rebootstrap'),
+  );
+  assert.equal(end.status.current?.reboot?.requestedAt, iso(7));
+  assert.equal(log[7]!.result.hosts.get('windows/win-a')!.repairRebootRequestedAt, iso(7));
+  assert.deepEqual(
+    end.status.lastActions!.map((a) => `${a.rung}:${a.result}`),
+    ['RestartService:TimedOut', 'Rebootstrap:Skipped'],
+  );
+  assert.match(
+    end.status.lastActions![1]!.message,
+    /rung Rebootstrap skipped: .*Pull mode.*; next: Reboot$/,
+  );
+  assert.match(end.status.lastActions![0]!.message, /next: Reboot$/);
+  const events = log[7]!.result.hosts.get('windows/win-a')!.events.map((e) => e.reason);
+  assert.deepEqual(events, ['RemediationEscalated', 'RemediationRungSkipped']);
+  // A restart loop, which would start at Rebootstrap, starts at Reboot.
+  const loop = drive(
+    host('windows/win-b', {
+      node: node([
+        ready(),
+        { type: 'FrequentServiceRestart', status: 'True', lastTransitionTime: iso(0) },
+      ]),
+      rebootstrapUnavailable: why,
+    }),
+    [0],
+  );
+  assert.equal(loop.host.status.current?.rung, 'Reboot');
+  assert.equal(loop.host.status.current?.reboot?.requestedAt, iso(0));
+  assert.deepEqual(
+    loop.host.status.lastActions!.map((a) => `${a.rung}:${a.result}`),
+    ['Rebootstrap:Skipped'],
+  );
+});
+
 test('a failed re-bootstrap escalates at once to a reboot request; a stopped repair change fails the ladder', () => {
   const { log } = drive(
     host('windows/win-a', { node: node([ready(), kubeletDown(0)]) }),
@@ -284,7 +327,7 @@ test('a host in a rollout change of its pool’s own is not remediated (it is do
   assert.deepEqual(r.log[0]!.result.unhealthy, []);
 });
 
-test('property: restarts and lost writes never repeat a rung, rungs only climb, and the reboot is only a rollout request', (t) => {
+test('property: restarts and lost writes never repeat a rung, rungs only climb, the reboot is only a rollout request, and a Pull host is never re-bootstrapped', (t) => {
   fc.assert(
     fc.property(
       fc.array(
@@ -299,7 +342,8 @@ test('property: restarts and lost writes never repeat a rung, rungs only climb, 
         },
       ),
       fc.integer({ min: 0, max: 10 }),
-      (steps, rebootDelay) => {
+      fc.boolean(),
+      (steps, rebootDelay, pull) => {
         let recorded: HostRemediationStatus = {};
         let m = 0;
         let sickSince: number | undefined = 0;
@@ -320,6 +364,8 @@ test('property: restarts and lost writes never repeat a rung, rungs only climb, 
             status: recorded,
             node: node(sickSince === undefined ? [ready()] : [ready(), kubeletDown(sickSince)]),
             ...(lastRebootAt ? { rollout: { lastRebootAt } } : {}),
+            // A Pull-mode host: Rebootstrap is never asked for.
+            ...(pull ? { rebootstrapUnavailable: 'Pull mode' } : {}),
           });
           const r = healthPass({
             pool: 'p',
@@ -353,6 +399,10 @@ test('property: restarts and lost writes never repeat a rung, rungs only climb, 
             assert.equal(s.size, 1, 'one reboot request per ladder');
           }
           assert.notEqual(r.action.kind as string, 'reboot', 'no reboot but through the rollout');
+          if (pull) {
+            assert.notEqual(r.action.kind, 'rebootstrap', 'no re-bootstrap of a Pull host');
+            assert.notEqual(after?.rung, 'Rebootstrap');
+          }
           recorded = r.status;
         }
       },

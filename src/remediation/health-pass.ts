@@ -46,6 +46,8 @@ export interface HealthPassHost {
   skipRemediation: boolean;
   /** The WindowsHost is being deleted: its removal owns the node; nothing is done here. */
   deleting: boolean;
+  /** Why the host cannot be re-bootstrapped (a Pull-mode host), if it cannot. */
+  rebootstrapUnavailable?: string;
 }
 
 export interface HealthPassInput {
@@ -171,6 +173,7 @@ export function healthPass(input: HealthPassInput): HealthPassResult {
         cordonedByRemediation: h.cordonedByRemediation,
       },
       ...(hold ? { hold } : {}),
+      ...(h.rebootstrapUnavailable ? { rebootstrapUnavailable: h.rebootstrapUnavailable } : {}),
       now,
     });
     results.set(h.key, { ...r, health });

@@ -10,6 +10,8 @@
  * 2. Rebootstrap — the host controller runs the agent bootstrap again over SSH (services and
  *    config re-applied), once for the recorded request time; then waits for health until
  *    rebootstrapTimeout after the rung started. A bootstrap error after the request fails it.
+ *    A host winfleet never reaches over SSH (Pull mode) skips it: recorded Skipped, with why,
+ *    and an Event; the ladder goes on to Reboot.
  * 3. Reboot — a repair reboot request the pool's rollout engine consumes as a 'repair' change
  *    (cordon, drain, reboot, wait Ready, uncordon) inside maxUnavailable. Queueing for the
  *    budget has no timeout here (the rollout's own timeouts stop a stuck change, which fails
@@ -56,6 +58,8 @@ export const RungResult = {
   TimedOut: 'TimedOut',
   /** The rung's action failed (the re-bootstrap's error; the repair change stopped). */
   Failed: 'Failed',
+  /** The host cannot take the rung (Rebootstrap needs SSH; a Pull-mode host has none). */
+  Skipped: 'Skipped',
 } as const;
 export type RungResult = (typeof RungResult)[keyof typeof RungResult];
 
@@ -121,6 +125,11 @@ export interface LadderInput {
   policy: HealthPolicy;
   observed: LadderObservation;
   hold?: HoldReason;
+  /**
+   * Why this host cannot be re-bootstrapped, if it cannot (a Pull-mode host: winfleet never
+   * reaches it over SSH): the ladder skips Rebootstrap, recording it Skipped with this reason.
+   */
+  rebootstrapUnavailable?: string;
   now: Date;
 }
 
@@ -245,22 +254,40 @@ export function advanceRemediation(input: LadderInput): LadderResult {
     return result(cordon ? { kind: 'cordon' } : { kind: 'none' });
   }
 
+  /** The rung after `rung` for this host: Rebootstrap is Reboot when it cannot take it. */
+  const takeable = (rung: RemediationRung | undefined): RemediationRung | undefined =>
+    rung === 'Rebootstrap' && input.rebootstrapUnavailable ? 'Reboot' : rung;
+  /** Records Rebootstrap skipped, with why, when `wanted` was it and this host cannot take it. */
+  const recordSkip = (wanted: RemediationRung | undefined) => {
+    if (wanted !== 'Rebootstrap' || !input.rebootstrapUnavailable) return;
+    const message = `${host}: rung Rebootstrap skipped: ${input.rebootstrapUnavailable}; next: Reboot`;
+    record('Rebootstrap', 'Skipped', message);
+    events.push({ type: 'Normal', reason: EventReason.RemediationRungSkipped, message });
+  };
+  /** The requests a rung starting now carries. */
+  const requestsOf = (rung: RemediationRung) => ({
+    ...(rung === 'Rebootstrap' ? { rebootstrap: { requestedAt: apiTime(now) } } : {}),
+    ...(rung === 'Reboot' ? { reboot: { requestedAt: apiTime(now) } } : {}),
+  });
+
   if (!current) {
     if (health.due.length === 0 || input.hold) return result({ kind: 'none' }, conditionRecheck);
     const problem = health.due[0]!;
-    const rung = firstRung(health.due);
-    current = {
-      problem: { type: problem.type, status: problem.status, since: problem.since },
-      startedAt: apiTime(now),
-      rung,
-      rungStartedAt: apiTime(now),
-      ...(rung === 'Rebootstrap' ? { rebootstrap: { requestedAt: apiTime(now) } } : {}),
-    };
+    const wanted = firstRung(health.due);
+    const rung = takeable(wanted)!;
     events.push({
       type: 'Warning',
       reason: EventReason.HostUnhealthy,
       message: `${host}: ${health.due.map((p) => describeProblem(p, now)).join(', ')}; remediation starts with ${rung}`,
     });
+    recordSkip(wanted);
+    current = {
+      problem: { type: problem.type, status: problem.status, since: problem.since },
+      startedAt: apiTime(now),
+      rung,
+      rungStartedAt: apiTime(now),
+      ...requestsOf(rung),
+    };
   }
 
   if (input.hold) {
@@ -276,19 +303,15 @@ export function advanceRemediation(input: LadderInput): LadderResult {
 
   const escalate = (rungResult: RungResult, why: string): RemediationRung | undefined => {
     const c = current!;
-    const next = rungOrder[rungOrder.indexOf(c.rung) + 1];
+    const wanted = rungOrder[rungOrder.indexOf(c.rung) + 1];
+    const next = takeable(wanted);
     const message = `${host}: rung ${c.rung} ${why}; ${next ? `next: ${next}` : 'no rung is left'}`;
     record(c.rung, rungResult, message);
     if (next) {
       events.push({ type: 'Warning', reason: EventReason.RemediationEscalated, message });
+      recordSkip(wanted);
       const { rebootstrap: _r, reboot: _b, ...rest } = c;
-      current = {
-        ...rest,
-        rung: next,
-        rungStartedAt: apiTime(now),
-        ...(next === 'Rebootstrap' ? { rebootstrap: { requestedAt: apiTime(now) } } : {}),
-        ...(next === 'Reboot' ? { reboot: { requestedAt: apiTime(now) } } : {}),
-      };
+      current = { ...rest, rung: next, rungStartedAt: apiTime(now), ...requestsOf(next) };
     } else {
       const failure = `${host}: remediation failed: ${health.holding.map((p) => describeProblem(p, now)).join(', ') || 'unhealthy'} after ${rungOrder.join(', ')}. The node stays cordoned; repair the host by hand (winfleet lifts its cordon once the host is healthy), or set winfleet.io/skip-remediation to leave the node as you set it`;
       events.push({ type: 'Warning', reason: EventReason.RemediationFailed, message: failure });

@@ -488,6 +488,18 @@ test('deleteService of a missing service is not an error', async () => {
   await done();
 });
 
+test('deleteServiceWhenStopped only marks the service (a running one goes once it stops)', async () => {
+  const { host, done } = scriptedHost([
+    sc(['delete', 'winfleet-agent'], 'sc-delete-success.txt'),
+    sc(['delete', 'winfleet-agent'], 'sc-delete-1072.txt', 1072),
+    sc(['delete', 'nope'], 'sc-qc-1060.txt', 1060),
+  ]);
+  await host.deleteServiceWhenStopped('winfleet-agent');
+  await host.deleteServiceWhenStopped('winfleet-agent');
+  await host.deleteServiceWhenStopped('nope');
+  await done();
+});
+
 test('deleteService reports a deletion held up by an open handle', async () => {
   const steps = [
     sc(['queryex', 'kubelet'], 'sc-queryex-kubelet-stopped.txt'),

@@ -50,6 +50,7 @@ import {
   defenderThreatsScript,
   parseDefenderThreatsOutput,
 } from './defender.ts';
+import { deleteAtBootScript } from './delete-at-boot.ts';
 import {
   ensureInboundFirewallRuleScript,
   parseEnsureFirewallRuleOutput,
@@ -313,6 +314,14 @@ export class WindowsHostOS implements HostOS {
     );
   }
 
+  async deleteServiceWhenStopped(name: string): Promise<void> {
+    checkServiceName(name);
+    await this.#scExe(scDeleteArgs(name), `mark service "${name}" for deletion`, [
+      win32Error.serviceDoesNotExist,
+      win32Error.serviceMarkedForDelete,
+    ]);
+  }
+
   async deleteService(name: string): Promise<void> {
     checkServiceName(name);
     if (!(await this.#queryStatus(name))) return;
@@ -452,6 +461,10 @@ export class WindowsHostOS implements HostOS {
         await this.#sleep(Math.min(100 * attempt, 1000));
       }
     }
+  }
+
+  async deleteAtBoot(path: string): Promise<void> {
+    await this.#runPowerShell(deleteAtBootScript(path), `delete "${path}" at the next boot`);
   }
 
   async removePath(path: string): Promise<void> {

@@ -9,7 +9,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { Listr } from 'listr2';
 import { ConditionType } from '../../api/reasons.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 import { loadPayload } from '../../payload/payload.ts';
 import {
@@ -40,6 +40,7 @@ import {
   addressTargets,
   type HostFlags,
   type HostTarget,
+  pullHostNote,
   windowsHostTargets,
   withHostFlags,
 } from '../host-targets.ts';
@@ -324,6 +325,7 @@ async function existingHostTargets(
     notes.push(
       `no WindowsHosts ${namespace ? `in namespace ${namespace}` : 'in any namespace'}: no hosts checked; pass --host ADDRESS (or -n/-A)`,
     );
+  for (const host of items) if (isPullHost(host)) notes.push(pullHostNote(host));
   return windowsHostTargets(kc, items);
 }
 

@@ -13,8 +13,7 @@ import type { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Listr } from 'listr2';
-import type { WindowsHost } from '../../api/windows-host.ts';
-import { apiGroup } from '../../api/windows-host.ts';
+import { apiGroup, isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { diagnosticTextLimit } from '../../hostaccess/remote-scripts.ts';
 import { hostKeyCheck } from '../check/host-checks.ts';
 import { type BundleFile, bundleRoot, writeBundle } from '../diagnose/bundle.ts';
@@ -27,6 +26,7 @@ import {
   addressTargets,
   type HostFlags,
   type HostTarget,
+  pullHostNote,
   windowsHostTargets,
   withHostFlags,
 } from '../host-targets.ts';
@@ -225,6 +225,14 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
   await steps.run();
 
   const targets: HostTarget[] = [...(kc ? windowsHostTargets(kc, windowsHosts) : []), ...byAddress];
+  for (const host of windowsHosts.filter(isPullHost))
+    clusterSection.items.push({
+      path: `hosts/${host.metadata.namespace}/${host.metadata.name}`,
+      title: `host ${host.metadata.namespace}/${host.metadata.name}`,
+      bytes: 0,
+      status: 'failed',
+      note: pullHostNote(host),
+    });
   for (const name of missing)
     clusterSection.items.push({
       path: `hosts/${name}`,

@@ -391,3 +391,69 @@ test('renewals of nodes no known WindowsHost owns, or whose Node lacks the ident
     assert.equal(d.action, 'ignore', `${name}: ${d.reason}`);
   }
 });
+
+/** A Pull-mode host win-a: no address or SSH, its pin from its Node's first report. */
+const pullHost = {
+  ...host,
+  spec: { mode: 'Pull', nodeName: 'win-a', pool: 'web' },
+  status: {
+    nodeName: 'win-a',
+    hostname: 'win-a',
+    addresses: ['127.0.0.11'],
+    servingAddresses: ['127.0.0.11', 'win-a'],
+  },
+} as WindowsHost;
+
+test('serving CSRs of a Pull host: its pinned node IP stands for spec.address (a loopback one too), nothing else does', async () => {
+  const own = await decideKubeletCsr(
+    serving({ parsed: subject({ ipAddresses: ['127.0.0.11'], dnsNames: ['win-a'] }) }),
+    lookup(['win-a'], pullHost),
+  );
+  assert.equal(own.action, 'approve', own.reason);
+  // Addresses the node reports later are not in the pin; another loopback address never passes.
+  for (const [ip, reason] of [
+    ['127.0.0.12', /127\.0\.0\.12 is a loopback address/],
+    ['10.1.2.3', /10\.1\.2\.3 is not among the host's serving addresses/],
+    ['10.96.0.1', /10\.96\.0\.1 is in the service CIDR/],
+  ] as const) {
+    const d = await decideKubeletCsr(
+      serving({ parsed: subject({ ipAddresses: [ip] }) }),
+      lookup(['win-a'], pullHost),
+    );
+    assert.equal(d.action, 'deny', ip);
+    assert.match(d.reason, reason);
+  }
+  // Not pinned yet (the operator has not seen its Node): only the node name.
+  const unpinned = { ...pullHost, status: { nodeName: 'win-a' } } as WindowsHost;
+  const early = await decideKubeletCsr(
+    serving({ parsed: subject({ ipAddresses: ['127.0.0.11'] }) }),
+    lookup(['win-a'], unpinned),
+  );
+  assert.equal(early.action, 'deny');
+  assert.match(early.reason, /127\.0\.0\.11 is a loopback address/);
+});
+
+test('attacker: a node that puts a Pull host’s identity on its own Node gets none of that host’s certificates', async () => {
+  // Node win-b (another machine, its own credentials) carries win-a's identity: win-b's CSRs are
+  // matched to hosts by status.nodeName, which only win-a's host has for win-a.
+  const forger: k8s.V1Node = {
+    metadata: { name: 'win-b', annotations: { [hostAnnotation]: hostIdentity(pullHost) } },
+  };
+  const asB = (over: Partial<CsrRequest>) =>
+    serving({
+      username: 'system:node:win-b',
+      parsed: subject({
+        name: { organizations: ['system:nodes'], commonName: 'system:node:win-b' },
+        ipAddresses: ['127.0.0.11'],
+      }),
+      ...over,
+    });
+  const d = await decideKubeletCsr(asB({}), lookup(['win-a', forger], pullHost));
+  assert.equal(d.action, 'ignore', d.reason);
+  // Asking in win-a's name with win-b's credentials: the requester is not win-a.
+  const named = await decideKubeletCsr(
+    asB({ parsed: subject({ ipAddresses: ['127.0.0.11'] }) }),
+    lookup(['win-a', forger], pullHost),
+  );
+  assert.notEqual(named.action, 'approve', named.reason);
+});

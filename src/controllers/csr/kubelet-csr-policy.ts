@@ -43,6 +43,7 @@ import {
   type ClusterNetwork,
   canonicalAddress,
   refusedAddressProblem,
+  vouchedAddress,
 } from './serving-addresses.ts';
 
 export { extrasProblem, nodeNameProblem } from './kubelet-certificate-rules.ts';
@@ -240,7 +241,7 @@ function servingSansProblem(
 ): string | undefined {
   const context = {
     network: lookup.network(),
-    specAddress: host.spec.address,
+    specAddress: vouchedAddress(host),
     nodeHolding: (address: string) => lookup.nodeHolding(address, nodeName),
   };
   const allowed = allowedServingAddresses(host, nodeName);

@@ -24,6 +24,7 @@ import {
   parseServingAddressList,
   pinnedServingAddresses,
   refusedAddressProblem,
+  vouchedAddress,
 } from './serving-addresses.ts';
 
 export interface ServingAddressControllerDeps {
@@ -66,7 +67,7 @@ export function servingAddressChange(
       ? ['it names no address']
       : requested
           .map((address) =>
-            refusedAddressProblem(address, { ...context, specAddress: host.spec.address }),
+            refusedAddressProblem(address, { ...context, specAddress: vouchedAddress(host) }),
           )
           .filter((p): p is string => p !== undefined);
   const shown = (list: string[]) => list.join(', ') || '(none)';

@@ -10,12 +10,13 @@
  * - Whatever the pin says, refused: the service and pod CIDRs, unspecified, link-local,
  *   multicast and reserved addresses, IPv4-mapped IPv6, names of the cluster's Services,
  *   `localhost`, and any name or address another Node holds (its name or status.addresses).
- * - Loopback is refused unless it is the host's own spec.address. A WindowsHost configured at a
- *   loopback address is a simulated one (the lab and tests run hosts at 127.0.0.N), and the
- *   admin who wrote spec.address vouched for that address; no other loopback address passes.
+ * - Loopback is refused unless it is the host's own address (vouchedAddress): its spec.address,
+ *   or a Pull-mode host's node IP as pinned at first sight. A WindowsHost at a loopback address
+ *   is a simulated one (the lab and tests run hosts at 127.0.0.N), and the admin who wrote
+ *   spec.address vouched for that address; no other loopback address passes.
  */
 import { BlockList, isIP } from 'node:net';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 
 /** The cluster's address ranges and domain, from the configuration (hosts.*). */
 export interface ClusterNetwork {
@@ -27,7 +28,7 @@ export interface ClusterNetwork {
 /** What one host's addresses are checked against. */
 export interface AddressContext {
   network: ClusterNetwork;
-  /** The host's spec.address (a Pull host may have none). */
+  /** The host's own address (vouchedAddress): spec.address, or a Pull host's pinned node IP. */
   specAddress: string | undefined;
   /**
    * The name of a Node other than the host's own that holds `address` (canonical) as its name
@@ -174,6 +175,21 @@ export function allowedServingAddresses(host: WindowsHost, nodeName: string): Se
       .filter((a): a is string => a !== undefined)
       .map(canonicalAddress),
   );
+}
+
+/**
+ * The one address a serving certificate may name even when it is a loopback address: an SSH
+ * host's spec.address, which the administrator wrote; for a Pull-mode host, which has none, the
+ * first address of its pin — its node IP as its Node first reported it (pull-mode-host.ts),
+ * the trust-on-first-use stand-in for spec.address, or what an admin's
+ * allow-serving-addresses put first. A real Windows host that joins by command never takes a
+ * loopback node IP (the join picks among the host's usable addresses), so this admits the
+ * simulated hosts at 127.0.0.N; a hostile machine with a join token gains at most a
+ * certificate for one loopback address, which only connections made on that machine reach.
+ */
+export function vouchedAddress(host: WindowsHost): string | undefined {
+  if (host.spec.address !== undefined) return host.spec.address;
+  return isPullHost(host) ? host.status?.servingAddresses?.[0] : undefined;
 }
 
 /** The annotation's comma-separated list, canonical and without repeats. */

@@ -2,7 +2,9 @@
  * The WindowsHost controller: many hosts reconciled at once (hosts.concurrency, default 10),
  * each with its own exponential backoff. Host events enqueue the host; Node events enqueue the
  * host behind the node; Secret events enqueue the hosts naming the Secret. It keeps no state of its own between passes: everything a pass
- * decides on is in the API.
+ * decides on is in the API. SSH hosts are joined and removed over SSH (host-join.ts,
+ * host-removal.ts); Pull-mode hosts through their agent and Node, never over SSH
+ * (pull-mode-host.ts, pull-host-removal.ts).
  */
 
 import type * as k8s from '@kubernetes/client-node';
@@ -20,7 +22,8 @@ import { enqueueOnSecretChange } from './host-secrets.ts';
 import { patchHostMetadata } from './host-status.ts';
 import { createManifestPublisher } from './manifest-publisher.ts';
 import { claimedNodeName } from './node-claims.ts';
-import { reportPullModeHost } from './pull-mode-host.ts';
+import { reconcilePullRemoval } from './pull-host-removal.ts';
+import { reconcilePullHost } from './pull-mode-host.ts';
 
 export function createHostController(deps: HostControllerDeps): Controller {
   const publish =
@@ -43,19 +46,19 @@ export function createHostController(deps: HostControllerDeps): Controller {
       }
       const host = deps.hosts.get(key);
       if (!host) return undefined;
-      // Pull-mode hosts are their agent's: no SSH, no finalizer (pull-mode-host.ts).
-      if (isPullHost(host)) {
-        if (!host.metadata.deletionTimestamp) await reportPullModeHost(deps.kc, host);
-        return undefined;
+      // Pull-mode hosts are run through their agent, never over SSH (pull-mode-host.ts,
+      // pull-host-removal.ts).
+      const pull = isPullHost(host);
+      if (host.metadata.deletionTimestamp) {
+        return pull ? reconcilePullRemoval(deps, host) : reconcileRemoval(deps, host);
       }
-      if (host.metadata.deletionTimestamp) return reconcileRemoval(deps, host);
       if (!host.metadata.finalizers?.includes(hostFinalizer)) {
         await patchHostMetadata(deps.kc, host, {
           finalizers: [...(host.metadata.finalizers ?? []), hostFinalizer],
         });
         return undefined; // the update event brings it back
       }
-      return reconcileJoin(ctx, host);
+      return pull ? reconcilePullHost(ctx, host) : reconcileJoin(ctx, host);
     },
   });
 

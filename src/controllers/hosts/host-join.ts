@@ -253,7 +253,7 @@ async function keepJoined(
  * Ready=True, for a Node the caller verified is this host's and Ready: the last error is
  * cleared, and becoming Ready is an Event (whichever pass sees it first).
  */
-function reportReady(
+export function reportReady(
   ctx: JoinContext,
   host: WindowsHost,
   hs: HostStatus,

@@ -198,7 +198,7 @@ async function removalPass(
  * The host's Node, read from the API, if it exists and carries the host's identity. Any other
  * Node of that name is left alone — never cordoned, drained or deleted — and an Event says so.
  */
-async function ownNode(
+export async function ownNode(
   deps: HostControllerDeps,
   host: WindowsHost,
   nodeName: string | undefined,
@@ -227,7 +227,7 @@ async function ownNode(
  * before looking again. Each evicted pod gets an Event; pods no controller manages are named
  * in the Ready condition and a Warning Event until they go or the user opts in.
  */
-async function drainForRemoval(
+export async function drainForRemoval(
   deps: HostControllerDeps,
   host: WindowsHost,
   hs: HostStatus,
@@ -273,7 +273,7 @@ async function drainForRemoval(
         deps,
         host,
         hs,
-        `Removal cannot drain ${nodeName}: pods ${terminating.join(', ')} have not finished terminating in ${Math.round(removalWaitedMs(host) / 1000)}s (only the kubelet on ${host.spec.address} can finish that)`,
+        `Removal cannot drain ${nodeName}: pods ${terminating.join(', ')} have not finished terminating in ${Math.round(removalWaitedMs(host) / 1000)}s (only the kubelet on ${host.spec.address ?? nodeName} can finish that)`,
       );
       return 60_000;
     }
@@ -287,11 +287,11 @@ async function drainForRemoval(
 }
 
 /** How long the host has been being deleted. */
-function removalWaitedMs(host: WindowsHost): number {
+export function removalWaitedMs(host: WindowsHost): number {
   return Date.now() - new Date(host.metadata.deletionTimestamp ?? Date.now()).getTime();
 }
 
-function removalTimeoutMs(deps: HostControllerDeps): number {
+export function removalTimeoutMs(deps: HostControllerDeps): number {
   return deps.config().hosts.removalTimeoutSeconds * 1000;
 }
 
@@ -299,7 +299,7 @@ function removalTimeoutMs(deps: HostControllerDeps): number {
  * Says, in the Ready condition and (on the first pass that blocks) a Warning Event, what
  * stops the removal and the annotation that finishes it without the host.
  */
-function blockRemoval(
+export function blockRemoval(
   deps: HostControllerDeps,
   host: WindowsHost,
   hs: HostStatus,
@@ -451,7 +451,7 @@ async function deconfigureHost(
 }
 
 /** Deletes the Node with this uid (the one checked to be the host's, never a newer one). */
-async function deleteNode(
+export async function deleteNode(
   kc: k8s.KubeConfig,
   name: string,
   uid: string | undefined,

@@ -25,6 +25,7 @@ import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import { csrDecision, readWindowsHost } from '../../../sim/testkit/windows-hosts.ts';
 import { servicesManifestConfigMapName } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
+import { hostFinalizer } from '../../api/windows-host.ts';
 import { kubeRequest } from '../../cli/check/kube-request.ts';
 import { bootstrapTokenAuthentication, tokenKubeConfig } from '../../join/bootstrap-token-auth.ts';
 import {
@@ -324,7 +325,8 @@ test('a join token’s CSRs through the real API server: approved with a Pull Wi
       timeoutMs: 30_000,
     },
   );
-  // The host controller leaves it to its agent: no SSH, no finalizer, and says so.
+  // The host controller runs it through its agent, never over SSH, and says so; its finalizer
+  // has the removal ask the agent to deconfigure the host.
   const reported = await waitFor(
     async () => {
       const h = await readWindowsHost(kc, namespace, 'web-1');
@@ -336,7 +338,14 @@ test('a join token’s CSRs through the real API server: approved with a Pull Wi
   );
   const reachable = reported.status!.conditions!.find((c) => c.type === ConditionType.Reachable)!;
   assert.deepEqual([reachable.status, reachable.message], ['Unknown', pullModeMessage]);
-  assert.deepEqual(reported.metadata.finalizers ?? [], []);
+  const finalized = await waitFor(
+    async () => {
+      const h = await readWindowsHost(kc, namespace, 'web-1');
+      return h.metadata.finalizers?.length ? h : undefined;
+    },
+    { description: 'the finalizer', timeoutMs: 20_000 },
+  );
+  assert.deepEqual(finalized.metadata.finalizers, [hostFinalizer]);
   const events = await core.listNamespacedEvent({
     namespace,
     fieldSelector: `involvedObject.name=web-1`,

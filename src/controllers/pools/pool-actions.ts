@@ -11,7 +11,8 @@
  *   also drops the rollout levels below.
  * - drain: host-removal's drainNode (Eviction API: PodDisruptionBudgets decide, nothing forced).
  * - apply: the services part is the host controller's (it holds the SSH session): it sees the
- *   host's recorded Apply step and copies the payload and sets the desired version. Here:
+ *   host's recorded Apply step and copies the payload and sets the desired version (a Pull-mode
+ *   host only gets the desired version: its agent pulls the payload). Here:
  *   winfleet.io/install-updates on the Node when the change brings patches.
  * - reboot: winfleet.io/reboot-request=<token> on the Node; the agent reboots once per token.
  */

@@ -14,7 +14,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { cordonedByAnnotation, cordonedByValues } from '../../api/node-annotations.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { skipRemediationAnnotation } from '../../api/windows-node-pool.ts';
 import type { ConditionInput } from '../../controller/conditions.ts';
 import type { HealthPassHost, NodeCondition, RemediationAction } from '../../remediation/index.ts';
@@ -61,8 +61,13 @@ export function healthHost(
       node?.metadata?.annotations?.[cordonedByAnnotation] === cordonedByValues.remediation,
     skipRemediation: host.metadata.annotations?.[skipRemediationAnnotation] !== undefined,
     deleting: Boolean(host.metadata.deletionTimestamp),
+    ...(isPullHost(host) ? { rebootstrapUnavailable: pullRebootstrapUnavailable } : {}),
   };
 }
+
+/** Why a Pull-mode host skips the ladder's Rebootstrap. */
+export const pullRebootstrapUnavailable =
+  'the host is in Pull mode (it joined by itself with a join command) and winfleet never reaches it over SSH, which re-bootstrapping needs; its agent keeps repairing its services, and a reboot goes through its agent';
 
 /** The Node patch for a remediation cordon or uncordon, or undefined when there is none. */
 export function remediationNodePatch(
