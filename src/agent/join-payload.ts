@@ -35,7 +35,7 @@ export type PullPayload = (
 ) => Promise<void>;
 
 /** The pull secret's entries as the Docker config document the registry client searches. */
-function asDockerConfig(entries: readonly DockerConfigEntry[]): DockerConfigSource {
+export function asDockerConfig(entries: readonly DockerConfigEntry[]): DockerConfigSource {
   const auths = Object.fromEntries(
     entries.map(({ key, credentials: c }) => [
       key,

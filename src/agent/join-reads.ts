@@ -109,16 +109,37 @@ export async function readJoinMaterials(
   namespace: string,
 ): Promise<JoinMaterials> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
+  const joinInfo = await readJoinInfo(core, namespace);
+  const manifest = await read(`services manifest ${joinInfo.servicesVersion}`, () =>
+    fetchPublishedManifest(
+      core,
+      namespace,
+      joinInfo.servicesVersion,
+      `ConfigMap ${namespace}/${joinInfoConfigMapName}`,
+    ),
+  );
+  const pullCredentials = await readPullCredentials(core, namespace, joinInfo);
+  return { joinInfo, manifest, ...(pullCredentials ? { pullCredentials } : {}) };
+}
+
+/** winfleet-join of `namespace`, parsed strictly. */
+export async function readJoinInfo(core: k8s.CoreV1Api, namespace: string): Promise<JoinInfo> {
   const where = `ConfigMap ${namespace}/${joinInfoConfigMapName}`;
   const cm = await read(where, () =>
     core.readNamespacedConfigMap({ name: joinInfoConfigMapName, namespace }),
   );
-  const joinInfo = parseJoinInfo(cm.data?.[joinInfoKey] ?? '');
-  const manifest = await read(`services manifest ${joinInfo.servicesVersion}`, () =>
-    fetchPublishedManifest(core, namespace, joinInfo.servicesVersion, where),
-  );
+  return parseJoinInfo(cm.data?.[joinInfoKey] ?? '');
+}
+
+/** The credentials of the pull Secret winfleet-join names; undefined when it names none. */
+export async function readPullCredentials(
+  core: k8s.CoreV1Api,
+  namespace: string,
+  joinInfo: JoinInfo,
+): Promise<DockerConfigEntry[] | undefined> {
   const secretName = joinInfo.payload?.pullSecretName;
-  if (secretName === undefined) return { joinInfo, manifest };
+  if (secretName === undefined) return undefined;
+  const where = `ConfigMap ${namespace}/${joinInfoConfigMapName}`;
   const secretWhere = `Secret ${namespace}/${secretName}`;
   const secret = await read(secretWhere, () =>
     core.readNamespacedSecret({ name: secretName, namespace }),
@@ -130,11 +151,9 @@ export async function readJoinMaterials(
       `${secretWhere}, named by ${where} as the payload's pull Secret, is not of type kubernetes.io/dockerconfigjson with a .dockerconfigjson key`,
     );
   }
-  let pullCredentials: DockerConfigEntry[];
   try {
-    pullCredentials = parseDockerConfig(Buffer.from(encoded, 'base64'), secretWhere);
+    return parseDockerConfig(Buffer.from(encoded, 'base64'), secretWhere);
   } catch (error) {
     throw new WinfleetError('WF_JOIN_INFO_INVALID', (error as Error).message);
   }
-  return { joinInfo, manifest, pullCredentials };
 }
