@@ -63,10 +63,23 @@ function artifactOf(loaded: LoadedPayload): string {
  * Copies the files the operator installs itself: the agent and its service shim when the host
  * pulls the rest from a registry, the whole payload otherwise. Returns the paths copied.
  */
-export function copyOperatorFiles(remote: RemoteHost, loaded: LoadedPayload): Promise<string[]> {
-  return loaded.registry
-    ? syncOperatorFiles(remote, loaded.payload, loaded.fileOnDisk)
-    : syncPayload(remote, loaded.payload, loaded.fileOnDisk);
+export async function copyOperatorFiles(
+  remote: RemoteHost,
+  loaded: LoadedPayload,
+): Promise<string[]> {
+  if (!loaded.registry) return syncPayload(remote, loaded.payload, loaded.fileOnDisk);
+  try {
+    return await syncOperatorFiles(remote, loaded.payload, loaded.fileOnDisk);
+  } catch (error) {
+    // The agent comes from the registry too (into the operator's cache, once): without it the
+    // host can pull nothing, so a registry the operator cannot read holds the join up.
+    if (errorCode(error) !== 'WF_PAYLOAD_DOWNLOAD') throw error;
+    throw new WinfleetError(
+      'WF_PAYLOAD_REGISTRY_UNAVAILABLE',
+      `The payload registry of ${loaded.registry.repository} does not answer the operator, which copies the agent and its service shim from it to the host (${quoted((error as Error).message)}); the join waits for it and retries with backoff: check that the registry is up`,
+      { cause: error },
+    );
+  }
 }
 
 /**
