@@ -108,6 +108,9 @@ test('an SSH host that reaches the registry pulls its payload; one that cannot g
     'the host that reaches the registry pulls: the operator sends the agent, its shim and the config',
     async () => {
       const { host, sent } = await joinHost(reaching);
+      t.diagnostic(
+        `pull join: ${sent} bytes over SFTP (agent + shim ${ownBytes}, payload ${payloadBytes})`,
+      );
       assert.ok(
         sent >= ownBytes && sent < ownBytes + configAllowance,
         `sent ${sent} bytes over SFTP; the agent and shim are ${ownBytes}, the payload ${payloadBytes}`,
@@ -135,6 +138,7 @@ test('an SSH host that reaches the registry pulls its payload; one that cannot g
 
   await t.test('the host that cannot reach it gets the payload pushed, and says so', async () => {
     const { host, sent } = await joinHost(cutOff);
+    t.diagnostic(`fallback join: ${sent} bytes over SFTP (payload ${payloadBytes})`);
     assert.ok(
       sent >= payloadBytes && sent < payloadBytes + configAllowance,
       `sent ${sent} bytes over SFTP; the payload is ${payloadBytes}`,
@@ -180,6 +184,7 @@ test('an SSH host that reaches the registry pulls its payload; one that cannot g
         { description: `both hosts on ${next.version}`, timeoutMs: 240_000, intervalMs: 1000 },
       );
       const sent = (await bytesSent(operator)) - before;
+      t.diagnostic(`upgrade of both: ${sent} bytes over SFTP`);
       // The agent and shim to both, the rest to the host that cannot reach the registry only.
       const expected = 2 * ownBytes + (payloadBytes - ownBytes);
       assert.ok(
