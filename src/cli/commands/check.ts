@@ -9,7 +9,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { Listr } from 'listr2';
 import { ConditionType } from '../../api/reasons.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 import { loadPayload } from '../../payload/payload.ts';
 import {
@@ -324,7 +324,15 @@ async function existingHostTargets(
     notes.push(
       `no WindowsHosts ${namespace ? `in namespace ${namespace}` : 'in any namespace'}: no hosts checked; pass --host ADDRESS (or -n/-A)`,
     );
-  return windowsHostTargets(kc, items);
+  // A Pull-mode host joined by itself and may run no SSH server: nothing to check over SSH.
+  for (const host of items.filter(isPullHost))
+    notes.push(
+      `WindowsHost ${host.metadata.namespace}/${host.metadata.name} is in Pull mode (it joined by itself, its agent runs it): not checked over SSH`,
+    );
+  return windowsHostTargets(
+    kc,
+    items.filter((h) => !isPullHost(h)),
+  );
 }
 
 interface HostContext {

@@ -13,8 +13,7 @@ import type { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Listr } from 'listr2';
-import type { WindowsHost } from '../../api/windows-host.ts';
-import { apiGroup } from '../../api/windows-host.ts';
+import { apiGroup, isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { diagnosticTextLimit } from '../../hostaccess/remote-scripts.ts';
 import { hostKeyCheck } from '../check/host-checks.ts';
 import { type BundleFile, bundleRoot, writeBundle } from '../diagnose/bundle.ts';
@@ -220,11 +219,24 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
       }
     }
     const failed = clusterItems.filter((i) => i.error).length;
-    return `${clusterItems.length - failed} items${failed ? `, ${failed} failed` : ''}; ${windowsHosts.length} WindowsHost(s) to visit`;
+    const visited = windowsHosts.filter((h) => !isPullHost(h)).length;
+    return `${clusterItems.length - failed} items${failed ? `, ${failed} failed` : ''}; ${visited} WindowsHost(s) to visit`;
   });
   await steps.run();
 
-  const targets: HostTarget[] = [...(kc ? windowsHostTargets(kc, windowsHosts) : []), ...byAddress];
+  // A Pull-mode host joined by itself and may run no SSH server: the cluster section has its
+  // WindowsHost, Node and Events; nothing is collected from it over SSH.
+  const pullHosts = windowsHosts.filter(isPullHost);
+  for (const host of pullHosts)
+    clusterSection.items.push({
+      path: `hosts/${host.metadata.namespace}/${host.metadata.name}`,
+      title: `host ${host.metadata.namespace}/${host.metadata.name}`,
+      bytes: 0,
+      status: 'ok',
+      note: 'Pull mode (it joined by itself, its agent runs it): not visited over SSH; its WindowsHost, Node and Events are in the cluster section',
+    });
+  const sshHosts = windowsHosts.filter((h) => !isPullHost(h));
+  const targets: HostTarget[] = [...(kc ? windowsHostTargets(kc, sshHosts) : []), ...byAddress];
   for (const name of missing)
     clusterSection.items.push({
       path: `hosts/${name}`,
