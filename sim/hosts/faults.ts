@@ -17,13 +17,17 @@
  *   middle of bootstrap");
  * - `diskFull`: every data write fails with "There is not enough space on the disk." and C:
  *   reports 0 bytes free;
- * - `changeHostKey()`: the host presents a new host key to new connections.
+ * - `changeHostKey()`: the host presents a new host key to new connections;
+ * - `blockOutbound({ host, port })`: the host's programs cannot connect to that address and
+ *   port (refused, or dropped until they time out), while everyone else still can: "this host
+ *   cannot reach the registry" (network-faults.ts); `unblockOutbound()` lifts it.
  * Triggered faults fire once unless `times` says otherwise.
  */
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import type { RemoteScriptName } from '../../src/hostaccess/remote-scripts.ts';
 import { cniNetworkName, hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import type { SimMachine } from './machine.ts';
+import type { BlockedEndpoint } from './network-faults.ts';
 import type { ClassifiedCommand } from './remote-commands.ts';
 import { flagValue } from './service-logs.ts';
 import { containerdConfigFlag } from './sim-cni.ts';
@@ -285,6 +289,19 @@ export class HostFaults {
     });
   }
 
+  /**
+   * The host's programs cannot connect to `endpoint` (see network-faults.ts for how each mode
+   * fails); the SSH server, the operator and other hosts are not affected.
+   */
+  blockOutbound(endpoint: BlockedEndpoint): void {
+    this.#targets.machine.network.block(endpoint);
+  }
+
+  /** Lifts the block of `endpoint`, or every outbound block without one. */
+  unblockOutbound(endpoint?: Pick<BlockedEndpoint, 'host' | 'port'>): void {
+    this.#targets.machine.network.unblock(endpoint);
+  }
+
   /** New connections see a new host key; returns its SHA256 fingerprint. */
   changeHostKey(): string {
     return this.#targets.changeHostKey();
@@ -298,6 +315,7 @@ export class HostFaults {
     this.#serviceFaults = [];
     this.slowLinkMs = 0;
     this.diskFull = false;
+    this.unblockOutbound();
     if (this.#restoreDowntime !== undefined) {
       this.#targets.machine.timings.rebootDowntimeMs = this.#restoreDowntime;
       this.#restoreDowntime = undefined;

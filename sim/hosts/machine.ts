@@ -22,6 +22,7 @@ import {
   MachineEnvironment,
   serviceEnvironment,
 } from './machine-environment.ts';
+import { MachineNetworkFaults } from './network-faults.ts';
 import { defaultPrograms, type ProgramRegistry } from './programs.ts';
 import { ScmError, type ScmTimings, ServiceControlManager } from './service-control-manager.ts';
 import { SimHostOS } from './sim-host-os.ts';
@@ -206,6 +207,11 @@ export class SimMachine {
   readonly hns = new HnsNetworks();
   /** Its rules persist across reboots; only the kubelet's port is filtered (firewall.ts). */
   readonly firewall = new WindowsFirewall();
+  /**
+   * Destinations its programs cannot connect to (network-faults.ts): "this host cannot reach
+   * the registry". They outlast reboots, as the firewall or route that causes them would.
+   */
+  readonly network = new MachineNetworkFaults();
   readonly scm: ServiceControlManager;
   readonly programs: ProgramRegistry;
   readonly timings: Required<Pick<SimMachineTimings, 'rebootDowntimeMs' | 'rebootDelayMs'>>;

@@ -8,6 +8,7 @@
 import type { HostOS } from '../../src/agent/host-os.ts';
 import type { SimMachine } from './machine.ts';
 import type { EnvironmentVariables } from './machine-environment.ts';
+import { runWithMachineNetwork } from './network-faults.ts';
 
 /** What a program is given when its process starts. */
 export interface ProgramContext {
@@ -124,8 +125,10 @@ export class SimProcess {
       const id = await context.machine.fs.fileIdentity(path);
       this.hold(id, 'open');
     };
-    const started = (async () =>
-      program({ ...context, pid: this.pid, signal: this.signal, holdOpen }))();
+    // Its connections meet its machine's network faults (network-faults.ts), wherever they go.
+    const started = runWithMachineNetwork(context.machine.network, async () =>
+      program({ ...context, pid: this.pid, signal: this.signal, holdOpen }),
+    );
     started.then(
       (code) => this.#exit({ code: Number.isInteger(code) ? code : 1, killed: false }),
       (error: unknown) => {

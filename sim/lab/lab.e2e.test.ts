@@ -1,6 +1,8 @@
 /**
- * `make lab` end to end: the lab program installs the chart, runs the operator as the chart's
- * ServiceAccount, joins the simulated hosts, places the seed samples, prints its report (with
+ * `make lab` end to end: the lab program pushes its payload to the lab registry, installs the
+ * chart, runs the operator as the chart's ServiceAccount with that payload, joins the simulated
+ * hosts over SSH and one more by `winfleet join-command`'s user data (its Node Ready, its
+ * WindowsHost in Pull mode, its token used), places the seed samples, prints its report (with
  * the operator's 403 count from the audit log), takes a fault through `npm run lab:fault`'s
  * program (a host made unreachable: its Node stops being Ready) and stops cleanly on Ctrl-C
  * (SIGINT), removing its fault control file; its pods have unique IPs inside their nodes' pod
@@ -19,7 +21,7 @@ import { loadKubeConfig } from '../../src/kube/client.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { cidrContains, parseIpv4, parseIpv4Cidr } from '../../src/net/ipv4-cidr.ts';
 
-test('the lab joins three simulated hosts, shows where the seed samples run and takes a fault', async () => {
+test('the lab joins three simulated hosts over SSH and one by command, shows where the seed samples run and takes a fault', async () => {
   const main = fileURLToPath(new URL('./main.ts', import.meta.url));
   const faultCli = fileURLToPath(new URL('./fault-cli.ts', import.meta.url));
   // Its own lab directory, so its fault control file is not the one of a lab a person runs.
@@ -75,7 +77,12 @@ test('the lab joins three simulated hosts, shows where the seed samples run and 
     };
     const status = await winfleet(suggestion('status'));
     assert.equal(status.code, 0, status.stderr);
-    assert.match(status.stdout, /^Hosts: 3\/3 Ready/m);
+    // The Pull-mode host's own Ready condition comes with its lifecycle (issue 15, section D).
+    assert.match(status.stdout, /^Hosts: [34]\/4 Ready/m);
+    const tokens = await winfleet(suggestion('join-tokens list'));
+    assert.equal(tokens.code, 0, tokens.stderr);
+    assert.match(tokens.stdout, /^[a-z0-9]{6}\s+winfleet-system\/lab\s+0\/1\s/m);
+    assert.match(stdout, /^winfleet join-command --pool lab --format aws > user-data\.txt$/m);
     const check = await winfleet(suggestion('check --skip-cluster'));
     assert.equal(check.code, 0, `${check.stdout}\n${check.stderr}`);
     assert.match(check.stdout, /^ {2}PASS {2}windows-build /m);
@@ -99,7 +106,28 @@ test('the lab joins three simulated hosts, shows where the seed samples run and 
     assert.match(fault.stdout, new RegExp(`^${host}: ${host} is unreachable$`, 'm'));
     assert.match(fault.stdout, /^ {2}kubectl get nodes -w$/m);
     const kubeconfig = /^export KUBECONFIG=(\S+)$/m.exec(stdout)![1]!;
-    const core = loadKubeConfig(kubeconfig).makeApiClient(k8s.CoreV1Api);
+    const labKc = loadKubeConfig(kubeconfig);
+    const core = labKc.makeApiClient(k8s.CoreV1Api);
+    // The host that joined by itself: a Ready Node, a Pull-mode WindowsHost in the pool.
+    const pulled =
+      /^ {2}Windows \S+ host +(simwin-\d+) 127\.0\.0\.\d+ {2}\(joined by command, no SSH/m.exec(
+        stdout,
+      );
+    assert.ok(pulled, stdout);
+    const pullNode = await core.readNode({ name: pulled[1]! });
+    assert.equal(
+      pullNode.status?.conditions?.find((c) => c.type === 'Ready')?.status,
+      'True',
+      `${pulled[1]} Ready`,
+    );
+    const pullHost = (await labKc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({
+      group: 'winfleet.io',
+      version: 'v1alpha1',
+      namespace: 'winfleet-system',
+      plural: 'windowshosts',
+      name: pulled[1]!,
+    })) as { spec: { mode?: string; pool?: string } };
+    assert.deepEqual([pullHost.spec.mode, pullHost.spec.pool], ['Pull', 'lab']);
     const ready = await waitFor(
       async () => {
         const node = await core.readNode({ name: host });
@@ -129,6 +157,12 @@ test('the lab joins three simulated hosts, shows where the seed samples run and 
   assert.equal(controlFileLeft, false, 'the lab removes its fault control file when it stops');
   assert.equal(code, 0, stderr.slice(-3000));
   assert.match(stderr, /all 3 hosts joined as Ready nodes/);
+  assert.match(stderr, /simwin-\d+ joined by itself as a Ready node/);
+  assert.match(
+    stderr,
+    /winfleet payload push \S+ 127\.0\.0\.1:\d+\/winfleet\/payload:\S+ --plain-http/,
+  );
+  assert.match(stdout, /^ {2}payload +127\.0\.0\.1:\d+\/winfleet\/payload@sha256:[0-9a-f]{64}$/m);
   // The chart is installed with helm and the operator runs as its ServiceAccount, refused
   // nothing by the chart's RBAC.
   assert.match(stderr, /installed chart \S+ as release winfleet in winfleet-system/);

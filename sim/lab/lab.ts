@@ -1,15 +1,17 @@
 /**
  * The lab: everything winfleet needs, on loopback, started in order with progress — a real
  * control plane, a Linux worker, a registry standing in for mcr.microsoft.com and Docker Hub,
- * the payload (stand-in files unless one is given), the Helm chart installed with `helm install`,
- * the operator (its own process, with the chart's args, as the chart's ServiceAccount with a
+ * the payload (stand-in files unless one is given) pushed to that registry with `winfleet
+ * payload push`, the Helm chart installed with `helm install`, the operator (its own process,
+ * with the chart's args and the payload's reference, as the chart's ServiceAccount with a
  * TokenRequest token and nothing else, so the lab always runs under the shipped RBAC),
- * simulated Windows hosts joined as WindowsHosts, and the seed samples applied — and stopped in
- * reverse order.
+ * simulated Windows hosts joined as WindowsHosts over SSH (they pull the payload from the
+ * registry), one more that joins by itself from `winfleet join-command`'s user data, and the
+ * seed samples applied — and stopped in reverse order.
  * `placementReport` says where the samples' pods landed.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -56,6 +58,12 @@ import {
   startFaultControl,
   writeFaultControlFile,
 } from './fault-control.ts';
+import { type PushedLabPayload, pushLabPayload, watchLabPayload } from './lab-payload.ts';
+import {
+  type PullJoinedHost,
+  startPullJoinedHost,
+  waitForPullJoinedNode,
+} from './pull-joined-host.ts';
 
 export const labNamespace = 'winfleet-system';
 export const samplesNamespace = 'seed-samples';
@@ -92,7 +100,10 @@ export interface Lab {
   kc: k8s.KubeConfig;
   registry: MirrorRegistry;
   hosts: SimulatedHosts;
-  operator: ChildProcess;
+  /** The host that joined by itself from `winfleet join-command`'s user data. */
+  pullHost: PullJoinedHost;
+  /** The operator's process now (a new payload restarts it with the new reference). */
+  readonly operator: ChildProcess;
   operatorLog: string;
   /** Who the operator is to the API server: the chart's ServiceAccount. */
   operatorUser: string;
@@ -103,8 +114,11 @@ export interface Lab {
   dashboardUrl: string;
   /** The pinned helm the chart was installed with. */
   helm: string;
-  /** The payload directory the operator rolls out from; `standIn` when the lab wrote it. */
-  payload: { dir: string; standIn: boolean };
+  /**
+   * The payload directory (`standIn` when the lab wrote it) and its push to the lab registry,
+   * whose reference the operator runs with; a new payload in the directory is pushed again.
+   */
+  payload: { dir: string; standIn: boolean; readonly pushed: PushedLabPayload };
   /** The fault control channel (fault-control.ts) and the file that says where it is. */
   faultControl: { url: string; file: string };
   /** The hosts' SSH private key (0600), for `winfleet check --host` and `diagnose --host`. */
@@ -132,18 +146,39 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     for (const stop of ctx.stops.reverse()) await stop().catch(() => {});
   };
   try {
-    const { cluster, kc } = await startControlPlane(ctx);
-    const registry = await startRegistry(ctx);
-    const payloadDir = await preparePayload(ctx, options.payloadDir);
+    // The registry and the payload's push need no cluster: they start beside it.
+    const [{ cluster, kc }, { registry, payloadDir, pushed: firstPush }] = await both(
+      startControlPlane(ctx),
+      (async () => {
+        const registry = await startRegistry(ctx);
+        const payloadDir = await preparePayload(ctx, options.payloadDir);
+        return { registry, payloadDir, pushed: await pushPayload(ctx, payloadDir, registry) };
+      })(),
+    );
+    let pushed = firstPush;
     const key = generateTestKey();
     await writeSshKeySecret(kc, labNamespace, key.privateKey);
     const sshKeyFile = join(ctx.dir, 'ssh-key');
     await writeFile(sshKeyFile, key.privateKey, { mode: 0o600 });
-    const release = await installChart(ctx, cluster, registry);
-    const operator = await startOperatorProcess(ctx, cluster, kc, release, payloadDir);
+    const ports = {
+      webhook: await freePort(),
+      status: await freePort(),
+      dashboard: await freePort(),
+    };
+    const release = await installChart(ctx, cluster, registry, pushed.reference, ports);
+    let operator = await startOperatorProcess(ctx, cluster, kc, release, ports);
+    ctx.stops.push(() => stopProcess(operator.operator));
+    // The pool first: the SSH hosts are in it as they join, and join-command needs it.
+    await createPool(kc, labNamespace, labPoolName, labPoolSpec);
     const hosts = await startHosts(ctx, options.releases ?? ['2019', '2022', '2022'], key);
-    await joinHosts(ctx, kc, hosts);
-    await createLabPool(ctx, kc);
+    // The machine joining by command boots while the SSH hosts join.
+    const [, pullHost] = await both(
+      joinHosts(ctx, kc, hosts),
+      startPullHost(ctx, cluster.kubeconfigPath),
+    );
+    await waitForPullJoinedNode(kc, pullHost);
+    ctx.say(`${pullHost.nodeName} joined by itself as a Ready node (${ctx.since()})`);
+    await waitForLabPool(ctx, kc, hosts.hosts.length + 1);
     await applySamples(ctx, kc);
     const faultControl = await startLabFaultControl(
       ctx,
@@ -155,15 +190,43 @@ export async function startLab(options: LabOptions): Promise<Lab> {
         dashboard: `${operator.dashboardUrl}/`,
       },
     );
+    // A new payload in the directory: pushed, and the operator restarted with its reference.
+    const stopWatching = watchLabPayload(payloadDir, async () => {
+      try {
+        pushed = await pushPayload(ctx, payloadDir, registry);
+        const next = await installChart(ctx, cluster, registry, pushed.reference, ports, 'upgrade');
+        await stopProcess(operator.operator);
+        operator = await startOperatorProcess(ctx, cluster, kc, next, ports);
+      } catch (error) {
+        ctx.say(`the new payload was not rolled out: ${(error as Error).message}`);
+      }
+    });
+    ctx.stops.push(async () => stopWatching());
     return {
       dir: ctx.dir,
       cluster,
       kc,
       registry,
       hosts,
-      ...operator,
+      pullHost,
+      get operator() {
+        return operator.operator;
+      },
+      get operatorLog() {
+        return operator.operatorLog;
+      },
+      operatorUser: operator.operatorUser,
+      operatorKubeconfig: operator.operatorKubeconfig,
+      statusUrl: operator.statusUrl,
+      dashboardUrl: operator.dashboardUrl,
       helm: release.helm,
-      payload: { dir: payloadDir, standIn: !options.payloadDir },
+      payload: {
+        dir: payloadDir,
+        standIn: !options.payloadDir,
+        get pushed() {
+          return pushed;
+        },
+      },
       faultControl,
       sshKeyFile,
       stop: stopAll,
@@ -172,6 +235,17 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     await stopAll();
     throw error;
   }
+}
+
+/**
+ * Both results once both settle: the first failure is thrown only after the other has ended
+ * (and pushed its stops), so stopping the lab never races a step still starting something.
+ */
+async function both<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [ra, rb] = await Promise.allSettled([a, b]);
+  if (ra.status === 'rejected') throw ra.reason;
+  if (rb.status === 'rejected') throw rb.reason;
+  return [ra.value, rb.value];
 }
 
 async function createContext(options: LabOptions): Promise<LabContext> {
@@ -229,6 +303,24 @@ async function preparePayload({ dir, say }: LabContext, given?: string): Promise
   return payloadDir;
 }
 
+/**
+ * The payload directory pushed to the lab registry with `winfleet payload push`, tagged with
+ * its version; the operator runs with the reference it prints.
+ */
+async function pushPayload(
+  { say, since }: LabContext,
+  payloadDir: string,
+  registry: MirrorRegistry,
+): Promise<PushedLabPayload> {
+  const payload = JSON.parse(await readFile(join(payloadDir, 'payload.json'), 'utf8')) as {
+    version: string;
+  };
+  const pushed = await pushLabPayload(payloadDir, registry.registry.host, payload.version);
+  say(`${pushed.command} (${since()})`);
+  say(`  → ${pushed.reference}`);
+  return pushed;
+}
+
 /** The values the lab installs the chart with and runs its operator with. */
 interface LabRelease {
   values: Record<string, unknown>;
@@ -237,46 +329,59 @@ interface LabRelease {
   helm: string;
 }
 
+/** The operator's loopback ports, kept across restarts (a new payload restarts it). */
+interface OperatorPorts {
+  webhook: number;
+  status: number;
+  dashboard: number;
+}
+
 /**
  * The chart, installed with helm as a platform team would (CRDs, ServiceAccount, RBAC, the
- * operator's configuration: the registry mirror and short intervals for a lab), its webhook
- * registered at the loopback port the lab's operator will serve on.
+ * operator's configuration: the registry mirror and short intervals for a lab; the payload
+ * from the registry, pinned by digest), its webhook registered at the loopback port the lab's
+ * operator will serve on. `upgrade` changes an installed release (a new payload reference).
  */
 async function installChart(
   { say, since }: LabContext,
   cluster: Cluster,
   registry: MirrorRegistry,
+  payloadReference: string,
+  ports: Pick<OperatorPorts, 'webhook'>,
+  verb: 'install' | 'upgrade' = 'install',
 ): Promise<LabRelease> {
-  say('helm: the pinned helm (bash hack/build-tools.sh helm; a few minutes the first time)');
+  if (verb === 'install')
+    say('helm: the pinned helm (bash hack/build-tools.sh helm; a few minutes the first time)');
   const helm = await helmPath();
-  const webhookPort = await freePort();
   const values = {
     crds: { install: true },
-    webhook: { url: `https://127.0.0.1:${webhookPort}` },
+    webhook: { url: `https://127.0.0.1:${ports.webhook}` },
+    payload: { source: 'registry', registry: { reference: payloadReference } },
     config: {
       images: { mirrors: registry.mirrors },
       hosts: { agentCheckIntervalSeconds: 5 },
       runtimeClasses: { gracePeriodSeconds: 60 },
     },
   };
-  await helmInstall({ kubeconfig: cluster.kubeconfigPath, namespace: labNamespace, values });
+  await helmInstall({ kubeconfig: cluster.kubeconfigPath, namespace: labNamespace, values }, verb);
   say(
-    `installed chart ${chartDir} as release ${releaseName} in ${labNamespace} with ${helm} (${since()})`,
+    `${verb === 'install' ? 'installed' : 'upgraded'} chart ${chartDir} as release ${releaseName} in ${labNamespace} with ${helm} (${since()})`,
   );
-  return { values, webhookPort, helm };
+  return { values, webhookPort: ports.webhook, helm };
 }
 
 /**
  * The operator in its own process, run as the chart's Deployment runs it (its args from
- * `helm template`) and as the chart's ServiceAccount (a TokenRequest token, nothing else);
- * resolves once /readyz answers.
+ * `helm template`) and as the chart's ServiceAccount (a TokenRequest token, nothing else),
+ * reaching the lab registry over plain HTTP and keeping fetched payload files in the lab's
+ * directory; resolves once /readyz answers. The caller stops it.
  */
 async function startOperatorProcess(
-  { dir, say, stops }: LabContext,
+  { dir, say }: LabContext,
   cluster: Cluster,
   kc: k8s.KubeConfig,
   release: LabRelease,
-  payloadDir: string,
+  ports: OperatorPorts,
 ) {
   // The lab lives as long as its cluster, so one long-lived token does.
   const sa = await serviceAccountKubeconfig(kc, {
@@ -287,20 +392,18 @@ async function startOperatorProcess(
     path: join(dir, 'operator.kubeconfig'),
     expirationSeconds: 365 * 24 * 3600,
   });
-  const statusPort = await freePort();
-  const dashboardPort = await freePort();
   const operatorLog = join(dir, 'operator.log');
   const { child, args, statusUrl, dashboardUrl } = await startChartOperator({
     kubeconfig: sa.path,
     namespace: labNamespace,
     values: release.values,
     webhookPort: release.webhookPort,
-    statusPort,
-    dashboardPort,
-    payloadDir,
+    statusPort: ports.status,
+    dashboardPort: ports.dashboard,
+    // The chart's cache is a pod's emptyDir; the lab registry is plain HTTP on loopback.
+    extraArgs: ['--payload-plain-http', '--payload-cache-dir', join(dir, 'payload-cache')],
     logFile: operatorLog,
   });
-  stops.push(() => stopProcess(child));
   say(`operator command line (the chart's args, then the lab's): ${args.join(' ')}`);
   say(
     `operator running (pid ${child.pid}) as ${sa.username}, webhook on https://127.0.0.1:${release.webhookPort}, log ${operatorLog}`,
@@ -346,11 +449,16 @@ async function joinHosts(ctx: LabContext, kc: k8s.KubeConfig, hosts: SimulatedHo
     'applied seed-001-runtimeclasses.yml (a user-created windows-2019 RuntimeClass, before any host joins)',
   );
   await createWindowsHosts(kc, labNamespace, hosts.hosts);
-  say(`created ${hosts.hosts.length} WindowsHosts; joining…`);
+  await labelHosts(kc, labNamespace, labPoolLabel);
+  say(`created ${hosts.hosts.length} WindowsHosts in WindowsNodePool ${labPoolName}; joining…`);
   const seen = new Map<string, string>();
+  const names = new Set(hosts.hosts.map((h) => h.name.toLowerCase()));
   await waitFor(
     async () => {
-      const list = await listWindowsHosts(kc, labNamespace);
+      // The pull-joined host's WindowsHost appears meanwhile; it is waited for by its Node.
+      const list = (await listWindowsHosts(kc, labNamespace)).filter((h) =>
+        names.has(h.metadata.name),
+      );
       for (const host of list) {
         const state = conditionSummary(host);
         if (seen.get(host.metadata.name) !== state) {
@@ -390,18 +498,42 @@ async function startLabFaultControl(
 /** The lab's pool: every lab host, one down at a time (what `make lab` prints how to roll). */
 export const labPoolName = 'lab';
 
-async function createLabPool({ say, since }: LabContext, kc: k8s.KubeConfig): Promise<void> {
-  const hosts = await labelHosts(kc, labNamespace, { 'winfleet.io/lab-pool': labPoolName });
-  await createPool(kc, labNamespace, labPoolName, {
-    selector: { matchLabels: { 'winfleet.io/lab-pool': labPoolName } },
-    maxUnavailable: 1,
-    drainTimeout: '5m',
-  });
+/** Its hosts carry this label: the SSH ones from the lab, the pull-joined one from its pool. */
+const labPoolLabel = { 'winfleet.io/lab-pool': labPoolName };
+
+const labPoolSpec = {
+  selector: { matchLabels: labPoolLabel },
+  maxUnavailable: 1,
+  drainTimeout: '5m',
+};
+
+/** Waits for the lab's pool to count `count` hosts. */
+async function waitForLabPool(
+  { say, since }: LabContext,
+  kc: k8s.KubeConfig,
+  count: number,
+): Promise<void> {
   await waitFor(
-    async () => (await readPool(kc, labNamespace, labPoolName)).status?.hosts === hosts.length,
-    { description: `WindowsNodePool ${labPoolName} counting its hosts`, timeoutMs: 30_000 },
+    async () => (await readPool(kc, labNamespace, labPoolName)).status?.hosts === count,
+    { description: `WindowsNodePool ${labPoolName} counting ${count} hosts`, timeoutMs: 30_000 },
   );
-  say(`WindowsNodePool ${labPoolName}: ${hosts.length} hosts, maxUnavailable 1 (${since()})`);
+  say(`WindowsNodePool ${labPoolName}: ${count} hosts, maxUnavailable 1 (${since()})`);
+}
+
+/**
+ * `winfleet join-command --pool lab --format aws`, and a machine that boots with its output
+ * (pull-joined-host.ts); the caller waits for its Node.
+ */
+async function startPullHost(
+  { dir, say, since, stops }: LabContext,
+  kubeconfig: string,
+): Promise<PullJoinedHost> {
+  const pulled = await startPullJoinedHost({ dir, kubeconfig, pool: labPoolName });
+  stops.push(() => pulled.hosts.stop());
+  say(
+    `${pulled.command}: join token ${pulled.tokenId}; simulated Windows Server ${pulled.host.release} host ${pulled.host.name} at ${pulled.host.address} boots with it (no SSH) (${since()})`,
+  );
+  return pulled;
 }
 
 function conditionSummary(host: WindowsHost): string {

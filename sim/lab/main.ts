@@ -57,6 +57,7 @@ async function main(): Promise<void> {
     })
     .join(', ');
   const firstHost = lab.hosts.hosts[0]!.name.toLowerCase();
+  const pull = lab.pullHost.host;
   const cliCommand = `${resolve('node_modules/.bin/node')} ${resolve('src/cli/main.ts')}`;
   console.log(
     [
@@ -68,9 +69,13 @@ async function main(): Promise<void> {
       `  ${'winfleet operator'.padEnd(24)} pid ${lab.operator.pid}  (${lab.operatorLog})`,
       `  ${''.padEnd(24)} as ${lab.operatorUser}, the chart's RBAC (kubeconfig ${lab.operatorKubeconfig})`,
       `  ${'registry mirror'.padEnd(24)} ${lab.registry.registry.url}`,
+      `  ${'payload'.padEnd(24)} ${lab.payload.pushed.reference}`,
+      `  ${''.padEnd(24)} (${lab.payload.pushed.command})`,
       ...lab.hosts.hosts.map(
-        (h) => `  ${`Windows ${h.release} host`.padEnd(24)} ${h.name} ${h.address}:${h.port}`,
+        (h) =>
+          `  ${`Windows ${h.release} host`.padEnd(24)} ${h.name} ${h.address}:${h.port}  (ssh)`,
       ),
+      `  ${`Windows ${pull.release} host`.padEnd(24)} ${pull.name} ${pull.address}  (joined by command, no SSH: ${lab.pullHost.userDataFile})`,
       '',
       `Where the seed samples' pods landed (namespace ${samplesNamespace}; pod, status, node, OS, pod IP, node's pod CIDR, image):`,
       ...report,
@@ -98,7 +103,10 @@ async function main(): Promise<void> {
       `kubectl get windowsnodepools -n ${labNamespace} -w`,
       `kubectl patch windowsnodepool ${labPoolName} -n ${labNamespace} --type merge -p "{\\"spec\\":{\\"rebootRequestedAt\\":\\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\\"}}"`,
       ...(lab.payload.standIn
-        ? [`node_modules/.bin/node sim/lab/next-payload.ts ${lab.payload.dir} 1.36.5-wf.2`]
+        ? [
+            `node_modules/.bin/node sim/lab/next-payload.ts ${lab.payload.dir} 1.36.5-wf.2`,
+            '  (the lab pushes it with winfleet payload push and restarts the operator with its reference)',
+          ]
         : []),
       '',
       `Inject a fault into a host (${faultList}) and watch the condition appear and the repair:`,
@@ -118,6 +126,12 @@ async function main(): Promise<void> {
       `winfleet check -n ${labNamespace}`,
       `winfleet check --skip-cluster --host ${lab.hosts.hosts[0]!.address}:${lab.hosts.hosts[0]!.port} --ssh-key ${lab.sshKeyFile}`,
       `winfleet diagnose -n ${labNamespace} --operator-url ${lab.statusUrl} --operator-log ${lab.operatorLog} -o winfleet-diagnose.tar.gz`,
+      '',
+      `Join another Windows machine by itself, without SSH (the script for EC2 user data; the lab's host ${pull.name.toLowerCase()} booted with one):`,
+      '',
+      `winfleet join-command --pool ${labPoolName} --format aws > user-data.txt`,
+      `winfleet join-tokens list -n ${labNamespace}`,
+      `kubectl get windowshosts ${pull.name.toLowerCase()} -n ${labNamespace}    # spec.mode: Pull`,
       '',
       'Ctrl-C stops everything.',
     ].join('\n'),

@@ -32,6 +32,11 @@ export interface TestRegistryOptions {
   tls?: boolean;
   /** Use this storage directory instead of a fresh one (e.g. to serve one store twice). */
   storageDir?: string;
+  /**
+   * Listen on this loopback port (default: a free one). With `storageDir`, a registry stopped
+   * and started again serves the same store at the same address: references stay valid.
+   */
+  port?: number;
   /** The binary; `docker-registry` on PATH by default. */
   binary?: string;
 }
@@ -71,7 +76,7 @@ export async function startTestRegistry(options: TestRegistryOptions = {}): Prom
   const dir = mkdtempSync(join(tmpdir(), 'winfleet-registry-'));
   const storageDir = options.storageDir ?? join(dir, 'storage');
   await mkdir(storageDir, { recursive: true });
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const host = `127.0.0.1:${port}`;
   const scheme = options.tls ? 'https' : 'http';
   const config: Record<string, unknown> = {

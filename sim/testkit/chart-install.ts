@@ -192,6 +192,8 @@ export interface ChartOperatorOptions {
   /** The dashboard's loopback port (default: any free one, not reported). */
   dashboardPort?: number;
   payloadDir?: string;
+  /** Flags after everything else (a registry payload's --payload-plain-http, its cache). */
+  extraArgs?: string[];
   /** Where its output goes (default: discarded). */
   logFile?: string;
 }
@@ -256,6 +258,7 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     '--dashboard-port',
     String(options.dashboardPort ?? 0),
     ...(options.payloadDir ? ['--payload-dir', options.payloadDir] : []),
+    ...(options.extraArgs ?? []),
   ];
   const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
   const { KUBECONFIG: _ignored, ...inherited } = process.env;

@@ -50,6 +50,8 @@ export interface OperatorProcessOptions {
   kubeconfig: string;
   namespace: string;
   payloadDir?: string;
+  /** More flags (a registry payload's --payload-image and its companions). */
+  args?: string[];
   /** Serve the webhook on this loopback port (registered by URL); without it, no webhook. */
   webhookPort?: number;
   /** Port of /healthz, /readyz, /metrics and /config (default: any free one). */
@@ -69,8 +71,6 @@ export interface OperatorProcessOptions {
   nodeFlags?: string[];
   /** Added to the inherited environment (default: IMAGE_ENV when shipped, else nothing). */
   env?: Record<string, string>;
-  /** More operator arguments, after the ones these options make. */
-  args?: string[];
 }
 
 /** Starts the operator process. */
@@ -87,6 +87,7 @@ export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
   ];
   args.push('--status-port', String(options.statusPort ?? 0), '--dashboard-port', '0');
   if (options.payloadDir) args.push('--payload-dir', options.payloadDir);
+  if (options.args) args.push(...options.args);
   if (options.webhookPort) {
     args.push(
       '--webhook-host',
@@ -99,7 +100,6 @@ export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
   } else {
     args.push('--no-webhook');
   }
-  args.push(...(options.args ?? []));
   const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
   const env = {
     ...process.env,

@@ -109,21 +109,42 @@ export async function readJoinMaterials(
   namespace: string,
 ): Promise<JoinMaterials> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
+  const joinInfo = await readJoinInfo(core, namespace);
+  const manifest = await read(`services manifest ${joinInfo.servicesVersion}`, () =>
+    fetchPublishedManifest(
+      core,
+      namespace,
+      joinInfo.servicesVersion,
+      `ConfigMap ${namespace}/${joinInfoConfigMapName}`,
+    ),
+  );
+  const pullCredentials = await readPullCredentials(core, namespace, joinInfo);
+  return { joinInfo, manifest, ...(pullCredentials ? { pullCredentials } : {}) };
+}
+
+/** winfleet-join of `namespace`, parsed strictly. */
+export async function readJoinInfo(core: k8s.CoreV1Api, namespace: string): Promise<JoinInfo> {
   const where = `ConfigMap ${namespace}/${joinInfoConfigMapName}`;
   const cm = await read(where, () =>
     core.readNamespacedConfigMap({ name: joinInfoConfigMapName, namespace }),
   );
-  const joinInfo = parseJoinInfo(cm.data?.[joinInfoKey] ?? '');
-  const manifest = await read(`services manifest ${joinInfo.servicesVersion}`, () =>
-    fetchPublishedManifest(core, namespace, joinInfo.servicesVersion, where),
-  );
+  return parseJoinInfo(cm.data?.[joinInfoKey] ?? '');
+}
+
+/** The credentials of the pull Secret winfleet-join names; undefined when it names none. */
+export async function readPullCredentials(
+  core: k8s.CoreV1Api,
+  namespace: string,
+  joinInfo: JoinInfo,
+): Promise<DockerConfigEntry[] | undefined> {
   const secretName = joinInfo.payload?.pullSecretName;
-  if (secretName === undefined) return { joinInfo, manifest };
+  if (secretName === undefined) return undefined;
+  const where = `ConfigMap ${namespace}/${joinInfoConfigMapName}`;
   const secretWhere = `Secret ${namespace}/${secretName}`;
   const secret = await read(secretWhere, () =>
     core.readNamespacedSecret({ name: secretName, namespace }),
   );
-  return { joinInfo, manifest, pullCredentials: pullSecretCredentials(secret, secretWhere, where) };
+  return pullSecretCredentials(secret, secretWhere, where);
 }
 
 /**

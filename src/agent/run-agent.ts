@@ -1,14 +1,18 @@
 /**
- * The agent's commands, runnable in-process: `join`, `bootstrap`, `run`, `cleanup`, `status`. The
- * Windows executable (main.ts) calls this with the Windows HostOS; the simulated hosts call it
- * with theirs, so both run the same code. Results are printed as one line of JSON on stdout;
- * failures as a message on stderr (and, for bootstrap, the failing step) with exit code 1.
+ * The agent's commands, runnable in-process: `join`, `bootstrap`, `pull-payload`, `run`,
+ * `cleanup`, `status`. The Windows executable (main.ts) calls this with the Windows HostOS; the
+ * simulated hosts call it with theirs, so both run the same code. Results are printed as one
+ * line of JSON on stdout; failures as a message on stderr with exit code 1, and as JSON on
+ * stdout with the failing step (bootstrap's), the error's catalog code and, when it has one,
+ * its reason (a registry "unreachable"), which the operator reads.
  */
+import { errorCode } from '../errors/catalog.ts';
 import { bootstrap, failedStep } from './bootstrap.ts';
 import { cleanup } from './cleanup.ts';
 import type { HostOS } from './host-os.ts';
 import { type JoinTuning, join } from './join.ts';
 import { parseJoinFlags } from './join-flags.ts';
+import { parsePullPayloadFlags, pullPayloadCommand } from './pull-payload-command.ts';
 import { runLoop } from './run-loop.ts';
 import { status } from './status.ts';
 
@@ -23,7 +27,17 @@ export interface AgentContext {
   join?: JoinTuning;
 }
 
-export const agentUsage = 'Usage: winfleet-agent <join|bootstrap|run|cleanup|status>';
+export const agentUsage = 'Usage: winfleet-agent <join|bootstrap|pull-payload|run|cleanup|status>';
+
+/** What a failure's JSON says besides its message: the catalog code and its reason, if any. */
+function failureFacts(error: unknown): { code?: string; reason?: string } {
+  const code = errorCode(error);
+  const reason = (error as { details?: { reason?: unknown } } | undefined)?.details?.reason;
+  return {
+    ...(code ? { code } : {}),
+    ...(typeof reason === 'string' ? { reason } : {}),
+  };
+}
 
 /** Runs one agent command and resolves with its exit code. */
 export async function runAgent(argv: readonly string[], context: AgentContext): Promise<number> {
@@ -34,12 +48,13 @@ export async function runAgent(argv: readonly string[], context: AgentContext): 
       return 0;
     } catch (error) {
       const step = failedStep(error) ?? command;
-      context.stdout(`${JSON.stringify({ error: (error as Error).message, step })}\n`);
+      const facts = failureFacts(error);
+      context.stdout(`${JSON.stringify({ error: (error as Error).message, step, ...facts })}\n`);
       context.stderr(`winfleet-agent ${command}: ${(error as Error).message}\n`);
       return 1;
     }
   };
-  if (rest.length > 0 && command !== 'run' && command !== 'join') {
+  if (rest.length > 0 && command !== 'run' && command !== 'join' && command !== 'pull-payload') {
     context.stderr(`winfleet-agent: unexpected arguments ${rest.join(' ')}\n${agentUsage}\n`);
     return 2;
   }
@@ -56,6 +71,16 @@ export async function runAgent(argv: readonly string[], context: AgentContext): 
     }
     case 'bootstrap':
       return oneShot(() => bootstrap(context));
+    case 'pull-payload': {
+      let flags: ReturnType<typeof parsePullPayloadFlags>;
+      try {
+        flags = parsePullPayloadFlags(rest);
+      } catch (error) {
+        context.stderr(`${(error as Error).message}\n`);
+        return 2;
+      }
+      return oneShot(() => pullPayloadCommand(context, flags));
+    }
     case 'cleanup':
       return oneShot(() => cleanup(context));
     case 'status':

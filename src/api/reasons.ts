@@ -48,6 +48,11 @@ export const JoinFailureReason = {
   PayloadInvalid: 'PayloadInvalid',
   /** A payload file cannot be downloaded. */
   PayloadUnavailable: 'PayloadUnavailable',
+  /**
+   * The payload registry (--payload-image) answers neither the host's agent nor the operator:
+   * the join waits for it, retrying with backoff (the message names the registry).
+   */
+  PayloadRegistryUnavailable: 'PayloadRegistryUnavailable',
   /** The payload's services version is already published with a different manifest. */
   ManifestVersionReused: 'ManifestVersionReused',
   /** Something winfleet waited for did not happen in time. */
@@ -159,6 +164,10 @@ export const EventReason = {
   /** winfleet installed the Windows Containers feature and reboots the host to finish it. */
   InstallingContainersFeature: 'InstallingContainersFeature',
   Bootstrapped: 'Bootstrapped',
+  /** The host's agent pulled the payload files from the registry itself (SSH hosts too). */
+  PayloadPulled: 'PayloadPulled',
+  /** The host cannot reach the payload registry, the operator can: it pushed them over SFTP. */
+  PayloadPushFallback: 'PayloadPushFallback',
   AgentNotReporting: 'AgentNotReporting',
   Upgrading: 'Upgrading',
   NodeReady: 'NodeReady',

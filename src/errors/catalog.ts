@@ -96,6 +96,10 @@ export const errorCatalog = {
   // Payload and the operator-agent contract.
   WF_PAYLOAD_INVALID: { retryable: false, summary: 'payload.json or a payload file is invalid' },
   WF_PAYLOAD_DOWNLOAD: { retryable: true, summary: 'a payload file cannot be downloaded' },
+  WF_PAYLOAD_REGISTRY_UNAVAILABLE: {
+    retryable: true,
+    summary: 'the payload registry cannot be reached, from the host nor from the operator',
+  },
   WF_MANIFEST_INVALID: { retryable: false, summary: 'a services manifest is invalid' },
   // Retryable: deleting the published ConfigMap also fixes it, and ConfigMaps are not watched.
   WF_MANIFEST_VERSION_REUSED: {

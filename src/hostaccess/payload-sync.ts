@@ -4,7 +4,8 @@
  * (streamed from the operator's disk, never held whole in memory; a registry payload's file is
  * fetched into the operator's cache first, and only when some host lacks it),
  * after C:\k is locked down to SYSTEM and Administrators. Joining and upgrading both copy
- * through here.
+ * through here: the whole payload, or — for a host that pulls the rest from the registry
+ * itself — only the agent and its service shim.
  */
 import {
   agentFileName,
@@ -27,9 +28,30 @@ const ownPaths: Record<string, string> = {
  * directory's file, or a registry payload's blob fetched into the operator's cache only when a
  * host needs it); returns the paths copied.
  */
-export async function syncPayload(
+export function syncPayload(
   remote: RemoteHost,
   payload: Payload,
+  fileOnDisk: (file: PayloadFile) => Promise<PayloadFileOnDisk>,
+): Promise<string[]> {
+  return syncFiles(remote, payload.files, fileOnDisk);
+}
+
+/**
+ * Copies only the files the operator installs itself (the agent and its service shim) when
+ * they differ on the host, as syncPayload does; returns the paths copied.
+ */
+export function syncOperatorFiles(
+  remote: RemoteHost,
+  payload: Payload,
+  fileOnDisk: (file: PayloadFile) => Promise<PayloadFileOnDisk>,
+): Promise<string[]> {
+  const own = payload.files.filter((f) => ownPaths[f.name.toLowerCase()] !== undefined);
+  return syncFiles(remote, own, fileOnDisk);
+}
+
+async function syncFiles(
+  remote: RemoteHost,
+  payloadFiles: readonly PayloadFile[],
   fileOnDisk: (file: PayloadFile) => Promise<PayloadFileOnDisk>,
 ): Promise<string[]> {
   await remote.script('ensure-directory', {
@@ -39,7 +61,7 @@ export async function syncPayload(
   // Before any file lands: C:\k inherits C:\'s DACL, under which every local account could
   // read the node's key and write where LocalSystem services run from.
   await remote.script('protect-directory', { path: kubeDir });
-  const files = payload.files.map((file) => {
+  const files = payloadFiles.map((file) => {
     const own = ownPaths[file.name.toLowerCase()];
     return {
       path: own ?? `${hostPaths.payload}\\${file.name}`,

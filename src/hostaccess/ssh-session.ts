@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import ssh2, { Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
 import { WinfleetError } from '../errors/catalog.ts';
+import { countBytesSent } from './bytes-sent.ts';
 
 export interface SshTarget {
   host: string;
@@ -269,6 +270,7 @@ export class SshSession {
         resolve();
       });
       stream.end(data);
+      countBytesSent(data.length);
     });
   }
 
@@ -331,6 +333,7 @@ export class SshSession {
           ),
         );
         write.catch(() => {});
+        countBytesSent(chunk.length);
         inFlight.add(write);
         write.then(
           () => inFlight.delete(write),

@@ -40,6 +40,7 @@ import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import { WinfleetError } from '../errors/catalog.ts';
+import { registerBytesSent } from '../hostaccess/bytes-sent.ts';
 import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { clusterInfoName, clusterInfoNamespace } from '../join/cluster-info.ts';
@@ -195,6 +196,8 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   registerProcessMetrics(registry);
   // The API requests of the process's client (loadKubeConfig), by verb, resource and code.
   if (options.kc instanceof WinfleetKubeConfig) options.kc.requests.registerIn(registry);
+  // What it sent to hosts over SFTP: the payload's cost in the operator's bandwidth.
+  registerBytesSent(registry);
   const ctx: OperatorContext = {
     kc: options.kc,
     namespace,

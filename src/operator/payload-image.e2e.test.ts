@@ -1,7 +1,9 @@
 /**
  * The operator with its payload in a registry (--payload-image): payload.json read from the
- * registry with the payload pull secret, and a host joined over SSH with files the operator
- * fetched into its download cache (once each) and copied over SFTP, streamed.
+ * registry with the payload pull secret; one host joined over SSH that pulls the payload files
+ * itself with the same Secret (read with its bootstrap token), and one that cannot reach the
+ * registry, whose files the operator fetched into its download cache (once each) and copied
+ * over SFTP, streamed.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -21,8 +23,8 @@ import { waitFor } from '../kube/wait-for.ts';
 import { pushPayload } from '../payload/oci/push-payload.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
 
-test('a host joins with a payload the operator reads from a registry with its pull secret', async (t) => {
-  const world = await joinWorld(t, { releases: ['2022'], startOperator: false });
+test('hosts join with a payload the operator reads from a registry with its pull secret', async (t) => {
+  const world = await joinWorld(t, { releases: ['2022', '2022'], startOperator: false });
   const { kc, namespace, payload } = world;
   const registry = await startTestRegistry({ auth: 'htpasswd' });
   t.after(() => registry.stop());
@@ -57,22 +59,32 @@ test('a host joins with a payload the operator reads from a registry with its pu
   });
   t.after(() => operator.stop());
 
+  // The second host cannot reach the registry: the operator pushes its files.
+  const [pulling, cutOff] = world.fleet.hosts;
+  cutOff!.faults.blockOutbound({ host: '127.0.0.1', port: Number(registry.host.split(':')[1]) });
   await createWindowsHosts(kc, namespace, world.fleet.hosts);
-  const [host] = await waitFor(
+  const hosts = await waitFor(
     async () => {
       const list = await listWindowsHosts(kc, namespace);
-      return list.length === 1 && list.every(hostReady) ? list : undefined;
+      return list.length === 2 && list.every(hostReady) ? list : undefined;
     },
-    { description: 'a Ready WindowsHost', timeoutMs: 180_000, intervalMs: 500 },
+    { description: 'two Ready WindowsHosts', timeoutMs: 180_000, intervalMs: 500 },
   );
-  assert.equal(host!.status?.servicesVersion, payload.version);
-  const sim = world.fleet.hosts[0]!;
   const kubelet = payload.files.find((f) => f.name === 'kubelet.exe')!;
-  assert.equal(await sim.machine.fs.sha256('C:\\k\\kubelet.exe'), kubelet.sha256);
-  assert.equal(
-    await sim.machine.fs.sha256(hostPaths.agentExe),
-    payload.files.find((f) => f.name === 'winfleet-agent.exe')!.sha256,
-  );
+  for (const host of hosts) assert.equal(host.status?.servicesVersion, payload.version);
+  for (const sim of [pulling!, cutOff!]) {
+    assert.equal(await sim.machine.fs.sha256('C:\\k\\kubelet.exe'), kubelet.sha256);
+    assert.equal(
+      await sim.machine.fs.sha256(hostPaths.agentExe),
+      payload.files.find((f) => f.name === 'winfleet-agent.exe')!.sha256,
+    );
+  }
+  const how = (sim: typeof pulling) =>
+    hosts
+      .find((h) => h.metadata.name === sim!.name.toLowerCase())!
+      .status?.conditions?.find((c) => c.type === 'Bootstrapped')?.message ?? '';
+  assert.match(how(pulling), /payload pulled by the host/);
+  assert.match(how(cutOff), /payload pushed over SFTP \(10 files\): the host cannot reach/);
   // Each file fetched once into the cache, by its SHA-256, and nothing half-fetched left.
   assert.deepEqual((await readdir(cacheDir)).sort(), payload.files.map((f) => f.sha256).sort());
 });

@@ -135,6 +135,15 @@ export function registryPayloadSource(
     return done;
   };
 
+  const reachRegistry = async (): Promise<void> => {
+    const { registry, targets } = await connect();
+    try {
+      await resolvePayload(registry, targets, ref);
+    } finally {
+      registry.close();
+    }
+  };
+
   return async function loadRegistryPayload(): Promise<LoadedPayload> {
     const resolved = await resolve();
     const priority = options.config().hosts.kubelet.priorityClass;
@@ -151,6 +160,7 @@ export function registryPayloadSource(
       payload,
       manifest: servicesManifestFor(payload, { kubeletPriorityClass: priority }),
       totalBytes: resolved.manifest.layers.reduce((sum, l) => sum + l.size, 0),
+      reachRegistry,
       // One fetch per file at a time, however many hosts need it at once.
       fileOnDisk: (file) => {
         let fetch = fetching.get(file.sha256);

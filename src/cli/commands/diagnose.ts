@@ -220,7 +220,8 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
       }
     }
     const failed = clusterItems.filter((i) => i.error).length;
-    return `${clusterItems.length - failed} items${failed ? `, ${failed} failed` : ''}; ${windowsHosts.length} WindowsHost(s) to visit`;
+    const visited = windowsHosts.filter((h) => !isPullHost(h)).length;
+    return `${clusterItems.length - failed} items${failed ? `, ${failed} failed` : ''}; ${visited} WindowsHost(s) to visit`;
   });
   await steps.run();
 

@@ -9,7 +9,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { kubeProxySignerName } from '../../api/kube-proxy-identity.ts';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
-import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';

@@ -11,7 +11,6 @@ import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api
 import { sshHostSpec, type WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
 import { nodeAddress } from '../../hostaccess/node-address.ts';
-import { syncPayload } from '../../hostaccess/payload-sync.ts';
 import { failedRemoteStep } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
@@ -23,6 +22,7 @@ import type { HostControllerDeps, LoadedPayload } from './host-deps.ts';
 import { nameRefusalFromCaches } from './host-indexes.ts';
 import { apiTime, type HostStatus, writeHostStatus } from './host-status.ts';
 import type { createManifestPublisher } from './manifest-publisher.ts';
+import { copyOperatorFiles, deliverRest, deliveryText } from './payload-delivery.ts';
 import { clearStaleNode } from './rebuilt-host.ts';
 
 /** Windows Server 2019, the oldest build winfleet supports. */
@@ -54,15 +54,22 @@ export async function step<T>(hs: HostStatus, name: JoinStep, work: () => Promis
   }
 }
 
-/** Copies the payload files that differ on the host (a new payload before an upgrade). */
+/**
+ * Stages a new payload on the host before an upgrade, `version` its services version: the
+ * agent and shim copied, the rest pulled by the host or pushed (payload-delivery.ts).
+ */
 export async function copyPayload(
   ctx: JoinContext,
   host: WindowsHost,
   hs: HostStatus,
   loaded: LoadedPayload,
+  version: string = loaded.manifest.version,
 ): Promise<void> {
   await withHost(ctx, host, hs, (remote) =>
-    step(hs, JoinStep.CopyPayload, () => syncPayload(remote, loaded.payload, loaded.fileOnDisk)),
+    step(hs, JoinStep.CopyPayload, async () => {
+      await copyOperatorFiles(remote, loaded);
+      await deliverRest(ctx.events, host, remote, loaded, version);
+    }),
   );
 }
 
@@ -93,12 +100,15 @@ export async function bootstrapHost(
     // The node name must be on record before the kubelet asks for a certificate with it.
     await writeHostStatus(ctx.kc, host, hs.status);
     await step(hs, JoinStep.PublishManifest, () => ctx.publish(loaded.manifest));
-    await step(hs, JoinStep.CopyPayload, () =>
-      syncPayload(remote, loaded.payload, loaded.fileOnDisk),
-    );
+    // C:\k is locked down before anything lands, the config (with the token) included.
+    await step(hs, JoinStep.CopyPayload, () => copyOperatorFiles(remote, loaded));
     const config = bootstrapConfig(ctx, host, hs, nodeName, token.token, loaded);
     await step(hs, JoinStep.CopyConfig, () =>
       remote.upload(hostPaths.bootstrapConfig, Buffer.from(JSON.stringify(config))),
+    );
+    // The agent pulls with bootstrap.json's token, so the config goes first.
+    const delivery = await step(hs, JoinStep.CopyPayload, () =>
+      deliverRest(ctx.events, host, remote, loaded),
     );
     const result = await step(hs, JoinStep.AgentBootstrap, () => remote.agent(['bootstrap']));
     hs.status.bootstrappedAt = apiTime();
@@ -106,7 +116,7 @@ export async function bootstrapHost(
       ConditionType.Bootstrapped,
       'True',
       ConditionReason.AgentBootstrapped,
-      `Services ${String(result.version)} configured; started ${JSON.stringify(result.started)}`,
+      `Services ${String(result.version)} configured; started ${JSON.stringify(result.started)}; ${deliveryText(delivery)}`,
     );
     hs.set(ConditionType.Degraded, 'False', ConditionReason.AsExpected, '');
     delete hs.status.lastError;

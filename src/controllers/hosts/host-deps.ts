@@ -26,6 +26,13 @@ export interface LoadedPayload {
    * The winfleet-join controller publishes it for hosts joining by command.
    */
   registry?: PayloadRegistrySource;
+  /**
+   * Resolves once the operator itself reads the artifact's manifest from its registry (or a
+   * mirror), asked afresh; throws WF_PAYLOAD_DOWNLOAD otherwise. A registry payload only: it
+   * tells a host that cannot reach the registry (push the files over SFTP) from a registry
+   * that is down for everyone (wait for it).
+   */
+  reachRegistry?: () => Promise<void>;
 }
 
 /** A payload artifact in a registry, as hosts pull it (src/join/join-info.ts JoinPayloadSource). */

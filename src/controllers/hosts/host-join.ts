@@ -347,7 +347,8 @@ async function annotateNode(
   if (desired === version && annotations[hostAnnotation] === identity) return node;
   await ctx.publish(loaded.manifest);
   if (desired && desired !== version) {
-    await copyPayload(ctx, host, hs, loaded);
+    // Staged before the agent is told to use it: pulled by the host (or pushed, its fallback).
+    await copyPayload(ctx, host, hs, loaded, version);
     ctx.events.record(
       host,
       'Normal',

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import { HostStatus } from './host-status.ts';
+import { HostStatus, rebaseConditions } from './host-status.ts';
 
 /** A Ready host as the API server returns it: every object's keys in sorted order. */
 function readyHostFromApi(): WindowsHost {
@@ -45,4 +45,32 @@ test('a pass that sets what the API server already holds changes nothing, whatev
     'Node n is Ready with services v2',
   );
   assert.equal(hs.changed(), true);
+});
+
+test("a pass that read an older copy changes only the condition types it set, over the API server's", () => {
+  const at = (type: string, reason: string) =>
+    ({
+      type,
+      status: 'True',
+      reason,
+      message: '',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+    }) as never;
+  // The pass read Reachable only; since then an earlier pass wrote Bootstrapped.
+  const before = [at('Reachable', 'Connected')];
+  const after = [at('Reachable', 'Connected'), at('Ready', 'WaitingForNode')];
+  const current = [at('Reachable', 'Connected'), at('Bootstrapped', 'AgentBootstrapped')];
+  assert.deepEqual(
+    rebaseConditions(before, after, current).map((c) => `${c.type}=${c.reason}`),
+    ['Reachable=Connected', 'Bootstrapped=AgentBootstrapped', 'Ready=WaitingForNode'],
+  );
+  // A type the pass removed goes; one it left alone keeps the API server's value.
+  assert.deepEqual(
+    rebaseConditions(
+      after,
+      [at('Reachable', 'Connected')],
+      [at('Reachable', 'Unreachable'), at('Ready', 'WaitingForNode')],
+    ).map((c) => `${c.type}=${c.reason}`),
+    ['Reachable=Unreachable'],
+  );
 });

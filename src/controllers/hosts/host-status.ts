@@ -94,6 +94,17 @@ export async function writeHostStatus(
     changes[field] = after[field] ?? null;
   }
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  if ('conditions' in changes) {
+    // A merge patch replaces the list whole, and the copy this pass read may be older than
+    // the last write (the cache not yet caught up with the pass before): applied to the
+    // conditions as they are now, only the types this pass changed change.
+    const current = (await custom.getNamespacedCustomObject(hostObject(host))) as WindowsHost;
+    changes.conditions = rebaseConditions(
+      before.conditions as Condition[] | undefined,
+      status.conditions,
+      current.status?.conditions,
+    );
+  }
   await custom.patchNamespacedCustomObjectStatus(
     {
       ...hostObject(host),
@@ -103,6 +114,30 @@ export async function writeHostStatus(
     },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
+}
+
+/**
+ * The conditions `current` holds with what a pass changed from `before` to `after` applied:
+ * each type it set or changed takes its value, each it removed goes, the rest stay as they are
+ * now (another writer's, or an earlier pass's the pass never saw).
+ */
+export function rebaseConditions(
+  before: readonly Condition[] | undefined,
+  after: readonly Condition[] | undefined,
+  current: readonly Condition[] | undefined,
+): Condition[] {
+  const byType = (list: readonly Condition[] | undefined) =>
+    new Map((list ?? []).map((c) => [c.type, c]));
+  const was = byType(before);
+  const now = byType(after);
+  const result = byType(current);
+  for (const type of new Set([...was.keys(), ...now.keys()])) {
+    const wanted = now.get(type);
+    if (sameJson(wanted, was.get(type))) continue;
+    if (wanted) result.set(type, wanted);
+    else result.delete(type);
+  }
+  return [...result.values()];
 }
 
 /**

@@ -48,6 +48,7 @@ const failures: Partial<Record<ErrorCode, Failure>> = {
   WF_PAYLOAD_INVALID: { reason: JoinFailureReason.PayloadInvalid },
   WF_MANIFEST_INVALID: { reason: JoinFailureReason.PayloadInvalid },
   WF_PAYLOAD_DOWNLOAD: { reason: JoinFailureReason.PayloadUnavailable },
+  WF_PAYLOAD_REGISTRY_UNAVAILABLE: { reason: JoinFailureReason.PayloadRegistryUnavailable },
   WF_MANIFEST_VERSION_REUSED: { reason: JoinFailureReason.ManifestVersionReused },
   WF_TIMEOUT: { reason: JoinFailureReason.TimedOut },
 };
