@@ -38,7 +38,21 @@ test('three hosts (2019, 2022, 2022) join as Ready nodes and run the seed IIS De
   );
   for (const host of hosts) {
     const sim = world.fleet.hosts.find((h) => h.address === host.spec.address)!;
-    const node = await core.readNode({ name: host.status!.nodeName! });
+    // The node lifecycle controller lifts its not-ready taint a moment after the Node turns
+    // Ready (it works from its own informer), so wait for the taints to settle before comparing.
+    const node = await waitFor(
+      async () => {
+        const n = await core.readNode({ name: host.status!.nodeName! });
+        const lifecycle = (n.spec?.taints ?? []).filter((x) =>
+          x.key.startsWith('node.kubernetes.io/'),
+        );
+        return lifecycle.length === 0 ? n : undefined;
+      },
+      {
+        description: `${host.status!.nodeName} without the node lifecycle's taints`,
+        timeoutMs: 60_000,
+      },
+    );
     const labels = node.metadata?.labels ?? {};
     assert.equal(labels['kubernetes.io/os'], 'windows');
     assert.equal(labels['node.kubernetes.io/windows-build'], sim.build);
