@@ -97,6 +97,8 @@ test("a join pass refusing a host's node name reads no whole host cache", async 
   const kc = {
     makeApiClient: () => ({
       patchNamespacedCustomObjectStatus: async (request: unknown) => patches.push(request),
+      // The status write reads the host's current conditions to rebase its own on them.
+      getNamespacedCustomObject: async () => rival,
     }),
   } as unknown as k8s.KubeConfig;
   const ctx = {
