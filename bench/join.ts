@@ -1,42 +1,60 @@
 /**
- * npm run bench:join — joining simulated Windows hosts over SSH, two ways:
+ * npm run bench:join — the makespan of joining simulated Windows hosts over SSH (WindowsHosts
+ * created → all Ready), and what the operator and the hosts use doing it:
  *
- *   npm run bench:join [-- --sizes 1,10,50 --concurrency 10]
+ *   npm run bench:join [-- --sizes 1,10,50 --concurrency 10
+ *                         --modes concurrent,one-worker,one-at-a-time]
  *
- * the makespan of joining 1, 10 and 50 hosts with the operator's default concurrency (10),
- * against joining them one at a time as WMCO does (the next host is configured only once the
- * previous one is a Ready node), measured in the same run; also the operator with a single
- * worker (concurrency 1) but all hosts submitted at once. Stand-in payload files, pushed by the
- * operator over SFTP.
+ * joins 1, 10 and 50 hosts with the operator's default concurrency (10) against two baselines
+ * measured in the same run: one host at a time as WMCO does it (the next host is configured
+ * only once the previous one is a Ready node) and the operator with a single worker
+ * (concurrency 1) but all hosts submitted at once; the stand-in payload (files of a few bytes)
+ * pushed by the operator over SFTP. The concurrent makespan is also given against one host's
+ * (when --sizes has 1).
  *
  *   npm run bench:join -- --payload-mib 358 [--sizes 10,50 --deliveries push,pull]
  *
- * push vs pull (issue 15): the operator pushing the payload over SFTP (--payload-dir), against
- * the hosts pulling it from a registry (--payload-image: the operator copies only the agent,
- * its service shim and the config; a real docker-registry holds the artifact, pushed with
- * winfleet payload push's code), each with stand-in files of a few bytes and with synthetic
- * files of N MiB in all (split between its files as a real payload is: kubelet 33 %, the agent
- * 15 %, …; sparse on the operator's disk), all hosts at once at the default concurrency. For
- * each run: the makespan, what the operator wrote to hosts over SFTP (its own
- * winfleet_host_bytes_sent_total) and everything it wrote (/proc/<pid>/io wchar), and its peak
- * RSS (VmHWM) — the figure issue 17 asks to stay within 10 % of the stand-in's.
+ * push vs pull (issue 15): each size with the stand-in and with a payload of N MiB in all (see
+ * payload-delivery.ts), pushed by the operator over SFTP (--payload-dir) and pulled by the
+ * hosts from a docker-registry (--payload-image: the operator copies only the agent, its
+ * service shim and the config). With --payload-mib the defaults are --sizes 10,50, --modes
+ * concurrent and --deliveries push,pull; without it, --deliveries push. Every combination of
+ * --sizes, payload, --deliveries and --modes is one run.
  *
- * Each run gets a fresh control plane. The operator and the hosts run in their own processes,
- * as they would for real (hosts here share one process: memory per host is its growth / N).
+ *   npm run bench:join -- --sizes 1,200 --modes concurrent --settle-seconds 60 --leftovers
+ *
+ * For each run: the makespan, the operator's peak RSS (VmHWM; issue 17: within 10 % of the
+ * stand-in's with a real-size payload), its RSS once every host is Ready and, with
+ * --settle-seconds N, again after N s more with nothing to do; the simulated-hosts process's
+ * RSS and peak (hosts share one process: memory per host is its growth / N); what the operator
+ * sent to hosts over SFTP (its own winfleet_host_bytes_sent_total) and wrote in all (/proc/<pid>/io
+ * wchar). With --leftovers (concurrent runs), what the joins leave in the operator: it runs with
+ * its inspector on loopback, and before the hosts are created and after the settling, a full
+ * collection, then its V8 heap, external memory, RSS, open handles by kind and armed timers (see
+ * process-leftovers.ts; the inspector costs some memory of its own, the same before and after).
+ *
+ * The operator runs as the image ships it (the bundle, IMAGE_NODE_FLAGS, IMAGE_ENV);
+ * --from-source runs `node src/operator/main.ts` (the figures before issue 17's second pass).
+ * Each run gets a fresh control plane; the operator and the hosts run in their own processes.
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import { IMAGE_NODE_FLAGS } from '../scripts/build-image.ts';
 import { freePort } from '../sim/cluster/free-port.ts';
 import { startCluster } from '../sim/cluster/start-cluster.ts';
 import type { SimulatedHostDescription } from '../sim/hosts/fleet.ts';
 import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
-import { startTestRegistry, type TestRegistry } from '../sim/registry/registry-process.ts';
-import { spawnOperator, stopProcess } from '../sim/testkit/operator-process.ts';
-import { realPayloadSizes, writeStandInPayload } from '../sim/testkit/payload.ts';
+import type { TestRegistry } from '../sim/registry/registry-process.ts';
+import {
+  buildOperatorBundle,
+  spawnOperator,
+  stopProcess,
+} from '../sim/testkit/operator-process.ts';
 import { writeOperatorConfig } from '../sim/testkit/test-operator.ts';
 import {
   hostReady,
@@ -48,32 +66,59 @@ import { installCrds } from '../src/api/install-crds.ts';
 import { hostBytesSentMetric } from '../src/hostaccess/bytes-sent.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
-import { pushPayload } from '../src/payload/oci/push-payload.ts';
+import { connectInspector } from './inspector-client.ts';
 import { parseMetricsText, sumOf } from './metrics-text.ts';
+import {
+  type BenchPayload,
+  type Delivery,
+  deliveryKinds,
+  deliveryOptions,
+  preparePayload,
+  publishPayloads,
+} from './payload-delivery.ts';
+import { describeLeftovers, type Leftovers, leftoversNow } from './process-leftovers.ts';
 import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
+
+const allModes = ['concurrent', 'one-worker', 'one-at-a-time'] as const;
+type Mode = (typeof allModes)[number];
 
 const { values } = parseArgs({
   options: {
     sizes: { type: 'string' },
     concurrency: { type: 'string', default: '10' },
+    modes: { type: 'string' },
     'payload-mib': { type: 'string' },
-    deliveries: { type: 'string', default: 'push,pull' },
+    deliveries: { type: 'string' },
+    'settle-seconds': { type: 'string', default: '0' },
+    leftovers: { type: 'boolean', default: false },
+    'from-source': { type: 'boolean', default: false },
   },
 });
+function usage(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+/** A comma-separated option's items, each one of `allowed`. */
+function oneOf<T extends string>(option: string, text: string, allowed: readonly T[]): T[] {
+  return text.split(',').map((item) => {
+    const found = allowed.find((a) => a === item);
+    return found ?? usage(`--${option} takes ${allowed.join(', ')}, not "${item}"`);
+  });
+}
 const payloadMiB = values['payload-mib'] === undefined ? undefined : Number(values['payload-mib']);
-if (payloadMiB !== undefined && !(payloadMiB > 0)) {
-  console.error('--payload-mib: give the payload size in MiB, e.g. 358');
-  process.exit(2);
-}
-const sizes = (values.sizes ?? (payloadMiB === undefined ? '1,10,50' : '10,50'))
-  .split(',')
-  .map(Number);
+if (payloadMiB !== undefined && !(payloadMiB > 0))
+  usage('--payload-mib: give the payload size in MiB, e.g. 358');
+const sized = payloadMiB !== undefined;
+const sizes = (values.sizes ?? (sized ? '10,50' : '1,10,50')).split(',').map(Number);
+if (sizes.some((n) => !Number.isInteger(n) || n < 1)) usage('--sizes: host counts, e.g. 1,10,50');
 const concurrency = Number(values.concurrency);
-const deliveries = values.deliveries.split(',') as Delivery[];
-if (deliveries.some((d) => d !== 'push' && d !== 'pull')) {
-  console.error('--deliveries: push, pull or both (push,pull)');
-  process.exit(2);
-}
+const modes = oneOf('modes', values.modes ?? (sized ? 'concurrent' : allModes.join(',')), allModes);
+const deliveries = oneOf('deliveries', values.deliveries ?? (sized ? 'push,pull' : 'push'), [
+  ...deliveryKinds,
+]);
+const settleSeconds = Number(values['settle-seconds']);
+if (!(settleSeconds >= 0)) usage('--settle-seconds: seconds to wait after the joins, e.g. 60');
+const shipped = !values['from-source'];
 const namespace = 'winfleet-system';
 const mib = 1024 * 1024;
 
@@ -82,7 +127,6 @@ function statusMiB(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN) / 1024;
 }
-const rssMiB = (pid: number) => statusMiB(pid);
 
 /** Bytes the process has written to files and sockets (/proc/<pid>/io wchar), in MiB. */
 function writtenMiB(pid: number): number {
@@ -90,28 +134,17 @@ function writtenMiB(pid: number): number {
   return Number(/wchar:\s+(\d+)/.exec(io)?.[1] ?? Number.NaN) / mib;
 }
 
-type Mode = 'concurrent' | 'one-worker' | 'one-at-a-time';
-type Delivery = 'push' | 'pull';
-
-/** A payload the bench joins hosts with: on disk, and (for pull runs) in the registry. */
-interface BenchPayload {
-  name: string;
-  dir: string;
-  /** The pinned reference `winfleet payload push` printed. */
-  reference?: string;
-  /** Bytes of the agent and its service shim: what a pulling host is sent besides config. */
-  ownBytes: number;
-}
-
 interface Run {
   hosts: number;
-  mode: Mode;
-  delivery: Delivery;
   payload: string;
+  delivery: Delivery;
+  mode: Mode;
   makespanS: number;
+  /** The operator's RSS once every host is Ready, and its peak over the run (VmHWM). */
   operatorMiB: number;
-  /** The operator's peak RSS over the run (VmHWM). */
   operatorPeakMiB: number;
+  /** The operator's RSS after settleSeconds more with every host Ready. */
+  settledMiB?: number;
   /** What the operator wrote to hosts over SFTP (its winfleet_host_bytes_sent_total). */
   sftpMiB: number;
   /** Everything it wrote to sockets and files (/proc wchar): SFTP, API, logs, its cache. */
@@ -120,27 +153,7 @@ interface Run {
   hostsPeakMiB: number;
   /** Bytes of the agent and shim, per host. */
   ownMiB: number;
-}
-
-async function prepare(dir: string, name: string, totalMiB?: number): Promise<BenchPayload> {
-  const payloadDir = join(dir, name);
-  const sizes = totalMiB === undefined ? undefined : realPayloadSizes(totalMiB * mib);
-  const payload = await writeStandInPayload(payloadDir, sizes ? { sizes } : {});
-  const own = ['winfleet-agent.exe', 'winfleet-service.exe'];
-  const ownBytes = payload.files
-    .filter((f) => own.includes(f.name))
-    .reduce(
-      (sum, f) =>
-        sum +
-        (sizes?.[f.name] ??
-          `winfleet-standin ${f.name.replace(/\.exe$/, '')} ${f.version}\n`.length),
-      0,
-    );
-  return {
-    name: totalMiB === undefined ? 'stand-in' : `${totalMiB} MiB`,
-    dir: payloadDir,
-    ownBytes,
-  };
+  leftovers?: { before: Leftovers; after: Leftovers };
 }
 
 async function operatorMetric(statusPort: number, name: string): Promise<number> {
@@ -150,9 +163,9 @@ async function operatorMetric(statusPort: number, name: string): Promise<number>
 
 async function joinRun(
   count: number,
-  mode: Mode,
-  delivery: Delivery,
   payload: BenchPayload,
+  delivery: Delivery,
+  mode: Mode,
   base: number,
 ): Promise<Run> {
   const workers = mode === 'one-worker' ? 1 : concurrency;
@@ -179,33 +192,33 @@ async function joinRun(
     ],
     count,
   );
+  const probe = values.leftovers && mode === 'concurrent';
   const statusPort = await freePort();
+  const inspectorPort = probe ? await freePort() : 0;
   const operator = spawnOperator({
     kubeconfig: cluster.kubeconfigPath,
     namespace,
     statusPort,
-    ...(delivery === 'push'
-      ? { payloadDir: payload.dir }
-      : {
-          args: [
-            '--payload-image',
-            payload.reference!,
-            '--payload-plain-http',
-            '--payload-cache-dir',
-            join(dir, 'payload-cache'),
-          ],
-        }),
+    shipped,
+    ...deliveryOptions(delivery, payload, join(dir, 'payload-cache')),
+    ...(probe
+      ? {
+          nodeFlags: [...(shipped ? IMAGE_NODE_FLAGS : []), `--inspect=127.0.0.1:${inspectorPort}`],
+        }
+      : {}),
   });
+  const inspector = probe ? await connectInspector(inspectorPort) : undefined;
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   await waitFor(
     async () =>
       (await kc
         .makeApiClient(k8s.CoreV1Api)
         .readNamespacedConfigMap({ name: 'winfleet-config', namespace })) && true,
-    {
-      description: 'config',
-    },
+    { description: 'config' },
   );
+  // The operator settled before the hosts come: its informers listed, its first passes done.
+  if (inspector) await sleep(10_000);
+  const before = inspector ? await leftoversNow(inspector) : undefined;
   const create = (h: SimulatedHostDescription) => objects.create(windowsHostFor(h, namespace));
   const started = performance.now();
   if (mode === 'one-at-a-time') {
@@ -230,21 +243,28 @@ async function joinRun(
     },
     { description: `${count} hosts Ready`, timeoutMs: 60 * 60_000, intervalMs: 250 },
   );
-  const makespanS = (performance.now() - started) / 1000;
   const run: Run = {
     hosts: count,
-    mode,
-    delivery,
     payload: payload.name,
-    makespanS,
-    operatorMiB: rssMiB(operator.pid!),
+    delivery,
+    mode,
+    makespanS: (performance.now() - started) / 1000,
+    operatorMiB: statusMiB(operator.pid!),
     operatorPeakMiB: statusMiB(operator.pid!, 'VmHWM'),
     sftpMiB: (await operatorMetric(statusPort, hostBytesSentMetric)) / mib,
     operatorWrittenMiB: writtenMiB(operator.pid!),
-    hostsMiB: rssMiB(sims.pid!),
+    hostsMiB: statusMiB(sims.pid!),
     hostsPeakMiB: statusMiB(sims.pid!, 'VmHWM'),
     ownMiB: payload.ownBytes / mib,
   };
+  if (settleSeconds > 0) {
+    await sleep(settleSeconds * 1000);
+    run.settledMiB = statusMiB(operator.pid!);
+  }
+  if (inspector && before) {
+    run.leftovers = { before, after: await leftoversNow(inspector) };
+    inspector.close();
+  }
   await stopProcess(operator);
   // The hosts' drives hold the payload twice per host: removing them takes a while.
   await stopProcess(sims, 10 * 60_000);
@@ -253,137 +273,171 @@ async function joinRun(
   return run;
 }
 
+if (shipped) await buildOperatorBundle();
 const scratch = await mkdtemp(join(tmpdir(), 'winfleet-bench-payloads-'));
 let registry: TestRegistry | undefined;
+const runs: Run[] = [];
+const payloads: BenchPayload[] = [];
 try {
-  const runs: Run[] = [];
+  payloads.push(await preparePayload(scratch));
+  if (payloadMiB !== undefined) payloads.push(await preparePayload(scratch, payloadMiB));
+  if (deliveries.includes('pull'))
+    registry = await publishPayloads(payloads, join(scratch, 'registry'));
   let base = 30;
-  if (payloadMiB === undefined) {
-    const standIn = await prepare(scratch, 'stand-in');
-    for (const size of sizes) {
-      for (const mode of ['concurrent', 'one-worker', 'one-at-a-time'] as const) {
-        const run = await joinRun(size, mode, 'push', standIn, base++);
-        runs.push(run);
-        console.error(`[bench] ${size} host(s), ${mode}: ${run.makespanS.toFixed(1)} s`);
-      }
-    }
-    printModes(runs);
-  } else {
-    const payloads = [
-      await prepare(scratch, 'stand-in'),
-      await prepare(scratch, 'sized', payloadMiB),
-    ];
-    if (deliveries.includes('pull')) {
-      registry = await startTestRegistry({ storageDir: join(scratch, 'registry') });
-      for (const p of payloads) {
-        const pushed = await pushPayload(
-          p.dir,
-          {
-            registry: registry.host,
-            repository: `bench/${p.dir.split('/').at(-1)}`,
-            tag: 'v1',
-          },
-          { plainHttp: true },
-        );
-        p.reference = pushed.reference;
-        console.error(`[bench] pushed the ${p.name} payload: ${p.reference}`);
-      }
-    }
-    for (const size of sizes) {
-      for (const payload of payloads) {
-        for (const delivery of deliveries) {
-          const run = await joinRun(size, 'concurrent', delivery, payload, base++);
+  for (const size of sizes) {
+    for (const payload of payloads) {
+      for (const delivery of deliveries) {
+        for (const mode of modes) {
+          const run = await joinRun(size, payload, delivery, mode, base++);
           runs.push(run);
           console.error(
-            `[bench] ${size} host(s), ${payload.name}, ${delivery}: ${run.makespanS.toFixed(1)} s, SFTP ${run.sftpMiB.toFixed(1)} MiB, operator peak ${run.operatorPeakMiB.toFixed(0)} MiB`,
+            `[bench] ${size} host(s), ${payload.name}, ${delivery}, ${mode}: ${run.makespanS.toFixed(1)} s, SFTP ${run.sftpMiB.toFixed(1)} MiB, operator peak ${run.operatorPeakMiB.toFixed(0)} MiB`,
           );
         }
       }
     }
-    printDeliveries(runs);
   }
 } finally {
   await registry?.stop();
   await rm(scratch, { recursive: true, force: true });
 }
 
-function printModes(runs: Run[]): void {
-  console.log(
-    '\nJoin makespan (WindowsHosts created → all Ready), stand-in payload, loopback SSH:\n',
-  );
-  console.log(
-    `  hosts   concurrency ${concurrency}   1 worker, all at once   one at a time (WMCO)   speed-up vs WMCO`,
-  );
-  for (const size of sizes) {
-    const at = (mode: Mode) => runs.find((r) => r.hosts === size && r.mode === mode)!;
-    const fast = at('concurrent');
-    const worker = at('one-worker');
-    const slow = at('one-at-a-time');
-    console.log(
-      `  ${String(size).padStart(5)}   ${fast.makespanS.toFixed(1).padStart(12)} s   ${worker.makespanS.toFixed(1).padStart(19)} s   ${slow.makespanS.toFixed(1).padStart(18)} s   ${(slow.makespanS / fast.makespanS).toFixed(1).padStart(15)}x`,
+// ---- What the runs measured ----------------------------------------------------------------
+
+type Key = Partial<Pick<Run, 'hosts' | 'payload' | 'delivery' | 'mode'>>;
+const find = (key: Key) =>
+  runs.find((r) => Object.entries(key).every(([k, v]) => r[k as keyof Key] === v));
+const keyOf = ({ hosts, payload, delivery, mode }: Run): Key => ({
+  hosts,
+  payload,
+  delivery,
+  mode,
+});
+const textColumns = new Set(['payload', 'delivery', 'mode']);
+const fixed = (n: number | undefined, digits: number, unit = 'MiB') =>
+  n === undefined || Number.isNaN(n) ? '–' : `${n.toFixed(digits)} ${unit}`;
+const ratio = (a: Run | undefined, b: Run | undefined) =>
+  a && b ? `${(a.makespanS / b.makespanS).toFixed(1)}×` : '–';
+
+/** A table: each column as wide as its widest cell, text columns to the left. */
+function printTable(title: string, columns: string[], rows: string[][]): void {
+  console.log(`\n${title}\n`);
+  const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]!.length)));
+  for (const row of [columns, ...rows]) {
+    const cells = row.map((cell, i) =>
+      textColumns.has(columns[i]!) ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!),
     );
-  }
-  console.log('\nResident memory once every host is Ready (VmRSS):\n');
-  console.log(
-    '  hosts  mode            operator   simulated-hosts process   per host (growth over the smallest run)',
-  );
-  for (const r of runs) {
-    const one = runs.find((x) => x.hosts === Math.min(...sizes) && x.mode === r.mode)!;
-    const perHost =
-      r.hosts > one.hosts ? (r.hostsMiB - one.hostsMiB) / (r.hosts - one.hosts) : Number.NaN;
-    console.log(
-      `  ${String(r.hosts).padStart(5)}  ${r.mode.padEnd(14)}  ${r.operatorMiB.toFixed(0).padStart(5)} MiB   ${r.hostsMiB.toFixed(0).padStart(17)} MiB   ${Number.isNaN(perHost) ? '      –' : `${perHost.toFixed(1).padStart(5)} MiB`}`,
-    );
-  }
-  console.log(
-    '\nThe operator over each run: peak RSS (VmHWM), sent over SFTP and written in all (/proc/<pid>/io wchar):\n',
-  );
-  console.log('  hosts  mode            peak RSS      SFTP     written');
-  for (const r of runs) {
-    console.log(
-      `  ${String(r.hosts).padStart(5)}  ${r.mode.padEnd(14)}  ${r.operatorPeakMiB.toFixed(0).padStart(5)} MiB   ${r.sftpMiB.toFixed(1).padStart(7)} MiB   ${r.operatorWrittenMiB.toFixed(1).padStart(7)} MiB`,
-    );
+    console.log(`  ${cells.join('   ')}`);
   }
 }
+const labels = (r: Run) => [String(r.hosts), r.payload, r.delivery, r.mode];
+const labelColumns = ['hosts', 'payload', 'delivery', 'mode'];
 
-function printDeliveries(runs: Run[]): void {
-  console.log(
-    `\nJoin of N hosts (all at once, concurrency ${concurrency}): push (the operator sends the payload over SFTP) vs pull (the hosts pull it from a docker-registry; the operator sends the agent, its shim and the config):\n`,
-  );
-  console.log(
-    '  hosts  payload    delivery  makespan   SFTP sent   per host   of it agent+shim   operator wrote   operator peak RSS   hosts process peak',
-  );
-  for (const r of runs) {
-    console.log(
-      `  ${String(r.hosts).padStart(5)}  ${r.payload.padEnd(9)}  ${r.delivery.padEnd(8)}  ${r.makespanS.toFixed(1).padStart(6)} s  ${r.sftpMiB.toFixed(1).padStart(7)} MiB  ${(r.sftpMiB / r.hosts).toFixed(2).padStart(6)} MiB  ${(r.delivery === 'pull' ? `${r.ownMiB.toFixed(2)} MiB` : '–').padStart(16)}  ${r.operatorWrittenMiB.toFixed(1).padStart(10)} MiB  ${r.operatorPeakMiB.toFixed(0).padStart(13)} MiB  ${r.hostsPeakMiB.toFixed(0).padStart(14)} MiB`,
+const modeColumn: Record<Mode, string> = {
+  concurrent: `concurrency ${concurrency}`,
+  'one-worker': '1 worker, all at once',
+  'one-at-a-time': 'one at a time (WMCO)',
+};
+const wmco = modes.includes('concurrent') && modes.includes('one-at-a-time');
+const vsOneHost = modes.includes('concurrent') && sizes.includes(1);
+const groups = sizes.flatMap((hosts) =>
+  payloads.flatMap(({ name: payload }) =>
+    deliveries.map((delivery) => ({ hosts, payload, delivery })),
+  ),
+);
+printTable(
+  `Join makespan (WindowsHosts created → all Ready), loopback SSH, the operator ${shipped ? 'as shipped' : 'from source'}; push: the operator sends the payload over SFTP, pull: the hosts pull it from a docker-registry:`,
+  [
+    'hosts',
+    'payload',
+    'delivery',
+    ...modes.map((m) => modeColumn[m]),
+    ...(wmco ? ['speed-up vs WMCO'] : []),
+    ...(vsOneHost ? ["vs one host's time"] : []),
+  ],
+  groups.map((g) => {
+    const fast = find({ ...g, mode: 'concurrent' });
+    return [
+      String(g.hosts),
+      g.payload,
+      g.delivery,
+      ...modes.map((mode) => fixed(find({ ...g, mode })?.makespanS, 1, 's')),
+      ...(wmco ? [ratio(find({ ...g, mode: 'one-at-a-time' }), fast)] : []),
+      ...(vsOneHost ? [ratio(fast, find({ ...g, hosts: 1, mode: 'concurrent' }))] : []),
+    ];
+  }),
+);
+
+const smallest = Math.min(...sizes);
+printTable(
+  'Resident memory of the operator and of the simulated-hosts process: peak over the run (VmHWM), once every host is Ready (VmRSS)' +
+    `${settleSeconds > 0 ? `, the operator's after ${settleSeconds} s more` : ''}; per host: the hosts process's growth over the ${smallest}-host run:`,
+  [
+    ...labelColumns,
+    'operator peak',
+    'operator all Ready',
+    ...(settleSeconds > 0 ? [`after ${settleSeconds} s more`] : []),
+    'hosts peak',
+    'hosts all Ready',
+    'per host',
+  ],
+  runs.map((r) => {
+    const one = find({ ...keyOf(r), hosts: smallest });
+    const perHost =
+      one && r.hosts > one.hosts ? (r.hostsMiB - one.hostsMiB) / (r.hosts - one.hosts) : undefined;
+    return [
+      ...labels(r),
+      fixed(r.operatorPeakMiB, 0),
+      fixed(r.operatorMiB, 0),
+      ...(settleSeconds > 0 ? [fixed(r.settledMiB, 0)] : []),
+      fixed(r.hostsPeakMiB, 0),
+      fixed(r.hostsMiB, 0),
+      fixed(perHost, 1),
+    ];
+  }),
+);
+
+printTable(
+  'What the operator wrote: to hosts over SFTP (winfleet_host_bytes_sent_total), per host and of it the agent and its shim (pull), and in all to sockets and files (/proc/<pid>/io wchar: SFTP, API, logs, its cache):',
+  [...labelColumns, 'SFTP sent', 'per host', 'agent+shim per host', 'written in all'],
+  runs.map((r) => [
+    ...labels(r),
+    fixed(r.sftpMiB, 1),
+    fixed(r.sftpMiB / r.hosts, 2),
+    r.delivery === 'pull' ? fixed(r.ownMiB, 2) : '–',
+    fixed(r.operatorWrittenMiB, 1),
+  ]),
+);
+
+const comparisons: string[] = [];
+for (const r of runs) {
+  const at = `${String(r.hosts).padStart(3)} hosts, ${r.mode}`;
+  const standIn = r.payload === 'stand-in' ? undefined : find({ ...keyOf(r), payload: 'stand-in' });
+  if (standIn) {
+    const change = (r.operatorPeakMiB / standIn.operatorPeakMiB - 1) * 100;
+    comparisons.push(
+      `${at}, ${r.delivery}: operator peak RSS ${r.operatorPeakMiB.toFixed(0)} MiB (${r.payload}) vs ${standIn.operatorPeakMiB.toFixed(0)} MiB (stand-in): ${change >= 0 ? '+' : ''}${change.toFixed(1)} % (issue 17: within 10 %)`,
     );
   }
+  const push = r.delivery === 'pull' ? find({ ...keyOf(r), delivery: 'push' }) : undefined;
+  if (push)
+    comparisons.push(
+      `${at}, ${r.payload}: pull's makespan ${(r.makespanS / push.makespanS).toFixed(2)}× push's, SFTP bytes ${(r.sftpMiB / push.sftpMiB).toFixed(3)}× push's`,
+    );
+}
+if (comparisons.length > 0) {
+  console.log('\nAgainst the baselines of this run (the stand-in payload; push):\n');
+  for (const line of comparisons) console.log(`  ${line}`);
+}
+
+const probed = runs.filter((r) => r.leftovers);
+if (probed.length > 0) {
   console.log(
-    '\nOperator peak RSS with the sized payload against the stand-in (issue 17: within 10 %), and pull against push:\n',
+    '\nWhat the joins left in the operator (after a full collection; before the hosts were created → after settling):\n',
   );
-  for (const size of sizes) {
-    for (const delivery of deliveries) {
-      const small = runs.find(
-        (r) => r.hosts === size && r.delivery === delivery && r.payload === 'stand-in',
-      );
-      const big = runs.find(
-        (r) => r.hosts === size && r.delivery === delivery && r.payload !== 'stand-in',
-      );
-      if (!small || !big) continue;
-      const change = (big.operatorPeakMiB / small.operatorPeakMiB - 1) * 100;
-      console.log(
-        `  ${String(size).padStart(3)} hosts, ${delivery}: ${big.operatorPeakMiB.toFixed(0)} MiB (${big.payload}) vs ${small.operatorPeakMiB.toFixed(0)} MiB (stand-in): ${change >= 0 ? '+' : ''}${change.toFixed(1)} %`,
-      );
-    }
-    const push = runs.find(
-      (r) => r.hosts === size && r.delivery === 'push' && r.payload !== 'stand-in',
-    );
-    const pull = runs.find(
-      (r) => r.hosts === size && r.delivery === 'pull' && r.payload !== 'stand-in',
-    );
-    if (push && pull)
-      console.log(
-        `  ${String(size).padStart(3)} hosts, ${pull.payload}: pull's makespan ${(pull.makespanS / push.makespanS).toFixed(2)}× push's, SFTP bytes ${(pull.sftpMiB / push.sftpMiB).toFixed(3)}× push's`,
-      );
+  for (const r of probed) {
+    const [memory, handles] = describeLeftovers(r.leftovers!.before, r.leftovers!.after);
+    console.log(`  ${r.hosts} host(s), ${r.payload}, ${r.delivery}: ${memory}`);
+    console.log(`    ${handles}`);
   }
 }
