@@ -28,13 +28,25 @@ async function readyHost(
   sim: SimulatedHost,
   timeoutMs = 90_000,
 ): Promise<WindowsHost> {
-  return waitFor(
-    async () => {
-      const host = await hostNamed(world, sim);
-      return host && hostReady(host) ? host : undefined;
-    },
-    { description: `${sim.name} Ready`, timeoutMs, intervalMs: 300 },
-  );
+  try {
+    return await waitFor(
+      async () => {
+        const host = await hostNamed(world, sim);
+        return host && hostReady(host) ? host : undefined;
+      },
+      { description: `${sim.name} Ready`, timeoutMs, intervalMs: 300 },
+    );
+  } catch (error) {
+    // Say where the host stood, so that a timeout in CI can be read without the run's files.
+    const host = await hostNamed(world, sim).catch(() => undefined);
+    const conditions = (host?.status?.conditions ?? []).map(
+      (c) => `${c.type}=${c.status} ${c.reason}: ${c.message}`,
+    );
+    throw new Error(
+      `${(error as Error).message}; ${sim.name}'s WindowsHost conditions: ${conditions.join(' | ') || 'none'}`,
+      { cause: error },
+    );
+  }
 }
 
 function condition(host: WindowsHost | undefined, type: string) {
