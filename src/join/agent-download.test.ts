@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { hasCode } from '../errors/catalog.ts';
+import { type ErrorCode, hasCode } from '../errors/catalog.ts';
 import { agentDownload, agentLayerDigest } from './agent-download.ts';
 import type { JoinPayloadSource } from './join-info.ts';
 
@@ -27,7 +27,7 @@ const manifest = (over: Record<string, unknown> = {}) =>
       config: {
         mediaType: 'application/vnd.winfleet.payload.config.v1+json',
         digest: agent,
-        size: 1,
+        size: 2,
       },
       layers: [layer('kubelet.exe', `sha256:${'b'.repeat(64)}`), layer('winfleet-agent.exe')],
       ...over,
@@ -47,42 +47,54 @@ test('the agent layer’s digest from the pinned manifest', () => {
 
 test('refused: another manifest than the pinned one, another artifact, no agent, two agents, a bad digest', () => {
   const good = manifest();
-  const cases: [string, Buffer, JoinPayloadSource, RegExp][] = [
+  const cases: [string, Buffer, JoinPayloadSource, ErrorCode, RegExp][] = [
     [
       'a manifest other than the pinned one',
       manifest({ annotations: { x: 'y' } }),
       pinned(good),
-      /digest is sha256:\w+, not/,
+      'WF_PAYLOAD_INVALID',
+      /hash to sha256:\w+, not to the sha256:\w+ asked for/,
     ],
     [
       'an image, not a payload',
       manifest({ artifactType: undefined }),
       pinned(manifest({ artifactType: undefined })),
-      /is not a winfleet payload/,
+      'WF_PAYLOAD_INVALID',
+      /artifactType/,
     ],
     [
       'no agent',
       manifest({ layers: [layer('kubelet.exe')] }),
       pinned(manifest({ layers: [layer('kubelet.exe')] })),
-      /has 0 winfleet-agent\.exe layers/,
+      'WF_PAYLOAD_DOWNLOAD',
+      /has no winfleet-agent\.exe layer/,
     ],
     [
       'two agents',
       manifest({ layers: [layer('winfleet-agent.exe'), layer('winfleet-agent.exe')] }),
       pinned(manifest({ layers: [layer('winfleet-agent.exe'), layer('winfleet-agent.exe')] })),
-      /has 2 winfleet-agent\.exe layers/,
+      'WF_PAYLOAD_INVALID',
+      /"winfleet-agent\.exe" is also the title of layers\.0/,
+    ],
+    [
+      'two agents, one in other case (one file on Windows)',
+      manifest({ layers: [layer('winfleet-agent.exe'), layer('WINFLEET-AGENT.EXE')] }),
+      pinned(manifest({ layers: [layer('winfleet-agent.exe'), layer('WINFLEET-AGENT.EXE')] })),
+      'WF_PAYLOAD_INVALID',
+      /is also the title of layers\.0/,
     ],
     [
       'a digest that is not sha256',
       manifest({ layers: [layer('winfleet-agent.exe', 'sha512:abc')] }),
       pinned(manifest({ layers: [layer('winfleet-agent.exe', 'sha512:abc')] })),
-      /has no usable winfleet-agent\.exe layer/,
+      'WF_PAYLOAD_INVALID',
+      /layers\.0\.digest/,
     ],
   ];
-  for (const [what, bytes, source, problem] of cases) {
+  for (const [what, bytes, source, code, problem] of cases) {
     assert.throws(
       () => agentLayerDigest(bytes, source),
-      (error) => hasCode(error, 'WF_PAYLOAD_DOWNLOAD') && problem.test((error as Error).message),
+      (error) => hasCode(error, code) && problem.test((error as Error).message),
       what,
     );
   }

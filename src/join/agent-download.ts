@@ -8,17 +8,13 @@
  * hand over another agent's hash. Read anonymously; the script downloads anonymously too, so a
  * registry that needs credentials for the blob needs --agent-url.
  */
-import { createHash } from 'node:crypto';
 import { WinfleetError } from '../errors/catalog.ts';
+import { payloadLimits, payloadMediaTypes } from '../payload/oci/media-types.ts';
+import { parsePayloadManifest } from '../payload/oci/payload-manifest.ts';
 import { agentFileName } from '../payload/payload.ts';
 import type { JoinPayloadSource } from './join-info.ts';
 
-/** The media types of winfleet's payload artifact (issue 15, section A). */
-const manifestMediaType = 'application/vnd.oci.image.manifest.v1+json';
-const artifactType = 'application/vnd.winfleet.payload.v1';
-const fileMediaType = 'application/vnd.winfleet.payload.file.v1';
-const titleAnnotation = 'org.opencontainers.image.title';
-const maxManifestBytes = 4 * 1024 * 1024;
+const { maxManifestBytes } = payloadLimits;
 
 export interface AgentDownload {
   url: string;
@@ -38,45 +34,20 @@ function repositoryUrl(source: JoinPayloadSource): string {
   return `${source.insecure ? 'http' : 'https'}://${host}/v2/${path}`;
 }
 
-/** The agent's layer digest from the manifest's bytes, checked strictly. */
+/**
+ * The agent's layer digest from the manifest's bytes, parsed by the agents' own strict parser
+ * (parsePayloadManifest: the bytes must hash to the pinned digest, every field be what
+ * winfleet writes, each title unique); WF_PAYLOAD_INVALID when it fails, WF_PAYLOAD_DOWNLOAD
+ * when the artifact carries no agent.
+ */
 export function agentLayerDigest(bytes: Buffer, source: JoinPayloadSource): string {
   const where = `payload artifact ${source.repository}@${source.digest}`;
-  const actual = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
-  if (actual !== source.digest) {
-    throw fail(
-      `The registry served a manifest whose digest is ${actual}, not ${where}'s; refusing it`,
-    );
+  const manifest = parsePayloadManifest(bytes, source.digest, where);
+  const layer = manifest.layers.find((l) => l.name === agentFileName);
+  if (!layer) {
+    throw fail(`${where} has no ${agentFileName} layer; push a payload that carries the agent`);
   }
-  let manifest: {
-    mediaType?: unknown;
-    artifactType?: unknown;
-    layers?: { mediaType?: unknown; digest?: unknown; annotations?: Record<string, unknown> }[];
-  };
-  try {
-    manifest = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    throw fail(`${where}: its manifest is not JSON`);
-  }
-  if (manifest.mediaType !== manifestMediaType || manifest.artifactType !== artifactType) {
-    throw fail(
-      `${where} is not a winfleet payload (artifactType ${JSON.stringify(manifest.artifactType)}); push one with winfleet payload push`,
-    );
-  }
-  const layers = (Array.isArray(manifest.layers) ? manifest.layers : []).filter(
-    (layer) => layer?.annotations?.[titleAnnotation] === agentFileName,
-  );
-  const digest = layers[0]?.digest;
-  if (
-    layers.length !== 1 ||
-    layers[0]?.mediaType !== fileMediaType ||
-    typeof digest !== 'string' ||
-    !/^sha256:[0-9a-f]{64}$/.test(digest)
-  ) {
-    throw fail(
-      `${where} has ${layers.length === 1 ? 'no usable' : layers.length} ${agentFileName} layer${layers.length === 1 ? '' : 's'}; the payload must carry the agent once`,
-    );
-  }
-  return digest;
+  return layer.digest;
 }
 
 /** The response body, refused past maxManifestBytes without reading further. */
@@ -107,7 +78,7 @@ export async function agentDownload(
   let response: Response;
   try {
     response = await fetch(url, {
-      headers: { accept: manifestMediaType },
+      headers: { accept: payloadMediaTypes.manifest },
       signal: options.signal ?? AbortSignal.timeout(30_000),
     });
   } catch (error) {
