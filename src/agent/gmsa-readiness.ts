@@ -18,22 +18,13 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { gmsaReadinessAnnotation, gmsaReadyLabel } from '../api/node-annotations.ts';
+import { GmsaReadinessReason } from '../api/reasons.ts';
 import type { AgentContext } from './run-agent.ts';
 import { ccgComClassesKey, type GmsaHostFacts } from './windows/gmsa-host-facts.ts';
 
-/** The reasons the annotation starts with. */
-export const gmsaReadinessReasons = {
-  domainJoined: 'DomainJoined',
-  ccgPlugin: 'CcgPluginRegistered',
-  ccgUnavailable: 'CcgUnavailable',
-  pluginNotRegistered: 'CcgPluginNotRegistered',
-  notDomainJoined: 'NotDomainJoined',
-  checkFailed: 'CheckFailed',
-} as const;
-
 export interface GmsaReadiness {
   ready: boolean;
-  reason: (typeof gmsaReadinessReasons)[keyof typeof gmsaReadinessReasons];
+  reason: GmsaReadinessReason;
   message: string;
 }
 
@@ -50,14 +41,14 @@ export function gmsaReadiness(facts: GmsaHostFacts): GmsaReadiness {
   if (!facts.ccgAvailable) {
     return {
       ready: false,
-      reason: gmsaReadinessReasons.ccgUnavailable,
+      reason: GmsaReadinessReason.CcgUnavailable,
       message: `Container Credential Guard is not available (no ccg.exe or no ${ccgComClassesKey}); install the Containers feature (Install-WindowsFeature Containers) on Windows Server 2019 or later`,
     };
   }
   if (facts.partOfDomain) {
     return {
       ready: true,
-      reason: gmsaReadinessReasons.domainJoined,
+      reason: GmsaReadinessReason.DomainJoined,
       message: `joined to domain "${facts.domain}"; Container Credential Guard available`,
     };
   }
@@ -65,7 +56,7 @@ export function gmsaReadiness(facts: GmsaHostFacts): GmsaReadiness {
   if (registered) {
     return {
       ready: true,
-      reason: gmsaReadinessReasons.ccgPlugin,
+      reason: GmsaReadinessReason.CcgPluginRegistered,
       message: `not domain-joined; CCG plug-in ${registered.clsid} registered; Container Credential Guard available`,
     };
   }
@@ -73,13 +64,13 @@ export function gmsaReadiness(facts: GmsaHostFacts): GmsaReadiness {
   if (listed) {
     return {
       ready: false,
-      reason: gmsaReadinessReasons.pluginNotRegistered,
+      reason: GmsaReadinessReason.CcgPluginNotRegistered,
       message: `not joined to an Active Directory domain (workgroup "${facts.domain}"), and CCG plug-in ${listed.clsid} is listed under ${ccgComClassesKey} but its COM class is not registered (HKEY_CLASSES_ROOT\\CLSID\\${listed.clsid}); reinstall the plug-in`,
     };
   }
   return {
     ready: false,
-    reason: gmsaReadinessReasons.notDomainJoined,
+    reason: GmsaReadinessReason.NotDomainJoined,
     message: `not joined to an Active Directory domain (workgroup "${facts.domain}") and no CCG plug-in is registered under ${ccgComClassesKey}; join the host to the domain or install a CCG plug-in`,
   };
 }
@@ -121,7 +112,7 @@ async function readReadiness(
   } catch (error) {
     value = {
       ready: false,
-      reason: gmsaReadinessReasons.checkFailed,
+      reason: GmsaReadinessReason.CheckFailed,
       message: `cannot read the host's gMSA facts: ${(error as Error).message.split('\n')[0]!.slice(0, 300)}`,
     };
   }

@@ -84,6 +84,6 @@ export const deconfiguredAnnotation = 'winfleet.io/deconfigured';
 export const gmsaReadyLabel = 'winfleet.io/gmsa-ready';
 /**
  * Why gmsaReadyLabel is what it is: "<Reason>: <message>", one line, written with the label
- * (reasons: gmsaReadinessReasons in src/agent/gmsa-readiness.ts).
+ * (reasons: GmsaReadinessReason in reasons.ts).
  */
 export const gmsaReadinessAnnotation = 'winfleet.io/gmsa-readiness';
