@@ -12,6 +12,7 @@ import type { OsVersion } from '../../src/agent/host-os.ts';
 import type { JoinTuning } from '../../src/agent/join.ts';
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import { windowsRelease } from '../../src/windows/builds.ts';
+import { ContainerCredentialGuard } from './container-credential-guard.ts';
 import { SimFileSystem } from './file-system.ts';
 import { errorCode, fsError } from './file-system-error.ts';
 import { WindowsFirewall } from './firewall.ts';
@@ -53,6 +54,8 @@ export interface SimMachineOptions {
    * workgroup machine (Win32_ComputerSystem.PartOfDomain false, Domain "WORKGROUP").
    */
   domain?: string;
+  /** CLSIDs of the CCG plug-ins registered (container-credential-guard.ts). Default: none. */
+  ccgPlugins?: readonly string[];
   /** "2019", "2022" or "2025". */
   release: string;
   /** Update build revision (patch level). Default: the release's recent one. */
@@ -202,6 +205,8 @@ export class SimMachine {
   readonly fs: SimFileSystem;
   readonly env = new MachineEnvironment();
   readonly features: WindowsFeatures;
+  /** Container Credential Guard and its plug-ins (gMSA without a domain join). */
+  readonly ccg: ContainerCredentialGuard;
   /** Its patch catalog, installed updates and reboot-pending registry entries. */
   readonly windowsUpdate: SimWindowsUpdate;
   readonly hns = new HnsNetworks();
@@ -267,6 +272,7 @@ export class SimMachine {
     this.fs = fs;
     this.programs = options.programs ?? defaultPrograms();
     this.features = new WindowsFeatures(options.features);
+    this.ccg = new ContainerCredentialGuard(this.features, options.ccgPlugins);
     this.windowsUpdate = new SimWindowsUpdate(this.osVersion, options.windowsUpdates);
     this.#bootEnvironment = this.env.entries();
     this.timings = {

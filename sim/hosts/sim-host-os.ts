@@ -24,6 +24,7 @@ import {
   ensureInboundFirewallRuleScript,
   removeFirewallRuleScript,
 } from '../../src/agent/windows/firewall.ts';
+import type { GmsaHostFacts } from '../../src/agent/windows/gmsa-host-facts.ts';
 import { createHnsNetworkScript } from '../../src/agent/windows/hns.ts';
 import {
   checkServiceName,
@@ -45,6 +46,7 @@ import {
 import type { ReportedUpdate } from '../../src/api/windows-updates.ts';
 import type { HostNetwork } from '../../src/hostaccess/node-address.ts';
 import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
+import { simGmsaHostFacts } from './container-credential-guard.ts';
 import { errorCode, fsError } from './file-system-error.ts';
 import { ipConfiguration } from './ip-configuration.ts';
 import type { SimMachine } from './machine.ts';
@@ -479,6 +481,10 @@ export class SimHostOS implements HostOS {
   /** A simulated host has Defender and no threats. */
   defenderThreats(): Promise<DefenderThreatList> {
     return this.#live(() => ({ available: true, threats: [] }));
+  }
+
+  gmsaHostFacts(): Promise<GmsaHostFacts> {
+    return this.#live(() => simGmsaHostFacts(this.#machine));
   }
 }
 

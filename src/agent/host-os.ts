@@ -8,6 +8,7 @@
 import type { ReportedUpdate } from '../api/windows-updates.ts';
 import type { HostNetwork } from '../hostaccess/node-address.ts';
 import type { DefenderThreatList } from './windows/defender.ts';
+import type { GmsaHostFacts } from './windows/gmsa-host-facts.ts';
 
 /** How the Service Control Manager starts a service. */
 export type ServiceStartType = 'auto' | 'delayed-auto' | 'demand' | 'disabled';
@@ -244,6 +245,13 @@ export interface HostOS {
   serviceFailures(name: string, sinceMs: number): Promise<number[]>;
   /** Microsoft Defender's threats (Get-MpThreat; windows/defender.ts). */
   defenderThreats(): Promise<DefenderThreatList>;
+
+  // gMSA readiness (gmsa-readiness.ts).
+  /**
+   * Whether the host is in an Active Directory domain, whether Container Credential Guard is
+   * there, and the CCG plug-ins registered (windows/gmsa-host-facts.ts). Reads only.
+   */
+  gmsaHostFacts(): Promise<GmsaHostFacts>;
 }
 
 /** What an installUpdates call did. */

@@ -3,8 +3,9 @@
  * the operator changes the node's desired services version) it fetches a new manifest if one
  * is wanted (only one the operator published: published-manifest.ts), converges the services
  * (restarting any that died), removes the bootstrap files once the node's own credentials
- * work, keeps the CNI config in line with the Node's pod CIDR (cni-config.ts), and — only once the node is Ready — records the applied version on its Node. It acts
- * with the node's own credentials.
+ * work, keeps the CNI config in line with the Node's pod CIDR (cni-config.ts), reports whether
+ * the host can run gMSA pods (gmsa-readiness.ts), and — only once the node is Ready — records
+ * the applied version on its Node. It acts with the node's own credentials.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
@@ -28,6 +29,7 @@ import { readState, writeState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
 import { convergeServices, installPayloadFiles, servicesRunning } from './converge.ts';
 import { deconfigureRequest, deconfigureSelf, readDeconfigureRecord } from './deconfigure-self.ts';
+import { syncGmsaReadiness } from './gmsa-readiness.ts';
 import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
 import { repairLocally } from './local-repair.ts';
 import { pullManifestPayload } from './manifest-payload.ts';
@@ -208,6 +210,19 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
       }
     }
     if (core && node) {
+      // Whether the host can run gMSA pods: a label and its reason on the Node.
+      try {
+        await syncGmsaReadiness(context, node, {
+          patchMetadata: async (metadata) => {
+            await core.patchNode(
+              { name: config.nodeName, body: { metadata } },
+              k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+            );
+          },
+        });
+      } catch (error) {
+        context.stderr(`gMSA readiness report failed: ${(error as Error).message}\n`);
+      }
       await syncWindowsUpdates(context, config, node, {
         patchAnnotations: async (annotations) => {
           await core.patchNode(

@@ -75,3 +75,15 @@ export const deconfigureRequestAnnotation = 'winfleet.io/deconfigure-requested';
  * them. The operator believes it only for its own request and only on the host's own Node.
  */
 export const deconfiguredAnnotation = 'winfleet.io/deconfigured';
+/**
+ * Whether the host can run gMSA pods ("true" or "false"), set by the agent on its own Node with
+ * the node's credentials (src/agent/gmsa-readiness.ts); the webhook sends pods that name a gMSA
+ * credential spec only to nodes labelled "true". NodeRestriction lets a node label only itself,
+ * so a node can claim readiness for itself alone, never for another.
+ */
+export const gmsaReadyLabel = 'winfleet.io/gmsa-ready';
+/**
+ * Why gmsaReadyLabel is what it is: "<Reason>: <message>", one line, written with the label
+ * (reasons: GmsaReadinessReason in reasons.ts).
+ */
+export const gmsaReadinessAnnotation = 'winfleet.io/gmsa-readiness';

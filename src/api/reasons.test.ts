@@ -1,7 +1,8 @@
 /**
  * Every reason in the catalog is used and explained: each ConditionReason, EventReason,
  * NodeHealthReason and NodeHealthEventReason is set by product code (a reference outside this
- * catalog and outside tests), and each has a row in the README's "Troubleshooting" tables — and
+ * catalog and outside tests), as is each GmsaReadinessReason, and each has a row in the README's
+ * "Troubleshooting" tables — and
  * no row there names a reason that is gone. Each Node condition type the agent writes is named
  * there too.
  */
@@ -13,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import {
   ConditionReason,
   EventReason,
+  GmsaReadinessReason,
   JoinFailureReason,
   NodeHealthCondition,
   NodeHealthEventReason,
@@ -44,7 +46,13 @@ function documentedReasons(): Set<string> {
   return new Set([...troubleshooting().matchAll(/^\| `(\w+)` \|/gm)].map((m) => m[1]!));
 }
 
-const catalogs = { ConditionReason, EventReason, NodeHealthReason, NodeHealthEventReason } as const;
+const catalogs = {
+  ConditionReason,
+  EventReason,
+  NodeHealthReason,
+  NodeHealthEventReason,
+  GmsaReadinessReason,
+} as const;
 
 test('every reason is set by product code', () => {
   const source = productSource();

@@ -297,6 +297,28 @@ export const NodeHealthEventReason = {
   /** A node service ended and was started again since the last check (not yet a loop). */
   ServiceRestarted: 'ServiceRestarted',
 } as const;
+/**
+ * Why a Node's winfleet.io/gmsa-ready label is what it is: the start of its
+ * winfleet.io/gmsa-readiness annotation, written by the agent (src/agent/gmsa-readiness.ts).
+ */
+export const GmsaReadinessReason = {
+  // Ready ("true")
+  /** Joined to an Active Directory domain, with Container Credential Guard. */
+  DomainJoined: 'DomainJoined',
+  /** Not joined, but a CCG plug-in is registered (a portable identity). */
+  CcgPluginRegistered: 'CcgPluginRegistered',
+  // Not ready ("false")
+  /** No ccg.exe or no CCG COMClasses key: Windows before 2019, or no Containers feature. */
+  CcgUnavailable: 'CcgUnavailable',
+  /** Not joined, and a plug-in is listed whose COM class is not registered. */
+  CcgPluginNotRegistered: 'CcgPluginNotRegistered',
+  /** Not joined, and no CCG plug-in. */
+  NotDomainJoined: 'NotDomainJoined',
+  /** The agent could not read the host's facts. */
+  CheckFailed: 'CheckFailed',
+} as const;
+export type GmsaReadinessReason = (typeof GmsaReadinessReason)[keyof typeof GmsaReadinessReason];
+
 export type NodeHealthEventReason =
   (typeof NodeHealthEventReason)[keyof typeof NodeHealthEventReason];
 

@@ -1,18 +1,21 @@
 /**
  * The mutating half of the Pod webhook: adds to a Windows pod what it needs to land on a
- * compatible Windows node (the Windows toleration, the os nodeSelector, spec.os.name, and
- * required node affinity on the builds that can run its images), and, in the Linux-tainted
+ * compatible Windows node (the Windows toleration, the os nodeSelector, spec.os.name, required
+ * node affinity on the builds that can run its images, and for a pod that names a gMSA
+ * credential spec the nodeSelector winfleet.io/gmsa-ready=true), and, in the Linux-tainted
  * mode, the Linux toleration to a Linux pod. It only adds what is missing, never removes or
  * overrides what the user wrote, and records every change in an annotation. Admitting an
  * already-mutated pod yields an empty patch.
  */
 import type * as k8s from '@kubernetes/client-node';
+import { gmsaReadyLabel } from '../api/node-annotations.ts';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import { windowsBuildLabel } from '../windows/builds.ts';
 import { type JsonPatchOperation, pointer } from './json-patch.ts';
 import {
   affinityMentions,
   declaredPodOs,
+  gmsaCredentialSpecNames,
   hostProcessState,
   osLabel,
   type PodOs,
@@ -63,13 +66,27 @@ export function mutatePod(pod: k8s.V1Pod, input: MutationInput): Mutation {
     changes.push(`added toleration ${describeTaint(taint)}`);
   };
 
+  let hasNodeSelector = spec.nodeSelector !== undefined;
+  const addNodeSelector = (key: string, value: string, why = '') => {
+    if (hasNodeSelector)
+      patch.push({ op: 'add', path: pointer('spec', 'nodeSelector', key), value });
+    else patch.push({ op: 'add', path: '/spec/nodeSelector', value: { [key]: value } });
+    hasNodeSelector = true;
+    changes.push(`added nodeSelector ${key}=${value}${why}`);
+  };
+
   if (podOs?.os === 'windows') {
     addToleration(input.config.placement.windowsTaint);
-    if (spec.nodeSelector?.[osLabel] === undefined) {
-      if (spec.nodeSelector)
-        patch.push({ op: 'add', path: pointer('spec', 'nodeSelector', osLabel), value: 'windows' });
-      else patch.push({ op: 'add', path: '/spec/nodeSelector', value: { [osLabel]: 'windows' } });
-      changes.push(`added nodeSelector ${osLabel}=windows`);
+    if (spec.nodeSelector?.[osLabel] === undefined) addNodeSelector(osLabel, 'windows');
+    // gMSA pods go only to nodes whose agent found the host able to run them.
+    const gmsa = gmsaCredentialSpecNames(pod);
+    if (
+      gmsa.length > 0 &&
+      spec.nodeSelector?.[gmsaReadyLabel] === undefined &&
+      !affinityMentions(pod, gmsaReadyLabel)
+    ) {
+      const names = [...new Set(gmsa.map((g) => g.name))].join(', ');
+      addNodeSelector(gmsaReadyLabel, 'true', ` (gMSA credential spec ${names})`);
     }
     if (!spec.os) {
       patch.push({ op: 'add', path: '/spec/os', value: { name: 'windows' } });

@@ -39,6 +39,7 @@ function deps(
       })),
     isCompatible: isCompatibleBuild,
     gmsaCredentialSpecs: async () => undefined,
+    reviewGmsaUse: async () => ({ allowed: true }),
     namespaceOptedOut: (ns) => ns === 'opted-out',
     log: silentLogger,
   };

@@ -9,6 +9,7 @@ import type { Logger } from '../log/logger.ts';
 import { windowsReleases } from '../windows/builds.ts';
 import type { AdmissionDecision, AdmissionRequest } from './admission-review.ts';
 import { type AdmissionProblem, admissionWarning, problemText } from './admission-warning.ts';
+import { type GmsaUseReview, gmsaUseProblems } from './gmsa-authorization.ts';
 import { mutatePod } from './mutate-pod.ts';
 import {
   type BuildCompatibility,
@@ -17,7 +18,12 @@ import {
   type PlacementResult,
   placeImages,
 } from './placement.ts';
-import { declaredPodOs, hostProcessState, type RuntimeClassSelectors } from './pod-os.ts';
+import {
+  declaredPodOs,
+  gmsaCredentialSpecNames,
+  hostProcessState,
+  type RuntimeClassSelectors,
+} from './pod-os.ts';
 import { gmsaWithoutCrd, validateWindowsPod } from './validate-pod.ts';
 
 /** Resolves the images of a pod (with its pull secrets) within `signal`'s budget. */
@@ -37,6 +43,8 @@ export interface PodAdmissionDeps {
   isCompatible: BuildCompatibility;
   /** GMSACredentialSpec names, or undefined when the CRD is not installed. */
   gmsaCredentialSpecs: () => Promise<ReadonlySet<string> | undefined>;
+  /** Asks whether a ServiceAccount may use a GMSACredentialSpec (gmsa-authorization.ts). */
+  reviewGmsaUse: GmsaUseReview;
   /** True when the namespace carries the opt-out label. */
   namespaceOptedOut: (namespace: string) => boolean;
   log: Logger;
@@ -130,30 +138,57 @@ export async function admitPodValidation(
 ): Promise<AdmissionDecision> {
   const pod = podOf(request);
   if (!pod || request.operation !== 'CREATE' || excluded(request, pod, deps)) return allow;
+  const namespace = request.namespace ?? pod.metadata?.namespace ?? '';
+  const name = pod.metadata?.name ?? pod.metadata?.generateName ?? 'pod';
+  const gmsaNames = gmsaCredentialSpecNames(pod);
+  const specs = gmsaNames.length > 0 ? await deps.gmsaCredentialSpecs() : undefined;
+  // May the pod's ServiceAccount use each credential spec it names (one that does not exist
+  // is refused as such below)? Asked for every pod that names one, whatever its OS.
+  const gmsaDenials =
+    gmsaNames.length > 0
+      ? gmsaUseProblems(
+          pod,
+          namespace,
+          gmsaNames.filter((g) => !specs || specs.has(g.name)),
+          deps.reviewGmsaUse,
+        )
+      : Promise.resolve([]);
   const declared = declaredPodOs(pod, deps.runtimeClasses);
-  if (declared?.os !== 'windows') return allow;
+  if (declared?.os !== 'windows') {
+    const denials = await gmsaDenials;
+    return denials.length > 0 ? refuse(name, denials, [], true) : allow;
+  }
   const config = deps.config();
-  const specs = await deps.gmsaCredentialSpecs();
   const problems = validateWindowsPod(pod, { gmsaCredentialSpecs: specs });
   const warnings = gmsaWithoutCrd(pod, specs).map(admissionWarning);
-  const compatibility = await compatibilityProblems(
-    pod,
-    request.namespace ?? '',
-    deps,
-    config.images.compatibility,
-  );
+  const [denials, compatibility] = await Promise.all([
+    gmsaDenials,
+    compatibilityProblems(pod, namespace, deps, config.images.compatibility),
+  ]);
   if (config.images.compatibility === 'enforce') problems.push(...compatibility.map(problemText));
   else warnings.push(...compatibility.map(admissionWarning));
-  if (problems.length > 0) {
-    const name = pod.metadata?.name ?? pod.metadata?.generateName ?? 'pod';
-    return {
-      allowed: false,
-      warnings,
-      code: 422,
-      message: `winfleet: pod ${name} cannot run on Windows:\n${problems.map((p) => `- ${p}`).join('\n')}`,
-    };
-  }
+  if (denials.length > 0) return refuse(name, [...denials, ...problems], warnings, true);
+  if (problems.length > 0) return refuse(name, problems, warnings, false);
   return { allowed: true, warnings };
+}
+
+/**
+ * The denial: 403 when the pod's ServiceAccount may not use a gMSA credential spec it names
+ * (as windows-gmsa answers), 422 when the spec cannot work on Windows.
+ */
+function refuse(
+  name: string,
+  problems: string[],
+  warnings: string[],
+  forbidden: boolean,
+): AdmissionDecision {
+  const what = forbidden ? 'is not allowed' : 'cannot run on Windows';
+  return {
+    allowed: false,
+    warnings,
+    code: forbidden ? 403 : 422,
+    message: `winfleet: pod ${name} ${what}:\n${problems.map((p) => `- ${p}`).join('\n')}`,
+  };
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * Which operating system a pod is for, decided from what the user wrote: spec.os.name, the
  * kubernetes.io/os nodeSelector, required node affinity on kubernetes.io/os, a RuntimeClass
- * that selects Windows nodes, or (opt-in) images that resolve only to Windows manifests.
+ * that selects Windows nodes, a gMSA credential spec name, or (opt-in) images that resolve
+ * only to Windows manifests.
  */
 import type * as k8s from '@kubernetes/client-node';
 
@@ -76,6 +77,9 @@ export function declaredPodOs(
   if (spec?.os?.name === 'linux') return { os: 'linux', reason: 'spec.os.name=linux' };
   if (spec?.nodeSelector?.[osLabel] === 'linux')
     return { os: 'linux', reason: `nodeSelector ${osLabel}=linux` };
+  // Only Windows has gMSA: a pod that names a credential spec is a Windows pod.
+  const gmsa = gmsaCredentialSpecNames(pod)[0];
+  if (gmsa) return { os: 'windows', reason: `${gmsa.field} is set` };
   if (imagesOnlyWindows)
     return { os: 'windows', reason: 'every image resolves only to Windows manifests' };
   return undefined;
@@ -105,4 +109,32 @@ export function hostProcessState(pod: k8s.V1Pod): 'all' | 'none' | 'mixed' {
   if (flags.every(Boolean)) return 'all';
   if (flags.some(Boolean)) return 'mixed';
   return 'none';
+}
+
+/** A gMSA credential spec a pod names, with the field that names it. */
+export interface GmsaCredentialSpecName {
+  /** e.g. "spec.containers[0].securityContext.windowsOptions.gmsaCredentialSpecName". */
+  field: string;
+  name: string;
+}
+
+/**
+ * Every gmsaCredentialSpecName of a pod: the pod's securityContext.windowsOptions and each
+ * container's (init, regular and ephemeral), in that order; a container without its own
+ * inherits the pod's, which is listed once, at the pod.
+ */
+export function gmsaCredentialSpecNames(pod: k8s.V1Pod): GmsaCredentialSpecName[] {
+  const out: GmsaCredentialSpecName[] = [];
+  const podName = pod.spec?.securityContext?.windowsOptions?.gmsaCredentialSpecName;
+  if (podName)
+    out.push({
+      field: 'spec.securityContext.windowsOptions.gmsaCredentialSpecName',
+      name: podName,
+    });
+  for (const { path, container } of podContainers(pod)) {
+    const name = container.securityContext?.windowsOptions?.gmsaCredentialSpecName;
+    if (name)
+      out.push({ field: `${path}.securityContext.windowsOptions.gmsaCredentialSpecName`, name });
+  }
+  return out;
 }

@@ -11,6 +11,7 @@ import { waitFor } from '../kube/wait-for.ts';
 import type { Logger } from '../log/logger.ts';
 import { type AdmissionServer, createAdmissionServer } from './admission-server.ts';
 import type { ClusterFacts } from './cluster-facts.ts';
+import { gmsaUseReviewer } from './gmsa-authorization.ts';
 import type { WebhookMetrics } from './metrics.ts';
 import type { BuildCompatibility } from './placement.ts';
 import {
@@ -153,6 +154,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     resolveImages: options.resolveImages,
     isCompatible: options.isCompatible,
     gmsaCredentialSpecs: () => options.facts.gmsaCredentialSpecs(),
+    reviewGmsaUse: gmsaUseReviewer(options.kc),
     namespaceOptedOut: (ns) => options.facts.namespaceOptedOut(ns),
     log,
   };

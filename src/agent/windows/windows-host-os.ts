@@ -58,6 +58,11 @@ import {
   removeFirewallRuleScript,
 } from './firewall.ts';
 import {
+  type GmsaHostFacts,
+  gmsaHostFactsScript,
+  parseGmsaHostFactsOutput,
+} from './gmsa-host-facts.ts';
+import {
   createHnsNetworkScript,
   defaultHnsModulePaths,
   hnsUnavailableError,
@@ -770,6 +775,12 @@ export class WindowsHostOS implements HostOS {
   async defenderThreats(): Promise<DefenderThreatList> {
     return parseDefenderThreatsOutput(
       await this.#runPowerShell(defenderThreatsScript(), 'list the Microsoft Defender threats'),
+    );
+  }
+
+  async gmsaHostFacts(): Promise<GmsaHostFacts> {
+    return parseGmsaHostFactsOutput(
+      await this.#runPowerShell(gmsaHostFactsScript(), 'read the host’s gMSA facts'),
     );
   }
 

@@ -16,6 +16,8 @@ import {
 } from '../../../sim/testkit/windows-hosts.ts';
 import {
   desiredServicesVersionAnnotation,
+  gmsaReadinessAnnotation,
+  gmsaReadyLabel,
   hostAnnotation,
   hostIdentity,
   servicesVersionAnnotation,
@@ -28,6 +30,8 @@ test('three hosts (2019, 2022, 2022) join as Ready nodes and run the seed IIS De
   const { kc } = world;
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await createLinuxNode(kc, { name: 'linux-1' });
+  // The 2019 host is in a (fake) Active Directory domain; the others are in a workgroup.
+  world.fleet.hosts[0]!.machine.domain = 'corp.winfleet.test';
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
   const hosts = await waitFor(
     async () => {
@@ -74,6 +78,18 @@ test('three hosts (2019, 2022, 2022) join as Ready nodes and run the seed IIS De
     assert.match(host.status?.hostKeyFingerprint ?? '', /^SHA256:/);
     // system-reserved (cpu 500m, memory 2Gi) lowers allocatable, as the kubelet config says.
     assert.notEqual(node.status?.allocatable?.memory, node.status?.capacity?.memory);
+    // The agent labels its own Node with the host's gMSA readiness, with its node credentials.
+    const joined = sim === world.fleet.hosts[0];
+    const gmsa = await waitFor(
+      async () => {
+        const n = await core.readNode({ name: host.status!.nodeName! });
+        const reason = n.metadata?.annotations?.[gmsaReadinessAnnotation];
+        return reason ? { ready: n.metadata?.labels?.[gmsaReadyLabel], reason } : undefined;
+      },
+      { description: `${host.status!.nodeName}'s gMSA readiness`, timeoutMs: 30_000 },
+    );
+    assert.equal(gmsa.ready, joined ? 'true' : 'false');
+    assert.match(gmsa.reason, joined ? /^DomainJoined: / : /^NotDomainJoined: /);
   }
   const tokens = await core.listNamespacedSecret({
     namespace: 'kube-system',
