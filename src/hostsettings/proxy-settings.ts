@@ -63,8 +63,7 @@ function isDnsName(name: string): boolean {
  */
 export function parseNoProxyEntry(text: string, field: string): NoProxyEntry {
   const entry = text.trim().toLowerCase();
-  const refuse = (why: string) =>
-    new RangeError(`${field}: "${text}" ${why}`);
+  const refuse = (why: string) => new RangeError(`${field}: "${text}" ${why}`);
   if (entry === '') throw refuse('is empty; remove it');
   if (entry === '*') return { kind: 'any' };
   if (entry === '<local>') return { kind: 'local' };
@@ -102,6 +101,10 @@ export function parseNoProxy(
   const problems: string[] = [];
   list.forEach((text, i) => {
     const at = typeof noProxy === 'string' ? field : `${field}.${i}`;
+    if (typeof text !== 'string') {
+      problems.push(`${at}: must be a string, e.g. ".corp.example"`);
+      return;
+    }
     try {
       entries.push(parseNoProxyEntry(text, at));
     } catch (error) {
@@ -142,9 +145,13 @@ function urlHost(url: string): string {
 
 /** Entries for the cluster itself, always bypassed (see the header). */
 export function clusterBypass(cluster: ClusterAddresses): NoProxyEntry[] {
-  return ['127.0.0.1', 'localhost', cluster.serviceCIDR, cluster.podCIDR, urlHost(cluster.apiServer)].map(
-    (text) => parseNoProxyEntry(text, 'cluster address'),
-  );
+  return [
+    '127.0.0.1',
+    'localhost',
+    cluster.serviceCIDR,
+    cluster.podCIDR,
+    urlHost(cluster.apiServer),
+  ].map((text) => parseNoProxyEntry(text, 'cluster address'));
 }
 
 function goEntry(entry: NoProxyEntry): string[] {
@@ -174,7 +181,9 @@ export function cidrWildcards(cidr: Pick<Ipv4Cidr, 'network' | 'prefix'>): strin
   const count = 2 ** (octets * 8 - cidr.prefix);
   const patterns: string[] = [];
   for (let i = 0; i < count; i++) {
-    const parts = formatIpv4(cidr.network + i * step).split('.').slice(0, octets);
+    const parts = formatIpv4(cidr.network + i * step)
+      .split('.')
+      .slice(0, octets);
     patterns.push(octets === 4 ? parts.join('.') : `${parts.join('.')}.*`);
   }
   return patterns;
@@ -234,7 +243,10 @@ export function nodeProxy(
   if (proxy.httpProxy) env.HTTP_PROXY = proxy.httpProxy;
   if (proxy.httpsProxy) env.HTTPS_PROXY = proxy.httpsProxy;
   env.NO_PROXY = goNoProxy(all);
-  return { env, winHttp: { proxyServer: winHttpProxyServer(proxy), bypassList: winHttpBypassList(all) } };
+  return {
+    env,
+    winHttp: { proxyServer: winHttpProxyServer(proxy), bypassList: winHttpBypassList(all) },
+  };
 }
 
 /** Every problem of winfleet-config `hosts.proxy`, fields named under `prefix`. */

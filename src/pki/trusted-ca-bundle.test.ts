@@ -28,7 +28,10 @@ test('attacker side: a leaf certificate, a private key and junk are refused, the
   const leaf = await issueCertificate(ca, { commonName: 'evil.example', usage: 'server' });
   const leafProblems = parseCaBundle(`${ca.certPem}${leaf.certPem}`).problems;
   assert.equal(leafProblems.length, 1);
-  assert.match(leafProblems[0]!, /^ca-bundle\.crt block 2: "CN=evil\.example" is not a certificate authority/);
+  assert.match(
+    leafProblems[0]!,
+    /^ca-bundle\.crt block 2: "CN=evil\.example" is not a certificate authority/,
+  );
 
   const keyProblems = parseCaBundle(`${ca.certPem}${leaf.keyPem}`).problems;
   assert.match(keyProblems[0]!, /^ca-bundle\.crt block 2: is a "PRIVATE KEY" block.*private key/);
