@@ -6,12 +6,14 @@
  * was at boot (machine-environment.ts); a feature installed since boot is there after a reboot. The SSH server (ssh-server.ts) is its network face and follows its power
  * state through `onShutdown`/`onBoot`.
  */
+
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { OsVersion } from '../../src/agent/host-os.ts';
 import type { JoinTuning } from '../../src/agent/join.ts';
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import { windowsRelease } from '../../src/windows/builds.ts';
+import { CertificateStore } from './certificate-store.ts';
 import { SimFileSystem } from './file-system.ts';
 import { errorCode, fsError } from './file-system-error.ts';
 import { WindowsFirewall } from './firewall.ts';
@@ -207,6 +209,8 @@ export class SimMachine {
   readonly hns = new HnsNetworks();
   /** Its rules persist across reboots; only the kubelet's port is filtered (firewall.ts). */
   readonly firewall = new WindowsFirewall();
+  /** LocalMachine\Root (certificate-store.ts); it persists across reboots. */
+  readonly rootCertificates = new CertificateStore();
   /**
    * Destinations its programs cannot connect to (network-faults.ts): "this host cannot reach
    * the registry". They outlast reboots, as the firewall or route that causes them would.

@@ -28,6 +28,7 @@ import { readState, writeState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
 import { convergeServices, installPayloadFiles, servicesRunning } from './converge.ts';
 import { deconfigureRequest, deconfigureSelf, readDeconfigureRecord } from './deconfigure-self.ts';
+import { applyHostSettings } from './host-settings.ts';
 import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
 import { repairLocally } from './local-repair.ts';
 import { pullManifestPayload } from './manifest-payload.ts';
@@ -150,6 +151,9 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
     for (const name of proxy.restart) restart.add(name);
     heldBack = proxy.holdBack;
+    // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
+    const settings = await applyHostSettings(host, manifest, state, { agentService: true });
+    for (const name of settings.restart) restart.add(name);
     await convergeServices(host, manifest, nodeVariableValues(config), state, {
       start: 'all',
       restart,
