@@ -407,12 +407,14 @@ export class SimMachine {
     if (stats.kind !== 'file') throw fsError('EISDIR', 'start', request.binaryPath);
     const binary = await this.fs.readHead(binaryPath, standInHeadBytes);
     const imageName = windowsBaseName(binaryPath);
+    const env = new EnvironmentVariables(request.env ?? this.env.entries());
     const process = new SimProcess({
       pid: this.#allocatePid(),
       imageName,
       binaryPath,
       hostBinaryPath: await this.fs.hostPath(binaryPath),
       commandLine: request.commandLine ?? [`"${binaryPath}"`, ...request.args].join(' '),
+      environment: env.entries(),
     });
     process.hold(await this.fs.fileIdentity(binaryPath), 'image');
     this.#processes.add(process);
@@ -422,7 +424,7 @@ export class SimMachine {
       commandLine: process.commandLine,
       binaryPath,
       binary,
-      env: new EnvironmentVariables(request.env ?? this.env.entries()),
+      env,
       machine: this,
       hostOS: new SimHostOS(this, { process }),
       stdout: request.stdout,
