@@ -136,3 +136,25 @@ test('a WinHTTP proxy the host had, and winfleet never set, is left alone', asyn
   await applyHostSettings(context.hostOS, testManifest(), state);
   assert.deepEqual(machine.winHttpProxy, { proxyServer: 'corp-proxy:8080', bypassList: '<local>' });
 });
+
+test('an old config.toml gets config_path (and containerd a restart) only when there are registry hosts', async (t) => {
+  const { machine, context } = await createAgentTestHost(t);
+  const host = context.hostOS;
+  const old = 'version = 2\n';
+  await machine.fs.writeFileAtomic(paths.containerdConfig, old);
+  const state = await readState(host);
+  assert.deepEqual([...(await applyHostSettings(host, testManifest(), state)).restart], []);
+  assert.equal((await machine.fs.readFile(paths.containerdConfig)).toString(), old);
+  const mirrored = withHostSettings(
+    testManifest(),
+    nodeHostSettings(
+      configWith((c) => {
+        c.images.mirrors = { 'mcr.microsoft.com': [{ endpoint: 'https://m.corp.example' }] };
+      }),
+      apiServer,
+    ),
+  );
+  assert.deepEqual([...(await applyHostSettings(host, mirrored, state)).restart], ['containerd']);
+  assert.match((await machine.fs.readFile(paths.containerdConfig)).toString(), /config_path = /);
+  assert.deepEqual([...(await applyHostSettings(host, mirrored, state)).restart], [], 'once');
+});

@@ -146,7 +146,11 @@ export async function applyHostSettings(
   const restart = new Set<string>();
   await syncRootCertificates(host, manifest, state);
   await syncRegistryHosts(host, manifest, state);
-  if ((await host.readFile(paths.containerdConfig))?.toString('utf8') !== containerdConfig()) {
+  // A config.toml from before config_path was written gets it when there are registry hosts
+  // to read (never otherwise: a containerd restart outside a rollout for nothing).
+  const needsConfigPath = (manifest.hostSettings?.registryHosts?.length ?? 0) > 0;
+  const config = (await host.readFile(paths.containerdConfig))?.toString('utf8');
+  if (needsConfigPath && config !== containerdConfig()) {
     await host.writeFile(paths.containerdConfig, containerdConfig());
     if (manifest.services.some((s) => s.name === 'containerd')) restart.add('containerd');
   }
