@@ -100,3 +100,12 @@ test('proxy URLs: scheme, host and port only, and never credentials (which are n
   assert.match(proxyProblems({ httpProxy: 'http://proxy:3128/path' })[0]!, /no path/);
   assert.match(proxyProblems({ noProxy: ['.corp'] })[0]!, /without httpProxy or httpsProxy/);
 });
+
+test('an API server at an IPv6 address is bypassed too', () => {
+  const proxy = nodeProxy(
+    { httpProxy: 'http://proxy:3128' },
+    { ...cluster, apiServer: 'https://[fd00::1]:6443' },
+  );
+  assert.ok(proxy?.env.NO_PROXY?.split(',').includes('fd00::1'));
+  assert.ok(proxy?.winHttp.bypassList.split(';').includes('[fd00::1]'));
+});

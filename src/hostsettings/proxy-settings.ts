@@ -31,7 +31,9 @@ export type NoProxyEntry =
   | { kind: 'local' }
   | { kind: 'domain'; name: string; subdomainsOnly: boolean }
   | { kind: 'ip'; address: number }
-  | { kind: 'cidr'; cidr: Ipv4Cidr };
+  | { kind: 'cidr'; cidr: Ipv4Cidr }
+  /** Only the API server's own address, never user input (winfleet's networks are IPv4). */
+  | { kind: 'ipv6'; address: string };
 
 /** The cluster facts always in the bypass list. */
 export interface ClusterAddresses {
@@ -143,15 +145,22 @@ function urlHost(url: string): string {
   return new URL(url).hostname.replace(/^\[|\]$/g, '');
 }
 
-/** Entries for the cluster itself, always bypassed (see the header). */
+/**
+ * Entries for the cluster itself, always bypassed (see the header). An API server at an IPv6
+ * address is bypassed by Go programs (NO_PROXY takes IPv6 literals); WinHTTP's list gets it
+ * in brackets.
+ */
 export function clusterBypass(cluster: ClusterAddresses): NoProxyEntry[] {
+  const apiHost = urlHost(cluster.apiServer);
+  const api: NoProxyEntry = apiHost.includes(':')
+    ? { kind: 'ipv6', address: apiHost }
+    : parseNoProxyEntry(apiHost, 'hosts.apiServer');
   return [
-    '127.0.0.1',
-    'localhost',
-    cluster.serviceCIDR,
-    cluster.podCIDR,
-    urlHost(cluster.apiServer),
-  ].map((text) => parseNoProxyEntry(text, 'cluster address'));
+    ...['127.0.0.1', 'localhost', cluster.serviceCIDR, cluster.podCIDR].map((text) =>
+      parseNoProxyEntry(text, 'cluster address'),
+    ),
+    api,
+  ];
 }
 
 function goEntry(entry: NoProxyEntry): string[] {
@@ -167,6 +176,8 @@ function goEntry(entry: NoProxyEntry): string[] {
       return [formatIpv4(entry.address)];
     case 'cidr':
       return [`${formatIpv4(entry.cidr.network)}/${entry.cidr.prefix}`];
+    case 'ipv6':
+      return [entry.address];
   }
 }
 
@@ -201,6 +212,8 @@ function winHttpEntry(entry: NoProxyEntry): string[] {
       return [formatIpv4(entry.address)];
     case 'cidr':
       return cidrWildcards(entry.cidr);
+    case 'ipv6':
+      return [`[${entry.address}]`];
   }
 }
 

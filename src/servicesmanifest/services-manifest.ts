@@ -237,7 +237,7 @@ const schema = {
           required: ['proxyServer', 'bypassList'],
           properties: {
             proxyServer: { type: 'string', pattern: '^[A-Za-z0-9=.:;_-]{1,2048}$' },
-            bypassList: { type: 'string', pattern: '^[A-Za-z0-9.*:;<>_-]{0,8192}$' },
+            bypassList: { type: 'string', pattern: '^[A-Za-z0-9.*:;<>\\[\\]_-]{0,8192}$' },
           },
         },
       },

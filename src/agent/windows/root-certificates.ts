@@ -128,7 +128,7 @@ export interface WinHttpProxy {
 }
 
 const proxyServerPattern = /^[A-Za-z0-9=.:;_-]{1,2048}$/;
-const bypassPattern = /^[A-Za-z0-9.*:;<>_-]{0,8192}$/;
+const bypassPattern = /^[A-Za-z0-9.*:;<>[\]_-]{0,8192}$/;
 
 /**
  * The script that sets the WinHTTP proxy (`netsh winhttp set proxy`), or resets it to direct
