@@ -22,11 +22,12 @@ import {
   waitForReadyHosts,
 } from '../../sim/testkit/windows-hosts.ts';
 import { servicesVersionAnnotation } from '../api/node-annotations.ts';
+import { EventReason } from '../api/reasons.ts';
 import { parseConfig } from '../config/winfleet-config.ts';
 import { parseImageReference } from '../images/image-reference.ts';
 import { compileRegistryRouting, lookupTargets } from '../images/registry-mirrors.ts';
 import { waitFor } from '../kube/wait-for.ts';
-import { createCertificateAuthority } from '../pki/certificates.ts';
+import { createCertificateAuthority, issueCertificate } from '../pki/certificates.ts';
 import { caBundleKey, parseCaBundle } from '../pki/trusted-ca-bundle.ts';
 import { resolverFor } from '../webhook/pod-images.ts';
 
@@ -212,6 +213,32 @@ test('proxy, trusted CAs and registry mirrors reach every host through the pool 
       await rollOut({ hosts, images }, { [caBundleKey]: ca.certPem });
       for (const machine of machines)
         assert.ok(machine.rootCertificates.has(cert!.thumbprint), `${machine.hostname} trusts it`);
+
+      // Attacker side: a bundle with a server certificate in it is refused whole, the key and
+      // block named, and the trust in force stays as it was.
+      const leaf = await issueCertificate(ca, { commonName: 'evil.corp.example', usage: 'server' });
+      await writeOperatorConfig(
+        kc,
+        world.namespace,
+        { hosts, images },
+        { [caBundleKey]: `${ca.certPem}${leaf.certPem}` },
+      );
+      const refused = await waitFor(
+        async () =>
+          (await core.listNamespacedEvent({ namespace: world.namespace })).items.find(
+            (e) => e.reason === EventReason.InvalidConfig && /ca-bundle\.crt/.test(e.message ?? ''),
+          ),
+        { description: 'the bad bundle reported', timeoutMs: 30_000 },
+      );
+      assert.match(
+        refused.message ?? '',
+        /ca-bundle\.crt block 2: "CN=evil\.corp\.example" is not a certificate authority/,
+      );
+      for (const machine of machines) {
+        const thumbprints = machine.rootCertificates.list().map((c) => c.thumbprint);
+        assert.deepEqual(thumbprints, [cert!.thumbprint], `${machine.hostname}: the CA alone`);
+      }
+
       await rollOut({ hosts, images }, { [caBundleKey]: '' });
       for (const machine of machines)
         assert.ok(
