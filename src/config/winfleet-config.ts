@@ -4,7 +4,8 @@
  * document is checked against a JSON Schema; each error names the field and says what to
  * write instead, and an invalid document never replaces a valid one in a running operator.
  * The same parse compiles the registry routing (mirrors) the image resolver uses, so whatever
- * the resolver would refuse is refused here, naming the field, and never later.
+ * the resolver would refuse is refused here, naming the field, and never later; and it reads
+ * the ConfigMap's second key, `ca-bundle.crt` (the CAs every node trusts), just as strictly.
  */
 import { parse } from 'yaml';
 import { type ProxyConfig, proxyProblems } from '../hostsettings/proxy-settings.ts';
