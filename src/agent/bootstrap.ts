@@ -119,7 +119,7 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
   // Trusted CAs, containerd's registry hosts, the WinHTTP proxy (host-settings.ts): before
   // containerd starts, so its first pull already goes through the mirrors.
   const settings = await step('apply-host-settings', () =>
-    applyHostSettings(host, manifest, state),
+    applyHostSettings(host, manifest, state, { machineEnvironment: true }),
   );
   // A (re)bootstrap restarts the bootstrap services: a kubelet whose Node was deleted only
   // registers it again when it starts.

@@ -62,6 +62,7 @@ test('bootstrap applies the host settings: CAs, hosts.toml, WinHTTP and the prox
       service,
     );
   }
+  assert.equal(machine.env.get('HTTP_PROXY'), 'http://proxy.corp.example:3128', 'machine-wide');
   const agentEnv = machine.scm.config(agentServiceName)?.environment ?? {};
   assert.equal(agentEnv.HTTP_PROXY, 'http://proxy.corp.example:3128');
   assert.equal(agentEnv.NODE_USE_ENV_PROXY, '1');
@@ -112,15 +113,17 @@ test('mirrors removed from the config leave certs.d; the WinHTTP proxy is reset 
       apiServer,
     ),
   );
-  await applyHostSettings(host, mirrored, state);
+  await applyHostSettings(host, mirrored, state, { machineEnvironment: true });
+  assert.equal(machine.env.get('HTTPS_PROXY'), 'http://proxy:3128');
   assert.deepEqual((await host.listDirectory(paths.containerdCertsDir))?.sort(), [
     '127.0.0.1_5001_',
     'docker.io',
   ]);
   assert.equal(machine.winHttpProxy?.proxyServer, 'https=proxy:3128');
-  await applyHostSettings(host, testManifest(), state);
+  await applyHostSettings(host, testManifest(), state, { machineEnvironment: true });
   assert.deepEqual(await host.listDirectory(paths.containerdCertsDir), []);
   assert.equal(machine.winHttpProxy, undefined);
+  assert.equal(machine.env.get('HTTPS_PROXY'), undefined, 'the proxy variable went too');
 
   // Deconfigure takes back what is left.
   await applyHostSettings(host, mirrored, state);

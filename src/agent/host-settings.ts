@@ -10,8 +10,8 @@
  *   config.toml written before it did is rewritten and containerd restarted;
  * - the WinHTTP proxy (Windows Update goes through it): set when it changed, reset when the
  *   proxy went;
- * - the machine environment (the proxy variables, for what runs outside the services): set, and
- *   what winfleet set that the manifest dropped removed. The services get the same variables
+ * - the machine environment (the proxy variables, for what runs outside the services), when a
+ *   manifest is new to the host: set, and what winfleet set that the manifest dropped removed. The services get the same variables
  *   through their own environment (converge.ts), which restarts them, so no reboot is needed;
  * - the agent's own service environment (host-settings' proxy, agentEnvironment), read when the
  *   agent next starts.
@@ -141,7 +141,15 @@ export async function applyHostSettings(
   host: HostOS,
   manifest: ServicesManifest,
   state: AgentState,
-  options: { agentService?: boolean } = {},
+  options: {
+    /** Also bring the agent's own service environment in line (the run loop). */
+    agentService?: boolean;
+    /**
+     * Also sync the machine environment: when a new manifest is applied (each variable is a
+     * PowerShell launch on Windows, too many for every pass); bootstrap sets it itself.
+     */
+    machineEnvironment?: boolean;
+  } = {},
 ): Promise<{ restart: Set<string> }> {
   const restart = new Set<string>();
   await syncRootCertificates(host, manifest, state);
@@ -155,7 +163,7 @@ export async function applyHostSettings(
     if (manifest.services.some((s) => s.name === 'containerd')) restart.add('containerd');
   }
   await syncWinHttpProxy(host, manifest, state);
-  await syncMachineEnvironment(host, manifest, state);
+  if (options.machineEnvironment) await syncMachineEnvironment(host, manifest, state);
   if (options.agentService) {
     await ensureService(host, agentServiceConfig(agentEnvironment(manifest)), state);
   }

@@ -152,7 +152,10 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     for (const name of proxy.restart) restart.add(name);
     heldBack = proxy.holdBack;
     // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
-    const settings = await applyHostSettings(host, manifest, state, { agentService: true });
+    const settings = await applyHostSettings(host, manifest, state, {
+      agentService: true,
+      machineEnvironment: state.version !== manifest.version,
+    });
     for (const name of settings.restart) restart.add(name);
     await convergeServices(host, manifest, nodeVariableValues(config), state, {
       start: 'all',
