@@ -69,6 +69,7 @@ test('proxy, trusted CAs and registry mirrors reach every host through the pool 
       servicesVersionAnnotation
     ];
     const sampler = sampleRollout(kc, { nodeNames: () => nodeNames });
+    const started = Date.now();
     await writeOperatorConfig(kc, world.namespace, config, extraData);
     let version: string;
     try {
@@ -95,6 +96,9 @@ test('proxy, trusted CAs and registry mirrors reach every host through the pool 
       await sampler.stop();
     }
     const worst = Math.max(...sampler.samples.map((s) => s.unavailable.length));
+    t.diagnostic(
+      `${before} → ${version!}: ${Date.now() - started} ms, at most ${worst} of ${hostCount} hosts down`,
+    );
     assert.ok(
       worst <= maxUnavailable,
       `at most ${maxUnavailable} hosts down at once; saw ${worst}`,
