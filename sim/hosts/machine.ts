@@ -6,12 +6,14 @@
  * was at boot (machine-environment.ts); a feature installed since boot is there after a reboot. The SSH server (ssh-server.ts) is its network face and follows its power
  * state through `onShutdown`/`onBoot`.
  */
+
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { OsVersion } from '../../src/agent/host-os.ts';
 import type { JoinTuning } from '../../src/agent/join.ts';
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import { windowsRelease } from '../../src/windows/builds.ts';
+import { CertificateStore } from './certificate-store.ts';
 import { ContainerCredentialGuard } from './container-credential-guard.ts';
 import { SimFileSystem } from './file-system.ts';
 import { errorCode, fsError } from './file-system-error.ts';
@@ -212,6 +214,8 @@ export class SimMachine {
   readonly hns = new HnsNetworks();
   /** Its rules persist across reboots; only the kubelet's port is filtered (firewall.ts). */
   readonly firewall = new WindowsFirewall();
+  /** LocalMachine\Root (certificate-store.ts); it persists across reboots. */
+  readonly rootCertificates = new CertificateStore();
   /**
    * Destinations its programs cannot connect to (network-faults.ts): "this host cannot reach
    * the registry". They outlast reboots, as the firewall or route that causes them would.
@@ -409,12 +413,14 @@ export class SimMachine {
     if (stats.kind !== 'file') throw fsError('EISDIR', 'start', request.binaryPath);
     const binary = await this.fs.readHead(binaryPath, standInHeadBytes);
     const imageName = windowsBaseName(binaryPath);
+    const env = new EnvironmentVariables(request.env ?? this.env.entries());
     const process = new SimProcess({
       pid: this.#allocatePid(),
       imageName,
       binaryPath,
       hostBinaryPath: await this.fs.hostPath(binaryPath),
       commandLine: request.commandLine ?? [`"${binaryPath}"`, ...request.args].join(' '),
+      environment: env.entries(),
     });
     process.hold(await this.fs.fileIdentity(binaryPath), 'image');
     this.#processes.add(process);
@@ -424,7 +430,7 @@ export class SimMachine {
       commandLine: process.commandLine,
       binaryPath,
       binary,
-      env: new EnvironmentVariables(request.env ?? this.env.entries()),
+      env,
       machine: this,
       hostOS: new SimHostOS(this, { process }),
       stdout: request.stdout,

@@ -27,6 +27,14 @@ import {
 import type { GmsaHostFacts } from '../../src/agent/windows/gmsa-host-facts.ts';
 import { createHnsNetworkScript } from '../../src/agent/windows/hns.ts';
 import {
+  addRootCertificateScript,
+  pemToDer,
+  removeRootCertificateScript,
+  type StoredCertificate,
+  setWinHttpProxyScript,
+  type WinHttpProxy,
+} from '../../src/agent/windows/root-certificates.ts';
+import {
   checkServiceName,
   scConfigArgs,
   scCreateArgs,
@@ -305,6 +313,38 @@ export class SimHostOS implements HostOS {
 
   setMachineEnv(name: string, value: string | undefined): Promise<void> {
     return this.#live(() => this.#machine.env.set(name, value));
+  }
+
+  // Root certificates and the WinHTTP proxy.
+
+  listRootCertificates(): Promise<StoredCertificate[]> {
+    return this.#live(() =>
+      this.#machine.rootCertificates
+        .list()
+        .map((c) => ({ thumbprint: c.thumbprint, subject: c.subject })),
+    );
+  }
+
+  /** What addRootCertificateScript does: the DER bytes into the store, its thumbprint back. */
+  addRootCertificate(pem: string): Promise<string> {
+    return this.#live(() => {
+      addRootCertificateScript(pem); // refuses what the script refuses
+      return this.#machine.rootCertificates.add(pemToDer(pem));
+    });
+  }
+
+  removeRootCertificate(thumbprint: string): Promise<void> {
+    return this.#live(() => {
+      removeRootCertificateScript(thumbprint);
+      this.#machine.rootCertificates.remove(thumbprint);
+    });
+  }
+
+  setWinHttpProxy(proxy: WinHttpProxy | undefined): Promise<void> {
+    return this.#live(() => {
+      setWinHttpProxyScript(proxy);
+      this.#machine.winHttpProxy = proxy && { ...proxy };
+    });
   }
 
   // Host Network Service.

@@ -75,6 +75,11 @@ export class SimProcess {
   /** The executable's path on the real disk when it started (it may be renamed since). */
   readonly hostBinaryPath: string;
   readonly commandLine: string;
+  /**
+   * The environment block it started with (what Process Explorer shows for a process), for
+   * tests to look at; the program itself reads ProgramContext.env.
+   */
+  readonly environment: Readonly<Record<string, string>>;
   readonly startedAt = new Date();
   readonly exited: Promise<ProcessExit>;
   readonly #controller = new AbortController();
@@ -89,12 +94,14 @@ export class SimProcess {
     binaryPath: string;
     hostBinaryPath: string;
     commandLine: string;
+    environment?: Readonly<Record<string, string>>;
   }) {
     this.pid = fields.pid;
     this.imageName = fields.imageName;
     this.binaryPath = fields.binaryPath;
     this.hostBinaryPath = fields.hostBinaryPath;
     this.commandLine = fields.commandLine;
+    this.environment = { ...fields.environment };
     this.exited = new Promise((resolve) => {
       this.#resolveExit = resolve;
     });

@@ -30,15 +30,22 @@ export interface TestOperatorOptions {
   rolloutClock?: () => Date;
 }
 
-/** Writes (creates or replaces) the operator's ConfigMap. */
+/**
+ * Writes (creates or replaces) the operator's ConfigMap; `extraData` adds keys beside
+ * config.yaml (ca-bundle.crt).
+ */
 export async function writeOperatorConfig(
   kc: k8s.KubeConfig,
   namespace: string,
   config: unknown,
+  extraData: Record<string, string> = {},
 ): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const text = typeof config === 'string' ? config : stringify(config);
-  const body = { metadata: { name: configMapName, namespace }, data: { [configKey]: text } };
+  const body = {
+    metadata: { name: configMapName, namespace },
+    data: { ...extraData, [configKey]: text },
+  };
   try {
     await core.createNamespace({ body: { metadata: { name: namespace } } });
   } catch (error) {

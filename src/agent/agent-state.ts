@@ -23,6 +23,22 @@ export interface AgentState {
   serviceEnvironments?: Record<string, Record<string, string>>;
   /** Windows Update and reboot requests (windows-updates.ts). Optional: older files lack it. */
   windowsUpdates?: WindowsUpdateState;
+  /** What host-settings.ts applied. Optional: older files lack it. */
+  hostSettings?: HostSettingsState;
+}
+
+/**
+ * The host settings winfleet applied. The maps say, per key, whether winfleet holds it now
+ * (false: it did and removed it), so that merging with the file on disk never brings back
+ * something removed.
+ */
+export interface HostSettingsState {
+  /** Root certificates winfleet added (by thumbprint): only these are ever removed. */
+  rootCertificates: Record<string, boolean>;
+  /** Directories under containerd's certs.d winfleet wrote. */
+  registryHostDirectories: Record<string, boolean>;
+  /** The WinHTTP proxy winfleet set, as JSON; null: it reset it (or never set one). */
+  winHttpProxy?: string | null;
 }
 
 export const emptyState = (): AgentState => ({
@@ -69,6 +85,21 @@ export async function writeState(host: HostOS, state: AgentState): Promise<void>
     createdDirectories: unique(onDisk.createdDirectories, state.createdDirectories),
     serviceEnvironments: { ...onDisk.serviceEnvironments, ...state.serviceEnvironments },
   };
+  if (onDisk.hostSettings || state.hostSettings) {
+    const merge = (key: 'rootCertificates' | 'registryHostDirectories') => ({
+      ...onDisk.hostSettings?.[key],
+      ...state.hostSettings?.[key],
+    });
+    const winHttpProxy =
+      state.hostSettings?.winHttpProxy !== undefined
+        ? state.hostSettings.winHttpProxy
+        : onDisk.hostSettings?.winHttpProxy;
+    clean.hostSettings = {
+      rootCertificates: merge('rootCertificates'),
+      registryHostDirectories: merge('registryHostDirectories'),
+      ...(winHttpProxy !== undefined ? { winHttpProxy } : {}),
+    };
+  }
   const updates = mergeWindowsUpdateState(onDisk.windowsUpdates, state.windowsUpdates);
   if (updates) clean.windowsUpdates = updates;
   await host.writeFile(paths.state, `${JSON.stringify(clean, null, 2)}\n`);

@@ -1,13 +1,15 @@
 /**
  * `winfleet-agent bootstrap`: configures this host from bootstrap.json — CA, bootstrap
  * kubeconfig, kubelet and containerd configuration (the CNI config waits for the Node's pod
- * CIDR: run-loop.ts), environment, payload binaries, the kubelet's firewall rule, every
+ * CIDR: run-loop.ts), environment, host settings (trusted CAs, registry hosts, WinHTTP proxy:
+ * host-settings.ts), payload binaries, the kubelet's firewall rule, every
  * service of the manifest registered with recovery actions, the bootstrap services (containerd,
  * kubelet) started, and the agent itself installed as a service. Idempotent: running it again
  * converges to the same state.
  */
 
 import { hasCode, WinfleetError } from '../errors/catalog.ts';
+import { agentEnvironment } from '../hostsettings/node-host-settings.ts';
 import {
   agentConfigFrom,
   kubeDir,
@@ -23,6 +25,7 @@ import {
   installPayloadFiles,
   servicesRunning,
 } from './converge.ts';
+import { applyHostSettings } from './host-settings.ts';
 import { kubeProxyCredentialUsers } from './kube-proxy-credentials.ts';
 import { kubeletFirewallRule } from './kubelet-firewall.ts';
 import {
@@ -113,9 +116,17 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
       state.env.push(name);
     }
   });
+  // Trusted CAs, containerd's registry hosts, the WinHTTP proxy (host-settings.ts): before
+  // containerd starts, so its first pull already goes through the mirrors.
+  const settings = await step('apply-host-settings', () =>
+    applyHostSettings(host, manifest, state, { machineEnvironment: true }),
+  );
   // A (re)bootstrap restarts the bootstrap services: a kubelet whose Node was deleted only
   // registers it again when it starts.
-  const restart = new Set<string>(manifest.services.filter((s) => s.bootstrap).map((s) => s.name));
+  const restart = new Set<string>([
+    ...manifest.services.filter((s) => s.bootstrap).map((s) => s.name),
+    ...settings.restart,
+  ]);
   await step('install-payload', async () => {
     const changed = await installPayloadFiles(host, manifest, state);
     for (const name of servicesRunning(manifest, changed)) restart.add(name);
@@ -140,7 +151,7 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
   state.version = manifest.version;
   await step('write-state', () => writeState(host, state));
   await step('install-agent-service', async () => {
-    await ensureService(host, agentServiceConfig(), state);
+    await ensureService(host, agentServiceConfig(agentEnvironment(manifest)), state);
     const agent = await host.queryService(agentServiceConfig().name);
     if (agent?.state !== 'running') await host.startService(agentServiceConfig().name);
   });

@@ -21,6 +21,7 @@ import { kubeDir, paths, winfleetDir } from './agent-config.ts';
 import { type AgentState, readState } from './agent-state.ts';
 import { agentServiceName } from './converge.ts';
 import type { HostOS } from './host-os.ts';
+import { removeHostSettings } from './host-settings.ts';
 import { kubeProxyPendingKeyPath } from './kube-proxy-credentials.ts';
 import { kubeletFirewallRule } from './kubelet-firewall.ts';
 import { removeStaleCopies } from './replace-executable.ts';
@@ -85,6 +86,7 @@ export async function removeHostChanges(
     }
   }
   for (const name of state.env) await host.setMachineEnv(name, undefined);
+  await removeHostSettings(host, state);
   for (const file of new Set([...state.files, ...(manifest?.files.map((f) => f.path) ?? [])])) {
     await host.removePath(file);
     // Copies an upgrade moved aside (replace-executable.ts); one still running stays, and

@@ -69,9 +69,11 @@ export function serviceConfig(
  * The agent's own service: `winfleet-agent.exe run` under winfleet-service.exe, which talks to
  * the SCM for it (a bare Node executable would be killed with 1053), keeps its output in a
  * rotated log and exits with its code, so the recovery actions restart a failed agent.
+ * `environment`: its own (the proxy: node-host-settings.ts agentEnvironment).
  */
-export function agentServiceConfig(): ServiceConfig {
+export function agentServiceConfig(environment: Record<string, string> = {}): ServiceConfig {
   return {
+    ...(Object.keys(environment).length > 0 ? { environment } : {}),
     name: agentServiceName,
     displayName: 'winfleet agent',
     description:

@@ -9,6 +9,9 @@ import type { ReportedUpdate } from '../api/windows-updates.ts';
 import type { HostNetwork } from '../hostaccess/node-address.ts';
 import type { DefenderThreatList } from './windows/defender.ts';
 import type { GmsaHostFacts } from './windows/gmsa-host-facts.ts';
+import type { StoredCertificate, WinHttpProxy } from './windows/root-certificates.ts';
+
+export type { StoredCertificate, WinHttpProxy } from './windows/root-certificates.ts';
 
 /** How the Service Control Manager starts a service. */
 export type ServiceStartType = 'auto' | 'delayed-auto' | 'demand' | 'disabled';
@@ -178,6 +181,19 @@ export interface HostOS {
   getMachineEnv(name: string): Promise<string | undefined>;
   /** Sets a machine environment variable; undefined removes it. */
   setMachineEnv(name: string, value: string | undefined): Promise<void>;
+
+  // Trusted root CAs (Cert:\LocalMachine\Root) and the WinHTTP proxy (host-settings.ts).
+  /** The certificates of the machine's Root store. */
+  listRootCertificates(): Promise<StoredCertificate[]>;
+  /**
+   * Adds one PEM certificate to the Root store; returns the thumbprint Windows gave it (the
+   * SHA-1 of its DER). Adding one already there changes nothing.
+   */
+  addRootCertificate(pem: string): Promise<string>;
+  /** Removes the certificate with this thumbprint from the Root store; a missing one is no error. */
+  removeRootCertificate(thumbprint: string): Promise<void>;
+  /** Sets the machine's WinHTTP proxy (netsh winhttp set proxy); undefined: direct access. */
+  setWinHttpProxy(proxy: WinHttpProxy | undefined): Promise<void>;
 
   // Host Network Service.
   listHnsNetworks(): Promise<HnsNetwork[]>;

@@ -7,7 +7,7 @@
  */
 import { stringify } from 'yaml';
 import { cidrCovers, formatIpv4, formatIpv4Cidr, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
-import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
+import { cniNetworkName, hostPaths } from '../servicesmanifest/host-paths.ts';
 import type { NodeVariable } from '../servicesmanifest/services-manifest.ts';
 import { type BootstrapConfig, kubeDir, type NodeSettings, paths } from './agent-config.ts';
 
@@ -96,6 +96,10 @@ export function containerdConfig(): string {
     '[plugins."io.containerd.grpc.v1.cri".cni]',
     `  bin_dir = "${kubeDir.replaceAll('\\', '\\\\')}\\\\cni\\\\bin"`,
     `  conf_dir = "${kubeDir.replaceAll('\\', '\\\\')}\\\\cni\\\\config"`,
+    '',
+    // Registry mirrors and their CAs: one hosts.toml directory per registry (host-settings.ts).
+    '[plugins."io.containerd.grpc.v1.cri".registry]',
+    `  config_path = "${hostPaths.containerdCertsDir.replaceAll('\\', '\\\\')}"`,
     '',
   ].join('\n');
 }

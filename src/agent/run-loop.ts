@@ -30,6 +30,7 @@ import { syncCniConfig } from './cni-config.ts';
 import { convergeServices, installPayloadFiles, servicesRunning } from './converge.ts';
 import { deconfigureRequest, deconfigureSelf, readDeconfigureRecord } from './deconfigure-self.ts';
 import { syncGmsaReadiness } from './gmsa-readiness.ts';
+import { applyHostSettings } from './host-settings.ts';
 import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
 import { repairLocally } from './local-repair.ts';
 import { pullManifestPayload } from './manifest-payload.ts';
@@ -152,6 +153,12 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
     for (const name of proxy.restart) restart.add(name);
     heldBack = proxy.holdBack;
+    // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
+    const settings = await applyHostSettings(host, manifest, state, {
+      agentService: true,
+      machineEnvironment: state.version !== manifest.version,
+    });
+    for (const name of settings.restart) restart.add(name);
     await convergeServices(host, manifest, nodeVariableValues(config), state, {
       start: 'all',
       restart,

@@ -152,3 +152,83 @@ test('credentials in a mirror endpoint are refused without being echoed', () => 
     assert.ok(!message.includes('winfleet-user'), message);
   }
 });
+
+test('hosts.proxy: a proxy with its bypass list, as a list or one comma-separated string', () => {
+  const config = parseConfig(`
+hosts:
+  proxy:
+    httpProxy: http://proxy.corp.example:3128
+    httpsProxy: http://proxy.corp.example:3128
+    noProxy: .corp.example,10.0.0.0/8
+`);
+  assert.equal(config.hosts.proxy?.httpProxy, 'http://proxy.corp.example:3128');
+  assert.equal(config.hosts.proxy?.noProxy, '.corp.example,10.0.0.0/8');
+  assert.equal(defaultConfig().hosts.proxy, undefined, 'no proxy by default');
+  assert.deepEqual(defaultConfig().trustedCAs, [], 'no extra CAs by default');
+});
+
+test('hosts.proxy problems name the field and the fix, and never quote a password', () => {
+  assert.throws(
+    () =>
+      parseConfig(`
+hosts:
+  proxy:
+    httpProxy: http://bob:hunter2@proxy:3128
+    noProxy: [".corp.example;.lab", 5]
+    socks: x
+`),
+    (error: unknown) => {
+      assert.ok(isDocumentError(error, 'WF_CONFIG_INVALID'));
+      const text = error.details.problems.join('\n');
+      assert.match(text, /hosts\.proxy\.httpProxy: .*credentials/);
+      assert.match(text, /hosts\.proxy\.noProxy\.0: .*contains ";"/);
+      assert.match(text, /socks/);
+      assert.doesNotMatch(text, /hunter2/);
+      return true;
+    },
+  );
+});
+
+test('ca-bundle.crt: CAs are trusted by thumbprint; a non-CA certificate is refused naming the key', async () => {
+  const { createCertificateAuthority, issueCertificate } = await import('../pki/certificates.ts');
+  const ca = await createCertificateAuthority('Corp Root CA');
+  const config = parseConfig('', 'config.yaml', ca.certPem);
+  assert.equal(config.trustedCAs.length, 1);
+  assert.match(config.trustedCAs[0]!.thumbprint, /^[0-9A-F]{40}$/);
+  const leaf = await issueCertificate(ca, { commonName: 'leaf.example', usage: 'server' });
+  assert.throws(
+    () => parseConfig('', 'config.yaml', `${ca.certPem}${leaf.certPem}junk\n`),
+    (error: unknown) => {
+      assert.ok(isDocumentError(error, 'WF_CONFIG_INVALID'));
+      const [first, second] = error.details.problems;
+      assert.match(
+        first!,
+        /^ca-bundle\.crt block 2: "CN=leaf\.example" is not a certificate authority/,
+      );
+      assert.match(second!, /^ca-bundle\.crt: has text outside PEM blocks/);
+      return true;
+    },
+  );
+});
+
+test('a mirror caBundle must hold CA certificates; a mirror key must be a registry host', () => {
+  assert.throws(
+    () =>
+      parseConfig(`
+images:
+  mirrors:
+    "../../Windows":
+      - endpoint: https://mirror.example
+    mcr.microsoft.com:
+      - endpoint: https://mirror.example
+        caBundle: not a certificate
+`),
+    (error: unknown) => {
+      assert.ok(isDocumentError(error, 'WF_CONFIG_INVALID'));
+      const text = error.details.problems.join('\n');
+      assert.match(text, /images\.mirrors\["\.\.\/\.\.\/Windows"\]: .*is not a registry host/);
+      assert.match(text, /images\.mirrors\["mcr\.microsoft\.com"\]\[0\]\.caBundle/);
+      return true;
+    },
+  );
+});

@@ -4,11 +4,14 @@
  * document is checked against a JSON Schema; each error names the field and says what to
  * write instead, and an invalid document never replaces a valid one in a running operator.
  * The same parse compiles the registry routing (mirrors) the image resolver uses, so whatever
- * the resolver would refuse is refused here, naming the field, and never later.
+ * the resolver would refuse is refused here, naming the field, and never later; and it reads
+ * the ConfigMap's second key, `ca-bundle.crt` (the CAs every node trusts), just as strictly.
  */
 import { parse } from 'yaml';
+import { type ProxyConfig, proxyProblems } from '../hostsettings/proxy-settings.ts';
 import { registryRoutingProblems } from '../images/registry-mirrors.ts';
 import { parseIpv4Cidr } from '../net/ipv4-cidr.ts';
+import { caBundleKey, parseCaBundle, type TrustedCertificate } from '../pki/trusted-ca-bundle.ts';
 import { compileSchema, invalidDocument, isDocumentError } from '../schema/validator.ts';
 
 /** A node taint / the toleration that matches it. */
@@ -26,6 +29,8 @@ export interface MirrorConfig {
   pathPrefix?: string;
   /** Allow plain HTTP / skip TLS verification (loopback test registries only). */
   insecure?: boolean;
+  /** PEM CA certificates this mirror's TLS certificate chains to (nodes: hosts.toml `ca`). */
+  caBundle?: string;
 }
 
 export interface WinfleetConfig {
@@ -101,7 +106,14 @@ export interface WinfleetConfig {
      * what to do (annotate winfleet.io/skip-deconfigure=true); it keeps trying after that.
      */
     removalTimeoutSeconds: number;
+    /** The proxy node services use (hostsettings/proxy-settings.ts); none by default. */
+    proxy?: ProxyConfig;
   };
+  /**
+   * The CAs every node trusts (LocalMachine\Root): the ConfigMap's `ca-bundle.crt` key, not
+   * config.yaml. Empty when the key is absent.
+   */
+  trustedCAs: TrustedCertificate[];
 }
 
 const taint = {
@@ -174,6 +186,7 @@ export const configSchema = {
                 endpoint: { type: 'string', minLength: 1 },
                 pathPrefix: { type: 'string' },
                 insecure: { type: 'boolean' },
+                caBundle: { type: 'string', minLength: 1 },
               },
             },
           },
@@ -259,18 +272,38 @@ export const configSchema = {
         },
         agentCheckIntervalSeconds: { type: 'number', minimum: 0.2, maximum: 3600, default: 120 },
         removalTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 86400, default: 300 },
+        proxy: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            // Checked (and quoted with credentials redacted) by proxyProblems.
+            httpProxy: { type: 'string', minLength: 1 },
+            httpsProxy: { type: 'string', minLength: 1 },
+            noProxy: {
+              anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
+            },
+          },
+        },
       },
     },
   },
 } as const;
 
-const validateConfig = compileSchema<WinfleetConfig>(configSchema, {
+const validateConfig = compileSchema<Omit<WinfleetConfig, 'trustedCAs'>>(configSchema, {
   code: 'WF_CONFIG_INVALID',
   document: 'config.yaml',
 });
 
-/** Parses and validates config.yaml text, filling defaults. */
-export function parseConfig(text: string, source = 'config.yaml'): WinfleetConfig {
+/**
+ * Parses and validates config.yaml text, filling defaults, with the ConfigMap's CA bundle
+ * (`ca-bundle.crt`, parsed strictly: trusted-ca-bundle.ts) when it has one. Problems of both
+ * come in one report, each naming its field.
+ */
+export function parseConfig(
+  text: string,
+  source = 'config.yaml',
+  caBundle?: string,
+): WinfleetConfig {
   let document: unknown;
   try {
     document = parse(text) ?? {};
@@ -285,7 +318,7 @@ export function parseConfig(text: string, source = 'config.yaml'): WinfleetConfi
     ]);
   }
   let problems: string[] = [];
-  let config: WinfleetConfig | undefined;
+  let config: Omit<WinfleetConfig, 'trustedCAs'> | undefined;
   try {
     config = validateConfig(document, source);
   } catch (error) {
@@ -293,8 +326,10 @@ export function parseConfig(text: string, source = 'config.yaml'): WinfleetConfi
     problems = [...error.details.problems];
   }
   problems.push(...semanticProblems(config ?? (document as Partial<WinfleetConfig>)));
+  const bundle = caBundle === undefined ? undefined : parseCaBundle(caBundle, caBundleKey);
+  problems.push(...(bundle?.problems ?? []));
   if (problems.length > 0) throw invalidDocument('WF_CONFIG_INVALID', source, problems);
-  return config!;
+  return { ...config!, trustedCAs: bundle?.certificates ?? [] };
 }
 
 /**
@@ -313,6 +348,21 @@ function semanticProblems(config: Partial<WinfleetConfig>): string[] {
     }
   }
   const hosts = config.hosts as Partial<WinfleetConfig['hosts']> | undefined;
+  const proxy = hosts?.proxy;
+  if (proxy && typeof proxy === 'object' && !Array.isArray(proxy)) {
+    problems.push(...proxyProblems(proxy, 'hosts.proxy'));
+  }
+  if (mirrors && typeof mirrors === 'object' && !Array.isArray(mirrors)) {
+    for (const [host, list] of Object.entries(mirrors)) {
+      if (!Array.isArray(list)) continue;
+      list.forEach((mirror, i) => {
+        const pem = (mirror as MirrorConfig | undefined)?.caBundle;
+        if (typeof pem !== 'string') return;
+        const field = `images.mirrors["${host}"][${i}].caBundle`;
+        problems.push(...parseCaBundle(pem, field).problems);
+      });
+    }
+  }
   for (const field of ['serviceCIDR', 'podCIDR'] as const) {
     const cidr = hosts?.[field];
     if (typeof cidr !== 'string') continue;

@@ -69,6 +69,10 @@ export const errorCatalog = {
     summary: 'the host runs a Windows build winfleet does not support',
   },
   WF_HOST_DISK_FULL: { retryable: true, summary: 'the host has too little free disk' },
+  WF_HOST_SETTINGS_FAILED: {
+    retryable: true,
+    summary: 'the agent could not apply the host settings (trusted CAs, registry hosts, proxy)',
+  },
   // Retryable: the fix (the feature installed, or the config allowing winfleet to) is made
   // where no controller watches.
   WF_HOST_CONTAINERS_MISSING: {

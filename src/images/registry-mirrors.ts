@@ -128,6 +128,26 @@ function resolveEndpoint(
   };
 }
 
+const hostLabel = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * Problem with a registry host used as a directory name, or undefined: DNS labels or an IPv4
+ * address, and an optional port. Nothing else may reach the path (no "..", no separators, no
+ * drive letters), so a crafted registry name cannot write outside config_path.
+ */
+export function registryHostProblem(registry: string): string | undefined {
+  const match = /^([^:]+)(?::([0-9]{1,5}))?$/.exec(registry);
+  const host = match?.[1];
+  const port = match?.[2];
+  const hostOk =
+    host !== undefined &&
+    host.length <= 253 &&
+    host.split('.').every((part) => hostLabel.test(part));
+  if (!hostOk || (port !== undefined && (Number(port) < 1 || Number(port) > 65535)))
+    return `"${registry}" is not a registry host (a DNS name or IPv4 address, and an optional :port); write the host as in an image reference, e.g. "mcr.microsoft.com" or "127.0.0.1:5000"`;
+  return undefined;
+}
+
 /**
  * Checks and normalises the routing configuration; throws a TypeError naming each bad field
  * (problems joined by "; ").
@@ -167,6 +187,12 @@ function compileCollecting(
   for (const [host, list] of Object.entries(routing.mirrors ?? {})) {
     const key = canonicalRegistry(host);
     const field = `mirrors["${redactCredentials(host)}"]`;
+    // The key names a directory on every node (containerd-hosts.ts): nothing but a host.
+    const hostProblem = registryHostProblem(key);
+    if (hostProblem) {
+      problems.push(`${prefix}${field}: ${hostProblem}`);
+      continue;
+    }
     if (!Array.isArray(list) || list.length === 0) {
       problems.push(`${prefix}${field} must be a non-empty list of mirrors`);
       continue;
@@ -214,27 +240,51 @@ export function configuredOrigins(routing: CompiledRouting): string[] {
   return [...new Set([...mirrors, ...registries])];
 }
 
-/** The places to look `ref` up, in order: its mirrors, then (if allowed) the registry. */
-export function lookupTargets(ref: ImageReference, routing: CompiledRouting): LookupTarget[] {
-  const targets: LookupTarget[] = [];
-  const mirrors = routing.mirrors.get(ref.registry);
+/**
+ * Where a registry's content comes from, in order: its mirrors, then (if allowed) the registry
+ * itself. The one routing both the webhook's lookups (lookupTargets) and the nodes' containerd
+ * (containerd-hosts.ts) follow, so that a lookup and a pull go to the same places.
+ */
+export interface RegistryRoute {
+  endpoint: RegistryEndpoint;
+  /** The host[:port] credentials are matched against. */
+  credentialHost: string;
+  /** Path put before the repository on this endpoint ("" for none). */
+  pathPrefix: string;
+  /** True for a mirror, false for the registry itself. */
+  mirror: boolean;
+}
+
+/** The routes of `registry` (canonical, e.g. "mcr.microsoft.com" or "docker.io"). */
+export function registryRoutes(registry: string, routing: CompiledRouting): RegistryRoute[] {
+  const routes: RegistryRoute[] = [];
+  const mirrors = routing.mirrors.get(registry);
   for (const { resolved, pathPrefix } of mirrors ?? []) {
-    targets.push({
+    routes.push({
       endpoint: resolved.endpoint,
       credentialHost: resolved.host,
-      repository: pathPrefix ? `${pathPrefix}/${ref.repository}` : ref.repository,
+      pathPrefix,
       mirror: true,
     });
   }
   if (!mirrors || routing.fallbackToUpstream) {
-    const upstream =
-      routing.registries.get(ref.registry) ?? resolveEndpoint({}, 'registry', ref.registry);
-    targets.push({
+    const upstream = routing.registries.get(registry) ?? resolveEndpoint({}, 'registry', registry);
+    routes.push({
       endpoint: upstream.endpoint,
-      credentialHost: ref.registry,
-      repository: ref.repository,
+      credentialHost: registry,
+      pathPrefix: '',
       mirror: false,
     });
   }
-  return targets;
+  return routes;
+}
+
+/** The places to look `ref` up, in order: its mirrors, then (if allowed) the registry. */
+export function lookupTargets(ref: ImageReference, routing: CompiledRouting): LookupTarget[] {
+  return registryRoutes(ref.registry, routing).map((route) => ({
+    endpoint: route.endpoint,
+    credentialHost: route.credentialHost,
+    repository: route.pathPrefix ? `${route.pathPrefix}/${ref.repository}` : ref.repository,
+    mirror: route.mirror,
+  }));
 }

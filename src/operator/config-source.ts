@@ -1,6 +1,6 @@
 /**
- * The live operator configuration: the ConfigMap winfleet-config (key config.yaml) in the
- * operator's namespace, watched. An invalid edit is reported (log and Event, naming each
+ * The live operator configuration: the ConfigMap winfleet-config (key config.yaml, and key
+ * ca-bundle.crt for the CAs the nodes trust) in the operator's namespace, watched. An invalid edit is reported (log and Event, naming each
  * field) and the last valid configuration stays in force, so a typo never half-applies; an
  * operator that starts with an invalid ConfigMap runs on the defaults and reports the same
  * way. A ConfigMap without the config.yaml key (renamed to config.yml, say) or a deleted one
@@ -17,6 +17,7 @@ import type { EventRecorder } from '../controller/events.ts';
 import type { InformerFactory } from '../controller/informer-factory.ts';
 import { resources } from '../controller/informer-factory.ts';
 import type { Logger } from '../log/logger.ts';
+import { caBundleKey } from '../pki/trusted-ca-bundle.ts';
 import { isDocumentError } from '../schema/validator.ts';
 
 export const configMapName = 'winfleet-config';
@@ -89,7 +90,7 @@ export function watchConfig(
       return;
     }
     try {
-      const next = parseConfig(text, `${where} key ${configKey}`);
+      const next = parseConfig(text, `${where} key ${configKey}`, cm.data?.[caBundleKey]);
       problems = undefined;
       source = `${namespace}/${configMapName}`;
       if (JSON.stringify(next) === JSON.stringify(config)) return;

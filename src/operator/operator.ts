@@ -464,12 +464,20 @@ function payloadLoader(
   options: OperatorOptions,
   reference: PinnedPayloadReference | undefined,
 ): (() => Promise<LoadedPayload>) | undefined {
-  if (options.payloadDir) return payloadSource(options.payloadDir, () => config.current());
+  // The API server the hosts use: always bypassed by their proxy (node-host-settings.ts).
+  let own: string | undefined;
+  const apiServer = () => {
+    own ??= clusterAccess(kc).apiServer;
+    return config.current().hosts.apiServer ?? own;
+  };
+  if (options.payloadDir)
+    return payloadSource(options.payloadDir, () => config.current(), apiServer);
   const image = options.payloadImage;
   if (!image || !reference) return undefined;
   return registryPayloadSource({
     reference,
     config: () => config.current(),
+    apiServer,
     cacheDir: image.cacheDir ?? join(tmpdir(), `winfleet-payload-cache-${process.pid}`),
     ...(image.plainHttp ? { plainHttp: true } : {}),
     ...(image.caBundle ? { caBundle: image.caBundle } : {}),

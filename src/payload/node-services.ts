@@ -4,6 +4,7 @@
  * kube-proxy, csi-proxy and windows_exporter — with the kubelet flags the seeds and WMCO use.
  */
 
+import { type NodeHostSettings, withHostSettings } from '../hostsettings/node-host-settings.ts';
 import { cniNetworkName, hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import type {
   ManifestFile,
@@ -133,10 +134,13 @@ const serviceTemplates: Record<string, ServiceTemplate> = {
   },
 };
 
-/** The manifest for `payload`, with `kubeletPriorityClass` in the kubelet's flags. */
+/**
+ * The manifest for `payload`, with `kubeletPriorityClass` in the kubelet's flags and the
+ * configuration's host settings (node-host-settings.ts), each giving it its own version.
+ */
 export function servicesManifestFor(
   payload: Payload,
-  options: { kubeletPriorityClass?: string } = {},
+  options: { kubeletPriorityClass?: string; hostSettings?: NodeHostSettings } = {},
 ): ServicesManifest {
   const files: ManifestFile[] = [];
   const services: ManifestService[] = [];
@@ -180,5 +184,8 @@ export function servicesManifestFor(
           .replace(/_PRIORITY_CLASS$/, '')
           .replace('_', '')
           .toLowerCase()}`;
-  return { version: `${payload.version}${suffix}`, services, files };
+  return withHostSettings(
+    { version: `${payload.version}${suffix}`, services, files },
+    options.hostSettings,
+  );
 }

@@ -3,19 +3,26 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
+import { nodeHostSettings } from '../hostsettings/node-host-settings.ts';
 import { servicesManifestFor } from './node-services.ts';
 import { loadPayload } from './payload.ts';
 import { payloadFileOnDisk } from './payload-file.ts';
 
+/**
+ * `apiServer` is the API server URL the hosts use (always bypassed by their proxy); without it
+ * the configuration's host settings are left out of the manifest.
+ */
 export function payloadSource(
   dir: string,
   config: () => WinfleetConfig,
+  apiServer?: () => string,
 ): () => Promise<LoadedPayload> {
   let cached: { key: string; value: LoadedPayload } | undefined;
   return async () => {
     const info = await stat(join(dir, 'payload.json'));
     const priority = config().hosts.kubelet.priorityClass;
-    const key = `${info.mtimeMs}:${info.size}:${priority}`;
+    const hostSettings = apiServer ? nodeHostSettings(config(), apiServer()) : undefined;
+    const key = `${info.mtimeMs}:${info.size}:${priority}:${JSON.stringify(hostSettings)}`;
     if (cached?.key === key) return cached.value;
     const payload = await loadPayload(dir);
     let totalBytes = 0;
@@ -25,7 +32,10 @@ export function payloadSource(
     const value: LoadedPayload = {
       fileOnDisk: (file) => payloadFileOnDisk(dir, file),
       payload,
-      manifest: servicesManifestFor(payload, { kubeletPriorityClass: priority }),
+      manifest: servicesManifestFor(payload, {
+        kubeletPriorityClass: priority,
+        ...(hostSettings ? { hostSettings } : {}),
+      }),
       totalBytes,
     };
     cached = { key, value };

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
 import { WinfleetError } from '../errors/catalog.ts';
+import { nodeHostSettings } from '../hostsettings/node-host-settings.ts';
 import type { DockerConfigSource } from '../images/docker-config.ts';
 import { canonicalRegistry } from '../images/image-reference.ts';
 import { servicesManifestFor } from './node-services.ts';
@@ -28,6 +29,11 @@ import { knownHash, type PayloadFileOnDisk } from './payload-file.ts';
 export interface RegistryPayloadSourceOptions {
   reference: PinnedPayloadReference;
   config: () => WinfleetConfig;
+  /**
+   * The API server URL the hosts use; with it the configuration's host settings (proxy, CAs,
+   * mirrors: node-host-settings.ts) are in the manifest.
+   */
+  apiServer?: () => string;
   /** Where fetched files are kept (one file per SHA-256); created when missing. */
   cacheDir: string;
   /** Reach the registry itself over plain HTTP (loopback registries). */
@@ -54,7 +60,7 @@ export function registryPayloadSource(
   const ref = options.reference;
   const reference = formatPinnedReference(ref);
   let resolving: Promise<ResolvedPayload> | undefined;
-  let built: { priority: string; value: LoadedPayload } | undefined;
+  let built: { key: string; value: LoadedPayload } | undefined;
   const fetching = new Map<string, Promise<PayloadFileOnDisk>>();
 
   /** The targets and a client for them, with the mirrors and credentials as they are now. */
@@ -147,7 +153,11 @@ export function registryPayloadSource(
   return async function loadRegistryPayload(): Promise<LoadedPayload> {
     const resolved = await resolve();
     const priority = options.config().hosts.kubelet.priorityClass;
-    if (built?.priority === priority) return built.value;
+    const hostSettings = options.apiServer
+      ? nodeHostSettings(options.config(), options.apiServer())
+      : undefined;
+    const key = `${priority}:${JSON.stringify(hostSettings)}`;
+    if (built?.key === key) return built.value;
     const { payload } = resolved;
     const value: LoadedPayload = {
       // Where hosts that reach the registry pull it (published in winfleet-join).
@@ -158,7 +168,10 @@ export function registryPayloadSource(
         ...(options.pullSecretName ? { pullSecretName: options.pullSecretName } : {}),
       },
       payload,
-      manifest: servicesManifestFor(payload, { kubeletPriorityClass: priority }),
+      manifest: servicesManifestFor(payload, {
+        kubeletPriorityClass: priority,
+        ...(hostSettings ? { hostSettings } : {}),
+      }),
       totalBytes: resolved.manifest.layers.reduce((sum, l) => sum + l.size, 0),
       reachRegistry,
       // One fetch per file at a time, however many hosts need it at once.
@@ -171,7 +184,7 @@ export function registryPayloadSource(
         return fetch;
       },
     };
-    built = { priority, value };
+    built = { key, value };
     return value;
   };
 }

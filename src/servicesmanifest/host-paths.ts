@@ -40,6 +40,8 @@ export const hostPaths = {
   logs: `${kubeDir}\\logs`,
   containerdDir: `${kubeDir}\\containerd`,
   containerdConfig: `${kubeDir}\\containerd\\config.toml`,
+  /** containerd's registry host configuration (config_path): one directory per registry. */
+  containerdCertsDir: `${kubeDir}\\containerd\\certs.d`,
   cniBin: `${kubeDir}\\cni\\bin`,
   cniConfigDir: `${kubeDir}\\cni\\config`,
   cniConfig: `${kubeDir}\\cni\\config\\10-winfleet.conflist`,

@@ -235,3 +235,59 @@ test('a service environment is checked as strictly as the manifest one, per serv
     ),
   );
 });
+
+test('attacker side: host settings cannot write outside certs.d or trust what is not a CA', async () => {
+  const { createCertificateAuthority, issueCertificate } = await import('../pki/certificates.ts');
+  const { parseCaBundle } = await import('../pki/trusted-ca-bundle.ts');
+  const ca = await createCertificateAuthority('Corp Root CA');
+  const leaf = await issueCertificate(ca, { commonName: 'leaf.example', usage: 'server' });
+  const [trusted] = parseCaBundle(ca.certPem).certificates;
+  const base = manifest();
+  const hostile = {
+    ...base,
+    hostSettings: {
+      trustedCertificates: [
+        { thumbprint: trusted!.thumbprint, pem: leaf.certPem },
+        { thumbprint: '0'.repeat(40), pem: ca.certPem },
+      ],
+      registryHosts: [
+        { registry: '..\\..\\Windows', directory: '..\\..\\Windows', files: { 'hosts.toml': '' } },
+        { registry: 'mcr.microsoft.com', directory: 'docker.io', files: { 'hosts.toml': '' } },
+        {
+          registry: 'mcr.microsoft.com',
+          directory: 'mcr.microsoft.com',
+          files: { 'hosts.toml': '', '..\\..\\kubelet.exe': 'x' },
+        },
+      ],
+    },
+  };
+  assert.throws(
+    () => parseServicesManifest(hostile),
+    (error: unknown) => {
+      const text = (error as { details: { problems: string[] } }).details.problems.join('\n');
+      assert.match(
+        text,
+        /hostSettings\.trustedCertificates\.0\.pem: .*is not a certificate authority/,
+      );
+      assert.match(
+        text,
+        /hostSettings\.trustedCertificates\.1\.pem: the thumbprint 0{40} is not the certificate's/,
+      );
+      assert.match(text, /hostSettings\.registryHosts\.0\.registry: .*is not a registry host/);
+      assert.match(
+        text,
+        /hostSettings\.registryHosts\.1\.directory: "docker\.io" is not containerd's directory/,
+      );
+      assert.match(
+        text,
+        /hostSettings\.registryHosts\.2\.files: "\.\.\\\.\.\\kubelet\.exe" is not a plain file name/,
+      );
+      return true;
+    },
+  );
+  const fine = parseServicesManifest({
+    ...base,
+    hostSettings: { trustedCertificates: [{ thumbprint: trusted!.thumbprint, pem: trusted!.pem }] },
+  });
+  assert.equal(fine.hostSettings?.trustedCertificates?.length, 1);
+});

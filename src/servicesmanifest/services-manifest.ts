@@ -16,6 +16,8 @@
  * services get it too, through their own environment, since a machine variable reaches a
  * running system's services only after a reboot.
  */
+import { containerdHostDirectory } from '../images/containerd-hosts.ts';
+import { trustedCertificateProblem } from '../pki/trusted-ca-bundle.ts';
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
 import { confinedPathProblem } from './confined-path.ts';
 import { hostPaths } from './host-paths.ts';
@@ -102,6 +104,22 @@ export interface ManifestFile {
   sha256: string;
 }
 
+/**
+ * What the node gets besides its services (winfleet-config's host settings): they change with
+ * the manifest's version, so they roll out through the pools like a payload.
+ */
+export interface ManifestHostSettings {
+  /** CAs the agent keeps in LocalMachine\Root, by thumbprint (trusted-ca-bundle.ts). */
+  trustedCertificates?: { thumbprint: string; pem: string }[];
+  /**
+   * containerd's registry host directories under C:\k\containerd\certs.d (containerd-hosts.ts):
+   * the registry, its directory name and the files in it (hosts.toml, CA files).
+   */
+  registryHosts?: { registry: string; directory: string; files: Record<string, string> }[];
+  /** The machine's WinHTTP proxy (proxy-settings.ts); absent: direct access. */
+  winHttpProxy?: { proxyServer: string; bypassList: string };
+}
+
 export interface ServicesManifest {
   /** e.g. "1.36.5-wf.1"; the ConfigMap is winfleet-services-<version>. */
   version: string;
@@ -112,6 +130,7 @@ export interface ServicesManifest {
    * and given to every service through its own environment (see the header).
    */
   env?: Record<string, string>;
+  hostSettings?: ManifestHostSettings;
 }
 
 const schema = {
@@ -176,6 +195,53 @@ const schema = {
       },
     },
     env: { type: 'object', additionalProperties: { type: 'string' } },
+    hostSettings: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        trustedCertificates: {
+          type: 'array',
+          maxItems: 200,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['thumbprint', 'pem'],
+            properties: {
+              thumbprint: { type: 'string', pattern: '^[0-9A-F]{40}$' },
+              pem: { type: 'string', maxLength: 65536 },
+            },
+          },
+        },
+        registryHosts: {
+          type: 'array',
+          maxItems: 100,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['registry', 'directory', 'files'],
+            properties: {
+              registry: { type: 'string' },
+              directory: { type: 'string' },
+              files: {
+                type: 'object',
+                required: ['hosts.toml'],
+                maxProperties: 20,
+                additionalProperties: { type: 'string', maxLength: 262144 },
+              },
+            },
+          },
+        },
+        winHttpProxy: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['proxyServer', 'bypassList'],
+          properties: {
+            proxyServer: { type: 'string', pattern: '^[A-Za-z0-9=.:;_-]{1,2048}$' },
+            bypassList: { type: 'string', pattern: '^[A-Za-z0-9.*:;<>\\[\\]_-]{0,8192}$' },
+          },
+        },
+      },
+    },
   },
 } as const;
 
@@ -274,6 +340,37 @@ function logRunnerProblems(manifest: ServicesManifest, files: Set<string>): stri
   return problems;
 }
 
+/**
+ * Problems with the host settings: each CA is one CA certificate with its own thumbprint, and
+ * each registry directory is the one containerd would use for its registry, with plain file
+ * names in it, so nothing from a manifest is trusted or written anywhere else.
+ */
+function hostSettingsProblems(settings: ManifestHostSettings | undefined): string[] {
+  const problems: string[] = [];
+  settings?.trustedCertificates?.forEach((cert, index) => {
+    const problem = trustedCertificateProblem(cert);
+    if (problem) problems.push(`hostSettings.trustedCertificates.${index}.pem: ${problem}`);
+  });
+  settings?.registryHosts?.forEach((host, index) => {
+    const field = `hostSettings.registryHosts.${index}`;
+    let directory: string | undefined;
+    try {
+      directory = containerdHostDirectory(host.registry);
+    } catch (error) {
+      problems.push(`${field}.registry: ${(error as Error).message}`);
+    }
+    if (directory !== undefined && directory !== host.directory)
+      problems.push(
+        `${field}.directory: "${host.directory}" is not containerd's directory for ${host.registry} ("${directory}")`,
+      );
+    for (const name of Object.keys(host.files)) {
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/.test(name) || name.includes('..'))
+        problems.push(`${field}.files: "${name}" is not a plain file name`);
+    }
+  });
+  return problems;
+}
+
 /** Problems with the paths and environment a manifest names (see the header). */
 function confinementProblems(manifest: ServicesManifest): string[] {
   const problems: string[] = [];
@@ -291,6 +388,7 @@ function confinementProblems(manifest: ServicesManifest): string[] {
       );
   });
   problems.push(...logRunnerProblems(manifest, files));
+  problems.push(...hostSettingsProblems(manifest.hostSettings));
   problems.push(...environmentProblems('env', manifest.env ?? {}));
   manifest.services.forEach((service, index) => {
     problems.push(...environmentProblems(`services.${index}.env`, service.env ?? {}));

@@ -92,3 +92,15 @@ test('helm v4 reports the Kubernetes version without flags; the kubeVersion rang
     (await render(imagePayload, { kubeVersion: '1.35.0' })).some((o) => o.kind === 'Deployment'),
   );
 });
+
+test('caBundle becomes key ca-bundle.crt of winfleet-config, beside config.yaml; none by default', async () => {
+  const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+  const configMap = (objects: Awaited<ReturnType<typeof render>>) =>
+    objects.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'winfleet-config') as
+      | { data?: Record<string, string> }
+      | undefined;
+  const withBundle = configMap(await render({ caBundle: pem }));
+  assert.equal(withBundle?.data?.['ca-bundle.crt'], pem);
+  assert.ok(withBundle?.data?.['config.yaml'] !== undefined);
+  assert.equal(configMap(await render({}))?.data?.['ca-bundle.crt'], undefined);
+});

@@ -13,6 +13,7 @@
  * that statfs reports the volume's free space (libuv uses GetDiskFreeSpaceW). The file
  * operations themselves run in the tests against a temporary directory.
  */
+
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import {
@@ -75,6 +76,18 @@ import {
 import { ipv4NetworkScript, parseIpv4NetworkOutput } from './ipv4-network.ts';
 import { getMachineEnvScript, parseMachineEnvOutput, setMachineEnvScript } from './machine-env.ts';
 import { osVersionScript, parseOsVersionOutput } from './os-version.ts';
+import {
+  addRootCertificateScript,
+  listRootCertificatesScript,
+  parseAddRootCertificateOutput,
+  parseRemoveRootCertificateOutput,
+  parseRootCertificatesOutput,
+  parseSetWinHttpProxyOutput,
+  removeRootCertificateScript,
+  type StoredCertificate,
+  setWinHttpProxyScript,
+  type WinHttpProxy,
+} from './root-certificates.ts';
 import {
   checkServiceName,
   scConfigArgs,
@@ -565,6 +578,35 @@ export class WindowsHostOS implements HostOS {
     );
     if (!result.available) throw hnsUnavailableError(action, result.tried);
     return result.network;
+  }
+
+  // Root certificates and the WinHTTP proxy.
+
+  async listRootCertificates(): Promise<StoredCertificate[]> {
+    return parseRootCertificatesOutput(
+      await this.#runPowerShell(listRootCertificatesScript(), 'list the Root certificates'),
+    );
+  }
+
+  async addRootCertificate(pem: string): Promise<string> {
+    return parseAddRootCertificateOutput(
+      await this.#runPowerShell(addRootCertificateScript(pem), 'add a Root certificate'),
+    ).thumbprint;
+  }
+
+  async removeRootCertificate(thumbprint: string): Promise<void> {
+    parseRemoveRootCertificateOutput(
+      await this.#runPowerShell(
+        removeRootCertificateScript(thumbprint),
+        `remove Root certificate ${thumbprint}`,
+      ),
+    );
+  }
+
+  async setWinHttpProxy(proxy: WinHttpProxy | undefined): Promise<void> {
+    parseSetWinHttpProxyOutput(
+      await this.#runPowerShell(setWinHttpProxyScript(proxy), 'set the WinHTTP proxy'),
+    );
   }
 
   // Windows Firewall.
