@@ -185,7 +185,9 @@ test('a reboot drops connections, refuses new ones while down, and brings auto s
   const { client } = await connect(host, { key });
   const closed = new Promise<void>((resolve) => client.on('close', () => resolve()));
   const bootId = host.machine.bootId;
-  const rebooted = host.faults.reboot();
+  // Down long enough that the refused connection below is made while it is down, however
+  // slowly this process gets the close event on a loaded machine (the default second was not).
+  const rebooted = host.faults.reboot({ downtimeMs: 5000 });
   await closed;
   await assert.rejects(connect(host, { key }), { code: 'ECONNREFUSED' });
   await rebooted;
