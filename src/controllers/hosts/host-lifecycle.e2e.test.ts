@@ -26,7 +26,9 @@ async function hostNamed(world: JoinWorld, sim: SimulatedHost): Promise<WindowsH
 async function readyHost(
   world: JoinWorld,
   sim: SimulatedHost,
-  timeoutMs = 90_000,
+  // A join through a reboot or a dropped connection retries with backoff; on a busy CI
+  // machine that took more than 90 s twice (the hosts did join; the wait gave up first).
+  timeoutMs = 240_000,
 ): Promise<WindowsHost> {
   try {
     return await waitFor(
