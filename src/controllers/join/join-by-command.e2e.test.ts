@@ -42,7 +42,7 @@ import {
   parseJoinTokenRecord,
 } from '../../join/join-token-record.ts';
 import { createJoinToken, readJoinTokenRecord, revokeJoinToken } from '../../join/join-tokens.ts';
-import { isNotFound } from '../../kube/client.ts';
+import { isConflict, isNotFound } from '../../kube/client.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createCsrPem, generateKeyPair } from '../../pki/certificates.ts';
@@ -447,22 +447,32 @@ test('refused: a revoked token (its record deleted, the token still valid), an e
 
 test('a cluster-info someone else made is left alone; deleted, winfleet makes its own again', async () => {
   const foreign = 'apiVersion: v1\nkind: Config\nclusters: []\n';
-  const current = await core.readNamespacedConfigMap({
-    name: clusterInfoName,
-    namespace: clusterInfoNamespace,
-  });
-  await core.replaceNamespacedConfigMap({
-    name: clusterInfoName,
-    namespace: clusterInfoNamespace,
-    body: {
-      metadata: {
+  // The controller manager's bootstrap signer writes jws-kubeconfig-* keys
+  // into cluster-info whenever a token comes or goes: replace on the latest
+  // version, again on a conflict.
+  for (let attempt = 1; ; attempt++) {
+    const current = await core.readNamespacedConfigMap({
+      name: clusterInfoName,
+      namespace: clusterInfoNamespace,
+    });
+    try {
+      await core.replaceNamespacedConfigMap({
         name: clusterInfoName,
         namespace: clusterInfoNamespace,
-        resourceVersion: current.metadata?.resourceVersion,
-      },
-      data: { [clusterInfoKubeconfigKey]: foreign },
-    },
-  });
+        body: {
+          metadata: {
+            name: clusterInfoName,
+            namespace: clusterInfoNamespace,
+            resourceVersion: current.metadata?.resourceVersion,
+          },
+          data: { [clusterInfoKubeconfigKey]: foreign },
+        },
+      });
+      break;
+    } catch (error) {
+      if (!isConflict(error) || attempt >= 10) throw error;
+    }
+  }
   await waitFor(() => logLines.some((l) => l.includes('not winfleet’s: left alone')), {
     description: 'the operator to see the foreign cluster-info',
     timeoutMs: 20_000,
