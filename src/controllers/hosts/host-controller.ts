@@ -22,7 +22,7 @@ import { enqueueOnSecretChange } from './host-secrets.ts';
 import { patchHostMetadata } from './host-status.ts';
 import { createManifestPublisher } from './manifest-publisher.ts';
 import { claimedNodeName } from './node-claims.ts';
-import { reconcilePullRemoval } from './pull-host-removal.ts';
+import { deconfigureThroughAgent } from './pull-host-removal.ts';
 import { reconcilePullHost } from './pull-mode-host.ts';
 
 export function createHostController(deps: HostControllerDeps): Controller {
@@ -50,7 +50,7 @@ export function createHostController(deps: HostControllerDeps): Controller {
       // pull-host-removal.ts).
       const pull = isPullHost(host);
       if (host.metadata.deletionTimestamp) {
-        return pull ? reconcilePullRemoval(deps, host) : reconcileRemoval(deps, host);
+        return reconcileRemoval(deps, host, pull ? deconfigureThroughAgent : undefined);
       }
       if (!host.metadata.finalizers?.includes(hostFinalizer)) {
         await patchHostMetadata(deps.kc, host, {

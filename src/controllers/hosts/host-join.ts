@@ -81,7 +81,7 @@ async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
     (await connectHost(ctx, host, hs)).close();
   }
   const node = hs.status.nodeName ? ctx.nodes.get(hs.status.nodeName) : undefined;
-  const timing = joinTiming(ctx, hs, node);
+  const timing = joinTiming(hs, node, ctx.config().hosts.joinTimeoutSeconds * 1000);
   const version = wantedVersion(host, node, loaded);
   // Remediation's rung Rebootstrap: the bootstrap runs again whatever the Node shows.
   const repair = rebootstrapRequest(host);
@@ -197,15 +197,16 @@ async function refuseNodeName(
  * since that bootstrap it is waited for (`waitingForNode`; a Node that registered and was then
  * deleted is not waited for). A NotReady Node is left to its agent — it restarts what died,
  * and a rebooted host comes back by itself — for the join timeout from the later of the last
- * bootstrap and the node going NotReady (`leaveToAgent`).
+ * bootstrap and the node going NotReady (`leaveToAgent`), unless the last bootstrap failed:
+ * then the agent may never have been given its services, and waiting for it would only let
+ * the join time out, so the host is configured again (the failure's requeue backs off).
  */
-function joinTiming(
-  ctx: JoinContext,
+export function joinTiming(
   hs: HostStatus,
   node: k8s.V1Node | undefined,
+  joinTimeoutMs: number,
+  now: number = Date.now(),
 ): { recentlyBootstrapped: boolean; waitingForNode: boolean; leaveToAgent: boolean } {
-  const joinTimeoutMs = ctx.config().hosts.joinTimeoutSeconds * 1000;
-  const now = Date.now();
   const lastBootstrap = timeOf(hs.status.bootstrappedAt);
   const ready = node?.status?.conditions?.find((c) => c.type === 'Ready');
   const notReadySince =
@@ -216,7 +217,7 @@ function joinTiming(
   return {
     recentlyBootstrapped,
     waitingForNode: recentlyBootstrapped && !registered,
-    leaveToAgent: node !== undefined && now - since < joinTimeoutMs,
+    leaveToAgent: node !== undefined && !bootstrapFailed(hs) && now - since < joinTimeoutMs,
   };
 }
 

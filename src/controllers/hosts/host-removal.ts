@@ -22,7 +22,7 @@ import {
   hostIdentity,
 } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
-import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
+import { hostFinalizer, isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { errorCode } from '../../errors/catalog.ts';
 import { openRemoteHost } from '../../hostaccess/host-session.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
@@ -144,24 +144,48 @@ function deletedBefore(pod: k8s.V1Pod, ms: number): boolean {
   return time !== undefined && time < ms;
 }
 
+/**
+ * How a removal deconfigures the host: over SSH (the default), or for a Pull-mode host through
+ * its agent (pull-host-removal.ts). Returns how long to wait before looking again, or
+ * undefined once the host is deconfigured.
+ */
+export type DeconfigureStep = (
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  hs: HostStatus,
+  node: k8s.V1Node | undefined,
+) => Promise<number | undefined>;
+
 export async function reconcileRemoval(
   deps: HostControllerDeps,
   host: WindowsHost,
+  deconfigure: DeconfigureStep = deconfigureOverSsh,
 ): Promise<{ requeueAfterMs?: number }> {
   const hs = new HostStatus(host);
   try {
-    return await removalPass(deps, host, hs);
+    return await removalPass(deps, host, hs, deconfigure);
   } finally {
     // The object may be gone already: nothing left to report on.
     if (hs.changed()) await writeHostStatus(deps.kc, host, hs.status).catch(() => {});
   }
 }
 
+/** Deconfigures the host over SSH, unless winfleet never changed it. */
+const deconfigureOverSsh: DeconfigureStep = async (deps, host, hs) => {
+  if (!mayHaveChangedHost(hs.status)) return undefined;
+  try {
+    return await deconfigureHost(deps, host, hs);
+  } catch (error) {
+    return deconfigureFailed(deps, host, hs, error);
+  }
+};
+
 /** drain the node → deconfigure the host → delete the node and token → release the finalizer. */
 async function removalPass(
   deps: HostControllerDeps,
   host: WindowsHost,
   hs: HostStatus,
+  deconfigure: DeconfigureStep,
 ): Promise<{ requeueAfterMs?: number }> {
   if (!host.metadata.finalizers?.includes(hostFinalizer)) return {};
   const node = await ownNode(deps, host, hs.status.nodeName);
@@ -170,26 +194,20 @@ async function removalPass(
     const waitMs = await drainForRemoval(deps, host, hs, nodeName);
     if (waitMs !== undefined) return { requeueAfterMs: waitMs };
   }
-  if (
-    host.metadata.annotations?.[skipDeconfigureAnnotation] !== 'true' &&
-    mayHaveChangedHost(hs.status)
-  ) {
-    let waitMs: number | undefined;
-    try {
-      waitMs = await deconfigureHost(deps, host, hs);
-    } catch (error) {
-      return { requeueAfterMs: deconfigureFailed(deps, host, hs, error) };
-    }
+  if (host.metadata.annotations?.[skipDeconfigureAnnotation] !== 'true') {
+    const waitMs = await deconfigure(deps, host, hs, node);
     if (waitMs !== undefined) return { requeueAfterMs: waitMs };
   }
   if (nodeName) await deleteNode(deps.kc, nodeName, node?.metadata?.uid);
-  await deleteBootstrapToken(deps.kc, host.metadata.uid!);
+  // A Pull-mode host joined with a join token and never had a bootstrap token of its own.
+  if (!isPullHost(host)) await deleteBootstrapToken(deps.kc, host.metadata.uid!);
   await patchHostMetadata(deps.kc, host, {
     finalizers: (host.metadata.finalizers ?? []).filter((f) => f !== hostFinalizer),
   });
   deps.log.info('host removed', {
     host: `${host.metadata.namespace}/${host.metadata.name}`,
     node: nodeName,
+    ...(isPullHost(host) ? { mode: 'Pull' } : {}),
   });
   return {};
 }

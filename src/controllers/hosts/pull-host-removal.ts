@@ -24,63 +24,13 @@ import {
   deconfigureRequestAnnotation,
 } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
-import { hostFinalizer, type WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import {
-  blockRemoval,
-  deleteNode,
-  drainForRemoval,
-  ownNode,
-  removalTimeoutMs,
-  removalWaitedMs,
-  skipDeconfigureAnnotation,
-} from './host-removal.ts';
-import { HostStatus, patchHostMetadata, writeHostStatus } from './host-status.ts';
+import { blockRemoval, removalTimeoutMs, removalWaitedMs } from './host-removal.ts';
+import type { HostStatus } from './host-status.ts';
 
 /** How often a removal waiting for the agent's report looks at the Node again. */
 const reportPollMs = 2000;
-
-export async function reconcilePullRemoval(
-  deps: HostControllerDeps,
-  host: WindowsHost,
-): Promise<{ requeueAfterMs?: number }> {
-  const hs = new HostStatus(host);
-  try {
-    return await removalPass(deps, host, hs);
-  } finally {
-    // The object may be gone already: nothing left to report on.
-    if (hs.changed()) await writeHostStatus(deps.kc, host, hs.status).catch(() => {});
-  }
-}
-
-/** drain the node → the agent deconfigures the host → delete the node → release the finalizer. */
-async function removalPass(
-  deps: HostControllerDeps,
-  host: WindowsHost,
-  hs: HostStatus,
-): Promise<{ requeueAfterMs?: number }> {
-  if (!host.metadata.finalizers?.includes(hostFinalizer)) return {};
-  const node = await ownNode(deps, host, hs.status.nodeName);
-  const nodeName = node?.metadata?.name;
-  if (nodeName) {
-    const waitMs = await drainForRemoval(deps, host, hs, nodeName);
-    if (waitMs !== undefined) return { requeueAfterMs: waitMs };
-  }
-  if (host.metadata.annotations?.[skipDeconfigureAnnotation] !== 'true') {
-    const waitMs = await deconfigureThroughAgent(deps, host, hs, node);
-    if (waitMs !== undefined) return { requeueAfterMs: waitMs };
-  }
-  if (nodeName) await deleteNode(deps.kc, nodeName, node?.metadata?.uid);
-  await patchHostMetadata(deps.kc, host, {
-    finalizers: (host.metadata.finalizers ?? []).filter((f) => f !== hostFinalizer),
-  });
-  deps.log.info('host removed', {
-    host: `${host.metadata.namespace}/${host.metadata.name}`,
-    node: nodeName,
-    mode: 'Pull',
-  });
-  return {};
-}
 
 /** The agent's report on `node` for this host's request, or why it is not (yet) one. */
 function reportFor(
@@ -103,7 +53,7 @@ function reportFor(
  * Asks the host's agent to deconfigure the host and waits for its report: undefined once it
  * reported (or when no agent can be asked), else when to look again.
  */
-async function deconfigureThroughAgent(
+export async function deconfigureThroughAgent(
   deps: HostControllerDeps,
   host: WindowsHost,
   hs: HostStatus,
