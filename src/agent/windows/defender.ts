@@ -17,6 +17,7 @@
  */
 import { unprintable } from '../../api/windows-updates.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { type OutputReader, outputReader } from '../../powershell/output-reader.ts';
 import { parsePowerShellJson, powerShellScript, writeJson } from '../../powershell/powershell.ts';
 
 /** At most this many threats are listed (the first ones Get-MpThreat returns). */
@@ -73,24 +74,10 @@ export function defenderThreatsScript(): string {
 }
 
 const what = 'read the Microsoft Defender threats (Get-MpThreat)';
-
-function fail(detail: string): never {
-  throw new SyntaxError(`Cannot ${what}: ${detail}`);
-}
-
-function exactKeys(
-  value: unknown,
-  field: string,
-  keys: readonly string[],
-): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    fail(`${field} is not an object`);
-  const record = value as Record<string, unknown>;
-  const actual = Object.keys(record).sort();
-  if (actual.join(',') !== [...keys].sort().join(','))
-    fail(`${field} has the keys ${actual.join(', ') || 'none'}; expected ${keys.join(', ')}`);
-  return record;
-}
+const reader: OutputReader = outputReader(what);
+// Annotated, so that TypeScript narrows after a call that never returns.
+const fail: OutputReader['fail'] = reader.fail;
+const { exactKeys } = reader;
 
 /** A resource as an Event may carry it: one printable line, at most maxResourceLength. */
 function cleanResource(value: string): string {

@@ -17,6 +17,7 @@
  *   notes that the COMClasses key exists only where the Containers feature is installed.
  */
 import { unprintable } from '../../api/windows-updates.ts';
+import { type OutputReader, outputReader } from '../../powershell/output-reader.ts';
 import { parsePowerShellJson, powerShellScript, writeJson } from '../../powershell/powershell.ts';
 
 /** Where CCG plug-ins register their COM class id. */
@@ -70,32 +71,12 @@ export function gmsaHostFactsScript(): string {
 }
 
 const what = 'read the host’s gMSA facts (Win32_ComputerSystem, ccg.exe, CCG\\COMClasses)';
+const reader: OutputReader = outputReader(what);
+// Annotated, so that TypeScript narrows after a call that never returns.
+const fail: OutputReader['fail'] = reader.fail;
+const { exactKeys, bool } = reader;
 const clsidPattern =
   /^\{[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}$/;
-
-function fail(detail: string): never {
-  throw new SyntaxError(`Cannot ${what}: ${detail}`);
-}
-
-function exactKeys(
-  value: unknown,
-  field: string,
-  keys: readonly string[],
-): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    fail(`${field} is not an object`);
-  const record = value as Record<string, unknown>;
-  const actual = Object.keys(record).sort();
-  if (actual.join(',') !== [...keys].sort().join(','))
-    fail(`${field} has the keys ${actual.join(', ') || 'none'}; expected ${keys.join(', ')}`);
-  return record;
-}
-
-function bool(record: Record<string, unknown>, key: string, field: string): boolean {
-  const value = record[key];
-  if (typeof value !== 'boolean') fail(`${field}${key} is not a boolean`);
-  return value;
-}
 
 /** Reads what gmsaHostFactsScript printed; throws on anything else. */
 export function parseGmsaHostFactsOutput(stdout: string): GmsaHostFacts {
