@@ -5,6 +5,7 @@ import {
   formatJoinTokenRecord,
   type JoinTokenRecord,
   joinTokenExpired,
+  joinTokenSpent,
   parseJoinTokenRecord,
 } from './join-token-record.ts';
 
@@ -24,6 +25,17 @@ test('a record reads back as written', () => {
   assert.deepEqual(parseJoinTokenRecord(name, formatJoinTokenRecord(record)), record);
   assert.equal(joinTokenExpired(record, new Date('2026-11-27T11:59:59Z')), false);
   assert.equal(joinTokenExpired(record, new Date('2026-11-27T12:00:00Z')), true);
+});
+
+test('spent: expired, or used up; a token with uses left before its expiry is not', () => {
+  const before = new Date('2026-11-27T11:00:00Z');
+  assert.equal(joinTokenSpent(record, before), undefined);
+  assert.equal(
+    joinTokenSpent(record, new Date('2026-11-27T12:00:00Z')),
+    'expired at 2026-11-27T12:00:00Z',
+  );
+  const usedUp = { ...record, uses: 1, usesLeft: 0 };
+  assert.equal(joinTokenSpent(usedUp, before), 'used up (1 of 1)');
 });
 
 test('a record that is not exactly right is refused, naming the field', () => {

@@ -151,3 +151,14 @@ export function formatJoinTokenRecord(record: JoinTokenRecord): string {
 export function joinTokenExpired(record: JoinTokenRecord, now: Date): boolean {
   return Date.parse(record.expires) <= now.getTime();
 }
+
+/**
+ * Why a token is of no more use (what `winfleet join-tokens prune` deletes), or undefined for
+ * one that may still join a host. A used-up token's Secret still authenticates until it
+ * expires (its CSRs are denied), so pruning it takes that away too.
+ */
+export function joinTokenSpent(record: JoinTokenRecord, now: Date): string | undefined {
+  if (joinTokenExpired(record, now)) return `expired at ${record.expires}`;
+  if (record.usesLeft <= 0) return `used up (${record.uses} of ${record.uses})`;
+  return undefined;
+}

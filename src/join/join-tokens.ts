@@ -29,6 +29,7 @@ import {
   joinTokenLabel,
   joinTokenRecordKey,
   joinTokenRecordName,
+  joinTokenSpent,
   parseJoinTokenRecord,
 } from './join-token-record.ts';
 
@@ -164,6 +165,34 @@ export async function revokeJoinToken(
     record = false;
   }
   return { record, secret: await deleteJoinTokenSecret(kc, id) };
+}
+
+/** A token `pruneJoinTokens` deleted (or, dry, would delete), and why. */
+export interface PrunedJoinToken {
+  id: string;
+  why: string;
+}
+
+/**
+ * Deletes every expired or used-up token (record, then Secret) of the operator's namespace.
+ * Records that cannot be read are left for a person to look at (join-tokens list shows them).
+ * With `dryRun`, only says which.
+ */
+export async function pruneJoinTokens(
+  kc: k8s.KubeConfig,
+  operatorNamespace: string,
+  now: Date,
+  dryRun = false,
+): Promise<PrunedJoinToken[]> {
+  const pruned: PrunedJoinToken[] = [];
+  for (const token of await listJoinTokens(kc, operatorNamespace)) {
+    if (!('record' in token)) continue;
+    const why = joinTokenSpent(token.record, now);
+    if (!why) continue;
+    if (!dryRun) await revokeJoinToken(kc, operatorNamespace, token.id);
+    pruned.push({ id: token.id, why });
+  }
+  return pruned;
 }
 
 /** A listed token: its record, or why the record could not be read. */

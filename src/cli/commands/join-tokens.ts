@@ -3,11 +3,18 @@
  * their records in the operator's namespace (-n, default winfleet-system). `list` shows each
  * token's id, pool, uses left, expiry and the hosts that used it — never its secret, which no
  * record holds. `revoke` deletes the record (from then on the operator denies the token's
- * CSRs) and the token's Secret.
+ * CSRs) and the token's Secret. `prune` does that for every expired or used-up token
+ * (`--dry-run`: only lists them); the controller manager's token cleaner removes an expired
+ * token's Secret, never its record.
  */
 import type { Command } from 'commander';
 import { type JoinTokenUse, joinTokenExpired } from '../../join/join-token-record.ts';
-import { type ListedJoinToken, listJoinTokens, revokeJoinToken } from '../../join/join-tokens.ts';
+import {
+  type ListedJoinToken,
+  listJoinTokens,
+  pruneJoinTokens,
+  revokeJoinToken,
+} from '../../join/join-tokens.ts';
 import { cliExit, ExitCode } from '../exit-codes.ts';
 import { type KubeFlags, kubeConfigFrom, namespaceFrom, withKubeFlags } from '../kube-flags.ts';
 import { formatData, formatTable, type OutputFormat, outputOption } from '../output.ts';
@@ -54,7 +61,9 @@ function operatorNamespace(flags: KubeFlags, kc: ReturnType<typeof kubeConfigFro
 export function registerJoinTokens(program: Command): void {
   const tokens = program
     .command('join-tokens')
-    .description('the join tokens winfleet join-command made: list them, revoke one');
+    .description(
+      'the join tokens winfleet join-command made: list them, revoke one, prune the spent ones',
+    );
 
   withKubeFlags(
     tokens.command('list').description('id, pool, uses left and expiry of each join token'),
@@ -109,5 +118,20 @@ export function registerJoinTokens(program: Command): void {
         `no join token ${id} in ${namespace} (winfleet join-tokens list)`,
       );
     process.stdout.write(`join token ${id} revoked\n`);
+  });
+
+  withKubeFlags(
+    tokens
+      .command('prune')
+      .description('revoke every expired or used-up join token (record and Secret)')
+      .option('--dry-run', 'only list the tokens that would be revoked', false),
+  ).action(async (flags: KubeFlags & { dryRun: boolean }) => {
+    const kc = kubeConfigFrom(flags);
+    const namespace = operatorNamespace(flags, kc);
+    const pruned = await pruneJoinTokens(kc, namespace, new Date(), flags.dryRun);
+    const verb = flags.dryRun ? 'would be revoked' : 'revoked';
+    for (const { id, why } of pruned) process.stdout.write(`join token ${id} ${verb}: ${why}\n`);
+    if (pruned.length === 0)
+      process.stdout.write(`no expired or used-up join token in ${namespace}\n`);
   });
 }
