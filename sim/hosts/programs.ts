@@ -25,6 +25,7 @@
  * the start times out with 1053 as on Windows. Tests can register their own programs.
  */
 import { runAgent } from '../../src/agent/run-agent.ts';
+import { stopOnStdinEofVariable } from '../../src/agent/windows/service-shim.ts';
 import {
   containerdImageName,
   containerdProgram,
@@ -85,8 +86,16 @@ export const agentProgram: SimProgram = (context) =>
     stdout: context.stdout,
     stderr: context.stderr,
     signal: context.signal,
+    env: (name) => context.env.get(name),
     ...(context.machine.joinTuning ? { join: context.machine.joinTuning } : {}),
   });
+
+/** `env` without `name`, compared as Windows does: case-insensitively. */
+function withoutVariable(env: Record<string, string>, name: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter(([key]) => key.toLowerCase() !== name.toLowerCase()),
+  );
+}
 
 /** What winfleet-service.exe's command line says (windows/service/options.go). */
 export interface ServiceShimCommand {
@@ -188,7 +197,12 @@ export const serviceShimProgram: SimProgram = async (context) => {
     child = await context.machine.spawn({
       binaryPath: command.program,
       args: command.programArgs,
-      env: context.env.entries(),
+      // windows/service/supervise.go programEnv: the shim's environment with
+      // WINFLEET_STOP_ON_STDIN_EOF=1, whatever the shim itself was given.
+      env: {
+        ...withoutVariable(context.env.entries(), stopOnStdinEofVariable),
+        [stopOnStdinEofVariable]: '1',
+      },
       stdout: output,
       stderr: output,
     });

@@ -32,6 +32,7 @@ function main(): void {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     signal: stop.signal,
+    env: (name) => process.env[name],
   }).then(
     (code) => {
       process.exitCode = code;

@@ -23,6 +23,11 @@ export interface AgentContext {
   stderr: (text: string) => void;
   /** Aborted when the service is asked to stop (the `run` loop ends cleanly). */
   signal?: AbortSignal;
+  /**
+   * The process's environment (case-insensitive on Windows), when the agent runs as its
+   * service: `run` restarts when its own proxy environment is not the manifest's.
+   */
+  env?: (name: string) => string | undefined;
   /** Shorter waits for `join` (tests, simulated hosts); defaults otherwise. */
   join?: JoinTuning;
 }

@@ -18,6 +18,7 @@ import {
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
 import { hasCode, WinfleetError } from '../errors/catalog.ts';
+import { agentEnvironmentVariables } from '../hostsettings/node-host-settings.ts';
 import { httpStatus, isNotFound } from '../kube/client.ts';
 import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
 import {
@@ -27,7 +28,12 @@ import {
 import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-config.ts';
 import { readState, writeState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
-import { convergeServices, installPayloadFiles, servicesRunning } from './converge.ts';
+import {
+  agentServiceName,
+  convergeServices,
+  installPayloadFiles,
+  servicesRunning,
+} from './converge.ts';
 import { deconfigureRequest, deconfigureSelf, readDeconfigureRecord } from './deconfigure-self.ts';
 import { syncGmsaReadiness } from './gmsa-readiness.ts';
 import { applyHostSettings } from './host-settings.ts';
@@ -268,6 +274,28 @@ async function ownExecutables(
 }
 
 /**
+ * The proxy variables whose value in the agent's service configuration (applyHostSettings
+ * writes the manifest's there) is not this process's: a process never reads its environment
+ * block again, so the loop exits with agentReplacedExitCode and the recovery action starts the
+ * agent with the service's environment. Only under winfleet-service.exe (which sets
+ * WINFLEET_STOP_ON_STDIN_EOF=1): a run by hand never exits for its environment. Compared with
+ * the service's configuration, not the manifest, so a host whose configuration could not be
+ * written does not restart over and over for nothing.
+ */
+async function staleOwnEnvironment(context: AgentContext): Promise<string[]> {
+  const env = context.env;
+  if (env?.(stopOnStdinEofVariable) !== '1') return [];
+  const configured = await context.hostOS
+    .queryServiceEnvironment(agentServiceName)
+    .catch(() => undefined);
+  if (!configured) return [];
+  const lookup = new Map(Object.entries(configured).map(([k, v]) => [k.toLowerCase(), v]));
+  return agentEnvironmentVariables.filter(
+    (name) => (lookup.get(name.toLowerCase()) ?? '') !== (env(name) ?? ''),
+  );
+}
+
+/**
  * Which of the agent and its shim the operator replaced since the loop started: the loop then
  * exits with agentReplacedExitCode, the shim exits with it, and the service's recovery action
  * starts the new ones. A file that was missing at the start (a run by hand) does not count.
@@ -454,6 +482,14 @@ export async function runLoop(context: AgentContext): Promise<number> {
     if (replaced.length > 0) {
       context.stderr(
         `a new ${replaced.join(' and ')} executable is installed; restarting to run it\n`,
+      );
+      watch?.abort();
+      return agentReplacedExitCode;
+    }
+    const stale = await staleOwnEnvironment(context);
+    if (stale.length > 0) {
+      context.stderr(
+        `the agent's service environment changed (${stale.join(', ')}); restarting to take it\n`,
       );
       watch?.abort();
       return agentReplacedExitCode;

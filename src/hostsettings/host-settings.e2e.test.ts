@@ -188,6 +188,19 @@ test('proxy, trusted CAs and registry mirrors reach every host through the pool 
         const agent = machine.scm.config('winfleet-agent')?.environment ?? {};
         assert.equal(agent.HTTPS_PROXY, proxyUrl, 'the agent service has it');
         assert.equal(agent.NODE_USE_ENV_PROXY, '1');
+        // The agent restarts itself to take its new environment (a process never reads its
+        // environment block again).
+        await waitFor(
+          () =>
+            machine
+              .processes()
+              .find((p) => p.alive && p.imageName.toLowerCase() === 'winfleet-agent.exe')
+              ?.environment.HTTPS_PROXY === proxyUrl,
+          {
+            description: `${machine.hostname}: the running agent has the proxy`,
+            timeoutMs: 60_000,
+          },
+        );
         const winHttp = machine.winHttpProxy;
         assert.equal(
           winHttp?.proxyServer,

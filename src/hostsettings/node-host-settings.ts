@@ -98,3 +98,6 @@ export function agentEnvironment(manifest: ServicesManifest): Record<string, str
   if (Object.keys(env).length > 0) env.NODE_USE_ENV_PROXY = '1';
   return env;
 }
+
+/** The variables agentEnvironment may set: what the agent compares with its own at start. */
+export const agentEnvironmentVariables = [...proxyVariables, 'NODE_USE_ENV_PROXY'] as const;
