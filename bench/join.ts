@@ -76,6 +76,7 @@ import {
   preparePayload,
   publishPayloads,
 } from './payload-delivery.ts';
+import { type CpuWindow, cpuWindow, formatCpu } from './process-cpu.ts';
 import { describeLeftovers, type Leftovers, leftoversNow } from './process-leftovers.ts';
 import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 
@@ -154,6 +155,10 @@ interface Run {
   /** Bytes of the agent and shim, per host. */
   ownMiB: number;
   leftovers?: { before: Leftovers; after: Leftovers };
+  /** Seconds from the creates until every host's Node was Ready in the API server. */
+  nodesReadyS?: number;
+  /** CPU each process used from the creates until every host was Ready. */
+  cpu: CpuWindow;
 }
 
 async function operatorMetric(statusPort: number, name: string): Promise<number> {
@@ -220,7 +225,16 @@ async function joinRun(
   if (inspector) await sleep(10_000);
   const before = inspector ? await leftoversNow(inspector) : undefined;
   const create = (h: SimulatedHostDescription) => objects.create(windowsHostFor(h, namespace));
+  const cpu = cpuWindow(
+    new Map<string, number>([
+      ['operator', operator.pid!],
+      ['simulated hosts', sims.pid!],
+      ...cluster.components.map((c) => [c.name, c.pid!] as [string, number]),
+    ]),
+  );
   const started = performance.now();
+  let nodesReadyS: number | undefined;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
   if (mode === 'one-at-a-time') {
     // WMCO's way: the next host is configured only once the previous one is a Ready node.
     for (const [i, h] of described.entries()) {
@@ -238,11 +252,23 @@ async function joinRun(
   }
   await waitFor(
     async () => {
+      // When the hosts' Nodes were all Ready in the API server: the rest of the makespan is
+      // the operator seeing it and writing the WindowsHosts' status.
+      if (nodesReadyS === undefined) {
+        const nodes = (await core.listNode()).items.filter(
+          (n) => n.metadata?.labels?.['kubernetes.io/os'] === 'windows',
+        );
+        const ready = nodes.filter((n) =>
+          n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        );
+        if (ready.length >= count) nodesReadyS = (performance.now() - started) / 1000;
+      }
       const list = await listWindowsHosts(kc, namespace);
       return list.length === count && list.every(hostReady);
     },
     { description: `${count} hosts Ready`, timeoutMs: 60 * 60_000, intervalMs: 250 },
   );
+  const cpuUsed = cpu.stop();
   const run: Run = {
     hosts: count,
     payload: payload.name,
@@ -256,6 +282,8 @@ async function joinRun(
     hostsMiB: statusMiB(sims.pid!),
     hostsPeakMiB: statusMiB(sims.pid!, 'VmHWM'),
     ownMiB: payload.ownBytes / mib,
+    ...(nodesReadyS !== undefined ? { nodesReadyS } : {}),
+    cpu: cpuUsed,
   };
   if (settleSeconds > 0) {
     await sleep(settleSeconds * 1000);
@@ -428,6 +456,18 @@ for (const r of runs) {
 if (comparisons.length > 0) {
   console.log('\nAgainst the baselines of this run (the stand-in payload; push):\n');
   for (const line of comparisons) console.log(`  ${line}`);
+}
+
+console.log(
+  "\nWhere the time went, per run: when every host's Node was Ready in the API server (the rest is the operator seeing it and writing the WindowsHosts), and the CPU each process used during the join, as a share of one core:\n",
+);
+for (const r of runs) {
+  const nodes =
+    r.nodesReadyS === undefined
+      ? 'Nodes Ready: –'
+      : `Nodes Ready at ${r.nodesReadyS.toFixed(1)} s of ${r.makespanS.toFixed(1)} s`;
+  console.log(`  ${labels(r).join(', ')}: ${nodes}`);
+  console.log(`    CPU: ${formatCpu(r.cpu)}`);
 }
 
 const probed = runs.filter((r) => r.leftovers);
