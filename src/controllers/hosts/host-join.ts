@@ -55,10 +55,23 @@ export interface PassResult {
 type ReadyNodeOutcome = { kind: 'done'; result: PassResult } | { kind: 'bootstrap-again' };
 
 /** One pass for a host that is not being deleted. */
-export async function reconcileJoin(ctx: JoinContext, host: WindowsHost): Promise<PassResult> {
+export function reconcileJoin(ctx: JoinContext, host: WindowsHost): Promise<PassResult> {
+  return hostPass(ctx, host, (hs) => joinPass(ctx, host, hs));
+}
+
+/**
+ * Runs `pass` on the host's status (an SSH host's join pass, a Pull host's): a failure is
+ * reported on it and thrown for the queue's backoff, and the status is written once at the
+ * end if it changed.
+ */
+export async function hostPass(
+  ctx: JoinContext,
+  host: WindowsHost,
+  pass: (hs: HostStatus) => Promise<PassResult>,
+): Promise<PassResult> {
   const hs = new HostStatus(host);
   try {
-    return await joinPass(ctx, host, hs);
+    return await pass(hs);
   } catch (error) {
     // A host whose own Node is Ready stays Ready when, say, copying an upgrade fails: the
     // Node still serves; Reachable, Degraded and the Event tell the failure.

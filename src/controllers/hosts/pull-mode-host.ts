@@ -35,14 +35,13 @@ import { canonicalAddress, joinServingAddresses } from '../csr/serving-addresses
 import type { LoadedPayload } from './host-deps.ts';
 import {
   healthyRecheckMs,
+  hostPass,
   type JoinContext,
   type PassResult,
   reportReady,
   wantedVersion,
 } from './host-join.ts';
-import { reportRemediationFailure } from './host-remediation.ts';
-import { apiTime, HostStatus, timeOf, writeHostStatus } from './host-status.ts';
-import { reportFailure } from './join-failure.ts';
+import { apiTime, type HostStatus, timeOf, writeHostStatus } from './host-status.ts';
 import { carriesIdentity, type NameRefusal, nameRefusal } from './node-claims.ts';
 
 export const pullModeMessage =
@@ -54,18 +53,8 @@ const pollMs = 2000;
 const refusedRecheckMs = 60_000;
 
 /** One pass for a Pull-mode host that is not being deleted. */
-export async function reconcilePullHost(ctx: JoinContext, host: WindowsHost): Promise<PassResult> {
-  const hs = new HostStatus(host);
-  try {
-    return await pullPass(ctx, host, hs);
-  } catch (error) {
-    const ready = hs.condition(ConditionType.Ready)?.status !== 'True';
-    reportFailure(ctx.events, host, hs, error, { ready });
-    throw error;
-  } finally {
-    reportRemediationFailure(host, hs);
-    if (hs.changed()) await writeHostStatus(ctx.kc, host, hs.status);
-  }
+export function reconcilePullHost(ctx: JoinContext, host: WindowsHost): Promise<PassResult> {
+  return hostPass(ctx, host, (hs) => pullPass(ctx, host, hs));
 }
 
 async function pullPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Promise<PassResult> {
