@@ -58,6 +58,9 @@ export function organizationalUnitProblems(ou: unknown, domain: string, field: s
       `${field}: is longer than ${organizationalUnitMaxLength} characters; use a shorter OU path`,
     ];
   }
+  if (/\p{Cc}/u.test(ou)) {
+    return [`${field}: contains a control character (a newline, a tab); write the OU on one line`];
+  }
   const parts = ou.split(',').map((p) => p.trim());
   const ous: string[] = [];
   const dcs: string[] = [];

@@ -69,6 +69,18 @@ export function poolActiveDirectory(
   return { pool: pool.metadata.name, spec, problems: activeDirectoryProblems(spec) };
 }
 
+/** Keys ("namespace/name") of the hosts whose pool's AD credentials are the Secret `name`. */
+export function hostsNamingAdSecret(
+  pools: readonly WindowsNodePool[],
+  hosts: readonly WindowsHost[],
+  name: string,
+): string[] {
+  if (!pools.some((p) => p.spec.activeDirectory?.credentialsSecretRef?.name === name)) return [];
+  return hosts
+    .filter((h) => poolActiveDirectory(pools, h)?.spec.credentialsSecretRef?.name === name)
+    .map((h) => `${h.metadata.namespace}/${h.metadata.name}`);
+}
+
 /** Refuses the join: WF_HOST_AD_REFUSED, Degraded, nothing changed on the host. */
 function refuse(hs: HostStatus, message: string): never {
   hs.set(ConditionType.Degraded, 'True', ConditionReason.ActiveDirectoryRefused, message);
