@@ -1012,7 +1012,12 @@ const windowsNodePoolWire = {
                         description:
                           'A Secret in the operator’s namespace with the keys username (user, DOMAIN\\user or user@domain) and password of an account allowed to join and remove computers. They reach hosts only in memory (an SSH session’s standard input), never a file or a command line',
                         properties: {
-                          name: { type: 'string', minLength: 1, maxLength: 253 },
+                          name: {
+                            type: 'string',
+                            minLength: 1,
+                            maxLength: 253,
+                            description: 'The Secret’s name, in the operator’s namespace',
+                          },
                         },
                       },
                     },
