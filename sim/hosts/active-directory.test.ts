@@ -108,6 +108,13 @@ test('Add-Computer: wrong credentials leave the machine in its workgroup; right 
     /Cannot add computer 'web-1' to domain 'corp\.example\.com' because it is already in that domain/,
   );
 
+  // Only the domain named is left.
+  const other = await runOnHost(
+    machine,
+    remoteCommand('leave-domain', { domain: 'other.example.com' }),
+    credentialsInput({ username: 'CORP\\joiner', password: 'S3cret-pass' }),
+  );
+  assert.match(other.stderr, /not in domain other\.example\.com but in corp\.example\.com/);
   // Remove-Computer needs the credentials too.
   const leave = remoteCommand('leave-domain', { domain: 'corp.example.com' });
   const denied = await runOnHost(

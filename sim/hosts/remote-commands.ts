@@ -248,10 +248,17 @@ async function runCatalogScript(
         io.stdout(powerShellJson({ joined: true, restartNeeded: 'Yes' }));
         return 0;
       }
-      case 'leave-domain':
+      case 'leave-domain': {
+        const domain = String((args as RemoteScripts['leave-domain']).domain);
+        if (machine.domain?.toLowerCase() !== domain.toLowerCase()) {
+          throw new Error(
+            `The host is not in domain ${domain} but in ${machine.domain ?? 'WORKGROUP'}; it is left as it is`,
+          );
+        }
         removeComputer(machine, await readCredentials(io));
         io.stdout(powerShellJson({ left: true, restartNeeded: 'Yes' }));
         return 0;
+      }
       case 'restart-host':
         // shutdown.exe /r /t 5: the command returns, the machine restarts a little later.
         machine.scheduleReboot('winfleet: finishing the installation of a Windows feature');

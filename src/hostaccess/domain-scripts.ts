@@ -54,6 +54,11 @@ export const domainScriptBodies: Record<
     "ConvertTo-WinfleetJson -InputObject (@{ joined = $true; restartNeeded = 'Yes' }) -Depth 4",
   ],
   'leave-domain': [
+    // Only the pool's domain: a host that moved to another one is not taken out of it.
+    "$cs = Get-CimInstance -ClassName 'Win32_ComputerSystem'",
+    'if (-not $cs.PartOfDomain -or [string]$cs.Domain -ne [string]$winfleetArgs.domain) {',
+    "  throw ('The host is not in domain ' + [string]$winfleetArgs.domain + ' but in ' + [string]$cs.Domain + '; it is left as it is')",
+    '}',
     ...readCredentialLines,
     `$leave = @{ UnjoinDomainCredential = $credential; WorkgroupName = '${leaveWorkgroup}'; Force = $true }`,
     'Remove-Computer @leave',

@@ -136,7 +136,7 @@ test('a 20-character host: renamed, restarted, joined with stdin credentials, re
 
   assert.equal(await pass(machine, hs, deps, sent), 'restarting');
   assert.equal(machine.pendingHostname, generatedHostname('corp', 'uid-a'));
-  assert.match(machine.pendingHostname, /^corp-[0-9a-f]{6}$/);
+  assert.match(machine.pendingHostname, /^corp-[0-9a-z]{8}$/);
   assert.equal(machine.hostname, 'winfleet-ad-host-a01', 'the rename waits for the boot');
   assert.ok(hs.status.activeDirectoryRestartAt);
   assert.equal(hs.condition(ConditionType.Ready)?.reason, ConditionReason.JoiningDomain);

@@ -29,13 +29,14 @@ test('generated names: at most 15 characters, valid, deterministic, distinct per
   for (const name of names) {
     assert.ok(name.length <= netbiosNameMaxLength, name);
     assert.equal(adHostnameProblem(name), undefined, name);
-    assert.match(name, /^windows--?[0-9a-f]{6}$|^windows-[0-9a-f]{6}$/);
+    assert.match(name, /^window-[0-9a-z]{8}$/);
   }
   assert.equal(new Set(names).size, names.length, 'distinct');
   assert.equal(generatedHostname('windows-web-pool-east', uids[0]!), names[0], 'deterministic');
   // A pool name of only symbols still gives a valid name.
-  assert.match(generatedHostname('---', 'u'), /^win-[0-9a-f]{6}$/);
-  assert.match(generatedHostname('Web.Pool', 'u'), /^web-pool-[0-9a-f]{6}$/);
+  assert.match(generatedHostname('---', 'u'), /^win-[0-9a-z]{8}$/);
+  assert.match(generatedHostname('Web.Pool', 'u'), /^web-po-[0-9a-z]{8}$/);
+  assert.match(generatedHostname('ab-', 'u'), /^ab-[0-9a-z]{8}$/, 'no double hyphen');
 });
 
 test('plan: keep a valid hostname, rename a long one to the generated name', () => {

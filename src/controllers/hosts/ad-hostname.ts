@@ -11,9 +11,9 @@
  * - spec.nodeName given: it is the hostname; one that is not a valid 15-character name is
  *   refused before anything changes, quoting the limit;
  * - otherwise the host's hostname when valid;
- * - otherwise a generated name (generatedHostname): the pool's name cut to 8 characters, a
- *   hyphen and 6 hex digits of SHA-256 of the WindowsHost's uid. Deterministic (the same host
- *   gets the same name on every pass and after an operator restart), distinct per host.
+ * - otherwise a generated name (generatedHostname): the pool's name cut to 6 characters, a
+ *   hyphen and 8 base-36 digits of SHA-256 of the WindowsHost's uid. Deterministic (the same
+ *   host gets the same name on every pass and after an operator restart), distinct per host.
  */
 import { createHash } from 'node:crypto';
 
@@ -35,10 +35,15 @@ export function adHostnameProblem(name: string): string | undefined {
  * The generated hostname of the host with WindowsHost uid `uid` in pool `pool`: at most 15
  * characters, lower case.
  *
- * @example generatedHostname('web', '0b5c…') // "web-1f2e3d"
+ * @example generatedHostname('web', '0b5c…') // "web-k3x9q0za"
  */
 export function generatedHostname(pool: string, uid: string): string {
-  const hash = createHash('sha256').update(uid).digest('hex').slice(0, 6);
+  // 8 base-36 digits: 41 bits, so even 10,000 hosts of one pool share a name with a chance of
+  // about 2 in 100,000 (a clash is refused as NodeNameTaken, never merged).
+  const hash = BigInt(`0x${createHash('sha256').update(uid).digest('hex').slice(0, 16)}`)
+    .toString(36)
+    .padStart(8, '0')
+    .slice(-8);
   const prefix = pool
     .toLowerCase()
     .replace(/[^a-z0-9-]+/g, '-')

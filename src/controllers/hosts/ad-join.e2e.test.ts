@@ -174,7 +174,7 @@ test('AD pools: a 20-character hostname becomes a renamed, domain-joined Ready n
   const newName = hostA.machine.hostname;
   assert.notEqual(newName, longName, 'renamed');
   assert.ok(newName.length <= netbiosNameMaxLength, `${newName} has at most 15 characters`);
-  assert.match(newName, /^corp-[0-9a-f]{6}$/, 'pool name and a hash of the host uid');
+  assert.match(newName, /^corp-[0-9a-z]{8}$/, 'pool name and a hash of the host uid');
   assert.equal(readyA.status?.nodeName, newName);
   assert.equal(readyA.status?.hostname, newName);
   assert.equal(hostA.machine.domain, domainName);
