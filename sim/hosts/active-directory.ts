@@ -22,11 +22,12 @@
  * - Remove-Computer needs the domain's credentials too (-UnjoinDomainCredential), disables the
  *   computer account (here: removes it) and puts the machine in the workgroup named.
  *
- * The error texts are Windows PowerShell 5.1's as they print (the Win32 messages of
- * ERROR_LOGON_FAILURE 1326, ERROR_NO_SUCH_DOMAIN 1355, NERR_SetupAlreadyJoined 2691 and
- * ERROR_ACCESS_DENIED 5 inside the cmdlets' "failed to join" formats); the rename-pending
- * text is the simulation's own wording of NERR_SetupAlreadyJoined's neighbour
- * (Add-Computer refuses to join under a name that is about to change).
+ * The error texts follow Windows PowerShell 5.1's formats ("failed to join domain … with
+ * following error message: <Win32 message>") with the Win32 messages of ERROR_LOGON_FAILURE
+ * 1326, ERROR_NO_SUCH_DOMAIN 1355, ERROR_INVALID_PARAMETER 87, NERR_UserExists 2224 and
+ * ERROR_ACCESS_DENIED 5, written from the documentation, not captured from a host; "already in
+ * that domain" is the cmdlet's own check. The rename-pending refusal is the simulation's own
+ * wording (winfleet restarts between rename and join, so it never meets it).
  */
 import { checkHostname, netbiosName } from './machine.ts';
 
