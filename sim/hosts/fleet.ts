@@ -12,6 +12,7 @@
  */
 import { join } from 'node:path';
 import { createOwnedTempDir, removeOwnedTempDir } from '../cluster/owned-temp-dir.ts';
+import type { SimDomain } from './active-directory.ts';
 import type { HostFaults } from './faults.ts';
 import {
   checkLoopbackAddress,
@@ -50,6 +51,8 @@ export interface StartSimulatedHostsOptions {
   > & { timings?: SimMachineTimings };
   /** The programs each host runs (default: defaultPrograms()); called once per host. */
   programs?: () => ProgramRegistry;
+  /** The fake Active Directory domain every host reaches (active-directory.ts); default none. */
+  activeDirectory?: SimDomain;
 }
 
 /** One running simulated host. */
@@ -183,6 +186,7 @@ async function startHost(spec: {
     address: spec.address,
     rootDir: spec.root,
     ...options.machine,
+    ...(options.activeDirectory ? { activeDirectory: options.activeDirectory } : {}),
   };
   if (options.programs) machineOptions.programs = options.programs();
   const machine = await SimMachine.create(machineOptions);

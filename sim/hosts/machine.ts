@@ -13,6 +13,7 @@ import type { OsVersion } from '../../src/agent/host-os.ts';
 import type { JoinTuning } from '../../src/agent/join.ts';
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import { windowsRelease } from '../../src/windows/builds.ts';
+import type { SimDomain } from './active-directory.ts';
 import { CertificateStore } from './certificate-store.ts';
 import { ContainerCredentialGuard } from './container-credential-guard.ts';
 import { SimFileSystem } from './file-system.ts';
@@ -56,6 +57,11 @@ export interface SimMachineOptions {
    * workgroup machine (Win32_ComputerSystem.PartOfDomain false, Domain "WORKGROUP").
    */
   domain?: string;
+  /**
+   * The Active Directory domain controller the machine reaches (active-directory.ts), shared by
+   * a fleet; undefined: no domain is reachable.
+   */
+  activeDirectory?: SimDomain;
   /** CLSIDs of the CCG plug-ins registered (container-credential-guard.ts). Default: none. */
   ccgPlugins?: readonly string[];
   /** "2019", "2022" or "2025". */
@@ -189,7 +195,11 @@ export function checkLoopbackAddress(address: string): void {
 }
 
 export class SimMachine {
-  readonly hostname: string;
+  #hostname: string;
+  /** Rename-Computer's new name, taken at the next boot (active-directory.ts). */
+  #pendingHostname: string | undefined;
+  /** The domain controller it reaches; undefined: none. */
+  readonly activeDirectory: SimDomain | undefined;
   readonly address: string;
   readonly release: SimulatedReleaseName;
   readonly osVersion: OsVersion;
@@ -257,7 +267,8 @@ export class SimMachine {
   };
 
   private constructor(options: SimMachineOptions, fs: SimFileSystem) {
-    this.hostname = options.hostname;
+    this.#hostname = options.hostname;
+    this.activeDirectory = options.activeDirectory;
     this.address = options.address;
     this.release = options.release as SimulatedReleaseName;
     const release = simulatedReleases[this.release];
@@ -371,6 +382,22 @@ export class SimMachine {
 
   get bootId(): string {
     return this.#bootId;
+  }
+
+  /** The computer name now (the DNS host name). */
+  get hostname(): string {
+    return this.#hostname;
+  }
+
+  /** The name the machine takes at its next boot; its hostname when no rename is pending. */
+  get pendingHostname(): string {
+    return this.#pendingHostname ?? this.#hostname;
+  }
+
+  /** Rename-Computer's part: the name changes at the next boot. */
+  setPendingHostname(name: string): void {
+    checkHostname(name);
+    this.#pendingHostname = name;
   }
 
   get bootedAt(): Date {
@@ -494,6 +521,11 @@ export class SimMachine {
     this.#bootId = randomUUID();
     this.#bootedAt = new Date();
     this.#bootEnvironment = this.env.entries();
+    // A pending rename takes effect at boot (Rename-Computer: "after the computer is restarted").
+    if (this.#pendingHostname !== undefined) {
+      this.#hostname = this.#pendingHostname;
+      this.#pendingHostname = undefined;
+    }
     this.features.boot();
     // Session Manager's pending deletions run before servicing and before any service.
     await this.#deletePendingAtBoot();

@@ -29,6 +29,9 @@ test('host-facts prints the HostFacts line', async (t) => {
   assert.equal(Date.parse(String(lastBootTime)), machine.bootedAt.getTime());
   assert.deepEqual(rest, {
     hostname: 'WIN-25',
+    partOfDomain: false,
+    domain: 'WORKGROUP',
+    pendingHostname: 'WIN-25',
     osVersion: {
       major: 10,
       minor: 0,

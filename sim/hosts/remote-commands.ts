@@ -21,6 +21,7 @@ import {
   remoteScript,
 } from '../../src/hostaccess/remote-scripts.ts';
 import { decodePowerShellCommandLine } from '../../src/powershell/powershell.ts';
+import { addComputer, removeComputer, renameComputer } from './active-directory.ts';
 import { diagnosticOutput } from './diagnostics.ts';
 import { wellKnownSid } from './file-security.ts';
 import { errorCode } from './file-system-error.ts';
@@ -44,6 +45,11 @@ export interface CommandIo {
   stderr(text: string): void;
   /** Aborted when the SSH channel closes (the command's processes are then killed). */
   signal: AbortSignal;
+  /**
+   * The command's standard input, to its end (the client's EOF): what [Console]::In.ReadToEnd()
+   * returns. Absent: empty (a test driving a command without a channel).
+   */
+  stdin?: () => Promise<string>;
 }
 
 /** Tells which command `line` is. */
@@ -227,6 +233,32 @@ async function runCatalogScript(
       case 'preflight-facts':
         io.stdout(powerShellJson(preflightFacts(machine)));
         return 0;
+      case 'rename-computer':
+        renameComputer(machine, String((args as RemoteScripts['rename-computer']).newName));
+        io.stdout(powerShellJson({ renamed: true, restartNeeded: 'Yes' }));
+        return 0;
+      case 'join-domain': {
+        const join = args as RemoteScripts['join-domain'];
+        addComputer(
+          machine,
+          String(join.domain),
+          await readCredentials(io),
+          join.organizationalUnit ? String(join.organizationalUnit) : undefined,
+        );
+        io.stdout(powerShellJson({ joined: true, restartNeeded: 'Yes' }));
+        return 0;
+      }
+      case 'leave-domain': {
+        const domain = String((args as RemoteScripts['leave-domain']).domain);
+        if (machine.domain?.toLowerCase() !== domain.toLowerCase()) {
+          throw new Error(
+            `The host is not in domain ${domain} but in ${machine.domain ?? 'WORKGROUP'}; it is left as it is`,
+          );
+        }
+        removeComputer(machine, await readCredentials(io));
+        io.stdout(powerShellJson({ left: true, restartNeeded: 'Yes' }));
+        return 0;
+      }
       case 'restart-host':
         // shutdown.exe /r /t 5: the command returns, the machine restarts a little later.
         machine.scheduleReboot('winfleet: finishing the installation of a Windows feature');
@@ -279,6 +311,9 @@ function hostFacts(machine: SimMachine): HostFactsReport {
   const { osVersion } = machine;
   return {
     hostname: machine.hostname,
+    partOfDomain: machine.domain !== undefined,
+    domain: machine.domain ?? 'WORKGROUP',
+    pendingHostname: machine.pendingHostname,
     osVersion: { ...osVersion },
     freeBytes: machine.fs.freeBytes(),
     // Several adapters, the host's own address not first (ip-configuration.ts).
@@ -288,6 +323,23 @@ function hostFacts(machine: SimMachine): HostFactsReport {
     // Win32_OperatingSystem.LastBootUpTime in UTC, as DateTime.ToString('o') prints it.
     lastBootTime: machine.bootedAt.toISOString().replace(/Z$/, '0000Z'),
   };
+}
+
+/**
+ * What `join-domain`/`leave-domain` read with [Console]::In.ReadToEnd() | ConvertFrom-Json: the
+ * credentials, from stdin only. Empty or not JSON fails as ConvertFrom-Json does.
+ */
+async function readCredentials(io: CommandIo): Promise<{ username: string; password: string }> {
+  const text = io.stdin ? await io.stdin() : '';
+  let parsed: { username?: unknown; password?: unknown } | null;
+  try {
+    parsed = JSON.parse(text) as { username?: unknown; password?: unknown } | null;
+  } catch {
+    throw new Error(
+      'ConvertFrom-Json : Invalid JSON primitive: . (the credentials were expected on standard input)',
+    );
+  }
+  return { username: String(parsed?.username ?? ''), password: String(parsed?.password ?? '') };
 }
 
 /**

@@ -375,7 +375,11 @@ export class SimSshServer {
       channel.once('end', ended);
       channel.once('close', ended);
     });
-    channel.on('data', () => {});
+    // What the client writes to the command's stdin (a domain join's credentials), in memory.
+    const input: Buffer[] = [];
+    channel.on('data', (chunk: Buffer) => {
+      if (!stdinEnded) input.push(chunk);
+    });
     this.faults.execStarted(classified, () => {
       const socket = (client as unknown as { _sock?: ThrottledSocket })._sock;
       socket?.destroy();
@@ -405,6 +409,15 @@ export class SimSshServer {
         stdout: (text) => write(channel, text),
         stderr: (text) => write(channel.stderr, text),
         signal: controller.signal,
+        stdin: async () => {
+          await Promise.race([
+            stdinEnd,
+            new Promise((resolve) =>
+              controller.signal.addEventListener('abort', resolve, { once: true }),
+            ),
+          ]);
+          return Buffer.concat(input).toString('utf8');
+        },
       },
       classified,
     )

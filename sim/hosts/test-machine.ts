@@ -81,7 +81,7 @@ export function recordingProgram(
 }
 
 /** Runs an SSH exec command line on the machine; its exit code and output. */
-export async function runOnHost(machine: SimMachine, line: string) {
+export async function runOnHost(machine: SimMachine, line: string, stdin = '') {
   let stdout = '';
   let stderr = '';
   const code = await runRemoteCommand(machine, line, {
@@ -92,6 +92,7 @@ export async function runOnHost(machine: SimMachine, line: string) {
       stderr += text;
     },
     signal: new AbortController().signal,
+    stdin: async () => stdin,
   });
   return { code, stdout, stderr };
 }

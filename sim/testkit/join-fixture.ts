@@ -9,6 +9,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { Operator } from '../../src/operator/operator.ts';
 import type { Payload } from '../../src/payload/payload.ts';
 import type { Cluster, ClusterOptions } from '../cluster/start-cluster.ts';
+import type { SimDomain } from '../hosts/active-directory.ts';
 import { type SimulatedHosts, startSimulatedHosts } from '../hosts/fleet.ts';
 import { generateTestKey, type TestKey } from '../hosts/ssh-test-client.ts';
 import { claimLoopbackRange } from './loopback-range.ts';
@@ -54,6 +55,10 @@ export async function joinWorld(
     rolloutClock?: () => Date;
     /** Simulated machine options for every host (timings, a patch catalog). */
     machine?: Parameters<typeof startSimulatedHosts>[0]['machine'];
+    /** Host names (default simwin-<octets>). */
+    names?: string[];
+    /** The fake AD domain the hosts reach (sim/hosts/active-directory.ts). */
+    activeDirectory?: SimDomain;
   },
 ): Promise<JoinWorld> {
   const cluster = await freshCluster(t, options.cluster);
@@ -66,6 +71,8 @@ export async function joinWorld(
     authorizedKeys: [key.publicKey],
     baseAddress: nextBaseAddress(),
     ...(options.machine ? { machine: options.machine } : {}),
+    ...(options.names ? { names: options.names } : {}),
+    ...(options.activeDirectory ? { activeDirectory: options.activeDirectory } : {}),
   });
   t.after(() => fleet.stop());
   const namespace = 'winfleet-system';

@@ -4,6 +4,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { lastActionsLimit, RemediationRung, RungResult } from '../remediation/ladder.ts';
+import { domainNameMaxLength, organizationalUnitMaxLength } from './active-directory.ts';
 import { apiGroup, hostModes } from './windows-host.ts';
 import {
   agentConditionTypes,
@@ -568,6 +569,12 @@ export const windowsHostCrd = fromWire({
                       },
                     },
                   },
+                  activeDirectoryRestartAt: {
+                    type: 'string',
+                    format: 'date-time',
+                    description:
+                      'When winfleet last restarted the host to finish a rename or domain join (spec.activeDirectory of its pool)',
+                  },
                   containersFeatureRestartAt: {
                     type: 'string',
                     format: 'date-time',
@@ -975,6 +982,43 @@ const windowsNodePoolWire = {
                             message: 'must be a valid RE2 regular expression',
                           },
                         ],
+                      },
+                    },
+                  },
+                  activeDirectory: {
+                    type: 'object',
+                    required: ['domain', 'credentialsSecretRef'],
+                    description:
+                      'Joins the pool’s hosts to an Active Directory domain before their kubelet first registers: a hostname of at most 15 characters (NetBIOS, RFC 1123; renamed and restarted when needed), the domain join, a restart. Removing a host leaves the domain. Absent: no domain join',
+                    properties: {
+                      domain: {
+                        type: 'string',
+                        minLength: 3,
+                        maxLength: domainNameMaxLength,
+                        pattern:
+                          '^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$',
+                        description: 'The domain’s DNS name, e.g. corp.example.com',
+                      },
+                      organizationalUnit: {
+                        type: 'string',
+                        minLength: 4,
+                        maxLength: organizationalUnitMaxLength,
+                        description:
+                          'Distinguished name of the OU the computer accounts go into, e.g. OU=Kubernetes,DC=corp,DC=example,DC=com (its DC= parts are the domain’s). Absent: the domain’s default Computers container',
+                      },
+                      credentialsSecretRef: {
+                        type: 'object',
+                        required: ['name'],
+                        description:
+                          'A Secret in the operator’s namespace with the keys username (user, DOMAIN\\user or user@domain) and password of an account allowed to join and remove computers. They reach hosts only in memory (an SSH session’s standard input), never a file or a command line',
+                        properties: {
+                          name: {
+                            type: 'string',
+                            minLength: 1,
+                            maxLength: 253,
+                            description: 'The Secret’s name, in the operator’s namespace',
+                          },
+                        },
                       },
                     },
                   },

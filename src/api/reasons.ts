@@ -37,6 +37,13 @@ export const JoinFailureReason = {
   DiskFull: 'DiskFull',
   /** The Windows Containers feature is missing and winfleet may not (or cannot) install it. */
   ContainersFeatureMissing: 'ContainersFeatureMissing',
+  /**
+   * The pool's spec.activeDirectory cannot be applied: a node name over the 15-character
+   * NetBIOS limit, a bad spec, a missing credentials Secret, another domain already joined.
+   */
+  ActiveDirectoryRefused: 'ActiveDirectoryRefused',
+  /** Add-Computer (or Remove-Computer) failed on the host: wrong credentials, domain unreachable. */
+  DomainJoinFailed: 'DomainJoinFailed',
   NodeNameChanged: 'NodeNameChanged',
   /** Another WindowsHost holds the node name (it joined the Node, or it came first). */
   NodeNameTaken: 'NodeNameTaken',
@@ -107,6 +114,8 @@ export const ConditionReason = {
   Joining: 'Joining',
   /** The Windows Containers feature is being installed; the host reboots to finish it. */
   InstallingContainersFeature: 'InstallingContainersFeature',
+  /** The host was renamed or joined to its pool's domain and restarts to finish it. */
+  JoiningDomain: 'JoiningDomain',
   NodeNotReady: 'NodeNotReady',
   ApplyingServices: 'ApplyingServices',
   NodeReady: 'NodeReady',
@@ -163,6 +172,10 @@ export const EventReason = {
   HostKeyPinned: 'HostKeyPinned',
   /** winfleet installed the Windows Containers feature and reboots the host to finish it. */
   InstallingContainersFeature: 'InstallingContainersFeature',
+  /** winfleet renamed the host or joined it to its pool's domain, and restarts it. */
+  JoiningDomain: 'JoiningDomain',
+  /** winfleet removed a host from its pool's domain as it deconfigured it. */
+  LeftDomain: 'LeftDomain',
   Bootstrapped: 'Bootstrapped',
   /** The host's agent pulled the payload files from the registry itself (SSH hosts too). */
   PayloadPulled: 'PayloadPulled',
@@ -331,6 +344,8 @@ export const JoinStep = {
   Connect: 'connect',
   HostFacts: 'host-facts',
   ContainersFeature: 'containers-feature',
+  /** The pool's Active Directory join: rename, join (active-directory-join.ts). */
+  ActiveDirectory: 'active-directory',
   PublishManifest: 'publish-manifest',
   CopyPayload: 'copy-payload',
   CopyConfig: 'copy-config',

@@ -111,6 +111,12 @@ export interface WindowsHostStatus {
    * restarting it again (containers-feature.ts). Cleared once the feature is Installed.
    */
   containersFeatureRestartAt?: string;
+  /**
+   * When winfleet restarted the host to finish a rename or a domain join (its pool's
+   * spec.activeDirectory; active-directory-join.ts). Kept: a removal then knows the host may
+   * be in the domain even if it never got a bootstrap token.
+   */
+  activeDirectoryRestartAt?: string;
 }
 
 /** WindowsHost status.windowsUpdates: the agent's report, summarised for people. */

@@ -85,6 +85,27 @@ export interface WindowsNodePoolSpec {
   health?: HealthSpec;
   /** How hosts join the pool by themselves (winfleet join-command). */
   join?: PoolJoinSpec;
+  /**
+   * Joins the pool's hosts to an Active Directory domain before their kubelet first registers
+   * (src/controllers/hosts/active-directory-join.ts); absent: hosts stay as they are.
+   */
+  activeDirectory?: ActiveDirectorySpec;
+}
+
+/** spec.activeDirectory of a WindowsNodePool (src/api/active-directory.ts checks it). */
+export interface ActiveDirectorySpec {
+  /** The domain's DNS name, e.g. corp.example.com. */
+  domain: string;
+  /**
+   * The distinguished name of the OU the computer accounts go into, e.g.
+   * OU=Kubernetes,DC=corp,DC=example,DC=com; absent: the domain's default Computers container.
+   */
+  organizationalUnit?: string;
+  /**
+   * A Secret in the operator's namespace with the keys `username` (user, DOMAIN\user or
+   * user@domain) and `password` of an account allowed to join (and remove) computers.
+   */
+  credentialsSecretRef: { name: string };
 }
 
 /** The longest spec.join.nodeNamePattern the CRD takes. */

@@ -79,6 +79,16 @@ export const errorCatalog = {
     retryable: true,
     summary: 'the host lacks the Windows Containers feature and winfleet may not install it',
   },
+  // Retryable: the spec, the Secret or the host is fixed where no controller watches.
+  WF_HOST_AD_REFUSED: {
+    retryable: true,
+    summary: "the host's pool asks for an Active Directory join that cannot be made as configured",
+  },
+  // Retryable with backoff: the Secret fixed, the domain controller back.
+  WF_HOST_DOMAIN_JOIN_FAILED: {
+    retryable: true,
+    summary: 'joining the host to (or removing it from) its Active Directory domain failed',
+  },
   WF_HOST_NODE_NAME_CHANGED: {
     retryable: true,
     summary: 'the host now has a name other than the node it joined as',

@@ -72,8 +72,16 @@ export class RemoteHost {
     this.uploadTimeoutMs = uploadTimeoutMs;
   }
 
-  async script<K extends RemoteScriptName>(name: K, args: RemoteScripts[K]): Promise<unknown> {
-    const result = await this.#exec(name, remoteCommand(name, args));
+  /**
+   * Runs a catalog script and reads its JSON. `input` goes to the script's stdin (a secret the
+   * script reads with [Console]::In; see SshSession.exec), never into its command line.
+   */
+  async script<K extends RemoteScriptName>(
+    name: K,
+    args: RemoteScripts[K],
+    options: { input?: string } = {},
+  ): Promise<unknown> {
+    const result = await this.#exec(name, remoteCommand(name, args), options.input);
     if (result.code !== 0)
       throw remoteCommandFailed(
         name,
@@ -84,9 +92,9 @@ export class RemoteHost {
   }
 
   /** Runs a command; one stopped for printing too much fails naming `step`. */
-  async #exec(step: string, command: string): Promise<CommandResult> {
+  async #exec(step: string, command: string, input?: string): Promise<CommandResult> {
     try {
-      return await this.session.exec(command, this.timeoutMs);
+      return await this.session.exec(command, this.timeoutMs, undefined, input);
     } catch (error) {
       if (errorCode(error) !== 'WF_REMOTE_COMMAND_FAILED') throw error;
       throw new WinfleetError<RemoteCommandFailure>(

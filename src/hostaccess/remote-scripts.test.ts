@@ -29,6 +29,12 @@ const samples: { [K in RemoteScriptName]: RemoteScripts[K] } = {
   'restart-host': {},
   'preflight-facts': {},
   diagnostic: { item: 'events-system', hours: 6 },
+  'rename-computer': { newName: 'web-1f2e3d' },
+  'join-domain': {
+    domain: 'corp.example.com',
+    organizationalUnit: "OU=K8s,DC=corp,DC=example,DC=com'; Remove-Item C:\\ -Recurse; '",
+  },
+  'leave-domain': { domain: 'corp.example.com' },
 };
 
 for (const [name, args] of Object.entries(samples) as [RemoteScriptName, never][]) {

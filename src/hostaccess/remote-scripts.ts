@@ -12,6 +12,7 @@ import {
   writeJson,
 } from '../powershell/powershell.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
+import { domainScriptBodies } from './domain-scripts.ts';
 import {
   type HostNetwork,
   hostNetworkScriptLines,
@@ -87,6 +88,15 @@ export interface RemoteScripts {
    * of logs and event lists, the start of anything else). `hours` bounds the event logs.
    */
   diagnostic: { item: DiagnosticItem; hours: number };
+  /** Rename-Computer -NewName (a workgroup host); takes effect at the next boot (domain-scripts.ts). */
+  'rename-computer': { newName: string };
+  /**
+   * Add-Computer -DomainName [-OUPath] with the credentials read from stdin; takes effect at the
+   * next boot (domain-scripts.ts).
+   */
+  'join-domain': { domain: string; organizationalUnit?: string };
+  /** Remove-Computer to WORKGROUP with the credentials read from stdin (domain-scripts.ts). */
+  'leave-domain': { domain: string };
 }
 
 export type RemoteScriptName = keyof RemoteScripts;
@@ -102,6 +112,15 @@ export interface HostFactsReport extends HostNetwork {
    * UninstallPending), or "Unknown" where Get-WindowsFeature is missing.
    */
   containersFeature: string;
+  /** Win32_ComputerSystem.PartOfDomain; absent from hosts that predate it. */
+  partOfDomain?: boolean;
+  /** Win32_ComputerSystem.Domain: the AD domain's DNS name, or the workgroup's name. */
+  domain?: string;
+  /**
+   * The hostname the host takes at its next boot (Tcpip\Parameters "NV Hostname", which
+   * Rename-Computer sets); equal to `hostname` when no rename is pending.
+   */
+  pendingHostname?: string;
   /**
    * When the host last booted (Win32_OperatingSystem.LastBootUpTime, ISO 8601 UTC); absent
    * where the host does not report it. The Containers feature step uses it to tell whether
@@ -282,8 +301,13 @@ const bodies: { [K in Exclude<RemoteScriptName, 'diagnostic'>]: string[] } = {
     "  $feature = Get-WindowsFeature -Name 'Containers'",
     '  if ($feature) { $containersFeature = [string]$feature.InstallState }',
     '}',
+    "$cs = Get-CimInstance -ClassName 'Win32_ComputerSystem'",
+    "$tcpip = Get-ItemProperty -Path 'HKLM:\\SYSTEM\\CurrentControlSet\\Services\\Tcpip\\Parameters'",
     '$facts = [ordered]@{',
     '  hostname = [System.Net.Dns]::GetHostName()',
+    '  partOfDomain = [bool]$cs.PartOfDomain',
+    '  domain = [string]$cs.Domain',
+    "  pendingHostname = [string]$tcpip.'NV Hostname'",
     '  osVersion = [ordered]@{',
     '    major = [int]$cv.CurrentMajorVersionNumber',
     '    minor = [int]$cv.CurrentMinorVersionNumber',
@@ -427,6 +451,7 @@ const bodies: { [K in Exclude<RemoteScriptName, 'diagnostic'>]: string[] } = {
     '}',
     writeJson('@{ ok = $true }'),
   ],
+  ...domainScriptBodies,
 };
 
 /** The full script for a catalog entry with its arguments. */

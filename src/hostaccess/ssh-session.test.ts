@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { SimDomain } from '../../sim/hosts/active-directory.ts';
 import { startSimulatedHosts } from '../../sim/hosts/fleet.ts';
 import { powerShellReadsStdin } from '../../sim/hosts/remote-commands.ts';
 import { generateTestKey } from '../../sim/hosts/ssh-test-client.ts';
 import { connectedSimHost } from '../../sim/testkit/ssh-host.ts';
 import { errorCode } from '../errors/catalog.ts';
+import { credentialsInput } from './domain-scripts.ts';
 import { remoteCommand } from './remote-scripts.ts';
 import { maxCommandOutputBytes, SshSession, sftpPath } from './ssh-session.ts';
 
@@ -67,4 +69,39 @@ test('a command printing more than the operator keeps is stopped: a failed remot
   // The session still serves commands, and the default cap (16 MiB) lets a script through.
   assert.equal(maxCommandOutputBytes, 16 * 1024 * 1024);
   assert.ok((await remote.facts()).hostname);
+});
+
+test('input reaches the command over the SSH channel only: a join with credentials on stdin, refused without them', async (t) => {
+  const key = generateTestKey();
+  const password = 'only-on-stdin-Pa55!';
+  const domain = new SimDomain({ name: 'corp.example.com', username: 'joiner', password });
+  const fleet = await startSimulatedHosts({
+    count: 1,
+    baseAddress: '127.0.0.161',
+    authorizedKeys: [key.publicKey],
+    activeDirectory: domain,
+  });
+  t.after(() => fleet.stop());
+  const host = fleet.hosts[0]!;
+  const session = await SshSession.connect({
+    host: host.address,
+    port: host.port,
+    username: 'Administrator',
+    privateKey: key.privateKey,
+  });
+  t.after(() => session.close());
+  const line = remoteCommand('join-domain', { domain: 'corp.example.com' });
+  assert.ok(!line.includes(password));
+  const without = await session.exec(line, 10_000);
+  assert.equal(without.code, 1, 'no credentials, no join');
+  assert.equal(host.machine.domain, undefined);
+  const input = credentialsInput({ username: 'CORP\\joiner', password });
+  const joined = await session.exec(line, 10_000, undefined, input);
+  assert.equal(joined.code, 0, joined.stderr);
+  assert.equal(host.machine.domain, 'corp.example.com');
+  assert.deepEqual(
+    domain.attempts.map((a) => a.accepted),
+    [true],
+    'the domain saw one attempt: the one with credentials',
+  );
 });

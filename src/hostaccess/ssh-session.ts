@@ -162,11 +162,16 @@ export class SshSession {
    * `-InputFormat None` reads it as pipeline input) would otherwise wait for it until the
    * timeout. A command that prints more than `maxOutputBytes` is stopped and rejects with
    * WF_REMOTE_COMMAND_FAILED: its output is never kept whole.
+   *
+   * `input`, when given, is written to the command's stdin before the EOF: the only way a
+   * secret (a domain join's password) reaches a host, in memory, never in the command line
+   * (which Windows records in process-creation events) and never in a file.
    */
   exec(
     command: string,
     timeoutMs = 120_000,
     maxOutputBytes = maxCommandOutputBytes,
+    input?: string,
   ): Promise<CommandResult> {
     return new Promise((resolve, reject) => {
       this.client.exec(command, (error, channel: ClientChannel) => {
@@ -177,7 +182,8 @@ export class SshSession {
             }),
           );
         // EOF on the channel: the remote command's stdin ends (SSH_MSG_CHANNEL_EOF).
-        channel.end();
+        if (input !== undefined) channel.end(input);
+        else channel.end();
         const stdout: Buffer[] = [];
         const stderr: Buffer[] = [];
         let settled = false;

@@ -569,7 +569,7 @@ function createControllers(
 /** The host controller, which joins WindowsHosts over SSH with the payload `payload` gives. */
 function createJoiningController(
   { kc, namespace, events, log }: OperatorContext,
-  { factory, config, hosts, nodes }: Caches,
+  { factory, config, hosts, nodes, pools }: Caches,
   payload: () => Promise<LoadedPayload>,
   publish: ManifestPublisher,
   setup: { clusterBindings?: boolean },
@@ -584,6 +584,7 @@ function createJoiningController(
     config: () => config.current(),
     hosts,
     nodes,
+    pools,
     secrets,
     payload,
     publish,

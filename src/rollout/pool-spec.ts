@@ -6,6 +6,7 @@
  * in the returned policy, so hosts already in a change can finish; the pool itself starts no
  * change while it has a problem (Degraded, InvalidSpec).
  */
+import { activeDirectoryProblems } from '../api/active-directory.ts';
 import {
   type LabelSelector,
   type PatchPolicy,
@@ -112,6 +113,7 @@ export function checkPoolSpec(spec: unknown): { policy: PoolPolicy; problems: st
         : { ok: false as const, problem: 'spec.join.nodeNamePattern: must be a string' };
     if (!compiled.ok) problems.push(compiled.problem);
   }
+  problems.push(...activeDirectoryProblems(s.activeDirectory));
   if (s.rebootRequestedAt !== undefined && s.rebootRequestedAt !== null) {
     const at = s.rebootRequestedAt;
     const valid = field(problems, false, () => {

@@ -15,6 +15,12 @@ import { failedRemoteStep } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import { joinServingAddresses } from '../csr/serving-addresses.ts';
+import {
+  adHostnamePlan,
+  checkActiveDirectory,
+  ensureDomainJoined,
+  poolActiveDirectory,
+} from './active-directory-join.ts';
 import { ensureBootstrapToken } from './bootstrap-tokens.ts';
 import { ensureContainersFeature } from './containers-feature.ts';
 import { withHost } from './host-connect.ts';
@@ -86,8 +92,19 @@ export async function bootstrapHost(
 ): Promise<'bootstrapped' | 'restarting'> {
   return withHost(ctx, host, hs, async (remote) => {
     const facts = await step(hs, JoinStep.HostFacts, () => remote.facts());
-    refuseTakenName(ctx, host, hs, host.spec.nodeName ?? facts.hostname.toLowerCase(), facts);
-    const nodeName = acceptFacts(host, hs, facts, loaded);
+    // A pool with spec.activeDirectory decides the hostname (and so the node name) first, and
+    // refuses what cannot be joined before anything changes (active-directory-join.ts).
+    const ad = poolActiveDirectory(ctx.pools?.list() ?? [], host);
+    const hostname = ad
+      ? checkActiveDirectory(hs, facts, ad, adHostnamePlan(host, facts, ad))
+      : facts.hostname;
+    refuseTakenName(ctx, host, hs, host.spec.nodeName ?? hostname.toLowerCase(), facts);
+    const nodeName = acceptFacts(host, hs, facts, loaded, hostname);
+    if (
+      ad &&
+      (await ensureDomainJoined(ctx, host, hs, remote, facts, ad, hostname)) === 'restarting'
+    )
+      return 'restarting';
     if ((await ensureContainersFeature(ctx, host, hs, remote, facts)) === 'restarting')
       return 'restarting';
     await clearStaleNode(ctx, host, hs, remote, nodeName);
@@ -165,6 +182,8 @@ function acceptFacts(
   hs: HostStatus,
   facts: HostFacts,
   loaded: LoadedPayload,
+  /** The hostname the host joins with: its own, or the one an AD join renames it to. */
+  hostname: string = facts.hostname,
 ): string {
   const { osVersion } = facts;
   // The node's address first (node-address.ts): bootstrapConfig gives it to the kubelet.
@@ -176,7 +195,7 @@ function acceptFacts(
   // allow-serving-addresses annotation changes it afterwards.
   hs.status.servingAddresses ??= joinServingAddresses(
     hs.status.addresses ?? [nodeIP],
-    hs.status.hostname ?? facts.hostname,
+    hs.status.hostname ?? hostname,
   );
   hs.status.hostname = facts.hostname;
   hs.status.windowsBuild = `${osVersion.major}.${osVersion.minor}.${osVersion.build}`;
@@ -187,7 +206,7 @@ function acceptFacts(
     hs.set(ConditionType.Degraded, 'True', ConditionReason.UnsupportedWindows, message);
     throw new WinfleetError('WF_HOST_UNSUPPORTED', message);
   }
-  const nodeName = host.spec.nodeName ?? facts.hostname.toLowerCase();
+  const nodeName = host.spec.nodeName ?? hostname.toLowerCase();
   if (hs.status.nodeName && hs.status.nodeName !== nodeName) {
     const message = `The host now calls itself ${nodeName}, but it joined as ${hs.status.nodeName}; set spec.nodeName: ${hs.status.nodeName} to keep the node, or delete the WindowsHost and add it again`;
     hs.set(ConditionType.Degraded, 'True', ConditionReason.NodeNameChanged, message);

@@ -13,6 +13,7 @@ import { hostFinalizer, isPullHost, type WindowsHost } from '../../api/windows-h
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import { objectKey } from '../../controller/informer.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
+import { hostsNamingAdSecret } from './active-directory-join.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { hostsByNode } from './host-indexes.ts';
 import { reconcileJoin } from './host-join.ts';
@@ -115,7 +116,26 @@ export function createHostController(deps: HostControllerDeps): Controller {
       }
     });
   // A Secret the user created or fixed: the hosts naming it retry now, not on a timer.
-  if (deps.secrets)
+  if (deps.secrets) {
     enqueueOnSecretChange(deps.hosts, deps.secrets, (key) => controller.enqueue(key));
+    // A pool's AD credentials Secret (operator namespace) created or fixed: its hosts retry now.
+    const adSecretChanged = (secret: k8s.V1Secret) => {
+      if (secret.metadata?.namespace !== deps.operatorNamespace) return;
+      for (const key of hostsNamingAdSecret(
+        deps.pools?.list() ?? [],
+        deps.hosts.list(),
+        secret.metadata?.name ?? '',
+      )) {
+        controller.enqueue(key);
+      }
+    };
+    deps.secrets
+      .on('add', adSecretChanged)
+      .on('delete', adSecretChanged)
+      .on('update', (secret, old) => {
+        if (secret.metadata?.resourceVersion !== old.metadata?.resourceVersion)
+          adSecretChanged(secret);
+      });
+  }
   return controller;
 }

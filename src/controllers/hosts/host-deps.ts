@@ -1,6 +1,7 @@
 /** What the host controller works with, assembled by the operator. */
 import type * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
@@ -53,6 +54,8 @@ export interface HostControllerDeps {
   config: () => WinfleetConfig;
   hosts: Informer<WindowsHost>;
   nodes: Informer<k8s.V1Node>;
+  /** The WindowsNodePools (a pool's spec.activeDirectory joins its hosts to a domain). */
+  pools?: Informer<WindowsNodePool>;
   /** The SSH key Secrets of the hosts' namespaces, metadata only (host-secrets.ts). */
   secrets?: Informer<k8s.V1Secret>;
   payload: () => Promise<LoadedPayload>;

@@ -27,6 +27,7 @@ import { errorCode } from '../../errors/catalog.ts';
 import { openRemoteHost } from '../../hostaccess/host-session.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import { httpStatus, isConflict, isNotFound } from '../../kube/client.ts';
+import { leaveDomain, poolActiveDirectory } from './active-directory-join.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
 import { withHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
@@ -369,7 +370,13 @@ function deconfigureFailed(
  * then be deleted without waiting for it).
  */
 function mayHaveChangedHost(status: WindowsHost['status']): boolean {
-  return Boolean(status?.bootstrapTokenId || status?.bootstrappedAt || status?.servicesVersion);
+  return Boolean(
+    status?.bootstrapTokenId ||
+      status?.bootstrappedAt ||
+      status?.servicesVersion ||
+      // Renamed or joined to its pool's domain before any token (active-directory-join.ts).
+      status?.activeDirectoryRestartAt,
+  );
 }
 
 /** How many dropped sessions one removal takes before a further drop counts as a failure. */
@@ -402,7 +409,12 @@ async function deconfigureHost(
 ): Promise<number | undefined> {
   const key = host.metadata.uid ?? `${host.metadata.namespace}/${host.metadata.name}`;
   const dropped = cleanupDrops.get(key);
-  const removeWinfleet = (remote: RemoteHost) => remote.removeWinfleet();
+  // Then the pool's domain, with its credentials in memory (active-directory-join.ts).
+  const ad = poolActiveDirectory(deps.pools?.list() ?? [], host);
+  const removeWinfleet = async (remote: RemoteHost) => {
+    await remote.removeWinfleet();
+    if (ad && ad.problems.length === 0) await leaveDomain(deps, host, remote, ad);
+  };
   const name = `${host.metadata.namespace}/${host.metadata.name}`;
   try {
     if (dropped) {

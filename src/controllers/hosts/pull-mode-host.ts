@@ -32,6 +32,7 @@ import { nodeIsReady } from '../../controller/informer-factory.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { canonicalAddress, joinServingAddresses } from '../csr/serving-addresses.ts';
+import { poolActiveDirectory } from './active-directory-join.ts';
 import type { LoadedPayload } from './host-deps.ts';
 import {
   healthyRecheckMs,
@@ -46,6 +47,11 @@ import { carriesIdentity, type NameRefusal, nameRefusal } from './node-claims.ts
 
 export const pullModeMessage =
   'Pull mode: the host joined by itself with a join command; winfleet never connects to it over SSH, and its upgrades, reboots and removal go through its agent';
+
+/** Why a Pull-mode host of an Active Directory pool is not adopted. */
+export function pullActiveDirectoryMessage(pool: string, domain: string): string {
+  return `Pool ${pool} joins its hosts to Active Directory domain ${domain} (spec.activeDirectory), which winfleet does only for hosts it reaches over SSH, before their kubelet registers; this Pull-mode host joined by itself, so its Node is not adopted. Add the host over SSH (winfleet hosts add), or put it in a pool without spec.activeDirectory`;
+}
 
 /** How often a Pull host whose Node is not there, or not Ready, is looked at again. */
 const pollMs = 2000;
@@ -66,6 +72,15 @@ async function pullPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
       'WF_INVARIANT',
       `Pull-mode WindowsHost ${host.metadata.namespace}/${host.metadata.name} has no spec.nodeName`,
     );
+  }
+  // winfleet joins SSH hosts to their pool's domain before the kubelet registers; a Pull host's
+  // kubelet registered by itself, so it is refused rather than adopted un-joined.
+  const ad = poolActiveDirectory(ctx.pools?.list() ?? [], host);
+  if (ad) {
+    return refuse(ctx, host, hs, {
+      reason: ConditionReason.ActiveDirectoryRefused,
+      message: pullActiveDirectoryMessage(ad.pool, ad.spec.domain),
+    });
   }
   const node = ctx.nodes.get(name);
   const refusal = pullNameRefusal(host, name, ctx.hosts.list(), node);
@@ -131,7 +146,10 @@ function refuse(
   ctx: JoinContext,
   host: WindowsHost,
   hs: HostStatus,
-  { reason, message }: NameRefusal,
+  {
+    reason,
+    message,
+  }: NameRefusal | { reason: typeof ConditionReason.ActiveDirectoryRefused; message: string },
 ): PassResult {
   const first = hs.condition(ConditionType.Degraded)?.reason !== reason;
   hs.set(ConditionType.NodeRegistered, 'False', reason, message);

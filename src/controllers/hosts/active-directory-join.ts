@@ -1,0 +1,324 @@
+/**
+ * A host of a pool with spec.activeDirectory joins the domain before its kubelet first
+ * registers (issue 16, section 4). Each join pass does the one next step, level-triggered, from
+ * the host's facts (Win32_ComputerSystem's PartOfDomain and Domain, the hostname now and the one
+ * pending a reboot):
+ *
+ * | the host                                         | the pass                                 |
+ * |--------------------------------------------------|------------------------------------------|
+ * | spec.nodeName over 15 characters / not RFC 1123  | refused, nothing changed (quotes limit)  |
+ * | hostname not the planned one, in a workgroup     | Rename-Computer, restart                 |
+ * | rename pending (NV Hostname is the planned one)  | restart                                  |
+ * | planned hostname, in a workgroup                 | Add-Computer (credentials on stdin), restart |
+ * | joined to the pool's domain                      | go on (the join continues)               |
+ * | joined to another domain                         | refused: winfleet does not move hosts    |
+ *
+ * ad-hostname.ts decides the hostname. A failed Add-Computer (wrong credentials, domain not
+ * reachable) leaves the host in its workgroup: the pass fails with WF_HOST_DOMAIN_JOIN_FAILED
+ * (reason DomainJoinFailed, naming the Secret and the domain) and is retried with the host
+ * controller's backoff; nothing after it (token, files, kubelet) has run. The credentials are
+ * read from the Secret for the one command and written to its stdin (domain-scripts.ts); they
+ * are never logged, put in status, or stored on the host.
+ *
+ * A join that was done but whose restart did not happen (the restart command lost with the
+ * connection) is restarted again on a later pass: status.activeDirectoryRestartAt records the
+ * restart winfleet asked for, and a host whose last boot is older restarts again.
+ */
+import * as k8s from '@kubernetes/client-node';
+import { activeDirectoryProblems } from '../../api/active-directory.ts';
+import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
+import type { ActiveDirectorySpec, WindowsNodePool } from '../../api/windows-node-pool.ts';
+import { errorCode, WinfleetError } from '../../errors/catalog.ts';
+import {
+  credentialsInput,
+  type DomainCredentialsInput,
+  qualifiedUsername,
+} from '../../hostaccess/domain-scripts.ts';
+import type { RemoteHost } from '../../hostaccess/remote-host.ts';
+import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
+import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
+import { hostLabels, poolSelection } from '../pools/pool-observe.ts';
+import { type AdHostnamePlan, planAdHostname } from './ad-hostname.ts';
+import type { HostControllerDeps } from './host-deps.ts';
+import { apiTime, type HostStatus } from './host-status.ts';
+
+/** A pool's Active Directory setting, as a host of it is joined with. */
+export interface PoolActiveDirectory {
+  /** The pool's name. */
+  pool: string;
+  spec: ActiveDirectorySpec;
+  /** The spec's problems (spec.activeDirectory.…: …); a host is not joined while there are any. */
+  problems: string[];
+}
+
+/**
+ * The Active Directory setting of the pool that governs `host` (the first by key of the pools
+ * selecting it, as the rollout's assignPools decides); undefined for a host of no pool, or of a
+ * pool without spec.activeDirectory.
+ */
+export function poolActiveDirectory(
+  pools: readonly WindowsNodePool[],
+  host: WindowsHost,
+): PoolActiveDirectory | undefined {
+  const [key] = owningPools(sortedPools(pools.map(poolSelection)), hostLabels(host));
+  if (key === undefined || key === defaultPoolKey) return undefined;
+  const pool = pools.find((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}` === key);
+  const spec = pool?.spec.activeDirectory;
+  if (!pool || spec === undefined) return undefined;
+  return { pool: pool.metadata.name, spec, problems: activeDirectoryProblems(spec) };
+}
+
+/** Keys ("namespace/name") of the hosts whose pool's AD credentials are the Secret `name`. */
+export function hostsNamingAdSecret(
+  pools: readonly WindowsNodePool[],
+  hosts: readonly WindowsHost[],
+  name: string,
+): string[] {
+  if (!pools.some((p) => p.spec.activeDirectory?.credentialsSecretRef?.name === name)) return [];
+  return hosts
+    .filter((h) => poolActiveDirectory(pools, h)?.spec.credentialsSecretRef?.name === name)
+    .map((h) => `${h.metadata.namespace}/${h.metadata.name}`);
+}
+
+/** Refuses the join: WF_HOST_AD_REFUSED, Degraded, nothing changed on the host. */
+function refuse(hs: HostStatus, message: string): never {
+  hs.set(ConditionType.Degraded, 'True', ConditionReason.ActiveDirectoryRefused, message);
+  hs.error(JoinStep.ActiveDirectory, message);
+  throw new WinfleetError('WF_HOST_AD_REFUSED', message);
+}
+
+/** The decoded `username` and `password` of the pool's credentials Secret. */
+export async function readDomainCredentials(
+  deps: Pick<HostControllerDeps, 'kc' | 'operatorNamespace'>,
+  ad: PoolActiveDirectory,
+): Promise<DomainCredentialsInput> {
+  const name = ad.spec.credentialsSecretRef.name;
+  const where = `Secret ${deps.operatorNamespace}/${name} (pool ${ad.pool}, spec.activeDirectory.credentialsSecretRef)`;
+  let secret: k8s.V1Secret;
+  try {
+    secret = await deps.kc
+      .makeApiClient(k8s.CoreV1Api)
+      .readNamespacedSecret({ name, namespace: deps.operatorNamespace });
+  } catch (error) {
+    if ((error as { code?: number }).code === 404) {
+      throw new WinfleetError(
+        'WF_HOST_AD_REFUSED',
+        `${where} does not exist; create it with the keys username and password of an account allowed to join computers to ${ad.spec.domain}`,
+      );
+    }
+    throw error;
+  }
+  const decode = (key: string) => {
+    const value = secret.data?.[key];
+    return value === undefined ? '' : Buffer.from(value, 'base64').toString('utf8');
+  };
+  const username = decode('username');
+  const password = decode('password');
+  const missing = [username ? '' : 'username', password ? '' : 'password'].filter(Boolean);
+  if (missing.length > 0) {
+    throw new WinfleetError(
+      'WF_HOST_AD_REFUSED',
+      `${where} has no ${missing.join(' and no ')}; add the key${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}`,
+    );
+  }
+  return { username: qualifiedUsername(username, ad.spec.domain), password };
+}
+
+/** The hostname plan for `host`, or a refusal. */
+export function adHostnamePlan(
+  host: WindowsHost,
+  facts: HostFacts,
+  ad: PoolActiveDirectory,
+): AdHostnamePlan {
+  if (ad.problems.length > 0) {
+    return {
+      action: 'refuse',
+      message: `Pool ${ad.pool} has a bad spec.activeDirectory, so its hosts are not joined: ${ad.problems.join('; ')}`,
+    };
+  }
+  return planAdHostname({
+    ...(host.spec.nodeName !== undefined ? { nodeName: host.spec.nodeName } : {}),
+    hostname: facts.hostname,
+    pool: ad.pool,
+    uid: host.metadata.uid ?? host.metadata.name,
+  });
+}
+
+/**
+ * The checks that come before anything changes on the host: the hostname plan's refusal, and a
+ * host joined to another domain. Returns the hostname the host will have (the node name's
+ * source).
+ */
+export function checkActiveDirectory(
+  hs: HostStatus,
+  facts: HostFacts,
+  ad: PoolActiveDirectory,
+  plan: AdHostnamePlan,
+): string {
+  if (plan.action === 'refuse') refuse(hs, plan.message);
+  const domain = ad.spec.domain;
+  if (facts.partOfDomain && facts.domain?.toLowerCase() !== domain.toLowerCase()) {
+    refuse(
+      hs,
+      `The host is joined to domain ${facts.domain}, not ${domain} (pool ${ad.pool}, spec.activeDirectory.domain); winfleet does not move hosts between domains: remove it from ${facts.domain} (Remove-Computer) or put the WindowsHost in a pool of that domain`,
+    );
+  }
+  if (facts.partOfDomain && plan.action === 'rename') {
+    refuse(
+      hs,
+      `The host is joined to ${domain} as ${facts.hostname}, which cannot be its node name (${plan.reason}); rename it in the domain to a name of at most 15 characters (Rename-Computer -DomainCredential), or set spec.nodeName to its current name if that is valid`,
+    );
+  }
+  return plan.hostname;
+}
+
+/** True when the host booted after `at` (or does not say when it booted). */
+function bootedAfter(facts: HostFacts, at: string): boolean {
+  if (typeof facts.lastBootTime !== 'string') return true;
+  const booted = Date.parse(facts.lastBootTime);
+  const asked = Date.parse(at);
+  return Number.isNaN(booted) || Number.isNaN(asked) || booted > asked;
+}
+
+async function restart(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  hs: HostStatus,
+  remote: RemoteHost,
+  message: string,
+): Promise<'restarting'> {
+  await remote.script('restart-host', {});
+  hs.status.activeDirectoryRestartAt = apiTime();
+  hs.set(ConditionType.Ready, 'False', ConditionReason.JoiningDomain, message);
+  deps.events.record(host, 'Normal', EventReason.JoiningDomain, message);
+  return 'restarting';
+}
+
+/**
+ * Does the next step of the domain join (see the header): 'joined' when the join may go on,
+ * 'restarting' when the host was asked to restart. `hostname` is checkActiveDirectory's.
+ */
+export async function ensureDomainJoined(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  hs: HostStatus,
+  remote: RemoteHost,
+  facts: HostFacts,
+  ad: PoolActiveDirectory,
+  hostname: string,
+): Promise<'joined' | 'restarting'> {
+  const { domain } = ad.spec;
+  const where = host.spec.address;
+  const restartAt = hs.status.activeDirectoryRestartAt;
+  if (facts.partOfDomain) {
+    // Joined, but not yet restarted since (the restart command was lost): restart again.
+    if (restartAt !== undefined && !bootedAfter(facts, restartAt)) {
+      return restart(
+        deps,
+        host,
+        hs,
+        remote,
+        `${where} is joined to ${domain} but has not restarted since; restarting it`,
+      );
+    }
+    return 'joined';
+  }
+  if (facts.hostname.toLowerCase() !== hostname.toLowerCase()) {
+    if (facts.pendingHostname?.toLowerCase() !== hostname.toLowerCase()) {
+      await runStep(hs, () => remote.script('rename-computer', { newName: hostname }));
+    }
+    return restart(
+      deps,
+      host,
+      hs,
+      remote,
+      `Renamed ${where} from ${facts.hostname} to ${hostname} for Active Directory (pool ${ad.pool}); the host restarts, then joins ${domain}`,
+    );
+  }
+  const credentials = await readDomainCredentials(deps, ad).catch((error: unknown) => {
+    if (errorCode(error) === 'WF_HOST_AD_REFUSED') refuse(hs, (error as Error).message);
+    throw error;
+  });
+  try {
+    await remote.script(
+      'join-domain',
+      {
+        domain,
+        ...(ad.spec.organizationalUnit ? { organizationalUnit: ad.spec.organizationalUnit } : {}),
+      },
+      { input: credentialsInput(credentials) },
+    );
+  } catch (error) {
+    if (errorCode(error) !== 'WF_REMOTE_COMMAND_FAILED') throw error;
+    const message = `Joining ${where} (${hostname}) to domain ${domain} failed with the credentials of Secret ${deps.operatorNamespace}/${ad.spec.credentialsSecretRef.name}: ${firstLine(error)}; the host stays in its workgroup and nothing else was done; fix the Secret's username and password (or the domain's reachability), and the join is retried`;
+    hs.set(ConditionType.Degraded, 'True', ConditionReason.DomainJoinFailed, message);
+    hs.error(JoinStep.ActiveDirectory, message);
+    throw new WinfleetError('WF_HOST_DOMAIN_JOIN_FAILED', message, { cause: error });
+  }
+  return restart(
+    deps,
+    host,
+    hs,
+    remote,
+    `Joined ${where} (${hostname}) to domain ${domain}${ad.spec.organizationalUnit ? ` in ${ad.spec.organizationalUnit}` : ''}; the host restarts, then joins the cluster`,
+  );
+}
+
+/** A remote step's failure as status shows it (the JoinStep and the error). */
+async function runStep<T>(hs: HostStatus, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    hs.error(JoinStep.ActiveDirectory, (error as Error).message);
+    throw error;
+  }
+}
+
+/** The message without the "<script> failed (exit 1): " prefix, first line only. */
+function firstLine(error: unknown): string {
+  return (error as Error).message
+    .replace(/^[\w -]+ failed \(exit -?\d+\): /, '')
+    .split('\n')[0]!
+    .slice(0, 400);
+}
+
+/**
+ * Removes a host from its pool's domain as it is deconfigured (Remove-Computer with the pool's
+ * credentials on stdin), then restarts it so it boots in its workgroup. A host not in the
+ * domain is left as it is. Returns whether it left.
+ */
+export async function leaveDomain(
+  deps: HostControllerDeps,
+  host: WindowsHost,
+  remote: RemoteHost,
+  ad: PoolActiveDirectory,
+): Promise<boolean> {
+  const facts = await remote.facts();
+  if (!facts.partOfDomain || facts.domain?.toLowerCase() !== ad.spec.domain.toLowerCase()) {
+    return false;
+  }
+  const credentials = await readDomainCredentials(deps, ad);
+  try {
+    await remote.script(
+      'leave-domain',
+      { domain: ad.spec.domain },
+      { input: credentialsInput(credentials) },
+    );
+  } catch (error) {
+    if (errorCode(error) !== 'WF_REMOTE_COMMAND_FAILED') throw error;
+    throw new WinfleetError(
+      'WF_HOST_DOMAIN_JOIN_FAILED',
+      `Removing ${host.spec.address} (${facts.hostname}) from domain ${ad.spec.domain} failed with the credentials of Secret ${deps.operatorNamespace}/${ad.spec.credentialsSecretRef.name}: ${firstLine(error)}; fix the Secret and the removal is retried`,
+      { cause: error },
+    );
+  }
+  await remote.script('restart-host', {});
+  deps.events.record(
+    host,
+    'Normal',
+    EventReason.LeftDomain,
+    `Removed ${host.spec.address} (${facts.hostname}) from domain ${ad.spec.domain}; it restarts in workgroup WORKGROUP`,
+  );
+  return true;
+}
