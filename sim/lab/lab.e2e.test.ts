@@ -7,10 +7,13 @@
  * program (a host made unreachable: its Node stops being Ready) and stops cleanly on Ctrl-C
  * (SIGINT), removing its fault control file; its pods have unique IPs inside their nodes' pod
  * CIDRs. The winfleet commands its report suggests (status, check, diagnose) run as printed.
+ * The AD host of the pool `corp` (20-character hostname) is renamed to at most 15 characters,
+ * registers its Node under that name, is in the fake domain and gMSA-ready; the domain
+ * account's password (read from its Secret) is in no line the lab printed or logged.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -20,8 +23,9 @@ import * as k8s from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { cidrContains, parseIpv4, parseIpv4Cidr } from '../../src/net/ipv4-cidr.ts';
+import { findLeaks, type Needle, needlesFor, readTree } from '../testkit/secret-scan.ts';
 
-test('the lab joins three simulated hosts over SSH and one by command, shows where the seed samples run and takes a fault', async () => {
+test('the lab joins three simulated hosts over SSH, one by command and one to Active Directory, shows where the seed samples run and takes a fault', async () => {
   const main = fileURLToPath(new URL('./main.ts', import.meta.url));
   const faultCli = fileURLToPath(new URL('./fault-cli.ts', import.meta.url));
   // Its own lab directory, so its fault control file is not the one of a lab a person runs.
@@ -47,6 +51,7 @@ test('the lab joins three simulated hosts over SSH and one by command, shows whe
   );
   const controlFile = join(dir, 'fault-control.json');
   let code: number | null;
+  let needles: Needle[] = [];
   let controlFileLeft: boolean;
   try {
     await waitFor(() => stdout.includes('Ctrl-C stops everything.'), {
@@ -78,7 +83,8 @@ test('the lab joins three simulated hosts over SSH and one by command, shows whe
     const status = await winfleet(suggestion('status'));
     assert.equal(status.code, 0, status.stderr);
     // The Pull-mode host's own Ready condition comes with its lifecycle (issue 15, section D).
-    assert.match(status.stdout, /^Hosts: [34]\/4 Ready/m);
+    // Five: the three SSH hosts, the pull-joined one and the AD one.
+    assert.match(status.stdout, /^Hosts: [45]\/5 Ready/m);
     const tokens = await winfleet(suggestion('join-tokens list'));
     assert.equal(tokens.code, 0, tokens.stderr);
     assert.match(tokens.stdout, /^[a-z0-9]{6}\s+winfleet-system\/lab\s+0\/1\s/m);
@@ -128,6 +134,62 @@ test('the lab joins three simulated hosts over SSH and one by command, shows whe
       name: pulled[1]!,
     })) as { spec: { mode?: string; pool?: string } };
     assert.deepEqual([pullHost.spec.mode, pullHost.spec.pool], ['Pull', 'lab']);
+    // The AD host: renamed to at most 15 characters, its Node under the new name, in the
+    // simulated domain (the lab's line reads the machine and the domain's computer account),
+    // gMSA-ready; its WindowsHost in the pool corp.
+    const joined =
+      /^\[lab\] (winfleet-corp-host-1) joined domain corp\.winfleet\.lab renamed (\S+): computer account (\S+) in (\S+), Node (\S+) Ready and winfleet\.io\/gmsa-ready=true /m.exec(
+        stderr,
+      );
+    assert.ok(joined, stderr);
+    const [, longName, newName, account, ou, nodeName] = joined as unknown as string[];
+    assert.equal(longName!.length, 20);
+    assert.ok(newName!.length <= 15, `${newName} has at most 15 characters`);
+    assert.notEqual(newName, longName);
+    assert.equal(nodeName, newName);
+    assert.equal(account, newName!.toUpperCase());
+    assert.equal(ou, 'OU=Kubernetes,DC=corp,DC=winfleet,DC=lab');
+    const adNode = await core.readNode({ name: newName! });
+    assert.equal(adNode.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+    assert.equal(adNode.metadata?.labels?.['kubernetes.io/hostname'], newName);
+    assert.equal(adNode.metadata?.labels?.['winfleet.io/gmsa-ready'], 'true');
+    const adHost = (await labKc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({
+      group: 'winfleet.io',
+      version: 'v1alpha1',
+      namespace: 'winfleet-system',
+      plural: 'windowshosts',
+      name: longName!,
+    })) as { metadata: { labels?: Record<string, string> }; status?: Record<string, unknown> };
+    assert.deepEqual(
+      [
+        adHost.metadata.labels?.['winfleet.io/lab-pool'],
+        adHost.status?.nodeName,
+        adHost.status?.hostname,
+      ],
+      ['corp', newName, newName],
+    );
+    assert.match(
+      stdout,
+      new RegExp(
+        `^ {2}Windows 2022 host +${newName} 127\\.0\\.0\\.30:\\d+ {2}\\(ssh; was ${longName}`,
+        'm',
+      ),
+    );
+    // The password the lab made: only in the Secret; not in the operator's log or the host's files.
+    const secret = await core.readNamespacedSecret({
+      name: 'ad-join',
+      namespace: 'winfleet-system',
+    });
+    const password = Buffer.from(secret.data!.password!, 'base64').toString('utf8');
+    assert.ok(password.length >= 16, 'a generated password');
+    needles = needlesFor('the AD password', password);
+    const files = new Map([['operator.log', await readFile(join(dir, 'operator.log'), 'utf8')]]);
+    for (const [path, content] of await readTree(join(dir, 'ad-hosts'))) {
+      files.set(path, content.toString('utf8'));
+      files.set(`${path} (UTF-16)`, content.toString('utf16le'));
+    }
+    assert.deepEqual(findLeaks(files, needles), []);
+
     const ready = await waitFor(
       async () => {
         const node = await core.readNode({ name: host });
@@ -156,6 +218,17 @@ test('the lab joins three simulated hosts over SSH and one by command, shows whe
   }
   assert.equal(controlFileLeft, false, 'the lab removes its fault control file when it stops');
   assert.equal(code, 0, stderr.slice(-3000));
+  assert.ok(needles.length > 0);
+  assert.deepEqual(
+    findLeaks(
+      new Map([
+        ['lab stdout', stdout],
+        ['lab stderr', stderr],
+      ]),
+      needles,
+    ),
+    [],
+  );
   assert.match(stderr, /all 3 hosts joined as Ready nodes/);
   assert.match(stderr, /simwin-\d+ joined by itself as a Ready node/);
   assert.match(
@@ -186,7 +259,11 @@ test('the lab joins three simulated hosts over SSH and one by command, shows whe
   // The seed samples landed on Windows nodes of a build that can run them.
   assert.match(stdout, /win-webserver-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.17763/);
   assert.match(stdout, /iis-2019-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.17763/);
-  assert.match(stdout, /win-pwsh-\S+\s+Running\s+simwin-\d+\s+windows 10\.0\.20348/);
+  // The 2022 build's pod may land on the AD host's node too (corp-<8 characters>).
+  assert.match(
+    stdout,
+    /win-pwsh-\S+\s+Running\s+(?:simwin-\d+|corp-[0-9a-z]{8})\s+windows 10\.0\.20348/,
+  );
   // kubectl logs of a Windows pod: through the API server and the host's kubelet API, which
   // the agent's firewall rule opened.
   assert.match(

@@ -7,7 +7,8 @@
  * TokenRequest token and nothing else, so the lab always runs under the shipped RBAC),
  * simulated Windows hosts joined as WindowsHosts over SSH (they pull the payload from the
  * registry), one more that joins by itself from `winfleet join-command`'s user data, and the
- * seed samples applied — and stopped in reverse order.
+ * seed samples applied — and stopped in reverse order. The hosts reach a fake Active Directory
+ * domain, and one more SSH host in the pool `corp` is renamed and joined to it (ad-host.ts).
  * `placementReport` says where the samples' pods landed.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -21,6 +22,7 @@ import { applyManifests } from '../../src/kube/manifests.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { freePort } from '../cluster/free-port.ts';
 import { type Cluster, startCluster } from '../cluster/start-cluster.ts';
+import type { SimDomain } from '../hosts/active-directory.ts';
 import { type SimulatedHosts, startSimulatedHosts } from '../hosts/fleet.ts';
 import { generateTestKey, type TestKey } from '../hosts/ssh-test-client.ts';
 import { type MirrorRegistry, startMirrorRegistry } from '../registry/mirror-registry.ts';
@@ -43,13 +45,10 @@ import { helmPath } from '../testkit/helm.ts';
 import { createLinuxNode } from '../testkit/nodes.ts';
 import { stopProcess } from '../testkit/operator-process.ts';
 import { writeStandInPayload } from '../testkit/payload.ts';
-import { createPool, labelHosts, readPool } from '../testkit/pools.ts';
+import { createPool, readPool } from '../testkit/pools.ts';
 import { serviceAccountKubeconfig } from '../testkit/service-account.ts';
-import {
-  createWindowsHosts,
-  listWindowsHosts,
-  writeSshKeySecret,
-} from '../testkit/windows-hosts.ts';
+import { listWindowsHosts, windowsHostFor, writeSshKeySecret } from '../testkit/windows-hosts.ts';
+import { createLabDomain, joinAdHost, type LabAdHost, startAdHost } from './ad-host.ts';
 import {
   type FaultControlFile,
   faultControlFilePath,
@@ -102,6 +101,8 @@ export interface Lab {
   hosts: SimulatedHosts;
   /** The host that joined by itself from `winfleet join-command`'s user data. */
   pullHost: PullJoinedHost;
+  /** The host of the pool `corp`, renamed and joined to the lab's fake domain. */
+  adHost: LabAdHost;
   /** The operator's process now (a new payload restarts it with the new reference). */
   readonly operator: ChildProcess;
   operatorLog: string;
@@ -170,11 +171,13 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     ctx.stops.push(() => stopProcess(operator.operator));
     // The pool first: the SSH hosts are in it as they join, and join-command needs it.
     await createPool(kc, labNamespace, labPoolName, labPoolSpec);
-    const hosts = await startHosts(ctx, options.releases ?? ['2019', '2022', '2022'], key);
-    // The machine joining by command boots while the SSH hosts join.
-    const [, pullHost] = await both(
-      joinHosts(ctx, kc, hosts),
-      startPullHost(ctx, cluster.kubeconfigPath),
+    const { domain, password } = createLabDomain();
+    const hosts = await startHosts(ctx, options.releases ?? ['2019', '2022', '2022'], key, domain);
+    const adMachine = await startAdHost(ctx, kc, labNamespace, key, domain, password);
+    // The machine joining by command boots, and the AD host joins, while the SSH hosts join.
+    const [[, pullHost], adHost] = await both(
+      both(joinHosts(ctx, kc, hosts), startPullHost(ctx, cluster.kubeconfigPath)),
+      joinAdHost(ctx, kc, labNamespace, adMachine, domain),
     );
     await waitForPullJoinedNode(kc, pullHost);
     ctx.say(`${pullHost.nodeName} joined by itself as a Ready node (${ctx.since()})`);
@@ -209,6 +212,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       registry,
       hosts,
       pullHost,
+      adHost,
       get operator() {
         return operator.operator;
       },
@@ -418,17 +422,22 @@ async function startOperatorProcess(
   };
 }
 
-/** One simulated Windows host per release, accepting the operator's SSH key. */
+/**
+ * One simulated Windows host per release, accepting the operator's SSH key and reaching the
+ * lab's fake domain (their pool does not join them to it).
+ */
 async function startHosts(
   { dir, say, stops }: LabContext,
   releases: string[],
   key: TestKey,
+  activeDirectory: SimDomain,
 ): Promise<SimulatedHosts> {
   const hosts = await startSimulatedHosts({
     count: releases.length,
     releases,
     authorizedKeys: [key.publicKey],
     dir: join(dir, 'hosts'),
+    activeDirectory,
   });
   stops.push(() => hosts.stop());
   for (const h of hosts.hosts)
@@ -448,8 +457,13 @@ async function joinHosts(ctx: LabContext, kc: k8s.KubeConfig, hosts: SimulatedHo
   say(
     'applied seed-001-runtimeclasses.yml (a user-created windows-2019 RuntimeClass, before any host joins)',
   );
-  await createWindowsHosts(kc, labNamespace, hosts.hosts);
-  await labelHosts(kc, labNamespace, labPoolLabel);
+  // Created in the pool (labelled), not labelled afterwards: the AD host joins meanwhile.
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  for (const host of hosts.hosts) {
+    const object = windowsHostFor(host, labNamespace);
+    object.metadata.labels = labPoolLabel;
+    await objects.create(object);
+  }
   say(`created ${hosts.hosts.length} WindowsHosts in WindowsNodePool ${labPoolName}; joining…`);
   const seen = new Map<string, string>();
   const names = new Set(hosts.hosts.map((h) => h.name.toLowerCase()));

@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { runUntilSignal } from '../../src/process/run-until-signal.ts';
+import { adDomainName, adPoolName } from './ad-host.ts';
 import { faultCommandFor } from './fault-control.ts';
 import { argumentOf, type FaultKind, faultKinds } from './fault-requests.ts';
 import {
@@ -58,6 +59,7 @@ async function main(): Promise<void> {
     .join(', ');
   const firstHost = lab.hosts.hosts[0]!.name.toLowerCase();
   const pull = lab.pullHost.host;
+  const ad = lab.adHost;
   const cliCommand = `${resolve('node_modules/.bin/node')} ${resolve('src/cli/main.ts')}`;
   console.log(
     [
@@ -76,6 +78,7 @@ async function main(): Promise<void> {
           `  ${`Windows ${h.release} host`.padEnd(24)} ${h.name} ${h.address}:${h.port}  (ssh)`,
       ),
       `  ${`Windows ${pull.release} host`.padEnd(24)} ${pull.name} ${pull.address}  (joined by command, no SSH: ${lab.pullHost.userDataFile})`,
+      `  ${`Windows ${ad.host.release} host`.padEnd(24)} ${ad.nodeName} ${ad.host.address}:${ad.host.port}  (ssh; was ${ad.host.name}, renamed and joined to ${adDomainName} by pool ${adPoolName})`,
       '',
       `Where the seed samples' pods landed (namespace ${samplesNamespace}; pod, status, node, OS, pod IP, node's pod CIDR, image):`,
       ...report,
@@ -97,6 +100,12 @@ async function main(): Promise<void> {
       `kubectl get windowshosts -n ${labNamespace}`,
       `kubectl get pods -n ${samplesNamespace} -o wide`,
       `${lab.helm} list -n ${labNamespace}`,
+      '',
+      `Active Directory: WindowsNodePool "${adPoolName}" joins its hosts to the fake domain ${adDomainName} (host ${ad.host.name} became ${ad.nodeName}):`,
+      '',
+      `kubectl get windowsnodepool ${adPoolName} -n ${labNamespace} -o yaml    # spec.activeDirectory`,
+      `kubectl get windowshosts ${ad.host.name} -n ${labNamespace} -o wide`,
+      'kubectl get nodes -l winfleet.io/gmsa-ready=true',
       '',
       `Roll a change through the lab's WindowsNodePool "${labPoolName}" (one host at a time) and watch it:`,
       '',
