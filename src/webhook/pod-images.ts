@@ -13,6 +13,7 @@ import {
   type ImagePlatformResolver,
   windowsOsVersions,
 } from '../images/image-platforms.ts';
+import { cachedApiRead } from './cached-api-read.ts';
 import type { ImageFacts } from './placement.ts';
 import type { PodImageResolver } from './pod-admission.ts';
 import { podContainers } from './pod-os.ts';
@@ -42,7 +43,7 @@ export type PullSecretSource = (pod: k8s.V1Pod, namespace: string) => Promise<Do
 
 /**
  * Pull secrets from the API: the pod's imagePullSecrets and its service account's, read only
- * when named and cached for a few seconds. `namespaces` limits where they are read (the
+ * when named and cached for a few seconds, each read waiting at most a second. `namespaces` limits where they are read (the
  * namespaces the operator may read Secrets and ServiceAccounts in); pods elsewhere are looked
  * up without credentials, and nothing is asked of the API for them.
  */
@@ -52,39 +53,27 @@ export function apiPullSecrets(
 ): PullSecretSource {
   const readable = (namespace: string) => namespaces === 'all' || namespaces.includes(namespace);
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const cache = new Map<string, { at: number; value: Promise<DockerConfigSource | undefined> }>();
-  const saCache = new Map<string, { at: number; value: Promise<string[]> }>();
-  const ttlMs = 5000;
-
-  const secret = (namespace: string, name: string) => {
-    const key = `${namespace}/${name}`;
-    const hit = cache.get(key);
-    if (hit && Date.now() - hit.at < ttlMs) return hit.value;
-    const value = core
-      .readNamespacedSecret({ name, namespace })
-      .then((s) => {
-        const data = s.data?.['.dockerconfigjson'] ?? s.data?.['.dockercfg'];
-        if (!data) return undefined;
-        return { source: `secret ${key}`, config: Buffer.from(data, 'base64').toString('utf8') };
-      })
-      .catch(() => undefined);
-    cache.set(key, { at: Date.now(), value });
-    if (cache.size > 1000) cache.delete(cache.keys().next().value!);
-    return value;
-  };
-
-  const serviceAccountSecrets = (namespace: string, name: string) => {
-    const key = `${namespace}/${name}`;
-    const hit = saCache.get(key);
-    if (hit && Date.now() - hit.at < ttlMs) return hit.value;
-    const value = core
-      .readNamespacedServiceAccount({ name, namespace })
-      .then((sa) => (sa.imagePullSecrets ?? []).map((r) => r.name ?? '').filter(Boolean))
-      .catch(() => [] as string[]);
-    saCache.set(key, { at: Date.now(), value });
-    if (saCache.size > 1000) saCache.delete(saCache.keys().next().value!);
-    return value;
-  };
+  // Each read waits at most a second (cached-api-read.ts): an API server that does not answer
+  // must not hold the admission; the last value read is used meanwhile.
+  const reads = { ttlMs: 5000, deadlineMs: 1000, maxEntries: 1000 };
+  const secret = cachedApiRead<DockerConfigSource | undefined>(
+    async (key) => {
+      const [namespace, name] = key.split('/') as [string, string];
+      const s = await core.readNamespacedSecret({ name, namespace });
+      const data = s.data?.['.dockerconfigjson'] ?? s.data?.['.dockercfg'];
+      if (!data) return undefined;
+      return { source: `secret ${key}`, config: Buffer.from(data, 'base64').toString('utf8') };
+    },
+    { ...reads, fallback: undefined },
+  );
+  const serviceAccountSecrets = cachedApiRead<string[]>(
+    async (key) => {
+      const [namespace, name] = key.split('/') as [string, string];
+      const sa = await core.readNamespacedServiceAccount({ name, namespace });
+      return (sa.imagePullSecrets ?? []).map((r) => r.name ?? '').filter(Boolean);
+    },
+    { ...reads, fallback: [] },
+  );
 
   return async (pod, namespace) => {
     if (!readable(namespace)) return [];
@@ -92,11 +81,10 @@ export function apiPullSecrets(
       (pod.spec?.imagePullSecrets ?? []).map((r) => r.name ?? '').filter(Boolean),
     );
     for (const n of await serviceAccountSecrets(
-      namespace,
-      pod.spec?.serviceAccountName ?? 'default',
+      `${namespace}/${pod.spec?.serviceAccountName ?? 'default'}`,
     ))
       names.add(n);
-    return (await Promise.all([...names].map((n) => secret(namespace, n)))).filter(
+    return (await Promise.all([...names].map((n) => secret(`${namespace}/${n}`)))).filter(
       (s): s is DockerConfigSource => s !== undefined,
     );
   };
