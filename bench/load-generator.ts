@@ -21,6 +21,11 @@ interface LoadSpec {
   maxRequests?: number;
   /** Requests sent first and not measured: they open the keep-alive connections (TLS handshakes). */
   warmupRequests?: number;
+  /**
+   * A request without an answer after this long is an error (default 10 s, the API server's
+   * default webhook timeout), so a server that stops answering cannot hold the run.
+   */
+  requestTimeoutMs?: number;
 }
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
@@ -53,6 +58,7 @@ function once(scheduledAt: number): Promise<void> {
         });
       },
     );
+    req.setTimeout(spec.requestTimeoutMs ?? 10_000, () => req.destroy(new Error('timed out')));
     req.on('error', () => {
       errors++;
       resolve();

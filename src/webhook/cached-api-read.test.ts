@@ -26,6 +26,14 @@ test('an API server that never answers: the fallback at the deadline, one read i
   assert.equal(reads, 1, 'callers share the read in flight');
 });
 
+test('callers after the deadline of a read still in flight do not wait again', async () => {
+  const read = cachedApiRead(() => new Promise<string[]>(() => {}), options);
+  await read('a');
+  const started = performance.now();
+  await Promise.all(Array.from({ length: 100 }, () => read('a')));
+  assert.ok(performance.now() - started < 20, 'answered at once');
+});
+
 test('once it stops answering, the last value read is served at the deadline', async () => {
   let hang = false;
   const read = cachedApiRead(

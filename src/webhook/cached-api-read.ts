@@ -5,8 +5,9 @@
  * connection gone) must not hang the webhook, whose caller gives up after its own timeout.
  *
  * - A fresh value is served from the cache.
- * - Otherwise one read per key is in flight at a time; callers wait for it up to the deadline,
- *   then get the last value read, however old, or `fallback` if there was none.
+ * - Otherwise one read per key is in flight at a time; callers wait for it until `deadlineMs`
+ *   after it started (one deadline for all of them: later callers do not wait again), then get
+ *   the last value read, however old, or `fallback` if there was none.
  * - A failed read keeps the last value (a transient error does not drop a pull secret) and
  *   counts as a read for the TTL, so a failing API server is not asked again on every pod.
  */
@@ -22,6 +23,8 @@ interface Entry<T> {
   at: number;
   value?: { v: T };
   inflight?: Promise<T>;
+  /** When the read in flight stops being waited for. */
+  deadlineAt?: number;
 }
 
 export function cachedApiRead<T>(
@@ -40,6 +43,7 @@ export function cachedApiRead<T>(
       if (entries.size > options.maxEntries) entries.delete(entries.keys().next().value!);
     }
     const current = entry;
+    if (!current.inflight) current.deadlineAt = Date.now() + options.deadlineMs;
     current.inflight ??= load(key).then(
       (v) => {
         current.value = { v };
@@ -54,9 +58,11 @@ export function cachedApiRead<T>(
         return known(current);
       },
     );
+    const waitMs = (current.deadlineAt ?? 0) - Date.now();
+    if (waitMs <= 0) return Promise.resolve(known(current));
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<T>((resolve) => {
-      timer = setTimeout(() => resolve(known(current)), options.deadlineMs);
+      timer = setTimeout(() => resolve(known(current)), waitMs);
       timer.unref();
     });
     return Promise.race([current.inflight, deadline]).finally(() => clearTimeout(timer));
