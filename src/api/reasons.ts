@@ -176,6 +176,8 @@ export const EventReason = {
   JoiningDomain: 'JoiningDomain',
   /** winfleet removed a host from its pool's domain as it deconfigured it. */
   LeftDomain: 'LeftDomain',
+  /** A host bootstrapped before its pool had spec.activeDirectory is configured again unjoined. */
+  DomainJoinSkipped: 'DomainJoinSkipped',
   Bootstrapped: 'Bootstrapped',
   /** The host's agent pulled the payload files from the registry itself (SSH hosts too). */
   PayloadPulled: 'PayloadPulled',

@@ -19,6 +19,7 @@ import { decodePowerShellCommandLine } from '../../powershell/powershell.ts';
 import {
   adHostnamePlan,
   checkActiveDirectory,
+  domainJoinForBootstrap,
   ensureDomainJoined,
   hostsNamingAdSecret,
   leaveDomain,
@@ -252,5 +253,25 @@ test('refused before anything changes: a long spec.nodeName, another domain, a m
   assert.deepEqual(
     sent3.map((s) => /# winfleet-script: (\S+)/.exec(s.script)?.[1]),
     ['host-facts'],
+  );
+});
+
+test('a host bootstrapped before its pool had spec.activeDirectory is configured again unjoined, and told how to join', () => {
+  const ad = {
+    pool: 'corp',
+    spec: { domain: 'corp.example.com', credentialsSecretRef: { name: 'ad-join' } },
+    problems: [],
+  };
+  assert.deepEqual(domainJoinForBootstrap(undefined, { partOfDomain: false }, undefined), {});
+  // Never bootstrapped: joined as usual; already in the domain: checked as usual.
+  assert.deepEqual(domainJoinForBootstrap(ad, { partOfDomain: false }, undefined), { ad });
+  assert.deepEqual(domainJoinForBootstrap(ad, { partOfDomain: true }, '2026-11-27T10:00:00Z'), {
+    ad,
+  });
+  const late = domainJoinForBootstrap(ad, { partOfDomain: false }, '2026-11-27T10:00:00Z');
+  assert.equal(late.ad, undefined);
+  assert.match(
+    late.skipped ?? '',
+    /^Pool corp has spec\.activeDirectory, but this host joined the cluster at 2026-11-27T10:00:00Z, before it, .* remove the WindowsHost and add it again$/,
   );
 });

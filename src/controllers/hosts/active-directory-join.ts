@@ -69,6 +69,25 @@ export function poolActiveDirectory(
   return { pool: pool.metadata.name, spec, problems: activeDirectoryProblems(spec) };
 }
 
+/**
+ * Whether a (re-)bootstrap joins the host to its pool's domain: not when the host was already
+ * bootstrapped into the cluster outside any domain (its pool got spec.activeDirectory later).
+ * Renaming and joining it then would change its node name and restart it outside the pool's
+ * rollout, so it is configured again as it is, and `skipped` says how to join it: remove and
+ * add it again. A host that is in the domain, or was never bootstrapped, is joined as usual.
+ */
+export function domainJoinForBootstrap(
+  ad: PoolActiveDirectory | undefined,
+  facts: Pick<HostFacts, 'partOfDomain'>,
+  bootstrappedAt: string | undefined,
+): { ad?: PoolActiveDirectory; skipped?: string } {
+  if (!ad) return {};
+  if (facts.partOfDomain || bootstrappedAt === undefined) return { ad };
+  return {
+    skipped: `Pool ${ad.pool} has spec.activeDirectory, but this host joined the cluster at ${bootstrappedAt}, before it, outside any domain: it is configured again as it is, not renamed, joined or restarted (that would change its node name outside the pool's rollout); to join it to ${ad.spec.domain}, remove the WindowsHost and add it again`,
+  };
+}
+
 /** Keys ("namespace/name") of the hosts whose pool's AD credentials are the Secret `name`. */
 export function hostsNamingAdSecret(
   pools: readonly WindowsNodePool[],

@@ -18,6 +18,7 @@ import { joinServingAddresses } from '../csr/serving-addresses.ts';
 import {
   adHostnamePlan,
   checkActiveDirectory,
+  domainJoinForBootstrap,
   ensureDomainJoined,
   poolActiveDirectory,
 } from './active-directory-join.ts';
@@ -94,7 +95,12 @@ export async function bootstrapHost(
     const facts = await step(hs, JoinStep.HostFacts, () => remote.facts());
     // A pool with spec.activeDirectory decides the hostname (and so the node name) first, and
     // refuses what cannot be joined before anything changes (active-directory-join.ts).
-    const ad = poolActiveDirectory(ctx.pools?.list() ?? [], host);
+    const { ad, skipped } = domainJoinForBootstrap(
+      poolActiveDirectory(ctx.pools?.list() ?? [], host),
+      facts,
+      hs.status.bootstrappedAt,
+    );
+    if (skipped) ctx.events.record(host, 'Warning', EventReason.DomainJoinSkipped, skipped);
     const hostname = ad
       ? checkActiveDirectory(hs, facts, ad, adHostnamePlan(host, facts, ad))
       : facts.hostname;
