@@ -90,7 +90,7 @@ test("the OU's DC= parts must be the domain's, OU= parts first", () => {
 test('the Secret reference is required and a Kubernetes name; unknown fields are named', () => {
   assert.match(
     activeDirectoryProblems({ domain: 'corp.example.com' }).join(),
-    /spec\.activeDirectory\.credentialsSecretRef: missing; name a Secret in the operator's namespace with the keys username and password/,
+    /spec\.activeDirectory\.credentialsSecretRef: missing; name a Secret in the pool's namespace with the keys username and password/,
   );
   assert.match(
     activeDirectoryProblems({ ...good, credentialsSecretRef: { name: 'AD_Join' } }).join(),

@@ -138,7 +138,7 @@ export function activeDirectoryProblems(value: unknown, field = 'spec.activeDire
   const name = (ref as { name?: unknown } | undefined)?.name;
   if (typeof ref !== 'object' || ref === null || typeof name !== 'string' || name === '') {
     problems.push(
-      `${field}.credentialsSecretRef: missing; name a Secret in the operator's namespace with the keys username and password, e.g. {name: ad-join}`,
+      `${field}.credentialsSecretRef: missing; name a Secret in the pool's namespace with the keys username and password, e.g. {name: ad-join}`,
     );
   } else if (name.length > 253 || !dnsSubdomain.test(name)) {
     problems.push(

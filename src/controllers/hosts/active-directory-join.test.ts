@@ -56,8 +56,10 @@ function depsWith(secret: Record<string, string>, events: string[]): HostControl
   return {
     kc: {
       makeApiClient: () => ({
-        readNamespacedSecret: async ({ name }: { name: string }) => {
-          if (name !== 'ad-join') throw Object.assign(new Error('not found'), { code: 404 });
+        readNamespacedSecret: async ({ name, namespace }: { name: string; namespace: string }) => {
+          // The account lives beside the pools of winfleet-system only.
+          if (name !== 'ad-join' || namespace !== 'winfleet-system')
+            throw Object.assign(new Error('not found'), { code: 404 });
           return { data } as k8s.V1Secret;
         },
       }),
@@ -120,8 +122,11 @@ test("the host's pool decides: selector match, first pool by key, none for the d
     poolActiveDirectory([bad], host)?.problems.join() ?? '',
     /spec\.activeDirectory\.domain/,
   );
-  assert.deepEqual(hostsNamingAdSecret([pool], [host], 'ad-join'), ['winfleet-system/a']);
-  assert.deepEqual(hostsNamingAdSecret([pool], [host], 'other'), []);
+  assert.deepEqual(hostsNamingAdSecret([pool], [host], 'winfleet-system', 'ad-join'), [
+    'winfleet-system/a',
+  ]);
+  assert.deepEqual(hostsNamingAdSecret([pool], [host], 'winfleet-system', 'other'), []);
+  assert.deepEqual(hostsNamingAdSecret([pool], [host], 'team-a', 'ad-join'), []);
 });
 
 test('a 20-character host: renamed, restarted, joined with stdin credentials, restarted; the password never in a command line', async (t) => {
@@ -259,6 +264,7 @@ test('refused before anything changes: a long spec.nodeName, another domain, a m
 test('a host bootstrapped before its pool had spec.activeDirectory is configured again unjoined, and told how to join', () => {
   const ad = {
     pool: 'corp',
+    namespace: 'winfleet-system',
     spec: { domain: 'corp.example.com', credentialsSecretRef: { name: 'ad-join' } },
     problems: [],
   };
@@ -274,4 +280,44 @@ test('a host bootstrapped before its pool had spec.activeDirectory is configured
     late.skipped ?? '',
     /^Pool corp has spec\.activeDirectory, but this host joined the cluster at 2026-11-27T10:00:00Z, before it, .* remove the WindowsHost and add it again$/,
   );
+});
+
+test('attacker side: a pool in another namespace naming the operator’s AD Secret gets no credentials, and nothing is sent to its host', async (t) => {
+  const domain = new SimDomain({ name: 'corp.example.com', username: 'joiner', password });
+  const machine = await createTestMachine(t, {
+    hostname: 'attacker-host',
+    activeDirectory: domain,
+  });
+  const rogueHost: WindowsHost = {
+    ...host,
+    metadata: { ...host.metadata, namespace: 'team-a', uid: 'uid-rogue' },
+  };
+  const roguePool: WindowsNodePool = { ...pool, metadata: { name: 'corp', namespace: 'team-a' } };
+  const rogue = poolActiveDirectory([roguePool], rogueHost) as PoolActiveDirectory;
+  assert.equal(rogue.namespace, 'team-a');
+  const sent: Sent[] = [];
+  const hs = new HostStatus(rogueHost);
+  const remote = remoteOn(machine, sent);
+  const facts = await remote.facts();
+  const hostname = checkActiveDirectory(hs, facts, rogue, adHostnamePlan(rogueHost, facts, rogue));
+  await assert.rejects(
+    ensureDomainJoined(
+      depsWith({ username: 'joiner', password }, []),
+      rogueHost,
+      hs,
+      remote,
+      facts,
+      rogue,
+      hostname,
+    ),
+    /Secret team-a\/ad-join \(pool corp, spec\.activeDirectory\.credentialsSecretRef\) does not exist/,
+  );
+  assert.ok(!sent.some((s) => s.input?.includes(password)), 'the password never reaches the host');
+  assert.deepEqual(
+    sent.map((s) => /# winfleet-script: (\S+)/.exec(s.script)?.[1]),
+    ['host-facts'],
+    'no join was attempted',
+  );
+  assert.equal(machine.domain, undefined);
+  assert.deepEqual(domain.computers, []);
 });

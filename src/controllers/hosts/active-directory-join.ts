@@ -47,6 +47,12 @@ import { apiTime, type HostStatus } from './host-status.ts';
 export interface PoolActiveDirectory {
   /** The pool's name. */
   pool: string;
+  /**
+   * The pool's namespace (its hosts'), where its credentials Secret is read: never the
+   * operator's own, or whoever may create a pool and a host in some namespace could have the
+   * operator send the domain account it keeps there to a machine of theirs.
+   */
+  namespace: string;
   spec: ActiveDirectorySpec;
   /** The spec's problems (spec.activeDirectory.…: …); a host is not joined while there are any. */
   problems: string[];
@@ -66,7 +72,12 @@ export function poolActiveDirectory(
   const pool = pools.find((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}` === key);
   const spec = pool?.spec.activeDirectory;
   if (!pool || spec === undefined) return undefined;
-  return { pool: pool.metadata.name, spec, problems: activeDirectoryProblems(spec) };
+  return {
+    pool: pool.metadata.name,
+    namespace: pool.metadata.namespace ?? '',
+    spec,
+    problems: activeDirectoryProblems(spec),
+  };
 }
 
 /**
@@ -88,15 +99,18 @@ export function domainJoinForBootstrap(
   };
 }
 
-/** Keys ("namespace/name") of the hosts whose pool's AD credentials are the Secret `name`. */
+/** Keys ("namespace/name") of the hosts whose pool's AD credentials are Secret `namespace`/`name`. */
 export function hostsNamingAdSecret(
   pools: readonly WindowsNodePool[],
   hosts: readonly WindowsHost[],
+  namespace: string,
   name: string,
 ): string[] {
-  if (!pools.some((p) => p.spec.activeDirectory?.credentialsSecretRef?.name === name)) return [];
+  const names = (ad: PoolActiveDirectory | undefined) =>
+    ad?.namespace === namespace && ad.spec.credentialsSecretRef?.name === name;
+  if (!pools.some((p) => p.metadata.namespace === namespace)) return [];
   return hosts
-    .filter((h) => poolActiveDirectory(pools, h)?.spec.credentialsSecretRef?.name === name)
+    .filter((h) => h.metadata.namespace === namespace && names(poolActiveDirectory(pools, h)))
     .map((h) => `${h.metadata.namespace}/${h.metadata.name}`);
 }
 
@@ -109,16 +123,16 @@ function refuse(hs: HostStatus, message: string): never {
 
 /** The decoded `username` and `password` of the pool's credentials Secret. */
 export async function readDomainCredentials(
-  deps: Pick<HostControllerDeps, 'kc' | 'operatorNamespace'>,
+  deps: Pick<HostControllerDeps, 'kc'>,
   ad: PoolActiveDirectory,
 ): Promise<DomainCredentialsInput> {
   const name = ad.spec.credentialsSecretRef.name;
-  const where = `Secret ${deps.operatorNamespace}/${name} (pool ${ad.pool}, spec.activeDirectory.credentialsSecretRef)`;
+  const where = `Secret ${ad.namespace}/${name} (pool ${ad.pool}, spec.activeDirectory.credentialsSecretRef)`;
   let secret: k8s.V1Secret;
   try {
     secret = await deps.kc
       .makeApiClient(k8s.CoreV1Api)
-      .readNamespacedSecret({ name, namespace: deps.operatorNamespace });
+      .readNamespacedSecret({ name, namespace: ad.namespace });
   } catch (error) {
     if ((error as { code?: number }).code === 404) {
       throw new WinfleetError(

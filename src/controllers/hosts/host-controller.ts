@@ -118,12 +118,12 @@ export function createHostController(deps: HostControllerDeps): Controller {
   // A Secret the user created or fixed: the hosts naming it retry now, not on a timer.
   if (deps.secrets) {
     enqueueOnSecretChange(deps.hosts, deps.secrets, (key) => controller.enqueue(key));
-    // A pool's AD credentials Secret (operator namespace) created or fixed: its hosts retry now.
+    // A pool's AD credentials Secret (in the pool's namespace) created or fixed: its hosts retry now.
     const adSecretChanged = (secret: k8s.V1Secret) => {
-      if (secret.metadata?.namespace !== deps.operatorNamespace) return;
       for (const key of hostsNamingAdSecret(
         deps.pools?.list() ?? [],
         deps.hosts.list(),
+        secret.metadata?.namespace ?? '',
         secret.metadata?.name ?? '',
       )) {
         controller.enqueue(key);
