@@ -5,6 +5,7 @@
 
 import { RemoteHost } from '../../src/hostaccess/remote-host.ts';
 import { SshSession } from '../../src/hostaccess/ssh-session.ts';
+import type { SimDomain } from '../hosts/active-directory.ts';
 import { type SimulatedHost, startSimulatedHosts } from '../hosts/fleet.ts';
 import type { ProgramRegistry } from '../hosts/programs.ts';
 import { generateTestKey } from '../hosts/ssh-test-client.ts';
@@ -18,7 +19,13 @@ export interface ConnectedSimHost {
 /** Starts a host at `address` and connects to it as Administrator. */
 export async function connectedSimHost(
   t: { after(fn: () => unknown): void },
-  options: { address: string; programs?: () => ProgramRegistry; commandTimeoutMs?: number },
+  options: {
+    address: string;
+    programs?: () => ProgramRegistry;
+    commandTimeoutMs?: number;
+    /** The fake domain the host reaches (active-directory.ts); default none. */
+    activeDirectory?: SimDomain;
+  },
 ): Promise<ConnectedSimHost> {
   const key = generateTestKey();
   const fleet = await startSimulatedHosts({
@@ -26,6 +33,7 @@ export async function connectedSimHost(
     baseAddress: options.address,
     authorizedKeys: [key.publicKey],
     programs: options.programs,
+    ...(options.activeDirectory ? { activeDirectory: options.activeDirectory } : {}),
   });
   t.after(() => fleet.stop());
   const host = fleet.hosts[0]!;

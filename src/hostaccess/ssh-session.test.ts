@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SimDomain } from '../../sim/hosts/active-directory.ts';
-import { startSimulatedHosts } from '../../sim/hosts/fleet.ts';
 import { powerShellReadsStdin } from '../../sim/hosts/remote-commands.ts';
-import { generateTestKey } from '../../sim/hosts/ssh-test-client.ts';
 import { connectedSimHost } from '../../sim/testkit/ssh-host.ts';
 import { errorCode } from '../errors/catalog.ts';
 import { credentialsInput } from './domain-scripts.ts';
@@ -29,21 +27,7 @@ test('Windows paths become OpenSSH SFTP paths', () => {
 });
 
 test('a command gets EOF on its stdin at once: powershell.exe that reads stdin still exits', async (t) => {
-  const key = generateTestKey();
-  const fleet = await startSimulatedHosts({
-    count: 1,
-    baseAddress: '127.0.0.160',
-    authorizedKeys: [key.publicKey],
-  });
-  t.after(() => fleet.stop());
-  const host = fleet.hosts[0]!;
-  const session = await SshSession.connect({
-    host: host.address,
-    port: host.port,
-    username: 'Administrator',
-    privateKey: key.privateKey,
-  });
-  t.after(() => session.close());
+  const { host, session } = await connectedSimHost(t, { address: '127.0.0.160' });
   // Without -InputFormat None the simulated powershell.exe (like Windows PowerShell) reads its
   // stdin to the end before it exits; only the session closing stdin lets this finish.
   const line = remoteCommand('host-facts', {}).replace(' -InputFormat None', '');
@@ -72,24 +56,12 @@ test('a command printing more than the operator keeps is stopped: a failed remot
 });
 
 test('input reaches the command over the SSH channel only: a join with credentials on stdin, refused without them', async (t) => {
-  const key = generateTestKey();
   const password = 'only-on-stdin-Pa55!';
   const domain = new SimDomain({ name: 'corp.example.com', username: 'joiner', password });
-  const fleet = await startSimulatedHosts({
-    count: 1,
-    baseAddress: '127.0.0.161',
-    authorizedKeys: [key.publicKey],
+  const { host, session } = await connectedSimHost(t, {
+    address: '127.0.0.161',
     activeDirectory: domain,
   });
-  t.after(() => fleet.stop());
-  const host = fleet.hosts[0]!;
-  const session = await SshSession.connect({
-    host: host.address,
-    port: host.port,
-    username: 'Administrator',
-    privateKey: key.privateKey,
-  });
-  t.after(() => session.close());
   const line = remoteCommand('join-domain', { domain: 'corp.example.com' });
   assert.ok(!line.includes(password));
   const without = await session.exec(line, 10_000);
