@@ -284,7 +284,7 @@ export async function ensureDomainJoined(
     );
   } catch (error) {
     if (errorCode(error) !== 'WF_REMOTE_COMMAND_FAILED') throw error;
-    const message = `Joining ${where} (${hostname}) to domain ${domain} failed with the credentials of Secret ${deps.operatorNamespace}/${ad.spec.credentialsSecretRef.name}: ${firstLine(error)}; the host stays in its workgroup and nothing else was done; fix the Secret's username and password (or the domain's reachability), and the join is retried`;
+    const message = `Joining ${where} (${hostname}) to domain ${domain} failed with the credentials of Secret ${ad.namespace}/${ad.spec.credentialsSecretRef.name}: ${firstLine(error)}; the host stays in its workgroup and nothing else was done; fix the Secret's username and password (or the domain's reachability), and the join is retried`;
     hs.set(ConditionType.Degraded, 'True', ConditionReason.DomainJoinFailed, message);
     hs.error(JoinStep.ActiveDirectory, message);
     throw new WinfleetError('WF_HOST_DOMAIN_JOIN_FAILED', message, { cause: error });
@@ -342,7 +342,7 @@ export async function leaveDomain(
     if (errorCode(error) !== 'WF_REMOTE_COMMAND_FAILED') throw error;
     throw new WinfleetError(
       'WF_HOST_DOMAIN_JOIN_FAILED',
-      `Removing ${host.spec.address} (${facts.hostname}) from domain ${ad.spec.domain} failed with the credentials of Secret ${deps.operatorNamespace}/${ad.spec.credentialsSecretRef.name}: ${firstLine(error)}; fix the Secret and the removal is retried`,
+      `Removing ${host.spec.address} (${facts.hostname}) from domain ${ad.spec.domain} failed with the credentials of Secret ${ad.namespace}/${ad.spec.credentialsSecretRef.name}: ${firstLine(error)}; fix the Secret and the removal is retried`,
       { cause: error },
     );
   }

@@ -1,14 +1,18 @@
 /**
  * The AD join step against a simulated machine (its catalog scripts run by the simulation, the
  * credentials read from the command's stdin), driven through a RemoteHost whose session records
- * every command line and input: the attacker's view of what crosses to the host.
+ * every command line and input: the attacker's view of what crosses to the host. The
+ * credentials Secret is read from the real API server: the pools live in a namespace of their
+ * own, and the operator's namespace holds an `ad-join` Secret too, which a pool elsewhere must
+ * never get.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type * as k8s from '@kubernetes/client-node';
+import * as k8s from '@kubernetes/client-node';
 import { SimDomain } from '../../../sim/hosts/active-directory.ts';
 import type { SimMachine } from '../../../sim/hosts/machine.ts';
 import { createTestMachine, runOnHost } from '../../../sim/hosts/test-machine.ts';
+import { sharedCluster, testNamespace } from '../../../sim/testkit/test-cluster.ts';
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
@@ -49,22 +53,37 @@ function remoteOn(machine: SimMachine, sent: Sent[]): RemoteHost {
   return new RemoteHost(session, 10_000);
 }
 
-function depsWith(secret: Record<string, string>, events: string[]): HostControllerDeps {
-  const data = Object.fromEntries(
-    Object.entries(secret).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
-  );
+const { kc: admin } = await sharedCluster();
+const core = admin.makeApiClient(k8s.CoreV1Api);
+/** Where the pools and hosts of these tests live, with their `ad-join` Secret. */
+const ns = await testNamespace(admin, 'ad-join');
+/** The operator's own namespace: it holds an `ad-join` Secret too. */
+const operatorNs = await testNamespace(admin, 'ad-operator');
+/** Another team's namespace, with no Secret. */
+const teamNs = await testNamespace(admin, 'team-a');
+const nsPattern = ns.replace(/[-.]/g, '\\$&');
+
+/** Writes (or rewrites) the Secret `ad-join` in `namespace`. */
+async function writeAdSecret(namespace: string, data: Record<string, string>): Promise<void> {
+  const body = { metadata: { name: 'ad-join', namespace }, stringData: data };
+  try {
+    await core.replaceNamespacedSecret({ name: 'ad-join', namespace, body });
+  } catch (error) {
+    if ((error as { code?: number }).code !== 404) throw error;
+    await core.createNamespacedSecret({ namespace, body });
+  }
+}
+await writeAdSecret(operatorNs, { username: 'joiner', password });
+
+/** The pools' Secret holds `secret`; the operator's other dependencies record its Events. */
+async function depsWith(
+  secret: Record<string, string>,
+  events: string[],
+): Promise<HostControllerDeps> {
+  await writeAdSecret(ns, secret);
   return {
-    kc: {
-      makeApiClient: () => ({
-        readNamespacedSecret: async ({ name, namespace }: { name: string; namespace: string }) => {
-          // The account lives beside the pools of winfleet-system only.
-          if (name !== 'ad-join' || namespace !== 'winfleet-system')
-            throw Object.assign(new Error('not found'), { code: 404 });
-          return { data } as k8s.V1Secret;
-        },
-      }),
-    },
-    operatorNamespace: 'winfleet-system',
+    kc: admin,
+    operatorNamespace: operatorNs,
     events: {
       record: (_o: unknown, _t: string, reason: string, m: string) =>
         events.push(`${reason}: ${m}`),
@@ -75,14 +94,14 @@ function depsWith(secret: Record<string, string>, events: string[]): HostControl
 const host: WindowsHost = {
   apiVersion: 'winfleet.io/v1alpha1',
   kind: 'WindowsHost',
-  metadata: { name: 'a', namespace: 'winfleet-system', uid: 'uid-a', labels: { pool: 'corp' } },
+  metadata: { name: 'a', namespace: ns, uid: 'uid-a', labels: { pool: 'corp' } },
   spec: { address: '127.0.0.200', username: 'Administrator', sshKeySecretRef: { name: 'k' } },
 };
 
 const pool: WindowsNodePool = {
   apiVersion: 'winfleet.io/v1alpha1',
   kind: 'WindowsNodePool',
-  metadata: { name: 'corp', namespace: 'winfleet-system' },
+  metadata: { name: 'corp', namespace: ns },
   spec: {
     selector: { matchLabels: { pool: 'corp' } },
     activeDirectory: { domain: 'corp.example.com', credentialsSecretRef: { name: 'ad-join' } },
@@ -122,10 +141,8 @@ test("the host's pool decides: selector match, first pool by key, none for the d
     poolActiveDirectory([bad], host)?.problems.join() ?? '',
     /spec\.activeDirectory\.domain/,
   );
-  assert.deepEqual(hostsNamingAdSecret([pool], [host], 'winfleet-system', 'ad-join'), [
-    'winfleet-system/a',
-  ]);
-  assert.deepEqual(hostsNamingAdSecret([pool], [host], 'winfleet-system', 'other'), []);
+  assert.deepEqual(hostsNamingAdSecret([pool], [host], ns, 'ad-join'), [`${ns}/a`]);
+  assert.deepEqual(hostsNamingAdSecret([pool], [host], ns, 'other'), []);
   assert.deepEqual(hostsNamingAdSecret([pool], [host], 'team-a', 'ad-join'), []);
 });
 
@@ -136,7 +153,7 @@ test('a 20-character host: renamed, restarted, joined with stdin credentials, re
     activeDirectory: domain,
   });
   const events: string[] = [];
-  const deps = depsWith({ username: 'joiner', password }, events);
+  const deps = await depsWith({ username: 'joiner', password }, events);
   const sent: Sent[] = [];
   const hs = new HostStatus(structuredClone(host));
 
@@ -197,7 +214,7 @@ test('wrong credentials: DomainJoinFailed naming the Secret and the domain, stil
   const machine = await createTestMachine(t, { hostname: 'web-1', activeDirectory: domain });
   const sent: Sent[] = [];
   const hs = new HostStatus(structuredClone(host));
-  const deps = depsWith({ username: 'CORP\\joiner', password: 'not-it' }, []);
+  const deps = await depsWith({ username: 'CORP\\joiner', password: 'not-it' }, []);
   const error = await pass(machine, hs, deps, sent).then(
     () => assert.fail('joined with wrong credentials'),
     (e: unknown) => e,
@@ -207,7 +224,9 @@ test('wrong credentials: DomainJoinFailed naming the Secret and the domain, stil
   assert.equal(degraded?.reason, ConditionReason.DomainJoinFailed);
   assert.match(
     degraded?.message ?? '',
-    /^Joining 127\.0\.0\.200 \(web-1\) to domain corp\.example\.com failed with the credentials of Secret winfleet-system\/ad-join: .*The user name or password is incorrect\..*the host stays in its workgroup/,
+    new RegExp(
+      `^Joining 127\\.0\\.0\\.200 \\(web-1\\) to domain corp\\.example\\.com failed with the credentials of Secret ${nsPattern}/ad-join: .*The user name or password is incorrect\\..*the host stays in its workgroup`,
+    ),
   );
   assert.ok(!(degraded?.message ?? '').includes('not-it'), 'the password is not quoted');
   assert.equal(machine.domain, undefined);
@@ -228,7 +247,7 @@ test('refused before anything changes: a long spec.nodeName, another domain, a m
   const error = await pass(
     machine,
     hs,
-    depsWith({ username: 'u', password }, []),
+    await depsWith({ username: 'u', password }, []),
     sent,
     long,
   ).catch((e: unknown) => e);
@@ -241,7 +260,7 @@ test('refused before anything changes: a long spec.nodeName, another domain, a m
 
   machine.domain = 'other.example.com';
   const hs2 = new HostStatus(structuredClone(host));
-  await pass(machine, hs2, depsWith({ username: 'u', password }, []), []).catch(() => {});
+  await pass(machine, hs2, await depsWith({ username: 'u', password }, []), []).catch(() => {});
   assert.match(
     hs2.condition(ConditionType.Degraded)?.message ?? '',
     /joined to domain other\.example\.com, not corp\.example\.com.*does not move hosts between domains/,
@@ -250,10 +269,12 @@ test('refused before anything changes: a long spec.nodeName, another domain, a m
 
   const hs3 = new HostStatus(structuredClone(host));
   const sent3: Sent[] = [];
-  await pass(machine, hs3, depsWith({ username: 'u' }, []), sent3).catch(() => {});
+  await pass(machine, hs3, await depsWith({ username: 'u' }, []), sent3).catch(() => {});
   assert.match(
     hs3.condition(ConditionType.Degraded)?.message ?? '',
-    /Secret winfleet-system\/ad-join \(pool corp, spec\.activeDirectory\.credentialsSecretRef\) has no password; add the key password/,
+    new RegExp(
+      `Secret ${nsPattern}/ad-join \\(pool corp, spec\\.activeDirectory\\.credentialsSecretRef\\) has no password; add the key password`,
+    ),
   );
   assert.deepEqual(
     sent3.map((s) => /# winfleet-script: (\S+)/.exec(s.script)?.[1]),
@@ -290,11 +311,14 @@ test('attacker side: a pool in another namespace naming the operator’s AD Secr
   });
   const rogueHost: WindowsHost = {
     ...host,
-    metadata: { ...host.metadata, namespace: 'team-a', uid: 'uid-rogue' },
+    metadata: { ...host.metadata, namespace: teamNs, uid: 'uid-rogue' },
   };
-  const roguePool: WindowsNodePool = { ...pool, metadata: { name: 'corp', namespace: 'team-a' } };
+  const roguePool: WindowsNodePool = { ...pool, metadata: { name: 'corp', namespace: teamNs } };
   const rogue = poolActiveDirectory([roguePool], rogueHost) as PoolActiveDirectory;
-  assert.equal(rogue.namespace, 'team-a');
+  assert.equal(rogue.namespace, teamNs);
+  // The operator's namespace does hold the account the rogue pool names.
+  const kept = await core.readNamespacedSecret({ name: 'ad-join', namespace: operatorNs });
+  assert.equal(Buffer.from(kept.data?.password ?? '', 'base64').toString(), password);
   const sent: Sent[] = [];
   const hs = new HostStatus(rogueHost);
   const remote = remoteOn(machine, sent);
@@ -302,7 +326,7 @@ test('attacker side: a pool in another namespace naming the operator’s AD Secr
   const hostname = checkActiveDirectory(hs, facts, rogue, adHostnamePlan(rogueHost, facts, rogue));
   await assert.rejects(
     ensureDomainJoined(
-      depsWith({ username: 'joiner', password }, []),
+      await depsWith({ username: 'joiner', password }, []),
       rogueHost,
       hs,
       remote,
@@ -310,7 +334,9 @@ test('attacker side: a pool in another namespace naming the operator’s AD Secr
       rogue,
       hostname,
     ),
-    /Secret team-a\/ad-join \(pool corp, spec\.activeDirectory\.credentialsSecretRef\) does not exist/,
+    new RegExp(
+      `Secret ${teamNs.replace(/-/g, '\\-')}/ad-join \\(pool corp, spec\\.activeDirectory\\.credentialsSecretRef\\) does not exist`,
+    ),
   );
   assert.ok(!sent.some((s) => s.input?.includes(password)), 'the password never reaches the host');
   assert.deepEqual(
