@@ -41,11 +41,17 @@ export const seedPodReview = {
 export interface LoadResult {
   count: number;
   errors: number;
+  /** Wall seconds of the measured part. */
+  seconds: number;
   throughput: number;
   p50: number;
   p90: number;
   p99: number;
   max: number;
+  /** Every latency, sorted (ms), when the run was asked for them (`raw`). */
+  latencies?: number[];
+  /** Merged rounds (mergeLoads): each round's p99, in the order run. */
+  roundP99s?: number[];
 }
 
 export interface LoadOptions {
@@ -59,6 +65,8 @@ export interface LoadOptions {
   rate: number;
   seconds: number;
   body?: string;
+  /** Return every latency too (for mergeLoads). */
+  raw?: boolean;
 }
 
 const generator = fileURLToPath(new URL('./load-generator.ts', import.meta.url));
@@ -74,7 +82,7 @@ export function runAdmissionLoad(options: LoadOptions): Promise<LoadResult> {
     execFile(
       process.execPath,
       [generator, JSON.stringify(spec)],
-      { maxBuffer: 1 << 20 },
+      { maxBuffer: 64 << 20 },
       (error, stdout) => {
         if (error) reject(error);
         else resolve(JSON.parse(stdout.trim().split('\n').at(-1)!) as LoadResult);
@@ -85,5 +93,37 @@ export function runAdmissionLoad(options: LoadOptions): Promise<LoadResult> {
 
 /** One line of figures. */
 export function formatLoad(r: LoadResult): string {
-  return `${r.throughput.toFixed(0).padStart(6)}/s  p50 ${r.p50.toFixed(2).padStart(6)} ms  p90 ${r.p90.toFixed(2).padStart(6)} ms  p99 ${r.p99.toFixed(2).padStart(6)} ms  max ${r.max.toFixed(1).padStart(6)} ms  errors ${r.errors}`;
+  return `${r.throughput.toFixed(0).padStart(6)}/s  p50 ${r.p50.toFixed(2).padStart(6)} ms  p90 ${r.p90.toFixed(2).padStart(6)} ms  p99 ${r.p99.toFixed(2).padStart(6)} ms  max ${r.max.toFixed(1).padStart(6)} ms  errors ${r.errors}${r.roundP99s ? `  (p99 by round: ${r.roundP99s.map((x) => x.toFixed(1)).join(', ')} ms)` : ''}`;
+}
+
+/** The p-th percentile (0..100) of sorted `values`: the same rule as the load generator's. */
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+/**
+ * Several runs against one server taken as one: their latencies pooled (each run must have
+ * been asked for them with `raw`), throughput over their summed time, and each run's own p99
+ * kept in order, so a tail that came from one round (a burst on the machine) shows as such.
+ */
+export function mergeLoads(runs: LoadResult[]): LoadResult {
+  if (runs.length === 0) throw new Error('mergeLoads: no runs');
+  const latencies = runs
+    .flatMap((r) => {
+      if (!r.latencies) throw new Error('mergeLoads: a run without its latencies (raw: true)');
+      return r.latencies;
+    })
+    .sort((a, b) => a - b);
+  const seconds = runs.reduce((a, r) => a + r.seconds, 0);
+  return {
+    count: latencies.length,
+    errors: runs.reduce((a, r) => a + r.errors, 0),
+    seconds,
+    throughput: latencies.length / seconds,
+    p50: percentile(latencies, 50),
+    p90: percentile(latencies, 90),
+    p99: percentile(latencies, 99),
+    max: latencies.at(-1) ?? Number.NaN,
+    roundP99s: runs.map((r) => r.p99),
+  };
 }

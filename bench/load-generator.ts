@@ -26,6 +26,8 @@ interface LoadSpec {
    * default webhook timeout), so a server that stops answering cannot hold the run.
    */
   requestTimeoutMs?: number;
+  /** Also print every latency (ms, to the microsecond), for merging alternating rounds. */
+  raw?: boolean;
 }
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
@@ -119,5 +121,6 @@ console.log(
     p90: pct(90),
     p99: pct(99),
     max: latencies.at(-1) ?? Number.NaN,
+    ...(spec.raw ? { latencies: latencies.map((l) => Math.round(l * 1000) / 1000) } : {}),
   }),
 );

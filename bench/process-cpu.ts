@@ -80,3 +80,17 @@ export function formatCpu(w: CpuWindow): string {
     .reduce((a, b) => a + b, 0);
   return `${named.join(', ')}, other processes ${pct(Math.max(0, w.machineBusy - known))}; machine busy ${pct(w.machineBusy)} of ${w.cores * 100}%`;
 }
+
+/** Several windows over the same processes taken as one (alternating rounds of one load). */
+export function sumCpuWindows(windows: CpuWindow[]): CpuWindow {
+  if (windows.length === 0) throw new Error('sumCpuWindows: no windows');
+  const processes = new Map<string, number>();
+  for (const w of windows)
+    for (const [name, s] of w.processes) processes.set(name, (processes.get(name) ?? 0) + s);
+  return {
+    processes,
+    machineBusy: windows.reduce((a, w) => a + w.machineBusy, 0),
+    wall: windows.reduce((a, w) => a + w.wall, 0),
+    cores: windows[0]!.cores,
+  };
+}
