@@ -367,7 +367,11 @@ async function installChart(
       runtimeClasses: { gracePeriodSeconds: 60 },
     },
   };
-  await helmInstall({ kubeconfig: cluster.kubeconfigPath, namespace: labNamespace, values }, verb);
+  // A new payload's upgrade keeps what a person set on the release (proxy, CAs: the README).
+  await helmInstall(
+    { kubeconfig: cluster.kubeconfigPath, namespace: labNamespace, values, reuseValues: true },
+    verb,
+  );
   say(
     `${verb === 'install' ? 'installed' : 'upgraded'} chart ${chartDir} as release ${releaseName} in ${labNamespace} with ${helm} (${since()})`,
   );

@@ -31,6 +31,11 @@ export interface ChartRelease {
   values?: Record<string, unknown>;
   /** Chart directory (default: charts/winfleet). */
   chart?: string;
+  /**
+   * On upgrade, start from the release's current values (helm's --reuse-values): what a
+   * person set on the release stays unless `values` sets it.
+   */
+  reuseValues?: boolean;
 }
 
 /** `helm install` (or `upgrade`) of the release into its namespace, created when missing. */
@@ -46,6 +51,7 @@ export async function helmInstall(
       '--namespace',
       release.namespace,
       ...(verb === 'install' ? ['--create-namespace'] : []),
+      ...(verb === 'upgrade' && release.reuseValues ? ['--reuse-values'] : []),
       '--kubeconfig',
       release.kubeconfig,
       '--values',
