@@ -35,6 +35,9 @@
  *
  * The operator runs as the image ships it (the bundle, IMAGE_NODE_FLAGS, IMAGE_ENV);
  * --from-source runs `node src/operator/main.ts` (the figures before issue 17's second pass).
+ * --node-flags="FLAGS" replaces IMAGE_NODE_FLAGS ("" for none), for a same-machine comparison:
+ * --node-flags=--max-semi-space-size=2 is the image without --expose-gc, so without the
+ * collection src/operator/memory-settle.ts runs once the joins are over.
  * Each run gets a fresh control plane; the operator and the hosts run in their own processes.
  */
 import { readFileSync } from 'node:fs';
@@ -87,6 +90,7 @@ const { values } = parseArgs({
   options: {
     sizes: { type: 'string' },
     concurrency: { type: 'string', default: '10' },
+    'node-flags': { type: 'string' },
     modes: { type: 'string' },
     'payload-mib': { type: 'string' },
     deliveries: { type: 'string' },
@@ -120,6 +124,11 @@ const deliveries = oneOf('deliveries', values.deliveries ?? (sized ? 'push,pull'
 const settleSeconds = Number(values['settle-seconds']);
 if (!(settleSeconds >= 0)) usage('--settle-seconds: seconds to wait after the joins, e.g. 60');
 const shipped = !values['from-source'];
+/** --node-flags: the operator's Node flags instead of IMAGE_NODE_FLAGS. */
+const nodeFlags =
+  values['node-flags'] === undefined
+    ? undefined
+    : values['node-flags'].split(/\s+/).filter(Boolean);
 const namespace = 'winfleet-system';
 const mib = 1024 * 1024;
 
@@ -208,9 +217,14 @@ async function joinRun(
     ...deliveryOptions(delivery, payload, join(dir, 'payload-cache')),
     ...(probe
       ? {
-          nodeFlags: [...(shipped ? IMAGE_NODE_FLAGS : []), `--inspect=127.0.0.1:${inspectorPort}`],
+          nodeFlags: [
+            ...(nodeFlags ?? (shipped ? IMAGE_NODE_FLAGS : [])),
+            `--inspect=127.0.0.1:${inspectorPort}`,
+          ],
         }
-      : {}),
+      : nodeFlags
+        ? { nodeFlags }
+        : {}),
   });
   const inspector = probe ? await connectInspector(inspectorPort) : undefined;
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
@@ -374,7 +388,7 @@ const groups = sizes.flatMap((hosts) =>
   ),
 );
 printTable(
-  `Join makespan (WindowsHosts created → all Ready), loopback SSH, the operator ${shipped ? 'as shipped' : 'from source'}; push: the operator sends the payload over SFTP, pull: the hosts pull it from a docker-registry:`,
+  `Join makespan (WindowsHosts created → all Ready), loopback SSH, the operator ${shipped ? 'as shipped' : 'from source'}${nodeFlags ? ` with node flags ${nodeFlags.join(' ') || '(none)'}` : ''}; push: the operator sends the payload over SFTP, pull: the hosts pull it from a docker-registry:`,
   [
     'hosts',
     'payload',
