@@ -4,10 +4,14 @@
  * API server that does not answer (overloaded, unreachable from this replica, a watch
  * connection gone) must not hang the webhook, whose caller gives up after its own timeout.
  *
- * - A fresh value is served from the cache.
- * - Otherwise one read per key is in flight at a time; callers wait for it until `deadlineMs`
- *   after it started (one deadline for all of them: later callers do not wait again), then get
- *   the last value read, however old, or `fallback` if there was none.
+ * - A value read before is served at once. When it is older than `ttlMs`, it is read again
+ *   in the background (one read per key in flight), and served until that read answers: an
+ *   API server that takes 0.9 s to answer under load otherwise put 0.9 s on every admission
+ *   that came while the entry was being refreshed (bench:scale, 5,000 nodes: webhook p99 872
+ *   ms against the no-op server's 142).
+ * - A key never read: callers wait for the one read in flight until `deadlineMs` after it
+ *   started (one deadline for all of them: later callers do not wait again), then get
+ *   `fallback`.
  * - A failed read keeps the last value (a transient error does not drop a pull secret) and
  *   counts as a read for the TTL, so a failing API server is not asked again on every pod.
  */
@@ -23,7 +27,7 @@ interface Entry<T> {
   at: number;
   value?: { v: T };
   inflight?: Promise<T>;
-  /** When the read in flight stops being waited for. */
+  /** When the first read in flight stops being waited for. */
   deadlineAt?: number;
 }
 
@@ -33,10 +37,30 @@ export function cachedApiRead<T>(
 ): (key: string) => Promise<T> {
   const entries = new Map<string, Entry<T>>();
   const known = (entry: Entry<T>) => (entry.value ? entry.value.v : options.fallback);
+  /** Starts a read of `key` into `entry` unless one is in flight. */
+  const refresh = (key: string, entry: Entry<T>): Promise<T> => {
+    entry.inflight ??= load(key).then(
+      (v) => {
+        entry.value = { v };
+        entry.at = Date.now();
+        entry.inflight = undefined;
+        return v;
+      },
+      () => {
+        entry.at = Date.now();
+        entry.value ??= { v: options.fallback };
+        entry.inflight = undefined;
+        return known(entry);
+      },
+    );
+    return entry.inflight;
+  };
   return (key) => {
     let entry = entries.get(key);
-    if (entry?.value && Date.now() - entry.at < options.ttlMs)
+    if (entry?.value) {
+      if (Date.now() - entry.at >= options.ttlMs) void refresh(key, entry);
       return Promise.resolve(entry.value.v);
+    }
     if (!entry) {
       entry = { at: 0 };
       entries.set(key, entry);
@@ -44,20 +68,7 @@ export function cachedApiRead<T>(
     }
     const current = entry;
     if (!current.inflight) current.deadlineAt = Date.now() + options.deadlineMs;
-    current.inflight ??= load(key).then(
-      (v) => {
-        current.value = { v };
-        current.at = Date.now();
-        current.inflight = undefined;
-        return v;
-      },
-      () => {
-        current.at = Date.now();
-        current.value ??= { v: options.fallback };
-        current.inflight = undefined;
-        return known(current);
-      },
-    );
+    const inflight = refresh(key, current);
     const waitMs = (current.deadlineAt ?? 0) - Date.now();
     if (waitMs <= 0) return Promise.resolve(known(current));
     let timer: NodeJS.Timeout | undefined;
@@ -65,6 +76,6 @@ export function cachedApiRead<T>(
       timer = setTimeout(() => resolve(known(current)), waitMs);
       timer.unref();
     });
-    return Promise.race([current.inflight, deadline]).finally(() => clearTimeout(timer));
+    return Promise.race([inflight, deadline]).finally(() => clearTimeout(timer));
   };
 }
