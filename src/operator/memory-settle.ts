@@ -4,10 +4,9 @@
  * peak of 155 MiB for as long as nothing else happened, against 128 MiB after one full
  * collection (`npm run bench:join -- --sizes 1,200 --modes concurrent --settle-seconds 60
  * --leftovers`, 2026-11-27). So every `intervalMs` (an unref'd timer; no API request), when
- * the process was nearly idle over the interval (event-loop utilization below `idleBelow`),
- * its work queues were empty at this look and the one before (joins mostly wait on hosts, so
- * a loop that is idle does not mean the work is over), and its RSS is `growthBytes` or more
- * above what it was right after the last collection, it runs one full collection. A collection while admissions arrive would pause them: the idle check
+ * the process was nearly idle over the interval (event-loop utilization below `idleBelow`) and
+ * its RSS is `growthBytes` or more above what it was right after the last collection, it runs
+ * one full collection. A collection while admissions arrive would pause them: the idle check
  * keeps it to quiet minutes (1,000 admissions a second keep the loop ~50 % busy).
  *
  * It needs `gc` (Node's --expose-gc, in the image's IMAGE_NODE_FLAGS); without it, it does
@@ -30,8 +29,6 @@ export interface MemorySettleOptions {
   rss?: () => number;
   /** Event-loop utilization since the previous call, 0..1 (default: from perf_hooks). */
   utilization?: () => number;
-  /** True while work is queued or running (the controllers' queues); default never. */
-  busy?: () => boolean;
   registry?: Registry;
 }
 
@@ -43,8 +40,6 @@ export interface MemorySettle {
 
 /** The decision alone: collect when idle and grown enough since the last collection. */
 export function shouldCollect(input: {
-  /** Work was queued or running at this look or the one before. */
-  busy: boolean;
   utilization: number;
   rss: number;
   rssAfterLastCollection: number;
@@ -52,7 +47,6 @@ export function shouldCollect(input: {
   growthBytes: number;
 }): boolean {
   return (
-    !input.busy &&
     input.utilization < input.idleBelow &&
     input.rss - input.rssAfterLastCollection >= input.growthBytes
   );
@@ -84,8 +78,6 @@ export function startMemorySettle(
   const growthBytes = options.growthBytes ?? 16 * 2 ** 20;
   const rss = options.rss ?? (() => process.memoryUsage.rss());
   const utilization = options.utilization ?? utilizationSinceLast();
-  const busy = options.busy ?? (() => false);
-  let busyBefore = true;
   const collections = new Counter({
     name: 'winfleet_memory_settle_collections_total',
     help: 'Full collections run once the operator went idle with its RSS grown since the last one',
@@ -95,12 +87,8 @@ export function startMemorySettle(
   let rssAfterLastCollection = rss();
   const check = (): boolean => {
     const now = rss();
-    const busyNow = busy();
-    const wasBusy = busyBefore || busyNow;
-    busyBefore = busyNow;
     if (
       !shouldCollect({
-        busy: wasBusy,
         utilization: utilization(),
         rss: now,
         rssAfterLastCollection,

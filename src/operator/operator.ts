@@ -210,10 +210,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   const stops: (() => void | Promise<void>)[] = [];
   const controllers: Controller[] = [];
   // After a burst (joins, a relist), one full collection once the process is idle again.
-  const settle = startMemorySettle(log, {
-    registry,
-    busy: () => controllers.some((c) => c.queue.length > 0),
-  });
+  const settle = startMemorySettle(log, { registry });
   if (settle) stops.push(() => settle.stop());
 
   if (options.createNamespace ?? true) await ensureNamespace(ctx.kc, namespace);
