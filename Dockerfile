@@ -37,4 +37,4 @@ WORKDIR /
 # The same memory settings as `make image` (IMAGE_ENV and IMAGE_NODE_FLAGS in
 # scripts/build-image.ts; scripts/build-image.test.ts checks they agree; docs/operator-memory.md).
 ENV MALLOC_ARENA_MAX=2
-ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=2", "--expose-gc", "/app/winfleet-operator.cjs"]
+ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=2", "/app/winfleet-operator.cjs"]

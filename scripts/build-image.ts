@@ -66,10 +66,9 @@ export const IMAGE_APP = '/app/winfleet-operator.cjs';
  * Node flags the image runs the operator with (docs/operator-memory.md has the measurements).
  * A young generation of at most 2 MiB a semi-space instead of V8's default (up to 16 MiB at
  * this heap size): an idle operator allocates little, and every semi-space page it touches
- * stays resident. `gc()` for src/operator/memory-settle.ts: one full collection when the
- * operator goes idle after a burst, so its RSS comes back down.
+ * stays resident.
  */
-export const IMAGE_NODE_FLAGS = ['--max-semi-space-size=2', '--expose-gc'];
+export const IMAGE_NODE_FLAGS = ['--max-semi-space-size=2'];
 /**
  * The environment the image sets. glibc gives each thread that mallocs its own arena (up to 8
  * per core), each keeping freed memory resident; Node's threads (libuv's pool, V8's

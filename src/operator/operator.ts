@@ -66,7 +66,6 @@ import { startWebhookService, type WebhookService } from '../webhook/webhook-ser
 import { isCompatibleBuild } from '../windows/compatibility.ts';
 import { clusterAccess } from './cluster-access.ts';
 import { type ConfigSource, configStatusRoute, watchConfig } from './config-source.ts';
-import { startMemorySettle } from './memory-settle.ts';
 import { payloadPullSecret } from './payload-pull-secret.ts';
 import { registerProcessMetrics } from './process-metrics.ts';
 import { type StatusServer, startHttpServer, startStatusServer } from './status-server.ts';
@@ -209,9 +208,6 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   // Each step that starts something pushes its stop; stop() runs them last-first.
   const stops: (() => void | Promise<void>)[] = [];
   const controllers: Controller[] = [];
-  // After a burst (joins, a relist), one full collection once the process is idle again.
-  const settle = startMemorySettle(log, { registry });
-  if (settle) stops.push(() => settle.stop());
 
   if (options.createNamespace ?? true) await ensureNamespace(ctx.kc, namespace);
   if (options.installCrds ?? true) await installCrds(ctx.kc);
