@@ -35,9 +35,8 @@
  *
  * The operator runs as the image ships it (the bundle, IMAGE_NODE_FLAGS, IMAGE_ENV);
  * --from-source runs `node src/operator/main.ts` (the figures before issue 17's second pass).
- * --node-flags="FLAGS" replaces IMAGE_NODE_FLAGS ("" for none), for a same-machine comparison:
- * --node-flags=--max-semi-space-size=2 is the image without --expose-gc, so without the
- * collection src/operator/memory-settle.ts runs once the joins are over.
+ * --node-flags="FLAGS" replaces IMAGE_NODE_FLAGS ("" for none), for a same-machine comparison
+ * of Node flags back to back.
  * Each run gets a fresh control plane; the operator and the hosts run in their own processes.
  */
 import { readFileSync } from 'node:fs';
