@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type LoadResult, mergeLoads } from './admission-load.ts';
+import { type LoadResult, mergeLoads, percentile } from './admission-load.ts';
 
 const run = (latencies: number[], seconds: number, errors = 0): LoadResult => {
   const sorted = [...latencies].sort((a, b) => a - b);
-  const at = (p: number) =>
-    sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  const at = (p: number) => percentile(sorted, p);
   return {
     count: sorted.length,
     errors,

@@ -96,8 +96,8 @@ export function formatLoad(r: LoadResult): string {
   return `${r.throughput.toFixed(0).padStart(6)}/s  p50 ${r.p50.toFixed(2).padStart(6)} ms  p90 ${r.p90.toFixed(2).padStart(6)} ms  p99 ${r.p99.toFixed(2).padStart(6)} ms  max ${r.max.toFixed(1).padStart(6)} ms  errors ${r.errors}${r.roundP99s ? `  (p99 by round: ${r.roundP99s.map((x) => x.toFixed(1)).join(', ')} ms)` : ''}`;
 }
 
-/** The p-th percentile (0..100) of sorted `values`: the same rule as the load generator's. */
-function percentile(sorted: number[], p: number): number {
+/** The p-th percentile (0..100) of sorted `values` (the load generator's rule too). */
+export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 

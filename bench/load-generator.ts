@@ -7,6 +7,7 @@
  *   node bench/load-generator.ts '{"url":…,"ca":…,"body":…,"mode":"closed","concurrency":16,"seconds":5}'
  */
 import { Agent, request } from 'node:https';
+import { percentile } from './admission-load.ts';
 
 interface LoadSpec {
   url: string;
@@ -108,8 +109,7 @@ if (spec.mode === 'closed') {
 }
 const elapsed = (performance.now() - started) / 1000;
 latencies.sort((a, b) => a - b);
-const pct = (p: number) =>
-  latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
+const pct = (p: number) => percentile(latencies, p);
 agent.destroy();
 console.log(
   JSON.stringify({

@@ -423,7 +423,6 @@ try {
   });
   const noopPort = await noop.listen(0);
   stops.push(() => noop.close());
-  const loadAt = (port: number, ca: string): Promise<LoadResult> => loadOnce(port, ca);
   /** Runs `work` with every control-plane process stopped (--pause-control-plane). */
   async function pausingControlPlane<T>(work: () => Promise<T>): Promise<T> {
     const pids = cluster.components.map((c) => c.pid!);
@@ -609,12 +608,9 @@ try {
     }
     const { webhook, noop: noopResult, webhookCpu, noopCpu } = await alternatingLoads();
     await probe(`${nodes} nodes${variant === undefined ? '' : ` [node ${variant}]`}, after load`);
-    const baselineWebhook = baseline ? await loadAt(baselineWebhookPort, baselineCa) : undefined;
+    const baselineWebhook = baseline ? await loadOnce(baselineWebhookPort, baselineCa) : undefined;
     const paused = values['pause-control-plane']
-      ? await pausingControlPlane(async () => {
-          const { noop, webhook, webhookCpu } = await alternatingLoads();
-          return { noop, webhook, webhookCpu };
-        })
+      ? await pausingControlPlane(alternatingLoads)
       : undefined;
     let gc: GcPause[] | undefined;
     if (inspector && profileDir) {

@@ -7,6 +7,7 @@ import { apiVersion, type WindowsHost } from '../../src/api/windows-host.ts';
 import { isAlreadyExists } from '../../src/kube/client.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import type { SimulatedHost } from '../hosts/fleet.ts';
+import { writeSecret } from './secrets.ts';
 
 export const sshKeySecretName = 'winfleet-ssh-key';
 
@@ -23,17 +24,7 @@ export async function writeSshKeySecret(
   } catch (error) {
     if (!isAlreadyExists(error)) throw error;
   }
-  const body = {
-    metadata: { name, namespace },
-    type: 'Opaque',
-    stringData: { 'ssh-privatekey': privateKey },
-  };
-  try {
-    await core.createNamespacedSecret({ namespace, body });
-  } catch (error) {
-    if (!isAlreadyExists(error)) throw error;
-    await core.replaceNamespacedSecret({ name, namespace, body });
-  }
+  await writeSecret(kc, namespace, name, { 'ssh-privatekey': privateKey });
 }
 
 /** The WindowsHost for a simulated host. */

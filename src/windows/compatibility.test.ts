@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { escapeRegExp } from '../../sim/testkit/regexp.ts';
 import {
   compareWindowsVersions,
   compatibleNodeBuilds,
@@ -131,10 +132,6 @@ for (const value of malformed) {
       message: new RegExp(`^Cannot parse image os.version "${escapeRegExp(value)}": .+`),
     });
   });
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 test('errors say what was expected and which part is wrong', () => {

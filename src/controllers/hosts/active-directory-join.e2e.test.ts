@@ -12,6 +12,8 @@ import * as k8s from '@kubernetes/client-node';
 import { SimDomain } from '../../../sim/hosts/active-directory.ts';
 import type { SimMachine } from '../../../sim/hosts/machine.ts';
 import { createTestMachine, runOnHost } from '../../../sim/hosts/test-machine.ts';
+import { escapeRegExp } from '../../../sim/testkit/regexp.ts';
+import { writeSecret } from '../../../sim/testkit/secrets.ts';
 import { sharedCluster, testNamespace } from '../../../sim/testkit/test-cluster.ts';
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
@@ -61,26 +63,16 @@ const ns = await testNamespace(admin, 'ad-join');
 const operatorNs = await testNamespace(admin, 'ad-operator');
 /** Another team's namespace, with no Secret. */
 const teamNs = await testNamespace(admin, 'team-a');
-const nsPattern = ns.replace(/[-.]/g, '\\$&');
+const nsPattern = escapeRegExp(ns);
 
-/** Writes (or rewrites) the Secret `ad-join` in `namespace`. */
-async function writeAdSecret(namespace: string, data: Record<string, string>): Promise<void> {
-  const body = { metadata: { name: 'ad-join', namespace }, stringData: data };
-  try {
-    await core.replaceNamespacedSecret({ name: 'ad-join', namespace, body });
-  } catch (error) {
-    if ((error as { code?: number }).code !== 404) throw error;
-    await core.createNamespacedSecret({ namespace, body });
-  }
-}
-await writeAdSecret(operatorNs, { username: 'joiner', password });
+await writeSecret(admin, operatorNs, 'ad-join', { username: 'joiner', password });
 
 /** The pools' Secret holds `secret`; the operator's other dependencies record its Events. */
 async function depsWith(
   secret: Record<string, string>,
   events: string[],
 ): Promise<HostControllerDeps> {
-  await writeAdSecret(ns, secret);
+  await writeSecret(admin, ns, 'ad-join', secret);
   return {
     kc: admin,
     operatorNamespace: operatorNs,
@@ -335,7 +327,7 @@ test('attacker side: a pool in another namespace naming the operator’s AD Secr
       hostname,
     ),
     new RegExp(
-      `Secret ${teamNs.replace(/-/g, '\\-')}/ad-join \\(pool corp, spec\\.activeDirectory\\.credentialsSecretRef\\) does not exist`,
+      `Secret ${escapeRegExp(teamNs)}/ad-join \\(pool corp, spec\\.activeDirectory\\.credentialsSecretRef\\) does not exist`,
     ),
   );
   assert.ok(!sent.some((s) => s.input?.includes(password)), 'the password never reaches the host');

@@ -19,12 +19,12 @@ import { SimDomain } from '../../../sim/hosts/active-directory.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { createPool } from '../../../sim/testkit/pools.ts';
 import { findLeaks, needlesFor, readTree } from '../../../sim/testkit/secret-scan.ts';
+import { writeSecret } from '../../../sim/testkit/secrets.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import { hostReady, listWindowsHosts, windowsHostFor } from '../../../sim/testkit/windows-hosts.ts';
 import { gmsaReadyLabel } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import { isNotFound } from '../../kube/client.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { createLogger } from '../../log/logger.ts';
 import { netbiosNameMaxLength } from './ad-hostname.ts';
@@ -32,22 +32,6 @@ import { netbiosNameMaxLength } from './ad-hostname.ts';
 const domainName = 'corp.example.com';
 const goodPassword = 'Corr3ct-Horse-Battery-Staple!';
 const wrongPassword = 'Wr0ng-Horse-Battery-Staple!';
-
-async function writeSecret(
-  kc: k8s.KubeConfig,
-  namespace: string,
-  name: string,
-  data: Record<string, string>,
-): Promise<void> {
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const body = { metadata: { name, namespace }, stringData: data };
-  try {
-    await core.replaceNamespacedSecret({ name, namespace, body });
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-    await core.createNamespacedSecret({ namespace, body });
-  }
-}
 
 test('AD pools: a 20-character hostname becomes a renamed, domain-joined Ready node; wrong credentials fail by name and leave nothing half-joined; removal leaves the domain', async (t) => {
   const domain = new SimDomain({ name: domainName, username: 'joiner', password: goodPassword });
