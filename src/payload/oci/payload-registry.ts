@@ -12,10 +12,8 @@
  * follow a redirect or an upload location to another origin.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { open, rename, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { WinfleetError } from '../../errors/catalog.ts';
 import { createAddressPolicy } from '../../images/address-policy.ts';
 import type { RegistryCredentials } from '../../images/docker-config.ts';
@@ -332,12 +330,20 @@ export class PayloadRegistry {
 /**
  * Writes `chunks` (a verified blob stream, `openBlob`) to `path` on this machine: into a
  * temporary file beside it, renamed to `path` only once the chunks ended cleanly, removed
- * otherwise.
+ * otherwise. The file is opened and closed here rather than by a stream: a write stream
+ * destroyed by a failing source may still be opening its file when `pipeline` rejects, and
+ * would create it after the removal, so "nothing is kept" would not hold when the caller hears
+ * of the failure.
  */
 export async function saveVerified(chunks: AsyncIterable<Buffer>, path: string): Promise<void> {
   const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const file = await open(temporary, 'wx');
   try {
-    await pipeline(chunks, createWriteStream(temporary, { flags: 'wx' }));
+    try {
+      for await (const chunk of chunks) await file.writeFile(chunk);
+    } finally {
+      await file.close();
+    }
     await rename(temporary, path);
   } catch (error) {
     await rm(temporary, { force: true });
