@@ -129,7 +129,15 @@ export interface SpawnRequest {
   env?: Readonly<Record<string, string>>;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /**
+   * The program stops on its own before its first instruction, reporting SERVICE_STOPPED with
+   * exit code 0 (holdService): it never runs, so it can do nothing a test holds it back from.
+   */
+  stopsBeforeStart?: boolean;
 }
+
+/** What a held service's process runs instead of its program: nothing, then exit code 0. */
+const stoppedBeforeStart = async () => 0;
 
 type Listener<T> = (value: T) => void;
 type MachineEvent = 'shutdown' | 'boot' | 'serviceStarted' | 'networkReset';
@@ -241,6 +249,8 @@ export class SimMachine {
   #bootEnvironment: Record<string, string>;
   #power: PowerState = 'up';
   readonly #poweringOff = new AbortController();
+  /** Services held back by holdService (lower-case name → how many holds). */
+  readonly #heldServices = new Map<string, number>();
   /** While set, a shutdown does not boot again until it is released (holdPowerOff). */
   #held?: { released: Promise<void>; release: () => void };
   /**
@@ -321,6 +331,7 @@ export class SimMachine {
               env: serviceEnvironment(this.#bootEnvironment, config.environment).entries(),
               stdout: discardOutput,
               stderr: discardOutput,
+              stopsBeforeStart: this.#heldServices.has(config.name.toLowerCase()),
             });
           } catch (error) {
             const code = errorCode(error);
@@ -464,7 +475,7 @@ export class SimMachine {
       stderr: request.stderr,
     };
     process.run(
-      this.programs.lookup(imageName).run,
+      request.stopsBeforeStart ? stoppedBeforeStart : this.programs.lookup(imageName).run,
       request.serviceName === undefined
         ? context
         : { ...context, serviceName: request.serviceName },
@@ -658,6 +669,26 @@ export class SimMachine {
   /** Called with the network's name when removing it resets the host's adapter. */
   onNetworkReset(listener: Listener<string>): () => void {
     return this.#on('networkReset', listener);
+  }
+
+  /**
+   * Holds service `name` back until the returned release is called: each start of it in the
+   * meantime runs none of its program (it stops on its own, exit code 0, before its first
+   * instruction, so the SCM never reports it running and the recovery actions do not apply).
+   * A process already running is left alone. Unlike stopping a service once it has started,
+   * this leaves no moment in which the program could act (a kubelet registering its Node).
+   */
+  holdService(name: string): () => void {
+    const key = name.toLowerCase();
+    this.#heldServices.set(key, (this.#heldServices.get(key) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.#heldServices.get(key) ?? 1) - 1;
+      if (left > 0) this.#heldServices.set(key, left);
+      else this.#heldServices.delete(key);
+    };
   }
 
   onServiceStarted(listener: Listener<string>): () => void {

@@ -504,3 +504,62 @@ test('the SCM waits Windows’ 30 s for the dispatcher, but a program that exits
   const service = await os.queryService('early');
   assert.equal(service?.state, 'stopped');
 });
+
+test('a held service runs none of its program at any start until released, and is not restarted meanwhile', async (t) => {
+  const machine = await createTestMachine(t);
+  const starts: number[] = [];
+  const running: string[] = [];
+  machine.onServiceStarted((name) => running.push(name));
+  machine.programs.register('held.exe', { run: recordingProgram(starts) });
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'held');
+  await os.createService(
+    serviceConfig('held', { recovery: { restartDelaysMs: [10], resetPeriodSeconds: 60 } }),
+  );
+  const release = machine.holdService('HELD');
+  for (let attempt = 0; attempt < 3; attempt++) {
+    // Each start is accepted, as StartService accepts one for a program that then gives up.
+    await os.startService('held');
+    await waitFor(async () => (await os.queryService('held'))?.state === 'stopped', {
+      description: `start ${attempt} of the held service to end`,
+      timeoutMs: 3000,
+      intervalMs: 5,
+    });
+    assert.equal((await os.queryService('held'))?.exitCode, 0);
+  }
+  assert.deepEqual(starts, [], 'its program never ran');
+  assert.deepEqual(running, [], 'never reported running');
+  assert.deepEqual(
+    machine.scm.events().filter((e) => e.includes('corrective action')),
+    [],
+    'stopping with exit code 0 is no failure',
+  );
+  release();
+  release(); // a second release changes nothing
+  await os.startService('held');
+  assert.equal(starts.length, 1, 'released: the program runs');
+  assert.equal((await os.queryService('held'))?.state, 'running');
+  assert.deepEqual(running, ['held']);
+});
+
+test('holds on a service count: it runs only once every hold is released', async (t) => {
+  const machine = await createTestMachine(t);
+  const starts: number[] = [];
+  machine.programs.register('twice.exe', { run: recordingProgram(starts) });
+  const os = new SimHostOS(machine);
+  await installBinary(machine, 'twice');
+  await os.createService(serviceConfig('twice'));
+  const first = machine.holdService('twice');
+  const second = machine.holdService('twice');
+  first();
+  await os.startService('twice');
+  await waitFor(async () => (await os.queryService('twice'))?.state === 'stopped', {
+    description: 'the still-held start to end',
+    timeoutMs: 3000,
+    intervalMs: 5,
+  });
+  assert.deepEqual(starts, []);
+  second();
+  await os.startService('twice');
+  assert.equal(starts.length, 1);
+});

@@ -286,13 +286,10 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
   await t.test(
     'a host whose kubelet never registers is reported after nodeStartupTimeout and re-bootstrapped',
     async () => {
-      // Its kubelet stops on its own each time it starts, before it registers a Node.
-      let blocked = true;
-      late.machine.onServiceStarted((name) => {
-        if (blocked && name.toLowerCase() === 'kubelet') {
-          setImmediate(() => late.machine.scm.stopOnItsOwn('kubelet'));
-        }
-      });
+      // Its kubelet stops on its own at each start, before its first instruction, so it
+      // never registers a Node (held, rather than stopped once started: a start that won
+      // the race would register).
+      const releaseKubelet = late.machine.holdService('kubelet');
       const [created] = await createWindowsHosts(kc, world.namespace, [late]);
       const name = (created as WindowsHost).metadata.name;
       await labelHosts(kc, world.namespace, { pool: 'p' });
@@ -322,7 +319,7 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
         },
         { description: 'the re-bootstrap the ladder asked for', timeoutMs: 60_000 },
       );
-      blocked = false;
+      releaseKubelet();
       await waitFor(
         async () => {
           const h = await read(name);
