@@ -16,6 +16,7 @@ import type { ServiceConfig } from '../../src/agent/host-os.ts';
 import { cniConfig } from '../../src/agent/node-files.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { hostNodeAnnotation, podCidr } from '../cluster/start-cluster.ts';
+import { nextBaseAddress } from '../testkit/loopback-range.ts';
 import { sharedCluster, uniqueSuffix } from '../testkit/test-cluster.ts';
 import { testBootstrapConfig } from './agent-test-host.ts';
 import { startSimulatedHosts } from './fleet.ts';
@@ -135,7 +136,7 @@ test('the kubelet stand-in bootstraps, registers the Node its configuration desc
   const fleet = await startSimulatedHosts({
     count: 1,
     releases: ['2022'],
-    baseAddress: '127.0.0.90',
+    baseAddress: nextBaseAddress(),
     authorizedKeys: [generateTestKey().publicKey],
     machine: { ubr: 2582, timings: { rebootDowntimeMs: 300 } },
   });

@@ -12,7 +12,7 @@ import type { Cluster, ClusterOptions } from '../cluster/start-cluster.ts';
 import type { SimDomain } from '../hosts/active-directory.ts';
 import { type SimulatedHosts, startSimulatedHosts } from '../hosts/fleet.ts';
 import { generateTestKey, type TestKey } from '../hosts/ssh-test-client.ts';
-import { claimLoopbackRange } from './loopback-range.ts';
+import { nextBaseAddress } from './loopback-range.ts';
 import { writeStandInPayload } from './payload.ts';
 import { freshCluster, type TestCluster } from './test-cluster.ts';
 import { startTestOperator } from './test-operator.ts';
@@ -27,20 +27,6 @@ export interface JoinWorld {
   fleet: SimulatedHosts;
   operator?: Operator;
   namespace: string;
-}
-
-let nextBase = 20 + Math.floor(Math.random() * 200);
-
-/**
- * A fresh loopback base address per world, in a /24 no other test process holds (a random
- * start alone let two test files running side by side pick the same one).
- */
-export function nextBaseAddress(): string {
-  for (let tries = 0; tries < 250; tries++) {
-    nextBase = (nextBase % 250) + 1;
-    if (claimLoopbackRange(nextBase)) return `127.0.${nextBase}.10`;
-  }
-  throw new Error('Every loopback range 127.0.1-250.0/24 is held by a test process');
 }
 
 export async function joinWorld(

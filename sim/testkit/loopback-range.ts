@@ -62,3 +62,17 @@ export function claimLoopbackRange(n: number): boolean {
   }
   return false;
 }
+
+let nextBase = 20 + Math.floor(Math.random() * 200);
+
+/**
+ * A fresh loopback base address per world, in a /24 no other test process holds (a random
+ * start alone let two test files running side by side pick the same one).
+ */
+export function nextBaseAddress(): string {
+  for (let tries = 0; tries < 250; tries++) {
+    nextBase = (nextBase % 250) + 1;
+    if (claimLoopbackRange(nextBase)) return `127.0.${nextBase}.10`;
+  }
+  throw new Error('Every loopback range 127.0.1-250.0/24 is held by a test process');
+}

@@ -11,7 +11,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { IMAGE_ENV, IMAGE_NODE_FLAGS, writeOperatorBundle } from '../../scripts/build-image.ts';
+import { loadKubeConfig } from '../../src/kube/client.ts';
 import type { LogLevel } from '../../src/log/logger.ts';
+import { refuseSharedCluster } from './test-cluster.ts';
 
 const operatorMain = fileURLToPath(new URL('../../src/operator/main.ts', import.meta.url));
 const buildImageScript = fileURLToPath(new URL('../../scripts/build-image.ts', import.meta.url));
@@ -75,6 +77,7 @@ export interface OperatorProcessOptions {
 
 /** Starts the operator process. */
 export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
+  refuseSharedCluster(loadKubeConfig(options.kubeconfig), 'An operator process');
   const nodeFlags = options.nodeFlags ?? (options.shipped ? IMAGE_NODE_FLAGS : []);
   const args = [
     ...nodeFlags,

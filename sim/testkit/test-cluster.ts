@@ -18,18 +18,40 @@ export interface TestCluster {
 }
 
 let shared: Promise<TestCluster> | undefined;
+/** The API server of this process's shared cluster, once known. */
+let sharedServer: string | undefined;
 
 /** The shared cluster of this test run. */
 export function sharedCluster(): Promise<TestCluster> {
   shared ??= (async () => {
     const fromSetup = process.env[sharedKubeconfigEnv];
-    if (fromSetup) return { kubeconfigPath: fromSetup, kc: loadKubeConfig(fromSetup) };
     // Run alone (e.g. `node --test one.test.ts`): start one for this process; the exit hook
     // of startCluster stops it.
-    const cluster = await startCluster();
-    return { kubeconfigPath: cluster.kubeconfigPath, kc: loadKubeConfig(cluster.kubeconfigPath) };
+    const kubeconfigPath = fromSetup ?? (await startCluster()).kubeconfigPath;
+    const kc = loadKubeConfig(kubeconfigPath);
+    sharedServer = kc.getCurrentCluster()?.server;
+    return { kubeconfigPath, kc };
   })();
   return shared;
+}
+
+/**
+ * Throws when `kc` points at the run's shared cluster. Test files run side by side on it, each
+ * in its own namespace, so nothing may run there that acts on the whole cluster: the operator
+ * decides every kubelet CSR, applies RuntimeClasses for every Windows node and registers the
+ * one pod webhook configuration. A file that starts one owns those and says so by starting it
+ * on `freshCluster()`.
+ */
+export function refuseSharedCluster(kc: k8s.KubeConfig, what: string): void {
+  const server = kc.getCurrentCluster()?.server;
+  const fromSetup = process.env[sharedKubeconfigEnv];
+  const shared =
+    sharedServer ?? (fromSetup ? loadKubeConfig(fromSetup).getCurrentCluster()?.server : undefined);
+  if (server !== undefined && server === shared) {
+    throw new Error(
+      `${what} acts on the whole cluster (kubelet CSRs, RuntimeClasses, the pod webhook configuration) and cannot run on the shared test cluster, where other test files run beside it: start it on freshCluster()`,
+    );
+  }
 }
 
 /** A private cluster, stopped when `t` ends (or by the caller). */

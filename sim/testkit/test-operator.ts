@@ -13,7 +13,7 @@ import {
   startOperator,
 } from '../../src/operator/operator.ts';
 import { freePort } from '../cluster/free-port.ts';
-import { uniqueSuffix } from './test-cluster.ts';
+import { refuseSharedCluster, uniqueSuffix } from './test-cluster.ts';
 
 export interface TestOperatorOptions {
   /** config.yaml content (object or YAML text). */
@@ -63,6 +63,7 @@ export async function startTestOperator(
   kc: k8s.KubeConfig,
   options: TestOperatorOptions = {},
 ): Promise<Operator> {
+  refuseSharedCluster(kc, 'An operator');
   const namespace = options.namespace ?? `winfleet-${uniqueSuffix()}`;
   if (options.config !== undefined) await writeOperatorConfig(kc, namespace, options.config);
   const port = await freePort();

@@ -24,6 +24,7 @@ import { stringify } from 'yaml';
 import { podCidr, serviceCidr } from '../../sim/cluster/start-cluster.ts';
 import { startUserDataHosts } from '../../sim/hosts/userdata-hosts.ts';
 import { startTestRegistry } from '../../sim/registry/registry-process.ts';
+import { nextBaseAddress } from '../../sim/testkit/loopback-range.ts';
 import { writeStandInPayload } from '../../sim/testkit/payload.ts';
 import { freshCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
 import { managedNodeLabel, servicesManifestConfigMapName } from '../api/node-annotations.ts';
@@ -227,7 +228,7 @@ test('a host with only the join script becomes a Ready node; a wrong CA hash con
   };
   const good = await startUserDataHosts({
     count: 1,
-    baseAddress: '127.0.0.241',
+    baseAddress: nextBaseAddress(),
     userData: renderJoinScript('aws', values),
     joinTuning,
   });
@@ -235,7 +236,7 @@ test('a host with only the join script becomes a Ready node; a wrong CA hash con
   const wrongHash = `sha256:${caCertHash.slice(7).replace(/^./, (c) => (c === '0' ? '1' : '0'))}`;
   const bad = await startUserDataHosts({
     count: 1,
-    baseAddress: '127.0.0.243',
+    baseAddress: nextBaseAddress(),
     userData: renderJoinScript('aws', { ...values, caCertHash: wrongHash, nodeName: 'win-bad' }),
     joinTuning,
   });

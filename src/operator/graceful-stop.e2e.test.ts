@@ -9,13 +9,14 @@ import { hostname } from 'node:os';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
-import { sharedCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
+import { freshCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
 import { waitFor } from '../kube/wait-for.ts';
 
 const operatorMain = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 test('SIGTERM to the operator process releases its leader lease and exits 0', async (t) => {
-  const { kc, kubeconfigPath } = await sharedCluster();
+  // Its own cluster: an operator acts on the whole cluster (test-cluster.ts refuseSharedCluster).
+  const { kc, kubeconfigPath } = await freshCluster(t);
   const namespace = await testNamespace(kc, 'graceful-stop');
   const child = spawn(
     process.execPath,

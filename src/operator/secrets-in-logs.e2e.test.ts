@@ -24,7 +24,7 @@ import {
 import { serviceLog } from '../../sim/hosts/service-logs.ts';
 import { generateTestKey } from '../../sim/hosts/ssh-test-client.ts';
 import { windowsBaseName } from '../../sim/hosts/windows-path.ts';
-import { nextBaseAddress } from '../../sim/testkit/join-fixture.ts';
+import { nextBaseAddress } from '../../sim/testkit/loopback-range.ts';
 import { spawnOperator, stopProcess } from '../../sim/testkit/operator-process.ts';
 import { writeStandInPayload } from '../../sim/testkit/payload.ts';
 import {

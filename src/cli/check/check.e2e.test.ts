@@ -14,7 +14,7 @@ import * as k8s from '@kubernetes/client-node';
 import { freePort } from '../../../sim/cluster/free-port.ts';
 import { type SimulatedHosts, startSimulatedHosts } from '../../../sim/hosts/fleet.ts';
 import { generateTestKey } from '../../../sim/hosts/ssh-test-client.ts';
-import { nextBaseAddress } from '../../../sim/testkit/join-fixture.ts';
+import { nextBaseAddress } from '../../../sim/testkit/loopback-range.ts';
 import { createLinuxNode } from '../../../sim/testkit/nodes.ts';
 import { freshCluster } from '../../../sim/testkit/test-cluster.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';

@@ -17,7 +17,7 @@ import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { startUserDataHosts } from '../../../sim/hosts/userdata-hosts.ts';
 import { startTestRegistry } from '../../../sim/registry/registry-process.ts';
-import { nextBaseAddress } from '../../../sim/testkit/join-fixture.ts';
+import { nextBaseAddress } from '../../../sim/testkit/loopback-range.ts';
 import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
 import { pushTestPayloadArtifact } from '../../../sim/testkit/payload-artifact.ts';
 import { createPool } from '../../../sim/testkit/pools.ts';

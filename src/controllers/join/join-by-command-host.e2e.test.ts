@@ -20,6 +20,7 @@ import { after, test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { startUserDataHosts } from '../../../sim/hosts/userdata-hosts.ts';
 import { startTestRegistry } from '../../../sim/registry/registry-process.ts';
+import { nextBaseAddress } from '../../../sim/testkit/loopback-range.ts';
 import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
 import { pushTestPayloadArtifact } from '../../../sim/testkit/payload-artifact.ts';
 import { createPool } from '../../../sim/testkit/pools.ts';
@@ -170,7 +171,7 @@ test('a host with only the join command becomes a Ready node in its pool, SSH re
   const good = await startUserDataHosts({
     count: 1,
     names: ['web-1'],
-    baseAddress: '127.0.0.231',
+    baseAddress: nextBaseAddress(),
     userData: made.stdout,
     joinTuning,
   });
@@ -206,7 +207,7 @@ test('a host with only the join command becomes a Ready node in its pool, SSH re
   const twin = await startUserDataHosts({
     count: 1,
     names: ['web-1'],
-    baseAddress: '127.0.0.233',
+    baseAddress: nextBaseAddress(),
     userData: made.stdout,
     joinTuning,
   });

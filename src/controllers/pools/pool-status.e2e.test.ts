@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { createWindowsNode } from '../../../sim/testkit/nodes.ts';
-import { sharedCluster, uniqueSuffix } from '../../../sim/testkit/test-cluster.ts';
+import { freshCluster, uniqueSuffix } from '../../../sim/testkit/test-cluster.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import { createUnreachableHost } from '../../../sim/testkit/windows-hosts.ts';
 import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
@@ -21,7 +21,8 @@ import { waitFor } from '../../kube/wait-for.ts';
 const [group, version] = apiVersion.split('/') as [string, string];
 
 test('pool status: counts per pool; a host in two pools makes both Degraded', async (t) => {
-  const { kc } = await sharedCluster();
+  // Its own cluster: an operator acts on the whole cluster (test-cluster.ts refuseSharedCluster).
+  const { kc } = await freshCluster(t);
   const operator = await startTestOperator(kc, { webhook: false });
   t.after(() => operator.stop());
   const namespace = operator.namespace;
