@@ -168,3 +168,46 @@ test('a requeue far in the future does not overflow into an immediate retry', as
   assert.equal(runs, 1);
   queue.stop();
 });
+
+test('passAfterNow resolves only after a run that started after the call has ended', async () => {
+  const seen: number[] = [];
+  let state = 0;
+  let release: (() => void) | undefined;
+  const queue = new WorkQueue(async () => {
+    const looked = state;
+    await new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    seen.push(looked);
+  });
+  queue.add('k'); // a run that looks at state 0 and is held
+  await waitFor(() => release !== undefined, { description: 'the first run', intervalMs: 1 });
+  state = 1;
+  let answered = false;
+  const pass = queue.passAfterNow('k').then(() => {
+    answered = true;
+  });
+  const first = release!;
+  release = undefined;
+  first(); // the run that started before the call ends: not the one asked for
+  await waitFor(() => release !== undefined, { description: 'the second run', intervalMs: 1 });
+  assert.equal(answered, false, 'the earlier run does not answer');
+  release!();
+  await pass;
+  assert.deepEqual(seen, [0, 1], 'the answering run looked at the state of the call');
+});
+
+test('passAfterNow is answered by a failing run too, and by stop', async () => {
+  let runs = 0;
+  const queue = new WorkQueue(async () => {
+    runs++;
+    throw new WinfleetError('WF_TERMINAL', 'spec.address is empty');
+  });
+  await queue.passAfterNow('bad');
+  assert.equal(runs, 1);
+  const never = new WorkQueue(async () => new Promise<undefined>(() => {}));
+  never.add('held'); // its only worker never ends this run
+  const waiting = never.passAfterNow('other');
+  never.stop();
+  await waiting;
+});

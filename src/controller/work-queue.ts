@@ -46,6 +46,8 @@ export class WorkQueue {
   readonly #failures = new Map<string, number>();
   #stopped = false;
   #idleWaiters: (() => void)[] = [];
+  /** Callers of `passAfterNow`, per key, waiting for a run that has not started yet. */
+  readonly #passWaiters = new Map<string, (() => void)[]>();
 
   constructor(
     handler: (key: string) => Promise<ReconcileResult | undefined>,
@@ -111,6 +113,8 @@ export class WorkQueue {
     this.#timers.clear();
     this.#pending.length = 0;
     this.#pendingSet.clear();
+    for (const waiters of this.#passWaiters.values()) for (const resolve of waiters) resolve();
+    this.#passWaiters.clear();
     this.#notifyIdle();
   }
 
@@ -118,6 +122,23 @@ export class WorkQueue {
   whenIdle(): Promise<void> {
     if (this.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /**
+   * Queues `key` and resolves once a run of it that started after this call has ended (its
+   * reconcile returned or threw), or once the queue stops. What a caller learns: the reconcile
+   * has looked at the state as it was when the promise was made. A test that must show that
+   * nothing happens (no change started, no rung taken) waits for this instead of sleeping.
+   */
+  passAfterNow(key: string): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    const promise = new Promise<void>((resolve) => {
+      const waiters = this.#passWaiters.get(key) ?? [];
+      waiters.push(resolve);
+      this.#passWaiters.set(key, waiters);
+    });
+    this.add(key);
+    return promise;
   }
 
   #notifyIdle(): void {
@@ -146,6 +167,9 @@ export class WorkQueue {
   }
 
   async #run(key: string): Promise<void> {
+    // Those waiting now are answered by this run; later callers wait for the next one.
+    const passWaiters = this.#passWaiters.get(key);
+    this.#passWaiters.delete(key);
     try {
       const result = await this.#handler(key);
       this.#failures.delete(key);
@@ -155,6 +179,7 @@ export class WorkQueue {
       if (retryIn !== undefined) this.addAfter(key, retryIn);
       this.#onError?.(key, error, retryIn);
     } finally {
+      for (const resolve of passWaiters ?? []) resolve();
       this.#active.delete(key);
       if (this.#dirty.delete(key)) this.add(key);
       this.#pump();
