@@ -11,7 +11,6 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { IMAGE_ENV, IMAGE_NODE_FLAGS, writeOperatorBundle } from '../../scripts/build-image.ts';
-import { loadKubeConfig } from '../../src/kube/client.ts';
 import type { LogLevel } from '../../src/log/logger.ts';
 import { refuseSharedCluster } from './test-cluster.ts';
 
@@ -77,7 +76,7 @@ export interface OperatorProcessOptions {
 
 /** Starts the operator process. */
 export function spawnOperator(options: OperatorProcessOptions): ChildProcess {
-  refuseSharedCluster(loadKubeConfig(options.kubeconfig), 'An operator process');
+  refuseSharedCluster(options.kubeconfig, 'An operator process');
   const nodeFlags = options.nodeFlags ?? (options.shipped ? IMAGE_NODE_FLAGS : []);
   const args = [
     ...nodeFlags,

@@ -42,12 +42,20 @@ export function sharedCluster(): Promise<TestCluster> {
  * one pod webhook configuration. A file that starts one owns those and says so by starting it
  * on `freshCluster()`.
  */
-export function refuseSharedCluster(kc: k8s.KubeConfig, what: string): void {
-  const server = kc.getCurrentCluster()?.server;
+export function refuseSharedCluster(target: k8s.KubeConfig | string, what: string): void {
   const fromSetup = process.env[sharedKubeconfigEnv];
-  const shared =
-    sharedServer ?? (fromSetup ? loadKubeConfig(fromSetup).getCurrentCluster()?.server : undefined);
-  if (server !== undefined && server === shared) {
+  let shared: boolean;
+  if (typeof target === 'string') {
+    // A kubeconfig path (an operator process): the shared cluster's, or not.
+    shared = fromSetup !== undefined && target === fromSetup;
+  } else {
+    const server = target.getCurrentCluster()?.server;
+    const sharedOne =
+      sharedServer ??
+      (fromSetup ? loadKubeConfig(fromSetup).getCurrentCluster()?.server : undefined);
+    shared = server !== undefined && server === sharedOne;
+  }
+  if (shared) {
     throw new Error(
       `${what} acts on the whole cluster (kubelet CSRs, RuntimeClasses, the pod webhook configuration) and cannot run on the shared test cluster, where other test files run beside it: start it on freshCluster()`,
     );
