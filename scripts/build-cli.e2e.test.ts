@@ -18,11 +18,19 @@ import { type ArchiveEntry, manifestProblems } from './krew-manifest.ts';
 import { repoRoot } from './node-build.ts';
 
 const run = promisify(execFile);
+/** The Makefile's stamp of a done `npm ci` (its STAMP). */
+const installedStamp = 'node_modules/.winfleet-installed';
 const work = await mkdtemp(join(tmpdir(), 'winfleet-krew-'));
 after(() => rm(work, { recursive: true, force: true }));
 
+/**
+ * `make krew`, with node_modules taken as installed (-o its stamp): the target's `deps` would
+ * otherwise run `npm ci` when package.json is newer than the stamp, replacing node_modules
+ * under every test file running beside this one. `make test` installed it before any test.
+ */
 async function make(out: string): Promise<string[]> {
-  const { stdout } = await run('make', ['--no-print-directory', '-s', 'krew', `KREW_OUT=${out}`], {
+  const args = ['--no-print-directory', '-s', '-o', installedStamp, 'krew', `KREW_OUT=${out}`];
+  const { stdout } = await run('make', args, {
     cwd: repoRoot,
     maxBuffer: 1 << 20,
   });
