@@ -13,15 +13,7 @@ import { windowsBuildLabel } from '../../windows/builds.ts';
 import {
   createRuntimeClassController,
   orphanedSinceAnnotation,
-  runtimeClassName,
 } from './runtime-class-controller.ts';
-
-test('names follow the release, with a fallback for unknown builds', () => {
-  assert.equal(runtimeClassName({ build: '10.0.17763', arch: 'amd64' }), 'windows-2019');
-  assert.equal(runtimeClassName({ build: '10.0.26100', arch: 'amd64' }), 'windows-2025');
-  assert.equal(runtimeClassName({ build: '10.0.25398', arch: 'amd64' }), 'windows-10-0-25398');
-  assert.equal(runtimeClassName({ build: '10.0.26100', arch: 'arm64' }), 'windows-2025-arm64');
-});
 
 test('RuntimeClasses follow the Windows builds among the nodes, and leave user classes alone', async (t) => {
   const { kc } = await freshCluster(t);

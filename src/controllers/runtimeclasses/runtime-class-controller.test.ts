@@ -15,6 +15,7 @@ import { silentLogger } from '../../log/logger.ts';
 import {
   createRuntimeClassController,
   runtimeClassIndex,
+  runtimeClassName,
   runtimeClassOf,
 } from './runtime-class-controller.ts';
 
@@ -31,6 +32,13 @@ function controllerOver(nodes: ReturnType<typeof offlineNodeInformer>) {
   const keys = recordEnqueues(controller);
   return { controller, runtimeClasses, keys };
 }
+
+test('names follow the release, with a fallback for unknown builds', () => {
+  assert.equal(runtimeClassName({ build: '10.0.17763', arch: 'amd64' }), 'windows-2019');
+  assert.equal(runtimeClassName({ build: '10.0.26100', arch: 'amd64' }), 'windows-2025');
+  assert.equal(runtimeClassName({ build: '10.0.25398', arch: 'amd64' }), 'windows-10-0-25398');
+  assert.equal(runtimeClassName({ build: '10.0.26100', arch: 'arm64' }), 'windows-2025-arm64');
+});
 
 test('a node is filed under the RuntimeClass of its flavor; other nodes nowhere', () => {
   assert.deepEqual(runtimeClassOf(syntheticNode('a', { build: '10.0.20348' })), ['windows-2022']);
