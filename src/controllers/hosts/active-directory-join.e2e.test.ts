@@ -25,9 +25,7 @@ import { decodePowerShellCommandLine } from '../../powershell/powershell.ts';
 import {
   adHostnamePlan,
   checkActiveDirectory,
-  domainJoinForBootstrap,
   ensureDomainJoined,
-  hostsNamingAdSecret,
   leaveDomain,
   type PoolActiveDirectory,
   poolActiveDirectory,
@@ -114,29 +112,6 @@ async function pass(
   const hostname = checkActiveDirectory(hs, facts, ad, adHostnamePlan(h, facts, ad));
   return ensureDomainJoined(deps, h, hs, remote, facts, ad, hostname);
 }
-
-test("the host's pool decides: selector match, first pool by key, none for the default pool", () => {
-  assert.equal(ad.pool, 'corp');
-  assert.deepEqual(ad.problems, []);
-  assert.equal(
-    poolActiveDirectory([pool], { ...host, metadata: { ...host.metadata, labels: {} } }),
-    undefined,
-  );
-  const bad = {
-    ...pool,
-    spec: {
-      ...pool.spec,
-      activeDirectory: { domain: 'corp', credentialsSecretRef: { name: 'ad-join' } },
-    },
-  };
-  assert.match(
-    poolActiveDirectory([bad], host)?.problems.join() ?? '',
-    /spec\.activeDirectory\.domain/,
-  );
-  assert.deepEqual(hostsNamingAdSecret([pool], [host], ns, 'ad-join'), [`${ns}/a`]);
-  assert.deepEqual(hostsNamingAdSecret([pool], [host], ns, 'other'), []);
-  assert.deepEqual(hostsNamingAdSecret([pool], [host], 'team-a', 'ad-join'), []);
-});
 
 test('a 20-character host: renamed, restarted, joined with stdin credentials, restarted; the password never in a command line', async (t) => {
   const domain = new SimDomain({ name: 'corp.example.com', username: 'joiner', password });
@@ -271,27 +246,6 @@ test('refused before anything changes: a long spec.nodeName, another domain, a m
   assert.deepEqual(
     sent3.map((s) => /# winfleet-script: (\S+)/.exec(s.script)?.[1]),
     ['host-facts'],
-  );
-});
-
-test('a host bootstrapped before its pool had spec.activeDirectory is configured again unjoined, and told how to join', () => {
-  const ad = {
-    pool: 'corp',
-    namespace: 'winfleet-system',
-    spec: { domain: 'corp.example.com', credentialsSecretRef: { name: 'ad-join' } },
-    problems: [],
-  };
-  assert.deepEqual(domainJoinForBootstrap(undefined, { partOfDomain: false }, undefined), {});
-  // Never bootstrapped: joined as usual; already in the domain: checked as usual.
-  assert.deepEqual(domainJoinForBootstrap(ad, { partOfDomain: false }, undefined), { ad });
-  assert.deepEqual(domainJoinForBootstrap(ad, { partOfDomain: true }, '2026-11-27T10:00:00Z'), {
-    ad,
-  });
-  const late = domainJoinForBootstrap(ad, { partOfDomain: false }, '2026-11-27T10:00:00Z');
-  assert.equal(late.ad, undefined);
-  assert.match(
-    late.skipped ?? '',
-    /^Pool corp has spec\.activeDirectory, but this host joined the cluster at 2026-11-27T10:00:00Z, before it, .* remove the WindowsHost and add it again$/,
   );
 });
 
