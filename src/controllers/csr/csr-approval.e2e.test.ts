@@ -1,7 +1,11 @@
 /**
  * Forged kubelet CSRs against the real API server: each is sent with a real identity (a
  * bootstrap token or a node certificate) and must not be approved. Each waits for the
- * approver's decision (the CSR's Approved or Denied condition), never for a fixed time.
+ * approver's decision (the CSR's Approved or Denied condition), never for a fixed time. What a
+ * joined host's own credentials get for a request forged only in its subject, SANs or usages is
+ * the policy's alone, and is unit-tested (kubelet-csr-policy.test.ts); what needs the API
+ * server (a token's record read, a second CN the API server reads as Go does, NodeRestriction,
+ * addresses pinned through the WindowsHost) stays here.
  */
 // @peculiar/x509 needs the Reflect metadata polyfill before it loads.
 import 'reflect-metadata';
@@ -84,7 +88,6 @@ function tokenKubeConfig(server: string, caData: string, token: string): k8s.Kub
 test('forged kubelet CSRs are not approved', async (t) => {
   const world = await joinWorld(t, { releases: ['2022'] });
   const { kc } = world;
-  const [joined] = world.fleet.hosts;
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
   const joinedHost = await waitFor(
     async () => {
@@ -116,13 +119,15 @@ test('forged kubelet CSRs are not approved', async (t) => {
   const outcome = (name: string) => csrDecision(admin, name);
   const clientUsages = ['digital signature', 'key encipherment', 'client auth'];
   const clientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
-  // The joined host's own (re-issued) token: the right issuer, used the wrong way.
+  // The joined host's own token, issued again: its id is the one the approver derives from the
+  // host's UID. (CSRs forged with it — a wrong CN or O, extra SANs, a Node that exists — and a
+  // node's serving CSR for an address outside the host's are decided as
+  // kubelet-csr-policy.test.ts shows: "forged with the joined host's own credentials".)
   const joinedToken = await ensureBootstrapToken(kc, {
     uid: joinedHost.metadata.uid!,
     namespace: world.namespace,
     name: joinedHost.metadata.name,
   });
-  const asJoinedToken = tokenKubeConfig(cluster.server, caData, joinedToken.token);
   const nodeName = joinedHost.status!.nodeName!;
 
   await t.test('an unknown token', async () => {
@@ -152,71 +157,6 @@ test('forged kubelet CSRs are not approved', async (t) => {
     assert.match(
       await outcome(name),
       /^Denied: join by command refused \(token\): bootstrap token zzzzzz belongs to no known WindowsHost and has no join-token record/,
-    );
-  });
-
-  await t.test('a wrong CN', async () => {
-    const name = await submit(
-      asJoinedToken,
-      { commonName: 'system:node:someone-else', organizations: ['system:nodes'] },
-      clientSigner,
-      clientUsages,
-    );
-    assert.match(await outcome(name), /^Denied: CN is "system:node:someone-else"/);
-  });
-
-  await t.test('extra SANs', async () => {
-    const name = await submit(
-      asJoinedToken,
-      {
-        commonName: `system:node:${nodeName}`,
-        organizations: ['system:nodes'],
-        dnsNames: ['kubernetes.default.svc'],
-      },
-      clientSigner,
-      clientUsages,
-    );
-    assert.match(
-      await outcome(name),
-      /^Denied: a client certificate has no subject alternative names/,
-    );
-  });
-
-  await t.test('a wrong O', async () => {
-    const name = await submit(
-      asJoinedToken,
-      { commonName: `system:node:${nodeName}`, organizations: ['system:masters'] },
-      clientSigner,
-      clientUsages,
-    );
-    assert.match(await outcome(name), /^Denied: O is "system:masters"/);
-  });
-
-  await t.test('a node that already exists', async () => {
-    const name = await submit(
-      asJoinedToken,
-      { commonName: `system:node:${nodeName}`, organizations: ['system:nodes'] },
-      clientSigner,
-      clientUsages,
-    );
-    assert.match(await outcome(name), new RegExp(`^Denied: Node ${nodeName} already exists`));
-  });
-
-  await t.test('serving SANs outside the host’s addresses', async () => {
-    const asNode = await nodeKubeConfig(joined!, cluster.server, caData);
-    const name = await submit(
-      asNode,
-      {
-        commonName: `system:node:${nodeName}`,
-        organizations: ['system:nodes'],
-        ipAddresses: ['10.0.0.9'],
-      },
-      'kubernetes.io/kubelet-serving',
-      ['digital signature', 'key encipherment', 'server auth'],
-    );
-    assert.match(
-      await outcome(name),
-      /^Denied: serving certificate SANs refused: 10\.0\.0\.9 is not among the host's serving addresses/,
     );
   });
 

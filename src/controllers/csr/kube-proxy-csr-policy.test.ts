@@ -10,6 +10,7 @@ import { kubeProxySignerName } from '../../api/kube-proxy-identity.ts';
 import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import {
+  type CsrSubject,
   createCsrPem,
   generateKeyPair,
   type ParsedCsr,
@@ -231,6 +232,46 @@ for (const [what, sent, check] of denied) {
     const decision = decideKubeProxyCsr(sent, lookup());
     assert.equal(decision.action, 'deny', decision.reason);
     assert.equal(decision.action === 'deny' && decision.check, check, decision.reason);
+  });
+}
+
+/**
+ * The forged requests kube-proxy-credentials.e2e.test.ts once sent with a joined node's own
+ * credentials, as the agent would (a one-hour lifetime): real PKCS#10 requests, recognised as
+ * winfleet's from their bytes as the controller does, then denied with the check leading the
+ * reason (the approver's Denied message; the e2e test matched "^Denied: <reason>").
+ */
+const forged: [string, CsrSubject, string[], RegExp][] = [
+  [
+    'host A’s node asks for node B’s kube-proxy',
+    { commonName: 'winfleet:kube-proxy:win-other', organizations: ['winfleet:kube-proxies'] },
+    ['digital signature', 'client auth'],
+    /^kube-proxy certificate refused \(subject\): CN is "winfleet:kube-proxy:win-other"/,
+  ],
+  [
+    'the right CN with the extra O system:nodes',
+    {
+      commonName: 'winfleet:kube-proxy:win-a',
+      organizations: ['winfleet:kube-proxies', 'system:nodes'],
+    },
+    ['digital signature', 'client auth'],
+    /^kube-proxy certificate refused \(subject\): O is/,
+  ],
+  [
+    'server auth among the usages',
+    { commonName: 'winfleet:kube-proxy:win-a', organizations: ['winfleet:kube-proxies'] },
+    ['digital signature', 'client auth', 'server auth'],
+    /^kube-proxy certificate refused \(usages\)/,
+  ],
+];
+for (const [what, subject, usages, reason] of forged) {
+  test(`forged with the node’s own credentials (${what}): denied, the check first`, async () => {
+    const pem = await createCsrPem(subject, await generateKeyPair());
+    const sent = request({ parsed: parseCsrPem(pem), usages, expirationSeconds: 3600 });
+    assert.ok(isKubeProxyRequest(sent, Buffer.from(pem)), 'winfleet’s to decide');
+    const decision = decideKubeProxyCsr(sent, lookup());
+    assert.equal(decision.action, 'deny', decision.reason);
+    assert.match(decision.reason, reason);
   });
 }
 

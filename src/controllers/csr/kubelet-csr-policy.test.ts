@@ -4,7 +4,13 @@ import type * as k8s from '@kubernetes/client-node';
 import { nodeCacheOf } from '../../../sim/testkit/synthetic-nodes.ts';
 import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import type { ParsedCsr } from '../../pki/certificates.ts';
+import {
+  type CsrSubject,
+  createCsrPem,
+  generateKeyPair,
+  type ParsedCsr,
+  parseCsrPem,
+} from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
 import {
   type CsrLookup,
@@ -185,6 +191,61 @@ test('a client CSR for a node that already exists is denied', async () => {
   assert.equal(d.action, 'deny');
   assert.match(d.reason, /Node win-a already exists/);
 });
+
+/**
+ * The forged CSRs csr-approval.e2e.test.ts once sent with a joined host's own credentials, as
+ * the API server hands them to the approver: real PKCS#10 requests (createCsrPem, read back by
+ * parseCsrPem as the controller does), from the host's bootstrap token or its node, while its
+ * Node exists. The approver writes the reason as the Denied condition's message, so each must
+ * lead with the check that failed (the e2e test matched "^Denied: <reason>").
+ */
+const keys = await generateKeyPair();
+const asToken = { username: 'system:bootstrap:abcdef', groups: client().groups };
+const asNode = { username: 'system:node:win-a', groups: serving().groups };
+const forged: [string, CsrSubject, Partial<CsrRequest>, RegExp][] = [
+  [
+    'a wrong CN',
+    { commonName: 'system:node:someone-else', organizations: ['system:nodes'] },
+    asToken,
+    /^CN is "system:node:someone-else"/,
+  ],
+  [
+    'extra SANs',
+    {
+      commonName: 'system:node:win-a',
+      organizations: ['system:nodes'],
+      dnsNames: ['kubernetes.default.svc'],
+    },
+    asToken,
+    /^a client certificate has no subject alternative names/,
+  ],
+  [
+    'a wrong O',
+    { commonName: 'system:node:win-a', organizations: ['system:masters'] },
+    asToken,
+    /^O is "system:masters"/,
+  ],
+  [
+    'a node that already exists',
+    { commonName: 'system:node:win-a', organizations: ['system:nodes'] },
+    asToken,
+    /^Node win-a already exists/,
+  ],
+  [
+    'serving SANs outside the host’s addresses',
+    { commonName: 'system:node:win-a', organizations: ['system:nodes'], ipAddresses: ['10.0.0.9'] },
+    { ...asNode, signerName: servingSigner, usages: serving().usages },
+    /^serving certificate SANs refused: 10\.0\.0\.9 is not among the host's serving addresses/,
+  ],
+];
+for (const [name, csrSubject, sentAs, reason] of forged) {
+  test(`forged with the joined host’s own credentials (${name}): denied, the reason first`, async () => {
+    const parsed = parseCsrPem(await createCsrPem(csrSubject, keys));
+    const d = await decideKubeletCsr(client({ ...sentAs, parsed }), lookup(['win-a']));
+    assert.equal(d.action, 'deny', d.reason);
+    assert.match(d.reason, reason);
+  });
+}
 
 test('CSRs that are not winfleet’s are left alone', async () => {
   for (const request of [
