@@ -4,8 +4,8 @@
  * approver's decision (the CSR's Approved or Denied condition), never for a fixed time. What a
  * joined host's own credentials get for a request forged only in its subject, SANs or usages is
  * the policy's alone, and is unit-tested (kubelet-csr-policy.test.ts); what needs the API
- * server (a token's record read, a second CN the API server reads as Go does, NodeRestriction,
- * addresses pinned through the WindowsHost) stays here.
+ * server or a host (a token's record read from the API, a joining host's live token,
+ * NodeRestriction, addresses pinned through the WindowsHost) stays here.
  */
 // @peculiar/x509 needs the Reflect metadata polyfill before it loads.
 import 'reflect-metadata';
