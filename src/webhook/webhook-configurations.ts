@@ -134,7 +134,7 @@ export async function applyWebhookConfigurations(
  */
 export type WebhookConfigurationsMode = 'create' | 'patch' | 'none';
 
-type WebhookConfiguration =
+export type WebhookConfiguration =
   | k8s.V1MutatingWebhookConfiguration
   | k8s.V1ValidatingWebhookConfiguration;
 type Webhook = k8s.V1MutatingWebhook | k8s.V1ValidatingWebhook;
@@ -202,10 +202,41 @@ function configDifferences(kind: string, name: string, have: Webhook, want: Webh
 }
 
 /**
+ * What patch mode changes in one existing object `current` so that it serves as `desired`: the
+ * strategic merge patch of its webhooks' clientConfig (none when the caBundle and endpoint are
+ * already right; matched by webhook name, so nothing else of the chart's webhooks is sent), and
+ * what else differs (see configDifferences), to report. A webhook of `desired` that `current`
+ * lacks is a WF_WEBHOOK_CONFIGURATION_MISSING error naming the fix.
+ */
+export function webhookConfigurationPatch(
+  current: WebhookConfiguration,
+  desired: WebhookConfiguration,
+): { patch?: { webhooks: Record<string, unknown>[] }; differences: string[] } {
+  const kind = desired.kind!;
+  const name = desired.metadata!.name!;
+  const patches: Record<string, unknown>[] = [];
+  const differences: string[] = [];
+  for (const want of (desired.webhooks ?? []) as Webhook[]) {
+    const have = (current.webhooks as Webhook[] | undefined)?.find((w) => w.name === want.name);
+    if (!have) {
+      throw new WinfleetError(
+        'WF_WEBHOOK_CONFIGURATION_MISSING',
+        `${kind} ${name} has no webhook ${want.name}: upgrade the Helm chart to the operator's version (helm upgrade)`,
+      );
+    }
+    const clientConfig = clientConfigPatch(have.clientConfig, want.clientConfig);
+    if (clientConfig) patches.push({ name: want.name, clientConfig });
+    differences.push(...configDifferences(kind, name, have, want));
+  }
+  return patches.length > 0 ? { patch: { webhooks: patches }, differences } : { differences };
+}
+
+/**
  * Patch mode: sets the caBundle (and the endpoint, when it points elsewhere) of the existing
- * objects with a strategic merge patch per object, and never creates one — a missing object or
- * webhook is a WF_WEBHOOK_CONFIGURATION_MISSING error naming the fix. Returns what else differs
- * from `desired` (see configDifferences), for the caller to report.
+ * objects with a strategic merge patch per object (webhookConfigurationPatch), and never
+ * creates one — a missing object or webhook is a WF_WEBHOOK_CONFIGURATION_MISSING error naming
+ * the fix. Returns what else differs from `desired` (see configDifferences), for the caller to
+ * report.
  */
 export async function patchWebhookConfigurations(
   kc: k8s.KubeConfig,
@@ -230,21 +261,10 @@ export async function patchWebhookConfigurations(
         { cause: error },
       );
     }
-    const patches: Record<string, unknown>[] = [];
-    for (const want of (object.webhooks ?? []) as Webhook[]) {
-      const have = (current.webhooks as Webhook[] | undefined)?.find((w) => w.name === want.name);
-      if (!have) {
-        throw new WinfleetError(
-          'WF_WEBHOOK_CONFIGURATION_MISSING',
-          `${kind} ${name} has no webhook ${want.name}: upgrade the Helm chart to the operator's version (helm upgrade)`,
-        );
-      }
-      const clientConfig = clientConfigPatch(have.clientConfig, want.clientConfig);
-      if (clientConfig) patches.push({ name: want.name, clientConfig });
-      differences.push(...configDifferences(kind, name, have, want));
-    }
-    if (patches.length === 0) continue;
-    const request = { name, body: { webhooks: patches } };
+    const { patch, differences: found } = webhookConfigurationPatch(current, object);
+    differences.push(...found);
+    if (!patch) continue;
+    const request = { name, body: patch };
     const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch);
     if (mutating) await api.patchMutatingWebhookConfiguration(request, options);
     else await api.patchValidatingWebhookConfiguration(request, options);
