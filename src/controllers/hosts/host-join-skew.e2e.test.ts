@@ -26,7 +26,8 @@ test('a joining host is not touched while the payload’s kubelet is outside the
     version: '1.37.0-wf.1',
   });
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
-  const degraded = await waitFor(
+  // What the condition says (the rule, both versions) is host-join-skew.test.ts.
+  await waitFor(
     async () => {
       const [host] = await listWindowsHosts(kc, world.namespace);
       const c = host?.status?.conditions?.find((x) => x.type === ConditionType.Degraded);
@@ -34,8 +35,6 @@ test('a joining host is not touched while the payload’s kubelet is outside the
     },
     { description: 'the host Degraded: KubeletVersionSkew', timeoutMs: 60_000 },
   );
-  assert.match(degraded.message, /v1\.37\.0, newer than the API server v1\.36/);
-  assert.match(degraded.message, /payload\.json kubernetesVersion/);
   const sim = world.fleet.hosts[0]!;
   assert.equal(await sim.hostOS().readFile('C:\\k\\kubelet.exe'), undefined, 'no kubelet copied');
   const nodes = await kc.makeApiClient(k8s.CoreV1Api).listNode();

@@ -164,9 +164,12 @@ export function wantedVersion(
   return applying ? payloadVersion : desired;
 }
 
-/** Nothing is done on the host: Ready and Degraded say why, and a Warning Event once. */
-function refuseSkewedPayload(
-  ctx: JoinContext,
+/**
+ * A payload whose kubelet is outside the skew policy (`message`, checkKubeletSkew's): nothing
+ * is done on the host; Ready and Degraded say why, and a Warning Event once.
+ */
+export function refuseSkewedPayload(
+  ctx: Pick<JoinContext, 'events'>,
   host: WindowsHost,
   hs: HostStatus,
   message: string,
