@@ -120,9 +120,8 @@ test('forged kubelet CSRs are not approved', async (t) => {
   const clientUsages = ['digital signature', 'key encipherment', 'client auth'];
   const clientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
   // The joined host's own token, issued again: its id is the one the approver derives from the
-  // host's UID. (CSRs forged with it — a wrong CN or O, extra SANs, a Node that exists — and a
-  // node's serving CSR for an address outside the host's are decided as
-  // kubelet-csr-policy.test.ts shows: "forged with the joined host's own credentials".)
+  // host's UID. (What CSRs forged with it get: kubelet-csr-policy.test.ts, "forged with the
+  // joined host's own credentials".)
   const joinedToken = await ensureBootstrapToken(kc, {
     uid: joinedHost.metadata.uid!,
     namespace: world.namespace,
