@@ -5,14 +5,16 @@
  * WindowsHosts live in the operator's namespace, so a context without a namespace means
  * winfleet-system rather than kubectl's "default".
  */
+
 import type * as k8s from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError } from 'commander';
+import { defaultOperatorNamespace } from '../api/operator-namespace.ts';
 import { userAgents } from '../kube/user-agent.ts';
 import { WinfleetKubeConfig } from '../kube/winfleet-kube-config.ts';
 import { cliExit, ExitCode } from './exit-codes.ts';
 
 /** The namespace WindowsHosts and pools live in when nothing says otherwise. */
-export const defaultHostNamespace = 'winfleet-system';
+export const defaultHostNamespace = defaultOperatorNamespace;
 
 export interface KubeFlags {
   kubeconfig?: string;

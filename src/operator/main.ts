@@ -5,13 +5,14 @@
  */
 import { readFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { defaultOperatorNamespace } from '../api/operator-namespace.ts';
 import { WinfleetError } from '../errors/catalog.ts';
-import { loadKubeConfig } from '../kube/client.ts';
+import type { loadKubeConfig } from '../kube/client.ts';
 import { userAgents } from '../kube/user-agent.ts';
 import { createLogger } from '../log/logger.ts';
 import { parsePinnedReference } from '../payload/oci/payload-reference.ts';
 import { runUntilSignal } from '../process/run-until-signal.ts';
-import { defaultOperatorNamespace, startOperator } from './operator.ts';
+import type { startOperator } from './operator.ts';
 
 function port(value: string): number {
   const n = Number(value);
@@ -229,6 +230,12 @@ program.action(async (opts) => {
       'error: give --webhook-url (loopback clusters) or --webhook-service (in-cluster), or --no-webhook',
     );
   }
+  // The operator and the Kubernetes client load only once the flags are good: a refused flag
+  // answers at once instead of after loading every controller.
+  const [{ loadKubeConfig }, { startOperator }] = await Promise.all([
+    import('../kube/client.ts'),
+    import('./operator.ts'),
+  ]);
   let kc: ReturnType<typeof loadKubeConfig>;
   try {
     kc = loadKubeConfig(opts.kubeconfig, userAgents.operator);

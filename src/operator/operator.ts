@@ -4,12 +4,14 @@
  * the status server (health, metrics, /config) and the dashboard, leader election, then the
  * controllers and the payload watch; `stop` tears them down in reverse. main.ts is its command line.
  */
+
 import { stat } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { installCrds } from '../api/install-crds.ts';
+import { defaultOperatorNamespace } from '../api/operator-namespace.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
 import { type WindowsNodePool, windowsNodePoolResource } from '../api/windows-node-pool.ts';
 import { type Controller, everythingKey } from '../controller/controller.ts';
@@ -70,7 +72,7 @@ import { payloadPullSecret } from './payload-pull-secret.ts';
 import { registerProcessMetrics } from './process-metrics.ts';
 import { type StatusServer, startHttpServer, startStatusServer } from './status-server.ts';
 
-export const defaultOperatorNamespace = 'winfleet-system';
+export { defaultOperatorNamespace };
 
 export interface OperatorOptions {
   kc: k8s.KubeConfig;

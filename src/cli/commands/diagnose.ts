@@ -30,7 +30,13 @@ import {
   windowsHostTargets,
   withHostFlags,
 } from '../host-targets.ts';
-import { type KubeFlags, kubeConfigFrom, namespaceFrom, withKubeFlags } from '../kube-flags.ts';
+import {
+  defaultHostNamespace,
+  type KubeFlags,
+  kubeConfigFrom,
+  namespaceFrom,
+  withKubeFlags,
+} from '../kube-flags.ts';
 import { cliVersion } from '../version.ts';
 
 interface DiagnoseFlags extends KubeFlags, HostFlags {
@@ -186,7 +192,7 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
       clusterItems.push(
         ...(await collectCluster({
           kc,
-          namespace: namespace ?? 'winfleet-system',
+          namespace: namespace ?? defaultHostNamespace,
           since,
           operatorUrl: flags.operatorUrl,
           operatorLog: flags.operatorLog,
