@@ -4,9 +4,10 @@
  * top-level tests' durations (they run one after another within a file), which is its time in
  * the run whether or not other files ran beside it. It reports; it never fails a run.
  *
- * Used beside the spec reporter: `--test-reporter=spec --test-reporter-destination=stdout
+ * Used beside the spec reporter (scripts/test-shards.ts merges the shards' times): `--test-reporter=spec --test-reporter-destination=stdout
  * --test-reporter=./sim/testkit/slowest-files-reporter.ts --test-reporter-destination=stdout`.
  */
+import { writeFile } from 'node:fs/promises';
 import { relative } from 'node:path';
 
 /** How many files the summary lists. */
@@ -61,11 +62,20 @@ export function slowestFilesSummary(
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * The reporter. With WINFLEET_TEST_TIMES set (scripts/test-shards.ts sets it for each shard),
+ * it writes every file's time there as JSON instead, for the summary of all shards together.
+ */
 export default async function* slowestFilesReporter(
   source: AsyncIterable<TestEvent>,
 ): AsyncGenerator<string> {
   const times = new Map<string, FileTime>();
   for await (const event of source) recordTest(times, event);
+  const timesFile = process.env.WINFLEET_TEST_TIMES;
+  if (timesFile) {
+    await writeFile(timesFile, JSON.stringify([...times.values()]));
+    return;
+  }
   const summary = slowestFilesSummary(times.values());
   if (summary) yield `\n${summary}`;
 }
