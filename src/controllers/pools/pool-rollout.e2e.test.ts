@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { controllerPass } from '../../../sim/testkit/controller-pass.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
 import {
@@ -39,6 +40,17 @@ test('a pool rolls an upgrade 2 at a time within its PDB, refuses a skewed kubel
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
   const joined = await waitForReadyHosts(kc, world.namespace, hostCount);
   const nodeNames = joined.map((h) => h.status!.nodeName!);
+  /** A pass of the pool controller, then of the host controller over every host, awaited. */
+  const passesOverEverything = async () => {
+    await controllerPass(world.operator!, 'windowsnodepools', `${world.namespace}/web`);
+    for (const host of joined)
+      await controllerPass(
+        world.operator!,
+        'windowshosts',
+        `${world.namespace}/${host.metadata.name}`,
+      );
+    await controllerPass(world.operator!, 'windowsnodepools', `${world.namespace}/web`);
+  };
   await labelHosts(kc, world.namespace, { pool: 'web' });
   await createPool(kc, world.namespace, 'web', {
     selector: { matchLabels: { pool: 'web' } },
@@ -174,8 +186,9 @@ test('a pool rolls an upgrade 2 at a time within its PDB, refuses a skewed kubel
         );
         assert.match(degraded.message, /1\.37/);
         assert.match(degraded.message, /1\.36/);
-        // Give it time to do what it must not.
-        await new Promise((resolve) => setTimeout(resolve, 8000));
+        // What it must not do it would have done by now: a pass of the pool and of each host
+        // over the skewed payload, after the refusal was recorded.
+        await passesOverEverything();
       } finally {
         await sampler.stop();
       }
@@ -239,8 +252,9 @@ test('a pool rolls an upgrade 2 at a time within its PDB, refuses a skewed kubel
         failed = stuck[0]!.metadata.name;
         assert.match(degraded.message, new RegExp(`${world.namespace}/${failed}`));
         assert.equal(stuck[0]!.status?.rollout?.current?.failure?.step, 'Reboot');
-        // Give it time to take another host down, which it must not.
-        await new Promise((resolve) => setTimeout(resolve, 10_000));
+        // Another host taken down would be by now: passes over the pool and every host after
+        // the failure was recorded.
+        await passesOverEverything();
       } finally {
         await sampler.stop();
       }
@@ -258,6 +272,14 @@ test('a pool rolls an upgrade 2 at a time within its PDB, refuses a skewed kubel
             assert.equal(s.bootIds[name], bootOf(name), `${name} not rebooted`);
         }
       }
+      const inChange = (await listWindowsHosts(kc, world.namespace)).filter(
+        (h) => h.status?.rollout?.current,
+      );
+      assert.deepEqual(
+        inChange.map((h) => h.metadata.name),
+        [failed],
+        'after the passes, still only the failed host in a change',
+      );
       const pool = await readPool(kc, world.namespace, 'web');
       assert.equal(pool.status?.unavailableHosts, 1, 'the failed host holds its own slot only');
     },
