@@ -52,6 +52,7 @@ import { startCluster } from '../sim/cluster/start-cluster.ts';
 import type { SimulatedHostDescription } from '../sim/hosts/fleet.ts';
 import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
 import type { TestRegistry } from '../sim/registry/registry-process.ts';
+import { parseMetricsText, sumOf } from '../sim/testkit/metrics-text.ts';
 import {
   buildOperatorBundle,
   spawnOperator,
@@ -69,7 +70,6 @@ import { hostBytesSentMetric } from '../src/hostaccess/bytes-sent.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
 import { connectInspector } from './inspector-client.ts';
-import { parseMetricsText, sumOf } from './metrics-text.ts';
 import {
   type BenchPayload,
   type Delivery,

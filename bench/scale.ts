@@ -83,6 +83,7 @@ import { IMAGE_ENV, IMAGE_NODE_FLAGS } from '../scripts/build-image.ts';
 import { freePorts } from '../sim/cluster/free-port.ts';
 import { startCluster } from '../sim/cluster/start-cluster.ts';
 import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
+import { parseMetricsText, type Sample, samplesOf, sumOf } from '../sim/testkit/metrics-text.ts';
 import { createWindowsNode } from '../sim/testkit/nodes.ts';
 import {
   buildOperatorBundle,
@@ -107,7 +108,6 @@ import { createCertificateAuthority, issueCertificate } from '../src/pki/certifi
 import { createAdmissionServer } from '../src/webhook/admission-server.ts';
 import { formatLoad, type LoadResult, mergeLoads, runAdmissionLoad } from './admission-load.ts';
 import { connectInspector, type GcPause, type Inspector, summarizeGc } from './inspector-client.ts';
-import { parseMetricsText, type Sample, samplesOf, sumOf } from './metrics-text.ts';
 import { type CpuWindow, cpuWindow, formatCpu, sumCpuWindows } from './process-cpu.ts';
 import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 

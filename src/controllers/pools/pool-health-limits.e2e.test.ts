@@ -14,7 +14,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { controllerPass } from '../../../sim/testkit/controller-pass.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
+import { samplesOf, scrapeMetrics } from '../../../sim/testkit/metrics-text.ts';
 import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
 import {
   createPool,
@@ -23,6 +25,7 @@ import {
   poolCondition,
   readPool,
 } from '../../../sim/testkit/pools.ts';
+import { TestClock } from '../../../sim/testkit/test-clock.ts';
 import { writeOperatorConfig } from '../../../sim/testkit/test-operator.ts';
 import {
   createWindowsHosts,
@@ -37,10 +40,17 @@ import { waitFor } from '../../kube/wait-for.ts';
 
 const poolHosts = 5;
 
+/** The operator's clock: the last case moves it past nodeStartupTimeout instead of waiting. */
+const clock = new TestClock();
+
 test('remediation stops above maxUnhealthy, never takes more than maxUnavailable down, ends cordoned for a host it cannot reach, and reports a host that never starts', async (t) => {
   const world = await joinWorld(t, {
     releases: ['2022', '2019', '2022', '2025', '2022', '2022'],
     machine: { timings: { rebootDowntimeMs: 500, rebootDelayMs: 200 } },
+    // The Node controller marks a silent host's Node Unknown after this grace period (its own
+    // default is 50 s); twice the kubelets' lease renewal (10 s).
+    cluster: { scale: { nodeMonitorGracePeriodSeconds: 20 } },
+    rolloutClock: clock.now,
   });
   const { kc } = world;
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -60,8 +70,8 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
     readyTimeout: '20s',
     health: {
       unhealthyConditions: [
-        { type: 'Ready', status: 'Unknown', timeout: '20s' },
-        { type: 'Ready', status: 'False', timeout: '20s' },
+        { type: 'Ready', status: 'Unknown', timeout: '5s' },
+        { type: 'Ready', status: 'False', timeout: '5s' },
       ],
       nodeStartupTimeout: '30s',
       maxUnhealthy: 2,
@@ -80,6 +90,7 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
     async () => (await readPool(kc, world.namespace, 'p')).status?.readyHosts === poolHosts,
     { description: 'the pool counting its 5 Ready hosts' },
   );
+  const poolKey = `${world.namespace}/p`;
   const hostName = (h: { name: string }) => h.name.toLowerCase();
   const read = (name: string) => readWindowsHost(kc, world.namespace, name);
   const nodeReady = async (name: string) => {
@@ -126,14 +137,26 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
     '3 of 5 unhealthy: no repair starts, the pool is Degraded naming maxUnhealthy',
     async () => {
       await Promise.all(down.map((h) => h.faults.setUnreachable(true)));
-      // All three Nodes not Ready, then past the 20 s timeouts, then remediation on: its first
-      // pass finds three hosts due at once.
+      // All three Nodes not Ready, then past their 5 s timeouts (the pool's own count of hosts
+      // unhealthy past a timeout, on its /metrics, says 3), then remediation on: its first pass
+      // finds three hosts due at once.
       await waitFor(
         async () =>
           (await Promise.all(downNames.map(nodeReady))).every((ready) => !ready) || undefined,
         { description: 'the three Nodes not Ready', timeoutMs: 150_000 },
       );
-      await new Promise((resolve) => setTimeout(resolve, 25_000));
+      await waitFor(
+        async () => {
+          const samples = await scrapeMetrics(world.operator!.status!.port);
+          return samplesOf(samples, 'winfleet_pool_unhealthy_hosts').some(
+            (m) => m.labels.pool === poolKey && m.value === 3,
+          );
+        },
+        {
+          description: 'the pool counting 3 hosts unhealthy past their timeout',
+          timeoutMs: 60_000,
+        },
+      );
       await patchPoolSpec(kc, world.namespace, 'p', {
         health: { remediation: { enabled: true } },
       } as Parameters<typeof patchPoolSpec>[3]);
@@ -150,8 +173,9 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
       assert.match(degraded.message, /^3 of 5 hosts are unhealthy \(/);
       for (const name of downNames) assert.ok(degraded.message.includes(name), degraded.message);
       assert.match(degraded.message, /spec\.health\.maxUnhealthy 2 \(2 of 5\)/);
-      // Longer than the first rung's timeout: had a ladder started, it would show.
-      await new Promise((resolve) => setTimeout(resolve, 7000));
+      // A pass of the pool after the refusal was recorded: had it started a ladder, the ladder
+      // would show now.
+      await controllerPass(world.operator!, 'windowsnodepools', poolKey);
       for (const name of downNames) {
         const host = await read(name);
         assert.equal(host.status?.remediation?.current, undefined, `${name}: no ladder while held`);
@@ -293,6 +317,16 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
       const [created] = await createWindowsHosts(kc, world.namespace, [late]);
       const name = (created as WindowsHost).metadata.name;
       await labelHosts(kc, world.namespace, { pool: 'p' });
+      // Bootstrapped, its kubelet held: not reported before nodeStartupTimeout (a pass of the
+      // pool over it starts nothing) ...
+      await waitFor(async () => (await read(name)).status?.bootstrappedAt, {
+        description: `${name} bootstrapped`,
+        timeoutMs: 60_000,
+      });
+      await controllerPass(world.operator!, 'windowsnodepools', poolKey);
+      assert.equal((await read(name)).status?.remediation?.current, undefined, 'not yet due');
+      // ... and reported once the operator's clock is past it.
+      clock.advance(30_000);
       const started = await explain(
         waitFor(
           async () => {
@@ -304,11 +338,17 @@ test('remediation stops above maxUnhealthy, never takes more than maxUnavailable
       );
       assert.equal(started.status!.remediation!.current!.problem.type, 'NodeStartup');
       assert.equal(started.status!.remediation!.current!.rung, 'Rebootstrap');
-      const unhealthy = await core.listNamespacedEvent({
-        namespace: world.namespace,
-        fieldSelector: `involvedObject.name=${name},reason=${EventReason.HostUnhealthy}`,
-      });
-      assert.ok(unhealthy.items.length >= 1, 'a HostUnhealthy Event');
+      // The pass records its Events after the status it wrote.
+      await waitFor(
+        async () => {
+          const unhealthy = await core.listNamespacedEvent({
+            namespace: world.namespace,
+            fieldSelector: `involvedObject.name=${name},reason=${EventReason.HostUnhealthy}`,
+          });
+          return unhealthy.items.length >= 1;
+        },
+        { description: 'a HostUnhealthy Event', timeoutMs: 30_000 },
+      );
       await waitFor(
         async () => {
           const list = await core.listNamespacedEvent({

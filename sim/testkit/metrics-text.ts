@@ -1,6 +1,7 @@
 /**
- * Reads the Prometheus text exposition format (what /metrics serves) into samples, for the
- * benchmarks that scrape the operator. Comments and blank lines are skipped; a line that is
+ * Reads the Prometheus text exposition format (what /metrics serves) into samples: the
+ * benchmarks scrape the operator this way, and tests read the gauges an operator sets (a signal
+ * the product emits, rather than a sleep). Comments and blank lines are skipped; a line that is
  * not a sample is an error, so a format change is noticed rather than read as zero.
  */
 
@@ -65,4 +66,11 @@ export function samplesOf(samples: Sample[], name: string): Sample[] {
 /** The sum of one metric's samples (0 when it has none). */
 export function sumOf(samples: Sample[], name: string): number {
   return samplesOf(samples, name).reduce((total, s) => total + s.value, 0);
+}
+
+/** The operator's /metrics at `port` on loopback (its status server), parsed. */
+export async function scrapeMetrics(port: number): Promise<Sample[]> {
+  const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+  if (!response.ok) throw new Error(`GET /metrics on port ${port} answered ${response.status}`);
+  return parseMetricsText(await response.text());
 }
