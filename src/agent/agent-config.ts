@@ -5,6 +5,7 @@
  * the field.
  */
 
+import { type AgentHealthConfig, agentHealthSchema } from '../config/winfleet-config.ts';
 import { parseIpv4 } from '../net/ipv4-cidr.ts';
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
@@ -47,6 +48,8 @@ export interface NodeSettings {
    * command: winfleet never copies files to it). Optional; absent: the operator stages it.
    */
   pullsPayload?: boolean;
+  /** hosts.agentHealth when the host was bootstrapped. Optional; absent: the defaults. */
+  agentHealth?: AgentHealthConfig;
 }
 
 export const defaultUpdateSearchIntervalSeconds = 21600;
@@ -106,8 +109,9 @@ const nodeSettingsSchema = {
   checkIntervalSeconds: { type: 'number', minimum: 0.1 },
   updateSearchIntervalSeconds: { type: 'number', minimum: 1, maximum: 2592000 },
   pullsPayload: { type: 'boolean' },
+  agentHealth: agentHealthSchema,
 };
-const optionalNodeSettings = ['updateSearchIntervalSeconds', 'pullsPayload'];
+const optionalNodeSettings = ['updateSearchIntervalSeconds', 'pullsPayload', 'agentHealth'];
 const nodeSettingsRequired = Object.keys(nodeSettingsSchema).filter(
   (key) => !optionalNodeSettings.includes(key),
 );

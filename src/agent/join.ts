@@ -97,6 +97,7 @@ export function joinBootstrapConfig(
     kubelet: joinInfo.kubelet,
     operatorNamespace: flags.namespace,
     checkIntervalSeconds: joinInfo.checkIntervalSeconds,
+    ...(joinInfo.agentHealth ? { agentHealth: joinInfo.agentHealth } : {}),
     caCertificate: trusted.caPem,
     bootstrapToken: `${flags.token.id}.${flags.token.secret}`,
     manifest: materials.manifest,

@@ -7,6 +7,7 @@ import {
   testManifest,
 } from '../../sim/hosts/agent-test-host.ts';
 import { NodeHealthCondition, NodeHealthEventReason, NodeHealthReason } from '../api/reasons.ts';
+import type { AgentHealthConfig } from '../config/winfleet-config.ts';
 import { parseAgentConfig, paths } from './agent-config.ts';
 import { emptyState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
@@ -23,11 +24,17 @@ import { runAgent } from './run-agent.ts';
 import type { DefenderThreatList } from './windows/defender.ts';
 
 /** A bootstrapped simulated host with every service running, and a Node the sync writes to. */
-async function world(t: Parameters<typeof createAgentTestHost>[0]) {
+async function world(
+  t: Parameters<typeof createAgentTestHost>[0],
+  options: { agentHealth?: AgentHealthConfig } = {},
+) {
   const host = await createAgentTestHost(t);
   await prepareAsOperator(host.machine);
   assert.equal(await runAgent(['bootstrap'], host.context), 0, host.stdout.join(''));
-  const config = parseAgentConfig((await host.machine.fs.readFile(paths.agentConfig)).toString());
+  const config = {
+    ...parseAgentConfig((await host.machine.fs.readFile(paths.agentConfig)).toString()),
+    ...(options.agentHealth ? { agentHealth: options.agentHealth } : {}),
+  };
   const converge = (doNotRestart: ReadonlySet<string> = new Set()) =>
     convergeServices(
       host.context.hostOS,
@@ -209,6 +216,34 @@ test('attacker side: a Defender threat is one bounded Event about this Node only
   assert.ok(e.message!.length <= maxEventMessage);
   assert.ok(e.message!.endsWith('…'));
   assert.match(e.message!, /^Microsoft Defender reports threat Virus:DOS\/EICAR_Test_File/);
+});
+
+test('hosts.agentHealth tunes the checks: a loop after 3 restarts with count 2; a clock 5 minutes off is no skew under a 10-minute limit', async (t) => {
+  const w = await world(t, {
+    agentHealth: {
+      restartLoop: { count: 2, windowSeconds: 600, stableSeconds: 90 },
+      clockSkewSeconds: 600,
+    },
+  });
+  await w.pass();
+  let passes = 0;
+  while (servicesNotToRestart(w.context).size === 0 && passes < 20) {
+    assert.ok(w.machine.scm.crash('kubelet'));
+    await w.converge(servicesNotToRestart(w.context));
+    await w.pass();
+    passes++;
+  }
+  assert.equal(passes, 3, 'the third restart within 10 minutes is a loop with count 2');
+  await w.pass();
+  assert.match(w.condition('FrequentServiceRestart')!.message!, /kubelet restarted 3 times/);
+  w.machine.clockOffsetMs = 5 * 60_000;
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('ClockSkew')!.status, 'False');
+  w.machine.clockOffsetMs = 11 * 60_000;
+  await w.pass();
+  await w.pass();
+  assert.match(w.condition('ClockSkew')!.message!, /11\.0 minutes ahead/);
 });
 
 test('a skewed host clock: ClockSkew from the host’s own clock, resynced by the local repair, then cleared', async (t) => {

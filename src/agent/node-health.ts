@@ -24,13 +24,13 @@ import type { NodeHealthCondition } from '../api/reasons.ts';
 import {
   type CheckedService,
   checkedServices,
-  defaultHealthSettings,
   detect,
   type HealthCondition,
   type HealthEvent,
   type HealthObservations,
   type HealthSettings,
   type HealthState,
+  healthSettingsWith,
   type ProbeResult,
   type ServiceObservation,
   stateFromNode,
@@ -121,6 +121,7 @@ async function gather(
   sync: NodeHealthSync,
   now: number,
   heldBack: ReadonlySet<string>,
+  settings: HealthSettings,
 ): Promise<HealthObservations> {
   const host = context.hostOS;
   const o: HealthObservations = { services: {} };
@@ -147,8 +148,7 @@ async function gather(
         seen.pid = status.pid;
       }
     }
-    const windowStart =
-      now - (sync.settings ?? defaultHealthSettings).restartLoop.windowSeconds * 1000;
+    const windowStart = now - settings.restartLoop.windowSeconds * 1000;
     seen.restarts = seen.restarts.filter((t) => t > windowStart).slice(-1000);
     // The SCM's log of its unexpected ends counts the restarts of a service that dies at once,
     // which a check rarely sees running; new PIDs are the fallback when the log cannot be read.
@@ -283,7 +283,7 @@ export async function checkNodeHealth(
   options: NodeHealthOptions = {},
 ): Promise<ReadonlySet<string>> {
   const now = (sync.now ?? Date.now)();
-  const settings = sync.settings ?? defaultHealthSettings;
+  const settings = sync.settings ?? healthSettingsWith(config.agentHealth);
   let memory = memories.get(context);
   if (!memory) {
     // A new process: start from what the Node shows, so a True condition is not cleared by
@@ -302,6 +302,7 @@ export async function checkNodeHealth(
     sync,
     now,
     options.heldBack ?? new Set(),
+    settings,
   );
   const result = detect(observations, memory.state, settings, now);
   memory.state = result.state;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { hasCode } from '../errors/catalog.ts';
 import { isDocumentError } from '../schema/validator.ts';
-import { defaultConfig, parseConfig } from './winfleet-config.ts';
+import { agentHealthDefaults, defaultConfig, parseConfig } from './winfleet-config.ts';
 
 test('an empty document yields the documented defaults', () => {
   const config = defaultConfig();
@@ -228,6 +228,30 @@ images:
       const text = error.details.problems.join('\n');
       assert.match(text, /images\.mirrors\["\.\.\/\.\.\/Windows"\]: .*is not a registry host/);
       assert.match(text, /images\.mirrors\["mcr\.microsoft\.com"\]\[0\]\.caBundle/);
+      return true;
+    },
+  );
+});
+
+test('hosts.agentHealth: the agent’s own defaults unless tuned; a bad value names its field', () => {
+  assert.deepEqual(defaultConfig().hosts.agentHealth, agentHealthDefaults);
+  const tuned = parseConfig(`
+hosts:
+  agentHealth:
+    restartLoop: { stableSeconds: 10 }
+    clockSkewSeconds: 120
+`);
+  assert.deepEqual(tuned.hosts.agentHealth, {
+    restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 10 },
+    clockSkewSeconds: 120,
+  });
+  assert.throws(
+    () => parseConfig('hosts:\n  agentHealth:\n    restartLoop: { count: 0, window: 60 }\n'),
+    (error: unknown) => {
+      assert.ok(isDocumentError(error, 'WF_CONFIG_INVALID'));
+      const text = error.details.problems.join('\n');
+      assert.match(text, /hosts\.agentHealth\.restartLoop\.count: must be ≥ 1/);
+      assert.match(text, /hosts\.agentHealth\.restartLoop\.window: unknown field/);
       return true;
     },
   );

@@ -108,6 +108,8 @@ export interface WinfleetConfig {
     removalTimeoutSeconds: number;
     /** The proxy node services use (hostsettings/proxy-settings.ts); none by default. */
     proxy?: ProxyConfig;
+    /** The agent's own health checks (src/health/detector.ts), for hosts bootstrapped after. */
+    agentHealth: AgentHealthConfig;
   };
   /**
    * The CAs every node trusts (LocalMachine\Root): the ConfigMap's `ca-bundle.crt` key, not
@@ -115,6 +117,66 @@ export interface WinfleetConfig {
    */
   trustedCAs: TrustedCertificate[];
 }
+
+/**
+ * What the configuration may tune of each agent's health checks (hosts.agentHealth): a service
+ * restarted more than `restartLoop.count` times within `windowSeconds` is in a restart loop
+ * (FrequentServiceRestart) until it has run `stableSeconds` without a restart; a clock more
+ * than `clockSkewSeconds` off the API server's is skewed (ClockSkew). The defaults are the
+ * detector's.
+ */
+export interface AgentHealthConfig {
+  restartLoop: { count: number; windowSeconds: number; stableSeconds: number };
+  clockSkewSeconds: number;
+}
+
+/** hosts.agentHealth when not set: the agent's own defaults (src/health/detector.ts reads them). */
+export const agentHealthDefaults: AgentHealthConfig = {
+  restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 60 },
+  clockSkewSeconds: 60,
+};
+
+/**
+ * hosts.agentHealth's schema, also what a bootstrap or join-info document may carry (there
+ * without a default: absent stays absent, and the agent uses its own).
+ */
+export const agentHealthSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    restartLoop: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        count: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 1000,
+          default: agentHealthDefaults.restartLoop.count,
+        },
+        windowSeconds: {
+          type: 'integer',
+          minimum: 10,
+          maximum: 86400,
+          default: agentHealthDefaults.restartLoop.windowSeconds,
+        },
+        stableSeconds: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 86400,
+          default: agentHealthDefaults.restartLoop.stableSeconds,
+        },
+      },
+    },
+    clockSkewSeconds: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 86400,
+      default: agentHealthDefaults.clockSkewSeconds,
+    },
+  },
+} as const;
 
 const taint = {
   type: 'object',
@@ -272,6 +334,7 @@ export const configSchema = {
         },
         agentCheckIntervalSeconds: { type: 'number', minimum: 0.2, maximum: 3600, default: 120 },
         removalTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 86400, default: 300 },
+        agentHealth: { ...agentHealthSchema, default: {} },
         proxy: {
           type: 'object',
           additionalProperties: false,

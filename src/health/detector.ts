@@ -17,12 +17,14 @@
  * - Events (low disk before the condition, Defender threats) are sent once per episode or per
  *   threat, not on every check.
  */
+
 import {
   NodeHealthCondition,
   NodeHealthEventReason,
   NodeHealthReason,
   nodeHealthConditions,
 } from '../api/reasons.ts';
+import { type AgentHealthConfig, agentHealthDefaults } from '../config/winfleet-config.ts';
 
 /** The node services whose health is checked. */
 export const checkedServices = ['kubelet', 'containerd', 'kube-proxy'] as const;
@@ -92,11 +94,21 @@ const GiB = 1024 ** 3;
 
 export const defaultHealthSettings: HealthSettings = {
   consecutiveChecks: 2,
-  restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 60 },
-  clockSkewSeconds: 60,
+  restartLoop: { ...agentHealthDefaults.restartLoop },
+  clockSkewSeconds: agentHealthDefaults.clockSkewSeconds,
   disk: { eventBelowBytes: 10 * GiB, conditionBelowBytes: 5 * GiB },
   certificateExpirySeconds: 7 * 86400,
 };
+
+/** The settings an agent checks with: the defaults, with what hosts.agentHealth tunes. */
+export function healthSettingsWith(tuning: AgentHealthConfig | undefined): HealthSettings {
+  if (!tuning) return defaultHealthSettings;
+  return {
+    ...defaultHealthSettings,
+    restartLoop: { ...tuning.restartLoop },
+    clockSkewSeconds: tuning.clockSkewSeconds,
+  };
+}
 
 export type ConditionStatus = 'True' | 'False';
 

@@ -10,7 +10,9 @@
  * The agent parses it strictly: an unknown field, a missing one or a value out of shape is
  * refused with the field named, and the host does not go on with a half-understood join.
  */
+
 import type { MirrorConfig } from '../config/winfleet-config.ts';
+import { type AgentHealthConfig, agentHealthSchema } from '../config/winfleet-config.ts';
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
 
 export const joinInfoConfigMapName = 'winfleet-join';
@@ -54,6 +56,8 @@ export interface JoinInfo {
   };
   /** Seconds between the agent's run-loop checks. */
   checkIntervalSeconds: number;
+  /** The agent's health checks (hosts.agentHealth); absent from older operators: defaults. */
+  agentHealth?: AgentHealthConfig;
   /**
    * The services manifest a joining host applies: its version; the agent reads the published
    * ConfigMap winfleet-services-<version> and checks it against the published record.
@@ -115,6 +119,7 @@ const schema = {
       },
     },
     checkIntervalSeconds: { type: 'number', minimum: 0.1 },
+    agentHealth: agentHealthSchema,
     servicesVersion: { type: 'string', pattern: '^[0-9A-Za-z][0-9A-Za-z.+-]{0,62}$' },
     payload: {
       type: 'object',

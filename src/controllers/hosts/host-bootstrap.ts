@@ -263,6 +263,7 @@ function bootstrapConfig(
     kubelet: config.hosts.kubelet,
     operatorNamespace: deps.operatorNamespace,
     checkIntervalSeconds: config.hosts.agentCheckIntervalSeconds,
+    agentHealth: config.hosts.agentHealth,
     caCertificate: deps.cluster.caCertificate,
     bootstrapToken: token,
     manifest: loaded.manifest,

@@ -61,3 +61,18 @@ test('a registry payload: its repository and digest, the mirrors of its registry
   });
   assert.deepEqual(parseJoinInfo(JSON.stringify(info)), info);
 });
+
+test('hosts.agentHealth reaches winfleet-join only when tuned (an older agent refuses the field)', () => {
+  const untuned = joinInfoFor(parseConfig(''), 'https://127.0.0.1:6443', loaded());
+  assert.equal('agentHealth' in untuned, false);
+  const tuned = joinInfoFor(
+    parseConfig('hosts:\n  agentHealth:\n    restartLoop: { stableSeconds: 15 }\n'),
+    'https://127.0.0.1:6443',
+    loaded(),
+  );
+  assert.deepEqual(tuned.agentHealth, {
+    restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 15 },
+    clockSkewSeconds: 60,
+  });
+  assert.deepEqual(parseJoinInfo(JSON.stringify(tuned)), tuned, 'valid by the contract');
+});

@@ -11,9 +11,10 @@
  * directory hosts cannot pull it, and `winfleet join-command` says so.
  */
 import * as k8s from '@kubernetes/client-node';
-import type { WinfleetConfig } from '../../config/winfleet-config.ts';
+import { agentHealthDefaults, type WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import type { Informer } from '../../controller/informer.ts';
+import { sameJson } from '../../controller/same-json.ts';
 import {
   type JoinInfo,
   type JoinPayloadSource,
@@ -85,6 +86,9 @@ export function joinInfoFor(
       maxPods: hosts.kubelet.maxPods,
     },
     checkIntervalSeconds: hosts.agentCheckIntervalSeconds,
+    // Only when tuned: an agent older than the field refuses a join-info that has it, and a
+    // join script may pin such an agent.
+    ...(sameJson(hosts.agentHealth, agentHealthDefaults) ? {} : { agentHealth: hosts.agentHealth }),
     servicesVersion: loaded.manifest.version,
     ...(loaded.registry ? { payload: joinPayloadSource(loaded.registry, config) } : {}),
   };
