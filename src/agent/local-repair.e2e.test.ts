@@ -17,7 +17,19 @@ import { waitFor } from '../kube/wait-for.ts';
 import { paths } from './agent-config.ts';
 
 test('each lab fault on one host: the agent’s condition, its local repair, and the Node', async (t) => {
-  const world = await joinWorld(t, { releases: ['2022'] });
+  const world = await joinWorld(t, {
+    releases: ['2022'],
+    // The test's own limits: a restart loop is over after 10 s stable (default 60 s), and the
+    // Node controller marks a silent host's Node Unknown after 20 s (its default 50 s).
+    config: {
+      hosts: {
+        agentCheckIntervalSeconds: 1,
+        joinTimeoutSeconds: 120,
+        agentHealth: { restartLoop: { stableSeconds: 10 } },
+      },
+    },
+    cluster: { scale: { nodeMonitorGracePeriodSeconds: 20 } },
+  });
   const { kc } = world;
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const sim = world.fleet.hosts[0]!;
