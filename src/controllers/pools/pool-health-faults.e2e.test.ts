@@ -38,7 +38,11 @@ test('each fault with the operator running: the condition, the rung that repairs
   const world = await joinWorld(t, { releases: ['2022', '2022'] });
   const { kc } = world;
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  await writeOperatorConfig(kc, world.namespace, { hosts: { agentCheckIntervalSeconds: 1 } });
+  // The test's own limit: a restart loop is over once the service ran 10 s without a restart
+  // (the default is a minute), so the re-bootstrapped host is healthy again that much sooner.
+  await writeOperatorConfig(kc, world.namespace, {
+    hosts: { agentCheckIntervalSeconds: 1, agentHealth: { restartLoop: { stableSeconds: 10 } } },
+  });
   await createWindowsHosts(kc, world.namespace, world.fleet.hosts);
   const joined = await waitForReadyHosts(kc, world.namespace, 2);
   await labelHosts(kc, world.namespace, { pool: 'h' });
