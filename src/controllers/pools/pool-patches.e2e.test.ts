@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { sampleCatalog } from '../../../sim/hosts/windows-update.ts';
+import { controllerPass } from '../../../sim/testkit/controller-pass.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import {
   createPool,
@@ -96,7 +97,16 @@ test('Security patches roll through a pool only inside its maintenance window, o
     );
     assert.match(waiting.message, /2025-06-07T01:00:00/);
     const sampler = sampleRollout(kc, { nodeNames: () => nodeNames });
-    await new Promise((r) => setTimeout(r, 8000));
+    // What it must not do it would have started by now: a pass of the pool, then of each host,
+    // then of the pool again, after the wait was recorded.
+    await controllerPass(world.operator!, 'windowsnodepools', `${world.namespace}/patched`);
+    for (const h of await listWindowsHosts(kc, world.namespace))
+      await controllerPass(
+        world.operator!,
+        'windowshosts',
+        `${world.namespace}/${h.metadata.name}`,
+      );
+    await controllerPass(world.operator!, 'windowsnodepools', `${world.namespace}/patched`);
     await sampler.stop();
     assert.ok(
       sampler.samples.every((s) => s.cordoned.length === 0),
