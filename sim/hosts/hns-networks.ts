@@ -6,14 +6,59 @@
  * plugins create networks again when they start, kube-proxy its load balancers); the machine
  * clears them at shutdown. Removing a network removes its load balancers (their endpoints go
  * with it).
+ *
+ * Networks carry HCN's network policies as flannel's Windows backends and win-overlay read and
+ * write them (github.com/Microsoft/hcsshim hcn/hcnpolicy.go; flannel pkg/backend/vxlan
+ * device_windows.go, vxlan_network_windows.go): an Overlay network gets, from HNS itself, a
+ * DrMacAddress (the distributed router's MAC, which flannel publishes as the node's VtepMAC)
+ * and a ProviderAddress (the host's management IP); flannel adds HostRoute and one
+ * RemoteSubnetRoute per remote node's lease. Listeners hear of every change (the packet world
+ * in sim/netlab renders the model into a network namespace).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { HnsNetwork } from '../../src/agent/host-os.ts';
 
 /** An HNS network's subnet: its address prefix and gateway (as Get-HnsNetwork shows them). */
 export interface HnsSubnet {
   addressPrefix: string;
   gateway: string;
+}
+
+/** A network policy as HCN holds it: a type and its settings (hcn.NetworkPolicy). */
+export type HnsNetworkPolicy =
+  | { Type: 'DrMacAddress'; Settings: { Address: string } }
+  | { Type: 'ProviderAddress'; Settings: { ProviderAddress: string } }
+  | { Type: 'HostRoute'; Settings: Record<string, never> }
+  | {
+      Type: 'RemoteSubnetRoute';
+      Settings: {
+        IsolationId: number;
+        DistributedRouterMacAddress: string;
+        ProviderAddress: string;
+        DestinationPrefix: string;
+      };
+    };
+
+/** What a network is created with beyond its name and type (hcn.HostComputeNetwork). */
+export interface HnsNetworkOptions {
+  subnets?: HnsSubnet[];
+  /** The VSID subnet policy's IsolationId (Overlay networks: the VXLAN VNI). */
+  vsid?: number;
+  /** The host's address the network is bound to (its management IP, ProviderAddress). */
+  managementIp?: string;
+}
+
+/** A change to the model, for listeners (the packet world renders each one). */
+export type HnsChange =
+  | { kind: 'network-added' | 'network-removed' | 'policies-changed'; networkId: string }
+  | { kind: 'endpoint-added' | 'endpoint-removed'; endpointId: string; networkId: string }
+  | { kind: 'cleared' };
+
+/** A MAC in HNS's notation (upper case, dashes), locally administered and unicast. */
+export function randomHnsMac(): string {
+  const bytes = randomBytes(6);
+  bytes[0] = (bytes[0]! & 0xfc) | 0x02;
+  return [...bytes].map((b) => b.toString(16).padStart(2, '0').toUpperCase()).join('-');
 }
 
 /** HNS protocol numbers of a load balancer's port mapping (IANA protocol numbers). */
@@ -52,6 +97,9 @@ export interface HnsEndpoint {
 
 export class HnsNetworks {
   readonly #networks = new Map<string, HnsNetwork>();
+  readonly #policies = new Map<string, HnsNetworkPolicy[]>();
+  readonly #vsids = new Map<string, number>();
+  readonly #listeners = new Set<(change: HnsChange) => void>();
   readonly #endpoints = new Map<string, HnsEndpoint>();
   readonly #loadBalancers = new Map<string, HnsLoadBalancer>();
   /** Subnets by network id, for networks created with them (CNI plugins do). */
@@ -61,23 +109,102 @@ export class HnsNetworks {
     return [...this.#networks.values()].map((n) => ({ ...n }));
   }
 
+  /** Calls `listener` with every change from now on; returns what stops it. */
+  onChange(listener: (change: HnsChange) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(change: HnsChange): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(change);
+      } catch {
+        // A listener's failure is its own: the model goes on.
+      }
+    }
+  }
+
   /**
    * The network named `name` (case-insensitive), creating it when missing (with `subnets`,
    * when given); an existing network is returned as it is, whatever its type and subnets.
+   * A new Overlay network gets a DrMacAddress and, with a management IP, a ProviderAddress
+   * from HNS, as Windows gives every overlay network its distributed router.
    */
-  ensure(name: string, type: string, subnets?: HnsSubnet[]): HnsNetwork {
+  ensure(
+    name: string,
+    type: string,
+    subnets?: HnsSubnet[],
+    options: HnsNetworkOptions = {},
+  ): HnsNetwork {
     const existing = [...this.#networks.values()].find(
       (n) => n.name.toLowerCase() === name.toLowerCase(),
     );
     if (existing) return { ...existing };
     const network = { id: randomUUID().toUpperCase(), name, type };
     this.#networks.set(network.id, network);
-    if (subnets)
+    const given = subnets ?? options.subnets;
+    if (given)
       this.#subnets.set(
         network.id,
-        subnets.map((s) => ({ ...s })),
+        given.map((s) => ({ ...s })),
       );
+    if (options.vsid !== undefined) this.#vsids.set(network.id, options.vsid);
+    const policies: HnsNetworkPolicy[] = [];
+    if (type.toLowerCase() === 'overlay') {
+      policies.push({ Type: 'DrMacAddress', Settings: { Address: randomHnsMac() } });
+      if (options.managementIp)
+        policies.push({
+          Type: 'ProviderAddress',
+          Settings: { ProviderAddress: options.managementIp },
+        });
+    }
+    this.#policies.set(network.id, policies);
+    this.#changed({ kind: 'network-added', networkId: network.id });
     return { ...network };
+  }
+
+  #key(id: string): string | undefined {
+    return [...this.#networks.keys()].find((k) => k.toLowerCase() === id.toLowerCase());
+  }
+
+  /** The network's policies (hcn's network.Policies), in the order they were added. */
+  policies(id: string): HnsNetworkPolicy[] {
+    const key = this.#key(id);
+    return key ? structuredClone(this.#policies.get(key) ?? []) : [];
+  }
+
+  /** The VSID of the network's subnet (its VXLAN VNI), if it was created with one. */
+  vsid(id: string): number | undefined {
+    const key = this.#key(id);
+    return key ? this.#vsids.get(key) : undefined;
+  }
+
+  /**
+   * Adds policies to a network (hcn AddPolicy); throws naming the network when there is none.
+   * A policy equal to one the network has is not added twice.
+   */
+  addPolicies(id: string, policies: readonly HnsNetworkPolicy[]): void {
+    const key = this.#key(id);
+    if (!key) throw new Error(`HNS network ${id} not found: cannot add its policies`);
+    const held = this.#policies.get(key) ?? [];
+    for (const policy of policies)
+      if (!held.some((p) => JSON.stringify(p) === JSON.stringify(policy)))
+        held.push(structuredClone(policy));
+    this.#policies.set(key, held);
+    this.#changed({ kind: 'policies-changed', networkId: key });
+  }
+
+  /** Removes the policies equal to these (hcn RemovePolicy); a missing one is no error. */
+  removePolicies(id: string, policies: readonly HnsNetworkPolicy[]): void {
+    const key = this.#key(id);
+    if (!key) throw new Error(`HNS network ${id} not found: cannot remove its policies`);
+    const drop = new Set(policies.map((p) => JSON.stringify(p)));
+    this.#policies.set(
+      key,
+      (this.#policies.get(key) ?? []).filter((p) => !drop.has(JSON.stringify(p))),
+    );
+    this.#changed({ kind: 'policies-changed', networkId: key });
   }
 
   /** The subnets of the network with this id ([] when it was created without any). */
@@ -89,12 +216,17 @@ export class HnsNetworks {
   /** Removes a network by id (case-insensitive); false when there was none. */
   remove(id: string): boolean {
     const key = [...this.#networks.keys()].find((k) => k.toLowerCase() === id.toLowerCase());
-    if (key !== undefined) this.#subnets.delete(key);
+    if (key === undefined) return false;
+    this.#subnets.delete(key);
+    this.#policies.delete(key);
+    this.#vsids.delete(key);
     for (const lb of this.#loadBalancers.values())
       if (lb.networkId === key) this.#loadBalancers.delete(lb.id);
     for (const endpoint of this.#endpoints.values())
       if (endpoint.networkId === key) this.#endpoints.delete(endpoint.id);
-    return key !== undefined && this.#networks.delete(key);
+    this.#networks.delete(key);
+    this.#changed({ kind: 'network-removed', networkId: key });
+    return true;
   }
 
   /** The network named `name` (case-insensitive), if there is one. */
@@ -121,13 +253,21 @@ export class HnsNetworks {
     if (existing) return { ...existing };
     const endpoint = { id: randomUUID().toUpperCase(), networkId, ip, containerId };
     this.#endpoints.set(endpoint.id, endpoint);
+    this.#changed({ kind: 'endpoint-added', endpointId: endpoint.id, networkId });
     return { ...endpoint };
   }
 
   /** Removes the endpoints of `containerId` (CNI DEL); none is not an error. */
   removeEndpointsOf(containerId: string): void {
     for (const endpoint of this.#endpoints.values())
-      if (endpoint.containerId === containerId) this.#endpoints.delete(endpoint.id);
+      if (endpoint.containerId === containerId) {
+        this.#endpoints.delete(endpoint.id);
+        this.#changed({
+          kind: 'endpoint-removed',
+          endpointId: endpoint.id,
+          networkId: endpoint.networkId,
+        });
+      }
   }
 
   endpoints(): HnsEndpoint[] {
@@ -184,6 +324,9 @@ export class HnsNetworks {
     this.#networks.clear();
     this.#endpoints.clear();
     this.#subnets.clear();
+    this.#policies.clear();
+    this.#vsids.clear();
     this.#loadBalancers.clear();
+    this.#changed({ kind: 'cleared' });
   }
 }

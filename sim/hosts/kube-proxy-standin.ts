@@ -29,7 +29,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
-import { httpStatus, isGone } from '../../src/kube/client.ts';
+import { httpStatus } from '../../src/kube/client.ts';
+import { reflect } from './api-reflector.ts';
 import { FlagError, flagLists, type PflagList, parsePflag } from './flag-lists.ts';
 import { parseGoBool } from './go-values.ts';
 import { type HnsLoadBalancer, hnsProtocol } from './hns-networks.ts';
@@ -456,112 +457,34 @@ class KubeProxyRun {
   }
 
   /**
-   * Lists then watches `path` into `store` until the process stops; each error is logged and
-   * the list is tried again after a backoff. `synced` is called after each successful list.
+   * Lists then watches `path` into `store` until the process stops (api-reflector.ts); each
+   * error is logged and the list is tried again after a backoff. `synced` is called after each
+   * successful list.
    */
-  async #reflect<T extends k8s.KubernetesObject>(
+  #reflect<T extends k8s.KubernetesObject>(
     resource: string,
     type: string,
     path: string,
     store: Map<string, T>,
     list: (
       kc: k8s.KubeConfig,
-      query: { labelSelector: string },
+      query: { labelSelector?: string },
     ) => Promise<{ items: T[]; metadata?: k8s.V1ListMeta }>,
     synced: () => void,
   ): Promise<void> {
-    const labelSelector =
-      '!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless';
-    const key = (o: T) => `${o.metadata?.namespace}/${o.metadata?.name}`;
-    let backoff = this.#options.retryMinMs;
-    // The version the store is at; undefined: list (again) first.
-    let resourceVersion: string | undefined;
-    while (!this.#signal.aborted) {
-      try {
-        if (resourceVersion === undefined) {
-          const listed = await list(this.#kc, { labelSelector });
-          store.clear();
-          for (const item of listed.items) store.set(key(item), item);
-          resourceVersion = listed.metadata?.resourceVersion ?? '';
-          synced();
-          backoff = this.#options.retryMinMs;
-          this.#requestSync();
-        }
-        // A watch the server ended is resumed from the last version seen, as a reflector does.
-        await this.#watch(path, labelSelector, resourceVersion, (event, object) => {
-          const seen = (object as T).metadata?.resourceVersion;
-          if (seen) resourceVersion = seen;
-          if (event === 'BOOKMARK') return;
-          if (event === 'DELETED') store.delete(key(object as T));
-          else store.set(key(object as T), object as T);
-          this.#requestSync();
-        });
-      } catch (error) {
-        if (this.#signal.aborted) break;
-        resourceVersion = undefined;
-        if (!isGone(error)) {
-          this.#failed(resource, type, error);
-          backoff = await this.#backoff(backoff).catch(() => backoff);
-        }
-      }
-    }
-  }
-
-  /** One watch from `resourceVersion`, until the server ends it, it fails or the process stops. */
-  #watch(
-    path: string,
-    labelSelector: string,
-    resourceVersion: string | undefined,
-    onEvent: (event: string, object: unknown) => void,
-  ): Promise<void> {
-    const timeoutSeconds = this.#options.watchTimeoutSeconds;
-    if (this.#signal.aborted) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      let controller: AbortController | undefined;
-      let settled = false;
-      const finish = (error?: unknown) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(guard);
-        this.#signal.removeEventListener('abort', stop);
-        controller?.abort();
-        if (error) reject(error);
-        else resolve();
-      };
-      const stop = () => finish();
-      // The server ends the watch after timeoutSeconds; a stalled connection is cut after 30 s
-      // by client-node (a TimeoutError, logged and retried).
-      const guard = setTimeout(() => finish(), (timeoutSeconds + 30) * 1000);
-      this.#signal.addEventListener('abort', stop, { once: true });
-      new k8s.Watch(this.#kc)
-        .watch(
-          path,
-          {
-            labelSelector,
-            allowWatchBookmarks: true,
-            timeoutSeconds,
-            ...(resourceVersion ? { resourceVersion } : {}),
-          },
-          (event: string, object: unknown) => {
-            if (settled) return;
-            if (event === 'ERROR') {
-              const status = object as { code?: number; message?: string };
-              finish(
-                Object.assign(new Error(status.message ?? 'watch error'), { code: status.code }),
-              );
-              return;
-            }
-            onEvent(event, object);
-          },
-          (error: unknown) => finish(error ?? undefined),
-        )
-        .then(
-          (c) => {
-            controller = c;
-            if (settled) c.abort();
-          },
-          (error: unknown) => finish(error),
-        );
+    return reflect<T>({
+      kc: this.#kc,
+      path,
+      labelSelector: '!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless',
+      list: (query) => list(this.#kc, query),
+      store,
+      signal: this.#signal,
+      watchTimeoutSeconds: this.#options.watchTimeoutSeconds,
+      retryMinMs: this.#options.retryMinMs,
+      retryMaxMs: this.#options.retryMaxMs,
+      onSynced: synced,
+      onChange: () => this.#requestSync(),
+      onFailure: (error) => this.#failed(resource, type, error),
     });
   }
 
