@@ -39,6 +39,7 @@ import {
   type PflagList,
   parsePflag,
 } from './flag-lists.ts';
+import { createFlanneldStandIn } from './flanneld-standin.ts';
 import { parseGoBool, parseGoDuration } from './go-values.ts';
 import {
   kubeLogRunnerChild,
@@ -308,24 +309,28 @@ export class ProgramRegistry {
 
 /** The programs every simulated host knows. */
 export function defaultPrograms(): ProgramRegistry {
-  return new ProgramRegistry()
-    .register('winfleet-agent.exe', { run: agentProgram, neverReportsToScm: true })
-    .register('winfleet-service.exe', { run: serviceShimProgram })
-    .register('kubelet.exe', {
-      run: kubeletStandIn,
-      serviceFlag: '--windows-service',
-      flagList: () => flagLists().kubelet,
-    })
-    .register('kube-proxy.exe', {
-      run: createKubeProxyStandIn(),
-      serviceFlag: '--windows-service',
-      flagList: () => flagLists()['kube-proxy'],
-    })
-    .register('kube-log-runner.exe', {
-      run: kubeLogRunnerProgram,
-      runsForService: kubeLogRunnerChild,
-    })
-    .register('windows_exporter.exe', { run: windowsExporterProgram })
-    .register(containerdImageName, { run: containerdProgram, serviceFlag: '--run-service' })
-    .register(runhcsShimImageName, { run: runhcsShimProgram });
+  return (
+    new ProgramRegistry()
+      .register('winfleet-agent.exe', { run: agentProgram, neverReportsToScm: true })
+      .register('winfleet-service.exe', { run: serviceShimProgram })
+      .register('kubelet.exe', {
+        run: kubeletStandIn,
+        serviceFlag: '--windows-service',
+        flagList: () => flagLists().kubelet,
+      })
+      .register('kube-proxy.exe', {
+        run: createKubeProxyStandIn(),
+        serviceFlag: '--windows-service',
+        flagList: () => flagLists()['kube-proxy'],
+      })
+      .register('kube-log-runner.exe', {
+        run: kubeLogRunnerProgram,
+        runsForService: kubeLogRunnerChild,
+      })
+      .register('windows_exporter.exe', { run: windowsExporterProgram })
+      // A plain Go program: run as a service only through winfleet-service.exe.
+      .register('flanneld.exe', { run: createFlanneldStandIn(), neverReportsToScm: true })
+      .register(containerdImageName, { run: containerdProgram, serviceFlag: '--run-service' })
+      .register(runhcsShimImageName, { run: runhcsShimProgram })
+  );
 }
