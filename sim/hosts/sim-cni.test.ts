@@ -21,8 +21,12 @@ import {
   containerdCniDirs,
   containerdConfigFlag,
   containerdDefaultCniDirs,
+  flannelDataDir,
+  flannelSubnetFile,
   hostLocalAddress,
   loadCniNetwork,
+  parseFlannelSubnetEnv,
+  parseNetworkConfig,
   runtimeNetwork,
   SimCni,
   sandboxIdFor,
@@ -286,4 +290,101 @@ test('the runtime network is read from the running containerd’s --config', asy
   const running = await runtimeNetwork(machine);
   assert.deepEqual(running?.dirs, productDirs);
   assert.equal(running?.status.ready, true);
+});
+
+/** flannel's conflist as winfleet writes it for flannel-vxlan, with its plugins on the host. */
+async function flannelHost(t: Parameters<typeof createTestMachine>[0], subnetEnv?: string) {
+  const machine = await createTestMachine(t);
+  for (const plugin of ['flannel', 'win-overlay', 'host-local'])
+    await machine.fs.writeFileAtomic(
+      `${hostPaths.cniBin}\\${plugin}.exe`,
+      standInBinary(plugin, 'v1.9.1'),
+    );
+  if (subnetEnv !== undefined) {
+    await machine.fs.mkdir('C:\\run\\flannel', { recursive: true });
+    await machine.fs.writeFileAtomic(flannelSubnetFile, subnetEnv);
+  }
+  const conf = parseNetworkConfig(
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'flannel.4096',
+      plugins: [{ type: 'flannel', delegate: { type: 'win-overlay', apiVersion: 2 } }],
+    }),
+    'C:\\k\\cni\\config\\10-winfleet.conflist',
+  );
+  const request = (pod: string) => ({
+    network: conf,
+    dirs: productDirs,
+    containerId: sandboxIdFor(pod),
+  });
+  return { machine, request, cni: SimCni.of(machine) };
+}
+
+const subnetEnvText =
+  'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=false\n';
+
+test('flannel delegating to win-overlay: the subnet file’s subnet, the Overlay network flanneld made, and DEL', async (t) => {
+  const { machine, request, cni } = await flannelHost(t, subnetEnvText);
+  // Before flanneld made its network: win-overlay's own error.
+  await assert.rejects(cni.add(request('pod-a')), {
+    message:
+      'plugin type="win-overlay" name="flannel.4096" failed (add): error while GETHNSNewtorkByName(flannel.4096): Network name "flannel.4096" not found',
+  });
+  const overlay = machine.hns.ensure(
+    'flannel.4096',
+    'Overlay',
+    [{ addressPrefix: '10.244.3.0/24', gateway: '10.244.3.1' }],
+    { vsid: 4096, managementIp: machine.address },
+  );
+  const a = await cni.add(request('pod-a'));
+  assert.deepEqual(a, {
+    ip: '10.244.3.3',
+    cidr: '10.244.3.3/24',
+    gateway: '10.244.3.1',
+    network: 'flannel.4096',
+  });
+  assert.deepEqual(
+    machine.hns.endpoints().map((e) => [e.ip, e.networkId]),
+    [['10.244.3.2', overlay.id]],
+  );
+  // The delegate's config is kept for DEL, as flannel's data directory holds it.
+  const scratch = `${flannelDataDir}\\${sandboxIdFor('pod-a')}`;
+  assert.deepEqual(JSON.parse((await machine.fs.readFile(scratch)).toString()), {
+    type: 'win-overlay',
+    apiVersion: 2,
+    name: 'flannel.4096',
+    ipam: { type: 'host-local', subnet: '10.244.3.0/24' },
+  });
+  await cni.del(request('pod-a'));
+  assert.deepEqual(machine.hns.endpoints(), []);
+  assert.equal(await machine.fs.stat(scratch), undefined);
+  await cni.del(request('pod-a')); // again: nothing left, no error (the CNI spec)
+});
+
+test('flannel without its subnet file, or with an L2Bridge network of that name, fails as the plugins do', async (t) => {
+  const missing = await flannelHost(t);
+  await assert.rejects(missing.cni.add(missing.request('pod-a')), {
+    message:
+      'plugin type="flannel" name="flannel.4096" failed (add): failed to load flannel \'subnet.env\' file: open C:\\run\\flannel\\subnet.env: The system cannot find the file specified.. Check the flannel pod log for this node.',
+  });
+  const partial = await flannelHost(t, 'FLANNEL_NETWORK=10.244.0.0/16\n');
+  await assert.rejects(
+    partial.cni.add(partial.request('pod-a')),
+    /FLANNEL_SUBNET, FLANNEL_IPV6_SUBNET, FLANNEL_MTU, FLANNEL_IPMASQ is missing/,
+  );
+  const bridged = await flannelHost(t, subnetEnvText);
+  bridged.machine.hns.ensure('flannel.4096', 'L2Bridge');
+  await assert.rejects(
+    bridged.cni.add(bridged.request('pod-a')),
+    /win-overlay.*network flannel\.4096 is of an unexpected type: L2Bridge/,
+  );
+});
+
+test('subnet.env is read as flannel’s plugin reads it: the subnet without its host bits', () => {
+  const env = parseFlannelSubnetEnv(subnetEnvText);
+  assert.equal(env.subnet.network, env.subnet.address);
+  assert.equal(env.subnet.prefix, 24);
+  assert.equal(env.mtu, 1450);
+  assert.equal(env.ipMasq, false);
+  assert.equal(env.networks.length, 1);
 });

@@ -82,6 +82,53 @@ export interface SandboxAddress {
   network: string;
 }
 
+/** flannel's CNI plugin's defaults (flannel-io/cni-plugin flannel.go), on the current drive. */
+export const flannelSubnetFile = 'C:\\run\\flannel\\subnet.env';
+export const flannelDataDir = 'C:\\var\\lib\\cni\\flannel';
+
+/** What flannel's CNI plugin reads from the subnet file flanneld writes. */
+export interface FlannelSubnetEnv {
+  networks: Ipv4Cidr[];
+  subnet: Ipv4Cidr;
+  mtu: number;
+  ipMasq: boolean;
+}
+
+/**
+ * Reads subnet.env as flannel's CNI plugin does (loadFlannelSubnetEnv): KEY=VALUE lines;
+ * FLANNEL_SUBNET through net.ParseCIDR (so 10.244.3.1/24 is the subnet 10.244.3.0/24); a key
+ * missing is an error naming every missing one.
+ */
+export function parseFlannelSubnetEnv(text: string): FlannelSubnetEnv {
+  let networks: Ipv4Cidr[] = [];
+  let subnet: Ipv4Cidr | undefined;
+  let mtu: number | undefined;
+  let ipMasq: boolean | undefined;
+  for (const line of text.split(/\r?\n/)) {
+    const eq = line.indexOf('=');
+    if (eq < 0) continue;
+    const key = line.slice(0, eq).trim();
+    const value = line.slice(eq + 1).trim();
+    const cidr = (text: string) => {
+      const parsed = parseIpv4Cidr(text);
+      if (!parsed) throw new Error(`invalid CIDR address: ${text}`);
+      return { ...parsed, address: parsed.network };
+    };
+    if (key === 'FLANNEL_NETWORK') networks = value.split(',').map(cidr);
+    if (key === 'FLANNEL_SUBNET') subnet = cidr(value);
+    if (key === 'FLANNEL_MTU') mtu = Number.parseInt(value, 10);
+    if (key === 'FLANNEL_IPMASQ') ipMasq = value === 'true';
+  }
+  const missing = [
+    ...(networks.length === 0 ? ['FLANNEL_NETWORK', 'FLANNEL_IPV6_NETWORK'] : []),
+    ...(subnet ? [] : ['FLANNEL_SUBNET', 'FLANNEL_IPV6_SUBNET']),
+    ...(mtu === undefined || Number.isNaN(mtu) ? ['FLANNEL_MTU'] : []),
+    ...(ipMasq === undefined ? ['FLANNEL_IPMASQ'] : []),
+  ];
+  if (missing.length > 0) throw new Error(`${missing.join(', ')} is missing`);
+  return { networks, subnet: subnet!, mtu: mtu!, ipMasq: ipMasq! };
+}
+
 /** A CNI plugin failure, worded as libcni reports it to containerd. */
 export class CniPluginError extends Error {}
 
@@ -298,6 +345,7 @@ export class SimCni {
   add(request: SandboxRequest): Promise<SandboxAddress> {
     return this.#serialized(async () => {
       const [plugin] = request.network.plugins;
+      if (plugin?.type === 'flannel') return this.#flannelAdd(request, plugin);
       const sdnbridge = await this.#sdnbridge(request, plugin!, 'add');
       return sdnbridge.add();
     });
@@ -307,9 +355,120 @@ export class SimCni {
   del(request: SandboxRequest): Promise<void> {
     return this.#serialized(async () => {
       const [plugin] = request.network.plugins;
+      if (plugin?.type === 'flannel') return this.#flannelDel(request, plugin);
       const sdnbridge = await this.#sdnbridge(request, plugin!, 'delete');
       await sdnbridge.del();
     });
+  }
+
+  /**
+   * flannel's CNI plugin on Windows (flannel_windows.go doCmdAdd): the subnet file's subnet
+   * as host-local's, the delegate named after the network (win-bridge unless it says), its
+   * config kept in the data directory for DEL; then win-overlay (containernetworking/plugins
+   * v1.9.1 plugins/main/windows/win-overlay cmdHnsAdd/cmdHcnAdd): the HNS network of that name
+   * must exist and be Overlay; host-local hands out the address; the endpoint (MAC 0E-2A-<the
+   * address's bytes>) gets the network's gateway and the ProviderAddress policy of the
+   * network's management IP.
+   */
+  async #flannelAdd(request: SandboxRequest, plugin: Table): Promise<SandboxAddress> {
+    const { network, dirs, containerId } = request;
+    const fail = (type: string, message: string): never => {
+      throw new CniPluginError(
+        `plugin type=${JSON.stringify(type)} name=${JSON.stringify(network.name)} failed (add): ${message}`,
+      );
+    };
+    if (network.plugins.length !== 1)
+      fail(
+        'flannel',
+        `the simulated host models a config list of one plugin; ${network.file} has ${network.plugins.length}`,
+      );
+    if (!(await this.#findPlugin('flannel', dirs.binDirs)))
+      fail('flannel', `failed to find plugin "flannel" in path [${dirs.binDirs.join(' ')}]`);
+    const subnetFile =
+      typeof plugin.subnetFile === 'string' ? plugin.subnetFile : flannelSubnetFile;
+    const text = await this.#machine.fs.tryReadFile(subnetFile);
+    let env: FlannelSubnetEnv;
+    try {
+      if (!text) throw new Error(`open ${subnetFile}: The system cannot find the file specified.`);
+      env = parseFlannelSubnetEnv(text.toString('utf8'));
+    } catch (error) {
+      return fail(
+        'flannel',
+        `failed to load flannel 'subnet.env' file: ${(error as Error).message}. Check the flannel pod log for this node.`,
+      );
+    }
+    const delegate = isTable(plugin.delegate) ? { ...plugin.delegate } : {};
+    if ('name' in delegate)
+      fail('flannel', "'delegate' dictionary must not have 'name' field, it'll be set by flannel");
+    if ('ipam' in delegate)
+      fail('flannel', "'delegate' dictionary must not have 'ipam' field, it'll be set by flannel");
+    const type = typeof delegate.type === 'string' ? delegate.type : 'win-bridge';
+    if (!(await this.#findPlugin(type, dirs.binDirs)))
+      fail(
+        type,
+        `failed to find plugin ${JSON.stringify(type)} in path [${dirs.binDirs.join(' ')}]`,
+      );
+    if (type !== 'win-overlay')
+      fail(
+        type,
+        `the simulated host models flannel with win-overlay only, not ${JSON.stringify(type)}`,
+      );
+    const dataDir = typeof plugin.dataDir === 'string' ? plugin.dataDir : flannelDataDir;
+    await this.#machine.fs.mkdir(dataDir, { recursive: true });
+    await this.#machine.fs.writeFile(
+      formatWindowsPath([...windowsPathSegments(dataDir), containerId]),
+      JSON.stringify({
+        ...delegate,
+        name: network.name,
+        type,
+        ipam: { type: 'host-local', subnet: formatIpv4Cidr(env.subnet) },
+      }),
+    );
+    const hnsNetwork = this.#machine.hns.find(network.name);
+    if (!hnsNetwork)
+      fail(
+        type,
+        `error while GETHNSNewtorkByName(${network.name}): Network name "${network.name}" not found`,
+      );
+    if (hnsNetwork!.type.toLowerCase() !== 'overlay')
+      fail(type, `network ${network.name} is of an unexpected type: ${hnsNetwork!.type}`);
+    if (!(await this.#findPlugin('host-local', dirs.binDirs)))
+      fail(
+        type,
+        `error while ipam.ExecAdd: failed to find plugin "host-local" in path [${dirs.binDirs.join(' ')}]`,
+      );
+    const subnet = env.subnet;
+    const range: HostLocalRange = {
+      subnet,
+      gateway: subnet.network + 1,
+      start: subnet.network + 1,
+      end: lastAddress(subnet) - 1,
+    };
+    const ip = await new HostLocalStore(this.#machine.fs, network.name)
+      .allocate(containerId, podInterfaceName, range)
+      .catch((error: unknown) =>
+        fail(type, `error while ipam.ExecAdd: ${(error as Error).message}`),
+      );
+    this.#machine.hns.ensureEndpoint(hnsNetwork!.id, containerId, formatIpv4(ip));
+    const gateway =
+      this.#machine.hns.subnets(hnsNetwork!.id)[0]?.gateway ?? formatIpv4(subnet.network + 1);
+    return {
+      ip: formatIpv4(ip),
+      cidr: `${formatIpv4(ip)}/${subnet.prefix}`,
+      gateway,
+      network: network.name,
+    };
+  }
+
+  /** DEL: the delegate's config from the data directory (none: nothing to do, per the spec). */
+  async #flannelDel(request: SandboxRequest, plugin: Table): Promise<void> {
+    const { network, containerId } = request;
+    const dataDir = typeof plugin.dataDir === 'string' ? plugin.dataDir : flannelDataDir;
+    const scratch = formatWindowsPath([...windowsPathSegments(dataDir), containerId]);
+    if (!(await this.#machine.fs.stat(scratch))) return;
+    this.#machine.hns.removeEndpointsOf(containerId);
+    await new HostLocalStore(this.#machine.fs, network.name).release(containerId, podInterfaceName);
+    await this.#machine.fs.remove(scratch, { missingOk: true });
   }
 
   async #findPlugin(type: string, binDirs: string[]): Promise<string | undefined> {
