@@ -338,8 +338,8 @@ test('flannel delegating to win-overlay: the subnet file’s subnet, the Overlay
   );
   const a = await cni.add(request('pod-a'));
   assert.deepEqual(a, {
-    ip: '10.244.3.3',
-    cidr: '10.244.3.3/24',
+    ip: '10.244.3.2',
+    cidr: '10.244.3.2/24',
     gateway: '10.244.3.1',
     network: 'flannel.4096',
   });
