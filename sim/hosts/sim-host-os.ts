@@ -18,6 +18,10 @@ import type {
   UpdateInstallResult,
 } from '../../src/agent/host-os.ts';
 import { kubeletHealthzPort, kubeProxyHealthzPort } from '../../src/agent/node-health.ts';
+import {
+  type CniAddressRequest,
+  reserveCniAddressScript,
+} from '../../src/agent/windows/cni-address.ts';
 import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
 import type { DefenderThreatList } from '../../src/agent/windows/defender.ts';
 import {
@@ -59,6 +63,7 @@ import { errorCode, fsError } from './file-system-error.ts';
 import { ipConfiguration } from './ip-configuration.ts';
 import type { SimMachine } from './machine.ts';
 import { ScmError, type ScmServiceConfig, scmErrorText } from './service-control-manager.ts';
+import { reserveHostLocalAddress } from './sim-cni.ts';
 
 export interface SimHostOSOptions {
   /** The process this HostOS belongs to; once it is dead, calls never settle. */
@@ -367,6 +372,22 @@ export class SimHostOS implements HostOS {
       return this.#machine.hns.ensure(spec.name, spec.type, [
         { addressPrefix: spec.addressPrefix, gateway: spec.gateway },
       ]);
+    });
+  }
+
+  /**
+   * What reserveCniAddressScript does: host-local ADD for the id on the network's store, or
+   * the address the id holds (its duplicate-allocation error), after host-local.exe is found.
+   */
+  reserveCniAddress(request: CniAddressRequest): Promise<string> {
+    return this.#live(async () => {
+      reserveCniAddressScript(request); // refuses what the script refuses
+      const exe = `${request.binDir.replace(/\\$/, '')}\\host-local.exe`;
+      if ((await this.#machine.fs.stat(exe))?.kind !== 'file')
+        throw new Error(
+          `The term '${exe}' is not recognized as the name of a cmdlet, function, script file, or operable program.`,
+        );
+      return reserveHostLocalAddress(this.#machine.fs, request);
     });
   }
 

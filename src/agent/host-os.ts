@@ -7,6 +7,7 @@
 
 import type { ReportedUpdate } from '../api/windows-updates.ts';
 import type { HostNetwork } from '../hostaccess/node-address.ts';
+import type { CniAddressRequest } from './windows/cni-address.ts';
 import type { DefenderThreatList } from './windows/defender.ts';
 import type { GmsaHostFacts } from './windows/gmsa-host-facts.ts';
 import type { StoredCertificate, WinHttpProxy } from './windows/root-certificates.ts';
@@ -203,6 +204,11 @@ export interface HostOS {
    * getOrCreateNetwork does).
    */
   createHnsNetwork(spec: HnsNetworkSpec): Promise<HnsNetwork>;
+  /**
+   * Reserves an address in host-local's store of a pod network for `containerId`, running the
+   * CNI host-local plugin (windows/cni-address.ts); the same id again gets the address it holds.
+   */
+  reserveCniAddress(request: CniAddressRequest): Promise<string>;
 
   // Windows Firewall (inbound rules).
   /** Creates the enabled inbound allow rule, or makes the rule of that name match it. */

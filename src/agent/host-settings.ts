@@ -16,8 +16,10 @@
  * - the agent's own service environment (host-settings' proxy, agentEnvironment), read when the
  *   agent next starts.
  */
+
 import { WinfleetError } from '../errors/catalog.ts';
 import { agentEnvironment } from '../hostsettings/node-host-settings.ts';
+import type { NodeNetwork } from '../network/node-network.ts';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
 import { paths } from './agent-config.ts';
 import type { AgentState, HostSettingsState } from './agent-state.ts';
@@ -149,6 +151,8 @@ export async function applyHostSettings(
      * PowerShell launch on Windows, too many for every pass); bootstrap sets it itself.
      */
     machineEnvironment?: boolean;
+    /** The node's pod network, whose CNI directories containerd's config names. */
+    network?: NodeNetwork;
   } = {},
 ): Promise<{ restart: Set<string> }> {
   const restart = new Set<string>();
@@ -158,8 +162,15 @@ export async function applyHostSettings(
   // to read (never otherwise: a containerd restart outside a rollout for nothing).
   const needsConfigPath = (manifest.hostSettings?.registryHosts?.length ?? 0) > 0;
   const config = (await host.readFile(paths.containerdConfig))?.toString('utf8');
-  if (needsConfigPath && config !== containerdConfig()) {
-    await host.writeFile(paths.containerdConfig, containerdConfig());
+  const wanted = containerdConfig(options.network);
+  // Also when the CNI directories changed (a new network mode, through the pool's rollout).
+  const cniDirs = (text: string | undefined) =>
+    (text ?? '')
+      .split('\n')
+      .filter((line) => /^\s*(bin_dir|conf_dir) =/.test(line))
+      .join('\n');
+  if (config !== wanted && (needsConfigPath || cniDirs(config) !== cniDirs(wanted))) {
+    await host.writeFile(paths.containerdConfig, wanted);
     if (manifest.services.some((s) => s.name === 'containerd')) restart.add('containerd');
   }
   await syncWinHttpProxy(host, manifest, state);

@@ -7,6 +7,7 @@
  */
 import { stringify } from 'yaml';
 import { cidrCovers, formatIpv4, formatIpv4Cidr, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
+import { defaultNodeNetwork, type NodeNetwork } from '../network/node-network.ts';
 import { cniNetworkName, hostPaths } from '../servicesmanifest/host-paths.ts';
 import type { NodeVariable } from '../servicesmanifest/services-manifest.ts';
 import { type BootstrapConfig, kubeDir, type NodeSettings, paths } from './agent-config.ts';
@@ -84,7 +85,19 @@ export function kubeletConfiguration(settings: NodeSettings): string {
   });
 }
 
-export function containerdConfig(): string {
+/**
+ * containerd's config.toml: its named pipe, registry hosts, and the CNI directories of the
+ * node's network mode: winfleet's own (C:\k\cni) unless the cluster's CNI brings its Windows
+ * agent (external), whose DaemonSet installs into the directories it names (Calico's
+ * Installation.spec.windowsNodes.cniConfigDir and cniBinDir, Antrea's C:\etc\cni\net.d and
+ * C:\opt\cni\bin).
+ */
+export function containerdConfig(network: NodeNetwork = defaultNodeNetwork): string {
+  const toml = (path: string) => path.replaceAll('\\', '\\\\');
+  const binDir =
+    network.mode === 'external' ? toml(network.cniBinDir) : `${toml(kubeDir)}\\\\cni\\\\bin`;
+  const confDir =
+    network.mode === 'external' ? toml(network.cniConfDir) : `${toml(kubeDir)}\\\\cni\\\\config`;
   return [
     'version = 2',
     `root = "C:\\\\ProgramData\\\\containerd\\\\root"`,
@@ -94,8 +107,8 @@ export function containerdConfig(): string {
     '  address = "\\\\\\\\.\\\\pipe\\\\containerd-containerd"',
     '',
     '[plugins."io.containerd.grpc.v1.cri".cni]',
-    `  bin_dir = "${kubeDir.replaceAll('\\', '\\\\')}\\\\cni\\\\bin"`,
-    `  conf_dir = "${kubeDir.replaceAll('\\', '\\\\')}\\\\cni\\\\config"`,
+    `  bin_dir = "${binDir}"`,
+    `  conf_dir = "${confDir}"`,
     '',
     // Registry mirrors and their CAs: one hosts.toml directory per registry (host-settings.ts).
     '[plugins."io.containerd.grpc.v1.cri".registry]',
@@ -192,6 +205,53 @@ export function cniConfig(settings: NodeSettings, nodePodCIDR: string): string {
               NeedEncap: true,
             }),
           ],
+        },
+      ],
+    },
+    null,
+    2,
+  );
+}
+
+/** Where flanneld reads the cluster's net-conf.json on the node (its --net-config-path). */
+export const flannelNetConfPath = `${kubeDir}\\flannel\\net-conf.json`;
+
+/**
+ * The CNI config of a flannel-vxlan node: flannel's CNI plugin, which reads the subnet flanneld
+ * leased (subnet.env) and delegates to win-overlay on flanneld's Overlay network flannel.<VNI>,
+ * with the endpoint policies RKE2 and sig-windows-tools give it (rancher/rke2
+ * pkg/windows/flannel.go flannelCniConflistTemplate): OutBoundNAT except to the cluster pod
+ * CIDR and the service CIDR, SDNRoute with NeedEncap for the service CIDR, and ProviderAddress
+ * the node's IP (the VXLAN tunnel's outer source). flannel sets the delegate's name and IPAM
+ * itself (host-local on the leased subnet).
+ */
+export function flannelCniConfig(settings: NodeSettings, vni: number): string {
+  const endpointPolicy = (Type: string, Settings: Record<string, unknown>) => ({
+    Name: 'EndpointPolicy',
+    Value: { Type, Settings },
+  });
+  return JSON.stringify(
+    {
+      cniVersion: '1.0.0',
+      name: `flannel.${vni}`,
+      plugins: [
+        {
+          type: 'flannel',
+          capabilities: { portMappings: true, dns: true },
+          delegate: {
+            type: 'win-overlay',
+            apiVersion: 2,
+            Policies: [
+              endpointPolicy('OutBoundNAT', {
+                Exceptions: [settings.podCIDR, settings.serviceCIDR],
+              }),
+              endpointPolicy('SDNRoute', {
+                DestinationPrefix: settings.serviceCIDR,
+                NeedEncap: true,
+              }),
+              endpointPolicy('ProviderAddress', { ProviderAddress: settings.nodeIP }),
+            ],
+          },
         },
       ],
     },

@@ -162,6 +162,7 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
     const settings = await applyHostSettings(host, manifest, state, {
       agentService: true,
+      ...(config.network ? { network: config.network } : {}),
       machineEnvironment: state.version !== manifest.version,
     });
     for (const name of settings.restart) restart.add(name);

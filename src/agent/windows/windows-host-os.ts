@@ -45,6 +45,11 @@ import type {
   UpdateInstallResult,
 } from '../host-os.ts';
 import { loopbackHttpGet } from '../node-health-http.ts';
+import {
+  type CniAddressRequest,
+  parseCniAddressOutput,
+  reserveCniAddressScript,
+} from './cni-address.ts';
 import { type CommandRunner, childProcessRunner } from './command-runner.ts';
 import {
   type DefenderThreatList,
@@ -578,6 +583,15 @@ export class WindowsHostOS implements HostOS {
     );
     if (!result.available) throw hnsUnavailableError(action, result.tried);
     return result.network;
+  }
+
+  /** Runs host-local.exe to reserve an address (cni-address.ts). */
+  async reserveCniAddress(request: CniAddressRequest): Promise<string> {
+    const stdout = await this.#runPowerShell(
+      reserveCniAddressScript(request),
+      `reserve an address on ${request.network} for ${request.containerId}`,
+    );
+    return parseCniAddressOutput(stdout, request);
   }
 
   // Root certificates and the WinHTTP proxy.

@@ -1,0 +1,112 @@
+/**
+ * What a Windows node's pod network is, as the operator hands it to the agent (in the
+ * bootstrap config and winfleet-join) and the services manifest is built for: one of the
+ * network modes, with what that mode needs on the node. The agent and the manifest read only
+ * this; how a mode is chosen and checked against the cluster is resolve-network's.
+ *
+ * - routed: winfleet's own L2Bridge network `winfleet` (sdnbridge, host-local on the Node's
+ *   spec.podCIDR); something outside routes each node's pod CIDR.
+ * - flannel-vxlan: flanneld (kube subnet manager) makes the Overlay network `flannel.<VNI>` and
+ *   the remote-subnet routes; pods through flannel's CNI plugin delegating to win-overlay;
+ *   kube-proxy on that network with a source VIP (winkernel needs one on an overlay).
+ * - external: the cluster's CNI brings its own Windows agent (a HostProcess DaemonSet):
+ *   winfleet writes no CNI config and makes no network; containerd uses the CNI's directories.
+ */
+
+export type NodeNetwork =
+  | { mode: 'routed' }
+  | {
+      mode: 'flannel-vxlan';
+      /** The VXLAN network identifier (net-conf.json Backend.VNI): the network is flannel.<vni>. */
+      vni: number;
+      /** net-conf.json as the cluster's flannel has it, for flanneld on the node. */
+      netConf: string;
+    }
+  | {
+      mode: 'external';
+      /** containerd's CNI directories: where the CNI's DaemonSet installs. */
+      cniConfDir: string;
+      cniBinDir: string;
+      /** winfleet's kube-proxy runs (on `networkName`) only when the CNI brings none. */
+      kubeProxy: boolean;
+      /** The HNS network the CNI makes, when known (health checks, kube-proxy). */
+      networkName?: string;
+    };
+
+export type NodeNetworkMode = NodeNetwork['mode'];
+
+/** routed's HNS network and CNI network name. */
+export const routedNetworkName = 'winfleet';
+
+/** The HNS network pods are on, when the mode knows its name. */
+export function podNetworkName(network: NodeNetwork): string | undefined {
+  switch (network.mode) {
+    case 'routed':
+      return routedNetworkName;
+    case 'flannel-vxlan':
+      return `flannel.${network.vni}`;
+    case 'external':
+      return network.networkName;
+  }
+}
+
+/**
+ * Whether winfleet's own services make the pod network (so its repairs may make it again):
+ * routed (sdnbridge) and flannel (flanneld, a winfleet service). Never a CNI's own.
+ */
+export function winfleetOwnsNetwork(network: NodeNetwork): boolean {
+  return network.mode !== 'external';
+}
+
+/** Whether kube-proxy runs on the node, and on which network. */
+export function kubeProxyNetwork(network: NodeNetwork): string | undefined {
+  if (network.mode === 'external' && !network.kubeProxy) return undefined;
+  return podNetworkName(network) ?? undefined;
+}
+
+/** Whether the pod network is an overlay, on which winkernel needs --source-vip. */
+export function needsSourceVip(network: NodeNetwork): boolean {
+  return network.mode === 'flannel-vxlan';
+}
+
+/** The UDP port an inbound firewall rule must open for the mode's encapsulation, if any. */
+export function encapsulationPort(network: NodeNetwork): number | undefined {
+  return network.mode === 'flannel-vxlan' ? 4789 : undefined;
+}
+
+/** The network of a node whose bootstrap config says none (an agent older than modes). */
+export const defaultNodeNetwork: NodeNetwork = { mode: 'routed' };
+
+/** NodeNetwork's JSON Schema, for the bootstrap config and winfleet-join (strict). */
+export const nodeNetworkSchema = {
+  oneOf: [
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['mode'],
+      properties: { mode: { const: 'routed' } },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['mode', 'vni', 'netConf'],
+      properties: {
+        mode: { const: 'flannel-vxlan' },
+        vni: { type: 'integer', minimum: 4096, maximum: 16777215 },
+        netConf: { type: 'string', minLength: 2, maxLength: 65536 },
+      },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['mode', 'cniConfDir', 'cniBinDir', 'kubeProxy'],
+      properties: {
+        mode: { const: 'external' },
+        cniConfDir: { type: 'string', pattern: '^[A-Za-z]:\\\\', maxLength: 260 },
+        cniBinDir: { type: 'string', pattern: '^[A-Za-z]:\\\\', maxLength: 260 },
+        kubeProxy: { type: 'boolean' },
+        networkName: { type: 'string', minLength: 1, maxLength: 256 },
+      },
+    },
+  ],
+} as const;
