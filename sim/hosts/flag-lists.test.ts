@@ -32,6 +32,7 @@ const values: Record<NodeVariable, string> = {
   serviceCIDR: '10.96.0.0/12',
   podCIDR: '10.244.0.0/16',
   apiServer: 'https://127.0.0.1:6443',
+  sourceVip: '10.244.3.2',
 };
 
 /** The manifest's arguments for each service, expanded as the agent expands them. */

@@ -53,6 +53,11 @@ export const standInFiles = [
   'host-local.exe',
   // The CNI plugin the node's conflist names (the simulated hosts' CNI needs it in C:\k\cni\bin).
   'sdnbridge.exe',
+  // flannel-vxlan: flanneld (a service through winfleet-service.exe), flannel's CNI plugin and
+  // the win-overlay plugin it delegates to.
+  'flanneld.exe',
+  'flannel.exe',
+  'win-overlay.exe',
   'winfleet-agent.exe',
   'winfleet-service.exe',
 ];

@@ -1,13 +1,15 @@
 /**
- * The node's CNI config follows its Node: the run loop writes it once the Node is registered and
- * has a pod CIDR (spec.podCIDR, from kube-controller-manager), rewrites it when that changes (a
- * Node deleted and registered again gets another one), and removes it while the Node has none.
- * Until it exists containerd reports NetworkPluginNotReady and the kubelet keeps the node
- * NotReady, as on any node whose pod network is not configured yet; bootstrap writes none.
+ * The node's CNI config follows its network mode and its Node: the run loop writes it once the
+ * Node is registered (routed: once it has a pod CIDR, spec.podCIDR from kube-controller-manager,
+ * rewritten when that changes and removed while the Node has none; flannel: its config and
+ * flanneld's net-conf.json; external: none of winfleet's). Until a config exists containerd
+ * reports NetworkPluginNotReady and the kubelet keeps the node NotReady, as on any node whose
+ * pod network is not configured yet; bootstrap writes none.
  */
 import type * as k8s from '@kubernetes/client-node';
+import { defaultNodeNetwork } from '../network/node-network.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
-import { cniConfig } from './node-files.ts';
+import { cniConfig, flannelCniConfig, flannelNetConfPath } from './node-files.ts';
 import type { AgentContext } from './run-agent.ts';
 
 /** What syncCniConfig did. */
@@ -23,17 +25,44 @@ function sayOnce(context: AgentContext, message: string): void {
 }
 
 /**
- * Brings the CNI config file in line with `node` (this host's Node as the API server has it). A
- * pod CIDR the config cannot use (not IPv4, too small, outside hosts.podCIDR) leaves no config
- * and says why: handing out addresses the cluster did not give this node would duplicate pod IPs.
+ * Brings the node's CNI files in line with its network mode and `node` (this host's Node as
+ * the API server has it):
+ * - routed: sdnbridge's config on the Node's pod CIDR, removed while the Node has none; a pod
+ *   CIDR the config cannot use (not IPv4, too small, outside hosts.podCIDR) leaves no config and
+ *   says why: handing out addresses the cluster did not give this node would duplicate pod IPs;
+ * - flannel-vxlan: the cluster's net-conf.json where flanneld reads it, and flannel's CNI
+ *   config (flannel itself takes the subnet it leased, from the Node's pod CIDR);
+ * - external: none of winfleet's (one left from an earlier mode goes): the cluster's CNI
+ *   writes its own into the directories containerd names.
  */
 export async function syncCniConfig(
   context: AgentContext,
   settings: AgentConfig,
   node: k8s.V1Node,
 ): Promise<CniConfigSync> {
+  const network = settings.network ?? defaultNodeNetwork;
   const host = context.hostOS;
   const existing = (await host.readFile(paths.cniConfig))?.toString('utf8');
+  if (network.mode === 'external') {
+    if (existing !== undefined) await host.removePath(paths.cniConfig);
+    sayOnce(
+      context,
+      `The cluster's CNI configures this node's pod network: its Windows agent writes its config into ${network.cniConfDir}, which containerd reads`,
+    );
+    return existing !== undefined ? 'removed' : 'absent';
+  }
+  if (network.mode === 'flannel-vxlan') {
+    const netConf = (await host.readFile(flannelNetConfPath))?.toString('utf8');
+    if (netConf !== network.netConf) await host.writeFile(flannelNetConfPath, network.netConf);
+    const wanted = flannelCniConfig(settings, network.vni);
+    if (existing === wanted && netConf === network.netConf) return 'unchanged';
+    await host.writeFile(paths.cniConfig, wanted);
+    sayOnce(
+      context,
+      `Wrote ${paths.cniConfig} for flannel (VNI ${network.vni}) and ${flannelNetConfPath} for flanneld`,
+    );
+    return 'written';
+  }
   const podCIDR = node.spec?.podCIDR;
   let wanted: string;
   if (!podCIDR) {

@@ -169,7 +169,9 @@ export async function applyHostSettings(
       .split('\n')
       .filter((line) => /^\s*(bin_dir|conf_dir) =/.test(line))
       .join('\n');
-  if (config !== wanted && (needsConfigPath || cniDirs(config) !== cniDirs(wanted))) {
+  // Only a config that names its directories (winfleet's own always did) is compared on them.
+  const dirsChanged = cniDirs(config) !== '' && cniDirs(config) !== cniDirs(wanted);
+  if (config !== wanted && (needsConfigPath || dirsChanged)) {
     await host.writeFile(paths.containerdConfig, wanted);
     if (manifest.services.some((s) => s.name === 'containerd')) restart.add('containerd');
   }

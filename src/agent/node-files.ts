@@ -260,8 +260,14 @@ export function flannelCniConfig(settings: NodeSettings, vni: number): string {
   );
 }
 
-/** The values of {{variables}} in service arguments for this node. */
-export function nodeVariableValues(settings: NodeSettings): Record<NodeVariable, string> {
+/**
+ * The values of {{variables}} in service arguments for this node; `sourceVip` is empty until
+ * the agent reserved it (source-vip.ts).
+ */
+export function nodeVariableValues(
+  settings: NodeSettings,
+  runtime: { sourceVip?: string } = {},
+): Record<NodeVariable, string> {
   return {
     nodeName: settings.nodeName,
     nodeIP: settings.nodeIP,
@@ -275,5 +281,6 @@ export function nodeVariableValues(settings: NodeSettings): Record<NodeVariable,
     serviceCIDR: settings.serviceCIDR,
     podCIDR: settings.podCIDR,
     apiServer: settings.apiServer,
+    sourceVip: runtime.sourceVip ?? '',
   };
 }

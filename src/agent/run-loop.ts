@@ -7,6 +7,7 @@
  * the host can run gMSA pods (gmsa-readiness.ts), and — only once the node is Ready — records
  * the applied version on its Node. It acts with the node's own credentials.
  */
+
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import type { DeconfigureReport } from '../api/deconfigure-report.ts';
@@ -24,6 +25,7 @@ import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
 import {
   parseServicesManifest,
   type ServicesManifest,
+  servicesUsing,
 } from '../servicesmanifest/services-manifest.ts';
 import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-config.ts';
 import { readState, writeState } from './agent-state.ts';
@@ -51,6 +53,7 @@ import {
 import { fetchPublishedManifest } from './published-manifest.ts';
 import { removeStaleCopiesOf } from './replace-executable.ts';
 import type { AgentContext } from './run-agent.ts';
+import { syncSourceVip } from './source-vip.ts';
 import { stopOnStdinEofVariable } from './windows/service-shim.ts';
 import { syncWindowsUpdates, windowsUpdateWatchKey } from './windows-updates.ts';
 
@@ -152,13 +155,18 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     // The node's own credentials work: the bootstrap token and its kubeconfig are no longer
     // needed (a re-bootstrap gets fresh ones from the operator).
     if (node) await removeBootstrapFiles(host);
-    // The pod network follows the Node's spec.podCIDR (cni-config.ts).
+    // The pod network follows the mode and the Node's spec.podCIDR (cni-config.ts).
     if (node) await syncCniConfig(context, config, node);
+    // kube-proxy's source VIP on an overlay (source-vip.ts).
+    const sourceVip = await syncSourceVip(context, config, node);
     // kube-proxy's own certificate, asked for with the node's (kube-proxy-credentials.ts).
     const nodeClient = node ? kc : undefined;
     const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
     for (const name of proxy.restart) restart.add(name);
-    heldBack = proxy.holdBack;
+    // A service whose arguments use {{sourceVip}} waits until it is reserved.
+    heldBack = sourceVip
+      ? proxy.holdBack
+      : new Set([...proxy.holdBack, ...servicesUsing(manifest, 'sourceVip')]);
     // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
     const settings = await applyHostSettings(host, manifest, state, {
       agentService: true,
@@ -166,10 +174,10 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
       machineEnvironment: state.version !== manifest.version,
     });
     for (const name of settings.restart) restart.add(name);
-    await convergeServices(host, manifest, nodeVariableValues(config), state, {
+    await convergeServices(host, manifest, nodeVariableValues(config, { sourceVip }), state, {
       start: 'all',
       restart,
-      holdBack: proxy.holdBack,
+      holdBack: heldBack,
       // Services in a restart loop are not restarted blindly (node-health.ts).
       doNotRestart: servicesNotToRestart(context),
     });

@@ -1,11 +1,20 @@
 /**
  * The services manifest winfleet publishes for a payload: where each binary goes on the host
  * and how each node service runs — containerd and the kubelet during bootstrap, then
- * kube-proxy, csi-proxy and windows_exporter — with the kubelet flags the seeds and WMCO use.
+ * kube-proxy, csi-proxy and windows_exporter — with the kubelet flags the seeds and WMCO use,
+ * and what the cluster's network mode needs (src/network/node-network.ts): flanneld for
+ * flannel-vxlan, kube-proxy on the mode's network (with a source VIP on an overlay) or none.
  */
+import { createHash } from 'node:crypto';
 
 import { type NodeHostSettings, withHostSettings } from '../hostsettings/node-host-settings.ts';
-import { cniNetworkName, hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
+import {
+  defaultNodeNetwork,
+  kubeProxyNetwork,
+  type NodeNetwork,
+  needsSourceVip,
+} from '../network/node-network.ts';
+import { hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import type {
   ManifestFile,
   ManifestLogRunner,
@@ -17,6 +26,7 @@ import {
   logRunnerPrograms,
   operatorInstalledFiles,
   type Payload,
+  serviceShimFileName,
 } from './payload.ts';
 
 /** Where each known payload file is installed. CNI plugins go to C:\k\cni\bin. */
@@ -99,12 +109,33 @@ const serviceTemplates: Record<string, ServiceTemplate> = {
       `--kubeconfig=${hostPaths.kubeProxyKubeconfig}`,
       '--hostname-override={{nodeName}}',
       '--proxy-mode=kernelspace',
-      // Without it (or KUBE_NETWORK) kube-proxy on Windows exits at start.
-      `--network-name=${cniNetworkName}`,
+      // Without it (or KUBE_NETWORK) kube-proxy on Windows exits at start; the mode's network
+      // (servicesManifestFor), and --source-vip={{sourceVip}} after it on an overlay.
+      '--network-name={{network}}',
       // The cluster-wide pod CIDR (config hosts.podCIDR), not the node's.
       '--cluster-cidr={{podCIDR}}',
       '--v=2',
     ],
+    dependencies: ['kubelet'],
+    priority: 2,
+    bootstrap: false,
+  },
+  // flannel-vxlan only (servicesManifestFor): flanneld.exe (flannel-io/flannel) with the kube
+  // subnet manager, as RKE2 runs it on Windows (pkg/windows/flannel.go), with the node's own
+  // credentials (the Node authorizer lets it patch its own Node's annotations, list and watch
+  // Nodes). It has no Windows service support: winfleet-service.exe runs it.
+  'flanneld.exe': {
+    name: 'flanneld',
+    displayName: 'flanneld',
+    description: 'Joins this node to the cluster’s Flannel VXLAN pod network (winfleet)',
+    args: [
+      '--kube-subnet-mgr',
+      `--kubeconfig-file=${hostPaths.kubeconfig}`,
+      '--iface={{nodeIP}}',
+      `--net-config-path=${kubeDir}\\flannel\\net-conf.json`,
+      '--ip-masq=false',
+    ],
+    env: { NODE_NAME: '{{nodeName}}' },
     dependencies: ['kubelet'],
     priority: 2,
     bootstrap: false,
@@ -140,23 +171,59 @@ const serviceTemplates: Record<string, ServiceTemplate> = {
  */
 export function servicesManifestFor(
   payload: Payload,
-  options: { kubeletPriorityClass?: string; hostSettings?: NodeHostSettings } = {},
+  options: {
+    kubeletPriorityClass?: string;
+    hostSettings?: NodeHostSettings;
+    network?: NodeNetwork;
+  } = {},
 ): ServicesManifest {
+  const network = options.network ?? defaultNodeNetwork;
   const files: ManifestFile[] = [];
   const services: ManifestService[] = [];
   const runner = payload.files.find((f) => f.name.toLowerCase() === logRunnerFileName);
+  const shim = payload.files.find((f) => f.name.toLowerCase() === serviceShimFileName);
+  const proxyNetwork = kubeProxyNetwork(network);
   for (const file of payload.files) {
     // The agent and its service shim are installed by the operator itself (payload-sync.ts).
     if (operatorInstalledFiles.includes(file.name.toLowerCase())) continue;
     const path = installPath(file.name);
     files.push({ payload: file.name, path, sha256: file.sha256 });
     const template = serviceTemplates[file.name.toLowerCase()];
-    if (template) {
-      const args = template.args.map((a) =>
-        a.startsWith('--windows-priorityclass=') && options.kubeletPriorityClass
-          ? `--windows-priorityclass=${options.kubeletPriorityClass}`
-          : a,
-      );
+    const lower = file.name.toLowerCase();
+    // Services of other modes are left out (their binaries are installed all the same).
+    const wanted =
+      (lower !== 'flanneld.exe' || network.mode === 'flannel-vxlan') &&
+      (lower !== 'kube-proxy.exe' || proxyNetwork !== undefined);
+    if (template && wanted) {
+      const args = template.args.flatMap((a) => {
+        if (a.startsWith('--windows-priorityclass=') && options.kubeletPriorityClass)
+          return [`--windows-priorityclass=${options.kubeletPriorityClass}`];
+        if (a === '--network-name={{network}}') {
+          const vip = needsSourceVip(network) ? ['--source-vip={{sourceVip}}'] : [];
+          return [`--network-name=${proxyNetwork}`, ...vip];
+        }
+        return [a];
+      });
+      if (lower === 'flanneld.exe') {
+        if (!shim)
+          throw new RangeError(
+            `Payload ${payload.version} has flanneld.exe but not ${serviceShimFileName}, which runs it as a service; rebuild the payload with make payload`,
+          );
+        const shimPath = `${kubeDir}\\${shim.name}`;
+        if (!files.some((f) => f.path === shimPath))
+          files.push({ payload: shim.name, path: shimPath, sha256: shim.sha256 });
+        services.push({
+          ...template,
+          args,
+          binary: path,
+          serviceShim: {
+            binary: shimPath,
+            logDir: `${hostPaths.logs}\\${template.name}`,
+            stopTimeout: '10s',
+          },
+        });
+        continue;
+      }
       const logged = logRunnerPrograms.includes(file.name.toLowerCase());
       if (logged && !runner)
         throw new RangeError(
@@ -184,8 +251,13 @@ export function servicesManifestFor(
           .replace(/_PRIORITY_CLASS$/, '')
           .replace('_', '')
           .toLowerCase()}`;
+  // A network mode other than routed is its own manifest too.
+  const networkSuffix =
+    network.mode === 'routed'
+      ? ''
+      : `-n${createHash('sha256').update(JSON.stringify(network)).digest('hex').slice(0, 8)}`;
   return withHostSettings(
-    { version: `${payload.version}${suffix}`, services, files },
+    { version: `${payload.version}${suffix}${networkSuffix}`, services, files },
     options.hostSettings,
   );
 }

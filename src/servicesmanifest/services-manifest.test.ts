@@ -225,7 +225,7 @@ test('a service environment is checked as strictly as the manifest one, per serv
     'services.2.env.A=B: not a Windows environment variable name; use 1 to 255 characters without "="',
   ]);
   assert.deepEqual(problems(withEnv({ X: '{{secret}}' })), [
-    'services.2.env.X: unknown variable {{secret}}; use one of nodeName, nodeIP, nodeLabels, hostname, kubeDir, clusterDNS, clusterDomain, serviceCIDR, podCIDR, apiServer',
+    'services.2.env.X: unknown variable {{secret}}; use one of nodeName, nodeIP, nodeLabels, hostname, kubeDir, clusterDNS, clusterDomain, serviceCIDR, podCIDR, apiServer, sourceVip',
   ]);
   const wrongType = withEnv({}) as unknown as { services: { env: unknown }[] };
   wrongType.services[2]!.env = { X: 3 };

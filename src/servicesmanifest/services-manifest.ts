@@ -34,6 +34,11 @@ export const nodeVariables = [
   'serviceCIDR',
   'podCIDR',
   'apiServer',
+  /**
+   * kube-proxy's --source-vip on an overlay network: an address of this node's pod subnet the
+   * agent reserves in host-local's store (source-vip.ts); a service using it waits until it is.
+   */
+  'sourceVip',
 ] as const;
 export type NodeVariable = (typeof nodeVariables)[number];
 
@@ -63,6 +68,23 @@ export interface ManifestService {
    * kubelet and kube-proxy log only to standard error (klog's --log-file went in 1.26).
    */
   logRunner?: ManifestLogRunner;
+  /**
+   * Runs `binary` under winfleet-service.exe (windows/service), which becomes the service's
+   * executable and answers the service control manager for a program that cannot (flanneld
+   * has no Windows service support): the program's output goes to winfleet-agent.log in
+   * `logDir`, and a stop ends it after the shim's stop timeout. Not with `logRunner`.
+   */
+  serviceShim?: ManifestServiceShim;
+}
+
+/** winfleet-service.exe and its flags (windows/service/options.go). */
+export interface ManifestServiceShim {
+  /** Full Windows path of winfleet-service.exe: a payload file of this manifest. */
+  binary: string;
+  /** Its --log-dir: a directory directly in C:\k\logs, one per service. */
+  logDir: string;
+  /** Its --stop-timeout, a Go duration from 1s to 10m (default 30s). */
+  stopTimeout?: string;
 }
 
 /** kube-log-runner.exe and its flags (k8s.io/component-base/logs/kube-log-runner). */
@@ -77,9 +99,11 @@ export interface ManifestLogRunner {
   maxAge?: string;
 }
 
-/** The executables a service runs: its program, and kube-log-runner.exe when it has one. */
+/** The executables a service runs: its program, and kube-log-runner.exe or the shim. */
 export function serviceExecutables(service: ManifestService): string[] {
-  return service.logRunner ? [service.binary, service.logRunner.binary] : [service.binary];
+  if (service.logRunner) return [service.binary, service.logRunner.binary];
+  if (service.serviceShim) return [service.binary, service.serviceShim.binary];
+  return [service.binary];
 }
 
 /** The service's executable and arguments, after kube-log-runner.exe's flags when it has one. */
@@ -87,6 +111,12 @@ export function serviceCommand(
   service: ManifestService,
   args: string[],
 ): { binaryPath: string; args: string[] } {
+  const shim = service.serviceShim;
+  if (shim) {
+    const flags = ['--log-dir', shim.logDir];
+    if (shim.stopTimeout !== undefined) flags.push('--stop-timeout', shim.stopTimeout);
+    return { binaryPath: shim.binary, args: [...flags, '--', service.binary, ...args] };
+  }
   const runner = service.logRunner;
   if (!runner) return { binaryPath: service.binary, args };
   const flags = [`-log-file=${runner.logFile}`];
@@ -176,6 +206,16 @@ const schema = {
               // suffixes; "K" is not one.
               maxSize: { type: 'string', pattern: '^[1-9][0-9]{0,5}(Ki|Mi|Gi|k|M|G)$' },
               maxAge: { type: 'string', pattern: '^[1-9][0-9]{0,5}(h|m)$' },
+            },
+          },
+          serviceShim: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['binary', 'logDir'],
+            properties: {
+              binary: { type: 'string', pattern: '^[A-Za-z]:\\\\' },
+              logDir: { type: 'string', pattern: '^[A-Za-z]:\\\\[^{}]*$' },
+              stopTimeout: { type: 'string', pattern: '^([1-9][0-9]?s|10m|[1-9]m)$' },
             },
           },
         },
@@ -304,13 +344,54 @@ export function environmentProblems(
 }
 
 /**
+ * Problems with the services' shims: winfleet-service.exe runs as LocalSystem, so it must be a
+ * payload file; its log directory is a directory of its own directly in C:\k\logs.
+ */
+function serviceShimProblems(manifest: ServicesManifest, files: Set<string>): string[] {
+  const problems: string[] = [];
+  const logsDir = `${hostPaths.logs.toLowerCase()}\\`;
+  const logDirs = new Map<string, string>();
+  manifest.services.forEach((service, index) => {
+    const shim = service.serviceShim;
+    if (!shim) return;
+    const field = `services.${index}.serviceShim`;
+    if (service.logRunner)
+      problems.push(`${field}: a service runs under kube-log-runner.exe or the shim, not both`);
+    const binaryProblem = confinedPathProblem(shim.binary);
+    if (binaryProblem) problems.push(`${field}.binary: ${binaryProblem}`);
+    else if (!files.has(shim.binary.toLowerCase()))
+      problems.push(
+        `${field}.binary: "${shim.binary}" is not the path of a file of this manifest; winfleet-service.exe must be a payload file with its SHA-256`,
+      );
+    const dir = shim.logDir.toLowerCase();
+    const dirProblem = confinedPathProblem(shim.logDir);
+    if (dirProblem) problems.push(`${field}.logDir: ${dirProblem}`);
+    else if (
+      !dir.startsWith(logsDir) ||
+      dir.slice(logsDir.length).includes('\\') ||
+      dir === logsDir
+    )
+      problems.push(
+        `${field}.logDir: "${shim.logDir}" is not a directory directly in ${hostPaths.logs}; give each service its own, e.g. ${hostPaths.logs}\\${service.name}`,
+      );
+    const other = logDirs.get(dir);
+    if (other !== undefined)
+      problems.push(
+        `${field}.logDir: "${shim.logDir}" is also the log directory of service "${other}"`,
+      );
+    logDirs.set(dir, service.name);
+  });
+  return problems;
+}
+
+/**
  * Problems with the services' log runners: kube-log-runner.exe runs as LocalSystem like any
  * service binary, so it must be a payload file; and it appends to its log file whatever the
  * program prints, so that file must be a .log file in C:\k\logs (never an executable or a
  * file another component reads) and no two services may share one.
  */
 function logRunnerProblems(manifest: ServicesManifest, files: Set<string>): string[] {
-  const problems: string[] = [];
+  const problems: string[] = [...serviceShimProblems(manifest, files)];
   const logsDir = `${hostPaths.logs.toLowerCase()}\\`;
   const logFiles = new Map<string, string>();
   manifest.services.forEach((service, index) => {
@@ -497,6 +578,18 @@ export function startOrder(manifest: ServicesManifest): ManifestService[] {
   return [...manifest.services].sort(
     (a, b) => a.priority - b.priority || a.name.localeCompare(b.name),
   );
+}
+
+/** The services whose arguments or environment use {{variable}}. */
+export function servicesUsing(manifest: ServicesManifest, variable: NodeVariable): string[] {
+  const token = `{{${variable}}}`;
+  return manifest.services
+    .filter(
+      (s) =>
+        s.args.some((a) => a.includes(token)) ||
+        Object.values(s.env ?? {}).some((v) => v.includes(token)),
+    )
+    .map((s) => s.name);
 }
 
 /** Replaces {{variable}} in `arg` with the node's values. */

@@ -9,6 +9,7 @@
  * allocated to <id>, duplicate allocation is not allowed" when this id already holds one, whose
  * address is then the one reserved.
  */
+import { WinfleetError } from '../../errors/catalog.ts';
 import { parseIpv4, parseIpv4Cidr } from '../../net/ipv4-cidr.ts';
 import { powerShellScript, quotePowerShellString } from '../../powershell/powershell.ts';
 
@@ -103,7 +104,8 @@ export function parseCniAddressOutput(stdout: string, request: CniAddressRequest
     );
   if (duplicate && duplicate[2] === request.containerId && inSubnet(duplicate[1]!))
     return duplicate[1]!;
-  throw new Error(
+  throw new WinfleetError(
+    'WF_WINDOWS_COMMAND_FAILED',
     `host-local reserved no address in ${request.subnet} for ${request.containerId}: ${message || JSON.stringify(answer).slice(0, 200)}`,
   );
 }

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { writeStandInPayload } from '../../sim/testkit/payload.ts';
+import type { NodeNetwork } from '../network/node-network.ts';
+import { parseServicesManifest, serviceCommand } from '../servicesmanifest/services-manifest.ts';
+import { servicesManifestFor } from './node-services.ts';
+
+async function payload(t: { after(fn: () => Promise<void>): void }) {
+  const dir = await mkdtemp(join(tmpdir(), 'winfleet-node-services-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return writeStandInPayload(dir);
+}
+
+const flannel: NodeNetwork = {
+  mode: 'flannel-vxlan',
+  vni: 4096,
+  netConf: '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}',
+};
+
+test('routed: kube-proxy on winfleet’s network, no flanneld, the payload’s version', async (t) => {
+  const p = await payload(t);
+  const manifest = servicesManifestFor(p);
+  const proxy = manifest.services.find((s) => s.name === 'kube-proxy')!;
+  assert.ok(proxy.args.includes('--network-name=winfleet'));
+  assert.equal(
+    proxy.args.some((a) => a.startsWith('--source-vip')),
+    false,
+  );
+  assert.equal(
+    manifest.services.some((s) => s.name === 'flanneld'),
+    false,
+  );
+  assert.equal(manifest.version, p.version);
+  // flanneld.exe is installed all the same (a later mode change needs no new payload).
+  assert.ok(manifest.files.some((f) => f.path === 'C:\\k\\flanneld.exe'));
+});
+
+test('flannel-vxlan: flanneld through winfleet-service.exe with the node’s credentials, kube-proxy on flannel.4096 with the source VIP', async (t) => {
+  const p = await payload(t);
+  const manifest = servicesManifestFor(p, { network: flannel });
+  const flanneld = manifest.services.find((s) => s.name === 'flanneld')!;
+  assert.deepEqual(flanneld.serviceShim, {
+    binary: 'C:\\k\\winfleet-service.exe',
+    logDir: 'C:\\k\\logs\\flanneld',
+    stopTimeout: '10s',
+  });
+  assert.deepEqual(flanneld.env, { NODE_NAME: '{{nodeName}}' });
+  assert.deepEqual(flanneld.dependencies, ['kubelet']);
+  assert.deepEqual(serviceCommand(flanneld, flanneld.args), {
+    binaryPath: 'C:\\k\\winfleet-service.exe',
+    args: [
+      '--log-dir',
+      'C:\\k\\logs\\flanneld',
+      '--stop-timeout',
+      '10s',
+      '--',
+      'C:\\k\\flanneld.exe',
+      '--kube-subnet-mgr',
+      '--kubeconfig-file=C:\\k\\kubeconfig',
+      '--iface={{nodeIP}}',
+      '--net-config-path=C:\\k\\flannel\\net-conf.json',
+      '--ip-masq=false',
+    ],
+  });
+  const proxy = manifest.services.find((s) => s.name === 'kube-proxy')!;
+  assert.deepEqual(
+    proxy.args.filter((a) => /^--(network-name|source-vip)/.test(a)),
+    ['--network-name=flannel.4096', '--source-vip={{sourceVip}}'],
+  );
+  assert.ok(
+    manifest.files.some((f) => f.path === 'C:\\k\\winfleet-service.exe'),
+    'the shim is a payload file',
+  );
+  assert.match(manifest.version, new RegExp(`^${p.version.replaceAll('.', '\\.')}-n[0-9a-f]{8}$`));
+  // A valid manifest: the shim a payload file, its log directory its own in C:\k\logs.
+  parseServicesManifest(JSON.stringify(manifest));
+});
+
+test('external: no kube-proxy when the CNI brings its own, or kube-proxy on the CNI’s network; never flanneld', async (t) => {
+  const p = await payload(t);
+  const dirs = { cniConfDir: 'C:\\etc\\cni\\net.d', cniBinDir: 'C:\\opt\\cni\\bin' };
+  const own = servicesManifestFor(p, { network: { mode: 'external', ...dirs, kubeProxy: false } });
+  assert.deepEqual(
+    own.services.filter((s) => s.name === 'kube-proxy' || s.name === 'flanneld'),
+    [],
+  );
+  const calico = servicesManifestFor(p, {
+    network: { mode: 'external', ...dirs, kubeProxy: true, networkName: 'Calico' },
+  });
+  assert.ok(
+    calico.services.find((s) => s.name === 'kube-proxy')!.args.includes('--network-name=Calico'),
+  );
+  assert.notEqual(own.version, calico.version, 'each network is its own manifest');
+});
+
+test('a manifest whose shim is not a payload file, or logs outside C:\\k\\logs, is refused', async (t) => {
+  const p = await payload(t);
+  const manifest = servicesManifestFor(p, { network: flannel });
+  const flanneld = manifest.services.find((s) => s.name === 'flanneld')!;
+  const withShim = (shim: object) =>
+    JSON.stringify({
+      ...manifest,
+      services: manifest.services.map((s) => (s === flanneld ? { ...s, serviceShim: shim } : s)),
+    });
+  assert.throws(
+    () =>
+      parseServicesManifest(
+        withShim({ binary: 'C:\\k\\other.exe', logDir: 'C:\\k\\logs\\flanneld' }),
+      ),
+    /serviceShim\.binary: "C:\\k\\other\.exe" is not the path of a file of this manifest/,
+  );
+  assert.throws(
+    () =>
+      parseServicesManifest(
+        withShim({ binary: 'C:\\k\\winfleet-service.exe', logDir: 'C:\\k\\pki' }),
+      ),
+    /serviceShim\.logDir: "C:\\k\\pki" is not a directory directly in C:\\k\\logs/,
+  );
+});
