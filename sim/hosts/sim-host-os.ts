@@ -61,6 +61,7 @@ import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import { simGmsaHostFacts } from './container-credential-guard.ts';
 import { errorCode, fsError } from './file-system-error.ts';
 import { ipConfiguration } from './ip-configuration.ts';
+import { kubeProxyStatus } from './kube-proxy-standin.ts';
 import type { SimMachine } from './machine.ts';
 import { ScmError, type ScmServiceConfig, scmErrorText } from './service-control-manager.ts';
 import { reserveHostLocalAddress } from './sim-cni.ts';
@@ -516,11 +517,35 @@ export class SimHostOS implements HostOS {
    * :10248/healthz and kube-proxy's :10256/healthz answer "ok" while their service runs;
    * anything else is refused, as a port nothing listens on.
    */
+  /**
+   * The health endpoints as the programs serve them: the kubelet's /healthz says `ok` while it
+   * runs; kube-proxy's serves only once its proxier runs (after its HNS network was found:
+   * before that its server has not started, so the port refuses) and answers 200 with a JSON
+   * body (kubernetes v1.36.5 pkg/proxy/healthcheck/proxy_health.go healthzHandler: lastUpdated,
+   * currentTime, nodeEligible, healthy, status per IP family), never `ok`.
+   */
   getLoopbackHttp(port: number, path: string): Promise<{ status: number; body: string }> {
     return this.#live(() => {
       const service = healthzServices[port];
-      if (path === '/healthz' && service && this.#machine.scm.query(service)?.state === 'running')
+      const running = service && this.#machine.scm.query(service)?.state === 'running';
+      if (path === '/healthz' && running && port === kubeletHealthzPort)
         return { status: 200, body: 'ok' };
+      if (path === '/healthz' && running && port === kubeProxyHealthzPort) {
+        const status = kubeProxyStatus(this.#machine);
+        if (status?.phase === 'running') {
+          const now = new Date().toISOString();
+          return {
+            status: 200,
+            body: JSON.stringify({
+              lastUpdated: now,
+              currentTime: now,
+              nodeEligible: true,
+              healthy: true,
+              status: { IPv4: { lastUpdated: now, healthy: true } },
+            }),
+          };
+        }
+      }
       throw Object.assign(new Error(`connect ECONNREFUSED 127.0.0.1:${port}`), {
         code: 'ECONNREFUSED',
       });

@@ -26,7 +26,11 @@ import type { DefenderThreatList } from './windows/defender.ts';
 /** A bootstrapped simulated host with every service running, and a Node the sync writes to. */
 async function world(
   t: Parameters<typeof createAgentTestHost>[0],
-  options: { agentHealth?: AgentHealthConfig } = {},
+  options: {
+    agentHealth?: AgentHealthConfig;
+    /** HostOS methods answered by the test instead of the simulated host. */
+    hostOverrides?: Partial<Record<string, unknown>>;
+  } = {},
 ) {
   const host = await createAgentTestHost(t);
   await prepareAsOperator(host.machine);
@@ -63,7 +67,11 @@ async function world(
     ...host.context,
     hostOS: new Proxy(hostOS, {
       get: (target, p, r) =>
-        p === 'defenderThreats' ? async () => threats : Reflect.get(target, p, r),
+        p === 'defenderThreats'
+          ? async () => threats
+          : typeof p === 'string' && options.hostOverrides?.[p]
+            ? options.hostOverrides[p]
+            : Reflect.get(target, p, r),
     }),
   };
   const pass = async () => {
@@ -327,4 +335,40 @@ test('a service that dies at once after each start: its restarts are counted fro
   const c = w.condition('FrequentServiceRestart')!;
   assert.equal(c.status, 'True');
   assert.match(c.message!, /^kubelet restarted 6 times in 10\.0 minutes/);
+});
+
+test('kube-proxy’s /healthz answers JSON, never ok: 200 is healthy, 503 is not; before its network exists it is not probed', async (t) => {
+  let answer = { status: 200, body: '' };
+  const probed: number[] = [];
+  const w = await world(t, {
+    hostOverrides: {
+      getLoopbackHttp: async (port: number) => {
+        probed.push(port);
+        if (port === 10248) return { status: 200, body: 'ok' };
+        return answer;
+      },
+    },
+  });
+  // No pod network yet: kube-proxy waits for it, unprobed (as the real one serves no healthz).
+  await w.pass();
+  assert.deepEqual(probed, [10248]);
+  assert.equal(w.condition('KubeProxyUnhealthy')!.status, 'False');
+  assert.equal(w.condition('KubeProxyUnhealthy')!.reason, 'WaitingForPodNetwork');
+  // The network exists: the JSON body kube-proxy v1.36 writes (proxy_health.go) is healthy.
+  w.machine.hns.ensure('winfleet', 'L2Bridge');
+  const now = '2026-11-23T01:00:30Z';
+  answer = {
+    status: 200,
+    body: `{"lastUpdated":"${now}","currentTime":"${now}","nodeEligible":true,"healthy":true,"status":{"IPv4":{"lastUpdated":"${now}","healthy":true}}}`,
+  };
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('KubeProxyUnhealthy')!.status, 'False');
+  assert.equal(w.condition('KubeProxyUnhealthy')!.reason, 'ServiceHealthy');
+  // Its 503 (a proxier that has not synced in time) is a failure, after two checks.
+  answer = { ...answer, status: 503 };
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('KubeProxyUnhealthy')!.status, 'True');
+  assert.match(w.condition('KubeProxyUnhealthy')!.message!, /HTTP 503/);
 });

@@ -36,7 +36,7 @@ import {
   stateFromNode,
 } from '../health/detector.ts';
 import { outsideRequest } from '../kube/winfleet-kube-config.ts';
-import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
+import { defaultNodeNetwork, podNetworkName } from '../network/node-network.ts';
 import type { AgentConfig } from './agent-config.ts';
 import type { AgentContext } from './run-agent.ts';
 
@@ -95,10 +95,20 @@ function errorText(error: unknown): string {
   return ((error as Error)?.message ?? String(error)).replace(/\s+/g, ' ').slice(0, 200);
 }
 
-async function probe(context: AgentContext, port: number): Promise<ProbeResult> {
+/**
+ * A health endpoint's answer. The kubelet's /healthz says `ok` (200); kube-proxy's answers 200
+ * or 503 with a JSON body (lastUpdated, currentTime, nodeEligible), never `ok` (kubernetes
+ * v1.36.5 pkg/proxy/healthcheck/proxy_health.go, healthzHandler.ServeHTTP): only its status
+ * counts.
+ */
+async function probe(
+  context: AgentContext,
+  port: number,
+  healthy: (answer: { status: number; body: string }) => boolean,
+): Promise<ProbeResult> {
   try {
     const answer = await context.hostOS.getLoopbackHttp(port, '/healthz');
-    if (answer.status === 200 && answer.body.trim() === 'ok') return { ok: true };
+    if (healthy(answer)) return { ok: true };
     return {
       ok: false,
       error: `HTTP ${answer.status} ${JSON.stringify(answer.body.trim().slice(0, 80))}`,
@@ -122,6 +132,7 @@ async function gather(
   now: number,
   heldBack: ReadonlySet<string>,
   settings: HealthSettings,
+  config: AgentConfig,
 ): Promise<HealthObservations> {
   const host = context.hostOS;
   const o: HealthObservations = { services: {} };
@@ -170,18 +181,37 @@ async function gather(
     (o.services as Record<CheckedService, ServiceObservation>)[name] = observation;
   }
   if (o.services.kubelet?.state === 'running')
-    o.kubeletHealthz = await probe(context, kubeletHealthzPort);
-  if (o.services['kube-proxy']?.state === 'running')
-    o.kubeProxyHealthz = await probe(context, kubeProxyHealthzPort);
+    o.kubeletHealthz = await probe(
+      context,
+      kubeletHealthzPort,
+      (a) => a.status === 200 && a.body.trim() === 'ok',
+    );
 
-  try {
-    const networks = await host.listHnsNetworks();
-    const present = networks.some((n) => n.name.toLowerCase() === cniNetworkName);
-    const bootId = node.status?.nodeInfo?.bootID ?? '';
-    if (present) memory.hnsSeenInBoot = bootId;
-    o.hnsNetwork = { name: cniNetworkName, present, expected: memory.hnsSeenInBoot === bootId };
-  } catch (error) {
-    context.stderr(`health: cannot list the HNS networks: ${errorText(error)}\n`);
+  // The pod network the mode names (none known: an external CNI's, not checked here).
+  const networkName = podNetworkName(config.network ?? defaultNodeNetwork);
+  let networkPresent = false;
+  if (networkName) {
+    try {
+      const networks = await host.listHnsNetworks();
+      networkPresent = networks.some((n) => n.name.toLowerCase() === networkName.toLowerCase());
+      const bootId = node.status?.nodeInfo?.bootID ?? '';
+      if (networkPresent) memory.hnsSeenInBoot = bootId;
+      o.hnsNetwork = {
+        name: networkName,
+        present: networkPresent,
+        expected: memory.hnsSeenInBoot === bootId,
+      };
+    } catch (error) {
+      context.stderr(`health: cannot list the HNS networks: ${errorText(error)}\n`);
+    }
+  }
+  // kube-proxy serves /healthz only once its network exists (it waits for it before its
+  // server starts: cmd/kube-proxy/app/server.go Run after createProxier, winkernel
+  // getNetworkInfo): before that a refused probe is the network's problem, not kube-proxy's.
+  if (o.services['kube-proxy']?.state === 'running') {
+    if (networkPresent || !networkName)
+      o.kubeProxyHealthz = await probe(context, kubeProxyHealthzPort, (a) => a.status === 200);
+    else o.kubeProxyWaitsFor = networkName;
   }
 
   if (sync.serverDate) {
@@ -303,6 +333,7 @@ export async function checkNodeHealth(
     now,
     options.heldBack ?? new Set(),
     settings,
+    config,
   );
   const result = detect(observations, memory.state, settings, now);
   memory.state = result.state;

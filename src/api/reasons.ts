@@ -294,6 +294,8 @@ export const NodeHealthReason = {
   FreeSpaceLow: 'FreeSpaceLow',
   // Cleared (status False)
   ServiceHealthy: 'ServiceHealthy',
+  /** KubeProxyUnhealthy=False: kube-proxy runs and waits for the pod network (no endpoint yet). */
+  WaitingForPodNetwork: 'WaitingForPodNetwork',
   NoRestartLoop: 'NoRestartLoop',
   NetworkPresent: 'NetworkPresent',
   ClockInSync: 'ClockInSync',

@@ -60,6 +60,11 @@ export interface HealthObservations {
   /** GET http://127.0.0.1:10256/healthz */
   kubeProxyHealthz?: ProbeResult;
   /**
+   * kube-proxy runs and its pod network (this HNS network) does not exist yet: it waits for it,
+   * so its health endpoint is not served and was not probed.
+   */
+  kubeProxyWaitsFor?: string;
+  /**
    * The CNI's HNS network: present, and whether it is expected (it existed earlier in this
    * boot: the CNI creates it with the first pod, so a fresh host without it is not a problem).
    */
@@ -369,6 +374,13 @@ export function detect(
       state.looping.includes(name),
     );
     if (reading) readings.set(serviceCondition[name], reading);
+  }
+  if (observations.kubeProxyWaitsFor && observations.services['kube-proxy']?.state === 'running') {
+    readings.set(NodeHealthCondition.KubeProxyUnhealthy, {
+      status: 'False',
+      reason: NodeHealthReason.WaitingForPodNetwork,
+      message: `Service kube-proxy runs and waits for the pod network ${observations.kubeProxyWaitsFor}; it serves http://127.0.0.1:10256/healthz once that network exists`,
+    });
   }
 
   const hns = observations.hnsNetwork;
