@@ -71,6 +71,8 @@ export interface KubeProxyFlags {
   hostnameOverride?: string;
   clusterCidr?: string;
   proxyMode?: string;
+  /** --source-vip: required on an Overlay network (winkernel NewProxier). */
+  sourceVip?: string;
   windowsService: boolean;
   verbosity: number;
   /** pflag's warnings for deprecated flags given. */
@@ -106,6 +108,7 @@ export function readKubeProxyFlags(
     hostnameOverride: value('hostname-override'),
     clusterCidr: value('cluster-cidr'),
     proxyMode: value('proxy-mode'),
+    sourceVip: value('source-vip'),
     // parsePflag has refused any value ParseBool refuses.
     windowsService: parseGoBool(value('windows-service') ?? 'false') === true,
     verbosity: Number(level),
@@ -291,6 +294,10 @@ class KubeProxyRun {
     this.#log('I', 'proxier.go', '"Cleaning up old HNS policy lists"');
     this.#machine.hns.removeAllLoadBalancers();
     await this.#waitForNetwork(networkName);
+    // winkernel NewProxier: an Overlay network needs --source-vip (v1.36.5 proxier.go).
+    const network = this.#machine.hns.find(networkName);
+    if (network?.type.toLowerCase() === 'overlay' && !flags.sourceVip)
+      throw new Error('unable to create proxier: source-vip flag not set');
     this.#status.phase = 'running';
     this.#log('I', 'server.go', '"Starting endpoint slice config controller"');
     const services = this.#reflect<k8s.V1Service>(
