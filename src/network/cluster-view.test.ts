@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { daemonSetView } from './cluster-view.ts';
+import { daemonSetView, shown } from './cluster-view.ts';
 
 const ds = (name: string, spec: k8s.V1PodSpec): k8s.V1DaemonSet => ({
   metadata: { name, namespace: 'kube-system' },
@@ -78,4 +78,10 @@ test('images, hostPath volumes, mounted ConfigMaps and HostProcess are what the 
     }),
   );
   assert.equal(containerLevel.hostProcess, true);
+});
+
+test('what the cluster holds is quoted short and on one line', () => {
+  assert.equal(shown('VXLAN'), 'VXLAN');
+  assert.equal(shown('a\nb\u0007c'), 'a?b?c');
+  assert.equal(shown('x'.repeat(100)), `${'x'.repeat(40)}…`);
 });

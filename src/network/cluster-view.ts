@@ -103,3 +103,14 @@ export function daemonSetView(ds: k8s.V1DaemonSet): DaemonSetView {
 
 /** namespace/name */
 export const refOf = (o: { namespace: string; name: string }) => `${o.namespace}/${o.name}`;
+
+/**
+ * A string from the cluster as a message may quote it: control characters shown as "?", cut
+ * to `max` characters. What a ConfigMap or custom resource holds is user input; a message
+ * (a condition's, an Event's, the check's) must stay short and on one line.
+ */
+export function shown(text: string, max = 40): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: they are what is replaced
+  const printable = text.replace(/[\x00-\x1f\x7f]/g, '?');
+  return printable.length > max ? `${printable.slice(0, max)}…` : printable;
+}

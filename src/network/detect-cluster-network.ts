@@ -24,7 +24,7 @@
  *   be configured during the installation" (OpenShift docs, "Configuring hybrid networking").
  */
 import type { ClusterView, ConfigMapView, DaemonSetView, Lookup } from './cluster-view.ts';
-import { refOf } from './cluster-view.ts';
+import { refOf, shown } from './cluster-view.ts';
 import {
   type CniId,
   type CniSignature,
@@ -263,7 +263,7 @@ function calicoDetection(
       : undefined;
   const network = objectAt(spec, 'calicoNetwork') ?? objectAt(computed, 'calicoNetwork');
   const dataplane = stringAt(network, 'windowsDataplane');
-  if (dataplane !== undefined) detection.windowsDataplane = dataplane;
+  if (dataplane !== undefined) detection.windowsDataplane = shown(dataplane);
   const pools = network?.ipPools;
   if (Array.isArray(pools)) {
     const v4 = pools.find(
@@ -272,7 +272,7 @@ function calicoDetection(
         !String((p as JsonObject).cidr).includes(':'),
     ) as JsonObject | undefined;
     const encapsulation = stringAt(v4, 'encapsulation');
-    if (encapsulation !== undefined) detection.encapsulation = encapsulation;
+    if (encapsulation !== undefined) detection.encapsulation = shown(encapsulation);
   }
   const hostPaths = calico?.windows?.hostPaths;
   if (hostPaths?.['cni-net-dir'] !== undefined || hostPaths?.['cni-bin-dir'] !== undefined) {

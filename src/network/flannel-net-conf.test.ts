@@ -131,3 +131,10 @@ test('Windows VXLAN: VNI 4096 to 65535 and port 4789, both written; Linux defaul
     port: 4789,
   });
 });
+
+test('a hostile value is quoted short and on one line', () => {
+  const long = problems(conf({ Type: 'vxlan' }, { Network: `10.0.0.0/8\n${'x'.repeat(5000)}` }));
+  assert.ok(long.length < 300, long);
+  assert.ok(!long.includes('\n'), long);
+  assert.equal(parsed(conf({ Type: `x\n${'y'.repeat(500)}` })).backendAsWritten?.length, 41);
+});

@@ -20,13 +20,14 @@
  *   different ones: both must be written.
  */
 import { parseIpv4Cidr } from '../net/ipv4-cidr.ts';
+import { shown } from './cluster-view.ts';
 import { linuxVxlanDefaults, windowsVxlan } from './network-mode.ts';
 
 /** net-conf.json as flanneld understands it. */
 export interface FlannelNetConf {
   /** Backend.Type lower-cased ("vxlan", "host-gw", …); "udp" when Backend is absent. */
   backend: string;
-  /** Backend.Type as written (for messages); undefined when Backend is absent. */
+  /** Backend.Type as written (for messages: shown()); undefined when Backend is absent. */
   backendAsWritten?: string;
   /** Network: the cluster's pod CIDR. */
   network: string;
@@ -51,7 +52,7 @@ const describe = (v: unknown) =>
     : Array.isArray(v)
       ? 'an array'
       : typeof v === 'string'
-        ? `"${v.length > 40 ? `${v.slice(0, 40)}…` : v}", a string`
+        ? `"${shown(v)}", a string`
         : typeof v === 'object'
           ? 'an object'
           : `${JSON.stringify(v)}, a ${typeof v}`;
@@ -115,7 +116,7 @@ export function parseFlannelNetConf(text: string): NetConfParse {
     );
   else if (parseIpv4Cidr(networkField.value) === undefined)
     problems.push(
-      `Network: "${networkField.value}" is not an IPv4 CIDR; write e.g. "10.244.0.0/16"`,
+      `Network: "${shown(networkField.value)}" is not an IPv4 CIDR; write e.g. "10.244.0.0/16"`,
     );
   else network = networkField.value;
 
@@ -135,7 +136,7 @@ export function parseFlannelNetConf(text: string): NetConfParse {
         problems.push(`Backend.Type: must be a string (it is ${describe(type.value)})`);
       else {
         conf.backend = type.value.toLowerCase();
-        conf.backendAsWritten = type.value;
+        conf.backendAsWritten = shown(type.value);
       }
       if (conf.backend === 'vxlan') readVxlanFields(backend, conf, problems);
     }
@@ -208,7 +209,7 @@ export function windowsVxlanProblems(conf: FlannelNetConf): string[] {
     );
   if (conf.macPrefix !== undefined && !/^[0-9A-Fa-f]{2}-[0-9A-Fa-f]{2}$/.test(conf.macPrefix))
     problems.push(
-      `Backend.MacPrefix is "${conf.macPrefix}": flanneld on Windows needs the form xx-xx; write "MacPrefix": "0E-2A" or remove it`,
+      `Backend.MacPrefix is "${shown(conf.macPrefix)}": flanneld on Windows needs the form xx-xx; write "MacPrefix": "0E-2A" or remove it`,
     );
   return problems;
 }

@@ -452,7 +452,10 @@ test('routed: never picked by auto; when configured, it warns that it cannot be 
   const bare = resolve(view(), networkConfig({ mode: 'routed' }));
   const network = joined(bare);
   assert.equal(network.mode, 'routed');
-  assert.match(network.warnings[0]!, /^network\.mode is routed: .*which winfleet cannot verify/);
+  assert.match(
+    network.warnings[0]!,
+    /^network\.mode is routed, which winfleet cannot verify .*: make sure your network routes every node's spec\.podCIDR/,
+  );
   assert.equal(usesHnsOverlay(network), false);
   for (const cluster of [
     flannel({ Type: 'host-gw' }),

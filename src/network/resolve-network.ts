@@ -578,7 +578,7 @@ function resolveRouted(detected: DetectedNetwork): NetworkResolution {
     ok: true,
     network: { mode: 'routed', detected: seen },
     warnings: [
-      `network.mode is routed: winfleet's node uses its spec.podCIDR on an L2Bridge network and relies on the network to route every node's spec.podCIDR to that node, which winfleet cannot verify (the cluster shows ${seen})`,
+      `network.mode is routed, which winfleet cannot verify (the cluster shows ${seen}): make sure your network routes every node's spec.podCIDR to that node (a router, BGP or cloud routes), as winfleet's node puts its pods on its spec.podCIDR on an L2Bridge network`,
       ...kubeProxyClash(detected),
     ],
   };
