@@ -176,6 +176,13 @@ export function detectClusterNetwork(view: ClusterView, options: DetectOptions):
   return detected;
 }
 
+/** A ConfigMap's keys for a message: at most five, quoted. */
+function keyList(keys: string[]): string {
+  if (keys.length === 0) return 'no keys';
+  const listed = keys.slice(0, 5).map((k) => `"${shown(k)}"`);
+  return `${listed.join(', ')}${keys.length > 5 ? ` and ${keys.length - 5} more` : ''}`;
+}
+
 /** The one net-conf.json to go by, or why there is none. */
 function flannelNetConf(
   configMaps: ConfigMapView[],
@@ -191,13 +198,7 @@ function flannelNetConf(
     if (first)
       return {
         state: 'problem',
-        problem: `ConfigMap ${refOf(first)} has no key net-conf.json (it has ${
-          Object.keys(first.data).length === 0
-            ? 'no keys'
-            : Object.keys(first.data)
-                .map((k) => `"${k}"`)
-                .join(', ')
-        })`,
+        problem: `ConfigMap ${refOf(first)} has no key net-conf.json (it has ${keyList(Object.keys(first.data))})`,
         fix: `Put Flannel's network configuration under key net-conf.json of ConfigMap ${refOf(first)}, or point network.flannel.configMap at the ConfigMap flanneld reads`,
       };
     const hint = mounted.filter((m) => m !== name);
