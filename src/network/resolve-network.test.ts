@@ -510,3 +510,28 @@ test("a kube-proxy DaemonSet for Windows beside winfleet's own kube-proxy is a w
     /Delete the DaemonSet, or set network\.external\.kubeProxy: off/,
   );
 });
+
+test('external.daemonSet naming a Calico DaemonSet: its own hostPath volumes give the directories; Calico from manifests warns that its encapsulation is not read', () => {
+  const own = {
+    ...calicoWindowsDs,
+    namespace: 'calico-win',
+    hostPaths: { 'cni-bin-dir': '/k/cni/bin', 'cni-net-dir': '/k/cni/config' },
+  };
+  const config = networkConfig({
+    mode: 'external',
+    external: { daemonSet: 'calico-win/calico-node-windows', cniConfDir: 'C:\\k\\cni\\config' },
+  });
+  const r = refused(
+    resolve(view({ daemonSets: [calicoDs, calicoWindowsDs, own] }), config),
+    JoinFailureReason.NetworkModeMismatch,
+  );
+  assert.match(
+    r.seen,
+    /puts its CNI plugins in C:\\k\\cni\\bin \(the hostPath volumes of DaemonSet calico-win\/calico-node-windows\)/,
+  );
+  const manifests = joined(resolve(view({ daemonSets: [calicoDs, calicoWindowsDs] })));
+  assert.match(
+    manifests.warnings.join('\n'),
+    /no Tigera operator Installation: Calico from manifests is not read/,
+  );
+});

@@ -301,6 +301,15 @@ const antreaDirs: CniDirs = {
   from: "Antrea's Install-WindowsCNI.ps1 (antrea-windows-with-ovs.yml)",
 };
 
+/** Calico's Windows CNI directories as detected. */
+function calicoDirs(calico: NonNullable<DetectedNetwork['calico']>): CniDirs {
+  return {
+    ...(calico.cniConfDir ? { conf: calico.cniConfDir } : {}),
+    ...(calico.cniBinDir ? { bin: calico.cniBinDir } : {}),
+    from: calico.dirsFrom ?? 'Calico',
+  };
+}
+
 function resolveExternal(config: NetworkConfig, detected: DetectedNetwork): NetworkResolution {
   const external = config.external;
   const configured = config.mode;
@@ -327,16 +336,13 @@ function resolveExternal(config: NetworkConfig, detected: DetectedNetwork): Netw
     cniId = signature?.id;
     cniTitle = signature ? signature.title : `the CNI of DaemonSet ${ref}`;
     windowsDs = daemonSet;
+    // Its own hostPath volumes first: the detected Calico's may be another DaemonSet's.
     dirs =
       signature?.id === 'antrea'
         ? antreaDirs
-        : signature?.id === 'calico' && detected.calico?.cniConfDir
-          ? {
-              ...(detected.calico.cniConfDir ? { conf: detected.calico.cniConfDir } : {}),
-              ...(detected.calico.cniBinDir ? { bin: detected.calico.cniBinDir } : {}),
-              from: detected.calico.dirsFrom!,
-            }
-          : hostPathDirs(daemonSet.hostPaths, `DaemonSet ${ref}`);
+        : hostPathDirs(daemonSet.hostPaths, `DaemonSet ${ref}`);
+    if (signature?.id === 'calico' && !dirs.conf && !dirs.bin && detected.calico?.dirsFrom)
+      dirs = calicoDirs(detected.calico);
     if (!daemonSet.hostProcess)
       warnings.push(
         `DaemonSet ${ref} runs no HostProcess container: a CNI's Windows component needs one to set up the node's network`,
@@ -374,11 +380,7 @@ function resolveExternal(config: NetworkConfig, detected: DetectedNetwork): Netw
     warnings.push(...alsoSeen(detected, chosen.id));
     if (chosen.id === 'antrea') dirs = antreaDirs;
     else if (chosen.id === 'calico' && detected.calico?.dirsFrom)
-      dirs = {
-        ...(detected.calico.cniConfDir ? { conf: detected.calico.cniConfDir } : {}),
-        ...(detected.calico.cniBinDir ? { bin: detected.calico.cniBinDir } : {}),
-        from: detected.calico.dirsFrom,
-      };
+      dirs = calicoDirs(detected.calico);
     else dirs = hostPathDirs(chosen.windows.hostPaths, `DaemonSet ${refOf(chosen.windows)}`);
   }
   const windowsRef = refOf(windowsDs!);
@@ -396,7 +398,13 @@ function resolveExternal(config: NetworkConfig, detected: DetectedNetwork): Netw
       );
     else
       warnings.push(
-        `Calico's encapsulation is not known (${calico?.installation === 'unreadable' ? `Installation default could not be read: ${calico.installationWhy}` : 'no IPv4 pool in Installation default'}): whether Windows Server 2019 needs KB4489899 for overlay cannot be judged`,
+        `Calico's encapsulation is not known (${
+          calico?.installation === 'unreadable'
+            ? `Installation default could not be read: ${calico.installationWhy}`
+            : calico?.installation === 'found'
+              ? 'no IPv4 pool with an encapsulation in Installation default'
+              : 'no Tigera operator Installation: Calico from manifests is not read'
+        }): whether Windows Server 2019 needs KB4489899 for overlay cannot be judged`,
       );
   } else if (cniId === 'antrea') overlay = false;
   else if (cniId === 'flannel' && detected.flannel?.state === 'read' && detected.flannel.parse.ok) {
