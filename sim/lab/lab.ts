@@ -365,6 +365,8 @@ async function installChart(
       images: { mirrors: registry.mirrors },
       hosts: { agentCheckIntervalSeconds: 5 },
       runtimeClasses: { gracePeriodSeconds: 60 },
+      // The lab's cluster runs no CNI: its simulated nodes are on their own spec.podCIDR.
+      network: { mode: 'routed' },
     },
   };
   // A new payload's upgrade keeps what a person set on the release (proxy, CAs: the README).

@@ -62,6 +62,17 @@ export const JoinFailureReason = {
   PayloadRegistryUnavailable: 'PayloadRegistryUnavailable',
   /** The payload's services version is already published with a different manifest. */
   ManifestVersionReused: 'ManifestVersionReused',
+  /**
+   * The cluster's pod network is not one `network.mode` joins (another CNI runs, `auto` found
+   * none, the CNI's Windows DaemonSet is missing or installs elsewhere than containerd looks):
+   * nothing is joined; the message names the mode, what the cluster runs and the fix.
+   */
+  NetworkModeMismatch: 'NetworkModeMismatch',
+  /**
+   * The cluster's CNI cannot carry Windows pods as configured (Flannel's VNI or port, a
+   * net-conf.json that is not valid, an encapsulation or CNI Windows lacks): nothing is joined.
+   */
+  NetworkUnsupported: 'NetworkUnsupported',
   /** Something winfleet waited for did not happen in time. */
   TimedOut: 'TimedOut',
   /** The API server refused or failed a request winfleet made. */

@@ -151,6 +151,32 @@ test('check --probe-namespace takes only a namespace name (it goes into a URL pa
   assert.match(run.stderr, /--probe-namespace.*"\.\.\/nodes" is not a namespace name/);
 });
 
+test('check --network-mode takes only a mode, --operator-namespace only a namespace name', async () => {
+  const mode = await winfleet([
+    'check',
+    '--skip-hosts',
+    '--kubeconfig',
+    kubeconfig,
+    '--network-mode',
+    'flannel',
+  ]);
+  assert.equal(mode.code, 2, mode.stderr);
+  assert.match(
+    mode.stderr,
+    /--network-mode <mode>' argument 'flannel' is invalid\. Allowed choices are auto, flannel-vxlan, flannel-host-gw, external, ovn-hybrid, routed/,
+  );
+  const ns = await winfleet([
+    'check',
+    '--skip-hosts',
+    '--kubeconfig',
+    kubeconfig,
+    '--operator-namespace',
+    'A_B',
+  ]);
+  assert.equal(ns.code, 2, ns.stderr);
+  assert.match(ns.stderr, /--operator-namespace.*"A_B" is not a namespace name/);
+});
+
 test('--ssh-key, --ssh-user, --host-key without --host are usage errors (exit 2) naming the flag, in check and diagnose', async () => {
   for (const command of ['check', 'diagnose']) {
     const key = await winfleet([

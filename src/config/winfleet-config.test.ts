@@ -256,3 +256,71 @@ hosts:
     },
   );
 });
+
+test('network: mode auto by default, Flannel’s ConfigMap kube-flannel-cfg, containerd’s CNI directories C:\\etc\\cni\\net.d and C:\\opt\\cni\\bin', () => {
+  assert.deepEqual(defaultConfig().network, {
+    mode: 'auto',
+    flannel: { configMap: { name: 'kube-flannel-cfg' } },
+    external: {
+      cniConfDir: 'C:\\etc\\cni\\net.d',
+      cniBinDir: 'C:\\opt\\cni\\bin',
+      kubeProxy: 'auto',
+    },
+  });
+  const config = parseConfig(`
+network:
+  mode: external
+  flannel: { configMap: { namespace: kube-system, name: flannel-cfg } }
+  external:
+    cniConfDir: 'D:\\cni\\conf'
+    cniBinDir: 'D:\\cni\\bin'
+    kubeProxy: off
+    networkName: 'Calico.*'
+    daemonSet: calico-system/calico-node-windows
+`);
+  assert.equal(config.network.mode, 'external');
+  assert.deepEqual(config.network.flannel.configMap, {
+    namespace: 'kube-system',
+    name: 'flannel-cfg',
+  });
+  assert.equal(config.network.external.cniConfDir, 'D:\\cni\\conf');
+  assert.equal(config.network.external.daemonSet, 'calico-system/calico-node-windows');
+});
+
+test('network problems name the field and what to write', () => {
+  assert.throws(
+    () =>
+      parseConfig(`
+network:
+  mode: flannel
+  flannel: { configMap: { namespace: Kube_Flannel } }
+  external:
+    cniConfDir: /etc/cni/net.d
+    cniBinDir: 'C:\\opt\\..\\bin'
+    kubeProxy: maybe
+    networkName: 'Calico(['
+    daemonSet: calico-node-windows
+`),
+    (error: unknown) => {
+      assert.ok(isDocumentError(error, 'WF_CONFIG_INVALID'));
+      const text = error.details.problems.join('\n');
+      assert.match(
+        text,
+        /network\.mode: must be one of "auto", "flannel-vxlan", "flannel-host-gw", "external", "ovn-hybrid", "routed"/,
+      );
+      assert.match(text, /network\.flannel\.configMap\.namespace: "Kube_Flannel" does not match/);
+      assert.match(text, /network\.external\.kubeProxy: must be one of "auto", "on", "off"/);
+      assert.match(text, /network\.external\.daemonSet: "calico-node-windows" does not match/);
+      assert.match(
+        text,
+        /network\.external\.cniConfDir: "\/etc\/cni\/net\.d" is not an absolute Windows path with a drive and backslashes; write e\.g\. "C:\\etc\\cni\\net\.d"/,
+      );
+      assert.match(text, /network\.external\.cniBinDir: .* has a "\.\." component/);
+      assert.match(
+        text,
+        /network\.external\.networkName: "Calico\(\[" is neither a name nor an RE2 regex/,
+      );
+      return true;
+    },
+  );
+});

@@ -7,10 +7,14 @@
  * the resolver would refuse is refused here, naming the field, and never later; and it reads
  * the ConfigMap's second key, `ca-bundle.crt` (the CAs every node trusts), just as strictly.
  */
+
+import { RE2JS } from 're2js';
 import { parse } from 'yaml';
 import { type ProxyConfig, proxyProblems } from '../hostsettings/proxy-settings.ts';
 import { registryRoutingProblems } from '../images/registry-mirrors.ts';
 import { parseIpv4Cidr } from '../net/ipv4-cidr.ts';
+import type { ConfiguredNetworkMode } from '../network/network-mode.ts';
+import { configuredWindowsDirProblem } from '../network/windows-paths.ts';
 import { caBundleKey, parseCaBundle, type TrustedCertificate } from '../pki/trusted-ca-bundle.ts';
 import { compileSchema, invalidDocument, isDocumentError } from '../schema/validator.ts';
 
@@ -111,11 +115,41 @@ export interface WinfleetConfig {
     /** The agent's own health checks (src/health/detector.ts), for hosts bootstrapped after. */
     agentHealth: AgentHealthConfig;
   };
+  /** The pod network Windows nodes join (src/network/). */
+  network: NetworkConfig;
   /**
    * The CAs every node trusts (LocalMachine\Root): the ConfigMap's `ca-bundle.crt` key, not
    * config.yaml. Empty when the key is absent.
    */
   trustedCAs: TrustedCertificate[];
+}
+
+/**
+ * `network`: how Windows nodes join the cluster's pod network. `mode` auto takes it from the
+ * cluster (src/network/resolve-network.ts); a mode the cluster's network does not match is
+ * refused, naming both.
+ */
+export interface NetworkConfig {
+  mode: ConfiguredNetworkMode;
+  flannel: {
+    /**
+     * The ConfigMap with Flannel's net-conf.json: `namespace` unset means kube-flannel, then
+     * kube-system; a ConfigMap of that name anywhere else is never read.
+     */
+    configMap: { namespace?: string; name: string };
+  };
+  /** mode external: a CNI with its own Windows DaemonSet sets up the node's pod network. */
+  external: {
+    /** containerd's CNI conf_dir and bin_dir on the node (where the CNI installs). */
+    cniConfDir: string;
+    cniBinDir: string;
+    /** winfleet's kube-proxy: auto (off when the CNI brings or replaces one), on, off. */
+    kubeProxy: 'auto' | 'on' | 'off';
+    /** The HNS network name (or RE2 regex) the CNI makes, e.g. "Calico", "antrea-hnsnetwork". */
+    networkName?: string;
+    /** The CNI's Windows DaemonSet, namespace/name, for a CNI winfleet does not recognise. */
+    daemonSet?: string;
+  };
 }
 
 /**
@@ -186,6 +220,60 @@ const taint = {
     key: { type: 'string', minLength: 1, maxLength: 316 },
     value: { type: 'string', maxLength: 63 },
     effect: { enum: ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] },
+  },
+} as const;
+
+const dnsLabel = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+
+/** network's schema (NetworkConfig). */
+const networkSchema = {
+  type: 'object',
+  additionalProperties: false,
+  default: {},
+  properties: {
+    mode: {
+      enum: ['auto', 'flannel-vxlan', 'flannel-host-gw', 'external', 'ovn-hybrid', 'routed'],
+      default: 'auto',
+    },
+    flannel: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        configMap: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            namespace: { type: 'string', pattern: dnsLabel, maxLength: 63 },
+            name: {
+              type: 'string',
+              pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+              maxLength: 253,
+              default: 'kube-flannel-cfg',
+            },
+          },
+        },
+      },
+    },
+    external: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        // Checked (with the fix) by configuredWindowsDirProblem.
+        cniConfDir: { type: 'string', default: 'C:\\etc\\cni\\net.d' },
+        cniBinDir: { type: 'string', default: 'C:\\opt\\cni\\bin' },
+        kubeProxy: { enum: ['auto', 'on', 'off'], default: 'auto' },
+        // Compiled as RE2 by semanticProblems.
+        networkName: { type: 'string', minLength: 1, maxLength: 256 },
+        daemonSet: {
+          type: 'string',
+          pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+          maxLength: 317,
+        },
+      },
+    },
   },
 } as const;
 
@@ -349,6 +437,7 @@ export const configSchema = {
         },
       },
     },
+    network: networkSchema,
   },
 } as const;
 
@@ -377,7 +466,7 @@ export function parseConfig(
   }
   if (typeof document !== 'object' || Array.isArray(document)) {
     throw invalidDocument('WF_CONFIG_INVALID', source, [
-      '(top level): must be a mapping of sections (placement, webhook, images, runtimeClasses)',
+      '(top level): must be a mapping of sections (placement, webhook, images, runtimeClasses, hosts, network)',
     ]);
   }
   let problems: string[] = [];
@@ -424,6 +513,25 @@ function semanticProblems(config: Partial<WinfleetConfig>): string[] {
         const field = `images.mirrors["${host}"][${i}].caBundle`;
         problems.push(...parseCaBundle(pem, field).problems);
       });
+    }
+  }
+  const external = (config.network as Partial<NetworkConfig> | undefined)?.external as
+    | Partial<NetworkConfig['external']>
+    | undefined;
+  for (const field of ['cniConfDir', 'cniBinDir'] as const) {
+    const dir = external?.[field];
+    if (typeof dir !== 'string') continue;
+    const problem = configuredWindowsDirProblem(dir, `network.external.${field}`);
+    if (problem) problems.push(problem);
+  }
+  const networkName = external?.networkName;
+  if (typeof networkName === 'string' && networkName !== '') {
+    try {
+      RE2JS.compile(networkName);
+    } catch (error) {
+      problems.push(
+        `network.external.networkName: "${networkName}" is neither a name nor an RE2 regex (${(error as Error).message}); write the HNS network's name, e.g. "Calico"`,
+      );
     }
   }
   for (const field of ['serviceCIDR', 'podCIDR'] as const) {

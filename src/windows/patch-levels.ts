@@ -21,7 +21,7 @@ export type PatchFeature = 'overlay';
 
 export interface PatchRequirement {
   feature: PatchFeature;
-  /** What the feature is, for messages: "overlay networking (Flannel VXLAN, win-overlay)". */
+  /** What the feature is, for messages: "overlay networking (an HNS Overlay network: …)". */
   title: string;
   /** major.minor.build of the release, as windowsReleases[].build. */
   build: string;
@@ -47,7 +47,11 @@ export const patchRequirements: readonly PatchRequirement[] = [
     //   integration"); its support page title is "March 12, 2019—KB4489899 (OS Build 17763.379)".
     // sig-windows-tools' node preparation checks the same (build 2019+ with KB4489899 for overlay).
     feature: 'overlay',
-    title: 'overlay networking (Flannel VXLAN through win-overlay)',
+    // The network modes whose node network is an HNS Overlay network (src/network/network-mode.ts
+    // usesHnsOverlay): flannel-vxlan, ovn-hybrid, and external with Calico VXLAN; not
+    // flannel-host-gw, routed (L2Bridge) or Antrea (OVS on a Transparent network).
+    title:
+      'overlay networking (an HNS Overlay network: Flannel VXLAN, OVN hybrid overlay, Calico VXLAN)',
     build: '10.0.17763',
     release: '2019',
     minUbr: 379,

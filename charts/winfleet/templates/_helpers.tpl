@@ -71,6 +71,11 @@ app.kubernetes.io/part-of: winfleet
 {{- toYaml $config }}
 {{- end }}
 
+{{/* The ConfigMap with Flannel's net-conf.json the operator may read (config.network.flannel.configMap.name). */}}
+{{- define "winfleet.flannelConfigMapName" -}}
+{{- dig "network" "flannel" "configMap" "name" "kube-flannel-cfg" (default dict .Values.config) }}
+{{- end }}
+
 {{/* Namespaces besides the release's whose WindowsHosts the operator acts on (config.hosts.namespaces). */}}
 {{- define "winfleet.hostNamespaces" -}}
 {{- $hosts := default dict (default dict .Values.config).hosts }}

@@ -14,6 +14,7 @@ import {
   joinInfoRbacName,
   nodeManifestsRbacName,
 } from '../../../src/controllers/hosts/cluster-rbac.ts';
+import { networkReaderRules } from '../../../src/network/read-cluster-network.ts';
 import { chartDir, type K8sObject, namespace, only, render } from './render.ts';
 
 interface Rule {
@@ -132,9 +133,13 @@ test('cluster-wide rules are limited to what has no namespace or spans all of th
   assert.deepEqual([...new Set(clusterResources)].sort(), [
     'certificatesigningrequests',
     'certificatesigningrequests/approval',
+    'configmaps',
+    'daemonsets',
     'gmsacredentialspecs',
+    'installations',
     'mutatingwebhookconfigurations',
     'namespaces',
+    'networks',
     'nodes',
     'pods',
     'pods/eviction',
@@ -309,5 +314,32 @@ test('events: namespaced only; list (the dashboard’s host detail) wherever hos
     assert.deepEqual(scopes, [namespace, 'default', ...optedIn].sort(), name);
     for (const ns of scopes)
       assert.deepEqual(verbsIn(ns), ['create', 'get', 'list', 'patch'], `${name}: ${ns}`);
+  }
+});
+
+test('the pod network reader: exactly its read-only rules, cluster-wide; ConfigMaps only by Flannel’s configured name', async () => {
+  const reader = (objects: K8sObject[]) =>
+    grants(objects)
+      .filter(
+        (g) =>
+          g.scope === 'cluster' &&
+          g.rule.resources?.some((r) =>
+            ['daemonsets', 'configmaps', 'installations', 'networks'].includes(r),
+          ),
+      )
+      .map((g) => g.rule);
+  for (const [name, values] of variants)
+    assert.deepEqual(reader(await render(values)), networkReaderRules('kube-flannel-cfg'), name);
+  const renamed = await render({
+    config: { network: { flannel: { configMap: { name: 'my-flannel-cfg' } } } },
+  });
+  assert.deepEqual(reader(renamed), networkReaderRules('my-flannel-cfg'));
+  for (const rule of networkReaderRules('x'))
+    for (const verb of rule.verbs) assert.ok(['get', 'list'].includes(verb), `${verb}: read-only`);
+  // No ConfigMap is readable cluster-wide but by that name.
+  for (const { scope, rule } of grants(await render(everything))) {
+    if (scope !== 'cluster' || !rule.resources?.includes('configmaps')) continue;
+    assert.deepEqual(rule.resourceNames, ['kube-flannel-cfg']);
+    assert.deepEqual(rule.verbs, ['get']);
   }
 });

@@ -157,7 +157,17 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
       0,
     );
     assert.equal(c['linux-node']!.status, 'fail');
-    assert.equal(c.cni!.status, 'warn', 'no CNI is installed in the test cluster');
+    // No CNI in the test cluster: network.mode auto (no winfleet-config: the defaults) joins
+    // nothing, as the operator would not.
+    assert.equal(c.cni!.status, 'fail', c.cni!.message);
+    assert.match(
+      c.cni!.message,
+      /^network\.mode is auto, and the cluster shows no CNI winfleet recognises .*\[network\.mode auto \(the defaults: no ConfigMap winfleet-system\/winfleet-config\)\]$/,
+    );
+    assert.match(
+      c.cni!.fix,
+      /^Set network\.mode in winfleet-config: routed if your network routes/,
+    );
     assert.equal(c.webhook!.status, 'warn', 'no operator: no webhook configuration');
     assert.equal(c['payload-kubelet-skew']!.status, 'warn');
     assert.equal(c['bootstrap-auto-approval']!.status, 'pass');
@@ -203,11 +213,14 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
   await t.test(
     'hosts: too small, a 16-character name for a domain join, no Containers',
     async () => {
+      // --network-mode routed: the test cluster has no CNI; routed joins it with a warning.
       const run = await winfleet([
         'check',
         '-o',
         'json',
         '--domain-join',
+        '--network-mode',
+        'routed',
         ...kube,
         ...hostFlags(good, small, longName, noContainers),
       ]);
@@ -215,6 +228,9 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
       assertShape(report);
       assert.equal(run.code, 1, run.stderr);
       assert.deepEqual(failing(report.cluster!.checks), [], 'the cluster has a Linux node now');
+      const cni = report.cluster!.checks.find((c) => c.name === 'cni')!;
+      assert.equal(cni.status, 'warn', 'routed cannot be verified');
+      assert.match(cni.message, /routed joins it \[network\.mode routed \(--network-mode;/);
       const byHost = Object.fromEntries(report.hosts.map((h) => [h.host, h]));
       assert.deepEqual(
         report.hosts.map((h) => h.host),
@@ -265,12 +281,15 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
     async () => {
       const run = await winfleet([
         'check',
+        '--network-mode',
+        'routed',
         ...kube,
         ...hostFlags(good),
         '--host-key',
         good.host.hostKeyFingerprint,
       ]);
       assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+      assert.match(run.stdout, /^ {2}WARN {2}cni +.*routed joins it/m);
       assert.match(
         run.stdout,
         /^ {2}PASS {2}host-key +\S+ presented SHA256:\S+, matching --host-key/m,
@@ -372,6 +391,104 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
   });
 
   await t.test(
+    'cni: Antrea passes only with antrea-agent-windows in kube-system; a look-alike in another namespace does not count',
+    async () => {
+      const core = kc.makeApiClient(k8s.CoreV1Api);
+      const apps = kc.makeApiClient(k8s.AppsV1Api);
+      await core.createNamespace({ body: { metadata: { name: 'team-a' } } });
+      // As Antrea's manifests make them; a selector no node has keeps kwok from running pods.
+      const daemonSet = (namespace: string, name: string, os: 'linux' | 'windows') =>
+        apps.createNamespacedDaemonSet({
+          namespace,
+          body: {
+            metadata: { name },
+            spec: {
+              selector: { matchLabels: { app: name } },
+              template: {
+                metadata: { labels: { app: name } },
+                spec: {
+                  nodeSelector: { 'kubernetes.io/os': os, 'winfleet.io/check-e2e': 'no-node' },
+                  ...(os === 'windows'
+                    ? {
+                        hostNetwork: true,
+                        securityContext: {
+                          windowsOptions: {
+                            hostProcess: true,
+                            runAsUserName: 'NT AUTHORITY\\SYSTEM',
+                          },
+                        },
+                      }
+                    : {}),
+                  containers: [
+                    {
+                      name: 'antrea-agent',
+                      image:
+                        os === 'windows'
+                          ? 'antrea/antrea-windows:v2.4.0'
+                          : 'antrea/antrea-agent-ubuntu:v2.4.0',
+                    },
+                  ],
+                },
+              },
+            },
+          },
+        });
+      const cniCheck = async () =>
+        json(await winfleet(['check', '--skip-hosts', '-o', 'json', ...kube])).cluster!.checks.find(
+          (x) => x.name === 'cni',
+        )!;
+      await daemonSet('kube-system', 'antrea-agent', 'linux');
+      try {
+        const missing = await cniCheck();
+        assert.equal(missing.status, 'fail');
+        assert.match(
+          missing.message,
+          /Antrea \(DaemonSet kube-system\/antrea-agent\), but no Windows DaemonSet of it \(kube-system\/antrea-agent-windows\)/,
+        );
+        assert.match(missing.fix, /antrea-windows-with-ovs\.yml/);
+        await daemonSet('team-a', 'antrea-agent-windows', 'windows');
+        const faked = await cniCheck();
+        assert.equal(faked.status, 'fail', 'a DaemonSet in team-a is not Antrea’s');
+        assert.match(
+          faked.message,
+          /DaemonSet team-a\/antrea-agent-windows looks like Antrea's, which runs in kube-system: ignored/,
+        );
+        await daemonSet('kube-system', 'antrea-agent-windows', 'windows');
+        const passed = await cniCheck();
+        assert.equal(passed.status, 'pass', passed.message);
+        assert.match(
+          passed.message,
+          /^Antrea with Windows DaemonSet kube-system\/antrea-agent-windows: auto chose external \(CNI directories C:\\etc\\cni\\net\.d and C:\\opt\\cni\\bin; winfleet's kube-proxy off\)/,
+        );
+        // flannel-vxlan on this cluster joins nothing.
+        const wrong = json(
+          await winfleet([
+            'check',
+            '--skip-hosts',
+            '-o',
+            'json',
+            '--network-mode',
+            'flannel-vxlan',
+            ...kube,
+          ]),
+        ).cluster!.checks.find((x) => x.name === 'cni')!;
+        assert.equal(wrong.status, 'fail');
+        assert.match(
+          wrong.message,
+          /^network\.mode is flannel-vxlan, but Flannel does not run in the cluster: it shows Antrea/,
+        );
+      } finally {
+        for (const [namespace, name] of [
+          ['kube-system', 'antrea-agent'],
+          ['kube-system', 'antrea-agent-windows'],
+          ['team-a', 'antrea-agent-windows'],
+        ] as const)
+          await apps.deleteNamespacedDaemonSet({ namespace, name }).catch(() => {});
+      }
+    },
+  );
+
+  await t.test(
     "cni: Flannel's net-conf.json is read: default VXLAN fails, VNI 4096 and port 4789 pass; a 2019 host before KB4489899 fails patch-level",
     async () => {
       const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -385,13 +502,27 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
           data: { 'net-conf.json': netConf({ Type: 'vxlan' }) },
         },
       });
-      const cniCheck = async () =>
-        json(await winfleet(['check', '--skip-hosts', '-o', 'json', ...kube])).cluster!.checks.find(
-          (x) => x.name === 'cni',
-        )!;
+      const cniCheck = async (extra: string[] = []) =>
+        json(
+          await winfleet(['check', '--skip-hosts', '-o', 'json', ...extra, ...kube]),
+        ).cluster!.checks.find((x) => x.name === 'cni')!;
       const defaults = await cniCheck();
       assert.equal(defaults.status, 'fail');
-      assert.match(defaults.message, /VNI 1 and UDP port 8472/);
+      assert.match(defaults.message, /Backend\.VNI is not set: Linux flanneld then uses VNI 1/);
+      assert.match(defaults.message, /Backend\.Port is not set: Linux flanneld then uses UDP 8472/);
+      assert.match(
+        defaults.fix,
+        /"VNI": 4096, "Port": 4789\} in net-conf\.json of ConfigMap kube-flannel\/kube-flannel-cfg/,
+      );
+      // A kube-flannel-cfg with the right settings in a namespace anyone may write to is not read.
+      await core.createNamespacedConfigMap({
+        namespace: 'team-a',
+        body: {
+          metadata: { name: 'kube-flannel-cfg' },
+          data: { 'net-conf.json': netConf({ Type: 'vxlan', VNI: 4096, Port: 4789 }) },
+        },
+      });
+      assert.equal((await cniCheck()).status, 'fail', 'team-a/kube-flannel-cfg is never read');
       await core.replaceNamespacedConfigMap({
         name: 'kube-flannel-cfg',
         namespace: 'kube-flannel',
@@ -400,7 +531,45 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
           data: { 'net-conf.json': netConf({ Type: 'vxlan', VNI: 4096, Port: 4789 }) },
         },
       });
-      assert.equal((await cniCheck()).status, 'pass');
+      const passed = await cniCheck();
+      assert.equal(passed.status, 'pass', passed.message);
+      assert.match(
+        passed.message,
+        /^Flannel VXLAN \(ConfigMap kube-flannel\/kube-flannel-cfg\): auto chose flannel-vxlan \(VNI 4096, UDP port 4789, Network 10\.244\.0\.0\/16\)/,
+      );
+      // Another mode: by flag, or from the operator's ConfigMap winfleet-config.
+      const hostGw = await cniCheck(['--network-mode', 'flannel-host-gw']);
+      assert.equal(hostGw.status, 'fail');
+      assert.match(
+        hostGw.message,
+        /^network\.mode is flannel-host-gw, but the cluster runs Flannel VXLAN \(ConfigMap kube-flannel\/kube-flannel-cfg\)/,
+      );
+      assert.match(hostGw.fix, /Set network\.mode: flannel-vxlan \(or auto\)/);
+      await core
+        .createNamespace({ body: { metadata: { name: 'winfleet-system' } } })
+        .catch((error: unknown) => {
+          if ((error as { code?: number }).code !== 409) throw error;
+        });
+      await core.createNamespacedConfigMap({
+        namespace: 'winfleet-system',
+        body: {
+          metadata: { name: 'winfleet-config' },
+          data: { 'config.yaml': 'network:\n  mode: routed\n' },
+        },
+      });
+      try {
+        const routed = await cniCheck();
+        assert.equal(routed.status, 'fail');
+        assert.match(
+          routed.message,
+          /^network\.mode is routed, but the cluster's pods use Flannel VXLAN .*\[network\.mode routed \(ConfigMap winfleet-system\/winfleet-config\)\]$/,
+        );
+      } finally {
+        await core.deleteNamespacedConfigMap({
+          name: 'winfleet-config',
+          namespace: 'winfleet-system',
+        });
+      }
 
       // The host checks judge the patch level against the overlay the cluster uses.
       const run = await winfleet(['check', '-o', 'json', ...kube, ...hostFlags(old2019, good)]);
@@ -436,6 +605,21 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
       assert.equal(lone.status, 'warn');
       assert.match(lone.message, /not known \(--skip-cluster/);
       assert.equal(alone.code, 0, alone.stderr);
+      // Told the mode, the host checks judge it without the cluster.
+      const told = json(
+        await winfleet([
+          'check',
+          '--skip-cluster',
+          '--network-mode',
+          'flannel-vxlan',
+          '-o',
+          'json',
+          ...hostFlags(old2019),
+        ]),
+      );
+      const toldPatch = told.hosts[0]!.checks.find((c) => c.name === 'patch-level')!;
+      assert.equal(toldPatch.status, 'fail');
+      assert.match(toldPatch.message, /the cluster uses it \(--network-mode flannel-vxlan\)/);
     },
   );
 });

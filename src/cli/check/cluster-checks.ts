@@ -8,8 +8,9 @@
  * - bootstrap-token-auth: a bootstrap token made for the check (expiring in 2 minutes, deleted
  *   right after) asks the API server who it is (SelfSubjectReview);
  * - linux-node: a Ready, schedulable Linux Node (CoreDNS and other system pods need one);
- * - cni: Flannel's net-conf.json (VXLAN on Windows needs VNI 4096 and UDP 4789), or the CNI
- *   DaemonSets seen;
+ * - cni: the operator's network.mode (winfleet-config, or --network-mode) resolved against
+ *   the cluster's CNI as the operator's join resolves it (src/network/, network-check.ts):
+ *   never a pass for a network the mode does not join;
  * - webhook: a server-side dry-run create of a Windows pod comes back with winfleet's mutation;
  * - payload-kubelet-skew: the payload's kubelet (--payload) or the managed nodes' kubelets
  *   against the skew policy (src/rollout/kubelet-skew.ts);
@@ -23,6 +24,8 @@ import {
   nodeClientRole,
 } from '../../controllers/csr/bootstrap-auto-approval.ts';
 import { httpStatus, isNotFound, WinfleetKubeConfig } from '../../kube/client.ts';
+import type { ConfiguredNetworkMode } from '../../network/network-mode.ts';
+import { readClusterNetwork } from '../../network/read-cluster-network.ts';
 import {
   checkKubeletSkew,
   kubeletMaxMinorsOlder,
@@ -33,12 +36,17 @@ import { webhookConfigurationName } from '../../webhook/webhook-configurations.t
 import { type CheckResult, fail, pass, warn } from './check-report.ts';
 import type { ClusterNetwork } from './host-checks.ts';
 import { kubeRequest, statusMessage } from './kube-request.ts';
+import { checkNetworkConfig, networkVerdict } from './network-check.ts';
 
 export interface ClusterCheckOptions {
   /** The kubelet version of the payload given with --payload (read and checked up front). */
   payload?: { kubernetesVersion: string; source: string };
   /** Namespace the webhook probe pod is dry-run created in. */
   probeNamespace: string;
+  /** The operator's namespace: its ConfigMap winfleet-config holds the network configuration. */
+  operatorNamespace: string;
+  /** --network-mode: replaces the configured network.mode. */
+  networkMode?: ConfiguredNetworkMode;
 }
 
 export interface ClusterCheck {
@@ -249,129 +257,22 @@ const linuxNode: ClusterCheck = {
   },
 };
 
-/** Flannel's net-conf.json Backend, as Windows needs it. */
-export function flannelVerdict(netConf: string): CheckResult {
-  let backend: Record<string, unknown> | undefined;
-  try {
-    const parsed = JSON.parse(netConf) as { Backend?: unknown };
-    if (typeof parsed.Backend === 'object' && parsed.Backend !== null)
-      backend = parsed.Backend as Record<string, unknown>;
-  } catch (error) {
-    return fail(
-      'cni',
-      `Flannel's net-conf.json is not JSON (${(error as Error).message})`,
-      'Fix the net-conf.json key of ConfigMap kube-flannel-cfg',
-    );
-  }
-  const type = String(backend?.Type ?? 'udp').toLowerCase();
-  if (type === 'host-gw')
-    return pass(
-      'cni',
-      'Flannel host-gw: Windows nodes use an L2Bridge network (all nodes must share a subnet)',
-    );
-  if (type !== 'vxlan')
-    return fail(
-      'cni',
-      `Flannel backend ${String(backend?.Type ?? '(none: udp)')} has no Windows support`,
-      'Use Flannel VXLAN with "VNI": 4096 and "Port": 4789, or host-gw',
-    );
-  // Flannel's defaults: VNI 1, port 8472 (the Linux kernel's); Windows' overlay needs 4096/4789.
-  const vni = backend?.VNI ?? 1;
-  const port = backend?.Port ?? 8472;
-  // flannel's Documentation/backends.md: on Windows the VNI "should be greater than or equal
-  // to 4096" and the port "must be 4789"; Microsoft's guide and sig-windows-tools use 4096.
-  if (typeof vni === 'number' && Number.isInteger(vni) && vni > 4096 && port === 4789)
-    return warn(
-      'cni',
-      `Flannel VXLAN with VNI ${vni} and UDP port 4789: flannel accepts a VNI of 4096 or more on Windows, but Microsoft's guide and sig-windows-tools use 4096`,
-      'Prefer "VNI": 4096 in net-conf.json of ConfigMap kube-flannel-cfg unless you know the Windows nodes use the same VNI',
-    );
-  if (vni === 4096 && port === 4789)
-    return pass(
-      'cni',
-      'Flannel VXLAN with VNI 4096 and UDP port 4789, as Windows overlay networking needs',
-    );
-  return fail(
-    'cni',
-    `Flannel VXLAN with VNI ${JSON.stringify(vni)} and UDP port ${JSON.stringify(port)}${backend?.VNI === undefined || backend?.Port === undefined ? ' (defaults where unset)' : ''}: Windows' overlay (HNS) works only with VNI 4096 and port 4789`,
-    'Set "Backend": {"Type": "vxlan", "VNI": 4096, "Port": 4789} in net-conf.json of ConfigMap kube-flannel-cfg and restart the kube-flannel pods',
-  );
-}
-
-/** Whether Flannel's net-conf.json makes an overlay: vxlan yes, host-gw no, else not known. */
-export function flannelNetwork(netConf: string, where: string): ClusterNetwork {
-  let type: string | undefined;
-  try {
-    const backend = (JSON.parse(netConf) as { Backend?: { Type?: unknown } }).Backend;
-    type = String(backend?.Type ?? 'udp').toLowerCase();
-  } catch {
-    return {
-      overlay: undefined,
-      seen: `Flannel's net-conf.json in ${where} cannot be read as JSON`,
-    };
-  }
-  if (type === 'vxlan') return { overlay: true, seen: `Flannel VXLAN (${where})` };
-  if (type === 'host-gw') return { overlay: false, seen: `Flannel host-gw (${where})` };
-  return { overlay: undefined, seen: `Flannel backend ${type} (${where})` };
-}
-
-const knownCnis: { match: RegExp; name: string; windows: boolean }[] = [
-  { match: /flannel/, name: 'Flannel', windows: true },
-  { match: /^calico-node/, name: 'Calico', windows: true },
-  { match: /^antrea-agent/, name: 'Antrea', windows: true },
-  { match: /^cilium/, name: 'Cilium', windows: false },
-  { match: /^weave-net/, name: 'Weave Net', windows: false },
-  { match: /^kube-router/, name: 'kube-router', windows: false },
-];
-
 const cni: ClusterCheck = {
   name: 'cni',
-  title: 'CNI compatible with Windows',
+  title: 'the pod network network.mode joins',
   async run(kc, state) {
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    for (const namespace of ['kube-flannel', 'kube-system']) {
-      try {
-        const cm = await core.readNamespacedConfigMap({ name: 'kube-flannel-cfg', namespace });
-        const netConf = cm.data?.['net-conf.json'];
-        if (netConf !== undefined) {
-          state.network = flannelNetwork(netConf, `ConfigMap ${namespace}/kube-flannel-cfg`);
-          return flannelVerdict(netConf);
-        }
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-      }
-    }
-    const daemonSets = (await kc.makeApiClient(k8s.AppsV1Api).listDaemonSetForAllNamespaces())
-      .items;
-    const seen = daemonSets.flatMap((ds) => {
-      const known = knownCnis.find((c) => c.match.test(ds.metadata?.name ?? ''));
-      return known ? [{ ...known, where: `${ds.metadata?.namespace}/${ds.metadata?.name}` }] : [];
-    });
-    state.network = {
-      overlay: undefined,
-      seen:
-        seen.length === 0
-          ? 'no CNI recognized in the cluster'
-          : `${seen.map((c) => `${c.name} (${c.where})`).join(', ')}, whose encapsulation is not read`,
-    };
-    if (seen.length === 0)
-      return warn(
-        'cni',
-        `No CNI recognized: no ConfigMap kube-flannel-cfg and no Flannel, Calico, Antrea or Cilium DaemonSet among ${daemonSets.length} DaemonSet(s)`,
-        'Install a CNI with Windows support (Flannel VXLAN with VNI 4096 and port 4789, Calico or Antrea) before joining Windows nodes',
-      );
-    const without = seen.filter((c) => !c.windows);
-    if (without.length > 0)
-      return fail(
-        'cni',
-        `${without.map((c) => `${c.name} (${c.where})`).join(', ')} has no Windows data plane`,
-        'Use a CNI with Windows support: Flannel (VXLAN, VNI 4096, port 4789), Calico or Antrea',
-      );
-    return warn(
-      'cni',
-      `Seen ${seen.map((c) => `${c.name} (${c.where})`).join(', ')}: it supports Windows, but its Windows settings are not checked here`,
-      'Follow its Windows guide: VXLAN with VNI 4096 and UDP 4789 for an overlay',
+    const configured = await checkNetworkConfig(
+      (name, namespace) => core.readNamespacedConfigMap({ name, namespace }),
+      state.options.operatorNamespace,
+      state.options.networkMode,
     );
+    const { result, network } = networkVerdict(
+      configured,
+      await readClusterNetwork(kc, configured.config),
+    );
+    state.network = network;
+    return result;
   },
 };
 

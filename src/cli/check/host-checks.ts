@@ -35,11 +35,16 @@ export interface ClockReading {
 }
 
 /**
- * What the cluster-side cni check learned of the pod network: whether the nodes use an overlay
- * (VXLAN), which needs a patch level on Windows Server 2019 (src/windows/patch-levels.ts).
+ * What the cluster-side cni check learned of the pod network: whether the node's network in the
+ * mode it joins with is an HNS overlay (VXLAN), which needs a patch level on Windows Server
+ * 2019 (src/windows/patch-levels.ts).
  */
 export interface ClusterNetwork {
-  /** true: an overlay (Flannel vxlan); false: none (Flannel host-gw); undefined: not known. */
+  /**
+   * true: an HNS Overlay network (flannel-vxlan, ovn-hybrid, Calico VXLAN); false: none
+   * (flannel-host-gw, routed, Calico BGP, Antrea); undefined: not known (src/network/
+   * network-mode.ts usesHnsOverlay).
+   */
   overlay: boolean | undefined;
   /** What was seen, or why nothing was: "Flannel VXLAN (ConfigMap kube-flannel/kube-flannel-cfg)". */
   seen: string;

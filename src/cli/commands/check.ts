@@ -6,11 +6,13 @@
  * (the --host checks still run, with the clock compared to this machine's).
  */
 import * as k8s from '@kubernetes/client-node';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { Listr } from 'listr2';
+import { defaultOperatorNamespace } from '../../api/operator-namespace.ts';
 import { ConditionType } from '../../api/reasons.ts';
 import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
+import { type ConfiguredNetworkMode, networkModes } from '../../network/network-mode.ts';
 import { loadPayload } from '../../payload/payload.ts';
 import {
   type CheckReport,
@@ -34,6 +36,7 @@ import {
   hostKeyCheck,
 } from '../check/host-checks.ts';
 import { kubeRequest } from '../check/kube-request.ts';
+import { networkWithoutCluster } from '../check/network-check.ts';
 import { readHostBasics, readPreflightFacts } from '../check/preflight-facts.ts';
 import { cliExit, ExitCode, unreachableReason } from '../exit-codes.ts';
 import {
@@ -60,6 +63,8 @@ interface CheckFlags extends KubeFlags, HostFlags {
   domainJoin?: boolean;
   payload?: string;
   probeNamespace: string;
+  operatorNamespace: string;
+  networkMode?: ConfiguredNetworkMode;
 }
 
 /** Hosts checked at once. */
@@ -90,6 +95,18 @@ export function registerCheck(program: Command): void {
       'namespace the webhook probe pod is dry-run created in (nothing is stored)',
       namespaceName,
       'default',
+    )
+    .option(
+      '--operator-namespace <name>',
+      "the operator's namespace: the network configuration is read from its ConfigMap winfleet-config",
+      namespaceName,
+      defaultOperatorNamespace,
+    )
+    .addOption(
+      new Option(
+        '--network-mode <mode>',
+        "check the cluster against this network.mode instead of the operator's (with --skip-cluster: judge patch levels by it)",
+      ).choices(['auto', ...networkModes]),
     );
   withKubeFlags(command);
   withHostFlags(command);
@@ -205,16 +222,18 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
   let cluster: CheckReport['cluster'] = null;
   let clusterUnreachable = false;
   let clock: { offsetMs: number; uncertaintyMs: number } | undefined;
-  let network: ClusterNetwork = {
-    overlay: undefined,
-    seen: "--skip-cluster: the cluster's CNI was not read",
-  };
+  let network: ClusterNetwork = networkWithoutCluster(
+    flags.networkMode,
+    "--skip-cluster: the cluster's CNI was not read",
+  );
   if (!flags.skipCluster) {
     kc = kubeConfigFrom(flags);
     const server = kc.getCurrentCluster()!.server;
     const state: ClusterState = {
       options: {
         probeNamespace: flags.probeNamespace,
+        operatorNamespace: flags.operatorNamespace,
+        ...(flags.networkMode ? { networkMode: flags.networkMode } : {}),
         ...(payload ? { payload } : {}),
       } satisfies ClusterCheckOptions,
     };
@@ -234,7 +253,10 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
       if (!why) throw error;
       clusterUnreachable = true;
       kc = undefined;
-      network = { overlay: undefined, seen: 'the cluster could not be reached to read its CNI' };
+      network = networkWithoutCluster(
+        flags.networkMode,
+        'the cluster could not be reached to read its CNI',
+      );
       notes.push(
         `${why}. The cluster-side checks did not run${addressed.length > 0 ? '; the --host checks ran, their clocks compared to this machine' : ''}`,
       );
@@ -255,10 +277,9 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
         fancy,
       );
       cluster = { server, checks: results };
-      network = state.network ?? {
-        overlay: undefined,
-        seen: "the cni check could not read the cluster's CNI",
-      };
+      network =
+        state.network ??
+        networkWithoutCluster(flags.networkMode, "the cni check could not read the cluster's CNI");
       clock = await apiServerClock(kc);
     }
   }

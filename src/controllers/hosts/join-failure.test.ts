@@ -5,6 +5,8 @@ import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { detect, networkConfig, view } from '../../network/cluster-fixtures.ts';
+import { networkRefusalError, resolveNetwork } from '../../network/resolve-network.ts';
 import { HostStatus } from './host-status.ts';
 import { joinFailure, reportFailure } from './join-failure.ts';
 
@@ -83,4 +85,31 @@ test('a failure sets Ready, Reachable and Degraded as it applies, and is one War
   );
   assert.equal(later.condition(ConditionType.Ready)?.reason, ConditionReason.DiskFull);
   assert.equal(events.recorded.length, 2);
+});
+
+test('a network refusal fails the join with its reason on Ready and Degraded, naming the mode and the fix', () => {
+  const config = networkConfig({ mode: 'flannel-vxlan' });
+  const resolution = resolveNetwork(config, detect(view(), config));
+  assert.ok(!resolution.ok);
+  const error = networkRefusalError(resolution);
+  assert.deepEqual(joinFailure(error), {
+    reason: ConditionReason.NetworkModeMismatch,
+    degraded: true,
+  });
+  const hs = new HostStatus(host);
+  const events = recorder();
+  reportFailure(events, host, hs, error, { ready: true });
+  const degraded = hs.condition(ConditionType.Degraded);
+  assert.equal(degraded?.reason, ConditionReason.NetworkModeMismatch);
+  assert.match(
+    degraded?.message ?? '',
+    /^network\.mode is flannel-vxlan, but Flannel does not run in the cluster.*\. Set network\.mode/,
+  );
+  assert.equal(events.recorded.length, 1);
+  assert.match(events.recorded[0]!, /^Warning NetworkModeMismatch: network\.mode is flannel-vxlan/);
+  assert.equal(
+    joinFailure(networkRefusalError({ ...resolution, reason: ConditionReason.NetworkUnsupported }))
+      .reason,
+    ConditionReason.NetworkUnsupported,
+  );
 });
