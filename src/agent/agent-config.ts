@@ -7,7 +7,6 @@
 
 import { type AgentHealthConfig, agentHealthSchema } from '../config/winfleet-config.ts';
 import { parseIpv4 } from '../net/ipv4-cidr.ts';
-import { type NodeNetwork, nodeNetworkSchema } from '../network/node-network.ts';
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import {
@@ -51,8 +50,6 @@ export interface NodeSettings {
   pullsPayload?: boolean;
   /** hosts.agentHealth when the host was bootstrapped. Optional; absent: the defaults. */
   agentHealth?: AgentHealthConfig;
-  /** The pod network (src/network/node-network.ts). Optional; absent: routed. */
-  network?: NodeNetwork;
 }
 
 export const defaultUpdateSearchIntervalSeconds = 21600;
@@ -113,14 +110,8 @@ const nodeSettingsSchema = {
   updateSearchIntervalSeconds: { type: 'number', minimum: 1, maximum: 2592000 },
   pullsPayload: { type: 'boolean' },
   agentHealth: agentHealthSchema,
-  network: nodeNetworkSchema,
 };
-const optionalNodeSettings = [
-  'updateSearchIntervalSeconds',
-  'pullsPayload',
-  'agentHealth',
-  'network',
-];
+const optionalNodeSettings = ['updateSearchIntervalSeconds', 'pullsPayload', 'agentHealth'];
 const nodeSettingsRequired = Object.keys(nodeSettingsSchema).filter(
   (key) => !optionalNodeSettings.includes(key),
 );

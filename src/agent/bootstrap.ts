@@ -93,7 +93,7 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
     await host.writeFile(paths.caCert, config.caCertificate);
     await host.writeFile(paths.bootstrapKubeconfig, bootstrapKubeconfig(config));
     await host.writeFile(paths.kubeletConfig, kubeletConfiguration(config));
-    await host.writeFile(paths.containerdConfig, containerdConfig(config.network));
+    await host.writeFile(paths.containerdConfig, containerdConfig(config.manifest.network));
     // No CNI config yet: it needs this node's pod CIDR, which only its registered Node has; the
     // run loop writes it then (cni-config.ts). One left from an earlier join may name a subnet
     // the cluster has since given another node, so it goes until then.
@@ -119,10 +119,7 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
   // Trusted CAs, containerd's registry hosts, the WinHTTP proxy (host-settings.ts): before
   // containerd starts, so its first pull already goes through the mirrors.
   const settings = await step('apply-host-settings', () =>
-    applyHostSettings(host, manifest, state, {
-      machineEnvironment: true,
-      ...(config.network ? { network: config.network } : {}),
-    }),
+    applyHostSettings(host, manifest, state, { machineEnvironment: true }),
   );
   // A (re)bootstrap restarts the bootstrap services: a kubelet whose Node was deleted only
   // registers it again when it starts.

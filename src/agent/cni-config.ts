@@ -7,7 +7,7 @@
  * pod network is not configured yet; bootstrap writes none.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { defaultNodeNetwork } from '../network/node-network.ts';
+import { defaultNodeNetwork, type NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
 import { cniConfig, flannelCniConfig, flannelNetConfPath } from './node-files.ts';
 import type { AgentContext } from './run-agent.ts';
@@ -39,8 +39,8 @@ export async function syncCniConfig(
   context: AgentContext,
   settings: AgentConfig,
   node: k8s.V1Node,
+  network: NodeNetwork = defaultNodeNetwork,
 ): Promise<CniConfigSync> {
-  const network = settings.network ?? defaultNodeNetwork;
   const host = context.hostOS;
   const existing = (await host.readFile(paths.cniConfig))?.toString('utf8');
   if (network.mode === 'external') {

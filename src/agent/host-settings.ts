@@ -19,7 +19,6 @@
 
 import { WinfleetError } from '../errors/catalog.ts';
 import { agentEnvironment } from '../hostsettings/node-host-settings.ts';
-import type { NodeNetwork } from '../network/node-network.ts';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
 import { paths } from './agent-config.ts';
 import type { AgentState, HostSettingsState } from './agent-state.ts';
@@ -151,8 +150,6 @@ export async function applyHostSettings(
      * PowerShell launch on Windows, too many for every pass); bootstrap sets it itself.
      */
     machineEnvironment?: boolean;
-    /** The node's pod network, whose CNI directories containerd's config names. */
-    network?: NodeNetwork;
   } = {},
 ): Promise<{ restart: Set<string> }> {
   const restart = new Set<string>();
@@ -162,7 +159,8 @@ export async function applyHostSettings(
   // to read (never otherwise: a containerd restart outside a rollout for nothing).
   const needsConfigPath = (manifest.hostSettings?.registryHosts?.length ?? 0) > 0;
   const config = (await host.readFile(paths.containerdConfig))?.toString('utf8');
-  const wanted = containerdConfig(options.network);
+  // The node's pod network names the CNI directories (the manifest's network mode).
+  const wanted = containerdConfig(manifest.network);
   // Also when the CNI directories changed (a new network mode, through the pool's rollout).
   const cniDirs = (text: string | undefined) =>
     (text ?? '')

@@ -19,9 +19,16 @@
  * nodePodSubnet) and the CNI config on disk must be exactly the one rendered for it, else
  * nothing is created and the log says why.
  */
+
 import type * as k8s from '@kubernetes/client-node';
 import { NodeHealthCondition } from '../api/reasons.ts';
 import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
+import {
+  defaultNodeNetwork,
+  type NodeNetwork,
+  podNetworkName,
+  winfleetOwnsNetwork,
+} from '../servicesmanifest/node-network.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
 import type { HnsNetworkSpec } from './host-os.ts';
 import { cniConfig, nodePodSubnet } from './node-files.ts';
@@ -155,6 +162,43 @@ async function resyncClock(context: AgentContext): Promise<LocalRepair> {
 }
 
 /**
+ * The pod network gone, by mode: winfleet's own L2Bridge network is made again from its CNI
+ * config; flanneld makes flannel's again when it starts, so it is restarted; a CNI's own network
+ * (external) is never touched: its Windows agent owns it.
+ */
+async function repairPodNetwork(
+  context: AgentContext,
+  config: AgentConfig,
+  node: k8s.V1Node,
+  network: NodeNetwork,
+): Promise<LocalRepair> {
+  const condition = NodeHealthCondition.HNSNetworkMissing;
+  if (network.mode === 'routed') return recreateHnsNetwork(context, config, node);
+  const name = podNetworkName(network) ?? 'the CNI’s network';
+  if (!winfleetOwnsNetwork(network))
+    return {
+      condition,
+      outcome: 'refused',
+      message: `not recreating HNS network ${name}: the cluster's CNI owns it (network mode external); its Windows agent makes it again`,
+    };
+  try {
+    await context.hostOS.stopService('flanneld').catch(() => undefined);
+    await context.hostOS.startService('flanneld');
+    return {
+      condition,
+      outcome: 'done',
+      message: `restarted flanneld, which makes HNS network ${name} again when it starts; pods that were on the old network stay without network until they are recreated`,
+    };
+  } catch (error) {
+    return {
+      condition,
+      outcome: 'failed',
+      message: `cannot restart flanneld to make HNS network ${name} again: ${errorText(error)}; restart the host`,
+    };
+  }
+}
+
+/**
  * The local repairs for the problems published True (node-health.ts publishedProblems). Each is
  * logged; none throws.
  */
@@ -163,10 +207,11 @@ export async function repairLocally(
   config: AgentConfig,
   node: k8s.V1Node,
   problems: ReadonlySet<NodeHealthCondition>,
+  network: NodeNetwork = defaultNodeNetwork,
 ): Promise<LocalRepair[]> {
   const done: LocalRepair[] = [];
   if (problems.has(NodeHealthCondition.HNSNetworkMissing))
-    done.push(await recreateHnsNetwork(context, config, node));
+    done.push(await repairPodNetwork(context, config, node, network));
   if (problems.has(NodeHealthCondition.ClockSkew)) done.push(await resyncClock(context));
   for (const repair of done) log(context, repair);
   return done;

@@ -7,8 +7,8 @@
  */
 import { stringify } from 'yaml';
 import { cidrCovers, formatIpv4, formatIpv4Cidr, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
-import { defaultNodeNetwork, type NodeNetwork } from '../network/node-network.ts';
 import { cniNetworkName, hostPaths } from '../servicesmanifest/host-paths.ts';
+import { defaultNodeNetwork, type NodeNetwork } from '../servicesmanifest/node-network.ts';
 import type { NodeVariable } from '../servicesmanifest/services-manifest.ts';
 import { type BootstrapConfig, kubeDir, type NodeSettings, paths } from './agent-config.ts';
 

@@ -36,7 +36,11 @@ import {
   stateFromNode,
 } from '../health/detector.ts';
 import { outsideRequest } from '../kube/winfleet-kube-config.ts';
-import { defaultNodeNetwork, podNetworkName } from '../network/node-network.ts';
+import {
+  defaultNodeNetwork,
+  type NodeNetwork,
+  podNetworkName,
+} from '../servicesmanifest/node-network.ts';
 import type { AgentConfig } from './agent-config.ts';
 import type { AgentContext } from './run-agent.ts';
 
@@ -132,7 +136,7 @@ async function gather(
   now: number,
   heldBack: ReadonlySet<string>,
   settings: HealthSettings,
-  config: AgentConfig,
+  network: NodeNetwork,
 ): Promise<HealthObservations> {
   const host = context.hostOS;
   const o: HealthObservations = { services: {} };
@@ -188,7 +192,7 @@ async function gather(
     );
 
   // The pod network the mode names (none known: an external CNI's, not checked here).
-  const networkName = podNetworkName(config.network ?? defaultNodeNetwork);
+  const networkName = podNetworkName(network);
   let networkPresent = false;
   if (networkName) {
     try {
@@ -298,6 +302,8 @@ function asEvent(e: HealthEvent, nodeName: string, now: number): k8s.CoreV1Event
 export interface NodeHealthOptions {
   /** Services the agent holds back this pass (not observed). */
   heldBack?: ReadonlySet<string>;
+  /** The node's pod network (its services manifest's); default routed. */
+  network?: NodeNetwork;
 }
 
 /**
@@ -333,7 +339,7 @@ export async function checkNodeHealth(
     now,
     options.heldBack ?? new Set(),
     settings,
-    config,
+    options.network ?? defaultNodeNetwork,
   );
   const result = detect(observations, memory.state, settings, now);
   memory.state = result.state;

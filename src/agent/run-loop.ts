@@ -22,6 +22,7 @@ import { hasCode, WinfleetError } from '../errors/catalog.ts';
 import { agentEnvironmentVariables } from '../hostsettings/node-host-settings.ts';
 import { httpStatus, isNotFound } from '../kube/client.ts';
 import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
+import { defaultNodeNetwork } from '../servicesmanifest/node-network.ts';
 import {
   parseServicesManifest,
   type ServicesManifest,
@@ -156,9 +157,10 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     // needed (a re-bootstrap gets fresh ones from the operator).
     if (node) await removeBootstrapFiles(host);
     // The pod network follows the mode and the Node's spec.podCIDR (cni-config.ts).
-    if (node) await syncCniConfig(context, config, node);
+    const network = manifest.network ?? defaultNodeNetwork;
+    if (node) await syncCniConfig(context, config, node, network);
     // kube-proxy's source VIP on an overlay (source-vip.ts).
-    const sourceVip = await syncSourceVip(context, config, node);
+    const sourceVip = await syncSourceVip(context, config, node, network);
     // kube-proxy's own certificate, asked for with the node's (kube-proxy-credentials.ts).
     const nodeClient = node ? kc : undefined;
     const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
@@ -170,7 +172,6 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
     const settings = await applyHostSettings(host, manifest, state, {
       agentService: true,
-      ...(config.network ? { network: config.network } : {}),
       machineEnvironment: state.version !== manifest.version,
     });
     for (const name of settings.restart) restart.add(name);
@@ -223,10 +224,16 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
             },
             serverDate: () => apiServerDate(kc),
           },
-          { heldBack },
+          { heldBack, network: manifest.network ?? defaultNodeNetwork },
         );
         // Rung 1 of the remediation ladder: the agent's own repairs (local-repair.ts).
-        await repairLocally(context, config, node, publishedProblems(context));
+        await repairLocally(
+          context,
+          config,
+          node,
+          publishedProblems(context),
+          manifest.network ?? defaultNodeNetwork,
+        );
       } catch (error) {
         context.stderr(`health check failed: ${(error as Error).message}\n`);
       }

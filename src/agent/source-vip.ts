@@ -8,7 +8,11 @@
  * (the Node registered again) gets a new one.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { needsSourceVip, podNetworkName } from '../network/node-network.ts';
+import {
+  type NodeNetwork,
+  needsSourceVip,
+  podNetworkName,
+} from '../servicesmanifest/node-network.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
 import { nodePodSubnet } from './node-files.ts';
 import type { AgentContext } from './run-agent.ts';
@@ -27,9 +31,9 @@ export async function syncSourceVip(
   context: AgentContext,
   config: AgentConfig,
   node: k8s.V1Node | undefined,
+  network: NodeNetwork,
 ): Promise<string | undefined> {
-  const network = config.network;
-  if (!network || !needsSourceVip(network)) return undefined;
+  if (!needsSourceVip(network)) return undefined;
   const podCIDR = node?.spec?.podCIDR;
   const name = podNetworkName(network);
   if (!podCIDR || !name) return undefined;

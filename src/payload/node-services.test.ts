@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { writeStandInPayload } from '../../sim/testkit/payload.ts';
-import type { NodeNetwork } from '../network/node-network.ts';
+import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { parseServicesManifest, serviceCommand } from '../servicesmanifest/services-manifest.ts';
 import { servicesManifestFor } from './node-services.ts';
 

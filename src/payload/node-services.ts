@@ -8,13 +8,13 @@
 import { createHash } from 'node:crypto';
 
 import { type NodeHostSettings, withHostSettings } from '../hostsettings/node-host-settings.ts';
+import { hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import {
   defaultNodeNetwork,
   kubeProxyNetwork,
   type NodeNetwork,
   needsSourceVip,
-} from '../network/node-network.ts';
-import { hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
+} from '../servicesmanifest/node-network.ts';
 import type {
   ManifestFile,
   ManifestLogRunner,
@@ -257,7 +257,12 @@ export function servicesManifestFor(
       ? ''
       : `-n${createHash('sha256').update(JSON.stringify(network)).digest('hex').slice(0, 8)}`;
   return withHostSettings(
-    { version: `${payload.version}${suffix}${networkSuffix}`, services, files },
+    {
+      version: `${payload.version}${suffix}${networkSuffix}`,
+      services,
+      files,
+      ...(network.mode === 'routed' ? {} : { network }),
+    },
     options.hostSettings,
   );
 }

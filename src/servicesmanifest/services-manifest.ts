@@ -16,11 +16,13 @@
  * services get it too, through their own environment, since a machine variable reaches a
  * running system's services only after a reboot.
  */
+
 import { containerdHostDirectory } from '../images/containerd-hosts.ts';
 import { trustedCertificateProblem } from '../pki/trusted-ca-bundle.ts';
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
 import { confinedPathProblem } from './confined-path.ts';
 import { hostPaths } from './host-paths.ts';
+import { type NodeNetwork, nodeNetworkSchema } from './node-network.ts';
 
 /** Node-derived values a service argument may use as {{name}}. */
 export const nodeVariables = [
@@ -161,6 +163,11 @@ export interface ServicesManifest {
    */
   env?: Record<string, string>;
   hostSettings?: ManifestHostSettings;
+  /**
+   * The node's pod network (node-network.ts); absent: routed. In the manifest, not the agent's
+   * config, so that a new network mode reaches each host through its pool's rollout.
+   */
+  network?: NodeNetwork;
 }
 
 const schema = {
@@ -235,6 +242,7 @@ const schema = {
       },
     },
     env: { type: 'object', additionalProperties: { type: 'string' } },
+    network: nodeNetworkSchema,
     hostSettings: {
       type: 'object',
       additionalProperties: false,
