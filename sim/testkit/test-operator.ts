@@ -31,8 +31,21 @@ export interface TestOperatorOptions {
 }
 
 /**
+ * The pod network of a test cluster: it runs no CNI (kwok plays its Linux nodes), so `auto`
+ * finds none to join and refuses every host; a test operator says `routed` unless its test
+ * sets `network` itself (the packet tests in sim/netlab run Flannel and say flannel-vxlan).
+ */
+export const testClusterNetwork = { mode: 'routed' } as const;
+
+/** `config` with `network` set to testClusterNetwork when it has none (text is left as is). */
+export function withTestClusterNetwork(config: unknown): unknown {
+  if (typeof config !== 'object' || config === null || 'network' in config) return config;
+  return { ...config, network: testClusterNetwork };
+}
+
+/**
  * Writes (creates or replaces) the operator's ConfigMap; `extraData` adds keys beside
- * config.yaml (ca-bundle.crt).
+ * config.yaml (ca-bundle.crt). An object without `network` gets the test cluster's.
  */
 export async function writeOperatorConfig(
   kc: k8s.KubeConfig,
@@ -41,7 +54,7 @@ export async function writeOperatorConfig(
   extraData: Record<string, string> = {},
 ): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const text = typeof config === 'string' ? config : stringify(config);
+  const text = typeof config === 'string' ? config : stringify(withTestClusterNetwork(config));
   const body = {
     metadata: { name: configMapName, namespace },
     data: { ...extraData, [configKey]: text },
@@ -65,7 +78,8 @@ export async function startTestOperator(
 ): Promise<Operator> {
   refuseSharedCluster(kc, 'An operator');
   const namespace = options.namespace ?? `winfleet-${uniqueSuffix()}`;
-  if (options.config !== undefined) await writeOperatorConfig(kc, namespace, options.config);
+  // Always a config: the test cluster's pod network is routed (testClusterNetwork).
+  await writeOperatorConfig(kc, namespace, options.config ?? {});
   const port = await freePort();
   const log =
     options.log ??

@@ -73,6 +73,11 @@ export const JoinFailureReason = {
    * net-conf.json that is not valid, an encapsulation or CNI Windows lacks): nothing is joined.
    */
   NetworkUnsupported: 'NetworkUnsupported',
+  /**
+   * The cluster's pod network could not be read (the API server away, a permission missing)
+   * since the operator started: no node is joined until it can be.
+   */
+  NetworkUnverified: 'NetworkUnverified',
   /** Something winfleet waited for did not happen in time. */
   TimedOut: 'TimedOut',
   /** The API server refused or failed a request winfleet made. */

@@ -49,6 +49,7 @@ import { clusterInfoName, clusterInfoNamespace } from '../join/cluster-info.ts';
 import { joinInfoConfigMapName } from '../join/join-info.ts';
 import { isAlreadyExists, WinfleetKubeConfig } from '../kube/client.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
+import { type NodeNetworkState, watchClusterNetwork } from '../network/cluster-network-watch.ts';
 import {
   type PinnedPayloadReference,
   parsePinnedReference,
@@ -56,6 +57,7 @@ import {
 import { payloadSource } from '../payload/payload-source.ts';
 import { registryPayloadSource } from '../payload/registry-payload-source.ts';
 import { createHealthMetrics, type HealthMetrics } from '../remediation/health-metrics.ts';
+import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { clusterFacts, readyWindowsNodeCounts } from '../webhook/cluster-facts.ts';
 import { createWebhookMetrics, type WebhookMetrics } from '../webhook/metrics.ts';
 import { memoizeCompatibility } from '../webhook/placement.ts';
@@ -231,8 +233,20 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     ? await startWebhook(ctx, options.webhook, caches, images, webhookMetrics)
     : undefined;
   if (webhook) stops.push(() => webhook.stop());
+  // The pod network nodes join (network.mode against the cluster): read now, on each
+  // configuration change and every two minutes; a change looks at every host and pool again.
+  const clusterNetwork = await watchClusterNetwork({
+    kc: ctx.kc,
+    config: () => caches.config.current(),
+    log,
+    onChange: () => {
+      for (const c of controllers) c.enqueue(everythingKey);
+    },
+  });
+  stops.push(() => clusterNetwork.stop());
   caches.config.onChange(() => {
     webhook?.refresh();
+    void clusterNetwork.refresh();
     for (const c of controllers) c.enqueue(everythingKey);
   });
   const status = options.status
@@ -255,8 +269,14 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     stops.push(() => pages.close());
   }
   if (options.leaderElection ?? true) stops.push(await leadOrExit(ctx, identity));
-  const loadPayload = payloadLoader(ctx, caches, options, payloadReference);
-  controllers.push(...createControllers(ctx, caches, loadPayload, options.rolloutClock));
+  const loadPayload = payloadLoader(ctx, caches, options, payloadReference, () =>
+    clusterNetwork.lastGood(),
+  );
+  controllers.push(
+    ...createControllers(ctx, caches, loadPayload, options.rolloutClock, () =>
+      clusterNetwork.current(),
+    ),
+  );
   stops.push(() => {
     for (const c of controllers) c.stop();
   });
@@ -264,7 +284,12 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     const setup = { clusterBindings: options.clusterBindings };
     // One publisher for the host controller and winfleet-join: one view of what is published.
     const publish = createManifestPublisher(ctx.kc, namespace, setup);
-    controllers.push(createJoiningController(ctx, caches, loadPayload, publish, setup));
+    controllers.push(
+      createJoiningController(ctx, caches, loadPayload, publish, {
+        ...setup,
+        network: () => clusterNetwork.current(),
+      }),
+    );
     controllers.push(...createJoinByCommandControllers(ctx, caches, loadPayload, publish, setup));
     if (options.payloadDir) stops.push(await watchPayload(ctx, options.payloadDir, controllers));
     // Read the payload once now, so that a registry that refuses it shows in the log at once.
@@ -465,6 +490,7 @@ function payloadLoader(
   { config }: Caches,
   options: OperatorOptions,
   reference: PinnedPayloadReference | undefined,
+  network: () => NodeNetwork | undefined,
 ): (() => Promise<LoadedPayload>) | undefined {
   // The API server the hosts use: always bypassed by their proxy (node-host-settings.ts).
   let own: string | undefined;
@@ -473,13 +499,14 @@ function payloadLoader(
     return config.current().hosts.apiServer ?? own;
   };
   if (options.payloadDir)
-    return payloadSource(options.payloadDir, () => config.current(), apiServer);
+    return payloadSource(options.payloadDir, () => config.current(), apiServer, network);
   const image = options.payloadImage;
   if (!image || !reference) return undefined;
   return registryPayloadSource({
     reference,
     config: () => config.current(),
     apiServer,
+    network,
     cacheDir: image.cacheDir ?? join(tmpdir(), `winfleet-payload-cache-${process.pid}`),
     ...(image.plainHttp ? { plainHttp: true } : {}),
     ...(image.caBundle ? { caBundle: image.caBundle } : {}),
@@ -513,6 +540,7 @@ function createControllers(
   caches: Caches,
   loadPayload: (() => Promise<LoadedPayload>) | undefined,
   rolloutClock: (() => Date) | undefined,
+  network: () => NodeNetworkState,
 ): Controller[] {
   const { kc, namespace, events, log } = ctx;
   const { config, nodes, runtimeClasses, csrs, hosts, pools, instances } = caches;
@@ -542,6 +570,7 @@ function createControllers(
       pools,
       nodes,
       config: () => config.current(),
+      network,
       events,
       log,
     }),
@@ -574,7 +603,7 @@ function createJoiningController(
   { factory, config, hosts, nodes, pools }: Caches,
   payload: () => Promise<LoadedPayload>,
   publish: ManifestPublisher,
-  setup: { clusterBindings?: boolean },
+  setup: { clusterBindings?: boolean; network: () => NodeNetworkState },
 ): Controller {
   // The hosts' SSH key Secrets (metadata only), so that creating or fixing one retries at once.
   const namespaces = hostNamespaces(namespace, config.current().hosts.namespaces);
@@ -592,6 +621,7 @@ function createJoiningController(
     publish,
     cluster: clusterAccess(kc),
     clusterBindings: setup.clusterBindings,
+    network: setup.network,
     events,
     log,
   });

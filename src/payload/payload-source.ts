@@ -4,25 +4,29 @@ import { join } from 'node:path';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
 import { nodeHostSettings } from '../hostsettings/node-host-settings.ts';
+import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { servicesManifestFor } from './node-services.ts';
 import { loadPayload } from './payload.ts';
 import { payloadFileOnDisk } from './payload-file.ts';
 
 /**
  * `apiServer` is the API server URL the hosts use (always bypassed by their proxy); without it
- * the configuration's host settings are left out of the manifest.
+ * the configuration's host settings are left out of the manifest. `network` is the pod network
+ * the manifest carries (routed when it gives none).
  */
 export function payloadSource(
   dir: string,
   config: () => WinfleetConfig,
   apiServer?: () => string,
+  network?: () => NodeNetwork | undefined,
 ): () => Promise<LoadedPayload> {
   let cached: { key: string; value: LoadedPayload } | undefined;
   return async () => {
     const info = await stat(join(dir, 'payload.json'));
     const priority = config().hosts.kubelet.priorityClass;
     const hostSettings = apiServer ? nodeHostSettings(config(), apiServer()) : undefined;
-    const key = `${info.mtimeMs}:${info.size}:${priority}:${JSON.stringify(hostSettings)}`;
+    const nodeNetwork = network?.();
+    const key = `${info.mtimeMs}:${info.size}:${priority}:${JSON.stringify(hostSettings)}:${JSON.stringify(nodeNetwork)}`;
     if (cached?.key === key) return cached.value;
     const payload = await loadPayload(dir);
     let totalBytes = 0;
@@ -35,6 +39,7 @@ export function payloadSource(
       manifest: servicesManifestFor(payload, {
         kubeletPriorityClass: priority,
         ...(hostSettings ? { hostSettings } : {}),
+        ...(nodeNetwork ? { network: nodeNetwork } : {}),
       }),
       totalBytes,
     };

@@ -9,6 +9,7 @@
  * The registry's host is looked up through winfleet-config `images.mirrors` as images are
  * (mirrors first, then the registry), with the credentials of the payload pull secret.
  */
+
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
@@ -17,6 +18,7 @@ import { WinfleetError } from '../errors/catalog.ts';
 import { nodeHostSettings } from '../hostsettings/node-host-settings.ts';
 import type { DockerConfigSource } from '../images/docker-config.ts';
 import { canonicalRegistry } from '../images/image-reference.ts';
+import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { servicesManifestFor } from './node-services.ts';
 import type { PinnedPayloadReference } from './oci/payload-reference.ts';
 import { formatPinnedReference } from './oci/payload-reference.ts';
@@ -34,6 +36,8 @@ export interface RegistryPayloadSourceOptions {
    * mirrors: node-host-settings.ts) are in the manifest.
    */
   apiServer?: () => string;
+  /** The pod network the manifest carries (routed when it gives none). */
+  network?: () => NodeNetwork | undefined;
   /** Where fetched files are kept (one file per SHA-256); created when missing. */
   cacheDir: string;
   /** Reach the registry itself over plain HTTP (loopback registries). */
@@ -156,7 +160,8 @@ export function registryPayloadSource(
     const hostSettings = options.apiServer
       ? nodeHostSettings(options.config(), options.apiServer())
       : undefined;
-    const key = `${priority}:${JSON.stringify(hostSettings)}`;
+    const nodeNetwork = options.network?.();
+    const key = `${priority}:${JSON.stringify(hostSettings)}:${JSON.stringify(nodeNetwork)}`;
     if (built?.key === key) return built.value;
     const { payload } = resolved;
     const value: LoadedPayload = {
@@ -171,6 +176,7 @@ export function registryPayloadSource(
       manifest: servicesManifestFor(payload, {
         kubeletPriorityClass: priority,
         ...(hostSettings ? { hostSettings } : {}),
+        ...(nodeNetwork ? { network: nodeNetwork } : {}),
       }),
       totalBytes: resolved.manifest.layers.reduce((sum, l) => sum + l.size, 0),
       reachRegistry,

@@ -6,6 +6,7 @@
  * may have just been given its host's identity). A host joining by command has its WindowsHost
  * created and a use of its join token taken before its CSR is approved (pull-join-claim.ts).
  */
+
 import * as k8s from '@kubernetes/client-node';
 import { kubeProxySignerName } from '../../api/kube-proxy-identity.ts';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
@@ -17,6 +18,7 @@ import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
 import { readJoinTokenRecord } from '../../join/join-tokens.ts';
 import type { Logger } from '../../log/logger.ts';
+import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { parseCsrPem } from '../../pki/certificates.ts';
 import { hostByTokenId, hostsByNode } from '../hosts/host-indexes.ts';
 import { decideKubeProxyCsr, isKubeProxyRequest } from './kube-proxy-csr-policy.ts';
@@ -41,6 +43,8 @@ export interface CsrControllerDeps {
   pools: Informer<WindowsNodePool>;
   nodes: Informer<k8s.V1Node>;
   config: () => WinfleetConfig;
+  /** Whether nodes may join the pod network now (pull joins are refused otherwise). */
+  network?: () => NodeNetworkState;
   events: EventRecorder;
   log: Logger;
 }
@@ -83,6 +87,7 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
       hosts: () => deps.hosts.list(),
       reserve: (nodeName, csrUid) => reservations.reserve(nodeName, csrUid),
       now: clock,
+      ...(deps.network ? { network: deps.network } : {}),
     },
   };
   const log = deps.log.child({ controller: 'csr-approver' });

@@ -65,6 +65,7 @@ interface World {
   nodes?: string[];
   hosts?: WindowsHost[];
   reservations?: NodeNameReservations;
+  network?: PullJoinLookup['network'];
 }
 
 function lookup(world: World = {}): CsrLookup {
@@ -84,6 +85,7 @@ function lookup(world: World = {}): CsrLookup {
     hosts: () => world.hosts ?? [],
     reserve: (name, uid) => reservations.reserve(name, uid),
     now: () => now,
+    ...(world.network ? { network: world.network } : {}),
   };
   return {
     hostForToken: async () => undefined,
@@ -399,4 +401,26 @@ test('a reservation lapses after its time (the host is in the cache by then)', (
   assert.ok(!reservations.reserve('web-5', 'b'));
   clock = 1000;
   assert.ok(reservations.reserve('web-5', 'b'));
+});
+
+test('refused: no node joins while the pod network refuses it; nothing is claimed, no use taken', async () => {
+  const records = { tok123: record() };
+  const refused = lookup({
+    records,
+    network: () => ({
+      ok: false,
+      reason: 'NetworkModeMismatch',
+      message: 'network.mode is flannel-vxlan, but Flannel does not run in the cluster',
+    }),
+  });
+  assert.equal(
+    deniedBy(await decideKubeletCsr(csr(), refused)),
+    'network: no node joins the pod network now: network.mode is flannel-vxlan, but Flannel does not run in the cluster',
+  );
+  assert.equal(records.tok123.usesLeft, record().usesLeft, 'the token keeps its uses');
+  const allowed = lookup({
+    records,
+    network: () => ({ ok: true, network: { mode: 'routed' }, detected: 'none', warnings: [] }),
+  });
+  assert.equal((await decideKubeletCsr(csr('web-5'), allowed)).action, 'claim');
 });

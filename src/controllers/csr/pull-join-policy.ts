@@ -21,11 +21,13 @@
  * of two CSRs racing for one name only one gets past it. What follows (pull-join-claim.ts)
  * creates the WindowsHost — the claim the API server makes atomic — and takes a use.
  */
+
 import type * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { type JoinTokenRecord, joinTokenExpired } from '../../join/join-token-record.ts';
 import { compileNodeNamePattern } from '../../join/node-name-pattern.ts';
+import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { quoteValue } from '../../pki/distinguished-name.ts';
 import { matchesSelector, selectorProblems } from '../../rollout/label-selector.ts';
 import {
@@ -58,6 +60,11 @@ export interface PullJoinLookup {
    */
   reserve(nodeName: string, csrUid: string): boolean;
   now(): Date;
+  /**
+   * Whether a node may join the cluster's pod network now (cluster-network-watch.ts); a join
+   * refused there gets no certificate. Default: allowed.
+   */
+  network?: () => NodeNetworkState;
 }
 
 /** A CSR that passed every check: the WindowsHost to create and the use to take. */
@@ -132,6 +139,9 @@ export async function decidePullJoin(
       `bootstrap token ${tokenId} belongs to no known WindowsHost and has no join-token record: it was revoked (winfleet join-tokens revoke) or never issued by winfleet join-command`,
     );
   }
+  const network = lookup.network?.();
+  if (network && !network.ok)
+    return denyJoin('network', `no node joins the pod network now: ${network.message}`);
   if (joinTokenExpired(record, lookup.now())) {
     return denyJoin('expiry', `join token ${tokenId} expired at ${record.expires}`);
   }

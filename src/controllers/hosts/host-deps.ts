@@ -1,4 +1,5 @@
 /** What the host controller works with, assembled by the operator. */
+
 import type * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
@@ -6,6 +7,7 @@ import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
 import type { Logger } from '../../log/logger.ts';
+import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import type { Payload, PayloadFile } from '../../payload/payload.ts';
 import type { PayloadFileOnDisk } from '../../payload/payload-file.ts';
 import type { ServicesManifest } from '../../servicesmanifest/services-manifest.ts';
@@ -72,6 +74,11 @@ export interface HostControllerDeps {
    * cluster-rbac.ts).
    */
   clusterBindings?: boolean;
+  /**
+   * Whether a host may be configured now, with which pod network (network.mode against what
+   * the cluster runs: cluster-network-watch.ts). Default: routed, allowed.
+   */
+  network?: () => NodeNetworkState;
   events: EventRecorder;
   log: Logger;
 }

@@ -9,6 +9,7 @@
  *   differs) → hand it a bootstrap token and config → `agent bootstrap` → wait for the kubelet's
  *   Node → annotate it → wait for Ready and the agent's version → drop the token.
  */
+
 import * as k8s from '@kubernetes/client-node';
 import {
   desiredServicesVersionAnnotation,
@@ -19,6 +20,7 @@ import {
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import { trustHostKeyAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import { nodeIsReady } from '../../controller/informer-factory.ts';
+import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { checkKubeletSkew } from '../../rollout/kubelet-skew.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
@@ -126,6 +128,10 @@ async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
   // A payload whose kubelet the API server must not serve never reaches a host, joining or not.
   const skew = checkKubeletSkew(loaded.payload.kubernetesVersion, await ctx.apiServerVersion());
   if (!skew.ok) return refuseSkewedPayload(ctx, host, hs, skew.message);
+  // Nor to a pod network the mode does not join (the cluster runs another CNI, or one Windows
+  // cannot join as configured): nothing is installed on the host.
+  const network = ctx.network?.();
+  if (network && !network.ok) return refuseNetwork(ctx, host, hs, network);
   hs.set(
     ConditionType.Ready,
     'False',
@@ -179,6 +185,25 @@ export function refuseSkewedPayload(
   hs.set(ConditionType.Ready, 'False', ConditionReason.KubeletVersionSkew, text);
   hs.set(ConditionType.Degraded, 'True', ConditionReason.KubeletVersionSkew, text);
   if (first) ctx.events.record(host, 'Warning', ConditionReason.KubeletVersionSkew, text);
+  return { requeueAfterMs: refusedRecheckMs };
+}
+
+/**
+ * A pod network no node may join now (network.mode against the cluster, `state`'s reason and
+ * message): nothing is done on the host; Ready and Degraded say why, and a Warning Event once.
+ */
+export function refuseNetwork(
+  ctx: Pick<JoinContext, 'events'>,
+  host: WindowsHost,
+  hs: HostStatus,
+  state: Extract<NodeNetworkState, { ok: false }>,
+): PassResult {
+  const reason = state.reason as ConditionReason;
+  const first = hs.condition(ConditionType.Degraded)?.reason !== reason;
+  const text = `Not configuring the host: ${state.message}`;
+  hs.set(ConditionType.Ready, 'False', reason, text);
+  hs.set(ConditionType.Degraded, 'True', reason, text);
+  if (first) ctx.events.record(host, 'Warning', reason as EventReason, text);
   return { requeueAfterMs: refusedRecheckMs };
 }
 

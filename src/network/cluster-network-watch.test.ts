@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { nodeNetworkFor, nodeNetworkState } from './cluster-network-watch.ts';
+
+const netConf = '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}';
+
+test('what a node joins with, per resolved mode: flannel’s VNI and net-conf, a CNI’s directories, routed', () => {
+  assert.deepEqual(
+    nodeNetworkFor({
+      mode: 'flannel-vxlan',
+      detected: 'Flannel VXLAN (ConfigMap kube-flannel/kube-flannel-cfg)',
+      flannel: {
+        backend: 'vxlan',
+        vni: 4096,
+        port: 4789,
+        network: '10.244.0.0/16',
+        netConf,
+        source: 'ConfigMap kube-flannel/kube-flannel-cfg',
+      },
+    }),
+    {
+      ok: true,
+      network: { mode: 'flannel-vxlan', vni: 4096, netConf },
+      detected: 'Flannel VXLAN (ConfigMap kube-flannel/kube-flannel-cfg)',
+      warnings: [],
+    },
+  );
+  const external = nodeNetworkFor({
+    mode: 'external',
+    detected: 'Calico',
+    external: {
+      cni: 'Calico',
+      cniConfDir: 'C:\\etc\\cni\\net.d',
+      cniBinDir: 'C:\\opt\\cni\\bin',
+      kubeProxy: false,
+      networkName: 'Calico',
+    },
+  });
+  assert.deepEqual(external.ok && external.network, {
+    mode: 'external',
+    cniConfDir: 'C:\\etc\\cni\\net.d',
+    cniBinDir: 'C:\\opt\\cni\\bin',
+    kubeProxy: false,
+    networkName: 'Calico',
+  });
+  assert.deepEqual(nodeNetworkFor({ mode: 'routed', detected: 'no CNI' }).ok, true);
+});
+
+test('modes winfleet resolves but does not set up on nodes yet are refused, saying so', () => {
+  for (const mode of ['flannel-host-gw', 'ovn-hybrid'] as const) {
+    const state = nodeNetworkFor({ mode, detected: 'x' });
+    assert.equal(state.ok, false);
+    assert.match(
+      !state.ok ? state.message : '',
+      new RegExp(
+        `network.mode ${mode} matches the cluster .*does not set up Windows nodes for it yet: no node is joined`,
+      ),
+    );
+  }
+});
+
+test('a refused resolution is refused as it is; warnings travel with an accepted one', () => {
+  assert.deepEqual(
+    nodeNetworkState({
+      ok: false,
+      reason: 'NetworkModeMismatch',
+      message: 'm',
+      seen: 's',
+      fix: 'f',
+    }),
+    { ok: false, reason: 'NetworkModeMismatch', message: 'm' },
+  );
+  const state = nodeNetworkState({
+    ok: true,
+    network: { mode: 'routed', detected: 'none' },
+    warnings: ['w'],
+  });
+  assert.deepEqual(state.ok && state.warnings, ['w']);
+});
