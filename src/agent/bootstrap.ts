@@ -27,7 +27,7 @@ import {
 } from './converge.ts';
 import { applyHostSettings } from './host-settings.ts';
 import { kubeProxyCredentialUsers } from './kube-proxy-credentials.ts';
-import { kubeletFirewallRule } from './kubelet-firewall.ts';
+import { kubeletFirewallRule, syncEncapsulationRule } from './kubelet-firewall.ts';
 import {
   bootstrapKubeconfig,
   containerdConfig,
@@ -133,6 +133,8 @@ export async function bootstrap(context: AgentContext): Promise<Record<string, u
   });
   // Before the kubelet starts: the API server reaches it on this port (kubelet-firewall.ts).
   await step('open-kubelet-port', () => host.ensureInboundFirewallRule(kubeletFirewallRule));
+  // And other nodes' VXLAN packets, on an overlay pod network.
+  await step('open-pod-network-port', () => syncEncapsulationRule(host, manifest.network));
   // kube-proxy's kubeconfig is the run loop's to write (kube-proxy-credentials.ts): until it
   // exists, the services that name it wait, and one still running is stopped.
   const holdBack = new Set<string>(

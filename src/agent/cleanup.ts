@@ -13,6 +13,11 @@
 
 import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
 import {
+  defaultNodeNetwork,
+  podNetworkName,
+  winfleetOwnsNetwork,
+} from '../servicesmanifest/node-network.ts';
+import {
   parseServicesManifest,
   type ServicesManifest,
   startOrder,
@@ -23,7 +28,7 @@ import { agentServiceName } from './converge.ts';
 import type { HostOS } from './host-os.ts';
 import { removeHostSettings } from './host-settings.ts';
 import { kubeProxyPendingKeyPath } from './kube-proxy-credentials.ts';
-import { kubeletFirewallRule } from './kubelet-firewall.ts';
+import { encapsulationFirewallRuleName, kubeletFirewallRule } from './kubelet-firewall.ts';
 import { removeStaleCopies } from './replace-executable.ts';
 import type { AgentContext } from './run-agent.ts';
 
@@ -78,9 +83,16 @@ export async function removeHostChanges(
 ): Promise<string[]> {
   const { state, manifest } = plan;
   await host.removeFirewallRule(kubeletFirewallRule.name);
+  await host.removeFirewallRule(encapsulationFirewallRuleName);
   const networks: string[] = [];
+  // winfleet's own pod network: its L2Bridge network, or flanneld's (a CNI's is never touched).
+  const nodeNetwork = manifest?.network ?? defaultNodeNetwork;
+  const owned = winfleetOwnsNetwork(nodeNetwork)
+    ? podNetworkName(nodeNetwork)?.toLowerCase()
+    : undefined;
   for (const network of await host.listHnsNetworks()) {
-    if (network.name.toLowerCase().startsWith('winfleet')) {
+    const name = network.name.toLowerCase();
+    if (name.startsWith('winfleet') || name === owned) {
       await host.removeHnsNetwork(network.id);
       networks.push(network.name);
     }

@@ -5,7 +5,8 @@
  * it (WMCO's hosts get one too, "ContainerLogsPort", and sig-windows-tools' preflight checks for
  * it); cleanup removes it.
  */
-import type { InboundFirewallRule } from './host-os.ts';
+import { encapsulationPort, type NodeNetwork } from '../servicesmanifest/node-network.ts';
+import type { HostOS, InboundFirewallRule } from './host-os.ts';
 
 /** The kubelet's default --port, which winfleet's KubeletConfiguration keeps. */
 export const kubeletPort = 10250;
@@ -18,3 +19,33 @@ export const kubeletFirewallRule: InboundFirewallRule = {
   protocol: 'TCP',
   localPort: kubeletPort,
 };
+
+/** The name of the encapsulation rule, whatever the mode (cleanup removes it). */
+export const encapsulationFirewallRuleName = 'winfleet-vxlan';
+
+/**
+ * The inbound rule a network mode's encapsulation needs: VXLAN (UDP 4789) for flannel-vxlan,
+ * whose packets from other nodes Windows' firewall would otherwise drop. None for the others.
+ */
+export function encapsulationFirewallRule(network: NodeNetwork): InboundFirewallRule | undefined {
+  const port = encapsulationPort(network);
+  if (port === undefined) return undefined;
+  return {
+    name: encapsulationFirewallRuleName,
+    displayName: `winfleet pod network VXLAN (UDP ${port})`,
+    description:
+      'Lets other nodes’ VXLAN packets (the pod network’s overlay) reach this node; winfleet removes it when the node leaves the overlay or is removed',
+    protocol: 'UDP',
+    localPort: port,
+  };
+}
+
+/** Creates the mode's encapsulation rule, or removes one left from another mode. */
+export async function syncEncapsulationRule(
+  host: Pick<HostOS, 'ensureInboundFirewallRule' | 'removeFirewallRule'>,
+  network: NodeNetwork | undefined,
+): Promise<void> {
+  const rule = network && encapsulationFirewallRule(network);
+  if (rule) await host.ensureInboundFirewallRule(rule);
+  else await host.removeFirewallRule(encapsulationFirewallRuleName);
+}

@@ -41,6 +41,7 @@ import { deconfigureRequest, deconfigureSelf, readDeconfigureRecord } from './de
 import { syncGmsaReadiness } from './gmsa-readiness.ts';
 import { applyHostSettings } from './host-settings.ts';
 import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
+import { syncEncapsulationRule } from './kubelet-firewall.ts';
 import { repairLocally } from './local-repair.ts';
 import { pullManifestPayload } from './manifest-payload.ts';
 import { nodeKubeConfig } from './node-client.ts';
@@ -158,6 +159,8 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     if (node) await removeBootstrapFiles(host);
     // The pod network follows the mode and the Node's spec.podCIDR (cni-config.ts).
     const network = manifest.network ?? defaultNodeNetwork;
+    // A new manifest may bring another mode: its firewall rule follows (kubelet-firewall.ts).
+    if (state.version !== manifest.version) await syncEncapsulationRule(host, network);
     if (node) await syncCniConfig(context, config, node, network);
     // kube-proxy's source VIP on an overlay (source-vip.ts).
     const sourceVip = await syncSourceVip(context, config, node, network);
