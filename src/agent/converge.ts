@@ -16,6 +16,7 @@ import {
   serviceExecutables,
   startOrder,
 } from '../servicesmanifest/services-manifest.ts';
+import { serviceShimFileName } from '../payload/payload.ts';
 import { paths } from './agent-config.ts';
 import type { AgentState } from './agent-state.ts';
 import type { HostOS, ServiceConfig } from './host-os.ts';
@@ -97,8 +98,14 @@ export async function installPayloadFiles(
 ): Promise<string[]> {
   const pending: { path: string; source: string }[] = [];
   for (const file of manifest.files) {
-    const source = `${paths.payload}\\${file.payload}`;
-    const actual = await host.fileSha256(source);
+    let source = `${paths.payload}\\${file.payload}`;
+    let actual = await host.fileSha256(source);
+    // The service shim a manifest service runs under: the operator installs its copy in the
+    // agent's own place (payload-sync.ts), a pulling agent stages it in the payload directory.
+    if (actual === undefined && file.payload.toLowerCase() === serviceShimFileName) {
+      source = paths.serviceExe;
+      actual = await host.fileSha256(source);
+    }
     if (actual === undefined)
       throw new WinfleetError(
         'WF_AGENT_FILE_MISSING',

@@ -23,6 +23,7 @@ import { acquireLeadership } from '../controller/leader-election.ts';
 import { warnIfBootstrapTokensAutoApproved } from '../controllers/csr/bootstrap-auto-approval.ts';
 import { createCsrController } from '../controllers/csr/csr-controller.ts';
 import { createServingAddressController } from '../controllers/csr/serving-address-controller.ts';
+import { createFlanneldReadersController } from '../controllers/hosts/flanneld-node-readers.ts';
 import { createHostController } from '../controllers/hosts/host-controller.ts';
 import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
 import {
@@ -291,6 +292,15 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       }),
     );
     controllers.push(...createJoinByCommandControllers(ctx, caches, loadPayload, publish, setup));
+    controllers.push(
+      createFlanneldReadersController({
+        kc: ctx.kc,
+        hosts: caches.hosts,
+        network: () => clusterNetwork.lastGood(),
+        clusterBindings: options.clusterBindings,
+        log,
+      }),
+    );
     if (options.payloadDir) stops.push(await watchPayload(ctx, options.payloadDir, controllers));
     // Read the payload once now, so that a registry that refuses it shows in the log at once.
     loadPayload().then(

@@ -46,7 +46,7 @@ function readersOfPublished(): k8s.RbacV1Subject[] {
 }
 
 /** Server-side apply with winfleet's field manager. */
-function applier(kc: k8s.KubeConfig) {
+export function applier(kc: k8s.KubeConfig) {
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   return (o: k8s.KubernetesObject) =>
     objects.patch(o, undefined, undefined, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
