@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { WinfleetError } from '../errors/catalog.ts';
+import { serviceShimFileName } from '../payload/payload.ts';
 import {
   expandArgument,
   type ManifestService,
@@ -16,7 +17,6 @@ import {
   serviceExecutables,
   startOrder,
 } from '../servicesmanifest/services-manifest.ts';
-import { serviceShimFileName } from '../payload/payload.ts';
 import { paths } from './agent-config.ts';
 import type { AgentState } from './agent-state.ts';
 import type { HostOS, ServiceConfig } from './host-os.ts';
