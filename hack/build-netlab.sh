@@ -34,10 +34,9 @@ dropped=(
 # was imported exactly once and that every other import is pinned in hack/netlab/flannel/tools.go.
 flanneld_main() {
   local dir=$1 src pkg imports missing=()
+  # Into the module cache first: `go list -m` names no directory for a module not downloaded.
+  (cd "$n/flannel" && go mod download github.com/flannel-io/flannel)
   src=$(cd "$n/flannel" && go list -m -f '{{.Dir}}' github.com/flannel-io/flannel)
-  if [ ! -f "$src/main.go" ]; then
-    (cd "$n/flannel" && go mod download github.com/flannel-io/flannel)
-  fi
   cp "$src/main.go" "$dir/main.go"
   chmod u+w "$dir/main.go"
   for pkg in "${dropped[@]}"; do
