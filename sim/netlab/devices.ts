@@ -214,3 +214,30 @@ export async function setSysctl(netns: string, key: string, value: string): Prom
     throw new Error(`netns ${netns}: could not set ${key}=${value}: ${(error as Error).message}`);
   }
 }
+
+export interface RemoteSubnet {
+  /** The remote node's pod subnet (HNS RemoteSubnetRoute DestinationPrefix), e.g. 10.244.2.0/24. */
+  subnet: string;
+  /** The remote VTEP's MAC (VtepMAC; HNS DistributedRouterMacAddress). */
+  vtepMac: string;
+  /** The remote node's LAN address (public-ip; HNS ProviderAddress). */
+  publicIp: string;
+  /** The local VXLAN device. */
+  dev: string;
+}
+
+/**
+ * What flanneld programs on Linux for one remote VXLAN lease (vxlan_network.go
+ * handleSubnetEvents): the route `<subnet> via <subnet>.0 dev <dev> onlink`, the permanent
+ * neighbour `<subnet>.0 → vtepMac` and the FDB entry `vtepMac → publicIp`. The same three
+ * carry one HNS RemoteSubnetRoute policy when a Windows node is rendered into a namespace.
+ */
+export async function addRemoteSubnet(netns: string, remote: RemoteSubnet): Promise<void> {
+  const slash = remote.subnet.indexOf('/');
+  const zero = remote.subnet.slice(0, slash);
+  if (slash < 0 || !/^\d+\.\d+\.\d+\.\d+$/.test(zero))
+    throw new Error(`remote subnet ${remote.subnet} is not an IPv4 CIDR`);
+  await addOnlinkRoute(netns, { dst: remote.subnet, via: zero, dev: remote.dev });
+  await addPermanentNeighbour(netns, { ip: zero, mac: remote.vtepMac, dev: remote.dev });
+  await addFdbEntry(netns, { mac: remote.vtepMac, dev: remote.dev, dst: remote.publicIp });
+}

@@ -17,8 +17,8 @@ import {
   addAddress,
   addBridge,
   addFdbEntry,
-  addOnlinkRoute,
   addPermanentNeighbour,
+  addRemoteSubnet,
   addVxlanDevice,
   setSysctl,
 } from './devices.ts';
@@ -59,13 +59,11 @@ async function renderNode(node: LabNode, third: number, mac: string): Promise<Re
 
 /** What flanneld programs on `on` for the remote lease of `remote` (vxlan_network.go). */
 async function renderRemote(on: Rendered, remote: Rendered): Promise<void> {
-  const zero = remote.subnet.replace('.0/24', '.0');
-  await addOnlinkRoute(on.node.netns, { dst: remote.subnet, via: zero, dev: 'flannel.4096' });
-  await addPermanentNeighbour(on.node.netns, { ip: zero, mac: remote.mac, dev: 'flannel.4096' });
-  await addFdbEntry(on.node.netns, {
-    mac: remote.mac,
+  await addRemoteSubnet(on.node.netns, {
+    subnet: remote.subnet,
+    vtepMac: remote.mac,
+    publicIp: remote.node.address,
     dev: 'flannel.4096',
-    dst: remote.node.address,
   });
 }
 
