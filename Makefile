@@ -6,7 +6,7 @@ SHELL := bash
 
 STAMP := node_modules/.winfleet-installed
 
-.PHONY: help lab test check deps packages binaries tools flag-lists clean-binaries agent payload image chart krew
+.PHONY: help lab test check deps packages binaries tools netlab flag-lists clean-binaries agent payload image chart krew
 
 help:
 	@echo "make lab    start a local cluster with simulated Windows hosts (Ctrl-C stops it)"
@@ -38,6 +38,12 @@ binaries:
 tools:
 	@bash hack/build-tools.sh >/dev/null
 
+# The real Linux networking components the network tests run (flanneld, and the bridge,
+# host-local and loopback CNI plugins), built from the Go module proxy into a cache (see
+# hack/build-netlab.sh); built here, with progress, so that no test has to build them silently.
+netlab:
+	@bash hack/build-netlab.sh >/dev/null
+
 # The flags (and windows_exporter collectors) the pinned kubelet, kube-proxy and
 # windows_exporter accept, generated from their Go modules into a cache (see
 # hack/build-flag-lists.sh): the simulated hosts refuse a command line the real programs would.
@@ -50,9 +56,10 @@ check: deps
 	@echo "==> typecheck"
 	@npm run --silent typecheck
 
-test: check binaries tools flag-lists
+test: check binaries tools netlab flag-lists
 	@echo "==> tests"
 	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" \
+	  WINFLEET_NETLAB_BIN="$$(bash hack/build-netlab.sh 2>/dev/null)" \
 	  WINFLEET_FLAG_LISTS="$$(bash hack/build-flag-lists.sh 2>/dev/null)" npm test --silent
 
 lab: deps binaries tools flag-lists

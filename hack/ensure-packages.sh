@@ -23,6 +23,12 @@ declare -A need=(
   [/usr/lib/wine/wine64]=wine64
   # The dashboard's browser test drives it through playwright-core, which downloads no browser.
   [chromium]=chromium
+  # The network tests (sim/netlab, as root) build namespaces, veths, bridges and VXLAN devices
+  # with ip and bridge; flanneld's traffic manager runs iptables even with --ip-masq off; ping
+  # sends the ICMP the tests carry across the overlay. Paths: /usr/sbin is not on every PATH.
+  [/usr/sbin/bridge]=iproute2
+  [/usr/sbin/iptables]=iptables
+  [/usr/bin/ping]=iputils-ping
 )
 
 # The executable `command -v` finds for $1. Bash's `command -v` falls back to a file that is not

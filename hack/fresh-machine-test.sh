@@ -7,9 +7,10 @@
 # set-up never installs it (hack/ensure-packages.sh says how to get it).
 #
 # Usage: sudo bash hack/fresh-machine-test.sh [--remove-packages] [--keep]
-#   --remove-packages  apt-get remove docker-registry wine64 chromium first (kubectl and npm
-#                      stay: on these machines they do not come from Debian, so removing
-#                      them would test another machine; hack/test-setup.sh covers their branches)
+#   --remove-packages  apt-get remove docker-registry wine64 chromium iptables iputils-ping first
+#                      (kubectl and npm stay: on these machines they do not come from Debian, so
+#                      removing them would test another machine; iproute2 stays: every image has
+#                      it and much depends on it; hack/test-setup.sh covers their branches)
 #   --keep             keep the work directory (the clone, the caches and the log)
 # Prints the run's test counts, its slowest files and its total time; exits with make's status.
 set -uo pipefail
@@ -28,8 +29,8 @@ $keep || trap 'rm -rf "$work"' EXIT
 
 if $remove_packages; then
   [ "$(id -u)" -eq 0 ] || { echo "hack/fresh-machine-test.sh: --remove-packages needs root" >&2; exit 1; }
-  echo "==> apt-get remove docker-registry wine64 chromium" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get remove -y -q docker-registry wine64 chromium >/dev/null ||
+  echo "==> apt-get remove docker-registry wine64 chromium iptables iputils-ping" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get remove -y -q docker-registry wine64 chromium iptables iputils-ping >/dev/null ||
     { echo "hack/fresh-machine-test.sh: apt-get remove failed" >&2; exit 1; }
 fi
 

@@ -108,6 +108,12 @@ branch "wine64 hidden" 0 'installed wine64' -- \
   hide /usr/lib/wine/wine64 -- "${ensure[@]}"
 branch "chromium hidden" 0 'installed chromium' -- \
   hide "$(command -v chromium)" -- "${ensure[@]}"
+branch "iptables hidden" 0 'installed iptables' -- \
+  hide /usr/sbin/iptables -- "${ensure[@]}"
+branch "ping hidden" 0 'installed iputils-ping' -- \
+  hide /usr/bin/ping -- "${ensure[@]}"
+branch "bridge (iproute2) hidden" 0 'installed iproute2' -- \
+  hide /usr/sbin/bridge -- "${ensure[@]}"
 branch "kubectl hidden (apt simulated)" 0 'Setting up \(simulated\) kubernetes-client' -- \
   hide "$(command -v kubectl)" -- "${simulated_apt[@]}" WF_UNINSTALLED=kubectl "${ensure[@]}"
 branch "npm and node hidden (apt simulated)" 0 'Setting up \(simulated\) npm' -- \
@@ -196,7 +202,8 @@ branch "flag lists generated" 0 'flag-lists\.json$' -- \
   env WINFLEET_CACHE="$work/flag-cache-2" bash "$repo/hack/build-flag-lists.sh"
 
 echo "== commands the tests, the lab and the scripts spawn"
-for cmd in bash tar sha256sum setpriv docker-registry kubectl npm go /usr/lib/wine/wine64; do
+for cmd in bash tar sha256sum setpriv docker-registry kubectl npm go /usr/lib/wine/wine64 \
+  /usr/sbin/ip /usr/sbin/bridge /usr/sbin/iptables /usr/bin/ping; do
   branch "$cmd on PATH" 0 . -- bash -c "command -v $cmd"
 done
 

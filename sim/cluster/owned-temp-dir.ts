@@ -11,7 +11,8 @@ import { join } from 'node:path';
 const owned = new Set<string>();
 let exitHookInstalled = false;
 
-function processAlive(pid: number): boolean {
+/** Whether process `pid` is running (a zombie its parent has not reaped counts as gone). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (error) {

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds the real Linux networking components of the network test world (sim/netlab) from Go
+# modules into a cache directory keyed by go.mod/go.sum; skips what is built. Prints that
+# directory as its last line.
+#   flanneld               github.com/flannel-io/flannel (hack/netlab/flannel)
+#   bridge, host-local,    github.com/containernetworking/plugins (hack/netlab/cni), the version
+#   loopback               the Windows payload pins (hack/payload/cni)
+#
+# flanneld: the module proxy refuses github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc,
+# which flannel's tencentvpc backend imports, and the udp backend needs cgo. So upstream's
+# main.go is copied from the module cache into a temporary directory without those two backend
+# imports and built there with CGO_ENABLED=0 against hack/netlab/flannel's go.mod; nothing of
+# upstream's is kept in this repository. The vxlan and host-gw backends are unchanged.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib/go-build-progress.sh"
+n=$here/netlab
+cache=${WINFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/winfleet}
+key=$(cat "$n"/*/go.mod "$n"/*/go.sum "$here/build-netlab.sh" | sha256sum | cut -c1-12)
+flannel_version=$(cd "$n/flannel" && go list -m -f '{{.Version}}' github.com/flannel-io/flannel)
+plugins_version=$(cd "$n/cni" && go list -m -f '{{.Version}}' github.com/containernetworking/plugins)
+out="$cache/netlab/flannel-$flannel_version-plugins-$plugins_version-$key"
+mkdir -p "$out"
+cache_lock "$out"
+export CGO_ENABLED=0 GOOS=linux GOFLAGS="-trimpath -buildvcs=false"
+
+# The flannel backends left out of the build, with why.
+dropped=(
+  github.com/flannel-io/flannel/pkg/backend/tencentvpc # its SDK module is refused by the proxy
+  github.com/flannel-io/flannel/pkg/backend/udp        # needs cgo
+)
+
+# Writes upstream's main.go without the dropped backends into $1/main.go, checking that each
+# was imported exactly once and that every other import is pinned in hack/netlab/flannel/tools.go.
+flanneld_main() {
+  local dir=$1 src pkg imports missing=()
+  # Into the module cache first: `go list -m` names no directory for a module not downloaded.
+  (cd "$n/flannel" && go mod download github.com/flannel-io/flannel)
+  src=$(cd "$n/flannel" && go list -m -f '{{.Dir}}' github.com/flannel-io/flannel)
+  cp "$src/main.go" "$dir/main.go"
+  chmod u+w "$dir/main.go"
+  for pkg in "${dropped[@]}"; do
+    if [ "$(grep -c "^[[:space:]]*_ \"$pkg\"\$" "$dir/main.go")" != 1 ]; then
+      echo "flannel $flannel_version's main.go does not import $pkg once as a blank import; update hack/build-netlab.sh" >&2
+      return 1
+    fi
+    sed -i "\|^[[:space:]]*_ \"$pkg\"\$|d" "$dir/main.go"
+  done
+  imports=$(sed -n '/^import (/,/^)/p' "$dir/main.go" | grep -oE '"[a-z0-9.-]+\.[a-z]+/[^"]+"' | tr -d '"')
+  for pkg in $imports; do
+    grep -qF "_ \"$pkg\"" "$n/flannel/tools.go" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "flannel $flannel_version's main.go imports ${missing[*]}, not pinned in hack/netlab/flannel/tools.go;" >&2
+    echo "  add them there and run: cd hack/netlab/flannel && go mod tidy" >&2
+    return 1
+  fi
+}
+
+steps=(flanneld bridge host-local loopback)
+total=${#steps[@]}
+i=0
+for name in "${steps[@]}"; do
+  i=$((i + 1))
+  if [ -x "$out/$name" ]; then
+    echo "[$i/$total] $name: cached" >&2
+    continue
+  fi
+  tmp=""
+  case $name in
+    flanneld)
+      version=$flannel_version
+      tmp=$(mktemp -d "${TMPDIR:-/tmp}/winfleet-flanneld-build.XXXXXX")
+      trap 'rm -rf "$tmp"' EXIT
+      cp "$n/flannel/go.mod" "$n/flannel/go.sum" "$tmp/"
+      mkdir "$tmp/flanneld"
+      flanneld_main "$tmp/flanneld"
+      dir=$tmp; pkg=./flanneld
+      flags="-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$version" ;;
+    *)
+      version=$plugins_version
+      case $name in
+        host-local) pkg=github.com/containernetworking/plugins/plugins/ipam/host-local ;;
+        *) pkg=github.com/containernetworking/plugins/plugins/main/$name ;;
+      esac
+      dir=$n/cni
+      flags="-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$version" ;;
+  esac
+  echo "[$i/$total] $name: building $version from the Go module proxy" >&2
+  start=$SECONDS
+  rm -f "$out/$name.tmp"
+  (cd "$dir" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) | go_build_progress "$start"
+  if [ -n "$tmp" ]; then rm -rf "$tmp"; trap - EXIT; fi
+  if [ ! -f "$out/$name.tmp" ]; then echo "[$i/$total] $name: build failed" >&2; exit 1; fi
+  mv "$out/$name.tmp" "$out/$name"
+  echo "[$i/$total] $name: built in $((SECONDS - start))s ($(du -h "$out/$name" | cut -f1))" >&2
+done
+echo "$out"

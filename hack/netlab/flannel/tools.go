@@ -1,0 +1,33 @@
+//go:build tools
+
+// flanneld's imports (its main.go, github.com/flannel-io/flannel), pinned here so that go.sum
+// holds every module the build needs. hack/build-netlab.sh copies upstream's main.go into a
+// temporary directory without the tencentvpc backend (the module proxy refuses its
+// github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc dependency) and the udp backend
+// (cgo only), and builds it with this go.mod; it refuses to build when main.go imports a package
+// that is not listed here.
+package tools
+
+import (
+	_ "github.com/coreos/go-systemd/v22/daemon"
+	_ "github.com/coreos/pkg/flagutil"
+	_ "github.com/flannel-io/flannel/pkg/backend"
+	_ "github.com/flannel-io/flannel/pkg/backend/alloc"
+	_ "github.com/flannel-io/flannel/pkg/backend/extension"
+	_ "github.com/flannel-io/flannel/pkg/backend/hostgw"
+	_ "github.com/flannel-io/flannel/pkg/backend/ipip"
+	_ "github.com/flannel-io/flannel/pkg/backend/ipsec"
+	_ "github.com/flannel-io/flannel/pkg/backend/vxlan"
+	_ "github.com/flannel-io/flannel/pkg/backend/wireguard"
+	_ "github.com/flannel-io/flannel/pkg/ip"
+	_ "github.com/flannel-io/flannel/pkg/ipmatch"
+	_ "github.com/flannel-io/flannel/pkg/subnet"
+	_ "github.com/flannel-io/flannel/pkg/subnet/etcd"
+	_ "github.com/flannel-io/flannel/pkg/subnet/kube"
+	_ "github.com/flannel-io/flannel/pkg/trafficmngr"
+	_ "github.com/flannel-io/flannel/pkg/trafficmngr/iptables"
+	_ "github.com/flannel-io/flannel/pkg/trafficmngr/nftables"
+	_ "github.com/flannel-io/flannel/pkg/version"
+	_ "github.com/joho/godotenv"
+	_ "k8s.io/klog/v2"
+)
