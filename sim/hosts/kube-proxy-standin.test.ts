@@ -43,6 +43,8 @@ test('the manifest’s flags parse and validate', () => {
     proxyMode: 'kernelspace',
     networkName: 'winfleet',
     clusterCidr: '10.244.0.0/16',
+    // The routed network is an L2Bridge one: no source VIP (winkernel wants it on Overlay only).
+    sourceVip: undefined,
     verbosity: 2,
     warnings: [],
   });

@@ -133,6 +133,7 @@ test('cluster-wide rules are limited to what has no namespace or spans all of th
   assert.deepEqual([...new Set(clusterResources)].sort(), [
     'certificatesigningrequests',
     'certificatesigningrequests/approval',
+    'clusterrolebindings',
     'configmaps',
     'daemonsets',
     'gmsacredentialspecs',

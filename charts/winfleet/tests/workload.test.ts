@@ -54,6 +54,7 @@ test('a default install renders each object once, in the release namespace', asy
     names.sort(),
     [
       'ClusterRole//winfleet',
+      'ClusterRole//winfleet:flanneld-node-reader',
       'ClusterRoleBinding//winfleet',
       'ClusterRoleBinding//winfleet:kube-proxies',
       'ClusterRoleBinding//winfleet:node-bootstrapper',
