@@ -78,3 +78,50 @@ export async function installCalicoObjects(kc: k8s.KubeConfig): Promise<void> {
     if (!isAlreadyExists(error)) throw error;
   }
 }
+
+/**
+ * Calico with its Windows data plane, as the Tigera operator renders it (pkg/render/windows.go):
+ * calico-node in calico-system, calico-node-windows (HostProcess) mounting the CNI directories
+ * C:\opt\cni\bin and C:\etc\cni\net.d as hostPath volumes, and — with `kubeProxyWindows` —
+ * kube-system/kube-proxy-windows, the DaemonSet Calico's Windows guide installs. Neither
+ * DaemonSet runs a pod here: the test plays calico-node-windows on the host itself.
+ */
+export async function installCalicoWindowsObjects(
+  kc: k8s.KubeConfig,
+  options: { kubeProxyWindows?: boolean } = {},
+): Promise<void> {
+  await installCalicoObjects(kc);
+  const apps = kc.makeApiClient(k8s.AppsV1Api);
+  const windows = (name: string, image: string, volumes: Record<string, string>) => {
+    const ds = linuxDaemonSet(name, image);
+    const pod = ds.spec!.template.spec!;
+    pod.nodeSelector = { 'kubernetes.io/os': 'windows', 'winfleet.io/test-cni': 'no-node' };
+    pod.securityContext = {
+      windowsOptions: { hostProcess: true, runAsUserName: 'NT AUTHORITY\\system' },
+    };
+    pod.volumes = Object.entries(volumes).map(([volume, path]) => ({
+      name: volume,
+      hostPath: { path },
+    }));
+    return ds;
+  };
+  const create = async (namespace: string, body: k8s.V1DaemonSet) => {
+    try {
+      await apps.createNamespacedDaemonSet({ namespace, body });
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw error;
+    }
+  };
+  await create(
+    'calico-system',
+    windows('calico-node-windows', 'quay.io/calico/node-windows:v3.31.0', {
+      'cni-bin-dir': '/opt/cni/bin',
+      'cni-net-dir': '/etc/cni/net.d',
+    }),
+  );
+  if (options.kubeProxyWindows)
+    await create(
+      'kube-system',
+      windows('kube-proxy-windows', 'sigwindowstools/kube-proxy:v1.34.0-calico-hostprocess', {}),
+    );
+}

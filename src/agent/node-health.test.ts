@@ -8,6 +8,7 @@ import {
 } from '../../sim/hosts/agent-test-host.ts';
 import { NodeHealthCondition, NodeHealthEventReason, NodeHealthReason } from '../api/reasons.ts';
 import type { AgentHealthConfig } from '../config/winfleet-config.ts';
+import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { parseAgentConfig, paths } from './agent-config.ts';
 import { emptyState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
@@ -30,6 +31,8 @@ async function world(
     agentHealth?: AgentHealthConfig;
     /** HostOS methods answered by the test instead of the simulated host. */
     hostOverrides?: Partial<Record<string, unknown>>;
+    /** The node's network (the manifest's); routed by default. */
+    network?: NodeNetwork;
   } = {},
 ) {
   const host = await createAgentTestHost(t);
@@ -76,23 +79,29 @@ async function world(
   };
   const pass = async () => {
     clock += 30_000;
-    return checkNodeHealth(context, config, node, {
-      // The API server's strategic merge patch: merged by type.
-      patchConditions: async (conditions) => {
-        patches.push(conditions);
-        const all = node.status!.conditions!;
-        for (const c of conditions) {
-          const i = all.findIndex((x) => x.type === c.type);
-          if (i >= 0) all[i] = c;
-          else all.push(c);
-        }
+    return checkNodeHealth(
+      context,
+      config,
+      node,
+      {
+        // The API server's strategic merge patch: merged by type.
+        patchConditions: async (conditions) => {
+          patches.push(conditions);
+          const all = node.status!.conditions!;
+          for (const c of conditions) {
+            const i = all.findIndex((x) => x.type === c.type);
+            if (i >= 0) all[i] = c;
+            else all.push(c);
+          }
+        },
+        createEvent: async (event) => {
+          events.push(event);
+        },
+        serverDate: async () => ({ serverDate: Math.floor(clock / 1000) * 1000, localTime: clock }),
+        now: () => clock,
       },
-      createEvent: async (event) => {
-        events.push(event);
-      },
-      serverDate: async () => ({ serverDate: Math.floor(clock / 1000) * 1000, localTime: clock }),
-      now: () => clock,
-    });
+      options.network ? { network: options.network } : {},
+    );
   };
   const condition = (type: string) => node.status!.conditions!.find((c) => c.type === type);
   return {
@@ -371,4 +380,28 @@ test('kube-proxy’s /healthz answers JSON, never ok: 200 is healthy, 503 is not
   await w.pass();
   assert.equal(w.condition('KubeProxyUnhealthy')!.status, 'True');
   assert.match(w.condition('KubeProxyUnhealthy')!.message!, /HTTP 503/);
+});
+
+test('external mode with the CNI’s own kube-proxy: winfleet’s kube-proxy is neither probed nor reported missing', async (t) => {
+  const probed: number[] = [];
+  const w = await world(t, {
+    network: {
+      mode: 'external',
+      cniConfDir: 'C:\\etc\\cni\\net.d',
+      cniBinDir: 'C:\\opt\\cni\\bin',
+      kubeProxy: false,
+    },
+    hostOverrides: {
+      getLoopbackHttp: async (port: number) => {
+        probed.push(port);
+        return port === 10248 ? { status: 200, body: 'ok' } : { status: 503, body: '' };
+      },
+    },
+  });
+  await w.machine.scm.delete('kube-proxy');
+  await w.pass();
+  await w.pass();
+  assert.deepEqual([...new Set(probed)], [10248]);
+  assert.equal(w.condition('KubeProxyUnhealthy'), undefined);
+  assert.equal(w.condition('KubeletUnhealthy')!.status, 'False');
 });

@@ -38,6 +38,7 @@ import {
 import { outsideRequest } from '../kube/winfleet-kube-config.ts';
 import {
   defaultNodeNetwork,
+  kubeProxyNetwork,
   type NodeNetwork,
   podNetworkName,
 } from '../servicesmanifest/node-network.ts';
@@ -144,6 +145,8 @@ async function gather(
     // A service the agent holds back on purpose (kube-proxy until its credentials exist) is
     // not a problem: not observed.
     if (heldBack.has(name)) continue;
+    // No kube-proxy of winfleet's where the CNI brings its own (external mode): not observed.
+    if (name === 'kube-proxy' && kubeProxyNetwork(network) === undefined) continue;
     const status = await host.queryService(name).catch(() => undefined);
     const seen = memory.services.get(name) ?? { restarts: [] };
     memory.services.set(name, seen);
