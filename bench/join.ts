@@ -37,6 +37,12 @@
  * --from-source runs `node src/operator/main.ts` (the figures before issue 17's second pass).
  * --node-flags="FLAGS" replaces IMAGE_NODE_FLAGS ("" for none), for a same-machine comparison
  * of Node flags back to back.
+ *   npm run bench:join -- --sizes 50 --modes concurrent --networks routed,flannel-vxlan
+ *
+ * Pod networks (issue 31): each run joins with network.mode routed (the default) or
+ * flannel-vxlan (Flannel's objects installed in the cluster first: the hosts then run flanneld,
+ * flannel's CNI and kube-proxy with a source VIP); flannel-vxlan's makespan is given against
+ * routed's of the same run.
  * Each run gets a fresh control plane; the operator and the hosts run in their own processes.
  */
 import { readFileSync } from 'node:fs';
@@ -52,6 +58,7 @@ import { startCluster } from '../sim/cluster/start-cluster.ts';
 import type { SimulatedHostDescription } from '../sim/hosts/fleet.ts';
 import { generateTestKey } from '../sim/hosts/ssh-test-client.ts';
 import type { TestRegistry } from '../sim/registry/registry-process.ts';
+import { installFlannelObjects } from '../sim/testkit/cluster-cni.ts';
 import { parseMetricsText, sumOf } from '../sim/testkit/metrics-text.ts';
 import {
   buildOperatorBundle,
@@ -91,6 +98,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '10' },
     'node-flags': { type: 'string' },
     modes: { type: 'string' },
+    networks: { type: 'string', default: 'routed' },
     'payload-mib': { type: 'string' },
     deliveries: { type: 'string' },
     'settle-seconds': { type: 'string', default: '0' },
@@ -117,6 +125,8 @@ const sizes = (values.sizes ?? (sized ? '10,50' : '1,10,50')).split(',').map(Num
 if (sizes.some((n) => !Number.isInteger(n) || n < 1)) usage('--sizes: host counts, e.g. 1,10,50');
 const concurrency = Number(values.concurrency);
 const modes = oneOf('modes', values.modes ?? (sized ? 'concurrent' : allModes.join(',')), allModes);
+const networks = oneOf('networks', values.networks!, ['routed', 'flannel-vxlan'] as const);
+type Network = (typeof networks)[number];
 const deliveries = oneOf('deliveries', values.deliveries ?? (sized ? 'push,pull' : 'push'), [
   ...deliveryKinds,
 ]);
@@ -148,6 +158,7 @@ interface Run {
   payload: string;
   delivery: Delivery;
   mode: Mode;
+  network: Network;
   makespanS: number;
   /** The operator's RSS once every host is Ready, and its peak over the run (VmHWM). */
   operatorMiB: number;
@@ -179,6 +190,7 @@ async function joinRun(
   payload: BenchPayload,
   delivery: Delivery,
   mode: Mode,
+  network: Network,
   base: number,
 ): Promise<Run> {
   const workers = mode === 'one-worker' ? 1 : concurrency;
@@ -188,7 +200,11 @@ async function joinRun(
   const key = generateTestKey();
   await writeFile(join(dir, 'key.pub'), key.publicKey);
   await installCrds(kc);
-  await writeOperatorConfig(kc, namespace, { hosts: { concurrency: workers } });
+  if (network === 'flannel-vxlan') await installFlannelObjects(kc);
+  await writeOperatorConfig(kc, namespace, {
+    hosts: { concurrency: workers },
+    network: { mode: network },
+  });
   await writeSshKeySecret(kc, namespace, key.privateKey);
 
   const { child: sims, hosts: described } = await startSimHostsProcess(
@@ -287,6 +303,7 @@ async function joinRun(
     payload: payload.name,
     delivery,
     mode,
+    network,
     makespanS: (performance.now() - started) / 1000,
     operatorMiB: statusMiB(operator.pid!),
     operatorPeakMiB: statusMiB(operator.pid!, 'VmHWM'),
@@ -329,11 +346,13 @@ try {
     for (const payload of payloads) {
       for (const delivery of deliveries) {
         for (const mode of modes) {
-          const run = await joinRun(size, payload, delivery, mode, base++);
-          runs.push(run);
-          console.error(
-            `[bench] ${size} host(s), ${payload.name}, ${delivery}, ${mode}: ${run.makespanS.toFixed(1)} s, SFTP ${run.sftpMiB.toFixed(1)} MiB, operator peak ${run.operatorPeakMiB.toFixed(0)} MiB`,
-          );
+          for (const network of networks) {
+            const run = await joinRun(size, payload, delivery, mode, network, base++);
+            runs.push(run);
+            console.error(
+              `[bench] ${size} host(s), ${payload.name}, ${delivery}, ${mode}, ${network}: ${run.makespanS.toFixed(1)} s, SFTP ${run.sftpMiB.toFixed(1)} MiB, operator peak ${run.operatorPeakMiB.toFixed(0)} MiB`,
+            );
+          }
         }
       }
     }
@@ -345,16 +364,17 @@ try {
 
 // ---- What the runs measured ----------------------------------------------------------------
 
-type Key = Partial<Pick<Run, 'hosts' | 'payload' | 'delivery' | 'mode'>>;
+type Key = Partial<Pick<Run, 'hosts' | 'payload' | 'delivery' | 'mode' | 'network'>>;
 const find = (key: Key) =>
   runs.find((r) => Object.entries(key).every(([k, v]) => r[k as keyof Key] === v));
-const keyOf = ({ hosts, payload, delivery, mode }: Run): Key => ({
+const keyOf = ({ hosts, payload, delivery, mode, network }: Run): Key => ({
   hosts,
   payload,
   delivery,
   mode,
+  network,
 });
-const textColumns = new Set(['payload', 'delivery', 'mode']);
+const textColumns = new Set(['payload', 'delivery', 'mode', 'network']);
 const fixed = (n: number | undefined, digits: number, unit = 'MiB') =>
   n === undefined || Number.isNaN(n) ? '–' : `${n.toFixed(digits)} ${unit}`;
 const ratio = (a: Run | undefined, b: Run | undefined) =>
@@ -371,8 +391,8 @@ function printTable(title: string, columns: string[], rows: string[][]): void {
     console.log(`  ${cells.join('   ')}`);
   }
 }
-const labels = (r: Run) => [String(r.hosts), r.payload, r.delivery, r.mode];
-const labelColumns = ['hosts', 'payload', 'delivery', 'mode'];
+const labels = (r: Run) => [String(r.hosts), r.payload, r.delivery, r.mode, r.network];
+const labelColumns = ['hosts', 'payload', 'delivery', 'mode', 'network'];
 
 const modeColumn: Record<Mode, string> = {
   concurrent: `concurrency ${concurrency}`,
@@ -383,7 +403,9 @@ const wmco = modes.includes('concurrent') && modes.includes('one-at-a-time');
 const vsOneHost = modes.includes('concurrent') && sizes.includes(1);
 const groups = sizes.flatMap((hosts) =>
   payloads.flatMap(({ name: payload }) =>
-    deliveries.map((delivery) => ({ hosts, payload, delivery })),
+    deliveries.flatMap((delivery) =>
+      networks.map((network) => ({ hosts, payload, delivery, network })),
+    ),
   ),
 );
 printTable(
@@ -392,6 +414,7 @@ printTable(
     'hosts',
     'payload',
     'delivery',
+    'network',
     ...modes.map((m) => modeColumn[m]),
     ...(wmco ? ['speed-up vs WMCO'] : []),
     ...(vsOneHost ? ["vs one host's time"] : []),
@@ -402,6 +425,7 @@ printTable(
       String(g.hosts),
       g.payload,
       g.delivery,
+      g.network,
       ...modes.map((mode) => fixed(find({ ...g, mode })?.makespanS, 1, 's')),
       ...(wmco ? [ratio(find({ ...g, mode: 'one-at-a-time' }), fast)] : []),
       ...(vsOneHost ? [ratio(fast, find({ ...g, hosts: 1, mode: 'concurrent' }))] : []),
@@ -460,6 +484,13 @@ for (const r of runs) {
       `${at}, ${r.delivery}: operator peak RSS ${r.operatorPeakMiB.toFixed(0)} MiB (${r.payload}) vs ${standIn.operatorPeakMiB.toFixed(0)} MiB (stand-in): ${change >= 0 ? '+' : ''}${change.toFixed(1)} % (issue 17: within 10 %)`,
     );
   }
+  const routed = r.network !== 'routed' ? find({ ...keyOf(r), network: 'routed' }) : undefined;
+  if (routed) {
+    const change = (r.makespanS / routed.makespanS - 1) * 100;
+    comparisons.push(
+      `${at}, ${r.payload}, ${r.delivery}: ${r.network}'s makespan ${r.makespanS.toFixed(1)} s vs routed's ${routed.makespanS.toFixed(1)} s: ${change >= 0 ? '+' : ''}${change.toFixed(1)} % (issue 31: within 10 %)`,
+    );
+  }
   const push = r.delivery === 'pull' ? find({ ...keyOf(r), delivery: 'push' }) : undefined;
   if (push)
     comparisons.push(
@@ -467,7 +498,7 @@ for (const r of runs) {
     );
 }
 if (comparisons.length > 0) {
-  console.log('\nAgainst the baselines of this run (the stand-in payload; push):\n');
+  console.log('\nAgainst the baselines of this run (the stand-in payload; push; routed):\n');
   for (const line of comparisons) console.log(`  ${line}`);
 }
 

@@ -38,6 +38,7 @@ import {
   releaseName,
   startChartOperator,
 } from '../../../sim/testkit/chart-install.ts';
+import { installFlannelObjects } from '../../../sim/testkit/cluster-cni.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { stopProcess } from '../../../sim/testkit/operator-process.ts';
 import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
@@ -125,8 +126,12 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
         joinTimeoutSeconds: 120,
         namespaces: [teamNamespace],
       },
+      // Flannel runs in the cluster: the hosts join with flanneld, whose Node reads the
+      // operator grants through the chart's ClusterRole (with zero 403s too).
+      network: { mode: 'flannel-vxlan' },
     },
   };
+  await installFlannelObjects(kc);
   const allHosts = async () =>
     (await Promise.all(hostNamespaces.map((ns) => listWindowsHosts(kc, ns)))).flat();
   const release = { kubeconfig: cluster.kubeconfigPath, namespace, values, chart: chartDir };
@@ -200,6 +205,20 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
         `node ${node.metadata?.name} Ready`,
       );
     }
+    // flanneld's Node reads: bound to these two nodes' users, no one else.
+    const readers = await waitFor(
+      async () => {
+        const binding = await kc
+          .makeApiClient(k8s.RbacAuthorizationV1Api)
+          .readClusterRoleBinding({ name: 'winfleet:flanneld-node-reader' });
+        return (binding.subjects?.length ?? 0) === 2 ? binding : undefined;
+      },
+      { description: 'the flanneld readers binding with both nodes' },
+    );
+    assert.deepEqual(
+      readers.subjects!.map((s) => `${s.kind}/${s.name}`).sort(),
+      hosts.map((h) => `User/system:node:${h.status!.nodeName}`).sort(),
+    );
     // A host joining by command, as the ServiceAccount sees it: cluster-info and winfleet-join
     // made, the CSR of a real join token approved with a Pull WindowsHost created and the
     // token's last use taken (its Secret deleted). The Pull host goes again at once (it has no

@@ -360,6 +360,11 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
         assert.deepEqual(pods.items, [], 'a dry run stores nothing');
       } finally {
         await operator.stop();
+        // The test operator's winfleet-config (network.mode routed): the checks below read the
+        // defaults, as a cluster without winfleet installed has.
+        await kc
+          .makeApiClient(k8s.CoreV1Api)
+          .deleteNamespacedConfigMap({ name: 'winfleet-config', namespace: 'winfleet-system' });
       }
     },
   );
