@@ -107,7 +107,7 @@ export const emptyState: WindowsNodeState = { remotes: [], endpoints: [], ignore
  */
 export function desiredState(hns: HnsView, networkName: string, podMtu: number): WindowsNodeState {
   const network = hns.find(networkName);
-  if (!network || network.type.toLowerCase() !== 'overlay') return emptyState;
+  if (network?.type.toLowerCase() !== 'overlay') return emptyState;
   const vni = hns.vsid(network.id);
   const policies = hns.policies(network.id);
   const dr = policies.find(
