@@ -257,6 +257,26 @@ export class WindowsLabNode {
     if (this.#error) throw this.#error;
   }
 
+  /**
+   * Throws away what is rendered (the pod namespaces, the VXLAN device with its routes,
+   * neighbours and FDB entries, the gateway bridge) and renders the model again: for a test
+   * that disturbed the namespace by hand (a changed device MAC flushes its neighbours).
+   */
+  async rerender(): Promise<void> {
+    await this.settled();
+    this.#queue = this.#queue.then(() =>
+      this.#guarded(async () => {
+        const from = this.#rendered;
+        const devices = { from: from.overlay?.name };
+        for (const step of planRender(from, emptyState))
+          if (step.op !== 'remove-remote') await this.#apply(step, devices);
+        this.#rendered = emptyState;
+        await this.#renderOnce();
+      }),
+    );
+    await this.settled();
+  }
+
   /** Stops following the model (the lab's teardown removes the namespaces). */
   stop(): void {
     this.#unsubscribe();
@@ -265,17 +285,22 @@ export class WindowsLabNode {
   #schedule(): void {
     if (this.#pending) return;
     this.#pending = true;
-    this.#queue = this.#queue.then(async () => {
+    this.#queue = this.#queue.then(() => {
       this.#pending = false;
-      if (this.#error) return;
-      try {
-        await this.#renderOnce();
-      } catch (error) {
-        this.#error = new Error(
-          `rendering the HNS network ${this.networkName} of ${this.#machine.address} into ${this.node.netns}: ${(error as Error).message}`,
-        );
-      }
+      return this.#guarded(() => this.#renderOnce());
     });
+  }
+
+  /** Runs a render unless one failed; a failure is kept for settled() and stops rendering. */
+  async #guarded(render: () => Promise<void>): Promise<void> {
+    if (this.#error) return;
+    try {
+      await render();
+    } catch (error) {
+      this.#error = new Error(
+        `rendering the HNS network ${this.networkName} of ${this.#machine.address} into ${this.node.netns}: ${(error as Error).message}`,
+      );
+    }
   }
 
   async #podMtu(): Promise<number> {
