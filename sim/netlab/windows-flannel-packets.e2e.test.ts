@@ -13,8 +13,8 @@
  * VtepMAC = the HNS DR MAC, public-ip from public-ip-overwrite, VNI 4096, port 4789) and what its
  * HNS model holds interoperate with real Linux flanneld and the Linux kernel's VXLAN: TCP and
  * ICMP both ways with the pods' own addresses (no NAT), a full-size don't-fragment packet
- * crossing and one byte more refused, and a DR MAC other than the published VtepMAC dropping
- * everything. It does not prove that Windows' VFP encapsulates as the rendering does: only real
+ * crossing and one byte more refused, a DR MAC other than the published VtepMAC dropping
+ * everything, and a deleted pod's endpoint leaving the rendering. It does not prove that Windows' VFP encapsulates as the rendering does: only real
  * Windows can (docs/fidelity-ledger.md). Needs root.
  */
 import assert from 'node:assert/strict';
@@ -284,4 +284,19 @@ test('a Windows node winfleet joined to Flannel VXLAN and a real Linux flanneld 
   assert.equal(back.received, 2, back.output);
   const out = await ping(again.netns, pl.address, { count: 2 });
   assert.equal(out.received, 2, out.output);
+
+  // The rendering follows the model: the pod deleted, the CNI's DEL removes its endpoint and
+  // its namespace goes; the Linux pod's packets to its address find nothing.
+  await core.deleteNamespacedPod({ namespace: apps, name: 'web', gracePeriodSeconds: 0 });
+  await waitFor(() => (windows.pod(podIP) ? undefined : true), {
+    description: `the Windows pod's endpoint ${podIP} gone from the rendering`,
+    timeoutMs: 30_000,
+  });
+  assert.equal(
+    sim.machine.hns.endpoints().some((e) => e.ip === podIP),
+    false,
+    'the endpoint left the HNS model',
+  );
+  const gone = await ping(pl.netns, podIP, { count: 1, deadlineSeconds: 2 });
+  assert.equal(gone.received, 0, gone.output);
 });
