@@ -241,3 +241,50 @@ export async function addRemoteSubnet(netns: string, remote: RemoteSubnet): Prom
   await addPermanentNeighbour(netns, { ip: zero, mac: remote.vtepMac, dev: remote.dev });
   await addFdbEntry(netns, { mac: remote.vtepMac, dev: remote.dev, dst: remote.publicIp });
 }
+
+/** `ip link del <link>`: a VXLAN device, a bridge, or a veth (both ends go). */
+export async function deleteLink(netns: string, link: string): Promise<void> {
+  await inNs(netns, `delete ${link}`, ['link', 'del', link]);
+}
+
+/** `ip link set <link> address <mac>`. */
+export async function setLinkAddress(netns: string, link: string, mac: string): Promise<void> {
+  await inNs(netns, `set ${link}'s MAC to ${mac}`, ['link', 'set', link, 'address', mac]);
+}
+
+/** Undoes addRemoteSubnet: the route, the neighbour and the FDB entry of one remote lease. */
+export async function removeRemoteSubnet(netns: string, remote: RemoteSubnet): Promise<void> {
+  const zero = remote.subnet.slice(0, remote.subnet.indexOf('/'));
+  await inNs(netns, `delete route ${remote.subnet} on ${remote.dev}`, [
+    'route',
+    'del',
+    remote.subnet,
+    'dev',
+    remote.dev,
+  ]);
+  await inNs(netns, `delete neighbour ${zero} on ${remote.dev}`, [
+    'neigh',
+    'del',
+    zero,
+    'dev',
+    remote.dev,
+  ]);
+  try {
+    await bridgeTool([
+      '-n',
+      netns,
+      'fdb',
+      'del',
+      remote.vtepMac,
+      'dev',
+      remote.dev,
+      'dst',
+      remote.publicIp,
+      'self',
+    ]);
+  } catch (error) {
+    throw new Error(
+      `netns ${netns}: could not delete FDB entry ${remote.vtepMac} → ${remote.publicIp} on ${remote.dev}: ${(error as Error).message}`,
+    );
+  }
+}

@@ -2,8 +2,10 @@
  * The test world for flannel interop: a private control plane (flanneld acts on every Node, so
  * never the shared one), a lab of namespaces, flanneld's ServiceAccount, and Linux nodes each
  * with a kwok Node object (its podCIDR from the controller manager), a namespace on the LAN, an
- * API relay and the real flanneld. Other nodes — a "Windows node" rendered from a model — join
- * the same lab and cluster through `addNodeObject` and `lab.addNode`.
+ * API relay and the real flanneld. Other nodes join the same lab and cluster through
+ * `addNodeObject` and `lab.addNode`; a simulated Windows host joined by the operator
+ * (`joinWorld(t, { existingCluster: world.cluster })`) through its HNS model rendered into the
+ * lab (windows-node.ts).
  */
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';

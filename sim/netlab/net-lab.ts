@@ -139,6 +139,14 @@ export class NetLab {
     return name;
   }
 
+  /** Deletes one of this lab's namespaces before teardown (a pod that went away). */
+  async removeNamespace(name: string): Promise<void> {
+    const index = this.#namespaces.indexOf(name);
+    if (index < 0) throw new Error(`netns ${name} is not one of lab ${this.id}'s`);
+    await deleteNetns(name);
+    this.#namespaces.splice(index, 1);
+  }
+
   /** A node namespace attached to the LAN at `address` (inside the LAN's range). */
   async addNode(label: string, options: { address: string }): Promise<LabNode> {
     if (this.#nodes.has(label)) throw new Error(`lab ${this.id} already has node ${label}`);

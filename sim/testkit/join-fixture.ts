@@ -1,5 +1,5 @@
 /**
- * A test world for host joins: a fresh cluster, a stand-in payload, simulated Windows hosts
+ * A test world for host joins: a fresh cluster (or one given), a stand-in payload, simulated Windows hosts
  * that trust one SSH key, and the operator running in-process.
  */
 import { mkdtemp } from 'node:fs/promises';
@@ -37,6 +37,11 @@ export async function joinWorld(
     config?: Record<string, unknown>;
     /** Options of the fresh cluster (an audit policy, for one). */
     cluster?: ClusterOptions;
+    /**
+     * A cluster another fixture made and stops (flannelWorld's, whose lab carries packets), used
+     * instead of a fresh one; `cluster` must then be unset.
+     */
+    existingCluster?: Cluster & TestCluster;
     /** The pools' rollout clock (OperatorOptions.rolloutClock). */
     rolloutClock?: () => Date;
     /** Simulated machine options for every host (timings, a patch catalog). */
@@ -47,7 +52,9 @@ export async function joinWorld(
     activeDirectory?: SimDomain;
   },
 ): Promise<JoinWorld> {
-  const cluster = await freshCluster(t, options.cluster);
+  if (options.existingCluster && options.cluster)
+    throw new Error('joinWorld: cluster options apply to a fresh cluster, not an existing one');
+  const cluster = options.existingCluster ?? (await freshCluster(t, options.cluster));
   const key = generateTestKey();
   const payloadDir = await mkdtemp(join(tmpdir(), 'winfleet-payload-'));
   const payload = await writeStandInPayload(payloadDir);
