@@ -156,18 +156,25 @@ export interface NetworkConfig {
  * What the configuration may tune of each agent's health checks (hosts.agentHealth): a service
  * restarted more than `restartLoop.count` times within `windowSeconds` is in a restart loop
  * (FrequentServiceRestart) until it has run `stableSeconds` without a restart; a clock more
- * than `clockSkewSeconds` off the API server's is skewed (ClockSkew). The defaults are the
- * detector's.
+ * than `clockSkewSeconds` off the API server's is skewed (ClockSkew); an HNS endpoint without a
+ * pod for `staleEndpointSeconds` is stale (StaleHNSEndpoints). The defaults are the detector's.
  */
 export interface AgentHealthConfig {
   restartLoop: { count: number; windowSeconds: number; stableSeconds: number };
   clockSkewSeconds: number;
+  /**
+   * An HNS endpoint on winfleet's pod network whose address no pod on the node has is stale
+   * once it stayed so this long, over two checks at least (StaleHNSEndpoints). Absent from a
+   * document an older operator wrote: the default.
+   */
+  staleEndpointSeconds?: number;
 }
 
 /** hosts.agentHealth when not set: the agent's own defaults (src/health/detector.ts reads them). */
 export const agentHealthDefaults: AgentHealthConfig = {
   restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 60 },
   clockSkewSeconds: 60,
+  staleEndpointSeconds: 60,
 };
 
 /**
@@ -208,6 +215,12 @@ export const agentHealthSchema = {
       minimum: 1,
       maximum: 86400,
       default: agentHealthDefaults.clockSkewSeconds,
+    },
+    staleEndpointSeconds: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 86400,
+      default: agentHealthDefaults.staleEndpointSeconds,
     },
   },
 } as const;

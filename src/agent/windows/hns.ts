@@ -307,7 +307,7 @@ export function listHnsEndpointsScript(modulePaths = defaultHnsModulePaths): str
     '  if ($_.IPAddress) { $ip = [string]$_.IPAddress }',
     '  elseif ($_.IpConfigurations) { $ip = [string](@($_.IpConfigurations)[0].IpAddress) }',
     '  $networkId = [string]$_.VirtualNetwork',
-    "  if (-not $networkId) { $networkId = [string]$_.HostComputeNetwork }",
+    '  if (-not $networkId) { $networkId = [string]$_.HostComputeNetwork }',
     '  $remote = [bool]$_.IsRemoteEndpoint',
     '  if ($_.Flags -is [int] -or $_.Flags -is [long]) { $remote = $remote -or (($_.Flags -band 1) -ne 0) }',
     '  [pscustomobject]@{ Id = [string]$_.ID; Name = [string]$_.Name; NetworkId = $networkId; IpAddress = $ip; Remote = $remote }',
@@ -337,7 +337,7 @@ export function removeHnsEndpointScript(
     );
   }
   const address =
-    '$ip = \'\'; if ($_.IPAddress) { $ip = [string]$_.IPAddress } elseif ($_.IpConfigurations) { $ip = [string](@($_.IpConfigurations)[0].IpAddress) }';
+    "$ip = ''; if ($_.IPAddress) { $ip = [string]$_.IPAddress } elseif ($_.IpConfigurations) { $ip = [string](@($_.IpConfigurations)[0].IpAddress) }";
   return powerShellScript(
     ...loadHnsModule(modulePaths, 'Get-HnsEndpoint'),
     `$targets = @(Get-HnsEndpoint | Where-Object { $_ -and ([string]$_.ID -eq ${quotePowerShellString(id)}) } | Where-Object { ${address}; $ip -eq ${quotePowerShellString(ipAddress)} })`,
