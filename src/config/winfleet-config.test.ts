@@ -247,7 +247,8 @@ hosts:
     clockSkewSeconds: 120,
     staleEndpointSeconds: 5,
   });
-  assert.equal(parseConfig('hosts: {}\n').hosts.agentHealth.staleEndpointSeconds, 60);
+  // Absent unless tuned: the agent's own default (60 s) applies.
+  assert.equal(parseConfig('hosts: {}\n').hosts.agentHealth.staleEndpointSeconds, undefined);
   assert.throws(
     () => parseConfig('hosts:\n  agentHealth:\n    restartLoop: { count: 0, window: 60 }\n'),
     (error: unknown) => {

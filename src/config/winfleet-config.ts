@@ -164,8 +164,8 @@ export interface AgentHealthConfig {
   clockSkewSeconds: number;
   /**
    * An HNS endpoint on winfleet's pod network whose address no pod on the node has is stale
-   * once it stayed so this long, over two checks at least (StaleHNSEndpoints). Absent from a
-   * document an older operator wrote: the default.
+   * once it stayed so this long, over two checks at least (StaleHNSEndpoints). Absent: the
+   * agent's default (60 s, stale-endpoints.ts defaultStaleEndpointSeconds).
    */
   staleEndpointSeconds?: number;
 }
@@ -174,7 +174,6 @@ export interface AgentHealthConfig {
 export const agentHealthDefaults: AgentHealthConfig = {
   restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 60 },
   clockSkewSeconds: 60,
-  staleEndpointSeconds: 60,
 };
 
 /**
@@ -216,12 +215,9 @@ export const agentHealthSchema = {
       maximum: 86400,
       default: agentHealthDefaults.clockSkewSeconds,
     },
-    staleEndpointSeconds: {
-      type: 'integer',
-      minimum: 1,
-      maximum: 86400,
-      default: agentHealthDefaults.staleEndpointSeconds,
-    },
+    // No default: absent stays absent (the agent's own default, 60 s: stale-endpoints.ts), so a
+    // document for an agent older than the field carries it only when it is tuned.
+    staleEndpointSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
   },
 } as const;
 

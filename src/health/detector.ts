@@ -109,7 +109,7 @@ export const defaultHealthSettings: HealthSettings = {
   consecutiveChecks: 2,
   restartLoop: { ...agentHealthDefaults.restartLoop },
   clockSkewSeconds: agentHealthDefaults.clockSkewSeconds,
-  staleEndpointSeconds: agentHealthDefaults.staleEndpointSeconds ?? defaultStaleEndpointSeconds,
+  staleEndpointSeconds: defaultStaleEndpointSeconds,
   disk: { eventBelowBytes: 10 * GiB, conditionBelowBytes: 5 * GiB },
   certificateExpirySeconds: 7 * 86400,
 };
