@@ -10,6 +10,8 @@
  *   crashes: every restart exits at once with the program's error, until the file is
  *   rewritten (a re-bootstrap does) or `clear()` puts it back;
  * - `deleteHnsNetwork(name)`: the CNI's HNS network goes, with its pods' endpoints;
+ * - `interruptCniDel(times)`: the next CNI DELs release the pod's address but leave its HNS
+ *   endpoint behind (a crash or reboot mid-teardown);
  * - `skewClock(offsetMs)`: the machine's clock runs that far off;
  * - `setUnreachable(true)`: the host is gone from the network, modelled as switched off
  *   until `setUnreachable(false)` (see the method);
@@ -30,7 +32,7 @@ import type { SimMachine } from './machine.ts';
 import type { BlockedEndpoint } from './network-faults.ts';
 import type { ClassifiedCommand } from './remote-commands.ts';
 import { flagValue } from './service-logs.ts';
-import { containerdConfigFlag } from './sim-cni.ts';
+import { containerdConfigFlag, SimCni } from './sim-cni.ts';
 
 /** Which exec request a fault waits for; every given field must match. */
 export interface CommandTrigger {
@@ -215,6 +217,15 @@ export class HostFaults {
   }
 
   /**
+   * The next `times` CNI DELs (a pod's sandbox torn down) stop after host-local released the
+   * address and before the HNS endpoint is removed, as a crash or a reboot mid-teardown leaves
+   * them (sim-cni.ts interruptDels): the endpoint stays on the network with its address.
+   */
+  interruptCniDel(times = 1): void {
+    SimCni.of(this.#targets.machine).interruptDels(times);
+  }
+
+  /**
    * The machine's clock runs `offsetMs` off the real time (positive: ahead), as a host whose
    * time source failed, or whose clock was set by hand. The Windows Time service's resync
    * (w32tm /resync /force) sets it right again.
@@ -315,6 +326,7 @@ export class HostFaults {
     this.#serviceFaults = [];
     this.slowLinkMs = 0;
     this.diskFull = false;
+    SimCni.of(this.#targets.machine).interruptDels(0);
     this.unblockOutbound();
     if (this.#restoreDowntime !== undefined) {
       this.#targets.machine.timings.rebootDowntimeMs = this.#restoreDowntime;

@@ -270,8 +270,55 @@ export class HnsNetworks {
       }
   }
 
+  /**
+   * Removes one endpoint by id (case-insensitive), as `Remove-HnsEndpoint` does; false when there
+   * was none. Its pod's address stops answering here.
+   */
+  removeEndpoint(id: string): boolean {
+    const endpoint = [...this.#endpoints.values()].find(
+      (e) => e.id.toLowerCase() === id.toLowerCase(),
+    );
+    if (!endpoint) return false;
+    this.#endpoints.delete(endpoint.id);
+    this.#changed({
+      kind: 'endpoint-removed',
+      endpointId: endpoint.id,
+      networkId: endpoint.networkId,
+    });
+    return true;
+  }
+
   endpoints(): HnsEndpoint[] {
     return [...this.#endpoints.values()].map((e) => ({ ...e }));
+  }
+
+  /**
+   * The endpoints as the HostNetworkingService module's Get-HnsEndpoint gives them: HNS v1
+   * endpoint objects with hcsshim's field names (internal/hns/hnsendpoint.go HNSEndpoint): ID,
+   * Name (the CNI plugins name an endpoint `<container id>_<network name>`, hns
+   * ConstructEndpointName), VirtualNetwork, VirtualNetworkName, IPAddress, PrefixLength,
+   * GatewayAddress, SharedContainers; IsRemoteEndpoint is left out when false (omitempty), and
+   * no simulated endpoint is remote.
+   */
+  getHnsEndpoint(): Record<string, unknown>[] {
+    return [...this.#endpoints.values()].map((e) => {
+      const network = this.#networks.get(e.networkId);
+      const subnet = this.#subnets.get(e.networkId)?.[0];
+      return {
+        ID: e.id,
+        Name: `${e.containerId}_${network?.name ?? ''}`,
+        VirtualNetwork: e.networkId,
+        VirtualNetworkName: network?.name ?? '',
+        IPAddress: e.ip,
+        ...(subnet
+          ? {
+              PrefixLength: Number(subnet.addressPrefix.split('/')[1]),
+              GatewayAddress: subnet.gateway,
+            }
+          : {}),
+        SharedContainers: [e.containerId],
+      };
+    });
   }
 
   /**

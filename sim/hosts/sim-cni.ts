@@ -325,6 +325,27 @@ interface HostLocalRange {
 export class SimCni {
   readonly #machine: SimMachine;
   #queue: Promise<unknown> = Promise.resolve();
+  /** DELs still to interrupt after the address's release (interruptDels). */
+  #interruptedDels = 0;
+
+  /**
+   * A fault: the next `times` CNI DELs stop after host-local released the address and before the
+   * HNS endpoint is removed, as a host that crashes or reboots mid-teardown leaves them
+   * (win-overlay's cmdDel runs ipam.ExecDel before it removes the endpoint:
+   * containernetworking/plugins v1.9.1 plugins/main/windows/win-overlay). The DEL reports
+   * nothing, as the runtime that never heard back forgets the sandbox: the endpoint stays, with
+   * an address host-local may hand out again.
+   */
+  interruptDels(times = 1): void {
+    this.#interruptedDels = Math.max(0, Math.floor(times));
+  }
+
+  /** Whether this DEL is one to interrupt (counting it). */
+  #interrupting(): boolean {
+    if (this.#interruptedDels <= 0) return false;
+    this.#interruptedDels--;
+    return true;
+  }
 
   constructor(machine: SimMachine) {
     this.#machine = machine;
@@ -466,8 +487,10 @@ export class SimCni {
     const dataDir = typeof plugin.dataDir === 'string' ? plugin.dataDir : flannelDataDir;
     const scratch = formatWindowsPath([...windowsPathSegments(dataDir), containerId]);
     if (!(await this.#machine.fs.stat(scratch))) return;
-    this.#machine.hns.removeEndpointsOf(containerId);
+    // win-overlay's cmdDel: the address is released first, then the endpoint removed.
     await new HostLocalStore(this.#machine.fs, network.name).release(containerId, podInterfaceName);
+    if (this.#interrupting()) return;
+    this.#machine.hns.removeEndpointsOf(containerId);
     await this.#machine.fs.remove(scratch, { missingOk: true });
   }
 
@@ -558,6 +581,11 @@ export class SimCni {
         };
       },
       del: async (): Promise<void> => {
+        if (this.#interrupting()) {
+          // Interrupted mid-teardown (interruptDels): the address released, the endpoint left.
+          await store.release(containerId, podInterfaceName);
+          return;
+        }
         this.#machine.hns.removeEndpointsOf(containerId);
         await store.release(containerId, podInterfaceName);
       },

@@ -8,6 +8,7 @@
  */
 
 import type {
+  HnsEndpoint,
   HnsNetwork,
   HnsNetworkSpec,
   HostOS,
@@ -29,7 +30,11 @@ import {
   removeFirewallRuleScript,
 } from '../../src/agent/windows/firewall.ts';
 import type { GmsaHostFacts } from '../../src/agent/windows/gmsa-host-facts.ts';
-import { createHnsNetworkScript } from '../../src/agent/windows/hns.ts';
+import {
+  createHnsNetworkScript,
+  parseHnsEndpointListOutput,
+  removeHnsEndpointScript,
+} from '../../src/agent/windows/hns.ts';
 import {
   addRootCertificateScript,
   pemToDer,
@@ -363,6 +368,35 @@ export class SimHostOS implements HostOS {
     return this.#live(() => {
       // Through the machine: removing a network that bound the adapter resets it.
       this.#machine.removeHnsNetwork(id);
+    });
+  }
+
+  /**
+   * What listHnsEndpointsScript prints, read by its own parser: Get-HnsEndpoint's v1 objects
+   * (the model's getHnsEndpoint) mapped to the script's flat shape as the script maps them.
+   */
+  listHnsEndpoints(): Promise<HnsEndpoint[]> {
+    return this.#live(() => {
+      const endpoints = this.#machine.hns.getHnsEndpoint().map((e) => ({
+        Id: String(e.ID),
+        Name: String(e.Name ?? ''),
+        NetworkId: String(e.VirtualNetwork ?? ''),
+        IpAddress: String(e.IPAddress ?? ''),
+        Remote: e.IsRemoteEndpoint === true,
+      }));
+      const result = parseHnsEndpointListOutput(JSON.stringify({ available: true, endpoints }));
+      return result.available ? result.endpoints : [];
+    });
+  }
+
+  /** What removeHnsEndpointScript does: the endpoint with that id, while it has that address. */
+  removeHnsEndpoint(id: string, ipAddress: string): Promise<boolean> {
+    return this.#live(() => {
+      removeHnsEndpointScript(id, ipAddress); // refuses what the script refuses
+      const endpoint = this.#machine.hns
+        .endpoints()
+        .find((e) => e.id.toLowerCase() === id.toLowerCase() && e.ip === ipAddress);
+      return endpoint ? this.#machine.hns.removeEndpoint(endpoint.id) : false;
     });
   }
 

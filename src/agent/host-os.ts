@@ -96,6 +96,23 @@ export interface HnsNetwork {
 }
 
 /**
+ * A Host Network Service endpoint (Get-HnsEndpoint, windows/hns.ts): what a CNI plugin makes for
+ * each pod sandbox, kube-proxy for its source VIP, and, on an overlay, kube-proxy for each
+ * remote pod it balances to (those are `remote`).
+ */
+export interface HnsEndpoint {
+  /** A GUID. */
+  id: string;
+  name: string;
+  /** The id (GUID) of the network it is on; '' when HNS did not say. */
+  networkId: string;
+  /** Its IPv4 address, dotted; '' when it has none (IPv6 only). */
+  ipAddress: string;
+  /** A remote endpoint (IsRemoteEndpoint, or HCN's RemoteEndpoint flag): another node's pod. */
+  remote: boolean;
+}
+
+/**
  * An HNS network to create, as a CNI plugin creates its own (sdnbridge's getOrCreateNetwork):
  * an L2Bridge network with one subnet and its gateway.
  */
@@ -199,6 +216,13 @@ export interface HostOS {
   // Host Network Service.
   listHnsNetworks(): Promise<HnsNetwork[]>;
   removeHnsNetwork(id: string): Promise<void>;
+  /** Every HNS endpoint, on every network. */
+  listHnsEndpoints(): Promise<HnsEndpoint[]>;
+  /**
+   * Removes the endpoint with this id while it still has this IPv4 address; false when there was
+   * no such endpoint (gone, or its address is another now).
+   */
+  removeHnsEndpoint(id: string, ipAddress: string): Promise<boolean>;
   /**
    * Creates the network unless one of that name exists (then returns that one, as sdnbridge's
    * getOrCreateNetwork does).

@@ -9,6 +9,11 @@
  *   ipam), as sdnbridge's getOrCreateNetwork would at the next pod. Pods that were on the old
  *   network stay without network: their endpoints went with it, and the kubelet sets a
  *   sandbox's network up only when it creates the sandbox; they must be recreated;
+ * - StaleHNSEndpoints: the endpoints the last check found left behind on winfleet's own pod
+ *   network (no pod on the node has their address, over two checks staleEndpointSeconds apart:
+ *   src/health/stale-endpoints.ts) are removed (Remove-HnsEndpoint), each only while it still
+ *   has the address it was found with; an address a pod has is never removed, even when two
+ *   endpoints hold it (reported only), and a CNI's network (external) is never touched;
  * - ClockSkew: the Windows Time service resyncs the clock (w32tm /resync /force);
  * - SystemDiskLow: no local repair. What could be freed safely (unused container images, old
  *   logs) is the kubelet's image garbage collection and the log rotation's to decide; deleting
@@ -32,6 +37,7 @@ import {
 import { type AgentConfig, paths } from './agent-config.ts';
 import type { HnsNetworkSpec } from './host-os.ts';
 import { cniConfig, nodePodSubnet } from './node-files.ts';
+import { staleEndpointsToRemove } from './node-health.ts';
 import type { AgentContext } from './run-agent.ts';
 
 /** What one repair did. */
@@ -198,6 +204,53 @@ async function repairPodNetwork(
   }
 }
 
+/** Removes the endpoints the last check found left behind (node-health.ts staleEndpointsToRemove). */
+async function removeStaleEndpoints(
+  context: AgentContext,
+  network: NodeNetwork,
+): Promise<LocalRepair> {
+  const condition = NodeHealthCondition.StaleHNSEndpoints;
+  if (!winfleetOwnsNetwork(network))
+    return {
+      condition,
+      outcome: 'refused',
+      message: `not removing HNS endpoints on ${podNetworkName(network) ?? 'the CNI’s network'}: the cluster's CNI owns it (network mode external)`,
+    };
+  const stale = staleEndpointsToRemove(context);
+  // Nothing removable: logged once (a refusal), not on every pass while the condition clears.
+  if (stale.length === 0)
+    return {
+      condition,
+      outcome: 'refused',
+      message:
+        'no HNS endpoint to remove: those left behind are gone, or a pod on this node has the address (two endpoints holding one are never removed: delete that pod)',
+    };
+  const removed: string[] = [];
+  const gone: string[] = [];
+  const failed: string[] = [];
+  for (const endpoint of stale) {
+    try {
+      if (await context.hostOS.removeHnsEndpoint(endpoint.id, endpoint.ip))
+        removed.push(`${endpoint.ip} (${endpoint.id})`);
+      else gone.push(endpoint.ip);
+    } catch (error) {
+      failed.push(`${endpoint.ip}: ${errorText(error)}`);
+    }
+  }
+  const parts = [
+    removed.length > 0
+      ? `removed ${removed.length} HNS endpoint(s) left behind on ${stale[0]!.network}: ${removed.join(', ')}`
+      : '',
+    gone.length > 0 ? `already gone or readdressed: ${gone.join(', ')}` : '',
+    failed.length > 0 ? `cannot remove ${failed.join('; ')}` : '',
+  ].filter((p) => p !== '');
+  return {
+    condition,
+    outcome: failed.length > 0 ? 'failed' : 'done',
+    message: parts.join('; '),
+  };
+}
+
 /**
  * The local repairs for the problems published True (node-health.ts publishedProblems). Each is
  * logged; none throws.
@@ -212,6 +265,8 @@ export async function repairLocally(
   const done: LocalRepair[] = [];
   if (problems.has(NodeHealthCondition.HNSNetworkMissing))
     done.push(await repairPodNetwork(context, config, node, network));
+  if (problems.has(NodeHealthCondition.StaleHNSEndpoints))
+    done.push(await removeStaleEndpoints(context, network));
   if (problems.has(NodeHealthCondition.ClockSkew)) done.push(await resyncClock(context));
   for (const repair of done) log(context, repair);
   return done;

@@ -18,6 +18,7 @@ import { nodeVariableValues } from './node-files.ts';
 import {
   checkNodeHealth,
   maxEventMessage,
+  type NodeHealthOptions,
   publishedProblems,
   servicesNotToRestart,
 } from './node-health.ts';
@@ -56,6 +57,7 @@ async function world(
   await converge();
   const node: k8s.V1Node = {
     metadata: { name: config.nodeName },
+    spec: { podCIDR: '10.244.1.0/24' },
     status: {
       nodeInfo: { bootID: host.machine.bootId } as k8s.V1NodeSystemInfo,
       conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'ready' }],
@@ -65,6 +67,8 @@ async function world(
   const events: k8s.CoreV1Event[] = [];
   let clock = Date.parse('2026-11-23T01:00:00Z');
   let threats: DefenderThreatList = { available: true, threats: [] };
+  /** The pods on this node the API answers with; an Error: the list fails. */
+  let pods: k8s.V1Pod[] | Error = [];
   const hostOS = host.context.hostOS;
   const context = {
     ...host.context,
@@ -77,7 +81,7 @@ async function world(
             : Reflect.get(target, p, r),
     }),
   };
-  const pass = async () => {
+  const pass = async (passOptions: NodeHealthOptions = {}) => {
     clock += 30_000;
     return checkNodeHealth(
       context,
@@ -98,9 +102,13 @@ async function world(
           events.push(event);
         },
         serverDate: async () => ({ serverDate: Math.floor(clock / 1000) * 1000, localTime: clock }),
+        listNodePods: async () => {
+          if (pods instanceof Error) throw pods;
+          return pods;
+        },
         now: () => clock,
       },
-      options.network ? { network: options.network } : {},
+      options.network ? { network: options.network, ...passOptions } : passOptions,
     );
   };
   const condition = (type: string) => node.status!.conditions!.find((c) => c.type === type);
@@ -116,6 +124,9 @@ async function world(
     condition,
     setThreats: (list: DefenderThreatList) => {
       threats = list;
+    },
+    setPods: (list: k8s.V1Pod[] | Error) => {
+      pods = list;
     },
   };
 }
@@ -404,4 +415,103 @@ test('external mode with the CNI’s own kube-proxy: winfleet’s kube-proxy is 
   assert.deepEqual([...new Set(probed)], [10248]);
   assert.equal(w.condition('KubeProxyUnhealthy'), undefined);
   assert.equal(w.condition('KubeletUnhealthy')!.status, 'False');
+});
+
+test('an endpoint left behind on winfleet’s network: StaleHNSEndpoints after staleEndpointSeconds over two checks, removed by the local repair, then cleared; a CNI’s network and the source VIP are left alone', async (t) => {
+  // Checks every 30 s (the world's clock); stale after 45 s: seen at 0, 30 (not yet), 60.
+  const w = await world(t, {
+    agentHealth: {
+      restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 60 },
+      clockSkewSeconds: 60,
+      staleEndpointSeconds: 45,
+    },
+  });
+  const hns = w.machine.hns;
+  const net = hns.ensure('winfleet', 'L2Bridge', [
+    { addressPrefix: '10.244.1.0/24', gateway: '10.244.1.1' },
+  ]);
+  const other = hns.ensure('calico', 'L2Bridge', [
+    { addressPrefix: '10.244.1.0/24', gateway: '10.244.1.1' },
+  ]);
+  const live = hns.ensureEndpoint(net.id, 'sandbox-live', '10.244.1.2');
+  const left = hns.ensureEndpoint(net.id, 'sandbox-gone', '10.244.1.3');
+  const foreign = hns.ensureEndpoint(other.id, 'sandbox-cni', '10.244.1.9');
+  w.setPods([
+    {
+      metadata: { name: 'web', namespace: 'default' },
+      status: { podIP: '10.244.1.2', podIPs: [{ ip: '10.244.1.2' }] },
+    },
+  ]);
+  const repair = () => repairLocally(w.context, w.config, w.node, publishedProblems(w.context));
+
+  await w.pass(); // first seen without a pod
+  assert.equal(w.condition('StaleHNSEndpoints')?.status, 'False');
+  assert.equal(w.condition('StaleHNSEndpoints')?.reason, 'NoStaleEndpoints');
+  // A failed pod read decides nothing (and resets nothing).
+  w.setPods(new Error('connection refused'));
+  await w.pass();
+  assert.match(w.stderr.join(''), /health: cannot list the pods on this node: connection refused/);
+  w.setPods([
+    {
+      metadata: { name: 'web', namespace: 'default' },
+      status: { podIP: '10.244.1.2', podIPs: [{ ip: '10.244.1.2' }] },
+    },
+  ]);
+  await w.pass(); // 60 s after first seen: stale (one reading True)
+  assert.equal(w.condition('StaleHNSEndpoints')?.status, 'False', 'one reading flips nothing');
+  assert.deepEqual(await repair(), []);
+  await w.pass(); // the second reading: published
+  const c = w.condition('StaleHNSEndpoints')!;
+  assert.equal(c.status, 'True');
+  assert.equal(c.reason, 'EndpointsLeftBehind');
+  assert.match(
+    c.message!,
+    /^1 HNS endpoint\(s\) on network winfleet hold an address no pod on this node has had for 45 s or more \(10\.244\.1\.3\)/,
+  );
+
+  const done = await repair();
+  assert.equal(done.length, 1);
+  assert.equal(done[0]!.outcome, 'done');
+  assert.match(
+    done[0]!.message,
+    /removed 1 HNS endpoint\(s\) left behind on winfleet: 10\.244\.1\.3/,
+  );
+  const ids = hns
+    .endpoints()
+    .map((e) => e.id)
+    .sort();
+  assert.deepEqual(ids, [live.id, foreign.id].sort(), 'the pod’s and the CNI’s endpoints stay');
+  assert.ok(!ids.includes(left.id));
+
+  await w.pass();
+  await w.pass();
+  assert.equal(w.condition('StaleHNSEndpoints')?.status, 'False');
+});
+
+test('external mode: no endpoint is read, decided or removed', async (t) => {
+  const w = await world(t);
+  const hns = w.machine.hns;
+  const net = hns.ensure('calico', 'L2Bridge', [
+    { addressPrefix: '10.244.1.0/24', gateway: '10.244.1.1' },
+  ]);
+  hns.ensureEndpoint(net.id, 'sandbox-gone', '10.244.1.3');
+  const network = {
+    mode: 'external' as const,
+    cniConfDir: 'C:\\etc\\cni\\net.d',
+    cniBinDir: 'C:\\opt\\cni\\bin',
+    kubeProxy: false,
+    networkName: 'calico',
+  };
+  for (let i = 0; i < 6; i++) await w.pass({ network });
+  assert.equal(w.condition('StaleHNSEndpoints'), undefined);
+  assert.equal(hns.endpoints().length, 1);
+  const done = await repairLocally(
+    w.context,
+    w.config,
+    w.node,
+    new Set([NodeHealthCondition.StaleHNSEndpoints]),
+    network,
+  );
+  assert.equal(done[0]!.outcome, 'refused');
+  assert.equal(hns.endpoints().length, 1);
 });

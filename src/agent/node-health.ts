@@ -35,12 +35,19 @@ import {
   type ServiceObservation,
   stateFromNode,
 } from '../health/detector.ts';
+import {
+  type DecidedEndpoint,
+  decideStaleEndpoints,
+  emptyStaleEndpointMemory,
+  type StaleEndpointMemory,
+} from '../health/stale-endpoints.ts';
 import { outsideRequest } from '../kube/winfleet-kube-config.ts';
 import {
   defaultNodeNetwork,
   kubeProxyNetwork,
   type NodeNetwork,
   podNetworkName,
+  winfleetOwnsNetwork,
 } from '../servicesmanifest/node-network.ts';
 import type { AgentConfig } from './agent-config.ts';
 import type { AgentContext } from './run-agent.ts';
@@ -60,6 +67,11 @@ export interface NodeHealthSync {
   createEvent(event: k8s.CoreV1Event): Promise<void>;
   /** The API server's Date header and the local time when it came (ms); undefined if none. */
   serverDate?(): Promise<{ serverDate: number; localTime: number } | undefined>;
+  /**
+   * The pods on this node (list pods with fieldSelector spec.nodeName=<node>, what the Node
+   * authorizer lets a node read). None given: stale endpoints are not decided.
+   */
+  listNodePods?(): Promise<k8s.V1Pod[]>;
   now?: () => number;
   settings?: HealthSettings;
 }
@@ -73,6 +85,10 @@ interface Memory {
   hnsSeenInBoot?: string;
   /** Event reasons whose creation failed and were logged. */
   loggedEventFailure: boolean;
+  /** What the stale-endpoint checks remember (stale-endpoints.ts). */
+  staleEndpoints: StaleEndpointMemory;
+  /** The endpoints the last check found stale: what the local repair may remove. */
+  removableEndpoints: DecidedEndpoint[];
 }
 
 const memories = new WeakMap<AgentContext, Memory>();
@@ -89,6 +105,15 @@ export function publishedProblems(context: AgentContext): ReadonlySet<NodeHealth
       .filter((c) => c?.status === 'True')
       .map((c) => c!.type),
   );
+}
+
+/**
+ * The HNS endpoints the last check found left behind on winfleet's own pod network (none in
+ * external mode, none when a read failed): what the local repair removes once StaleHNSEndpoints
+ * is published True.
+ */
+export function staleEndpointsToRemove(context: AgentContext): readonly DecidedEndpoint[] {
+  return memories.get(context)?.removableEndpoints ?? [];
 }
 
 /** The services converge must not start or restart now: they are in a restart loop. */
@@ -138,6 +163,7 @@ async function gather(
   heldBack: ReadonlySet<string>,
   settings: HealthSettings,
   network: NodeNetwork,
+  sourceVip: string | undefined,
 ): Promise<HealthObservations> {
   const host = context.hostOS;
   const o: HealthObservations = { services: {} };
@@ -197,9 +223,10 @@ async function gather(
   // The pod network the mode names (none known: an external CNI's, not checked here).
   const networkName = podNetworkName(network);
   let networkPresent = false;
+  let networks: Awaited<ReturnType<typeof host.listHnsNetworks>> | undefined;
   if (networkName) {
     try {
-      const networks = await host.listHnsNetworks();
+      networks = await host.listHnsNetworks();
       networkPresent = networks.some((n) => n.name.toLowerCase() === networkName.toLowerCase());
       const bootId = node.status?.nodeInfo?.bootID ?? '';
       if (networkPresent) memory.hnsSeenInBoot = bootId;
@@ -212,6 +239,45 @@ async function gather(
       context.stderr(`health: cannot list the HNS networks: ${errorText(error)}\n`);
     }
   }
+  // Endpoints left behind on winfleet's own pod network (never a CNI's: external mode).
+  if (winfleetOwnsNetwork(network)) {
+    const endpoints = networks
+      ? await host.listHnsEndpoints().catch((error: unknown) => {
+          context.stderr(`health: cannot list the HNS endpoints: ${errorText(error)}\n`);
+          return undefined;
+        })
+      : undefined;
+    const podIPs = sync.listNodePods
+      ? await sync
+          .listNodePods()
+          .then((pods) => {
+            const ips = new Set<string>();
+            for (const pod of pods) {
+              if (pod.status?.podIP) ips.add(pod.status.podIP);
+              for (const p of pod.status?.podIPs ?? []) if (p.ip) ips.add(p.ip);
+            }
+            return ips;
+          })
+          .catch((error: unknown) => {
+            context.stderr(`health: cannot list the pods on this node: ${errorText(error)}\n`);
+            return undefined;
+          })
+      : undefined;
+    const decision = decideStaleEndpoints(
+      { network, networks, endpoints, podIPs, podCIDR: node.spec?.podCIDR, sourceVip },
+      memory.staleEndpoints,
+      now,
+      settings.staleEndpointSeconds,
+    );
+    memory.staleEndpoints = decision.memory;
+    // A check that decided nothing leaves nothing to remove.
+    memory.removableEndpoints = decision.removable;
+    if (decision.observation) o.hnsEndpoints = decision.observation;
+  } else {
+    memory.staleEndpoints = emptyStaleEndpointMemory();
+    memory.removableEndpoints = [];
+  }
+
   // kube-proxy serves /healthz only once its network exists (it waits for it before its
   // server starts: cmd/kube-proxy/app/server.go Run after createProxier, winkernel
   // getNetworkInfo): before that a refused probe is the network's problem, not kube-proxy's.
@@ -307,6 +373,11 @@ export interface NodeHealthOptions {
   heldBack?: ReadonlySet<string>;
   /** The node's pod network (its services manifest's); default routed. */
   network?: NodeNetwork;
+  /**
+   * kube-proxy's source VIP reserved this pass (source-vip.ts), on a network that needs one: its
+   * endpoint is never stale; unknown there, stale endpoints are not decided.
+   */
+  sourceVip?: string;
 }
 
 /**
@@ -331,6 +402,8 @@ export async function checkNodeHealth(
       state: stateFromNode(node.status?.conditions ?? []),
       services: new Map(),
       loggedEventFailure: false,
+      staleEndpoints: emptyStaleEndpointMemory(),
+      removableEndpoints: [],
     };
     memories.set(context, memory);
   }
@@ -343,6 +416,7 @@ export async function checkNodeHealth(
     options.heldBack ?? new Set(),
     settings,
     options.network ?? defaultNodeNetwork,
+    options.sourceVip,
   );
   const result = detect(observations, memory.state, settings, now);
   memory.state = result.state;

@@ -131,6 +131,8 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
   // Windows Update and the rollout's reboot requests run even when a step before them failed:
   // a reboot the rollout asks for may be what mends a host whose services do not start.
   let heldBack: ReadonlySet<string> = new Set();
+  // kube-proxy's source VIP this pass (an overlay's): problem detection never calls its endpoint stale.
+  let sourceVip: string | undefined;
   try {
     const restart = new Set<string>();
     if (core && desired && desired !== manifest.version) {
@@ -163,7 +165,7 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     if (state.version !== manifest.version) await syncEncapsulationRule(host, network);
     if (node) await syncCniConfig(context, config, node, network);
     // kube-proxy's source VIP on an overlay (source-vip.ts).
-    const sourceVip = await syncSourceVip(context, config, node, network);
+    sourceVip = await syncSourceVip(context, config, node, network);
     // kube-proxy's own certificate, asked for with the node's (kube-proxy-credentials.ts).
     const nodeClient = node ? kc : undefined;
     const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
@@ -226,8 +228,15 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
               await core.createNamespacedEvent({ namespace: 'default', body: event });
             },
             serverDate: () => apiServerDate(kc),
+            // The pods on this node, as the Node authorizer lets a node list them.
+            listNodePods: async () =>
+              (
+                await core.listPodForAllNamespaces({
+                  fieldSelector: `spec.nodeName=${config.nodeName}`,
+                })
+              ).items,
           },
-          { heldBack, network: manifest.network ?? defaultNodeNetwork },
+          { heldBack, network: manifest.network ?? defaultNodeNetwork, sourceVip },
         );
         // Rung 1 of the remediation ladder: the agent's own repairs (local-repair.ts).
         await repairLocally(

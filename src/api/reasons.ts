@@ -276,6 +276,7 @@ export const NodeHealthCondition = {
   KubeProxyUnhealthy: 'KubeProxyUnhealthy',
   FrequentServiceRestart: 'FrequentServiceRestart',
   HNSNetworkMissing: 'HNSNetworkMissing',
+  StaleHNSEndpoints: 'StaleHNSEndpoints',
   ClockSkew: 'ClockSkew',
   KubeletCertificateExpiring: 'KubeletCertificateExpiring',
   RebootPending: 'RebootPending',
@@ -300,6 +301,10 @@ export const NodeHealthReason = {
   RestartLoop: 'RestartLoop',
   /** HNSNetworkMissing: the CNI's HNS network existed in this boot and is gone. */
   NetworkMissing: 'NetworkMissing',
+  /** StaleHNSEndpoints: endpoints on winfleet's pod network hold addresses no pod on the node has. */
+  EndpointsLeftBehind: 'EndpointsLeftBehind',
+  /** StaleHNSEndpoints: two or more endpoints hold the address a pod on the node has. */
+  DuplicateEndpointIP: 'DuplicateEndpointIP',
   /** ClockSkew: the host's clock is off the API server's Date header. */
   ClockSkewed: 'ClockSkewed',
   /** KubeletCertificateExpiring: the kubelet's client certificate is near expiry, not renewed. */
@@ -314,6 +319,7 @@ export const NodeHealthReason = {
   WaitingForPodNetwork: 'WaitingForPodNetwork',
   NoRestartLoop: 'NoRestartLoop',
   NetworkPresent: 'NetworkPresent',
+  NoStaleEndpoints: 'NoStaleEndpoints',
   ClockInSync: 'ClockInSync',
   CertificateValid: 'CertificateValid',
   NoRebootPending: 'NoRebootPending',

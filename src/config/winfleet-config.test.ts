@@ -240,11 +240,15 @@ hosts:
   agentHealth:
     restartLoop: { stableSeconds: 10 }
     clockSkewSeconds: 120
+    staleEndpointSeconds: 5
 `);
   assert.deepEqual(tuned.hosts.agentHealth, {
     restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 10 },
     clockSkewSeconds: 120,
+    staleEndpointSeconds: 5,
   });
+  // Absent unless tuned: the agent's own default (60 s) applies.
+  assert.equal(parseConfig('hosts: {}\n').hosts.agentHealth.staleEndpointSeconds, undefined);
   assert.throws(
     () => parseConfig('hosts:\n  agentHealth:\n    restartLoop: { count: 0, window: 60 }\n'),
     (error: unknown) => {

@@ -156,12 +156,18 @@ export interface NetworkConfig {
  * What the configuration may tune of each agent's health checks (hosts.agentHealth): a service
  * restarted more than `restartLoop.count` times within `windowSeconds` is in a restart loop
  * (FrequentServiceRestart) until it has run `stableSeconds` without a restart; a clock more
- * than `clockSkewSeconds` off the API server's is skewed (ClockSkew). The defaults are the
- * detector's.
+ * than `clockSkewSeconds` off the API server's is skewed (ClockSkew); an HNS endpoint without a
+ * pod for `staleEndpointSeconds` is stale (StaleHNSEndpoints). The defaults are the detector's.
  */
 export interface AgentHealthConfig {
   restartLoop: { count: number; windowSeconds: number; stableSeconds: number };
   clockSkewSeconds: number;
+  /**
+   * An HNS endpoint on winfleet's pod network whose address no pod on the node has is stale
+   * once it stayed so this long, over two checks at least (StaleHNSEndpoints). Absent: the
+   * agent's default (60 s, stale-endpoints.ts defaultStaleEndpointSeconds).
+   */
+  staleEndpointSeconds?: number;
 }
 
 /** hosts.agentHealth when not set: the agent's own defaults (src/health/detector.ts reads them). */
@@ -209,6 +215,9 @@ export const agentHealthSchema = {
       maximum: 86400,
       default: agentHealthDefaults.clockSkewSeconds,
     },
+    // No default: absent stays absent (the agent's own default, 60 s: stale-endpoints.ts), so a
+    // document for an agent older than the field carries it only when it is tuned.
+    staleEndpointSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
   },
 } as const;
 

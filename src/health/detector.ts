@@ -25,6 +25,7 @@ import {
   nodeHealthConditions,
 } from '../api/reasons.ts';
 import { type AgentHealthConfig, agentHealthDefaults } from '../config/winfleet-config.ts';
+import { defaultStaleEndpointSeconds, type StaleEndpointsObservation } from './stale-endpoints.ts';
 
 /** The node services whose health is checked. */
 export const checkedServices = ['kubelet', 'containerd', 'kube-proxy'] as const;
@@ -69,6 +70,11 @@ export interface HealthObservations {
    * boot: the CNI creates it with the first pod, so a fresh host without it is not a problem).
    */
   hnsNetwork?: { name: string; present: boolean; expected: boolean };
+  /**
+   * Endpoints on winfleet's own pod network left behind by pods that are gone, and addresses
+   * two endpoints hold (stale-endpoints.ts decideStaleEndpoints); undefined in external mode.
+   */
+  hnsEndpoints?: StaleEndpointsObservation;
   /** The API server's Date header (ms) and the local clock when the answer came (ms). */
   clock?: { serverDate: number; localTime: number };
   systemDrive?: { path: string; freeBytes: number };
@@ -87,6 +93,8 @@ export interface HealthSettings {
    */
   restartLoop: { count: number; windowSeconds: number; stableSeconds: number };
   clockSkewSeconds: number;
+  /** How long an endpoint without a pod must stay so before it is stale (stale-endpoints.ts). */
+  staleEndpointSeconds: number;
   disk: { eventBelowBytes: number; conditionBelowBytes: number };
   /**
    * A certificate is expiring when less than this is left and it is past 90% of its lifetime
@@ -101,6 +109,7 @@ export const defaultHealthSettings: HealthSettings = {
   consecutiveChecks: 2,
   restartLoop: { ...agentHealthDefaults.restartLoop },
   clockSkewSeconds: agentHealthDefaults.clockSkewSeconds,
+  staleEndpointSeconds: defaultStaleEndpointSeconds,
   disk: { eventBelowBytes: 10 * GiB, conditionBelowBytes: 5 * GiB },
   certificateExpirySeconds: 7 * 86400,
 };
@@ -112,6 +121,7 @@ export function healthSettingsWith(tuning: AgentHealthConfig | undefined): Healt
     ...defaultHealthSettings,
     restartLoop: { ...tuning.restartLoop },
     clockSkewSeconds: tuning.clockSkewSeconds,
+    staleEndpointSeconds: tuning.staleEndpointSeconds ?? defaultHealthSettings.staleEndpointSeconds,
   };
 }
 
@@ -276,6 +286,43 @@ function serviceReading(
   };
 }
 
+/** At most this many addresses are named in a StaleHNSEndpoints message. */
+export const maxNamedAddresses = 5;
+
+function someAddresses(ips: readonly string[]): string {
+  const named = ips.slice(0, maxNamedAddresses).join(', ');
+  return ips.length > maxNamedAddresses
+    ? `${named} and ${ips.length - maxNamedAddresses} more`
+    : named;
+}
+
+function staleEndpointsReading(o: StaleEndpointsObservation): Reading {
+  const after = formatSeconds(o.staleAfterSeconds);
+  if (o.duplicates.length > 0) {
+    const stale =
+      o.stale.length > 0
+        ? `; also ${o.stale.length} endpoint(s) whose address no pod has (${someAddresses(o.stale.map((e) => e.ip))}), which the winfleet agent removes`
+        : '';
+    return {
+      status: 'True',
+      reason: NodeHealthReason.DuplicateEndpointIP,
+      message: `${o.duplicates.length} address(es) on HNS network ${o.network} are each held by more than one endpoint while a pod on this node has them (${someAddresses(o.duplicates.map((d) => `${d.ip} ×${d.ids.length}`))}): one is left behind from a pod that is gone, and the pod may be unreachable. The agent removes neither (it cannot tell which one the pod uses): delete that pod (kubectl delete pod); its CNI DEL removes its own endpoint, and the agent then removes the one left behind${stale}`,
+    };
+  }
+  if (o.stale.length > 0) {
+    return {
+      status: 'True',
+      reason: NodeHealthReason.EndpointsLeftBehind,
+      message: `${o.stale.length} HNS endpoint(s) on network ${o.network} hold an address no pod on this node has had for ${after} or more (${someAddresses(o.stale.map((e) => e.ip))}): left behind by a CNI DEL that did not finish (a crash, a reboot mid-teardown); host-local may hand the address to a new pod, which would then be unreachable. The winfleet agent removes them (Remove-HnsEndpoint)`,
+    };
+  }
+  return {
+    status: 'False',
+    reason: NodeHealthReason.NoStaleEndpoints,
+    message: `Every pod endpoint on HNS network ${o.network} belongs to a pod on this node`,
+  };
+}
+
 /**
  * One check. `previous` is the state the last check returned (emptyHealthState() or
  * stateFromNode(...) at first); it is not modified.
@@ -402,6 +449,12 @@ export function detect(
           },
     );
   }
+
+  if (observations.hnsEndpoints)
+    readings.set(
+      NodeHealthCondition.StaleHNSEndpoints,
+      staleEndpointsReading(observations.hnsEndpoints),
+    );
 
   const clock = observations.clock;
   if (clock) {

@@ -9,12 +9,18 @@ import {
   defaultHnsModulePaths,
   hnsModuleFile,
   hnsUnavailableError,
+  listHnsEndpointsScript,
   listHnsNetworksScript,
+  maxHnsEndpoints,
   parseGetHnsNetworkOutput,
   parseHnsCreateOutput,
+  parseHnsEndpointListOutput,
+  parseHnsEndpointRemoveOutput,
+  parseHnsEndpoints,
   parseHnsListOutput,
   parseHnsNetworks,
   parseHnsRemoveOutput,
+  removeHnsEndpointScript,
   removeHnsNetworkScript,
 } from './hns.ts';
 
@@ -165,5 +171,128 @@ test('the create script is valid PowerShell; what it prints is read strictly', a
         gateway: '10.0.0.1',
       }),
     /a network name has 1 to 64 letters/,
+  );
+});
+
+const podEndpoint = {
+  id: '9C1B2D3E-4F50-4A6B-8C7D-0E1F2A3B4C5D',
+  name: '3f1a9c0b7e2d_winfleet',
+  networkId: 'D2C4E6F8-1A3B-4C5D-8E7F-9A0B1C2D3E4F',
+  ipAddress: '10.244.1.5',
+  remote: false,
+};
+
+test('reads what the endpoint list script prints: an array, one object, none, or unavailable', () => {
+  assert.deepEqual(parseHnsEndpointListOutput(windowsFixture('hns-endpoints-available.json')), {
+    available: true,
+    endpoints: [
+      podEndpoint,
+      {
+        id: '0A1B2C3D-4E5F-4061-8273-8495A6B7C8D9',
+        name: '',
+        networkId: 'D2C4E6F8-1A3B-4C5D-8E7F-9A0B1C2D3E4F',
+        ipAddress: '10.244.2.7',
+        remote: true,
+      },
+    ],
+  });
+  assert.deepEqual(parseHnsEndpointListOutput(windowsFixture('hns-endpoints-one.json')), {
+    available: true,
+    endpoints: [podEndpoint],
+  });
+  assert.deepEqual(parseHnsEndpointListOutput('{"available":true,"endpoints":[]}'), {
+    available: true,
+    endpoints: [],
+  });
+  assert.deepEqual(parseHnsEndpointListOutput(windowsFixture('hns-list-unavailable.json')), {
+    available: false,
+    tried: ['HostNetworkingService', 'C:\\k\\hns.v2.psm1'],
+  });
+  // An IPv6-only endpoint has no IPv4 address: '' (never called stale).
+  assert.equal(
+    parseHnsEndpoints([
+      { Id: podEndpoint.id, Name: 'x', NetworkId: '', IpAddress: '', Remote: false },
+    ])[0]!.ipAddress,
+    '',
+  );
+});
+
+test('hostile or garbage endpoint output is refused, naming the endpoint and what is wrong', () => {
+  const good = {
+    Id: podEndpoint.id,
+    Name: podEndpoint.name,
+    NetworkId: podEndpoint.networkId,
+    IpAddress: '10.244.1.5',
+    Remote: false,
+  };
+  const bad: [unknown, RegExp][] = [
+    ['10.244.1.5', /HNS endpoint 0 "10\.244\.1\.5": expected an object/],
+    [[good], /HNS endpoint 0 .*expected an object/],
+    [{ ...good, Extra: 1 }, /expected exactly Id, Name, NetworkId, IpAddress and Remote/],
+    [{ ...good, Id: "x'; Remove-HnsNetwork" }, /its Id is not a GUID/],
+    [{ ...good, NetworkId: 'nat' }, /its NetworkId is not a GUID/],
+    [{ ...good, IpAddress: '10.244.1.500' }, /its IpAddress is not a dotted IPv4 address/],
+    [{ ...good, IpAddress: '010.244.1.5' }, /its IpAddress is not a dotted IPv4 address/],
+    [{ ...good, IpAddress: 'fe80::1' }, /its IpAddress is not a dotted IPv4 address/],
+    [{ ...good, IpAddress: 167772165 }, /its IpAddress is not a string/],
+    [{ ...good, Remote: 'False' }, /its Remote is not true or false/],
+    [{ ...good, Name: 'a\u001b[2Jb' }, /its Name is not up to 256 printable characters/],
+    [{ ...good, Name: 'x'.repeat(257) }, /its Name is not up to 256 printable characters/],
+  ];
+  for (const [item, error] of bad)
+    assert.throws(() => parseHnsEndpoints([item]), error, JSON.stringify(item));
+  assert.throws(
+    () => parseHnsEndpoints(Array.from({ length: maxHnsEndpoints + 1 }, () => good)),
+    /more than 16384/,
+  );
+  assert.throws(() => parseHnsEndpointListOutput('[]'), /expected \{"available": true\|false/);
+  assert.throws(() => parseHnsEndpointListOutput('not json'), /expected JSON/);
+  assert.throws(
+    () => parseHnsEndpointListOutput('{"available":true,"endpoints":"10.244.1.5"}'),
+    /expected an object/,
+  );
+});
+
+test('reads what the endpoint remove script prints: 0 or 1, nothing else', () => {
+  assert.deepEqual(parseHnsEndpointRemoveOutput(windowsFixture('hns-endpoint-remove-one.json')), {
+    available: true,
+    removed: 1,
+  });
+  assert.deepEqual(parseHnsEndpointRemoveOutput('{"available":true,"removed":0}'), {
+    available: true,
+    removed: 0,
+  });
+  for (const removed of ['1', 2, -1, 0.5, null])
+    assert.throws(
+      () => parseHnsEndpointRemoveOutput(JSON.stringify({ available: true, removed })),
+      /"removed" is not 0 or 1/,
+    );
+});
+
+test('the endpoint scripts load Get-HnsEndpoint, map both module flavours, and accept only a GUID and a dotted IPv4 address', async () => {
+  const list = listHnsEndpointsScript();
+  assert.match(list, /Get-Command -Name 'Get-HnsEndpoint'/);
+  assert.match(list, /\$_\.IpConfigurations/);
+  assert.match(list, /\$_\.HostComputeNetwork/);
+  assert.match(list, /endpoints = @\(\$endpoints\)/);
+  await assertValidPowerShell(list, 'HNS endpoint list');
+  assert.doesNotThrow(() => powerShellCommandLine(list), 'short enough to send over SSH too');
+  const remove = removeHnsEndpointScript(podEndpoint.id.toLowerCase(), '10.244.1.5');
+  assert.match(remove, /\[string\]\$_\.ID -eq '9c1b2d3e-4f50-4a6b-8c7d-0e1f2a3b4c5d'/);
+  assert.match(remove, /\$ip -eq '10\.244\.1\.5'/);
+  assert.match(remove, /\$targets \| Remove-HnsEndpoint/);
+  await assertValidPowerShell(remove, 'HNS endpoint remove');
+  assert.throws(
+    () => removeHnsEndpointScript("x'; Remove-Item C:\\ -Recurse; '", '10.244.1.5'),
+    /an HNS endpoint id is a GUID/,
+  );
+  for (const ip of ["10.244.1.5'; whoami; '", '10.244.1', '10.244.1.05', ''])
+    assert.throws(
+      () => removeHnsEndpointScript(podEndpoint.id, ip),
+      /give its IPv4 address in dotted form/,
+    );
+  assert.match(
+    hnsUnavailableError('list HNS endpoints', [], 'Get-HnsEndpoint').message,
+    /^Cannot list HNS endpoints: Get-HnsEndpoint is not available/,
   );
 });

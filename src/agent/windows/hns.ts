@@ -17,7 +17,13 @@
  */
 
 import { WinfleetError } from '../../errors/catalog.ts';
-import { cidrContains, lastAddress, parseIpv4, parseIpv4Cidr } from '../../net/ipv4-cidr.ts';
+import {
+  cidrContains,
+  formatIpv4,
+  lastAddress,
+  parseIpv4,
+  parseIpv4Cidr,
+} from '../../net/ipv4-cidr.ts';
 import {
   parsePowerShellJson,
   powerShellScript,
@@ -25,7 +31,7 @@ import {
   quotePowerShellString,
   writeJson,
 } from '../../powershell/powershell.ts';
-import type { HnsNetwork, HnsNetworkSpec } from '../host-os.ts';
+import type { HnsEndpoint, HnsNetwork, HnsNetworkSpec } from '../host-os.ts';
 
 /** microsoft/SDN's module that exports Get-HnsNetwork and Remove-HnsNetwork. */
 export const hnsModuleFile = 'hns.v2.psm1';
@@ -42,31 +48,33 @@ export interface HnsUnavailableDetails {
 export function hnsUnavailableError(
   action: string,
   tried: readonly string[],
+  command = 'Get-HnsNetwork',
 ): WinfleetError<HnsUnavailableDetails> {
   return new WinfleetError(
     'WF_HNS_UNAVAILABLE',
-    `Cannot ${action}: Get-HnsNetwork is not available (tried ${tried.map((t) => `"${t}"`).join(', ')}); install the Containers feature, or copy ${hnsModuleFile} from microsoft/SDN (Kubernetes/windows/${hnsModuleFile}) to ${defaultHnsModulePaths[0]}`,
+    `Cannot ${action}: ${command} is not available (tried ${tried.map((t) => `"${t}"`).join(', ')}); install the Containers feature, or copy ${hnsModuleFile} from microsoft/SDN (Kubernetes/windows/${hnsModuleFile}) to ${defaultHnsModulePaths[0]}`,
     { details: { tried } },
   );
 }
 
-// Loads Get-HnsNetwork if it is not already there, recording what was tried, and stops the
-// script with {"available":false} when nothing provides it.
-function loadHnsModule(modulePaths: readonly string[]): string[] {
+// Loads `command` (Get-HnsNetwork by default) if it is not already there, recording what was
+// tried, and stops the script with {"available":false} when nothing provides it.
+function loadHnsModule(modulePaths: readonly string[], command = 'Get-HnsNetwork'): string[] {
+  const has = `Get-Command -Name ${quotePowerShellString(command)} -ErrorAction SilentlyContinue`;
   return [
     '$tried = @()',
-    "if (-not (Get-Command -Name 'Get-HnsNetwork' -ErrorAction SilentlyContinue)) {",
+    `if (-not (${has})) {`,
     "  $tried += 'HostNetworkingService'",
     "  if (Get-Module -ListAvailable -Name 'HostNetworkingService') {",
     "    Import-Module -Name 'HostNetworkingService' -DisableNameChecking",
     '  }',
     '}',
     `foreach ($path in ${quotePowerShellArray(modulePaths)}) {`,
-    "  if (Get-Command -Name 'Get-HnsNetwork' -ErrorAction SilentlyContinue) { break }",
+    `  if (${has}) { break }`,
     '  $tried += $path',
     '  if (Test-Path -LiteralPath $path) { Import-Module -Name $path -DisableNameChecking }',
     '}',
-    "if (-not (Get-Command -Name 'Get-HnsNetwork' -ErrorAction SilentlyContinue)) {",
+    `if (-not (${has})) {`,
     `  ${writeJson('@{ available = $false; tried = @($tried) }', 3)}`,
     '  exit 0',
     '}',
@@ -273,4 +281,140 @@ export function parseHnsCreateOutput(
     );
   }
   return { available: true, created: value.created, network };
+}
+
+// Endpoints (stale-endpoint detection, src/health/stale-endpoints.ts).
+//
+// Get-HnsEndpoint prints HNS v1 endpoint objects from the HostNetworkingService module (hcsshim
+// internal/hns/hnsendpoint.go HNSEndpoint: ID, Name, VirtualNetwork, VirtualNetworkName,
+// IPAddress, IsRemoteEndpoint — the last one left out when false) and HCN v2 objects from
+// hns.v2.psm1 (hcsshim hcn/hcnendpoint.go HostComputeEndpoint: ID, Name, HostComputeNetwork,
+// IpConfigurations[].IpAddress, Flags with bit 1 EndpointFlagsRemoteEndpoint). The script maps
+// both to one flat shape, every property cast to a string or a boolean, so the parser reads one
+// thing. Both modules export Remove-HnsEndpoint, which takes the piped endpoint objects
+// (microsoft/SDN's Kubernetes/flannel/l2bridge/reset.ps1 runs `Get-HNSEndpoint |
+// Remove-HNSEndpoint`). Only a real host proves the mapping of both flavours.
+
+/** At most this many endpoints are read; more is refused as not an HNS listing. */
+export const maxHnsEndpoints = 16384;
+
+/** The script that prints {"available":true,"endpoints":[{Id,Name,NetworkId,IpAddress,Remote}...]}. */
+export function listHnsEndpointsScript(modulePaths = defaultHnsModulePaths): string {
+  return powerShellScript(
+    ...loadHnsModule(modulePaths, 'Get-HnsEndpoint'),
+    '$endpoints = @(Get-HnsEndpoint | Where-Object { $_ -and $_.ID } | ForEach-Object {',
+    "  $ip = ''",
+    '  if ($_.IPAddress) { $ip = [string]$_.IPAddress }',
+    '  elseif ($_.IpConfigurations) { $ip = [string](@($_.IpConfigurations)[0].IpAddress) }',
+    '  $networkId = [string]$_.VirtualNetwork',
+    '  if (-not $networkId) { $networkId = [string]$_.HostComputeNetwork }',
+    '  $remote = [bool]$_.IsRemoteEndpoint',
+    '  if ($_.Flags -is [int] -or $_.Flags -is [long]) { $remote = $remote -or (($_.Flags -band 1) -ne 0) }',
+    '  [pscustomobject]@{ Id = [string]$_.ID; Name = [string]$_.Name; NetworkId = $networkId; IpAddress = $ip; Remote = $remote }',
+    '})',
+    writeJson('@{ available = $true; endpoints = @($endpoints) }', 4),
+  );
+}
+
+/**
+ * The script that removes the endpoint with `id` (case-insensitive) only while it still has
+ * `ipAddress` (so an id that was read before and now means something else is not removed), and
+ * prints {"available":true,"removed":n}; a missing endpoint is removed 0 times.
+ */
+export function removeHnsEndpointScript(
+  id: string,
+  ipAddress: string,
+  modulePaths = defaultHnsModulePaths,
+): string {
+  if (!guid.test(id)) {
+    throw new RangeError(
+      `Cannot remove HNS endpoint "${id}": an HNS endpoint id is a GUID such as "5f0ba94e-3f4b-4c0e-8c79-4e5b3c1d8b21"`,
+    );
+  }
+  if (parseIpv4(ipAddress) === undefined || formatIpv4(parseIpv4(ipAddress)!) !== ipAddress) {
+    throw new RangeError(
+      `Cannot remove HNS endpoint "${id}" at ${JSON.stringify(ipAddress)}: give its IPv4 address in dotted form, such as 10.244.1.7`,
+    );
+  }
+  const address =
+    "$ip = ''; if ($_.IPAddress) { $ip = [string]$_.IPAddress } elseif ($_.IpConfigurations) { $ip = [string](@($_.IpConfigurations)[0].IpAddress) }";
+  return powerShellScript(
+    ...loadHnsModule(modulePaths, 'Get-HnsEndpoint'),
+    `$targets = @(Get-HnsEndpoint | Where-Object { $_ -and ([string]$_.ID -eq ${quotePowerShellString(id)}) } | Where-Object { ${address}; $ip -eq ${quotePowerShellString(ipAddress)} })`,
+    'if ($targets.Count -gt 0) { $targets | Remove-HnsEndpoint }',
+    writeJson('@{ available = $true; removed = $targets.Count }', 2),
+  );
+}
+
+const endpointName = /^[\x20-\x7e]{0,256}$/;
+
+/**
+ * Endpoints as the list script prints them (in any list shape `listItems` accepts), strictly:
+ * an Id that is a GUID, a NetworkId that is a GUID or empty, an IpAddress that is a dotted IPv4
+ * address or empty (an IPv6-only endpoint), a printable Name of at most 256 characters and a
+ * boolean Remote; anything else is refused, naming the endpoint.
+ */
+export function parseHnsEndpoints(value: unknown): HnsEndpoint[] {
+  const items = listItems(value);
+  if (items.length > maxHnsEndpoints) {
+    throw new SyntaxError(
+      `Cannot read HNS endpoints: ${items.length} of them, more than ${maxHnsEndpoints}`,
+    );
+  }
+  return items.map((item, index) => {
+    const refuse = (why: string): never => {
+      throw new SyntaxError(
+        `Cannot read HNS endpoint ${index} ${JSON.stringify(item)?.slice(0, 200)}: ${why}`,
+      );
+    };
+    if (typeof item !== 'object' || item === null || Array.isArray(item))
+      return refuse('expected an object');
+    const fields = item as Record<string, unknown>;
+    const keys = Object.keys(fields).sort().join(',');
+    if (keys !== 'Id,IpAddress,Name,NetworkId,Remote')
+      refuse('expected exactly Id, Name, NetworkId, IpAddress and Remote');
+    const { Id, Name, NetworkId, IpAddress, Remote } = fields;
+    if (typeof Id !== 'string' || !guid.test(Id)) refuse('its Id is not a GUID');
+    if (typeof NetworkId !== 'string' || (NetworkId !== '' && !guid.test(NetworkId)))
+      refuse('its NetworkId is not a GUID');
+    if (typeof Name !== 'string' || !endpointName.test(Name))
+      refuse('its Name is not up to 256 printable characters');
+    if (typeof Remote !== 'boolean') refuse('its Remote is not true or false');
+    if (typeof IpAddress !== 'string') refuse('its IpAddress is not a string');
+    const ip = IpAddress as string;
+    if (ip !== '') {
+      const parsed = parseIpv4(ip);
+      if (parsed === undefined || formatIpv4(parsed) !== ip)
+        refuse('its IpAddress is not a dotted IPv4 address');
+    }
+    return {
+      id: Id as string,
+      name: Name as string,
+      networkId: NetworkId as string,
+      ipAddress: ip,
+      remote: Remote as boolean,
+    };
+  });
+}
+
+/** Reads what `listHnsEndpointsScript` printed. */
+export function parseHnsEndpointListOutput(
+  stdout: string,
+): ScriptResult<{ endpoints: HnsEndpoint[] }> {
+  const value = readAvailability(stdout, 'HNS endpoints');
+  if (value.available === false) return { available: false, tried: tried(value) };
+  return { available: true, endpoints: parseHnsEndpoints(value.endpoints) };
+}
+
+/** Reads what `removeHnsEndpointScript` printed. */
+export function parseHnsEndpointRemoveOutput(stdout: string): ScriptResult<{ removed: number }> {
+  const value = readAvailability(stdout, 'the HNS endpoint removal');
+  if (value.available === false) return { available: false, tried: tried(value) };
+  const removed = value.removed;
+  if (typeof removed !== 'number' || !Number.isInteger(removed) || removed < 0 || removed > 1) {
+    throw new SyntaxError(
+      `Cannot read the HNS endpoint removal from ${JSON.stringify(value)}: "removed" is not 0 or 1`,
+    );
+  }
+  return { available: true, removed };
 }

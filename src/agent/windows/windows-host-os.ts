@@ -35,6 +35,7 @@ import type { HostNetwork } from '../../hostaccess/node-address.ts';
 import { powerShellArgs, powerShellErrorText } from '../../powershell/powershell.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import type {
+  HnsEndpoint,
   HnsNetwork,
   HnsNetworkSpec,
   HostOS,
@@ -72,10 +73,14 @@ import {
   createHnsNetworkScript,
   defaultHnsModulePaths,
   hnsUnavailableError,
+  listHnsEndpointsScript,
   listHnsNetworksScript,
   parseHnsCreateOutput,
+  parseHnsEndpointListOutput,
+  parseHnsEndpointRemoveOutput,
   parseHnsListOutput,
   parseHnsRemoveOutput,
+  removeHnsEndpointScript,
   removeHnsNetworkScript,
 } from './hns.ts';
 import { ipv4NetworkScript, parseIpv4NetworkOutput } from './ipv4-network.ts';
@@ -573,6 +578,28 @@ export class WindowsHostOS implements HostOS {
       await this.#runPowerShell(removeHnsNetworkScript(id, this.#hnsModulePaths), action),
     );
     if (!result.available) throw hnsUnavailableError(action, result.tried);
+  }
+
+  async listHnsEndpoints(): Promise<HnsEndpoint[]> {
+    const action = 'list HNS endpoints';
+    const result = parseHnsEndpointListOutput(
+      await this.#runPowerShell(listHnsEndpointsScript(this.#hnsModulePaths), action),
+    );
+    if (!result.available) throw hnsUnavailableError(action, result.tried, 'Get-HnsEndpoint');
+    return result.endpoints;
+  }
+
+  /** Removes the endpoint while it has that address (removeHnsEndpointScript). */
+  async removeHnsEndpoint(id: string, ipAddress: string): Promise<boolean> {
+    const action = `remove HNS endpoint "${id}" (${ipAddress})`;
+    const result = parseHnsEndpointRemoveOutput(
+      await this.#runPowerShell(
+        removeHnsEndpointScript(id, ipAddress, this.#hnsModulePaths),
+        action,
+      ),
+    );
+    if (!result.available) throw hnsUnavailableError(action, result.tried, 'Get-HnsEndpoint');
+    return result.removed === 1;
   }
 
   /** Creates the network unless one of that name exists (createHnsNetworkScript). */

@@ -75,4 +75,12 @@ test('hosts.agentHealth reaches winfleet-join only when tuned (an older agent re
     clockSkewSeconds: 60,
   });
   assert.deepEqual(parseJoinInfo(JSON.stringify(tuned)), tuned, 'valid by the contract');
+  // staleEndpointSeconds only when it is tuned itself: an older agent refuses the field.
+  const stale = joinInfoFor(
+    parseConfig('hosts:\n  agentHealth:\n    staleEndpointSeconds: 5\n'),
+    'https://127.0.0.1:6443',
+    loaded(),
+  );
+  assert.equal(stale.agentHealth?.staleEndpointSeconds, 5);
+  assert.deepEqual(parseJoinInfo(JSON.stringify(stale)), stale);
 });
