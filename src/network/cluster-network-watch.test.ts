@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { encapsulationPort } from '../servicesmanifest/node-network.ts';
 import { nodeNetworkFor, nodeNetworkState } from './cluster-network-watch.ts';
 
 const netConf = '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}';
@@ -76,4 +77,43 @@ test('a refused resolution is refused as it is; warnings travel with an accepted
     warnings: ['w'],
   });
   assert.deepEqual(state.ok && state.warnings, ['w']);
+});
+
+test('external on a VXLAN data plane: UDP 4789 opened on the node; winfleet’s kube-proxy, which could not get a source VIP from the CNI’s IPAM, refused', () => {
+  const calico = {
+    cni: 'Calico',
+    cniConfDir: 'C:\\etc\\cni\\net.d',
+    cniBinDir: 'C:\\opt\\cni\\bin',
+    networkName: 'Calico',
+    overlay: true,
+  };
+  const withOwnProxy = nodeNetworkFor({
+    mode: 'external',
+    detected: 'Calico',
+    external: { ...calico, kubeProxy: false },
+  });
+  assert.ok(withOwnProxy.ok);
+  assert.equal(
+    withOwnProxy.ok && withOwnProxy.network.mode === 'external' && withOwnProxy.network.overlay,
+    true,
+  );
+  assert.equal(withOwnProxy.ok && encapsulationPort(withOwnProxy.network), 4789);
+  const withWinfleetProxy = nodeNetworkFor({
+    mode: 'external',
+    detected: 'Calico',
+    external: { ...calico, kubeProxy: true },
+  });
+  assert.equal(withWinfleetProxy.ok, false);
+  assert.match(
+    !withWinfleetProxy.ok ? withWinfleetProxy.message : '',
+    /--source-vip from Calico's IPAM.*kube-proxy-windows/,
+  );
+  // Not an overlay (BGP, Antrea's Transparent network): no port, and no overlay field.
+  const bgp = nodeNetworkFor({
+    mode: 'external',
+    detected: 'Calico',
+    external: { ...calico, overlay: false, kubeProxy: true },
+  });
+  assert.ok(bgp.ok && !('overlay' in bgp.network));
+  assert.equal(bgp.ok && encapsulationPort(bgp.network), undefined);
 });

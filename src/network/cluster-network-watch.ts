@@ -39,6 +39,14 @@ export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
     }
     case 'external': {
       const e = resolved.external!;
+      // winkernel on an Overlay network needs --source-vip, an address of the CNI's IPAM that
+      // winfleet cannot reserve outside host-local: the CNI's own kube-proxy must do it.
+      if (e.overlay && e.kubeProxy)
+        return {
+          ok: false,
+          reason: JoinFailureReason.NetworkUnsupported,
+          message: `network.mode external: ${e.cni}'s Windows data plane is VXLAN (an HNS Overlay network), on which kube-proxy needs a --source-vip from ${e.cni}'s IPAM, and winfleet's kube-proxy cannot reserve one: no node is joined. Run the kube-proxy DaemonSet ${e.cni} documents for Windows (kube-system/kube-proxy-windows) and set network.external.kubeProxy: auto or off`,
+        };
       return {
         ok: true,
         network: {
@@ -47,6 +55,7 @@ export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
           cniBinDir: e.cniBinDir,
           kubeProxy: e.kubeProxy,
           ...(e.networkName ? { networkName: e.networkName } : {}),
+          ...(e.overlay ? { overlay: true as const } : {}),
         },
         detected: resolved.detected,
         warnings: [],

@@ -31,6 +31,12 @@ export type NodeNetwork =
       kubeProxy: boolean;
       /** The HNS network the CNI makes, when known (health checks, kube-proxy). */
       networkName?: string;
+      /**
+       * The CNI's Windows data plane is VXLAN (an HNS Overlay network, Calico's VXLAN pools):
+       * the node opens UDP 4789 inbound, as the CNI's docs ask of the host. Present only when
+       * true (an older agent refuses a field it does not know).
+       */
+      overlay?: true;
     };
 
 export type NodeNetworkMode = NodeNetwork['mode'];
@@ -71,7 +77,8 @@ export function needsSourceVip(network: NodeNetwork): boolean {
 
 /** The UDP port an inbound firewall rule must open for the mode's encapsulation, if any. */
 export function encapsulationPort(network: NodeNetwork): number | undefined {
-  return network.mode === 'flannel-vxlan' ? 4789 : undefined;
+  if (network.mode === 'flannel-vxlan') return 4789;
+  return network.mode === 'external' && network.overlay ? 4789 : undefined;
 }
 
 /** The network of a node whose bootstrap config says none (an agent older than modes). */
@@ -106,6 +113,7 @@ export const nodeNetworkSchema = {
         cniBinDir: { type: 'string', pattern: '^[A-Za-z]:\\\\', maxLength: 260 },
         kubeProxy: { type: 'boolean' },
         networkName: { type: 'string', minLength: 1, maxLength: 256 },
+        overlay: { const: true },
       },
     },
   ],
