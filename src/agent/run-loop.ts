@@ -38,6 +38,7 @@ import {
   servicesRunning,
 } from './converge.ts';
 import { deconfigureRequest, deconfigureSelf, readDeconfigureRecord } from './deconfigure-self.ts';
+import { flanneldHoldBack } from './flanneld-access.ts';
 import { syncGmsaReadiness } from './gmsa-readiness.ts';
 import { applyHostSettings } from './host-settings.ts';
 import { ensureKubeProxyCredentials } from './kube-proxy-credentials.ts';
@@ -174,6 +175,9 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
     heldBack = sourceVip
       ? proxy.holdBack
       : new Set([...proxy.holdBack, ...servicesUsing(manifest, 'sourceVip')]);
+    // flanneld once this node may list Nodes (flanneld-access.ts).
+    const flanneld = await flanneldHoldBack(context, manifest, nodeClient);
+    if (flanneld.size > 0) heldBack = new Set([...heldBack, ...flanneld]);
     // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
     const settings = await applyHostSettings(host, manifest, state, {
       agentService: true,

@@ -123,6 +123,14 @@ test('flannel-vxlan detected: flanneld with the node’s credentials, flannel’
       ) || undefined,
     { description: 'the RemoteSubnetRoute to lnx-1', timeoutMs: 30_000 },
   );
+  // flanneld started only once its Node reads were granted: it never met a 403 (its reflector
+  // would have backed off for up to 30 s).
+  let flanneldLog = '';
+  for (const entry of await sim.machine.fs.list('C:\\k\\logs\\flanneld'))
+    flanneldLog +=
+      (await sim.machine.fs.tryReadFile(`C:\\k\\logs\\flanneld\\${entry.name}`))?.toString() ?? '';
+  assert.match(flanneldLog, /kube subnet manager|Wrote subnet file/i);
+  assert.doesNotMatch(flanneldLog, /forbidden/i);
   // Attacker side: the node's credentials (flanneld's) read all Nodes because winfleet bound
   // this node's user alone; they still cannot touch another Node's lease, and a Linux node's
   // user gained nothing.
