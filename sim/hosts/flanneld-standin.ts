@@ -516,8 +516,19 @@ class FlanneldRun {
   async #watchLeases(networkName: string, vni: number): Promise<void> {
     const nodes = new Map<string, k8s.V1Node>();
     const core = this.#kc.makeApiClient(k8s.CoreV1Api);
+    // Node updates that change no lease (status heartbeats) change nothing, as kube.go's
+    // handleUpdateLeaseEvent ignores them: only a change of some node's lease fields is applied.
+    let leases: string | undefined;
     const apply = () => {
+      let seen = '';
+      for (const node of nodes.values()) {
+        const a = node.metadata?.annotations ?? {};
+        seen += `${node.metadata?.name}|${node.spec?.podCIDR}|${a[flannelAnnotations.kubeSubnetManager]}|${a[flannelAnnotations.backendType]}|${a[flannelAnnotations.backendData]}|${a[flannelAnnotations.publicIp]}\n`;
+      }
       const network = this.#machine.hns.find(networkName);
+      seen += network?.id ?? '';
+      if (seen === leases) return;
+      leases = seen;
       if (!network) {
         this.#log(
           'E',
