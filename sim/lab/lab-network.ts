@@ -256,7 +256,7 @@ export async function showLabNetwork(
   for (const [host, route] of routes)
     lines.push(
       route
-        ? `  ${host.name.toLowerCase()}: HNS network flannel.${windowsVxlan.vni} RemoteSubnetRoute ${route.DestinationPrefix} → ${route.ProviderAddress} (DR MAC ${route.DistributedRouterMacAddress})`
+        ? `  ${host.name.toLowerCase()}: HNS network flannel.${windowsVxlan.vni} RemoteSubnetRoute ${route.DestinationPrefix} → ${route.ProviderAddress} (${labLinuxNode}'s VtepMAC ${route.DistributedRouterMacAddress})`
         : `  ${host.name.toLowerCase()}: no RemoteSubnetRoute to ${subnet} on flannel.${windowsVxlan.vni}`,
     );
   if (!network.netlab) {
