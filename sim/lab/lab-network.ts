@@ -371,7 +371,7 @@ async function windowsToLinux(
   const what = `Windows pod ${labNetworkNamespace}/${podName} ${podIP} on ${nodeName} → Linux pod ${linuxPod.address} on ${labLinuxNode}`;
   const lines = [
     `Packets (real VXLAN between netns ${windows.node.netns} and ${linux.node.netns}; the Windows side is ${nodeName}'s HNS model rendered, not VFP):`,
-    `  TCP  ${what}:${echoPort}: answered "${echo.line}"; the Linux pod saw ${echo.seenFrom} (no NAT)`,
+    `  TCP  ${what}:${echoPort}: answered "${echo.line}"; the Linux pod saw ${echo.seenFrom}${echo.seenFrom === podIP ? ' (no NAT)' : ` (NAT: not the pod's ${podIP})`}`,
     `  ICMP ${what}: ${icmp.received}/${icmp.transmitted} echo replies`,
   ];
   for (const line of lines.slice(1)) say(line.trim());
