@@ -9,7 +9,8 @@
  * registry), one more that joins by itself from `winfleet join-command`'s user data, and the
  * seed samples applied — and stopped in reverse order. The hosts reach a fake Active Directory
  * domain, and one more SSH host in the pool `corp` is renamed and joined to it (ad-host.ts).
- * `placementReport` says where the samples' pods landed.
+ * `placementReport` says where the samples' pods landed. The pod network is Flannel VXLAN by
+ * default, with real packets from a Windows pod to a Linux pod as root (lab-network.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
