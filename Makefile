@@ -62,8 +62,14 @@ test: check binaries tools netlab flag-lists
 	  WINFLEET_NETLAB_BIN="$$(bash hack/build-netlab.sh 2>/dev/null)" \
 	  WINFLEET_FLAG_LISTS="$$(bash hack/build-flag-lists.sh 2>/dev/null)" npm test --silent
 
+# As root the lab also shows a Windows pod's packets reaching a Linux pod through the real Linux
+# flanneld, so it builds the netlab binaries (cached; with progress) unless WINFLEET_NETLAB_BIN
+# names them; unprivileged it runs without them and says so. WINFLEET_LAB_NETWORK=routed runs
+# the old routed pod network instead of flannel-vxlan (sim/lab/lab-network.ts).
 lab: deps binaries tools flag-lists
-	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" \
+	@if [ "$$(id -u)" = 0 ] && [ -z "$${WINFLEET_NETLAB_BIN:-}" ] && [ "$${WINFLEET_LAB_NETWORK:-flannel-vxlan}" = flannel-vxlan ]; then \
+	  export WINFLEET_NETLAB_BIN="$$(bash hack/build-netlab.sh | tail -1)"; fi; \
+	WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" \
 	  WINFLEET_FLAG_LISTS="$$(bash hack/build-flag-lists.sh 2>/dev/null)" npm run --silent lab
 
 # The Windows agent executable (a Node single executable application); rebuilt only when the

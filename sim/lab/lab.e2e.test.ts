@@ -10,6 +10,10 @@
  * The AD host of the pool `corp` (20-character hostname) is renamed to at most 15 characters,
  * registers its Node under that name, is in the fake domain and gMSA-ready; the domain
  * account's password (read from its Secret) is in no line the lab printed or logged.
+ * The pod network is flannel-vxlan (issue 31): each SSH host holds a RemoteSubnetRoute to the
+ * Linux worker's lease; as root with WINFLEET_NETLAB_BIN (CI) a Windows pod reaches a Linux pod
+ * by TCP (its own address seen, no NAT) and ICMP through the real Linux flanneld, and the lab
+ * leaves none of its network namespaces behind; otherwise the lab says packets are not shown.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -23,6 +27,8 @@ import * as k8s from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { cidrContains, parseIpv4, parseIpv4Cidr } from '../../src/net/ipv4-cidr.ts';
+import { listNetns } from '../netlab/netns.ts';
+import { netnsPrefix } from '../netlab/netns-names.ts';
 import { findLeaks, type Needle, needlesFor, readTree } from '../testkit/secret-scan.ts';
 
 test('the lab joins three simulated hosts over SSH, one by command and one to Active Directory, shows where the seed samples run and takes a fault', async () => {
@@ -217,6 +223,11 @@ test('the lab joins three simulated hosts over SSH, one by command and one to Ac
     await rm(dir, { recursive: true, force: true });
   }
   assert.equal(controlFileLeft, false, 'the lab removes its fault control file when it stops');
+  assert.deepEqual(
+    listNetns().filter((n) => n.startsWith(`${netnsPrefix}${lab.pid}-`)),
+    [],
+    'the lab deletes every network namespace it made',
+  );
   assert.equal(code, 0, stderr.slice(-3000));
   assert.ok(needles.length > 0);
   assert.deepEqual(
@@ -270,6 +281,32 @@ test('the lab joins three simulated hosts over SSH, one by command and one to Ac
     stdout,
     /^kubectl logs -n seed-samples \S+ {2}\(on simwin-\d+\):\n {2}winfleet simulated container "\S+" of pod seed-samples\/\S+ started from image /m,
   );
+
+  // The pod network: flannel-vxlan, each SSH host routing to the Linux worker's lease; real
+  // packets from a Windows pod to a Linux pod where the lab may make namespaces.
+  assert.match(
+    stdout,
+    /^Pod network: flannel-vxlan \(VNI 4096, UDP 4789\); lab-linux-1's lease (\S+) via 192\.0\.2\.11 /m,
+  );
+  const routes = stdout.match(
+    /^ {2}simwin-\d+: HNS network flannel\.4096 RemoteSubnetRoute 10\.244\.\d+\.0\/24 → 192\.0\.2\.11 /gm,
+  );
+  assert.equal(routes?.length, 3, stdout);
+  if (process.getuid?.() === 0 && process.env.WINFLEET_NETLAB_BIN) {
+    const tcp =
+      /^ {2}TCP {2}Windows pod lab-network\/win-client (\S+) on simwin-\d+ → Linux pod (\S+) on lab-linux-1:7000: answered "hello from lab-network\/win-client"; the Linux pod saw (\S+) \(no NAT\)$/m.exec(
+        stdout,
+      );
+    assert.ok(tcp, stdout);
+    assert.equal(tcp[3], tcp[1]);
+    assert.match(
+      stdout,
+      /^ {2}ICMP Windows pod lab-network\/win-client \S+ on simwin-\d+ → Linux pod \S+ on lab-linux-1: 3\/3 echo replies$/m,
+    );
+  } else {
+    assert.match(stdout, /^Packets: not shown: /m);
+  }
+  assert.match(stdout, /^Service by name: not shown yet/m);
 
   // Every running pod has an IP; pod-network IPs are unique and inside their node's pod CIDR
   // (the Windows hosts' from their CNI config, the Linux worker's from kwok).

@@ -9,7 +9,8 @@
  * registry), one more that joins by itself from `winfleet join-command`'s user data, and the
  * seed samples applied — and stopped in reverse order. The hosts reach a fake Active Directory
  * domain, and one more SSH host in the pool `corp` is renamed and joined to it (ad-host.ts).
- * `placementReport` says where the samples' pods landed.
+ * `placementReport` says where the samples' pods landed. The pod network is Flannel VXLAN by
+ * default, with real packets from a Windows pod to a Linux pod as root (lab-network.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -57,6 +58,12 @@ import {
   startFaultControl,
   writeFaultControlFile,
 } from './fault-control.ts';
+import {
+  type LabNetworkMode,
+  packetsDecisionHere,
+  showLabNetwork,
+  startLabNetwork,
+} from './lab-network.ts';
 import { type PushedLabPayload, pushLabPayload, watchLabPayload } from './lab-payload.ts';
 import {
   type PullJoinedHost,
@@ -90,6 +97,11 @@ export interface LabOptions {
    * faultControlFilePath(dir).
    */
   faultControlFile?: string;
+  /**
+   * The pod network (lab-network.ts): flannel-vxlan (default: Flannel's objects, a flannel
+   * lease on the Linux worker, real packets as root with the netlab binaries) or routed.
+   */
+  network?: LabNetworkMode;
   say: (line: string) => void;
 }
 
@@ -124,6 +136,8 @@ export interface Lab {
   faultControl: { url: string; file: string };
   /** The hosts' SSH private key (0600), for `winfleet check --host` and `diagnose --host`. */
   sshKeyFile: string;
+  /** The pod network's mode and what the lab shows of it (report lines). */
+  network: { mode: LabNetworkMode; report: string[] };
   stop(): Promise<void>;
 }
 
@@ -135,6 +149,8 @@ interface LabContext {
   since: () => string;
   /** Each step that starts something pushes its stop; the lab stops them last-first. */
   stops: (() => Promise<void>)[];
+  /** The winfleet-config network.mode the chart is installed with. */
+  networkMode: LabNetworkMode;
 }
 
 /**
@@ -166,7 +182,12 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       status: await freePort(),
       dashboard: await freePort(),
     };
-    const release = await installChart(ctx, cluster, registry, pushed.reference, ports);
+    // Flannel's objects and the Linux worker's lease (a real flanneld in a netlab namespace
+    // when the lab may show packets) while the chart installs.
+    const [network, release] = await both(
+      startLabNetwork(ctx, cluster, kc, ctx.networkMode, packetsDecisionHere(ctx.networkMode)),
+      installChart(ctx, cluster, registry, pushed.reference, ports),
+    );
     let operator = await startOperatorProcess(ctx, cluster, kc, release, ports);
     ctx.stops.push(() => stopProcess(operator.operator));
     // The pool first: the SSH hosts are in it as they join, and join-command needs it.
@@ -183,6 +204,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     ctx.say(`${pullHost.nodeName} joined by itself as a Ready node (${ctx.since()})`);
     await waitForLabPool(ctx, kc, hosts.hosts.length + 1);
     await applySamples(ctx, kc);
+    const networkReport = await showLabNetwork(ctx, kc, network, hosts.hosts);
     const faultControl = await startLabFaultControl(
       ctx,
       hosts,
@@ -233,6 +255,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       },
       faultControl,
       sshKeyFile,
+      network: { mode: network.mode, report: networkReport },
       stop: stopAll,
     };
   } catch (error) {
@@ -264,6 +287,7 @@ async function createContext(options: LabOptions): Promise<LabContext> {
     say: options.say,
     since: () => `${((Date.now() - started) / 1000).toFixed(1)}s`,
     stops,
+    networkMode: options.network ?? 'flannel-vxlan',
   };
 }
 
@@ -347,7 +371,7 @@ interface OperatorPorts {
  * operator will serve on. `upgrade` changes an installed release (a new payload reference).
  */
 async function installChart(
-  { say, since }: LabContext,
+  { say, since, networkMode }: LabContext,
   cluster: Cluster,
   registry: MirrorRegistry,
   payloadReference: string,
@@ -365,8 +389,9 @@ async function installChart(
       images: { mirrors: registry.mirrors },
       hosts: { agentCheckIntervalSeconds: 5 },
       runtimeClasses: { gracePeriodSeconds: 60 },
-      // The lab's cluster runs no CNI: its simulated nodes are on their own spec.podCIDR.
-      network: { mode: 'routed' },
+      // flannel-vxlan: the cluster holds Flannel's objects (lab-network.ts); routed: no CNI,
+      // every simulated node on its own spec.podCIDR.
+      network: { mode: networkMode },
     },
   };
   // A new payload's upgrade keeps what a person set on the release (proxy, CAs: the README).

@@ -6,6 +6,9 @@
  * WINFLEET_LAB_DIR keeps the lab's files in a directory of your choice; WINFLEET_PAYLOAD_DIR
  * uses a payload built by `make payload`; WINFLEET_LAB_EXIT=1 stops once everything is up
  * (used by the lab's test). `npm run lab:fault` injects faults into its hosts (fault-cli.ts).
+ * WINFLEET_LAB_NETWORK=routed runs the pod network as before issue 31 (default flannel-vxlan);
+ * as root with WINFLEET_NETLAB_BIN (hack/build-netlab.sh) the lab shows a Windows pod's packets
+ * reaching a Linux pod through the real Linux flanneld (lab-network.ts).
  */
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,12 +27,14 @@ import {
   startLab,
   windowsPodLogReport,
 } from './lab.ts';
+import { labNetworkEnv, labNetworkMode } from './lab-network.ts';
 
 async function main(): Promise<void> {
   const say = (line: string) => console.error(`[lab] ${line}`);
   const lab = await startLab({
     dir: process.env.WINFLEET_LAB_DIR,
     payloadDir: process.env.WINFLEET_PAYLOAD_DIR,
+    network: labNetworkMode(process.env[labNetworkEnv]),
     say,
   });
   const core = lab.kc.makeApiClient(k8s.CoreV1Api);
@@ -84,6 +89,8 @@ async function main(): Promise<void> {
       ...report,
       '',
       ...windowsLogs,
+      '',
+      ...lab.network.report,
       '',
       `The operator's requests so far: ${audit.requests}; answered 403 (refused by the chart's RBAC): ${audit.refused.length}`,
       ...audit.refused.map((line) => `  ${line}`),

@@ -96,6 +96,13 @@ test('fdb: the VTEP entry with its remote, a bridge port entry with its master',
     master: 'br0',
     state: 'permanent',
   });
+  // A learned entry on a pod's port (a Linux node's cni0 after its pod spoke): state "".
+  assert.deepEqual(
+    parseFdb(
+      '[{"mac":"e2:00:b5:39:80:ec","ifname":"vethcc9fc44b","flags":[],"master":"cni0","state":""}]',
+    ),
+    [{ mac: 'e2:00:b5:39:80:ec', ifname: 'vethcc9fc44b', flags: [], master: 'cni0' }],
+  );
   assert.throws(() => parseFdb('[{"mac":"0e:2a:00:00:00:02","flags":[]}]'), /ifname undefined/);
 });
 

@@ -39,7 +39,7 @@ export interface FdbEntry {
   dst?: string;
   /** e.g. ["self"]. */
   flags: string[];
-  /** e.g. "permanent"; absent for learned entries. */
+  /** e.g. "permanent"; absent for learned entries (iproute2 prints "" for them). */
   state?: string;
   master?: string;
   vlan?: number;
@@ -217,7 +217,8 @@ export function parseFdb(text: string, what = 'bridge -j fdb'): FdbEntry[] {
       flags: r.strings('flags'),
     };
     const dst = r.optString('dst');
-    const state = r.optString('state');
+    // A learned entry's state is "" in iproute2 6.1's JSON (fdb_state_n2a of a reachable one).
+    const state = r.entry.state === '' ? undefined : r.optString('state');
     const master = r.optString('master');
     const vlan = r.optNumber('vlan');
     if (dst !== undefined) entry.dst = dst;
