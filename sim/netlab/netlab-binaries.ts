@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-export const netlabBinaries = ['flanneld', 'bridge', 'host-local', 'loopback'] as const;
+export const netlabBinaries = ['flanneld', 'bridge', 'host-local', 'loopback', 'coredns'] as const;
 export const netlabBinEnv = 'WINFLEET_NETLAB_BIN';
 
 const buildScript = fileURLToPath(new URL('../../hack/build-netlab.sh', import.meta.url));
