@@ -5,6 +5,9 @@
 #   flanneld               github.com/flannel-io/flannel (hack/netlab/flannel)
 #   bridge, host-local,    github.com/containernetworking/plugins (hack/netlab/cni), the version
 #   loopback               the Windows payload pins (hack/payload/cni)
+#   coredns                github.com/coredns/coredns (hack/netlab/coredns): its main.go there
+#                          imports coremain and only the kubernetes, errors, log, health and
+#                          ready plugins, so none of the stock build's cloud backends is built
 #
 # flanneld: the module proxy refuses github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc,
 # which flannel's tencentvpc backend imports, and the udp backend needs cgo. So upstream's
@@ -16,10 +19,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/go-build-progress.sh"
 n=$here/netlab
 cache=${WINFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/winfleet}
-key=$(cat "$n"/*/go.mod "$n"/*/go.sum "$here/build-netlab.sh" | sha256sum | cut -c1-12)
+key=$(cat "$n"/*/go.mod "$n"/*/go.sum "$n"/coredns/main.go "$here/build-netlab.sh" | sha256sum | cut -c1-12)
 flannel_version=$(cd "$n/flannel" && go list -m -f '{{.Version}}' github.com/flannel-io/flannel)
 plugins_version=$(cd "$n/cni" && go list -m -f '{{.Version}}' github.com/containernetworking/plugins)
-out="$cache/netlab/flannel-$flannel_version-plugins-$plugins_version-$key"
+coredns_version=$(cd "$n/coredns" && go list -m -f '{{.Version}}' github.com/coredns/coredns)
+out="$cache/netlab/flannel-$flannel_version-plugins-$plugins_version-coredns-$coredns_version-$key"
 mkdir -p "$out"
 cache_lock "$out"
 export CGO_ENABLED=0 GOOS=linux GOFLAGS="-trimpath -buildvcs=false"
@@ -57,7 +61,7 @@ flanneld_main() {
   fi
 }
 
-steps=(flanneld bridge host-local loopback)
+steps=(flanneld bridge host-local loopback coredns)
 total=${#steps[@]}
 i=0
 for name in "${steps[@]}"; do
@@ -77,6 +81,10 @@ for name in "${steps[@]}"; do
       flanneld_main "$tmp/flanneld"
       dir=$tmp; pkg=./flanneld
       flags="-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$version" ;;
+    coredns)
+      version=$coredns_version
+      dir=$n/coredns; pkg=.
+      flags="-s -w -X github.com/coredns/coredns/coremain.gitTag=$version" ;;
     *)
       version=$plugins_version
       case $name in

@@ -24,7 +24,8 @@ declare -A need=(
   # The dashboard's browser test drives it through playwright-core, which downloads no browser.
   [chromium]=chromium
   # The network tests (sim/netlab, as root) build namespaces, veths, bridges and VXLAN devices
-  # with ip and bridge; flanneld's traffic manager runs iptables even with --ip-masq off; ping
+  # with ip and bridge; flanneld's traffic manager runs iptables even with --ip-masq off, and a
+  # rendered Windows node's load balancers are loaded with iptables-restore (same package); ping
   # sends the ICMP the tests carry across the overlay. Paths: /usr/sbin is not on every PATH.
   [/usr/sbin/bridge]=iproute2
   [/usr/sbin/iptables]=iptables

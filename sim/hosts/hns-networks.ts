@@ -52,6 +52,7 @@ export interface HnsNetworkOptions {
 export type HnsChange =
   | { kind: 'network-added' | 'network-removed' | 'policies-changed'; networkId: string }
   | { kind: 'endpoint-added' | 'endpoint-removed'; endpointId: string; networkId: string }
+  | { kind: 'load-balancers-changed' }
   | { kind: 'cleared' };
 
 /** A MAC in HNS's notation (upper case, dashes), locally administered and unicast. */
@@ -79,6 +80,13 @@ export interface HnsLoadBalancer {
   internalPort: number;
   /** The endpoints' IP addresses. */
   endpoints: string[];
+  /**
+   * The policy's SourceVIP (hcn LoadBalancer SourceVIP): the address VFP gives load-balanced
+   * packets as their source, unless DSR. winkernel sets kube-proxy's --source-vip on an Overlay
+   * network (the node's IP when an endpoint is the node or outside every remote subnet); absent
+   * when kube-proxy has none.
+   */
+  sourceVip?: string;
 }
 
 /**
@@ -354,17 +362,22 @@ export class HnsNetworks {
       endpoints: [...fields.endpoints],
     };
     this.#loadBalancers.set(lb.id, lb);
+    this.#changed({ kind: 'load-balancers-changed' });
     return { ...lb, frontendVips: [...lb.frontendVips], endpoints: [...lb.endpoints] };
   }
 
   /** Removes a load balancer by id; false when there was none. */
   removeLoadBalancer(id: string): boolean {
-    return this.#loadBalancers.delete(id);
+    const removed = this.#loadBalancers.delete(id);
+    if (removed) this.#changed({ kind: 'load-balancers-changed' });
+    return removed;
   }
 
   /** Removes every load balancer (kube-proxy does at start: DeleteAllHnsLoadBalancerPolicy). */
   removeAllLoadBalancers(): void {
+    if (this.#loadBalancers.size === 0) return;
     this.#loadBalancers.clear();
+    this.#changed({ kind: 'load-balancers-changed' });
   }
 
   clear(): void {

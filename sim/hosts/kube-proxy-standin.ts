@@ -18,18 +18,23 @@
  *    both are listed (isInitialized);
  * 6. programs one HNS load balancer per Service port and cluster IP (IPv4) to the ready
  *    endpoints' addresses (the serving ones when all terminate; the node's own ones under
- *    internalTrafficPolicy Local), none without endpoints; at most once a second
+ *    internalTrafficPolicy Local), none without endpoints, with winkernel's SourceVIP: on an
+ *    Overlay network --source-vip, or the node's IP when an endpoint on another node is that
+ *    node's provider address or lies outside every RemoteSubnetRoute (a "public" IP); elsewhere
+ *    --source-vip as given (proxier.go syncProxyRules); at most once a second
  *    (--min-sync-period), and again every 30 s (--sync-period); when the network is gone or
  *    was re-created it removes its load balancers and programs them again at the next sync;
  * 7. stops when its service stops (exit 0); every API call is bounded and retried; nothing
  *    escapes the program unhandled.
  * Not modelled (docs/fidelity-ledger.md): NodePort, external and load-balancer IPs, session
- * affinity, DSR, overlay networks (source VIP), dual stack, health check and metrics servers,
- * Events, the config file (--config).
+ * affinity, DSR, the source VIP's own HNS endpoint and the remote endpoints winkernel creates on
+ * an Overlay network (the load balancer names addresses, not HNS endpoint ids), dual stack,
+ * health check and metrics servers, Events, the config file (--config).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { httpStatus } from '../../src/kube/client.ts';
+import { cidrContains, parseIpv4, parseIpv4Cidr } from '../../src/net/ipv4-cidr.ts';
 import { reflect } from './api-reflector.ts';
 import { FlagError, flagLists, type PflagList, parsePflag } from './flag-lists.ts';
 import { parseGoBool } from './go-values.ts';
@@ -160,6 +165,13 @@ export function validateKubeProxyFlags(flags: KubeProxyFlags): string[] {
   return errors;
 }
 
+/** Whether `ip` lies in `prefix` (both IPv4; false for anything else). */
+function cidrContainsAddress(prefix: string, ip: string): boolean {
+  const cidr = parseIpv4Cidr(prefix);
+  const address = parseIpv4(ip);
+  return cidr !== undefined && address !== undefined && cidrContains(cidr, address);
+}
+
 /** What the stand-in on a machine is doing, for tests: read with kubeProxyStatus(machine). */
 export interface KubeProxyStatus {
   /** The pid of the kube-proxy that wrote this. */
@@ -214,6 +226,10 @@ class KubeProxyRun {
   readonly #machine: SimMachine;
   readonly #status: KubeProxyStatus;
   #nodeName = '';
+  /** The Node's InternalIP and ExternalIP addresses, as the NodeManager read them. */
+  #nodeIPs: string[] = [];
+  /** --source-vip. */
+  #sourceVip: string | undefined;
   #network?: { id: string; name: string };
   #kc!: k8s.KubeConfig;
   readonly #services = new Map<string, k8s.V1Service>();
@@ -298,6 +314,7 @@ class KubeProxyRun {
     const network = this.#machine.hns.find(networkName);
     if (network?.type.toLowerCase() === 'overlay' && !flags.sourceVip)
       throw new Error('unable to create proxier: source-vip flag not set');
+    this.#sourceVip = flags.sourceVip;
     this.#status.phase = 'running';
     this.#log('I', 'server.go', '"Starting endpoint slice config controller"');
     const services = this.#reflect<k8s.V1Service>(
@@ -397,6 +414,7 @@ class KubeProxyRun {
       const ips = node.status.addresses
         .filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP')
         .map((a) => a.address);
+      this.#nodeIPs = ips;
       this.#log('I', 'server.go', `"Successfully retrieved NodeIPs" NodeIPs=[${ips.join(' ')}]`);
     }
   }
@@ -585,6 +603,7 @@ class KubeProxyRun {
           spec.internalTrafficPolicy,
         );
         if (backends.addresses.length === 0) continue;
+        const sourceVip = this.#sourceVipFor(backends.remote);
         for (const ip of clusterIPs) {
           desired.set(`${protocol}/${ip}:${port.port}`, {
             frontendVips: [ip],
@@ -592,11 +611,33 @@ class KubeProxyRun {
             externalPort: port.port,
             internalPort: backends.port,
             endpoints: backends.addresses,
+            ...(sourceVip ? { sourceVip } : {}),
           });
         }
       }
     }
     return desired;
+  }
+
+  /**
+   * The load balancer's SourceVIP as winkernel chooses it for endpoints on other nodes
+   * (`remote`): on an Overlay network --source-vip, unless one of them is a remote node's
+   * provider address or in no RemoteSubnetRoute's prefix (findRemoteSubnetProviderAddress),
+   * then the node's IP; on other networks --source-vip as given.
+   */
+  #sourceVipFor(remote: string[]): string | undefined {
+    const network = this.#network && this.#machine.hns.find(this.#network.name);
+    if (network?.type.toLowerCase() !== 'overlay') return this.#sourceVip;
+    const routes = this.#machine.hns
+      .policies(network.id)
+      .flatMap((p) => (p.Type === 'RemoteSubnetRoute' ? [p.Settings] : []));
+    const nodeOrPublic = remote.some((ip) => {
+      const route = routes.find(
+        (r) => r.ProviderAddress === ip || cidrContainsAddress(r.DestinationPrefix, ip),
+      );
+      return !route || route.ProviderAddress === ip;
+    });
+    return nodeOrPublic ? (this.#nodeIPs[0] ?? this.#sourceVip) : this.#sourceVip;
   }
 
   /** The endpoints a Service port sends to, as winkernel picks them. */
@@ -605,9 +646,10 @@ class KubeProxyRun {
     portName: string,
     protocol: string,
     internalTrafficPolicy: string | undefined,
-  ): { port: number; addresses: string[] } {
+  ): { port: number; addresses: string[]; remote: string[] } {
     const candidates: {
       address: string;
+      local: boolean;
       port: number;
       ready: boolean;
       serving: boolean;
@@ -625,7 +667,8 @@ class KubeProxyRun {
         const terminating = endpoint.conditions?.terminating ?? false;
         const ready = (endpoint.conditions?.ready ?? true) && !terminating;
         const serving = endpoint.conditions?.serving ?? endpoint.conditions?.ready ?? true;
-        candidates.push({ address, port: port.port, ready, serving, terminating });
+        const local = endpoint.nodeName === this.#nodeName;
+        candidates.push({ address, local, port: port.port, ready, serving, terminating });
       }
     }
     let chosen = candidates.filter((c) => c.ready);
@@ -634,6 +677,7 @@ class KubeProxyRun {
       chosen = candidates.filter((c) => c.serving);
     }
     const addresses = [...new Set(chosen.map((c) => c.address))].sort();
-    return { port: chosen[0]?.port ?? 0, addresses };
+    const remote = [...new Set(chosen.filter((c) => !c.local).map((c) => c.address))].sort();
+    return { port: chosen[0]?.port ?? 0, addresses, remote };
   }
 }

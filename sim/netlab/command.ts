@@ -16,6 +16,7 @@ const packageOf: Record<string, string> = {
   bridge: 'iproute2',
   ping: 'iputils-ping',
   iptables: 'iptables',
+  'iptables-restore': 'iptables',
   kubectl: 'kubernetes-client',
 };
 

@@ -6,10 +6,9 @@
  * admin kubeconfig so that the test also proves flanneld needs nothing its real deployment is not
  * granted: a request outside those rules would be refused by the real authorizer.
  */
-import * as k8s from '@kubernetes/client-node';
-import { serviceAccountKubeconfig, waitUntilAllowed } from '../testkit/service-account.ts';
+import type * as k8s from '@kubernetes/client-node';
 import { refuseSharedCluster } from '../testkit/test-cluster.ts';
-import { inNetnsApiServer } from './api-relay.ts';
+import { createInNetnsAccount, type InNetnsAccount } from './in-netns-account.ts';
 
 export const flannelNamespace = 'kube-flannel';
 export const flannelServiceAccount = 'flannel';
@@ -21,11 +20,7 @@ export const flannelClusterRoleRules: k8s.V1PolicyRule[] = [
   { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
 ];
 
-export interface FlannelAccount {
-  /** A kubeconfig for use inside a namespace with an API relay (inNetnsApiServer). */
-  inNetnsKubeconfig: string;
-  username: string;
-}
+export type FlannelAccount = InNetnsAccount;
 
 /**
  * Creates the namespace, ServiceAccount, ClusterRole and ClusterRoleBinding as upstream names
@@ -37,57 +32,13 @@ export async function createFlannelAccount(
   kubeconfigPath: string,
 ): Promise<FlannelAccount> {
   refuseSharedCluster(admin, 'flanneld');
-  const cluster = admin.getCurrentCluster();
-  if (!cluster?.caFile)
-    throw new Error('the admin kubeconfig must name its certificate-authority file');
-  const core = admin.makeApiClient(k8s.CoreV1Api);
-  const rbac = admin.makeApiClient(k8s.RbacAuthorizationV1Api);
-  const labels = { 'k8s-app': 'flannel' };
-  await core.createNamespace({ body: { metadata: { name: flannelNamespace, labels } } });
-  await core.createNamespacedServiceAccount({
+  return createInNetnsAccount(admin, {
     namespace: flannelNamespace,
-    body: { metadata: { name: flannelServiceAccount, labels } },
+    createNamespace: true,
+    serviceAccount: flannelServiceAccount,
+    clusterRole: 'flannel',
+    rules: flannelClusterRoleRules,
+    labels: { 'k8s-app': 'flannel' },
+    kubeconfigPath,
   });
-  await rbac.createClusterRole({
-    body: { metadata: { name: 'flannel', labels }, rules: flannelClusterRoleRules },
-  });
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name: 'flannel', labels },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'flannel' },
-      subjects: [
-        { kind: 'ServiceAccount', name: flannelServiceAccount, namespace: flannelNamespace },
-      ],
-    },
-  });
-  const account = await serviceAccountKubeconfig(admin, {
-    namespace: flannelNamespace,
-    name: flannelServiceAccount,
-    server: inNetnsApiServer,
-    caFile: cluster.caFile,
-    path: kubeconfigPath,
-    expirationSeconds: 3600,
-  });
-  // The same token, to the API server as the test process reaches it, to ask the authorizer.
-  const token = account.kc.getCurrentUser()?.token;
-  if (!token) throw new Error('the flannel kubeconfig holds no token');
-  const direct = new k8s.KubeConfig();
-  direct.loadFromOptions({
-    clusters: [{ name: 'c', server: cluster.server, caFile: cluster.caFile }],
-    users: [{ name: account.username, token }],
-    contexts: [{ name: 'c', cluster: 'c', user: account.username }],
-    currentContext: 'c',
-  });
-  await waitUntilAllowed(
-    direct,
-    flannelClusterRoleRules.flatMap((rule) =>
-      rule.verbs.map((verb) => ({
-        verb,
-        resource: rule.resources![0]!.split('/')[0],
-        subresource: rule.resources![0]!.split('/')[1],
-      })),
-    ),
-    'flannel',
-  );
-  return { inNetnsKubeconfig: kubeconfigPath, username: account.username };
 }

@@ -9,7 +9,8 @@
  */
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import type { Cluster } from '../cluster/start-cluster.ts';
+import { type Cluster, hostNodeAnnotation } from '../cluster/start-cluster.ts';
+import { renewNodeLease } from '../hosts/node-lease.ts';
 import { createLinuxNode } from '../testkit/nodes.ts';
 import { freshCluster, type TestCluster } from '../testkit/test-cluster.ts';
 import type { ApiRelay } from './api-relay.ts';
@@ -29,10 +30,15 @@ export interface FlannelWorld {
   binDir: string;
   /** A kwok Linux Node (no flanneld); resolves with its spec.podCIDR. */
   addNodeObject(name: string): Promise<string>;
-  /** A Linux node with the real flanneld (default backend: VXLAN, VNI 4096, port 4789). */
+  /**
+   * A Linux node with the real flanneld (default backend: VXLAN, VNI 4096, port 4789). With
+   * `labPods`, the lab plays the kubelet's part for the Node's pods (see LinuxFlannelNode
+   * runPod): the Node is kept by the second kwok (hostNodeAnnotation), which waits for a pod's
+   * podIP before it runs the pod's containers, and the test renews the Node's Lease.
+   */
   addLinuxNode(
     label: string,
-    options: { address: string; backend?: FlannelBackend },
+    options: { address: string; backend?: FlannelBackend; labPods?: boolean },
   ): Promise<LinuxFlannelNode & { podCidr: string }>;
 }
 
@@ -49,8 +55,23 @@ export async function flannelWorld(t: {
   const kc = cluster.kc;
   const relay = await lab.apiRelay(cluster.ports.apiserver);
   const account = await createFlannelAccount(kc, join(lab.dir, 'flannel.kubeconfig'));
-  const addNodeObject = async (name: string) => {
-    await createLinuxNode(kc, { name });
+  const addNodeObject = async (name: string, labPods = false) => {
+    if (labPods) {
+      await createLinuxNode(kc, {
+        name,
+        annotations: { [hostNodeAnnotation.key]: hostNodeAnnotation.value },
+        waitReady: false,
+      });
+      const leases = new AbortController();
+      t.after(async () => leases.abort());
+      void renewNodeLease({
+        kc,
+        nodeName: name,
+        signal: leases.signal,
+        apiTimeoutMs: 10_000,
+        log: () => {},
+      });
+    } else await createLinuxNode(kc, { name });
     return waitForPodCidr(kc, name);
   };
   return {
@@ -60,9 +81,9 @@ export async function flannelWorld(t: {
     relay,
     account,
     binDir,
-    addNodeObject,
+    addNodeObject: (name) => addNodeObject(name),
     async addLinuxNode(label, options) {
-      const podCidr = await addNodeObject(label);
+      const podCidr = await addNodeObject(label, options.labPods);
       const node = await lab.addNode(label, { address: options.address });
       await relay.enter(node.netns);
       const flannel = await LinuxFlannelNode.start({

@@ -1,6 +1,6 @@
 /**
  * Where the real Linux networking binaries are (flanneld; the bridge, host-local and loopback
- * CNI plugins). hack/build-netlab.sh builds them from the Go module proxy into a cache keyed by
+ * CNI plugins; CoreDNS). hack/build-netlab.sh builds them from the Go module proxy into a cache keyed by
  * go.sum; `make test` passes that directory as WINFLEET_NETLAB_BIN, and a test run alone builds
  * them on demand (with progress on stderr), as sim/cluster/binaries.ts does for the control plane.
  */
@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-export const netlabBinaries = ['flanneld', 'bridge', 'host-local', 'loopback'] as const;
+export const netlabBinaries = ['flanneld', 'bridge', 'host-local', 'loopback', 'coredns'] as const;
 export const netlabBinEnv = 'WINFLEET_NETLAB_BIN';
 
 const buildScript = fileURLToPath(new URL('../../hack/build-netlab.sh', import.meta.url));

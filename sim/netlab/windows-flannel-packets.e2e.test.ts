@@ -19,88 +19,38 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import * as k8s from '@kubernetes/client-node';
 import { waitFor } from '../../src/kube/wait-for.ts';
-import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
-import { flannelAnnotations as standInAnnotations } from '../hosts/flanneld-standin.ts';
-import { installFlannelObjects } from '../testkit/cluster-cni.ts';
-import { joinWorld } from '../testkit/join-fixture.ts';
-import { createWindowsPodOn } from '../testkit/nodes.ts';
 import { testNamespace } from '../testkit/test-cluster.ts';
-import { startTestOperator } from '../testkit/test-operator.ts';
-import {
-  createWindowsHosts,
-  firstHostWithNode,
-  readWindowsHost,
-} from '../testkit/windows-hosts.ts';
 import { setLinkAddress } from './devices.ts';
 import { readLeaseAnnotations, vxlanOverhead, windowsVxlan } from './flannel-config.ts';
-import { flannelWorld, nodeAnnotations } from './flannel-world.ts';
-import { waitForPodCidr } from './linux-flannel-node.ts';
+import { nodeAnnotations } from './flannel-world.ts';
 import { lanMtu } from './net-lab.ts';
 import { ping } from './ping.ts';
 import { snmpCounter } from './proc-net-snmp.ts';
 import { readFdb, readLink, readNeighbours, readRoutes, readSnmp } from './readback.ts';
 import { echoRequest, startEchoServer } from './tcp-echo.ts';
-import { linuxMac, WindowsLabNode } from './windows-node.ts';
+import {
+  linuxAddress,
+  runWindowsPod,
+  windowsAddress,
+  windowsFlannelWorld,
+} from './windows-flannel-world.ts';
+import { linuxMac } from './windows-node.ts';
 
-const hosts = { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 120 };
-const linuxAddress = '192.0.2.11';
-const windowsAddress = '192.0.2.21';
 const echoPort = 7000;
 /** ICMP and IPv4 headers: a ping payload of MTU − 28 fills the packet. */
 const icmpIpHeaders = 28;
 const overlayMtu = lanMtu - vxlanOverhead;
 
 test('a Windows node winfleet joined to Flannel VXLAN and a real Linux flanneld node carry TCP and ICMP between their pods both ways, no NAT; a full-size DF packet crosses, one byte more does not; a DR MAC other than the VtepMAC drops everything', async (t) => {
-  const world = await flannelWorld(t);
-  const { kc, lab } = world;
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  await installFlannelObjects(kc);
-  const join = await joinWorld(t, {
-    releases: ['2022'],
-    startOperator: false,
-    existingCluster: world.cluster,
-  });
-  const sim = join.fleet.hosts[0]!;
-  // flanneld reads public-ip-overwrite when it acquires its lease (kube.go AcquireLease), so it
-  // is held back until the Node carries the LAN address the rendered node has.
-  const releaseFlanneld = sim.machine.holdService('flanneld');
-  t.after(releaseFlanneld);
-  const windows = await WindowsLabNode.start({
-    lab,
-    machine: sim.machine,
-    label: 'win1',
-    address: windowsAddress,
-  });
-  t.after(() => windows.stop());
-  assert.deepEqual(windows.state.overlay, undefined, 'no Overlay network before flanneld');
-
-  const linux = await world.addLinuxNode('lnx1', { address: linuxAddress });
-  join.operator = await startTestOperator(kc, {
-    namespace: join.namespace,
-    payloadDir: join.payloadDir,
-    config: { hosts, network: { mode: 'auto' } },
-  });
-  t.after(() => join.operator?.stop());
-  await createWindowsHosts(kc, join.namespace, [sim]);
-  const host = await firstHostWithNode(kc, join.namespace).catch(async (error: Error) => {
-    const h = await readWindowsHost(kc, join.namespace, sim.name.toLowerCase()).catch(() => {});
-    error.message += `\nhost status: ${JSON.stringify(h?.status?.conditions)}`;
-    throw error;
-  });
-  const nodeName = host.status!.nodeName!;
-  await core.patchNode(
-    {
-      name: nodeName,
-      body: {
-        metadata: { annotations: { [standInAnnotations.publicIpOverwrite]: windowsAddress } },
-      },
-    },
-    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
+  const w = await windowsFlannelWorld(t);
+  const { kc, core, sim, windows, linux, nodeName, windowsPodCidr } = w;
+  const { lab } = w.world;
+  assert.deepEqual(
+    w.renderedBeforeFlanneld.overlay,
+    undefined,
+    'no Overlay network before flanneld',
   );
-  releaseFlanneld();
-  const windowsPodCidr = await waitForPodCidr(kc, nodeName);
 
   // The Windows node's lease: the HNS DR MAC as VtepMAC, the LAN address as public-ip.
   const overlay = await waitFor(() => sim.machine.hns.find('flannel.4096'), {
@@ -181,23 +131,7 @@ test('a Windows node winfleet joined to Flannel VXLAN and a real Linux flanneld 
 
   // A Windows pod, Running with an address from the lease, and its endpoint rendered.
   const apps = await testNamespace(kc, 'win-packets');
-  await createWindowsPodOn(core, apps, nodeName);
-  const podIP = await waitFor(
-    async () => {
-      const pod = await core.readNamespacedPod({ namespace: apps, name: 'web' });
-      return pod.status?.phase === 'Running' ? pod.status.podIP : undefined;
-    },
-    { description: 'the Windows pod Running with an IP', timeoutMs: 90_000 },
-  ).catch(async (error: Error) => {
-    const logs = await sim.machine.fs.list(hostPaths.agentLogs).catch(() => []);
-    error.message += `\nHNS endpoints: ${JSON.stringify(sim.machine.hns.endpoints())}; agent logs: ${logs.map((l) => l.name).join(', ')}`;
-    throw error;
-  });
-  const pw = await waitFor(() => windows.pod(podIP), {
-    description: `the Windows pod's endpoint ${podIP} rendered`,
-    timeoutMs: 15_000,
-  });
-  await windows.settled();
+  const { podIP, pod: pw } = await runWindowsPod(w, apps);
   assert.equal((await readLink(pw.netns, 'eth0')).mtu, overlayMtu);
   const pl = await linux.addPod('lnx1-p1');
 

@@ -1,11 +1,12 @@
 /** What a Windows node's HNS model renders to, and the steps from one rendering to the next. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { HnsNetworks } from '../hosts/hns-networks.ts';
+import { HnsNetworks, hnsProtocol } from '../hosts/hns-networks.ts';
 import {
   desiredState,
   emptyState,
   linuxMac,
+  natTable,
   planRender,
   type RenderStep,
   type WindowsNodeState,
@@ -141,4 +142,61 @@ test('from one rendering to the next: removals first, a changed route re-made, a
     'remove-remote 10.244.2.0/24',
     'remove-overlay',
   ]);
+});
+
+test('the network’s load balancers render as DNAT from the pods to the endpoints and SNAT to the SourceVIP, re-written whole on a change', () => {
+  const { hns, network } = overlayModel();
+  const before = desiredState(hns, 'flannel.4096', 1450);
+  const other = hns.ensure('nat', 'NAT');
+  hns.createLoadBalancer({
+    networkId: other.id,
+    frontendVips: ['10.96.0.20'],
+    protocol: hnsProtocol.TCP,
+    externalPort: 80,
+    internalPort: 80,
+    endpoints: ['172.20.0.2'],
+  });
+  const dns = {
+    networkId: network.id,
+    frontendVips: ['10.96.0.10'],
+    externalPort: 53,
+    internalPort: 5353,
+    endpoints: ['10.244.2.9', '10.244.1.4'],
+    sourceVip: '10.244.3.250',
+  };
+  hns.createLoadBalancer({ ...dns, protocol: hnsProtocol.UDP });
+  hns.createLoadBalancer({ ...dns, protocol: hnsProtocol.TCP });
+  hns.createLoadBalancer({ ...dns, protocol: hnsProtocol.SCTP, frontendVips: ['10.96.0.11'] });
+  const after = desiredState(hns, 'flannel.4096', 1450);
+  const both = { vip: '10.96.0.10', port: 53, endpoints: ['10.244.1.4', '10.244.2.9'] };
+  assert.deepEqual(after.loadBalancers, [
+    { ...both, protocol: 'tcp', targetPort: 5353, sourceVip: '10.244.3.250' },
+    { ...both, protocol: 'udp', targetPort: 5353, sourceVip: '10.244.3.250' },
+  ]);
+  assert.deepEqual(after.ignored, ['load balancer 10.96.0.11:53: protocol 132 is not rendered']);
+  assert.deepEqual(ops(planRender(before, after)), ['load-balancers']);
+  assert.deepEqual(planRender(after, desiredState(hns, 'flannel.4096', 1450)), [], 'unchanged');
+  assert.equal(
+    natTable(after.loadBalancers.slice(1), 'hnsgw0'),
+    [
+      '*nat',
+      ':PREROUTING ACCEPT [0:0]',
+      ':INPUT ACCEPT [0:0]',
+      ':OUTPUT ACCEPT [0:0]',
+      ':POSTROUTING ACCEPT [0:0]',
+      '-A PREROUTING -i hnsgw0 -d 10.96.0.10/32 -p udp -m udp --dport 53 -m statistic --mode random --probability 0.50000 -j DNAT --to-destination 10.244.1.4:5353',
+      '-A PREROUTING -i hnsgw0 -d 10.96.0.10/32 -p udp -m udp --dport 53 -j DNAT --to-destination 10.244.2.9:5353',
+      '-A POSTROUTING -p udp -m conntrack --ctstate DNAT --ctorigdst 10.96.0.10/32 --ctorigdstport 53 -j SNAT --to-source 10.244.3.250',
+      'COMMIT',
+      '',
+    ].join('\n'),
+  );
+  // Without a SourceVIP, no SNAT; the network gone, the table is emptied.
+  const { sourceVip: _, ...plain } = after.loadBalancers[0]!;
+  assert.doesNotMatch(natTable([plain], 'hnsgw0'), /SNAT/);
+  hns.remove(network.id);
+  assert.deepEqual(planRender(after, desiredState(hns, 'flannel.4096', 1450)).at(-1), {
+    op: 'load-balancers',
+    loadBalancers: [],
+  });
 });

@@ -21,19 +21,35 @@
  * - one RemoteSubnetRoute policy (IsolationId = the VSID) as Linux carries a remote lease:
  *   `DestinationPrefix via <its .0> onlink`, the permanent neighbour `.0 →
  *   DistributedRouterMacAddress`, the FDB entry `→ ProviderAddress` (devices.addRemoteSubnet).
+ * - the network's load balancers (what kube-proxy winkernel programs per Service port, VFP's
+ *   load balancing of pod traffic to a cluster IP): in the node namespace's nat table, packets
+ *   from the pods (in on the gateway bridge) to frontend VIP:port of the protocol are DNATed to
+ *   one of the endpoints at the internal port (iptables statistic, equal shares), and, when the
+ *   load balancer has a SourceVIP, SNATed to it on their way out (conntrack's DNAT state), as a
+ *   non-DSR VFP load balancer rewrites the source of what it balances; the replies are undone by
+ *   conntrack. The whole table is written again on every change of the network's load balancers.
  * What it does not stand for: VFP's rules themselves (layers, the encap rule per remote
  * subnet, the DR's ARP answers), the Hyper-V vSwitch and vNICs, endpoint policies
  * (OutBoundNAT, SDNRoute, ACLs), the HostRoute policy and host ↔ pod traffic (the host is not in
- * the namespace), load balancers (kube-proxy), the endpoints' MACs, the network's own
+ * the namespace), DSR, session affinity, NodePorts and external IPs, the source VIP's own
+ * HNS endpoint (so a backend on this same node, answering the source VIP, is not carried),
+ * how VFP spreads connections over the endpoints and what becomes of a flow when its load
+ * balancer changes (conntrack keeps it here), the endpoints' MACs, the network's own
  * ProviderAddress policy (the simulated host's address is a loopback one; the VTEP here uses the
  * node's LAN address, which the node's flanneld is told through public-ip-overwrite), and a
  * RemoteSubnetRoute of another IsolationId (listed as ignored, not rendered). Only real Windows
  * proves that VFP does what this rendering does (docs/fidelity-ledger.md).
  */
 import { formatIpv4Cidr, parseIpv4Cidr } from '../../src/net/ipv4-cidr.ts';
-import type { HnsEndpoint, HnsNetworkPolicy, HnsNetworks } from '../hosts/hns-networks.ts';
+import {
+  type HnsEndpoint,
+  type HnsNetworkPolicy,
+  type HnsNetworks,
+  hnsProtocol,
+} from '../hosts/hns-networks.ts';
 import type { SimMachine } from '../hosts/machine.ts';
 import { flannelSubnetFile, parseFlannelSubnetEnv } from '../hosts/sim-cni.ts';
+import { runInNetns, toolPath } from './command.ts';
 import {
   addAddress,
   addBridge,
@@ -80,16 +96,33 @@ export interface EndpointState {
   mtu: number;
 }
 
+/** One frontend of one HNS load balancer on the network, as rendered: nat rules. */
+export interface LoadBalancerState {
+  /** The frontend VIP (a Service's cluster IP) and port. */
+  vip: string;
+  port: number;
+  protocol: 'tcp' | 'udp';
+  /** The endpoints' addresses (sorted) and port. */
+  endpoints: string[];
+  targetPort: number;
+  /** The SourceVIP packets leave with, if the load balancer has one. */
+  sourceVip?: string;
+}
+
 export interface WindowsNodeState {
   overlay?: OverlayState;
   remotes: RemoteRouteState[];
   endpoints: EndpointState[];
+  loadBalancers: LoadBalancerState[];
   /** Policies the rendering cannot carry, and why (for a test's message). */
   ignored: string[];
 }
 
 /** What rendering reads of the HNS model. */
-export type HnsView = Pick<HnsNetworks, 'find' | 'subnets' | 'policies' | 'vsid' | 'endpoints'>;
+export type HnsView = Pick<
+  HnsNetworks,
+  'find' | 'subnets' | 'policies' | 'vsid' | 'endpoints' | 'loadBalancers'
+>;
 
 /** A MAC in HNS's notation (0E-2A-…) or Linux's, in Linux's (0e:2a:…); throws otherwise. */
 export function linuxMac(mac: string): string {
@@ -98,7 +131,18 @@ export function linuxMac(mac: string): string {
   return normal;
 }
 
-export const emptyState: WindowsNodeState = { remotes: [], endpoints: [], ignored: [] };
+export const emptyState: WindowsNodeState = {
+  remotes: [],
+  endpoints: [],
+  loadBalancers: [],
+  ignored: [],
+};
+
+const ipv4 = /^\d{1,3}(?:\.\d{1,3}){3}$/;
+const renderedProtocols: Record<number, LoadBalancerState['protocol']> = {
+  [hnsProtocol.TCP]: 'tcp',
+  [hnsProtocol.UDP]: 'udp',
+};
 
 /**
  * What the model wants rendered for network `networkName`: nothing without the network (or
@@ -154,9 +198,72 @@ export function desiredState(hns: HnsView, networkName: string, podMtu: number):
       gateway: hnsSubnet.gateway,
       mtu: podMtu,
     }));
+  const loadBalancers: LoadBalancerState[] = [];
+  for (const lb of hns.loadBalancers()) {
+    if (lb.networkId !== network.id) continue;
+    const protocol = renderedProtocols[lb.protocol];
+    const what = `load balancer ${lb.frontendVips.join(',')}:${lb.externalPort}`;
+    if (!protocol) {
+      ignored.push(`${what}: protocol ${lb.protocol} is not rendered`);
+      continue;
+    }
+    const endpoints = [...new Set(lb.endpoints)].sort();
+    if (!endpoints.every((e) => ipv4.test(e)) || (lb.sourceVip && !ipv4.test(lb.sourceVip))) {
+      ignored.push(`${what}: not IPv4`);
+      continue;
+    }
+    for (const vip of lb.frontendVips.filter((v) => ipv4.test(v)))
+      loadBalancers.push({
+        vip,
+        port: lb.externalPort,
+        protocol,
+        endpoints,
+        targetPort: lb.internalPort,
+        ...(lb.sourceVip ? { sourceVip: lb.sourceVip } : {}),
+      });
+  }
   const bySubnet = (a: RemoteRouteState, b: RemoteRouteState) => a.subnet.localeCompare(b.subnet);
   const byId = (a: EndpointState, b: EndpointState) => a.id.localeCompare(b.id);
-  return { overlay, remotes: remotes.sort(bySubnet), endpoints: endpoints.sort(byId), ignored };
+  const lbKey = (l: LoadBalancerState) => `${l.protocol} ${l.vip}:${l.port}`;
+  return {
+    overlay,
+    remotes: remotes.sort(bySubnet),
+    endpoints: endpoints.sort(byId),
+    loadBalancers: loadBalancers.sort((a, b) => lbKey(a).localeCompare(lbKey(b))),
+    ignored,
+  };
+}
+
+/**
+ * The node namespace's nat table for these load balancers, as iptables-restore reads it (the
+ * table is replaced whole): DNAT of the pods' packets (in on `podBridge`) to each frontend,
+ * one endpoint each by equal chance, and SNAT to the SourceVIP of what was DNATed for it.
+ */
+export function natTable(loadBalancers: LoadBalancerState[], podBridge: string): string {
+  const lines = [
+    '*nat',
+    ':PREROUTING ACCEPT [0:0]',
+    ':INPUT ACCEPT [0:0]',
+    ':OUTPUT ACCEPT [0:0]',
+    ':POSTROUTING ACCEPT [0:0]',
+  ];
+  for (const lb of loadBalancers) {
+    const match = `-i ${podBridge} -d ${lb.vip}/32 -p ${lb.protocol} -m ${lb.protocol} --dport ${lb.port}`;
+    lb.endpoints.forEach((endpoint, i) => {
+      const left = lb.endpoints.length - i;
+      const chance =
+        left > 1 ? ` -m statistic --mode random --probability ${(1 / left).toFixed(5)}` : '';
+      lines.push(
+        `-A PREROUTING ${match}${chance} -j DNAT --to-destination ${endpoint}:${lb.targetPort}`,
+      );
+    });
+    if (lb.sourceVip)
+      lines.push(
+        `-A POSTROUTING -p ${lb.protocol} -m conntrack --ctstate DNAT --ctorigdst ${lb.vip}/32 --ctorigdstport ${lb.port} -j SNAT --to-source ${lb.sourceVip}`,
+      );
+  }
+  lines.push('COMMIT', '');
+  return lines.join('\n');
 }
 
 export type RenderStep =
@@ -165,7 +272,8 @@ export type RenderStep =
   | { op: 'remove-overlay'; overlay: OverlayState }
   | { op: 'add-overlay'; overlay: OverlayState }
   | { op: 'add-remote'; remote: RemoteRouteState }
-  | { op: 'add-pod'; endpoint: EndpointState };
+  | { op: 'add-pod'; endpoint: EndpointState }
+  | { op: 'load-balancers'; loadBalancers: LoadBalancerState[] };
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
@@ -188,6 +296,8 @@ export function planRender(from: WindowsNodeState, to: WindowsNodeState): Render
     if (!keptRemotes.includes(remote)) steps.push({ op: 'remove-remote', remote });
   if (overlayChanged && from.overlay) steps.push({ op: 'remove-overlay', overlay: from.overlay });
   if (overlayChanged && to.overlay) steps.push({ op: 'add-overlay', overlay: to.overlay });
+  const loadBalancers = to.overlay ? to.loadBalancers : [];
+  if (!same(from.loadBalancers, loadBalancers)) steps.push({ op: 'load-balancers', loadBalancers });
   if (!to.overlay) return steps;
   for (const remote of to.remotes)
     if (!keptRemotes.some((r) => same(r, remote))) steps.push({ op: 'add-remote', remote });
@@ -350,6 +460,13 @@ export class WindowsLabNode {
       }
       case 'add-remote':
         await addRemoteSubnet(netns, { ...step.remote, dev: devices.to! });
+        return;
+      case 'load-balancers':
+        // Only the tables named are replaced; the nat table is the rendering's alone.
+        await runInNetns(netns, toolPath('iptables-restore'), ['--wait', '10'], {
+          input: natTable(step.loadBalancers, gatewayBridge),
+          timeoutMs: 20_000,
+        });
         return;
       case 'add-pod': {
         const e = step.endpoint;

@@ -17,6 +17,11 @@ export interface NodeOptions {
   taints?: k8s.V1Taint[];
   /** Wait until kwok reports the node Ready (default true). */
   waitReady?: boolean;
+  /**
+   * Annotations over the default kwok one (hostNodeAnnotation: the second kwok keeps the node,
+   * and its pods wait for a podIP from whoever plays their sandboxes).
+   */
+  annotations?: Record<string, string>;
 }
 
 export interface WindowsNodeOptions extends NodeOptions {
@@ -56,7 +61,7 @@ export function createLinuxNode(kc: k8s.KubeConfig, options: NodeOptions): Promi
     {
       metadata: {
         name: options.name,
-        annotations: { [kwokNodeAnnotation.key]: kwokNodeAnnotation.value },
+        annotations: { [kwokNodeAnnotation.key]: kwokNodeAnnotation.value, ...options.annotations },
         labels: {
           'kubernetes.io/os': 'linux',
           'kubernetes.io/arch': 'amd64',
