@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Windows node payload (GOOS=windows GOARCH=amd64) from Go modules, one module per
 # upstream project under hack/payload/, into a cache directory keyed by version; skips what is
-# built. Then writes payload.json (name, version, sha256, source path of every file) beside the
-# binaries and prints that directory as its last line.
+# built. Then runs the binaries under Wine, each saying the version it is listed with
+# (scripts/payload-wine-check.ts; skipped without wine64), writes payload.json (name, version,
+# sha256, source path of every file) beside the binaries and prints that directory as its last
+# line.
 # hack/payload/VERSION is the payload revision n in "<kubernetes version>-wf.<n>": bump it when
 # a pin or a build flag changes.
 set -euo pipefail
@@ -165,6 +167,12 @@ names+=(winfleet-service.exe)
   done
   printf '\n  ]\n}\n'
 } >"$out/payload.json.tmp"
+echo "payload: running its binaries under Wine" >&2
+if ! (cd "$here/.." && node_modules/.bin/node scripts/payload-wine-check.ts "$out" "$out/payload.json.tmp"); then
+  rm -f "$out/payload.json.tmp"
+  echo "payload incomplete, no payload.json written: a binary did not say its version under Wine (above)" >&2
+  exit 1
+fi
 mv "$out/payload.json.tmp" "$out/payload.json"
 echo "payload $payload_version: ${#names[@]} files, $(du -sh --exclude=payload.json "$out" | cut -f1)" >&2
 echo "$out"
