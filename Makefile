@@ -79,9 +79,10 @@ agent: deps
 	@npm run --silent build:agent
 	@node_modules/.bin/node scripts/build-service-shim.ts
 
-# The Windows node payload (kubelet, kube-proxy, containerd, CNI plugins, csi-proxy,
+# The Windows node payload (kubelet, kube-proxy, containerd, CNI plugins, flanneld, csi-proxy,
 # windows_exporter, the agent and its service shim) and its payload.json, built from Go modules
-# into a cache directory keyed by version (see hack/build-payload.sh); prints that directory.
+# into a cache directory keyed by version, its binaries run under Wine (see
+# hack/build-payload.sh); prints that directory.
 payload: deps
 	@bash hack/build-payload.sh
 

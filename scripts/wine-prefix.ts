@@ -133,17 +133,22 @@ export interface WineRun {
 /**
  * Runs `wine64 <args>` in `prefix`; resolves with its exit code and output, bounded. `debug`
  * sets WINEDEBUG (Wine's sc.exe exits with 1 on any failure and prints the Win32 error only on
- * its "err" channel: "err+sc").
+ * its "err" channel: "err+sc"); `env` adds variables the program sees (Wine passes the
+ * environment on).
  */
 export async function runWine(
   prefix: string,
   args: string[],
-  options: { timeoutMs?: number; debug?: string } = {},
+  options: { timeoutMs?: number; debug?: string; env?: Record<string, string> } = {},
 ): Promise<WineRun> {
   const timeoutMs = options.timeoutMs ?? 60_000;
   try {
     const { stdout, stderr } = await run(wine64, args, {
-      env: { ...wineEnv(prefix), ...(options.debug ? { WINEDEBUG: options.debug } : {}) },
+      env: {
+        ...wineEnv(prefix),
+        ...options.env,
+        ...(options.debug ? { WINEDEBUG: options.debug } : {}),
+      },
       timeout: timeoutMs,
       maxBuffer: 16 * 1024 * 1024,
     });

@@ -293,7 +293,11 @@ test('the runtime network is read from the running containerd’s --config', asy
 });
 
 /** flannel's conflist as winfleet writes it for flannel-vxlan, with its plugins on the host. */
-async function flannelHost(t: Parameters<typeof createTestMachine>[0], subnetEnv?: string) {
+async function flannelHost(
+  t: Parameters<typeof createTestMachine>[0],
+  subnetEnv?: string,
+  cniVersion = '0.4.0',
+) {
   const machine = await createTestMachine(t);
   for (const plugin of ['flannel', 'win-overlay', 'host-local'])
     await machine.fs.writeFileAtomic(
@@ -306,7 +310,7 @@ async function flannelHost(t: Parameters<typeof createTestMachine>[0], subnetEnv
   }
   const conf = parseNetworkConfig(
     JSON.stringify({
-      cniVersion: '1.0.0',
+      cniVersion,
       name: 'flannel.4096',
       plugins: [{ type: 'flannel', delegate: { type: 'win-overlay', apiVersion: 2 } }],
     }),
@@ -353,6 +357,9 @@ test('flannel delegating to win-overlay: the subnet file’s subnet, the Overlay
     type: 'win-overlay',
     apiVersion: 2,
     name: 'flannel.4096',
+    ipMasq: false,
+    ipMasqNetwork: '10.244.0.0/16',
+    cniVersion: '0.4.0',
     ipam: { type: 'host-local', subnet: '10.244.3.0/24' },
   });
   await cni.del(request('pod-a'));
@@ -362,16 +369,23 @@ test('flannel delegating to win-overlay: the subnet file’s subnet, the Overlay
 });
 
 test('flannel without its subnet file, or with an L2Bridge network of that name, fails as the plugins do', async (t) => {
+  // v0.9.1 returns os.Open's and loadFlannelSubnetEnv's errors as they are (flannel-io/cni-plugin
+  // later wrapped them in "failed to load flannel 'subnet.env' file: …").
   const missing = await flannelHost(t);
   await assert.rejects(missing.cni.add(missing.request('pod-a')), {
     message:
-      'plugin type="flannel" name="flannel.4096" failed (add): failed to load flannel \'subnet.env\' file: open C:\\run\\flannel\\subnet.env: The system cannot find the file specified.. Check the flannel pod log for this node.',
+      'plugin type="flannel" name="flannel.4096" failed (add): open C:\\run\\flannel\\subnet.env: The system cannot find the path specified.',
+  });
+  await missing.machine.fs.mkdir('C:\\run\\flannel', { recursive: true });
+  await assert.rejects(missing.cni.add(missing.request('pod-a')), {
+    message:
+      'plugin type="flannel" name="flannel.4096" failed (add): open C:\\run\\flannel\\subnet.env: The system cannot find the file specified.',
   });
   const partial = await flannelHost(t, 'FLANNEL_NETWORK=10.244.0.0/16\n');
-  await assert.rejects(
-    partial.cni.add(partial.request('pod-a')),
-    /FLANNEL_SUBNET, FLANNEL_IPV6_SUBNET, FLANNEL_MTU, FLANNEL_IPMASQ is missing/,
-  );
+  await assert.rejects(partial.cni.add(partial.request('pod-a')), {
+    message:
+      'plugin type="flannel" name="flannel.4096" failed (add): C:\\run\\flannel\\subnet.env is missing FLANNEL_SUBNET, FLANNEL_IPV6_SUBNET, FLANNEL_MTU, FLANNEL_IPMASQ',
+  });
   const bridged = await flannelHost(t, subnetEnvText);
   bridged.machine.hns.ensure('flannel.4096', 'L2Bridge');
   await assert.rejects(
@@ -380,11 +394,34 @@ test('flannel without its subnet file, or with an L2Bridge network of that name,
   );
 });
 
-test('subnet.env is read as flannel’s plugin reads it: the subnet without its host bits', () => {
+test('flannel.exe v0.9.1 refuses a config of a CNI version it does not support, ADD and DEL', async (t) => {
+  // As flannel.exe answered under Wine to a conflist of cniVersion 1.0.0.
+  const supports = 'plugin supports ["0.1.0" "0.2.0" "0.3.0" "0.3.1" "0.4.0"]';
+  const host = await flannelHost(t, subnetEnvText, '1.0.0');
+  await assert.rejects(host.cni.add(host.request('pod-a')), {
+    message: `plugin type="flannel" name="flannel.4096" failed (add): incompatible CNI versions; config is "1.0.0", ${supports}`,
+  });
+  await assert.rejects(host.cni.del(host.request('pod-a')), {
+    message: `plugin type="flannel" name="flannel.4096" failed (delete): incompatible CNI versions; config is "1.0.0", ${supports}`,
+  });
+});
+
+test('subnet.env is read as flannel’s plugin v0.9.1 reads it: one network, the subnet without its host bits', () => {
   const env = parseFlannelSubnetEnv(subnetEnvText);
   assert.equal(env.subnet.network, env.subnet.address);
   assert.equal(env.subnet.prefix, 24);
+  assert.equal(env.network.prefix, 16);
   assert.equal(env.mtu, 1450);
   assert.equal(env.ipMasq, false);
-  assert.equal(env.networks.length, 1);
+  // FLANNEL_NETWORK is one net.ParseCIDR; keys and values are not trimmed.
+  assert.throws(() => parseFlannelSubnetEnv(subnetEnvText.replace('/16', '/16,10.245.0.0/16')), {
+    message: 'invalid CIDR address: 10.244.0.0/16,10.245.0.0/16',
+  });
+  assert.throws(
+    () => parseFlannelSubnetEnv(subnetEnvText.replace('FLANNEL_MTU=', 'FLANNEL_MTU= ')),
+    {
+      message: 'strconv.ParseUint: parsing " 1450": invalid syntax',
+    },
+  );
+  assert.deepEqual(parseFlannelSubnetEnv(subnetEnvText.replaceAll('\n', '\r\n')), env);
 });

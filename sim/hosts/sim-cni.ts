@@ -82,51 +82,80 @@ export interface SandboxAddress {
   network: string;
 }
 
-/** flannel's CNI plugin's defaults (flannel-io/cni-plugin flannel.go), on the current drive. */
+/**
+ * The payload's flannel CNI plugin: containernetworking/plugins v0.9.1 plugins/meta/flannel
+ * (flannel.go, flannel_windows.go), the last release that has it; flannel-io/cni-plugin, where
+ * it moved, is refused by the module proxy. Its defaults, /run/flannel/subnet.env and
+ * /var/lib/cni/flannel, are on the current drive (winfleet's config names both).
+ */
 export const flannelSubnetFile = 'C:\\run\\flannel\\subnet.env';
 export const flannelDataDir = 'C:\\var\\lib\\cni\\flannel';
+/**
+ * The CNI spec versions flannel.exe v0.9.1 supports (its CNI library v0.8.1, version.All), as
+ * it answers CNI_COMMAND=VERSION under Wine; skel refuses a config of any other before ADD or
+ * DEL runs.
+ */
+export const flannelPluginVersions = ['0.1.0', '0.2.0', '0.3.0', '0.3.1', '0.4.0'];
 
-/** What flannel's CNI plugin reads from the subnet file flanneld writes. */
+/** What flannel's CNI plugin reads from the subnet file flanneld writes (IPv4 only). */
 export interface FlannelSubnetEnv {
-  networks: Ipv4Cidr[];
+  network: Ipv4Cidr;
   subnet: Ipv4Cidr;
   mtu: number;
   ipMasq: boolean;
 }
 
 /**
- * Reads subnet.env as flannel's CNI plugin does (loadFlannelSubnetEnv): KEY=VALUE lines;
- * FLANNEL_SUBNET through net.ParseCIDR (so 10.244.3.1/24 is the subnet 10.244.3.0/24); a key
- * missing is an error naming every missing one.
+ * Reads subnet.env as flannel's CNI plugin v0.9.1 does (loadFlannelSubnetEnv): lines split at
+ * the first `=`, neither side trimmed; FLANNEL_NETWORK and FLANNEL_SUBNET through
+ * net.ParseCIDR (one CIDR each; 10.244.3.1/24 is the subnet 10.244.3.0/24), FLANNEL_MTU through
+ * strconv.ParseUint; a key missing is an error naming the file and every missing key.
  */
-export function parseFlannelSubnetEnv(text: string): FlannelSubnetEnv {
-  let networks: Ipv4Cidr[] = [];
+export function parseFlannelSubnetEnv(
+  text: string,
+  file: string = flannelSubnetFile,
+): FlannelSubnetEnv {
+  let network: Ipv4Cidr | undefined;
   let subnet: Ipv4Cidr | undefined;
   let mtu: number | undefined;
   let ipMasq: boolean | undefined;
-  for (const line of text.split(/\r?\n/)) {
+  // bufio.ScanLines: lines end at \n, a \r before it dropped.
+  for (const line of text.split('\n').map((l) => l.replace(/\r$/, ''))) {
     const eq = line.indexOf('=');
     if (eq < 0) continue;
-    const key = line.slice(0, eq).trim();
-    const value = line.slice(eq + 1).trim();
+    const key = line.slice(0, eq);
+    const value = line.slice(eq + 1);
     const cidr = (text: string) => {
       const parsed = parseIpv4Cidr(text);
       if (!parsed) throw new Error(`invalid CIDR address: ${text}`);
       return { ...parsed, address: parsed.network };
     };
-    if (key === 'FLANNEL_NETWORK') networks = value.split(',').map(cidr);
+    if (key === 'FLANNEL_NETWORK') network = cidr(value);
     if (key === 'FLANNEL_SUBNET') subnet = cidr(value);
-    if (key === 'FLANNEL_MTU') mtu = Number.parseInt(value, 10);
+    if (key === 'FLANNEL_MTU') {
+      if (!/^[0-9]+$/.test(value) || Number(value) > 0xffffffff)
+        throw new Error(`strconv.ParseUint: parsing ${JSON.stringify(value)}: invalid syntax`);
+      mtu = Number(value);
+    }
     if (key === 'FLANNEL_IPMASQ') ipMasq = value === 'true';
   }
   const missing = [
-    ...(networks.length === 0 ? ['FLANNEL_NETWORK', 'FLANNEL_IPV6_NETWORK'] : []),
+    ...(network ? [] : ['FLANNEL_NETWORK', 'FLANNEL_IPV6_NETWORK']),
     ...(subnet ? [] : ['FLANNEL_SUBNET', 'FLANNEL_IPV6_SUBNET']),
-    ...(mtu === undefined || Number.isNaN(mtu) ? ['FLANNEL_MTU'] : []),
+    ...(mtu === undefined ? ['FLANNEL_MTU'] : []),
     ...(ipMasq === undefined ? ['FLANNEL_IPMASQ'] : []),
   ];
-  if (missing.length > 0) throw new Error(`${missing.join(', ')} is missing`);
-  return { networks, subnet: subnet!, mtu: mtu!, ipMasq: ipMasq! };
+  if (missing.length > 0) throw new Error(`${file} is missing ${missing.join(', ')}`);
+  return { network: network!, subnet: subnet!, mtu: mtu!, ipMasq: ipMasq! };
+}
+
+/**
+ * skel's refusal of a config whose cniVersion flannel.exe does not support, as libcni words a
+ * plugin's error (its msg, then "; " and its details).
+ */
+function flannelVersionError(cniVersion: string): string | undefined {
+  if (flannelPluginVersions.includes(cniVersion)) return undefined;
+  return `incompatible CNI versions; config is ${JSON.stringify(cniVersion)}, plugin supports [${flannelPluginVersions.map((v) => JSON.stringify(v)).join(' ')}]`;
 }
 
 /** A CNI plugin failure, worded as libcni reports it to containerd. */
@@ -383,9 +412,12 @@ export class SimCni {
   }
 
   /**
-   * flannel's CNI plugin on Windows (flannel_windows.go doCmdAdd): the subnet file's subnet
-   * as host-local's, the delegate named after the network (win-bridge unless it says), its
-   * config kept in the data directory for DEL; then win-overlay (containernetworking/plugins
+   * flannel's CNI plugin on Windows (containernetworking/plugins v0.9.1 plugins/meta/flannel:
+   * skel's version check, cmdAdd, flannel_windows.go doCmdAdd): a config of a spec version it
+   * does not support refused; the subnet file's subnet as host-local's, the delegate named after
+   * the network (win-bridge unless it says) with the subnet file's ipMasq, the network as
+   * ipMasqNetwork and the config's cniVersion (0.2.0 without one), its config kept in the data
+   * directory for DEL; then win-overlay (containernetworking/plugins
    * v1.9.1 plugins/main/windows/win-overlay cmdHnsAdd/cmdHcnAdd): the HNS network of that name
    * must exist and be Overlay; host-local hands out the address; the endpoint (MAC 0E-2A-<the
    * address's bytes>) gets the network's gateway and the ProviderAddress policy of the
@@ -405,18 +437,24 @@ export class SimCni {
       );
     if (!(await this.#findPlugin('flannel', dirs.binDirs)))
       fail('flannel', `failed to find plugin "flannel" in path [${dirs.binDirs.join(' ')}]`);
+    const incompatible = flannelVersionError(network.cniVersion);
+    if (incompatible) fail('flannel', incompatible);
     const subnetFile =
       typeof plugin.subnetFile === 'string' ? plugin.subnetFile : flannelSubnetFile;
     const text = await this.#machine.fs.tryReadFile(subnetFile);
     let env: FlannelSubnetEnv;
     try {
-      if (!text) throw new Error(`open ${subnetFile}: The system cannot find the file specified.`);
-      env = parseFlannelSubnetEnv(text.toString('utf8'));
+      if (!text) {
+        // os.Open's error as Windows words it: the file, or a directory on its way, missing.
+        const parent = formatWindowsPath(windowsPathSegments(subnetFile).slice(0, -1));
+        const missing =
+          (await this.#machine.fs.stat(parent))?.kind === 'directory' ? 'file' : 'path';
+        throw new Error(`open ${subnetFile}: The system cannot find the ${missing} specified.`);
+      }
+      env = parseFlannelSubnetEnv(text.toString('utf8'), subnetFile);
     } catch (error) {
-      return fail(
-        'flannel',
-        `failed to load flannel 'subnet.env' file: ${(error as Error).message}. Check the flannel pod log for this node.`,
-      );
+      // v0.9.1 returns loadFlannelSubnetEnv's error as it is.
+      return fail('flannel', (error as Error).message);
     }
     const delegate = isTable(plugin.delegate) ? { ...plugin.delegate } : {};
     if ('name' in delegate)
@@ -440,8 +478,12 @@ export class SimCni {
       formatWindowsPath([...windowsPathSegments(dataDir), containerId]),
       JSON.stringify({
         ...delegate,
+        ...(isTable(plugin.runtimeConfig) ? { runtimeConfig: plugin.runtimeConfig } : {}),
         name: network.name,
         type,
+        ipMasq: env.ipMasq,
+        ipMasqNetwork: formatIpv4Cidr(env.network),
+        cniVersion: network.cniVersion || '0.2.0',
         ipam: { type: 'host-local', subnet: formatIpv4Cidr(env.subnet) },
       }),
     );
@@ -484,6 +526,11 @@ export class SimCni {
   /** DEL: the delegate's config from the data directory (none: nothing to do, per the spec). */
   async #flannelDel(request: SandboxRequest, plugin: Table): Promise<void> {
     const { network, containerId } = request;
+    const incompatible = flannelVersionError(network.cniVersion);
+    if (incompatible)
+      throw new CniPluginError(
+        `plugin type="flannel" name=${JSON.stringify(network.name)} failed (delete): ${incompatible}`,
+      );
     const dataDir = typeof plugin.dataDir === 'string' ? plugin.dataDir : flannelDataDir;
     const scratch = formatWindowsPath([...windowsPathSegments(dataDir), containerId]);
     if (!(await this.#machine.fs.stat(scratch))) return;

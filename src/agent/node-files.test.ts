@@ -4,11 +4,16 @@
  * against what sdnbridge and host-local read from it.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { testBootstrapConfig } from '../../sim/hosts/agent-test-host.ts';
+import { writeStandInPayload } from '../../sim/testkit/payload.ts';
+import { servicesManifestFor } from '../payload/node-services.ts';
 import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
 import { type AgentConfig, agentConfigFrom, parseBootstrapConfig } from './agent-config.ts';
-import { cniConfig, nodePodSubnet } from './node-files.ts';
+import { cniConfig, flannelCniConfig, nodePodSubnet } from './node-files.ts';
 
 const settings: AgentConfig = {
   ...agentConfigFrom(parseBootstrapConfig(testBootstrapConfig())),
@@ -137,4 +142,33 @@ test('a pod CIDR that is not this cluster’s IPv4 network is refused, naming th
     () => cniConfig({ ...settings, podCIDR: 'ten' }, '10.244.1.0/24'),
     /hosts\.podCIDR\) "ten" is not an IPv4 CIDR/,
   );
+});
+
+test('flannel’s config is one flannel.exe v0.9.1 takes, reading the subnet file flanneld writes', async (t) => {
+  const list = JSON.parse(flannelCniConfig(settings, 4096)) as {
+    cniVersion: string;
+    name: string;
+    plugins: Record<string, unknown>[];
+  };
+  // What the payload's flannel.exe (containernetworking/plugins v0.9.1) answers to
+  // CNI_COMMAND=VERSION, run under Wine: any other version is "incompatible CNI versions".
+  assert.ok(['0.1.0', '0.2.0', '0.3.0', '0.3.1', '0.4.0'].includes(list.cniVersion));
+  assert.equal(list.name, 'flannel.4096');
+  const flannel = list.plugins[0]!;
+  assert.equal(flannel.type, 'flannel');
+  // Its defaults (/run/flannel/subnet.env, /var/lib/cni/flannel) are on the current drive;
+  // winfleet names the drive, and gives flanneld the same file.
+  assert.equal(flannel.subnetFile, 'C:\\run\\flannel\\subnet.env');
+  assert.equal(flannel.dataDir, 'C:\\var\\lib\\cni\\flannel');
+  const dir = await mkdtemp(join(tmpdir(), 'winfleet-node-files-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const manifest = servicesManifestFor(await writeStandInPayload(dir), {
+    network: { mode: 'flannel-vxlan', vni: 4096, netConf: '{}' },
+  });
+  const flanneld = manifest.services.find((s) => s.name === 'flanneld')!;
+  assert.ok(flanneld.args.includes(`--subnet-file=${flannel.subnetFile}`));
+  // flannel names the delegate and gives it host-local itself; a delegate with either is refused.
+  const delegate = flannel.delegate as Record<string, unknown>;
+  assert.equal(delegate.type, 'win-overlay');
+  assert.equal('name' in delegate || 'ipam' in delegate, false);
 });

@@ -224,7 +224,18 @@ export const flannelNetConfPath = `${kubeDir}\\flannel\\net-conf.json`;
  * CIDR and the service CIDR, SDNRoute with NeedEncap for the service CIDR, and ProviderAddress
  * the node's IP (the VXLAN tunnel's outer source). flannel sets the delegate's name and IPAM
  * itself (host-local on the leased subnet).
+ *
+ * The payload's flannel.exe is containernetworking/plugins v0.9.1's plugins/meta/flannel (RKE2
+ * ships flannel-io/cni-plugin, which the module proxy refuses), whose CNI library (v0.8.1)
+ * supports spec versions 0.1.0 to 0.4.0 and refuses any other with "incompatible CNI
+ * versions", so the list is 0.4.0 (flannel hands the delegate the same version; win-overlay
+ * v1.9.1 supports it). Its subnetFile and dataDir default to /run/flannel/subnet.env and
+ * /var/lib/cni/flannel, which Windows resolves on the plugin's current drive: both are given
+ * (flanneld gets the same --subnet-file, node-services.ts).
  */
+/** The CNI spec version of flannel's config: the newest flannel.exe v0.9.1 supports. */
+export const flannelCniVersion = '0.4.0';
+
 export function flannelCniConfig(settings: NodeSettings, vni: number): string {
   const endpointPolicy = (Type: string, Settings: Record<string, unknown>) => ({
     Name: 'EndpointPolicy',
@@ -232,11 +243,13 @@ export function flannelCniConfig(settings: NodeSettings, vni: number): string {
   });
   return JSON.stringify(
     {
-      cniVersion: '1.0.0',
+      cniVersion: flannelCniVersion,
       name: `flannel.${vni}`,
       plugins: [
         {
           type: 'flannel',
+          subnetFile: hostPaths.flannelSubnetFile,
+          dataDir: hostPaths.flannelDataDir,
           capabilities: { portMappings: true, dns: true },
           delegate: {
             type: 'win-overlay',

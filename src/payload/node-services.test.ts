@@ -62,6 +62,7 @@ test('flannel-vxlan: flanneld through winfleet-service.exe with the node’s cre
       '--kubeconfig-file=C:\\k\\kubeconfig',
       '--iface={{nodeIP}}',
       '--net-config-path=C:\\k\\flannel\\net-conf.json',
+      '--subnet-file=C:\\run\\flannel\\subnet.env',
       '--ip-masq=false',
     ],
   });

@@ -133,6 +133,8 @@ const serviceTemplates: Record<string, ServiceTemplate> = {
       `--kubeconfig-file=${hostPaths.kubeconfig}`,
       '--iface={{nodeIP}}',
       `--net-config-path=${kubeDir}\\flannel\\net-conf.json`,
+      // Where flannel's CNI plugin reads it (flannelCniConfig's subnetFile).
+      `--subnet-file=${hostPaths.flannelSubnetFile}`,
       '--ip-masq=false',
     ],
     env: { NODE_NAME: '{{nodeName}}' },

@@ -45,4 +45,15 @@ export const hostPaths = {
   cniBin: `${kubeDir}\\cni\\bin`,
   cniConfigDir: `${kubeDir}\\cni\\config`,
   cniConfig: `${kubeDir}\\cni\\config\\10-winfleet.conflist`,
+  /**
+   * flanneld's subnet file (its --subnet-file), which flannel's CNI plugin reads (its
+   * subnetFile). Both default to /run/flannel/subnet.env, a path Windows resolves on each
+   * process's current drive, so winfleet gives both this one.
+   */
+  flannelSubnetFile: 'C:\\run\\flannel\\subnet.env',
+  /**
+   * Where flannel's CNI plugin keeps each sandbox's delegate config for DEL (its dataDir;
+   * default /var/lib/cni/flannel, on the current drive).
+   */
+  flannelDataDir: 'C:\\var\\lib\\cni\\flannel',
 } as const;
