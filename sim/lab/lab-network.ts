@@ -178,8 +178,9 @@ export async function startLabNetwork(
       };
     }
   }
-  // lab-linux-1 is registered here when the lab may show packets (its pods the lab's to run);
-  // if the netlab world did not get that far, it is kwok's, as otherwise.
+  // lab-linux-1 is registered by startLinuxSide when the lab may show packets (its pods the
+  // lab's to run); if the netlab world failed before that, it is kwok's, as otherwise. (Had it
+  // failed after, the Node stays the lab's and its pods, with no LabKubelet, stay Pending.)
   const registered = await kc
     .makeApiClient(k8s.CoreV1Api)
     .readNode({ name: labLinuxNode })
