@@ -12,23 +12,34 @@
  *   Linux flanneld, in a netlab node namespace on the lab's LAN (192.0.2.11), with a Linux pod
  *   wired by the real CNI plugins; one Windows host's HNS model is rendered into the same LAN
  *   (192.0.2.21, sim/netlab/windows-node.ts), and a Windows pod on it reaches the Linux pod by
- *   TCP and ICMP through the VXLAN devices — the lab prints what crossed;
- * - otherwise: the lab writes the lease's annotations itself, as a Linux flanneld's
- *   AcquireLease would (public-ip 192.0.2.11, a VtepMAC of its own), and says that packets are
- *   not shown, why, and how to see them.
+ *   TCP and ICMP through the VXLAN devices — the lab prints what crossed. lab-linux-1's pods are
+ *   then the lab's to run (sim/netlab/lab-kubelet.ts: each wired by the real CNI plugins in a
+ *   namespace of its own): among them the Linux pod lab-network/echo behind the Service echo,
+ *   and CoreDNS, the pod of the Deployment kube-system/coredns behind the Service kube-dns at
+ *   the cluster DNS address the lab's kubelets are configured with (winfleet-config
+ *   hosts.clusterDNS; sim/netlab/cluster-dns.ts). The Windows pod resolves Service names
+ *   through kube-dns, and reaches echo by its name, through the HNS load balancers kube-proxy
+ *   programmed on its host, rendered as DNAT and SNAT to the source VIP;
+ * - otherwise: lab-linux-1 is kwok's, the lab writes the lease's annotations itself, as a Linux
+ *   flanneld's AcquireLease would (public-ip 192.0.2.11, a VtepMAC of its own), and says that
+ *   packets and Services by name are not shown, why, and how to see them.
  * The netlab's namespaces and programs go when the lab stops (NetLab.teardown; netns.ts's exit
  * hook and the next lab's sweep if the lab was killed).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import { defaultConfig } from '../../src/config/winfleet-config.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import type { Cluster } from '../cluster/start-cluster.ts';
 import { flannelAnnotations as standInAnnotations } from '../hosts/flanneld-standin.ts';
 import type { SimulatedHost } from '../hosts/fleet.ts';
+import { type ClusterDns, startClusterDns } from '../netlab/cluster-dns.ts';
+import { queryA } from '../netlab/dns-query.ts';
 import { createFlannelAccount } from '../netlab/flannel-account.ts';
 import { leaseAnnotations, readLeaseAnnotations, windowsVxlan } from '../netlab/flannel-config.ts';
 import { writeLeaseAnnotations } from '../netlab/flannel-world.ts';
+import { createLabPodsNode, LabKubelet } from '../netlab/lab-kubelet.ts';
 import { LinuxFlannelNode, waitForPodCidr } from '../netlab/linux-flannel-node.ts';
 import { type LabPod, NetLab } from '../netlab/net-lab.ts';
 import { netlabBinaries, netlabBinEnv } from '../netlab/netlab-binaries.ts';
@@ -37,7 +48,7 @@ import { readFdb } from '../netlab/readback.ts';
 import { echoRequest, startEchoServer } from '../netlab/tcp-echo.ts';
 import { linuxMac, WindowsLabNode } from '../netlab/windows-node.ts';
 import { installFlannelObjects } from '../testkit/cluster-cni.ts';
-import { createWindowsPodOn } from '../testkit/nodes.ts';
+import { createLinuxNode, createWindowsPodOn } from '../testkit/nodes.ts';
 
 /** The environment variable choosing the lab's network mode. */
 export const labNetworkEnv = 'WINFLEET_LAB_NETWORK';
@@ -54,6 +65,13 @@ export const writtenLeaseVtepMac = '0e:1a:b0:00:00:11';
 /** The namespace of the Windows pod the lab's packet check runs from. */
 export const labNetworkNamespace = 'lab-network';
 const echoPort = 7000;
+/** The Service in front of the Linux pod lab-network/echo. */
+const echoService = 'echo';
+/**
+ * The cluster DNS address the lab's kubelets are configured with: the lab's chart values leave
+ * winfleet-config hosts.clusterDNS at its default.
+ */
+export const labClusterDns = defaultConfig().hosts.clusterDNS;
 
 /** The network mode WINFLEET_LAB_NETWORK names (default flannel-vxlan); throws on another. */
 export function labNetworkMode(value: string | undefined): LabNetworkMode {
@@ -103,6 +121,9 @@ export function packetsDecisionHere(mode: LabNetworkMode): PacketsDecision {
 /** How to see the packets when the lab does not show them. */
 export const howToSeePackets =
   'to see them, run the lab as root with the netlab binaries (sudo make lab builds them with hack/build-netlab.sh), or run sim/netlab/windows-flannel-packets.e2e.test.ts as root';
+/** How to see a Service reached by name when the lab does not show it. */
+export const howToSeeServiceByName =
+  'to see it, run the lab as root with the netlab binaries (sudo make lab builds them, CoreDNS among them, with hack/build-netlab.sh), or run sim/netlab/windows-flannel-dns.e2e.test.ts as root';
 
 /** The lab's network, once its Linux side is up. */
 export interface LabNetwork {
@@ -110,8 +131,17 @@ export interface LabNetwork {
   packets: PacketsDecision;
   /** lab-linux-1's pod CIDR (flannel-vxlan). */
   linuxPodCidr?: string;
-  /** The real Linux flanneld node and its pod (when packets are shown). */
-  netlab?: { lab: NetLab; linux: LinuxFlannelNode; linuxPod: LabPod };
+  /**
+   * The real Linux flanneld node, its pod lab-network/echo (an echo server on echoPort, behind
+   * the Service echo) and the cluster DNS, or why it did not start (when packets are shown).
+   */
+  netlab?: {
+    lab: NetLab;
+    linux: LinuxFlannelNode;
+    linuxPod: LabPod;
+    echoClusterIP: string;
+    dns: ClusterDns | { error: string };
+  };
 }
 
 interface Step {
@@ -137,10 +167,9 @@ export async function startLabNetwork(
     );
     return { mode, packets };
   }
-  const linuxPodCidr = await waitForPodCidr(kc, labLinuxNode);
   if (packets.show) {
     try {
-      return await startRealFlanneld({ say, since, stops }, cluster, kc, packets, linuxPodCidr);
+      return await startRealFlanneld({ say, since, stops }, cluster, kc, packets);
     } catch (error) {
       // A machine that refuses namespaces or VXLAN devices still gets a flannel lab.
       packets = {
@@ -149,6 +178,21 @@ export async function startLabNetwork(
       };
     }
   }
+  // lab-linux-1 is registered by startLinuxSide when the lab may show packets (its pods the
+  // lab's to run); if the netlab world failed before that, it is kwok's, as otherwise. (Had it
+  // failed after, the Node stays the lab's and its pods, with no LabKubelet, stay Pending.)
+  const registered = await kc
+    .makeApiClient(k8s.CoreV1Api)
+    .readNode({ name: labLinuxNode })
+    .then(
+      () => true,
+      () => false,
+    );
+  if (!registered) {
+    await createLinuxNode(kc, { name: labLinuxNode });
+    say(`Linux worker ${labLinuxNode} is Ready (${since()})`);
+  }
+  const linuxPodCidr = await waitForPodCidr(kc, labLinuxNode);
   await installFlannelObjects(kc);
   await writeLeaseAnnotations(
     kc,
@@ -171,14 +215,13 @@ async function startRealFlanneld(
   cluster: Cluster,
   kc: k8s.KubeConfig,
   packets: Extract<PacketsDecision, { show: true }>,
-  linuxPodCidr: string,
 ): Promise<LabNetwork> {
   // The lab of namespaces first: its teardown (flanneld stopped, namespaces deleted) then runs
   // before the cluster stops.
   const lab = await NetLab.create();
   stops.push(() => lab.teardown());
   try {
-    return await startLinuxSide({ say, since, stops }, lab, cluster, kc, packets, linuxPodCidr);
+    return await startLinuxSide({ say, since, stops }, lab, cluster, kc, packets);
   } catch (error) {
     await lab.teardown().catch(() => {});
     throw error;
@@ -186,19 +229,24 @@ async function startRealFlanneld(
 }
 
 async function startLinuxSide(
-  { say, since }: Step,
+  { say, since, stops }: Step,
   lab: NetLab,
   cluster: Cluster,
   kc: k8s.KubeConfig,
   packets: Extract<PacketsDecision, { show: true }>,
-  linuxPodCidr: string,
 ): Promise<LabNetwork> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
   const relay = await lab.apiRelay(cluster.ports.apiserver);
   // kube-flannel's namespace comes with flanneld's account; the ConfigMap and DaemonSet join it.
   const account = await createFlannelAccount(kc, join(lab.dir, 'flannel.kubeconfig'));
   await installFlannelObjects(kc);
   const node = await lab.addNode('lnx1', { address: labLinuxAddress });
   await relay.enter(node.netns);
+  // The Node, its pods the lab's to run, once its namespace is on the LAN; its Lease renewed
+  // until the lab stops.
+  const leases = new AbortController();
+  stops.push(async () => leases.abort());
+  const linuxPodCidr = await createLabPodsNode(kc, labLinuxNode, leases.signal);
   const linux = await LinuxFlannelNode.start({
     lab,
     node,
@@ -207,11 +255,69 @@ async function startLinuxSide(
     backend: { type: 'vxlan', ...windowsVxlan },
     binDir: packets.binDir,
   });
-  const linuxPod = await linux.addPod('lnx1-p1');
+  // Pushed after the lab's teardown, so it stops before the namespaces go.
+  const kubelet = new LabKubelet(kc, linux, 'lnx1-p');
+  stops.push(() => kubelet.stop());
   say(
-    `pod network: flannel-vxlan (Flannel's kube-flannel-cfg and kube-flannel-ds installed); the real flanneld runs for ${labLinuxNode} (${linuxPodCidr}) in netns ${node.netns} at ${labLinuxAddress} as ${account.username}, its Linux pod ${linuxPod.address} in netns ${linuxPod.netns} (${since()})`,
+    `Linux worker ${labLinuxNode} (${linuxPodCidr}) registered; the real flanneld runs for it in netns ${node.netns} at ${labLinuxAddress} as ${account.username}, and the lab runs its pods, each in a namespace wired by the real CNI plugins (${since()})`,
   );
-  return { mode: 'flannel-vxlan', packets, linuxPodCidr, netlab: { lab, linux, linuxPod } };
+  // The Linux pod lab-network/echo, an echo server, behind the Service echo.
+  await core.createNamespace({ body: { metadata: { name: labNetworkNamespace } } }).catch(() => {});
+  const echoLabels = { app: echoService };
+  await core.createNamespacedPod({
+    namespace: labNetworkNamespace,
+    body: {
+      metadata: { name: echoService, labels: echoLabels },
+      spec: {
+        nodeName: labLinuxNode,
+        containers: [
+          {
+            name: 'echo',
+            // No container runs (kwok plays it); the lab's echo server runs in its namespace.
+            image: 'registry.k8s.io/e2e-test-images/agnhost:2.53',
+            ports: [{ containerPort: echoPort }],
+          },
+        ],
+      },
+    },
+  });
+  const service = await core.createNamespacedService({
+    namespace: labNetworkNamespace,
+    body: {
+      metadata: { name: echoService },
+      spec: { selector: echoLabels, ports: [{ port: echoPort, targetPort: echoPort }] },
+    },
+  });
+  const linuxPod = await kubelet.pod(labNetworkNamespace, { name: echoService });
+  await startEchoServer(lab, linuxPod.netns, echoPort);
+  say(
+    `Linux pod ${labNetworkNamespace}/${echoService} ${linuxPod.address} on ${labLinuxNode} (netns ${linuxPod.netns}) answers TCP ${echoPort}, behind the Service ${echoService} ${service.spec!.clusterIP} (${since()})`,
+  );
+  // CoreDNS, behind kube-dns at the cluster DNS address; a failure leaves the rest standing.
+  let dns: ClusterDns | { error: string };
+  try {
+    dns = await startClusterDns({
+      kc,
+      lab,
+      relay,
+      binDir: packets.binDir,
+      linux,
+      clusterIP: labClusterDns,
+      runPod: (p) => kubelet.pod(p.namespace, { labelSelector: p.labelSelector }),
+    });
+    say(
+      `cluster DNS: CoreDNS (the pod ${dns.pod.name} of Deployment kube-system/coredns) runs on ${labLinuxNode} at ${dns.pod.address}, behind the Service kube-dns ${dns.clusterIP} (${since()})`,
+    );
+  } catch (error) {
+    dns = { error: (error as Error).message.split('\n')[0]! };
+    say(`cluster DNS: did not start: ${dns.error}`);
+  }
+  return {
+    mode: 'flannel-vxlan',
+    packets,
+    linuxPodCidr,
+    netlab: { lab, linux, linuxPod, echoClusterIP: service.spec!.clusterIP!, dns },
+  };
 }
 
 /** The Overlay network's RemoteSubnetRoute to `subnet` on a host, if it has one. */
@@ -263,17 +369,31 @@ export async function showLabNetwork(
     const why = network.packets.show ? 'no netlab world' : network.packets.why;
     lines.push(`Packets: not shown: ${why};`);
     lines.push(`  ${howToSeePackets}.`);
+    lines.push(`Service by name: not shown: ${why}, and no DNS server runs in the lab without it;`);
+    lines.push(`  ${howToSeeServiceByName}.`);
   } else {
     const host = hosts.find((h) => h.release !== '2019') ?? hosts[0]!;
+    let client: WindowsClient | undefined;
     try {
-      lines.push(...(await windowsToLinux(step, kc, network.netlab, host)));
+      client = await windowsToLinux(step, kc, network.netlab, host);
+      lines.push(...client.lines);
     } catch (error) {
       lines.push(`Packets: the check failed: ${(error as Error).message}`);
     }
+    const { dns } = network.netlab;
+    if ('error' in dns)
+      lines.push(`Service by name: not shown: CoreDNS did not start (${dns.error})`);
+    else if (!client)
+      lines.push(
+        'Service by name: not shown: no Windows pod to ask from (the packet check failed)',
+      );
+    else
+      try {
+        lines.push(...(await serviceByName(step, kc, network.netlab, dns, client)));
+      } catch (error) {
+        lines.push(`Service by name: the check failed: ${(error as Error).message}`);
+      }
   }
-  lines.push(
-    'Service by name: not shown yet — it needs a DNS server in the netlab world (CoreDNS, being built); the lab shows it once that is in.',
-  );
   return lines;
 }
 
@@ -287,7 +407,7 @@ async function windowsToLinux(
   kc: k8s.KubeConfig,
   { lab, linux, linuxPod }: NonNullable<LabNetwork['netlab']>,
   host: SimulatedHost,
-): Promise<string[]> {
+): Promise<WindowsClient> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const nodeName = host.name.toLowerCase();
   const windows = await WindowsLabNode.start({
@@ -361,7 +481,6 @@ async function windowsToLinux(
     timeoutMs: 15_000,
   });
   await windows.settled();
-  await startEchoServer(lab, linuxPod.netns, echoPort);
   const echo = await echoRequest(
     windowsPod.netns,
     { host: linuxPod.address, port: echoPort },
@@ -375,5 +494,77 @@ async function windowsToLinux(
     `  ICMP ${what}: ${icmp.received}/${icmp.transmitted} echo replies`,
   ];
   for (const line of lines.slice(1)) say(line.trim());
+  return {
+    lines,
+    windows,
+    pod: windowsPod,
+    podName: `${labNetworkNamespace}/${podName}`,
+    nodeName,
+  };
+}
+
+/** The Windows pod the lab's checks run from, and what its packet check printed. */
+interface WindowsClient {
+  lines: string[];
+  windows: WindowsLabNode;
+  pod: LabPod;
+  /** namespace/name */
+  podName: string;
+  nodeName: string;
+}
+
+/**
+ * The Windows pod resolves kubernetes.default through kube-dns (CoreDNS on lab-linux-1 seen to
+ * answer it, in its log), and reaches the Service echo by its name: the name resolved to its
+ * cluster IP, TCP to that, DNATed to the Linux pod and SNATed to the source VIP by the rendered
+ * HNS load balancers kube-proxy programmed.
+ */
+async function serviceByName(
+  { say }: Step,
+  kc: k8s.KubeConfig,
+  netlab: NonNullable<LabNetwork['netlab']>,
+  dns: ClusterDns,
+  client: WindowsClient,
+): Promise<string[]> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const { windows } = client;
+  const balanced = (vip: string, protocol: 'tcp' | 'udp') =>
+    windows.state.loadBalancers.find((lb) => lb.vip === vip && lb.protocol === protocol);
+  await waitFor(
+    () =>
+      (balanced(dns.clusterIP, 'udp')?.endpoints.includes(dns.pod.address) &&
+        balanced(netlab.echoClusterIP, 'tcp')?.endpoints.includes(netlab.linuxPod.address)) ||
+      undefined,
+    {
+      description: `the load balancers kube-proxy programmed on ${client.nodeName} for kube-dns and ${echoService}, rendered`,
+      timeoutMs: 30_000,
+    },
+  );
+  await windows.settled();
+  const kubernetes = await core.readNamespacedService({ namespace: 'default', name: 'kubernetes' });
+  const name = 'kubernetes.default.svc.cluster.local';
+  const answer = await queryA(client.pod.netns, { server: dns.clusterIP, name });
+  const expected = kubernetes.spec!.clusterIP!;
+  if (answer.join() !== expected)
+    throw new Error(`${name} resolved to ${answer.join(', ') || 'nothing'}, not ${expected}`);
+  const sourceVip = balanced(dns.clusterIP, 'udp')?.sourceVip;
+  const logged = dns.coredns.logTail(50).includes(`"A IN ${name}. udp `);
+  const echoName = `${echoService}.${labNetworkNamespace}.svc.cluster.local`;
+  const echoIP = await queryA(client.pod.netns, { server: dns.clusterIP, name: echoName });
+  if (echoIP.join() !== netlab.echoClusterIP)
+    throw new Error(
+      `${echoName} resolved to ${echoIP.join(', ') || 'nothing'}, not ${netlab.echoClusterIP}`,
+    );
+  const echoVip = balanced(netlab.echoClusterIP, 'tcp')?.sourceVip;
+  const echo = await echoRequest(
+    client.pod.netns,
+    { host: echoIP[0]!, port: echoPort },
+    `hello ${echoService} from ${client.podName}`,
+  );
+  const lines = [
+    `Service by name: Windows pod ${client.podName} on ${client.nodeName} resolved ${name} → ${answer[0]} through kube-dns ${dns.clusterIP} (CoreDNS on ${labLinuxNode} answered${logged ? `, its log shows the query from ${sourceVip ?? 'the pod'}` : ''})`,
+    `  TCP  Windows pod ${client.podName} → ${echoName} → ${echoIP[0]}:${echoPort} (Service ${echoService}): answered "${echo.line}"; the Linux pod ${labNetworkNamespace}/${echoService} ${netlab.linuxPod.address} saw ${echo.seenFrom}${echo.seenFrom === echoVip ? ' (the source VIP: the load balancer’s SNAT)' : ''}`,
+  ];
+  for (const line of lines) say(line.trim());
   return lines;
 }

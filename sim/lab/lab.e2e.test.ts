@@ -12,8 +12,11 @@
  * account's password (read from its Secret) is in no line the lab printed or logged.
  * The pod network is flannel-vxlan (issue 31): each SSH host holds a RemoteSubnetRoute to the
  * Linux worker's lease; as root with WINFLEET_NETLAB_BIN (CI) a Windows pod reaches a Linux pod
- * by TCP (its own address seen, no NAT) and ICMP through the real Linux flanneld, and the lab
- * leaves none of its network namespaces behind; otherwise the lab says packets are not shown.
+ * by TCP (its own address seen, no NAT) and ICMP through the real Linux flanneld, resolves
+ * kubernetes.default through kube-dns (10.96.0.10, the kubelets' clusterDNS) answered by the real
+ * CoreDNS on lab-linux-1, and reaches the Service echo by its name (SNATed to the source VIP), and
+ * the lab leaves none of its network namespaces behind; otherwise the lab says packets and
+ * Services by name are not shown, and how to see them.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -303,10 +306,27 @@ test('the lab joins three simulated hosts over SSH, one by command and one to Ac
       stdout,
       /^ {2}ICMP Windows pod lab-network\/win-client \S+ on simwin-\d+ → Linux pod \S+ on lab-linux-1: 3\/3 echo replies$/m,
     );
+    // A Service by name: kubernetes.default resolved through kube-dns at the cluster DNS
+    // address, by CoreDNS on lab-linux-1; the Service echo by its name, to its cluster IP, and
+    // on to the Linux pod, which sees the source VIP (the rendered load balancer's SNAT).
+    const dns =
+      /^Service by name: Windows pod lab-network\/win-client on (simwin-\d+) resolved kubernetes\.default\.svc\.cluster\.local → 10\.96\.0\.1 through kube-dns 10\.96\.0\.10 \(CoreDNS on lab-linux-1 answered, its log shows the query from (\S+)\)$/m.exec(
+        stdout,
+      );
+    assert.ok(dns, stdout);
+    const byName =
+      /^ {2}TCP {2}Windows pod lab-network\/win-client → echo\.lab-network\.svc\.cluster\.local → (10\.9[6-9]\.\d+\.\d+|10\.1[01]\d\.\d+\.\d+):7000 \(Service echo\): answered "hello echo from lab-network\/win-client"; the Linux pod lab-network\/echo (\S+) saw (\S+) \(the source VIP: the load balancer’s SNAT\)$/m.exec(
+        stdout,
+      );
+    assert.ok(byName, stdout);
+    assert.equal(byName[2], tcp[2], 'the Service echo leads to the Linux pod of the TCP check');
+    assert.equal(byName[3], dns[2], 'both load balancers SNAT to the same source VIP');
+    assert.notEqual(byName[3], tcp[1], 'the Linux pod saw the source VIP, not the Windows pod');
   } else {
     assert.match(stdout, /^Packets: not shown: /m);
+    assert.match(stdout, /^Service by name: not shown: .*\n {2}to see it, run the lab as root /m);
   }
-  assert.match(stdout, /^Service by name: not shown yet/m);
+  assert.doesNotMatch(stdout, /not shown yet/);
 
   // Every running pod has an IP; pod-network IPs are unique and inside their node's pod CIDR
   // (the Windows hosts' from their CNI config, the Linux worker's from kwok).

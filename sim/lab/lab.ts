@@ -60,6 +60,8 @@ import {
 } from './fault-control.ts';
 import {
   type LabNetworkMode,
+  labLinuxNode,
+  type PacketsDecision,
   packetsDecisionHere,
   showLabNetwork,
   startLabNetwork,
@@ -151,6 +153,8 @@ interface LabContext {
   stops: (() => Promise<void>)[];
   /** The winfleet-config network.mode the chart is installed with. */
   networkMode: LabNetworkMode;
+  /** Whether the lab shows packets (then lab-network.ts registers lab-linux-1). */
+  packets: PacketsDecision;
 }
 
 /**
@@ -185,7 +189,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
     // Flannel's objects and the Linux worker's lease (a real flanneld in a netlab namespace
     // when the lab may show packets) while the chart installs.
     const [network, release] = await both(
-      startLabNetwork(ctx, cluster, kc, ctx.networkMode, packetsDecisionHere(ctx.networkMode)),
+      startLabNetwork(ctx, cluster, kc, ctx.networkMode, ctx.packets),
       installChart(ctx, cluster, registry, pushed.reference, ports),
     );
     let operator = await startOperatorProcess(ctx, cluster, kc, release, ports);
@@ -282,17 +286,22 @@ async function createContext(options: LabOptions): Promise<LabContext> {
   const stops: LabContext['stops'] = [];
   // A temp dir goes when the lab stops; a dir the user named stays.
   if (!options.dir) stops.push(() => rm(dir, { recursive: true, force: true }));
+  const networkMode = options.network ?? 'flannel-vxlan';
   return {
     dir,
     say: options.say,
     since: () => `${((Date.now() - started) / 1000).toFixed(1)}s`,
     stops,
-    networkMode: options.network ?? 'flannel-vxlan',
+    networkMode,
+    packets: packetsDecisionHere(networkMode),
   };
 }
 
-/** The control plane and one Linux worker, so Linux pods have somewhere to run. */
-async function startControlPlane({ dir, say, since, stops }: LabContext) {
+/**
+ * The control plane and one Linux worker, so Linux pods have somewhere to run (kwok's, unless
+ * the lab shows packets: then lab-network.ts registers it, its pods the lab's to run).
+ */
+async function startControlPlane({ dir, say, since, stops, packets }: LabContext) {
   const cluster = await startCluster({
     dir: join(dir, 'cluster'),
     keepDir: false,
@@ -303,8 +312,10 @@ async function startControlPlane({ dir, say, since, stops }: LabContext) {
   });
   stops.push(() => cluster.stop());
   const kc = loadKubeConfig(cluster.kubeconfigPath);
-  await createLinuxNode(kc, { name: 'lab-linux-1' });
-  say(`Linux worker lab-linux-1 is Ready (${since()})`);
+  if (!packets.show) {
+    await createLinuxNode(kc, { name: labLinuxNode });
+    say(`Linux worker ${labLinuxNode} is Ready (${since()})`);
+  }
   return { cluster, kc };
 }
 

@@ -20,6 +20,7 @@ import type { ComponentProcess } from '../cluster/component-process.ts';
 import type { ApiRelay } from './api-relay.ts';
 import { runInNetns } from './command.ts';
 import { createInNetnsAccount, type InNetnsAccount } from './in-netns-account.ts';
+import { wireBoundPod } from './lab-kubelet.ts';
 import type { LinuxFlannelNode } from './linux-flannel-node.ts';
 import type { LabPod, NetLab } from './net-lab.ts';
 import { waitForLogLine } from './netns-process.ts';
@@ -63,11 +64,12 @@ export function corefile(kubeconfig: string): string {
 
 /**
  * The objects: the ServiceAccount and its ClusterRole (waited on until allowed), the Deployment
- * (its pod's nodeSelector naming `nodeName`) and the Service kube-dns at clusterDnsIp.
+ * (its pod's nodeSelector naming `nodeName`) and the Service kube-dns at `clusterIP`
+ * (default clusterDnsIp).
  */
 export async function createClusterDnsObjects(
   kc: k8s.KubeConfig,
-  o: { nodeName: string; kubeconfigPath: string; image?: string },
+  o: { nodeName: string; kubeconfigPath: string; image?: string; clusterIP?: string },
 ): Promise<InNetnsAccount> {
   const account = await createInNetnsAccount(kc, {
     namespace: dnsNamespace,
@@ -111,7 +113,7 @@ export async function createClusterDnsObjects(
     body: {
       metadata: { name: 'kube-dns', labels },
       spec: {
-        clusterIP: clusterDnsIp,
+        clusterIP: o.clusterIP ?? clusterDnsIp,
         selector: labels,
         ports: [
           { name: 'dns', port: 53, targetPort: 53, protocol: 'UDP' },
@@ -152,24 +154,7 @@ export async function runLabPod(
   );
   if (bound.spec!.nodeName !== linux.nodeName)
     throw new Error(`${pod.metadata!.name} went to ${bound.spec!.nodeName}, not ${linux.nodeName}`);
-  const wired = await linux.addPod(o.label);
-  const hostIP = linux.node.address;
-  await core.patchNamespacedPodStatus(
-    {
-      name: bound.metadata!.name!,
-      namespace: o.namespace,
-      body: {
-        status: {
-          hostIP,
-          hostIPs: [{ ip: hostIP }],
-          podIP: wired.address,
-          podIPs: [{ ip: wired.address }],
-        },
-      },
-    },
-    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
-  );
-  return { ...wired, name: bound.metadata!.name! };
+  return wireBoundPod(core, linux, bound, o.label);
 }
 
 /**
@@ -210,4 +195,64 @@ export async function startCoreDns(o: {
     throw error;
   });
   return proc;
+}
+
+export interface ClusterDns {
+  /** The CoreDNS pod, wired on the Linux node, and CoreDNS running in it. */
+  pod: LabPod & { name: string };
+  coredns: ComponentProcess;
+  clusterIP: string;
+}
+
+/**
+ * The whole cluster DNS on `linux`'s Node: the objects (createClusterDnsObjects), the CoreDNS
+ * pod run by `runPod` (default runLabPod; a LabKubelet's pod() where one serves the Node),
+ * CoreDNS started in it, and kube-dns's EndpointSlice holding the pod's address, ready.
+ */
+export async function startClusterDns(o: {
+  kc: k8s.KubeConfig;
+  lab: NetLab;
+  relay: ApiRelay;
+  binDir: string;
+  linux: LinuxFlannelNode;
+  clusterIP?: string;
+  runPod?: (p: {
+    namespace: string;
+    labelSelector: string;
+    label: string;
+  }) => Promise<LabPod & { name: string }>;
+}): Promise<ClusterDns> {
+  const clusterIP = o.clusterIP ?? clusterDnsIp;
+  const account = await createClusterDnsObjects(o.kc, {
+    nodeName: o.linux.nodeName,
+    kubeconfigPath: join(o.lab.dir, 'coredns.kubeconfig'),
+    clusterIP,
+  });
+  const selector = {
+    namespace: dnsNamespace,
+    labelSelector: 'k8s-app=kube-dns',
+    label: 'lnx1-dns',
+  };
+  const pod = await (o.runPod ?? ((p) => runLabPod(o.kc, o.linux, p)))(selector);
+  const coredns = await startCoreDns({
+    lab: o.lab,
+    relay: o.relay,
+    binDir: o.binDir,
+    pod,
+    kubeconfig: account.inNetnsKubeconfig,
+  });
+  const discovery = o.kc.makeApiClient(k8s.DiscoveryV1Api);
+  await waitFor(
+    async () =>
+      (
+        await discovery.listNamespacedEndpointSlice({
+          namespace: dnsNamespace,
+          labelSelector: 'kubernetes.io/service-name=kube-dns',
+        })
+      ).items.some((s) =>
+        s.endpoints?.some((e) => e.addresses.includes(pod.address) && e.conditions?.ready === true),
+      ) || undefined,
+    { description: `kube-dns's EndpointSlice with ${pod.address} ready`, timeoutMs: 30_000 },
+  );
+  return { pod, coredns, clusterIP };
 }

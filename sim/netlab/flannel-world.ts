@@ -9,13 +9,13 @@
  */
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { type Cluster, hostNodeAnnotation } from '../cluster/start-cluster.ts';
-import { renewNodeLease } from '../hosts/node-lease.ts';
+import type { Cluster } from '../cluster/start-cluster.ts';
 import { createLinuxNode } from '../testkit/nodes.ts';
 import { freshCluster, type TestCluster } from '../testkit/test-cluster.ts';
 import type { ApiRelay } from './api-relay.ts';
 import { createFlannelAccount, type FlannelAccount } from './flannel-account.ts';
 import { type FlannelBackend, leasePatch, windowsVxlan } from './flannel-config.ts';
+import { createLabPodsNode } from './lab-kubelet.ts';
 import { LinuxFlannelNode, waitForPodCidr } from './linux-flannel-node.ts';
 import { NetLab } from './net-lab.ts';
 import { ensureNetlabBinaries } from './netlab-binaries.ts';
@@ -57,21 +57,11 @@ export async function flannelWorld(t: {
   const account = await createFlannelAccount(kc, join(lab.dir, 'flannel.kubeconfig'));
   const addNodeObject = async (name: string, labPods = false) => {
     if (labPods) {
-      await createLinuxNode(kc, {
-        name,
-        annotations: { [hostNodeAnnotation.key]: hostNodeAnnotation.value },
-        waitReady: false,
-      });
       const leases = new AbortController();
       t.after(async () => leases.abort());
-      void renewNodeLease({
-        kc,
-        nodeName: name,
-        signal: leases.signal,
-        apiTimeoutMs: 10_000,
-        log: () => {},
-      });
-    } else await createLinuxNode(kc, { name });
+      return createLabPodsNode(kc, name, leases.signal);
+    }
+    await createLinuxNode(kc, { name });
     return waitForPodCidr(kc, name);
   };
   return {

@@ -24,20 +24,13 @@
  * (docs/fidelity-ledger.md). Needs root.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { hnsProtocol } from '../hosts/hns-networks.ts';
 import { kubeProxyStatus } from '../hosts/kube-proxy-standin.ts';
 import { testNamespace } from '../testkit/test-cluster.ts';
-import {
-  clusterDnsIp,
-  createClusterDnsObjects,
-  dnsNamespace,
-  runLabPod,
-  startCoreDns,
-} from './cluster-dns.ts';
+import { clusterDnsIp, dnsNamespace, startClusterDns } from './cluster-dns.ts';
 import { queryA } from './dns-query.ts';
 import { runWindowsPod, windowsFlannelWorld } from './windows-flannel-world.ts';
 
@@ -52,38 +45,9 @@ test('a Windows pod resolves Service names through the kube-dns cluster IP, answ
   const { kc, core, sim, windows, linux } = w;
   const { lab, relay, binDir } = w.world;
 
-  // CoreDNS on the Linux node: its Deployment's pod, wired by the lab, Ready with its address.
-  const account = await createClusterDnsObjects(kc, {
-    nodeName: linux.nodeName,
-    kubeconfigPath: join(lab.dir, 'coredns.kubeconfig'),
-  });
-  const dnsPod = await runLabPod(kc, linux, {
-    namespace: dnsNamespace,
-    labelSelector: 'k8s-app=kube-dns',
-    label: 'lnx1-dns',
-  });
-  const coredns = await startCoreDns({
-    lab,
-    relay,
-    binDir,
-    pod: dnsPod,
-    kubeconfig: account.inNetnsKubeconfig,
-  });
-  const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
-  await waitFor(
-    async () =>
-      (
-        await discovery.listNamespacedEndpointSlice({
-          namespace: dnsNamespace,
-          labelSelector: 'kubernetes.io/service-name=kube-dns',
-        })
-      ).items.some((s) =>
-        s.endpoints?.some(
-          (e) => e.addresses.includes(dnsPod.address) && e.conditions?.ready === true,
-        ),
-      ) || undefined,
-    { description: `kube-dns's EndpointSlice with ${dnsPod.address} ready`, timeoutMs: 30_000 },
-  );
+  // CoreDNS on the Linux node: its Deployment's pod, wired by the lab, Ready with its address,
+  // in kube-dns's EndpointSlice.
+  const { pod: dnsPod, coredns } = await startClusterDns({ kc, lab, relay, binDir, linux });
 
   // A test Service, and the Windows pod.
   const apps = await testNamespace(kc, 'win-dns');
