@@ -58,7 +58,7 @@ import { removeStaleCopiesOf } from './replace-executable.ts';
 import type { AgentContext } from './run-agent.ts';
 import { syncSourceVip } from './source-vip.ts';
 import { stopOnStdinEofVariable } from './windows/service-shim.ts';
-import { syncWindowsUpdates, windowsUpdateWatchKey } from './windows-updates.ts';
+import { installRunning, syncWindowsUpdates, windowsUpdateWatchKey } from './windows-updates.ts';
 
 const manifestPath = `${winfleetDir}\\services.json`;
 /** The run loop's exit code when a new agent executable replaced it (the SCM restarts it). */
@@ -119,8 +119,15 @@ async function removeBootstrapFiles(host: AgentContext['hostOS']): Promise<void>
     if (await host.readFile(path)) await host.removePath(path);
 }
 
-/** One pass of the loop. Exported for tests. */
-export async function checkOnce(context: AgentContext, config: AgentConfig): Promise<string> {
+/**
+ * One pass of the loop. Exported for tests. `wake` is called when a Windows Update search or
+ * install that outlasted the pass ends (windows-updates.ts), so the loop looks again at once.
+ */
+export async function checkOnce(
+  context: AgentContext,
+  config: AgentConfig,
+  wake?: () => void,
+): Promise<string> {
   const host = context.hostOS;
   let manifest = await loadLocalManifest(context);
   const state = await readState(host);
@@ -269,6 +276,7 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
         context.stderr(`gMSA readiness report failed: ${(error as Error).message}\n`);
       }
       await syncWindowsUpdates(context, config, node, {
+        ...(wake ? { wake } : {}),
         patchAnnotations: async (annotations) => {
           await core.patchNode(
             { name: config.nodeName, body: { metadata: { annotations } } },
@@ -506,11 +514,14 @@ export async function runLoop(context: AgentContext): Promise<number> {
       return 0;
     }
     try {
-      if (deconfigure === 'none') await checkOnce(context, config);
+      if (deconfigure === 'none') await checkOnce(context, config, poke);
     } catch (error) {
       context.stderr(`check failed: ${(error as Error).message}\n`);
     }
-    const replaced = replacedExecutables(startedAs, await ownExecutables(context));
+    // A restart would stop a Windows update install half-way: it waits for the install to end.
+    const replaced = installRunning(context)
+      ? []
+      : replacedExecutables(startedAs, await ownExecutables(context));
     if (replaced.length > 0) {
       context.stderr(
         `a new ${replaced.join(' and ')} executable is installed; restarting to run it\n`,
@@ -518,7 +529,7 @@ export async function runLoop(context: AgentContext): Promise<number> {
       watch?.abort();
       return agentReplacedExitCode;
     }
-    const stale = await staleOwnEnvironment(context);
+    const stale = installRunning(context) ? [] : await staleOwnEnvironment(context);
     if (stale.length > 0) {
       context.stderr(
         `the agent's service environment changed (${stale.join(', ')}); restarting to take it\n`,
