@@ -477,3 +477,13 @@ test('a simulated operation longer than its timeout is killed as the runner kill
     3010,
   );
 });
+
+test('a reboot something else waits for (a proxy Windows read at boot) is reported as pending', async (t) => {
+  let besides = false;
+  const w = await world(t, catalog, {}, { rebootPendingBesides: () => besides });
+  await w.pass();
+  assert.equal(w.report().rebootPending, false);
+  besides = true;
+  await w.pass();
+  assert.equal(w.report().rebootPending, true);
+});
