@@ -28,6 +28,13 @@ export const benchHostTimings: Required<SimMachineTimings> = {
   shutdownTimeoutMs: 2_000,
   rebootDowntimeMs: 1_000,
   rebootDelayMs: 500,
+  // Long operations (sim/hosts/long-operations.ts): simulated minutes, 1000 times faster.
+  longOperationScale: 1000,
+  updateSearchMs: 90_000,
+  cumulativeUpdateInstallMs: 20 * 60_000,
+  updateInstallMs: 60_000,
+  msuExtractMs: 60_000,
+  dismAddPackageMs: 15 * 60_000,
 };
 
 async function main(): Promise<void> {

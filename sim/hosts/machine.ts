@@ -21,6 +21,7 @@ import { errorCode, fsError } from './file-system-error.ts';
 import { WindowsFirewall } from './firewall.ts';
 import { HnsNetworks } from './hns-networks.ts';
 import { bindsHostAdapter } from './ip-configuration.ts';
+import { type LongOperationTimings, SimLongOperations } from './long-operations.ts';
 import {
   EnvironmentVariables,
   MachineEnvironment,
@@ -97,7 +98,7 @@ export interface SimMachineOptions {
   joinTuning?: JoinTuning;
 }
 
-export interface SimMachineTimings extends ScmTimings {
+export interface SimMachineTimings extends ScmTimings, LongOperationTimings {
   /** How long the machine is down during a reboot (SSH refused). Default 1000 ms. */
   rebootDowntimeMs?: number;
   /** Delay between HostOS.reboot() and the reboot (shutdown.exe /t). Default 500 ms. */
@@ -229,6 +230,8 @@ export class SimMachine {
   readonly ccg: ContainerCredentialGuard;
   /** Its patch catalog, installed updates and reboot-pending registry entries. */
   readonly windowsUpdate: SimWindowsUpdate;
+  /** Update searches and installs, .msu unpacking, DISM: minutes on a clock tests speed up. */
+  readonly longOperations: SimLongOperations;
   readonly hns = new HnsNetworks();
   /** Its rules persist across reboots; only the kubelet's port is filtered (firewall.ts). */
   readonly firewall = new WindowsFirewall();
@@ -299,6 +302,7 @@ export class SimMachine {
     this.features = new WindowsFeatures(options.features);
     this.ccg = new ContainerCredentialGuard(this.features, options.ccgPlugins);
     this.windowsUpdate = new SimWindowsUpdate(this.osVersion, options.windowsUpdates);
+    this.longOperations = new SimLongOperations(options.timings);
     this.#bootEnvironment = this.env.entries();
     this.timings = {
       rebootDowntimeMs: options.timings?.rebootDowntimeMs ?? 1000,

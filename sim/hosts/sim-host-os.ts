@@ -35,6 +35,7 @@ import {
   parseHnsEndpointListOutput,
   removeHnsEndpointScript,
 } from '../../src/agent/windows/hns.ts';
+import { longOperationTimeoutsMs } from '../../src/agent/windows/long-operations.ts';
 import {
   addRootCertificateScript,
   pemToDer,
@@ -516,9 +517,16 @@ export class SimHostOS implements HostOS {
     return this.#live(() => installWithPayload(this.#updatePrimitives(), kbs));
   }
 
-  /** What WindowsHostOS runs, as the machine answers it (the routing is the product's). */
+  /**
+   * What WindowsHostOS runs, as the machine answers it (the routing is the product's). The
+   * search, the install, wusa /extract and DISM take simulated minutes and run with the
+   * timeouts WindowsHostOS gives them (long-operations.ts), killed as its runner kills them.
+   */
   #updatePrimitives(): PayloadUpdatePrimitives {
     const wu = this.#machine.windowsUpdate;
+    const ops = this.#machine.longOperations;
+    const timings = ops.timings;
+    const timeouts = longOperationTimeoutsMs;
     return {
       listPayload: async () => {
         try {
@@ -528,17 +536,53 @@ export class SimHostOS implements HostOS {
           throw error;
         }
       },
-      searchOnline: async () => {
-        if (!wu.online) throw wuaError('search for Windows updates', 'search', '0x8024402C');
-        return wu.search();
-      },
-      installedKbs: async () => wu.installed(),
-      installOnline: async (kbs) => wu.install(kbs, 'local'),
-      installMsu: async (msu) =>
-        wu.installMsu(
-          msu.name,
-          await this.#machine.fs.readFile(`${hostPaths.payload}\\${msu.name}`),
+      searchOnline: () =>
+        ops.run(
+          'powershell.exe',
+          ['search for Windows updates'],
+          { timeoutMs: timeouts.updateSearch },
+          timings.updateSearchMs,
+          () => {
+            if (!wu.online) throw wuaError('search for Windows updates', 'search', '0x8024402C');
+            return wu.search();
+          },
         ),
+      installedKbs: async () => wu.installed(),
+      installOnline: (kbs) => {
+        const installed = new Set(wu.installed());
+        const durationMs = kbs.reduce((sum, kb) => {
+          const update = wu.catalogUpdate(kb);
+          if (!update || installed.has(kb)) return sum;
+          return (
+            sum +
+            (update.rebootRequired ? timings.cumulativeUpdateInstallMs : timings.updateInstallMs)
+          );
+        }, 0);
+        return ops.run(
+          'powershell.exe',
+          ['install Windows updates', ...kbs],
+          { timeoutMs: timeouts.updateInstall },
+          durationMs,
+          () => wu.install(kbs, 'local'),
+        );
+      },
+      installMsu: async (msu) => {
+        const data = await this.#machine.fs.readFile(`${hostPaths.payload}\\${msu.name}`);
+        await ops.run(
+          'wusa.exe',
+          [msu.name, '/extract'],
+          { timeoutMs: timeouts.msuExtract },
+          timings.msuExtractMs,
+          () => {},
+        );
+        return ops.run(
+          'Dism.exe',
+          ['/online', '/add-package', msu.kb],
+          { timeoutMs: timeouts.dismAddPackage },
+          timings.dismAddPackageMs,
+          () => wu.installMsu(msu.name, data),
+        );
+      },
     };
   }
 

@@ -96,6 +96,12 @@ export class SimWindowsUpdate {
     for (const update of updates) this.#catalog.set(update.kb, checkUpdate(update));
   }
 
+  /** The catalog's entry for `kb`, if it offers it. */
+  catalogUpdate(kb: string): CatalogUpdate | undefined {
+    const update = this.#catalog.get(kb);
+    return update && checkUpdate(update);
+  }
+
   /** KBs installed, in order. */
   installed(): string[] {
     return [...this.#installed];

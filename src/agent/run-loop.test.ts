@@ -14,7 +14,12 @@ import { parseAgentConfig, paths } from './agent-config.ts';
 import { readState } from './agent-state.ts';
 import { agentServiceName } from './converge.ts';
 import { runAgent } from './run-agent.ts';
-import { agentReplacedExitCode, checkOnce, stopWhenInputEnds } from './run-loop.ts';
+import {
+  agentReplacedExitCode,
+  checkOnce,
+  environmentAwaitingReboot,
+  stopWhenInputEnds,
+} from './run-loop.ts';
 
 // Without C:\k\kubeconfig (no kubelet ever bootstraps here) the run loop has no cluster
 // client: these tests cover what it does on the host alone. What it does with the Node and
@@ -148,4 +153,41 @@ test('WINFLEET_STOP_ON_STDIN_EOF with a value other than 1 is refused, naming th
       ),
     /^RangeError: WINFLEET_STOP_ON_STDIN_EOF is "true"; set it to 1 to stop when the standard input closes \(winfleet-service\.exe does\), or leave it unset$/,
   );
+});
+
+test('a proxy that left the configuration but that Windows read at boot restarts the agent once, then waits for a reboot (issue 32)', async (t) => {
+  const stop = new AbortController();
+  t.after(() => stop.abort());
+  const host = await bootstrapped(t, stop.signal);
+  assert.deepEqual(
+    await host.context.hostOS.queryServiceEnvironment(agentServiceName),
+    {},
+    'the agent service has no proxy configured (it was removed)',
+  );
+  // The block the SCM gives the agent at each start: services.exe's boot-time machine
+  // environment still has the proxy (KB 821761), and no Environment value can unset it.
+  const block: Record<string, string> = {
+    winfleet_stop_on_stdin_eof: '1',
+    http_proxy: 'http://proxy.corp.example:3128',
+    https_proxy: 'http://proxy.corp.example:3128',
+  };
+  const context = { ...host.context, env: (name: string) => block[name.toLowerCase()] };
+  assert.equal(await runAgent(['run'], context), agentReplacedExitCode, 'restarted once');
+  let ended: number | undefined;
+  const second = runAgent(['run'], context).then((code) => {
+    ended = code;
+    return code;
+  });
+  await waitFor(() => environmentAwaitingReboot(context).length > 0, {
+    description: 'the agent to report the variables only a reboot removes',
+    timeoutMs: 10_000,
+    intervalMs: 20,
+  });
+  assert.deepEqual(environmentAwaitingReboot(context), ['HTTP_PROXY', 'HTTPS_PROXY']);
+  assert.match(host.stderr.join(''), /HTTP_PROXY, HTTPS_PROXY left the configuration.*KB 821761/);
+  // Two more passes (2 s apart without a cluster): no restart loop.
+  await new Promise((resolve) => setTimeout(resolve, 4_500));
+  assert.equal(ended, undefined, `the agent keeps running: ${host.stderr.join('')}`);
+  stop.abort();
+  assert.equal(await second, 0);
 });

@@ -58,7 +58,7 @@ import { removeStaleCopiesOf } from './replace-executable.ts';
 import type { AgentContext } from './run-agent.ts';
 import { syncSourceVip } from './source-vip.ts';
 import { stopOnStdinEofVariable } from './windows/service-shim.ts';
-import { syncWindowsUpdates, windowsUpdateWatchKey } from './windows-updates.ts';
+import { installRunning, syncWindowsUpdates, windowsUpdateWatchKey } from './windows-updates.ts';
 
 const manifestPath = `${winfleetDir}\\services.json`;
 /** The run loop's exit code when a new agent executable replaced it (the SCM restarts it). */
@@ -119,8 +119,15 @@ async function removeBootstrapFiles(host: AgentContext['hostOS']): Promise<void>
     if (await host.readFile(path)) await host.removePath(path);
 }
 
-/** One pass of the loop. Exported for tests. */
-export async function checkOnce(context: AgentContext, config: AgentConfig): Promise<string> {
+/**
+ * One pass of the loop. Exported for tests. `wake` is called when a Windows Update search or
+ * install that outlasted the pass ends (windows-updates.ts), so the loop looks again at once.
+ */
+export async function checkOnce(
+  context: AgentContext,
+  config: AgentConfig,
+  wake?: () => void,
+): Promise<string> {
   const host = context.hostOS;
   let manifest = await loadLocalManifest(context);
   const state = await readState(host);
@@ -269,6 +276,9 @@ export async function checkOnce(context: AgentContext, config: AgentConfig): Pro
         context.stderr(`gMSA readiness report failed: ${(error as Error).message}\n`);
       }
       await syncWindowsUpdates(context, config, node, {
+        ...(wake ? { wake } : {}),
+        // Proxy variables only a reboot takes from the services (staleOwnEnvironment).
+        rebootPendingBesides: () => environmentAwaitingReboot(context).length > 0,
         patchAnnotations: async (annotations) => {
           await core.patchNode(
             { name: config.nodeName, body: { metadata: { annotations } } },
@@ -313,18 +323,51 @@ async function ownExecutables(
  * WINFLEET_STOP_ON_STDIN_EOF=1): a run by hand never exits for its environment. Compared with
  * the service's configuration, not the manifest, so a host whose configuration could not be
  * written does not restart over and over for nothing.
+ *
+ * Once per configuration: the configuration a restart was for is recorded first, and a process
+ * that still differs from that same configuration started with it. What differs then is a
+ * variable the configuration no longer has, which the SCM took from the machine environment
+ * services.exe read at boot (KB 821761: a LocalSystem service sees a machine-level change only
+ * after a restart of the computer), and a service's Environment value cannot unset it. No
+ * restart can take it away: the loop does not restart, and reports a pending reboot instead
+ * (environmentAwaitingReboot), which the pool's rollout carries out.
  */
-async function staleOwnEnvironment(context: AgentContext): Promise<string[]> {
+async function staleOwnEnvironment(
+  context: AgentContext,
+): Promise<{ restart: string[]; awaitingReboot: string[] }> {
+  const none = { restart: [], awaitingReboot: [] };
   const env = context.env;
-  if (env?.(stopOnStdinEofVariable) !== '1') return [];
+  if (env?.(stopOnStdinEofVariable) !== '1') return none;
   const configured = await context.hostOS
     .queryServiceEnvironment(agentServiceName)
     .catch(() => undefined);
-  if (!configured) return [];
+  if (!configured) return none;
   const lookup = new Map(Object.entries(configured).map(([k, v]) => [k.toLowerCase(), v]));
-  return agentEnvironmentVariables.filter(
-    (name) => (lookup.get(name.toLowerCase()) ?? '') !== (env(name) ?? ''),
-  );
+  const wanted = (name: string) => lookup.get(name.toLowerCase()) ?? '';
+  const stale = agentEnvironmentVariables.filter((name) => wanted(name) !== (env(name) ?? ''));
+  if (stale.length === 0) return none;
+  const key = JSON.stringify(agentEnvironmentVariables.map(wanted));
+  const restartedFor = (
+    await context.hostOS.readFile(environmentRestartPath).catch(() => undefined)
+  )
+    ?.toString('utf8')
+    .trim();
+  if (restartedFor !== key) {
+    await context.hostOS.writeFile(environmentRestartPath, `${key}\n`);
+    return { restart: stale, awaitingReboot: [] };
+  }
+  return { restart: [], awaitingReboot: stale.filter((name) => wanted(name) === '') };
+}
+
+/** Where the loop records the service configuration it last restarted for. */
+const environmentRestartPath = `${winfleetDir}\\agent-environment-restart.json`;
+
+/** Per agent: the variables only a reboot can take from the services (staleOwnEnvironment). */
+const awaitingReboot = new WeakMap<AgentContext, string[]>();
+
+/** The variables the services keep from the boot-time machine environment until a reboot. */
+export function environmentAwaitingReboot(context: AgentContext): string[] {
+  return awaitingReboot.get(context) ?? [];
 }
 
 /**
@@ -506,11 +549,14 @@ export async function runLoop(context: AgentContext): Promise<number> {
       return 0;
     }
     try {
-      if (deconfigure === 'none') await checkOnce(context, config);
+      if (deconfigure === 'none') await checkOnce(context, config, poke);
     } catch (error) {
       context.stderr(`check failed: ${(error as Error).message}\n`);
     }
-    const replaced = replacedExecutables(startedAs, await ownExecutables(context));
+    // A restart would stop a Windows update install half-way: it waits for the install to end.
+    const replaced = installRunning(context)
+      ? []
+      : replacedExecutables(startedAs, await ownExecutables(context));
     if (replaced.length > 0) {
       context.stderr(
         `a new ${replaced.join(' and ')} executable is installed; restarting to run it\n`,
@@ -518,13 +564,27 @@ export async function runLoop(context: AgentContext): Promise<number> {
       watch?.abort();
       return agentReplacedExitCode;
     }
-    const stale = await staleOwnEnvironment(context);
-    if (stale.length > 0) {
+    const environment = installRunning(context)
+      ? { restart: [], awaitingReboot: environmentAwaitingReboot(context) }
+      : await staleOwnEnvironment(context).catch((error: unknown) => {
+          context.stderr(`cannot compare the agent's environment: ${(error as Error).message}\n`);
+          return { restart: [], awaitingReboot: environmentAwaitingReboot(context) };
+        });
+    if (environment.restart.length > 0) {
       context.stderr(
-        `the agent's service environment changed (${stale.join(', ')}); restarting to take it\n`,
+        `the agent's service environment changed (${environment.restart.join(', ')}); restarting to take it\n`,
       );
       watch?.abort();
       return agentReplacedExitCode;
+    }
+    const before = environmentAwaitingReboot(context).join(', ');
+    awaitingReboot.set(context, environment.awaitingReboot);
+    if (environment.awaitingReboot.length > 0 && environment.awaitingReboot.join(', ') !== before) {
+      context.stderr(
+        `${environment.awaitingReboot.join(', ')} left the configuration, but the services keep the value Windows read at boot until the host restarts (KB 821761); reported as a pending reboot for the pool's rollout\n`,
+      );
+      // The report says so now, not at the next interval.
+      pending = true;
     }
     if (!watch) await startWatch();
     // Until the node's credentials exist and the watch runs, look again every two seconds.

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { type HostCall, recordingHostOS } from '../../sim/hosts/agent-test-host.ts';
+import { SimLongOperations } from '../../sim/hosts/long-operations.ts';
 import { SimHostOS } from '../../sim/hosts/sim-host-os.ts';
 import { createTestMachine } from '../../sim/hosts/test-machine.ts';
 import { sampleCatalog, standInMsu } from '../../sim/hosts/windows-update.ts';
@@ -20,6 +21,7 @@ import {
   mergeWindowsUpdateState,
   reportableUpdates,
   syncWindowsUpdates,
+  type WindowsUpdateSync,
   windowsUpdateWatchKey,
 } from './windows-updates.ts';
 
@@ -31,8 +33,13 @@ const config = {
   updateSearchIntervalSeconds: 3600,
 } as AgentConfig;
 
-async function world(t: Parameters<typeof createTestMachine>[0], updates = catalog) {
-  const machine = await createTestMachine(t, { windowsUpdates: updates });
+async function world(
+  t: Parameters<typeof createTestMachine>[0],
+  updates = catalog,
+  machineOptions: Parameters<typeof createTestMachine>[1] = {},
+  syncOptions: Partial<WindowsUpdateSync> = {},
+) {
+  const machine = await createTestMachine(t, { windowsUpdates: updates, ...machineOptions });
   const calls: HostCall[] = [];
   const stderr: string[] = [];
   const context: AgentContext = {
@@ -52,6 +59,7 @@ async function world(t: Parameters<typeof createTestMachine>[0], updates = catal
       Object.assign(node.metadata!.annotations!, annotations);
     },
     now: () => clock,
+    ...syncOptions,
   };
   const pass = async () => {
     node.status!.nodeInfo!.bootID = machine.bootId;
@@ -400,4 +408,82 @@ test('a damaged windowsUpdates record in state.json does not stop the reports', 
     installed: ['KB5040437'],
     failed: [{ kb: 'KB5041160', error: 'x y' }],
   });
+});
+
+test('a cumulative update that takes 25 simulated minutes installs, and no pass waits for it (issue 32)', async (t) => {
+  // 25 min of LCU + 1 min of SSU at 500 simulated ms per real ms: 3.1 s. The install runs with
+  // the agent's own timeout (long-operations.ts); the runner's 2-minute default would kill it.
+  const minute = 60_000;
+  let woken = 0;
+  const w = await world(
+    t,
+    catalog,
+    {
+      timings: {
+        longOperationScale: 500,
+        updateSearchMs: 5_000,
+        cumulativeUpdateInstallMs: 25 * minute,
+        updateInstallMs: minute,
+      },
+    },
+    { foregroundMs: 100, wake: () => woken++ },
+  );
+  await w.pass();
+  assert.equal(w.report().available.length, 3);
+  w.node.metadata!.annotations![installUpdatesAnnotation] = 'Security';
+  w.node.metadata!.annotations![rebootRequestAnnotation] = 'after-patch-1';
+  const started = Date.now();
+  // The loop's passes (each with its health check) go on while the install runs.
+  let passes = 0;
+  let longest = 0;
+  while (w.report().installed.length === 0) {
+    assert.ok(Date.now() - started < 20_000, 'the install ends');
+    const before = Date.now();
+    await w.pass();
+    longest = Math.max(longest, Date.now() - before);
+    passes++;
+    if (w.report().installed.length === 0) {
+      assert.equal(w.machine.longOperations.running.size, 1, 'the install is under way');
+      assert.equal(w.machine.powerState, 'up', 'a reboot request waits for the install');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const elapsedMs = Date.now() - started;
+  assert.ok(elapsedMs * 500 > 2 * minute, `longer than 2 simulated minutes (${elapsedMs} ms)`);
+  assert.ok(passes >= 10, `the loop kept running: ${passes} passes during the install`);
+  assert.ok(longest < 1_000, `no pass waited for the install: the longest took ${longest} ms`);
+  assert.ok(woken >= 1, 'the end of the install woke the loop');
+  assert.deepEqual(w.report().installed, ['KB5040437', 'KB5041160']);
+  assert.deepEqual(w.report().failed, []);
+  assert.equal(w.report().rebootPending, true);
+  assert.ok(
+    w.stderr.some((l) => /KB5040437, KB5041160 are still installing/.test(l)),
+    w.stderr.join(''),
+  );
+});
+
+test('a simulated operation longer than its timeout is killed as the runner kills it', async () => {
+  const ops = new SimLongOperations({ longOperationScale: 60_000 });
+  let ran = false;
+  await assert.rejects(
+    ops.run('powershell.exe', ['install'], {}, 5 * 60_000, () => {
+      ran = true;
+    }),
+    { code: 'WF_TIMEOUT', message: /did not finish within 120000 ms and was killed/ },
+  );
+  assert.equal(ran, false, 'a killed install installed nothing');
+  assert.equal(
+    await ops.run('Dism.exe', [], { timeoutMs: Number.POSITIVE_INFINITY }, 60 * 60_000, () => 3010),
+    3010,
+  );
+});
+
+test('a reboot something else waits for (a proxy Windows read at boot) is reported as pending', async (t) => {
+  let besides = false;
+  const w = await world(t, catalog, {}, { rebootPendingBesides: () => besides });
+  await w.pass();
+  assert.equal(w.report().rebootPending, false);
+  besides = true;
+  await w.pass();
+  assert.equal(w.report().rebootPending, true);
 });

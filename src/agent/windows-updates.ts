@@ -34,6 +34,7 @@ import {
 import { securityCategories, updatesFor } from '../rollout/pending-changes.ts';
 import { type AgentConfig, defaultUpdateSearchIntervalSeconds } from './agent-config.ts';
 import { readState, writeState } from './agent-state.ts';
+import type { UpdateInstallResult } from './host-os.ts';
 import type { AgentContext } from './run-agent.ts';
 
 /** What state.json keeps of Windows Update and reboot requests. */
@@ -159,6 +160,8 @@ interface SearchCache {
   error?: string;
   /** KBs already tried since the last periodic search (not tried again until the next). */
   attempted: Set<string>;
+  /** An install ended since this search: search again at the next step. */
+  searchAgain?: boolean;
 }
 
 const caches = new WeakMap<AgentContext, SearchCache>();
@@ -182,6 +185,12 @@ export interface WindowsUpdateSync {
   patchAnnotations(annotations: Record<string, string>): Promise<void>;
   /** Injected for tests. Default Date.now. */
   now?: () => number;
+  /** Called when a search or install running in the background ends (the loop looks again). */
+  wake?: () => void;
+  /** How long a pass waits for a search or install, ms. Default defaultForegroundMs. */
+  foregroundMs?: number;
+  /** Whether something besides Windows servicing waits for a reboot (the report says so). */
+  rebootPendingBesides?: () => boolean;
 }
 
 /**
@@ -240,6 +249,97 @@ async function search(
   };
 }
 
+/**
+ * The search or install running for an agent. It runs in the background: a pass waits for it at
+ * most foregroundMs, then goes on (the loop's health check and service convergence keep
+ * running every pass), and a later pass takes its result. Only its host call runs in the
+ * background; state.json and the report are written by the passes, in the loop's order.
+ */
+type Operation =
+  | { kind: 'search'; promise: Promise<SearchCache>; outcome?: SearchCache; startedAt: number }
+  | {
+      kind: 'install';
+      kbs: string[];
+      promise: Promise<UpdateInstallResult>;
+      outcome?: UpdateInstallResult;
+      startedAt: number;
+    };
+
+const operations = new WeakMap<AgentContext, Operation>();
+/** The operation whose "still running" line was logged, per agent (logged once each). */
+const loggedRunning = new WeakMap<AgentContext, Operation>();
+/** How long a pass waits for a search or install before it leaves it to run on. */
+export const defaultForegroundMs = 5_000;
+
+/** Whether `op` ended within `ms`. */
+async function endedWithin(op: Operation, ms: number): Promise<boolean> {
+  if (op.outcome) return true;
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([op.promise, waited]);
+  clearTimeout(timer);
+  return op.outcome !== undefined;
+}
+
+function startOperation(
+  context: AgentContext,
+  op: Operation,
+  wake: (() => void) | undefined,
+): Operation {
+  // The promises never reject: search() and install() turn errors into results.
+  (op.promise as Promise<SearchCache | UpdateInstallResult>).then((outcome) => {
+    op.outcome = outcome as never;
+    wake?.();
+  });
+  operations.set(context, op);
+  return op;
+}
+
+/** Whether a Windows Update install is running for this agent (a reboot waits for it). */
+export function installRunning(context: AgentContext): boolean {
+  const op = operations.get(context);
+  return op?.kind === 'install' && !op.outcome;
+}
+
+async function install(context: AgentContext, wanted: string[]): Promise<UpdateInstallResult> {
+  try {
+    return await context.hostOS.installUpdates(wanted);
+  } catch (error) {
+    const text = printableText((error as Error).message, 400) || 'the install failed';
+    return {
+      installed: [],
+      failed: wanted.map((kb) => ({ kb, error: text })),
+      rebootRequired: false,
+    };
+  }
+}
+
+/** Records an install's result in state.json and logs it; returns the new record. */
+async function recordInstall(
+  context: AgentContext,
+  result: UpdateInstallResult,
+): Promise<WindowsUpdateState | undefined> {
+  for (const f of result.failed) {
+    context.stderr(`Windows update ${f.kb} was not installed: ${f.error}\n`);
+  }
+  if (result.installed.length > 0) {
+    context.stderr(
+      `installed Windows updates ${result.installed.join(', ')}${result.rebootRequired ? '; a reboot is needed to finish' : ''}\n`,
+    );
+  }
+  const mine: WindowsUpdateState = {
+    rebootTokens: [],
+    installed: result.installed,
+    failed: result.failed.map((f) => ({ kb: f.kb, error: printableText(f.error, 512) })),
+  };
+  const full = await readState(context.hostOS);
+  full.windowsUpdates = mergeWindowsUpdateState(full.windowsUpdates, mine);
+  await writeState(context.hostOS, full);
+  return full.windowsUpdates;
+}
+
 async function updatesPass(
   context: AgentContext,
   config: AgentConfig,
@@ -248,18 +348,9 @@ async function updatesPass(
   sync: WindowsUpdateSync,
 ): Promise<void> {
   const now = (sync.now ?? Date.now)();
+  const foregroundMs = sync.foregroundMs ?? defaultForegroundMs;
   const intervalMs =
     (config.updateSearchIntervalSeconds ?? defaultUpdateSearchIntervalSeconds) * 1000;
-  const previous = caches.get(context);
-  const due =
-    !previous ||
-    previous.bootId !== bootId ||
-    now - previous.at >=
-      (previous.error ? Math.min(intervalMs, searchRetrySeconds * 1000) : intervalMs);
-  // A new boot or a periodic search: every update may be tried again.
-  let cache = due ? await search(context, bootId, now, previous, new Set()) : previous;
-  caches.set(context, cache);
-
   const policy = node.metadata?.annotations?.[installUpdatesAnnotation];
   let state = (await readState(context.hostOS)).windowsUpdates;
   if (policy !== undefined && policy !== 'Security' && policy !== 'All') {
@@ -269,55 +360,82 @@ async function updatesPass(
       policy,
       `${installUpdatesAnnotation} on Node ${config.nodeName} is ${JSON.stringify(policy.slice(0, 64))}; expected "Security" or "All" (the operator's rollout engine writes it): installing nothing`,
     );
-  } else if (policy) {
-    const attempted = cache.attempted;
-    const wanted = updatesFor(policy, cache.available)
-      .map((u) => u.kb)
-      .filter((kb) => !attempted.has(kb));
-    if (wanted.length > 0) {
-      context.stderr(`installing Windows updates (${policy}): ${wanted.join(', ')}\n`);
-      for (const kb of wanted) attempted.add(kb);
-      let result: Awaited<ReturnType<AgentContext['hostOS']['installUpdates']>>;
-      try {
-        result = await context.hostOS.installUpdates(wanted);
-      } catch (error) {
-        const text = printableText((error as Error).message, 400) || 'the install failed';
-        result = {
-          installed: [],
-          failed: wanted.map((kb) => ({ kb, error: text })),
-          rebootRequired: false,
-        };
-      }
-      for (const f of result.failed) {
-        context.stderr(`Windows update ${f.kb} was not installed: ${f.error}\n`);
-      }
-      if (result.installed.length > 0) {
+  }
+  // At most a search, an install and the search after it per pass; each is started once and
+  // waited for at most foregroundMs.
+  for (let step = 0; step < 3; step++) {
+    let op = operations.get(context);
+    if (!op) {
+      const previous = caches.get(context);
+      const due =
+        !previous ||
+        previous.bootId !== bootId ||
+        previous.searchAgain === true ||
+        now - previous.at >=
+          (previous.error ? Math.min(intervalMs, searchRetrySeconds * 1000) : intervalMs);
+      if (due) {
+        // A new boot or a periodic search: every update may be tried again; right after an
+        // install, what was tried stays tried.
+        const attempted =
+          previous?.searchAgain && previous.bootId === bootId
+            ? previous.attempted
+            : new Set<string>();
+        op = startOperation(
+          context,
+          {
+            kind: 'search',
+            promise: search(context, bootId, now, previous, attempted),
+            startedAt: now,
+          },
+          sync.wake,
+        );
+      } else if (policy === 'Security' || policy === 'All') {
+        const attempted = previous.attempted;
+        const wanted = updatesFor(policy, previous.available)
+          .map((u) => u.kb)
+          .filter((kb) => !attempted.has(kb));
+        if (wanted.length === 0) break;
+        context.stderr(`installing Windows updates (${policy}): ${wanted.join(', ')}\n`);
+        for (const kb of wanted) attempted.add(kb);
+        op = startOperation(
+          context,
+          { kind: 'install', kbs: wanted, promise: install(context, wanted), startedAt: now },
+          sync.wake,
+        );
+      } else break;
+    }
+    if (!(await endedWithin(op, foregroundMs))) {
+      if (loggedRunning.get(context) !== op) {
+        loggedRunning.set(context, op);
         context.stderr(
-          `installed Windows updates ${result.installed.join(', ')}${result.rebootRequired ? '; a reboot is needed to finish' : ''}\n`,
+          op.kind === 'install'
+            ? `Windows updates ${op.kbs.join(', ')} are still installing; the agent goes on meanwhile and records the result when it ends\n`
+            : 'the Windows Update search is still running; the agent goes on meanwhile and reports what it finds when it ends\n',
         );
       }
-      const mine: WindowsUpdateState = {
-        rebootTokens: [],
-        installed: result.installed,
-        failed: result.failed.map((f) => ({ kb: f.kb, error: printableText(f.error, 512) })),
-      };
-      const full = await readState(context.hostOS);
-      full.windowsUpdates = mergeWindowsUpdateState(full.windowsUpdates, mine);
-      await writeState(context.hostOS, full);
-      state = full.windowsUpdates;
+      break;
+    }
+    operations.delete(context);
+    if (op.kind === 'search') {
+      // A search of an earlier boot says nothing of this one: searched again.
+      if (op.outcome!.bootId === bootId) caches.set(context, op.outcome!);
+    } else {
+      state = await recordInstall(context, op.outcome!);
       // Right after installing: what is left, and whether Windows now waits for a reboot.
-      cache = await search(context, bootId, now, cache, attempted);
-      caches.set(context, cache);
+      const cache = caches.get(context);
+      if (cache) cache.searchAgain = true;
     }
   }
 
+  const cache = caches.get(context);
+  if (!cache || cache.bootId !== bootId) return;
   const report: WindowsUpdateReport = {
     bootId,
     searchedAt: cache.searchedAt,
     available: cache.available,
     installed: state?.installed ?? [],
     failed: state?.failed ?? [],
-    rebootPending: cache.rebootPending,
+    rebootPending: cache.rebootPending || (sync.rebootPendingBesides?.() ?? false),
     ...(cache.error ? { error: cache.error } : {}),
   };
   const text = formatWindowsUpdateReport(fitted(report));
@@ -363,6 +481,16 @@ async function rebootPass(
   }
   const state = await readState(context.hostOS);
   if (state.windowsUpdates?.rebootTokens.includes(token)) return;
+  // A reboot in the middle of an install would stop it half-way: the request waits for it.
+  if (installRunning(context)) {
+    logOnce(
+      context,
+      'reboot-waits-for-install',
+      token,
+      `reboot request ${token} waits for the Windows update install under way\n`.trimEnd(),
+    );
+    return;
+  }
   // Recorded first: if the reboot comes before anything else is written, it is still the
   // only one for this token.
   state.windowsUpdates = mergeWindowsUpdateState(state.windowsUpdates, {

@@ -48,3 +48,15 @@ test('keeps at most maxOutputBytes of output', async () => {
   const result = await small(node, ['-e', "process.stdout.write('x'.repeat(100000))"]);
   assert.equal(result.stdout, 'x'.repeat(10));
 });
+
+test('timeoutMs Infinity: the program is never killed, however short the runner’s default', async () => {
+  // DISM adding a package must not be killed half-way (long-operations.ts): setTimeout would
+  // have taken Infinity as 1 ms.
+  const impatient = childProcessRunner({ timeoutMs: 50 });
+  const result = await impatient(
+    node,
+    ['-e', "setTimeout(() => process.stdout.write('done'), 400)"],
+    { timeoutMs: Number.POSITIVE_INFINITY },
+  );
+  assert.deepEqual(result, { exitCode: 0, stdout: 'done', stderr: '' });
+});

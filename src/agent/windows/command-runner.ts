@@ -17,8 +17,15 @@ export interface CommandResult {
   stderr: string;
 }
 
+/** How long a command may run when neither it nor the runner says otherwise: 2 minutes. */
+export const defaultCommandTimeoutMs = 120_000;
+
 export interface CommandOptions {
-  /** Kill the program after this many ms. Default: the runner's default (2 minutes). */
+  /**
+   * Kill the program after this many ms. Default: the runner's default (2 minutes).
+   * `Infinity`: never killed (a program that would leave Windows half changed, such as DISM
+   * adding a package, long-operations.ts).
+   */
   timeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -31,7 +38,7 @@ export type CommandRunner = (
 ) => Promise<CommandResult>;
 
 export interface ChildProcessRunnerOptions {
-  /** Default timeout per command, in ms. Default: 120000. */
+  /** Default timeout per command, in ms. Default: defaultCommandTimeoutMs (120000). */
   timeoutMs?: number;
   /** Output kept per stream, in bytes; the rest is dropped. Default: 16 MiB. */
   maxOutputBytes?: number;
@@ -41,7 +48,7 @@ export interface ChildProcessRunnerOptions {
 export function childProcessRunner(defaults: ChildProcessRunnerOptions = {}): CommandRunner {
   const maxOutputBytes = defaults.maxOutputBytes ?? 16 * 1024 * 1024;
   return function runChildProcess(file, args, options = {}) {
-    const timeoutMs = options.timeoutMs ?? defaults.timeoutMs ?? 120_000;
+    const timeoutMs = options.timeoutMs ?? defaults.timeoutMs ?? defaultCommandTimeoutMs;
     return new Promise<CommandResult>((resolve, reject) => {
       const child = spawn(file, args, {
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -51,10 +58,13 @@ export function childProcessRunner(defaults: ChildProcessRunnerOptions = {}): Co
       const stdout = collect(child.stdout, maxOutputBytes);
       const stderr = collect(child.stderr, maxOutputBytes);
       let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        child.kill();
-      }, timeoutMs);
+      // setTimeout would take Infinity (or anything over 2^31-1 ms) as 1 ms: no timer at all.
+      const timer = Number.isFinite(timeoutMs)
+        ? setTimeout(() => {
+            timedOut = true;
+            child.kill();
+          }, timeoutMs)
+        : undefined;
       child.on('error', (err) => {
         clearTimeout(timer);
         reject(

@@ -51,7 +51,7 @@ import {
   parseCniAddressOutput,
   reserveCniAddressScript,
 } from './cni-address.ts';
-import { type CommandRunner, childProcessRunner } from './command-runner.ts';
+import { type CommandOptions, type CommandRunner, childProcessRunner } from './command-runner.ts';
 import {
   type DefenderThreatList,
   defenderThreatsScript,
@@ -84,6 +84,7 @@ import {
   removeHnsNetworkScript,
 } from './hns.ts';
 import { ipv4NetworkScript, parseIpv4NetworkOutput } from './ipv4-network.ts';
+import { longOperationTimeoutsMs } from './long-operations.ts';
 import { getMachineEnvScript, parseMachineEnvOutput, setMachineEnvScript } from './machine-env.ts';
 import { osVersionScript, parseOsVersionOutput } from './os-version.ts';
 import {
@@ -783,7 +784,9 @@ export class WindowsHostOS implements HostOS {
       searchOnline: async () =>
         reportedUpdates(
           parseSearchUpdatesOutput(
-            await this.#runPowerShell(searchUpdatesScript(), 'search for Windows updates'),
+            await this.#runPowerShell(searchUpdatesScript(), 'search for Windows updates', {
+              timeoutMs: longOperationTimeoutsMs.updateSearch,
+            }),
           ),
         ),
       installedKbs: async () =>
@@ -795,6 +798,7 @@ export class WindowsHostOS implements HostOS {
           await this.#runPowerShell(
             installUpdatesScript(kbs),
             `install Windows updates ${kbs.join(', ')}`,
+            { timeoutMs: longOperationTimeoutsMs.updateInstall },
           ),
           kbs,
         ),
@@ -809,7 +813,9 @@ export class WindowsHostOS implements HostOS {
     await this.removePath(dir);
     await this.ensureDirectory(dir);
     try {
-      const extract = await this.#run(this.#wusa, wusaExtractArgs(source, dir));
+      const extract = await this.#run(this.#wusa, wusaExtractArgs(source, dir), {
+        timeoutMs: longOperationTimeoutsMs.msuExtract,
+      });
       if (extract.exitCode !== 0) {
         throw new WinfleetError(
           'WF_WINDOWS_UPDATE_FAILED',
@@ -823,7 +829,11 @@ export class WindowsHostOS implements HostOS {
       let rebootRequired = false;
       for (const cab of cabs) {
         const args = dismAddPackageArgs(join(dir, cab));
-        const outcome = dismOutcome((await this.#run(this.#dism, args)).exitCode);
+        // Never killed half-way (long-operations.ts).
+        const outcome = dismOutcome(
+          (await this.#run(this.#dism, args, { timeoutMs: longOperationTimeoutsMs.dismAddPackage }))
+            .exitCode,
+        );
         if (!outcome.ok)
           throw new WinfleetError('WF_WINDOWS_UPDATE_FAILED', dismFailedText(args, outcome.error));
         rebootRequired ||= outcome.rebootRequired;
@@ -867,8 +877,12 @@ export class WindowsHostOS implements HostOS {
     );
   }
 
-  async #runPowerShell(script: string, action: string): Promise<string> {
-    const result = await this.#run(this.#powerShell, powerShellArgs(script));
+  async #runPowerShell(
+    script: string,
+    action: string,
+    options: CommandOptions = {},
+  ): Promise<string> {
+    const result = await this.#run(this.#powerShell, powerShellArgs(script), options);
     if (result.exitCode === 0) return result.stdout;
     const detail = powerShellErrorText(result.stderr) || result.stdout.trim() || 'no output';
     throw new WinfleetError(
