@@ -42,6 +42,7 @@ import {
   type StaleEndpointMemory,
 } from '../health/stale-endpoints.ts';
 import { outsideRequest } from '../kube/winfleet-kube-config.ts';
+import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import {
   defaultNodeNetwork,
   kubeProxyNetwork,
@@ -52,9 +53,8 @@ import {
 import type { AgentConfig } from './agent-config.ts';
 import type { AgentContext } from './run-agent.ts';
 
-/** The kubelet's client certificate, as it rotates it (--cert-dir C:\var\lib\kubelet\pki). */
-export const kubeletClientCertificatePath =
-  'C:\\var\\lib\\kubelet\\pki\\kubelet-client-current.pem';
+/** The kubelet's client certificate, as it rotates it in the --cert-dir the payload gives it. */
+export const kubeletClientCertificatePath = hostPaths.kubeletClientCertificate;
 export const kubeletHealthzPort = 10248;
 export const kubeProxyHealthzPort = 10256;
 /** An Event's message is cut to this many characters. */
@@ -306,7 +306,13 @@ async function gather(
   const pem = await host.readFile(kubeletClientCertificatePath).catch(() => undefined);
   if (pem) {
     try {
-      const cert = new X509Certificate(pem);
+      // The kubelet's file holds the certificate, then its key (client-go certificate_store).
+      const block =
+        /-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----/.exec(
+          pem.toString('latin1'),
+        );
+      if (!block) throw new Error('it holds no PEM certificate');
+      const cert = new X509Certificate(block[0]);
       o.kubeletCertificate = {
         path: kubeletClientCertificatePath,
         notBefore: Date.parse(cert.validFrom),

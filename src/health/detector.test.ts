@@ -28,7 +28,7 @@ function healthy(now: number): HealthObservations {
     clock: { serverDate: Math.floor(now / 1000) * 1000, localTime: now },
     systemDrive: { path: 'C:\\', freeBytes: 40 * GiB },
     kubeletCertificate: {
-      path: 'C:\\var\\lib\\kubelet\\pki\\kubelet-client-current.pem',
+      path: 'C:\\k\\pki\\kubelet-client-current.pem',
       notBefore: t0 - 30 * 86400_000,
       notAfter: t0 + 335 * 86400_000,
     },
