@@ -537,7 +537,7 @@ export function detect(
             status: 'True',
             reason: NodeHealthReason.RebootRequired,
             message:
-              'Windows waits for a reboot (Component Based Servicing\\RebootPending, WindowsUpdate\\Auto Update\\RebootRequired or PendingFileRenameOperations); the pool reboots it safely in its maintenance window, or drain and reboot it',
+              'Windows servicing waits for a reboot (Component Based Servicing\\RebootPending or WindowsUpdate\\Auto Update\\RebootRequired); the pool reboots it safely in its maintenance window, or drain and reboot it',
           }
         : {
             status: 'False',
