@@ -16,6 +16,7 @@ import { windowsRelease } from '../../src/windows/builds.ts';
 import type { SimDomain } from './active-directory.ts';
 import { CertificateStore } from './certificate-store.ts';
 import { ContainerCredentialGuard } from './container-credential-guard.ts';
+import { SimDefender } from './defender.ts';
 import { SimFileSystem } from './file-system.ts';
 import { errorCode, fsError } from './file-system-error.ts';
 import { WindowsFirewall } from './firewall.ts';
@@ -229,6 +230,8 @@ export class SimMachine {
   readonly ccg: ContainerCredentialGuard;
   /** Its patch catalog, installed updates and reboot-pending registry entries. */
   readonly windowsUpdate: SimWindowsUpdate;
+  /** Microsoft Defender: its threat history and detections (defender.ts). */
+  readonly defender = new SimDefender();
   readonly hns = new HnsNetworks();
   /** Its rules persist across reboots; only the kubelet's port is filtered (firewall.ts). */
   readonly firewall = new WindowsFirewall();

@@ -17,7 +17,7 @@ import {
 } from '../pki/certificates.ts';
 import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { parseAgentConfig, paths } from './agent-config.ts';
-import { emptyState } from './agent-state.ts';
+import { emptyState, writeState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
 import { convergeServices } from './converge.ts';
 import { repairLocally } from './local-repair.ts';
@@ -45,6 +45,8 @@ async function world(
     kubeletCertificate?: KeyPairPem;
     /** The test clock's start (ms); 2026-11-23T01:00Z by default. */
     clockStart?: number;
+    /** Defender's answers come from the simulated host's Defender, not from setThreats. */
+    simDefender?: boolean;
   } = {},
 ) {
   const host = await createAgentTestHost(t);
@@ -89,11 +91,11 @@ async function world(
   /** The pods on this node the API answers with; an Error: the list fails. */
   let pods: k8s.V1Pod[] | Error = [];
   const hostOS = host.context.hostOS;
-  const context = {
+  let context = {
     ...host.context,
     hostOS: new Proxy(hostOS, {
       get: (target, p, r) =>
-        p === 'defenderThreats'
+        p === 'defenderThreats' && !options.simDefender
           ? async () => threats
           : typeof p === 'string' && options.hostOverrides?.[p]
             ? options.hostOverrides[p]
@@ -146,6 +148,10 @@ async function world(
     },
     setPods: (list: k8s.V1Pod[] | Error) => {
       pods = list;
+    },
+    /** A new agent process: nothing of the old one's memory, only the host and the Node. */
+    restartAgent: () => {
+      context = { ...context };
     },
   };
 }
@@ -271,6 +277,8 @@ test('attacker side: a Defender threat is one bounded Event about this Node only
         id: '2147519003',
         name: 'Virus:DOS/EICAR_Test_File',
         severity: 'Severe',
+        status: 'Detected',
+        detectedAt: Date.parse('2026-11-23T00:00:00Z'),
         resources: Array.from({ length: 4 }, () => `file:_C:\\${'x'.repeat(259)}`),
       },
     ],
@@ -289,7 +297,61 @@ test('attacker side: a Defender threat is one bounded Event about this Node only
   assert.equal(e.metadata.namespace, 'default');
   assert.ok(e.message!.length <= maxEventMessage);
   assert.ok(e.message!.endsWith('…'));
-  assert.match(e.message!, /^Microsoft Defender reports threat Virus:DOS\/EICAR_Test_File/);
+  assert.match(e.message!, /^Microsoft Defender reports active threat Virus:DOS\/EICAR_Test_File/);
+});
+
+test('Defender: only active detections are announced, each once, and not again after an agent restart', async (t) => {
+  const w = await world(t, { simDefender: true });
+  const defender = w.machine.defender;
+  const at = Date.parse('2026-11-20T08:00:00Z');
+  // History: a threat Defender quarantined days ago (Get-MpThreat still lists it).
+  const old = defender.detect({
+    id: '2147519003',
+    name: 'Virus:DOS/EICAR_Test_File',
+    severityId: 5,
+    resources: ['file:_C:\\Users\\Public\\eicar.com'],
+    at,
+  });
+  defender.remediate(old);
+  assert.equal(defender.getMpThreat().length, 1, 'the history keeps it');
+  await w.pass();
+  assert.equal(w.events.length, 0, 'a remediated threat is history, not news');
+
+  defender.detect({
+    id: '2147735503',
+    name: 'Trojan:Win32/Wacatac.B!ml',
+    severityId: 4,
+    resources: ['file:_C:\\k\\dropped.exe'],
+    at: at + 86_400_000,
+  });
+  await w.pass();
+  await w.pass();
+  assert.equal(w.events.length, 1);
+  assert.match(
+    w.events[0]!.message!,
+    /^Microsoft Defender reports active threat Trojan:Win32\/Wacatac\.B!ml \(ThreatID 2147735503, severity High, status Detected, detected 2026-11-21T08:00:00Z\) in file:_C:\\k\\dropped\.exe/,
+  );
+
+  // The run loop writes its own state meanwhile (merged, so the record stays); then the agent
+  // restarts (upgrade, crash, reboot): the detection is still active, but announced.
+  await writeState(w.context.hostOS, emptyState());
+  w.restartAgent();
+  await w.pass();
+  await w.machine.reboot();
+  w.restartAgent();
+  await w.pass();
+  assert.equal(w.events.length, 1, 'not announced again by a new agent process');
+
+  // The same threat found again later is a new detection.
+  defender.detect({
+    id: '2147735503',
+    name: 'Trojan:Win32/Wacatac.B!ml',
+    severityId: 4,
+    resources: ['file:_C:\\k\\dropped.exe'],
+    at: at + 2 * 86_400_000,
+  });
+  await w.pass();
+  assert.equal(w.events.length, 2);
 });
 
 test('hosts.agentHealth tunes the checks: a loop after 3 restarts with count 2; a clock 5 minutes off is no skew under a 10-minute limit', async (t) => {

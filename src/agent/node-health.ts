@@ -51,6 +51,7 @@ import {
   winfleetOwnsNetwork,
 } from '../servicesmanifest/node-network.ts';
 import type { AgentConfig } from './agent-config.ts';
+import { emptyState, readState, writeState } from './agent-state.ts';
 import type { AgentContext } from './run-agent.ts';
 
 /** The kubelet's client certificate, as it rotates it in the --cert-dir the payload gives it. */
@@ -403,9 +404,13 @@ export async function checkNodeHealth(
   let memory = memories.get(context);
   if (!memory) {
     // A new process: start from what the Node shows, so a True condition is not cleared by
-    // one good reading.
+    // one good reading, and from the Defender detections earlier processes announced.
+    const state = stateFromNode(node.status?.conditions ?? []);
+    state.reportedThreats = await readState(context.hostOS)
+      .then((s) => s.reportedThreats ?? [])
+      .catch(() => []);
     memory = {
-      state: stateFromNode(node.status?.conditions ?? []),
+      state,
       services: new Map(),
       loggedEventFailure: false,
       staleEndpoints: emptyStaleEndpointMemory(),
@@ -424,8 +429,21 @@ export async function checkNodeHealth(
     options.network ?? defaultNodeNetwork,
     options.sourceVip,
   );
+  const announced = memory.state.reportedThreats;
   const result = detect(observations, memory.state, settings, now);
   memory.state = result.state;
+  if (result.state.reportedThreats.some((key) => !announced.includes(key))) {
+    // Recorded before the Events go out: a restart between the two loses an Event rather than
+    // repeating every one.
+    await writeState(context.hostOS, {
+      ...emptyState(),
+      reportedThreats: result.state.reportedThreats,
+    }).catch((error: unknown) =>
+      context.stderr(
+        `health: cannot record the announced Defender detections: ${errorText(error)}\n`,
+      ),
+    );
+  }
 
   // Written: each condition that differs from the Node's (status, reason or message).
   const write = result.conditions.filter((c) => {
