@@ -305,14 +305,18 @@ async function gather(
   }
 
   const pem = await host.readFile(kubeletClientCertificatePath).catch(() => undefined);
-  if (pem) {
+  // The kubelet's file holds the certificate, then its key (client-go certificate_store).
+  const block = pem
+    ? /-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----/.exec(
+        pem.toString('latin1'),
+      )
+    : undefined;
+  if (pem && !block)
+    context.stderr(
+      `health: cannot read ${kubeletClientCertificatePath}: it holds no PEM certificate\n`,
+    );
+  if (block) {
     try {
-      // The kubelet's file holds the certificate, then its key (client-go certificate_store).
-      const block =
-        /-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----/.exec(
-          pem.toString('latin1'),
-        );
-      if (!block) throw new Error('it holds no PEM certificate');
       const cert = new X509Certificate(block[0]);
       o.kubeletCertificate = {
         path: kubeletClientCertificatePath,
