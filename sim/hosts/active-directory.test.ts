@@ -30,6 +30,29 @@ test('the fake domain accepts its one account in the forms Windows takes, and no
   assert.equal(domain.accepts('OTHER\\joiner', 'S3cret-pass'), false);
 });
 
+test('credentials with ä€£ join: sent as ASCII escapes; raw UTF-8 is read in the console code page (437) and fails', async (t) => {
+  const password = 'Pä€£-S3cret';
+  const domain = new SimDomain({ ...domainOptions, password });
+  const machine = await createTestMachine(t, { hostname: 'web-1', activeDirectory: domain });
+  assert.equal(machine.consoleCodePage, 437, 'an en-US Windows Server console');
+  const join = remoteCommand('join-domain', { domain: 'corp.example.com' });
+  const input = credentialsInput({ username: 'CORP\\joiner', password });
+  assert.match(input, /^[\x20-\x7e]*\n$/, 'plain ASCII');
+  // What the old input was: the characters as UTF-8 bytes, which PowerShell 5.1 decodes as
+  // CP437 ("Pä" arrives as "P├ñ").
+  const utf8 = `${JSON.stringify({ username: 'CORP\\joiner', password })}\n`;
+  const garbled = await runOnHost(machine, join, utf8);
+  assert.equal(garbled.code, 1);
+  assert.match(garbled.stderr, /The user name or password is incorrect/);
+  assert.deepEqual(
+    domain.attempts.map((a) => a.accepted),
+    [false],
+  );
+  const joined = await runOnHost(machine, join, input);
+  assert.equal(joined.code, 0, joined.stderr);
+  assert.equal(machine.domain, 'corp.example.com');
+});
+
 test('a rename is pending until the next boot; an invalid or same name is refused', async (t) => {
   const machine = await createTestMachine(t, { hostname: 'winfleet-ad-host-a01' });
   const bad = await runOnHost(machine, remoteCommand('rename-computer', { newName: 'web_1' }));

@@ -10,7 +10,10 @@ import { paths } from '../../src/agent/agent-config.ts';
 import { sha256 } from '../../src/agent/converge.ts';
 import type { HostOS } from '../../src/agent/host-os.ts';
 import type { AgentContext } from '../../src/agent/run-agent.ts';
+import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import type { ServicesManifest } from '../../src/servicesmanifest/services-manifest.ts';
+import { defaultCertDir, parseKubeletFlags } from './kubelet-settings.ts';
+import { kubeletClientCertificateFile } from './kubelet-standin.ts';
 import type { SimMachine } from './machine.ts';
 import { ProgramRegistry } from './programs.ts';
 import { SimHostOS } from './sim-host-os.ts';
@@ -35,7 +38,9 @@ export function testManifest(version = '1.0.0'): ServicesManifest {
     name,
     displayName: `${name} (test)`,
     binary: `C:\\k\\${name}.exe`,
-    args: name === 'kubelet' ? ['--hostname-override={{nodeName}}'] : [],
+    // The kubelet's --cert-dir as the payload gives it (node-services.ts).
+    args:
+      name === 'kubelet' ? ['--hostname-override={{nodeName}}', `--cert-dir=${paths.certDir}`] : [],
     dependencies,
     priority,
     bootstrap: name === 'containerd' || name === 'kubelet',
@@ -168,4 +173,17 @@ export function serviceStates(
   names: readonly string[],
 ): Record<string, string | undefined> {
   return Object.fromEntries(names.map((n) => [n, machine.scm.query(n)?.state]));
+}
+
+/**
+ * Where the kubelet installed on `machine` keeps its client certificate: read from its service
+ * command line (its --cert-dir, or the kubelet's default) as the kubelet stand-in does.
+ */
+export function installedKubeletClientCertificate(machine: SimMachine): string {
+  const service = machine.scm.query('kubelet');
+  if (!service) throw new Error('no kubelet service is installed');
+  const { args } = splitServiceCommandLine(service.commandLine);
+  return kubeletClientCertificateFile(
+    parseKubeletFlags(args).flags.get('cert-dir') ?? defaultCertDir,
+  );
 }

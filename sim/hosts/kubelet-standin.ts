@@ -99,6 +99,16 @@ export const clientSignerName = 'kubernetes.io/kube-apiserver-client-kubelet';
 export const servingSignerName = 'kubernetes.io/kubelet-serving';
 const attachDetachAnnotation = 'volumes.kubernetes.io/controller-managed-attach-detach';
 const clientCertificateFile = 'kubelet-client-current.pem';
+
+/**
+ * Where the kubelet keeps its client certificate given its --cert-dir: kubelet-client-current.pem
+ * in that directory (client-go util/certificate/certificate_store.go fileStore.filename, with
+ * the kubelet's pair prefix "kubelet-client"; the real kubelet makes it a symlink to the dated
+ * file, read through the same name).
+ */
+export function kubeletClientCertificateFile(certDir: string): string {
+  return formatWindowsPath([...windowsPathSegments(certDir), clientCertificateFile]);
+}
 const bootstrapKeyFile = 'kubelet-client.key.tmp';
 const servingCertificateFile = 'kubelet-server-current.pem';
 
@@ -354,7 +364,7 @@ class KubeletRun {
       timeoutMs: this.#options.bootstrapTimeoutMs,
       what: 'client certificate',
     });
-    const file = formatWindowsPath([...certDir, clientCertificateFile]);
+    const file = kubeletClientCertificateFile(this.#settings.certDir);
     await this.#machine.fs.writeFileAtomic(file, `${certificate}${keyPem}`);
     await this.#machine.fs.remove(keyFile, { missingOk: true });
     const kubeconfigPath = this.#settings.kubeconfigPath!;

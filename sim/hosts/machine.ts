@@ -15,7 +15,9 @@ import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts
 import { windowsRelease } from '../../src/windows/builds.ts';
 import type { SimDomain } from './active-directory.ts';
 import { CertificateStore } from './certificate-store.ts';
+import { type ConsoleCodePage, defaultConsoleCodePage } from './console-code-page.ts';
 import { ContainerCredentialGuard } from './container-credential-guard.ts';
+import { SimDefender } from './defender.ts';
 import { SimFileSystem } from './file-system.ts';
 import { errorCode, fsError } from './file-system-error.ts';
 import { WindowsFirewall } from './firewall.ts';
@@ -77,6 +79,11 @@ export interface SimMachineOptions {
   freeDiskBytes?: number;
   /** Logical processors the kubelet reports. Default 4. */
   cpus?: number;
+  /**
+   * The console input code page in which Windows PowerShell reads stdin (console-code-page.ts);
+   * 437, an en-US Windows Server's OEM code page, by default.
+   */
+  consoleCodePage?: ConsoleCodePage;
   /** Memory the kubelet reports, bytes. Default 16 GiB. */
   memoryBytes?: number;
   /** The programs executables run (default: defaultPrograms()). */
@@ -212,6 +219,8 @@ export class SimMachine {
   readonly address: string;
   readonly release: SimulatedReleaseName;
   readonly osVersion: OsVersion;
+  /** The console input code page Windows PowerShell decodes stdin with. */
+  readonly consoleCodePage: ConsoleCodePage;
   readonly cpus: number;
   readonly memoryBytes: number;
   /** The AD domain it is joined to; undefined: a workgroup machine. */
@@ -232,6 +241,8 @@ export class SimMachine {
   readonly windowsUpdate: SimWindowsUpdate;
   /** Update searches and installs, .msu unpacking, DISM: minutes on a clock tests speed up. */
   readonly longOperations: SimLongOperations;
+  /** Microsoft Defender: its threat history and detections (defender.ts). */
+  readonly defender = new SimDefender();
   readonly hns = new HnsNetworks();
   /** Its rules persist across reboots; only the kubelet's port is filtered (firewall.ts). */
   readonly firewall = new WindowsFirewall();
@@ -293,6 +304,7 @@ export class SimMachine {
       productName: release.productName,
     };
     this.cpus = options.cpus ?? 4;
+    this.consoleCodePage = options.consoleCodePage ?? defaultConsoleCodePage;
     this.memoryBytes = options.memoryBytes ?? 16 * gib;
     this.domain = options.domain;
     this.#joinTuning = options.joinTuning;

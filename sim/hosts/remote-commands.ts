@@ -22,6 +22,7 @@ import {
 } from '../../src/hostaccess/remote-scripts.ts';
 import { decodePowerShellCommandLine } from '../../src/powershell/powershell.ts';
 import { addComputer, removeComputer, renameComputer } from './active-directory.ts';
+import { decodeConsoleInput } from './console-code-page.ts';
 import { diagnosticOutput } from './diagnostics.ts';
 import { wellKnownSid } from './file-security.ts';
 import { errorCode } from './file-system-error.ts';
@@ -46,10 +47,11 @@ export interface CommandIo {
   /** Aborted when the SSH channel closes (the command's processes are then killed). */
   signal: AbortSignal;
   /**
-   * The command's standard input, to its end (the client's EOF): what [Console]::In.ReadToEnd()
-   * returns. Absent: empty (a test driving a command without a channel).
+   * The command's standard input as bytes, to its end (the client's EOF); Windows PowerShell's
+   * [Console]::In.ReadToEnd() decodes them in the machine's console code page
+   * (console-code-page.ts). Absent: empty (a test driving a command without a channel).
    */
-  stdin?: () => Promise<string>;
+  stdin?: () => Promise<Uint8Array>;
 }
 
 /** Tells which command `line` is. */
@@ -242,7 +244,7 @@ async function runCatalogScript(
         addComputer(
           machine,
           String(join.domain),
-          await readCredentials(io),
+          await readCredentials(machine, io),
           join.organizationalUnit ? String(join.organizationalUnit) : undefined,
         );
         io.stdout(powerShellJson({ joined: true, restartNeeded: 'Yes' }));
@@ -255,7 +257,7 @@ async function runCatalogScript(
             `The host is not in domain ${domain} but in ${machine.domain ?? 'WORKGROUP'}; it is left as it is`,
           );
         }
-        removeComputer(machine, await readCredentials(io));
+        removeComputer(machine, await readCredentials(machine, io));
         io.stdout(powerShellJson({ left: true, restartNeeded: 'Yes' }));
         return 0;
       }
@@ -327,10 +329,18 @@ function hostFacts(machine: SimMachine): HostFactsReport {
 
 /**
  * What `join-domain`/`leave-domain` read with [Console]::In.ReadToEnd() | ConvertFrom-Json: the
- * credentials, from stdin only. Empty or not JSON fails as ConvertFrom-Json does.
+ * credentials, from stdin only, decoded in the console code page as Windows PowerShell 5.1
+ * decodes them (ConvertFrom-Json then reads \uXXXX escapes). Empty or not JSON fails as
+ * ConvertFrom-Json does.
  */
-async function readCredentials(io: CommandIo): Promise<{ username: string; password: string }> {
-  const text = io.stdin ? await io.stdin() : '';
+async function readCredentials(
+  machine: SimMachine,
+  io: CommandIo,
+): Promise<{ username: string; password: string }> {
+  const text = decodeConsoleInput(
+    io.stdin ? await io.stdin() : new Uint8Array(),
+    machine.consoleCodePage,
+  );
   let parsed: { username?: unknown; password?: unknown } | null;
   try {
     parsed = JSON.parse(text) as { username?: unknown; password?: unknown } | null;

@@ -24,7 +24,10 @@ import {
   reserveCniAddressScript,
 } from '../../src/agent/windows/cni-address.ts';
 import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
-import type { DefenderThreatList } from '../../src/agent/windows/defender.ts';
+import {
+  type DefenderThreatList,
+  parseDefenderThreatsOutput,
+} from '../../src/agent/windows/defender.ts';
 import {
   ensureInboundFirewallRuleScript,
   removeFirewallRuleScript,
@@ -642,9 +645,11 @@ export class SimHostOS implements HostOS {
     });
   }
 
-  /** A simulated host has Defender and no threats. */
+  /** The active detections, read as the agent reads Windows' (SimDefender, defender.ts). */
   defenderThreats(): Promise<DefenderThreatList> {
-    return this.#live(() => ({ available: true, threats: [] }));
+    return this.#live(() =>
+      parseDefenderThreatsOutput(this.#machine.defender.answerThreatsScript()),
+    );
   }
 
   gmsaHostFacts(): Promise<GmsaHostFacts> {

@@ -416,7 +416,8 @@ export class SimSshServer {
               controller.signal.addEventListener('abort', resolve, { once: true }),
             ),
           ]);
-          return Buffer.concat(input).toString('utf8');
+          // The bytes as sent: the command decodes them as Windows does (remote-commands.ts).
+          return Buffer.concat(input);
         },
       },
       classified,

@@ -92,7 +92,8 @@ export async function runOnHost(machine: SimMachine, line: string, stdin = '') {
       stderr += text;
     },
     signal: new AbortController().signal,
-    stdin: async () => stdin,
+    // As an SSH client sends a string: UTF-8 bytes.
+    stdin: async () => Buffer.from(stdin, 'utf8'),
   });
   return { code, stdout, stderr };
 }

@@ -74,13 +74,18 @@ test('from a remote session WUA download and install fail with E_ACCESSDENIED', 
   assert.deepEqual(wu.installed(), []);
 });
 
-test('a pending file rename is a pending reboot until the next boot', async (t) => {
+test('a pending file rename is no pending reboot: it is carried out and cleared at the next boot', async (t) => {
   const machine = await createTestMachine(t);
   const host = new SimHostOS(machine);
+  await machine.fs.writeFileAtomic('C:\\k\\old.exe', 'x');
   machine.windowsUpdate.registry.pendingFileRenameOperations = ['\\??\\C:\\k\\old.exe', ''];
-  assert.equal(await host.rebootPending(), true);
+  assert.equal(await host.rebootPending(), false);
+  machine.windowsUpdate.registry.windowsUpdateRebootRequired = true;
+  assert.equal(await host.rebootPending(), true, 'WU RebootRequired is');
   await machine.reboot();
   assert.equal(await host.rebootPending(), false);
+  assert.deepEqual(machine.windowsUpdate.registry.pendingFileRenameOperations, []);
+  assert.equal(await machine.fs.stat('C:\\k\\old.exe'), undefined);
 });
 
 test('the catalog refuses bad entries, naming the field', () => {

@@ -1,6 +1,7 @@
 /**
  * A simulated host's Windows Update: a per-machine patch catalog (what Microsoft Update offers
- * this host), what is installed, and the three registry entries that say a reboot is pending.
+ * this host), what is installed, the two registry keys that say servicing waits for a reboot,
+ * and Session Manager's PendingFileRenameOperations (boot-time deletions, no pending reboot).
  * It answers what the Windows Update Agent answers the agent's scripts
  * (src/agent/windows/windows-update.ts) and with the same texts:
  * - search: the catalog entries not installed ("IsInstalled=0 and Type='Software' and
@@ -180,14 +181,14 @@ export class SimWindowsUpdate {
     return { rebootRequired: true };
   }
 
-  /** Any of the three entries exists. */
+  /**
+   * Servicing waits for a reboot: either key exists. PendingFileRenameOperations is boot-time
+   * housekeeping (MoveFileEx MOVEFILE_DELAY_UNTIL_REBOOT, which Defender's updates and
+   * installers use routinely), not a reboot servicing waits for: it does not count.
+   */
   rebootPending(): boolean {
     const r = this.registry;
-    return (
-      r.componentBasedServicingRebootPending ||
-      r.windowsUpdateRebootRequired ||
-      r.pendingFileRenameOperations.length > 0
-    );
+    return r.componentBasedServicingRebootPending || r.windowsUpdateRebootRequired;
   }
 
   /** A boot: servicing finishes (the new UBR), the entries are removed. */

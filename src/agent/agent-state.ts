@@ -4,6 +4,7 @@
  * it was before winfleet touched it.
  */
 
+import { maxRememberedThreats } from '../health/detector.ts';
 import { paths } from './agent-config.ts';
 import type { HostOS } from './host-os.ts';
 import { mergeWindowsUpdateState, type WindowsUpdateState } from './windows-updates.ts';
@@ -25,6 +26,11 @@ export interface AgentState {
   windowsUpdates?: WindowsUpdateState;
   /** What host-settings.ts applied. Optional: older files lack it. */
   hostSettings?: HostSettingsState;
+  /**
+   * Defender detections already announced as Events (node-health.ts, defenderDetectionKey),
+   * so that an agent restart does not announce them again. Optional: older files lack it.
+   */
+  reportedThreats?: string[];
 }
 
 /**
@@ -100,6 +106,10 @@ export async function writeState(host: HostOS, state: AgentState): Promise<void>
       ...(winHttpProxy !== undefined ? { winHttpProxy } : {}),
     };
   }
+  const threats = unique(onDisk.reportedThreats ?? [], state.reportedThreats ?? []).slice(
+    -maxRememberedThreats,
+  );
+  if (threats.length > 0) clean.reportedThreats = threats;
   const updates = mergeWindowsUpdateState(onDisk.windowsUpdates, state.windowsUpdates);
   if (updates) clean.windowsUpdates = updates;
   await host.writeFile(paths.state, `${JSON.stringify(clean, null, 2)}\n`);

@@ -190,8 +190,8 @@ export interface HostOS {
   /**
    * Has Windows delete a file, or a directory that is empty by then, at the next boot
    * (MoveFileEx with MOVEFILE_DELAY_UNTIL_REBOOT: an entry in Session Manager's
-   * PendingFileRenameOperations, which also makes rebootPending true). For what a running
-   * process holds, such as the agent's own executable.
+   * PendingFileRenameOperations, which is housekeeping and does not make rebootPending true).
+   * For what a running process holds, such as the agent's own executable.
    */
   deleteAtBoot(path: string): Promise<void>;
 
@@ -271,9 +271,9 @@ export interface HostOS {
    */
   installUpdates(kbs: string[]): Promise<UpdateInstallResult>;
   /**
-   * Windows waits for a reboot: any of the Component Based Servicing\RebootPending key, the
-   * WindowsUpdate\Auto Update\RebootRequired key or Session Manager's
-   * PendingFileRenameOperations value.
+   * Windows servicing waits for a reboot: the Component Based Servicing\RebootPending key or
+   * the WindowsUpdate\Auto Update\RebootRequired key. Session Manager's
+   * PendingFileRenameOperations does not count (antivirus and installers write it routinely).
    */
   rebootPending(): Promise<boolean>;
 

@@ -60,7 +60,7 @@ test('a service with a log runner is registered as kube-log-runner.exe running i
   const { machine } = await runningHost(t);
   assert.equal(
     machine.scm.query('kubelet')?.commandLine,
-    `"${runnerPath}" -log-file=C:\\k\\logs\\kubelet.log C:\\k\\kubelet.exe --hostname-override=win-agent-test`,
+    `"${runnerPath}" -log-file=C:\\k\\logs\\kubelet.log C:\\k\\kubelet.exe --hostname-override=win-agent-test --cert-dir=C:\\k\\pki`,
   );
   assert.equal(
     machine.scm.query('containerd')?.commandLine,

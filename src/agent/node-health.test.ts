@@ -1,16 +1,23 @@
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import {
   createAgentTestHost,
+  installedKubeletClientCertificate,
   prepareAsOperator,
   testManifest,
 } from '../../sim/hosts/agent-test-host.ts';
 import { NodeHealthCondition, NodeHealthEventReason, NodeHealthReason } from '../api/reasons.ts';
 import type { AgentHealthConfig } from '../config/winfleet-config.ts';
+import {
+  createCertificateAuthority,
+  issueCertificate,
+  type KeyPairPem,
+} from '../pki/certificates.ts';
 import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { parseAgentConfig, paths } from './agent-config.ts';
-import { emptyState } from './agent-state.ts';
+import { emptyState, writeState } from './agent-state.ts';
 import { syncCniConfig } from './cni-config.ts';
 import { convergeServices } from './converge.ts';
 import { repairLocally } from './local-repair.ts';
@@ -34,6 +41,12 @@ async function world(
     hostOverrides?: Partial<Record<string, unknown>>;
     /** The node's network (the manifest's); routed by default. */
     network?: NodeNetwork;
+    /** The kubelet's client certificate, written where the kubelet keeps it; none: none. */
+    kubeletCertificate?: KeyPairPem;
+    /** The test clock's start (ms); 2026-11-23T01:00Z by default. */
+    clockStart?: number;
+    /** Defender's answers come from the simulated host's Defender, not from setThreats. */
+    simDefender?: boolean;
   } = {},
 ) {
   const host = await createAgentTestHost(t);
@@ -55,6 +68,14 @@ async function world(
       },
     );
   await converge();
+  if (options.kubeletCertificate) {
+    // As the kubelet writes it: the certificate's PEM (pem.EncodeToMemory, newline-ended), then
+    // the key's, in one file (client-go util/certificate/certificate_store.go Update).
+    const { certPem, keyPem } = options.kubeletCertificate;
+    const file = installedKubeletClientCertificate(host.machine);
+    await host.machine.fs.mkdir(file.slice(0, file.lastIndexOf('\\')), { recursive: true });
+    await host.machine.fs.writeFileAtomic(file, `${certPem.trimEnd()}\n${keyPem}`);
+  }
   const node: k8s.V1Node = {
     metadata: { name: config.nodeName },
     spec: { podCIDR: '10.244.1.0/24' },
@@ -65,16 +86,16 @@ async function world(
   };
   const patches: k8s.V1NodeCondition[][] = [];
   const events: k8s.CoreV1Event[] = [];
-  let clock = Date.parse('2026-11-23T01:00:00Z');
+  let clock = options.clockStart ?? Date.parse('2026-11-23T01:00:00Z');
   let threats: DefenderThreatList = { available: true, threats: [] };
   /** The pods on this node the API answers with; an Error: the list fails. */
   let pods: k8s.V1Pod[] | Error = [];
   const hostOS = host.context.hostOS;
-  const context = {
+  let context = {
     ...host.context,
     hostOS: new Proxy(hostOS, {
       get: (target, p, r) =>
-        p === 'defenderThreats'
+        p === 'defenderThreats' && !options.simDefender
           ? async () => threats
           : typeof p === 'string' && options.hostOverrides?.[p]
             ? options.hostOverrides[p]
@@ -128,20 +149,37 @@ async function world(
     setPods: (list: k8s.V1Pod[] | Error) => {
       pods = list;
     },
+    /** A new agent process: nothing of the old one's memory, only the host and the Node. */
+    restartAgent: () => {
+      context = { ...context };
+    },
   };
 }
 
+/** A kubelet client certificate as the cluster's signer issues it (system:node:<name>). */
+async function kubeletClientCertificate(days: number): Promise<KeyPairPem> {
+  const ca = await createCertificateAuthority('kubernetes');
+  return issueCertificate(ca, {
+    commonName: 'system:node:win-agent-test',
+    organizations: ['system:nodes'],
+    usage: 'client',
+    days,
+  });
+}
+
 test('a healthy simulated host: every condition False, written once, others’ conditions kept', async (t) => {
-  const w = await world(t);
+  const certificate = await kubeletClientCertificate(3650);
+  const w = await world(t, { kubeletCertificate: certificate });
   await w.pass();
   assert.equal(w.patches.length, 1);
   const types = w.patches[0]!.map((c) => c.type).sort();
-  // No kubelet client certificate exists on this test host: that condition is not written.
-  assert.deepEqual(
-    types,
-    Object.values(NodeHealthCondition)
-      .filter((c) => c !== NodeHealthCondition.KubeletCertificateExpiring)
-      .sort(),
+  // Every condition, the kubelet's client certificate's included: it is read where the
+  // kubelet keeps it (its --cert-dir).
+  assert.deepEqual(types, Object.values(NodeHealthCondition).sort());
+  const notAfter = new X509Certificate(certificate.certPem).validTo;
+  assert.equal(
+    w.condition('KubeletCertificateExpiring')!.message,
+    `The kubelet's client certificate is valid until ${new Date(notAfter).toISOString().replace('.000Z', 'Z')}`,
   );
   assert.ok(
     w.patches[0]!.every((c) => c.status === 'False'),
@@ -156,6 +194,20 @@ test('a healthy simulated host: every condition False, written once, others’ c
   await w.pass();
   assert.equal(w.patches.length, 1, 'nothing changed: nothing written');
   assert.deepEqual(w.events, []);
+});
+
+test('a kubelet client certificate near its end, in the kubelet’s --cert-dir: KubeletCertificateExpiring', async (t) => {
+  const certificate = await kubeletClientCertificate(1);
+  const notAfter = Date.parse(new X509Certificate(certificate.certPem).validTo);
+  // An hour before its end: under a tenth of its day and under the 7-day threshold.
+  const w = await world(t, { kubeletCertificate: certificate, clockStart: notAfter - 3_600_000 });
+  await w.pass();
+  assert.equal(w.condition('KubeletCertificateExpiring'), undefined, 'one check is a blip');
+  await w.pass();
+  const c = w.condition('KubeletCertificateExpiring')!;
+  assert.equal(c.status, 'True');
+  assert.equal(c.reason, NodeHealthReason.CertificateExpiring);
+  assert.match(c.message!, /C:\\k\\pki\\kubelet-client-current\.pem expires in/);
 });
 
 test('a crashed kubelet: KubeletUnhealthy after two checks, cleared once it runs again', async (t) => {
@@ -225,6 +277,8 @@ test('attacker side: a Defender threat is one bounded Event about this Node only
         id: '2147519003',
         name: 'Virus:DOS/EICAR_Test_File',
         severity: 'Severe',
+        status: 'Detected',
+        detectedAt: Date.parse('2026-11-23T00:00:00Z'),
         resources: Array.from({ length: 4 }, () => `file:_C:\\${'x'.repeat(259)}`),
       },
     ],
@@ -243,7 +297,61 @@ test('attacker side: a Defender threat is one bounded Event about this Node only
   assert.equal(e.metadata.namespace, 'default');
   assert.ok(e.message!.length <= maxEventMessage);
   assert.ok(e.message!.endsWith('…'));
-  assert.match(e.message!, /^Microsoft Defender reports threat Virus:DOS\/EICAR_Test_File/);
+  assert.match(e.message!, /^Microsoft Defender reports active threat Virus:DOS\/EICAR_Test_File/);
+});
+
+test('Defender: only active detections are announced, each once, and not again after an agent restart', async (t) => {
+  const w = await world(t, { simDefender: true });
+  const defender = w.machine.defender;
+  const at = Date.parse('2026-11-20T08:00:00Z');
+  // History: a threat Defender quarantined days ago (Get-MpThreat still lists it).
+  const old = defender.detect({
+    id: '2147519003',
+    name: 'Virus:DOS/EICAR_Test_File',
+    severityId: 5,
+    resources: ['file:_C:\\Users\\Public\\eicar.com'],
+    at,
+  });
+  defender.remediate(old);
+  assert.equal(defender.getMpThreat().length, 1, 'the history keeps it');
+  await w.pass();
+  assert.equal(w.events.length, 0, 'a remediated threat is history, not news');
+
+  defender.detect({
+    id: '2147735503',
+    name: 'Trojan:Win32/Wacatac.B!ml',
+    severityId: 4,
+    resources: ['file:_C:\\k\\dropped.exe'],
+    at: at + 86_400_000,
+  });
+  await w.pass();
+  await w.pass();
+  assert.equal(w.events.length, 1);
+  assert.match(
+    w.events[0]!.message!,
+    /^Microsoft Defender reports active threat Trojan:Win32\/Wacatac\.B!ml \(ThreatID 2147735503, severity High, status Detected, detected 2026-11-21T08:00:00Z\) in file:_C:\\k\\dropped\.exe/,
+  );
+
+  // The run loop writes its own state meanwhile (merged, so the record stays); then the agent
+  // restarts (upgrade, crash, reboot): the detection is still active, but announced.
+  await writeState(w.context.hostOS, emptyState());
+  w.restartAgent();
+  await w.pass();
+  await w.machine.reboot();
+  w.restartAgent();
+  await w.pass();
+  assert.equal(w.events.length, 1, 'not announced again by a new agent process');
+
+  // The same threat found again later is a new detection.
+  defender.detect({
+    id: '2147735503',
+    name: 'Trojan:Win32/Wacatac.B!ml',
+    severityId: 4,
+    resources: ['file:_C:\\k\\dropped.exe'],
+    at: at + 2 * 86_400_000,
+  });
+  await w.pass();
+  assert.equal(w.events.length, 2);
 });
 
 test('hosts.agentHealth tunes the checks: a loop after 3 restarts with count 2; a clock 5 minutes off is no skew under a 10-minute limit', async (t) => {

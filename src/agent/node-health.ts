@@ -42,6 +42,7 @@ import {
   type StaleEndpointMemory,
 } from '../health/stale-endpoints.ts';
 import { outsideRequest } from '../kube/winfleet-kube-config.ts';
+import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import {
   defaultNodeNetwork,
   kubeProxyNetwork,
@@ -50,11 +51,11 @@ import {
   winfleetOwnsNetwork,
 } from '../servicesmanifest/node-network.ts';
 import type { AgentConfig } from './agent-config.ts';
+import { emptyState, readState, writeState } from './agent-state.ts';
 import type { AgentContext } from './run-agent.ts';
 
-/** The kubelet's client certificate, as it rotates it (--cert-dir C:\var\lib\kubelet\pki). */
-export const kubeletClientCertificatePath =
-  'C:\\var\\lib\\kubelet\\pki\\kubelet-client-current.pem';
+/** The kubelet's client certificate, as it rotates it in the --cert-dir the payload gives it. */
+export const kubeletClientCertificatePath = hostPaths.kubeletClientCertificate;
 export const kubeletHealthzPort = 10248;
 export const kubeProxyHealthzPort = 10256;
 /** An Event's message is cut to this many characters. */
@@ -304,9 +305,19 @@ async function gather(
   }
 
   const pem = await host.readFile(kubeletClientCertificatePath).catch(() => undefined);
-  if (pem) {
+  // The kubelet's file holds the certificate, then its key (client-go certificate_store).
+  const block = pem
+    ? /-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----/.exec(
+        pem.toString('latin1'),
+      )
+    : undefined;
+  if (pem && !block)
+    context.stderr(
+      `health: cannot read ${kubeletClientCertificatePath}: it holds no PEM certificate\n`,
+    );
+  if (block) {
     try {
-      const cert = new X509Certificate(pem);
+      const cert = new X509Certificate(block[0]);
       o.kubeletCertificate = {
         path: kubeletClientCertificatePath,
         notBefore: Date.parse(cert.validFrom),
@@ -397,9 +408,13 @@ export async function checkNodeHealth(
   let memory = memories.get(context);
   if (!memory) {
     // A new process: start from what the Node shows, so a True condition is not cleared by
-    // one good reading.
+    // one good reading, and from the Defender detections earlier processes announced.
+    const state = stateFromNode(node.status?.conditions ?? []);
+    state.reportedThreats = await readState(context.hostOS)
+      .then((s) => s.reportedThreats ?? [])
+      .catch(() => []);
     memory = {
-      state: stateFromNode(node.status?.conditions ?? []),
+      state,
       services: new Map(),
       loggedEventFailure: false,
       staleEndpoints: emptyStaleEndpointMemory(),
@@ -418,8 +433,21 @@ export async function checkNodeHealth(
     options.network ?? defaultNodeNetwork,
     options.sourceVip,
   );
+  const announced = memory.state.reportedThreats;
   const result = detect(observations, memory.state, settings, now);
   memory.state = result.state;
+  if (result.state.reportedThreats.some((key) => !announced.includes(key))) {
+    // Recorded before the Events go out: a restart between the two loses an Event rather than
+    // repeating every one.
+    await writeState(context.hostOS, {
+      ...emptyState(),
+      reportedThreats: result.state.reportedThreats,
+    }).catch((error: unknown) =>
+      context.stderr(
+        `health: cannot record the announced Defender detections: ${errorText(error)}\n`,
+      ),
+    );
+  }
 
   // Written: each condition that differs from the Node's (status, reason or message).
   const write = result.conditions.filter((c) => {

@@ -83,6 +83,20 @@ async function world(
   };
 }
 
+test('a deletion pending at boot (Defender’s and installers’ housekeeping) is no pending reboot; a servicing key is', async (t) => {
+  const w = await world(t);
+  // What a Defender platform update leaves: MoveFileEx(..., MOVEFILE_DELAY_UNTIL_REBOOT).
+  w.machine.deleteAtBoot(
+    'C:\\ProgramData\\Microsoft\\Windows Defender\\Platform\\old\\MsMpEng.exe',
+  );
+  await w.pass();
+  assert.equal(w.report().rebootPending, false, 'nothing for the rollout to drain and reboot');
+  w.machine.windowsUpdate.registry.componentBasedServicingRebootPending = true;
+  w.advance(3600);
+  await w.pass();
+  assert.equal(w.report().rebootPending, true);
+});
+
 test('searches at start, reports once, and searches again only after the interval', async (t) => {
   const w = await world(t);
   await w.pass();

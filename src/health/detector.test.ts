@@ -28,7 +28,7 @@ function healthy(now: number): HealthObservations {
     clock: { serverDate: Math.floor(now / 1000) * 1000, localTime: now },
     systemDrive: { path: 'C:\\', freeBytes: 40 * GiB },
     kubeletCertificate: {
-      path: 'C:\\var\\lib\\kubelet\\pki\\kubelet-client-current.pem',
+      path: 'C:\\k\\pki\\kubelet-client-current.pem',
       notBefore: t0 - 30 * 86400_000,
       notAfter: t0 + 335 * 86400_000,
     },
@@ -396,27 +396,39 @@ test('a service that ended and was started again since the last check is an Even
   );
 });
 
-test('Defender threats: one Event per ThreatID, remembered within bounds', () => {
-  const threats = (ids: string[]) => (o: HealthObservations) => {
-    o.defenderThreats = ids.map((id) => ({
-      id,
-      name: `Trojan:Win32/Test.${id}`,
-      severity: 'Severe',
-      resources: [`file:_C:\\Users\\Public\\x${id}.exe`],
-    }));
-  };
-  const r = run([threats(['1']), threats(['1', '2']), threats(['1', '2'])]);
+test('Defender threats: one Event per detection (ThreatID and detection time), remembered within bounds', () => {
+  const detectedAt = Date.parse('2026-11-22T10:00:00Z');
+  const threats =
+    (ids: string[], at = detectedAt) =>
+    (o: HealthObservations) => {
+      o.defenderThreats = ids.map((id) => ({
+        id,
+        name: `Trojan:Win32/Test.${id}`,
+        severity: 'Severe',
+        status: 'Detected',
+        detectedAt: at,
+        resources: [`file:_C:\\Users\\Public\\x${id}.exe`],
+      }));
+    };
+  const r = run([
+    threats(['1']),
+    threats(['1', '2']),
+    threats(['1', '2']),
+    threats(['1'], detectedAt + 3_600_000),
+  ]);
   assert.deepEqual(
     r.map((x) => x.events.map((e) => e.reason)),
     [
       [NodeHealthEventReason.DefenderThreatDetected],
       [NodeHealthEventReason.DefenderThreatDetected],
       [],
+      [NodeHealthEventReason.DefenderThreatDetected],
     ],
+    'the same threat detected again later is a new detection',
   );
   assert.match(
     r[1]!.events[0]!.message,
-    /Trojan:Win32\/Test\.2 \(ThreatID 2, severity Severe\) in file:_C:/,
+    /active threat Trojan:Win32\/Test\.2 \(ThreatID 2, severity Severe, status Detected, detected 2026-11-22T10:00:00Z\) in file:_C:/,
   );
   const many = run([threats(Array.from({ length: 300 }, (_, i) => String(i)))]);
   assert.equal(many[0]!.state.reportedThreats.length, maxRememberedThreats);

@@ -43,14 +43,24 @@ export interface ServiceObservation {
   restarts: number[];
 }
 
-/** A threat Microsoft Defender reports (Get-MpThreat), already parsed strictly. */
+/** An active detection Microsoft Defender reports (Get-MpThreatDetection), parsed strictly. */
 export interface DefenderThreat {
   /** ThreatID, a decimal number. */
   id: string;
+  /** The threat's name ("" when Defender's history has none for it). */
   name: string;
   severity: string;
+  /** The detection's ThreatStatusID, by name (Detected, QuarantineFailed, …). */
+  status: string;
+  /** InitialDetectionTime, ms since the epoch (0: none given). */
+  detectedAt: number;
   /** Affected resources (file paths), bounded by the parser. */
   resources: string[];
+}
+
+/** What names one detection across agent restarts: its ThreatID and InitialDetectionTime. */
+export function defenderDetectionKey(threat: Pick<DefenderThreat, 'id' | 'detectedAt'>): string {
+  return `${threat.id}@${threat.detectedAt}`;
 }
 
 /** What one check observed. Each field undefined: could not be observed this time. */
@@ -156,7 +166,10 @@ export interface HealthState {
   looping: string[];
   /** The system drive is below the Event threshold and the Event was sent. */
   diskEventSent: boolean;
-  /** ThreatIDs already sent as Events (the last maxRememberedThreats). */
+  /**
+   * Defender detections already sent as Events (defenderDetectionKey; the last
+   * maxRememberedThreats), kept in the agent's state file across restarts.
+   */
   reportedThreats: string[];
   /** When the last check ran (ms): restarts after it are new (a ServiceRestarted Event). */
   lastCheckAt?: number;
@@ -537,7 +550,7 @@ export function detect(
             status: 'True',
             reason: NodeHealthReason.RebootRequired,
             message:
-              'Windows waits for a reboot (Component Based Servicing\\RebootPending, WindowsUpdate\\Auto Update\\RebootRequired or PendingFileRenameOperations); the pool reboots it safely in its maintenance window, or drain and reboot it',
+              'Windows servicing waits for a reboot (Component Based Servicing\\RebootPending or WindowsUpdate\\Auto Update\\RebootRequired); the pool reboots it safely in its maintenance window, or drain and reboot it',
           }
         : {
             status: 'False',
@@ -548,13 +561,15 @@ export function detect(
   }
 
   for (const threat of observations.defenderThreats ?? []) {
-    if (state.reportedThreats.includes(threat.id)) continue;
-    state.reportedThreats = [...state.reportedThreats, threat.id].slice(-maxRememberedThreats);
+    const key = defenderDetectionKey(threat);
+    if (state.reportedThreats.includes(key)) continue;
+    state.reportedThreats = [...state.reportedThreats, key].slice(-maxRememberedThreats);
     const where = threat.resources.length > 0 ? ` in ${threat.resources.join(', ')}` : '';
+    const when = threat.detectedAt > 0 ? `, detected ${rfc3339(threat.detectedAt)}` : '';
     events.push({
       reason: NodeHealthEventReason.DefenderThreatDetected,
       type: 'Warning',
-      message: `Microsoft Defender reports threat ${threat.name} (ThreatID ${threat.id}, severity ${threat.severity})${where}; investigate the host (Get-MpThreatDetection) and drain it if it is compromised`,
+      message: `Microsoft Defender reports active threat ${threat.name || 'without a name'} (ThreatID ${threat.id}, severity ${threat.severity}, status ${threat.status}${when})${where}; investigate the host (Get-MpThreatDetection) and drain it if it is compromised`,
     });
   }
 

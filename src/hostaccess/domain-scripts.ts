@@ -9,7 +9,8 @@
  * wrong password leaves the host renamed but in its workgroup, never half-joined.
  *
  * The credentials never enter a script or its command line. The operator writes them, as one
- * line of JSON ({"username": …, "password": …}), to the SSH session's standard input, and the
+ * line of ASCII JSON ({"username": …, "password": …}, credentialsInput), to the SSH session's
+ * standard input, and the
  * script reads them from [Console]::In into a SecureString and a PSCredential. powershell.exe
  * runs with -InputFormat None, so it does not consume stdin as pipeline input; [Console]::In
  * is still the process's stdin handle. (Not observed on a real host here: see
@@ -66,9 +67,17 @@ export const domainScriptBodies: Record<
   ],
 };
 
-/** The stdin text of `join-domain`/`leave-domain`. */
+/**
+ * The stdin text of `join-domain`/`leave-domain`: one line of JSON in plain ASCII, every other
+ * character written as a \uXXXX escape (UTF-16 code units, as JSON allows), which
+ * ConvertFrom-Json turns back into the character. Windows PowerShell 5.1 decodes stdin in the
+ * console's code page (Console.InputEncoding = GetConsoleCP(): 437 on an en-US Windows Server,
+ * 850 or 1252 elsewhere), not UTF-8, so "Pässword" sent as UTF-8 would arrive as "P├ñssword";
+ * ASCII reads the same in every code page.
+ */
 export function credentialsInput(credentials: DomainCredentialsInput): string {
-  return `${JSON.stringify({ username: credentials.username, password: credentials.password })}\n`;
+  const json = JSON.stringify({ username: credentials.username, password: credentials.password });
+  return `${json.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
 }
 
 /**

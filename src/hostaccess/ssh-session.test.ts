@@ -56,7 +56,8 @@ test('a command printing more than the operator keeps is stopped: a failed remot
 });
 
 test('input reaches the command over the SSH channel only: a join with credentials on stdin, refused without them', async (t) => {
-  const password = 'only-on-stdin-Pa55!';
+  // Non-ASCII too: the SSH channel carries bytes, PowerShell decodes them in code page 437.
+  const password = 'only-on-stdin-Pä€£55!';
   const domain = new SimDomain({ name: 'corp.example.com', username: 'joiner', password });
   const { host, session } = await connectedSimHost(t, {
     address: '127.0.0.161',

@@ -16,6 +16,16 @@ export const winfleetDir = `${kubeDir}\\winfleet`;
  */
 export const cniNetworkName = 'winfleet';
 
+/**
+ * The kubelet's --cert-dir (node-services.ts passes it): where it keeps the certificates it
+ * rotates. The client one is `kubelet-client-current.pem` in that directory: client-go
+ * util/certificate/certificate_store.go names a pair `<pairNamePrefix>-current.pem`
+ * (fileStore.filename), and the kubelet opens its store with prefix "kubelet-client" in its
+ * cert dir (pkg/kubelet/certificate/bootstrap/bootstrap.go LoadClientCert,
+ * pkg/kubelet/certificate/kubelet.go NewKubeletClientCertificateManager).
+ */
+const certDir = `${kubeDir}\\pki`;
+
 export const hostPaths = {
   bootstrapConfig: `${winfleetDir}\\bootstrap.json`,
   agentConfig: `${winfleetDir}\\agent.json`,
@@ -31,7 +41,9 @@ export const hostPaths = {
   /** The agent service's size-rotated log, written by winfleet-service.exe. */
   agentLogs: `${winfleetDir}\\logs`,
   caCert: `${kubeDir}\\pki\\ca.crt`,
-  certDir: `${kubeDir}\\pki`,
+  certDir,
+  /** The kubelet's client certificate, as it rotates it in its --cert-dir. */
+  kubeletClientCertificate: `${certDir}\\kubelet-client-current.pem`,
   bootstrapKubeconfig: `${kubeDir}\\bootstrap-kubeconfig`,
   kubeconfig: `${kubeDir}\\kubeconfig`,
   /** kube-proxy's own credentials (system:node-proxier), which the agent requests and renews. */

@@ -12,18 +12,27 @@ const threat = (over: Record<string, unknown> = {}) => ({
   id: '2147519003',
   name: 'Virus:DOS/EICAR_Test_File',
   severityId: 5,
+  statusId: 1,
+  detectedAt: 1795420800000,
   resources: ['file:_C:\\Users\\Public\\eicar.com'],
   ...over,
 });
 const out = (threats: unknown[], available = true) =>
   JSON.stringify({ ok: true, available, threats });
 
-test('the script lists Get-MpThreat bounded, and parses as PowerShell', async () => {
+test('the script lists the active detections (Get-MpThreatDetection), named from the history (Get-MpThreat), bounded, and parses as PowerShell', async () => {
   const script = defenderThreatsScript();
-  assert.match(script, /Get-Command -Name 'Get-MpThreat'/);
-  assert.match(script, /Get-MpThreat -ErrorAction Stop/);
-  assert.match(script, new RegExp(`Select-Object -First ${maxThreats}\\)`));
-  assert.match(script, /\$t\.ThreatID/);
+  assert.match(script, /Get-Command -Name 'Get-MpThreatDetection'/);
+  assert.match(script, /\$detections = @\(Get-MpThreatDetection -ErrorAction Stop\)/);
+  assert.match(script, /\$history = @\(Get-MpThreat -ErrorAction Stop\)/);
+  assert.match(script, /\$activeStatuses = @\(0, 1, 102, 103, 104, 105, 106, 107\)/);
+  assert.match(script, /\$activeStatuses -contains \[int\]\$_\.ThreatStatusID/);
+  assert.match(
+    script,
+    /\[DateTimeOffset\]::new\(\$d\.InitialDetectionTime\)\.ToUnixTimeMilliseconds\(\)/,
+  );
+  assert.match(script, new RegExp(`\\$active \\| Select-Object -First ${maxThreats}\\)`));
+  assert.match(script, /\$t\.ThreatName/);
   assert.match(script, /\$t\.SeverityID/);
   await assertValidPowerShell(script, 'defender threats');
 });
@@ -36,10 +45,18 @@ test('parses threats, no threats, and a host without Defender', () => {
         id: '2147519003',
         name: 'Virus:DOS/EICAR_Test_File',
         severity: 'Severe',
+        status: 'Detected',
+        detectedAt: 1795420800000,
         resources: ['file:_C:\\Users\\Public\\eicar.com'],
       },
     ],
   });
+  assert.equal(
+    parseDefenderThreatsOutput(out([threat({ name: '', severityId: 0, statusId: 103 })]))
+      .threats[0]!.status,
+    'QuarantineFailed',
+    'a detection the history does not name',
+  );
   assert.deepEqual(parseDefenderThreatsOutput(out([])), { available: true, threats: [] });
   assert.deepEqual(parseDefenderThreatsOutput(`WARNING: x\r\n${out([], false)}`), {
     available: false,
@@ -56,7 +73,7 @@ test('a failed Get-MpThreat is an error naming the fix', () => {
   assert.throws(
     () =>
       parseDefenderThreatsOutput(JSON.stringify({ ok: false, message: 'RPC failed\n0x800106ba' })),
-    /Cannot read the Microsoft Defender threats \(Get-MpThreat\): RPC failed 0x800106ba; check that the Windows Defender service \(WinDefend\) runs/,
+    /Cannot read the Microsoft Defender detections \(Get-MpThreatDetection\): RPC failed 0x800106ba; check that the Windows Defender service \(WinDefend\) runs/,
   );
 });
 
@@ -78,6 +95,11 @@ test('attacker side: the structure is refused unless exactly the script’s', ()
     [out([threat({ name: 'X\u202Eexe.txt' })]), /name is not a Defender threat name/],
     [out([threat({ name: 'A'.repeat(129) })]), /name is not a Defender threat name/],
     [out([threat({ severityId: 3 })]), /severityId is not 0, 1, 2, 4 or 5/],
+    [out([threat({ statusId: 3 })]), /statusId is not an active ThreatStatusID/],
+    [out([threat({ statusId: '1' })]), /statusId is not an active ThreatStatusID/],
+    [out([threat({ detectedAt: -1 })]), /detectedAt is not a time/],
+    [out([threat({ detectedAt: 1.5 })]), /detectedAt is not a time/],
+    [out([threat({ detectedAt: '2026-11-23' })]), /detectedAt is not a time/],
     [out([threat({ resources: 'x' })]), /resources is not a list of strings/],
     [out([threat({ resources: [1] })]), /resources is not a list of strings/],
     [out([threat({ resources: ['a', 'b', 'c', 'd', 'e'] })]), /more than 4 resources/],

@@ -848,7 +848,7 @@ export class WindowsHostOS implements HostOS {
     const entries = parseRebootPendingOutput(
       await this.#runPowerShell(rebootPendingScript(), 'read the reboot-pending registry entries'),
     );
-    return Object.values(entries).some(Boolean);
+    return entries.componentBasedServicing || entries.windowsUpdate;
   }
 
   getLoopbackHttp(port: number, path: string): Promise<{ status: number; body: string }> {

@@ -43,17 +43,20 @@ import type { UpdateInstallResult } from '../host-os.ts';
 /** What the agent searches for: software updates not installed and not hidden. */
 export const updateSearchCriteria = "IsInstalled=0 and Type='Software' and IsHidden=0";
 
-/** The registry entries any of which means Windows waits for a reboot. */
+/**
+ * The registry keys either of which means Windows servicing waits for a reboot. Session
+ * Manager's PendingFileRenameOperations is not one: it is MoveFileEx(MOVEFILE_DELAY_UNTIL_REBOOT)
+ * housekeeping that antivirus engines (Defender's platform and definition updates among them)
+ * and installers write routinely, so counting it would drain and reboot hosts for nothing
+ * (bcwilhite/PendingReboot's Test-PendingReboot documents it as one that "can be a false
+ * positive" and offers -SkipPendingFileRenameOperationsCheck).
+ */
 export const rebootPendingEntries = {
   componentBasedServicing:
     'HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Component Based Servicing\\RebootPending',
   windowsUpdate:
     'HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\WindowsUpdate\\Auto Update\\RebootRequired',
-  /** A value (not a key) of this key: PendingFileRenameOperations. */
-  sessionManager: 'HKLM:\\SYSTEM\\CurrentControlSet\\Control\\Session Manager',
 } as const;
-export const pendingFileRenameValue = 'PendingFileRenameOperations';
-
 /** HRESULTs the Windows Update Agent returns, with their meaning and what to do. */
 export const wuaErrors: Readonly<Record<string, string>> = {
   '0x80070005':
@@ -216,18 +219,13 @@ export function installUpdatesScript(kbs: readonly string[]): string {
   );
 }
 
-/** Prints which of the three reboot-pending entries exist. */
+/** Prints which of the two reboot-pending keys exist. */
 export function rebootPendingScript(): string {
   const e = rebootPendingEntries;
   return powerShellScript(
     `$cbs = Test-Path -LiteralPath ${quotePowerShellString(e.componentBasedServicing)}`,
     `$wu = Test-Path -LiteralPath ${quotePowerShellString(e.windowsUpdate)}`,
-    `$sm = Get-ItemProperty -LiteralPath ${quotePowerShellString(e.sessionManager)} -Name ${quotePowerShellString(pendingFileRenameValue)} -ErrorAction SilentlyContinue`,
-    '$rename = $null -ne $sm',
-    writeJson(
-      '@{ componentBasedServicing = [bool]$cbs; windowsUpdate = [bool]$wu; pendingFileRename = [bool]$rename }',
-      2,
-    ),
+    writeJson('@{ componentBasedServicing = [bool]$cbs; windowsUpdate = [bool]$wu }', 2),
   );
 }
 
@@ -406,24 +404,19 @@ export function parseInstallUpdatesOutput(
   return { installed, failed, rebootRequired };
 }
 
-/** Reads what rebootPendingScript printed: which entries exist. */
+/** Reads what rebootPendingScript printed: which keys exist; nothing else is accepted. */
 export function parseRebootPendingOutput(stdout: string): {
   componentBasedServicing: boolean;
   windowsUpdate: boolean;
-  pendingFileRename: boolean;
 } {
   const what = 'read the reboot-pending registry entries';
   const value = parsePowerShellJson(stdout, what);
-  const r = object(value, what, ['componentBasedServicing', 'windowsUpdate', 'pendingFileRename']);
+  const r = object(value, what, ['componentBasedServicing', 'windowsUpdate']);
   for (const key of Object.keys(r)) {
     if (typeof r[key] !== 'boolean')
       throw new SyntaxError(`Cannot read ${what}: ${key} is not a boolean`);
   }
-  return r as {
-    componentBasedServicing: boolean;
-    windowsUpdate: boolean;
-    pendingFileRename: boolean;
-  };
+  return r as { componentBasedServicing: boolean; windowsUpdate: boolean };
 }
 
 /**

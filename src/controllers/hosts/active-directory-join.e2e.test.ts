@@ -34,7 +34,8 @@ import { generatedHostname } from './ad-hostname.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { HostStatus } from './host-status.ts';
 
-const password = 'Pa55w0rd-only-in-memory!';
+/** Non-ASCII too: Windows PowerShell reads stdin in the console code page (437), not UTF-8. */
+const password = 'Pä€£55w0rd-only-in-memory!';
 
 interface Sent {
   command: string;
@@ -144,7 +145,11 @@ test('a 20-character host: renamed, restarted, joined with stdin credentials, re
     ['host-facts', 'join-domain', 'restart-host'],
   );
   const join = sent[1]!;
-  assert.equal(join.input, `{"username":"corp.example.com\\\\joiner","password":"${password}"}\n`);
+  assert.equal(
+    join.input,
+    '{"username":"corp.example.com\\\\joiner","password":"P\\u00e4\\u20ac\\u00a355w0rd-only-in-memory!"}\n',
+    'plain ASCII: the same in every console code page',
+  );
   await machine.reboot({ reason: 'test' });
 
   sent.length = 0;
