@@ -25,6 +25,11 @@ import {
 } from '../../src/agent/windows/cni-address.ts';
 import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
 import {
+  type ContainersFeatureState,
+  containersFeatureScript,
+  parseContainersFeatureOutput,
+} from '../../src/agent/windows/containers-feature.ts';
+import {
   type DefenderThreatList,
   parseDefenderThreatsOutput,
 } from '../../src/agent/windows/defender.ts';
@@ -462,6 +467,15 @@ export class SimHostOS implements HostOS {
 
   hostname(): Promise<string> {
     return this.#live(() => this.#machine.hostname);
+  }
+
+  containersFeature(): Promise<ContainersFeatureState> {
+    return this.#live(() => {
+      containersFeatureScript();
+      // Get-WindowsFeature's InstallState, read back through the agent's own parser.
+      const state = this.#machine.features.get('Containers')?.state ?? 'Unknown';
+      return parseContainersFeatureOutput(JSON.stringify({ state }));
+    });
   }
 
   ipv4Network(): Promise<HostNetwork> {

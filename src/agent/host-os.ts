@@ -8,6 +8,7 @@
 import type { ReportedUpdate } from '../api/windows-updates.ts';
 import type { HostNetwork } from '../hostaccess/node-address.ts';
 import type { CniAddressRequest } from './windows/cni-address.ts';
+import type { ContainersFeatureState } from './windows/containers-feature.ts';
 import type { DefenderThreatList } from './windows/defender.ts';
 import type { GmsaHostFacts } from './windows/gmsa-host-facts.ts';
 import type { StoredCertificate, WinHttpProxy } from './windows/root-certificates.ts';
@@ -242,6 +243,8 @@ export interface HostOS {
 
   // The machine.
   hostname(): Promise<string>;
+  /** The Containers feature's InstallState (Get-WindowsFeature), "Unknown" off Windows Server. */
+  containersFeature(): Promise<ContainersFeatureState>;
   /**
    * Every IPv4 address with its interface (alias, index, state) and the default routes with
    * their metrics: what a host that joins on its own picks its node address from, by the

@@ -99,3 +99,44 @@ test('bootstrap.json from a join carries the join info, the pinned CA and the ma
   assert.match(parsed.caCertificate, /BEGIN CERTIFICATE/);
   assert.equal(parsed.pullsPayload, true, 'its upgrades are pulled too');
 });
+
+test('a host without the Containers feature (a stock cloud image) stops before discovery: named, the fix said, nothing written, the token unused', async (t) => {
+  for (const [state, fix] of [
+    [
+      'Available',
+      /Install-WindowsFeature -Name Containers -Restart, then run the join command again/,
+    ],
+    ['InstallPending', /restart the host to finish the pending change/],
+    ['Removed', /restore the feature from installation media/],
+  ] as const) {
+    const machine = await createTestMachine(t, { features: { Containers: state } });
+    let stderr = '';
+    const code = await runAgent(
+      [
+        'join',
+        // Nothing listens here: a join that got as far as discovery would fail differently.
+        '--api-server',
+        'https://127.0.0.1:1',
+        '--token',
+        `abcdef.${secret}`,
+        '--ca-cert-hash',
+        `sha256:${'a'.repeat(64)}`,
+        '--namespace',
+        'winfleet-system',
+      ],
+      {
+        hostOS: new SimHostOS(machine),
+        stdout: () => {},
+        stderr: (s) => {
+          stderr += s;
+        },
+      },
+    );
+    assert.notEqual(code, 0, state);
+    assert.match(stderr, new RegExp(`Containers feature is ${state}, not Installed`));
+    assert.match(stderr, fix);
+    assert.doesNotMatch(stderr, /cluster-info/, 'no discovery was tried');
+    assert.ok(!stderr.includes(secret));
+    assert.equal(await machine.fs.tryReadFile('C:\\k\\winfleet\\bootstrap.json'), undefined);
+  }
+});

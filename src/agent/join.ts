@@ -109,6 +109,28 @@ export function joinBootstrapConfig(
   return config;
 }
 
+/**
+ * The Containers feature must be installed before a host joins on its own: without it the
+ * kubelet registers a node on which no pod ever starts (hcsshim: "The specified module could
+ * not be found"), and the join token's use is spent. The SSH join installs it and restarts the
+ * host (containers-feature.ts in the host controller); a host joining by command has no one to
+ * run it again after a restart, so it stops here, before discovery, saying what to run.
+ */
+async function requireContainersFeature(context: AgentContext): Promise<void> {
+  const state = await context.hostOS.containersFeature();
+  if (state === 'Installed') return;
+  const fix =
+    state === 'InstallPending' || state === 'UninstallPending'
+      ? 'restart the host to finish the pending change (Restart-Computer), then run the join command again'
+      : state === 'Available'
+        ? 'run Install-WindowsFeature -Name Containers -Restart, then run the join command again'
+        : 'this is not a Windows Server with the Containers feature (Get-WindowsFeature -Name Containers); use Windows Server 2019, 2022 or 2025, or restore the feature from installation media';
+  throw new WinfleetError(
+    'WF_HOST_CONTAINERS_MISSING',
+    `The Windows Containers feature is ${state}, not Installed, so no pod could run on this node; nothing was changed and the join token was not used: ${fix}`,
+  );
+}
+
 /** Runs the join; resolves with what bootstrap reports plus the node's identity. */
 export async function join(
   context: AgentContext,
@@ -131,6 +153,8 @@ export async function join(
         attempt + 1,
       );
   try {
+    // Before anything the join spends (the token's use, at the kubelet's CSR) or writes.
+    await step('containers-feature', () => requireContainersFeature(context));
     await report(`reading cluster-info from ${flags.apiServer} to pin the cluster CA`);
     const trusted = await step('discover', () =>
       discoverCluster({

@@ -53,6 +53,11 @@ import {
 } from './cni-address.ts';
 import { type CommandOptions, type CommandRunner, childProcessRunner } from './command-runner.ts';
 import {
+  type ContainersFeatureState,
+  containersFeatureScript,
+  parseContainersFeatureOutput,
+} from './containers-feature.ts';
+import {
   type DefenderThreatList,
   defenderThreatsScript,
   parseDefenderThreatsOutput,
@@ -672,6 +677,12 @@ export class WindowsHostOS implements HostOS {
 
   async hostname(): Promise<string> {
     return this.#hostname();
+  }
+
+  async containersFeature(): Promise<ContainersFeatureState> {
+    return parseContainersFeatureOutput(
+      await this.#runPowerShell(containersFeatureScript(), "read the Containers feature's state"),
+    );
   }
 
   async ipv4Network(): Promise<HostNetwork> {
