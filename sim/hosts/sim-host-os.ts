@@ -74,6 +74,7 @@ import type { HostNetwork } from '../../src/hostaccess/node-address.ts';
 import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import { simGmsaHostFacts } from './container-credential-guard.ts';
 import { errorCode, fsError } from './file-system-error.ts';
+import { assertHnsCmdletsExist } from './hns-cmdlets.ts';
 import { ipConfiguration } from './ip-configuration.ts';
 import { kubeProxyStatus } from './kube-proxy-standin.ts';
 import type { SimMachine } from './machine.ts';
@@ -412,7 +413,8 @@ export class SimHostOS implements HostOS {
   /** What createHnsNetworkScript does: the network of that name, created when missing. */
   createHnsNetwork(spec: HnsNetworkSpec): Promise<HnsNetwork> {
     return this.#live(() => {
-      createHnsNetworkScript(spec); // refuses what the script refuses
+      // Refuses what the script refuses, and a cmdlet the host's HNS module lacks.
+      assertHnsCmdletsExist(createHnsNetworkScript(spec));
       return this.#machine.hns.ensure(spec.name, spec.type, [
         { addressPrefix: spec.addressPrefix, gateway: spec.gateway },
       ]);

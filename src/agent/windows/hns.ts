@@ -239,24 +239,71 @@ export function checkHnsNetworkSpec(spec: HnsNetworkSpec): void {
 }
 
 /**
+ * The HCN settings (schema 2.0) of an L2Bridge or Overlay network with one subnet and its
+ * default route via the gateway: hcsshim hcn/hcnnetwork.go HostComputeNetwork (Name, Type,
+ * Ipams[].Subnets[].IpAddressPrefix and Routes[].NextHop/DestinationPrefix, SchemaVersion).
+ */
+export function hcnNetworkSettings(spec: HnsNetworkSpec): string {
+  checkHnsNetworkSpec(spec);
+  return JSON.stringify({
+    SchemaVersion: { Major: 2, Minor: 0 },
+    Name: spec.name,
+    Type: spec.type,
+    Ipams: [
+      {
+        Type: 'Static',
+        Subnets: [
+          {
+            IpAddressPrefix: spec.addressPrefix,
+            Routes: [{ NextHop: spec.gateway, DestinationPrefix: '0.0.0.0/0' }],
+          },
+        ],
+      },
+    ],
+  });
+}
+
+/**
  * The script that creates the network unless one of that name exists, and prints
- * {"available":true,"created":bool,"network":{Id,Name,Type}}: New-HnsNetwork -Type L2Bridge
- * -Name -AddressPrefix -Gateway, as microsoft/SDN's hns.psm1 and hns.v2.psm1 define it (an
- * existing network is used as it is, as sdnbridge's getOrCreateNetwork does).
+ * {"available":true,"created":bool,"network":{Id,Name,Type}} (an existing network is used as it
+ * is, as sdnbridge's getOrCreateNetwork does). Windows' own HostNetworkingService module has no
+ * New-HnsNetwork (only Get- and Remove- cmdlets: learn.microsoft.com/powershell/module/
+ * hostnetworkingservice), so the network is created through the documented Host Compute
+ * Network API, HcnCreateNetwork and HcnCloseNetwork of computenetwork.dll (Windows Server 2019
+ * and later), with hcnNetworkSettings; a failed HRESULT stops the script with HCN's error record.
  */
 export function createHnsNetworkScript(
   spec: HnsNetworkSpec,
   modulePaths = defaultHnsModulePaths,
 ): string {
-  checkHnsNetworkSpec(spec);
+  const settings = hcnNetworkSettings(spec);
   const select =
     '[pscustomobject]@{ Id = [string]$network.Id; Name = [string]$network.Name; Type = [string]$network.Type }';
+  const find = `$network = @(Get-HnsNetwork | Where-Object { $_ -and ([string]$_.Name -eq ${quotePowerShellString(spec.name)}) }) | Select-Object -First 1`;
   return powerShellScript(
     ...loadHnsModule(modulePaths),
-    `$network = @(Get-HnsNetwork | Where-Object { $_ -and ([string]$_.Name -eq ${quotePowerShellString(spec.name)}) }) | Select-Object -First 1`,
+    find,
     '$created = $false',
     'if (-not $network) {',
-    `  $network = New-HnsNetwork -Type ${spec.type} -Name ${quotePowerShellString(spec.name)} -AddressPrefix ${quotePowerShellString(spec.addressPrefix)} -Gateway ${quotePowerShellString(spec.gateway)}`,
+    "  if (-not ('WinfleetHcn' -as [type])) {",
+    '    Add-Type -TypeDefinition @(',
+    "      'using System;',",
+    "      'using System.Runtime.InteropServices;',",
+    "      'public static class WinfleetHcn {',",
+    `      '  [DllImport("computenetwork.dll", ExactSpelling = true)]',`,
+    "      '  public static extern int HcnCreateNetwork(ref Guid id, [MarshalAs(UnmanagedType.LPWStr)] string settings, out IntPtr network, [MarshalAs(UnmanagedType.LPWStr)] out string errorRecord);',",
+    `      '  [DllImport("computenetwork.dll", ExactSpelling = true)]',`,
+    "      '  public static extern int HcnCloseNetwork(IntPtr network);',",
+    "      '}'",
+    '    ) -join [Environment]::NewLine',
+    '  }',
+    '  $id = [Guid]::NewGuid()',
+    '  $handle = [IntPtr]::Zero',
+    '  $errorRecord = $null',
+    `  $hr = [WinfleetHcn]::HcnCreateNetwork([ref]$id, ${quotePowerShellString(settings)}, [ref]$handle, [ref]$errorRecord)`,
+    "  if ($hr -ne 0) { throw ('HcnCreateNetwork failed with HRESULT 0x{0:X8}: {1}' -f $hr, $errorRecord) }",
+    '  [void][WinfleetHcn]::HcnCloseNetwork($handle)',
+    `  ${find}`,
     '  $created = $true',
     '}',
     writeJson(`@{ available = $true; created = $created; network = ${select} }`, 3),
