@@ -761,24 +761,27 @@ class HostLocalStore {
 }
 
 /**
- * host-local ADD for a reservation (cni-address.ts's request): an address from the subnet in
- * the network's store, or, when the id holds one already, that one (host-local refuses the
+ * host-local ADD for a reservation (cni-address.ts's request): an address from the subnet (or
+ * exactly the one asked for: a range of one) in the network's store, or, when the id holds one already, that one (host-local refuses the
  * second ADD as a duplicate, which the agent reads as the address held).
  */
 export async function reserveHostLocalAddress(
   fs: SimFileSystem,
-  request: { network: string; subnet: string; containerId: string },
+  request: { network: string; subnet: string; containerId: string; address?: string },
 ): Promise<string> {
   const subnet = parseIpv4Cidr(request.subnet);
   if (!subnet) throw new Error(`invalid CIDR address: ${request.subnet}`);
   const store = new HostLocalStore(fs, request.network);
   const held = await store.addressOf(request.containerId, podInterfaceName);
-  if (held !== undefined && cidrContains(subnet, held)) return formatIpv4(held);
+  const exact = request.address === undefined ? undefined : parseIpv4(request.address);
+  if (held !== undefined && cidrContains(subnet, held) && (exact === undefined || held === exact))
+    return formatIpv4(held);
+  // rangeStart = rangeEnd = the address, when one is asked for.
   const ip = await store.allocate(request.containerId, podInterfaceName, {
     subnet,
     gateway: subnet.network + 1,
-    start: subnet.network + 1,
-    end: lastAddress(subnet) - 1,
+    start: exact ?? subnet.network + 1,
+    end: exact ?? lastAddress(subnet) - 1,
   });
   return formatIpv4(ip);
 }
