@@ -75,6 +75,9 @@ test('flannel-host-gw joins with flanneld’s L2Bridge network: cbr0, or net-con
     networkName: 'pods',
     netConf: named,
   });
+  const odd = hostGw('{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw","Name":"my net"}}');
+  assert.equal(odd.ok, false);
+  assert.match(!odd.ok ? odd.message : '', /names the host-gw network "my net" \(Backend\.Name\)/);
   assert.equal(hostGwNetworkName('{"Backend":{"Type":"host-gw","Name":""}}'), 'cbr0');
   assert.equal(hostGwNetworkName('not json'), 'cbr0');
   assert.equal(

@@ -39,11 +39,19 @@ export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
     }
     case 'flannel-host-gw': {
       const flannel = resolved.flannel!;
+      const networkName = hostGwNetworkName(flannel.netConf);
+      // The name goes into the CNI config, kube-proxy's flags and host-local's store directory.
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(networkName))
+        return {
+          ok: false,
+          reason: JoinFailureReason.NetworkUnsupported,
+          message: `network.mode flannel-host-gw: net-conf.json of ${flannel.source} names the host-gw network ${JSON.stringify(networkName)} (Backend.Name), which winfleet does not use as an HNS, CNI and host-local network name: no node is joined. Remove Backend.Name (flanneld then uses cbr0) or give letters, digits, '.', '_' and '-' only`,
+        };
       return {
         ok: true,
         network: {
           mode: 'flannel-host-gw',
-          networkName: hostGwNetworkName(flannel.netConf),
+          networkName,
           netConf: flannel.netConf,
         },
         detected: resolved.detected,
