@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { flannelAnnotations, parseFlannelNetConf, remoteLease } from './flanneld-standin.ts';
+import {
+  flannelAnnotations,
+  hostGwBackendData,
+  parseFlannelNetConf,
+  remoteHostGwLease,
+  remoteLease,
+} from './flanneld-standin.ts';
 
 test('net-conf.json as the Windows VXLAN backend takes it: defaults 4096 and 4789', () => {
   assert.deepEqual(parseFlannelNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan"}}'), {
@@ -82,4 +88,53 @@ test('a remote Node’s lease, as nodeToLease reads it; none without kube-subnet
     remoteLease(node({ ...annotations, [flannelAnnotations.backendData]: '{' })),
     undefined,
   );
+});
+
+test('net-conf.json with the host-gw backend: the L2Bridge network cbr0 unless Backend.Name says', () => {
+  assert.deepEqual(
+    parseFlannelNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}'),
+    {
+      network: '10.244.0.0/16',
+      backendType: 'host-gw',
+      vni: 0,
+      port: 0,
+      name: 'cbr0',
+    },
+  );
+  assert.equal(
+    parseFlannelNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw","Name":"pods"}}')
+      .name,
+    'pods',
+  );
+  assert.throws(
+    () => parseFlannelNetConf('{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw","Name":7}}'),
+    /error decoding windows host-gw backend config/,
+  );
+});
+
+test('a remote host-gw lease: its podCIDR via its public IP; none of another backend or without the manager', () => {
+  const annotations = {
+    [flannelAnnotations.kubeSubnetManager]: 'true',
+    [flannelAnnotations.backendType]: 'host-gw',
+    [flannelAnnotations.backendData]: hostGwBackendData,
+    [flannelAnnotations.publicIp]: '192.0.2.11',
+  };
+  assert.equal(hostGwBackendData, 'null');
+  assert.deepEqual(remoteHostGwLease(node(annotations)), {
+    subnet: '10.244.1.0/24',
+    publicIp: '192.0.2.11',
+  });
+  assert.equal(
+    remoteHostGwLease(node({ ...annotations, [flannelAnnotations.backendType]: 'vxlan' })),
+    undefined,
+  );
+  assert.equal(
+    remoteHostGwLease(node({ ...annotations, [flannelAnnotations.kubeSubnetManager]: 'false' })),
+    undefined,
+  );
+  assert.equal(
+    remoteHostGwLease(node({ ...annotations, [flannelAnnotations.publicIp]: 'x' })),
+    undefined,
+  );
+  assert.equal(remoteHostGwLease(node(annotations, '')), undefined);
 });

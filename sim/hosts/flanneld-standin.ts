@@ -10,7 +10,7 @@
  *    retries "Couldn't fetch network config" forever, as flanneld does without etcd;
  * 3. with it, reads NODE_NAME (else exits 1: "env variables POD_NAME and POD_NAMESPACE must be
  *    set"), its kubeconfig, then --net-config-path (default /etc/kube-flannel/net-conf.json, on
- *    the current drive): Network, Backend.Type (vxlan here; others exit 1 naming the type),
+ *    the current drive): Network, Backend.Type (vxlan, or host-gw below; others exit 1 naming it),
  *    Backend.VNI (default 4096), Backend.Port (default 4789), MacPrefix, DirectRouting, GBP, with
  *    the Windows backend's checks and their messages (VNI ≥ 4096, port 4789 only);
  * 4. finds --iface (an address or an interface name, as Get-NetIPAddress lists them) and takes
@@ -29,8 +29,15 @@
  *    vxlan backend-type and a VNI of 4096 or more, keeps one RemoteSubnetRoute policy
  *    {IsolationId, DistributedRouterMacAddress, ProviderAddress: public-ip, DestinationPrefix:
  *    its podCIDR} on the network, replaced when the lease changes and removed with the Node.
- * Not modelled (docs/fidelity-ledger.md): the host-gw and other backends, IPv6, the healthz
- * server, etcd, checkHostNetworkReady's wait for the vEthernet adapter, the klog file options.
+ * With Backend.Type host-gw (pkg/backend/hostgw/hostgw_windows.go, pkg/backend/
+ * route_network_windows.go): refused behind NAT; the lease with backend-type host-gw and
+ * backend-data null; the L2Bridge network (Backend.Name, default cbr0) on the lease with gateway
+ * .1; the host's bridge endpoint `<name>_ep` at .2, attached to the host; the subnet file with the
+ * interface's MTU; one host route per remote host-gw lease, `podCIDR via public-ip` on the vNIC
+ * (ip-routes.ts), put back every 10 s when missing (flanneldRun #runHostGw).
+ * Not modelled (docs/fidelity-ledger.md): the udp and other backends, IPv6, the healthz
+ * server, etcd, checkHostNetworkReady's wait for the vEthernet adapter, the klog file options,
+ * host-gw's DNSServerList and the forwarding setting itself (only logged and in the status).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
@@ -40,6 +47,7 @@ import { GoFlagError, type GoFlagKind, parseGoFlags } from './go-flags.ts';
 import { parseGoBool } from './go-values.ts';
 import type { HnsNetworkPolicy } from './hns-networks.ts';
 import { ipConfiguration } from './ip-configuration.ts';
+import { type IpRoute, ipRoutes, sameRoute } from './ip-routes.ts';
 import { callOptions, kubeConfigFor, readKubeconfig } from './kubelet-kubeconfig.ts';
 import type { SimMachine } from './machine.ts';
 import type { ProgramContext, SimProgram } from './sim-process.ts';
@@ -116,6 +124,10 @@ export interface FlanneldStatus {
   publicIp?: string;
   /** Remote leases it has a route for: podCIDR → public IP. */
   routes: Record<string, string>;
+  /** host-gw: the host's bridge endpoint, the interfaces it enabled forwarding on, the vNIC's index. */
+  bridgeEndpoint?: { name: string; ip: string };
+  forwarding?: string[];
+  interfaceIndex?: number;
 }
 
 const statusKey = 'flanneld-status';
@@ -134,17 +146,23 @@ class Fatal extends Error {
   }
 }
 
-/** net-conf.json as the Windows VXLAN backend reads it. */
+/** net-conf.json as the Windows VXLAN and host-gw backends read it. */
 export interface FlannelNetConf {
   network: string;
-  backendType: string;
+  backendType: 'vxlan' | 'host-gw';
+  /** vxlan only (0 for host-gw). */
   vni: number;
   port: number;
+  /** host-gw only: the L2Bridge network's name (Backend.Name, default cbr0). */
+  name?: string;
 }
+
+/** host-gw's network name when Backend.Name gives none (hostgw_windows.go RegisterNetwork). */
+export const hostGwDefaultName = 'cbr0';
 
 /**
  * Reads net-conf.json (subnet.ParseConfig, then the Windows VXLAN backend's RegisterNetwork
- * checks); throws with flannel's message.
+ * checks, or host-gw's Backend.Name); throws with flannel's message.
  */
 export function parseFlannelNetConf(text: string): FlannelNetConf {
   let json: Record<string, unknown>;
@@ -161,6 +179,15 @@ export function parseFlannelNetConf(text: string): FlannelNetConf {
     typeof json.Backend === 'object' && json.Backend !== null ? json.Backend : {}
   ) as Record<string, unknown>;
   const backendType = typeof backend.Type === 'string' ? backend.Type : 'udp';
+  if (backendType.toLowerCase() === 'host-gw') {
+    // hostgw_windows.go RegisterNetwork: Backend's Name and DNSServerList, Name cbr0 unless set.
+    if (backend.Name !== undefined && typeof backend.Name !== 'string')
+      throw new Fatal(
+        'Error registering network: error decoding windows host-gw backend config: json: cannot unmarshal into Go struct field .Name of type string',
+      );
+    const name = typeof backend.Name === 'string' && backend.Name !== '' ? backend.Name : '';
+    return { network, backendType: 'host-gw', vni: 0, port: 0, name: name || hostGwDefaultName };
+  }
   if (backendType.toLowerCase() !== 'vxlan')
     throw new Fatal(`Failed to create backend: unknown backend type: ${backendType}`);
   const vni = backend.VNI === undefined ? windowsVni : Number(backend.VNI);
@@ -182,6 +209,37 @@ export function parseFlannelNetConf(text: string): FlannelNetConf {
       'Error registering network: invalid VXLAN backend config. GBP is not supported on Windows',
     );
   return { network, backendType: 'vxlan', vni, port };
+}
+
+/** The vxlan backend's lease data (vxlan_windows.go: VNI and VtepMAC). */
+function vxlanData(vni: number, vtepMac: string): string {
+  return JSON.stringify({ VNI: vni, VtepMAC: vtepMac });
+}
+
+/**
+ * The host-gw backend's lease data: none. Its LeaseAttrs carry no BackendData, which the kube
+ * subnet manager writes as JSON null (json.RawMessage(nil).MarshalJSON, kube.go AcquireLease).
+ */
+export const hostGwBackendData = 'null';
+
+/** How often the host-gw backend puts back a route that went missing (routeCheckRetries, s). */
+export const hostGwRouteCheckMs = 10_000;
+
+/**
+ * The host-gw lease a remote Node holds, as nodeToLease and handleSubnetEvents read it: its
+ * podCIDR via its public IP; undefined when it holds none or another backend's.
+ */
+export function remoteHostGwLease(
+  node: k8s.V1Node,
+): { subnet: string; publicIp: string } | undefined {
+  const a = node.metadata?.annotations ?? {};
+  if (a[flannelAnnotations.kubeSubnetManager] !== 'true') return undefined;
+  if ((a[flannelAnnotations.backendType] ?? '').toLowerCase() !== 'host-gw') return undefined;
+  const subnet = node.spec?.podCIDR;
+  const publicIp = a[flannelAnnotations.publicIp];
+  if (!subnet || !parseIpv4Cidr(subnet) || !publicIp || !/^\d+\.\d+\.\d+\.\d+$/.test(publicIp))
+    return undefined;
+  return { subnet, publicIp };
 }
 
 /** A flanneld program with the given options. */
@@ -332,11 +390,14 @@ class FlanneldRun {
       'main.go',
       `Using interface with name ${iface.name} and address ${iface.address}`,
     );
+    const subnetFile = onCurrentDrive(one('subnet-file') ?? '/run/flannel/subnet.env');
+    if (netConf.backendType === 'host-gw')
+      return this.#runHostGw(netConf, iface, publicIp, subnetFile, bool('ip-masq'));
     // RegisterNetwork: the first lease (no VtepMAC yet), the network, then the lease again.
     const node = await this.#readNode();
     const subnet = this.#leaseSubnet(node, netConf);
     const networkName = `flannel.${netConf.vni}`;
-    await this.#acquireLease(node, publicIp, netConf.vni, '');
+    await this.#acquireLease(node, publicIp, 'vxlan', vxlanData(netConf.vni, ''));
     const network = this.#ensureNetwork(networkName, subnet, netConf.vni);
     const drMac = this.#machine.hns
       .policies(network.id)
@@ -348,8 +409,8 @@ class FlanneldRun {
     const leaseIp = await this.#acquireLease(
       await this.#readNode(),
       publicIp,
-      netConf.vni,
-      drMac.toLowerCase().replaceAll('-', ':'),
+      'vxlan',
+      vxlanData(netConf.vni, drMac.toLowerCase().replaceAll('-', ':')),
     );
     Object.assign(this.#status, {
       network: networkName,
@@ -358,15 +419,198 @@ class FlanneldRun {
       publicIp: leaseIp,
     });
     await this.#writeSubnetFile(
-      onCurrentDrive(one('subnet-file') ?? '/run/flannel/subnet.env'),
+      subnetFile,
       netConf.network,
       subnet,
       bool('ip-masq'),
+      adapterMtu - vxlanOverhead,
     );
     this.#status.phase = 'running';
     this.#log('I', 'main.go', 'Running backend.');
     await this.#watchLeases(networkName, netConf.vni);
     return 0;
+  }
+
+  /**
+   * The host-gw backend (hostgw_windows.go New and RegisterNetwork, route_network_windows.go):
+   * refused behind NAT (a public IP other than the interface's); the lease (backend-type
+   * host-gw, no backend data); the L2Bridge network on the lease with gateway .1, kept when one
+   * of that name has the subnet and gateway, else deleted and made again; the bridge endpoint
+   * `<name>_ep` at .2, kept when it exists (on this network, with that address), attached to the
+   * host; forwarding on the host's vNIC and the endpoint's; the subnet file with the interface's
+   * MTU; then one host route per remote host-gw lease, put back every 10 s when missing.
+   */
+  async #runHostGw(
+    netConf: FlannelNetConf,
+    iface: { name: string; address: string },
+    publicIp: string,
+    subnetFile: string,
+    ipMasq: boolean,
+  ): Promise<number> {
+    if (publicIp !== iface.address)
+      throw new Fatal(
+        "Error fetching backend: your PublicIP differs from interface IP, meaning that probably you're on a NAT, which is not supported by host-gw backend",
+      );
+    const name = netConf.name ?? hostGwDefaultName;
+    this.#log('I', 'hostgw_windows.go', `HOST-GW config: {Name:${name} DNSServerList:}`);
+    const node = await this.#readNode();
+    const subnet = this.#leaseSubnet(node, netConf);
+    const leaseIp = await this.#acquireLease(node, publicIp, 'host-gw', hostGwBackendData);
+    const cidr = parseIpv4Cidr(subnet)!;
+    const gateway = formatIpv4(cidr.network + 1);
+    const bridgeAddress = formatIpv4(cidr.network + 2);
+    const hns = this.#machine.hns;
+    let network = hns.find(name);
+    const keep =
+      network !== undefined &&
+      hns.subnets(network.id).some((s) => s.addressPrefix === subnet && s.gateway === gateway);
+    if (network && keep) this.#log('I', 'hostgw_windows.go', `Found existing HNSNetwork ${name}`);
+    else {
+      if (network) {
+        hns.remove(network.id);
+        this.#log('I', 'hostgw_windows.go', `Deleted stale HNSNetwork ${name}`);
+      }
+      network = hns.ensure(name, 'L2Bridge', [{ addressPrefix: subnet, gateway }], {
+        managementIp: this.#machine.address,
+      });
+      this.#log('I', 'hostgw_windows.go', `Created HNSNetwork ${name}`);
+    }
+    const endpointName = `${name}_ep`;
+    let endpoint = hns.findEndpoint(endpointName);
+    if (endpoint && !(endpoint.networkId === network.id && endpoint.ip === bridgeAddress)) {
+      hns.removeEndpoint(endpoint.id);
+      this.#log('I', 'hostgw_windows.go', `Deleted stale bridge HNSEndpoint ${endpointName}`);
+      endpoint = undefined;
+    }
+    if (!endpoint) {
+      endpoint = hns.createHostEndpoint(network.id, endpointName, bridgeAddress);
+      this.#log('I', 'hostgw_windows.go', `Created bridge HNSEndpoint ${endpointName}`);
+    }
+    hns.attachToHost(endpoint.id);
+    this.#log(
+      'I',
+      'hostgw_windows.go',
+      `Attached bridge endpoint ${endpointName} to host successfully`,
+    );
+    // The host's vNIC (the management IP's interface) carries the routes; both forward.
+    const vnic = ipConfiguration(this.#machine).ipAddresses.find(
+      (r) => r.address === this.#machine.address,
+    )!;
+    const forwarding = [vnic.interfaceAlias, `vEthernet (${endpointName})`];
+    for (const alias of forwarding)
+      this.#log('I', 'hostgw_windows.go', `Enabled forwarding on ${alias}`);
+    Object.assign(this.#status, {
+      network: name,
+      subnet,
+      publicIp: leaseIp,
+      bridgeEndpoint: { name: endpointName, ip: bridgeAddress },
+      forwarding,
+      interfaceIndex: vnic.interfaceIndex,
+    });
+    await this.#writeSubnetFile(subnetFile, netConf.network, subnet, ipMasq, adapterMtu);
+    this.#status.phase = 'running';
+    this.#log('I', 'main.go', 'Running backend.');
+    await this.#watchHostGwLeases(vnic.interfaceIndex);
+    return 0;
+  }
+
+  /**
+   * route_network_windows.go Run: for each remote host-gw lease a route `podCIDR via public IP`
+   * on the vNIC, replacing one to that prefix via another gateway; a lease gone removes its
+   * route (when it is the expected one); every 10 s a route of the list that went missing is
+   * made again (checkSubnetExistInRoutes). Leases of other backends are ignored.
+   */
+  async #watchHostGwLeases(interfaceIndex: number): Promise<void> {
+    const nodes = new Map<string, k8s.V1Node>();
+    const core = this.#kc.makeApiClient(k8s.CoreV1Api);
+    const table = ipRoutes(this.#machine);
+    // The routes it made (n.routes), by destination.
+    const held = new Map<string, IpRoute>();
+    const apply = () => {
+      const want = new Map<string, IpRoute>();
+      for (const node of nodes.values()) {
+        if (node.metadata?.name === this.#nodeName) continue;
+        const lease = remoteHostGwLease(node);
+        if (!lease) continue;
+        want.set(lease.subnet, {
+          destinationPrefix: lease.subnet,
+          nextHop: lease.publicIp,
+          interfaceIndex,
+        });
+      }
+      for (const [prefix, route] of held) {
+        if (want.has(prefix) && sameRoute(want.get(prefix)!, route)) continue;
+        if (!want.has(prefix)) {
+          this.#log('I', 'route_network_windows.go', `Subnet removed: ${prefix}`);
+          if (table.remove(route))
+            this.#log(
+              'I',
+              'route_network_windows.go',
+              `Removing existing route ${prefix} via ${route.nextHop}`,
+            );
+        }
+        held.delete(prefix);
+      }
+      for (const [prefix, route] of want) {
+        if (held.has(prefix)) continue;
+        const existing = table.to(interfaceIndex, prefix)[0];
+        if (existing && !sameRoute(existing, route)) {
+          this.#log(
+            'W',
+            'route_network_windows.go',
+            `Replacing existing route ${prefix} via ${existing.nextHop} with ${prefix} via ${route.nextHop}`,
+          );
+          table.remove(existing);
+        }
+        if (!existing || !sameRoute(existing, route)) {
+          this.#log(
+            'I',
+            'route_network_windows.go',
+            `Subnet added: ${prefix} via ${route.nextHop}`,
+          );
+          table.add(route);
+        }
+        held.set(prefix, route);
+      }
+      this.#status.routes = Object.fromEntries(
+        [...held.values()].map((r) => [r.destinationPrefix, r.nextHop]),
+      );
+    };
+    const check = async () => {
+      while (!this.#signal.aborted) {
+        await sleep(hostGwRouteCheckMs, undefined, { signal: this.#signal }).catch(() => {});
+        if (this.#signal.aborted) return;
+        const present = table.list();
+        for (const route of held.values()) {
+          if (present.some((r) => sameRoute(r, route))) continue;
+          table.add(route);
+          this.#log(
+            'I',
+            'route_network_windows.go',
+            `Recovered route to ${route.destinationPrefix} via ${route.nextHop} on ${route.interfaceIndex}.`,
+          );
+        }
+      }
+    };
+    const checking = check();
+    await reflect<k8s.V1Node>({
+      kc: this.#kc,
+      path: '/api/v1/nodes',
+      list: () => core.listNode({}, this.#call()),
+      store: nodes,
+      signal: this.#signal,
+      watchTimeoutSeconds: this.#options.watchTimeoutSeconds,
+      retryMinMs: this.#options.retryMinMs,
+      retryMaxMs: this.#options.retryMaxMs,
+      onChange: apply,
+      onFailure: (error) =>
+        this.#log(
+          'E',
+          'reflector.go',
+          `"Failed to watch" err="failed to list *v1.Node: ${(error as Error).message}"`,
+        ),
+    });
+    await checking;
   }
 
   async #withoutEtcd(): Promise<number> {
@@ -432,11 +676,10 @@ class FlanneldRun {
   async #acquireLease(
     node: k8s.V1Node,
     publicIp: string,
-    vni: number,
-    vtepMac: string,
+    backendType: 'vxlan' | 'host-gw',
+    data: string,
   ): Promise<string> {
     const a = node.metadata?.annotations ?? {};
-    const data = JSON.stringify({ VNI: vni, VtepMAC: vtepMac });
     const overwrite = a[flannelAnnotations.publicIpOverwrite];
     const ip = overwrite || publicIp;
     if (overwrite && a[flannelAnnotations.publicIp] !== overwrite)
@@ -446,7 +689,7 @@ class FlanneldRun {
         `Overriding public ip with '${overwrite}' from node annotation '${flannelAnnotations.publicIpOverwrite}'`,
       );
     const wanted = {
-      [flannelAnnotations.backendType]: 'vxlan',
+      [flannelAnnotations.backendType]: backendType,
       [flannelAnnotations.backendData]: data,
       [flannelAnnotations.publicIp]: ip,
       [flannelAnnotations.kubeSubnetManager]: 'true',
@@ -503,9 +746,15 @@ class FlanneldRun {
     return network;
   }
 
-  async #writeSubnetFile(path: string, network: string, subnet: string, ipMasq: boolean) {
+  async #writeSubnetFile(
+    path: string,
+    network: string,
+    subnet: string,
+    ipMasq: boolean,
+    mtu: number,
+  ) {
     const cidr = parseIpv4Cidr(subnet)!;
-    const text = `FLANNEL_NETWORK=${network}\nFLANNEL_SUBNET=${formatIpv4(cidr.network + 1)}/${cidr.prefix}\nFLANNEL_MTU=${adapterMtu - vxlanOverhead}\nFLANNEL_IPMASQ=${ipMasq}\n`;
+    const text = `FLANNEL_NETWORK=${network}\nFLANNEL_SUBNET=${formatIpv4(cidr.network + 1)}/${cidr.prefix}\nFLANNEL_MTU=${mtu}\nFLANNEL_IPMASQ=${ipMasq}\n`;
     const directory = path.slice(0, path.lastIndexOf('\\'));
     await this.#machine.fs.mkdir(directory, { recursive: true });
     await this.#machine.fs.writeFile(path, text);

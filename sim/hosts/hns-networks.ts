@@ -99,8 +99,15 @@ export interface HnsEndpoint {
   networkId: string;
   /** The pod's address. */
   ip: string;
-  /** The sandbox (container) id it belongs to. */
+  /** The sandbox (container) id it belongs to ('' for a host endpoint). */
   containerId: string;
+  /**
+   * A host endpoint's own name (flannel host-gw's `<network>_ep`); a container's endpoint is
+   * named `<container id>_<network>` as the CNI plugins name it.
+   */
+  name?: string;
+  /** Attached to the host's compartment (HNSEndpoint.HostAttach): the host answers its address. */
+  hostAttached?: boolean;
 }
 
 export class HnsNetworks {
@@ -265,10 +272,50 @@ export class HnsNetworks {
     return { ...endpoint };
   }
 
+  /**
+   * A host endpoint named `name` with this address on the network (hcsshim HNSEndpoint.Create,
+   * as flannel's host-gw backend makes its bridge endpoint); throws when the network is gone or
+   * an endpoint of that name exists.
+   */
+  createHostEndpoint(networkId: string, name: string, ip: string): HnsEndpoint {
+    if (!this.#networks.has(networkId))
+      throw new Error(
+        `HNS network ${networkId} not found: create the network before its endpoints`,
+      );
+    if (this.findEndpoint(name)) throw new Error(`HNS endpoint ${name} already exists`);
+    const endpoint: HnsEndpoint = {
+      id: randomUUID().toUpperCase(),
+      networkId,
+      ip,
+      containerId: '',
+      name,
+    };
+    this.#endpoints.set(endpoint.id, endpoint);
+    this.#changed({ kind: 'endpoint-added', endpointId: endpoint.id, networkId });
+    return { ...endpoint };
+  }
+
+  /** The endpoint of this name (case-insensitive: GetHNSEndpointByName), if any. */
+  findEndpoint(name: string): HnsEndpoint | undefined {
+    const network = (e: HnsEndpoint) => this.#networks.get(e.networkId)?.name ?? '';
+    const found = [...this.#endpoints.values()].find(
+      (e) => (e.name ?? `${e.containerId}_${network(e)}`).toLowerCase() === name.toLowerCase(),
+    );
+    return found && { ...found };
+  }
+
+  /** HostAttach(1): the endpoint joins the host's compartment; false when there is none. */
+  attachToHost(id: string): boolean {
+    const endpoint = this.#endpoints.get(id);
+    if (!endpoint) return false;
+    endpoint.hostAttached = true;
+    return true;
+  }
+
   /** Removes the endpoints of `containerId` (CNI DEL); none is not an error. */
   removeEndpointsOf(containerId: string): void {
     for (const endpoint of this.#endpoints.values())
-      if (endpoint.containerId === containerId) {
+      if (endpoint.containerId === containerId && containerId !== '') {
         this.#endpoints.delete(endpoint.id);
         this.#changed({
           kind: 'endpoint-removed',
@@ -314,7 +361,7 @@ export class HnsNetworks {
       const subnet = this.#subnets.get(e.networkId)?.[0];
       return {
         ID: e.id,
-        Name: `${e.containerId}_${network?.name ?? ''}`,
+        Name: e.name ?? `${e.containerId}_${network?.name ?? ''}`,
         VirtualNetwork: e.networkId,
         VirtualNetworkName: network?.name ?? '',
         IPAddress: e.ip,
@@ -324,7 +371,7 @@ export class HnsNetworks {
               GatewayAddress: subnet.gateway,
             }
           : {}),
-        SharedContainers: [e.containerId],
+        SharedContainers: e.containerId ? [e.containerId] : [],
       };
     });
   }

@@ -27,6 +27,7 @@ import {
   loadCniNetwork,
   parseFlannelSubnetEnv,
   parseNetworkConfig,
+  reserveHostLocalAddress,
   runtimeNetwork,
   SimCni,
   sandboxIdFor,
@@ -424,4 +425,64 @@ test('subnet.env is read as flannel’s plugin v0.9.1 reads it: one network, the
     },
   );
   assert.deepEqual(parseFlannelSubnetEnv(subnetEnvText.replaceAll('\n', '\r\n')), env);
+});
+
+test('flannel delegating to win-bridge (host-gw): the L2Bridge network, gateway .2, the bridge endpoint’s reserved .2 skipped', async (t) => {
+  const machine = await createTestMachine(t);
+  for (const plugin of ['flannel', 'win-bridge', 'host-local'])
+    await machine.fs.writeFileAtomic(
+      `${hostPaths.cniBin}\\${plugin}.exe`,
+      standInBinary(plugin, 'v1.9.1'),
+    );
+  await machine.fs.mkdir('C:\\run\\flannel', { recursive: true });
+  await machine.fs.writeFileAtomic(flannelSubnetFile, subnetEnvText);
+  const conf = parseNetworkConfig(
+    JSON.stringify({
+      cniVersion: '0.4.0',
+      name: 'cbr0',
+      plugins: [{ type: 'flannel', delegate: { type: 'win-bridge', apiVersion: 2 } }],
+    }),
+    'C:\\k\\cni\\config\\10-winfleet.conflist',
+  );
+  const request = (pod: string) => ({
+    network: conf,
+    dirs: productDirs,
+    containerId: sandboxIdFor(pod),
+  });
+  const cni = SimCni.of(machine);
+  // An Overlay network of that name is not one win-bridge takes.
+  const overlay = machine.hns.ensure('cbr0', 'Overlay');
+  await assert.rejects(
+    cni.add(request('pod-a')),
+    /win-bridge.*network cbr0 is of an unexpected type: Overlay/,
+  );
+  machine.hns.remove(overlay.id);
+  const bridge = machine.hns.ensure('cbr0', 'L2Bridge', [
+    { addressPrefix: '10.244.3.0/24', gateway: '10.244.3.1' },
+  ]);
+  machine.hns.createHostEndpoint(bridge.id, 'cbr0_ep', '10.244.3.2');
+  // The agent's reservation of .2 (bridge-endpoint.ts) keeps it from host-local's pods.
+  assert.equal(
+    await reserveHostLocalAddress(machine.fs, {
+      network: 'cbr0',
+      subnet: '10.244.3.0/24',
+      containerId: 'winfleet-bridge-endpoint',
+      address: '10.244.3.2',
+    }),
+    '10.244.3.2',
+  );
+  const a = await cni.add(request('pod-a'));
+  assert.deepEqual(a, {
+    ip: '10.244.3.3',
+    cidr: '10.244.3.3/24',
+    gateway: '10.244.3.2',
+    network: 'cbr0',
+  });
+  assert.equal(machine.hns.findEndpoint('cbr0_ep')?.ip, '10.244.3.2');
+  await cni.del(request('pod-a'));
+  // DEL removes the pod's endpoint, never the host's.
+  assert.deepEqual(
+    machine.hns.endpoints().map((e) => e.name),
+    ['cbr0_ep'],
+  );
 });

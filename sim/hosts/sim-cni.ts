@@ -421,7 +421,10 @@ export class SimCni {
    * v1.9.1 plugins/main/windows/win-overlay cmdHnsAdd/cmdHcnAdd): the HNS network of that name
    * must exist and be Overlay; host-local hands out the address; the endpoint (MAC 0E-2A-<the
    * address's bytes>) gets the network's gateway and the ProviderAddress policy of the
-   * network's management IP.
+   * network's management IP. Or win-bridge (v1.9.1 plugins/main/windows/win-bridge cmdHnsAdd/
+   * cmdHcnAdd): the network must be L2Bridge or L2Tunnel; host-local hands out the address; the
+   * endpoint's gateway is the address's network plus 2 (flannel host-gw's bridge endpoint).
+   * Neither plugin's endpoint policies are modelled (docs/fidelity-ledger.md).
    */
   async #flannelAdd(request: SandboxRequest, plugin: Table): Promise<SandboxAddress> {
     const { network, dirs, containerId } = request;
@@ -467,10 +470,10 @@ export class SimCni {
         type,
         `failed to find plugin ${JSON.stringify(type)} in path [${dirs.binDirs.join(' ')}]`,
       );
-    if (type !== 'win-overlay')
+    if (type !== 'win-overlay' && type !== 'win-bridge')
       fail(
         type,
-        `the simulated host models flannel with win-overlay only, not ${JSON.stringify(type)}`,
+        `the simulated host models flannel with win-overlay and win-bridge only, not ${JSON.stringify(type)}`,
       );
     const dataDir = typeof plugin.dataDir === 'string' ? plugin.dataDir : flannelDataDir;
     await this.#machine.fs.mkdir(dataDir, { recursive: true });
@@ -493,7 +496,12 @@ export class SimCni {
         type,
         `error while GETHNSNewtorkByName(${network.name}): Network name "${network.name}" not found`,
       );
-    if (hnsNetwork!.type.toLowerCase() !== 'overlay')
+    const hnsType = hnsNetwork!.type.toLowerCase();
+    if (
+      type === 'win-overlay'
+        ? hnsType !== 'overlay'
+        : hnsType !== 'l2bridge' && hnsType !== 'l2tunnel'
+    )
       fail(type, `network ${network.name} is of an unexpected type: ${hnsNetwork!.type}`);
     if (!(await this.#findPlugin('host-local', dirs.binDirs)))
       fail(
@@ -513,8 +521,12 @@ export class SimCni {
         fail(type, `error while ipam.ExecAdd: ${(error as Error).message}`),
       );
     this.#machine.hns.ensureEndpoint(hnsNetwork!.id, containerId, formatIpv4(ip));
+    // win-overlay: the network's gateway; win-bridge: the address's network plus 2, the host's
+    // bridge endpoint (win-bridge_windows.go processEndpointArgs: "needs to be x.2").
     const gateway =
-      this.#machine.hns.subnets(hnsNetwork!.id)[0]?.gateway ?? formatIpv4(subnet.network + 1);
+      type === 'win-bridge'
+        ? formatIpv4(subnet.network + 2)
+        : (this.#machine.hns.subnets(hnsNetwork!.id)[0]?.gateway ?? formatIpv4(subnet.network + 1));
     return {
       ip: formatIpv4(ip),
       cidr: `${formatIpv4(ip)}/${subnet.prefix}`,
@@ -749,24 +761,27 @@ class HostLocalStore {
 }
 
 /**
- * host-local ADD for a reservation (cni-address.ts's request): an address from the subnet in
- * the network's store, or, when the id holds one already, that one (host-local refuses the
+ * host-local ADD for a reservation (cni-address.ts's request): an address from the subnet (or
+ * exactly the one asked for: a range of one) in the network's store, or, when the id holds one already, that one (host-local refuses the
  * second ADD as a duplicate, which the agent reads as the address held).
  */
 export async function reserveHostLocalAddress(
   fs: SimFileSystem,
-  request: { network: string; subnet: string; containerId: string },
+  request: { network: string; subnet: string; containerId: string; address?: string },
 ): Promise<string> {
   const subnet = parseIpv4Cidr(request.subnet);
   if (!subnet) throw new Error(`invalid CIDR address: ${request.subnet}`);
   const store = new HostLocalStore(fs, request.network);
   const held = await store.addressOf(request.containerId, podInterfaceName);
-  if (held !== undefined && cidrContains(subnet, held)) return formatIpv4(held);
+  const exact = request.address === undefined ? undefined : parseIpv4(request.address);
+  if (held !== undefined && cidrContains(subnet, held) && (exact === undefined || held === exact))
+    return formatIpv4(held);
+  // rangeStart = rangeEnd = the address, when one is asked for.
   const ip = await store.allocate(request.containerId, podInterfaceName, {
     subnet,
     gateway: subnet.network + 1,
-    start: subnet.network + 1,
-    end: lastAddress(subnet) - 1,
+    start: exact ?? subnet.network + 1,
+    end: exact ?? lastAddress(subnet) - 1,
   });
   return formatIpv4(ip);
 }

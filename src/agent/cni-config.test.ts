@@ -72,3 +72,19 @@ test('a re-bootstrap removes a CNI config left from an earlier join', async (t) 
   assert.equal(await runAgent(['bootstrap'], context), 0, stdout.join(''));
   assert.equal(await subnetOnDisk(machine), undefined);
 });
+
+test('flannel-host-gw: net-conf.json for flanneld and flannel’s config delegating to win-bridge on cbr0', async (t) => {
+  const { machine, context, config } = await bootstrapped(t);
+  const netConf = '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}';
+  const network = { mode: 'flannel-host-gw' as const, networkName: 'cbr0', netConf };
+  assert.equal(await syncCniConfig(context, config, node(), network), 'written');
+  const list = JSON.parse((await machine.fs.readFile(paths.cniConfig)).toString()) as {
+    name: string;
+    plugins: { type: string; delegate: { type: string } }[];
+  };
+  assert.equal(list.name, 'cbr0');
+  assert.equal(list.plugins[0]!.type, 'flannel');
+  assert.equal(list.plugins[0]!.delegate.type, 'win-bridge');
+  assert.equal((await machine.fs.readFile('C:\\k\\flannel\\net-conf.json')).toString(), netConf);
+  assert.equal(await syncCniConfig(context, config, node('10.244.3.0/24'), network), 'unchanged');
+});

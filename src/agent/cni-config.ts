@@ -9,7 +9,12 @@
 import type * as k8s from '@kubernetes/client-node';
 import { defaultNodeNetwork, type NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
-import { cniConfig, flannelCniConfig, flannelNetConfPath } from './node-files.ts';
+import {
+  cniConfig,
+  flannelCniConfig,
+  flannelHostGwCniConfig,
+  flannelNetConfPath,
+} from './node-files.ts';
 import type { AgentContext } from './run-agent.ts';
 
 /** What syncCniConfig did. */
@@ -32,6 +37,8 @@ function sayOnce(context: AgentContext, message: string): void {
  *   says why: handing out addresses the cluster did not give this node would duplicate pod IPs;
  * - flannel-vxlan: the cluster's net-conf.json where flanneld reads it, and flannel's CNI
  *   config (flannel itself takes the subnet it leased, from the Node's pod CIDR);
+ * - flannel-host-gw: the same, with flannel's config delegating to win-bridge on flanneld's
+ *   L2Bridge network;
  * - external: none of winfleet's (one left from an earlier mode goes): the cluster's CNI
  *   writes its own into the directories containerd names.
  */
@@ -51,15 +58,18 @@ export async function syncCniConfig(
     );
     return existing !== undefined ? 'removed' : 'absent';
   }
-  if (network.mode === 'flannel-vxlan') {
+  if (network.mode === 'flannel-vxlan' || network.mode === 'flannel-host-gw') {
     const netConf = (await host.readFile(flannelNetConfPath))?.toString('utf8');
     if (netConf !== network.netConf) await host.writeFile(flannelNetConfPath, network.netConf);
-    const wanted = flannelCniConfig(settings, network.vni);
+    const wanted =
+      network.mode === 'flannel-vxlan'
+        ? flannelCniConfig(settings, network.vni)
+        : flannelHostGwCniConfig(settings, network.networkName);
     if (existing === wanted && netConf === network.netConf) return 'unchanged';
     await host.writeFile(paths.cniConfig, wanted);
     sayOnce(
       context,
-      `Wrote ${paths.cniConfig} for flannel (VNI ${network.vni}) and ${flannelNetConfPath} for flanneld`,
+      `Wrote ${paths.cniConfig} for flannel (${network.mode === 'flannel-vxlan' ? `VNI ${network.vni}` : `host-gw, network ${network.networkName}`}) and ${flannelNetConfPath} for flanneld`,
     );
     return 'written';
   }

@@ -13,7 +13,12 @@ import { writeStandInPayload } from '../../sim/testkit/payload.ts';
 import { servicesManifestFor } from '../payload/node-services.ts';
 import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
 import { type AgentConfig, agentConfigFrom, parseBootstrapConfig } from './agent-config.ts';
-import { cniConfig, flannelCniConfig, nodePodSubnet } from './node-files.ts';
+import {
+  cniConfig,
+  flannelCniConfig,
+  flannelHostGwCniConfig,
+  nodePodSubnet,
+} from './node-files.ts';
 
 const settings: AgentConfig = {
   ...agentConfigFrom(parseBootstrapConfig(testBootstrapConfig())),
@@ -171,4 +176,55 @@ test('flannel’s config is one flannel.exe v0.9.1 takes, reading the subnet fil
   const delegate = flannel.delegate as Record<string, unknown>;
   assert.equal(delegate.type, 'win-overlay');
   assert.equal('name' in delegate || 'ipam' in delegate, false);
+});
+
+test('flannel host-gw’s config: flannel delegating to win-bridge on cbr0 with the l2bridge endpoint policies', () => {
+  const list = JSON.parse(flannelHostGwCniConfig(settings, 'cbr0')) as {
+    cniVersion: string;
+    name: string;
+    plugins: Record<string, unknown>[];
+  };
+  assert.equal(list.cniVersion, '0.4.0');
+  assert.equal(list.name, 'cbr0');
+  assert.equal(list.plugins.length, 1);
+  const flannel = list.plugins[0]!;
+  assert.equal(flannel.type, 'flannel');
+  assert.equal(flannel.subnetFile, 'C:\\run\\flannel\\subnet.env');
+  assert.equal(flannel.dataDir, 'C:\\var\\lib\\cni\\flannel');
+  assert.deepEqual(flannel.delegate, {
+    type: 'win-bridge',
+    apiVersion: 2,
+    Policies: [
+      {
+        Name: 'EndpointPolicy',
+        Value: {
+          Type: 'OutBoundNAT',
+          Settings: { Exceptions: [settings.podCIDR, settings.serviceCIDR] },
+        },
+      },
+      {
+        Name: 'EndpointPolicy',
+        Value: {
+          Type: 'SDNRoute',
+          Settings: { DestinationPrefix: settings.serviceCIDR, NeedEncap: true },
+        },
+      },
+      {
+        Name: 'EndpointPolicy',
+        Value: {
+          Type: 'SDNRoute',
+          Settings: { DestinationPrefix: `${settings.nodeIP}/32`, NeedEncap: true },
+        },
+      },
+    ],
+  });
+  // The vxlan config is unchanged: win-overlay with ProviderAddress, no node route.
+  const vxlan = JSON.parse(flannelCniConfig(settings, 4096)) as {
+    plugins: { delegate: { type: string; Policies: { Value: { Type: string } }[] } }[];
+  };
+  assert.equal(vxlan.plugins[0]!.delegate.type, 'win-overlay');
+  assert.deepEqual(
+    vxlan.plugins[0]!.delegate.Policies.map((p) => p.Value.Type),
+    ['OutBoundNAT', 'SDNRoute', 'ProviderAddress'],
+  );
 });

@@ -237,34 +237,53 @@ export const flannelNetConfPath = `${kubeDir}\\flannel\\net-conf.json`;
 export const flannelCniVersion = '0.4.0';
 
 export function flannelCniConfig(settings: NodeSettings, vni: number): string {
-  const endpointPolicy = (Type: string, Settings: Record<string, unknown>) => ({
-    Name: 'EndpointPolicy',
-    Value: { Type, Settings },
-  });
+  return flannelConfigList(`flannel.${vni}`, 'win-overlay', [
+    endpointPolicy('OutBoundNAT', { Exceptions: [settings.podCIDR, settings.serviceCIDR] }),
+    endpointPolicy('SDNRoute', { DestinationPrefix: settings.serviceCIDR, NeedEncap: true }),
+    endpointPolicy('ProviderAddress', { ProviderAddress: settings.nodeIP }),
+  ]);
+}
+
+/**
+ * The CNI config of a flannel-host-gw node: flannel's CNI plugin delegating to win-bridge
+ * (flannel_windows.go's default delegate, containernetworking/plugins v0.9.1) on flanneld's
+ * L2Bridge network. win-bridge (v1.9.1) gives each pod the lease's .2 as its gateway (the host's
+ * bridge endpoint `<network>_ep` that flanneld made) and adds an OutBoundNAT exception for the
+ * cluster network when flanneld's --ip-masq is on; the policies are those an l2bridge delegate
+ * needs, as winfleet's sdnbridge config has them (cniConfig above): OutBoundNAT except to the
+ * cluster pod CIDR and the service CIDR, SDNRoute with NeedEncap for the service CIDR (through
+ * the virtual switch, where kube-proxy's load balancers are) and for the node's own IP (/32), so
+ * that pods reach their host. No ProviderAddress: nothing is encapsulated.
+ */
+export function flannelHostGwCniConfig(settings: NodeSettings, networkName: string): string {
+  return flannelConfigList(networkName, 'win-bridge', [
+    endpointPolicy('OutBoundNAT', { Exceptions: [settings.podCIDR, settings.serviceCIDR] }),
+    endpointPolicy('SDNRoute', { DestinationPrefix: settings.serviceCIDR, NeedEncap: true }),
+    endpointPolicy('SDNRoute', { DestinationPrefix: `${settings.nodeIP}/32`, NeedEncap: true }),
+  ]);
+}
+
+function endpointPolicy(Type: string, Settings: Record<string, unknown>) {
+  return { Name: 'EndpointPolicy', Value: { Type, Settings } };
+}
+
+/** flannel's config list: one flannel plugin delegating to `delegate` on network `name`. */
+function flannelConfigList(
+  name: string,
+  delegate: 'win-overlay' | 'win-bridge',
+  policies: ReturnType<typeof endpointPolicy>[],
+): string {
   return JSON.stringify(
     {
       cniVersion: flannelCniVersion,
-      name: `flannel.${vni}`,
+      name,
       plugins: [
         {
           type: 'flannel',
           subnetFile: hostPaths.flannelSubnetFile,
           dataDir: hostPaths.flannelDataDir,
           capabilities: { portMappings: true, dns: true },
-          delegate: {
-            type: 'win-overlay',
-            apiVersion: 2,
-            Policies: [
-              endpointPolicy('OutBoundNAT', {
-                Exceptions: [settings.podCIDR, settings.serviceCIDR],
-              }),
-              endpointPolicy('SDNRoute', {
-                DestinationPrefix: settings.serviceCIDR,
-                NeedEncap: true,
-              }),
-              endpointPolicy('ProviderAddress', { ProviderAddress: settings.nodeIP }),
-            ],
-          },
+          delegate: { type: delegate, apiVersion: 2, Policies: policies },
         },
       ],
     },

@@ -30,6 +30,7 @@ import {
 } from '../servicesmanifest/services-manifest.ts';
 import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-config.ts';
 import { readState, writeState } from './agent-state.ts';
+import { syncBridgeEndpointAddress } from './bridge-endpoint.ts';
 import { syncCniConfig } from './cni-config.ts';
 import {
   agentServiceName,
@@ -171,6 +172,8 @@ export async function checkOnce(
     const network = manifest.network ?? defaultNodeNetwork;
     // A new manifest may bring another mode: its firewall rule follows (kubelet-firewall.ts).
     if (state.version !== manifest.version) await syncEncapsulationRule(host, network);
+    // flannel-host-gw: the bridge endpoint's .2 kept from pods first (bridge-endpoint.ts).
+    await syncBridgeEndpointAddress(context, node, network);
     if (node) await syncCniConfig(context, config, node, network);
     // kube-proxy's source VIP on an overlay (source-vip.ts).
     sourceVip = await syncSourceVip(context, config, node, network);

@@ -205,3 +205,20 @@ test('the owned network missing: nothing is stale; an endpoint readdressed start
   const later = decideStaleEndpoints(reads({ endpoints: [moved] }), first.memory, 60_000, 60);
   assert.deepEqual(later.removable, []);
 });
+
+test('flannel-host-gw: the host’s bridge endpoint cbr0_ep (.2) is never a pod’s; a left pod endpoint on cbr0 is', () => {
+  const cbr0: HnsNetwork = {
+    id: '44444444-4444-4444-8444-444444444444',
+    name: 'cbr0',
+    type: 'L2Bridge',
+  };
+  const hostGw: NodeNetwork = { mode: 'flannel-host-gw', networkName: 'cbr0', netConf: '{}' };
+  const bridge = { ...endpoint(cbr0, '10.244.1.2'), name: 'cbr0_ep' };
+  const left = endpoint(cbr0, '10.244.1.3');
+  const r = reads({ network: hostGw, networks: [cbr0], endpoints: [bridge, left] });
+  const [, later] = checks(r, [0, 60]);
+  assert.deepEqual(later!.removable, [{ id: left.id, ip: '10.244.1.3', network: 'cbr0' }]);
+  assert.equal(later!.observation?.network, 'cbr0');
+  // No source VIP is needed for a decision on an L2Bridge network.
+  assert.notEqual(later!.observation, undefined);
+});

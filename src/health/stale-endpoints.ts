@@ -12,7 +12,7 @@
  *
  * Rules:
  * - Only a network winfleet owns is looked at (routed's `winfleet`, flannel-vxlan's
- *   `flannel.<VNI>`: node-network.ts winfleetOwnsNetwork); in `external` mode the CNI's network
+ *   `flannel.<VNI>`, flannel-host-gw's `cbr0`: node-network.ts winfleetOwnsNetwork); in `external` mode the CNI's network
  *   is its own and nothing is decided.
  * - A read that failed (networks, endpoints, the pods), a Node without spec.podCIDR, or an
  *   overlay whose source VIP is not known this pass decides nothing, and the memory stays as it
@@ -20,8 +20,9 @@
  * - A pod endpoint is a local one (not `remote`: kube-proxy's endpoints for other nodes' pods on
  *   an overlay) with an IPv4 address inside the Node's pod CIDR that is not the subnet's network
  *   address, its gateway (the first address, which host-local never hands out), its last address
- *   or kube-proxy's source VIP (reserved in host-local's store: source-vip.ts). Nothing else is
- *   ever called stale.
+ *   or kube-proxy's source VIP (reserved in host-local's store: source-vip.ts), and not
+ *   flannel-host-gw's bridge endpoint `<network>_ep` (the host's own, which flanneld makes).
+ *   Nothing else is ever called stale.
  * - A pod endpoint is stale when no pod on this node (any phase: a pod the API still lists may
  *   still use its sandbox) has its address in status.podIPs/podIP, on every successful check for
  *   at least `staleAfterSeconds` and on two checks at least (a pod being created has its endpoint
@@ -42,6 +43,7 @@ import {
   parseIpv4Cidr,
 } from '../net/ipv4-cidr.ts';
 import {
+  bridgeEndpointName,
   type NodeNetwork,
   needsSourceVip,
   podNetworkName,
@@ -138,8 +140,11 @@ export function decideStaleEndpoints(
     formatIpv4(lastAddress(subnet)),
     ...(reads.sourceVip ? [reads.sourceVip] : []),
   ]);
+  // flannel-host-gw: the host's own bridge endpoint (<network>_ep, the lease's .2) is no pod's.
+  const bridge = bridgeEndpointName(reads.network)?.toLowerCase();
   const podEndpoints = endpoints.filter((e) => {
     if (e.remote || e.networkId.toLowerCase() !== network.id.toLowerCase()) return false;
+    if (bridge !== undefined && e.name.toLowerCase() === bridge) return false;
     const ip = parseIpv4(e.ipAddress);
     return ip !== undefined && cidrContains(subnet, ip) && !notPods.has(e.ipAddress);
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { encapsulationPort } from '../servicesmanifest/node-network.ts';
-import { nodeNetworkFor, nodeNetworkState } from './cluster-network-watch.ts';
+import { hostGwNetworkName, nodeNetworkFor, nodeNetworkState } from './cluster-network-watch.ts';
 
 const netConf = '{"Network":"10.244.0.0/16","Backend":{"Type":"vxlan","VNI":4096,"Port":4789}}';
 
@@ -47,8 +47,47 @@ test('what a node joins with, per resolved mode: flannel’s VNI and net-conf, a
   assert.deepEqual(nodeNetworkFor({ mode: 'routed', detected: 'no CNI' }).ok, true);
 });
 
+test('flannel-host-gw joins with flanneld’s L2Bridge network: cbr0, or net-conf.json’s Backend.Name', () => {
+  const hostGw = (text: string) =>
+    nodeNetworkFor({
+      mode: 'flannel-host-gw',
+      detected: 'Flannel host-gw (ConfigMap kube-flannel/kube-flannel-cfg)',
+      flannel: {
+        backend: 'host-gw',
+        vni: 0,
+        port: 0,
+        network: '10.244.0.0/16',
+        netConf: text,
+        source: 'ConfigMap kube-flannel/kube-flannel-cfg',
+      },
+    });
+  const plain = '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}';
+  assert.deepEqual(hostGw(plain), {
+    ok: true,
+    network: { mode: 'flannel-host-gw', networkName: 'cbr0', netConf: plain },
+    detected: 'Flannel host-gw (ConfigMap kube-flannel/kube-flannel-cfg)',
+    warnings: [],
+  });
+  const named = '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw","Name":"pods"}}';
+  const state = hostGw(named);
+  assert.deepEqual(state.ok && state.network, {
+    mode: 'flannel-host-gw',
+    networkName: 'pods',
+    netConf: named,
+  });
+  const odd = hostGw('{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw","Name":"my net"}}');
+  assert.equal(odd.ok, false);
+  assert.match(!odd.ok ? odd.message : '', /names the host-gw network "my net" \(Backend\.Name\)/);
+  assert.equal(hostGwNetworkName('{"Backend":{"Type":"host-gw","Name":""}}'), 'cbr0');
+  assert.equal(hostGwNetworkName('not json'), 'cbr0');
+  assert.equal(
+    encapsulationPort({ mode: 'flannel-host-gw', networkName: 'cbr0', netConf: plain }),
+    undefined,
+  );
+});
+
 test('modes winfleet resolves but does not set up on nodes yet are refused, saying so', () => {
-  for (const mode of ['flannel-host-gw', 'ovn-hybrid'] as const) {
+  for (const mode of ['ovn-hybrid'] as const) {
     const state = nodeNetworkFor({ mode, detected: 'x' });
     assert.equal(state.ok, false);
     assert.match(

@@ -10,7 +10,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { JoinFailureReason } from '../api/reasons.ts';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import type { Logger } from '../log/logger.ts';
-import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
+import { flannelHostGwDefaultNetwork, type NodeNetwork } from '../servicesmanifest/node-network.ts';
 import type { NetworkResolution, ResolvedNetwork } from './network-mode.ts';
 import { readClusterNetwork } from './read-cluster-network.ts';
 
@@ -21,8 +21,8 @@ export type NodeNetworkState =
 
 /**
  * What a node joins with for a resolved network: the node side of each mode winfleet builds.
- * flannel-host-gw and ovn-hybrid are resolved and checked, but winfleet's node side does not
- * set them up yet: refused, saying so, rather than joined to a network that does not work.
+ * ovn-hybrid is resolved and checked, but winfleet's node side does not set it up yet: refused,
+ * saying so, rather than joined to a network that does not work.
  */
 export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
   switch (resolved.mode) {
@@ -33,6 +33,27 @@ export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
       return {
         ok: true,
         network: { mode: 'flannel-vxlan', vni: flannel.vni, netConf: flannel.netConf },
+        detected: resolved.detected,
+        warnings: [],
+      };
+    }
+    case 'flannel-host-gw': {
+      const flannel = resolved.flannel!;
+      const networkName = hostGwNetworkName(flannel.netConf);
+      // The name goes into the CNI config, kube-proxy's flags and host-local's store directory.
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(networkName))
+        return {
+          ok: false,
+          reason: JoinFailureReason.NetworkUnsupported,
+          message: `network.mode flannel-host-gw: net-conf.json of ${flannel.source} names the host-gw network ${JSON.stringify(networkName)} (Backend.Name), which winfleet does not use as an HNS, CNI and host-local network name: no node is joined. Remove Backend.Name (flanneld then uses cbr0) or give letters, digits, '.', '_' and '-' only`,
+        };
+      return {
+        ok: true,
+        network: {
+          mode: 'flannel-host-gw',
+          networkName,
+          netConf: flannel.netConf,
+        },
         detected: resolved.detected,
         warnings: [],
       };
@@ -61,7 +82,6 @@ export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
         warnings: [],
       };
     }
-    case 'flannel-host-gw':
     case 'ovn-hybrid':
       return {
         ok: false,
@@ -69,6 +89,20 @@ export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
         message: `network.mode ${resolved.mode} matches the cluster (${resolved.detected}), but winfleet does not set up Windows nodes for it yet: no node is joined. Use a mode winfleet joins (flannel-vxlan, external, or routed where something routes each node's pod CIDR)`,
       };
   }
+}
+
+/**
+ * The L2Bridge network flanneld's host-gw backend makes: net-conf.json's Backend.Name, else
+ * cbr0 (hostgw_windows.go RegisterNetwork). net-conf.json was parsed when it was resolved.
+ */
+export function hostGwNetworkName(netConf: string): string {
+  try {
+    const backend = (JSON.parse(netConf) as { Backend?: { Name?: unknown } }).Backend;
+    if (typeof backend?.Name === 'string' && backend.Name !== '') return backend.Name;
+  } catch {
+    // Not JSON: resolve-network refused it before; the default stands.
+  }
+  return flannelHostGwDefaultNetwork;
 }
 
 /** The state a resolution gives. */

@@ -4,13 +4,15 @@
  * and a host joins with flanneld (the node's own credentials, its lease annotations, the
  * Overlay network flannel.4096 and a remote-subnet route to a Linux node's lease), flannel's
  * CNI with win-overlay, UDP 4789 open, and kube-proxy on flannel.4096 with a reserved source
- * VIP; a mode the cluster does not run, and Flannel's Linux defaults, join nothing, saying why.
+ * VIP; with Flannel host-gw, the L2Bridge network cbr0 with its bridge endpoint, a host route per
+ * remote lease, win-bridge and kube-proxy on cbr0; a mode the cluster does not run, and Flannel's Linux defaults, join nothing, saying why.
  * The packets themselves cross in sim/netlab's tests.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
-import { flannelAnnotations } from '../../sim/hosts/flanneld-standin.ts';
+import { flannelAnnotations, flanneldStatus } from '../../sim/hosts/flanneld-standin.ts';
+import { ipRoutes } from '../../sim/hosts/ip-routes.ts';
 import { kubeProxyStatus } from '../../sim/hosts/kube-proxy-standin.ts';
 import { kubeConfigFor, readKubeconfig } from '../../sim/hosts/kubelet-kubeconfig.ts';
 import { installCalicoObjects, installFlannelObjects } from '../../sim/testkit/cluster-cni.ts';
@@ -24,7 +26,7 @@ import {
   waitForReadyHosts,
 } from '../../sim/testkit/windows-hosts.ts';
 import { waitFor } from '../kube/wait-for.ts';
-import { cidrContains, parseIpv4, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
+import { cidrContains, formatIpv4, parseIpv4, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
 
 const hosts = { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 120 };
@@ -225,6 +227,128 @@ test('flannel-vxlan detected: flanneld with the node’s credentials, flannel’
   assert.ok(cidrContains(podCidr, parseIpv4(podIP)!), `${podIP} in ${node.spec!.podCIDR}`);
   assert.notEqual(podIP, sourceVip);
   assert.ok(sim.machine.hns.endpoints().some((e) => e.ip === podIP && e.networkId === overlay.id));
+});
+
+test('flannel-host-gw detected: flanneld’s L2Bridge cbr0 with cbr0_ep at .2, a host route to the Linux lease, flannel’s CNI with win-bridge, kube-proxy on cbr0', async (t) => {
+  const world = await joinWorld(t, { releases: ['2022'], startOperator: false });
+  const { kc } = world;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await installFlannelObjects(kc, '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}');
+  // A Linux node whose flanneld holds a host-gw lease, as kube.go's AcquireLease writes it.
+  await createLinuxNode(kc, { name: 'lnx-1' });
+  const linuxCidr = await waitFor(
+    async () => (await core.readNode({ name: 'lnx-1' })).spec?.podCIDR,
+    { description: 'lnx-1’s pod CIDR' },
+  );
+  await core.patchNodeStatus(
+    {
+      name: 'lnx-1',
+      body: {
+        metadata: {
+          annotations: {
+            [flannelAnnotations.kubeSubnetManager]: 'true',
+            [flannelAnnotations.backendType]: 'host-gw',
+            [flannelAnnotations.backendData]: 'null',
+            [flannelAnnotations.publicIp]: '192.0.2.11',
+          },
+        },
+      },
+    },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
+  );
+  world.operator = await startTestOperator(kc, {
+    namespace: world.namespace,
+    payloadDir: world.payloadDir,
+    config: { hosts, network: { mode: 'auto' } },
+  });
+  t.after(() => world.operator?.stop());
+  const sim = world.fleet.hosts[0]!;
+  await createWindowsHosts(kc, world.namespace, [sim]);
+  const [joined] = await waitForReadyHosts(kc, world.namespace, 1);
+  const nodeName = joined!.status!.nodeName!;
+
+  // flanneld's lease: host-gw, no backend data, the host's address.
+  const node = await waitFor(
+    async () => {
+      const n = await core.readNode({ name: nodeName });
+      return n.metadata?.annotations?.[flannelAnnotations.backendType] === 'host-gw'
+        ? n
+        : undefined;
+    },
+    { description: 'the Windows Node’s host-gw lease', timeoutMs: 60_000 },
+  );
+  const a = node.metadata!.annotations!;
+  assert.equal(a[flannelAnnotations.kubeSubnetManager], 'true');
+  assert.equal(a[flannelAnnotations.backendData], 'null');
+  assert.equal(a[flannelAnnotations.publicIp], sim.address);
+  const podCidr = parseIpv4Cidr(node.spec!.podCIDR!)!;
+  // The L2Bridge network cbr0 on the lease, gateway .1; the bridge endpoint cbr0_ep at .2,
+  // attached to the host.
+  const bridge = await waitFor(() => sim.machine.hns.find('cbr0'), {
+    description: 'flanneld’s L2Bridge network cbr0',
+    timeoutMs: 60_000,
+  });
+  assert.equal(bridge.type, 'L2Bridge');
+  assert.deepEqual(sim.machine.hns.subnets(bridge.id), [
+    { addressPrefix: node.spec!.podCIDR!, gateway: formatIpv4(podCidr.network + 1) },
+  ]);
+  const endpoint = sim.machine.hns.findEndpoint('cbr0_ep')!;
+  assert.equal(endpoint.networkId, bridge.id);
+  assert.equal(endpoint.ip, formatIpv4(podCidr.network + 2));
+  assert.equal(endpoint.hostAttached, true);
+  assert.equal(sim.machine.hns.find(`flannel.4096`), undefined);
+  // One host route: the Linux lease via its public IP, on the host's vNIC.
+  const route = await waitFor(
+    () =>
+      ipRoutes(sim.machine)
+        .list()
+        .find((r) => r.destinationPrefix === linuxCidr),
+    { description: 'the host route to lnx-1’s lease', timeoutMs: 30_000 },
+  );
+  assert.equal(route.nextHop, '192.0.2.11');
+  assert.equal(route.interfaceIndex, flanneldStatus(sim.machine)!.interfaceIndex);
+  assert.equal(ipRoutes(sim.machine).list().length, 1);
+  // flanneld runs as a service; flannel's CNI config delegates to win-bridge on cbr0; no VXLAN
+  // port is opened.
+  assert.equal(sim.machine.scm.query('flanneld')?.state, 'running');
+  const conflist = JSON.parse((await sim.machine.fs.readFile(hostPaths.cniConfig)).toString());
+  assert.equal(conflist.name, 'cbr0');
+  assert.equal(conflist.plugins[0].type, 'flannel');
+  assert.equal(conflist.plugins[0].delegate.type, 'win-bridge');
+  assert.ok(!sim.machine.firewall.rules().some((r) => r.name === 'winfleet-vxlan'));
+  // kube-proxy on cbr0, without a source VIP (winkernel reads one only on an overlay).
+  const proxy = await waitFor(
+    () =>
+      kubeProxyStatus(sim.machine)?.phase === 'running'
+        ? sim.machine.scm.query('kube-proxy')
+        : undefined,
+    { description: 'kube-proxy running on cbr0', timeoutMs: 60_000 },
+  );
+  assert.match(proxy.commandLine, /--network-name=cbr0(\s|$)/);
+  assert.doesNotMatch(proxy.commandLine, /--source-vip/);
+  // A pod gets an address from the lease: not the gateway, not the bridge endpoint's .2.
+  const apps = await testNamespace(kc, 'hostgw-pods');
+  await createWindowsPodOn(core, apps, nodeName);
+  const podIP = await waitFor(
+    async () => {
+      const pod = await core.readNamespacedPod({ namespace: apps, name: 'web' });
+      return pod.status?.phase === 'Running' ? pod.status.podIP : undefined;
+    },
+    { description: 'the pod Running with an IP', timeoutMs: 90_000 },
+  );
+  assert.ok(cidrContains(podCidr, parseIpv4(podIP)!), `${podIP} in ${node.spec!.podCIDR}`);
+  assert.notEqual(podIP, formatIpv4(podCidr.network + 1));
+  assert.notEqual(podIP, endpoint.ip);
+  assert.ok(sim.machine.hns.endpoints().some((e) => e.ip === podIP && e.networkId === bridge.id));
+  // A route removed behind flanneld's back is put back within its 10 s check.
+  ipRoutes(sim.machine).remove(route);
+  await waitFor(
+    () =>
+      ipRoutes(sim.machine)
+        .list()
+        .some((r) => r.destinationPrefix === linuxCidr) || undefined,
+    { description: 'the host route put back', timeoutMs: 30_000 },
+  );
 });
 
 test('a mode the cluster does not run, and Flannel’s Linux VXLAN defaults, join nothing and say why', async (t) => {

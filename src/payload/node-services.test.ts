@@ -121,3 +121,26 @@ test('a manifest whose shim is not a payload file, or logs outside C:\\k\\logs, 
     /serviceShim\.logDir: "C:\\k\\pki" is not a directory directly in C:\\k\\logs/,
   );
 });
+
+test('flannel-host-gw: flanneld as for flannel-vxlan, kube-proxy on cbr0 without a source VIP', async (t) => {
+  const p = await payload(t);
+  const hostGw: NodeNetwork = {
+    mode: 'flannel-host-gw',
+    networkName: 'cbr0',
+    netConf: '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}',
+  };
+  const manifest = servicesManifestFor(p, { network: hostGw });
+  const flanneld = manifest.services.find((s) => s.name === 'flanneld')!;
+  const vxlanFlanneld = servicesManifestFor(p, { network: flannel }).services.find(
+    (s) => s.name === 'flanneld',
+  )!;
+  assert.deepEqual(flanneld, vxlanFlanneld);
+  const proxy = manifest.services.find((s) => s.name === 'kube-proxy')!;
+  assert.deepEqual(
+    proxy.args.filter((a) => /^--(network-name|source-vip)/.test(a)),
+    ['--network-name=cbr0'],
+  );
+  assert.deepEqual(manifest.network, hostGw);
+  assert.notEqual(manifest.version, p.version);
+  assert.doesNotThrow(() => parseServicesManifest(JSON.stringify(manifest)));
+});

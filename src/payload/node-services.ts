@@ -3,7 +3,7 @@
  * and how each node service runs — containerd and the kubelet during bootstrap, then
  * kube-proxy, csi-proxy and windows_exporter — with the kubelet flags the seeds and WMCO use,
  * and what the cluster's network mode needs (src/network/node-network.ts): flanneld for
- * flannel-vxlan, kube-proxy on the mode's network (with a source VIP on an overlay) or none.
+ * flannel-vxlan and flannel-host-gw, kube-proxy on the mode's network (with a source VIP on an overlay) or none.
  */
 import { createHash } from 'node:crypto';
 
@@ -14,6 +14,7 @@ import {
   kubeProxyNetwork,
   type NodeNetwork,
   needsSourceVip,
+  runsFlanneld,
 } from '../servicesmanifest/node-network.ts';
 import type {
   ManifestFile,
@@ -120,7 +121,7 @@ const serviceTemplates: Record<string, ServiceTemplate> = {
     priority: 2,
     bootstrap: false,
   },
-  // flannel-vxlan only (servicesManifestFor): flanneld.exe (flannel-io/flannel) with the kube
+  // The flannel modes only (servicesManifestFor: flannel-vxlan, flannel-host-gw): flanneld.exe (flannel-io/flannel) with the kube
   // subnet manager, as RKE2 runs it on Windows (pkg/windows/flannel.go), with the node's own
   // credentials (the Node authorizer lets it patch its own Node's annotations, list and watch
   // Nodes). It has no Windows service support: winfleet-service.exe runs it.
@@ -194,7 +195,7 @@ export function servicesManifestFor(
     const lower = file.name.toLowerCase();
     // Services of other modes are left out (their binaries are installed all the same).
     const wanted =
-      (lower !== 'flanneld.exe' || network.mode === 'flannel-vxlan') &&
+      (lower !== 'flanneld.exe' || runsFlanneld(network)) &&
       (lower !== 'kube-proxy.exe' || proxyNetwork !== undefined);
     if (template && wanted) {
       const args = template.args.flatMap((a) => {

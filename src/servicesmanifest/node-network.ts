@@ -9,6 +9,12 @@
  * - flannel-vxlan: flanneld (kube subnet manager) makes the Overlay network `flannel.<VNI>` and
  *   the remote-subnet routes; pods through flannel's CNI plugin delegating to win-overlay;
  *   kube-proxy on that network with a source VIP (winkernel needs one on an overlay).
+ * - flannel-host-gw: flanneld's host-gw backend makes the L2Bridge network (`cbr0` unless
+ *   net-conf.json's Backend.Name says otherwise) with the host's bridge endpoint at the lease's
+ *   .2 and one host route per remote lease (flannel pkg/backend/hostgw/hostgw_windows.go,
+ *   route_network_windows.go); pods through flannel's CNI plugin delegating to win-bridge;
+ *   kube-proxy on that network without a source VIP (winkernel reads --source-vip only on an
+ *   Overlay network: kubernetes v1.36.5 pkg/proxy/winkernel/proxier.go NewProxier).
  * - external: the cluster's CNI brings its own Windows agent (a HostProcess DaemonSet):
  *   winfleet writes no CNI config and makes no network; containerd uses the CNI's directories.
  */
@@ -19,6 +25,13 @@ export type NodeNetwork =
       mode: 'flannel-vxlan';
       /** The VXLAN network identifier (net-conf.json Backend.VNI): the network is flannel.<vni>. */
       vni: number;
+      /** net-conf.json as the cluster's flannel has it, for flanneld on the node. */
+      netConf: string;
+    }
+  | {
+      mode: 'flannel-host-gw';
+      /** The L2Bridge network flanneld makes (net-conf.json Backend.Name, default cbr0). */
+      networkName: string;
       /** net-conf.json as the cluster's flannel has it, for flanneld on the node. */
       netConf: string;
     }
@@ -51,6 +64,8 @@ export function podNetworkName(network: NodeNetwork): string | undefined {
       return routedNetworkName;
     case 'flannel-vxlan':
       return `flannel.${network.vni}`;
+    case 'flannel-host-gw':
+      return network.networkName;
     case 'external':
       return network.networkName;
   }
@@ -58,7 +73,7 @@ export function podNetworkName(network: NodeNetwork): string | undefined {
 
 /**
  * Whether winfleet's own services make the pod network (so its repairs may make it again):
- * routed (sdnbridge) and flannel (flanneld, a winfleet service). Never a CNI's own.
+ * routed (sdnbridge) and the flannel modes (flanneld, a winfleet service). Never a CNI's own.
  */
 export function winfleetOwnsNetwork(network: NodeNetwork): boolean {
   return network.mode !== 'external';
@@ -81,6 +96,22 @@ export function encapsulationPort(network: NodeNetwork): number | undefined {
   return network.mode === 'external' && network.overlay ? 4789 : undefined;
 }
 
+/** flannel's host-gw network name when net-conf.json's Backend.Name gives none (hostgw_windows.go). */
+export const flannelHostGwDefaultNetwork = 'cbr0';
+
+/** Whether flanneld (a winfleet service) makes the pod network: the flannel modes. */
+export function runsFlanneld(network: NodeNetwork): boolean {
+  return network.mode === 'flannel-vxlan' || network.mode === 'flannel-host-gw';
+}
+
+/**
+ * The host's own endpoint on a flannel-host-gw network: flanneld names it `<network>_ep` and
+ * gives it the lease's second address (hostgw_windows.go RegisterNetwork); no pod has it.
+ */
+export function bridgeEndpointName(network: NodeNetwork): string | undefined {
+  return network.mode === 'flannel-host-gw' ? `${network.networkName}_ep` : undefined;
+}
+
 /** The network of a node whose bootstrap config says none (an agent older than modes). */
 export const defaultNodeNetwork: NodeNetwork = { mode: 'routed' };
 
@@ -100,6 +131,16 @@ export const nodeNetworkSchema = {
       properties: {
         mode: { const: 'flannel-vxlan' },
         vni: { type: 'integer', minimum: 4096, maximum: 16777215 },
+        netConf: { type: 'string', minLength: 2, maxLength: 65536 },
+      },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['mode', 'networkName', 'netConf'],
+      properties: {
+        mode: { const: 'flannel-host-gw' },
+        networkName: { type: 'string', minLength: 1, maxLength: 256 },
         netConf: { type: 'string', minLength: 2, maxLength: 65536 },
       },
     },

@@ -86,3 +86,28 @@ test('host-local’s answer: its ip4.ip, or the address a duplicate allocation n
   );
   assert.throws(() => parseCniAddressOutput('failed', request), /not JSON/);
 });
+
+test('one exact address (flannel-host-gw’s bridge endpoint): a range of one, and only that address is read back', async () => {
+  const exact: CniAddressRequest = {
+    ...request,
+    network: 'cbr0',
+    containerId: 'winfleet-bridge-endpoint',
+    address: '10.244.3.2',
+  };
+  const script = reserveCniAddressScript(exact);
+  await assertValidPowerShell(script, 'reserve one CNI address');
+  const body = /\$out = '(\{.*\})' \|/.exec(script)?.[1];
+  assert.deepEqual(JSON.parse(body!).ipam.ranges, [
+    [{ subnet: '10.244.3.0/24', rangeStart: '10.244.3.2', rangeEnd: '10.244.3.2' }],
+  ]);
+  assert.equal(
+    parseCniAddressOutput('{"cniVersion":"0.2.0","ip4":{"ip":"10.244.3.2/24"}}', exact),
+    '10.244.3.2',
+  );
+  assert.throws(
+    () => parseCniAddressOutput('{"cniVersion":"0.2.0","ip4":{"ip":"10.244.3.3/24"}}', exact),
+    /host-local reserved no address/,
+  );
+  for (const address of ['10.244.3.1', '10.244.3.0', '10.244.3.255', '10.244.4.2', '10.244.3.02'])
+    assert.throws(() => reserveCniAddressScript({ ...exact, address }), RangeError, address);
+});

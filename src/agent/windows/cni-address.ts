@@ -10,7 +10,7 @@
  * address is then the one reserved.
  */
 import { WinfleetError } from '../../errors/catalog.ts';
-import { parseIpv4, parseIpv4Cidr } from '../../net/ipv4-cidr.ts';
+import { formatIpv4, parseIpv4, parseIpv4Cidr } from '../../net/ipv4-cidr.ts';
 import { powerShellScript, quotePowerShellString } from '../../powershell/powershell.ts';
 
 export interface CniAddressRequest {
@@ -22,6 +22,11 @@ export interface CniAddressRequest {
   subnet: string;
   /** Who holds the address (CNI_CONTAINERID). */
   containerId: string;
+  /**
+   * This address exactly (a range of one: rangeStart = rangeEnd), as flannel-host-gw's bridge
+   * endpoint needs its .2 kept from pods; without it, host-local's next free address.
+   */
+  address?: string;
 }
 
 const plainName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -45,6 +50,18 @@ export function checkCniAddressRequest(request: CniAddressRequest): void {
     throw new RangeError(
       `Cannot reserve an address in ${JSON.stringify(request.subnet)}: give an IPv4 network of /30 or larger`,
     );
+  if (request.address !== undefined) {
+    const address = parseIpv4(request.address);
+    if (
+      address === undefined ||
+      formatIpv4(address) !== request.address ||
+      address <= subnet.network + 1 ||
+      address >= subnet.network + 2 ** (32 - subnet.prefix) - 1
+    )
+      throw new RangeError(
+        `Cannot reserve ${JSON.stringify(request.address)} in ${request.subnet}: give an address of the subnet other than its network, gateway and broadcast addresses`,
+      );
+  }
 }
 
 /** The script that runs host-local.exe with the request on its standard input; prints its answer. */
@@ -55,7 +72,13 @@ export function reserveCniAddressScript(request: CniAddressRequest): string {
     name: request.network,
     ipam: {
       type: 'host-local',
-      ranges: [[{ subnet: request.subnet }]],
+      ranges: [
+        [
+          request.address === undefined
+            ? { subnet: request.subnet }
+            : { subnet: request.subnet, rangeStart: request.address, rangeEnd: request.address },
+        ],
+      ],
       dataDir: '/var/lib/cni/networks',
     },
   });
@@ -89,7 +112,10 @@ export function parseCniAddressOutput(stdout: string, request: CniAddressRequest
   const inSubnet = (ip: string) => {
     const n = parseIpv4(ip);
     return (
-      n !== undefined && n > subnet.network && n < subnet.network + 2 ** (32 - subnet.prefix) - 1
+      n !== undefined &&
+      n > subnet.network &&
+      n < subnet.network + 2 ** (32 - subnet.prefix) - 1 &&
+      (request.address === undefined || ip === request.address)
     );
   };
   const ip4 = answer.ip4 as { ip?: unknown } | undefined;

@@ -27,6 +27,11 @@ test('the readers are the nodes winfleet joined (SSH: status.nodeName, Pull: spe
     host('d', { address: '10.0.0.4' }, 'win-b'),
   ];
   assert.deepEqual(flanneldReaderNodes(hosts, flannel), ['win-a', 'win-b']);
+  // flannel-host-gw runs the same flanneld, which lists Nodes the same way.
+  assert.deepEqual(
+    flanneldReaderNodes(hosts, { mode: 'flannel-host-gw', networkName: 'cbr0', netConf: '{}' }),
+    ['win-a', 'win-b'],
+  );
 });
 
 test('no reader unless the nodes’ network is flannel-vxlan', () => {
