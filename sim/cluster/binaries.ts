@@ -14,28 +14,44 @@ export const componentBinaries = [
   'kwok',
 ] as const;
 
-const buildScript = fileURLToPath(new URL('../../hack/build-binaries.sh', import.meta.url));
-let cached: string | undefined;
+/**
+ * A getter of a directory of built binaries: `env`'s value when set, else the directory the
+ * build script `hack/<script>` prints last (it builds whatever is missing, with progress on
+ * stderr); every one of `names` must be there. The answer is kept for the process.
+ */
+export function builtBinaries(options: {
+  env: string;
+  script: string;
+  names: readonly string[];
+}): () => string {
+  const buildScript = fileURLToPath(new URL(`../../hack/${options.script}`, import.meta.url));
+  let cached: string | undefined;
+  return () => {
+    if (cached) return cached;
+    const fromEnv = process.env[options.env];
+    const dir = fromEnv
+      ? fromEnv
+      : execFileSync('bash', [buildScript], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'inherit'],
+        })
+          .trim()
+          .split('\n')
+          .at(-1)!;
+    const missing = options.names.filter((name) => !existsSync(`${dir}/${name}`));
+    if (missing.length > 0) {
+      throw new Error(
+        `Missing ${missing.join(', ')} in ${dir}; run hack/${options.script}${fromEnv ? ` or unset ${options.env}` : ''}`,
+      );
+    }
+    cached = dir;
+    return dir;
+  };
+}
 
 /** Returns the binaries directory, building whatever is missing (with progress on stderr). */
-export function ensureBinaries(): string {
-  if (cached) return cached;
-  const fromEnv = process.env.WINFLEET_BIN_DIR;
-  const dir = fromEnv
-    ? fromEnv
-    : execFileSync('bash', [buildScript], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'inherit'],
-      })
-        .trim()
-        .split('\n')
-        .at(-1)!;
-  const missing = componentBinaries.filter((name) => !existsSync(`${dir}/${name}`));
-  if (missing.length > 0) {
-    throw new Error(
-      `Missing ${missing.join(', ')} in ${dir}; run hack/build-binaries.sh${fromEnv ? ' or unset WINFLEET_BIN_DIR' : ''}`,
-    );
-  }
-  cached = dir;
-  return dir;
-}
+export const ensureBinaries = builtBinaries({
+  env: 'WINFLEET_BIN_DIR',
+  script: 'build-binaries.sh',
+  names: componentBinaries,
+});

@@ -522,7 +522,6 @@ class FlanneldRun {
    */
   async #watchHostGwLeases(interfaceIndex: number): Promise<void> {
     const nodes = new Map<string, k8s.V1Node>();
-    const core = this.#kc.makeApiClient(k8s.CoreV1Api);
     const table = ipRoutes(this.#machine);
     // The routes it made (n.routes), by destination.
     const held = new Map<string, IpRoute>();
@@ -593,23 +592,7 @@ class FlanneldRun {
       }
     };
     const checking = check();
-    await reflect<k8s.V1Node>({
-      kc: this.#kc,
-      path: '/api/v1/nodes',
-      list: () => core.listNode({}, this.#call()),
-      store: nodes,
-      signal: this.#signal,
-      watchTimeoutSeconds: this.#options.watchTimeoutSeconds,
-      retryMinMs: this.#options.retryMinMs,
-      retryMaxMs: this.#options.retryMaxMs,
-      onChange: apply,
-      onFailure: (error) =>
-        this.#log(
-          'E',
-          'reflector.go',
-          `"Failed to watch" err="failed to list *v1.Node: ${(error as Error).message}"`,
-        ),
-    });
+    await this.#watchNodes(nodes, apply);
     await checking;
   }
 
@@ -762,9 +745,33 @@ class FlanneldRun {
   }
 
   /** WatchLeases and handleSubnetEvents: one RemoteSubnetRoute per remote vxlan lease. */
+  /**
+   * Lists and watches every Node into `nodes` (the kube subnet manager's informer, with the
+   * node's own credentials), calling `onChange` after the list and each event.
+   */
+  #watchNodes(nodes: Map<string, k8s.V1Node>, onChange: () => void): Promise<void> {
+    const core = this.#kc.makeApiClient(k8s.CoreV1Api);
+    return reflect<k8s.V1Node>({
+      kc: this.#kc,
+      path: '/api/v1/nodes',
+      list: () => core.listNode({}, this.#call()),
+      store: nodes,
+      signal: this.#signal,
+      watchTimeoutSeconds: this.#options.watchTimeoutSeconds,
+      retryMinMs: this.#options.retryMinMs,
+      retryMaxMs: this.#options.retryMaxMs,
+      onChange,
+      onFailure: (error) =>
+        this.#log(
+          'E',
+          'reflector.go',
+          `"Failed to watch" err="failed to list *v1.Node: ${(error as Error).message}"`,
+        ),
+    });
+  }
+
   async #watchLeases(networkName: string, vni: number): Promise<void> {
     const nodes = new Map<string, k8s.V1Node>();
-    const core = this.#kc.makeApiClient(k8s.CoreV1Api);
     // Node updates that change no lease (status heartbeats) change nothing, as kube.go's
     // handleUpdateLeaseEvent ignores them: only a change of some node's lease fields is applied.
     let leases: string | undefined;
@@ -823,22 +830,6 @@ class FlanneldRun {
         }),
       );
     };
-    await reflect<k8s.V1Node>({
-      kc: this.#kc,
-      path: '/api/v1/nodes',
-      list: () => core.listNode({}, this.#call()),
-      store: nodes,
-      signal: this.#signal,
-      watchTimeoutSeconds: this.#options.watchTimeoutSeconds,
-      retryMinMs: this.#options.retryMinMs,
-      retryMaxMs: this.#options.retryMaxMs,
-      onChange: apply,
-      onFailure: (error) =>
-        this.#log(
-          'E',
-          'reflector.go',
-          `"Failed to watch" err="failed to list *v1.Node: ${(error as Error).message}"`,
-        ),
-    });
+    await this.#watchNodes(nodes, apply);
   }
 }

@@ -31,26 +31,34 @@ import { hostPaths } from '../servicesmanifest/host-paths.ts';
 
 const hosts = { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 120 };
 
-test('flannel-vxlan detected: flanneld with the node’s credentials, flannel’s CNI, UDP 4789, kube-proxy on flannel.4096 with a source VIP', async (t) => {
+/**
+ * Flannel's objects (net-conf `netConf`), a Linux node lnx-1 whose flanneld holds a lease of
+ * `lease`'s backend at 192.0.2.11 (as kube.go's AcquireLease writes it), the operator on
+ * network.mode auto, and one Windows host joined and Ready.
+ */
+async function flannelJoin(
+  t: Parameters<typeof joinWorld>[0],
+  lease: { backendType: string; backendData: string },
+  netConf?: string,
+) {
   const world = await joinWorld(t, { releases: ['2022'], startOperator: false });
   const { kc } = world;
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  await installFlannelObjects(kc);
-  // A Linux node whose flanneld holds a lease, as kube.go's AcquireLease writes it.
-  const linux = await createLinuxNode(kc, { name: 'lnx-1' });
+  await installFlannelObjects(kc, netConf);
+  await createLinuxNode(kc, { name: 'lnx-1' });
   const linuxCidr = await waitFor(
     async () => (await core.readNode({ name: 'lnx-1' })).spec?.podCIDR,
     { description: 'lnx-1’s pod CIDR' },
   );
   await core.patchNodeStatus(
     {
-      name: linux.metadata!.name!,
+      name: 'lnx-1',
       body: {
         metadata: {
           annotations: {
             [flannelAnnotations.kubeSubnetManager]: 'true',
-            [flannelAnnotations.backendType]: 'vxlan',
-            [flannelAnnotations.backendData]: '{"VNI":4096,"VtepMAC":"7e:1a:2b:3c:4d:5e"}',
+            [flannelAnnotations.backendType]: lease.backendType,
+            [flannelAnnotations.backendData]: lease.backendData,
             [flannelAnnotations.publicIp]: '192.0.2.11',
           },
         },
@@ -79,6 +87,14 @@ test('flannel-vxlan detected: flanneld with the node’s credentials, flannel’
     );
     error.message += `\nhost status: ${JSON.stringify(host?.status?.conditions)}\nagent log (tail):\n${text.slice(-4000)}\nservices: ${JSON.stringify(sim.machine.scm.names().map((n) => [n, sim.machine.scm.query(n)?.state, sim.machine.scm.query(n)?.exitCode]))}`;
     throw error;
+  });
+  return { world, kc, core, sim, joined: joined!, linuxCidr };
+}
+
+test('flannel-vxlan detected: flanneld with the node’s credentials, flannel’s CNI, UDP 4789, kube-proxy on flannel.4096 with a source VIP', async (t) => {
+  const { kc, core, sim, joined, linuxCidr } = await flannelJoin(t, {
+    backendType: 'vxlan',
+    backendData: '{"VNI":4096,"VtepMAC":"7e:1a:2b:3c:4d:5e"}',
   });
   const nodeName = joined!.status!.nodeName!;
 
@@ -230,41 +246,11 @@ test('flannel-vxlan detected: flanneld with the node’s credentials, flannel’
 });
 
 test('flannel-host-gw detected: flanneld’s L2Bridge cbr0 with cbr0_ep at .2, a host route to the Linux lease, flannel’s CNI with win-bridge, kube-proxy on cbr0', async (t) => {
-  const world = await joinWorld(t, { releases: ['2022'], startOperator: false });
-  const { kc } = world;
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  await installFlannelObjects(kc, '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}');
-  // A Linux node whose flanneld holds a host-gw lease, as kube.go's AcquireLease writes it.
-  await createLinuxNode(kc, { name: 'lnx-1' });
-  const linuxCidr = await waitFor(
-    async () => (await core.readNode({ name: 'lnx-1' })).spec?.podCIDR,
-    { description: 'lnx-1’s pod CIDR' },
+  const { kc, core, sim, joined, linuxCidr } = await flannelJoin(
+    t,
+    { backendType: 'host-gw', backendData: 'null' },
+    '{"Network":"10.244.0.0/16","Backend":{"Type":"host-gw"}}',
   );
-  await core.patchNodeStatus(
-    {
-      name: 'lnx-1',
-      body: {
-        metadata: {
-          annotations: {
-            [flannelAnnotations.kubeSubnetManager]: 'true',
-            [flannelAnnotations.backendType]: 'host-gw',
-            [flannelAnnotations.backendData]: 'null',
-            [flannelAnnotations.publicIp]: '192.0.2.11',
-          },
-        },
-      },
-    },
-    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
-  );
-  world.operator = await startTestOperator(kc, {
-    namespace: world.namespace,
-    payloadDir: world.payloadDir,
-    config: { hosts, network: { mode: 'auto' } },
-  });
-  t.after(() => world.operator?.stop());
-  const sim = world.fleet.hosts[0]!;
-  await createWindowsHosts(kc, world.namespace, [sim]);
-  const [joined] = await waitForReadyHosts(kc, world.namespace, 1);
   const nodeName = joined!.status!.nodeName!;
 
   // flanneld's lease: host-gw, no backend data, the host's address.
