@@ -542,7 +542,7 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
     };
     const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
     const saObjects = k8s.KubernetesObjectApi.makeApiClient(as);
-    const saApply = (o: k8s.V1Role | k8s.V1RoleBinding) =>
+    const saApply = (o: k8s.V1Role | k8s.V1RoleBinding | k8s.V1ClusterRoleBinding) =>
       saObjects.patch(
         o,
         undefined,
@@ -648,6 +648,38 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
               apiGroup: 'rbac.authorization.k8s.io',
               kind: 'ClusterRole',
               name: 'cluster-admin',
+            },
+            subjects: [{ kind: 'ServiceAccount', name: chartServiceAccount, namespace }],
+          }),
+      ],
+      // The one ClusterRoleBinding it may write (by name, for flanneld's Node reads): not to
+      // another role, and no other binding.
+      [
+        'apply ClusterRoleBinding winfleet:flanneld-node-reader to cluster-admin',
+        () =>
+          saApply({
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'ClusterRoleBinding',
+            metadata: { name: 'winfleet:flanneld-node-reader' },
+            roleRef: {
+              apiGroup: 'rbac.authorization.k8s.io',
+              kind: 'ClusterRole',
+              name: 'cluster-admin',
+            },
+            subjects: [{ kind: 'ServiceAccount', name: chartServiceAccount, namespace }],
+          }),
+      ],
+      [
+        'apply ClusterRoleBinding winfleet:kube-proxies with the ServiceAccount added',
+        () =>
+          saApply({
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'ClusterRoleBinding',
+            metadata: { name: 'winfleet:kube-proxies' },
+            roleRef: {
+              apiGroup: 'rbac.authorization.k8s.io',
+              kind: 'ClusterRole',
+              name: 'system:node-proxier',
             },
             subjects: [{ kind: 'ServiceAccount', name: chartServiceAccount, namespace }],
           }),
