@@ -69,13 +69,22 @@ export const standInFiles = [
  */
 export async function writeStandInPayload(
   dir: string,
-  options: { version?: string; kubernetesVersion?: string; sizes?: Record<string, number> } = {},
+  options: {
+    version?: string;
+    kubernetesVersion?: string;
+    sizes?: Record<string, number>;
+    /**
+     * Files beyond standInFiles, as an administrator adds them to a payload: hybrid-overlay-node.exe
+     * (ovn-hybrid), which winfleet's payload build cannot make.
+     */
+    extraFiles?: readonly string[];
+  } = {},
 ): Promise<Payload> {
   const kubernetesVersion = options.kubernetesVersion ?? 'v1.36.5';
   const version = options.version ?? `${kubernetesVersion.slice(1)}-wf.1`;
   await mkdir(dir, { recursive: true });
   const files = [];
-  for (const name of standInFiles) {
+  for (const name of [...standInFiles, ...(options.extraFiles ?? [])]) {
     const fileVersion = name.startsWith('winfleet-') ? version : kubernetesVersion;
     const content = Buffer.from(`winfleet-standin ${name.replace(/\.exe$/, '')} ${fileVersion}\n`);
     await writeFile(join(dir, name), content);

@@ -88,3 +88,53 @@ test('flannel-host-gw: net-conf.json for flanneld and flannel’s config delegat
   assert.equal((await machine.fs.readFile('C:\\k\\flannel\\net-conf.json')).toString(), netConf);
   assert.equal(await syncCniConfig(context, config, node('10.244.3.0/24'), network), 'unchanged');
 });
+
+test('ovn-hybrid: win-overlay on the hybrid overlay subnet OVN’s master annotated, none before, none for a bad one', async (t) => {
+  const { machine, context, config, stderr } = await bootstrapped(t);
+  const network = { mode: 'ovn-hybrid' as const };
+  const annotated = (subnet: string | undefined): k8s.V1Node => ({
+    metadata: {
+      name: 'win-agent-test',
+      ...(subnet ? { annotations: { 'k8s.ovn.org/hybrid-overlay-node-subnet': subnet } } : {}),
+    },
+    // spec.podCIDR is not what ovn-hybrid uses (OpenShift allocates none).
+    spec: { podCIDR: '10.244.3.0/24' },
+  });
+  assert.equal(await syncCniConfig(context, config, annotated(undefined), network), 'absent');
+  assert.match(stderr.join(''), /has no k8s\.ovn\.org\/hybrid-overlay-node-subnet yet/);
+  assert.equal(
+    await syncCniConfig(context, config, annotated('10.132.4.0/24'), network),
+    'written',
+  );
+  const list = JSON.parse((await machine.fs.readFile(paths.cniConfig)).toString()) as {
+    name: string;
+    plugins: {
+      type: string;
+      apiVersion: number;
+      ipam: { type: string; subnet: string; routes: { gw: string }[] };
+      Policies: { Value: { Type: string; Settings: Record<string, unknown> } }[];
+    }[];
+  };
+  assert.equal(list.name, 'OVNKubernetesHybridOverlayNetwork');
+  const plugin = list.plugins[0]!;
+  assert.equal(plugin.type, 'win-overlay');
+  assert.equal(plugin.apiVersion, 2);
+  assert.deepEqual(
+    [plugin.ipam.type, plugin.ipam.subnet, plugin.ipam.routes[0]!.gw],
+    ['host-local', '10.132.4.0/24', '10.132.4.1'],
+  );
+  const policies = Object.fromEntries(plugin.Policies.map((p) => [p.Value.Type, p.Value.Settings]));
+  assert.deepEqual(policies.OutBoundNAT, { Exceptions: [config.serviceCIDR] });
+  assert.deepEqual(policies.SDNRoute, { DestinationPrefix: config.serviceCIDR, NeedEncap: true });
+  assert.deepEqual(policies.ProviderAddress, { ProviderAddress: config.nodeIP });
+  assert.equal(
+    await syncCniConfig(context, config, annotated('10.132.4.0/24'), network),
+    'unchanged',
+  );
+  // A subnet that is not a network address (host bits), or too small, leaves no config.
+  for (const bad of ['10.132.4.7/24', '10.132.4.0/31', 'fd00::/64', '10.132.4.0/24,evil']) {
+    assert.equal(await syncCniConfig(context, config, annotated(bad), network), 'refused', bad);
+    assert.equal(await machine.fs.tryReadFile(paths.cniConfig), undefined, bad);
+  }
+  assert.match(stderr.join(''), /hybridOverlayConfig\.hybridClusterNetwork/);
+});

@@ -7,13 +7,19 @@
  * pod network is not configured yet; bootstrap writes none.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { defaultNodeNetwork, type NodeNetwork } from '../servicesmanifest/node-network.ts';
+import {
+  defaultNodeNetwork,
+  type NodeNetwork,
+  ovnHybrid,
+} from '../servicesmanifest/node-network.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
 import {
   cniConfig,
   flannelCniConfig,
   flannelHostGwCniConfig,
   flannelNetConfPath,
+  nodeSubnetFor,
+  ovnHybridCniConfig,
 } from './node-files.ts';
 import type { AgentContext } from './run-agent.ts';
 
@@ -39,6 +45,9 @@ function sayOnce(context: AgentContext, message: string): void {
  *   config (flannel itself takes the subnet it leased, from the Node's pod CIDR);
  * - flannel-host-gw: the same, with flannel's config delegating to win-bridge on flanneld's
  *   L2Bridge network;
+ * - ovn-hybrid: win-overlay's config on the hybrid overlay subnet OVN's master wrote on the Node
+ *   (k8s.ovn.org/hybrid-overlay-node-subnet), removed while it has none, refused (none written)
+ *   when it is not a usable subnet;
  * - external: none of winfleet's (one left from an earlier mode goes): the cluster's CNI
  *   writes its own into the directories containerd names.
  */
@@ -70,6 +79,32 @@ export async function syncCniConfig(
     sayOnce(
       context,
       `Wrote ${paths.cniConfig} for flannel (${network.mode === 'flannel-vxlan' ? `VNI ${network.vni}` : `host-gw, network ${network.networkName}`}) and ${flannelNetConfPath} for flanneld`,
+    );
+    return 'written';
+  }
+  if (network.mode === 'ovn-hybrid') {
+    let wanted: string | undefined;
+    try {
+      const subnet = nodeSubnetFor(settings, node, network);
+      wanted = subnet ? ovnHybridCniConfig(settings, subnet) : undefined;
+    } catch (error) {
+      if (existing !== undefined) await host.removePath(paths.cniConfig);
+      sayOnce(context, `No CNI config for this node: ${(error as Error).message}`);
+      return 'refused';
+    }
+    if (wanted === undefined) {
+      if (existing !== undefined) await host.removePath(paths.cniConfig);
+      sayOnce(
+        context,
+        `Node ${settings.nodeName} has no ${ovnHybrid.subnetAnnotation} yet, so this node has no pod network (containerd reports NetworkPluginNotReady): OVN-Kubernetes' master writes it on Windows nodes when the cluster has hybridOverlayConfig.hybridClusterNetwork`,
+      );
+      return existing !== undefined ? 'removed' : 'absent';
+    }
+    if (existing === wanted) return 'unchanged';
+    await host.writeFile(paths.cniConfig, wanted);
+    sayOnce(
+      context,
+      `Wrote ${paths.cniConfig} for the hybrid overlay subnet ${node.metadata?.annotations?.[ovnHybrid.subnetAnnotation]}`,
     );
     return 'written';
   }

@@ -15,6 +15,8 @@ import type { AgentContext } from './run-agent.ts';
 
 /** flanneld's service in a manifest (flannel-vxlan). */
 export const flanneldServiceName = 'flanneld';
+/** The services that list every Node with the node's credentials: flanneld, hybrid-overlay-node. */
+const nodeListingServices = [flanneldServiceName, 'hybrid-overlay-node'];
 
 const allowed = new WeakMap<AgentContext, true>();
 const lastSaid = new WeakMap<AgentContext, string>();
@@ -28,7 +30,8 @@ export async function flanneldHoldBack(
   manifest: ServicesManifest,
   kc: k8s.KubeConfig | undefined,
 ): Promise<Set<string>> {
-  if (!manifest.services.some((s) => s.name === flanneldServiceName)) return new Set();
+  const held = manifest.services.find((s) => nodeListingServices.includes(s.name))?.name;
+  if (!held) return new Set();
   if (allowed.has(context)) return new Set();
   const say = (message: string) => {
     if (lastSaid.get(context) === message) return;
@@ -36,8 +39,8 @@ export async function flanneldHoldBack(
     context.stderr(`${message}\n`);
   };
   if (!kc) {
-    say('flanneld waits: the node has no credentials yet');
-    return new Set([flanneldServiceName]);
+    say(`${held} waits: the node has no credentials yet`);
+    return new Set([held]);
   }
   try {
     const review = await kc.makeApiClient(k8s.AuthorizationV1Api).createSelfSubjectAccessReview({
@@ -45,17 +48,17 @@ export async function flanneldHoldBack(
     });
     if (review.status?.allowed === true) {
       allowed.set(context, true);
-      say('flanneld may list Nodes: it runs');
+      say(`${held} may list Nodes: it runs`);
       return new Set();
     }
   } catch (error) {
     say(
-      `Cannot ask whether this node may list Nodes (${(error as Error).message}): flanneld is not held back`,
+      `Cannot ask whether this node may list Nodes (${(error as Error).message}): ${held} is not held back`,
     );
     return new Set();
   }
   say(
-    'flanneld waits: this node may not list Nodes yet (the operator binds it to ClusterRole winfleet:flanneld-node-reader)',
+    `${held} waits: this node may not list Nodes yet (the operator binds it to ClusterRole winfleet:flanneld-node-reader)`,
   );
-  return new Set([flanneldServiceName]);
+  return new Set([held]);
 }

@@ -31,6 +31,7 @@ import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
 import {
   defaultNodeNetwork,
   type NodeNetwork,
+  networkServiceName,
   podNetworkName,
   winfleetOwnsNetwork,
 } from '../servicesmanifest/node-network.ts';
@@ -169,7 +170,8 @@ async function resyncClock(context: AgentContext): Promise<LocalRepair> {
 
 /**
  * The pod network gone, by mode: winfleet's own L2Bridge network is made again from its CNI
- * config; flanneld makes flannel's again when it starts, so it is restarted; a CNI's own network
+ * config; flanneld (hybrid-overlay-node) makes flannel's (the hybrid overlay's) again when it
+ * starts, so it is restarted; a CNI's own network
  * (external) is never touched: its Windows agent owns it.
  */
 async function repairPodNetwork(
@@ -187,19 +189,20 @@ async function repairPodNetwork(
       outcome: 'refused',
       message: `not recreating HNS network ${name}: the cluster's CNI owns it (network mode external); its Windows agent makes it again`,
     };
+  const service = networkServiceName(network) ?? 'flanneld';
   try {
-    await context.hostOS.stopService('flanneld').catch(() => undefined);
-    await context.hostOS.startService('flanneld');
+    await context.hostOS.stopService(service).catch(() => undefined);
+    await context.hostOS.startService(service);
     return {
       condition,
       outcome: 'done',
-      message: `restarted flanneld, which makes HNS network ${name} again when it starts; pods that were on the old network stay without network until they are recreated`,
+      message: `restarted ${service}, which makes HNS network ${name} again when it starts; pods that were on the old network stay without network until they are recreated`,
     };
   } catch (error) {
     return {
       condition,
       outcome: 'failed',
-      message: `cannot restart flanneld to make HNS network ${name} again: ${errorText(error)}; restart the host`,
+      message: `cannot restart ${service} to make HNS network ${name} again: ${errorText(error)}; restart the host`,
     };
   }
 }

@@ -8,7 +8,12 @@
 import { stringify } from 'yaml';
 import { cidrCovers, formatIpv4, formatIpv4Cidr, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 import { cniNetworkName, hostPaths } from '../servicesmanifest/host-paths.ts';
-import { defaultNodeNetwork, type NodeNetwork } from '../servicesmanifest/node-network.ts';
+import type * as k8s from '@kubernetes/client-node';
+import {
+  defaultNodeNetwork,
+  type NodeNetwork,
+  ovnHybrid,
+} from '../servicesmanifest/node-network.ts';
 import type { NodeVariable } from '../servicesmanifest/services-manifest.ts';
 import { type BootstrapConfig, kubeDir, type NodeSettings, paths } from './agent-config.ts';
 
@@ -152,6 +157,40 @@ export function nodePodSubnet(settings: NodeSettings, nodePodCIDR: string): Node
 }
 
 /**
+ * Checks the hybrid overlay subnet OVN-Kubernetes' master wrote on the Node
+ * (`k8s.ovn.org/hybrid-overlay-node-subnet`, allocated from hybridClusterNetwork, which is not
+ * hosts.podCIDR): read as untrusted input, an IPv4 network address with no host bits, at most
+ * /30. Its first address is the hybrid overlay's gateway (node_windows.go initSelf
+ * `util.NextIP(nodeSubnet.IP)`). Throws a RangeError naming the annotation and the fix.
+ */
+export function nodeHybridSubnet(settings: NodeSettings, annotation: string): NodePodSubnet {
+  const node = parseIpv4Cidr(annotation);
+  if (!node || node.address !== node.network || node.prefix > 30)
+    throw new RangeError(
+      `Node ${settings.nodeName} has ${ovnHybrid.subnetAnnotation} ${JSON.stringify(annotation)}, which is not an IPv4 network of /30 or larger; OVN-Kubernetes' master allocates it from hybridOverlayConfig.hybridClusterNetwork: check that setting (an IPv4 cidr and a hostPrefix of 30 or less)`,
+    );
+  return { cidr: formatIpv4Cidr(node), gateway: formatIpv4(node.network + 1) };
+}
+
+/**
+ * This node's pod subnet in its network mode: the hybrid overlay subnet annotation in
+ * ovn-hybrid, else spec.podCIDR. undefined while the Node has none; throws (RangeError) on one
+ * that is not usable, naming why.
+ */
+export function nodeSubnetFor(
+  settings: NodeSettings,
+  node: k8s.V1Node | undefined,
+  network: NodeNetwork,
+): NodePodSubnet | undefined {
+  if (network.mode === 'ovn-hybrid') {
+    const annotation = node?.metadata?.annotations?.[ovnHybrid.subnetAnnotation];
+    return annotation === undefined ? undefined : nodeHybridSubnet(settings, annotation);
+  }
+  const podCIDR = node?.spec?.podCIDR;
+  return podCIDR ? nodePodSubnet(settings, podCIDR) : undefined;
+}
+
+/**
  * The CNI network config for this node: sdnbridge, which puts pods on an HNS L2Bridge network,
  * with host-local IPAM over the node's own pod subnet (its Node's spec.podCIDR). The
  * cluster-wide pod CIDR here would make every node hand out the same addresses.
@@ -261,6 +300,46 @@ export function flannelHostGwCniConfig(settings: NodeSettings, networkName: stri
     endpointPolicy('SDNRoute', { DestinationPrefix: settings.serviceCIDR, NeedEncap: true }),
     endpointPolicy('SDNRoute', { DestinationPrefix: `${settings.nodeIP}/32`, NeedEncap: true }),
   ]);
+}
+
+/**
+ * The CNI config of an ovn-hybrid node: win-overlay on hybrid-overlay-node's Overlay network
+ * OVNKubernetesHybridOverlayNetwork, host-local on the Node's hybrid overlay subnet, with the
+ * endpoint policies WMCO gives it (openshift/windows-machine-config-operator
+ * pkg/nodeconfig/payload/payload.go networkConfTemplate): OutBoundNAT except to the service
+ * CIDR, SDNRoute with NeedEncap for the service CIDR, and ProviderAddress the node's IP (WMCO
+ * takes the network's ManagementIP, the host address the overlay is bound to). WMCO writes spec
+ * version 0.2.0 as one network config; the same plugin is written here as a list (0.4.0, as for
+ * flannel: win-overlay v1.9.1 supports both), which containerd's CNI loader reads alike. The
+ * gateway host-local reserves is the subnet's first address, hybrid-overlay-node's gateway.
+ */
+export function ovnHybridCniConfig(settings: NodeSettings, subnet: NodePodSubnet): string {
+  return JSON.stringify(
+    {
+      cniVersion: flannelCniVersion,
+      name: ovnHybrid.networkName,
+      plugins: [
+        {
+          type: 'win-overlay',
+          apiVersion: 2,
+          capabilities: { portMappings: true, dns: true },
+          ipam: {
+            type: 'host-local',
+            subnet: subnet.cidr,
+            routes: [{ dst: '0.0.0.0/0', gw: subnet.gateway }],
+          },
+          dns: { Nameservers: [settings.clusterDNS], Search: [`svc.${settings.clusterDomain}`] },
+          Policies: [
+            endpointPolicy('OutBoundNAT', { Exceptions: [settings.serviceCIDR] }),
+            endpointPolicy('SDNRoute', { DestinationPrefix: settings.serviceCIDR, NeedEncap: true }),
+            endpointPolicy('ProviderAddress', { ProviderAddress: settings.nodeIP }),
+          ],
+        },
+      ],
+    },
+    null,
+    2,
+  );
 }
 
 function endpointPolicy(Type: string, Settings: Record<string, unknown>) {

@@ -47,6 +47,7 @@ import {
   defaultNodeNetwork,
   kubeProxyNetwork,
   type NodeNetwork,
+  ovnHybrid,
   podNetworkName,
   winfleetOwnsNetwork,
 } from '../servicesmanifest/node-network.ts';
@@ -265,7 +266,18 @@ async function gather(
           })
       : undefined;
     const decision = decideStaleEndpoints(
-      { network, networks, endpoints, podIPs, podCIDR: node.spec?.podCIDR, sourceVip },
+      {
+        network,
+        networks,
+        endpoints,
+        podIPs,
+        // The node's pod subnet: ovn-hybrid's is the hybrid overlay annotation, not spec.podCIDR.
+        podCIDR:
+          network.mode === 'ovn-hybrid'
+            ? node.metadata?.annotations?.[ovnHybrid.subnetAnnotation]
+            : node.spec?.podCIDR,
+        sourceVip,
+      },
       memory.staleEndpoints,
       now,
       settings.staleEndpointSeconds,

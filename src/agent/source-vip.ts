@@ -14,7 +14,7 @@ import {
   podNetworkName,
 } from '../servicesmanifest/node-network.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
-import { nodePodSubnet } from './node-files.ts';
+import { nodeSubnetFor } from './node-files.ts';
 import type { AgentContext } from './run-agent.ts';
 
 /** The id the reservation is held under (CNI_CONTAINERID). */
@@ -34,12 +34,13 @@ export async function syncSourceVip(
   network: NodeNetwork,
 ): Promise<string | undefined> {
   if (!needsSourceVip(network)) return undefined;
-  const podCIDR = node?.spec?.podCIDR;
   const name = podNetworkName(network);
-  if (!podCIDR || !name) return undefined;
+  if (!name) return undefined;
   let subnet: string;
   try {
-    subnet = nodePodSubnet(config, podCIDR).cidr;
+    const found = nodeSubnetFor(config, node, network);
+    if (!found) return undefined;
+    subnet = found.cidr;
   } catch (error) {
     context.stderr(`No source VIP for kube-proxy: ${(error as Error).message}\n`);
     return undefined;

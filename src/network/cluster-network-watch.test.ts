@@ -86,17 +86,24 @@ test('flannel-host-gw joins with flanneld’s L2Bridge network: cbr0, or net-con
   );
 });
 
-test('modes winfleet resolves but does not set up on nodes yet are refused, saying so', () => {
-  for (const mode of ['ovn-hybrid'] as const) {
-    const state = nodeNetworkFor({ mode, detected: 'x' });
-    assert.equal(state.ok, false);
-    assert.match(
-      !state.ok ? state.message : '',
-      new RegExp(
-        `network.mode ${mode} matches the cluster .*does not set up Windows nodes for it yet: no node is joined`,
-      ),
-    );
-  }
+test('ovn-hybrid joins with the hybrid overlay, carrying the cluster’s VXLAN port only when it sets one', () => {
+  const plain = nodeNetworkFor({
+    mode: 'ovn-hybrid',
+    detected: 'x',
+    ovnHybrid: { hybridOverlayVni: 4097 },
+  });
+  assert.deepEqual(plain, {
+    ok: true,
+    network: { mode: 'ovn-hybrid' },
+    detected: 'x',
+    warnings: [],
+  });
+  const port = nodeNetworkFor({
+    mode: 'ovn-hybrid',
+    detected: 'x',
+    ovnHybrid: { hybridOverlayVni: 4097, vxlanPort: 9789 },
+  });
+  assert.deepEqual(port.ok && port.network, { mode: 'ovn-hybrid', vxlanPort: 9789 });
 });
 
 test('a refused resolution is refused as it is; warnings travel with an accepted one', () => {

@@ -21,8 +21,8 @@ export type NodeNetworkState =
 
 /**
  * What a node joins with for a resolved network: the node side of each mode winfleet builds.
- * ovn-hybrid is resolved and checked, but winfleet's node side does not set it up yet: refused,
- * saying so, rather than joined to a network that does not work.
+ * ovn-hybrid needs hybrid-overlay-node.exe in the payload, which winfleet cannot build (payload
+ * check: node-services.ts servicesManifestFor).
  */
 export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
   switch (resolved.mode) {
@@ -82,12 +82,15 @@ export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
         warnings: [],
       };
     }
-    case 'ovn-hybrid':
+    case 'ovn-hybrid': {
+      const port = resolved.ovnHybrid?.vxlanPort;
       return {
-        ok: false,
-        reason: JoinFailureReason.NetworkUnsupported,
-        message: `network.mode ${resolved.mode} matches the cluster (${resolved.detected}), but winfleet does not set up Windows nodes for it yet: no node is joined. Use a mode winfleet joins (flannel-vxlan, external, or routed where something routes each node's pod CIDR)`,
+        ok: true,
+        network: { mode: 'ovn-hybrid', ...(port !== undefined ? { vxlanPort: port } : {}) },
+        detected: resolved.detected,
+        warnings: [],
       };
+    }
   }
 }
 

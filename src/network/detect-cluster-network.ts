@@ -68,6 +68,8 @@ export interface OvnDetection {
   /** Hybrid overlay configured: true, false, or not known. */
   hybridOverlay: boolean | undefined;
   where: string;
+  /** hybridOverlayConfig.hybridOverlayVXLANPort when set (a port number); absent: 4789. */
+  vxlanPort?: number;
 }
 
 export interface DetectedNetwork {
@@ -307,8 +309,12 @@ function ovnDetection(network: Lookup<unknown>): OvnDetection {
     'hybridOverlayConfig',
   );
   const clusterNetwork = hybrid?.hybridClusterNetwork;
+  const port = hybrid?.hybridOverlayVXLANPort;
   return {
     hybridOverlay: Array.isArray(clusterNetwork) && clusterNetwork.length > 0,
     where: `${where} spec.defaultNetwork.ovnKubernetesConfig.hybridOverlayConfig`,
+    ...(typeof port === 'number' && Number.isInteger(port) && port >= 1 && port <= 65535
+      ? { vxlanPort: port }
+      : {}),
   };
 }

@@ -63,7 +63,11 @@ export interface ResolvedNetwork {
     /** Whether the CNI's Windows data plane is an HNS Overlay (VXLAN) network: true, false, or not known. */
     overlay?: boolean;
   };
-  ovnHybrid?: { hybridOverlayVni: number /* 4097 */ };
+  ovnHybrid?: {
+    hybridOverlayVni: number /* 4097 */;
+    /** hybridOverlayConfig.hybridOverlayVXLANPort, when the cluster sets one. */
+    vxlanPort?: number;
+  };
 }
 
 export type NetworkResolution =

@@ -550,7 +550,10 @@ function resolveOvn(config: NetworkConfig, detected: DetectedNetwork): NetworkRe
     network: {
       mode: 'ovn-hybrid',
       detected: `OVN-Kubernetes with hybrid overlay (${ovn.where})`,
-      ovnHybrid: { hybridOverlayVni },
+      ovnHybrid: {
+        hybridOverlayVni,
+        ...(hybrid?.vxlanPort !== undefined ? { vxlanPort: hybrid.vxlanPort } : {}),
+      },
     },
     ...(warnings.length > 0 ? { warnings } : {}),
   };

@@ -8,10 +8,10 @@ import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { parseServicesManifest, serviceCommand } from '../servicesmanifest/services-manifest.ts';
 import { servicesManifestFor } from './node-services.ts';
 
-async function payload(t: { after(fn: () => Promise<void>): void }) {
+async function payload(t: { after(fn: () => Promise<void>): void }, extraFiles?: string[]) {
   const dir = await mkdtemp(join(tmpdir(), 'winfleet-node-services-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  return writeStandInPayload(dir);
+  return writeStandInPayload(dir, extraFiles ? { extraFiles } : {});
 }
 
 const flannel: NodeNetwork = {
@@ -143,4 +143,49 @@ test('flannel-host-gw: flanneld as for flannel-vxlan, kube-proxy on cbr0 without
   assert.deepEqual(manifest.network, hostGw);
   assert.notEqual(manifest.version, p.version);
   assert.doesNotThrow(() => parseServicesManifest(JSON.stringify(manifest)));
+});
+
+test('ovn-hybrid: hybrid-overlay-node as WMCO runs it with the node’s credentials, kube-proxy on the hybrid overlay with the source VIP', async (t) => {
+  const p = await payload(t, ['hybrid-overlay-node.exe']);
+  const manifest = servicesManifestFor(p, { network: { mode: 'ovn-hybrid' } });
+  const hybrid = manifest.services.find((s) => s.name === 'hybrid-overlay-node')!;
+  assert.equal(hybrid.binary, 'C:\\k\\hybrid-overlay-node.exe');
+  assert.deepEqual(hybrid.args, [
+    '--node={{nodeName}}',
+    '--k8s-kubeconfig=C:\\var\\lib\\kubelet\\kubeconfig',
+    '--windows-service',
+    '--logfile=C:\\k\\logs\\hybrid-overlay-node.log',
+  ]);
+  assert.deepEqual(hybrid.dependencies, ['kubelet']);
+  assert.equal(hybrid.serviceShim, undefined, 'it is a Windows service itself (--windows-service)');
+  assert.equal(
+    manifest.services.some((s) => s.name === 'flanneld'),
+    false,
+  );
+  const proxy = manifest.services.find((s) => s.name === 'kube-proxy')!;
+  assert.ok(proxy.args.includes('--network-name=OVNKubernetesHybridOverlayNetwork'));
+  assert.ok(proxy.args.includes('--source-vip={{sourceVip}}'));
+  // The cluster's own VXLAN port reaches hybrid-overlay-node; the default adds no flag.
+  const ported = servicesManifestFor(p, { network: { mode: 'ovn-hybrid', vxlanPort: 9789 } });
+  assert.ok(
+    ported.services
+      .find((s) => s.name === 'hybrid-overlay-node')!
+      .args.includes('--hybrid-overlay-vxlan-port=9789'),
+  );
+  assert.notEqual(ported.version, manifest.version);
+  // Other modes install the file but run no hybrid-overlay-node.
+  assert.equal(
+    servicesManifestFor(p, { network: flannel }).services.some(
+      (s) => s.name === 'hybrid-overlay-node',
+    ),
+    false,
+  );
+});
+
+test('ovn-hybrid with a payload that lacks hybrid-overlay-node.exe is refused, naming how to add it', async (t) => {
+  const p = await payload(t);
+  assert.throws(
+    () => servicesManifestFor(p, { network: { mode: 'ovn-hybrid' } }),
+    /has no hybrid-overlay-node\.exe.*WINFLEET_HYBRID_OVERLAY_NODE=<path of hybrid-overlay-node\.exe> make payload/,
+  );
 });

@@ -3,7 +3,7 @@
  * and how each node service runs — containerd and the kubelet during bootstrap, then
  * kube-proxy, csi-proxy and windows_exporter — with the kubelet flags the seeds and WMCO use,
  * and what the cluster's network mode needs (src/network/node-network.ts): flanneld for
- * flannel-vxlan and flannel-host-gw, kube-proxy on the mode's network (with a source VIP on an overlay) or none.
+ * flannel-vxlan and flannel-host-gw, hybrid-overlay-node for ovn-hybrid, kube-proxy on the mode's network (with a source VIP on an overlay) or none.
  */
 import { createHash } from 'node:crypto';
 
@@ -15,6 +15,7 @@ import {
   type NodeNetwork,
   needsSourceVip,
   runsFlanneld,
+  runsHybridOverlay,
 } from '../servicesmanifest/node-network.ts';
 import type {
   ManifestFile,
@@ -143,6 +144,28 @@ const serviceTemplates: Record<string, ServiceTemplate> = {
     priority: 2,
     bootstrap: false,
   },
+  // ovn-hybrid only: hybrid-overlay-node.exe (ovn-org/ovn-kubernetes go-controller/hybrid-overlay,
+  // cmd/hybrid-overlay-node), as WMCO runs it (pkg/services/services.go
+  // hybridOverlayConfiguration): --node and --windows-service (its own service support), its log
+  // file (--logfile, pkg/config/config.go), and the API server through a kubeconfig
+  // (--k8s-kubeconfig): the node's own, as for flanneld, where WMCO gives it a certificate of its
+  // own (--bootstrap-kubeconfig, --cert-dir). It lists and watches Nodes and patches its own
+  // Node's annotations (node_windows.go initSelf). winfleet cannot build it (its module is not
+  // served here): the payload must carry it (servicesManifestFor refuses otherwise).
+  'hybrid-overlay-node.exe': {
+    name: 'hybrid-overlay-node',
+    displayName: 'hybrid-overlay-node',
+    description: 'Joins this node to OVN-Kubernetes’ hybrid overlay pod network (winfleet)',
+    args: [
+      '--node={{nodeName}}',
+      `--k8s-kubeconfig=${hostPaths.kubeconfig}`,
+      '--windows-service',
+      `--logfile=${hostPaths.logs}\\hybrid-overlay-node.log`,
+    ],
+    dependencies: ['kubelet'],
+    priority: 2,
+    bootstrap: false,
+  },
   'csi-proxy.exe': {
     name: 'csi-proxy',
     displayName: 'CSI Proxy',
@@ -186,6 +209,13 @@ export function servicesManifestFor(
   const runner = payload.files.find((f) => f.name.toLowerCase() === logRunnerFileName);
   const shim = payload.files.find((f) => f.name.toLowerCase() === serviceShimFileName);
   const proxyNetwork = kubeProxyNetwork(network);
+  if (
+    runsHybridOverlay(network) &&
+    !payload.files.some((f) => f.name.toLowerCase() === 'hybrid-overlay-node.exe')
+  )
+    throw new RangeError(
+      `Payload ${payload.version} has no hybrid-overlay-node.exe, which network.mode ovn-hybrid runs on every Windows node; winfleet cannot build it: build the payload with WINFLEET_HYBRID_OVERLAY_NODE=<path of hybrid-overlay-node.exe> make payload (the file WMCO ships in its image at /payload/hybrid-overlay-node.exe, or built from ovn-org/ovn-kubernetes go-controller/hybrid-overlay/cmd/hybrid-overlay-node with GOOS=windows)`,
+    );
   for (const file of payload.files) {
     // The agent and its service shim are installed by the operator itself (payload-sync.ts).
     if (operatorInstalledFiles.includes(file.name.toLowerCase())) continue;
@@ -196,9 +226,13 @@ export function servicesManifestFor(
     // Services of other modes are left out (their binaries are installed all the same).
     const wanted =
       (lower !== 'flanneld.exe' || runsFlanneld(network)) &&
+      (lower !== 'hybrid-overlay-node.exe' || runsHybridOverlay(network)) &&
       (lower !== 'kube-proxy.exe' || proxyNetwork !== undefined);
     if (template && wanted) {
+      const vxlanPort = network.mode === 'ovn-hybrid' ? network.vxlanPort : undefined;
       const args = template.args.flatMap((a) => {
+        if (a === '--windows-service' && lower === 'hybrid-overlay-node.exe' && vxlanPort)
+          return [a, `--hybrid-overlay-vxlan-port=${vxlanPort}`];
         if (a.startsWith('--windows-priorityclass=') && options.kubeletPriorityClass)
           return [`--windows-priorityclass=${options.kubeletPriorityClass}`];
         if (a === '--network-name={{network}}') {

@@ -15,6 +15,12 @@
  *   route_network_windows.go); pods through flannel's CNI plugin delegating to win-bridge;
  *   kube-proxy on that network without a source VIP (winkernel reads --source-vip only on an
  *   Overlay network: kubernetes v1.36.5 pkg/proxy/winkernel/proxier.go NewProxier).
+ * - ovn-hybrid: OVN-Kubernetes' hybrid overlay (OpenShift): hybrid-overlay-node.exe (a winfleet
+ *   service, as WMCO runs it) makes the Overlay network OVNKubernetesHybridOverlayNetwork (VNI
+ *   4097) on the subnet OVN's master writes into the Node's `k8s.ovn.org/hybrid-overlay-node-subnet`
+ *   (not spec.podCIDR, which OpenShift does not allocate), annotates the Node with its
+ *   distributed-router MAC, and keeps one RemoteSubnetRoute per other node; pods through
+ *   win-overlay with host-local on that subnet; kube-proxy on that network with a source VIP.
  * - external: the cluster's CNI brings its own Windows agent (a HostProcess DaemonSet):
  *   winfleet writes no CNI config and makes no network; containerd uses the CNI's directories.
  */
@@ -36,6 +42,14 @@ export type NodeNetwork =
       netConf: string;
     }
   | {
+      mode: 'ovn-hybrid';
+      /**
+       * The VXLAN port of the hybrid overlay when the cluster sets one
+       * (hybridOverlayConfig.hybridOverlayVXLANPort); absent: 4789.
+       */
+      vxlanPort?: number;
+    }
+  | {
       mode: 'external';
       /** containerd's CNI directories: where the CNI's DaemonSet installs. */
       cniConfDir: string;
@@ -54,6 +68,18 @@ export type NodeNetwork =
 
 export type NodeNetworkMode = NodeNetwork['mode'];
 
+/**
+ * The hybrid overlay's names and numbers (ovn-org/ovn-kubernetes go-controller/hybrid-overlay:
+ * pkg/types/types.go `HybridOverlayNodeSubnet`, `HybridOverlayDRMAC`, `HybridOverlayVNI = 4097`;
+ * pkg/controller/node_windows.go `networkName`).
+ */
+export const ovnHybrid = {
+  networkName: 'OVNKubernetesHybridOverlayNetwork',
+  vni: 4097,
+  subnetAnnotation: 'k8s.ovn.org/hybrid-overlay-node-subnet',
+  drMacAnnotation: 'k8s.ovn.org/hybrid-overlay-distributed-router-gateway-mac',
+} as const;
+
 /** routed's HNS network and CNI network name. */
 export const routedNetworkName = 'winfleet';
 
@@ -66,6 +92,8 @@ export function podNetworkName(network: NodeNetwork): string | undefined {
       return `flannel.${network.vni}`;
     case 'flannel-host-gw':
       return network.networkName;
+    case 'ovn-hybrid':
+      return ovnHybrid.networkName;
     case 'external':
       return network.networkName;
   }
@@ -73,7 +101,8 @@ export function podNetworkName(network: NodeNetwork): string | undefined {
 
 /**
  * Whether winfleet's own services make the pod network (so its repairs may make it again):
- * routed (sdnbridge) and the flannel modes (flanneld, a winfleet service). Never a CNI's own.
+ * routed (sdnbridge), the flannel modes (flanneld) and ovn-hybrid (hybrid-overlay-node), each a
+ * winfleet service. Never a CNI's own.
  */
 export function winfleetOwnsNetwork(network: NodeNetwork): boolean {
   return network.mode !== 'external';
@@ -87,12 +116,13 @@ export function kubeProxyNetwork(network: NodeNetwork): string | undefined {
 
 /** Whether the pod network is an overlay, on which winkernel needs --source-vip. */
 export function needsSourceVip(network: NodeNetwork): boolean {
-  return network.mode === 'flannel-vxlan';
+  return network.mode === 'flannel-vxlan' || network.mode === 'ovn-hybrid';
 }
 
 /** The UDP port an inbound firewall rule must open for the mode's encapsulation, if any. */
 export function encapsulationPort(network: NodeNetwork): number | undefined {
   if (network.mode === 'flannel-vxlan') return 4789;
+  if (network.mode === 'ovn-hybrid') return network.vxlanPort ?? 4789;
   return network.mode === 'external' && network.overlay ? 4789 : undefined;
 }
 
@@ -102,6 +132,20 @@ export const flannelHostGwDefaultNetwork = 'cbr0';
 /** Whether flanneld (a winfleet service) makes the pod network: the flannel modes. */
 export function runsFlanneld(network: NodeNetwork): boolean {
   return network.mode === 'flannel-vxlan' || network.mode === 'flannel-host-gw';
+}
+
+/** Whether hybrid-overlay-node (a winfleet service) makes the pod network: ovn-hybrid. */
+export function runsHybridOverlay(network: NodeNetwork): boolean {
+  return network.mode === 'ovn-hybrid';
+}
+
+/**
+ * The winfleet service that makes the pod network when it starts (restarted to make it again),
+ * if one does: flanneld, hybrid-overlay-node; routed's network comes from its CNI config.
+ */
+export function networkServiceName(network: NodeNetwork): string | undefined {
+  if (runsFlanneld(network)) return 'flanneld';
+  return runsHybridOverlay(network) ? 'hybrid-overlay-node' : undefined;
 }
 
 /**
@@ -142,6 +186,15 @@ export const nodeNetworkSchema = {
         mode: { const: 'flannel-host-gw' },
         networkName: { type: 'string', minLength: 1, maxLength: 256 },
         netConf: { type: 'string', minLength: 2, maxLength: 65536 },
+      },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['mode'],
+      properties: {
+        mode: { const: 'ovn-hybrid' },
+        vxlanPort: { type: 'integer', minimum: 1, maximum: 65535 },
       },
     },
     {

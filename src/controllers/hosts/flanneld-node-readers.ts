@@ -10,7 +10,9 @@
  * bound by the ClusterRoleBinding of the same name to the users `system:node:<name>` of the
  * nodes winfleet itself joined — a WindowsHost's status.nodeName (SSH) or spec.nodeName (Pull),
  * both written by the operator or an administrator, never by a node — and only while the
- * nodes' network is a flannel mode (flanneld runs). A Linux node, or a node that labels itself, gains nothing.
+ * nodes' network is a flannel mode (flanneld runs) or ovn-hybrid (hybrid-overlay-node, which lists
+ * and watches every Node for the other nodes' subnets, node_windows.go initSelf and AddNode, with
+ * the same credentials). A Linux node, or a node that labels itself, gains nothing.
  * On a winfleet host the grant adds nothing its own kube-proxy credential (system:node-proxier,
  * which reads all Nodes) does not already hold.
  *
@@ -23,7 +25,11 @@ import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import type { Informer } from '../../controller/informer.ts';
 import type { Logger } from '../../log/logger.ts';
-import { type NodeNetwork, runsFlanneld } from '../../servicesmanifest/node-network.ts';
+import {
+  type NodeNetwork,
+  runsFlanneld,
+  runsHybridOverlay,
+} from '../../servicesmanifest/node-network.ts';
 import { applier } from './cluster-rbac.ts';
 
 /** The ClusterRole and ClusterRoleBinding that let winfleet's flannel nodes read all Nodes. */
@@ -42,13 +48,13 @@ export function flanneldNodeReaderRole(labels: Record<string, string>): k8s.V1Cl
 /**
  * The node names whose users the binding names: every WindowsHost's node (Pull: spec.nodeName;
  * SSH: status.nodeName once the operator chose it), sorted, each once — none unless the
- * nodes' network is a flannel mode (flanneld runs).
+ * nodes' network is a flannel mode (flanneld runs) or ovn-hybrid (hybrid-overlay-node runs).
  */
 export function flanneldReaderNodes(
   hosts: readonly WindowsHost[],
   network: NodeNetwork | undefined,
 ): string[] {
-  if (!network || !runsFlanneld(network)) return [];
+  if (!network || !(runsFlanneld(network) || runsHybridOverlay(network))) return [];
   const names = new Set<string>();
   for (const host of hosts) {
     const name = isPullHost(host) ? host.spec.nodeName : host.status?.nodeName;
