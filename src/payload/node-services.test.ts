@@ -152,7 +152,7 @@ test('ovn-hybrid: hybrid-overlay-node as WMCO runs it with the node’s credenti
   assert.equal(hybrid.binary, 'C:\\k\\hybrid-overlay-node.exe');
   assert.deepEqual(hybrid.args, [
     '--node={{nodeName}}',
-    '--k8s-kubeconfig=C:\\var\\lib\\kubelet\\kubeconfig',
+    '--k8s-kubeconfig=C:\\k\\kubeconfig',
     '--windows-service',
     '--logfile=C:\\k\\logs\\hybrid-overlay-node.log',
   ]);
