@@ -40,6 +40,7 @@ import {
   parsePflag,
 } from './flag-lists.ts';
 import { createFlanneldStandIn } from './flanneld-standin.ts';
+import { createHybridOverlayStandIn } from './hybrid-overlay-standin.ts';
 import { parseGoBool, parseGoDuration } from './go-values.ts';
 import {
   kubeLogRunnerChild,
@@ -330,6 +331,11 @@ export function defaultPrograms(): ProgramRegistry {
       .register('windows_exporter.exe', { run: windowsExporterProgram })
       // A plain Go program: run as a service only through winfleet-service.exe.
       .register('flanneld.exe', { run: createFlanneldStandIn(), neverReportsToScm: true })
+      // Reports to the service manager itself with --windows-service (its windows/service package).
+      .register('hybrid-overlay-node.exe', {
+        run: createHybridOverlayStandIn(),
+        serviceFlag: '--windows-service',
+      })
       .register(containerdImageName, { run: containerdProgram, serviceFlag: '--run-service' })
       .register(runhcsShimImageName, { run: runhcsShimProgram })
   );

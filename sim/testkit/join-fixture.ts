@@ -50,6 +50,8 @@ export async function joinWorld(
     names?: string[];
     /** The fake AD domain the hosts reach (sim/hosts/active-directory.ts). */
     activeDirectory?: SimDomain;
+    /** Payload files beyond the stand-in set (hybrid-overlay-node.exe, as an admin adds it). */
+    payloadExtraFiles?: string[];
   },
 ): Promise<JoinWorld> {
   if (options.existingCluster && options.cluster)
@@ -57,7 +59,10 @@ export async function joinWorld(
   const cluster = options.existingCluster ?? (await freshCluster(t, options.cluster));
   const key = generateTestKey();
   const payloadDir = await mkdtemp(join(tmpdir(), 'winfleet-payload-'));
-  const payload = await writeStandInPayload(payloadDir);
+  const payload = await writeStandInPayload(
+    payloadDir,
+    options.payloadExtraFiles ? { extraFiles: options.payloadExtraFiles } : {},
+  );
   const fleet = await startSimulatedHosts({
     count: options.releases.length,
     releases: options.releases,

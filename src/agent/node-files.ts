@@ -5,10 +5,11 @@
  * system-reserved sized for Windows, no QoS cgroups, no node-allocatable enforcement, and
  * containerd over its named pipe.
  */
+
+import type * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { cidrCovers, formatIpv4, formatIpv4Cidr, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 import { cniNetworkName, hostPaths } from '../servicesmanifest/host-paths.ts';
-import type * as k8s from '@kubernetes/client-node';
 import {
   defaultNodeNetwork,
   type NodeNetwork,
@@ -331,7 +332,10 @@ export function ovnHybridCniConfig(settings: NodeSettings, subnet: NodePodSubnet
           dns: { Nameservers: [settings.clusterDNS], Search: [`svc.${settings.clusterDomain}`] },
           Policies: [
             endpointPolicy('OutBoundNAT', { Exceptions: [settings.serviceCIDR] }),
-            endpointPolicy('SDNRoute', { DestinationPrefix: settings.serviceCIDR, NeedEncap: true }),
+            endpointPolicy('SDNRoute', {
+              DestinationPrefix: settings.serviceCIDR,
+              NeedEncap: true,
+            }),
             endpointPolicy('ProviderAddress', { ProviderAddress: settings.nodeIP }),
           ],
         },
