@@ -175,4 +175,30 @@ if ! (cd "$here/.." && node_modules/.bin/node scripts/payload-wine-check.ts "$ou
 fi
 mv "$out/payload.json.tmp" "$out/payload.json"
 echo "payload $payload_version: ${#names[@]} files, $(du -sh --exclude=payload.json "$out" | cut -f1)" >&2
+
+# network.mode ovn-hybrid runs hybrid-overlay-node.exe, which cannot be built here (its module,
+# ovn-org/ovn-kubernetes/go-controller, is not served): an administrator gives the file (WMCO's
+# image has it at /payload/hybrid-overlay-node.exe). The payload with it is a directory of its
+# own beside the built one, named by the file's hash, so the built one stays as it is.
+if [ -n "${WINFLEET_HYBRID_OVERLAY_NODE:-}" ]; then
+  extra=$WINFLEET_HYBRID_OVERLAY_NODE
+  if [ ! -f "$extra" ] || [ "$(head -c 2 "$extra")" != MZ ]; then
+    echo "WINFLEET_HYBRID_OVERLAY_NODE=$extra is not a Windows executable (no file, or no MZ header): give the path of hybrid-overlay-node.exe" >&2
+    exit 1
+  fi
+  sha=$(sha256sum "$extra" | cut -d' ' -f1)
+  with=$out-hybrid-${sha:0:12}
+  mkdir -p "$with"
+  for name in "${names[@]}"; do ln -f "$out/$name" "$with/$name" 2>/dev/null || cp "$out/$name" "$with/$name"; done
+  cp "$extra" "$with/hybrid-overlay-node.exe.tmp" && mv "$with/hybrid-overlay-node.exe.tmp" "$with/hybrid-overlay-node.exe"
+  (cd "$here/.." && node_modules/.bin/node -e '
+    const fs = require("node:fs");
+    const [from, to, sha] = process.argv.slice(1);
+    const payload = JSON.parse(fs.readFileSync(from, "utf8"));
+    payload.files.push({ name: "hybrid-overlay-node.exe", version: `supplied-${sha.slice(0, 12)}`, sha256: sha, source: { path: "hybrid-overlay-node.exe" } });
+    fs.writeFileSync(to, JSON.stringify(payload, null, 2) + "\n");
+  ' "$out/payload.json" "$with/payload.json" "$sha")
+  echo "payload with the given hybrid-overlay-node.exe (sha256 $sha): $with" >&2
+  out=$with
+fi
 echo "$out"
