@@ -32,9 +32,11 @@ test('the readers are the nodes winfleet joined (SSH: status.nodeName, Pull: spe
     flanneldReaderNodes(hosts, { mode: 'flannel-host-gw', networkName: 'cbr0', netConf: '{}' }),
     ['win-a', 'win-b'],
   );
+  // ovn-hybrid's hybrid-overlay-node lists Nodes with the node's credentials too.
+  assert.deepEqual(flanneldReaderNodes(hosts, { mode: 'ovn-hybrid' }), ['win-a', 'win-b']);
 });
 
-test('no reader unless the nodes’ network is flannel-vxlan', () => {
+test('no reader unless the nodes’ network runs flanneld or hybrid-overlay-node', () => {
   const hosts = [host('b', { address: '10.0.0.2' }, 'win-b')];
   assert.deepEqual(flanneldReaderNodes(hosts, undefined), []);
   assert.deepEqual(flanneldReaderNodes(hosts, { mode: 'routed' }), []);
