@@ -40,8 +40,8 @@ import {
   parsePflag,
 } from './flag-lists.ts';
 import { createFlanneldStandIn } from './flanneld-standin.ts';
-import { createHybridOverlayStandIn } from './hybrid-overlay-standin.ts';
 import { parseGoBool, parseGoDuration } from './go-values.ts';
+import { createHybridOverlayStandIn } from './hybrid-overlay-standin.ts';
 import {
   kubeLogRunnerChild,
   kubeLogRunnerProgram,
