@@ -10,6 +10,7 @@
  *   winfleet join-command --pool NAME [--ttl 2h] [--uses N] [--format F]
  *   winfleet join-tokens list|revoke ID
  *   winfleet payload push DIR REGISTRY/REPOSITORY:TAG
+ *   winfleet migrate plan --to 2022|2025|BUILD [-n NS | -A]
  */
 import { basename } from 'node:path';
 import { Command } from 'commander';
@@ -18,6 +19,7 @@ import { registerDiagnose } from './commands/diagnose.ts';
 import { registerHosts } from './commands/hosts.ts';
 import { registerJoinCommand } from './commands/join-command.ts';
 import { registerJoinTokens } from './commands/join-tokens.ts';
+import { registerMigrate } from './commands/migrate.ts';
 import { registerPayload } from './commands/payload.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerVersion } from './commands/version.ts';
@@ -42,6 +44,7 @@ export function buildProgram(name = programName()): Command {
   registerJoinCommand(program);
   registerJoinTokens(program);
   registerPayload(program);
+  registerMigrate(program);
   registerVersion(program);
   for (const command of program.commands) command.exitOverride();
   return program;
