@@ -240,17 +240,25 @@ async function runCatalogScript(
         await replaceFile(machine, args as RemoteScripts['replace-file']);
         io.stdout(powerShellJson({ ok: true }));
         return 0;
-      case 'install-windows-feature':
-        io.stdout(
-          powerShellJson(
+      case 'install-windows-feature': {
+        // It takes minutes (machine.longOperations); the SSH channel closing kills it, and a
+        // killed install changes nothing.
+        const name = String((args as RemoteScripts['install-windows-feature']).name);
+        const result = await machine.longOperations.run(
+          'powershell.exe',
+          ['Install-WindowsFeature', name],
+          { timeoutMs: Number.POSITIVE_INFINITY, signal: io.signal },
+          machine.longOperations.timings.featureInstallMs,
+          () =>
             installWindowsFeature(
               machine,
               args as RemoteScripts['install-windows-feature'],
               script,
             ),
-          ),
         );
+        io.stdout(powerShellJson(result));
         return 0;
+      }
       case 'preflight-facts':
         io.stdout(powerShellJson(preflightFacts(machine)));
         return 0;
