@@ -35,6 +35,7 @@ export const benchHostTimings: Required<SimMachineTimings> = {
   updateInstallMs: 60_000,
   msuExtractMs: 60_000,
   dismAddPackageMs: 15 * 60_000,
+  featureInstallMs: 2 * 60_000,
 };
 
 async function main(): Promise<void> {

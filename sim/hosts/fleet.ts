@@ -44,10 +44,16 @@ export interface StartSimulatedHostsOptions {
   hostKeyType?: HostKeyType;
   /** Directory holding the hosts' drives; a temp dir (removed by stop) by default. */
   dir?: string;
-  /** Machine sizing and timings, for every host. */
+  /** Machine sizing, features (e.g. a stock cloud image's, without Containers) and timings. */
   machine?: Pick<
     SimMachineOptions,
-    'cpus' | 'memoryBytes' | 'diskSizeBytes' | 'freeDiskBytes' | 'ubr' | 'windowsUpdates'
+    | 'cpus'
+    | 'memoryBytes'
+    | 'diskSizeBytes'
+    | 'freeDiskBytes'
+    | 'ubr'
+    | 'windowsUpdates'
+    | 'features'
   > & { timings?: SimMachineTimings };
   /** The programs each host runs (default: defaultPrograms()); called once per host. */
   programs?: () => ProgramRegistry;

@@ -39,6 +39,11 @@ export interface LongOperationTimings {
   msuExtractMs?: number;
   /** `dism.exe /online /add-package` of one .cab. Default 15 min. */
   dismAddPackageMs?: number;
+  /**
+   * Install-WindowsFeature of a feature whose payload is on disk (Containers), over SSH.
+   * Default 2 min (a round figure, not a measurement; the restart that finishes it is apart).
+   */
+  featureInstallMs?: number;
 }
 
 export class SimLongOperations {
@@ -58,12 +63,15 @@ export class SimLongOperations {
       updateInstallMs: timings.updateInstallMs ?? 60_000,
       msuExtractMs: timings.msuExtractMs ?? 60_000,
       dismAddPackageMs: timings.dismAddPackageMs ?? 15 * 60_000,
+      featureInstallMs: timings.featureInstallMs ?? 2 * 60_000,
     };
   }
 
   /**
    * Runs `file args` for `durationMs` simulated ms, then `effect`; killed as childProcessRunner
-   * kills it when `options.timeoutMs` (default 2 minutes) passes first.
+   * kills it when `options.timeoutMs` (default 2 minutes) passes first, or when
+   * `options.signal` aborts (spawn's `signal`: the runner rejects with "Cannot run …: The
+   * operation was aborted"; over SSH, the channel closing). A killed operation has no effect.
    */
   async run<T>(
     file: string,
@@ -75,16 +83,31 @@ export class SimLongOperations {
     const timeoutMs = options?.timeoutMs ?? defaultCommandTimeoutMs;
     const real = (ms: number) => ms / this.timings.longOperationScale;
     const name = `${file} ${args.join(' ')}`.trim();
+    const signal = options?.signal;
+    const aborted = () =>
+      new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
+        `Cannot run "${file}": The operation was aborted`,
+      );
+    if (signal?.aborted) throw aborted();
     this.running.add(name);
     try {
+      const wait = async (ms: number) => {
+        try {
+          await sleep(real(ms), undefined, signal ? { signal } : undefined);
+        } catch (error) {
+          if (signal?.aborted) throw aborted();
+          throw error;
+        }
+      };
       if (Number.isFinite(timeoutMs) && timeoutMs < durationMs) {
-        await sleep(real(timeoutMs));
+        await wait(timeoutMs);
         throw new WinfleetError(
           'WF_TIMEOUT',
           `"${name.slice(0, 200)}" did not finish within ${timeoutMs} ms and was killed`,
         );
       }
-      await sleep(real(durationMs));
+      await wait(durationMs);
       return await effect();
     } finally {
       this.running.delete(name);

@@ -14,7 +14,7 @@ import {
   powerShellCommandLine,
   powerShellErrorText,
 } from '../../src/powershell/powershell.ts';
-import { powerShellJson, powerShellReadsStdin } from './remote-commands.ts';
+import { powerShellJson, powerShellReadsStdin, runRemoteCommand } from './remote-commands.ts';
 import { createTestMachine, installBinary, runOnHost } from './test-machine.ts';
 
 test('host-facts prints the HostFacts line', async (t) => {
@@ -254,3 +254,36 @@ test('powershell.exe reads its stdin unless -InputFormat None (any prefix, -if, 
   assert.equal(powerShellReadsStdin('powershell -Command Get-Date -InputFormat None'), true);
   assert.equal(powerShellReadsStdin('"C:\\k\\winfleet\\winfleet-agent.exe" status'), false);
 });
+
+test('install-windows-feature takes its minutes on the long-operation clock; a closed channel kills it and installs nothing', async (t) => {
+  // 2 simulated minutes at 1000x: 120 ms.
+  const machine = await createTestMachine(t, { features: { Containers: 'Available' } });
+  assert.equal(machine.longOperations.timings.featureInstallMs, 120_000);
+  const line = remoteCommand('install-windows-feature', { name: 'Containers' });
+  const channel = new AbortController();
+  let stderr = '';
+  const killed = runRemoteCommand(machine, line, {
+    stdout: () => {},
+    stderr: (text) => {
+      stderr += text;
+    },
+    signal: channel.signal,
+  });
+  await waitUntil(() => machine.longOperations.running.size === 1);
+  assert.deepEqual(
+    [...machine.longOperations.running],
+    ['powershell.exe Install-WindowsFeature Containers'],
+  );
+  channel.abort();
+  assert.equal(await killed, 1);
+  assert.match(stderr, /The operation was aborted/);
+  assert.equal(machine.features.get('Containers')?.state, 'Available', 'nothing installed');
+
+  const done = await runOnHost(machine, line);
+  assert.equal(done.code, 0, done.stderr);
+  assert.equal(machine.features.get('Containers')?.state, 'InstallPending');
+});
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
+}

@@ -4,7 +4,8 @@
  * exactly what the operator sends and nothing else:
  * - `powershell.exe ... -EncodedCommand <base64>` whose script is, byte for byte, an entry of
  *   the remote-scripts catalog with its arguments (src/hostaccess/remote-scripts.ts): it does what
- *   that script does and prints what it prints (one line of JSON, as ConvertTo-Json -Compress
+ *   that script does and prints what it prints (or fails with CommandNotFoundException when it
+ *   calls a command no module of the host provides, powershell-modules.ts) (one line of JSON, as ConvertTo-Json -Compress
  *   in Windows PowerShell 5.1 writes it; errors as PowerShell writes them to a redirected
  *   stderr under -EncodedCommand: CLIXML);
  * - `"C:\k\winfleet\winfleet-agent.exe" args...`: runs the agent in-process;
@@ -28,6 +29,11 @@ import { wellKnownSid } from './file-security.ts';
 import { errorCode } from './file-system-error.ts';
 import { ipConfiguration } from './ip-configuration.ts';
 import type { SimMachine } from './machine.ts';
+import {
+  commandNotFoundMessage,
+  machinePowerShellHost,
+  missingCommand,
+} from './powershell-modules.ts';
 import { preflightFacts } from './preflight-facts.ts';
 import { windowsPathSegments } from './windows-path.ts';
 
@@ -201,6 +207,19 @@ async function runCatalogScript(
 ): Promise<number> {
   const script = remoteScript(name, args as never);
   try {
+    // A command no module of this host provides stops the script before it does anything
+    // (powershell-modules.ts), with PowerShell's CommandNotFoundException.
+    const missing = missingCommand(script, machinePowerShellHost(machine));
+    if (missing !== undefined) {
+      throw new PowerShellError(
+        missing,
+        commandNotFoundMessage(missing),
+        script,
+        missing,
+        `ObjectNotFound: (${missing}:String) [], CommandNotFoundException`,
+        'CommandNotFoundException',
+      );
+    }
     switch (name) {
       case 'host-facts':
         io.stdout(powerShellJson(hostFacts(machine)));
@@ -221,17 +240,25 @@ async function runCatalogScript(
         await replaceFile(machine, args as RemoteScripts['replace-file']);
         io.stdout(powerShellJson({ ok: true }));
         return 0;
-      case 'install-windows-feature':
-        io.stdout(
-          powerShellJson(
+      case 'install-windows-feature': {
+        // It takes minutes (machine.longOperations); the SSH channel closing kills it, and a
+        // killed install changes nothing.
+        const name = String((args as RemoteScripts['install-windows-feature']).name);
+        const result = await machine.longOperations.run(
+          'powershell.exe',
+          ['Install-WindowsFeature', name],
+          { timeoutMs: Number.POSITIVE_INFINITY, signal: io.signal },
+          machine.longOperations.timings.featureInstallMs,
+          () =>
             installWindowsFeature(
               machine,
               args as RemoteScripts['install-windows-feature'],
               script,
             ),
-          ),
         );
+        io.stdout(powerShellJson(result));
         return 0;
+      }
       case 'preflight-facts':
         io.stdout(powerShellJson(preflightFacts(machine)));
         return 0;

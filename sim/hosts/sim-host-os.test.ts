@@ -95,3 +95,28 @@ test('files: streamed writes, hashes and copies, with the Windows rules of the m
     'no temporary file is left',
   );
 });
+
+test('HNS cmdlets come with the Containers feature: without it the agent hears WF_HNS_UNAVAILABLE, as the script reports', async (t) => {
+  const machine = await createTestMachine(t, { features: { Containers: 'Available' } });
+  const os = new SimHostOS(machine);
+  await assert.rejects(os.listHnsNetworks(), (error: unknown) => {
+    assert.equal((error as { code?: string }).code, 'WF_HNS_UNAVAILABLE');
+    assert.match(
+      (error as Error).message,
+      /^Cannot list HNS networks: Get-HnsNetwork is not available \(tried "HostNetworkingService", "C:\\k\\hns\.v2\.psm1"\)/,
+    );
+    return true;
+  });
+  await assert.rejects(os.listHnsEndpoints(), { code: 'WF_HNS_UNAVAILABLE' });
+  await assert.rejects(
+    os.createHnsNetwork({
+      name: 'winfleet',
+      type: 'L2Bridge',
+      addressPrefix: '10.244.1.0/24',
+      gateway: '10.244.1.1',
+    }),
+    { code: 'WF_HNS_UNAVAILABLE' },
+  );
+  // The Containers feature's own state is readable without it (ServerManager is always there).
+  assert.equal(await os.containersFeature(), 'Available');
+});

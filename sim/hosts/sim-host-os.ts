@@ -31,21 +31,35 @@ import {
 } from '../../src/agent/windows/containers-feature.ts';
 import {
   type DefenderThreatList,
+  defenderThreatsScript,
   parseDefenderThreatsOutput,
 } from '../../src/agent/windows/defender.ts';
+import { deleteAtBootScript } from '../../src/agent/windows/delete-at-boot.ts';
 import {
   ensureInboundFirewallRuleScript,
   removeFirewallRuleScript,
 } from '../../src/agent/windows/firewall.ts';
-import type { GmsaHostFacts } from '../../src/agent/windows/gmsa-host-facts.ts';
+import {
+  type GmsaHostFacts,
+  gmsaHostFactsScript,
+} from '../../src/agent/windows/gmsa-host-facts.ts';
 import {
   createHnsNetworkScript,
+  defaultHnsModulePaths,
+  hnsUnavailableError,
+  listHnsEndpointsScript,
+  listHnsNetworksScript,
   parseHnsEndpointListOutput,
   removeHnsEndpointScript,
+  removeHnsNetworkScript,
 } from '../../src/agent/windows/hns.ts';
+import { ipv4NetworkScript } from '../../src/agent/windows/ipv4-network.ts';
 import { longOperationTimeoutsMs } from '../../src/agent/windows/long-operations.ts';
+import { getMachineEnvScript, setMachineEnvScript } from '../../src/agent/windows/machine-env.ts';
+import { osVersionScript } from '../../src/agent/windows/os-version.ts';
 import {
   addRootCertificateScript,
+  listRootCertificatesScript,
   pemToDer,
   removeRootCertificateScript,
   type StoredCertificate,
@@ -63,21 +77,33 @@ import {
 import { serviceControlError, win32Error } from '../../src/agent/windows/sc-output.ts';
 import { serviceEnvironmentEntries } from '../../src/agent/windows/service-environment.ts';
 import { serviceFailuresScript } from '../../src/agent/windows/service-failures.ts';
-import { wuaError } from '../../src/agent/windows/windows-update.ts';
 import {
+  installUpdatesScript,
+  rebootPendingScript,
+  searchUpdatesScript,
+  wuaError,
+} from '../../src/agent/windows/windows-update.ts';
+import {
+  installedHotfixesScript,
   installWithPayload,
   type PayloadUpdatePrimitives,
   searchWithPayload,
 } from '../../src/agent/windows/windows-update-msu.ts';
 import type { ReportedUpdate } from '../../src/api/windows-updates.ts';
+import { WinfleetError } from '../../src/errors/catalog.ts';
 import type { HostNetwork } from '../../src/hostaccess/node-address.ts';
 import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import { simGmsaHostFacts } from './container-credential-guard.ts';
 import { errorCode, fsError } from './file-system-error.ts';
-import { assertHnsCmdletsExist } from './hns-cmdlets.ts';
 import { ipConfiguration } from './ip-configuration.ts';
 import { kubeProxyStatus } from './kube-proxy-standin.ts';
 import type { SimMachine } from './machine.ts';
+import {
+  CommandNotFoundError,
+  commandModule,
+  machinePowerShellHost,
+  missingCommand,
+} from './powershell-modules.ts';
 import { ScmError, type ScmServiceConfig, scmErrorText } from './service-control-manager.ts';
 import { reserveHostLocalAddress } from './sim-cni.ts';
 
@@ -116,6 +142,32 @@ export class SimHostOS implements HostOS {
         throw error;
       },
     );
+  }
+
+  /**
+   * What WindowsHostOS.#runPowerShell reports when `script` calls a command no module on this
+   * host provides (powershell-modules.ts): PowerShell's CommandNotFoundException, read from its
+   * stderr, as WF_WINDOWS_COMMAND_FAILED. Called with the script the agent would run, before
+   * the machine answers it.
+   */
+  #script(script: string, action: string): void {
+    const missing = missingCommand(script, machinePowerShellHost(this.#machine));
+    if (missing === undefined) return;
+    const error = new CommandNotFoundError(missing);
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
+      `Cannot ${action}: PowerShell exited with 1: ${error.message}\nAt line:1 char:1\n    + CategoryInfo          : ObjectNotFound: (${missing}:String) [], CommandNotFoundException\n    + FullyQualifiedErrorId : CommandNotFoundException`,
+    );
+  }
+
+  /**
+   * What the HNS scripts print when neither the built-in HostNetworkingService module (it comes
+   * with the Containers feature) nor hns.v2.psm1 provides `command`: {"available":false},
+   * which WindowsHostOS turns into WF_HNS_UNAVAILABLE.
+   */
+  #hnsModule(action: string, command = 'Get-HnsNetwork'): void {
+    if (commandModule(command, machinePowerShellHost(this.#machine))) return;
+    throw hnsUnavailableError(action, ['HostNetworkingService', ...defaultHnsModulePaths], command);
   }
 
   // Services.
@@ -308,7 +360,10 @@ export class SimHostOS implements HostOS {
   }
 
   deleteAtBoot(path: string): Promise<void> {
-    return this.#live(() => this.#machine.deleteAtBoot(path));
+    return this.#live(() => {
+      this.#script(deleteAtBootScript(path), `delete "${path}" at the next boot`);
+      return this.#machine.deleteAtBoot(path);
+    });
   }
 
   ensureDirectory(path: string): Promise<void> {
@@ -329,41 +384,48 @@ export class SimHostOS implements HostOS {
   // Machine environment.
 
   getMachineEnv(name: string): Promise<string | undefined> {
-    return this.#live(() => this.#machine.env.get(name));
+    return this.#live(() => {
+      this.#script(getMachineEnvScript(name), `read machine variable ${name}`);
+      return this.#machine.env.get(name);
+    });
   }
 
   setMachineEnv(name: string, value: string | undefined): Promise<void> {
-    return this.#live(() => this.#machine.env.set(name, value));
+    return this.#live(() => {
+      this.#script(setMachineEnvScript(name, value), `set machine variable ${name}`);
+      return this.#machine.env.set(name, value);
+    });
   }
 
   // Root certificates and the WinHTTP proxy.
 
   listRootCertificates(): Promise<StoredCertificate[]> {
-    return this.#live(() =>
-      this.#machine.rootCertificates
+    return this.#live(() => {
+      this.#script(listRootCertificatesScript(), 'list the Root certificates');
+      return this.#machine.rootCertificates
         .list()
-        .map((c) => ({ thumbprint: c.thumbprint, subject: c.subject })),
-    );
+        .map((c) => ({ thumbprint: c.thumbprint, subject: c.subject }));
+    });
   }
 
   /** What addRootCertificateScript does: the DER bytes into the store, its thumbprint back. */
   addRootCertificate(pem: string): Promise<string> {
     return this.#live(() => {
-      addRootCertificateScript(pem); // refuses what the script refuses
+      this.#script(addRootCertificateScript(pem), 'add a Root certificate'); // refuses what it refuses
       return this.#machine.rootCertificates.add(pemToDer(pem));
     });
   }
 
   removeRootCertificate(thumbprint: string): Promise<void> {
     return this.#live(() => {
-      removeRootCertificateScript(thumbprint);
+      this.#script(removeRootCertificateScript(thumbprint), 'remove a Root certificate');
       this.#machine.rootCertificates.remove(thumbprint);
     });
   }
 
   setWinHttpProxy(proxy: WinHttpProxy | undefined): Promise<void> {
     return this.#live(() => {
-      setWinHttpProxyScript(proxy);
+      this.#script(setWinHttpProxyScript(proxy), 'set the WinHTTP proxy');
       this.#machine.winHttpProxy = proxy && { ...proxy };
     });
   }
@@ -371,11 +433,18 @@ export class SimHostOS implements HostOS {
   // Host Network Service.
 
   listHnsNetworks(): Promise<HnsNetwork[]> {
-    return this.#live(() => this.#machine.hns.list());
+    return this.#live(() => {
+      this.#script(listHnsNetworksScript(), 'list HNS networks');
+      this.#hnsModule('list HNS networks');
+      return this.#machine.hns.list();
+    });
   }
 
   removeHnsNetwork(id: string): Promise<void> {
     return this.#live(() => {
+      const action = `remove HNS network "${id}"`;
+      this.#script(removeHnsNetworkScript(id), action);
+      this.#hnsModule(action);
       // Through the machine: removing a network that bound the adapter resets it.
       this.#machine.removeHnsNetwork(id);
     });
@@ -387,6 +456,8 @@ export class SimHostOS implements HostOS {
    */
   listHnsEndpoints(): Promise<HnsEndpoint[]> {
     return this.#live(() => {
+      this.#script(listHnsEndpointsScript(), 'list HNS endpoints');
+      this.#hnsModule('list HNS endpoints', 'Get-HnsEndpoint');
       const endpoints = this.#machine.hns.getHnsEndpoint().map((e) => ({
         Id: String(e.ID),
         Name: String(e.Name ?? ''),
@@ -402,7 +473,9 @@ export class SimHostOS implements HostOS {
   /** What removeHnsEndpointScript does: the endpoint with that id, while it has that address. */
   removeHnsEndpoint(id: string, ipAddress: string): Promise<boolean> {
     return this.#live(() => {
-      removeHnsEndpointScript(id, ipAddress); // refuses what the script refuses
+      const action = `remove HNS endpoint "${id}" (${ipAddress})`;
+      this.#script(removeHnsEndpointScript(id, ipAddress), action); // refuses what it refuses
+      this.#hnsModule(action, 'Get-HnsEndpoint');
       const endpoint = this.#machine.hns
         .endpoints()
         .find((e) => e.id.toLowerCase() === id.toLowerCase() && e.ip === ipAddress);
@@ -413,8 +486,10 @@ export class SimHostOS implements HostOS {
   /** What createHnsNetworkScript does: the network of that name, created when missing. */
   createHnsNetwork(spec: HnsNetworkSpec): Promise<HnsNetwork> {
     return this.#live(() => {
-      // Refuses what the script refuses, and a cmdlet the host's HNS module lacks.
-      assertHnsCmdletsExist(createHnsNetworkScript(spec));
+      // Refuses what the script refuses, and a command no module of the host provides.
+      const action = `create HNS network "${spec.name}"`;
+      this.#script(createHnsNetworkScript(spec), action);
+      this.#hnsModule(action);
       return this.#machine.hns.ensure(spec.name, spec.type, [
         { addressPrefix: spec.addressPrefix, gateway: spec.gateway },
       ]);
@@ -427,7 +502,7 @@ export class SimHostOS implements HostOS {
    */
   reserveCniAddress(request: CniAddressRequest): Promise<string> {
     return this.#live(async () => {
-      reserveCniAddressScript(request); // refuses what the script refuses
+      this.#script(reserveCniAddressScript(request), 'reserve a pod address'); // refuses what it refuses
       const exe = `${request.binDir.replace(/\\$/, '')}\\host-local.exe`;
       if ((await this.#machine.fs.stat(exe))?.kind !== 'file')
         throw new Error(
@@ -443,7 +518,7 @@ export class SimHostOS implements HostOS {
     return this.#live(() => {
       // What ensureInboundFirewallRuleScript does: Get-NetFirewallRule -Name, then
       // New-NetFirewallRule or Set-NetFirewallRule with the same settings.
-      ensureInboundFirewallRuleScript(rule); // refuses what the script refuses
+      this.#script(ensureInboundFirewallRuleScript(rule), `ensure firewall rule "${rule.name}"`);
       const settings = {
         displayName: rule.displayName,
         description: rule.description,
@@ -460,7 +535,7 @@ export class SimHostOS implements HostOS {
 
   removeFirewallRule(name: string): Promise<void> {
     return this.#live(() => {
-      removeFirewallRuleScript(name);
+      this.#script(removeFirewallRuleScript(name), `remove firewall rule "${name}"`);
       this.#machine.firewall.remove(name);
     });
   }
@@ -473,7 +548,7 @@ export class SimHostOS implements HostOS {
 
   containersFeature(): Promise<ContainersFeatureState> {
     return this.#live(() => {
-      containersFeatureScript();
+      this.#script(containersFeatureScript(), "read the Containers feature's state");
       // Get-WindowsFeature's InstallState, read back through the agent's own parser.
       const state = this.#machine.features.get('Containers')?.state ?? 'Unknown';
       return parseContainersFeatureOutput(JSON.stringify({ state }));
@@ -481,11 +556,17 @@ export class SimHostOS implements HostOS {
   }
 
   ipv4Network(): Promise<HostNetwork> {
-    return this.#live(() => ipConfiguration(this.#machine));
+    return this.#live(() => {
+      this.#script(ipv4NetworkScript(), "read the host's IPv4 addresses and routes");
+      return ipConfiguration(this.#machine);
+    });
   }
 
   osVersion(): Promise<OsVersion> {
-    return this.#live(() => ({ ...this.#machine.osVersion }));
+    return this.#live(() => {
+      this.#script(osVersionScript(), 'read the Windows version');
+      return { ...this.#machine.osVersion };
+    });
   }
 
   freeDiskBytes(_path: string): Promise<number> {
@@ -555,8 +636,9 @@ export class SimHostOS implements HostOS {
           throw error;
         }
       },
-      searchOnline: () =>
-        ops.run(
+      searchOnline: () => {
+        this.#script(searchUpdatesScript(), 'search for Windows updates');
+        return ops.run(
           'powershell.exe',
           ['search for Windows updates'],
           { timeoutMs: timeouts.updateSearch },
@@ -565,9 +647,14 @@ export class SimHostOS implements HostOS {
             if (!wu.online) throw wuaError('search for Windows updates', 'search', '0x8024402C');
             return wu.search();
           },
-        ),
-      installedKbs: async () => wu.installed(),
+        );
+      },
+      installedKbs: async () => {
+        this.#script(installedHotfixesScript(), 'list the installed hotfixes');
+        return wu.installed();
+      },
       installOnline: (kbs) => {
+        this.#script(installUpdatesScript(kbs), 'install Windows updates');
         const installed = new Set(wu.installed());
         const durationMs = kbs.reduce((sum, kb) => {
           const update = wu.catalogUpdate(kb);
@@ -606,7 +693,10 @@ export class SimHostOS implements HostOS {
   }
 
   rebootPending(): Promise<boolean> {
-    return this.#live(() => this.#machine.windowsUpdate.rebootPending());
+    return this.#live(() => {
+      this.#script(rebootPendingScript(), 'read the reboot-pending registry entries');
+      return this.#machine.windowsUpdate.rebootPending();
+    });
   }
 
   /**
@@ -652,7 +742,7 @@ export class SimHostOS implements HostOS {
   /** The SCM's record of the service's unexpected ends (its 7031/7034 events). */
   serviceFailures(name: string, sinceMs: number): Promise<number[]> {
     return this.#live(() => {
-      serviceFailuresScript(name, sinceMs); // refuses what the script refuses
+      this.#script(serviceFailuresScript(name, sinceMs), `read the failures of service "${name}"`);
       if (!this.#machine.scm.query(name))
         throw new SyntaxError(
           `Cannot read the failures of service "${name}": service ${name} does not exist`,
@@ -663,13 +753,17 @@ export class SimHostOS implements HostOS {
 
   /** The active detections, read as the agent reads Windows' (SimDefender, defender.ts). */
   defenderThreats(): Promise<DefenderThreatList> {
-    return this.#live(() =>
-      parseDefenderThreatsOutput(this.#machine.defender.answerThreatsScript()),
-    );
+    return this.#live(() => {
+      this.#script(defenderThreatsScript(), 'list the Microsoft Defender threats');
+      return parseDefenderThreatsOutput(this.#machine.defender.answerThreatsScript());
+    });
   }
 
   gmsaHostFacts(): Promise<GmsaHostFacts> {
-    return this.#live(() => simGmsaHostFacts(this.#machine));
+    return this.#live(() => {
+      this.#script(gmsaHostFactsScript(), 'read the host’s gMSA facts');
+      return simGmsaHostFacts(this.#machine);
+    });
   }
 }
 

@@ -114,3 +114,16 @@ test('cleanup stops the agent service before any other service: its run loop wou
   assert.equal(serviceCalls.at(-1), `deleteService ${agentServiceName}`, 'deleted last');
   assert.equal(machine.scm.names().length, 0);
 });
+
+test('cleanup of a host whose Containers feature (and with it the HNS cmdlets) is gone goes on without the networks', async (t) => {
+  const host = await createAgentTestHost(t);
+  const { machine, context, stdout } = host;
+  await prepareAsOperator(machine);
+  assert.equal(await runAgent(['bootstrap'], context), 0, stdout.join(''));
+  // Uninstall-WindowsFeature Containers and a restart: no HostNetworkingService module.
+  machine.features.set('Containers', 'Available');
+  stdout.length = 0;
+  assert.equal(await runAgent(['cleanup'], context), 0, stdout.join(''));
+  const result = JSON.parse(stdout.join('')) as { removedNetworks: string[] };
+  assert.deepEqual(result.removedNetworks, []);
+});

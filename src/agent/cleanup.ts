@@ -11,6 +11,7 @@
  * which keeps the node's credentials until it has reported on its Node.
  */
 
+import { hasCode } from '../errors/catalog.ts';
 import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
 import {
   defaultNodeNetwork,
@@ -90,7 +91,7 @@ export async function removeHostChanges(
   const owned = winfleetOwnsNetwork(nodeNetwork)
     ? podNetworkName(nodeNetwork)?.toLowerCase()
     : undefined;
-  for (const network of await host.listHnsNetworks()) {
+  for (const network of await hnsNetworksIfAny(host)) {
     const name = network.name.toLowerCase();
     if (name.startsWith('winfleet') || name === owned) {
       await host.removeHnsNetwork(network.id);
@@ -167,4 +168,20 @@ export async function cleanup(context: AgentContext): Promise<Record<string, unk
     // What the operator removes after this process exits.
     removeAfter: createdKubeDir ? [winfleetDir, kubeDir] : [winfleetDir],
   };
+}
+
+/**
+ * The host's HNS networks; none when the HNS cmdlets are gone (WF_HNS_UNAVAILABLE: the
+ * Containers feature was removed, and the Host Network Service, its networks included, with
+ * it), so a cleanup of such a host goes on.
+ */
+async function hnsNetworksIfAny(
+  host: HostOS,
+): Promise<Awaited<ReturnType<HostOS['listHnsNetworks']>>> {
+  try {
+    return await host.listHnsNetworks();
+  } catch (error) {
+    if (hasCode(error, 'WF_HNS_UNAVAILABLE')) return [];
+    throw error;
+  }
 }

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { parse as parseYaml } from 'yaml';
 import { testBootstrapConfig } from '../../sim/hosts/agent-test-host.ts';
 import { writeStandInPayload } from '../../sim/testkit/payload.ts';
 import { servicesManifestFor } from '../payload/node-services.ts';
@@ -17,6 +18,7 @@ import {
   cniConfig,
   flannelCniConfig,
   flannelHostGwCniConfig,
+  kubeletConfiguration,
   nodePodSubnet,
 } from './node-files.ts';
 
@@ -227,4 +229,13 @@ test('flannel host-gw’s config: flannel delegating to win-bridge on cbr0 with 
     vxlan.plugins[0]!.delegate.Policies.map((p) => p.Value.Type),
     ['OutBoundNAT', 'SDNRoute', 'ProviderAddress'],
   );
+});
+
+test('the kubelet configuration turns on graceful node shutdown: a grace period, part of it for critical pods', () => {
+  // Without shutdownGracePeriod the Windows shutdown manager is a stub (kubernetes
+  // pkg/kubelet/nodeshutdown/nodeshutdown_manager_windows.go NewManager) and an undrained
+  // reboot kills pods at once; validation wants critical <= total.
+  const config = parseYaml(kubeletConfiguration(settings)) as Record<string, unknown>;
+  assert.equal(config.shutdownGracePeriod, '40s');
+  assert.equal(config.shutdownGracePeriodCriticalPods, '10s');
 });

@@ -88,6 +88,16 @@ export function kubeletConfiguration(settings: NodeSettings): string {
     resolvConf: '',
     hairpinMode: 'promiscuous-bridge',
     evictionHard: { 'memory.available': '500Mi', 'nodefs.available': '10%' },
+    // Graceful node shutdown on Windows (KEP-4802, WindowsGracefulNodeShutdown, beta and on by
+    // default from 1.34): without a grace period the kubelet's shutdown manager is a stub
+    // (nodeshutdown_manager_windows.go NewManager: "disabled as no shutdown grace period is
+    // configured"), so a reboot nobody drained (an administrator's, Windows Update's) kills
+    // pods without their termination grace. With it the kubelet (a service through
+    // --windows-service, even as kube-log-runner.exe's child) accepts SERVICE_CONTROL_PRESHUTDOWN,
+    // raises its service's preshutdown timeout to the total (40 s) and ends regular pods in the
+    // first 30 s, critical ones in the last 10 s. Older kubelets ignore it (gate off).
+    shutdownGracePeriod: '40s',
+    shutdownGracePeriodCriticalPods: '10s',
   });
 }
 

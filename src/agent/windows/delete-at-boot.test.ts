@@ -6,7 +6,12 @@ import { deleteAtBootScript } from './delete-at-boot.ts';
 test('the delete-at-boot script parses, quotes the path and asks for MOVEFILE_DELAY_UNTIL_REBOOT', async () => {
   const script = deleteAtBootScript("C:\\k\\winfleet\\it's.exe");
   await assertValidPowerShell(script, 'delete at boot');
-  assert.match(script, /MoveFileEx\('C:\\k\\winfleet\\it''s\.exe', \$null, 4\)/);
+  // A NULL new name, not the empty string $null would become (PowerShell's conversion).
+  assert.match(
+    script,
+    /MoveFileEx\('C:\\k\\winfleet\\it''s\.exe', \[System\.Management\.Automation\.Language\.NullString\]::Value, 4\)/,
+  );
+  assert.doesNotMatch(script, /\$null/);
   assert.match(script, /GetLastWin32Error/);
 });
 

@@ -31,7 +31,11 @@ export function deleteAtBootScript(path: string): string {
     '[DllImport("kernel32.dll", SetLastError = true, CharSet = CharSet.Unicode)] public static extern bool MoveFileEx(string existingFileName, string newFileName, int flags);';
   return powerShellScript(
     `Add-Type -Namespace Winfleet -Name DeleteAtBoot -MemberDefinition ${quotePowerShellString(signature)}`,
-    `if (-not [Winfleet.DeleteAtBoot]::MoveFileEx(${quotePowerShellString(path)}, $null, ${moveFileDelayUntilReboot})) {`,
+    // $null would reach a .NET string parameter as String.Empty, not NULL (PowerShell's
+    // argument conversion); [NullString]::Value is PowerShell's way to pass a null string
+    // (learn.microsoft.com, System.Management.Automation.Language.NullString), so MoveFileEx
+    // gets the NULL new name its contract names for "delete at reboot".
+    `if (-not [Winfleet.DeleteAtBoot]::MoveFileEx(${quotePowerShellString(path)}, [System.Management.Automation.Language.NullString]::Value, ${moveFileDelayUntilReboot})) {`,
     '  throw (New-Object ComponentModel.Win32Exception ([Runtime.InteropServices.Marshal]::GetLastWin32Error()))',
     '}',
   );

@@ -850,12 +850,22 @@ const w32timeQueryex = (state: string) =>
   ].join('\r\n');
 const w32tmExe = 'D:\\Win\\System32\\w32tm.exe';
 
-test('resyncClock starts a stopped W32Time, then runs w32tm /resync /force', async () => {
+test('resyncClock starts a stopped W32Time, waits for RUNNING (its RPC endpoint), then runs w32tm /resync /force', async () => {
   const text = (stdout: string) => ({ exitCode: 0, stdout, stderr: '' });
-  const { host, done } = scriptedHost([
+  const running = w32timeQueryex(
+    '4  RUNNING\r\n                                (STOPPABLE, NOT_PAUSABLE, ACCEPTS_SHUTDOWN)',
+  );
+  const { host, done, sleeps } = scriptedHost([
     { file: scExe, args: ['qc', 'W32Time', '8192'], result: text(w32timeQc) },
     { file: scExe, args: ['queryex', 'W32Time'], result: text(w32timeQueryex('1  STOPPED')) },
     sc(['start', 'W32Time'], 'sc-start-pending.txt'),
+    // sc start returned at START_PENDING: w32tm would find no RPC server yet.
+    {
+      file: scExe,
+      args: ['queryex', 'W32Time'],
+      result: text(w32timeQueryex('2  START_PENDING')),
+    },
+    { file: scExe, args: ['queryex', 'W32Time'], result: text(running) },
     {
       file: w32tmExe,
       args: ['/resync', '/force'],
@@ -895,7 +905,8 @@ test('resyncClock starts a stopped W32Time, then runs w32tm /resync /force', asy
     host.resyncClock(),
     /W32Time\) is not installed; register it with w32tm \/register/,
   );
-  assert.equal(await host.localTime(), 0, 'the agent’s own clock is the host’s');
+  assert.deepEqual(sleeps, [500], 'one poll while W32Time was START_PENDING');
+  assert.equal(await host.localTime(), 500, 'the agent’s own clock is the host’s');
   await done();
 });
 

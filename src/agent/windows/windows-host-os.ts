@@ -188,6 +188,9 @@ const timeServiceName = 'W32Time';
 /** The delay shutdown.exe is given, so the agent can report before the host goes down. */
 const rebootDelaySeconds = 5;
 /** shutdown.exe's limit for the /c comment. */
+/** How long resyncClock waits for a W32Time it started to be RUNNING. */
+const timeServiceStartTimeoutMs = 30_000;
+
 const maxRebootReasonLength = 512;
 
 export class WindowsHostOS implements HostOS {
@@ -736,7 +739,24 @@ export class WindowsHostOS implements HostOS {
         `Cannot resync the clock: the Windows Time service (${timeServiceName}) is not installed; register it with w32tm /register`,
       );
     }
-    if (service.state !== 'running') await this.startService(timeServiceName);
+    if (service.state !== 'running') {
+      // sc start returns at START_PENDING; w32tm /resync talks to W32Time over RPC, which
+      // answers only once the service registered its endpoint ("The RPC server is
+      // unavailable" / 0x800706BA before that): wait for RUNNING first.
+      await this.startService(timeServiceName);
+      const deadline = this.#now() + timeServiceStartTimeoutMs;
+      for (;;) {
+        const status = await this.#queryStatus(timeServiceName);
+        if (status?.state === 'running') break;
+        if (this.#now() >= deadline) {
+          throw new WinfleetError(
+            'WF_WINDOWS_COMMAND_FAILED',
+            `Cannot resync the clock: the Windows Time service (${timeServiceName}) is still ${status?.state ?? 'missing'} ${timeServiceStartTimeoutMs / 1000} s after it was started; read its events (Get-WinEvent -ProviderName Microsoft-Windows-Time-Service -MaxEvents 20)`,
+          );
+        }
+        await this.#sleep(this.#pollIntervalMs);
+      }
+    }
     const args = ['/resync', '/force'];
     const result = await this.#run(this.#w32tm, args);
     const output = `${result.stdout}\n${result.stderr}`.replace(/\s+/g, ' ').trim();

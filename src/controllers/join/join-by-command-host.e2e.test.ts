@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { runUserData } from '../../../sim/hosts/userdata.ts';
 import { startUserDataHosts } from '../../../sim/hosts/userdata-hosts.ts';
 import { startTestRegistry } from '../../../sim/registry/registry-process.ts';
 import { nextBaseAddress } from '../../../sim/testkit/loopback-range.ts';
@@ -81,7 +82,7 @@ function winfleet(
   });
 }
 
-test('a host with only the join command becomes a Ready node in its pool, SSH refused; a second host of the same name is denied', {
+test('a host with only the join command, from a stock image without the Containers feature, stops before using the token; with the feature it becomes a Ready node in its pool, SSH refused; a second host of the same name is denied', {
   timeout: 600_000,
 }, async () => {
   const cluster = await freshCluster();
@@ -168,17 +169,39 @@ test('a host with only the join command becomes a Ready node in its pool, SSH re
     discoveryBackoff: { initialDelayMs: 500, maxDelayMs: 2000, maxElapsedMs: 120_000 },
     payloadBackoff: { initialDelayMs: 200, maxDelayMs: 400 },
   };
+  // As the standard AWS and Azure Windows Server images come: no Containers feature.
   const good = await startUserDataHosts({
     count: 1,
     names: ['web-1'],
     baseAddress: nextBaseAddress(),
     userData: made.stdout,
     joinTuning,
+    machine: { features: { Containers: 'Available' } },
   });
   after(() => good.stop());
   const host = good.hosts[0]!;
   assert.equal(await sshAnswers(host.address), false, 'no SSH on the joining host');
-  const result = await host.userData.done;
+  const stopped = await host.userData.done;
+  assert.equal(stopped.exitCode, 1, stopped.output);
+  assert.match(
+    stopped.output,
+    /The Windows Containers feature is Available, not Installed, so no pod could run on this node; nothing was changed and the join token was not used: run Install-WindowsFeature -Name Containers -Restart, then run the join command again/,
+  );
+  assert.equal((await readJoinTokenRecord(kc, namespace, tokenId))?.usesLeft, 2, 'no use taken');
+  assert.deepEqual(
+    (await certificates.listCertificateSigningRequest()).items.filter(
+      (c) => c.spec.username === `system:bootstrap:${tokenId}`,
+    ),
+    [],
+    'no CSR from the host',
+  );
+  assert.equal(await core.readNode({ name: 'web-1' }).catch(() => undefined), undefined);
+
+  // What the message says: install the feature, restart, run the join command again.
+  assert.equal(host.machine.features.install('Containers').restartNeeded, 'Yes');
+  await host.machine.reboot({ reason: 'Install-WindowsFeature -Name Containers -Restart' });
+  assert.equal(host.machine.features.get('Containers')?.state, 'Installed');
+  const result = await runUserData(host.machine, made.stdout).done;
   assert.equal(result.exitCode, 0, result.output);
   const node = await waitFor(
     async () => {

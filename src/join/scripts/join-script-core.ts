@@ -111,7 +111,9 @@ export function joinScriptLines(input: JoinScriptValues): string[] {
     `$agent = ${q(hostPaths.agentExe)}`,
     'try {',
     '  $tls = [Net.SecurityProtocolType]::Tls12',
-    "  if ([Enum]::GetNames([Net.SecurityProtocolType]) -contains 'Tls13') { $tls = $tls -bor [Net.SecurityProtocolType]::Tls13 }",
+    // TLS 1.3 only where SChannel has it (Windows Server 2022, build 20348, and later): on
+    // 2019 the enum may have Tls13 (.NET Framework 4.8) while SChannel does not.
+    "  if ([Environment]::OSVersion.Version.Build -ge 20348 -and [Enum]::GetNames([Net.SecurityProtocolType]) -contains 'Tls13') { $tls = $tls -bor [Net.SecurityProtocolType]::Tls13 }",
     '  [Net.ServicePointManager]::SecurityProtocol = $tls',
     `  New-Item -ItemType Directory -Force -Path ${q(kubeDir)} | Out-Null`,
     '  $acl = New-Object -TypeName System.Security.AccessControl.DirectorySecurity',

@@ -68,6 +68,12 @@ test('each format has its wrapper; the script checks the hash and exits non-zero
   assert.ok(azure.endsWith(plain), 'Azure custom data is the plain script after its comment');
   assert.ok(azure.includes(azureCommandToExecute));
   assert.match(plain, /Tls12/);
+  // TLS 1.3 is asked for only where SChannel has it (Server 2022, build 20348, and later):
+  // Server 2019's SChannel has no TLS 1.3 even when .NET Framework 4.8's enum names it.
+  assert.match(
+    plain,
+    /if \(\[Environment\]::OSVersion\.Version\.Build -ge 20348 -and \[Enum\]::GetNames\(\[Net\.SecurityProtocolType\]\) -contains 'Tls13'\)/,
+  );
   assert.match(plain, /Get-FileHash -LiteralPath \$download -Algorithm SHA256/);
   assert.match(plain, /if \(\$actual -ne \$agentSha256\) \{\n {4}Remove-Item/);
   assert.match(plain, /\$LASTEXITCODE -ne 0/);
