@@ -31,7 +31,7 @@ export interface ModuleLogEvent {
 const objectConstructor =
   /^(?:\[(?:System\.Security\.)?SecureString\]::new\(|\[(?:System\.Management\.Automation\.)?PSCredential\]::new\(|ConvertTo-SecureString\b|New-Object\b[^|]*PSCredential)/i;
 /** A command name at a command position (a Verb-Noun cmdlet or function). */
-const commandName = /(?<![\w$.:[-])([A-Z][a-z]+-[A-Z][A-Za-z]+)\b/g;
+const commandName = /(?<![\w$.:[-])([A-Z][A-Za-z]+-[A-Z][A-Za-z]+)\b/g;
 
 /** The script's text without single- and double-quoted strings (their words are no commands). */
 function unquoted(statement: string): string {

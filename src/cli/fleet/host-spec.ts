@@ -236,6 +236,7 @@ export function sameSpec(a: WindowsHost['spec'], b: WindowsHost['spec']): boolea
       labels: Object.entries(s.labels ?? {}).sort(),
       taints: s.taints ?? [],
       pool: s.pool ?? '',
+      hostKey: s.hostKey ?? '',
     });
   return norm(a) === norm(b);
 }
