@@ -10,6 +10,7 @@
  * | hostname not the planned one, in a workgroup     | Rename-Computer, restart                 |
  * | rename pending (NV Hostname is the planned one)  | restart                                  |
  * | planned hostname, in a workgroup                 | Add-Computer (credentials on stdin), restart |
+ * | in a workgroup, no admin-pinned spec.hostKey     | refused (HostKeyNotPinned), nothing changed |
  * | joined to the pool's domain                      | go on (the join continues)               |
  * | joined to another domain                         | refused: winfleet does not move hosts    |
  *
@@ -17,8 +18,10 @@
  * reachable) leaves the host in its workgroup: the pass fails with WF_HOST_DOMAIN_JOIN_FAILED
  * (reason DomainJoinFailed, naming the Secret and the domain) and is retried with the host
  * controller's backoff; nothing after it (token, files, kubelet) has run. The credentials are
- * read from the Secret for the one command and written to its stdin (domain-scripts.ts); they
- * are never logged, put in status, or stored on the host.
+ * read from the Secret for the one command, only when the Secret opts in to the pool
+ * (winfleet.io/domain-join-pools) and the host's key was pinned by an admin (spec.hostKey), and
+ * written to its stdin (domain-scripts.ts); they are never logged, bound to a cmdlet, put in
+ * status, stored on the host, or sent to a host being removed (leaveDomain).
  *
  * A join that was done but whose restart did not happen (the restart command lost with the
  * connection) is restarted again on a later pass: status.activeDirectoryRestartAt records the
