@@ -549,6 +549,8 @@ async function trustKeyCommand(
       `warning: ${name} last presented ${state.presented}, not ${fingerprint}; the operator accepts the host only once it presents ${fingerprint}\n`,
     );
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  // An admin's pin (spec.hostKey) wins over the annotation: trusting a new key changes the pin.
+  const pinnedInSpec = host.spec.hostKey !== undefined;
   await custom.patchNamespacedCustomObject(
     {
       group,
@@ -556,10 +558,18 @@ async function trustKeyCommand(
       namespace,
       plural,
       name,
-      body: { metadata: { annotations: { [trustHostKeyAnnotation]: fingerprint } } },
+      body: pinnedInSpec
+        ? { spec: { hostKey: fingerprint } }
+        : { metadata: { annotations: { [trustHostKeyAnnotation]: fingerprint } } },
     },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
+  if (pinnedInSpec) {
+    process.stdout.write(
+      `${resourceName}/${name} spec.hostKey set to ${fingerprint} (was ${host.spec.hostKey}); the operator connects only to a host presenting it\n`,
+    );
+    return;
+  }
   process.stdout.write(
     `${resourceName}/${name} annotated ${trustHostKeyAnnotation}=${fingerprint}; the operator pins it on its next connection to a host presenting it, then removes the annotation\n`,
   );

@@ -27,7 +27,7 @@ export function hostKeyState(host: WindowsHost): {
   /** The condition that recorded the mismatch, for the user. */
   message?: string;
 } {
-  const pinned = host.status?.hostKeyFingerprint;
+  const pinned = host.spec.hostKey ?? host.status?.hostKeyFingerprint;
   for (const type of [ConditionType.Degraded, ConditionType.Reachable, ConditionType.Ready]) {
     const c = host.status?.conditions?.find(
       (x) => x.type === type && x.reason === JoinFailureReason.HostKeyChanged,
