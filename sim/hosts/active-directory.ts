@@ -20,7 +20,9 @@
  *   restart Add-Computer asks for is what makes Kerberos use it, which the simulation does not
  *   model further;
  * - Remove-Computer needs the domain's credentials too (-UnjoinDomainCredential), disables the
- *   computer account (here: removes it) and puts the machine in the workgroup named.
+ *   computer account (here: removes it) and puts the machine in the workgroup named;
+ * - UnjoinDomainOrWorkgroup(null, null, 0), what winfleet's removal runs, needs neither: the
+ *   machine leaves locally and its computer account stays enabled (unjoinLocally).
  *
  * The error texts follow Windows PowerShell 5.1's formats ("failed to join domain … with
  * following error message: <Win32 message>") with the Win32 messages of ERROR_LOGON_FAILURE
@@ -229,5 +231,17 @@ export function removeComputer(
     );
   }
   dc.removeComputer(current, credentials);
+  machine.domain = undefined;
+}
+
+/**
+ * Win32_ComputerSystem.UnjoinDomainOrWorkgroup with no UserName and Password and FUnjoinOptions
+ * 0 on the machine: it leaves the domain locally, as the local administrator, without reaching
+ * a domain controller; its computer account stays (enabled) in the domain.
+ */
+export function unjoinLocally(machine: DomainMember): void {
+  if (machine.domain === undefined) {
+    throw new Error(`The host is not in a domain but in WORKGROUP; it is left as it is`);
+  }
   machine.domain = undefined;
 }

@@ -29,6 +29,7 @@ import {
   MachineEnvironment,
   serviceEnvironment,
 } from './machine-environment.ts';
+import type { ModuleLogEvent } from './module-logging.ts';
 import { MachineNetworkFaults } from './network-faults.ts';
 import { defaultPrograms, type ProgramRegistry } from './programs.ts';
 import { ScmError, type ScmTimings, ServiceControlManager } from './service-control-manager.ts';
@@ -241,6 +242,11 @@ export class SimMachine {
   readonly windowsUpdate: SimWindowsUpdate;
   /** Update searches and installs, .msu unpacking, DISM: minutes on a clock tests speed up. */
   readonly longOperations: SimLongOperations;
+  /**
+   * PowerShell module logging's 4103 events of the domain scripts run on it, as a host with the
+   * Turn on Module Logging policy would keep them (module-logging.ts).
+   */
+  readonly powerShellModuleLog: ModuleLogEvent[] = [];
   /** Microsoft Defender: its threat history and detections (defender.ts). */
   readonly defender = new SimDefender();
   readonly hns = new HnsNetworks();

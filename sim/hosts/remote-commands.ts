@@ -22,13 +22,14 @@ import {
   remoteScript,
 } from '../../src/hostaccess/remote-scripts.ts';
 import { decodePowerShellCommandLine } from '../../src/powershell/powershell.ts';
-import { addComputer, removeComputer, renameComputer } from './active-directory.ts';
+import { addComputer, renameComputer, unjoinLocally } from './active-directory.ts';
 import { decodeConsoleInput } from './console-code-page.ts';
 import { diagnosticOutput } from './diagnostics.ts';
 import { wellKnownSid } from './file-security.ts';
 import { errorCode } from './file-system-error.ts';
 import { ipConfiguration } from './ip-configuration.ts';
 import type { SimMachine } from './machine.ts';
+import { moduleLogEvents } from './module-logging.ts';
 import {
   commandNotFoundMessage,
   machinePowerShellHost,
@@ -271,7 +272,7 @@ async function runCatalogScript(
         addComputer(
           machine,
           String(join.domain),
-          await readCredentials(machine, io),
+          await readCredentials(machine, io, script),
           join.organizationalUnit ? String(join.organizationalUnit) : undefined,
         );
         io.stdout(powerShellJson({ joined: true, restartNeeded: 'Yes' }));
@@ -284,7 +285,9 @@ async function runCatalogScript(
             `The host is not in domain ${domain} but in ${machine.domain ?? 'WORKGROUP'}; it is left as it is`,
           );
         }
-        removeComputer(machine, await readCredentials(machine, io));
+        // UnjoinDomainOrWorkgroup(null, null, 0): local, no credentials, no domain controller.
+        machine.powerShellModuleLog.push(...moduleLogEvents(script, await stdinText(machine, io)));
+        unjoinLocally(machine);
         io.stdout(powerShellJson({ left: true, restartNeeded: 'Yes' }));
         return 0;
       }
@@ -354,29 +357,45 @@ function hostFacts(machine: SimMachine): HostFactsReport {
   };
 }
 
+/** The command's stdin, decoded in the console code page as Windows PowerShell 5.1 does. */
+async function stdinText(machine: SimMachine, io: CommandIo): Promise<string> {
+  return decodeConsoleInput(
+    io.stdin ? await io.stdin() : new Uint8Array(),
+    machine.consoleCodePage,
+  );
+}
+
 /**
- * What `join-domain`/`leave-domain` read with [Console]::In.ReadToEnd() | ConvertFrom-Json: the
- * credentials, from stdin only, decoded in the console code page as Windows PowerShell 5.1
- * decodes them (ConvertFrom-Json then reads \uXXXX escapes). Empty or not JSON fails as
- * ConvertFrom-Json does.
+ * What `join-domain` reads with [Console]::In.ReadLine() twice: the user name's and the
+ * password's UTF-8 in base64, from stdin only, decoded in the console code page as Windows
+ * PowerShell 5.1 decodes it. A missing line fails as [Convert]::FromBase64String($null) does, a
+ * line that is not base64 as it does for that. What module logging would record of the script
+ * goes to the machine's powerShellModuleLog (module-logging.ts).
  */
 async function readCredentials(
   machine: SimMachine,
   io: CommandIo,
+  script: string,
 ): Promise<{ username: string; password: string }> {
-  const text = decodeConsoleInput(
-    io.stdin ? await io.stdin() : new Uint8Array(),
-    machine.consoleCodePage,
-  );
-  let parsed: { username?: unknown; password?: unknown } | null;
-  try {
-    parsed = JSON.parse(text) as { username?: unknown; password?: unknown } | null;
-  } catch {
-    throw new Error(
-      'ConvertFrom-Json : Invalid JSON primitive: . (the credentials were expected on standard input)',
-    );
-  }
-  return { username: String(parsed?.username ?? ''), password: String(parsed?.password ?? '') };
+  const text = await stdinText(machine, io);
+  machine.powerShellModuleLog.push(...moduleLogEvents(script, text));
+  const lines = text.split(/\r?\n/);
+  const decode = (line: string | undefined) => {
+    if (line === undefined || line === '') {
+      throw new Error(
+        'Exception calling "FromBase64String" with "1" argument(s): "Value cannot be null.\r\nParameter name: s" (the credentials were expected on standard input)',
+      );
+    }
+    // .NET's FromBase64String ignores spaces but refuses any other non-base64 character.
+    const compact = line.replace(/[ \t]/g, '');
+    if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(compact)) {
+      throw new Error(
+        'Exception calling "FromBase64String" with "1" argument(s): "The input is not a valid Base-64 string as it contains a non-base 64 character, more than two padding characters, or an illegal character among the padding characters. "',
+      );
+    }
+    return Buffer.from(compact, 'base64').toString('utf8');
+  };
+  return { username: decode(lines[0]), password: decode(lines[1]) };
 }
 
 /**

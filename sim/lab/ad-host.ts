@@ -2,13 +2,15 @@
  * The lab's Active Directory row (issue 16, item 4): a fake domain the lab's simulated hosts
  * reach (sim/hosts/active-directory.ts), accepting one account whose password is generated at
  * random per run and written only into the Secret the pool names (never printed or logged); a
- * WindowsNodePool `corp` with spec.activeDirectory; and one SSH host in it whose 20-character
+ * WindowsNodePool `corp` with spec.activeDirectory, its Secret opting in to it; and one SSH host
+ * in it, its host key pinned in spec.hostKey, whose 20-character
  * hostname is too long for a NetBIOS name, so the operator renames it, joins it to the domain
  * and registers its Node under the new name, which the agent labels gMSA-ready.
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import { domainJoinPoolsAnnotation } from '../../src/api/active-directory.ts';
 import { gmsaReadyLabel } from '../../src/api/node-annotations.ts';
 import { isNotFound } from '../../src/kube/client.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
@@ -71,8 +73,13 @@ export async function startAdHost(
   password: string,
 ): Promise<SimulatedHost> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
+  // The Secret opts in to the pool that uses it (winfleet.io/domain-join-pools).
   const body = {
-    metadata: { name: adSecretName, namespace },
+    metadata: {
+      name: adSecretName,
+      namespace,
+      annotations: { [domainJoinPoolsAnnotation]: adPoolName },
+    },
     stringData: { username: adUsername, password },
   };
   await core.replaceNamespacedSecret({ name: adSecretName, namespace, body }).catch((error) => {
@@ -122,7 +129,8 @@ export async function joinAdHost(
   host: SimulatedHost,
   domain: SimDomain,
 ): Promise<LabAdHost> {
-  const object = windowsHostFor(host, namespace);
+  // The admin pins the host's key before first contact: only then does it get credentials.
+  const object = windowsHostFor(host, namespace, { hostKey: host.hostKeyFingerprint });
   object.metadata.labels = adPoolLabel;
   await k8s.KubernetesObjectApi.makeApiClient(kc).create(object);
   say(`created WindowsHost ${object.metadata.name} in WindowsNodePool ${adPoolName}; joining…`);

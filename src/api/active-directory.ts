@@ -154,3 +154,31 @@ export function checkedActiveDirectory(value: unknown, field?: string): ActiveDi
   if (problems.length > 0) throw new RangeError(problems.join('; '));
   return value as ActiveDirectorySpec;
 }
+
+/**
+ * The annotation by which an Active Directory credentials Secret opts in to the pools that may
+ * use it: their names, comma-separated (`corp,corp-gpu`). A pool's credentialsSecretRef alone
+ * is not enough: whoever may create a pool must not get any Secret with `username` and
+ * `password` keys (every kubernetes.io/basic-auth Secret) sent to a host of theirs.
+ */
+export const domainJoinPoolsAnnotation = 'winfleet.io/domain-join-pools';
+
+/**
+ * The pool names a Secret's winfleet.io/domain-join-pools value lists, read strictly: names of
+ * Kubernetes objects (RFC 1123 subdomains) separated by single commas, no spaces, no empty
+ * entries, no wildcard. A value that is not exactly that opts in to nothing, and `problem` says
+ * why.
+ */
+export function domainJoinPools(value: string | undefined): { pools: string[]; problem?: string } {
+  const fix = `list the pools' names, comma-separated without spaces, e.g. ${domainJoinPoolsAnnotation}=corp,corp-gpu`;
+  if (value === undefined) return { pools: [], problem: `it has no ${domainJoinPoolsAnnotation}` };
+  const names = value.split(',');
+  const bad = names.find((n) => n.length > 253 || !dnsSubdomain.test(n));
+  if (bad !== undefined) {
+    return {
+      pools: [],
+      problem: `its ${domainJoinPoolsAnnotation} ${JSON.stringify(value)} is not a list of pool names (${JSON.stringify(bad)} is not one; "*" is no wildcard); ${fix}`,
+    };
+  }
+  return { pools: names };
+}

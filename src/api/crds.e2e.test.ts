@@ -47,6 +47,13 @@ test('WindowsHost: bad specs are refused naming the field; kubectl shows the col
     /Pull mode takes no spec\.sshKeySecretRef/,
   );
   await refused({ mode: 'Pull' }, /Pull mode needs spec\.nodeName/);
+  // spec.hostKey: exactly what ssh-keygen -lf prints, SSH mode only.
+  await refused({ ...good, hostKey: 'SHA256:short' }, /spec\.hostKey/);
+  await refused({ ...good, hostKey: `MD5:${'a'.repeat(43)}` }, /spec\.hostKey/);
+  await refused(
+    { mode: 'Pull', nodeName: 'web-1', hostKey: `SHA256:${'a'.repeat(43)}` },
+    /Pull mode takes no spec\.hostKey/,
+  );
   await refused({ mode: 'Push', nodeName: 'web-1' }, /spec\.mode: Unsupported value: "Push"/);
   const pull = await objects.create(host({ mode: 'Pull', pool: 'web', nodeName: 'web-1' }));
   assert.equal((pull as { spec?: { mode?: string } }).spec?.mode, 'Pull');

@@ -5,7 +5,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { lastActionsLimit, RemediationRung, RungResult } from '../remediation/ladder.ts';
 import { domainNameMaxLength, organizationalUnitMaxLength } from './active-directory.ts';
-import { apiGroup, hostModes } from './windows-host.ts';
+import { apiGroup, hostKeyFingerprintPattern, hostModes } from './windows-host.ts';
 import {
   agentConditionTypes,
   conditionStatuses,
@@ -336,6 +336,11 @@ export const windowsHostCrd = fromWire({
                       'Pull mode takes no spec.sshKeySecretRef: winfleet never connects to a host that joined by itself',
                   },
                   {
+                    rule: "self.mode != 'Pull' || !has(self.hostKey)",
+                    message:
+                      'Pull mode takes no spec.hostKey: winfleet never connects to a host that joined by itself',
+                  },
+                  {
                     rule: "self.mode != 'Pull' || has(self.nodeName)",
                     message: 'Pull mode needs spec.nodeName: the node name the host joined with',
                   },
@@ -371,6 +376,13 @@ export const windowsHostCrd = fromWire({
                     maximum: 65535,
                     default: 22,
                     description: 'SSH port of the host, 1 to 65535 (default 22)',
+                  },
+                  hostKey: {
+                    type: 'string',
+                    // What ssh-keygen -lf prints: SHA256: and 43 characters of unpadded base64.
+                    pattern: hostKeyFingerprintPattern,
+                    description:
+                      'The SSH host key an admin pinned before first contact, as ssh-keygen -lf prints its fingerprint (SHA256: and 43 base64 characters); winfleet hosts add --host-key or --host-key-from-file sets it. When set, winfleet connects only to a host presenting this key; without it the first key seen is pinned (trust on first use) and such a host never receives Active Directory credentials. SSH mode only',
                   },
                   username: {
                     type: 'string',
@@ -502,7 +514,7 @@ export const windowsHostCrd = fromWire({
                   hostKeyFingerprint: {
                     type: 'string',
                     description:
-                      'SHA256 fingerprint of the SSH host key, pinned on first contact (accept a new one with winfleet.io/trust-host-key)',
+                      'SHA256 fingerprint of the SSH host key the operator connects to: spec.hostKey when an admin pinned it, else the key seen on first contact (accept a new one with winfleet.io/trust-host-key)',
                   },
                   servicesVersion: {
                     type: 'string',
@@ -1010,13 +1022,13 @@ const windowsNodePoolWire = {
                         type: 'object',
                         required: ['name'],
                         description:
-                          'A Secret in the operator’s namespace with the keys username (user, DOMAIN\\user or user@domain) and password of an account allowed to join and remove computers. They reach hosts only in memory (an SSH session’s standard input), never a file or a command line',
+                          'A Secret in the pool’s own namespace (never the operator’s) with the keys username (user, DOMAIN\\user or user@domain) and password of an account allowed to join computers, and the annotation winfleet.io/domain-join-pools listing this pool’s name (comma-separated): a Secret that does not name the pool is never read for it. They reach only SSH hosts whose spec.hostKey an admin pinned, in memory (an SSH session’s standard input), never a file, a command line or a cmdlet parameter; removal leaves the domain without them',
                         properties: {
                           name: {
                             type: 'string',
                             minLength: 1,
                             maxLength: 253,
-                            description: 'The Secret’s name, in the operator’s namespace',
+                            description: 'The Secret’s name, in the pool’s namespace',
                           },
                         },
                       },

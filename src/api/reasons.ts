@@ -44,6 +44,16 @@ export const JoinFailureReason = {
   ActiveDirectoryRefused: 'ActiveDirectoryRefused',
   /** Add-Computer (or Remove-Computer) failed on the host: wrong credentials, domain unreachable. */
   DomainJoinFailed: 'DomainJoinFailed',
+  /**
+   * The pool's credentials Secret does not name the pool in winfleet.io/domain-join-pools: it
+   * is not read for it (a pool creator must not harvest any basic-auth Secret).
+   */
+  DomainCredentialsNotOptedIn: 'DomainCredentialsNotOptedIn',
+  /**
+   * The host of an Active Directory pool has no spec.hostKey an admin pinned: its key was
+   * trusted on first use, so it gets no domain credentials.
+   */
+  HostKeyNotPinned: 'HostKeyNotPinned',
   NodeNameChanged: 'NodeNameChanged',
   /** Another WindowsHost holds the node name (it joined the Node, or it came first). */
   NodeNameTaken: 'NodeNameTaken',
@@ -192,6 +202,11 @@ export const EventReason = {
   JoiningDomain: 'JoiningDomain',
   /** winfleet removed a host from its pool's domain as it deconfigured it. */
   LeftDomain: 'LeftDomain',
+  /**
+   * The host left its domain locally, without credentials: its computer account is still
+   * enabled in the domain, for an AD admin to disable or delete.
+   */
+  ComputerAccountLeftEnabled: 'ComputerAccountLeftEnabled',
   /** A host bootstrapped before its pool had spec.activeDirectory is configured again unjoined. */
   DomainJoinSkipped: 'DomainJoinSkipped',
   Bootstrapped: 'Bootstrapped',

@@ -42,11 +42,16 @@ export interface WindowsHostSpec {
   address?: string;
   /** SSH port (default 22). */
   port?: number;
+  /**
+   * "SHA256:…" of the SSH host key, pinned by an admin before first contact (`winfleet hosts
+   * add --host-key`). Only a host with it gets Active Directory credentials.
+   */
+  hostKey?: string;
   /** The account the operator logs in as (an administrator); required in SSH mode. */
   username?: string;
   /**
-   * The Secret holding the SSH private key, in the operator's namespace; required in SSH mode,
-   * refused in Pull mode.
+   * The Secret holding the SSH private key, in the WindowsHost's own namespace; required in SSH
+   * mode, refused in Pull mode.
    */
   sshKeySecretRef?: { name: string; key?: string };
   /** Node name; default: the host's own hostname, lower-cased. */
@@ -169,6 +174,12 @@ export function sshHostSpec(host: Pick<WindowsHost, 'spec' | 'metadata'>): SshHo
   }
   return spec as SshHostSpec;
 }
+
+/**
+ * An SSH host key fingerprint as `ssh-keygen -lf` prints it (and spec.hostKey takes it):
+ * "SHA256:" and the unpadded base64 of the key's SHA-256, 43 characters.
+ */
+export const hostKeyFingerprintPattern = '^SHA256:[A-Za-z0-9+/]{43}$';
 
 /** Annotation a user sets to accept a changed host key: the new "SHA256:…" fingerprint. */
 export const trustHostKeyAnnotation = 'winfleet.io/trust-host-key';

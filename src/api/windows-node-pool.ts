@@ -102,8 +102,9 @@ export interface ActiveDirectorySpec {
    */
   organizationalUnit?: string;
   /**
-   * A Secret in the operator's namespace with the keys `username` (user, DOMAIN\user or
-   * user@domain) and `password` of an account allowed to join (and remove) computers.
+   * A Secret in the pool's own namespace with the keys `username` (user, DOMAIN\user or
+   * user@domain) and `password` of an account allowed to join computers, and the annotation
+   * winfleet.io/domain-join-pools naming this pool (domainJoinPoolsAnnotation).
    */
   credentialsSecretRef: { name: string };
 }

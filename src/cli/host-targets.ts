@@ -155,6 +155,8 @@ export async function addressTargets(
 
 /** The fingerprint openHostSession insists on for a WindowsHost, and where it comes from. */
 function windowsHostPin(host: WindowsHost): HostTarget['pin'] {
+  if (host.spec.hostKey)
+    return { fingerprint: host.spec.hostKey, source: 'spec.hostKey, the key an admin pinned' };
   const trusted = host.metadata.annotations?.[trustHostKeyAnnotation];
   if (trusted) return { fingerprint: trusted, source: `its ${trustHostKeyAnnotation} annotation` };
   const pinned = host.status?.hostKeyFingerprint;

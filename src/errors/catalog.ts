@@ -94,6 +94,16 @@ export const errorCatalog = {
     retryable: true,
     summary: "the host's pool asks for an Active Directory join that cannot be made as configured",
   },
+  // Retryable: the Secret's annotation is fixed where no controller watches.
+  WF_HOST_AD_SECRET_NOT_OPTED_IN: {
+    retryable: true,
+    summary: "the pool's Active Directory credentials Secret does not name the pool",
+  },
+  // Retryable: an admin sets spec.hostKey.
+  WF_HOST_KEY_NOT_PINNED: {
+    retryable: true,
+    summary: 'the host has no admin-pinned SSH host key, so it gets no domain credentials',
+  },
   // Retryable with backoff: the Secret fixed, the domain controller back.
   WF_HOST_DOMAIN_JOIN_FAILED: {
     retryable: true,

@@ -8,13 +8,28 @@
  * then checked on its own by the next pass's facts (the hostname, then the membership), and a
  * wrong password leaves the host renamed but in its workgroup, never half-joined.
  *
- * The credentials never enter a script or its command line. The operator writes them, as one
- * line of ASCII JSON ({"username": …, "password": …}, credentialsInput), to the SSH session's
- * standard input, and the
- * script reads them from [Console]::In into a SecureString and a PSCredential. powershell.exe
- * runs with -InputFormat None, so it does not consume stdin as pipeline input; [Console]::In
- * is still the process's stdin handle. (Not observed on a real host here: see
+ * The credentials never enter a script, its command line or a cmdlet's parameters. The operator
+ * writes them to the SSH session's standard input as two lines of base64 (credentialsInput);
+ * the script reads them with .NET calls only ([Console]::In.ReadLine(),
+ * [Convert]::FromBase64String, Encoding.UTF8.GetChars) and builds the SecureString one character
+ * at a time (SecureString.AppendChar), then the PSCredential with its constructor. PowerShell
+ * module logging (event 4103 in Microsoft-Windows-PowerShell/Operational, a common CIS/STIG
+ * policy) records every cmdlet's parameter bindings with their values, so
+ * `ConvertTo-SecureString -String <password> -AsPlainText`, or `ConvertFrom-Json` fed the text,
+ * would put the password in the log and on to the SIEM; method calls are not recorded there,
+ * and script block logging (4104) records only the script's text, which holds no credential.
+ * Add-Computer then binds the PSCredential, which the log shows as its type name.
+ * powershell.exe runs with -InputFormat None, so it does not consume stdin as pipeline input;
+ * [Console]::In is still the process's stdin handle. (Not observed on a real host here: see
  * src/powershell/powershell.ts.)
+ *
+ * Leaving the domain takes no credentials (`leave-domain`): Remove-Computer always asks the
+ * domain to disable the computer account (FUnjoinOptions NETSETUP_ACCT_DELETE), which needs an
+ * account of the domain ("You must provide explicit credentials to unjoin the computer from its
+ * domain", Remove-Computer, Microsoft.PowerShell.Management 5.1), and a host being removed may be
+ * a compromised one. Win32_ComputerSystem.UnjoinDomainOrWorkgroup with no UserName and Password
+ * and FUnjoinOptions 0 unjoins locally, as the local administrator winfleet connects as, without
+ * a domain controller; the computer account stays enabled for an AD admin to disable.
  *
  * The domain and OU reach the script only inside $winfleetArgs, the one single-quoted JSON
  * literal every catalog script starts with, and are passed to the cmdlets as values
@@ -30,12 +45,21 @@ export interface DomainCredentialsInput {
   password: string;
 }
 
-/** Reads the credentials from stdin into $credential (never echoed, never kept in a file). */
+/**
+ * Reads the credentials from stdin into $credential, with .NET calls only: no cmdlet is ever
+ * bound to the password or to text holding it (module logging records cmdlet bindings).
+ */
 const readCredentialLines = [
-  '$secret = [Console]::In.ReadToEnd() | ConvertFrom-Json',
-  '$password = ConvertTo-SecureString -String ([string]$secret.password) -AsPlainText -Force',
-  '$credential = New-Object -TypeName System.Management.Automation.PSCredential -ArgumentList ([string]$secret.username), $password',
-  'Remove-Variable -Name secret',
+  '$userBytes = [System.Convert]::FromBase64String([Console]::In.ReadLine())',
+  '$passwordBytes = [System.Convert]::FromBase64String([Console]::In.ReadLine())',
+  '$passwordChars = [System.Text.Encoding]::UTF8.GetChars($passwordBytes)',
+  '$password = [System.Security.SecureString]::new()',
+  'foreach ($char in $passwordChars) { $password.AppendChar($char) }',
+  '$password.MakeReadOnly()',
+  '[System.Array]::Clear($passwordChars, 0, $passwordChars.Length)',
+  '[System.Array]::Clear($passwordBytes, 0, $passwordBytes.Length)',
+  '$credential = [System.Management.Automation.PSCredential]::new([System.Text.Encoding]::UTF8.GetString($userBytes), $password)',
+  '$char = $null',
 ];
 
 export const domainScriptBodies: Record<
@@ -60,24 +84,23 @@ export const domainScriptBodies: Record<
     'if (-not $cs.PartOfDomain -or [string]$cs.Domain -ne [string]$winfleetArgs.domain) {',
     "  throw ('The host is not in domain ' + [string]$winfleetArgs.domain + ' but in ' + [string]$cs.Domain + '; it is left as it is')",
     '}',
-    ...readCredentialLines,
-    `$leave = @{ UnjoinDomainCredential = $credential; WorkgroupName = '${leaveWorkgroup}'; Force = $true }`,
-    'Remove-Computer @leave',
+    // Locally, without credentials and without disabling the computer account (see above).
+    "$unjoin = @{ InputObject = $cs; MethodName = 'UnjoinDomainOrWorkgroup'; Arguments = @{ FUnjoinOptions = [uint32]0 } }",
+    '$result = Invoke-CimMethod @unjoin',
+    "if ($result.ReturnValue -ne 0) { throw ('UnjoinDomainOrWorkgroup failed with ' + [string]$result.ReturnValue) }",
     "ConvertTo-WinfleetJson -InputObject (@{ left = $true; restartNeeded = 'Yes' }) -Depth 4",
   ],
 };
 
 /**
- * The stdin text of `join-domain`/`leave-domain`: one line of JSON in plain ASCII, every other
- * character written as a \uXXXX escape (UTF-16 code units, as JSON allows), which
- * ConvertFrom-Json turns back into the character. Windows PowerShell 5.1 decodes stdin in the
- * console's code page (Console.InputEncoding = GetConsoleCP(): 437 on an en-US Windows Server,
- * 850 or 1252 elsewhere), not UTF-8, so "Pässword" sent as UTF-8 would arrive as "P├ñssword";
- * ASCII reads the same in every code page.
+ * The stdin text of `join-domain`: two lines, the user name's and the password's UTF-8 in
+ * base64. Plain ASCII reads the same in every console code page (Windows PowerShell 5.1 decodes
+ * stdin in the console's code page, 437 on an en-US Windows Server, not UTF-8), and the script
+ * decodes it with .NET calls only (readCredentialLines).
  */
 export function credentialsInput(credentials: DomainCredentialsInput): string {
-  const json = JSON.stringify({ username: credentials.username, password: credentials.password });
-  return `${json.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
+  const line = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+  return `${line(credentials.username)}\n${line(credentials.password)}\n`;
 }
 
 /**

@@ -87,11 +87,28 @@ function explainConnectFailure(error: unknown, host: WindowsHost, key: SshKey): 
     case 'WF_SSH_UNREACHABLE':
       message = `${inner.message}; check spec.address and spec.port, that sshd runs on the host and that its firewall lets the operator in; winfleet keeps trying`;
       break;
+    case 'WF_SSH_HOST_KEY_CHANGED':
+      if (!host.spec.hostKey) return error;
+      message = `${inner.message.replace(/; if the host was rebuilt on purpose.*$/, '')}; spec.hostKey pins ${host.spec.hostKey}: if the host was rebuilt on purpose, set spec.hostKey to its new key (winfleet.io/trust-host-key does not override spec.hostKey)`;
+      break;
     default:
       return error;
   }
   const { code, details } = error as WinfleetError;
   return new WinfleetError(code, message, { cause: error, details });
+}
+
+/**
+ * The host key a session must present: spec.hostKey when an admin pinned it (nothing overrides
+ * it: a rebuilt host gets a new spec.hostKey), else the one a user chose to trust, else the one
+ * pinned on first contact; undefined on first contact without a pin (trust on first use).
+ */
+export function expectedHostKey(host: Pick<WindowsHost, 'spec' | 'metadata' | 'status'>) {
+  return (
+    host.spec.hostKey ??
+    host.metadata.annotations?.[trustHostKeyAnnotation] ??
+    host.status?.hostKeyFingerprint
+  );
 }
 
 /** Connects to the host, checking its key against the trusted or pinned fingerprint. */
@@ -108,8 +125,7 @@ export async function openHostSession(
       port: spec.port ?? 22,
       username: spec.username,
       privateKey: key.privateKey,
-      pinnedFingerprint:
-        host.metadata.annotations?.[trustHostKeyAnnotation] ?? host.status?.hostKeyFingerprint,
+      pinnedFingerprint: expectedHostKey(host),
       connectTimeoutMs: config.hosts.sshConnectTimeoutSeconds * 1000,
     });
   } catch (error) {

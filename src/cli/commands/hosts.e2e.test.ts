@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -174,6 +174,65 @@ test('hosts add refuses bad key files and names before any API call', async (t) 
     assert.equal(run.code, 2, show(run));
     assert.match(run.stderr, /NAME: .* is not a valid WindowsHost name/);
   }
+  // --host-key / --host-key-from-file: checked before any API call.
+  const hostPub = join(dir, 'ssh_host_ed25519_key.pub');
+  await writeFile(hostPub, good.public);
+  const twoKeys = join(dir, 'keyscan');
+  await writeFile(
+    twoKeys,
+    `10.1.42.7 ${good.public}\n10.1.42.7 ${generateSshKeyPair('rsa').public}\n`,
+  );
+  const hostKeyCases: [string[], RegExp][] = [
+    [
+      ['--host-key', 'SHA256:short'],
+      /--host-key: "SHA256:short" is not an OpenSSH SHA-256 fingerprint/,
+    ],
+    [['--host-key-from-file', keyFile], /--host-key-from-file .* is not a public key line/],
+    [['--host-key-from-file', twoKeys], /holds 2 different keys/],
+    [
+      ['--host-key', `SHA256:${'A'.repeat(43)}`, '--host-key-from-file', hostPub],
+      /give the host key once/,
+    ],
+  ];
+  for (const [flags, expected] of hostKeyCases) {
+    const run = await winfleet([
+      'hosts',
+      'add',
+      'win-01',
+      '--address',
+      '10.1.42.7',
+      '--ssh-key-secret',
+      'k',
+      ...flags,
+      '--kubeconfig',
+      trip.kubeconfig,
+    ]);
+    assert.equal(run.code, 2, show(run));
+    assert.match(run.stderr, expected);
+  }
+  // A good public key file is pinned as ssh-keygen -lf prints its fingerprint.
+  const blob = Buffer.from(good.public.split(' ')[1]!, 'base64');
+  const fingerprint = `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+  const pinned = await winfleet([
+    'hosts',
+    'add',
+    'win-01',
+    '--address',
+    '10.1.42.7',
+    '--ssh-key-file',
+    keyFile,
+    '--host-key-from-file',
+    hostPub,
+    '--dry-run',
+    '-o',
+    'json',
+    '--kubeconfig',
+    trip.kubeconfig,
+    '-n',
+    'default',
+  ]);
+  assert.equal(pinned.code, 0, show(pinned));
+  assert.ok(pinned.stdout.includes(`"hostKey": "${fingerprint}"`), pinned.stdout);
   for (const args of [
     ['hosts', 'remove', 'Bad_Name', '--wait'],
     ['hosts', 'trust-key', 'win-01', 'SHA256:short'],

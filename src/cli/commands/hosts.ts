@@ -2,6 +2,7 @@
  * winfleet hosts add | list | remove | trust-key: the WindowsHost API for people.
  *
  *   hosts add NAME --address A [--port P] [--user U] (--ssh-key-file F | --ssh-key-secret S)
+ *             [--host-key SHA256:… | --host-key-from-file F]
  *             [--pool P] [--node-name N] [--label k=v]… [--host-label k=v]… [--dry-run] [-o yaml|json]
  *   hosts list [-o table|wide|json|yaml] [-n NS | -A]
  *   hosts remove NAME… [--wait] [--timeout 10m] [--ignore-not-found]
@@ -27,7 +28,7 @@ import { parseDuration } from '../../rollout/duration.ts';
 import { cliExit, cliExitCode, ExitCode, exitFor } from '../exit-codes.ts';
 import { listHosts, listPools } from '../fleet/fleet-source.ts';
 import { stateTone } from '../fleet/fleet-status.ts';
-import { fingerprintProblem, hostKeyState } from '../fleet/host-key.ts';
+import { fingerprintProblem, hostKeyFingerprintFromText, hostKeyState } from '../fleet/host-key.ts';
 import { hostListTable, hostRows, printableObject } from '../fleet/host-rows.ts';
 import {
   type AddFlags,
@@ -101,9 +102,31 @@ function apiMessage(error: unknown): string {
 // hosts add
 
 interface AddOptions extends KubeFlags, AddFlags {
+  hostKeyFromFile?: string;
   overwriteSecret?: boolean;
   dryRun?: boolean;
   output?: 'json' | 'yaml';
+}
+
+/** The fingerprint of the one public host key in --host-key-from-file. */
+async function readHostKeyFile(file: string): Promise<string> {
+  let text: string;
+  try {
+    const info = await stat(file);
+    if (!info.isFile() || info.size > 64 * 1024)
+      throw usage(
+        `--host-key-from-file: ${file} is not a public key file (a regular file of at most 64 KiB)`,
+      );
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if (cliExitCode(error) !== undefined) throw error;
+    throw usage(
+      `--host-key-from-file: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); give the host's public key file`,
+    );
+  }
+  const result = hostKeyFingerprintFromText(text, `--host-key-from-file ${file}`);
+  if ('problem' in result) throw usage(result.problem);
+  return result.fingerprint;
 }
 
 async function readKeyFile(file: string): Promise<string> {
@@ -215,6 +238,7 @@ function specDifferences(a: WindowsHost['spec'], b: WindowsHost['spec']): string
     'labels',
     'taints',
     'pool',
+    'hostKey',
   ] as const;
   const norm = (s: WindowsHost['spec'], f: (typeof fields)[number]) =>
     JSON.stringify(
@@ -228,6 +252,11 @@ async function addHost(name: string, flags: AddOptions): Promise<void> {
   checked(() => checkHostName(name));
   if (flags.sshKeyFile === undefined && flags.overwriteSecret)
     throw usage('--overwrite-secret: only with --ssh-key-file (the key to write)');
+  if (flags.hostKeyFromFile !== undefined) {
+    if (flags.hostKey !== undefined)
+      throw usage('--host-key-from-file: give the host key once, with --host-key or with a file');
+    flags.hostKey = await readHostKeyFile(flags.hostKeyFromFile);
+  }
   const draft = checked(() => buildWindowsHost(name, 'draft', flags));
   const privateKey = flags.sshKeyFile ? await readKeyFile(flags.sshKeyFile) : undefined;
   const kc = kubeConfigFrom(flags);
@@ -520,6 +549,8 @@ async function trustKeyCommand(
       `warning: ${name} last presented ${state.presented}, not ${fingerprint}; the operator accepts the host only once it presents ${fingerprint}\n`,
     );
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  // An admin's pin (spec.hostKey) wins over the annotation: trusting a new key changes the pin.
+  const pinnedInSpec = host.spec.hostKey !== undefined;
   await custom.patchNamespacedCustomObject(
     {
       group,
@@ -527,10 +558,18 @@ async function trustKeyCommand(
       namespace,
       plural,
       name,
-      body: { metadata: { annotations: { [trustHostKeyAnnotation]: fingerprint } } },
+      body: pinnedInSpec
+        ? { spec: { hostKey: fingerprint } }
+        : { metadata: { annotations: { [trustHostKeyAnnotation]: fingerprint } } },
     },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
+  if (pinnedInSpec) {
+    process.stdout.write(
+      `${resourceName}/${name} spec.hostKey set to ${fingerprint} (was ${host.spec.hostKey}); the operator connects only to a host presenting it\n`,
+    );
+    return;
+  }
   process.stdout.write(
     `${resourceName}/${name} annotated ${trustHostKeyAnnotation}=${fingerprint}; the operator pins it on its next connection to a host presenting it, then removes the annotation\n`,
   );
@@ -569,6 +608,14 @@ export function registerHosts(program: Command): void {
     .option(
       '--ssh-key-secret <name>',
       'Secret with the key (key ssh-privatekey); with --ssh-key-file, the Secret to write (default NAME-ssh-key)',
+    )
+    .option(
+      '--host-key <fingerprint>',
+      'pin the host’s SSH key before first contact (SHA256:…, as ssh-keygen -lf prints); required for hosts of Active Directory pools',
+    )
+    .option(
+      '--host-key-from-file <file>',
+      'pin the host’s SSH key from its public key file (ssh_host_ed25519_key.pub) or one ssh-keyscan line',
     )
     .option('--overwrite-secret', 'replace the Secret’s key when it holds a different one')
     .option('--pool <name>', 'spec.pool: the pool name put on the node (label winfleet.io/pool)')

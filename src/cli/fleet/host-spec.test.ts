@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { test } from 'node:test';
 import { errorCode, type WinfleetError } from '../../errors/catalog.ts';
+import { hostKeyFingerprintFromText } from './host-key.ts';
 import {
   buildKeySecret,
   buildWindowsHost,
@@ -132,4 +134,56 @@ test('sameSpec treats no port as 22 and the default key as ssh-privatekey', () =
   );
   assert.ok(!sameSpec(a, { ...a, address: '10.1.42.8' }));
   assert.ok(!sameSpec(a, { ...a, labels: { x: 'y' } }));
+});
+
+test('--host-key is spec.hostKey, checked strictly; --host-key-from-file reads one public key', () => {
+  const fingerprint = `SHA256:${'x'.repeat(43)}`;
+  const base = { address: '10.1.42.7', user: 'Administrator', sshKeySecret: 'k' };
+  assert.equal(
+    buildWindowsHost('win-01', 'ns', { ...base, hostKey: fingerprint }).host.spec.hostKey,
+    fingerprint,
+  );
+  for (const bad of [
+    'SHA256:short',
+    `sha256:${'x'.repeat(43)}`,
+    `MD5:${'x'.repeat(43)}`,
+    `${fingerprint}\n`,
+  ]) {
+    assert.throws(
+      () => buildWindowsHost('win-01', 'ns', { ...base, hostKey: bad }),
+      /--host-key: /,
+    );
+  }
+  const { publicKey } = generateKeyPairSync('ed25519');
+  const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+  const type = 'ssh-ed25519';
+  const blob = Buffer.concat([
+    Buffer.from([0, 0, 0, type.length]),
+    Buffer.from(type),
+    Buffer.from([0, 0, 0, 32]),
+    raw,
+  ]);
+  const expected = `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+  const line = `${type} ${blob.toString('base64')}`;
+  for (const text of [
+    `${line} root@win-01\n`,
+    `# win-01:22 SSH-2.0-OpenSSH_for_Windows_9.5\n10.1.42.7 ${line}\n`,
+  ]) {
+    assert.deepEqual(hostKeyFingerprintFromText(text, 'f'), { fingerprint: expected });
+  }
+  const problems = [
+    ['', /holds no public key/],
+    [`@cert-authority * ${line}`, /marker/],
+    [`ssh-rsa ${blob.toString('base64')}`, /is not an ssh-rsa public key/],
+    [
+      `${line}\n10.1.42.7 ssh-ed25519 ${Buffer.concat([blob.subarray(0, -1), Buffer.from([1])]).toString('base64')}`,
+      /2 different keys/,
+    ],
+    ['ssh-ed25519-cert-v01@openssh.com AAAA', /certificate is not a host key/],
+  ] as const;
+  for (const [text, why] of problems) {
+    const result = hostKeyFingerprintFromText(text, 'f');
+    assert.ok('problem' in result, text);
+    assert.match(result.problem, why);
+  }
 });

@@ -34,6 +34,7 @@ const patterns = {
   secretName: schemaPattern(spec.sshKeySecretRef?.properties?.name, 'sshKeySecretRef.name'),
   nodeName: schemaPattern(spec.nodeName, 'nodeName'),
   pool: schemaPattern(spec.pool, 'pool'),
+  hostKey: schemaPattern(spec.hostKey, 'hostKey'),
   labelValue: schemaPattern(spec.labels?.additionalProperties as Schema, 'labels'),
 };
 /** Whether `value` is what spec.address accepts (an IPv4 address or DNS name), by the CRD's own pattern. */
@@ -82,6 +83,8 @@ export interface AddFlags {
   nodeName?: string;
   label?: string[];
   hostLabel?: string[];
+  /** spec.hostKey: the host key's SHA-256 fingerprint, pinned before first contact. */
+  hostKey?: string;
 }
 
 /** `k=v` pairs of --label / --host-label, checked as Kubernetes label keys and values. */
@@ -166,6 +169,11 @@ export function buildWindowsHost(
       '--pool',
       `"${printable(flags.pool)}" is not a pool name (an RFC 1123 label: lower-case letters, digits, '-', at most 63)`,
     );
+  if (flags.hostKey !== undefined && !patterns.hostKey.test(flags.hostKey))
+    throw flagProblem(
+      '--host-key',
+      `"${printable(flags.hostKey)}" is not an OpenSSH SHA-256 fingerprint: "SHA256:" and 43 base64 characters, as ssh-keygen -lf prints it for the host's key (on the host: ssh-keygen -lf C:\\ProgramData\\ssh\\ssh_host_ed25519_key.pub); or pass the key file with --host-key-from-file`,
+    );
   const nodeLabels = parseLabels(flags.label, '--label');
   if (Object.keys(nodeLabels).length > 64) throw flagProblem('--label', 'at most 64 node labels');
   const hostLabels = parseLabels(flags.hostLabel, '--host-label');
@@ -180,6 +188,7 @@ export function buildWindowsHost(
     spec: {
       address,
       ...(port !== undefined ? { port } : {}),
+      ...(flags.hostKey !== undefined ? { hostKey: flags.hostKey } : {}),
       username: flags.user,
       sshKeySecretRef: { name: secretName },
       ...(flags.nodeName ? { nodeName: flags.nodeName } : {}),
@@ -227,6 +236,7 @@ export function sameSpec(a: WindowsHost['spec'], b: WindowsHost['spec']): boolea
       labels: Object.entries(s.labels ?? {}).sort(),
       taints: s.taints ?? [],
       pool: s.pool ?? '',
+      hostKey: s.hostKey ?? '',
     });
   return norm(a) === norm(b);
 }

@@ -10,6 +10,7 @@
  * | hostname not the planned one, in a workgroup     | Rename-Computer, restart                 |
  * | rename pending (NV Hostname is the planned one)  | restart                                  |
  * | planned hostname, in a workgroup                 | Add-Computer (credentials on stdin), restart |
+ * | in a workgroup, no admin-pinned spec.hostKey     | refused (HostKeyNotPinned), nothing changed |
  * | joined to the pool's domain                      | go on (the join continues)               |
  * | joined to another domain                         | refused: winfleet does not move hosts    |
  *
@@ -17,15 +18,21 @@
  * reachable) leaves the host in its workgroup: the pass fails with WF_HOST_DOMAIN_JOIN_FAILED
  * (reason DomainJoinFailed, naming the Secret and the domain) and is retried with the host
  * controller's backoff; nothing after it (token, files, kubelet) has run. The credentials are
- * read from the Secret for the one command and written to its stdin (domain-scripts.ts); they
- * are never logged, put in status, or stored on the host.
+ * read from the Secret for the one command, only when the Secret opts in to the pool
+ * (winfleet.io/domain-join-pools) and the host's key was pinned by an admin (spec.hostKey), and
+ * written to its stdin (domain-scripts.ts); they are never logged, bound to a cmdlet, put in
+ * status, stored on the host, or sent to a host being removed (leaveDomain).
  *
  * A join that was done but whose restart did not happen (the restart command lost with the
  * connection) is restarted again on a later pass: status.activeDirectoryRestartAt records the
  * restart winfleet asked for, and a host whose last boot is older restarts again.
  */
 import * as k8s from '@kubernetes/client-node';
-import { activeDirectoryProblems } from '../../api/active-directory.ts';
+import {
+  activeDirectoryProblems,
+  domainJoinPools,
+  domainJoinPoolsAnnotation,
+} from '../../api/active-directory.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { ActiveDirectorySpec, WindowsNodePool } from '../../api/windows-node-pool.ts';
@@ -33,6 +40,7 @@ import { errorCode, WinfleetError } from '../../errors/catalog.ts';
 import {
   credentialsInput,
   type DomainCredentialsInput,
+  leaveWorkgroup,
   qualifiedUsername,
 } from '../../hostaccess/domain-scripts.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
@@ -114,11 +122,46 @@ export function hostsNamingAdSecret(
     .map((h) => `${h.metadata.namespace}/${h.metadata.name}`);
 }
 
-/** Refuses the join: WF_HOST_AD_REFUSED, Degraded, nothing changed on the host. */
-function refuse(hs: HostStatus, message: string): never {
-  hs.set(ConditionType.Degraded, 'True', ConditionReason.ActiveDirectoryRefused, message);
+/** The refusals of a join, each with its own reason. */
+const refusals = {
+  WF_HOST_AD_REFUSED: ConditionReason.ActiveDirectoryRefused,
+  WF_HOST_AD_SECRET_NOT_OPTED_IN: ConditionReason.DomainCredentialsNotOptedIn,
+  WF_HOST_KEY_NOT_PINNED: ConditionReason.HostKeyNotPinned,
+} as const;
+
+/** Refuses the join: WF_HOST_AD_REFUSED (or `code`), Degraded, nothing changed on the host. */
+function refuse(
+  hs: HostStatus,
+  message: string,
+  code: keyof typeof refusals = 'WF_HOST_AD_REFUSED',
+): never {
+  hs.set(ConditionType.Degraded, 'True', refusals[code], message);
   hs.error(JoinStep.ActiveDirectory, message);
-  throw new WinfleetError('WF_HOST_AD_REFUSED', message);
+  throw new WinfleetError(code, message);
+}
+
+/**
+ * Why `host` may not receive its pool's domain credentials, or undefined when it may: only a
+ * host whose SSH host key an admin pinned in spec.hostKey before winfleet connected, and whose
+ * session presented exactly that key. A key trusted on first use (status.hostKeyFingerprint,
+ * or the winfleet.io/trust-host-key annotation) proves only that the same machine answers
+ * again, not which machine it is: whoever answered first (a man in the middle, a machine
+ * someone else put at the address) would get the domain account.
+ */
+export function credentialsRefusal(
+  host: WindowsHost,
+  presented: string,
+  ad: PoolActiveDirectory,
+): string | undefined {
+  const pinned = host.spec.hostKey;
+  const fix = `pin the host's key, read on the host itself (ssh-keygen -lf C:\\ProgramData\\ssh\\ssh_host_ed25519_key.pub) or from your inventory: kubectl patch windowshost -n ${host.metadata.namespace} ${host.metadata.name} --type merge -p '{"spec":{"hostKey":"SHA256:…"}}' (or add it with winfleet hosts add --host-key)`;
+  if (pinned === undefined) {
+    return `Pool ${ad.pool} joins its hosts to ${ad.spec.domain}, and its domain credentials go only to a host whose SSH host key an admin pinned in spec.hostKey; this host's key (${presented}) was trusted on first use, so nothing was sent and nothing changed on it; ${fix}`;
+  }
+  if (pinned !== presented) {
+    return `The host presented SSH host key ${presented}, not spec.hostKey ${pinned}; no domain credentials were sent`;
+  }
+  return undefined;
 }
 
 /** The decoded `username` and `password` of the pool's credentials Secret. */
@@ -141,6 +184,15 @@ export async function readDomainCredentials(
       );
     }
     throw error;
+  }
+  // The Secret must name the pool: nothing else of it is read before that.
+  const optIn = domainJoinPools(secret.metadata?.annotations?.[domainJoinPoolsAnnotation]);
+  if (!optIn.pools.includes(ad.pool)) {
+    const listed = [...optIn.pools, ad.pool].join(',');
+    throw new WinfleetError(
+      'WF_HOST_AD_SECRET_NOT_OPTED_IN',
+      `${where} does not opt in to pool ${ad.pool}: ${optIn.problem ?? `its ${domainJoinPoolsAnnotation} lists ${optIn.pools.join(', ')}`}; a pool's credentials Secret must name the pool, so that whoever may create pools cannot have any username/password Secret of the namespace sent to a host; nothing was read from it or sent. If this Secret is the pool's domain account: kubectl annotate secret -n ${ad.namespace} ${name} --overwrite ${domainJoinPoolsAnnotation}=${listed}`,
+    );
   }
   const decode = (key: string) => {
     const value = secret.data?.[key];
@@ -257,6 +309,9 @@ export async function ensureDomainJoined(
     }
     return 'joined';
   }
+  // Nothing changes on a host that could not be given the credentials (before the rename too).
+  const keyRefusal = credentialsRefusal(host, remote.session.fingerprint, ad);
+  if (keyRefusal) refuse(hs, keyRefusal, 'WF_HOST_KEY_NOT_PINNED');
   if (facts.hostname.toLowerCase() !== hostname.toLowerCase()) {
     if (facts.pendingHostname?.toLowerCase() !== hostname.toLowerCase()) {
       await runStep(hs, () => remote.script('rename-computer', { newName: hostname }));
@@ -270,7 +325,10 @@ export async function ensureDomainJoined(
     );
   }
   const credentials = await readDomainCredentials(deps, ad).catch((error: unknown) => {
-    if (errorCode(error) === 'WF_HOST_AD_REFUSED') refuse(hs, (error as Error).message);
+    const code = errorCode(error);
+    if (code === 'WF_HOST_AD_REFUSED' || code === 'WF_HOST_AD_SECRET_NOT_OPTED_IN') {
+      refuse(hs, (error as Error).message, code);
+    }
     throw error;
   });
   try {
@@ -317,9 +375,14 @@ function firstLine(error: unknown): string {
 }
 
 /**
- * Removes a host from its pool's domain as it is deconfigured (Remove-Computer with the pool's
- * credentials on stdin), then restarts it so it boots in its workgroup. A host not in the
- * domain is left as it is. Returns whether it left.
+ * Takes a host out of its pool's domain as it is deconfigured, without credentials: the
+ * `leave-domain` script unjoins it locally (Win32_ComputerSystem.UnjoinDomainOrWorkgroup with no
+ * account and no NETSETUP_ACCT_DELETE, which needs no domain controller and no domain account;
+ * domain-scripts.ts), then it restarts into workgroup WORKGROUP. A host being removed is often
+ * one the admin no longer trusts, so it never gets the domain account: its computer account
+ * stays enabled in the domain, and a Warning Event (ComputerAccountLeftEnabled) names it for an
+ * AD admin to disable or delete. A host not in the pool's domain is left as it is. Returns
+ * whether it left.
  */
 export async function leaveDomain(
   deps: HostControllerDeps,
@@ -331,18 +394,13 @@ export async function leaveDomain(
   if (!facts.partOfDomain || facts.domain?.toLowerCase() !== ad.spec.domain.toLowerCase()) {
     return false;
   }
-  const credentials = await readDomainCredentials(deps, ad);
   try {
-    await remote.script(
-      'leave-domain',
-      { domain: ad.spec.domain },
-      { input: credentialsInput(credentials) },
-    );
+    await remote.script('leave-domain', { domain: ad.spec.domain });
   } catch (error) {
     if (errorCode(error) !== 'WF_REMOTE_COMMAND_FAILED') throw error;
     throw new WinfleetError(
       'WF_HOST_DOMAIN_JOIN_FAILED',
-      `Removing ${host.spec.address} (${facts.hostname}) from domain ${ad.spec.domain} failed with the credentials of Secret ${ad.namespace}/${ad.spec.credentialsSecretRef.name}: ${firstLine(error)}; fix the Secret and the removal is retried`,
+      `Removing ${host.spec.address} (${facts.hostname}) from domain ${ad.spec.domain} locally (no credentials are sent to a host being removed) failed: ${firstLine(error)}; the removal is retried`,
       { cause: error },
     );
   }
@@ -351,7 +409,14 @@ export async function leaveDomain(
     host,
     'Normal',
     EventReason.LeftDomain,
-    `Removed ${host.spec.address} (${facts.hostname}) from domain ${ad.spec.domain}; it restarts in workgroup WORKGROUP`,
+    `Removed ${host.spec.address} (${facts.hostname}) from domain ${ad.spec.domain} locally, without credentials; it restarts in workgroup ${leaveWorkgroup}`,
+  );
+  const account = `${facts.hostname.slice(0, 15).toUpperCase()}$`;
+  deps.events.record(
+    host,
+    'Warning',
+    EventReason.ComputerAccountLeftEnabled,
+    `The computer account ${account} of ${facts.hostname} is still enabled in ${ad.spec.domain}: winfleet sends no domain credentials to a host being removed. Disable or delete it as an AD admin: Disable-ADAccount -Identity '${account}' (or Remove-ADComputer -Identity '${facts.hostname.slice(0, 15)}')`,
   );
   return true;
 }

@@ -9,8 +9,11 @@
  * - spec.nodeName over 15 characters is refused before anything changes, quoting the limit.
  * - Wrong credentials: DomainJoinFailed naming the Secret and the domain, the host still in its
  *   workgroup with no Node and no kubelet; fixing the Secret lets the join finish.
- * - Removing a host leaves the domain.
- * - The password is in no operator log line, WindowsHost status, Event or host file.
+ * - Each credentials Secret opts in to its pool; each host's key is pinned in spec.hostKey.
+ * - Removing a host leaves the domain locally, without credentials; a Warning names the
+ *   computer account left enabled.
+ * - The password is in no operator log line, WindowsHost status, Event, host file or what
+ *   PowerShell module logging would record on the hosts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -22,8 +25,9 @@ import { findLeaks, needlesFor, readTree } from '../../../sim/testkit/secret-sca
 import { writeSecret } from '../../../sim/testkit/secrets.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import { hostReady, listWindowsHosts, windowsHostFor } from '../../../sim/testkit/windows-hosts.ts';
+import { domainJoinPoolsAnnotation } from '../../api/active-directory.ts';
 import { gmsaReadyLabel } from '../../api/node-annotations.ts';
-import { ConditionReason, ConditionType } from '../../api/reasons.ts';
+import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { createLogger } from '../../log/logger.ts';
@@ -58,11 +62,22 @@ test('AD pools: a 20-character hostname becomes a renamed, domain-joined Ready n
     (typeof world.fleet.hosts)[0],
   ];
 
-  await writeSecret(kc, namespace, 'ad-join', { username: 'joiner', password: goodPassword });
-  await writeSecret(kc, namespace, 'ad-join-b', {
-    username: 'CORP\\joiner',
-    password: wrongPassword,
-  });
+  // Each Secret opts in to the pool that uses it.
+  const optIn = (pool: string) => ({ annotations: { [domainJoinPoolsAnnotation]: pool } });
+  await writeSecret(
+    kc,
+    namespace,
+    'ad-join',
+    { username: 'joiner', password: goodPassword },
+    optIn('corp'),
+  );
+  await writeSecret(
+    kc,
+    namespace,
+    'ad-join-b',
+    { username: 'CORP\\joiner', password: wrongPassword },
+    optIn('corpb'),
+  );
   await createPool(kc, namespace, 'corp', {
     selector: { matchLabels: { 'example.com/pool': 'corp' } },
     activeDirectory: {
@@ -92,7 +107,8 @@ test('AD pools: a 20-character hostname becomes a renamed, domain-joined Ready n
 
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   const create = (host: typeof hostA, pool: string, extra: Partial<WindowsHost['spec']> = {}) => {
-    const object = windowsHostFor(host, namespace, extra);
+    // The admin pins each host's key before first contact: only then does it get credentials.
+    const object = windowsHostFor(host, namespace, { hostKey: host.hostKeyFingerprint, ...extra });
     object.metadata.labels = { 'example.com/pool': pool };
     return objects.create(object);
   };
@@ -177,10 +193,13 @@ test('AD pools: a 20-character hostname becomes a renamed, domain-joined Ready n
   );
 
   // Fixing the Secret lets host B finish.
-  await writeSecret(kc, namespace, 'ad-join-b', {
-    username: 'CORP\\joiner',
-    password: goodPassword,
-  });
+  await writeSecret(
+    kc,
+    namespace,
+    'ad-join-b',
+    { username: 'CORP\\joiner', password: goodPassword },
+    optIn('corpb'),
+  );
   await waitFor(
     async () => {
       last = await byAddress(hostB.address);
@@ -200,13 +219,22 @@ test('AD pools: a 20-character hostname becomes a renamed, domain-joined Ready n
     description: 'host A removed',
     timeoutMs: 120_000,
   });
-  assert.equal(domain.computer(newName), undefined, 'its computer account is gone');
   await waitFor(() => (hostA.machine.domain === undefined ? true : undefined), {
     description: 'host A in its workgroup',
     timeoutMs: 10_000,
   });
-  const leaves = domain.attempts.filter((a) => a.operation === 'leave');
-  assert.deepEqual(leaves, [{ operation: 'leave', computer: newName, accepted: true }]);
+  // Locally, without credentials: the domain saw no removal, and the account is left to an AD
+  // admin, named in a Warning Event.
+  assert.deepEqual(
+    domain.attempts.filter((a) => a.operation === 'leave'),
+    [],
+  );
+  assert.ok(domain.computer(newName), 'its computer account stays for an AD admin');
+  const leftEnabled = (await core.listNamespacedEvent({ namespace })).items.filter(
+    (e) => e.reason === EventReason.ComputerAccountLeftEnabled,
+  );
+  assert.equal(leftEnabled.length, 1);
+  assert.match(leftEnabled[0]?.message ?? '', new RegExp(`${newName.toUpperCase()}\\$`));
 
   // The password is nowhere: operator logs, statuses, Events, host files.
   const hosts = await listWindowsHosts(kc, namespace);
@@ -216,6 +244,12 @@ test('AD pools: a 20-character hostname becomes a renamed, domain-joined Ready n
     ['WindowsHost objects', JSON.stringify(hosts)],
     ['Events', JSON.stringify(events.items.map((e) => e.message))],
   ]);
+  for (const h of world.fleet.hosts) {
+    texts.set(
+      `${h.name} PowerShell module log (4103)`,
+      h.machine.powerShellModuleLog.map((e) => e.payload).join('\n'),
+    );
+  }
   for (const [path, content] of await readTree(world.fleet.dir)) {
     texts.set(path, content.toString('utf8'));
     texts.set(`${path} (UTF-16)`, content.toString('utf16le'));

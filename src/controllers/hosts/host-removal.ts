@@ -409,7 +409,7 @@ async function deconfigureHost(
 ): Promise<number | undefined> {
   const key = host.metadata.uid ?? `${host.metadata.namespace}/${host.metadata.name}`;
   const dropped = cleanupDrops.get(key);
-  // Then the pool's domain, with its credentials in memory (active-directory-join.ts).
+  // Then the pool's domain, locally and without credentials (active-directory-join.ts).
   const ad = poolActiveDirectory(deps.pools?.list() ?? [], host);
   const removeWinfleet = async (remote: RemoteHost) => {
     await remote.removeWinfleet();

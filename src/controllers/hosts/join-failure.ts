@@ -45,6 +45,11 @@ const failures: Partial<Record<ErrorCode, Failure>> = {
   WF_NETWORK_UNSUPPORTED: { reason: JoinFailureReason.NetworkUnsupported, degraded: true },
   WF_HOST_AD_REFUSED: { reason: JoinFailureReason.ActiveDirectoryRefused, degraded: true },
   WF_HOST_DOMAIN_JOIN_FAILED: { reason: JoinFailureReason.DomainJoinFailed, degraded: true },
+  WF_HOST_AD_SECRET_NOT_OPTED_IN: {
+    reason: JoinFailureReason.DomainCredentialsNotOptedIn,
+    degraded: true,
+  },
+  WF_HOST_KEY_NOT_PINNED: { reason: JoinFailureReason.HostKeyNotPinned, degraded: true },
   WF_HOST_NODE_NAME_CHANGED: { reason: JoinFailureReason.NodeNameChanged, degraded: true },
   WF_HOST_NODE_NAME_TAKEN: { reason: JoinFailureReason.NodeNameTaken, degraded: true },
   WF_HOST_NODE_NOT_OWNED: { reason: JoinFailureReason.NodeNotOwned, degraded: true },
