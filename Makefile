@@ -6,7 +6,7 @@ SHELL := bash
 
 STAMP := node_modules/.winfleet-installed
 
-.PHONY: help lab test check deps packages binaries tools netlab flag-lists clean-binaries agent payload image chart krew
+.PHONY: help lab lab-soak test check deps packages binaries tools netlab flag-lists clean-binaries agent payload image chart krew
 
 help:
 	@echo "make lab    start a local cluster with simulated Windows hosts (Ctrl-C stops it)"
@@ -71,6 +71,13 @@ lab: deps binaries tools flag-lists
 	  export WINFLEET_NETLAB_BIN="$$(bash hack/build-netlab.sh | tail -1)"; fi; \
 	WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" \
 	  WINFLEET_FLAG_LISTS="$$(bash hack/build-flag-lists.sh 2>/dev/null)" npm run --silent lab
+
+# The lab for WINFLEET_SOAK_MINUTES (default 10), then a report of any Windows Node that showed
+# KubeProxyUnhealthy or ended without KubeletCertificateExpiring=False (sim/lab/soak.ts); exit 1
+# if any did.
+lab-soak: deps binaries tools flag-lists
+	@WINFLEET_BIN_DIR="$$(bash hack/build-binaries.sh 2>/dev/null)" \
+	  WINFLEET_FLAG_LISTS="$$(bash hack/build-flag-lists.sh 2>/dev/null)" npm run --silent lab:soak
 
 # The Windows agent executable (a Node single executable application); rebuilt only when the
 # bundle or the Node version changes (see scripts/build-agent.ts). Beside it winfleet-service.exe,

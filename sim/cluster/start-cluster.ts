@@ -22,9 +22,11 @@ import { createOwnedTempDir, removeOwnedTempDir } from './owned-temp-dir.ts';
 /** Nodes that carry this annotation are kept alive by kwok, which also plays their pods. */
 export const kwokNodeAnnotation = { key: 'kwok.x-k8s.io/node', value: 'fake' } as const;
 /**
- * Nodes of simulated Windows hosts carry this one while their kubelet stand-in is up: a second
- * kwok keeps them alive and runs the containers of their pods, whose sandboxes and IPs come
- * from the host (sim/hosts/sim-cni.ts).
+ * Nodes of simulated Windows hosts carry this one while their kubelet stand-in is up and Ready:
+ * a second kwok runs the containers of their pods, whose sandboxes and IPs come from the host
+ * (sim/hosts/sim-cni.ts). It never writes their status: the stand-in posts it and renews their
+ * Lease (sim/hosts/node-status.ts, node-lease.ts), so a silent host goes Unknown as on a real
+ * cluster.
  */
 export const hostNodeAnnotation = { key: 'kwok.x-k8s.io/node', value: 'winfleet-host' } as const;
 export const serviceCidr = '10.96.0.0/12';

@@ -15,11 +15,14 @@
  * 4. asks for a serving certificate (signer kubernetes.io/kubelet-serving) without waiting;
  * 5. renews its node Lease while it runs (node-lease.ts), so the lease lapses when it stops,
  *    crashes or the machine reboots, as with a dead kubelet;
- * 6. hands the Node's Ready status and its pods' containers to kwok (annotation
- *    kwok.x-k8s.io/node=winfleet-host) while its container runtime (a running containerd.exe
- *    behind npipe://./pipe/containerd-containerd) is up and has a pod network (a CNI config it
- *    can load, sim-cni.ts); otherwise takes the annotation away and posts Ready=False with the
- *    kubelet's message;
+ * 6. posts its Node's status conditions itself, as the kubelet does (node-status.ts): Ready
+ *    while its container runtime (a running containerd.exe behind
+ *    npipe://./pipe/containerd-containerd) is up and has a pod network (a CNI config it can
+ *    load, sim-cni.ts), else Ready=False with the kubelet's message; and hands its pods'
+ *    containers to kwok (annotation kwok.x-k8s.io/node=winfleet-host) only while it is Ready.
+ *    kwok never writes the Node's status: a host whose kubelet falls silent (a frozen process)
+ *    is marked Unknown by kube-controller-manager's node lifecycle controller, as on a real
+ *    cluster;
  * 7. sets up each of its pods' sandbox: an address from the CNI config, set as the pod's podIP
  *    (pod-sandboxes.ts), before kwok runs its containers;
  * 8. writes each running container's CRI log file (container-logs.ts) and serves the kubelet
@@ -67,6 +70,13 @@ import type { SimMachine } from './machine.ts';
 import { renewNodeLease } from './node-lease.ts';
 import { nodePodInformer } from './node-pods.ts';
 import { nodeResources } from './node-resources.ts';
+import {
+  type KubeletReadiness,
+  kubeletConditions,
+  kubeletConditionsChanged,
+  nodeStatusReportFrequencyMs,
+  nodeStatusUpdateFrequencyMs,
+} from './node-status.ts';
 import { networkNotReadyMessage, PodSandboxes } from './pod-sandboxes.ts';
 import { type RuntimeNetwork, runtimeNetwork } from './sim-cni.ts';
 import type { ProgramContext, SimProgram } from './sim-process.ts';
@@ -154,8 +164,10 @@ class KubeletRun {
   #pods: PodSandboxes | undefined;
   /** The runtime's pod network at the last look (sim-cni.ts); undefined while it is down. */
   #network: RuntimeNetwork | undefined;
-  /** The NotReady message last posted on the Node, so it is posted once. */
-  #notReadyPosted: string | undefined;
+  /** When the Node's status was last looked at and last posted, and the readiness then. */
+  #statusCheckedAt = 0;
+  #statusPostedAt = 0;
+  #statusReadiness: string | undefined;
 
   /** Aborted when this run ends, however it ends: the loops it started stop with the process. */
   readonly #ended = new AbortController();
@@ -697,56 +709,60 @@ class KubeletRun {
           this.#log('W', `Cannot update node "${this.#nodeName}": ${(error as Error).message}`);
         }
       }
-      // Only once kwok let go of the node: it would mark a NotReady node Ready again.
-      if (!this.#handedToKwok) await this.#postNotReady();
+      await this.#syncNodeStatus();
       await sleep(this.#options.pollMs, undefined, { signal: this.#signal }).catch(() => {});
     }
   }
 
-  /**
-   * While the node cannot run pods, its Node says why it is NotReady, with the kubelet's message
-   * (nodestatus.ReadyCondition, runtime.go), once per message; its lease stays renewed.
-   */
-  async #postNotReady(): Promise<void> {
+  /** What the kubelet's Ready condition says now (nodestatus.ReadyCondition, runtime.go). */
+  #readiness(): KubeletReadiness {
+    if (!this.#runtimeReady()) return { ready: false, message: 'container runtime is down' };
     const network = this.#network?.status;
-    let message: string | undefined;
-    if (!this.#runtimeReady()) message = 'container runtime is down';
-    else if (network && !network.ready) {
-      message = networkNotReadyMessage(network.message).replace(/^network is not ready: /, '');
+    if (network && !network.ready) {
+      return {
+        ready: false,
+        message: networkNotReadyMessage(network.message).replace(/^network is not ready: /, ''),
+      };
     }
-    if (message === undefined) {
-      this.#notReadyPosted = undefined;
+    return { ready: true };
+  }
+
+  /**
+   * The kubelet's node status loop (node-status.ts): every nodeStatusUpdateFrequency, or at once
+   * when its readiness changed, it reads its Node and patches its conditions if they differ from
+   * what it would post (the node lifecycle controller marked them Unknown, say), or if
+   * nodeStatusReportFrequency passed since its last post. Only this process speaks for the
+   * Node's Ready: frozen, it posts nothing.
+   */
+  async #syncNodeStatus(): Promise<void> {
+    const readiness = this.#readiness();
+    const key = JSON.stringify(readiness);
+    const now = Date.now();
+    if (key === this.#statusReadiness && now - this.#statusCheckedAt < nodeStatusUpdateFrequencyMs)
       return;
-    }
-    if (this.#notReadyPosted === message) return;
-    const now = new Date();
+    this.#statusCheckedAt = now;
+    this.#statusReadiness = key;
     try {
+      const node = await this.#core!.readNode({ name: this.#nodeName }, this.#call());
+      const current = node.status?.conditions ?? [];
+      const conditions = kubeletConditions(current, readiness, new Date(now));
+      if (
+        !kubeletConditionsChanged(current, conditions) &&
+        now - this.#statusPostedAt < nodeStatusReportFrequencyMs
+      )
+        return;
+      // A strategic merge patch, as PatchNodeStatus sends: conditions merge by type, so the ones
+      // others own (the agent's health conditions) stay.
       await this.#core!.patchNodeStatus(
-        {
-          name: this.#nodeName,
-          body: {
-            status: {
-              conditions: [
-                {
-                  type: 'Ready',
-                  status: 'False',
-                  reason: 'KubeletNotReady',
-                  message,
-                  lastHeartbeatTime: now,
-                  lastTransitionTime: now,
-                },
-              ],
-            },
-          },
-        },
+        { name: this.#nodeName, body: { status: { conditions } } },
         this.#call('strategic'),
       );
-      this.#notReadyPosted = message;
+      this.#statusPostedAt = now;
     } catch (error) {
       if (!this.#signal.aborted) {
         this.#log(
           'W',
-          `Cannot update the status of node "${this.#nodeName}": ${(error as Error).message}`,
+          `Error updating node status, will retry: ${this.#nodeName}: ${(error as Error).message}`,
         );
       }
     }
