@@ -63,6 +63,11 @@ export interface ClusterOptions {
    */
   bootstrapTokenAuth?: boolean;
   /**
+   * kube-controller-manager's --allocate-node-cidrs (default true). Off, Nodes get no
+   * spec.podCIDR, as on OpenShift with OVN-Kubernetes and on EKS.
+   */
+  allocateNodeCidrs?: boolean;
+  /**
    * Sizing for large simulated fleets (bench:scale); the defaults suit the tests. Each field
    * replaces the matching default above.
    */
@@ -317,7 +322,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       `--service-account-private-key-file=${pki.serviceAccountKey}`,
       `--service-cluster-ip-range=${serviceCidr}`,
       // Each node gets its own pod CIDR (spec.podCIDR), which its CNI config and kwok use.
-      '--allocate-node-cidrs=true',
+      `--allocate-node-cidrs=${options.allocateNodeCidrs ?? true}`,
       `--cluster-cidr=${clusterPodCidr}`,
       `--node-cidr-mask-size=${scale.nodeCidrMaskSize ?? nodeCidrMaskSize}`,
       ...(scale.nodeMonitorGracePeriodSeconds
