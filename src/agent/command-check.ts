@@ -30,7 +30,6 @@ import {
   commandKeyDataKey,
   installLifetimeSeconds,
   parseCommandPublicKey,
-  signatureAnnotation,
 } from '../api/node-commands.ts';
 import { type AgentConfig, winfleetDir } from './agent-config.ts';
 import type { HostOS } from './host-os.ts';

@@ -15,6 +15,7 @@ import ssh2 from 'ssh2';
 import { wellKnownSid } from '../../sim/hosts/file-security.ts';
 import { serviceLog } from '../../sim/hosts/service-logs.ts';
 import { connect, generateTestKey, openSftp, sftpCall } from '../../sim/hosts/ssh-test-client.ts';
+import { annotateAsOperator } from '../../sim/testkit/agent-alone.ts';
 import { joinWorld } from '../../sim/testkit/join-fixture.ts';
 import {
   createWindowsHosts,
@@ -225,6 +226,21 @@ test('a joined host keeps its key from users and its agent runs only manifests t
       },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
+    // Unsigned: not the operator's command (src/api/node-commands.ts).
+    await waitFor(
+      async () =>
+        (await serviceLog(sim.machine, agentServiceName)).some((line) =>
+          line.includes(
+            `Ignoring ${desiredServicesVersionAnnotation}=${JSON.stringify(manifest.version)}`,
+          ),
+        ),
+      { description: `the agent to ignore the node's ${manifest.version}`, timeoutMs: 20_000 },
+    );
+    // Even signed with the operator's key (an operator tricked into naming it), the manifest
+    // is taken only when the operator's record lists it.
+    await annotateAsOperator(kc, namespace, nodeName, {
+      [desiredServicesVersionAnnotation]: manifest.version,
+    });
     await waitFor(
       async () =>
         (await serviceLog(sim.machine, agentServiceName)).some((line) =>

@@ -212,7 +212,6 @@ export async function takeAction(
  * recorded), but it goes too, so a Node out of a change carries nothing of one.
  */
 export async function dropLevels(kc: k8s.KubeConfig, node: k8s.V1Node): Promise<void> {
-  const annotations = node.metadata?.annotations ?? {};
   const signer = commandSigner(kc);
   if (
     signer.holds(node, installUpdatesAnnotation, undefined) &&
