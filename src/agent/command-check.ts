@@ -103,7 +103,9 @@ async function publicKey(
 ): Promise<KeyObject | undefined> {
   const now = Date.now();
   const cached = keys.get(context);
-  if (cached && (!reread || now - cached.readAt < keyRereadMs)) return cached.key;
+  // A key read is kept until a signature fails with it; a failed read is tried again, and
+  // either at most every keyRereadMs.
+  if (cached && ((cached.key && !reread) || now - cached.readAt < keyRereadMs)) return cached.key;
   let key = cached?.key;
   try {
     key = parseCommandPublicKey(await readKey());
@@ -149,7 +151,7 @@ export async function commandView(
       continue;
     }
     let check = checkCommand(key, node, config.nodeName, annotation);
-    if (check.kind === 'refused' && key) {
+    if (check.kind === 'refused') {
       // The operator may have a new key: read it again (rate-limited).
       const fresh = await publicKey(context, readKey, true);
       if (fresh && fresh !== key) {
