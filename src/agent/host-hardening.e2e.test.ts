@@ -6,7 +6,9 @@
  *   token's files are gone once the node has joined;
  * - holding the node's own credentials (read from the host's files), the attacker points the
  *   Node's desired-version annotation at ConfigMaps they created with winfleet's label: the
- *   node cannot read them, the agent refuses them with a log line, and no service changes.
+ *   agent ignores the unsigned annotation (src/api/node-commands.ts); signed with the
+ *   operator's key it still refuses them, as the node cannot read them; each with a log line,
+ *   and no service changes.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
