@@ -279,6 +279,20 @@ export class SimFileSystem {
     this.#security.set(located.path.toLowerCase(), structuredClone(descriptor));
   }
 
+  /**
+   * `icacls <child> /setowner *S-1-5-32-544 /T` then `icacls <child> /reset /T` for every entry
+   * below `path` (not `path` itself): each is owned by Administrators and keeps no explicit
+   * entry, so it inherits what `path` passes down (a protected DACL of its own is dropped too).
+   */
+  async resetSecurityBelow(path: string): Promise<void> {
+    const located = await this.#locate(path);
+    if (!located.exists) throw fsError('ENOENT', 'reset security below', path);
+    const prefix = `${located.path.toLowerCase()}\\`;
+    for (const key of [...this.#security.keys()]) {
+      if (key.startsWith(prefix)) this.#security.delete(key);
+    }
+  }
+
   /** The owner and effective DACL of a path (an absent path: what it would inherit). */
   async security(path: string, cwd?: string): Promise<EffectiveSecurity> {
     const located = await this.#locate(path, cwd);

@@ -544,7 +544,9 @@ async function ensureDirectory(
 /**
  * `protect-directory`: the new DirectorySecurity replaces the directory's DACL, protected
  * (SetAccessRuleProtection($true, $false)), with full control for SYSTEM and Administrators
- * inherited by everything below, and owner Administrators (file-security.ts has the rules).
+ * inherited by everything below, and owner Administrators (file-security.ts has the rules);
+ * then every entry below is owned by Administrators and keeps no explicit entry (icacls
+ * /setowner /T and /reset /T: it inherits the new DACL, whatever protected DACL it had).
  */
 async function protectDirectory(
   machine: SimMachine,
@@ -570,6 +572,8 @@ async function protectDirectory(
       { sid: wellKnownSid.administrators, read: true, write: true },
     ],
   });
+  // The icacls /setowner and /reset of every entry below (remote-scripts resetChildrenSecurity).
+  await machine.fs.resetSecurityBelow(absolute(path));
 }
 
 /** Test-Path -LiteralPath: anything there (file or directory); an invalid path is not. */

@@ -194,6 +194,8 @@ async function lockDownKubeDir(machine: SimMachine): Promise<void> {
       { sid: wellKnownSid.administrators, read: true, write: true },
     ],
   });
+  // What was below C:\k before: Administrators' and inheriting (icacls /setowner, /reset /T).
+  await machine.fs.resetSecurityBelow(kubeDir);
 }
 
 /** Invoke-WebRequest -OutFile: a GET that must answer 200, bounded in size and time. */

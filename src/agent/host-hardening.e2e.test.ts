@@ -2,17 +2,22 @@
  * What lands on a joined host and what its agent agrees to run, tried from an attacker's side
  * against a real API server (Node authorizer, NodeRestriction) and a simulated host:
  * - a local account that is not an administrator cannot read the node's key or plant files in
- *   C:\k, and the bootstrap token's files are gone once the node has joined;
+ *   C:\k, not even in folders of C:\k it made its own before the join, and the bootstrap
+ *   token's files are gone once the node has joined;
  * - holding the node's own credentials (read from the host's files), the attacker points the
  *   Node's desired-version annotation at ConfigMaps they created with winfleet's label: the
- *   node cannot read them, the agent refuses them with a log line, and no service changes.
+ *   agent ignores the unsigned annotation (src/api/node-commands.ts); signed with the
+ *   operator's key it still refuses them, as the node cannot read them; each with a log line,
+ *   and no service changes.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import ssh2 from 'ssh2';
+import { wellKnownSid } from '../../sim/hosts/file-security.ts';
 import { serviceLog } from '../../sim/hosts/service-logs.ts';
 import { connect, generateTestKey, openSftp, sftpCall } from '../../sim/hosts/ssh-test-client.ts';
+import { annotateAsOperator } from '../../sim/testkit/agent-alone.ts';
 import { joinWorld } from '../../sim/testkit/join-fixture.ts';
 import {
   createWindowsHosts,
@@ -82,6 +87,24 @@ test('a joined host keeps its key from users and its agent runs only manifests t
     });
   }
 
+  // A local account that is only in Users. Before the join it made C:\k\pki and
+  // C:\k\winfleet its own (Authenticated Users may create folders in C:\ and below), with a
+  // protected DACL that lets it in: the operator must not inherit them as they are.
+  const aliceKey = generateTestKey();
+  const alice = sim.ssh.addStandardUser('alice', aliceKey.publicKey);
+  for (const path of [hostPaths.certDir, 'C:\\k\\winfleet']) {
+    await sim.machine.fs.mkdir(path, { recursive: true });
+    await sim.machine.fs.setSecurity(path, {
+      owner: alice.sids[0]!,
+      protected: true,
+      entries: [
+        { sid: alice.sids[0]!, read: true, write: true },
+        { sid: wellKnownSid.system, read: true, write: true },
+        { sid: wellKnownSid.administrators, read: true, write: true },
+      ],
+    });
+  }
+
   await createWindowsHosts(kc, namespace, world.fleet.hosts);
   const [host] = await waitFor(
     async () => {
@@ -100,9 +123,6 @@ test('a joined host keeps its key from users and its agent runs only manifests t
     { description: 'bootstrap.json and the bootstrap kubeconfig to be deleted', timeoutMs: 30_000 },
   );
 
-  // A local account that is only in Users.
-  const aliceKey = generateTestKey();
-  sim.ssh.addStandardUser('alice', aliceKey.publicKey);
   const { client } = await connect(sim, { key: aliceKey, username: 'alice' });
   t.after(() => client.end());
   const sftp = await openSftp(client);
@@ -151,6 +171,19 @@ test('a joined host keeps its key from users and its agent runs only manifests t
     },
     { owner: 'S-1-5-32-544', protected: true, sids: ['S-1-5-18', 'S-1-5-32-544'] },
   );
+  // What alice made before the join is Administrators' now, and inherits only C:\k's DACL.
+  for (const path of [hostPaths.certDir, 'C:\\k\\winfleet', hostPaths.agentExe]) {
+    const security = await sim.machine.fs.security(path);
+    assert.deepEqual(
+      {
+        owner: security.owner,
+        protected: security.protected,
+        sids: security.entries.map((e) => e.sid),
+      },
+      { owner: 'S-1-5-32-544', protected: false, sids: ['S-1-5-18', 'S-1-5-32-544'] },
+      `${path} after the join`,
+    );
+  }
 
   // Item 8. The operator is stopped so that it does not put the annotation back: the agent
   // alone must refuse.
@@ -195,6 +228,21 @@ test('a joined host keeps its key from users and its agent runs only manifests t
       },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
+    // Unsigned: not the operator's command (src/api/node-commands.ts).
+    await waitFor(
+      async () =>
+        (await serviceLog(sim.machine, agentServiceName)).some((line) =>
+          line.includes(
+            `Ignoring ${desiredServicesVersionAnnotation}=${JSON.stringify(manifest.version)}`,
+          ),
+        ),
+      { description: `the agent to ignore the node's ${manifest.version}`, timeoutMs: 20_000 },
+    );
+    // Even signed with the operator's key (an operator tricked into naming it), the manifest
+    // is taken only when the operator's record lists it.
+    await annotateAsOperator(kc, namespace, nodeName, {
+      [desiredServicesVersionAnnotation]: manifest.version,
+    });
     await waitFor(
       async () =>
         (await serviceLog(sim.machine, agentServiceName)).some((line) =>

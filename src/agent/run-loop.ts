@@ -18,6 +18,7 @@ import {
   desiredServicesVersionAnnotation,
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
+import { commandAnnotations, signatureAnnotation } from '../api/node-commands.ts';
 import { hasCode, WinfleetError } from '../errors/catalog.ts';
 import { agentEnvironmentVariables } from '../hostsettings/node-host-settings.ts';
 import { httpStatus, isNotFound } from '../kube/client.ts';
@@ -32,6 +33,7 @@ import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-
 import { readState, writeState } from './agent-state.ts';
 import { syncBridgeEndpointAddress } from './bridge-endpoint.ts';
 import { syncCniConfig } from './cni-config.ts';
+import { commandView, operatorKeyReader } from './command-check.ts';
 import {
   agentServiceName,
   convergeServices,
@@ -136,6 +138,9 @@ export async function checkOnce(
   let node: k8s.V1Node | undefined;
   const core = kc?.makeApiClient(k8s.CoreV1Api);
   if (core) node = await core.readNode({ name: config.nodeName }).catch(() => undefined);
+  // Only the operator's signed commands stay in the view the rest of the pass acts on.
+  if (core && node)
+    node = await commandView(context, operatorKeyReader(core, config), config, node);
   const desired = node?.metadata?.annotations?.[desiredServicesVersionAnnotation];
   // Windows Update and the rollout's reboot requests run even when a step before them failed:
   // a reboot the rollout asks for may be what mends a host whose services do not start.
@@ -421,18 +426,22 @@ const refusedRequests = new WeakMap<AgentContext, string>();
  */
 export async function deconfigurePass(
   context: AgentContext,
-  nodeName: string | undefined,
+  config: AgentConfig | undefined,
 ): Promise<'done' | 'none'> {
   const host = context.hostOS;
   const recorded = await readDeconfigureRecord(host);
-  const name = recorded?.nodeName ?? nodeName;
+  const name = recorded?.nodeName ?? config?.nodeName;
   if (!name) return 'none';
   const kc = await nodeKubeConfig(host).catch(() => undefined);
   const core = kc?.makeApiClient(k8s.CoreV1Api);
   let start: { request: string; nodeName: string } | undefined;
   if (!recorded) {
-    if (!core) return 'none';
-    const node = await core.readNode({ name }).catch(() => undefined);
+    if (!core || !config) return 'none';
+    const raw = await core.readNode({ name }).catch(() => undefined);
+    // A request the operator did not sign for this Node, or an SSH host's, is not one.
+    const node = raw
+      ? await commandView(context, operatorKeyReader(core, config), config, raw)
+      : undefined;
     const request = deconfigureRequest(node, (value) => {
       if (refusedRequests.get(context) === value) return;
       refusedRequests.set(context, value);
@@ -506,7 +515,14 @@ export async function runLoop(context: AgentContext): Promise<number> {
           const podCIDR = node.spec?.podCIDR;
           // And when the rollout asks for updates or a reboot, or the node rebooted, or its
           // removal asks the agent to deconfigure the host.
-          const updateKey = `${windowsUpdateWatchKey(node)}|${node.metadata?.annotations?.[deconfigureRequestAnnotation] ?? ''}`;
+          // (And when the operator signs a command again.)
+          const updateKey = JSON.stringify([
+            windowsUpdateWatchKey(node),
+            ...commandAnnotations.map((a) => [
+              node.metadata?.annotations?.[a] ?? null,
+              node.metadata?.annotations?.[signatureAnnotation(a)] ?? null,
+            ]),
+          ]);
           if (
             desired !== lastDesired ||
             ready !== lastReady ||
@@ -542,7 +558,7 @@ export async function runLoop(context: AgentContext): Promise<number> {
     // removes. A failed deconfigure is tried again at the next pass, never left for a check.
     let deconfigure: 'done' | 'none' | 'failed';
     try {
-      deconfigure = await deconfigurePass(context, config.nodeName);
+      deconfigure = await deconfigurePass(context, config);
     } catch (error) {
       context.stderr(`deconfiguring failed: ${(error as Error).message}\n`);
       deconfigure = 'failed';

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { sampleCatalog } from '../../sim/hosts/windows-update.ts';
-import { joinThenStopOperator } from '../../sim/testkit/agent-alone.ts';
+import { annotateAsOperator, joinThenStopOperator } from '../../sim/testkit/agent-alone.ts';
 import { joinWorld } from '../../sim/testkit/join-fixture.ts';
 import {
   installUpdatesAnnotation,
@@ -30,11 +30,9 @@ test('the agent reports, installs the Security updates and reboots once per toke
   sim.machine.windowsUpdate.publish(...sampleCatalog(2700));
   const nodeName = await joinThenStopOperator(world);
 
+  // Written as the operator writes them: signed with its key (src/api/node-commands.ts).
   const annotate = (annotations: Record<string, string | null>) =>
-    core.patchNode(
-      { name: nodeName, body: { metadata: { annotations } } },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-    );
+    annotateAsOperator(kc, world.namespace, nodeName, annotations);
   /** The Node and its report once `accept` holds for both. */
   const reportWhen = (
     description: string,

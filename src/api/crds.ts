@@ -151,6 +151,12 @@ const hostRolloutStatusWire = {
       description:
         'The winfleet.io/retry-rollout value last acted on (so it acts once per value); cleared when the annotation is gone',
     },
+    cordoned: {
+      type: 'string',
+      maxLength: 253,
+      description:
+        'The Node the rollout cordoned: winfleet uncordons a Node only when this names it (and it carries winfleet.io/cordoned-by=winfleet), never a cordon someone else set',
+    },
   },
 };
 
@@ -233,6 +239,11 @@ const hostRemediationStatusWire = {
         since: time('When the ladder ended'),
         message: { type: 'string', maxLength: 4096, description: 'What is wrong and what to do' },
       },
+    },
+    cordoned: {
+      type: 'boolean',
+      description:
+        'Remediation cordoned the host’s Node: it uncordons it only while this is true (and the Node carries winfleet.io/cordoned-by=remediation), never a cordon someone else set',
     },
     lastActions: {
       type: 'array',

@@ -13,7 +13,12 @@ export const servicesVersionAnnotation = 'winfleet.io/services-version';
  * this on itself alone.)
  */
 export const hostAnnotation = 'winfleet.io/host';
-/** Set while winfleet holds the node cordoned, so it only ever uncordons what it cordoned. */
+/**
+ * Set while winfleet holds the node cordoned. The node itself (or any patch-nodes principal)
+ * can write it too, so it is never enough on its own: winfleet uncordons only a Node its
+ * record in the WindowsHost's status also names (status.rollout.cordoned,
+ * status.remediation.cordoned).
+ */
 export const cordonedByAnnotation = 'winfleet.io/cordoned-by';
 /**
  * Who in winfleet holds the cordon: a rollout change or a host's removal ("winfleet"), or
@@ -39,6 +44,9 @@ export function hostIdentity(host: {
 }
 
 /**
+ * Every command below (and desiredServicesVersionAnnotation) is signed by the operator beside
+ * it, and the agent obeys none without a valid signature (src/api/node-commands.ts).
+ *
  * Rollout levels the operator sets on a Node while its pool's rollout engine has the host in
  * a change (src/rollout), and the agent acts on. Levels, not commands: the agent compares them
  * with what it has done, so reading one twice (a restart, a re-sent watch event) does nothing
@@ -65,8 +73,9 @@ export const windowsUpdatesAnnotation = 'winfleet.io/windows-updates';
  * The removal of a Pull-mode host asks its agent to deconfigure itself with this annotation on
  * its Node: the WindowsHost's uid (a [a-z0-9-] token), written by the operator once the node is
  * drained. The agent removes winfleet from the host, reports on deconfiguredAnnotation, drops
- * its credentials and its own service. NodeRestriction lets a node edit its own Node only, so
- * no node can ask another to deconfigure itself.
+ * its credentials and its own service. Any patch-nodes principal can write the annotation, so
+ * the agent obeys it only with the operator's signature for its Node, and never on an SSH host
+ * (src/api/node-commands.ts).
  */
 export const deconfigureRequestAnnotation = 'winfleet.io/deconfigure-requested';
 /**

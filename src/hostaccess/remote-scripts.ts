@@ -200,6 +200,26 @@ export const diagnosticTextLimit = 1_048_576;
 export const diagnosticTailLines = 20_000;
 
 const quote = quotePowerShellString;
+
+/**
+ * PowerShell lines (each indented by `indent`) that give every entry below the directory
+ * `pathExpression` (not the directory itself, whose DACL the lines before set) to Administrators
+ * and reset its DACL to what it inherits: `icacls <entry> /setowner *S-1-5-32-544 /T /Q` then
+ * `icacls <entry> /reset /T /Q`. A folder a local user made in C:\k before the join (or an
+ * image's, with its own protected DACL) would otherwise stay theirs, with the node's key or the
+ * agent inside (https://learn.microsoft.com/windows-server/administration/windows-commands/icacls).
+ * A failure of either (an entry icacls cannot reach) stops the script, naming the entry.
+ */
+export function resetChildrenSecurity(pathExpression: string, indent: string): string[] {
+  return [
+    `foreach ($child in @(Get-ChildItem -LiteralPath ${pathExpression} -Force)) {`,
+    `  foreach ($icaclsArgs in @(@('/setowner', '*${administratorsSid}', '/T', '/Q'), @('/reset', '/T', '/Q'))) {`,
+    '    $icaclsOutput = & icacls.exe $child.FullName @icaclsArgs 2>&1',
+    "    if ($LASTEXITCODE -ne 0) { throw ('icacls ' + $child.FullName + ' ' + ($icaclsArgs -join ' ') + ' exited with code ' + $LASTEXITCODE + ': ' + (($icaclsOutput | Out-String).Trim())) }",
+    '  }',
+    '}',
+  ].map((line) => `${indent}${line}`);
+}
 const outString = '| Out-String -Stream -Width 4096';
 
 /** Whether a cut `diagnostic` item keeps its end (event logs, log files: the newest lines) rather than its start. */
@@ -362,6 +382,10 @@ const bodies: { [K in Exclude<RemoteScriptName, 'diagnostic'>]: string[] } = {
     '  $acl.AddAccessRule($rule)',
     '}',
     `Set-Acl -LiteralPath ${argsVariable}.path -AclObject $acl`,
+    // What was there before (a C:\k a local user pre-created, an image's) keeps its owner and
+    // any protected DACL of its own: every entry below is given to Administrators and reset to
+    // inherit only the DACL above (resetChildrenSecurity).
+    ...resetChildrenSecurity(`${argsVariable}.path`, ''),
     writeJson('@{ ok = $true }'),
   ],
   'run-agent': [

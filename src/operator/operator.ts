@@ -23,6 +23,7 @@ import { acquireLeadership } from '../controller/leader-election.ts';
 import { warnIfBootstrapTokensAutoApproved } from '../controllers/csr/bootstrap-auto-approval.ts';
 import { createCsrController } from '../controllers/csr/csr-controller.ts';
 import { createServingAddressController } from '../controllers/csr/serving-address-controller.ts';
+import { ensureCommandSigner } from '../controllers/hosts/command-signer.ts';
 import { createFlanneldReadersController } from '../controllers/hosts/flanneld-node-readers.ts';
 import { createHostController } from '../controllers/hosts/host-controller.ts';
 import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
@@ -270,6 +271,8 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     stops.push(() => pages.close());
   }
   if (options.leaderElection ?? true) stops.push(await leadOrExit(ctx, identity));
+  // The key that signs commands to agents (src/api/node-commands.ts), before any controller.
+  await ensureCommandSigner(ctx.kc, namespace);
   const loadPayload = payloadLoader(ctx, caches, options, payloadReference, () =>
     clusterNetwork.lastGood(),
   );

@@ -104,6 +104,11 @@ export interface HostRemediationStatus {
   failed?: { since: string; message: string };
   /** The last rungs' results, newest last, at most lastActionsLimit. */
   lastActions?: RemediationRecord[];
+  /**
+   * The ladder cordoned the Node (recorded before the cordon, where the node cannot write): it
+   * uncordons only then, never a cordon a node or patch-nodes principal marked as its own.
+   */
+  cordoned?: true;
 }
 
 export interface LadderObservation {
@@ -113,7 +118,10 @@ export interface LadderObservation {
   bootstrapError?: { time: string; message: string };
   /** WindowsHost status.rollout. */
   rollout?: HostRolloutStatus;
-  /** The Node carries winfleet's remediation cordon (winfleet.io/cordoned-by=remediation). */
+  /**
+   * The Node carries winfleet's remediation cordon (winfleet.io/cordoned-by=remediation) and
+   * status.remediation.cordoned records it: the annotation alone is not enough.
+   */
   cordonedByRemediation: boolean;
 }
 
@@ -209,10 +217,13 @@ export function advanceRemediation(input: LadderInput): LadderResult {
     action: RemediationAction,
     extra: Partial<Pick<LadderResult, 'repairRebootRequestedAt' | 'recheckAt'>> = {},
   ): LadderResult => {
+    // The record of the ladder's own cordon: set with the cordon, kept while the Node shows it.
+    const cordoned = action.kind === 'cordon' || observed.cordonedByRemediation;
     const next: HostRemediationStatus = {
       ...(current ? { current } : {}),
       ...(failed ? { failed } : {}),
       ...(lastActions?.length ? { lastActions } : {}),
+      ...(cordoned ? { cordoned: true as const } : {}),
     };
     return {
       status: isDeepStrictEqual(next, status) ? status : next,

@@ -94,6 +94,8 @@ test('an idle host with nothing started does nothing; a stray winfleet cordon is
 test('start: the change is recorded at Cordon, then the node is cordoned', () => {
   const r = advanceHost(input({ start: true }));
   assert.deepEqual(r.status, {
+    // Recorded before the cordon: the only proof that the cordon is winfleet's.
+    cordoned: 'win-web-1',
     current: {
       target: upgrade,
       changes: ['services'],

@@ -96,13 +96,23 @@ export interface HostRolloutStatus {
    * removal does not retry twice; cleared once the annotation is seen gone.
    */
   retryHandled?: string;
+  /**
+   * The Node this rollout cordoned, recorded before the cordon (status the node cannot write):
+   * the rollout uncordons only a Node named here that still carries its annotation, so a node
+   * or a patch-nodes principal that writes winfleet.io/cordoned-by=winfleet on an admin's
+   * cordon never gets it lifted. Cleared once the Node no longer carries winfleet's cordon.
+   */
+  cordoned?: string;
 }
 
 export interface ObservedNode {
   name: string;
   ready: boolean;
   unschedulable: boolean;
-  /** The node carries winfleet.io/cordoned-by. */
+  /**
+   * The node carries winfleet.io/cordoned-by=winfleet and status.rollout.cordoned names it:
+   * the annotation alone (which the node may write on itself) is not enough.
+   */
   cordonedByWinfleet: boolean;
   /** status.nodeInfo.bootID: changes with every boot (on Windows, the kernel's BootId counter). */
   bootId?: string;
@@ -322,10 +332,18 @@ export function advanceHost(input: StepInput): StepResult {
     return { ...rest, step, stepStartedAt: apiTime(now) };
   };
   const result = (action: StepAction, c: HostChange | undefined): StepResult => {
+    // The record of winfleet's own cordon: set with the cordon, kept while the Node shows it.
+    const cordoned =
+      action.kind === 'cordon'
+        ? observed.node?.name
+        : observed.node?.cordonedByWinfleet
+          ? status.cordoned
+          : undefined;
     const next: HostRolloutStatus = {
       ...(c ? { current: c } : {}),
       ...(lastRebootAt ? { lastRebootAt } : {}),
       ...(retryHandled !== undefined ? { retryHandled } : {}),
+      ...(cordoned ? { cordoned } : {}),
     };
     const deadline = c && !c.failure ? deadlineOf(c, input.timeouts) : undefined;
     return {

@@ -5,7 +5,7 @@
  * system:node-proxier role, and nodes and winfleet's bootstrap group (hosts joining by
  * command read them with their join token, before they are nodes) may read by name winfleet's
  * published services manifests and their record (the names come from the record, never from a
- * label anyone could set), the winfleet-join ConfigMap and the payload's pull Secret when there
+ * label anyone could set) and the public key of the operator's node commands, the winfleet-join ConfigMap and the payload's pull Secret when there
  * is one — nothing else in its namespace. Where winfleet made kube-public/cluster-info, anyone
  * may read it (as kubeadm lets them): a joining host reads it before it trusts the cluster.
  *
@@ -21,6 +21,7 @@ import {
   kubeProxyClusterRole,
   kubeProxyGroup,
 } from '../../api/kube-proxy-identity.ts';
+import { commandKeyConfigMapName } from '../../api/node-commands.ts';
 import { joinInfoConfigMapName } from '../../join/join-info.ts';
 import { bootstrapGroup } from './bootstrap-tokens.ts';
 
@@ -71,7 +72,8 @@ export async function applyJoinRbac(
         apiGroups: [''],
         resources: ['configmaps'],
         verbs: ['get'],
-        resourceNames: [...new Set(manifestConfigMaps)].sort(),
+        // And the public key that checks the operator's commands (src/api/node-commands.ts).
+        resourceNames: [...new Set([...manifestConfigMaps, commandKeyConfigMapName])].sort(),
       },
     ],
   } as k8s.V1Role);

@@ -24,6 +24,7 @@ import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { checkKubeletSkew } from '../../rollout/kubelet-skew.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
+import { commandSigner } from './command-signer.ts';
 import { featureRestartRecheckMs } from './containers-feature.ts';
 import { bootstrapHost, copyPayload, type JoinContext } from './host-bootstrap.ts';
 import { connectHost } from './host-connect.ts';
@@ -386,7 +387,9 @@ async function annotateNode(
   const annotations = node.metadata?.annotations ?? {};
   const identity = hostIdentity(host);
   const desired = annotations[desiredServicesVersionAnnotation];
-  if (desired === version && annotations[hostAnnotation] === identity) return node;
+  const signer = commandSigner(ctx.kc);
+  const signed = signer.holds(node, desiredServicesVersionAnnotation, version);
+  if (signed && annotations[hostAnnotation] === identity) return node;
   await ctx.publish(loaded.manifest);
   if (desired && desired !== version) {
     // Staged before the agent is told to use it: pulled by the host (or pushed, its fallback).
@@ -400,8 +403,9 @@ async function annotateNode(
     // The agent's patience counts from when it was asked for this version.
     hs.status.servicesRequestedAt = apiTime();
   }
+  // Signed for this Node: the agent obeys no desired version a patch-nodes principal wrote.
   return patchNodeAnnotations(ctx, name, {
-    [desiredServicesVersionAnnotation]: version,
+    ...(signed ? {} : signer.annotations(node, desiredServicesVersionAnnotation, version)),
     [hostAnnotation]: identity,
   });
 }
@@ -434,7 +438,7 @@ async function completeJoin(
 async function patchNodeAnnotations(
   ctx: JoinContext,
   name: string,
-  annotations: Record<string, string>,
+  annotations: Record<string, string | null>,
 ): Promise<k8s.V1Node> {
   const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
   return core.patchNode(

@@ -25,6 +25,7 @@ import {
 } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
+import { commandSigner } from './command-signer.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { blockRemoval, removalTimeoutMs, removalWaitedMs } from './host-removal.ts';
 import type { HostStatus } from './host-status.ts';
@@ -90,19 +91,28 @@ export async function deconfigureThroughAgent(
     return undefined;
   }
   const request = host.metadata.uid!;
-  if (node.metadata?.annotations?.[deconfigureRequestAnnotation] !== request) {
-    await deps.kc
-      .makeApiClient(k8s.CoreV1Api)
-      .patchNode(
-        { name, body: { metadata: { annotations: { [deconfigureRequestAnnotation]: request } } } },
-        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-      );
-    deps.events.record(
-      host,
-      'Normal',
-      EventReason.DeconfigureRequested,
-      `Node ${name} is drained; asked its agent to remove winfleet from the host (${deconfigureRequestAnnotation}=${request})`,
+  const signer = commandSigner(deps.kc);
+  if (!signer.holds(node, deconfigureRequestAnnotation, request)) {
+    const asked = node.metadata?.annotations?.[deconfigureRequestAnnotation] === request;
+    await deps.kc.makeApiClient(k8s.CoreV1Api).patchNode(
+      {
+        name,
+        body: {
+          metadata: {
+            annotations: signer.annotations(node, deconfigureRequestAnnotation, request),
+          },
+        },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
+    // Signed again (a new key, a Node re-created): asked before, no second Event.
+    if (!asked)
+      deps.events.record(
+        host,
+        'Normal',
+        EventReason.DeconfigureRequested,
+        `Node ${name} is drained; asked its agent to remove winfleet from the host (${deconfigureRequestAnnotation}=${request})`,
+      );
   }
   const waited = ` (${problem})`;
   if (removalWaitedMs(host) >= removalTimeoutMs(deps)) {

@@ -33,6 +33,7 @@ import { WinfleetError } from '../../errors/catalog.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { canonicalAddress, joinServingAddresses } from '../csr/serving-addresses.ts';
 import { poolActiveDirectory } from './active-directory-join.ts';
+import { commandSigner } from './command-signer.ts';
 import type { LoadedPayload } from './host-deps.ts';
 import {
   healthyRecheckMs,
@@ -252,13 +253,20 @@ async function annotatePullNode(
   const labelPatch = Object.fromEntries(
     Object.entries(wantedLabels).filter(([key, value]) => labels[key] !== value),
   );
-  const annotationPatch: Record<string, string> = {};
+  const annotationPatch: Record<string, string | null> = {};
   const identity = hostIdentity(host);
   if (annotations[hostAnnotation] !== identity) annotationPatch[hostAnnotation] = identity;
   const desired = annotations[desiredServicesVersionAnnotation];
+  const signer = commandSigner(ctx.kc);
+  if (!signer.holds(node, desiredServicesVersionAnnotation, version)) {
+    // Signed for this Node: the agent obeys no desired version a patch-nodes principal wrote.
+    Object.assign(
+      annotationPatch,
+      signer.annotations(node, desiredServicesVersionAnnotation, version),
+    );
+  }
   if (desired !== version) {
     await ctx.publish(loaded.manifest);
-    annotationPatch[desiredServicesVersionAnnotation] = version;
     if (desired) {
       ctx.events.record(
         host,

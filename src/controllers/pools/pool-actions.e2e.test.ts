@@ -5,6 +5,7 @@
  * report is a pure function of the cached Node: pool-observe.test.ts.)
  */
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { createWindowsNode } from '../../../sim/testkit/nodes.ts';
@@ -18,7 +19,9 @@ import {
   installUpdatesAnnotation,
   rebootRequestAnnotation,
 } from '../../api/node-annotations.ts';
+import { signatureAnnotation } from '../../api/node-commands.ts';
 import type { HostRolloutStatus } from '../../rollout/host-steps.ts';
+import { CommandSigner, registerCommandSigner } from '../hosts/command-signer.ts';
 import { takeAction, writeHostRecord } from './pool-actions.ts';
 
 const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
@@ -26,6 +29,8 @@ const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch)
 test('pool actions: guarded record, a person’s cordon kept', async (t) => {
   const { kc } = await sharedCluster();
   await installCrds(kc);
+  // The commands takeAction writes are signed with the operator's key (src/api/node-commands.ts).
+  registerCommandSigner(kc, new CommandSigner(generateKeyPairSync('ed25519').privateKey));
   const namespace = await testNamespace(kc, 'pool-actions');
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const suffix = uniqueSuffix();
@@ -84,7 +89,13 @@ test('pool actions: guarded record, a person’s cordon kept', async (t) => {
     await takeAction({ kc, host: fresh, node }, { kind: 'uncordon' });
     node = await core.readNode({ name: nodeName });
     assert.ok(!node.spec?.unschedulable, 'winfleet’s cordon undone');
-    for (const key of [cordonedByAnnotation, rebootRequestAnnotation, installUpdatesAnnotation])
+    for (const key of [
+      cordonedByAnnotation,
+      rebootRequestAnnotation,
+      installUpdatesAnnotation,
+      signatureAnnotation(rebootRequestAnnotation),
+      signatureAnnotation(installUpdatesAnnotation),
+    ])
       assert.equal(node.metadata?.annotations?.[key], undefined, `${key} removed`);
     // A person cordons it (kubectl cordon: no winfleet annotation): uncordon leaves it be.
     await core.patchNode({ name: nodeName, body: { spec: { unschedulable: true } } }, merge);

@@ -29,6 +29,7 @@ import { nodeIsReady } from '../../controller/informer-factory.ts';
 import { isConflict, isFailedPatchTest, isNotFound } from '../../kube/client.ts';
 import type { HostRemediationStatus } from '../../remediation/index.ts';
 import type { HostRolloutStatus, StepAction } from '../../rollout/host-steps.ts';
+import { commandSigner } from '../hosts/command-signer.ts';
 import { drainNode, drainUnmanagedPodsAnnotation } from '../hosts/host-removal.ts';
 import { hostObject } from '../hosts/host-status.ts';
 
@@ -152,13 +153,14 @@ export async function takeAction(
         await dropLevels(kc, node);
         return undefined;
       }
+      const signer = commandSigner(kc);
       await patchNode(kc, name, {
         spec: { unschedulable: null },
         metadata: {
           annotations: {
             [cordonedByAnnotation]: null,
-            [installUpdatesAnnotation]: null,
-            [rebootRequestAnnotation]: null,
+            ...signer.annotations(node, installUpdatesAnnotation, null),
+            ...signer.annotations(node, rebootRequestAnnotation, null),
           },
         },
       });
@@ -180,17 +182,24 @@ export async function takeAction(
     case 'apply': {
       const policy = action.target.patchPolicy;
       const wanted = policy === 'None' ? undefined : policy;
-      if (annotations[installUpdatesAnnotation] !== wanted) {
+      // Signed again while wanted, so that the agent's lifetime of the signature never ends a
+      // change half-way (node-commands.ts).
+      const signer = commandSigner(kc);
+      if (!signer.holds(node, installUpdatesAnnotation, wanted)) {
         await patchNode(kc, name, {
-          metadata: { annotations: { [installUpdatesAnnotation]: wanted ?? null } },
+          metadata: {
+            annotations: signer.annotations(node, installUpdatesAnnotation, wanted ?? null),
+          },
         });
       }
       return undefined;
     }
     case 'reboot':
-      if (annotations[rebootRequestAnnotation] !== action.token) {
+      if (!commandSigner(kc).holds(node, rebootRequestAnnotation, action.token)) {
         await patchNode(kc, name, {
-          metadata: { annotations: { [rebootRequestAnnotation]: action.token } },
+          metadata: {
+            annotations: commandSigner(kc).annotations(node, rebootRequestAnnotation, action.token),
+          },
         });
       }
       return undefined;
@@ -203,16 +212,19 @@ export async function takeAction(
  * recorded), but it goes too, so a Node out of a change carries nothing of one.
  */
 export async function dropLevels(kc: k8s.KubeConfig, node: k8s.V1Node): Promise<void> {
-  const annotations = node.metadata?.annotations ?? {};
+  const signer = commandSigner(kc);
   if (
-    annotations[installUpdatesAnnotation] === undefined &&
-    annotations[rebootRequestAnnotation] === undefined
+    signer.holds(node, installUpdatesAnnotation, undefined) &&
+    signer.holds(node, rebootRequestAnnotation, undefined)
   ) {
     return;
   }
   await patchNode(kc, node.metadata!.name!, {
     metadata: {
-      annotations: { [installUpdatesAnnotation]: null, [rebootRequestAnnotation]: null },
+      annotations: {
+        ...signer.annotations(node, installUpdatesAnnotation, null),
+        ...signer.annotations(node, rebootRequestAnnotation, null),
+      },
     },
   });
 }

@@ -196,7 +196,7 @@ export function createPoolController(deps: PoolControllerDeps): Controller {
       // A Node out of any change carries none of a change's levels.
       if (!step.status.current && step.action.kind === 'none') await dropLevels(deps.kc, node);
       // Remediation's own cordon (RemediationFailed) or its lifting, after the rollout's action.
-      const cordon = remediationNodePatch(ladder.action, node);
+      const cordon = remediationNodePatch(ladder.action, node, host);
       if (cordon) await patchNode(deps.kc, node.metadata!.name!, cordon);
     }
     // Last: a copy for people to read; its failure touches nothing above.

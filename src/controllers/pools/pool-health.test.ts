@@ -52,11 +52,19 @@ test('healthHost reads the Node conditions with their times as text, and the boo
   assert.deepEqual(h.status, {});
 });
 
-test('only the remediation value of cordoned-by counts as remediation’s cordon', () => {
+test('only the remediation value of cordoned-by, with the ladder’s record, counts as remediation’s cordon', () => {
+  const recorded = host({ status: { remediation: { cordoned: true } } } as never);
   assert.equal(
-    healthHost('ns/h1', host(), node({ [cordonedByAnnotation]: 'remediation' }))
+    healthHost('ns/h1', recorded, node({ [cordonedByAnnotation]: 'remediation' }))
       .cordonedByRemediation,
     true,
+  );
+  // Attacker's side: the node (or a patch-nodes principal) marks an admin's cordon as
+  // remediation's; without the ladder's record in status it is not, and is never lifted.
+  assert.equal(
+    healthHost('ns/h1', host(), node({ [cordonedByAnnotation]: 'remediation' }, true))
+      .cordonedByRemediation,
+    false,
   );
   assert.equal(
     healthHost('ns/h1', host(), node({ [cordonedByAnnotation]: 'winfleet' })).cordonedByRemediation,
@@ -80,13 +88,33 @@ test('remediation lifts only its own cordon, and takes over the rollout’s when
     ),
     { spec: { unschedulable: null }, metadata: { annotations: { [cordonedByAnnotation]: null } } },
   );
+  const rolloutCordoned = host({ status: { rollout: { cordoned: 'simwin-1' } } } as never);
   assert.deepEqual(
-    remediationNodePatch({ kind: 'cordon' }, node({ [cordonedByAnnotation]: 'winfleet' }, true)),
+    remediationNodePatch(
+      { kind: 'cordon' },
+      node({ [cordonedByAnnotation]: 'winfleet' }, true),
+      rolloutCordoned,
+    ),
     {
       spec: { unschedulable: true },
       metadata: { annotations: { [cordonedByAnnotation]: 'remediation' } },
     },
   );
+  // A cordon marked "winfleet" without the rollout's record (a node wrote it on an admin's
+  // cordon), or a person's: not taken over, so never lifted when the host heals.
+  assert.equal(
+    remediationNodePatch(
+      { kind: 'cordon' },
+      node({ [cordonedByAnnotation]: 'winfleet' }, true),
+      host(),
+    ),
+    undefined,
+  );
+  assert.equal(remediationNodePatch({ kind: 'cordon' }, node({}, true), host()), undefined);
+  assert.deepEqual(remediationNodePatch({ kind: 'cordon' }, node({}), host()), {
+    spec: { unschedulable: true },
+    metadata: { annotations: { [cordonedByAnnotation]: 'remediation' } },
+  });
   assert.equal(
     remediationNodePatch({ kind: 'cordon' }, node({ [cordonedByAnnotation]: 'remediation' }, true)),
     undefined,

@@ -57,8 +57,10 @@ export function healthHost(
       ? { bootstrapError: { time: errorTime, message: lastError.message } }
       : {}),
     ...(status.rollout ? { rollout: status.rollout } : {}),
+    // The annotation, which the node itself may write, counts only with the ladder's record.
     cordonedByRemediation:
-      node?.metadata?.annotations?.[cordonedByAnnotation] === cordonedByValues.remediation,
+      node?.metadata?.annotations?.[cordonedByAnnotation] === cordonedByValues.remediation &&
+      host.status?.remediation?.cordoned === true,
     skipRemediation: host.metadata.annotations?.[skipRemediationAnnotation] !== undefined,
     deleting: Boolean(host.metadata.deletionTimestamp),
     ...(isPullHost(host) ? { rebootstrapUnavailable: pullRebootstrapUnavailable } : {}),
@@ -73,6 +75,7 @@ export const pullRebootstrapUnavailable =
 export function remediationNodePatch(
   action: RemediationAction,
   node: k8s.V1Node,
+  host?: WindowsHost,
 ): object | undefined {
   const by = node.metadata?.annotations?.[cordonedByAnnotation];
   switch (action.kind) {
@@ -80,6 +83,15 @@ export function remediationNodePatch(
       // Over the rollout's cordon too: RemediationFailed keeps the node cordoned after the
       // change ends, which the rollout's uncordon (only of "winfleet") then leaves alone.
       if (node.spec?.unschedulable === true && by === cordonedByValues.remediation)
+        return undefined;
+      // Anyone else's cordon (a person's, or one a node marked "winfleet" on itself without
+      // the rollout's record) stays theirs: taken over, it would be lifted when the host heals.
+      if (
+        node.spec?.unschedulable === true &&
+        !(
+          by === cordonedByValues.rollout && host?.status?.rollout?.cordoned === node.metadata?.name
+        )
+      )
         return undefined;
       return {
         spec: { unschedulable: true },

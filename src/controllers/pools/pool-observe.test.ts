@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { nodeCacheOf, syntheticNode } from '../../../sim/testkit/synthetic-nodes.ts';
 import {
+  cordonedByAnnotation,
   hostAnnotation,
   hostIdentity,
   windowsUpdatesAnnotation,
@@ -85,4 +86,22 @@ test('a Node’s Windows Update report: only from its own node, its current boot
   assert.equal(named.observed.node, undefined);
   assert.deepEqual(named.observed.facts.availableUpdates, []);
   assert.equal(named.observed.facts.rebootPending, false);
+});
+
+test('winfleet’s cordon is the annotation with the rollout’s record, never the annotation alone', () => {
+  const cordoned = (annotations: Record<string, string>) => {
+    const node = syntheticNode(nodeName, {
+      build: '10.0.20348',
+      annotations: { [hostAnnotation]: hostIdentity(host), ...annotations },
+    });
+    return nodeCacheOf([{ ...node, spec: { ...node.spec, unschedulable: true } }]);
+  };
+  const marked = cordoned({ [cordonedByAnnotation]: 'winfleet' });
+  // A node (or a patch-nodes principal) marks an admin's cordon as winfleet's: not winfleet's.
+  assert.equal(passHost(host, marked, []).observed.node?.cordonedByWinfleet, false);
+  // The record of the rollout's own cordon, in status, names the Node: winfleet's.
+  const recorded = hostNamed('a', { nodeName, rollout: { cordoned: nodeName } });
+  assert.equal(passHost(recorded, marked, []).observed.node?.cordonedByWinfleet, true);
+  // The record alone, with the annotation gone (someone else's cordon now): not winfleet's.
+  assert.equal(passHost(recorded, cordoned({}), []).observed.node?.cordonedByWinfleet, false);
 });

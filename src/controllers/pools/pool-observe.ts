@@ -78,8 +78,10 @@ export function observeNode(
       ready: nodeIsReady(raw),
       unschedulable: raw.spec?.unschedulable === true,
       // The rollout's own cordon; remediation's (RemediationFailed) is not the rollout's to lift.
+      // The annotation, which the node itself may write, counts only with winfleet's record.
       cordonedByWinfleet:
-        raw.metadata?.annotations?.[cordonedByAnnotation] === cordonedByValues.rollout,
+        raw.metadata?.annotations?.[cordonedByAnnotation] === cordonedByValues.rollout &&
+        host.status?.rollout?.cordoned === name,
       ...(bootId ? { bootId } : {}),
     },
   };

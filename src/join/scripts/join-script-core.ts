@@ -4,7 +4,8 @@
  * It:
  * 1. allows TLS 1.2 and later only (Windows PowerShell 5.1 may still offer TLS 1.0);
  * 2. creates C:\k and gives it the DACL the operator gives it over SSH (remote-scripts.ts
- *    `protect-directory`: SYSTEM and Administrators only, nothing inherited from C:\), before
+ *    `protect-directory`: SYSTEM and Administrators only, nothing inherited from C:\, and
+ *    whatever was already below it given to Administrators and reset to inherit that), before
  *    the agent, its token and the node's key land under it;
  * 3. downloads winfleet-agent.exe to C:\k\winfleet, checks its SHA-256 against the one embedded
  *    here and stops on a mismatch (the file is removed, never run);
@@ -17,7 +18,11 @@
  * (sim/hosts/userdata.ts): keep this output deterministic.
  */
 import { WinfleetError } from '../../errors/catalog.ts';
-import { administratorsSid, systemSid } from '../../hostaccess/remote-scripts.ts';
+import {
+  administratorsSid,
+  resetChildrenSecurity,
+  systemSid,
+} from '../../hostaccess/remote-scripts.ts';
 import { quotePowerShellString } from '../../powershell/powershell.ts';
 import { hostPaths, kubeDir, winfleetDir } from '../../servicesmanifest/host-paths.ts';
 import {
@@ -125,6 +130,8 @@ export function joinScriptLines(input: JoinScriptValues): string[] {
     '    $acl.AddAccessRule($rule)',
     '  }',
     `  Set-Acl -LiteralPath ${q(kubeDir)} -AclObject $acl`,
+    // What a local user or the image put in C:\k before goes to Administrators, reset to inherit.
+    ...resetChildrenSecurity(q(kubeDir), '  '),
     `  New-Item -ItemType Directory -Force -Path ${q(winfleetDir)} | Out-Null`,
     "  $download = $agent + '.download'",
     '  Invoke-WebRequest -UseBasicParsing -Uri $agentUrl -OutFile $download',

@@ -79,6 +79,16 @@ test('each format has its wrapper; the script checks the hash and exits non-zero
   assert.match(plain, /\$LASTEXITCODE -ne 0/);
   assert.match(plain, /exit 1\n\}\nexit 0\n$/);
   assert.match(plain, /Set-Acl -LiteralPath 'C:\\k'/);
+  // What a local user or the image left in C:\k goes to Administrators and inherits, after
+  // C:\k's DACL is set and before anything is downloaded into it (security review 3, §12).
+  const reset = plain.indexOf("Get-ChildItem -LiteralPath 'C:\\k' -Force");
+  assert.ok(reset > plain.indexOf("Set-Acl -LiteralPath 'C:\\k'"), 'the reset follows Set-Acl');
+  assert.ok(reset < plain.indexOf('Invoke-WebRequest'), 'the reset precedes the download');
+  assert.match(
+    plain,
+    /@\('\/setowner', '\*S-1-5-32-544', '\/T', '\/Q'\), @\('\/reset', '\/T', '\/Q'\)/,
+  );
+  assert.match(plain, /& icacls\.exe \$child\.FullName @icaclsArgs/);
   // Without --node-name the host's own name is used.
   const { nodeName: _n, ...noName } = realistic;
   assert.doesNotMatch(renderJoinScript('powershell', noName), /--node-name/);
