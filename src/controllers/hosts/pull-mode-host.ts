@@ -204,7 +204,9 @@ function waitForNode(
  * label) and full version (the kernel version a Windows kubelet reports), its addresses (the
  * InternalIP first) and host name. The serving addresses are pinned from the first addresses
  * the Node reports, and never from a later report: the trust-on-first-use equivalent of an SSH
- * host's facts, which the host reports itself at its first join. Both come from the machine
+ * host's facts, which the host reports itself at its first join; its IPs only, never the
+ * Hostname address, a DNS name the machine chose (serving-addresses.ts: a DNS name is the node
+ * name or an admin's). Both come from the machine
  * the administrator let join (by its join token here); neither is believed again afterwards,
  * so a node that later adds an address to its Node (a Service IP, another node's address) gets
  * no certificate for it. Only the allow-serving-addresses annotation changes the pin.
@@ -225,7 +227,9 @@ function recordNodeFacts(hs: HostStatus, node: k8s.V1Node): void {
   if (hostname) status.hostname = hostname;
   if (ips.length === 0) return;
   status.addresses = [...new Set(ips)];
-  status.servingAddresses ??= joinServingAddresses(status.addresses, hostname);
+  // The Hostname address is whatever the joining machine wrote: never pinned (a kubelet names
+  // itself by its node name, which is always allowed; any other DNS name needs an admin).
+  status.servingAddresses ??= joinServingAddresses(status.addresses);
 }
 
 /**
