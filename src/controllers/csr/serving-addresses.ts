@@ -158,12 +158,14 @@ export function refusedAddressProblem(
   context: AddressContext,
 ): string | undefined {
   const family = familyOf(address);
-  const apiServer = context.apiServerName?.(address);
-  if (apiServer) return `${address} is the API server's (${apiServer})`;
   const problem = family
     ? ipProblem(address, family, context)
     : dnsNameProblem(address, context.network);
   if (problem) return problem;
+  // After the classes above (a Service IP is named as such), before anything that could pass
+  // it: the host's own vouched address is no excuse.
+  const apiServer = context.apiServerName?.(address);
+  if (apiServer) return `${address} is the API server's (${apiServer})`;
   const other = context.nodeHolding(address);
   if (other) return `${address} is held by Node ${other}`;
   return family ? undefined : dnsSuffixProblem(address, context);
