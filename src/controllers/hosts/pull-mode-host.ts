@@ -17,6 +17,7 @@
  * Reboots and Windows updates are the agent's already (Node annotations the pool's rollout
  * sets); removal is pull-host-removal.ts.
  */
+
 import * as k8s from '@kubernetes/client-node';
 import {
   desiredServicesVersionAnnotation,
@@ -26,6 +27,7 @@ import {
   poolNodeLabel,
   servicesVersionAnnotation,
 } from '../../api/node-annotations.ts';
+import { allowedNodeLabels } from '../../api/node-labels.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { nodeIsReady } from '../../controller/informer-factory.ts';
@@ -249,9 +251,20 @@ async function annotatePullNode(
   const name = node.metadata!.name!;
   const annotations = node.metadata?.annotations ?? {};
   const labels = node.metadata?.labels ?? {};
+  // The operator's credentials are not limited by NodeRestriction: only the labels a kubelet
+  // may set on its own Node are applied (node-labels.ts), whatever a stored host says.
+  const { labels: specLabels, refused } = allowedNodeLabels(host.spec.labels);
+  if (refused.length > 0) {
+    ctx.events.record(
+      host,
+      'Warning',
+      EventReason.NodeLabelsRefused,
+      `spec.labels left off Node ${name}: ${refused.join('; ')}`,
+    );
+  }
   const wantedLabels: Record<string, string> = {
     ...(host.spec.pool ? { [poolNodeLabel]: host.spec.pool } : {}),
-    ...host.spec.labels,
+    ...specLabels,
   };
   const labelPatch = Object.fromEntries(
     Object.entries(wantedLabels).filter(([key, value]) => labels[key] !== value),
