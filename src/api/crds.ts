@@ -2,9 +2,11 @@
  * The CustomResourceDefinitions winfleet installs, with full OpenAPI schemas (so the API
  * server rejects a bad spec with the field named) and kubectl printer columns.
  */
+
 import * as k8s from '@kubernetes/client-node';
 import { lastActionsLimit, RemediationRung, RungResult } from '../remediation/ladder.ts';
 import { domainNameMaxLength, organizationalUnitMaxLength } from './active-directory.ts';
+import { nodeLabelRules } from './node-labels.ts';
 import { apiGroup, hostKeyFingerprintPattern, hostModes } from './windows-host.ts';
 import {
   agentConditionTypes,
@@ -439,18 +441,21 @@ export const windowsHostCrd = fromWire({
                     type: 'object',
                     maxProperties: 64,
                     description:
-                      'Labels added to the node: Kubernetes label keys and values (at most 63 characters, alphanumeric at both ends)',
+                      'Labels added to the node: Kubernetes label keys and values (at most 63 characters, alphanumeric at both ends); only keys a kubelet may set on its own Node under NodeRestriction (no node-restriction.kubernetes.io/, no kubernetes.io or k8s.io keys but the kubelet’s own and those under kubelet.kubernetes.io or node.kubernetes.io)',
                     additionalProperties: {
                       type: 'string',
                       maxLength: 63,
                       pattern: '^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$',
                     },
                     // Map keys have no schema of their own; a bad key would fail the Node update.
+                    // The operator labels a Pull host's Node with its own credentials, so the
+                    // keys NodeRestriction keeps from kubelets are refused here (node-labels.ts).
                     'x-kubernetes-validations': [
                       {
                         rule: `self.all(k, size(k) <= 317 && k.matches(r'${labelKey.pattern}'))`,
                         message: 'every key must be a Kubernetes label key ([prefix/]name)',
                       },
+                      ...nodeLabelRules,
                     ],
                   },
                   taints: {

@@ -265,6 +265,8 @@ export const EventReason = {
   // WindowsHost: the admin's winfleet.io/allow-serving-addresses, applied or refused
   ServingAddressesChanged: 'ServingAddressesChanged',
   ServingAddressesRefused: 'ServingAddressesRefused',
+  /** spec.labels has keys NodeRestriction keeps from kubelets: left off the Node (node-labels.ts). */
+  NodeLabelsRefused: 'NodeLabelsRefused',
   // The operator's Namespace: the cluster approves node client CSRs of every bootstrap token
   BootstrapAutoApproval: 'BootstrapAutoApproval',
   // RuntimeClass

@@ -98,6 +98,11 @@ export interface WinfleetConfig {
     clusterDomain: string;
     serviceCIDR: string;
     podCIDR: string;
+    /**
+     * DNS suffixes under which a kubelet serving certificate may name the host (besides its
+     * node name); none by default (src/controllers/csr/serving-addresses.ts).
+     */
+    servingDnsSuffixes: string[];
     kubelet: {
       systemReserved: Record<string, string>;
       priorityClass: string;
@@ -406,6 +411,18 @@ export const configSchema = {
           type: 'string',
           pattern: '^([0-9]{1,3}\\.){3}[0-9]{1,3}/[0-9]{1,2}$',
           default: '10.244.0.0/16',
+        },
+        servingDnsSuffixes: {
+          type: 'array',
+          description:
+            'DNS suffixes (e.g. win.corp.example) under which a kubelet serving certificate may name its host besides the node name; empty: the node name only',
+          items: {
+            type: 'string',
+            maxLength: 253,
+            pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+          },
+          uniqueItems: true,
+          default: [],
         },
         kubelet: {
           type: 'object',

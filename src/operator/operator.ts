@@ -20,6 +20,7 @@ import { createEventRecorder, type EventRecorder } from '../controller/events.ts
 import type { Informer } from '../controller/informer.ts';
 import { InformerFactory, resources } from '../controller/informer-factory.ts';
 import { acquireLeadership } from '../controller/leader-election.ts';
+import { apiServerNamesReader } from '../controllers/csr/api-server-names.ts';
 import { warnIfBootstrapTokensAutoApproved } from '../controllers/csr/bootstrap-auto-approval.ts';
 import { createCsrController } from '../controllers/csr/csr-controller.ts';
 import { createServingAddressController } from '../controllers/csr/serving-address-controller.ts';
@@ -556,7 +557,13 @@ function createControllers(
   network: () => NodeNetworkState,
 ): Controller[] {
   const { kc, namespace, events, log } = ctx;
-  const { config, nodes, runtimeClasses, csrs, hosts, pools, instances } = caches;
+  const { config, nodes, runtimeClasses, csrs, hosts, pools, instances, clusterInfo } = caches;
+  // One reader for both: a serving certificate and an annotation are refused the same names.
+  const apiServerNames = apiServerNamesReader({
+    kc,
+    clusterInfo,
+    hostsApiServer: () => config.current().hosts.apiServer,
+  });
   const payload = loadPayload
     ? async () => {
         const loaded = await loadPayload();
@@ -582,6 +589,8 @@ function createControllers(
       hosts,
       pools,
       nodes,
+      clusterInfo,
+      apiServerNames,
       config: () => config.current(),
       network,
       events,
@@ -592,6 +601,7 @@ function createControllers(
       hosts,
       nodes,
       config: () => config.current(),
+      apiServerNames,
       events,
       log,
     }),

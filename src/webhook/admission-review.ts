@@ -16,7 +16,11 @@ export interface AdmissionRequest {
   operation: string;
   namespace?: string;
   name?: string;
+  /** The subresource, e.g. "ephemeralcontainers" for an UPDATE of pods/ephemeralcontainers. */
+  subResource?: string;
   object?: Record<string, unknown>;
+  /** The object before an UPDATE. */
+  oldObject?: Record<string, unknown>;
   dryRun?: boolean;
   userInfo?: { username?: string; groups?: string[] };
 }
@@ -78,6 +82,16 @@ export function parseAdmissionReview(body: string): AdmissionRequest {
   if (request.object !== undefined && request.object !== null && !isObject(request.object)) {
     throw admissionInputError('request.object: must be an object');
   }
+  if (
+    request.oldObject !== undefined &&
+    request.oldObject !== null &&
+    !isObject(request.oldObject)
+  ) {
+    throw admissionInputError('request.oldObject: must be an object');
+  }
+  if (request.subResource !== undefined && typeof request.subResource !== 'string') {
+    throw admissionInputError('request.subResource: must be a string');
+  }
   return {
     uid: request.uid,
     kind: {
@@ -88,7 +102,11 @@ export function parseAdmissionReview(body: string): AdmissionRequest {
     operation: request.operation,
     namespace: typeof request.namespace === 'string' ? request.namespace : undefined,
     name: typeof request.name === 'string' ? request.name : undefined,
+    ...(typeof request.subResource === 'string' && request.subResource !== ''
+      ? { subResource: request.subResource }
+      : {}),
     object: isObject(request.object) ? request.object : undefined,
+    ...(isObject(request.oldObject) ? { oldObject: request.oldObject } : {}),
     dryRun: request.dryRun === true,
     userInfo: isObject(request.userInfo)
       ? (request.userInfo as AdmissionRequest['userInfo'])

@@ -242,6 +242,45 @@ test('gMSA pods: refused without the RBAC to use their credential spec, placed o
     }
   });
 
+  await t.test(
+    'attacker: an ephemeral container (kubectl debug) cannot name a credential spec the ServiceAccount may not use (issue 33)',
+    async () => {
+      /** Adds an ephemeral container naming `credspec` to web-a-0; the refusal, if any. */
+      const debug = async (name: string, credspec: string) => {
+        const current = await core.readNamespacedPod({ namespace, name: 'web-a-0' });
+        current.spec!.ephemeralContainers = [
+          ...(current.spec!.ephemeralContainers ?? []),
+          {
+            name,
+            image,
+            securityContext: { windowsOptions: { gmsaCredentialSpecName: credspec } },
+          },
+        ];
+        return core
+          .replaceNamespacedPodEphemeralcontainers({ namespace, name: 'web-a-0', body: current })
+          .then(
+            () => undefined,
+            (error: { code?: number; body?: string }) => ({
+              code: error.code,
+              message: statusMessage(String(error.body)),
+            }),
+          );
+      };
+      const refused = await debug('debugger-b', 'webapp-b');
+      assert.equal(refused?.code, 403, refused?.message);
+      assert.ok(
+        refused!.message.includes(
+          `spec.ephemeralContainers[0].securityContext.windowsOptions.gmsaCredentialSpecName: ServiceAccount ${namespace}/app may not use GMSACredentialSpec "webapp-b"`,
+        ),
+        refused!.message,
+      );
+      const pod = await core.readNamespacedPod({ namespace, name: 'web-a-0' });
+      assert.equal(pod.spec?.ephemeralContainers, undefined, 'no ephemeral container was added');
+      // The credential spec the ServiceAccount may use is still fine for an ephemeral container.
+      assert.equal(await debug('debugger-a', 'webapp-a'), undefined);
+    },
+  );
+
   await t.test('granting exactly the RBAC the refusal named admits the pod', async () => {
     await grant('webapp-b');
     await waitFor(

@@ -223,3 +223,87 @@ test('only Pod CREATE is handled; other kinds and operations pass through', asyn
     { allowed: true },
   );
 });
+
+test('attacker: an ephemeral container cannot name a gMSA credential spec its pod’s ServiceAccount may not use (issue 33)', async () => {
+  const asked: string[] = [];
+  const gmsaDeps: PodAdmissionDeps = {
+    ...deps(config),
+    gmsaCredentialSpecs: async () => new Set(['webapp1', 'domain-admin']),
+    reviewGmsaUse: async ({ credentialSpec, serviceAccount }) => {
+      asked.push(`${serviceAccount}:${credentialSpec}`);
+      return { allowed: credentialSpec === 'webapp1' };
+    },
+  };
+  const base = {
+    metadata: { name: 'p', namespace: 'apps' },
+    spec: {
+      serviceAccountName: 'web',
+      containers: [{ name: 'c', image: 'win2022:1' }],
+      ephemeralContainers: [
+        {
+          name: 'debugger-1',
+          image: 'win2022:1',
+          securityContext: { windowsOptions: { gmsaCredentialSpecName: 'webapp1' } },
+        },
+      ],
+    },
+  };
+  const withDebugger = (gmsaCredentialSpecName: string) => ({
+    ...base,
+    spec: {
+      ...base.spec,
+      ephemeralContainers: [
+        ...base.spec.ephemeralContainers,
+        {
+          name: 'debugger-2',
+          image: 'win2022:1',
+          securityContext: { windowsOptions: { gmsaCredentialSpecName } },
+        },
+      ],
+    },
+  });
+  const update = (object: object): AdmissionRequest => ({
+    uid: 'u',
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    operation: 'UPDATE',
+    subResource: 'ephemeralcontainers',
+    namespace: 'apps',
+    name: 'p',
+    object: object as Record<string, unknown>,
+    oldObject: base as Record<string, unknown>,
+  });
+  const denied = await admitPodValidation(update(withDebugger('domain-admin')), gmsaDeps);
+  assert.equal(denied.allowed, false);
+  assert.equal(denied.code, 403);
+  assert.match(
+    denied.message!,
+    /spec\.ephemeralContainers\[1\]\.securityContext\.windowsOptions\.gmsaCredentialSpecName: ServiceAccount apps\/web may not use GMSACredentialSpec "domain-admin"/,
+  );
+  // Only the new container is asked about; the one already there was admitted before.
+  assert.deepEqual(asked, ['web:domain-admin']);
+  asked.length = 0;
+  assert.equal((await admitPodValidation(update(withDebugger('webapp1')), gmsaDeps)).allowed, true);
+  assert.deepEqual(asked, ['web:webapp1']);
+  const unknown = await admitPodValidation(update(withDebugger('nope')), gmsaDeps);
+  assert.equal(unknown.allowed, false);
+  assert.match(unknown.message!, /GMSACredentialSpec "nope" does not exist/);
+  // A failing review refuses, as at CREATE.
+  const failing = await admitPodValidation(update(withDebugger('webapp1')), {
+    ...gmsaDeps,
+    reviewGmsaUse: async () => {
+      throw new Error('timed out');
+    },
+  });
+  assert.equal(failing.allowed, false);
+  assert.match(failing.message!, /cannot check that ServiceAccount apps\/web may use/);
+  // Other updates of a pod are not the webhook's (it is registered for this subresource only).
+  assert.equal(
+    (
+      await admitPodValidation(
+        { ...update(withDebugger('domain-admin')), subResource: 'status' },
+        gmsaDeps,
+      )
+    ).allowed,
+    true,
+  );
+});

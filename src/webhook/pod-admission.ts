@@ -131,13 +131,20 @@ export async function admitPodMutation(
   return { allowed: true, patch: mutation.patch };
 }
 
-/** The validating webhook's decision for a Pod CREATE or UPDATE. */
+/**
+ * The validating webhook's decision for a Pod CREATE, or an UPDATE of pods/ephemeralcontainers
+ * (ephemeralContainerUpdate).
+ */
 export async function admitPodValidation(
   request: AdmissionRequest,
   deps: PodAdmissionDeps,
 ): Promise<AdmissionDecision> {
   const pod = podOf(request);
-  if (!pod || request.operation !== 'CREATE' || excluded(request, pod, deps)) return allow;
+  if (!pod || excluded(request, pod, deps)) return allow;
+  if (request.operation === 'UPDATE' && request.subResource === 'ephemeralcontainers') {
+    return ephemeralContainerUpdate(request, pod, deps);
+  }
+  if (request.operation !== 'CREATE' || request.subResource) return allow;
   const namespace = request.namespace ?? pod.metadata?.namespace ?? '';
   const name = pod.metadata?.name ?? pod.metadata?.generateName ?? 'pod';
   const gmsaNames = gmsaCredentialSpecNames(pod);
@@ -170,6 +177,53 @@ export async function admitPodValidation(
   if (denials.length > 0) return refuse(name, [...denials, ...problems], warnings, true);
   if (problems.length > 0) return refuse(name, problems, warnings, false);
   return { allowed: true, warnings };
+}
+
+/**
+ * An UPDATE of pods/ephemeralcontainers (`kubectl debug`), the only way ephemeral containers
+ * are added: the pod's ServiceAccount must be allowed to `use` each gMSA credential spec a new
+ * ephemeral container names, as at CREATE. Containers already there (same name, same spec)
+ * were admitted before and are not asked about again; nothing else of the pod can change here.
+ */
+async function ephemeralContainerUpdate(
+  request: AdmissionRequest,
+  pod: k8s.V1Pod,
+  deps: PodAdmissionDeps,
+): Promise<AdmissionDecision> {
+  const namespace = request.namespace ?? pod.metadata?.namespace ?? '';
+  const name = pod.metadata?.name ?? 'pod';
+  const old = request.oldObject as k8s.V1Pod | undefined;
+  const before = new Map(
+    (old?.spec?.ephemeralContainers ?? []).map((c) => [
+      c.name,
+      c.securityContext?.windowsOptions?.gmsaCredentialSpecName,
+    ]),
+  );
+  const added = gmsaCredentialSpecNames(pod).filter(({ field, name: spec }) => {
+    const index = /^spec\.ephemeralContainers\[(\d+)\]/.exec(field)?.[1];
+    if (index === undefined) return false;
+    const container = pod.spec?.ephemeralContainers?.[Number(index)];
+    return !container || !before.has(container.name) || before.get(container.name) !== spec;
+  });
+  if (added.length === 0) return allow;
+  const specs = await deps.gmsaCredentialSpecs();
+  const denials = await gmsaUseProblems(
+    pod,
+    namespace,
+    added.filter((g) => !specs || specs.has(g.name)),
+    deps.reviewGmsaUse,
+  );
+  const missing = specs
+    ? added
+        .filter((g) => !specs.has(g.name))
+        .map(
+          (g) =>
+            `${g.field}: GMSACredentialSpec "${g.name}" does not exist; create it or remove the name`,
+        )
+    : [];
+  if (denials.length > 0) return refuse(name, [...denials, ...missing], [], true);
+  if (missing.length > 0) return refuse(name, missing, [], false);
+  return allow;
 }
 
 /**

@@ -64,12 +64,23 @@ export function webhookConfigurations(
       scope: 'Namespaced',
     },
   ];
+  // Ephemeral containers are added by an UPDATE of pods/ephemeralcontainers, never at CREATE:
+  // the validating webhook checks the gMSA credential specs they name there too.
+  const validatingRules: k8s.V1RuleWithOperations[] = [
+    ...rules,
+    {
+      apiGroups: [''],
+      apiVersions: ['v1'],
+      operations: ['UPDATE'],
+      resources: ['pods/ephemeralcontainers'],
+      scope: 'Namespaced',
+    },
+  ];
   const common = {
     admissionReviewVersions: ['v1'],
     sideEffects: 'None',
     timeoutSeconds: Math.min(config.webhook.timeoutSeconds, 5),
     matchPolicy: 'Equivalent',
-    rules,
     ...selectors(config, operatorNamespace),
   };
   const metadata = {
@@ -87,6 +98,7 @@ export function webhookConfigurations(
           clientConfig: clientConfig(endpoint, '/mutate/pods', caBundle),
           failurePolicy: 'Ignore',
           reinvocationPolicy: 'IfNeeded',
+          rules,
           ...common,
         },
       ],
@@ -100,6 +112,7 @@ export function webhookConfigurations(
           name: 'pods.validate.winfleet.io',
           clientConfig: clientConfig(endpoint, '/validate/pods', caBundle),
           failurePolicy: config.webhook.validationFailurePolicy,
+          rules: validatingRules,
           ...common,
         },
       ],
@@ -193,6 +206,14 @@ function configDifferences(kind: string, name: string, have: Webhook, want: Webh
   if (have.timeoutSeconds !== want.timeoutSeconds)
     differences.push(
       `${where}: timeoutSeconds is ${have.timeoutSeconds}, the configuration says ${want.timeoutSeconds}`,
+    );
+  const rulesOf = (w: Webhook) =>
+    JSON.stringify(
+      (w.rules ?? []).map((r) => [r.operations, r.resources, r.apiGroups, r.apiVersions]),
+    );
+  if (rulesOf(have) !== rulesOf(want))
+    differences.push(
+      `${where}: rules are ${JSON.stringify(have.rules ?? [])}, this operator's are ${JSON.stringify(want.rules)} (an older chart? helm upgrade to the operator's version)`,
     );
   if (normalSelector(have.namespaceSelector) !== normalSelector(want.namespaceSelector))
     differences.push(

@@ -163,12 +163,6 @@ admissionReviewVersions: [v1]
 sideEffects: None
 timeoutSeconds: {{ include "winfleet.webhookTimeout" . }}
 matchPolicy: Equivalent
-rules:
-  - apiGroups: [""]
-    apiVersions: [v1]
-    operations: [CREATE]
-    resources: [pods]
-    scope: Namespaced
 namespaceSelector:
   {{- include "winfleet.webhookNamespaceSelector" . | nindent 2 }}
 objectSelector: {}

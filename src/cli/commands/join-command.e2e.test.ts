@@ -13,11 +13,14 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { parse as parseYaml, stringify } from 'yaml';
 import { startTestRegistry } from '../../../sim/registry/registry-process.ts';
 import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
 import { pushTestPayloadArtifact } from '../../../sim/testkit/payload-artifact.ts';
@@ -42,6 +45,7 @@ import { readJoinTokenRecord } from '../../join/join-tokens.ts';
 import { isNotFound } from '../../kube/client.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { agentFileName } from '../../payload/payload.ts';
+import { createCertificateAuthority, issueCertificate } from '../../pki/certificates.ts';
 
 const cli = join(import.meta.dirname, '..', 'main.ts');
 const namespace = 'winfleet-system';
@@ -354,6 +358,42 @@ test('join-command prints the script, makes a signing token in winfleet’s grou
   assert.equal(again.code, 1, show(again));
   assert.match(again.stderr, /no join token \w+ in winfleet-system/);
   await nothingLeft(kc);
+
+  // A kubeconfig that skips TLS verification and names no CA works with the CA's hash: the
+  // command verifies the API server against cluster-info's CA of that hash (issue 33).
+  const insecure = parseYaml(await readFile(cluster.kubeconfigPath, 'utf8')) as {
+    clusters: { cluster: Record<string, unknown> }[];
+  };
+  for (const { cluster: c } of insecure.clusters) {
+    delete c['certificate-authority-data'];
+    delete c['certificate-authority'];
+    c['insecure-skip-tls-verify'] = true;
+  }
+  const insecurePath = join(await mkdtemp(join(tmpdir(), 'winfleet-insecure-')), 'kubeconfig');
+  await writeFile(insecurePath, stringify(insecure));
+  const refusedInsecure = await winfleet([
+    'join-command',
+    '--kubeconfig',
+    insecurePath,
+    '--pool',
+    'web',
+  ]);
+  assert.equal(refusedInsecure.code, 1, show(refusedInsecure));
+  assert.match(refusedInsecure.stderr, /--ca-cert-hash sha256:<hash>.* or --ca-file/);
+  const pinned = await winfleet([
+    'join-command',
+    '--kubeconfig',
+    insecurePath,
+    '--pool',
+    'web',
+    '--ca-cert-hash',
+    opensslPin(cluster.pki.caCert).toUpperCase().replace('SHA256:', 'sha256:'),
+  ]);
+  assert.equal(pinned.code, 0, show(pinned));
+  assert.ok(pinned.stdout.includes(opensslPin(cluster.pki.caCert)), 'the script pins that CA');
+  const pinnedId = /join token ([a-z0-9]{6})/.exec(pinned.stderr)![1]!;
+  assert.equal((await winfleet(['join-tokens', 'revoke', ...kubeconfig, pinnedId])).code, 0);
+  await nothingLeft(kc);
 });
 
 test('a cluster without bootstrap-token authentication: said plainly, and nothing left behind', async (t) => {
@@ -404,4 +444,113 @@ test('a cluster without bootstrap-token authentication: said plainly, and nothin
   );
   assert.match(run.stderr, /nothing was left behind/);
   await nothingLeft(kc);
+});
+
+test('attacker: with a kubeconfig that skips TLS verification, join-command pins no CA it did not verify (issue 33)', async (t) => {
+  // The cluster's CA, as the admin knows it (a file, or its hash), and a man in the middle that
+  // answers at the API server's address with a certificate of its own CA and serves a
+  // cluster-info naming that CA.
+  const clusterCa = await createCertificateAuthority('the-cluster-ca');
+  const hostileCa = await createCertificateAuthority('man-in-the-middle');
+  const hostileCert = await issueCertificate(hostileCa, {
+    commonName: 'kube-apiserver',
+    ipAddresses: ['127.0.0.1'],
+    usage: 'server',
+  });
+  const requests: string[] = [];
+  const hostile = createHttpsServer(
+    { cert: hostileCert.certPem, key: hostileCert.keyPem },
+    (request, response) => {
+      requests.push(`${request.method} ${request.url}`);
+      if (
+        request.method === 'GET' &&
+        request.url === `/api/v1/namespaces/${clusterInfoNamespace}/configmaps/${clusterInfoName}`
+      ) {
+        response.setHeader('content-type', 'application/json');
+        response.end(
+          JSON.stringify({
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: clusterInfoName, namespace: clusterInfoNamespace },
+            data: {
+              [clusterInfoKubeconfigKey]: clusterInfoKubeconfig(
+                'https://127.0.0.1:6443',
+                hostileCa.certPem,
+              ),
+            },
+          }),
+        );
+        return;
+      }
+      response.statusCode = 403;
+      response.end('{}');
+    },
+  );
+  await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+  t.after(() => hostile.close());
+  const dir = await mkdtemp(join(tmpdir(), 'winfleet-mitm-'));
+  const kubeconfigPath = join(dir, 'kubeconfig');
+  await writeFile(
+    kubeconfigPath,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'c',
+          cluster: {
+            server: `https://127.0.0.1:${(hostile.address() as AddressInfo).port}`,
+            'insecure-skip-tls-verify': true,
+          },
+        },
+      ],
+      users: [{ name: 'admin', user: { token: 'admin-token' } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'admin' } }],
+      'current-context': 'x',
+    }),
+  );
+  const caFile = join(dir, 'ca.crt');
+  await writeFile(caFile, clusterCa.certPem);
+  const joinCommand = (...args: string[]) =>
+    winfleet(['join-command', '--kubeconfig', kubeconfigPath, '--pool', 'web', ...args]);
+
+  await t.test('without a CA it refuses before sending anything, naming the flags', async () => {
+    const run = await joinCommand();
+    assert.equal(run.code, 1, show(run));
+    assert.equal(run.stdout, '', 'no script');
+    assert.match(
+      run.stderr,
+      /^error: your kubeconfig skips TLS verification for https:\/\/127\.0\.0\.1:\d+ \(insecure-skip-tls-verify\) and names no CA, so nothing proves who answers: .* Give the cluster CA: --ca-cert-hash sha256:<hash> \(on a control-plane node: openssl x509 -pubkey .*\) or --ca-file <the CA's PEM file>\. Nothing was created/,
+    );
+    assert.deepEqual(requests, [], 'nothing was sent');
+  });
+
+  await t.test(
+    '--ca-cert-hash of the real CA: the forged cluster-info is refused, no token made',
+    async () => {
+      const run = await joinCommand('--ca-cert-hash', opensslPin(caFile));
+      assert.equal(run.code, 1, show(run));
+      assert.match(
+        run.stderr,
+        /^error: ConfigMap kube-public\/cluster-info names a CA \(sha256:[0-9a-f]{64}\) other than --ca-cert-hash sha256:[0-9a-f]{64}: whoever answered at https:\/\/127\.0\.0\.1:\d+ is not the cluster that hash is of \(a man in the middle\?\)/,
+      );
+      assert.deepEqual(requests, [
+        `GET /api/v1/namespaces/${clusterInfoNamespace}/configmaps/${clusterInfoName}`,
+      ]);
+    },
+  );
+
+  await t.test('--ca-file of the real CA: the handshake fails, nothing is sent', async () => {
+    requests.length = 0;
+    const run = await joinCommand('--ca-file', caFile);
+    assert.equal(run.code, 1, show(run));
+    assert.equal(run.stdout, '');
+    assert.deepEqual(requests, [], 'no request reached the man in the middle');
+  });
+
+  await t.test('a malformed hash is refused naming the flag', async () => {
+    const run = await joinCommand('--ca-cert-hash', 'md5:1234');
+    assert.notEqual(run.code, 0, show(run));
+    assert.match(run.stderr, /--ca-cert-hash.*"md5:1234" is not sha256:<64 hex digits>/);
+  });
 });

@@ -1,6 +1,7 @@
 /**
  * winfleet join-command --pool NAME [--ttl 2h] [--uses 1] [--format powershell|aws|azure|
- * cloudbase-init] [--agent-url URL] [-n POOL_NAMESPACE] [--operator-namespace NS]: prints a
+ * cloudbase-init] [--agent-url URL] [-n POOL_NAMESPACE] [--operator-namespace NS]
+ * [--ca-cert-hash sha256:HEX | --ca-file PEM]: prints a
  * script that joins a Windows machine to a pool by itself, without SSH (cloud user data, or
  * pasted into PowerShell). Before it makes anything it checks that the pool can take such hosts
  * (pool-join-labels.ts), that the operator publishes winfleet-join with a payload hosts can pull,
@@ -12,6 +13,7 @@
  * The script goes to standard output, what was made to standard error; the token's secret is
  * in the script and nowhere else.
  */
+import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError, Option } from 'commander';
@@ -20,7 +22,7 @@ import { bootstrapGroup } from '../../controllers/hosts/bootstrap-tokens.ts';
 import { agentDownload } from '../../join/agent-download.ts';
 import { bootstrapTokenAuthentication } from '../../join/bootstrap-token-auth.ts';
 import { clusterInfoName, clusterInfoNamespace } from '../../join/cluster-info.ts';
-import { joinCaHash } from '../../join/join-ca-hash.ts';
+import { caCertHashRecipe, joinCaHash, verifiedJoinAccess } from '../../join/join-ca-hash.ts';
 import { downloadUrlProblem } from '../../join/join-command-values.ts';
 import {
   type JoinInfo,
@@ -56,6 +58,8 @@ interface JoinCommandFlags extends KubeFlags {
   format: JoinScriptFormat;
   agentUrl?: string;
   operatorNamespace: string;
+  caCertHash?: string;
+  caFile?: string;
 }
 
 const problem = (message: string) => cliExit(ExitCode.problem, message);
@@ -76,6 +80,15 @@ function uses(value: string): number {
       `"${value}" is not a whole number of uses from 1 to ${maxJoinTokenUses}`,
     );
   return n;
+}
+
+/** kubeadm's --discovery-token-ca-cert-hash format: sha256: and 64 hex digits (lower-cased). */
+function caCertHash(value: string): string {
+  if (!/^sha256:[0-9a-fA-F]{64}$/.test(value))
+    throw new InvalidArgumentError(
+      `"${value}" is not sha256:<64 hex digits>, the SHA-256 of the CA's SubjectPublicKeyInfo (on a control-plane node: ${caCertHashRecipe})`,
+    );
+  return value.toLowerCase();
 }
 
 function poolName(value: string): string {
@@ -215,6 +228,14 @@ async function makeJoinScript(
   }
 }
 
+async function readCaFile(path: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    throw problem(`--ca-file ${path}: ${(error as Error).message}`);
+  }
+}
+
 export function registerJoinCommand(program: Command): void {
   const command = program
     .command('join-command')
@@ -254,8 +275,23 @@ export function registerJoinCommand(program: Command): void {
       namespaceName,
       defaultHostNamespace,
     )
+    .option(
+      '--ca-cert-hash <sha256:hex>',
+      'the cluster CA by the SHA-256 of its public key (kubeadm’s format), checked against cluster-info before anything is sent; needed when the kubeconfig skips TLS verification',
+      caCertHash,
+    )
+    .option(
+      '--ca-file <path>',
+      'the cluster CA (PEM) to verify the API server with; needed when the kubeconfig skips TLS verification (or --ca-cert-hash)',
+    )
     .action(async (flags: JoinCommandFlags) => {
-      const kc = kubeConfigFrom(flags);
+      // Nothing is sent over a connection that proves nothing (join-ca-hash.ts).
+      const access = await verifiedJoinAccess(kubeConfigFrom(flags), {
+        ...(flags.caCertHash ? { caCertHash: flags.caCertHash } : {}),
+        ...(flags.caFile !== undefined ? { caPem: await readCaFile(flags.caFile) } : {}),
+      });
+      if ('problem' in access) throw problem(access.problem);
+      const { kc } = access;
       const namespace = namespaceFrom(flags, kc)!;
       const labels = await poolLabels(kc, namespace, flags.pool);
       const info = await publishedJoinInfo(kc, flags.operatorNamespace);
@@ -273,7 +309,7 @@ export function registerJoinCommand(program: Command): void {
       );
       if (pin.from === 'cluster-info') {
         process.stderr.write(
-          'note: your kubeconfig names no CA, so the script pins the CA of kube-public/cluster-info as the API server served it\n',
+          'note: your kubeconfig names no CA, so the script pins the CA of kube-public/cluster-info as the API server served it over a connection your system’s roots verified\n',
         );
       }
       if (made.warning) process.stderr.write(made.warning);

@@ -24,16 +24,25 @@ import * as x509 from '@peculiar/x509';
 import { stringify } from 'yaml';
 import type { SimulatedHosts } from '../../../sim/hosts/fleet.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
+import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import {
   createWindowsHosts,
   csrDecision,
   hostReady,
   listWindowsHosts,
+  readWindowsHost,
 } from '../../../sim/testkit/windows-hosts.ts';
+import { hostAnnotation, hostIdentity, managedNodeLabel } from '../../api/node-annotations.ts';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
 import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import { waitFor } from '../../kube/wait-for.ts';
-import { type CsrSubject, createCsrPem, generateKeyPair } from '../../pki/certificates.ts';
+import {
+  type CsrSubject,
+  createCsrPem,
+  generateKeyPair,
+  issueCertificate,
+  loadCertificateAuthority,
+} from '../../pki/certificates.ts';
 import { oidCommonName, oidOrganization } from '../../pki/distinguished-name.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import { ensureBootstrapToken, tokenIdFor } from '../hosts/bootstrap-tokens.ts';
@@ -501,3 +510,184 @@ function rdn(type: string, value: string): RelativeDistinguishedName {
     new AttributeTypeAndValue({ type, value: new AttributeValue({ printableString: value }) }),
   ]);
 }
+
+test('attacker: a node cannot get a serving certificate naming the API server, whatever its Node reported or an annotation pinned (issue 33)', async (t) => {
+  const world = await joinWorld(t, { releases: ['2022'], startOperator: false });
+  const { kc } = world;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const admin = kc.makeApiClient(k8s.CertificatesV1Api);
+  const caPem = await readFile(world.cluster.pki.caCert, 'utf8');
+  const caData = Buffer.from(caPem).toString('base64');
+  const server = kc.getCurrentCluster()!.server;
+  // kube-public/cluster-info as kubeadm writes it, naming its controlPlaneEndpoint (a name no
+  // Node holds): the operator leaves a cluster-info that is not its own alone.
+  const endpoint = 'k8s-api.winfleet-e2e.test';
+  await core.createNamespacedConfigMap({
+    namespace: 'kube-public',
+    body: {
+      metadata: { name: 'cluster-info' },
+      data: {
+        kubeconfig: stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [
+            {
+              name: '',
+              cluster: { server: `https://${endpoint}:6443`, 'certificate-authority-data': caData },
+            },
+          ],
+        }),
+      },
+    },
+  });
+  const operator = await startTestOperator(kc, {
+    namespace: world.namespace,
+    payloadDir: world.payloadDir,
+    config: { hosts: { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 120 } },
+  });
+  t.after(() => operator.stop());
+  // The test API server's own address: its URL's host, and an IP SAN of its certificate.
+  const apiAddress = new URL(server).hostname;
+  assert.equal(apiAddress, '127.0.0.1');
+
+  // A machine that joined by command (here: its WindowsHost and Node made as the operator's
+  // approval and the kubelet's registration would make them) and wrote its own Node's
+  // addresses: the API server's address as its InternalIP, the endpoint as its Hostname.
+  const nodeName = 'api-spoof';
+  await custom.createNamespacedCustomObject({
+    group: 'winfleet.io',
+    version: 'v1alpha1',
+    namespace: world.namespace,
+    plural: 'windowshosts',
+    body: {
+      apiVersion: 'winfleet.io/v1alpha1',
+      kind: 'WindowsHost',
+      metadata: { name: nodeName },
+      spec: { mode: 'Pull', nodeName },
+    },
+  });
+  await core.createNode({
+    body: {
+      metadata: { name: nodeName, labels: { [managedNodeLabel]: 'true' } },
+      status: {
+        addresses: [
+          { type: 'InternalIP', address: apiAddress },
+          { type: 'Hostname', address: endpoint },
+        ],
+      },
+    },
+  });
+  const host = await waitFor(
+    async () => {
+      const h = (await readWindowsHost(kc, world.namespace, nodeName)) as WindowsHost;
+      return h.status?.servingAddresses ? h : undefined;
+    },
+    { description: 'the Pull host’s pinned serving addresses', timeoutMs: 60_000 },
+  );
+  // The IP is pinned (trust on first use); the Hostname the machine wrote is not.
+  assert.deepEqual(host.status!.servingAddresses, [apiAddress]);
+  await waitFor(
+    async () =>
+      (await core.readNode({ name: nodeName })).metadata?.annotations?.[hostAnnotation] ===
+      hostIdentity(host),
+    { description: 'the Node adopted (the host’s identity on it)', timeoutMs: 30_000 },
+  );
+
+  // The node's own credentials, as its kubelet holds them.
+  const ca = await loadCertificateAuthority({
+    certPem: caPem,
+    keyPem: await readFile(world.cluster.pki.caKey, 'utf8'),
+  });
+  const nodeCert = await issueCertificate(ca, {
+    commonName: `system:node:${nodeName}`,
+    organizations: ['system:nodes'],
+    usage: 'client',
+  });
+  const asNode = new k8s.KubeConfig();
+  asNode.loadFromOptions({
+    clusters: [{ name: 'c', server, caData }],
+    users: [
+      {
+        name: 'n',
+        certData: Buffer.from(nodeCert.certPem).toString('base64'),
+        keyData: Buffer.from(nodeCert.keyPem).toString('base64'),
+      },
+    ],
+    contexts: [{ name: 'x', cluster: 'c', user: 'n' }],
+    currentContext: 'x',
+  });
+  const keys = await generateKeyPair();
+  let n = 0;
+  const serving = async (ipAddresses: string[], dnsNames: string[]) => {
+    const name = `api-spoof-${++n}`;
+    const request = await createCsrPem(
+      {
+        commonName: `system:node:${nodeName}`,
+        organizations: ['system:nodes'],
+        ipAddresses,
+        dnsNames,
+      },
+      keys,
+    );
+    await asNode.makeApiClient(k8s.CertificatesV1Api).createCertificateSigningRequest({
+      body: {
+        metadata: { name },
+        spec: {
+          request: Buffer.from(request).toString('base64'),
+          signerName: 'kubernetes.io/kubelet-serving',
+          usages: ['digital signature', 'key encipherment', 'server auth'],
+        },
+      },
+    });
+    return csrDecision(admin, name);
+  };
+
+  await t.test('the API server’s address its Node reported is denied, naming why', async () => {
+    assert.match(
+      await serving([apiAddress], [nodeName]),
+      /^Denied: serving certificate SANs refused: 127\.0\.0\.1 is the API server's \(the server of the operator’s kubeconfig\)/,
+    );
+  });
+
+  await t.test('the controlPlaneEndpoint it reported as its Hostname is denied', async () => {
+    assert.match(
+      await serving([], [nodeName, endpoint]),
+      /^Denied: serving certificate SANs refused: k8s-api\.winfleet-e2e\.test is the API server's \(the server of kube-public\/cluster-info\)/,
+    );
+  });
+
+  await t.test('an annotation cannot pin them either', async () => {
+    await custom.patchNamespacedCustomObject(
+      {
+        group: 'winfleet.io',
+        version: 'v1alpha1',
+        namespace: world.namespace,
+        plural: 'windowshosts',
+        name: nodeName,
+        body: {
+          metadata: { annotations: { [servingAddressesAnnotation]: `${apiAddress},${endpoint}` } },
+        },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    const [refused] = await waitFor(
+      async () => {
+        const found = (
+          await core.listNamespacedEvent({
+            namespace: world.namespace,
+            fieldSelector: `involvedObject.name=${nodeName},reason=${EventReason.ServingAddressesRefused}`,
+          })
+        ).items;
+        return found.length > 0 ? found : undefined;
+      },
+      { description: 'the ServingAddressesRefused Event', timeoutMs: 30_000 },
+    );
+    assert.match(refused!.message!, /127\.0\.0\.1 is the API server's/);
+    assert.match(refused!.message!, /k8s-api\.winfleet-e2e\.test is the API server's/);
+    const after = (await readWindowsHost(kc, world.namespace, nodeName)) as WindowsHost;
+    assert.deepEqual(after.status?.servingAddresses, [apiAddress]);
+    // And the node's CSR stays denied.
+    assert.match(await serving([apiAddress], [nodeName]), /127\.0\.0\.1 is the API server's/);
+  });
+});

@@ -13,6 +13,7 @@ import { parseConfig } from '../../config/winfleet-config.ts';
 import { resources } from '../../controller/informer-factory.ts';
 import { silentLogger } from '../../log/logger.ts';
 import { createCsrPem, generateKeyPair } from '../../pki/certificates.ts';
+import { apiServerNamesOf } from './api-server-names.ts';
 import { createCsrController } from './csr-controller.ts';
 import { servingSigner } from './kubelet-csr-policy.ts';
 
@@ -121,6 +122,7 @@ function setUp() {
     hosts,
     nodes,
     config: () => parseConfig(''),
+    apiServerNames: async () => apiServerNamesOf({ '10.1.0.100': 'the server of the test' }),
     events: { record: () => {} },
     log: silentLogger,
     operatorNamespace: 'winfleet-system',

@@ -21,6 +21,7 @@ import type { Logger } from '../../log/logger.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { parseCsrPem } from '../../pki/certificates.ts';
 import { hostByTokenId, hostsByNode } from '../hosts/host-indexes.ts';
+import { type ApiServerNames, apiServerNamesReader } from './api-server-names.ts';
 import { decideKubeProxyCsr, isKubeProxyRequest } from './kube-proxy-csr-policy.ts';
 import {
   type CsrDecision,
@@ -42,6 +43,10 @@ export interface CsrControllerDeps {
   hosts: Informer<WindowsHost>;
   pools: Informer<WindowsNodePool>;
   nodes: Informer<k8s.V1Node>;
+  /** kube-public/cluster-info alone: its server is one of the API server's names. */
+  clusterInfo?: Informer<k8s.V1ConfigMap>;
+  /** The API server's names (api-server-names.ts); read from the cluster by default. */
+  apiServerNames?: () => Promise<ApiServerNames>;
   config: () => WinfleetConfig;
   /** Whether nodes may join the pod network now (pull joins are refused otherwise). */
   network?: () => NodeNetworkState;
@@ -76,9 +81,16 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
     node: (name: string) => deps.nodes.get(name),
     nodeHolding: nodeHoldingAddress(deps.nodes),
     network: () => {
-      const { serviceCIDR, podCIDR, clusterDomain } = deps.config().hosts;
-      return { serviceCIDR, podCIDR, clusterDomain };
+      const { serviceCIDR, podCIDR, clusterDomain, servingDnsSuffixes } = deps.config().hosts;
+      return { serviceCIDR, podCIDR, clusterDomain, servingDnsSuffixes };
     },
+    apiServerNames:
+      deps.apiServerNames ??
+      apiServerNamesReader({
+        kc: deps.kc,
+        ...(deps.clusterInfo ? { clusterInfo: deps.clusterInfo } : {}),
+        hostsApiServer: () => deps.config().hosts.apiServer,
+      }),
     pullJoin: {
       // Read fresh, never from a cache: a revoked or used-up token must be seen at once.
       record: (tokenId) => readJoinTokenRecord(deps.kc, deps.operatorNamespace, tokenId),

@@ -17,6 +17,7 @@ import {
   parseCsrPem,
 } from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
+import { apiServerNamesOf } from './api-server-names.ts';
 import {
   decideKubeProxyCsr,
   isKubeProxyRequest,
@@ -50,6 +51,7 @@ const lookup = (identityOnNode = true): CsrLookup => {
     node: (name) => nodes.find((n) => n.metadata?.name === name),
     nodeHolding: nodeHoldingAddress(nodeCacheOf(nodes)),
     network: () => ({ serviceCIDR: '10.96.0.0/12', podCIDR: '10.244.0.0/16', clusterDomain: 'c' }),
+    apiServerNames: async () => apiServerNamesOf(),
   };
 };
 

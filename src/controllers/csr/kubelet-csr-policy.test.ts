@@ -12,6 +12,7 @@ import {
   parseCsrPem,
 } from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
+import { apiServerNamesOf } from './api-server-names.ts';
 import {
   type CsrLookup,
   type CsrRequest,
@@ -49,6 +50,16 @@ const network = {
   clusterDomain: 'cluster.local',
 };
 
+/** The API server as a kubeadm cluster behind a load balancer names it. */
+const apiServer = apiServerNamesOf({
+  'k8s-api.corp.example': 'the server of kube-public/cluster-info',
+  '10.1.0.100': 'an address of the default/kubernetes endpoints',
+  '10.1.0.50':
+    'a name in the certificate the API server presents (at the server of the operator’s kubeconfig)',
+  '*.api.corp.example':
+    'a name in the certificate the API server presents (at the server of the operator’s kubeconfig)',
+});
+
 const lookup = (nodes: (string | k8s.V1Node)[] = [], theHost: WindowsHost = host): CsrLookup => {
   const all = nodes.map((n) => (typeof n === 'string' ? nodeNamed(n) : n));
   return {
@@ -57,6 +68,7 @@ const lookup = (nodes: (string | k8s.V1Node)[] = [], theHost: WindowsHost = host
     node: (name) => all.find((n) => n.metadata?.name === name),
     nodeHolding: nodeHoldingAddress(nodeCacheOf(all)),
     network: () => network,
+    apiServerNames: async () => apiServer,
   };
 };
 
@@ -517,4 +529,58 @@ test('attacker: a node that puts a Pull host’s identity on its own Node gets n
     lookup(['win-a', forger], pullHost),
   );
   assert.notEqual(named.action, 'approve', named.reason);
+});
+
+test('attacker: a serving CSR naming the API server is denied even when the pin holds its names (issue 33)', async () => {
+  // What a Pull host's self-reported Node facts, or an annotation, once put in the pin: the
+  // API server's VIP, a name its certificate covers and cluster-info's server.
+  const pinned = {
+    ...host,
+    spec: { ...host.spec, address: '10.1.0.50' },
+    status: {
+      ...host.status,
+      servingAddresses: ['10.1.0.50', '10.1.0.100', 'k8s-api.corp.example', 'x.api.corp.example'],
+    },
+  } as WindowsHost;
+  for (const [san, where] of [
+    [
+      '10.1.0.50',
+      /10\.1\.0\.50 is the API server's \(a name in the certificate the API server presents/,
+    ],
+    [
+      '10.1.0.100',
+      /10\.1\.0\.100 is the API server's \(an address of the default\/kubernetes endpoints\)/,
+    ],
+    [
+      'k8s-api.corp.example',
+      /k8s-api\.corp\.example is the API server's \(the server of kube-public\/cluster-info\)/,
+    ],
+    ['x.api.corp.example', /x\.api\.corp\.example is the API server's \(a name in the certificate/],
+  ] as const) {
+    const d = await decideKubeletCsr(
+      serving({ parsed: subject({ ipAddresses: [], dnsNames: ['win-a', san] }) }),
+      lookup(['win-a'], pinned),
+    );
+    assert.equal(d.action, 'deny', san);
+    assert.match(d.reason, where, san);
+  }
+  // A DNS name the pin holds, not the node name and under no configured suffix: refused too.
+  const d = await decideKubeletCsr(
+    serving({ parsed: subject({ ipAddresses: [], dnsNames: ['win-a', 'win-a.corp.example'] }) }),
+    lookup(['win-a'], {
+      ...pinned,
+      status: { ...pinned.status, servingAddresses: ['win-a.corp.example'] },
+    } as WindowsHost),
+  );
+  assert.match(d.reason, /win-a\.corp\.example is a DNS name other than the node name/);
+});
+
+test('serving CSRs wait while the API server’s names cannot be read', async () => {
+  const failing = {
+    ...lookup(['win-a']),
+    apiServerNames: async () => {
+      throw new Error('no handshake');
+    },
+  };
+  await assert.rejects(decideKubeletCsr(serving(), failing), /no handshake/);
 });

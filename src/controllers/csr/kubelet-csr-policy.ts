@@ -31,6 +31,7 @@ import type { ParsedCsr } from '../../pki/certificates.ts';
 import { quoteValue } from '../../pki/distinguished-name.ts';
 import { bootstrapGroup } from '../hosts/bootstrap-tokens.ts';
 import { carriesIdentity } from '../hosts/node-claims.ts';
+import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
 import {
   clientCertificateProblem,
   extrasProblem,
@@ -75,8 +76,10 @@ export interface CsrLookup {
   node(nodeName: string): k8s.V1Node | undefined;
   /** The Node other than `exceptNode` holding `address` (canonical) as name or address. */
   nodeHolding(address: string, exceptNode: string): string | undefined;
-  /** The cluster's Service and pod CIDRs and domain. */
+  /** The cluster's Service and pod CIDRs and domain, and hosts.servingDnsSuffixes. */
   network(): ClusterNetwork;
+  /** Every name and address of the API server (api-server-names.ts); throws when unknown. */
+  apiServerNames(): Promise<ApiServerNames>;
   /** Joins by command (pull-join-policy.ts); without it, tokens of no known host are denied. */
   pullJoin?: PullJoinLookup;
 }
@@ -103,7 +106,7 @@ export async function decideKubeletCsr(
   lookup: CsrLookup,
 ): Promise<CsrDecision> {
   if (request.signerName === clientSigner) return decideClient(request, lookup);
-  if (request.signerName === servingSigner) return decideServing(request, lookup);
+  if (request.signerName === servingSigner) return await decideServing(request, lookup);
   return { action: 'ignore', reason: `signer ${request.signerName} is not a kubelet signer` };
 }
 
@@ -201,7 +204,7 @@ export function owningHost(
   return { host };
 }
 
-function decideServing(request: CsrRequest, lookup: CsrLookup): CsrDecision {
+async function decideServing(request: CsrRequest, lookup: CsrLookup): Promise<CsrDecision> {
   const match = /^system:node:(.+)$/.exec(request.username);
   if (!match || !request.groups.includes('system:nodes')) {
     return { action: 'ignore', reason: `requested by ${request.username}, not by a node` };
@@ -217,7 +220,13 @@ function decideServing(request: CsrRequest, lookup: CsrLookup): CsrDecision {
     extrasProblem(request.parsed);
   if (problem) return { action: 'deny', reason: problem, host };
   const { dnsNames, ipAddresses, emailAddresses, uris } = request.parsed;
-  const addressProblem = servingSansProblem(host, nodeName, [...ipAddresses, ...dnsNames], lookup);
+  const addressProblem = servingSansProblem(
+    host,
+    nodeName,
+    [...ipAddresses, ...dnsNames],
+    lookup,
+    await lookup.apiServerNames(),
+  );
   if (addressProblem) return { action: 'deny', reason: addressProblem, host };
   if (emailAddresses.length + uris.length > 0)
     return { action: 'deny', reason: 'a serving certificate carries no email or URI SANs', host };
@@ -238,11 +247,14 @@ function servingSansProblem(
   nodeName: string,
   sans: string[],
   lookup: CsrLookup,
+  apiServer: ApiServerNames,
 ): string | undefined {
   const context = {
     network: lookup.network(),
     specAddress: vouchedAddress(host),
     nodeHolding: (address: string) => lookup.nodeHolding(address, nodeName),
+    nodeName,
+    apiServerName: (address: string) => apiServerNameSource(apiServer, address),
   };
   const allowed = allowedServingAddresses(host, nodeName);
   const problems: string[] = [];

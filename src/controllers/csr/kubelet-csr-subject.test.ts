@@ -23,6 +23,7 @@ import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { generateKeyPair, parseCsrPem } from '../../pki/certificates.ts';
 import { sameBytes } from '../../pki/distinguished-name.ts';
+import { apiServerNamesOf } from './api-server-names.ts';
 import {
   type CsrLookup,
   clientSigner,
@@ -232,6 +233,7 @@ test('only the exact kubelet subject is approved, over generated subjects', asyn
         node: (name) => (hasJoined && name === node ? joined : undefined),
         nodeHolding: () => undefined,
         network: () => network,
+        apiServerNames: async () => apiServerNamesOf(),
       });
       const expected = isValidNode(node) && sameSubject(subject, canonical(node));
       const client = await decideKubeletCsr(

@@ -19,6 +19,7 @@ import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import type { JoinTokenRecord } from '../../join/join-token-record.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
+import { apiServerNamesOf } from './api-server-names.ts';
 import {
   type CsrDecision,
   type CsrLookup,
@@ -93,6 +94,7 @@ function lookup(world: World = {}): CsrLookup {
     node: pullJoin.node,
     nodeHolding: () => undefined,
     network: () => ({ serviceCIDR: '10.96.0.0/12', podCIDR: '10.244.0.0/16', clusterDomain: 'c' }),
+    apiServerNames: async () => apiServerNamesOf(),
     pullJoin,
   };
 }

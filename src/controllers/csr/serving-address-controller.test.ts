@@ -9,6 +9,7 @@ import { everythingKey } from '../../controller/controller.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
 import { silentLogger } from '../../log/logger.ts';
+import { apiServerNameSource, apiServerNamesOf } from './api-server-names.ts';
 import { nodeHoldingAddress } from './node-addresses.ts';
 import {
   createServingAddressController,
@@ -20,6 +21,7 @@ const network = {
   serviceCIDR: '10.96.0.0/12',
   podCIDR: '10.244.0.0/16',
   clusterDomain: 'cluster.local',
+  servingDnsSuffixes: ['example.com'],
 };
 const linux: k8s.V1Node = {
   metadata: { name: 'linux-1' },
@@ -92,6 +94,33 @@ test('an annotation naming a refused address changes nothing and says why for ea
   assert.doesNotMatch(change.message, /10\.1\.2\.3 is/);
 });
 
+test('attacker: an annotation cannot add a name or address of the API server, nor a DNS name outside the suffixes (issue 33)', () => {
+  // A Pull host whose Node reported the API server's VIP as its InternalIP: its pin starts with
+  // that address, which is the host's vouched address, so loopback or not it is "its own".
+  const apiServer = apiServerNamesOf({
+    '10.1.0.100': 'a name in the certificate the API server presents',
+    'k8s-api.example.com': 'the server of kube-public/cluster-info',
+  });
+  const change = servingAddressChange(
+    hostWith(undefined, ['10.1.0.100']),
+    '10.1.0.100,k8s-api.example.com,k8s-api.corp.example,win-a',
+    {
+      network,
+      nodeHolding: linuxHolds,
+      nodeName: 'win-a',
+      apiServerName: (address) => apiServerNameSource(apiServer, address),
+    },
+  );
+  assert.ok(change.kind === 'refuse');
+  assert.match(change.message, /10\.1\.0\.100 is the API server's \(a name in the certificate/);
+  assert.match(
+    change.message,
+    /k8s-api\.example\.com is the API server's \(the server of kube-public\/cluster-info\)/,
+  );
+  assert.match(change.message, /k8s-api\.corp\.example is a DNS name other than the node name/);
+  assert.doesNotMatch(change.message, /win-a is/);
+});
+
 type Patch =
   | { kind: 'status'; body: { status: { servingAddresses: string[] } } }
   | { kind: 'metadata'; body: { op: string; path: string; value?: string }[] };
@@ -144,6 +173,7 @@ function harness(
     hosts: informer([host]) as Informer<WindowsHost>,
     nodes,
     config: () => ({ hosts: network }) as unknown as WinfleetConfig,
+    apiServerNames: async () => apiServerNamesOf(),
     events: recorder,
     log: silentLogger,
     api,

@@ -18,6 +18,7 @@ import type { EventRecorder } from '../../controller/events.ts';
 import { type Informer, objectKey } from '../../controller/informer.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
+import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
 import { nodeHoldingAddress } from './node-addresses.ts';
 import {
   type AddressContext,
@@ -32,6 +33,8 @@ export interface ServingAddressControllerDeps {
   hosts: Informer<WindowsHost>;
   nodes: Informer<k8s.V1Node>;
   config: () => WinfleetConfig;
+  /** The API server's names (api-server-names.ts), which no annotation may add. */
+  apiServerNames: () => Promise<ApiServerNames>;
   events: EventRecorder;
   log: Logger;
   /** The WindowsHost patches; the API server's by default (tests pass a fake). */
@@ -126,10 +129,14 @@ export function createServingAddressController(deps: ServingAddressControllerDep
     const host = deps.hosts.get(key);
     const value = host?.metadata.annotations?.[servingAddressesAnnotation];
     if (!host || value === undefined || host.metadata.deletionTimestamp) return;
-    const { serviceCIDR, podCIDR, clusterDomain } = deps.config().hosts;
+    const { serviceCIDR, podCIDR, clusterDomain, servingDnsSuffixes } = deps.config().hosts;
+    const apiServer = await deps.apiServerNames();
+    const nodeName = host.status?.nodeName ?? host.spec.nodeName;
     const change = servingAddressChange(host, value, {
-      network: { serviceCIDR, podCIDR, clusterDomain },
+      network: { serviceCIDR, podCIDR, clusterDomain, servingDnsSuffixes },
       nodeHolding: (address) => nodeHolding(address, host.status?.nodeName),
+      ...(nodeName ? { nodeName } : {}),
+      apiServerName: (address) => apiServerNameSource(apiServer, address),
     });
     if (change.kind === 'refuse') {
       deps.events.record(host, 'Warning', EventReason.ServingAddressesRefused, change.message);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { nodeCacheOf } from '../../../sim/testkit/synthetic-nodes.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
+import { apiServerNameSource, apiServerNamesOf } from './api-server-names.ts';
 import { nodeHoldingAddress } from './node-addresses.ts';
 import {
   allowedServingAddresses,
@@ -16,8 +17,14 @@ const network = {
   serviceCIDR: '10.96.0.0/12',
   podCIDR: '10.244.0.0/16',
   clusterDomain: 'cluster.local',
+  servingDnsSuffixes: ['corp.example'],
 };
-const context = { network, specAddress: '10.1.2.2', nodeHolding: () => undefined };
+const context = {
+  network,
+  specAddress: '10.1.2.2',
+  nodeHolding: () => undefined,
+  nodeName: 'win-a',
+};
 
 test('addresses compare in one form: IPv6 compressed, names in lower case', () => {
   assert.equal(canonicalAddress('2001:DB8:0:0::1'), '2001:db8::1');
@@ -96,4 +103,60 @@ test('what is neither an IP address nor a DNS name is refused', () => {
   for (const address of ['*.example.com', '010.0.0.1', 'a_b', `${'a'.repeat(64)}.example`]) {
     assert.ok(refusedAddressProblem(address, context), address);
   }
+});
+
+test('attacker: no name or address of the API server passes, whatever the pin or the annotation says (issue 33)', () => {
+  // A kubeadm cluster behind a load balancer: the controlPlaneEndpoint in cluster-info, the
+  // API servers in the default/kubernetes EndpointSlice, the VIP and a wildcard in its certificate.
+  const names = apiServerNamesOf({
+    'K8s-API.corp.example': 'the server of kube-public/cluster-info',
+    '10.1.0.11': 'an address of the default/kubernetes endpoints',
+    '10.1.0.100': 'a name in the certificate the API server presents',
+    '2001:DB8::100': 'a name in the certificate the API server presents',
+    '*.api.corp.example': 'a name in the certificate the API server presents',
+  });
+  // The host's own spec.address and node name vouch for nothing here: a Pull host's vouched
+  // address is the InternalIP its Node reported, which the attacker chose.
+  const attacker = {
+    ...context,
+    specAddress: '10.1.0.100',
+    nodeName: 'k8s-api',
+    apiServerName: (address: string) => apiServerNameSource(names, address),
+  };
+  for (const [address, where] of [
+    ['k8s-api.corp.example', 'kube-public/cluster-info'],
+    ['10.1.0.11', 'default/kubernetes endpoints'],
+    ['10.1.0.100', 'certificate the API server presents'],
+    ['2001:db8::100', 'certificate the API server presents'],
+    ['east.api.corp.example', 'certificate the API server presents'],
+  ] as const) {
+    assert.match(
+      refusedAddressProblem(canonicalAddress(address), attacker) ?? 'passed',
+      new RegExp(`^${address.replaceAll('.', '\\.')} is the API server's \\(.*${where}`),
+      address,
+    );
+  }
+  // A wildcard covers one label only, as clients match it; the suffix rule still applies.
+  assert.equal(refusedAddressProblem('a.b.api.corp.example', attacker), undefined);
+  assert.equal(refusedAddressProblem('10.1.0.12', attacker), undefined);
+});
+
+test('attacker: a DNS name is the node name or under hosts.servingDnsSuffixes, nothing else (issue 33)', () => {
+  assert.equal(refusedAddressProblem('win-a', context), undefined);
+  assert.equal(refusedAddressProblem('win-a.corp.example', context), undefined);
+  assert.equal(refusedAddressProblem('x.y.corp.example', context), undefined);
+  for (const name of ['win-b', 'corp.example', 'evilcorp.example', 'k8s-api.example.com']) {
+    assert.match(
+      refusedAddressProblem(name, context)!,
+      /is a DNS name other than the node name: a serving certificate may name the node name win-a or a name under corp\.example \(hosts\.servingDnsSuffixes/,
+      name,
+    );
+  }
+  const none = { ...context, network: { ...network, servingDnsSuffixes: [] } };
+  assert.match(
+    refusedAddressProblem('win-a.corp.example', none)!,
+    /may name only the node name win-a/,
+  );
+  // IPs are not DNS names: the suffix rule does not apply to them.
+  assert.equal(refusedAddressProblem('10.1.2.3', none), undefined);
 });

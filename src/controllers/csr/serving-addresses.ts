@@ -9,7 +9,12 @@
  *   join). Later reports do not change it; the admin's allow-serving-addresses annotation does.
  * - Whatever the pin says, refused: the service and pod CIDRs, unspecified, link-local,
  *   multicast and reserved addresses, IPv4-mapped IPv6, names of the cluster's Services,
- *   `localhost`, and any name or address another Node holds (its name or status.addresses).
+ *   `localhost`, any name or address another Node holds (its name or status.addresses), and
+ *   every name and address of the API server (api-server-names.ts), which no Node holds.
+ * - A DNS name passes only when it is the node name or under one of the admin's
+ *   hosts.servingDnsSuffixes: a DNS name is what a client dials, and no other rule can know
+ *   every name that leads somewhere (a load balancer's, a public endpoint's). An IP is what
+ *   the host has.
  * - Loopback is refused unless it is the host's own address (vouchedAddress): its spec.address,
  *   or a Pull-mode host's node IP as pinned at first sight. A WindowsHost at a loopback address
  *   is a simulated one (the lab and tests run hosts at 127.0.0.N), and the admin who wrote
@@ -23,6 +28,8 @@ export interface ClusterNetwork {
   serviceCIDR: string;
   podCIDR: string;
   clusterDomain: string;
+  /** hosts.servingDnsSuffixes: DNS names under these may be served besides the node name. */
+  servingDnsSuffixes?: readonly string[];
 }
 
 /** What one host's addresses are checked against. */
@@ -35,6 +42,13 @@ export interface AddressContext {
    * or one of its status.addresses, if any (node-addresses.ts finds it by index).
    */
   nodeHolding: (address: string) => string | undefined;
+  /** The node name of the host, the one DNS name allowed outside hosts.servingDnsSuffixes. */
+  nodeName?: string;
+  /**
+   * Where `address` (canonical) is a name or address of the API server, if it is one
+   * (api-server-names.ts). Every check that decides a certificate passes it.
+   */
+  apiServerName?: (address: string) => string | undefined;
 }
 
 type Family = 'ipv4' | 'ipv6';
@@ -148,8 +162,28 @@ export function refusedAddressProblem(
     ? ipProblem(address, family, context)
     : dnsNameProblem(address, context.network);
   if (problem) return problem;
+  // After the classes above (a Service IP is named as such), before anything that could pass
+  // it: the host's own vouched address is no excuse.
+  const apiServer = context.apiServerName?.(address);
+  if (apiServer) return `${address} is the API server's (${apiServer})`;
   const other = context.nodeHolding(address);
-  return other ? `${address} is held by Node ${other}` : undefined;
+  if (other) return `${address} is held by Node ${other}`;
+  return family ? undefined : dnsSuffixProblem(address, context);
+}
+
+/** Why DNS name `name` is neither the node name nor under hosts.servingDnsSuffixes. */
+function dnsSuffixProblem(name: string, context: AddressContext): string | undefined {
+  const { nodeName } = context;
+  if (name === nodeName) return undefined;
+  const suffixes = (context.network.servingDnsSuffixes ?? []).map((s) =>
+    s.toLowerCase().replace(/^\./, '').replace(/\.$/, ''),
+  );
+  if (suffixes.some((suffix) => name.endsWith(`.${suffix}`))) return undefined;
+  const allowed =
+    suffixes.length > 0
+      ? `the node name ${nodeName ?? '(none yet)'} or a name under ${suffixes.join(', ')}`
+      : `only the node name ${nodeName ?? '(none yet)'}`;
+  return `${name} is a DNS name other than the node name: a serving certificate may name ${allowed} (hosts.servingDnsSuffixes of winfleet-config)`;
 }
 
 /** The pin of a first join: the addresses and host name the host reported, canonical. */

@@ -5,8 +5,10 @@
  * differs) and its config, and run `agent bootstrap`. Each step reports its failure on the
  * host's status under its name.
  */
+
 import type { BootstrapConfig } from '../../agent/agent-config.ts';
 import { managedNodeLabel } from '../../api/node-annotations.ts';
+import { allowedNodeLabels } from '../../api/node-labels.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { sshHostSpec, type WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
@@ -232,6 +234,24 @@ function acceptFacts(
   return nodeName;
 }
 
+/**
+ * The host's spec.labels a kubelet may set on its own Node (node-labels.ts); the others (a
+ * WindowsHost stored before the CRD refused them) are left off with a Warning Event, rather
+ * than failing the kubelet's registration.
+ */
+function nodeLabelsOf(deps: HostControllerDeps, host: WindowsHost): Record<string, string> {
+  const { labels, refused } = allowedNodeLabels(host.spec.labels);
+  if (refused.length > 0) {
+    deps.events.record(
+      host,
+      'Warning',
+      EventReason.NodeLabelsRefused,
+      `spec.labels left off the Node: ${refused.join('; ')}`,
+    );
+  }
+  return labels;
+}
+
 function bootstrapConfig(
   deps: HostControllerDeps,
   host: WindowsHost,
@@ -254,7 +274,7 @@ function bootstrapConfig(
     labels: {
       [managedNodeLabel]: 'true',
       ...(host.spec.pool ? { 'winfleet.io/pool': host.spec.pool } : {}),
-      ...host.spec.labels,
+      ...nodeLabelsOf(deps, host),
     },
     taints: [
       { key: windowsTaint.key, value: windowsTaint.value, effect: windowsTaint.effect },

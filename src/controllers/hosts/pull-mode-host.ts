@@ -17,6 +17,7 @@
  * Reboots and Windows updates are the agent's already (Node annotations the pool's rollout
  * sets); removal is pull-host-removal.ts.
  */
+
 import * as k8s from '@kubernetes/client-node';
 import {
   desiredServicesVersionAnnotation,
@@ -26,6 +27,7 @@ import {
   poolNodeLabel,
   servicesVersionAnnotation,
 } from '../../api/node-annotations.ts';
+import { allowedNodeLabels } from '../../api/node-labels.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { nodeIsReady } from '../../controller/informer-factory.ts';
@@ -205,7 +207,9 @@ function waitForNode(
  * label) and full version (the kernel version a Windows kubelet reports), its addresses (the
  * InternalIP first) and host name. The serving addresses are pinned from the first addresses
  * the Node reports, and never from a later report: the trust-on-first-use equivalent of an SSH
- * host's facts, which the host reports itself at its first join. Both come from the machine
+ * host's facts, which the host reports itself at its first join; its IPs only, never the
+ * Hostname address, a DNS name the machine chose (serving-addresses.ts: a DNS name is the node
+ * name or an admin's). Both come from the machine
  * the administrator let join (by its join token here); neither is believed again afterwards,
  * so a node that later adds an address to its Node (a Service IP, another node's address) gets
  * no certificate for it. Only the allow-serving-addresses annotation changes the pin.
@@ -226,7 +230,9 @@ function recordNodeFacts(hs: HostStatus, node: k8s.V1Node): void {
   if (hostname) status.hostname = hostname;
   if (ips.length === 0) return;
   status.addresses = [...new Set(ips)];
-  status.servingAddresses ??= joinServingAddresses(status.addresses, hostname);
+  // The Hostname address is whatever the joining machine wrote: never pinned (a kubelet names
+  // itself by its node name, which is always allowed; any other DNS name needs an admin).
+  status.servingAddresses ??= joinServingAddresses(status.addresses);
 }
 
 /**
@@ -246,9 +252,20 @@ async function annotatePullNode(
   const name = node.metadata!.name!;
   const annotations = node.metadata?.annotations ?? {};
   const labels = node.metadata?.labels ?? {};
+  // The operator's credentials are not limited by NodeRestriction: only the labels a kubelet
+  // may set on its own Node are applied (node-labels.ts), whatever a stored host says.
+  const { labels: specLabels, refused } = allowedNodeLabels(host.spec.labels);
+  if (refused.length > 0) {
+    ctx.events.record(
+      host,
+      'Warning',
+      EventReason.NodeLabelsRefused,
+      `spec.labels left off Node ${name}: ${refused.join('; ')}`,
+    );
+  }
   const wantedLabels: Record<string, string> = {
     ...(host.spec.pool ? { [poolNodeLabel]: host.spec.pool } : {}),
-    ...host.spec.labels,
+    ...specLabels,
   };
   const labelPatch = Object.fromEntries(
     Object.entries(wantedLabels).filter(([key, value]) => labels[key] !== value),
