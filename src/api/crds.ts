@@ -968,7 +968,7 @@ const windowsNodePoolWire = {
                         type: 'string',
                         minLength: 2,
                         maxLength: nodeNamePatternMaxLength,
-                        description: `A regular expression (RE2 syntax, as Go and Kubernetes read it) the node name of a host joining the pool must match, anchored: it starts with ^ and ends with $, e.g. ^web-[0-9]{1,4}$. At most ${nodeNamePatternMaxLength} characters. RE2 matches in linear time, so no pattern can make the check slow. Absent: any fresh node name`,
+                        description: `A regular expression (RE2 syntax, as Go and Kubernetes read it) the node name of a host joining the pool must match, anchored: it starts with ^ and ends with $, e.g. ^web-[0-9]{1,4}$. At most ${nodeNamePatternMaxLength} characters. RE2 matches in linear time, so no pattern can make the check slow. Required for hosts joining by command: without it winfleet join-command refuses the pool and its tokens' CSRs are denied`,
                         'x-kubernetes-validations': [
                           {
                             rule: "self.startsWith('^') && self.endsWith('$')",

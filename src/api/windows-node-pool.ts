@@ -115,7 +115,8 @@ export const nodeNamePatternMaxLength = 256;
 export interface PoolJoinSpec {
   /**
    * An anchored RE2 regular expression ("^web-[0-9]+$") the node name of a host joining the pool
-   * by itself must match (src/join/node-name-pattern.ts). Absent: any fresh node name.
+   * by itself must match (src/join/node-name-pattern.ts). Required for joining by command:
+   * without it `winfleet join-command` refuses the pool and the approver denies its tokens' CSRs.
    */
   nodeNamePattern?: string;
 }

@@ -120,11 +120,21 @@ async function poolLabels(
       `--pool: no WindowsNodePool ${pool} in namespace ${namespace} (there: ${names}); create it first, or give -n NAMESPACE`,
     );
   }
-  const pattern = target.spec?.join?.nodeNamePattern;
-  if (pattern !== undefined) {
-    const compiled = compileNodeNamePattern(String(pattern));
-    if (!compiled.ok) throw problem(`WindowsNodePool ${namespace}/${pool}: ${compiled.problem}`);
+  const ref = `WindowsNodePool ${namespace}/${pool}`;
+  const ad = target.spec?.activeDirectory;
+  if (ad) {
+    throw problem(
+      `${ref} joins its hosts to Active Directory domain ${JSON.stringify(String(ad.domain))} (spec.activeDirectory), and a host joining by command registers its Node before any domain join, so the pool takes no join tokens; add its hosts over SSH (winfleet hosts add)`,
+    );
   }
+  const pattern = target.spec?.join?.nodeNamePattern;
+  if (pattern === undefined) {
+    throw problem(
+      `${ref} sets no spec.join.nodeNamePattern, which a pool must before it takes join tokens (without one a token could claim any node name, names of nodes that will exist later included); set it, e.g. kubectl patch windowsnodepool -n ${namespace} ${pool} --type merge -p '{"spec":{"join":{"nodeNamePattern":"^${pool}-[0-9]{1,4}$"}}}'`,
+    );
+  }
+  const compiled = compileNodeNamePattern(String(pattern));
+  if (!compiled.ok) throw problem(`${ref}: ${compiled.problem}`);
   const labels = poolJoinLabels(target, pools);
   if ('problem' in labels) throw problem(labels.problem);
   return labels.labels;

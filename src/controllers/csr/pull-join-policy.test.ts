@@ -47,7 +47,11 @@ const pool = (spec: Partial<WindowsNodePool['spec']> = {}): WindowsNodePool => (
   apiVersion: 'winfleet.io/v1alpha1',
   kind: 'WindowsNodePool',
   metadata: { name: 'web', namespace: 'team-a' },
-  spec: { selector: { matchLabels: { pool: 'web' } }, ...spec },
+  spec: {
+    selector: { matchLabels: { pool: 'web' } },
+    join: { nodeNamePattern: '^web-[0-9]+$' },
+    ...spec,
+  },
 });
 
 const sshHost = (name: string, namespace: string, over: Partial<WindowsHost> = {}) =>
@@ -225,6 +229,31 @@ test('refused: a name the pool’s pattern does not match, or a pool whose patte
   );
 });
 
+test('refused: a pool with no name pattern, whatever the name (no claim on names of nodes to come)', async () => {
+  const open = { pools: [pool({ join: {} })] };
+  for (const node of ['web-1', 'ip-10-0-0-7', 'aks-nodepool1-12345678-vmss000000']) {
+    assert.match(
+      deniedBy(await decideKubeletCsr(csr(node), lookup(open))),
+      /^name-pattern: WindowsNodePool team-a\/web sets no spec\.join\.nodeNamePattern, which a pool that takes join tokens must: .* kubectl patch windowsnodepool -n team-a web --type merge -p '\{"spec":\{"join":\{"nodeNamePattern":"\^web-\[0-9\]\{1,4\}\$"\}\}\}'$/,
+      node,
+    );
+  }
+});
+
+test('refused before any certificate: a token of a pool that joins Active Directory', async () => {
+  const corp = {
+    pools: [
+      pool({
+        activeDirectory: { domain: 'corp.example.com', credentialsSecretRef: { name: 'ad' } },
+      }),
+    ],
+  };
+  assert.match(
+    deniedBy(await decideKubeletCsr(csr('web-1'), lookup(corp))),
+    /^active-directory: WindowsNodePool team-a\/web joins its hosts to Active Directory domain "corp\.example\.com", .*add such hosts over SSH/,
+  );
+});
+
 test('refused: the pool gone, or its selector no longer selecting the token’s labels', async () => {
   assert.match(deniedBy(await decideKubeletCsr(csr(), lookup({ pools: [] }))), /^pool: /);
   const moved = { pools: [pool({ selector: { matchLabels: { pool: 'api' } } })] };
@@ -354,7 +383,10 @@ test('two CSRs racing for one name: exactly one is claimed, whatever token or po
   };
   const pools = [
     pool(),
-    { ...pool({ selector: {} }), metadata: { name: 'api', namespace: 'team-b' } },
+    {
+      ...pool({ selector: {}, join: { nodeNamePattern: '^web-[0-9]+$' } }),
+      metadata: { name: 'api', namespace: 'team-b' },
+    },
   ];
   const world = lookup({ reservations, records, pools });
   // Same token, same name.

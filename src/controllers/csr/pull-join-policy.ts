@@ -11,8 +11,11 @@
  *   never asks for (kubelet-certificate-rules.ts), the node name taken from the CN;
  * - node-name: a lowercase RFC 1123 label of at most 63 characters (it names the WindowsHost);
  * - pool: the record's pool exists where the operator watches; pool-selector: its selector
- *   still selects the record's labels; name-pattern: the name matches its
- *   spec.join.nodeNamePattern when it sets one;
+ *   still selects the record's labels; active-directory: the pool joins no Active Directory
+ *   domain (a Pull host's kubelet registers before any domain join, so such a pool takes no
+ *   tokens: refused here, before a certificate, not after); name-pattern: the pool sets
+ *   spec.join.nodeNamePattern (required: without one a token could claim any name, including
+ *   names of nodes that do not exist yet) and the name matches it;
  * - name-taken: the name is fresh: no Node, no WindowsHost of that name in the pool's
  *   namespace, none holding it in spec.nodeName or status.nodeName anywhere, and no other CSR
  *   holding it in the operator's reservation table.
@@ -215,8 +218,20 @@ function poolJoinProblem(
       `${ref}'s selector no longer selects the labels the token gives its hosts (${JSON.stringify(record.labels)}); make a new join token for the pool`,
     ];
   }
+  const ad = pool.spec.activeDirectory;
+  if (ad) {
+    return [
+      'active-directory',
+      `${ref} joins its hosts to Active Directory domain ${quoteValue(String(ad.domain))}, and a host joining by command registers its Node before any domain join; add such hosts over SSH (winfleet hosts add), or join by command to a pool without spec.activeDirectory`,
+    ];
+  }
   const source = pool.spec.join?.nodeNamePattern;
-  if (source === undefined) return undefined;
+  if (source === undefined) {
+    return [
+      'name-pattern',
+      `${ref} sets no spec.join.nodeNamePattern, which a pool that takes join tokens must: without it a token could claim any node name, names of nodes that will exist later included. Set it, e.g. kubectl patch windowsnodepool -n ${record.namespace} ${record.pool} --type merge -p '{"spec":{"join":{"nodeNamePattern":"^${record.pool}-[0-9]{1,4}$"}}}'`,
+    ];
+  }
   const pattern = compileNodeNamePattern(String(source));
   if (!pattern.ok) return ['name-pattern', `${ref}: ${pattern.problem}`];
   if (!pattern.matches(nodeName)) {
