@@ -86,6 +86,9 @@ async function recognise(userData: string) {
     caCertHash: values['--ca-cert-hash'] ?? '',
     namespace: values['--namespace'] ?? '',
     ...(values['--node-name'] === undefined ? {} : { nodeName: values['--node-name'] }),
+    ...(values['--instance-identity'] === undefined
+      ? {}
+      : { instanceIdentity: values['--instance-identity'] as 'aws' }),
   };
   for (const format of formats) {
     let expected: string;

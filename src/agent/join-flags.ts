@@ -28,11 +28,23 @@ export interface JoinFlags {
   caCertHash: string;
   namespace: string;
   nodeName?: string;
+  /**
+   * `--instance-identity aws`: read the EC2 instance identity document and its signature from
+   * IMDS and hand them to the approver (join/instance-identity.ts); the node name is then the
+   * instance id unless --node-name gives one.
+   */
+  instanceIdentity?: 'aws';
 }
 
-export const joinUsage = `Usage: (token in the environment variable ${joinTokenEnv}=<id>.<secret>) winfleet-agent join --api-server https://<host>:<port> --ca-cert-hash sha256:<hex> --namespace <operator namespace> [--node-name <name>]`;
+export const joinUsage = `Usage: (token in the environment variable ${joinTokenEnv}=<id>.<secret>) winfleet-agent join --api-server https://<host>:<port> --ca-cert-hash sha256:<hex> --namespace <operator namespace> [--node-name <name>] [--instance-identity aws]`;
 
-const flagNames = ['--api-server', '--ca-cert-hash', '--namespace', '--node-name'] as const;
+const flagNames = [
+  '--api-server',
+  '--ca-cert-hash',
+  '--namespace',
+  '--node-name',
+  '--instance-identity',
+] as const;
 type FlagName = (typeof flagNames)[number];
 
 function invalid(message: string): WinfleetError {
@@ -81,12 +93,19 @@ export function parseJoinFlags(
   const hashText = values.get('--ca-cert-hash')!;
   const namespace = values.get('--namespace')!;
   const nodeName = values.get('--node-name');
+  const instanceIdentity = values.get('--instance-identity');
   const problems: [string, string | undefined][] = [
     ['--api-server', apiServerProblem(apiServer)],
     [joinTokenEnv, joinTokenProblem(tokenText)],
     ['--ca-cert-hash', caCertHashProblem(hashText)],
     ['--namespace', labelProblem(namespace)],
     ['--node-name', nodeName === undefined ? undefined : labelProblem(nodeName)],
+    [
+      '--instance-identity',
+      instanceIdentity === undefined || instanceIdentity === 'aws'
+        ? undefined
+        : `is ${JSON.stringify(instanceIdentity.slice(0, 20))}; the only kind is "aws"`,
+    ],
   ];
   const found = problems.find(([, problem]) => problem !== undefined);
   if (found) throw invalid(`${found[0]} ${found[1]}`);
@@ -96,5 +115,6 @@ export function parseJoinFlags(
     caCertHash: parseCaCertHash(hashText)!,
     namespace,
     ...(nodeName === undefined ? {} : { nodeName }),
+    ...(instanceIdentity === undefined ? {} : { instanceIdentity: 'aws' as const }),
   };
 }

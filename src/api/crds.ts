@@ -10,6 +10,7 @@ import {
   agentConditionTypes,
   conditionStatuses,
   healthDefaults,
+  instanceIdentityKinds,
   nodeNamePatternMaxLength,
   patchPolicies,
   poolDefaults,
@@ -982,6 +983,12 @@ const windowsNodePoolWire = {
                             message: 'must be a valid RE2 regular expression',
                           },
                         ],
+                      },
+                      instanceIdentity: {
+                        type: 'string',
+                        enum: [...instanceIdentityKinds],
+                        description:
+                          'AWS: a host joining by command must present its EC2 instance identity document, signed by AWS (verified with hosts.instanceIdentity.aws.certificates of winfleet-config), and is named for its instance id; a token then admits only real instances, each once. Absent: no instance identity is asked for',
                       },
                     },
                   },

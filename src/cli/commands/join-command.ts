@@ -20,6 +20,7 @@ import { bootstrapGroup } from '../../controllers/hosts/bootstrap-tokens.ts';
 import { agentDownload } from '../../join/agent-download.ts';
 import { bootstrapTokenAuthentication } from '../../join/bootstrap-token-auth.ts';
 import { clusterInfoName, clusterInfoNamespace } from '../../join/cluster-info.ts';
+import { instanceIdProblem } from '../../join/instance-identity.ts';
 import { joinCaHash } from '../../join/join-ca-hash.ts';
 import { downloadUrlProblem } from '../../join/join-command-values.ts';
 import {
@@ -56,6 +57,7 @@ interface JoinCommandFlags extends KubeFlags {
   format: JoinScriptFormat;
   agentUrl?: string;
   operatorNamespace: string;
+  instanceId?: string;
 }
 
 const problem = (message: string) => cliExit(ExitCode.problem, message);
@@ -106,12 +108,15 @@ async function readPools(kc: k8s.KubeConfig, namespace: string): Promise<Windows
   return list.items;
 }
 
-/** The labels the pool's joining hosts get; refuses a pool that cannot take them. */
+/**
+ * The labels the pool's joining hosts get and whether it requires instance identity; refuses
+ * a pool that cannot take them.
+ */
 async function poolLabels(
   kc: k8s.KubeConfig,
   namespace: string,
   pool: string,
-): Promise<Record<string, string>> {
+): Promise<{ labels: Record<string, string>; instanceIdentity: boolean }> {
   const pools = await readPools(kc, namespace);
   const target = pools.find((p) => p.metadata.name === pool);
   if (!target) {
@@ -137,7 +142,14 @@ async function poolLabels(
   if (!compiled.ok) throw problem(`${ref}: ${compiled.problem}`);
   const labels = poolJoinLabels(target, pools);
   if ('problem' in labels) throw problem(labels.problem);
-  return labels.labels;
+  return { labels: labels.labels, instanceIdentity: target.spec.join?.instanceIdentity === 'AWS' };
+}
+
+/** `--instance-id`: an EC2 instance id. */
+function instanceId(value: string): string {
+  const found = instanceIdProblem(value);
+  if (found) throw new InvalidArgumentError(found);
+  return value;
 }
 
 /** winfleet-join as the operator published it, with a payload source hosts can pull. */
@@ -189,7 +201,12 @@ const bootstrapAuthOff = (id: string) =>
 async function makeJoinScript(
   kc: k8s.KubeConfig,
   flags: JoinCommandFlags,
-  context: { namespace: string; labels: Record<string, string>; info: JoinInfo },
+  context: {
+    namespace: string;
+    labels: Record<string, string>;
+    info: JoinInfo;
+    instanceIdentity: boolean;
+  },
   agent: { url: string; sha256: string },
   caCertHash: string,
 ): Promise<{ script: string; id: string; expires: string; warning?: string }> {
@@ -200,6 +217,7 @@ async function makeJoinScript(
     uses: flags.uses,
     ttlMs: flags.ttl,
     labels: context.labels,
+    ...(flags.instanceId ? { instanceId: flags.instanceId } : {}),
   });
   try {
     const auth = await bootstrapTokenAuthentication(kc, token);
@@ -217,6 +235,7 @@ async function makeJoinScript(
       token,
       caCertHash,
       namespace: flags.operatorNamespace,
+      ...(context.instanceIdentity ? { instanceIdentity: 'aws' as const } : {}),
     });
     return { script, id, expires: record.expires, ...(warning ? { warning } : {}) };
   } catch (error) {
@@ -259,6 +278,11 @@ export function registerJoinCommand(program: Command): void {
       agentUrl,
     )
     .option(
+      '--instance-id <id>',
+      'the one EC2 instance the token admits (its AWS-signed identity document must name it; one use)',
+      instanceId,
+    )
+    .option(
       '--operator-namespace <name>',
       `where the operator runs (winfleet-join, the token records)`,
       namespaceName,
@@ -267,7 +291,13 @@ export function registerJoinCommand(program: Command): void {
     .action(async (flags: JoinCommandFlags) => {
       const kc = kubeConfigFrom(flags);
       const namespace = namespaceFrom(flags, kc)!;
-      const labels = await poolLabels(kc, namespace, flags.pool);
+      const pool = await poolLabels(kc, namespace, flags.pool);
+      if (flags.instanceId && flags.uses !== 1) {
+        throw problem(
+          `--uses ${flags.uses} with --instance-id: a token for one instance has one use; leave --uses out`,
+        );
+      }
+      const labels = pool.labels;
       const info = await publishedJoinInfo(kc, flags.operatorNamespace);
       const pin = await joinCaHash(kc);
       if ('problem' in pin) throw problem(pin.problem);
@@ -276,7 +306,14 @@ export function registerJoinCommand(program: Command): void {
       }).catch((error: Error) => {
         throw problem(error.message);
       });
-      const made = await makeJoinScript(kc, flags, { namespace, labels, info }, agent, pin.hash);
+      const made = await makeJoinScript(
+        kc,
+        flags,
+        // A token for one instance asks for its identity whatever the pool says.
+        { namespace, labels, info, instanceIdentity: pool.instanceIdentity || !!flags.instanceId },
+        agent,
+        pin.hash,
+      );
       process.stdout.write(made.script);
       process.stderr.write(
         `join token ${made.id}: ${flags.uses} host${flags.uses === 1 ? '' : 's'} may join WindowsNodePool ${namespace}/${flags.pool} until ${made.expires}; revoke it with: winfleet join-tokens revoke ${made.id}${flags.operatorNamespace === defaultHostNamespace ? '' : ` -n ${flags.operatorNamespace}`}\n`,

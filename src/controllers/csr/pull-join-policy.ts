@@ -16,6 +16,12 @@
  *   tokens: refused here, before a certificate, not after); name-pattern: the pool sets
  *   spec.join.nodeNamePattern (required: without one a token could claim any name, including
  *   names of nodes that do not exist yet) and the name matches it;
+ * - instance-identity: when the pool sets spec.join.instanceIdentity (or the token was made for
+ *   one instance), an identity document filed with this token for this node name (a CSR of the
+ *   signer winfleet.io/instance-identity from the same requester) whose AWS signature verifies
+ *   with hosts.instanceIdentity.aws.certificates, of an allowed account, naming the instance
+ *   the node is named for, and the token's instance when it has one
+ *   (join/instance-identity.ts);
  * - name-taken: the name is fresh: no Node, no WindowsHost of that name in the pool's
  *   namespace, none holding it in spec.nodeName or status.nodeName anywhere, and no other CSR
  *   holding it in the operator's reservation table.
@@ -25,9 +31,11 @@
  * creates the WindowsHost — the claim the API server makes atomic — and takes a use.
  */
 
+import type { X509Certificate } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
+import { type AwsInstanceIdentity, verifyAwsIdentity } from '../../join/instance-identity.ts';
 import { type JoinTokenRecord, joinTokenExpired } from '../../join/join-token-record.ts';
 import { compileNodeNamePattern } from '../../join/node-name-pattern.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
@@ -68,6 +76,13 @@ export interface PullJoinLookup {
    * refused there gets no certificate. Default: allowed.
    */
   network?: () => NodeNetworkState;
+  /**
+   * The instance identities filed by `requester` (system:bootstrap:<id>) for `nodeName`: the
+   * carrier CSRs of join/instance-identity.ts. Default: none.
+   */
+  instanceIdentities?: (requester: string, nodeName: string) => AwsInstanceIdentity[];
+  /** What verifies them: hosts.instanceIdentity.aws of winfleet-config. Default: nothing. */
+  identityTrust?: () => { certificates: readonly X509Certificate[]; accountIds: readonly string[] };
 }
 
 /** A CSR that passed every check: the WindowsHost to create and the use to take. */
@@ -187,6 +202,10 @@ export async function decidePullJoin(
   }
   const poolProblem = poolJoinProblem(pool, record, nodeName);
   if (poolProblem) return denyJoin(poolProblem[0], poolProblem[1]);
+  if (pool.spec.join?.instanceIdentity === 'AWS' || record.instanceId !== undefined) {
+    const problem = identityProblem(request.username, tokenId, nodeName, record, lookup);
+    if (problem) return denyJoin('instance-identity', problem);
+  }
   const csrUid = request.uid ?? request.name;
   const taken = takenProblem(nodeName, record, csrUid, lookup);
   if (taken) return denyJoin('name-taken', `node name ${nodeName} is taken: ${taken}`);
@@ -201,6 +220,45 @@ export async function decidePullJoin(
       host: joinedHost(record, nodeName, tokenId, csrUid),
     },
   };
+}
+
+/**
+ * Why no instance identity admits `nodeName`: none filed, none verifies, or the one that does
+ * names another instance or account; undefined when one passes every check.
+ */
+function identityProblem(
+  requester: string,
+  tokenId: string,
+  nodeName: string,
+  record: JoinTokenRecord,
+  lookup: PullJoinLookup,
+): string | undefined {
+  const trust = lookup.identityTrust?.() ?? { certificates: [], accountIds: [] };
+  const ref = `WindowsNodePool ${record.namespace}/${record.pool}`;
+  if (trust.certificates.length === 0) {
+    return `${ref} requires instance identity, but hosts.instanceIdentity.aws.certificates in winfleet-config holds no certificate to verify it with; paste the AWS RSA public certificate of each Region your instances run in (docs.aws.amazon.com/AWSEC2/latest/UserGuide/regions-certs.html)`;
+  }
+  const presented = lookup.instanceIdentities?.(requester, nodeName) ?? [];
+  if (presented.length === 0) {
+    return `no instance identity was presented with join token ${tokenId} for node ${nodeName}: ${ref} admits only an EC2 instance that presents its AWS-signed identity document (winfleet-agent join --instance-identity aws, as the script winfleet join-command prints for it does)`;
+  }
+  let last = '';
+  for (const identity of presented) {
+    const verified = verifyAwsIdentity(identity, trust.certificates);
+    if ('problem' in verified) {
+      last = verified.problem;
+      continue;
+    }
+    const { instanceId, accountId } = verified.facts;
+    if (trust.accountIds.length > 0 && !trust.accountIds.includes(accountId)) {
+      last = `instance ${instanceId} belongs to AWS account ${accountId}, which is not in hosts.instanceIdentity.aws.accountIds`;
+    } else if (record.instanceId !== undefined && record.instanceId !== instanceId) {
+      last = `the identity document names instance ${instanceId}, but join token ${tokenId} was made for instance ${record.instanceId} (winfleet join-command --instance-id): the token's user data was replayed on another instance`;
+    } else if (instanceId !== nodeName) {
+      last = `node name ${nodeName} is not the instance id ${instanceId} the identity document names: with instance identity a node is named for its instance, so a replayed document buys only the name its own instance holds`;
+    } else return undefined;
+  }
+  return last;
 }
 
 /** Why the pool refuses `nodeName` or the record's labels: [check, reason], or undefined. */

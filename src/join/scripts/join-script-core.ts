@@ -49,8 +49,10 @@ export interface JoinScriptValues {
   caCertHash: string;
   /** The operator's namespace, where winfleet-join is. */
   namespace: string;
-  /** The node's name; default: the host name lower-cased. */
+  /** The node's name; default: the host name lower-cased (the instance id with identity). */
   nodeName?: string;
+  /** The pool requires instance identity: the agent presents the EC2 instance's. */
+  instanceIdentity?: 'aws';
 }
 
 /** The values in canonical form; throws WF_JOIN_SCRIPT_INVALID naming the first bad one. */
@@ -68,6 +70,12 @@ export function checkJoinScriptValues(values: JoinScriptValues): JoinScriptValue
     ['caCertHash', caCertHashProblem(values.caCertHash)],
     ['namespace', labelProblem(values.namespace)],
     ['nodeName', values.nodeName === undefined ? undefined : labelProblem(values.nodeName)],
+    [
+      'instanceIdentity',
+      values.instanceIdentity === undefined || values.instanceIdentity === 'aws'
+        ? undefined
+        : 'is not "aws"',
+    ],
   ];
   const found = problems.find(([, problem]) => problem !== undefined);
   if (found) {
@@ -96,6 +104,9 @@ export function joinArguments(values: JoinScriptValues): string[] {
     '--namespace',
     values.namespace,
     ...(values.nodeName === undefined ? [] : ['--node-name', values.nodeName]),
+    ...(values.instanceIdentity === undefined
+      ? []
+      : ['--instance-identity', values.instanceIdentity]),
   ];
 }
 
