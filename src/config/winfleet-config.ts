@@ -111,6 +111,12 @@ export interface WinfleetConfig {
      * what to do (annotate winfleet.io/skip-deconfigure=true); it keeps trying after that.
      */
     removalTimeoutSeconds: number;
+    /**
+     * How long a removed Pull-mode host's node name is not issued again to a join
+     * (join/retired-node-names.ts): its certificate may be valid that long. Default 365, as
+     * kube-controller-manager's default --cluster-signing-duration; 0 turns it off.
+     */
+    retiredNodeNameDays: number;
     /** The proxy node services use (hostsettings/proxy-settings.ts); none by default. */
     proxy?: ProxyConfig;
     /** The agent's own health checks (src/health/detector.ts), for hosts bootstrapped after. */
@@ -444,6 +450,7 @@ export const configSchema = {
         },
         agentCheckIntervalSeconds: { type: 'number', minimum: 0.2, maximum: 3600, default: 120 },
         removalTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 86400, default: 300 },
+        retiredNodeNameDays: { type: 'integer', minimum: 0, maximum: 3650, default: 365 },
         agentHealth: { ...agentHealthSchema, default: {} },
         instanceIdentity: {
           type: 'object',

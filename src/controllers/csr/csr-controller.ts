@@ -25,6 +25,7 @@ import {
   parseIdentityCertificates,
 } from '../../join/instance-identity.ts';
 import { readJoinTokenRecord } from '../../join/join-tokens.ts';
+import { readRetiredNodeName } from '../../join/retired-node-names.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { parseCsrPem } from '../../pki/certificates.ts';
@@ -97,6 +98,8 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
       reserve: (nodeName, csrUid) => reservations.reserve(nodeName, csrUid),
       now: clock,
       ...(deps.network ? { network: deps.network } : {}),
+      retired: (nodeName) =>
+        readRetiredNodeName(deps.kc, deps.operatorNamespace, nodeName, clock()),
       // Carrier CSRs stay pending (nothing signs them), so the requester index holds them.
       instanceIdentities: (requester, nodeName) =>
         deps.csrs

@@ -67,6 +67,7 @@ const sshHost = (name: string, namespace: string, over: Partial<WindowsHost> = {
   }) as WindowsHost;
 
 interface World {
+  retired?: Record<string, { until: string; host: string } | { problem: string }>;
   identities?: AwsInstanceIdentity[];
   trust?: { certificates: X509Certificate[]; accountIds: string[] };
   records?: Record<string, JoinTokenRecord | Error>;
@@ -98,6 +99,7 @@ function lookup(world: World = {}): CsrLookup {
     instanceIdentities: (requester) =>
       requester === 'system:bootstrap:tok123' ? (world.identities ?? []) : [],
     ...(world.trust ? { identityTrust: () => world.trust! } : {}),
+    retired: async (name) => world.retired?.[name],
   };
   return {
     hostForToken: async () => undefined,
@@ -552,4 +554,20 @@ test('instance identity, from the attacker’s side: a token admits only the ins
     deniedBy(await decideKubeletCsr(csr(a), plain)),
     /^instance-identity: no instance identity was presented/,
   );
+});
+
+test('refused: a removed host’s name while its certificate may be valid; an unreadable entry fails closed', async () => {
+  const retired = {
+    'web-5': { until: '2027-11-27T10:00:00Z', host: 'team-a/web-5' },
+    'web-6': { problem: 'not JSON' },
+  };
+  assert.match(
+    deniedBy(await decideKubeletCsr(csr('web-5'), lookup({ retired }))),
+    /^name-retired: node name web-5 belonged to WindowsHost team-a\/web-5, removed; the node certificate it was given may be valid until 2027-11-27T10:00:00Z/,
+  );
+  assert.match(
+    deniedBy(await decideKubeletCsr(csr('web-6'), lookup({ retired }))),
+    /^name-retired: node name web-6 has an entry in winfleet-retired-node-names that does not parse/,
+  );
+  assert.equal((await decideKubeletCsr(csr('web-8'), lookup({ retired }))).action, 'claim');
 });

@@ -22,6 +22,8 @@
  *   with hosts.instanceIdentity.aws.certificates, of an allowed account, naming the instance
  *   the node is named for, and the token's instance when it has one
  *   (join/instance-identity.ts);
+ * - name-retired: the name is not a removed Pull host's whose certificate may still be valid
+ *   (join/retired-node-names.ts);
  * - name-taken: the name is fresh: no Node, no WindowsHost of that name in the pool's
  *   namespace, none holding it in spec.nodeName or status.nodeName anywhere, and no other CSR
  *   holding it in the operator's reservation table.
@@ -38,6 +40,7 @@ import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { type AwsInstanceIdentity, verifyAwsIdentity } from '../../join/instance-identity.ts';
 import { type JoinTokenRecord, joinTokenExpired } from '../../join/join-token-record.ts';
 import { compileNodeNamePattern } from '../../join/node-name-pattern.ts';
+import { type RetiredNodeName, retiredNodeNamesConfigMap } from '../../join/retired-node-names.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { quoteValue } from '../../pki/distinguished-name.ts';
 import { matchesSelector, selectorProblems } from '../../rollout/label-selector.ts';
@@ -83,6 +86,11 @@ export interface PullJoinLookup {
   instanceIdentities?: (requester: string, nodeName: string) => AwsInstanceIdentity[];
   /** What verifies them: hosts.instanceIdentity.aws of winfleet-config. Default: nothing. */
   identityTrust?: () => { certificates: readonly X509Certificate[]; accountIds: readonly string[] };
+  /**
+   * The retirement of `nodeName` in force (a removed Pull host's, join/retired-node-names.ts),
+   * read fresh. Default: none.
+   */
+  retired?: (nodeName: string) => Promise<RetiredNodeName | { problem: string } | undefined>;
 }
 
 /** A CSR that passed every check: the WindowsHost to create and the use to take. */
@@ -205,6 +213,24 @@ export async function decidePullJoin(
   if (pool.spec.join?.instanceIdentity === 'AWS' || record.instanceId !== undefined) {
     const problem = identityProblem(request.username, tokenId, nodeName, record, lookup);
     if (problem) return denyJoin('instance-identity', problem);
+  }
+  let retired: Awaited<ReturnType<NonNullable<PullJoinLookup['retired']>>>;
+  try {
+    retired = await lookup.retired?.(nodeName);
+  } catch (error) {
+    return denyJoin(
+      'name-retired',
+      `cannot read the retired node names: ${(error as Error).message}`,
+    );
+  }
+  if (retired) {
+    const free = `remove the key ${nodeName} from ConfigMap ${retiredNodeNamesConfigMap} in the operator's namespace only if that certificate is known to be gone`;
+    return denyJoin(
+      'name-retired',
+      'problem' in retired
+        ? `node name ${nodeName} has an entry in ${retiredNodeNamesConfigMap} that does not parse (${retired.problem}); ${free}`
+        : `node name ${nodeName} belonged to WindowsHost ${retired.host}, removed; the node certificate it was given may be valid until ${retired.until} (Kubernetes cannot revoke it), so the name is not issued again before then: join under another name, or ${free}`,
+    );
   }
   const csrUid = request.uid ?? request.name;
   const taken = takenProblem(nodeName, record, csrUid, lookup);
