@@ -6,6 +6,7 @@
  * thrown away: nothing ever signs that CSR.
  */
 import * as k8s from '@kubernetes/client-node';
+import { WinfleetError } from '../errors/catalog.ts';
 import {
   type AwsIdentityFacts,
   type AwsInstanceIdentity,
@@ -27,13 +28,17 @@ export async function readInstanceIdentity(
   try {
     identity = await readAwsIdentity((request) => host.instanceMetadata(request));
   } catch (error) {
-    throw new Error(
+    throw new WinfleetError(
+      'WF_INSTANCE_IDENTITY',
       `cannot read this instance's identity from the instance metadata service (169.254.169.254): ${(error as Error).message}; the pool requires instance identity (spec.join.instanceIdentity), so join from an EC2 instance whose metadata service is on`,
     );
   }
   const parsed = parseAwsIdentityDocument(identity.document);
   if ('problem' in parsed) {
-    throw new Error(`the instance metadata service served no identity document: ${parsed.problem}`);
+    throw new WinfleetError(
+      'WF_INSTANCE_IDENTITY',
+      `the instance metadata service served no identity document: ${parsed.problem}`,
+    );
   }
   return { identity, facts: parsed.facts };
 }

@@ -24,6 +24,7 @@
  * Everything read here is parsed strictly; no problem text quotes a signature.
  */
 import { verify, X509Certificate } from 'node:crypto';
+import { WinfleetError } from '../errors/catalog.ts';
 
 /** The signer of the carrier CSR: no signer signs it; it only carries the identity. */
 export const instanceIdentitySigner = 'winfleet.io/instance-identity';
@@ -187,7 +188,8 @@ export async function readAwsIdentity(imds: ImdsTransport): Promise<AwsInstanceI
     headers: { 'X-aws-ec2-metadata-token-ttl-seconds': String(sessionTtlSeconds) },
   });
   if (session.status !== 200 || session.body === '') {
-    throw new Error(
+    throw new WinfleetError(
+      'WF_INSTANCE_IDENTITY',
       `the instance metadata service answered ${session.status} to PUT /latest/api/token: is this an EC2 instance with the metadata service on (http-endpoint enabled)?`,
     );
   }
@@ -198,7 +200,10 @@ export async function readAwsIdentity(imds: ImdsTransport): Promise<AwsInstanceI
       headers: { 'X-aws-ec2-metadata-token': session.body },
     });
     if (answer.status !== 200) {
-      throw new Error(`the instance metadata service answered ${answer.status} to GET ${path}`);
+      throw new WinfleetError(
+        'WF_INSTANCE_IDENTITY',
+        `the instance metadata service answered ${answer.status} to GET ${path}`,
+      );
     }
     return answer.body;
   };

@@ -12,6 +12,7 @@
  * understand refuses its name (fails closed).
  */
 import * as k8s from '@kubernetes/client-node';
+import { WinfleetError } from '../errors/catalog.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../kube/client.ts';
 
 export const retiredNodeNamesConfigMap = 'winfleet-retired-node-names';
@@ -118,7 +119,8 @@ export async function retireNodeName(
       if (!isConflict(error) && !isAlreadyExists(error)) throw error;
     }
   }
-  throw new Error(
+  throw new WinfleetError(
+    'WF_TIMEOUT',
     `ConfigMap ${namespace}/${retiredNodeNamesConfigMap} kept changing under five writes`,
   );
 }
