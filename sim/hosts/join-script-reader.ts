@@ -1,17 +1,21 @@
 /**
  * Reading a join script as a host would have to run it: from its PowerShell syntax tree
- * (sim/testkit/powershell-grammar.ts), the literal values of `$agentUrl` and `$agentSha256` and
- * the literal arguments of the one `& $agent join …` command. Only single-quoted literals count
+ * (sim/testkit/powershell-grammar.ts), the literal values of `$agentUrl`, `$agentSha256` and
+ * `$env:WINFLEET_JOIN_TOKEN` (the token, handed to the agent in its environment) and the
+ * literal arguments of the one `& $agent join …` command. Only single-quoted literals count
  * (nothing PowerShell would expand); anything else is refused with the reason, and the caller
  * then requires the whole text to be exactly what the generator writes for those values
  * (userdata.ts), so a script that does one thing more is not run.
  */
+import { joinTokenEnv } from '../../src/join/join-command-values.ts';
 import type { PowerShellNode } from '../testkit/powershell-grammar.ts';
 
 /** What the script carries, as the agent's `join` will receive it. */
 export interface ReadJoinScript {
   agentUrl: string;
   agentSha256: string;
+  /** The join token the script puts in the agent's environment (WINFLEET_JOIN_TOKEN). */
+  token: string;
   /** The arguments after the executable: "join", then flags and values. */
   joinArgs: string[];
 }
@@ -86,6 +90,7 @@ export function readJoinScript(root: PowerShellNode): ReadJoinScript {
   return {
     agentUrl: assignedLiteral(root, '$agentUrl'),
     agentSha256: assignedLiteral(root, '$agentSha256'),
+    token: assignedLiteral(root, `$env:${joinTokenEnv}`),
     joinArgs: args,
   };
 }

@@ -22,6 +22,7 @@ import { SimFileSystem } from './file-system.ts';
 import { errorCode, fsError } from './file-system-error.ts';
 import { WindowsFirewall } from './firewall.ts';
 import { HnsNetworks } from './hns-networks.ts';
+import type { SimInstanceMetadata } from './instance-metadata.ts';
 import { bindsHostAdapter } from './ip-configuration.ts';
 import { type LongOperationTimings, SimLongOperations } from './long-operations.ts';
 import {
@@ -104,6 +105,8 @@ export interface SimMachineOptions {
   userData?: string;
   /** Shorter waits for the agent's `join` on this machine (tests); the agent's own otherwise. */
   joinTuning?: JoinTuning;
+  /** Its cloud's instance metadata service (an EC2 instance's IMDS); none off a cloud. */
+  instanceMetadata?: SimInstanceMetadata;
 }
 
 export interface SimMachineTimings extends ScmTimings, LongOperationTimings {
@@ -314,6 +317,7 @@ export class SimMachine {
     this.memoryBytes = options.memoryBytes ?? 16 * gib;
     this.domain = options.domain;
     this.#joinTuning = options.joinTuning;
+    this.instanceMetadata = options.instanceMetadata;
     this.winHttpProxy = undefined;
     this.fs = fs;
     this.programs = options.programs ?? defaultPrograms();
@@ -402,6 +406,8 @@ export class SimMachine {
 
   /** The run of its user data at the first boot, when it was given some. */
   userData: UserDataRun | undefined;
+  /** What answers on 169.254.169.254 (SimMachineOptions.instanceMetadata). */
+  readonly instanceMetadata: SimInstanceMetadata | undefined;
   /** What the agent's `join` waits on this machine (SimMachineOptions.joinTuning). */
   get joinTuning(): JoinTuning | undefined {
     return this.#joinTuning;

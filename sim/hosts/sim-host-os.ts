@@ -92,6 +92,7 @@ import {
 import type { ReportedUpdate } from '../../src/api/windows-updates.ts';
 import { WinfleetError } from '../../src/errors/catalog.ts';
 import type { HostNetwork } from '../../src/hostaccess/node-address.ts';
+import type { ImdsRequest, ImdsResponse } from '../../src/join/instance-identity.ts';
 import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import { simGmsaHostFacts } from './container-credential-guard.ts';
 import { errorCode, fsError } from './file-system-error.ts';
@@ -544,6 +545,15 @@ export class SimHostOS implements HostOS {
 
   hostname(): Promise<string> {
     return this.#live(() => this.#machine.hostname);
+  }
+
+  instanceMetadata(request: ImdsRequest): Promise<ImdsResponse> {
+    return this.#live(() => {
+      const imds = this.#machine.instanceMetadata;
+      // Off EC2 nothing answers on 169.254.169.254: the connect times out.
+      if (!imds) throw new Error('connect ETIMEDOUT 169.254.169.254:80');
+      return imds.answer(request);
+    });
   }
 
   containersFeature(): Promise<ContainersFeatureState> {

@@ -15,6 +15,7 @@ import type { JoinTuning } from '../../src/agent/join.ts';
 import { createOwnedTempDir, removeOwnedTempDir } from '../cluster/owned-temp-dir.ts';
 import { HostFaults } from './faults.ts';
 import { addressAt, defaultName, type StartSimulatedHostsOptions } from './fleet.ts';
+import type { SimInstanceMetadata } from './instance-metadata.ts';
 import { SimMachine, type SimulatedReleaseName } from './machine.ts';
 import { SimHostOS } from './sim-host-os.ts';
 import type { UserDataRun } from './userdata.ts';
@@ -30,6 +31,8 @@ export interface StartUserDataHostsOptions
   joinTuning?: JoinTuning;
   /** Count (and reset) every connection to port 22 of each host (sshAttempts). */
   countSshAttempts?: boolean;
+  /** Each host's instance metadata service (host index → IMDS), as on EC2. */
+  instanceMetadata?: (index: number, address: string) => SimInstanceMetadata | undefined;
 }
 
 /** One running host that joins from its user data. */
@@ -72,6 +75,7 @@ export async function startUserDataHosts(
     for (let i = 0; i < options.count; i++) {
       const address = addressAt(base, i);
       const name = options.names?.[i] ?? defaultName(address);
+      const imds = options.instanceMetadata?.(i, address);
       const machine = await SimMachine.create({
         hostname: name,
         release: releases[i % releases.length]!,
@@ -81,6 +85,7 @@ export async function startUserDataHosts(
         ...(options.programs ? { programs: options.programs() } : {}),
         userData: options.userData,
         ...(options.joinTuning ? { joinTuning: options.joinTuning } : {}),
+        ...(imds ? { instanceMetadata: imds } : {}),
       });
       const v = machine.osVersion;
       const build = `${v.major}.${v.minor}.${v.build}`;

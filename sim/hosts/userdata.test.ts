@@ -13,6 +13,7 @@ import {
 } from '../../src/join/scripts/render-join-script.ts';
 import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
 import { wellKnownSid } from './file-security.ts';
+import { SimMachine } from './machine.ts';
 import { standInBinary } from './stand-in-binary.ts';
 import { createTestMachine } from './test-machine.ts';
 import { launchAgentLog } from './userdata.ts';
@@ -82,6 +83,33 @@ test('each format of the join script runs: lock-down, download, hash check, the 
     assert.match((await machine.fs.readFile(launchAgentLog)).toString(), /winfleet join script/);
   }
   assert.equal(served.downloads(), joinScriptFormats.length);
+});
+
+test('attacker’s side: the token is on no command line a process listing or audit log shows', async (t) => {
+  const served = await agentServer(t);
+  const seen: { args: readonly string[]; token?: string }[] = [];
+  const spawn = SimMachine.prototype.spawn;
+  SimMachine.prototype.spawn = function (this: SimMachine, request) {
+    const env = Object.entries(request.env ?? {});
+    const token = env.find(([k]) => k.toUpperCase() === 'WINFLEET_JOIN_TOKEN')?.[1];
+    seen.push({ args: request.args, ...(token ? { token } : {}) });
+    return spawn.call(this, request);
+  };
+  t.after(() => {
+    SimMachine.prototype.spawn = spawn;
+  });
+  const machine = await createTestMachine(t, {
+    userData: renderJoinScript('aws', values(served.url)),
+    joinTuning: fastJoin,
+  });
+  await machine.userData!.done;
+  const agent = seen.find((s) => s.args[0] === 'join');
+  assert.ok(agent, 'the agent ran');
+  assert.ok(
+    !seen.some((s) => s.args.some((a) => a.includes('0123456789abcdef'))),
+    JSON.stringify(seen.map((s) => s.args)),
+  );
+  assert.equal(agent.token, 'abcdef.0123456789abcdef', 'handed over in its environment');
 });
 
 test('a download with another hash is removed and never run', async (t) => {

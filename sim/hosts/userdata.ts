@@ -16,6 +16,7 @@
  * kept in EC2Launch's log file and in `UserDataRun`.
  */
 import { createHash } from 'node:crypto';
+import { joinTokenEnv } from '../../src/join/join-command-values.ts';
 import {
   type JoinScriptFormat,
   renderJoinScript,
@@ -81,10 +82,13 @@ async function recognise(userData: string) {
     agentUrl: read.agentUrl,
     agentSha256: read.agentSha256,
     apiServer: values['--api-server'] ?? '',
-    token: values['--token'] ?? '',
+    token: read.token,
     caCertHash: values['--ca-cert-hash'] ?? '',
     namespace: values['--namespace'] ?? '',
     ...(values['--node-name'] === undefined ? {} : { nodeName: values['--node-name'] }),
+    ...(values['--instance-identity'] === undefined
+      ? {}
+      : { instanceIdentity: values['--instance-identity'] as 'aws' }),
   };
   for (const format of formats) {
     let expected: string;
@@ -162,9 +166,11 @@ export function runUserData(machine: SimMachine, userData: string): UserDataRun 
     }
     let process: Awaited<ReturnType<SimMachine['spawn']>>;
     try {
+      // $env:WINFLEET_JOIN_TOKEN: the script's PowerShell passes its environment on.
       process = await machine.spawn({
         binaryPath: hostPaths.agentExe,
         args: read.joinArgs,
+        env: { ...machine.env.entries(), [joinTokenEnv]: read.token },
         stdout: log,
         stderr: log,
       });

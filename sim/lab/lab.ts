@@ -559,6 +559,8 @@ const labPoolLabel = { 'winfleet.io/lab-pool': labPoolName };
 
 const labPoolSpec = {
   selector: { matchLabels: labPoolLabel },
+  // Required to take join tokens: the machine joining by command is a simwin-N.
+  join: { nodeNamePattern: '^simwin-[0-9]+(-[0-9]+)?$' },
   maxUnavailable: 1,
   drainTimeout: '5m',
 };

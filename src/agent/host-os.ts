@@ -7,6 +7,7 @@
 
 import type { ReportedUpdate } from '../api/windows-updates.ts';
 import type { HostNetwork } from '../hostaccess/node-address.ts';
+import type { ImdsRequest, ImdsResponse } from '../join/instance-identity.ts';
 import type { CniAddressRequest } from './windows/cni-address.ts';
 import type { ContainersFeatureState } from './windows/containers-feature.ts';
 import type { DefenderThreatList } from './windows/defender.ts';
@@ -252,6 +253,12 @@ export interface HostOS {
    * loopback or an HNS vEthernet one before an adapter's).
    */
   ipv4Network(): Promise<HostNetwork>;
+  /**
+   * One HTTP request to the cloud's instance metadata service at 169.254.169.254 (EC2's IMDS),
+   * for the instance identity a pool may require of a host joining by command
+   * (join/instance-identity.ts speaks IMDSv2 over it). Rejects when nothing answers.
+   */
+  instanceMetadata(request: ImdsRequest): Promise<ImdsResponse>;
   osVersion(): Promise<OsVersion>;
   /** Free bytes on the volume holding `path`. */
   freeDiskBytes(path: string): Promise<number>;

@@ -8,17 +8,21 @@ const secret = '0123456789abcdef';
 const valid = [
   '--api-server',
   'https://10.0.0.1:6443',
-  '--token',
-  `abcdef.${secret}`,
   '--ca-cert-hash',
   hash,
   '--namespace',
   'winfleet-system',
 ];
 
-function refused(args: string[], pattern: RegExp): void {
+/** The environment with the token in WINFLEET_JOIN_TOKEN (or `token`). */
+const env =
+  (token: string | null = `abcdef.${secret}`) =>
+  (name: string) =>
+    name === 'WINFLEET_JOIN_TOKEN' ? (token ?? undefined) : undefined;
+
+function refused(args: string[], pattern: RegExp, token: string | null = `abcdef.${secret}`): void {
   assert.throws(
-    () => parseJoinFlags(args),
+    () => parseJoinFlags(args, env(token)),
     (error) => {
       assert.ok(hasCode(error, 'WF_FLAG_INVALID'), String(error));
       assert.match((error as Error).message, pattern);
@@ -30,16 +34,17 @@ function refused(args: string[], pattern: RegExp): void {
 }
 
 test('the flags of a join command parse', () => {
-  assert.deepEqual(parseJoinFlags(valid), {
+  assert.deepEqual(parseJoinFlags(valid, env()), {
     apiServer: 'https://10.0.0.1:6443',
     token: { id: 'abcdef', secret },
     caCertHash: hash,
     namespace: 'winfleet-system',
   });
-  assert.equal(parseJoinFlags([...valid, '--node-name', 'win-a']).nodeName, 'win-a');
+  assert.equal(parseJoinFlags([...valid, '--node-name', 'win-a'], env()).nodeName, 'win-a');
   assert.equal(
     parseJoinFlags(
       valid.map((v) => (v === hash ? hash.toUpperCase().replace('SHA256', 'sha256') : v)),
+      env(),
     ).caCertHash,
     hash,
   );
@@ -50,12 +55,12 @@ test('anything else is refused, naming the flag and never the token', () => {
   refused([...valid, '--namespace', 'other'], /--namespace is given twice/);
   refused([...valid, '--tokn', `abcdef.${secret}`], /unknown flag "--tokn"/);
   refused(
-    [...valid, `--token=abcdef.${secret}`],
-    /unknown flag "--token" \(write "--flag value", without "="\)/,
+    [...valid, '--namespace=x'],
+    /unknown flag "--namespace" \(write "--flag value", without "="\)/,
   );
-  refused([...valid, `abcdef.${secret}`], /unexpected argument at position 9/);
+  refused([...valid, `abcdef.${secret}`], /unexpected argument at position 7/);
   refused(valid.slice(2), /--api-server is missing/);
-  refused(valid.slice(0, 6), /--namespace is missing/);
+  refused(valid.slice(0, 4), /--namespace is missing/);
   const replace = (flag: string, value: string) => {
     const args = [...valid];
     args[args.indexOf(flag) + 1] = value;
@@ -67,11 +72,26 @@ test('anything else is refused, naming the flag and never the token', () => {
   );
   refused(replace('--api-server', 'https://u:p@10.0.0.1'), /without credentials/);
   refused(replace('--api-server', '10.0.0.1:6443'), /--api-server (is not a URL|must be an https)/);
-  refused(replace('--token', `ABCDEF.${secret}`), /--token is not a bootstrap token/);
-  refused(replace('--token', `abcdef.${secret}x`), /--token is not a bootstrap token/);
+  refused(valid, /WINFLEET_JOIN_TOKEN is not a bootstrap token/, `ABCDEF.${secret}`);
+  refused(valid, /WINFLEET_JOIN_TOKEN is not a bootstrap token/, `abcdef.${secret}x`);
+  refused(valid, /the environment variable WINFLEET_JOIN_TOKEN is not set/, '');
   refused(replace('--ca-cert-hash', 'ab'.repeat(32)), /--ca-cert-hash is .* not "sha256:"/);
   refused(replace('--namespace', 'Winfleet'), /--namespace is "Winfleet", not an RFC 1123 label/);
   refused([...valid, '--node-name', 'win_a'], /--node-name is "win_a", not an RFC 1123 label/);
   refused([...valid, '--node-name', 'a'.repeat(64)], /--node-name is "a+", not an RFC 1123 label/);
-  refused(replace('--token', '--namespace'), /--token needs a value after it/);
+  refused(replace('--namespace', '--node-name'), /--namespace needs a value after it/);
+});
+
+test('the token never on the command line (process listings and audit logs show it)', () => {
+  for (const args of [
+    [...valid, '--token', `abcdef.${secret}`],
+    [...valid, `--token=abcdef.${secret}`],
+    ['--token', `abcdef.${secret}`, ...valid],
+  ]) {
+    refused(
+      args,
+      /--token is not taken on the command line, where process listings and audit logs would show it; put the token in the environment variable WINFLEET_JOIN_TOKEN/,
+    );
+  }
+  refused(valid, /WINFLEET_JOIN_TOKEN is not set/, null);
 });

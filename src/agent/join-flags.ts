@@ -1,9 +1,12 @@
 /**
  * The command line of `winfleet-agent join`, parsed strictly: exactly the flags below, each
- * once, each as `--flag value`, nothing else. A problem names the flag and the fix and never
- * quotes a value that might be the token (a mistyped flag name may be followed by it).
+ * once, each as `--flag value`, nothing else. The token comes from the environment variable
+ * WINFLEET_JOIN_TOKEN, never from the command line (process listings and process-creation audit
+ * logs record command lines); `--token` is refused. A problem names the flag and the fix and
+ * never quotes a value that might be the token (a mistyped flag name may be followed by it).
  *
- *   winfleet-agent join --api-server https://10.0.0.1:6443 --token abcdef.0123456789abcdef \
+ *   $env:WINFLEET_JOIN_TOKEN = 'abcdef.0123456789abcdef'
+ *   winfleet-agent join --api-server https://10.0.0.1:6443 \
  *     --ca-cert-hash sha256:<64 hex> --namespace winfleet-system [--node-name win-a]
  */
 import { WinfleetError } from '../errors/catalog.ts';
@@ -11,6 +14,7 @@ import {
   apiServerProblem,
   caCertHashProblem,
   type JoinToken,
+  joinTokenEnv,
   joinTokenProblem,
   labelProblem,
   parseCaCertHash,
@@ -24,17 +28,22 @@ export interface JoinFlags {
   caCertHash: string;
   namespace: string;
   nodeName?: string;
+  /**
+   * `--instance-identity aws`: read the EC2 instance identity document and its signature from
+   * IMDS and hand them to the approver (join/instance-identity.ts); the node name is then the
+   * instance id unless --node-name gives one.
+   */
+  instanceIdentity?: 'aws';
 }
 
-export const joinUsage =
-  'Usage: winfleet-agent join --api-server https://<host>:<port> --token <id>.<secret> --ca-cert-hash sha256:<hex> --namespace <operator namespace> [--node-name <name>]';
+export const joinUsage = `Usage: (token in the environment variable ${joinTokenEnv}=<id>.<secret>) winfleet-agent join --api-server https://<host>:<port> --ca-cert-hash sha256:<hex> --namespace <operator namespace> [--node-name <name>] [--instance-identity aws]`;
 
 const flagNames = [
   '--api-server',
-  '--token',
   '--ca-cert-hash',
   '--namespace',
   '--node-name',
+  '--instance-identity',
 ] as const;
 type FlagName = (typeof flagNames)[number];
 
@@ -42,11 +51,22 @@ function invalid(message: string): WinfleetError {
   return new WinfleetError('WF_FLAG_INVALID', `winfleet-agent join: ${message}\n${joinUsage}`);
 }
 
-/** Parses the arguments after `join`; throws WF_FLAG_INVALID naming the flag. */
-export function parseJoinFlags(args: readonly string[]): JoinFlags {
+/**
+ * Parses the arguments after `join` and the token from `env` (WINFLEET_JOIN_TOKEN); throws
+ * WF_FLAG_INVALID naming the flag or the variable.
+ */
+export function parseJoinFlags(
+  args: readonly string[],
+  env: (name: string) => string | undefined,
+): JoinFlags {
   const values = new Map<FlagName, string>();
   for (let i = 0; i < args.length; i += 2) {
     const flag = args[i]!;
+    if (flag === '--token' || flag.startsWith('--token=')) {
+      throw invalid(
+        `--token is not taken on the command line, where process listings and audit logs would show it; put the token in the environment variable ${joinTokenEnv} (the script winfleet join-command prints does)`,
+      );
+    }
     if (!(flagNames as readonly string[]).includes(flag)) {
       throw invalid(
         flag.startsWith('-')
@@ -62,20 +82,30 @@ export function parseJoinFlags(args: readonly string[]): JoinFlags {
     }
     values.set(name, value);
   }
-  for (const required of ['--api-server', '--token', '--ca-cert-hash', '--namespace'] as const) {
+  for (const required of ['--api-server', '--ca-cert-hash', '--namespace'] as const) {
     if (!values.has(required)) throw invalid(`${required} is missing`);
   }
+  const tokenText = env(joinTokenEnv);
+  if (tokenText === undefined || tokenText === '') {
+    throw invalid(`the environment variable ${joinTokenEnv} is not set: put the join token in it`);
+  }
   const apiServer = values.get('--api-server')!;
-  const tokenText = values.get('--token')!;
   const hashText = values.get('--ca-cert-hash')!;
   const namespace = values.get('--namespace')!;
   const nodeName = values.get('--node-name');
+  const instanceIdentity = values.get('--instance-identity');
   const problems: [string, string | undefined][] = [
     ['--api-server', apiServerProblem(apiServer)],
-    ['--token', joinTokenProblem(tokenText)],
+    [joinTokenEnv, joinTokenProblem(tokenText)],
     ['--ca-cert-hash', caCertHashProblem(hashText)],
     ['--namespace', labelProblem(namespace)],
     ['--node-name', nodeName === undefined ? undefined : labelProblem(nodeName)],
+    [
+      '--instance-identity',
+      instanceIdentity === undefined || instanceIdentity === 'aws'
+        ? undefined
+        : `is ${JSON.stringify(instanceIdentity.slice(0, 20))}; the only kind is "aws"`,
+    ],
   ];
   const found = problems.find(([, problem]) => problem !== undefined);
   if (found) throw invalid(`${found[0]} ${found[1]}`);
@@ -85,5 +115,6 @@ export function parseJoinFlags(args: readonly string[]): JoinFlags {
     caCertHash: parseCaCertHash(hashText)!,
     namespace,
     ...(nodeName === undefined ? {} : { nodeName }),
+    ...(instanceIdentity === undefined ? {} : { instanceIdentity: 'aws' as const }),
   };
 }

@@ -117,8 +117,6 @@ test('a host without the Containers feature (a stock cloud image) stops before d
         // Nothing listens here: a join that got as far as discovery would fail differently.
         '--api-server',
         'https://127.0.0.1:1',
-        '--token',
-        `abcdef.${secret}`,
         '--ca-cert-hash',
         `sha256:${'a'.repeat(64)}`,
         '--namespace',
@@ -130,6 +128,7 @@ test('a host without the Containers feature (a stock cloud image) stops before d
         stderr: (s) => {
           stderr += s;
         },
+        env: (name) => (name === 'WINFLEET_JOIN_TOKEN' ? `abcdef.${secret}` : undefined),
       },
     );
     assert.notEqual(code, 0, state);

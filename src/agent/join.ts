@@ -8,6 +8,8 @@
  *    the pull Secret (join-reads.ts);
  * 3. the payload pulled (join-payload.ts), retried with backoff while the registry cannot be
  *    reached;
+ * 3b. with `--instance-identity aws`: the EC2 instance identity read from IMDS and filed for the
+ *    approver (join-identity.ts); the node is named for the instance unless --node-name says;
  * 4. bootstrap.json written as the operator writes it for SSH-joined hosts (node name: the flag
  *    or the host name lower-cased; node IP by the operator's rule, node-address.ts), then the
  *    existing `bootstrap`: containerd and the kubelet (whose TLS bootstrap uses the token), the
@@ -24,6 +26,7 @@ import { type BackoffPolicy, retryWithBackoff } from '../join/retry-with-backoff
 import { type BootstrapConfig, parseBootstrapConfig, paths } from './agent-config.ts';
 import { bootstrap, step } from './bootstrap.ts';
 import type { JoinFlags } from './join-flags.ts';
+import { presentInstanceIdentity, readInstanceIdentity } from './join-identity.ts';
 import { type PullPayload, pullPayload } from './join-payload.ts';
 import { type JoinMaterials, joinKubeConfig, readJoinMaterials } from './join-reads.ts';
 import { type JoinPhase, writeJoinStatus } from './join-status.ts';
@@ -181,11 +184,26 @@ export async function join(
         onRetry: retrying('Reading winfleet-join'),
       }),
     );
+    const instance = flags.instanceIdentity
+      ? await step('instance-identity', () => readInstanceIdentity(host))
+      : undefined;
     const identity = await step('node-identity', async () => ({
-      nodeName: await nodeNameOf(context, flags),
+      // With instance identity the node is named for the instance (the approver requires it).
+      nodeName:
+        flags.nodeName === undefined && instance
+          ? instance.facts.instanceId
+          : await nodeNameOf(context, flags),
       nodeIP: await nodeIPOf(context),
       hostname: await host.hostname(),
     }));
+    if (instance) {
+      await report(
+        `presenting instance ${instance.facts.instanceId} (account ${instance.facts.accountId}, ${instance.facts.region}) for node ${identity.nodeName}`,
+      );
+      await step('instance-identity', () =>
+        presentInstanceIdentity(kc, identity.nodeName, instance.identity),
+      );
+    }
     phase = 'pulling-payload';
     const source = materials.joinInfo.payload;
     await report(

@@ -10,6 +10,7 @@
  * Inside the executable this runs as CommonJS, where top-level await is a syntax error: keep
  * asynchronous work inside functions.
  */
+import { joinTokenEnv } from '../join/join-command-values.ts';
 import { runAgent } from './run-agent.ts';
 import { stopWhenInputEnds } from './run-loop.ts';
 import { WindowsHostOS } from './windows/windows-host-os.ts';
@@ -27,12 +28,16 @@ function main(): void {
       process.exit(2);
     }
   }
+  // The join token is read once from the environment and kept from every process the agent
+  // starts (they inherit process.env).
+  const joinToken = process.env[joinTokenEnv];
+  delete process.env[joinTokenEnv];
   runAgent(argv, {
     hostOS: new WindowsHostOS(),
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     signal: stop.signal,
-    env: (name) => process.env[name],
+    env: (name) => (name.toUpperCase() === joinTokenEnv ? joinToken : process.env[name]),
   }).then(
     (code) => {
       process.exitCode = code;

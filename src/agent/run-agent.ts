@@ -24,8 +24,8 @@ export interface AgentContext {
   /** Aborted when the service is asked to stop (the `run` loop ends cleanly). */
   signal?: AbortSignal;
   /**
-   * The process's environment (case-insensitive on Windows), when the agent runs as its
-   * service: `run` restarts when its own proxy environment is not the manifest's.
+   * The process's environment (case-insensitive on Windows): `run` restarts when its own proxy
+   * environment is not the manifest's; `join` reads its token from WINFLEET_JOIN_TOKEN.
    */
   env?: (name: string) => string | undefined;
   /** Shorter waits for `join` (tests, simulated hosts); defaults otherwise. */
@@ -67,7 +67,7 @@ export async function runAgent(argv: readonly string[], context: AgentContext): 
     case 'join': {
       let flags: ReturnType<typeof parseJoinFlags>;
       try {
-        flags = parseJoinFlags(rest);
+        flags = parseJoinFlags(rest, context.env ?? (() => undefined));
       } catch (error) {
         context.stderr(`${(error as Error).message}\n`);
         return 2;

@@ -12,6 +12,7 @@ import {
   agentConditionTypes,
   conditionStatuses,
   healthDefaults,
+  instanceIdentityKinds,
   nodeNamePatternMaxLength,
   patchPolicies,
   poolDefaults,
@@ -996,7 +997,7 @@ const windowsNodePoolWire = {
                         type: 'string',
                         minLength: 2,
                         maxLength: nodeNamePatternMaxLength,
-                        description: `A regular expression (RE2 syntax, as Go and Kubernetes read it) the node name of a host joining the pool must match, anchored: it starts with ^ and ends with $, e.g. ^web-[0-9]{1,4}$. At most ${nodeNamePatternMaxLength} characters. RE2 matches in linear time, so no pattern can make the check slow. Absent: any fresh node name`,
+                        description: `A regular expression (RE2 syntax, as Go and Kubernetes read it) the node name of a host joining the pool must match, anchored: it starts with ^ and ends with $, e.g. ^web-[0-9]{1,4}$. At most ${nodeNamePatternMaxLength} characters. RE2 matches in linear time, so no pattern can make the check slow. Required for hosts joining by command: without it winfleet join-command refuses the pool and its tokens' CSRs are denied`,
                         'x-kubernetes-validations': [
                           {
                             rule: "self.startsWith('^') && self.endsWith('$')",
@@ -1010,6 +1011,12 @@ const windowsNodePoolWire = {
                             message: 'must be a valid RE2 regular expression',
                           },
                         ],
+                      },
+                      instanceIdentity: {
+                        type: 'string',
+                        enum: [...instanceIdentityKinds],
+                        description:
+                          'AWS: a host joining by command must present its EC2 instance identity document, signed by AWS (verified with hosts.instanceIdentity.aws.certificates of winfleet-config), and is named for its instance id; a token then admits only real instances, each once. Absent: no instance identity is asked for',
                       },
                     },
                   },

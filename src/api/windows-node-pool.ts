@@ -109,6 +109,9 @@ export interface ActiveDirectorySpec {
   credentialsSecretRef: { name: string };
 }
 
+/** The kinds of instance identity a pool may require (spec.join.instanceIdentity). */
+export const instanceIdentityKinds = ['AWS'] as const;
+
 /** The longest spec.join.nodeNamePattern the CRD takes. */
 export const nodeNamePatternMaxLength = 256;
 
@@ -116,9 +119,15 @@ export const nodeNamePatternMaxLength = 256;
 export interface PoolJoinSpec {
   /**
    * An anchored RE2 regular expression ("^web-[0-9]+$") the node name of a host joining the pool
-   * by itself must match (src/join/node-name-pattern.ts). Absent: any fresh node name.
+   * by itself must match (src/join/node-name-pattern.ts). Required for joining by command:
+   * without it `winfleet join-command` refuses the pool and the approver denies its tokens' CSRs.
    */
   nodeNamePattern?: string;
+  /**
+   * AWS: a joining host presents its EC2 instance identity document, AWS-signed, and is named
+   * for its instance (src/join/instance-identity.ts). Absent: none asked for.
+   */
+  instanceIdentity?: (typeof instanceIdentityKinds)[number];
 }
 
 export const conditionStatuses = ['True', 'False', 'Unknown'] as const;

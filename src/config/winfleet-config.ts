@@ -12,6 +12,7 @@ import { RE2JS } from 're2js';
 import { parse } from 'yaml';
 import { type ProxyConfig, proxyProblems } from '../hostsettings/proxy-settings.ts';
 import { registryRoutingProblems } from '../images/registry-mirrors.ts';
+import { parseIdentityCertificates } from '../join/instance-identity.ts';
 import { parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 import type { ConfiguredNetworkMode } from '../network/network-mode.ts';
 import { configuredWindowsDirProblem } from '../network/windows-paths.ts';
@@ -115,10 +116,28 @@ export interface WinfleetConfig {
      * what to do (annotate winfleet.io/skip-deconfigure=true); it keeps trying after that.
      */
     removalTimeoutSeconds: number;
+    /**
+     * How long a removed Pull-mode host's node name is not issued again to a join
+     * (join/retired-node-names.ts): its certificate may be valid that long. Default 365, as
+     * kube-controller-manager's default --cluster-signing-duration; 0 turns it off.
+     */
+    retiredNodeNameDays: number;
     /** The proxy node services use (hostsettings/proxy-settings.ts); none by default. */
     proxy?: ProxyConfig;
     /** The agent's own health checks (src/health/detector.ts), for hosts bootstrapped after. */
     agentHealth: AgentHealthConfig;
+    /**
+     * What verifies the instance identity a pool may require of hosts joining by command
+     * (spec.join.instanceIdentity, src/join/instance-identity.ts).
+     */
+    instanceIdentity: {
+      aws: {
+        /** The AWS RSA public certificate of each Region instances run in (PEM); none by default. */
+        certificates: string;
+        /** When not empty: the only AWS accounts whose instances may join. */
+        accountIds: string[];
+      };
+    };
   };
   /** The pod network Windows nodes join (src/network/). */
   network: NetworkConfig;
@@ -448,7 +467,29 @@ export const configSchema = {
         },
         agentCheckIntervalSeconds: { type: 'number', minimum: 0.2, maximum: 3600, default: 120 },
         removalTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 86400, default: 300 },
+        retiredNodeNameDays: { type: 'integer', minimum: 0, maximum: 3650, default: 365 },
         agentHealth: { ...agentHealthSchema, default: {} },
+        instanceIdentity: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            aws: {
+              type: 'object',
+              additionalProperties: false,
+              default: {},
+              properties: {
+                certificates: { type: 'string', maxLength: 65536, default: '' },
+                accountIds: {
+                  type: 'array',
+                  items: { type: 'string', pattern: '^[0-9]{12}$' },
+                  uniqueItems: true,
+                  default: [],
+                },
+              },
+            },
+          },
+        },
         proxy: {
           type: 'object',
           additionalProperties: false,
@@ -559,6 +600,14 @@ function semanticProblems(config: Partial<WinfleetConfig>): string[] {
         `network.external.networkName: "${networkName}" is neither a name nor an RE2 regex (${(error as Error).message}); write the HNS network's name, e.g. "Calico"`,
       );
     }
+  }
+  const awsCertificates = (hosts?.instanceIdentity as WinfleetConfig['hosts']['instanceIdentity'])
+    ?.aws?.certificates;
+  if (typeof awsCertificates === 'string' && awsCertificates.trim() !== '') {
+    problems.push(
+      ...parseIdentityCertificates(awsCertificates, 'hosts.instanceIdentity.aws.certificates')
+        .problems,
+    );
   }
   for (const field of ['serviceCIDR', 'podCIDR'] as const) {
     const cidr = hosts?.[field];

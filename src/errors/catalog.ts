@@ -169,6 +169,11 @@ export const errorCatalog = {
     retryable: true,
     summary: 'cluster-info cannot be read yet, or is not yet signed for the join token',
   },
+  WF_INSTANCE_IDENTITY: {
+    retryable: false,
+    summary:
+      'a host joining a pool that requires instance identity could not read it from the instance metadata service',
+  },
   WF_JOIN_SCRIPT_INVALID: {
     retryable: false,
     summary: 'a value for a join script is out of shape (URL, token, hash, namespace, node name)',

@@ -8,6 +8,13 @@
  * never echo the token (its secret half is a credential).
  */
 
+/**
+ * The environment variable that carries the join token to `winfleet-agent join`: never a
+ * command-line argument, which process listings (Win32_Process.CommandLine), process-creation
+ * audit events (4688 with command-line logging) and Sysmon record for any reader of those.
+ */
+export const joinTokenEnv = 'WINFLEET_JOIN_TOKEN';
+
 /** A bootstrap token split into its public id and its secret. */
 export interface JoinToken {
   /** 6 characters [a-z0-9]: names the Secret bootstrap-token-<id> and the JWS key id. */

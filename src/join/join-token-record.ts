@@ -11,6 +11,7 @@
  * approver approves nothing on a record it does not fully understand.
  */
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
+import { awsInstanceIdPattern } from './instance-identity.ts';
 
 /** Label on the record and on the token's Secret: the token id. */
 export const joinTokenLabel = 'winfleet.io/join-token';
@@ -50,6 +51,11 @@ export interface JoinTokenRecord {
   labels: Record<string, string>;
   /** The hosts that used the token, oldest first. */
   joined: JoinTokenUse[];
+  /**
+   * The one EC2 instance the token admits (`join-command --instance-id`): the joining host's
+   * signed identity document must name it (join/instance-identity.ts).
+   */
+  instanceId?: string;
 }
 
 const nameSchema = {
@@ -71,6 +77,7 @@ const schema = {
   required: ['tokenId', 'pool', 'namespace', 'uses', 'usesLeft', 'expires', 'labels', 'joined'],
   properties: {
     tokenId: { type: 'string', pattern: '^[a-z0-9]{6}$' },
+    instanceId: { type: 'string', pattern: awsInstanceIdPattern.source },
     pool: nameSchema,
     namespace: nameSchema,
     uses: { type: 'integer', minimum: 1, maximum: maxJoinTokenUses },

@@ -45,6 +45,8 @@ export interface NewJoinToken {
   ttlMs: number;
   /** The labels each joining host's WindowsHost gets. */
   labels: Record<string, string>;
+  /** The one EC2 instance the token admits (its identity document must name it). */
+  instanceId?: string;
 }
 
 export interface CreatedJoinToken {
@@ -102,6 +104,7 @@ export async function createJoinToken(
       expires,
       labels: request.labels,
       joined: [],
+      ...(request.instanceId ? { instanceId: request.instanceId } : {}),
     };
     try {
       await core.createNamespacedConfigMap({

@@ -32,6 +32,7 @@ import { dirname, join, parse as parsePath, win32 } from 'node:path';
 import type { ReportedUpdate } from '../../api/windows-updates.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
 import type { HostNetwork } from '../../hostaccess/node-address.ts';
+import type { ImdsRequest, ImdsResponse } from '../../join/instance-identity.ts';
 import { powerShellArgs, powerShellErrorText } from '../../powershell/powershell.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import type {
@@ -686,6 +687,16 @@ export class WindowsHostOS implements HostOS {
     return parseContainersFeatureOutput(
       await this.#runPowerShell(containersFeatureScript(), "read the Containers feature's state"),
     );
+  }
+
+  async instanceMetadata(request: ImdsRequest): Promise<ImdsResponse> {
+    // Link-local, plain HTTP, no proxy (as the AWS tools do): fetch without a dispatcher.
+    const response = await fetch(`http://169.254.169.254${request.path}`, {
+      method: request.method,
+      headers: request.headers,
+      signal: AbortSignal.timeout(5_000),
+    });
+    return { status: response.status, body: await response.text() };
   }
 
   async ipv4Network(): Promise<HostNetwork> {

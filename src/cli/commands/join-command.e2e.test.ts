@@ -151,12 +151,24 @@ test('join-command prints the script, makes a signing token in winfleet’s grou
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const kubeconfig = ['--kubeconfig', cluster.kubeconfigPath];
   const operator = await startTestOperator(kc, { namespace, payloadDir, webhook: false });
-  await createPool(kc, namespace, 'web', { selector: { matchLabels: { pool: 'web' } } });
+  await createPool(kc, namespace, 'web', {
+    selector: { matchLabels: { pool: 'web' } },
+    join: { nodeNamePattern: '^web-[0-9]+$' },
+  });
   await createPool(kc, namespace, 'gpu', {
     selector: {
       matchLabels: { pool: 'gpu' },
       matchExpressions: [{ key: 'zone', operator: 'Exists' }],
     },
+    join: { nodeNamePattern: '^gpu-[0-9]+$' },
+  });
+  // Attacker's side: a pool with no name pattern would let a token claim any node name, names
+  // of nodes that will exist later included; an AD pool's hosts register before a domain join.
+  await createPool(kc, namespace, 'open', { selector: { matchLabels: { pool: 'open' } } });
+  await createPool(kc, namespace, 'corp', {
+    selector: { matchLabels: { pool: 'corp' } },
+    join: { nodeNamePattern: '^corp-[0-9]+$' },
+    activeDirectory: { domain: 'corp.example.com', credentialsSecretRef: { name: 'ad' } },
   });
   const info = parseJoinInfo(
     (
@@ -193,7 +205,15 @@ test('join-command prints the script, makes a signing token in winfleet’s grou
   for (const [args, message] of [
     [
       ['--pool', 'nope'],
-      /--pool: no WindowsNodePool nope in namespace winfleet-system \(there: gpu, web\)/,
+      /--pool: no WindowsNodePool nope in namespace winfleet-system \(there: corp, gpu, open, web\)/,
+    ],
+    [
+      ['--pool', 'open'],
+      /WindowsNodePool winfleet-system\/open sets no spec\.join\.nodeNamePattern, which a pool must before it takes join tokens .*kubectl patch windowsnodepool -n winfleet-system open --type merge/,
+    ],
+    [
+      ['--pool', 'corp'],
+      /WindowsNodePool winfleet-system\/corp joins its hosts to Active Directory domain "corp\.example\.com" \(spec\.activeDirectory\).*takes no join tokens/,
     ],
     [['--pool', 'gpu'], /selector cannot be met by its matchLabels alone/],
     [
@@ -402,7 +422,10 @@ test('a cluster without bootstrap-token authentication: said plainly, and nothin
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await installCrds(kc);
   await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await createPool(kc, namespace, 'web', { selector: { matchLabels: { pool: 'web' } } });
+  await createPool(kc, namespace, 'web', {
+    selector: { matchLabels: { pool: 'web' } },
+    join: { nodeNamePattern: '^web-[0-9]+$' },
+  });
   // What the operator would have made: cluster-info and winfleet-join with a registry payload.
   const c = kc.getCurrentCluster()!;
   await core.createNamespacedConfigMap({

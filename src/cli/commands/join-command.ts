@@ -22,6 +22,7 @@ import { bootstrapGroup } from '../../controllers/hosts/bootstrap-tokens.ts';
 import { agentDownload } from '../../join/agent-download.ts';
 import { bootstrapTokenAuthentication } from '../../join/bootstrap-token-auth.ts';
 import { clusterInfoName, clusterInfoNamespace } from '../../join/cluster-info.ts';
+import { instanceIdProblem } from '../../join/instance-identity.ts';
 import { caCertHashRecipe, joinCaHash, verifiedJoinAccess } from '../../join/join-ca-hash.ts';
 import { downloadUrlProblem } from '../../join/join-command-values.ts';
 import {
@@ -60,6 +61,7 @@ interface JoinCommandFlags extends KubeFlags {
   operatorNamespace: string;
   caCertHash?: string;
   caFile?: string;
+  instanceId?: string;
 }
 
 const problem = (message: string) => cliExit(ExitCode.problem, message);
@@ -119,12 +121,15 @@ async function readPools(kc: k8s.KubeConfig, namespace: string): Promise<Windows
   return list.items;
 }
 
-/** The labels the pool's joining hosts get; refuses a pool that cannot take them. */
+/**
+ * The labels the pool's joining hosts get and whether it requires instance identity; refuses
+ * a pool that cannot take them.
+ */
 async function poolLabels(
   kc: k8s.KubeConfig,
   namespace: string,
   pool: string,
-): Promise<Record<string, string>> {
+): Promise<{ labels: Record<string, string>; instanceIdentity: boolean }> {
   const pools = await readPools(kc, namespace);
   const target = pools.find((p) => p.metadata.name === pool);
   if (!target) {
@@ -133,14 +138,31 @@ async function poolLabels(
       `--pool: no WindowsNodePool ${pool} in namespace ${namespace} (there: ${names}); create it first, or give -n NAMESPACE`,
     );
   }
-  const pattern = target.spec?.join?.nodeNamePattern;
-  if (pattern !== undefined) {
-    const compiled = compileNodeNamePattern(String(pattern));
-    if (!compiled.ok) throw problem(`WindowsNodePool ${namespace}/${pool}: ${compiled.problem}`);
+  const ref = `WindowsNodePool ${namespace}/${pool}`;
+  const ad = target.spec?.activeDirectory;
+  if (ad) {
+    throw problem(
+      `${ref} joins its hosts to Active Directory domain ${JSON.stringify(String(ad.domain))} (spec.activeDirectory), and a host joining by command registers its Node before any domain join, so the pool takes no join tokens; add its hosts over SSH (winfleet hosts add)`,
+    );
   }
+  const pattern = target.spec?.join?.nodeNamePattern;
+  if (pattern === undefined) {
+    throw problem(
+      `${ref} sets no spec.join.nodeNamePattern, which a pool must before it takes join tokens (without one a token could claim any node name, names of nodes that will exist later included); set it, e.g. kubectl patch windowsnodepool -n ${namespace} ${pool} --type merge -p '{"spec":{"join":{"nodeNamePattern":"^${pool}-[0-9]{1,4}$"}}}'`,
+    );
+  }
+  const compiled = compileNodeNamePattern(String(pattern));
+  if (!compiled.ok) throw problem(`${ref}: ${compiled.problem}`);
   const labels = poolJoinLabels(target, pools);
   if ('problem' in labels) throw problem(labels.problem);
-  return labels.labels;
+  return { labels: labels.labels, instanceIdentity: target.spec.join?.instanceIdentity === 'AWS' };
+}
+
+/** `--instance-id`: an EC2 instance id. */
+function instanceId(value: string): string {
+  const found = instanceIdProblem(value);
+  if (found) throw new InvalidArgumentError(found);
+  return value;
 }
 
 /** winfleet-join as the operator published it, with a payload source hosts can pull. */
@@ -192,7 +214,12 @@ const bootstrapAuthOff = (id: string) =>
 async function makeJoinScript(
   kc: k8s.KubeConfig,
   flags: JoinCommandFlags,
-  context: { namespace: string; labels: Record<string, string>; info: JoinInfo },
+  context: {
+    namespace: string;
+    labels: Record<string, string>;
+    info: JoinInfo;
+    instanceIdentity: boolean;
+  },
   agent: { url: string; sha256: string },
   caCertHash: string,
 ): Promise<{ script: string; id: string; expires: string; warning?: string }> {
@@ -203,6 +230,7 @@ async function makeJoinScript(
     uses: flags.uses,
     ttlMs: flags.ttl,
     labels: context.labels,
+    ...(flags.instanceId ? { instanceId: flags.instanceId } : {}),
   });
   try {
     const auth = await bootstrapTokenAuthentication(kc, token);
@@ -220,6 +248,7 @@ async function makeJoinScript(
       token,
       caCertHash,
       namespace: flags.operatorNamespace,
+      ...(context.instanceIdentity ? { instanceIdentity: 'aws' as const } : {}),
     });
     return { script, id, expires: record.expires, ...(warning ? { warning } : {}) };
   } catch (error) {
@@ -270,6 +299,11 @@ export function registerJoinCommand(program: Command): void {
       agentUrl,
     )
     .option(
+      '--instance-id <id>',
+      'the one EC2 instance the token admits (its AWS-signed identity document must name it; one use)',
+      instanceId,
+    )
+    .option(
       '--operator-namespace <name>',
       `where the operator runs (winfleet-join, the token records)`,
       namespaceName,
@@ -293,7 +327,13 @@ export function registerJoinCommand(program: Command): void {
       if ('problem' in access) throw problem(access.problem);
       const { kc } = access;
       const namespace = namespaceFrom(flags, kc)!;
-      const labels = await poolLabels(kc, namespace, flags.pool);
+      const pool = await poolLabels(kc, namespace, flags.pool);
+      if (flags.instanceId && flags.uses !== 1) {
+        throw problem(
+          `--uses ${flags.uses} with --instance-id: a token for one instance has one use; leave --uses out`,
+        );
+      }
+      const labels = pool.labels;
       const info = await publishedJoinInfo(kc, flags.operatorNamespace);
       const pin = await joinCaHash(kc);
       if ('problem' in pin) throw problem(pin.problem);
@@ -302,7 +342,14 @@ export function registerJoinCommand(program: Command): void {
       }).catch((error: Error) => {
         throw problem(error.message);
       });
-      const made = await makeJoinScript(kc, flags, { namespace, labels, info }, agent, pin.hash);
+      const made = await makeJoinScript(
+        kc,
+        flags,
+        // A token for one instance asks for its identity whatever the pool says.
+        { namespace, labels, info, instanceIdentity: pool.instanceIdentity || !!flags.instanceId },
+        agent,
+        pin.hash,
+      );
       process.stdout.write(made.script);
       process.stderr.write(
         `join token ${made.id}: ${flags.uses} host${flags.uses === 1 ? '' : 's'} may join WindowsNodePool ${namespace}/${flags.pool} until ${made.expires}; revoke it with: winfleet join-tokens revoke ${made.id}${flags.operatorNamespace === defaultHostNamespace ? '' : ` -n ${flags.operatorNamespace}`}\n`,

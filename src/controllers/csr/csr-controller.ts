@@ -7,6 +7,7 @@
  * created and a use of its join token taken before its CSR is approved (pull-join-claim.ts).
  */
 
+import type { X509Certificate } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { kubeProxySignerName } from '../../api/kube-proxy-identity.ts';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
@@ -16,7 +17,15 @@ import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller/controller.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { Informer } from '../../controller/informer.ts';
+import {
+  identityDocumentAnnotation,
+  identityNodeAnnotation,
+  identitySignatureAnnotation,
+  instanceIdentitySigner,
+  parseIdentityCertificates,
+} from '../../join/instance-identity.ts';
 import { readJoinTokenRecord } from '../../join/join-tokens.ts';
+import { readRetiredNodeName } from '../../join/retired-node-names.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { parseCsrPem } from '../../pki/certificates.ts';
@@ -72,6 +81,7 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
   const hostsNaming = hostsByNode(deps.hosts);
   const reservations = new NodeNameReservations();
   const clock = () => new Date();
+  const trustCache: { pem?: string; certificates: X509Certificate[] } = { certificates: [] };
   const lookup: CsrLookup = {
     // The token id is derived from the host's UID: no need to read the token's Secret. A
     // Pull host never had one (the index files none under it).
@@ -100,6 +110,34 @@ export function createCsrController(deps: CsrControllerDeps): Controller {
       reserve: (nodeName, csrUid) => reservations.reserve(nodeName, csrUid),
       now: clock,
       ...(deps.network ? { network: deps.network } : {}),
+      retired: (nodeName) =>
+        readRetiredNodeName(deps.kc, deps.operatorNamespace, nodeName, clock()),
+      // Carrier CSRs stay pending (nothing signs them), so the requester index holds them.
+      instanceIdentities: (requester, nodeName) =>
+        deps.csrs
+          .byIndex(pendingCsrsByRequesterIndex, requester)
+          .filter(
+            (c) =>
+              c.spec.signerName === instanceIdentitySigner &&
+              c.spec.username === requester &&
+              c.metadata?.annotations?.[identityNodeAnnotation] === nodeName,
+          )
+          .map((c) => ({
+            document: c.metadata?.annotations?.[identityDocumentAnnotation] ?? '',
+            signature: c.metadata?.annotations?.[identitySignatureAnnotation] ?? '',
+          })),
+      identityTrust: () => {
+        const { certificates, accountIds } = deps.config().hosts.instanceIdentity.aws;
+        if (certificates !== trustCache.pem) {
+          trustCache.pem = certificates;
+          trustCache.certificates =
+            certificates.trim() === ''
+              ? []
+              : parseIdentityCertificates(certificates, 'hosts.instanceIdentity.aws.certificates')
+                  .certificates;
+        }
+        return { certificates: trustCache.certificates, accountIds };
+      },
     },
   };
   const log = deps.log.child({ controller: 'csr-approver' });

@@ -5,6 +5,7 @@
  */
 import 'reflect-metadata';
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { AsnConvert } from '@peculiar/asn1-schema';
@@ -14,8 +15,10 @@ import {
   Name,
   RelativeDistinguishedName,
 } from '@peculiar/asn1-x509';
+import { createAwsIdentitySigner, identityDocument } from '../../../sim/hosts/instance-metadata.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
+import type { AwsInstanceIdentity } from '../../join/instance-identity.ts';
 import type { JoinTokenRecord } from '../../join/join-token-record.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
@@ -48,7 +51,11 @@ const pool = (spec: Partial<WindowsNodePool['spec']> = {}): WindowsNodePool => (
   apiVersion: 'winfleet.io/v1alpha1',
   kind: 'WindowsNodePool',
   metadata: { name: 'web', namespace: 'team-a' },
-  spec: { selector: { matchLabels: { pool: 'web' } }, ...spec },
+  spec: {
+    selector: { matchLabels: { pool: 'web' } },
+    join: { nodeNamePattern: '^web-[0-9]+$' },
+    ...spec,
+  },
 });
 
 const sshHost = (name: string, namespace: string, over: Partial<WindowsHost> = {}) =>
@@ -61,6 +68,9 @@ const sshHost = (name: string, namespace: string, over: Partial<WindowsHost> = {
   }) as WindowsHost;
 
 interface World {
+  retired?: Record<string, { until: string; host: string } | { problem: string }>;
+  identities?: AwsInstanceIdentity[];
+  trust?: { certificates: X509Certificate[]; accountIds: string[] };
   records?: Record<string, JoinTokenRecord | Error>;
   pools?: WindowsNodePool[];
   nodes?: string[];
@@ -87,6 +97,10 @@ function lookup(world: World = {}): CsrLookup {
     reserve: (name, uid) => reservations.reserve(name, uid),
     now: () => now,
     ...(world.network ? { network: world.network } : {}),
+    instanceIdentities: (requester) =>
+      requester === 'system:bootstrap:tok123' ? (world.identities ?? []) : [],
+    ...(world.trust ? { identityTrust: () => world.trust! } : {}),
+    retired: async (name) => world.retired?.[name],
   };
   return {
     hostForToken: async () => undefined,
@@ -227,6 +241,31 @@ test('refused: a name the pool’s pattern does not match, or a pool whose patte
   );
 });
 
+test('refused: a pool with no name pattern, whatever the name (no claim on names of nodes to come)', async () => {
+  const open = { pools: [pool({ join: {} })] };
+  for (const node of ['web-1', 'ip-10-0-0-7', 'aks-nodepool1-12345678-vmss000000']) {
+    assert.match(
+      deniedBy(await decideKubeletCsr(csr(node), lookup(open))),
+      /^name-pattern: WindowsNodePool team-a\/web sets no spec\.join\.nodeNamePattern, which a pool that takes join tokens must: .* kubectl patch windowsnodepool -n team-a web --type merge -p '\{"spec":\{"join":\{"nodeNamePattern":"\^web-\[0-9\]\{1,4\}\$"\}\}\}'$/,
+      node,
+    );
+  }
+});
+
+test('refused before any certificate: a token of a pool that joins Active Directory', async () => {
+  const corp = {
+    pools: [
+      pool({
+        activeDirectory: { domain: 'corp.example.com', credentialsSecretRef: { name: 'ad' } },
+      }),
+    ],
+  };
+  assert.match(
+    deniedBy(await decideKubeletCsr(csr('web-1'), lookup(corp))),
+    /^active-directory: WindowsNodePool team-a\/web joins its hosts to Active Directory domain "corp\.example\.com", .*add such hosts over SSH/,
+  );
+});
+
 test('refused: the pool gone, or its selector no longer selecting the token’s labels', async () => {
   assert.match(deniedBy(await decideKubeletCsr(csr(), lookup({ pools: [] }))), /^pool: /);
   const moved = { pools: [pool({ selector: { matchLabels: { pool: 'api' } } })] };
@@ -356,7 +395,10 @@ test('two CSRs racing for one name: exactly one is claimed, whatever token or po
   };
   const pools = [
     pool(),
-    { ...pool({ selector: {} }), metadata: { name: 'api', namespace: 'team-b' } },
+    {
+      ...pool({ selector: {}, join: { nodeNamePattern: '^web-[0-9]+$' } }),
+      metadata: { name: 'api', namespace: 'team-b' },
+    },
   ];
   const world = lookup({ reservations, records, pools });
   // Same token, same name.
@@ -425,4 +467,109 @@ test('refused: no node joins while the pod network refuses it; nothing is claime
     network: () => ({ ok: true, network: { mode: 'routed' }, detected: 'none', warnings: [] }),
   });
   assert.equal((await decideKubeletCsr(csr('web-5'), allowed)).action, 'claim');
+});
+
+test('instance identity, from the attacker’s side: a token admits only the instance it was made for, named for itself', async () => {
+  const aws = await createAwsIdentitySigner();
+  const forger = await createAwsIdentitySigner();
+  const trust = { certificates: [new X509Certificate(aws.certificatePem)], accountIds: [] };
+  const instance = (instanceId: string, accountId = '123456789012', signer = aws) => {
+    const document = identityDocument({
+      instanceId,
+      accountId,
+      region: 'eu-west-1',
+      privateIp: '10.0.0.7',
+      signer,
+    });
+    return { document, signature: signer.sign(document) };
+  };
+  const a = 'i-0aaaaaaaaaaaaaaa1';
+  const b = 'i-0bbbbbbbbbbbbbbb2';
+  const iidPool = pool({ join: { nodeNamePattern: '^i-[0-9a-f]+$', instanceIdentity: 'AWS' } });
+  const world = (over: World = {}) => lookup({ pools: [iidPool], trust, ...over });
+  // The instance itself, named for itself: claimed.
+  assert.equal(
+    (await decideKubeletCsr(csr(a), world({ identities: [instance(a)] }))).action,
+    'claim',
+  );
+  const cases: [string, string, World, RegExp][] = [
+    [
+      'no certificate configured',
+      a,
+      { identities: [instance(a)], trust: { certificates: [], accountIds: [] } },
+      /^instance-identity: WindowsNodePool team-a\/web requires instance identity, but hosts\.instanceIdentity\.aws\.certificates in winfleet-config holds no certificate/,
+    ],
+    [
+      'the user data replayed from a machine with no identity',
+      a,
+      { identities: [] },
+      /^instance-identity: no instance identity was presented with join token tok123 for node i-0aaaaaaaaaaaaaaa1/,
+    ],
+    [
+      'a forged document (signed with the attacker’s own key)',
+      a,
+      { identities: [instance(a, '123456789012', forger)] },
+      /^instance-identity: the document's signature does not verify with any certificate in hosts\.instanceIdentity\.aws\.certificates/,
+    ],
+    [
+      'an altered document (another instance id, the original signature)',
+      b,
+      {
+        identities: [
+          { document: instance(a).document.replace(a, b), signature: instance(a).signature },
+        ],
+      },
+      /^instance-identity: the document's signature does not verify/,
+    ],
+    [
+      'a real document of instance A, replayed for another node name',
+      'i-0ccccccccccccccc3',
+      { identities: [instance(a)] },
+      /^instance-identity: node name i-0ccccccccccccccc3 is not the instance id i-0aaaaaaaaaaaaaaa1 the identity document names/,
+    ],
+    [
+      'a token made for instance A, presented from instance B',
+      b,
+      { identities: [instance(b)], records: { tok123: record({ instanceId: a }) } },
+      /^instance-identity: the identity document names instance i-0bbbbbbbbbbbbbbb2, but join token tok123 was made for instance i-0aaaaaaaaaaaaaaa1 .*replayed on another instance/,
+    ],
+    [
+      'an instance of another AWS account',
+      a,
+      {
+        identities: [instance(a, '999999999999')],
+        trust: { certificates: trust.certificates, accountIds: ['123456789012'] },
+      },
+      /^instance-identity: instance i-0aaaaaaaaaaaaaaa1 belongs to AWS account 999999999999, which is not in hosts\.instanceIdentity\.aws\.accountIds/,
+    ],
+  ];
+  for (const [name, node, over, check] of cases) {
+    assert.match(deniedBy(await decideKubeletCsr(csr(node), world(over))), check, name);
+  }
+  // A token made for one instance asks for its identity even in a pool that does not.
+  const plain = lookup({
+    pools: [pool({ join: { nodeNamePattern: '^i-[0-9a-f]+$' } })],
+    trust,
+    records: { tok123: record({ instanceId: a }) },
+  });
+  assert.match(
+    deniedBy(await decideKubeletCsr(csr(a), plain)),
+    /^instance-identity: no instance identity was presented/,
+  );
+});
+
+test('refused: a removed host’s name while its certificate may be valid; an unreadable entry fails closed', async () => {
+  const retired = {
+    'web-5': { until: '2027-11-27T10:00:00Z', host: 'team-a/web-5' },
+    'web-6': { problem: 'not JSON' },
+  };
+  assert.match(
+    deniedBy(await decideKubeletCsr(csr('web-5'), lookup({ retired }))),
+    /^name-retired: node name web-5 belonged to WindowsHost team-a\/web-5, removed; the node certificate it was given may be valid until 2027-11-27T10:00:00Z/,
+  );
+  assert.match(
+    deniedBy(await decideKubeletCsr(csr('web-6'), lookup({ retired }))),
+    /^name-retired: node name web-6 has an entry in winfleet-retired-node-names that does not parse/,
+  );
+  assert.equal((await decideKubeletCsr(csr('web-8'), lookup({ retired }))).action, 'claim');
 });

@@ -11,8 +11,19 @@
  *   never asks for (kubelet-certificate-rules.ts), the node name taken from the CN;
  * - node-name: a lowercase RFC 1123 label of at most 63 characters (it names the WindowsHost);
  * - pool: the record's pool exists where the operator watches; pool-selector: its selector
- *   still selects the record's labels; name-pattern: the name matches its
- *   spec.join.nodeNamePattern when it sets one;
+ *   still selects the record's labels; active-directory: the pool joins no Active Directory
+ *   domain (a Pull host's kubelet registers before any domain join, so such a pool takes no
+ *   tokens: refused here, before a certificate, not after); name-pattern: the pool sets
+ *   spec.join.nodeNamePattern (required: without one a token could claim any name, including
+ *   names of nodes that do not exist yet) and the name matches it;
+ * - instance-identity: when the pool sets spec.join.instanceIdentity (or the token was made for
+ *   one instance), an identity document filed with this token for this node name (a CSR of the
+ *   signer winfleet.io/instance-identity from the same requester) whose AWS signature verifies
+ *   with hosts.instanceIdentity.aws.certificates, of an allowed account, naming the instance
+ *   the node is named for, and the token's instance when it has one
+ *   (join/instance-identity.ts);
+ * - name-retired: the name is not a removed Pull host's whose certificate may still be valid
+ *   (join/retired-node-names.ts);
  * - name-taken: the name is fresh: no Node, no WindowsHost of that name in the pool's
  *   namespace, none holding it in spec.nodeName or status.nodeName anywhere, and no other CSR
  *   holding it in the operator's reservation table.
@@ -22,11 +33,14 @@
  * creates the WindowsHost — the claim the API server makes atomic — and takes a use.
  */
 
+import type { X509Certificate } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
+import { type AwsInstanceIdentity, verifyAwsIdentity } from '../../join/instance-identity.ts';
 import { type JoinTokenRecord, joinTokenExpired } from '../../join/join-token-record.ts';
 import { compileNodeNamePattern } from '../../join/node-name-pattern.ts';
+import { type RetiredNodeName, retiredNodeNamesConfigMap } from '../../join/retired-node-names.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { quoteValue } from '../../pki/distinguished-name.ts';
 import { matchesSelector, selectorProblems } from '../../rollout/label-selector.ts';
@@ -65,6 +79,18 @@ export interface PullJoinLookup {
    * refused there gets no certificate. Default: allowed.
    */
   network?: () => NodeNetworkState;
+  /**
+   * The instance identities filed by `requester` (system:bootstrap:<id>) for `nodeName`: the
+   * carrier CSRs of join/instance-identity.ts. Default: none.
+   */
+  instanceIdentities?: (requester: string, nodeName: string) => AwsInstanceIdentity[];
+  /** What verifies them: hosts.instanceIdentity.aws of winfleet-config. Default: nothing. */
+  identityTrust?: () => { certificates: readonly X509Certificate[]; accountIds: readonly string[] };
+  /**
+   * The retirement of `nodeName` in force (a removed Pull host's, join/retired-node-names.ts),
+   * read fresh. Default: none.
+   */
+  retired?: (nodeName: string) => Promise<RetiredNodeName | { problem: string } | undefined>;
 }
 
 /** A CSR that passed every check: the WindowsHost to create and the use to take. */
@@ -184,6 +210,28 @@ export async function decidePullJoin(
   }
   const poolProblem = poolJoinProblem(pool, record, nodeName);
   if (poolProblem) return denyJoin(poolProblem[0], poolProblem[1]);
+  if (pool.spec.join?.instanceIdentity === 'AWS' || record.instanceId !== undefined) {
+    const problem = identityProblem(request.username, tokenId, nodeName, record, lookup);
+    if (problem) return denyJoin('instance-identity', problem);
+  }
+  let retired: Awaited<ReturnType<NonNullable<PullJoinLookup['retired']>>>;
+  try {
+    retired = await lookup.retired?.(nodeName);
+  } catch (error) {
+    return denyJoin(
+      'name-retired',
+      `cannot read the retired node names: ${(error as Error).message}`,
+    );
+  }
+  if (retired) {
+    const free = `remove the key ${nodeName} from ConfigMap ${retiredNodeNamesConfigMap} in the operator's namespace only if that certificate is known to be gone`;
+    return denyJoin(
+      'name-retired',
+      'problem' in retired
+        ? `node name ${nodeName} has an entry in ${retiredNodeNamesConfigMap} that does not parse (${retired.problem}); ${free}`
+        : `node name ${nodeName} belonged to WindowsHost ${retired.host}, removed; the node certificate it was given may be valid until ${retired.until} (Kubernetes cannot revoke it), so the name is not issued again before then: join under another name, or ${free}`,
+    );
+  }
   const csrUid = request.uid ?? request.name;
   const taken = takenProblem(nodeName, record, csrUid, lookup);
   if (taken) return denyJoin('name-taken', `node name ${nodeName} is taken: ${taken}`);
@@ -198,6 +246,45 @@ export async function decidePullJoin(
       host: joinedHost(record, nodeName, tokenId, csrUid),
     },
   };
+}
+
+/**
+ * Why no instance identity admits `nodeName`: none filed, none verifies, or the one that does
+ * names another instance or account; undefined when one passes every check.
+ */
+function identityProblem(
+  requester: string,
+  tokenId: string,
+  nodeName: string,
+  record: JoinTokenRecord,
+  lookup: PullJoinLookup,
+): string | undefined {
+  const trust = lookup.identityTrust?.() ?? { certificates: [], accountIds: [] };
+  const ref = `WindowsNodePool ${record.namespace}/${record.pool}`;
+  if (trust.certificates.length === 0) {
+    return `${ref} requires instance identity, but hosts.instanceIdentity.aws.certificates in winfleet-config holds no certificate to verify it with; paste the AWS RSA public certificate of each Region your instances run in (docs.aws.amazon.com/AWSEC2/latest/UserGuide/regions-certs.html)`;
+  }
+  const presented = lookup.instanceIdentities?.(requester, nodeName) ?? [];
+  if (presented.length === 0) {
+    return `no instance identity was presented with join token ${tokenId} for node ${nodeName}: ${ref} admits only an EC2 instance that presents its AWS-signed identity document (winfleet-agent join --instance-identity aws, as the script winfleet join-command prints for it does)`;
+  }
+  let last = '';
+  for (const identity of presented) {
+    const verified = verifyAwsIdentity(identity, trust.certificates);
+    if ('problem' in verified) {
+      last = verified.problem;
+      continue;
+    }
+    const { instanceId, accountId } = verified.facts;
+    if (trust.accountIds.length > 0 && !trust.accountIds.includes(accountId)) {
+      last = `instance ${instanceId} belongs to AWS account ${accountId}, which is not in hosts.instanceIdentity.aws.accountIds`;
+    } else if (record.instanceId !== undefined && record.instanceId !== instanceId) {
+      last = `the identity document names instance ${instanceId}, but join token ${tokenId} was made for instance ${record.instanceId} (winfleet join-command --instance-id): the token's user data was replayed on another instance`;
+    } else if (instanceId !== nodeName) {
+      last = `node name ${nodeName} is not the instance id ${instanceId} the identity document names: with instance identity a node is named for its instance, so a replayed document buys only the name its own instance holds`;
+    } else return undefined;
+  }
+  return last;
 }
 
 /** Why the pool refuses `nodeName` or the record's labels: [check, reason], or undefined. */
@@ -215,8 +302,20 @@ function poolJoinProblem(
       `${ref}'s selector no longer selects the labels the token gives its hosts (${JSON.stringify(record.labels)}); make a new join token for the pool`,
     ];
   }
+  const ad = pool.spec.activeDirectory;
+  if (ad) {
+    return [
+      'active-directory',
+      `${ref} joins its hosts to Active Directory domain ${quoteValue(String(ad.domain))}, and a host joining by command registers its Node before any domain join; add such hosts over SSH (winfleet hosts add), or join by command to a pool without spec.activeDirectory`,
+    ];
+  }
   const source = pool.spec.join?.nodeNamePattern;
-  if (source === undefined) return undefined;
+  if (source === undefined) {
+    return [
+      'name-pattern',
+      `${ref} sets no spec.join.nodeNamePattern, which a pool that takes join tokens must: without it a token could claim any node name, names of nodes that will exist later included. Set it, e.g. kubectl patch windowsnodepool -n ${record.namespace} ${record.pool} --type merge -p '{"spec":{"join":{"nodeNamePattern":"^${record.pool}-[0-9]{1,4}$"}}}'`,
+    ];
+  }
   const pattern = compileNodeNamePattern(String(source));
   if (!pattern.ok) return ['name-pattern', `${ref}: ${pattern.problem}`];
   if (!pattern.matches(nodeName)) {

@@ -14,6 +14,7 @@
  * condition (RemovalBlocked), with the annotation that lets the removal finish without it
  * (winfleet.io/skip-deconfigure=true: no deconfiguring, no waiting for those pods).
  */
+
 import * as k8s from '@kubernetes/client-node';
 import {
   cordonedByAnnotation,
@@ -26,6 +27,7 @@ import { hostFinalizer, isPullHost, type WindowsHost } from '../../api/windows-h
 import { errorCode } from '../../errors/catalog.ts';
 import { openRemoteHost } from '../../hostaccess/host-session.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
+import { retireNodeName } from '../../join/retired-node-names.ts';
 import { httpStatus, isConflict, isNotFound } from '../../kube/client.ts';
 import { leaveDomain, poolActiveDirectory } from './active-directory-join.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
@@ -202,6 +204,22 @@ async function removalPass(
   if (nodeName) await deleteNode(deps.kc, nodeName, node?.metadata?.uid);
   // A Pull-mode host joined with a join token and never had a bootstrap token of its own.
   if (!isPullHost(host)) await deleteBootstrapToken(deps.kc, host.metadata.uid!);
+  // Its name was issued with a node certificate that outlives the host: not issued again
+  // while that may be valid (join/retired-node-names.ts).
+  const days = deps.config().hosts.retiredNodeNameDays;
+  if (isPullHost(host) && host.spec.nodeName && days > 0) {
+    const now = new Date();
+    await retireNodeName(
+      deps.kc,
+      deps.operatorNamespace,
+      host.spec.nodeName,
+      {
+        until: new Date(now.getTime() + days * 86_400_000).toISOString(),
+        host: `${host.metadata.namespace}/${host.metadata.name}`,
+      },
+      now,
+    );
+  }
   await patchHostMetadata(deps.kc, host, {
     finalizers: (host.metadata.finalizers ?? []).filter((f) => f !== hostFinalizer),
   });

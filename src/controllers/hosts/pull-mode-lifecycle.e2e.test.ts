@@ -115,6 +115,7 @@ test('a Pull-mode host joins, upgrades, reboots and is removed through its agent
 
   await createPool(kc, namespace, 'web', {
     selector: { matchLabels: { pool: 'web' } },
+    join: { nodeNamePattern: '^web-[0-9]+$' },
     maxUnavailable: 1,
     health: {
       unhealthyConditions: [

@@ -79,7 +79,10 @@ test('Pull hosts that never answer: a Node that never registers is reported, not
     },
   });
   t.after(() => operator.stop());
-  await createPool(kc, namespace, 'web', { selector: { matchLabels: { pool: 'web' } } });
+  await createPool(kc, namespace, 'web', {
+    selector: { matchLabels: { pool: 'web' } },
+    join: { nodeNamePattern: '^web-[0-9]+$' },
+  });
   const hostNamed = async (name: string) =>
     (await listWindowsHosts(kc, namespace)).find((h) => h.metadata.name === name);
   const eventsOf = async (name: string, reason: string) =>

@@ -18,6 +18,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import {
+  createAwsIdentitySigner,
+  SimInstanceMetadata,
+} from '../../../sim/hosts/instance-metadata.ts';
 import { runUserData } from '../../../sim/hosts/userdata.ts';
 import { startUserDataHosts } from '../../../sim/hosts/userdata-hosts.ts';
 import { startTestRegistry } from '../../../sim/registry/registry-process.ts';
@@ -82,30 +86,14 @@ function winfleet(
   });
 }
 
-test('a host with only the join command, from a stock image without the Containers feature, stops before using the token; with the feature it becomes a Ready node in its pool, SSH refused; a second host of the same name is denied', {
-  timeout: 600_000,
-}, async () => {
-  const cluster = await freshCluster();
-  after(() => cluster.stop());
+/**
+ * What the operator makes with a registry payload: the published manifest and its RBAC,
+ * winfleet-join naming the artifact, cluster-info and who may read them.
+ */
+async function publishJoinInfo(cluster: Awaited<ReturnType<typeof freshCluster>>): Promise<void> {
   const { kc } = cluster;
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const certificates = kc.makeApiClient(k8s.CertificatesV1Api);
   const server = kc.getCurrentCluster()!.server;
-  const logLines: string[] = [];
-  // The CSR approver (no payload here: winfleet-join and cluster-info are written below).
-  const operator = await startTestOperator(kc, {
-    namespace,
-    webhook: false,
-    log: createLogger({ level: 'debug', write: (line) => logLines.push(line) }),
-  });
-  after(() => operator.stop());
-  await createPool(kc, namespace, 'web', {
-    selector: { matchLabels: { pool: 'web' } },
-    join: { nodeNamePattern: '^web-[0-9]+$' },
-  });
-
-  // What the operator makes with a registry payload: the published manifest and its RBAC,
-  // winfleet-join naming the artifact, cluster-info and who may read them.
   const payloadDir = await mkdtemp(join(tmpdir(), 'winfleet-payload-'));
   const payload = await writeStandInPayload(payloadDir);
   const manifest = servicesManifestFor(payload);
@@ -150,6 +138,30 @@ test('a host with only the join command, from a stock image without the Containe
       data: { [joinInfoKey]: JSON.stringify(info) },
     },
   });
+}
+
+test('a host with only the join command, from a stock image without the Containers feature, stops before using the token; with the feature it becomes a Ready node in its pool, SSH refused; a second host of the same name is denied', {
+  timeout: 600_000,
+}, async () => {
+  const cluster = await freshCluster();
+  after(() => cluster.stop());
+  const { kc } = cluster;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const certificates = kc.makeApiClient(k8s.CertificatesV1Api);
+  const logLines: string[] = [];
+  // The CSR approver (no payload here: winfleet-join and cluster-info are written below).
+  const operator = await startTestOperator(kc, {
+    namespace,
+    webhook: false,
+    log: createLogger({ level: 'debug', write: (line) => logLines.push(line) }),
+  });
+  after(() => operator.stop());
+  await createPool(kc, namespace, 'web', {
+    selector: { matchLabels: { pool: 'web' } },
+    join: { nodeNamePattern: '^web-[0-9]+$' },
+  });
+
+  await publishJoinInfo(cluster);
 
   const made = await winfleet([
     'join-command',
@@ -249,4 +261,109 @@ test('a host with only the join command, from a stock image without the Containe
     !logLines.some((l) => l.includes(made.stdout.match(/'[a-z0-9]{6}\.([a-z0-9]{16})'/)![1]!)),
     'no token secret logged',
   );
+});
+
+test('attacker’s side: replayed user data gets no certificate once its one use is spent; with instance identity, a token made for one instance is refused from another, naming why', {
+  timeout: 600_000,
+}, async () => {
+  const cluster = await freshCluster();
+  after(() => cluster.stop());
+  const { kc } = cluster;
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const certificates = kc.makeApiClient(k8s.CertificatesV1Api);
+  const aws = await createAwsIdentitySigner();
+  const operator = await startTestOperator(kc, {
+    namespace,
+    webhook: false,
+    config: { hosts: { instanceIdentity: { aws: { certificates: aws.certificatePem } } } },
+  });
+  after(() => operator.stop());
+  await createPool(kc, namespace, 'fleet', {
+    selector: { matchLabels: { pool: 'fleet' } },
+    join: { nodeNamePattern: '^i-[0-9a-f]{17}$', instanceIdentity: 'AWS' },
+  });
+  await publishJoinInfo(cluster);
+  const [a, b, c] = ['i-0aaaaaaaaaaaaaaa1', 'i-0bbbbbbbbbbbbbbb2', 'i-0ccccccccccccccc3'];
+  const tokenFor = async (instanceId: string) => {
+    const made = await winfleet([
+      'join-command',
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--pool',
+      'fleet',
+      '--instance-id',
+      instanceId,
+      '--format',
+      'aws',
+    ]);
+    assert.equal(made.code, 0, `${made.stdout}\n${made.stderr}`);
+    assert.match(made.stdout, /'--instance-identity' 'aws'|--instance-identity 'aws'/);
+    return { userData: made.stdout, id: /join token ([a-z0-9]{6})/.exec(made.stderr)![1]! };
+  };
+  const joinTuning = {
+    discoveryBackoff: { initialDelayMs: 200, maxDelayMs: 1000, maxElapsedMs: 20_000 },
+    payloadBackoff: { initialDelayMs: 200, maxDelayMs: 400 },
+  };
+  /** One EC2 instance booting with `userData`, its IMDS naming `instanceId`. */
+  const boot = async (userData: string, instanceId: string) => {
+    const hosts = await startUserDataHosts({
+      count: 1,
+      baseAddress: nextBaseAddress(),
+      userData,
+      joinTuning,
+      instanceMetadata: (_i, address) =>
+        new SimInstanceMetadata({
+          instanceId,
+          accountId: '123456789012',
+          region: 'eu-west-1',
+          privateIp: address,
+          signer: aws,
+        }),
+    });
+    after(() => hosts.stop());
+    return hosts.hosts[0]!;
+  };
+  const csrsOf = async (tokenId: string) =>
+    (await certificates.listCertificateSigningRequest()).items.filter(
+      (x) =>
+        x.spec.username === `system:bootstrap:${tokenId}` &&
+        x.spec.signerName === 'kubernetes.io/kube-apiserver-client-kubelet',
+    );
+
+  // Instance A joins with the token made for it, named for itself.
+  const forA = await tokenFor(a);
+  const hostA = await boot(forA.userData, a);
+  assert.equal((await hostA.userData.done).exitCode, 0);
+  await waitFor(() => core.readNode({ name: a }).catch(() => undefined), {
+    description: `Node ${a}`,
+    timeoutMs: 180_000,
+    intervalMs: 1000,
+  });
+  assert.equal((await readWindowsHost(kc, namespace, a)).spec.nodeName, a);
+
+  // The same user data replayed on instance B: the one use is spent, the token is gone, and
+  // the join stops before any CSR (cluster-info is no longer signed for it).
+  const replay = await boot(forA.userData, b);
+  const replayed = await replay.userData.done;
+  assert.equal(replayed.exitCode, 1, replayed.output);
+  assert.equal((await csrsOf(forA.id)).length, 1, 'only A’s CSR was ever made with the token');
+  assert.equal(await core.readNode({ name: b }).catch(() => undefined), undefined);
+
+  // A token made for instance C, its user data run on instance B (leaked, or a launch template
+  // used for another instance): B's CSR is denied, naming why, and the use is not taken.
+  const forC = await tokenFor(c);
+  await boot(forC.userData, b);
+  const denied = await waitFor(
+    async () =>
+      (await csrsOf(forC.id))
+        .map((x) => x.status?.conditions?.find((d) => d.type === 'Denied')?.message)
+        .find((m) => m !== undefined),
+    { description: 'B’s CSR denied', timeoutMs: 180_000, intervalMs: 500 },
+  );
+  assert.match(
+    denied,
+    /^join by command refused \(instance-identity\): the identity document names instance i-0bbbbbbbbbbbbbbb2, but join token \w+ was made for instance i-0ccccccccccccccc3/,
+  );
+  assert.equal((await readJoinTokenRecord(kc, namespace, forC.id))?.usesLeft, 1, 'no use taken');
+  assert.equal(await core.readNode({ name: b }).catch(() => undefined), undefined);
 });

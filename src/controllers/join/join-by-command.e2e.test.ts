@@ -42,6 +42,7 @@ import {
   parseJoinTokenRecord,
 } from '../../join/join-token-record.ts';
 import { createJoinToken, readJoinTokenRecord, revokeJoinToken } from '../../join/join-tokens.ts';
+import { readRetiredNodeName } from '../../join/retired-node-names.ts';
 import { isConflict, isNotFound } from '../../kube/client.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { createLogger } from '../../log/logger.ts';
@@ -405,6 +406,40 @@ test('a join token’s CSRs through the real API server: approved with a Pull Wi
   for (const name of ['web-4', 'web-7', 'db-1']) {
     await assert.rejects(readWindowsHost(kc, namespace, name), (error) => isNotFound(error), name);
   }
+});
+
+test('attacker’s side: a removed Pull host’s name is not issued again while its certificate may be valid', async () => {
+  // web-2 joined in the test above (its certificate was issued); it is removed, never having
+  // registered a Node, so its removal ends at once.
+  await k8s.KubernetesObjectApi.makeApiClient(kc).delete(
+    await readWindowsHost(kc, namespace, 'web-2'),
+  );
+  await waitFor(
+    async () =>
+      readWindowsHost(kc, namespace, 'web-2').then(
+        () => false,
+        (error) => isNotFound(error),
+      ),
+    { description: 'WindowsHost web-2 gone', timeoutMs: 60_000 },
+  );
+  const retired = await readRetiredNodeName(kc, namespace, 'web-2', new Date());
+  assert.ok(retired && !('problem' in retired), JSON.stringify(retired));
+  assert.equal(retired.host, `${namespace}/web-2`);
+  // A year by default: kube-controller-manager's default signing duration.
+  assert.ok(Date.parse(retired.until) > Date.now() + 364 * 86_400_000, retired.until);
+
+  // A new token asking for the name again: denied, naming why and until when.
+  const { id, token } = await newToken(2);
+  const tokenKc = await authenticated(token);
+  assert.match(
+    await decision(await submit(tokenKc, 'web-2')),
+    /^Denied: join by command refused \(name-retired\): node name web-2 belonged to WindowsHost winfleet-system\/web-2, removed; the node certificate it was given may be valid until \d{4}-.*Z \(Kubernetes cannot revoke it\)/,
+  );
+  await assert.rejects(readWindowsHost(kc, namespace, 'web-2'), (error) => isNotFound(error));
+  assert.equal((await readJoinTokenRecord(kc, namespace, id))?.usesLeft, 2, 'no use taken');
+  // Another name still joins.
+  assert.match(await decision(await submit(tokenKc, 'web-20')), /^Approved: /);
+  await revokeJoinToken(kc, namespace, id);
 });
 
 test('refused: a revoked token (its record deleted, the token still valid), an expired record, a record someone wrote wrong', async () => {

@@ -5,13 +5,15 @@
  * whose commandToExecute (given in the comment below) copies the file to a .ps1 and runs it, as
  * AKS Engine did for its Windows nodes. Images that run cloudbase-init (with its Azure metadata
  * service) take the cloudbase-init format instead. The custom data is the plain script, so
- * what the extension runs is exactly the script `winfleet join-command` printed.
+ * what the extension runs is exactly the script `winfleet join-command` printed. The command
+ * deletes CustomData.bin before the run and the .ps1 after it (the script deletes itself too),
+ * so no file on the VM holds the token once the join ran, whatever its outcome.
  */
 import { type JoinScriptValues, joinScriptLines } from './join-script-core.ts';
 
 /** The Custom Script Extension's commandToExecute that runs the custom data. */
 export const azureCommandToExecute =
-  'powershell.exe -NoProfile -ExecutionPolicy Bypass -Command "Copy-Item -LiteralPath C:\\AzureData\\CustomData.bin -Destination C:\\AzureData\\winfleet-join.ps1 -Force; & C:\\AzureData\\winfleet-join.ps1; exit $LASTEXITCODE"';
+  'powershell.exe -NoProfile -ExecutionPolicy Bypass -Command "Copy-Item -LiteralPath C:\\AzureData\\CustomData.bin -Destination C:\\AzureData\\winfleet-join.ps1 -Force; Remove-Item -LiteralPath C:\\AzureData\\CustomData.bin -Force; & C:\\AzureData\\winfleet-join.ps1; $code = $LASTEXITCODE; Remove-Item -LiteralPath C:\\AzureData\\winfleet-join.ps1 -Force -ErrorAction SilentlyContinue; exit $code"';
 
 export function azureJoinCustomData(values: JoinScriptValues): string {
   const lines = joinScriptLines(values);

@@ -9,8 +9,13 @@
  *    the agent, its token and the node's key land under it;
  * 3. downloads winfleet-agent.exe to C:\k\winfleet, checks its SHA-256 against the one embedded
  *    here and stops on a mismatch (the file is removed, never run);
- * 4. runs `winfleet-agent join` with the API server, token, CA hash, namespace and node name;
- * 5. exits 0 on success and 1 on any failure, with the reason on standard error.
+ * 4. runs `winfleet-agent join` with the API server, CA hash, namespace and node name, the token
+ *    in the environment variable WINFLEET_JOIN_TOKEN (never on the command line, which process
+ *    listings and process-creation audit events record);
+ * 5. exits 0 on success and 1 on any failure, with the reason on standard error; either way it
+ *    first removes the variable and the script's own file, when it runs from one
+ *    ($PSCommandPath: the launch agent's copy of the user data, or a saved .ps1). A
+ *    `finally` block runs even when `exit` leaves a `catch` (about_Try_Catch_Finally).
  *
  * Every value enters only as a single-quoted literal (quotePowerShellString: ' doubled, nothing
  * expanded), after a strict check of its shape (WF_JOIN_SCRIPT_INVALID naming the field). The
@@ -29,6 +34,7 @@ import {
   apiServerProblem,
   caCertHashProblem,
   downloadUrlProblem,
+  joinTokenEnv,
   joinTokenProblem,
   labelProblem,
   parseCaCertHash,
@@ -48,8 +54,10 @@ export interface JoinScriptValues {
   caCertHash: string;
   /** The operator's namespace, where winfleet-join is. */
   namespace: string;
-  /** The node's name; default: the host name lower-cased. */
+  /** The node's name; default: the host name lower-cased (the instance id with identity). */
   nodeName?: string;
+  /** The pool requires instance identity: the agent presents the EC2 instance's. */
+  instanceIdentity?: 'aws';
 }
 
 /** The values in canonical form; throws WF_JOIN_SCRIPT_INVALID naming the first bad one. */
@@ -67,6 +75,12 @@ export function checkJoinScriptValues(values: JoinScriptValues): JoinScriptValue
     ['caCertHash', caCertHashProblem(values.caCertHash)],
     ['namespace', labelProblem(values.namespace)],
     ['nodeName', values.nodeName === undefined ? undefined : labelProblem(values.nodeName)],
+    [
+      'instanceIdentity',
+      values.instanceIdentity === undefined || values.instanceIdentity === 'aws'
+        ? undefined
+        : 'is not "aws"',
+    ],
   ];
   const found = problems.find(([, problem]) => problem !== undefined);
   if (found) {
@@ -84,19 +98,20 @@ export function checkJoinScriptValues(values: JoinScriptValues): JoinScriptValue
 
 const q = quotePowerShellString;
 
-/** The arguments of `winfleet-agent join`, in the order the script passes them. */
+/** The arguments of `winfleet-agent join`, in the order the script passes them (no token). */
 export function joinArguments(values: JoinScriptValues): string[] {
   return [
     'join',
     '--api-server',
     values.apiServer,
-    '--token',
-    values.token,
     '--ca-cert-hash',
     values.caCertHash,
     '--namespace',
     values.namespace,
     ...(values.nodeName === undefined ? [] : ['--node-name', values.nodeName]),
+    ...(values.instanceIdentity === undefined
+      ? []
+      : ['--instance-identity', values.instanceIdentity]),
   ];
 }
 
@@ -104,7 +119,7 @@ export function joinArguments(values: JoinScriptValues): string[] {
 export function joinScriptLines(input: JoinScriptValues): string[] {
   const values = checkJoinScriptValues(input);
   const [command, ...flags] = joinArguments(values);
-  // Flags are bare words, values quoted: `--token 'abcdef.…'`.
+  // Flags are bare words, values quoted: `--namespace 'winfleet-system'`.
   const args = flags.map((arg, i) => (i % 2 === 0 ? arg : q(arg)));
   return [
     '# winfleet: joins this Windows host to a Kubernetes cluster as a node (winfleet join-command).',
@@ -141,11 +156,15 @@ export function joinScriptLines(input: JoinScriptValues): string[] {
     "    throw ('winfleet-agent.exe from ' + $agentUrl + ' has SHA-256 ' + $actual + ', not ' + $agentSha256 + '; it was not run')",
     '  }',
     '  Move-Item -LiteralPath $download -Destination $agent -Force',
+    `  $env:${joinTokenEnv} = ${q(values.token)}`,
     `  & $agent ${command} ${args.join(' ')}`,
     "  if ($LASTEXITCODE -ne 0) { throw ('winfleet-agent join exited with code ' + $LASTEXITCODE) }",
     '} catch {',
     "  [Console]::Error.WriteLine('winfleet join failed: ' + $_)",
     '  exit 1',
+    '} finally {',
+    `  Remove-Item -LiteralPath Env:${joinTokenEnv} -ErrorAction SilentlyContinue`,
+    '  if ($PSCommandPath) { Remove-Item -LiteralPath $PSCommandPath -Force -ErrorAction SilentlyContinue }',
     '}',
     'exit 0',
   ];

@@ -36,8 +36,6 @@ function expectedArgs(values: JoinScriptValues): string[] {
     'join',
     '--api-server',
     values.apiServer,
-    '--token',
-    values.token,
     '--ca-cert-hash',
     values.caCertHash,
     '--namespace',
@@ -57,6 +55,8 @@ test('every format fits in 16 KB with long values and parses without errors', as
     assert.equal(read.agentUrl, realistic.agentUrl);
     assert.equal(read.agentSha256, realistic.agentSha256);
     assert.deepEqual(read.joinArgs, expectedArgs(realistic), format);
+    assert.equal(read.token, realistic.token, format);
+    assert.ok(!read.joinArgs.some((a) => a.includes(realistic.token)), 'no token in argv');
   }
 });
 
@@ -77,7 +77,16 @@ test('each format has its wrapper; the script checks the hash and exits non-zero
   assert.match(plain, /Get-FileHash -LiteralPath \$download -Algorithm SHA256/);
   assert.match(plain, /if \(\$actual -ne \$agentSha256\) \{\n {4}Remove-Item/);
   assert.match(plain, /\$LASTEXITCODE -ne 0/);
-  assert.match(plain, /exit 1\n\}\nexit 0\n$/);
+  assert.match(
+    plain,
+    /exit 1\n\} finally \{\n {2}Remove-Item -LiteralPath Env:WINFLEET_JOIN_TOKEN -ErrorAction SilentlyContinue\n {2}if \(\$PSCommandPath\) \{ Remove-Item -LiteralPath \$PSCommandPath -Force -ErrorAction SilentlyContinue \}\n\}\nexit 0\n$/,
+  );
+  assert.doesNotMatch(plain, /--token/, 'the token is never an argument');
+  // Azure: neither CustomData.bin nor the .ps1 copy outlives the run.
+  assert.match(
+    azureCommandToExecute,
+    /Remove-Item -LiteralPath C:\\AzureData\\CustomData\.bin -Force; & C:\\AzureData\\winfleet-join\.ps1; \$code = \$LASTEXITCODE; Remove-Item -LiteralPath C:\\AzureData\\winfleet-join\.ps1 -Force -ErrorAction SilentlyContinue; exit \$code"$/,
+  );
   assert.match(plain, /Set-Acl -LiteralPath 'C:\\k'/);
   // What a local user or the image left in C:\k goes to Administrators and inherits, after
   // C:\k's DACL is set and before anything is downloaded into it (security review 3, §12).
@@ -163,11 +172,12 @@ test('the literal quoting holds for any text, newlines and backticks included', 
     '\u2018typographic\u2019 \u201aquotes\u201b',
     "'; exit 0; '",
   ]) {
-    const script = `$agentUrl = ${quotePowerShellString(value)}\n$agentSha256 = 'x'\n& $agent join --token ${quotePowerShellString(value)}\n`;
+    const script = `$agentUrl = ${quotePowerShellString(value)}\n$agentSha256 = 'x'\n$env:WINFLEET_JOIN_TOKEN = ${quotePowerShellString(value)}\n& $agent join --namespace ${quotePowerShellString(value)}\n`;
     const { root, errors } = await parsePowerShellTree(script);
     assert.deepEqual(errors, [], value);
     const read = readJoinScript(root);
     assert.equal(read.agentUrl, value);
-    assert.deepEqual(read.joinArgs, ['join', '--token', value]);
+    assert.deepEqual(read.joinArgs, ['join', '--namespace', value]);
+    assert.equal(read.token, value);
   }
 });
