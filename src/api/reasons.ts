@@ -171,6 +171,11 @@ export const ConditionReason = {
   InvalidSpec: 'InvalidSpec',
   /** More hosts are unhealthy than spec.health.maxUnhealthy: none is repaired (names them). */
   TooManyUnhealthy: 'TooManyUnhealthy',
+  /**
+   * A host is set aside (its change stopped, or its pending reboot survived winfleet's reboot):
+   * the rollout goes on without it until winfleet.io/retry-rollout (names it).
+   */
+  HostSetAside: 'HostSetAside',
   // WindowsHost Degraded (True)
   /** Every rung of the remediation ladder ran and the host is still unhealthy: left cordoned. */
   RemediationFailed: 'RemediationFailed',
@@ -228,6 +233,8 @@ export const EventReason = {
   ApplyTimedOut: 'ApplyTimedOut',
   RebootTimedOut: 'RebootTimedOut',
   ReadyTimedOut: 'ReadyTimedOut',
+  /** The host is set aside: the rollout goes on without it (the message says why, and how to clear it). */
+  HostSetAside: 'HostSetAside',
   // WindowsHost: its health and repair (src/remediation/)
   /** A condition of spec.health.unhealthyConditions held past its timeout (or the Node never started): the ladder starts. */
   HostUnhealthy: 'HostUnhealthy',
