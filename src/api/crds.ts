@@ -179,6 +179,11 @@ const hostRolloutStatusWire = {
         },
         message: { type: 'string', description: 'What happened and how to clear it' },
         since: time('When it was set aside'),
+        bootId: {
+          type: 'string',
+          description:
+            'ChangeFailed: the Node’s boot id then; Ready in another boot, the host is no longer set aside',
+        },
       },
     },
   },

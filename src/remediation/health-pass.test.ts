@@ -483,3 +483,29 @@ test('maxUnhealthy counts only what the control plane saw: one node faking every
     /^2 of 4 hosts are unhealthy \(windows\/win-b, windows\/win-c\), more than spec\.health\.maxUnhealthy 40% \(1 of 4\).*; not counted, as only their own Node conditions say so: windows\/win-a$/,
   );
 });
+
+test('a host the rollout set aside fails the reboot rung at once: its repair reboot will not come', () => {
+  const { log } = drive(
+    host('windows/win-a', { node: node([ready(), kubeletDown(0)]) }),
+    [2, 7, 8, 9],
+    (m) =>
+      m === 8
+        ? { bootstrapError: { time: iso(8), message: 'agent bootstrap: kubelet: exit 1' } }
+        : m === 9
+          ? {
+              rollout: {
+                setAside: {
+                  cause: 'ChangeFailed' as const,
+                  message: 'windows/win-a: draining did not finish. windows/win-a is set aside',
+                  since: iso(9),
+                },
+              },
+            }
+          : {},
+  );
+  assert.equal(log[2]!.result.hosts.get('windows/win-a')!.status.current?.rung, 'Reboot');
+  const r9 = log[3]!.result.hosts.get('windows/win-a')!;
+  assert.ok(r9.status.failed, 'RemediationFailed, not a wait without end');
+  assert.equal(r9.status.lastActions!.at(-1)!.result, 'Failed');
+  assert.match(r9.status.lastActions!.at(-1)!.message, /cannot run: .*is set aside/);
+});

@@ -1123,3 +1123,31 @@ test('set aside: a reboot pending that survives the reboot made for it is not se
   );
   assert.deepEqual(afterPatches.status.current?.changes, ['reboot-pending']);
 });
+
+test('set aside after a failure, a host Ready again in a new boot is cleared by itself and starts again in turn', () => {
+  const aside: HostRolloutStatus = {
+    lastChange: { endedAt: t0.toISOString() },
+    setAside: { cause: 'ChangeFailed', message: 'x', since: t0.toISOString(), bootId: '41' },
+  };
+  const same = advanceHost(input({ status: aside, start: true, now: later(minute) }));
+  assert.equal(same.status, aside, 'the same boot: still set aside');
+  const down = advanceHost(
+    input({ status: aside, observed: observed({ node: { ready: false, bootId: '42' } }) }),
+  );
+  assert.ok(down.status.setAside, 'not Ready: still set aside');
+  const back = advanceHost(
+    input({ status: aside, observed: observed({ node: { bootId: '42' } }), start: true }),
+  );
+  assert.equal(back.status.setAside, undefined);
+  assert.equal(back.status.current?.step, 'Cordon', 'started again');
+  assert.equal(back.events[0]?.reason, EventReason.RolloutResumed);
+  // A pending reboot that survived is not cleared by a boot: only a retry clears it.
+  const pendingAside: HostRolloutStatus = {
+    lastChange: { endedAt: t0.toISOString(), servedRebootPending: true },
+    setAside: { cause: 'RebootPendingPersists', message: 'y', since: t0.toISOString() },
+  };
+  const rebooted = advanceHost(
+    input({ status: pendingAside, observed: observed({ node: { bootId: '42' } }), start: true }),
+  );
+  assert.equal(rebooted.status, pendingAside);
+});

@@ -54,7 +54,12 @@ import {
   type RolloutTarget,
   updatesFor,
 } from './pending-changes.ts';
-import { changeFailedMessage, rebootPendingMessage, rebootPendingPersists } from './set-aside.ts';
+import {
+  backInAnotherBoot,
+  changeFailedMessage,
+  rebootPendingMessage,
+  rebootPendingPersists,
+} from './set-aside.ts';
 
 export const RolloutStep = {
   Cordon: 'Cordon',
@@ -99,6 +104,12 @@ export interface HostSetAside {
   /** What happened and how to clear it. */
   message: string;
   since: string;
+  /**
+   * ChangeFailed: the Node's boot id when it was set aside. Ready in another boot, the host came
+   * back (or was rebooted by hand): the set-aside clears itself, as a stopped change went on by
+   * itself once its host was back.
+   */
+  bootId?: string;
 }
 
 /** What the host's last change was, for the order hosts start in and the set-aside rule. */
@@ -368,6 +379,14 @@ export function advanceHost(input: StepInput): StepResult {
     setAside = undefined;
     if (lastChange) lastChange = { endedAt: lastChange.endedAt };
   }
+  if (setAside && backInAnotherBoot(setAside, observed.node)) {
+    events.push({
+      type: 'Normal',
+      reason: EventReason.RolloutResumed,
+      message: `${input.host} is no longer set aside: Node ${observed.node?.name} is Ready in a new boot; it starts again in turn`,
+    });
+    setAside = undefined;
+  }
 
   const enter = (c: HostChange, step: RolloutStep): HostChange => {
     const { failure: _failure, ...rest } = c;
@@ -396,10 +415,12 @@ export function advanceHost(input: StepInput): StepResult {
     result(observed.node?.cordonedByWinfleet ? { kind: 'uncordon' } : { kind: 'none' }, undefined);
   /** Ends the change here and sets the host aside (set-aside.ts). */
   const putAside = (failure: string): StepResult => {
+    const bootId = observed.node?.bootId;
     setAside = {
       cause: 'ChangeFailed',
       message: changeFailedMessage(input.host, failure),
       since: apiTime(now),
+      ...(bootId ? { bootId } : {}),
     };
     lastChange = { endedAt: apiTime(now) };
     events.push({ type: 'Warning', reason: EventReason.HostSetAside, message: setAside.message });

@@ -193,7 +193,9 @@ function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
     key: h.key,
     ready: h.observed.node?.ready === true,
     pending: changes.length > 0,
-    ...(isSetAside(h.status, h.observed.retryAnnotation, changes) ? { setAside: true } : {}),
+    ...(isSetAside(h.status, h.observed.retryAnnotation, changes, h.observed.node)
+      ? { setAside: true }
+      : {}),
     ...(ended !== undefined ? { lastChangeEndedAt: changeTime(ended) } : {}),
     ...(changes.includes('repair') ? { repair: true } : {}),
     inProgress: current !== undefined,

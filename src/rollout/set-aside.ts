@@ -11,13 +11,16 @@
  *   survives the reboot made for it is not served again. Not bounded: such a host stays in
  *   service (Ready, uncordoned), it only gets no further change.
  * A set-aside host keeps counting against maxUnavailable by what it is (NotReady or not), like
- * any host not in a change. An administrator clears it with a new value of
+ * any host not in a change. A host set aside after a failure whose Node is then Ready in another
+ * boot (it came back from a reboot that took too long, or was rebooted by hand) is cleared by
+ * itself, as a stopped change went on by itself once its host was back; it then waits for its
+ * turn behind every other host (it changed last). An administrator clears it with a new value of
  * winfleet.io/retry-rollout on the WindowsHost (the message prints the command); it then starts
  * again in turn, the least recently changed first, and a claim that survives the next reboot
  * sets it aside again.
  */
 import { retryRolloutAnnotation } from '../api/windows-node-pool.ts';
-import type { HostRolloutStatus } from './host-steps.ts';
+import type { HostRolloutStatus, HostSetAside, ObservedNode } from './host-steps.ts';
 import type { ChangeKind } from './pending-changes.ts';
 
 /** The pending reboot the host claims survived the reboot winfleet made for it. */
@@ -32,17 +35,30 @@ export function rebootPendingPersists(
   );
 }
 
+/** A host set aside after a failure whose Node is Ready in another boot: it came back. */
+export function backInAnotherBoot(aside: HostSetAside, node: ObservedNode | undefined): boolean {
+  return (
+    aside.cause === 'ChangeFailed' &&
+    node?.ready === true &&
+    node.bootId !== undefined &&
+    node.bootId !== aside.bootId
+  );
+}
+
 /**
- * Whether the host is set aside now, as the planner sees it: set aside before, or its pending
- * reboot persists; a winfleet.io/retry-rollout value not acted on yet clears both.
+ * Whether the host is set aside now, as the planner sees it: set aside before (and not back in
+ * another boot), or its pending reboot persists; a winfleet.io/retry-rollout value not acted on
+ * yet clears both.
  */
 export function isSetAside(
   status: HostRolloutStatus,
   retryAnnotation: string | undefined,
   pending: readonly ChangeKind[],
+  node?: ObservedNode,
 ): boolean {
   if (retryAnnotation !== undefined && retryAnnotation !== status.retryHandled) return false;
-  return status.setAside !== undefined || rebootPendingPersists(status, pending);
+  if (status.setAside) return !backInAnotherBoot(status.setAside, node);
+  return rebootPendingPersists(status, pending);
 }
 
 /** The command that clears a host's set-aside. */
