@@ -152,7 +152,10 @@ export const ConditionReason = {
   RolloutComplete: 'RolloutComplete',
   Paused: 'Paused',
   WaitingForWindow: 'WaitingForWindow',
-  /** A host's change stopped (Degraded names it); no other host starts one. */
+  /**
+   * A host's change stopped with maxUnavailable hosts already set aside (Degraded names it): no
+   * other host starts one.
+   */
   RolloutStopped: 'RolloutStopped',
   // WindowsNodePool Degraded (True), each naming the host or field
   /** A WindowsHost is selected by this pool and another: no change starts on it. */
