@@ -160,6 +160,41 @@ const hostRolloutStatusWire = {
       description:
         'The Node the rollout cordoned: winfleet uncordons a Node only when this names it (and it carries winfleet.io/cordoned-by=winfleet), never a cordon someone else set',
     },
+    lastChange: {
+      type: 'object',
+      description:
+        'The host’s last change that ended: the least recently changed hosts of a pool start first',
+      required: ['endedAt'],
+      properties: {
+        endedAt: time('When it ended (finished, or ended by setting the host aside)'),
+        servedRebootPending: {
+          type: 'boolean',
+          description:
+            'It was made for a reboot Windows wanted and rebooted the host: the same claim right after it sets the host aside',
+        },
+      },
+    },
+    setAside: {
+      type: 'object',
+      description:
+        'The host is set aside: the rollout goes on without it and starts no change on it until winfleet.io/retry-rollout is set to a new value',
+      required: ['cause', 'message', 'since'],
+      properties: {
+        cause: {
+          type: 'string',
+          enum: ['ChangeFailed', 'RebootPendingPersists'],
+          description:
+            'ChangeFailed: its change stopped at a step; RebootPendingPersists: Windows still reported a reboot pending after the reboot winfleet made for it',
+        },
+        message: { type: 'string', description: 'What happened and how to clear it' },
+        since: time('When it was set aside'),
+        bootId: {
+          type: 'string',
+          description:
+            'ChangeFailed: the Node’s boot id then; Ready in another boot, the host is no longer set aside',
+        },
+      },
+    },
   },
 };
 

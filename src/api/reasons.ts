@@ -162,7 +162,10 @@ export const ConditionReason = {
   RolloutComplete: 'RolloutComplete',
   Paused: 'Paused',
   WaitingForWindow: 'WaitingForWindow',
-  /** A host's change stopped (Degraded names it); no other host starts one. */
+  /**
+   * A host's change stopped with maxUnavailable hosts already set aside (Degraded names it): no
+   * other host starts one.
+   */
   RolloutStopped: 'RolloutStopped',
   // WindowsNodePool Degraded (True), each naming the host or field
   /** A WindowsHost is selected by this pool and another: no change starts on it. */
@@ -181,6 +184,11 @@ export const ConditionReason = {
   InvalidSpec: 'InvalidSpec',
   /** More hosts are unhealthy than spec.health.maxUnhealthy: none is repaired (names them). */
   TooManyUnhealthy: 'TooManyUnhealthy',
+  /**
+   * A host is set aside (its change stopped, or its pending reboot survived winfleet's reboot):
+   * the rollout goes on without it until winfleet.io/retry-rollout (names it).
+   */
+  HostSetAside: 'HostSetAside',
   // WindowsHost Degraded (True)
   /** Every rung of the remediation ladder ran and the host is still unhealthy: left cordoned. */
   RemediationFailed: 'RemediationFailed',
@@ -243,6 +251,8 @@ export const EventReason = {
   ApplyTimedOut: 'ApplyTimedOut',
   RebootTimedOut: 'RebootTimedOut',
   ReadyTimedOut: 'ReadyTimedOut',
+  /** The host is set aside: the rollout goes on without it (the message says why, and how to clear it). */
+  HostSetAside: 'HostSetAside',
   // WindowsHost: its health and repair (src/remediation/)
   /** A condition of spec.health.unhealthyConditions held past its timeout (or the Node never started): the ladder starts. */
   HostUnhealthy: 'HostUnhealthy',

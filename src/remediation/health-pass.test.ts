@@ -26,6 +26,13 @@ const ready = (since = -60): NodeCondition => ({
   status: 'True',
   lastTransitionTime: iso(since),
 });
+/** Ready=Unknown: the node controller's mark once the Node's heartbeats stop. */
+const lost = (since: number): NodeCondition => ({
+  type: 'Ready',
+  status: 'Unknown',
+  lastTransitionTime: iso(since),
+  reason: 'NodeStatusUnknown',
+});
 const kubeletDown = (since: number): NodeCondition => ({
   type: 'KubeletUnhealthy',
   status: 'True',
@@ -249,15 +256,13 @@ test('a failed re-bootstrap escalates at once to a reboot request; a stopped rep
 test('maxUnhealthy: 3 of 5 unhealthy → nothing starts and the pool is Degraded; 1 recovers → the other 2 proceed', () => {
   const keys = ['a', 'b', 'c', 'd', 'e'].map((k) => `windows/win-${k}`);
   const sick = new Set(keys.slice(0, 3));
-  let hosts = keys.map((k) =>
-    host(k, { node: node(sick.has(k) ? [ready(), kubeletDown(0)] : [ready()]) }),
-  );
+  let hosts = keys.map((k) => host(k, { node: node(sick.has(k) ? [lost(0)] : [ready()]) }));
   const pass = (m: number) => {
     const r = healthPass({ pool: 'windows/web', policy, specProblems: [], hosts, now: at(m) });
     hosts = hosts.map((h) => ({ ...h, status: r.hosts.get(h.key)!.status }));
     return r;
   };
-  for (const m of [2, 5, 10]) {
+  for (const m of [5, 7, 10]) {
     const r = pass(m);
     assert.equal(r.shortCircuited, true);
     assert.equal(r.maxUnhealthy, 2);
@@ -429,4 +434,78 @@ test('checkHealthSpec: absent health is the defaults; a bad field keeps its defa
   });
   assert.equal(r.degraded?.reason, 'InvalidSpec');
   assert.equal(r.hosts.get('n/h')!.status.current, undefined, 'no repair with a spec problem');
+});
+
+test('maxUnhealthy counts only what the control plane saw: one node faking every condition cannot stop the repair of a lost host in a pool of 4', () => {
+  const keys = ['a', 'b', 'c', 'd'].map((k) => `windows/win-${k}`);
+  const [liar, victim] = keys as [string, string];
+  // The liar writes every condition of the default policy on its own Node (its credentials may),
+  // Ready=False included (the kubelet's own), all since minute 0.
+  const faked: NodeCondition[] = [
+    { type: 'Ready', status: 'False', lastTransitionTime: iso(0), reason: 'KubeletNotReady' },
+    ...[
+      'KubeletUnhealthy',
+      'ContainerRuntimeUnhealthy',
+      'KubeProxyUnhealthy',
+      'HNSNetworkMissing',
+      'FrequentServiceRestart',
+      'ClockSkew',
+    ].map((type) => ({ type, status: 'True', lastTransitionTime: iso(0) })),
+  ];
+  const hosts = keys.map((k) =>
+    host(k, { node: node(k === liar ? faked : k === victim ? [lost(0)] : [ready()]) }),
+  );
+  const r = healthPass({ pool: 'windows/web', policy, specProblems: [], hosts, now: at(6) });
+  assert.equal(r.maxUnhealthy, 1, '40% of 4, at least 1');
+  assert.deepEqual(r.unhealthy, [liar, victim]);
+  assert.deepEqual(r.selfReported, [liar]);
+  assert.equal(r.shortCircuited, false, 'the liar is not counted');
+  assert.equal(r.degraded, undefined);
+  assert.equal(
+    r.hosts.get(victim)!.status.current?.rung,
+    'RestartService',
+    'the lost host is repaired',
+  );
+  // The liar's own ladder runs: its lies cost only itself.
+  assert.ok(r.hosts.get(liar)!.status.current, 'the liar is repaired too (its own ladder)');
+  // Two hosts the control plane lost are still a mass failure: the liar is named as not counted.
+  const two = hosts.map((h) => (h.key === keys[2] ? { ...h, node: node([lost(0)]) } : h));
+  const held = healthPass({
+    pool: 'windows/web',
+    policy,
+    specProblems: [],
+    hosts: two,
+    now: at(6),
+  });
+  assert.equal(held.shortCircuited, true);
+  assert.match(
+    held.degraded!.message,
+    /^2 of 4 hosts are unhealthy \(windows\/win-b, windows\/win-c\), more than spec\.health\.maxUnhealthy 40% \(1 of 4\).*; not counted, as only their own Node conditions say so: windows\/win-a$/,
+  );
+});
+
+test('a host the rollout set aside fails the reboot rung at once: its repair reboot will not come', () => {
+  const { log } = drive(
+    host('windows/win-a', { node: node([ready(), kubeletDown(0)]) }),
+    [2, 7, 8, 9],
+    (m) =>
+      m === 8
+        ? { bootstrapError: { time: iso(8), message: 'agent bootstrap: kubelet: exit 1' } }
+        : m === 9
+          ? {
+              rollout: {
+                setAside: {
+                  cause: 'ChangeFailed' as const,
+                  message: 'windows/win-a: draining did not finish. windows/win-a is set aside',
+                  since: iso(9),
+                },
+              },
+            }
+          : {},
+  );
+  assert.equal(log[2]!.result.hosts.get('windows/win-a')!.status.current?.rung, 'Reboot');
+  const r9 = log[3]!.result.hosts.get('windows/win-a')!;
+  assert.ok(r9.status.failed, 'RemediationFailed, not a wait without end');
+  assert.equal(r9.status.lastActions!.at(-1)!.result, 'Failed');
+  assert.match(r9.status.lastActions!.at(-1)!.message, /cannot run: .*is set aside/);
 });

@@ -10,6 +10,17 @@
  * change of the pool's own left out (they are down on purpose). Above it, no ladder starts or
  * moves on (held, TooManyUnhealthy), the pool is Degraded naming maxUnhealthy and the hosts;
  * once few enough are unhealthy, the held ladders go on.
+ *
+ * Only what the control plane saw counts towards maxUnhealthy (security review 3, item 5): a
+ * host whose Node the node controller marked Ready=Unknown (its heartbeats stopped), or that
+ * has had no Ready Node since its bootstrap (NodeStartup). Every other condition — the agent's
+ * (KubeletUnhealthy, FrequentServiceRestart, …) and Ready=False, which the kubelet writes — is
+ * the node's word about itself, which a compromised node can fake at will: such a host is
+ * repaired on its own ladder like any other, but it is not counted, so it cannot stop the
+ * repair of other hosts. That is also the mass failure maxUnhealthy is for: a network or
+ * control-plane outage silences hosts. A node can still make itself count by going silent (or
+ * by writing Ready=Unknown on its own Node while it heartbeats), as one lost host, no more, as
+ * a host switched off does.
  */
 import { ConditionReason, EventReason, PoolConditionType } from '../api/reasons.ts';
 import type { HostRolloutStatus } from '../rollout/host-steps.ts';
@@ -17,6 +28,7 @@ import { type HealthPolicy, resolveMaxUnhealthy } from './health-spec.ts';
 import {
   assessHealth,
   type HealthAssessment,
+  type HealthProblem,
   type NodeCondition,
   nodeStartupProblem,
 } from './host-health.ts';
@@ -76,6 +88,11 @@ export interface HealthPassResult {
   hosts: Map<string, HostHealthResult>;
   /** Hosts unhealthy now (past a timeout), in key order. */
   unhealthy: string[];
+  /**
+   * Of them, those only their own Node conditions call unhealthy (not Ready=Unknown, not
+   * NodeStartup): repaired, never counted towards maxUnhealthy.
+   */
+  selfReported: string[];
   /** The resolved maxUnhealthy and whether it stops all remediation. */
   maxUnhealthy: number;
   shortCircuited: boolean;
@@ -102,13 +119,16 @@ export function healthPass(input: HealthPassInput): HealthPassResult {
       now,
     }),
   }));
-  const unhealthy = assessed
-    .filter(
-      ({ h, health }) => health.due.length > 0 && !h.deleting && !inOtherRolloutChange(h.rollout),
-    )
+  const considered = assessed.filter(
+    ({ h, health }) => health.due.length > 0 && !h.deleting && !inOtherRolloutChange(h.rollout),
+  );
+  const unhealthy = considered.map(({ h }) => h.key);
+  const counted = considered.filter(({ health }) => health.due.some(seenByControlPlane));
+  const selfReported = considered
+    .filter(({ health }) => !health.due.some(seenByControlPlane))
     .map(({ h }) => h.key);
   const maxUnhealthy = resolveMaxUnhealthy(policy.maxUnhealthy, hosts.length);
-  const shortCircuited = unhealthy.length > maxUnhealthy;
+  const shortCircuited = counted.length > maxUnhealthy;
   const max = policy.maxUnhealthy;
   const maxText = `spec.health.maxUnhealthy ${max.kind === 'count' ? max.count : `${max.percent}%`} (${maxUnhealthy} of ${hosts.length})`;
   const poolEvents: LadderEvent[] = [];
@@ -121,7 +141,10 @@ export function healthPass(input: HealthPassInput): HealthPassResult {
       message: `No host is repaired until spec.health is fixed: ${input.specProblems.join('; ')}`,
     };
   } else if (shortCircuited && policy.remediationEnabled) {
-    const message = `${unhealthy.length} of ${hosts.length} hosts are unhealthy (${unhealthy.join(', ')}), more than ${maxText}: no host is repaired while so many fail at once (usually the network or the control plane). Repair goes on once at most ${maxUnhealthy} are unhealthy`;
+    const notCounted = selfReported.length
+      ? `; not counted, as only their own Node conditions say so: ${selfReported.join(', ')}`
+      : '';
+    const message = `${counted.length} of ${hosts.length} hosts are unhealthy (${counted.map(({ h }) => h.key).join(', ')}), more than ${maxText}: no host is repaired while so many fail at once (usually the network or the control plane). Repair goes on once at most ${maxUnhealthy} are unhealthy${notCounted}`;
     degraded = {
       type: PoolConditionType.Degraded,
       status: 'True',
@@ -195,6 +218,7 @@ export function healthPass(input: HealthPassInput): HealthPassResult {
   return {
     hosts: results,
     unhealthy,
+    selfReported,
     maxUnhealthy,
     shortCircuited,
     ...(degraded ? { degraded } : {}),
@@ -202,4 +226,12 @@ export function healthPass(input: HealthPassInput): HealthPassResult {
     metrics,
     ...(due.length > 0 ? { recheckAt: new Date(Math.min(...due)) } : {}),
   };
+}
+
+/**
+ * A problem the control plane saw, not one the node says about itself: its Node Ready=Unknown
+ * (the node controller's mark once heartbeats stop) or no Ready Node since its bootstrap.
+ */
+function seenByControlPlane(p: HealthProblem): boolean {
+  return p.type === nodeStartupProblem || (p.type === 'Ready' && p.status === 'Unknown');
 }

@@ -378,6 +378,13 @@ export function advanceRemediation(input: LadderInput): LadderResult {
           );
           return result({ kind: 'none' });
         }
+        // The rollout set the host aside (its change stopped, the repair's or another): it
+        // starts no change on it, so the reboot will not come.
+        const aside = observed.rollout?.setAside;
+        if (!done && aside) {
+          escalate('Failed', `(a reboot through the pool's rollout) cannot run: ${aside.message}`);
+          return result({ kind: 'none' });
+        }
         if (!done) {
           // Waiting for the rollout to take it, inside maxUnavailable: no deadline of its own.
           return result({ kind: 'none' }, { repairRebootRequestedAt: reboot.requestedAt });

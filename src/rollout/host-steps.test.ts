@@ -177,7 +177,7 @@ test('applied without a reboot: wait for Ready on the version, then uncordon, th
   const done = advanceHost(
     input({ status: uncordon.status, observed: observed({ facts: appliedFacts }) }),
   );
-  assert.deepEqual(done.status, {});
+  assert.deepEqual(done.status, { lastChange: { endedAt: t0.toISOString() } });
   assert.deepEqual(done.action, { kind: 'none' });
   assert.deepEqual(done.events, [
     {
@@ -201,7 +201,7 @@ test('a node someone else had cordoned is never uncordoned by the change', () =>
       }),
     }),
   );
-  assert.deepEqual(end.status, {});
+  assert.deepEqual(end.status, { lastChange: { endedAt: t0.toISOString() } });
   assert.deepEqual(end.action, { kind: 'none' }, 'finished without an uncordon');
 });
 
@@ -352,7 +352,10 @@ test('a reboot request reboots once: after the change the same request is served
       now: later(2 * minute),
     }),
   );
-  assert.deepEqual(done.status, { lastRebootAt: t0.toISOString() });
+  assert.deepEqual(done.status, {
+    lastRebootAt: t0.toISOString(),
+    lastChange: { endedAt: later(2 * minute).toISOString() },
+  });
   // Planned again with the same request: nothing to do.
   const again = advanceHost(
     input({
@@ -573,7 +576,7 @@ test('a new target before anything is applied is taken; nothing left to do uncor
   const finished = advanceHost(
     input({ status: back.status, target: { servicesVersion: v1, patchPolicy: 'None' } }),
   );
-  assert.deepEqual(finished.status, {});
+  assert.deepEqual(finished.status, { lastChange: { endedAt: t0.toISOString() } });
   assert.deepEqual(
     finished.events.map((e) => e.message),
     ['Nothing is left to change on Node win-web-1; it is uncordoned'],
@@ -981,4 +984,172 @@ test('a retry of a stopped Reboot asks with a new token (the old one may be reco
   assert.ok(token && token !== 'reboot-1', `a new token: ${token}`);
   assert.deepEqual(retried.action, { kind: 'reboot', token });
   assert.equal(retried.status.current?.failure, undefined);
+});
+
+test('set aside (security review 3, item 5): a stopped change the pool lets go of ends, uncordoned; a retry clears it', () => {
+  const cordoned = { unschedulable: true, cordonedByWinfleet: true };
+  const blocked = observed({ node: cordoned, drainBlockers: ['shop/web-7d9f-abc'] });
+  const at = later(10 * minute);
+  const aside = advanceHost(
+    input({ status: change('Drain'), observed: blocked, now: at, mayAside: true }),
+  );
+  assert.equal(aside.status.current, undefined, 'the change ended');
+  assert.equal(aside.status.setAside?.cause, 'ChangeFailed');
+  assert.equal(aside.status.setAside?.since, at.toISOString());
+  assert.match(aside.status.setAside!.message, /^windows\/win-web-1: draining Node win-web-1/);
+  assert.match(
+    aside.status.setAside!.message,
+    /windows\/win-web-1 is set aside: its change ended, its node is uncordoned, and the pool's rollout goes on without it; once fixed, clear it with: kubectl annotate --overwrite windowshost -n windows win-web-1 winfleet\.io\/retry-rollout=\$\(date \+%s\)$/,
+  );
+  assert.deepEqual(aside.status.lastChange, { endedAt: at.toISOString() });
+  assert.deepEqual(aside.action, { kind: 'uncordon' });
+  assert.deepEqual(
+    aside.events.map((e) => [e.type, e.reason]),
+    [
+      ['Warning', EventReason.DrainTimedOut],
+      ['Warning', EventReason.HostSetAside],
+    ],
+  );
+  // Later passes: nothing starts on it, even when the planner says start; no new Event.
+  const uncordoned = observed({ drainBlockers: [] });
+  const still = advanceHost(
+    input({ status: aside.status, observed: uncordoned, start: true, now: later(20 * minute) }),
+  );
+  assert.equal(still.status, aside.status);
+  assert.deepEqual(still.action, { kind: 'none' });
+  assert.deepEqual(still.events, []);
+  // A change already stopped (an operator before this one, or the pool's cap now free) too.
+  const stopped = advanceHost(input({ status: change('Drain'), observed: blocked, now: at }));
+  assert.ok(stopped.status.current?.failure, 'without mayAside it stops, as before');
+  const later1 = advanceHost(
+    input({ status: stopped.status, observed: blocked, now: later(11 * minute), mayAside: true }),
+  );
+  assert.equal(later1.status.setAside?.cause, 'ChangeFailed');
+  assert.equal(later1.status.current, undefined);
+  // winfleet.io/retry-rollout clears it: the host starts again when planned.
+  const cleared = advanceHost(
+    input({
+      status: aside.status,
+      observed: { ...uncordoned, retryAnnotation: '1' },
+      start: true,
+      now: later(30 * minute),
+    }),
+  );
+  assert.equal(cleared.status.setAside, undefined);
+  assert.equal(cleared.retryConsumed, true);
+  assert.equal(cleared.status.current?.changes[0], 'services', 'started again');
+  assert.equal(cleared.events[0]?.reason, EventReason.RolloutResumed);
+});
+
+test('set aside: a reboot pending that survives the reboot made for it is not served again until a retry', () => {
+  const rebootOnly: RolloutTarget = { servicesVersion: v1, patchPolicy: 'None' };
+  const pending = observed({
+    facts: { servicesVersion: v1, availableUpdates: [], rebootPending: true },
+  });
+  const started = advanceHost(
+    input({ target: rebootOnly, observed: pending, start: true, mayAside: false }),
+  );
+  assert.deepEqual(started.status.current?.changes, ['reboot-pending']);
+  // The reboot is asked for and made (boot id 41 → 42); in the new boot Windows still says a
+  // reboot is pending (the agent's report is the node's own word).
+  const drained = observed({
+    node: { unschedulable: true, cordonedByWinfleet: true },
+    drained: true,
+    facts: { servicesVersion: v1, availableUpdates: [], rebootPending: true },
+  });
+  const asked = advanceHost(
+    input({ target: rebootOnly, status: started.status, observed: drained }),
+  );
+  assert.deepEqual(asked.action.kind, 'reboot');
+  const rebooted = observed({
+    node: { bootId: '42' },
+    facts: { servicesVersion: v1, availableUpdates: [], rebootPending: true },
+  });
+  const done = advanceHost(
+    input({ target: rebootOnly, status: asked.status, observed: rebooted, now: later(minute) }),
+  );
+  assert.equal(done.status.current, undefined, 'the change finished');
+  assert.deepEqual(done.status.lastChange, {
+    endedAt: later(minute).toISOString(),
+    servedRebootPending: true,
+  });
+  assert.equal(done.status.setAside?.cause, 'RebootPendingPersists');
+  assert.match(
+    done.status.setAside!.message,
+    /^windows\/win-web-1: Windows on Node win-web-1 still reports a reboot pending after the reboot winfleet made for it, so it is set aside/,
+  );
+  assert.deepEqual(
+    done.events.map((e) => e.reason),
+    [EventReason.HostSetAside, EventReason.RolloutFinished],
+  );
+  // Planned again, it does not start: no second reboot for the same claim.
+  const again = advanceHost(
+    input({
+      target: rebootOnly,
+      status: done.status,
+      observed: rebooted,
+      start: true,
+      now: later(2 * minute),
+    }),
+  );
+  assert.equal(again.status.current, undefined);
+  assert.deepEqual(again.action, { kind: 'none' });
+  // The same claim found only on a later pass (the report came after the change ended) sets it
+  // aside then.
+  const { setAside: _none, ...beforeReport } = done.status;
+  const late = advanceHost(
+    input({ target: rebootOnly, status: beforeReport, observed: rebooted, now: later(3 * minute) }),
+  );
+  assert.equal(late.status.setAside?.cause, 'RebootPendingPersists');
+  // A retry serves the claim once more.
+  const retried = advanceHost(
+    input({
+      target: rebootOnly,
+      status: done.status,
+      observed: { ...rebooted, retryAnnotation: 'x' },
+      start: true,
+      now: later(4 * minute),
+    }),
+  );
+  assert.equal(retried.status.setAside, undefined);
+  assert.deepEqual(retried.status.current?.changes, ['reboot-pending']);
+  // A reboot pending after a change that was not made for one (patches that need a reboot)
+  // is served: that is what Windows asks for after an update.
+  const afterPatches = advanceHost(
+    input({
+      target: rebootOnly,
+      status: { lastChange: { endedAt: t0.toISOString() } },
+      observed: pending,
+      start: true,
+    }),
+  );
+  assert.deepEqual(afterPatches.status.current?.changes, ['reboot-pending']);
+});
+
+test('set aside after a failure, a host Ready again in a new boot is cleared by itself and starts again in turn', () => {
+  const aside: HostRolloutStatus = {
+    lastChange: { endedAt: t0.toISOString() },
+    setAside: { cause: 'ChangeFailed', message: 'x', since: t0.toISOString(), bootId: '41' },
+  };
+  const same = advanceHost(input({ status: aside, start: true, now: later(minute) }));
+  assert.equal(same.status, aside, 'the same boot: still set aside');
+  const down = advanceHost(
+    input({ status: aside, observed: observed({ node: { ready: false, bootId: '42' } }) }),
+  );
+  assert.ok(down.status.setAside, 'not Ready: still set aside');
+  const back = advanceHost(
+    input({ status: aside, observed: observed({ node: { bootId: '42' } }), start: true }),
+  );
+  assert.equal(back.status.setAside, undefined);
+  assert.equal(back.status.current?.step, 'Cordon', 'started again');
+  assert.equal(back.events[0]?.reason, EventReason.RolloutResumed);
+  // A pending reboot that survived is not cleared by a boot: only a retry clears it.
+  const pendingAside: HostRolloutStatus = {
+    lastChange: { endedAt: t0.toISOString(), servedRebootPending: true },
+    setAside: { cause: 'RebootPendingPersists', message: 'y', since: t0.toISOString() },
+  };
+  const rebooted = advanceHost(
+    input({ status: pendingAside, observed: observed({ node: { bootId: '42' } }), start: true }),
+  );
+  assert.equal(rebooted.status, pendingAside);
 });

@@ -54,6 +54,12 @@ import {
   type RolloutTarget,
   updatesFor,
 } from './pending-changes.ts';
+import {
+  backInAnotherBoot,
+  changeFailedMessage,
+  rebootPendingMessage,
+  rebootPendingPersists,
+} from './set-aside.ts';
 
 export const RolloutStep = {
   Cordon: 'Cordon',
@@ -86,9 +92,44 @@ export interface HostChange {
   failure?: { step: RolloutStep; reason: StepFailureReason; message: string; since: string };
 }
 
+/**
+ * Why a host is set aside (set-aside.ts): its change stopped at a step ('ChangeFailed'), or
+ * Windows still wanted a reboot after the reboot winfleet made for that ('RebootPendingPersists').
+ */
+export type SetAsideCause = 'ChangeFailed' | 'RebootPendingPersists';
+
+/** A host the rollout goes round: no change starts on it until winfleet.io/retry-rollout. */
+export interface HostSetAside {
+  cause: SetAsideCause;
+  /** What happened and how to clear it. */
+  message: string;
+  since: string;
+  /**
+   * ChangeFailed: the Node's boot id when it was set aside. Ready in another boot, the host came
+   * back (or was rebooted by hand): the set-aside clears itself, as a stopped change went on by
+   * itself once its host was back.
+   */
+  bootId?: string;
+}
+
+/** What the host's last change was, for the order hosts start in and the set-aside rule. */
+export interface HostLastChange {
+  /** When it ended (finished, or ended by setting the host aside). */
+  endedAt: string;
+  /**
+   * It was made for a reboot Windows wanted (reboot-pending) and rebooted the host: the same
+   * claim after it sets the host aside.
+   */
+  servedRebootPending?: boolean;
+}
+
 /** WindowsHost status.rollout. */
 export interface HostRolloutStatus {
   current?: HostChange;
+  /** The last change that ended: the least recently changed hosts start first. */
+  lastChange?: HostLastChange;
+  /** Set aside: no change starts on the host until winfleet.io/retry-rollout is set anew. */
+  setAside?: HostSetAside;
   /** When winfleet last rebooted the host for a change (the request it asked it with). */
   lastRebootAt?: string;
   /**
@@ -145,6 +186,13 @@ export interface StepInput {
   start: boolean;
   timeouts: { drainTimeoutMs: number; readyTimeoutMs: number };
   now: Date;
+  /**
+   * The pool may set this host aside if its change stops (fewer than its cap are set aside
+   * after a failure, see pool-pass.ts): the change then ends and the host is uncordoned,
+   * instead of holding back the pool. False (the default): the change stops and stays, as
+   * before.
+   */
+  mayAside?: boolean;
 }
 
 export type StepAction =
@@ -317,6 +365,8 @@ export function advanceHost(input: StepInput): StepResult {
   if (observed.deleting) return { status, action: { kind: 'none' }, events };
   let change = status.current;
   let lastRebootAt = status.lastRebootAt;
+  let lastChange = status.lastChange;
+  let setAside = status.setAside;
   // A retry is a value not acted on before; acted on, it is recorded (and used up even when
   // nothing had stopped), and forgotten once the annotation is gone.
   const retryValue = observed.retryAnnotation;
@@ -326,6 +376,27 @@ export function advanceHost(input: StepInput): StepResult {
     : retryValue === undefined
       ? undefined
       : status.retryHandled;
+  // A retry also clears a set-aside, and the reboot-pending it was set aside for is served once
+  // more (set-aside.ts).
+  if (retry && (setAside || lastChange?.servedRebootPending)) {
+    if (setAside) {
+      events.push({
+        type: 'Normal',
+        reason: EventReason.RolloutResumed,
+        message: `${input.host} is no longer set aside: ${retryRolloutAnnotation} was set; it starts again in turn`,
+      });
+    }
+    setAside = undefined;
+    if (lastChange) lastChange = { endedAt: lastChange.endedAt };
+  }
+  if (setAside && backInAnotherBoot(setAside, observed.node)) {
+    events.push({
+      type: 'Normal',
+      reason: EventReason.RolloutResumed,
+      message: `${input.host} is no longer set aside: Node ${observed.node?.name} is Ready in a new boot; it starts again in turn`,
+    });
+    setAside = undefined;
+  }
 
   const enter = (c: HostChange, step: RolloutStep): HostChange => {
     const { failure: _failure, ...rest } = c;
@@ -344,6 +415,8 @@ export function advanceHost(input: StepInput): StepResult {
       ...(lastRebootAt ? { lastRebootAt } : {}),
       ...(retryHandled !== undefined ? { retryHandled } : {}),
       ...(cordoned ? { cordoned } : {}),
+      ...(lastChange ? { lastChange } : {}),
+      ...(setAside ? { setAside } : {}),
     };
     const deadline = c && !c.failure ? deadlineOf(c, input.timeouts) : undefined;
     return {
@@ -355,15 +428,37 @@ export function advanceHost(input: StepInput): StepResult {
     };
   };
 
+  // Out of any change, a cordon of winfleet's is a lost operator's (or a set-aside change's): undo it.
+  const idle = (): StepResult =>
+    result(observed.node?.cordonedByWinfleet ? { kind: 'uncordon' } : { kind: 'none' }, undefined);
+  /** Ends the change here and sets the host aside (set-aside.ts). */
+  const putAside = (failure: string): StepResult => {
+    const bootId = observed.node?.bootId;
+    setAside = {
+      cause: 'ChangeFailed',
+      message: changeFailedMessage(input.host, failure),
+      since: apiTime(now),
+      ...(bootId ? { bootId } : {}),
+    };
+    lastChange = { endedAt: apiTime(now) };
+    events.push({ type: 'Warning', reason: EventReason.HostSetAside, message: setAside.message });
+    return idle();
+  };
+
   if (!change) {
-    const changes = input.start ? pendingChanges(input.target, observed.facts, now) : [];
-    if (changes.length === 0) {
-      // A cordon of winfleet's without a change behind it is a lost operator's: undo it.
-      return result(
-        observed.node?.cordonedByWinfleet ? { kind: 'uncordon' } : { kind: 'none' },
-        undefined,
-      );
+    if (setAside) return idle();
+    const pending = pendingChanges(input.target, observed.facts, now);
+    if (rebootPendingPersists({ ...status, lastChange }, pending)) {
+      setAside = {
+        cause: 'RebootPendingPersists',
+        message: rebootPendingMessage(input.host, observed.node?.name),
+        since: apiTime(now),
+      };
+      events.push({ type: 'Warning', reason: EventReason.HostSetAside, message: setAside.message });
+      return idle();
     }
+    const changes = input.start ? pending : [];
+    if (changes.length === 0) return idle();
     change = {
       target: input.target,
       changes,
@@ -399,6 +494,8 @@ export function advanceHost(input: StepInput): StepResult {
           const { reboot: _unused, ...withoutReboot } = rest;
           change = { ...withoutReboot, stepStartedAt: apiTime(now) };
         } else change = { ...rest, stepStartedAt: apiTime(now) };
+      } else if (input.mayAside) {
+        return putAside(change.failure.message);
       } else {
         return result({ kind: 'none' }, change);
       }
@@ -413,6 +510,7 @@ export function advanceHost(input: StepInput): StepResult {
           failure: { step: change.step, reason, message, since: apiTime(now) },
         };
         events.push({ type: 'Warning', reason: failureEvent[reason], message });
+        if (input.mayAside) return putAside(message);
         return result({ kind: 'none' }, change);
       }
     }
@@ -468,6 +566,28 @@ export function advanceHost(input: StepInput): StepResult {
         break;
       case 'Uncordon':
         if (!met) return result({ kind: 'uncordon' }, change);
+        lastChange = {
+          endedAt: apiTime(now),
+          ...(change.changes.includes('reboot-pending') && change.reboot
+            ? { servedRebootPending: true }
+            : {}),
+        };
+        // Still pending in the boot the change's reboot made: set aside at once.
+        if (
+          lastChange.servedRebootPending &&
+          rebootPendingPersists({ lastChange }, pendingChanges(input.target, observed.facts, now))
+        ) {
+          setAside = {
+            cause: 'RebootPendingPersists',
+            message: rebootPendingMessage(input.host, observed.node?.name),
+            since: apiTime(now),
+          };
+          events.push({
+            type: 'Warning',
+            reason: EventReason.HostSetAside,
+            message: setAside.message,
+          });
+        }
         events.push({
           type: 'Normal',
           reason: EventReason.RolloutFinished,

@@ -6,7 +6,10 @@
  *
  *   pool-membership  which pool each WindowsHost is in (conflicts, implicit default pool)
  *   pool-spec        a pool's spec checked, with defaults (PoolPolicy, problems)
- *   slot-planner     which hosts may start now (budget, pause, window, failure)
+ *   slot-planner     which hosts may start now (budget, pause, window, failure), least
+ *                    recently changed first
+ *   set-aside        a host whose change stops, or whose pending reboot survives the reboot
+ *                    made for it, is set aside instead of holding back its pool
  *   host-steps       one host's change: Cordon → Drain → Apply → Reboot → WaitReady → Uncordon
  *   pool-status      status numbers and Available/Progressing/Degraded
  *   pool-pass        all of it for one pool in one pass

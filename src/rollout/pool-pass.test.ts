@@ -204,7 +204,8 @@ test('upgrade: six web hosts with maxUnavailable 2 and a PDB, killed and lagging
           assert.equal(h.servicesVersion, v2, key);
           assert.equal(h.unschedulable, false, `${key} left cordoned`);
           assert.equal(h.pods, 0, key);
-          assert.deepEqual(f.statuses.get(key), {}, key);
+          assert.equal(f.statuses.get(key)!.current, undefined, key);
+          assert.equal(f.statuses.get(key)!.setAside, undefined, key);
         }
         assert.equal(
           shared.servicesVersion,
@@ -253,7 +254,7 @@ test('patches outside the window: nothing happens, the pool says when the window
   }
 });
 
-test('a host that does not come back from its reboot stops the rollout: Degraded names it, no other host goes down after it', () => {
+test('a host that does not come back from its reboot is set aside: the rest of the pool goes on, it holds only its own slot while down', () => {
   const { policy } = poolNamed('web');
   // A one-minute readyTimeout, so the failure comes while hosts still wait.
   const rebootAll = {
@@ -261,54 +262,90 @@ test('a host that does not come back from its reboot stops the rollout: Degraded
     readyTimeoutMs: 60_000,
     rebootRequestedAt: '2025-06-07T00:30:00Z',
   };
-  const f = fleet(webKeys.slice(0, 6), (key) => ({ brokenReboot: key === 'windows/win-web-1' }));
-  const startedBefore = new Set<string>();
-  const startedAfter: string[] = [];
-  let failedAt: number | undefined;
+  const keys = webKeys.slice(0, 6);
+  const f = fleet(keys, (key) => ({ brokenReboot: key === 'windows/win-web-1' }));
+  let asideAt: number | undefined;
   let last: PoolPassResult | undefined;
   for (let n = 0; n < 300; n++) {
     last = pass(f, 'windows/web', rebootAll, saturday + n * passMs, { payload: undefined });
-    if (failedAt !== undefined) startedAfter.push(...last.plan.start);
-    else for (const key of last.plan.start) startedBefore.add(key);
-    if (failedAt === undefined && f.statuses.get('windows/win-web-1')!.current?.failure)
-      failedAt = n;
+    const down = [...f.hosts.values()].filter(isDown).length;
+    assert.ok(down <= 2, `pass ${n}: ${down} hosts down`);
+    if (asideAt === undefined && f.statuses.get('windows/win-web-1')!.setAside) asideAt = n;
   }
-  // Asked to reboot at pass 1; its Reboot step's minute is up at pass 7.
-  assert.equal(failedAt, 7);
-  assert.deepEqual(startedAfter, [], 'no host starts after the failure');
-  const untouched = webKeys.slice(0, 6).filter((k) => !startedBefore.has(k));
-  assert.ok(untouched.length >= 2, `hosts still waiting when it failed: ${untouched}`);
-  for (const key of untouched) {
-    assert.equal(f.hosts.get(key)!.reboots, 0, key);
-    assert.deepEqual(f.statuses.get(key), {}, key);
-  }
-  // Hosts started before the failure finished their change; the failed one is left as it is:
-  // cordoned, asked to reboot once, never again, nothing forced.
-  for (const key of startedBefore) {
+  // Asked to reboot at pass 1; its step's minute is up at pass 7: set aside then.
+  assert.equal(asideAt, 7);
+  const aside = f.statuses.get('windows/win-web-1')!;
+  assert.equal(aside.current, undefined, 'its change ended');
+  assert.equal(aside.setAside?.cause, 'ChangeFailed');
+  assert.match(aside.setAside!.message, /did not come back from its reboot|was not Ready/);
+  assert.match(aside.setAside!.message, /winfleet\.io\/retry-rollout=/);
+  assert.equal(f.hosts.get('windows/win-web-1')!.cordonedByWinfleet, false, 'uncordoned');
+  for (const key of keys.slice(1)) {
     const h = f.hosts.get(key)!;
-    assert.equal(h.reboots, 1, key);
-    if (key === 'windows/win-web-1') continue;
+    assert.equal(h.reboots, 1, `${key} rebooted once: the pool went on`);
     assert.equal(h.unschedulable, false, key);
     assert.equal(f.statuses.get(key)!.current, undefined, key);
   }
-  const stopped = f.statuses.get('windows/win-web-1')!.current!;
-  assert.equal(stopped.step, 'Reboot');
-  assert.equal(stopped.failure!.reason, ConditionReason.RebootTimedOut);
-  assert.equal(f.hosts.get('windows/win-web-1')!.unschedulable, true);
   const degraded = last!.status.conditions.find((c) => c.type === 'Degraded')!;
   assert.equal(degraded.status, 'True');
-  assert.equal(degraded.reason, ConditionReason.RebootTimedOut);
-  assert.match(
-    degraded.message,
-    /^windows\/win-web-1: Node win-web-1 did not come back from its reboot within spec\.readyTimeout 1m/,
+  assert.equal(degraded.reason, ConditionReason.HostSetAside);
+  assert.match(degraded.message, /windows\/win-web-1 is set aside/);
+  const progressing = last!.status.conditions.find((c) => c.type === 'Progressing')!;
+  assert.equal(progressing.reason, ConditionReason.RolloutComplete);
+  assert.match(progressing.message, /set aside: windows\/win-web-1/);
+  assert.equal(last!.status.unavailableHosts, 1, 'down, the set-aside host takes its own slot');
+});
+
+test('beyond maxUnavailable hosts set aside, a stopped change stops the pool as before', () => {
+  const { policy } = poolNamed('web'); // maxUnavailable 2
+  const quick = { ...policy, readyTimeoutMs: 60_000 };
+  const keys = webKeys.slice(0, 6);
+  // Three hosts whose agents never apply the upgrade (they stay Ready): a bad change.
+  const bad = new Set(keys.slice(0, 3));
+  const f = fleet(keys, (key) => ({ applyDelay: bad.has(key) ? 1_000_000 : 0 }));
+  let last: PoolPassResult | undefined;
+  for (let n = 0; n < 200; n++) last = pass(f, 'windows/web', quick, saturday + n * passMs);
+  const statuses = keys.map((k) => f.statuses.get(k)!);
+  assert.deepEqual(
+    statuses.map((s) => s.setAside?.cause ?? s.current?.failure?.reason ?? 'ok'),
+    ['ChangeFailed', 'ChangeFailed', 'ApplyTimedOut', 'ok', 'ok', 'ok'],
+    'two set aside, the third failure stops the pool',
   );
+  // Started with the first two set aside: at most maxUnavailable at a time never changes.
+  assert.equal(f.hosts.get(keys[2]!)!.unschedulable, true, 'the stopped one stays cordoned');
   const progressing = last!.status.conditions.find((c) => c.type === 'Progressing')!;
   assert.equal(progressing.reason, ConditionReason.RolloutStopped);
-  assert.equal(
-    progressing.message,
-    'Stopped at windows/win-web-1 (Reboot); no other host starts a change until it goes on (see Degraded)',
-  );
-  assert.equal(last!.status.unavailableHosts, 1, 'the failed host takes only its own slot');
+  const degraded = last!.status.conditions.find((c) => c.type === 'Degraded')!;
+  assert.equal(degraded.reason, ConditionReason.ApplyTimedOut);
+  assert.match(degraded.message, /windows\/win-web-1 is set aside/);
+  assert.match(degraded.message, /windows\/win-web-2 is set aside/);
+});
+
+test('least recently changed first: a host pending again after every change waits behind the others', () => {
+  const { policy } = poolNamed('web');
+  const one = {
+    ...policy,
+    maxUnavailable: { kind: 'count', count: 1 } as const,
+    patchPolicy: 'Security' as const,
+  };
+  const [a, b, c] = webKeys.slice(0, 3) as [string, string, string];
+  // a (first by name) claims a new Security update after every change: a fake KB.
+  const f = fleet([a, b, c]);
+  let kb = 5_040_000;
+  const fake = () => ({ kb: `KB${kb++}`, categories: ['Security Updates'] });
+  f.hosts.get(a)!.updates = [fake()];
+  const order: string[] = [];
+  for (let n = 0; n < 200; n++) {
+    const r = pass(f, 'windows/web', one, saturday + n * passMs);
+    order.push(...r.plan.start);
+    const host = f.hosts.get(a)!;
+    if (host.updates.length === 0 && !f.statuses.get(a)!.current) host.updates = [fake()];
+  }
+  assert.equal(f.hosts.get(b)!.servicesVersion, v2, 'b upgraded');
+  assert.equal(f.hosts.get(c)!.servicesVersion, v2, 'c upgraded');
+  // a went first (never changed, first by name), then both others before it went again.
+  assert.deepEqual(order.slice(0, 3), [a, b, c]);
+  assert.ok(order.length > 4, 'a goes on changing when nothing else waits');
 });
 
 test('skew: a payload whose kubelet is too new is refused before any host is touched', () => {
@@ -527,8 +564,12 @@ test('a NotReady host’s repair is a reboot alone, an upgrade pending or not; w
     unschedulable: true,
     cordonedByWinfleet: true,
   };
+  // Stopped, it is set aside (set-aside.ts) like any stopped change: it ends, uncordoned, and
+  // holds back no other host; remediation's ladder then goes on with it.
   const held = poolPass(input([{ ...cordoned, repairRequestedAt: asked }]));
-  assert.equal(held.hosts.get('w/a')!.status.current?.step, 'Reboot', 'still asked: still stopped');
+  assert.equal(held.hosts.get('w/a')!.status.current, undefined, 'set aside: the change ended');
+  assert.equal(held.hosts.get('w/a')!.status.setAside?.cause, 'ChangeFailed');
+  assert.deepEqual(held.hosts.get('w/a')!.action, { kind: 'uncordon' });
   const ended = poolPass(input([cordoned]));
   assert.equal(ended.hosts.get('w/a')!.status.current?.step, 'Uncordon');
   assert.deepEqual(ended.hosts.get('w/a')!.action, { kind: 'uncordon' });

@@ -16,9 +16,15 @@ import {
 import { checkKubeletSkew } from './kubelet-skew.ts';
 import { isInWindow, nextWindowStart } from './maintenance-window.ts';
 import { resolveMaxUnavailable } from './max-unavailable.ts';
-import { pendingChanges, type RolloutTarget, rebootRequestFor } from './pending-changes.ts';
+import {
+  parseApiTime,
+  pendingChanges,
+  type RolloutTarget,
+  rebootRequestFor,
+} from './pending-changes.ts';
 import type { PoolPolicy } from './pool-spec.ts';
 import { type PoolStatusHost, poolStatus } from './pool-status.ts';
+import { isSetAside } from './set-aside.ts';
 import { type PlannerHost, planRollout, type RolloutPlan } from './slot-planner.ts';
 
 export interface PoolPassHost {
@@ -96,38 +102,46 @@ export function poolPass(input: PoolPassInput): PoolPassResult {
     return view(h, target, now);
   });
   const windowOpen = !policy.window || isInWindow(policy.window, now);
+  const maxUnavailable = resolveMaxUnavailable(policy.maxUnavailable, input.hosts.length);
   const plan = planRollout({
     hosts: views,
-    maxUnavailable: resolveMaxUnavailable(policy.maxUnavailable, input.hosts.length),
+    maxUnavailable,
     paused: policy.paused,
     windowOpen,
     held: input.specProblems.length > 0,
   });
   const starting = new Set(plan.start);
   const results = new Map<string, StepResult>();
-  for (const h of input.hosts) {
-    results.set(
-      h.key,
-      advanceHost({
-        host: h.key,
-        status: h.status,
-        observed: h.observed,
-        // A host another pool selects too (it became shared mid-change) finishes the change it
-        // has, as recorded: each pool's pass would otherwise retarget it to its own policy, and
-        // the one with less to do would end the change half-done.
-        target:
-          h.otherPools?.length && h.status.current ? h.status.current.target : targets.get(h.key)!,
-        start: starting.has(h.key),
-        timeouts: policy,
-        now,
-      }),
-    );
+  // At most maxUnavailable hosts are set aside after a stopped change (set-aside.ts); beyond
+  // that a stopped change stops the pool as before. Counted in key order, so a restarted
+  // operator sets the same hosts aside.
+  const failedAside = (s: PoolPassHost['status']) => s.setAside?.cause === 'ChangeFailed';
+  let aside = input.hosts.filter((h) => failedAside(h.status)).length;
+  for (const h of [...input.hosts].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) {
+    const result = advanceHost({
+      host: h.key,
+      status: h.status,
+      observed: h.observed,
+      // A host another pool selects too (it became shared mid-change) finishes the change it
+      // has, as recorded: each pool's pass would otherwise retarget it to its own policy, and
+      // the one with less to do would end the change half-done.
+      target:
+        h.otherPools?.length && h.status.current ? h.status.current.target : targets.get(h.key)!,
+      start: starting.has(h.key),
+      timeouts: policy,
+      now,
+      mayAside: aside < maxUnavailable,
+    });
+    if (failedAside(result.status) && !failedAside(h.status)) aside++;
+    results.set(h.key, result);
   }
   const after: PoolStatusHost[] = input.hosts.map((h) => {
-    const current = results.get(h.key)!.status.current;
+    const recorded = results.get(h.key)!.status;
+    const current = recorded.current;
     return {
-      ...view({ ...h, status: results.get(h.key)!.status }, targets.get(h.key)!, now),
+      ...view({ ...h, status: recorded }, targets.get(h.key)!, now),
       ...(current ? { step: current.step, since: current.stepStartedAt } : {}),
+      ...(recorded.setAside ? { setAsideMessage: recorded.setAside.message } : {}),
     };
   });
   const nextOpen = policy.window && !windowOpen ? nextWindowStart(policy.window, now) : undefined;
@@ -174,10 +188,15 @@ function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
     ? { ...h.observed.facts, lastRebootAt: h.status.lastRebootAt }
     : h.observed.facts;
   const changes = h.joining ? [] : pendingChanges(target, facts, now);
+  const ended = h.status.lastChange?.endedAt;
   return {
     key: h.key,
     ready: h.observed.node?.ready === true,
     pending: changes.length > 0,
+    ...(isSetAside(h.status, h.observed.retryAnnotation, changes, h.observed.node)
+      ? { setAside: true }
+      : {}),
+    ...(ended !== undefined ? { lastChangeEndedAt: changeTime(ended) } : {}),
     ...(changes.includes('repair') ? { repair: true } : {}),
     inProgress: current !== undefined,
     ...(current?.failure
@@ -191,4 +210,13 @@ function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
       : {}),
     ...(h.otherPools?.length ? { shared: true } : {}),
   };
+}
+
+/** A recorded time as ms; one that cannot be read counts as long ago (it goes first). */
+function changeTime(text: string): number {
+  try {
+    return parseApiTime(text, 'status.rollout.lastChange.endedAt');
+  } catch {
+    return 0;
+  }
 }

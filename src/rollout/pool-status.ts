@@ -16,6 +16,8 @@ export interface PoolStatusHost extends PlannerHost {
   step?: string;
   /** When it entered that step. */
   since?: string;
+  /** Why it is set aside, when it is (set-aside.ts). */
+  setAsideMessage?: string;
 }
 
 export interface PoolStatusInput {
@@ -117,9 +119,12 @@ function progressing(
   const waiting = waitingHosts
     .filter((h) => !h.shared)
     .map((h) => (h.ready ? h.key : `${h.key} (NotReady)`));
-  const stuckNote = stuck.length
-    ? `; no change can start on ${names(stuck)}: in more than one pool (see Degraded)`
-    : '';
+  const aside = hosts.filter((h) => h.setAside).map((h) => h.key);
+  const stuckNote = `${
+    stuck.length
+      ? `; no change can start on ${names(stuck)}: in more than one pool (see Degraded)`
+      : ''
+  }${aside.length ? `; set aside: ${names(aside)} (see Degraded)` : ''}`;
   const updated = hosts.filter((h) => !h.pending && !h.inProgress).length;
   const failed = hosts.filter((h) => h.failed);
   if (failed.length > 0) {
@@ -161,7 +166,10 @@ function progressing(
         type,
         status: 'False',
         reason: ConditionReason.RolloutComplete,
-        message: `All ${hostsWord(hosts.length)} up to date`,
+        message:
+          updated === hosts.length
+            ? `All ${hostsWord(hosts.length)} up to date${stuckNote}`
+            : `${updated} of ${hostsWord(hosts.length)} up to date${stuckNote}`,
       };
     }
     return {
@@ -213,6 +221,10 @@ function degraded(
   for (const h of hosts) {
     if (h.failed)
       problems.push({ reason: h.failed.reason as ConditionReason, message: h.failed.message });
+  }
+  for (const h of hosts) {
+    if (h.setAside && h.setAsideMessage)
+      problems.push({ reason: ConditionReason.HostSetAside, message: h.setAsideMessage });
   }
   if (input.shared.length > 0) {
     const list = input.shared.map((s) => `${s.host} (also in ${s.otherPools.join(', ')})`);

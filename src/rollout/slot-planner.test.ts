@@ -103,9 +103,51 @@ test('nothing to do: no start, no block', () => {
     start: [],
     inProgress: [],
     waiting: [],
+    setAside: [],
     unavailable: 0,
     maxUnavailable: 2,
   });
+});
+
+test('least recently changed first: a host changed a moment ago waits behind every other, whatever its name', () => {
+  const t = Date.parse('2025-06-07T01:00:00Z');
+  const plan = planRollout({
+    ...base,
+    maxUnavailable: 1,
+    hosts: six({
+      // win-1 sorts first by name and has just finished a change; win-3 and win-5 changed long
+      // ago; the others never did (they go first, by name).
+      'win-1': { lastChangeEndedAt: t },
+      'win-3': { lastChangeEndedAt: t - 3_600_000 },
+      'win-5': { lastChangeEndedAt: t - 7_200_000 },
+    }),
+  });
+  assert.deepEqual(plan.start, ['windows/win-2']);
+  assert.deepEqual(plan.waiting, [
+    'windows/win-4',
+    'windows/win-6',
+    'windows/win-5',
+    'windows/win-3',
+    'windows/win-1',
+  ]);
+});
+
+test('a set-aside host never starts and holds back no other host; down, it takes its own slot', () => {
+  const up = planRollout({
+    ...base,
+    maxUnavailable: 1,
+    hosts: six({ 'win-1': { setAside: true } }),
+  });
+  assert.deepEqual(up.start, ['windows/win-2']);
+  assert.deepEqual(up.setAside, ['windows/win-1']);
+  assert.ok(!up.waiting.includes('windows/win-1'));
+  const down = planRollout({
+    ...base,
+    maxUnavailable: 2,
+    hosts: six({ 'win-1': { setAside: true, ready: false } }),
+  });
+  assert.deepEqual(down.start, ['windows/win-2'], 'one slot left of two');
+  assert.equal(down.blockedBy, 'budget');
 });
 
 test('maxUnavailable must be resolved first', () => {

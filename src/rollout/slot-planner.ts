@@ -14,8 +14,12 @@
  * - Only Ready hosts start: a change cannot be checked on a host that is already down (its
  *   drain cannot finish, its Ready cannot be awaited), so it would stop the whole pool; it
  *   waits until the host is Ready again (repairing it is the health controller's job).
- * - Hosts that two pools select never start.
- * - Candidates start in key order ("namespace/name"), so a restarted operator picks the same.
+ * - Hosts that two pools select never start, nor do hosts set aside (set-aside.ts): a host whose
+ *   change stopped and was set aside holds back no other host; it counts against the budget only
+ *   while it is NotReady, like any host not in a change.
+ * - Candidates start least recently changed first (the end of their last change; never changed
+ *   first), then in key order ("namespace/name"): a host that is pending again after every
+ *   change waits behind every other, and a restarted operator picks the same.
  */
 
 export interface PlannerHost {
@@ -33,6 +37,10 @@ export interface PlannerHost {
   shared?: boolean;
   /** Its pending change includes a repair (remediation's reboot rung). */
   repair?: boolean;
+  /** It is set aside: no change starts on it (set-aside.ts). */
+  setAside?: boolean;
+  /** When its last change ended, in ms since the epoch; undefined: never changed. */
+  lastChangeEndedAt?: number;
 }
 
 export interface PlanInput {
@@ -54,8 +62,10 @@ export interface RolloutPlan {
   start: string[];
   /** Hosts in a change: reconcile them (their steps go on whatever the pool's state). */
   inProgress: string[];
-  /** Hosts with a change pending that do not start now. */
+  /** Hosts with a change pending that do not start now (set-aside hosts aside). */
   waiting: string[];
+  /** Hosts set aside, with a change pending or not. */
+  setAside: string[];
   /** Hosts unavailable before this plan. */
   unavailable: number;
   maxUnavailable: number;
@@ -64,6 +74,13 @@ export interface RolloutPlan {
 }
 
 const byKey = (a: PlannerHost, b: PlannerHost) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+
+/** Least recently changed first (never changed before any), then by key. */
+const byLastChange = (a: PlannerHost, b: PlannerHost) => {
+  const at = a.lastChangeEndedAt ?? Number.NEGATIVE_INFINITY;
+  const bt = b.lastChangeEndedAt ?? Number.NEGATIVE_INFINITY;
+  return at < bt ? -1 : at > bt ? 1 : byKey(a, b);
+};
 
 /** True when the host takes a slot of the pool's budget. */
 export function isUnavailable(host: PlannerHost): boolean {
@@ -80,7 +97,9 @@ export function planRollout(input: PlanInput): RolloutPlan {
   const hosts = [...input.hosts].sort(byKey);
   const unavailable = hosts.filter(isUnavailable).length;
   const inProgress = hosts.filter((h) => h.inProgress || h.failed).map((h) => h.key);
-  const candidates = hosts.filter((h) => h.pending && !h.inProgress && !h.failed);
+  const candidates = hosts
+    .filter((h) => h.pending && !h.inProgress && !h.failed && !h.setAside)
+    .sort(byLastChange);
   const eligible = candidates.filter((h) => h.ready && !h.shared);
   const blockedBy: StartBlock | undefined = input.held
     ? 'held'
@@ -112,6 +131,7 @@ export function planRollout(input: PlanInput): RolloutPlan {
     start,
     inProgress,
     waiting,
+    setAside: hosts.filter((h) => h.setAside && !h.inProgress).map((h) => h.key),
     unavailable,
     maxUnavailable: input.maxUnavailable,
     ...(blockedBy ? { blockedBy } : budgetBound ? { blockedBy: 'budget' as const } : {}),

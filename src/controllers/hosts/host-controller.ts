@@ -89,7 +89,9 @@ export function createHostController(deps: HostControllerDeps): Controller {
         host.status?.rollout?.current?.target.servicesVersion !==
           old.status?.rollout?.current?.target.servicesVersion ||
         // Remediation asked for a re-bootstrap, or gave up (Degraded), or let go.
-        remediationRequestKey(host) !== remediationRequestKey(old)
+        remediationRequestKey(host) !== remediationRequestKey(old) ||
+        // The rollout set the host aside, or an admin cleared it (Degraded).
+        host.status?.rollout?.setAside?.since !== old.status?.rollout?.setAside?.since
       ) {
         enqueue(host);
       }

@@ -34,6 +34,7 @@ import {
   leftToRemediation,
   rebootstrapRequest,
   reportRemediationFailure,
+  reportSetAside,
 } from './host-remediation.ts';
 import { apiTime, HostStatus, timeOf, writeHostStatus } from './host-status.ts';
 import { reportFailure } from './join-failure.ts';
@@ -83,6 +84,7 @@ export async function hostPass(
     throw error;
   } finally {
     reportRemediationFailure(host, hs);
+    reportSetAside(host, hs);
     if (hs.changed()) await writeHostStatus(ctx.kc, host, hs.status);
   }
 }

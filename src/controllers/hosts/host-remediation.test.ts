@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { WindowsHost, WindowsHostStatus } from '../../api/windows-host.ts';
-import { leftToRemediation, rebootstrapRequest } from './host-remediation.ts';
+import { leftToRemediation, rebootstrapRequest, reportSetAside } from './host-remediation.ts';
+import { HostStatus } from './host-status.ts';
 
 const ladder = (extra: object = {}) => ({
   current: {
@@ -96,4 +97,23 @@ test('a joined host under remediation or skip is not re-bootstrapped by the join
     'the administrator asked for a rejoin',
   );
   assert.equal(leftToRemediation(host({ remediation: ladder() })), false, 'still joining');
+});
+
+test('a host the rollout set aside is Degraded HostSetAside, and no longer once cleared', () => {
+  const setAside = {
+    cause: 'ChangeFailed' as const,
+    message: 'ns/h1: … is set aside',
+    since: '2026-11-23T04:00:00Z',
+  };
+  const aside = host({ rollout: { setAside } });
+  const hs = new HostStatus(aside);
+  reportSetAside(aside, hs);
+  const degraded = hs.condition('Degraded');
+  assert.equal(degraded?.status, 'True');
+  assert.equal(degraded?.reason, 'HostSetAside');
+  assert.equal(degraded?.message, setAside.message);
+  const cleared = host({ rollout: {}, conditions: hs.status.conditions });
+  const after = new HostStatus(cleared);
+  reportSetAside(cleared, after);
+  assert.equal(after.condition('Degraded')?.status, 'False');
 });

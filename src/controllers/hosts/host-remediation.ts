@@ -10,7 +10,8 @@
  *   winfleet.io/skip-remediation is not bootstrapped again by the join's own NotReady timer:
  *   one rung at a time, and "left alone" means left alone. The administrator's
  *   winfleet.io/rejoin still is acted on.
- * - RemediationFailed shows as the host's Degraded condition.
+ * - RemediationFailed shows as the host's Degraded condition; so does the rollout setting the
+ *   host aside (HostSetAside).
  */
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import { rejoinAnnotation, type WindowsHost } from '../../api/windows-host.ts';
@@ -52,6 +53,19 @@ export function reportRemediationFailure(host: WindowsHost, hs: HostStatus): voi
   const failed = host.status?.remediation?.failed;
   if (!failed) return;
   hs.set(ConditionType.Degraded, 'True', ConditionReason.RemediationFailed, failed.message);
+}
+
+/**
+ * Degraded=True HostSetAside while the pool's rollout has set the host aside (its change
+ * stopped, or its pending reboot survived winfleet's reboot: src/rollout/set-aside.ts), unless
+ * remediation's failure already says worse.
+ */
+export function reportSetAside(host: WindowsHost, hs: HostStatus): void {
+  const aside = host.status?.rollout?.setAside;
+  if (host.status?.remediation?.failed) return;
+  if (aside) hs.set(ConditionType.Degraded, 'True', ConditionReason.HostSetAside, aside.message);
+  else if (hs.condition(ConditionType.Degraded)?.reason === ConditionReason.HostSetAside)
+    hs.set(ConditionType.Degraded, 'False', ConditionReason.AsExpected, '');
 }
 
 /** What in a host's status update the host controller acts on for remediation. */
