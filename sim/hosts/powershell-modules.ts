@@ -248,9 +248,12 @@ export const powerShellModules: readonly PowerShellModule[] = [
     releases: all,
     feature: 'RSAT-AD-PowerShell',
     cmdlets: [
+      // Named in the advice to an AD administrator when a removed host's account stays enabled.
+      'Disable-ADAccount',
       'Get-ADComputer',
       'Get-ADServiceAccount',
       'Install-ADServiceAccount',
+      'Remove-ADComputer',
       'Test-ADServiceAccount',
     ],
   },
