@@ -62,7 +62,10 @@ test('the rendered chart passes the API server’s validation, and its pod the r
     kind: 'Pod',
     metadata: { name, namespace },
     // The chart's ServiceAccount is not there (the apply was a dry run): the namespace's own.
-    spec: { ...only(objects, 'Deployment').spec.template.spec, serviceAccountName: 'default' },
+    spec: {
+      ...only(objects, 'Deployment', 'winfleet').spec.template.spec,
+      serviceAccountName: 'default',
+    },
   });
 
   for (const [name, values] of variants) {
