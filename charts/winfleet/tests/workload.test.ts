@@ -366,7 +366,7 @@ test('the ServiceMonitor is rendered only when metrics.serviceMonitor.enabled', 
   // Both Services (the operator's and the webhook's) carry these labels.
   for (const name of ['winfleet', 'winfleet-webhook'])
     for (const [key, value] of Object.entries(monitor.spec.selector.matchLabels))
-      assert.equal(only(objects, 'Service', name).metadata.labels[key], value, name);
+      assert.equal(only(objects, 'Service', name).metadata.labels?.[key], value, name);
 });
 
 test('the NetworkPolicies: the webhook port open to the API server wherever it is; the status port only to the monitoring namespace; egress only to DNS, API server, registries (and SSH for the operator)', async () => {
