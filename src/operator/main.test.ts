@@ -43,6 +43,10 @@ test('bad flags are refused with the flag named and the fix', async () => {
     ],
     [['--tls-cert-file', 'a'], /--tls-cert-file and --tls-key-file are for --mode webhook/],
     [['--mode', 'controllers', '--no-webhook'], /--mode controllers is for a webhook served/],
+    [
+      ['--dashboard-allowed-host', 'http://evil.example:80'],
+      /"http:\/\/evil\.example:80" is not a host name or address/,
+    ],
   ];
   // Each case is its own process; they start together, since most of each run is Node loading.
   const results = await Promise.all(cases.map(([args]) => operator(args)));

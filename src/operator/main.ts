@@ -81,6 +81,15 @@ function pinnedReference(value: string): string {
   return value;
 }
 
+/** A host name or IP address for a Host header (no port, no scheme). */
+const collectHostNames = (value: string, previous: string[] = []) => {
+  if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$/.test(value))
+    throw new InvalidArgumentError(
+      `"${value}" is not a host name or address (e.g. winfleet.example.com, 10.0.0.5 or [fd00::5]; no port or scheme)`,
+    );
+  return [...previous, value];
+};
+
 const collectNamespaces = (value: string, previous: string[] = []) => [
   ...previous,
   dnsLabel('namespace')(value),
@@ -178,6 +187,11 @@ const program = new Command('winfleet-operator')
     '127.0.0.1',
   )
   .option('--dashboard-port <port>', 'port of the dashboard', port, 8081)
+  .option(
+    '--dashboard-allowed-host <name>',
+    'a name the dashboard answers to besides localhost, 127.0.0.1, [::1] and its address (repeatable; any other Host header is refused 421, against DNS rebinding)',
+    collectHostNames,
+  )
   .option('--no-dashboard', 'serve no dashboard')
   .option('--no-leader-elect', 'do not elect a leader (only one replica may run)')
   .option(
@@ -357,7 +371,13 @@ program.action(async (opts) => {
     webhook,
     status: { host: opts.statusHost, port: opts.statusPort },
     ...(opts.dashboard
-      ? { dashboard: { host: opts.dashboardHost, port: opts.dashboardPort } }
+      ? {
+          dashboard: {
+            host: opts.dashboardHost,
+            port: opts.dashboardPort,
+            allowedHosts: opts.dashboardAllowedHost ?? [],
+          },
+        }
       : {}),
     leaderElection: opts.leaderElect,
     payloadDir: opts.payloadDir,

@@ -111,7 +111,15 @@ export interface OperatorOptions {
    * The dashboard's own listener (loopback by default in the CLI and the chart: a person reaches
    * it with kubectl port-forward); 0 picks a port. Without it, no dashboard.
    */
-  dashboard?: { host: string; port: number };
+  dashboard?: {
+    host: string;
+    port: number;
+    /**
+     * Names a request's Host may give besides localhost, 127.0.0.1, [::1] and the bound
+     * address (DNS rebinding: dashboard/server.ts).
+     */
+    allowedHosts?: string[];
+  };
   /** Elect a leader on a Lease before running controllers (default true). */
   leaderElection?: boolean;
   identity?: string;
@@ -262,8 +270,22 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   if (status) stops.push(() => status.close());
   let dashboard: StatusServer | undefined;
   if (options.dashboard) {
-    const pages = createDashboard(caches, apiEventLister(ctx.kc));
-    const server = await startHttpServer({ ...options.dashboard, log, routes: [pages.route] });
+    const { host: bound, allowedHosts = [] } = options.dashboard;
+    const pages = createDashboard(caches, apiEventLister(ctx.kc), {
+      // The address it is bound to answers too, unless it is every address.
+      allowedHosts: [
+        ...allowedHosts,
+        ...(bound === '0.0.0.0' || bound === '::'
+          ? []
+          : [bound.includes(':') ? `[${bound}]` : bound]),
+      ],
+    });
+    const server = await startHttpServer({
+      host: options.dashboard.host,
+      port: options.dashboard.port,
+      log,
+      routes: [pages.route],
+    });
     dashboard = server;
     // Stops run last-first: the live streams end, then the listener closes.
     stops.push(() => server.close());
