@@ -24,6 +24,14 @@
  * --from-source runs `node src/operator/main.ts` instead; --node-flags replaces
  * IMAGE_NODE_FLAGS ("" for none).
  *
+ * As the chart runs it, the webhook is a process of its own (issue 33): the operator runs
+ * `--mode controllers` (it keeps the webhook's certificate Secret and configuration) and a
+ * second process `--mode webhook` serves admissions from the Secret's tls.crt and tls.key,
+ * written to files here as the kubelet would mount them, with --webhook-node-flags (default
+ * none: V8's default young generation, tuned for latency). The RSS columns are the
+ * controllers' process; the webhook's RSS is printed beside. --one-process measures the
+ * operator with its webhook in one process, as before.
+ *
  * --hosts N joins N simulated hosts (all at once) before the first step.
  *
  * --flag-variants="FLAGS;FLAGS": at the last step, the operator is stopped and started again
@@ -112,7 +120,7 @@ import { type CpuWindow, cpuWindow, formatCpu, sumCpuWindows } from './process-c
 import { simHostsCli, startSimHostsProcess } from './sim-hosts-process.ts';
 
 const usage =
-  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --node-flags FLAGS --profile-dir DIR --baseline-bundle FILE --kwok-lease-seconds 300 --flag-variants="A;B" --pause-control-plane --memory-probe --rounds 5 --keep-dir]';
+  'npm run bench:scale [-- --steps 1000,5000,10000 --hosts 1 --idle-seconds 300 --rate 1000 --load-seconds 10 --batch-size 1000 --from-source --node-flags FLAGS --profile-dir DIR --baseline-bundle FILE --kwok-lease-seconds 300 --flag-variants="A;B" --pause-control-plane --memory-probe --rounds 5 --one-process --webhook-node-flags FLAGS --keep-dir]';
 const { values } = parseArgs({
   options: {
     steps: { type: 'string', default: '1000,5000,10000' },
@@ -131,6 +139,8 @@ const { values } = parseArgs({
     'pause-control-plane': { type: 'boolean', default: false },
     rounds: { type: 'string', default: '5' },
     'keep-dir': { type: 'boolean', default: false },
+    'one-process': { type: 'boolean', default: false },
+    'webhook-node-flags': { type: 'string', default: '' },
   },
   strict: true,
 });
@@ -258,8 +268,16 @@ try {
   );
   stops.push(() => stopProcess(sims.child));
 
-  const [webhookPort, statusPort, inspectorPort, baselineStatusPort, baselineWebhookPort] =
-    (await freePorts(5)) as [number, number, number, number, number];
+  const [
+    webhookPort,
+    statusPort,
+    inspectorPort,
+    baselineStatusPort,
+    baselineWebhookPort,
+    webhookStatusPort,
+  ] = (await freePorts(6)) as [number, number, number, number, number, number];
+  const split = !values['one-process'];
+  const webhookNodeFlags = values['webhook-node-flags'].split(/\s+/).filter(Boolean);
   const shipped = !values['from-source'];
   if (shipped) await buildOperatorBundle();
   const profileDir = values['profile-dir'];
@@ -312,6 +330,7 @@ try {
       statusPort,
       logFile: join(dir, `operator-${operatorRuns}.log`),
       shipped,
+      ...(split ? { args: ['--mode', 'controllers'] } : {}),
       nodeFlags: [
         ...(probeFile ? ['--require', memoryProbe] : []),
         ...flags,
@@ -337,6 +356,59 @@ try {
     });
   }
   await startOperator(nodeFlags);
+
+  /**
+   * The webhook's own process (the chart's webhook Deployment), its certificate the Secret's
+   * tls.crt and tls.key in files, as the kubelet mounts them.
+   */
+  let webhookProcess: ChildProcess | undefined;
+  if (split) {
+    const certDir = join(dir, 'webhook-tls');
+    await mkdir(certDir, { recursive: true });
+    const secret = await waitFor(
+      async () => {
+        const s = await core
+          .readNamespacedSecret({ name: 'winfleet-webhook-tls', namespace })
+          .catch(() => undefined);
+        return s?.data?.['tls.crt'] && s.data['tls.key'] ? s : undefined;
+      },
+      { description: 'the webhook certificate Secret', timeoutMs: 60_000 },
+    );
+    for (const file of ['tls.crt', 'tls.key'])
+      await writeFile(join(certDir, file), Buffer.from(secret.data![file]!, 'base64'), {
+        mode: 0o600,
+      });
+    const started = spawnOperator({
+      kubeconfig: cluster.kubeconfigPath,
+      namespace,
+      webhookPort,
+      statusPort: webhookStatusPort,
+      logFile: join(dir, 'webhook.log'),
+      shipped,
+      nodeFlags: webhookNodeFlags,
+      args: [
+        '--mode',
+        'webhook',
+        '--tls-cert-file',
+        join(certDir, 'tls.crt'),
+        '--tls-key-file',
+        join(certDir, 'tls.key'),
+      ],
+    });
+    webhookProcess = started;
+    stops.push(() => stopProcess(started));
+    await waitFor(
+      () =>
+        fetch(`http://127.0.0.1:${webhookStatusPort}/readyz`).then(
+          (r) => r.ok,
+          () => undefined,
+        ),
+      { description: "the webhook process's /readyz", timeoutMs: 120_000 },
+    );
+    progress(
+      `webhook process: node ${webhookNodeFlags.join(' ') || '(no flags)'} --mode webhook (pid ${started.pid})`,
+    );
+  }
 
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   await Promise.all(sims.hosts.map((h) => objects.create(windowsHostFor(h, namespace))));
@@ -507,7 +579,8 @@ try {
   /** The processes whose CPU each webhook window reports. */
   const pids = () =>
     new Map<string, number>([
-      ['operator', operator.pid!],
+      [split ? 'operator (controllers)' : 'operator', operator.pid!],
+      ...(webhookProcess ? [['webhook', webhookProcess.pid!] as [string, number]] : []),
       ...(baseline ? [['baseline operator', baseline.pid!] as [string, number]] : []),
       ...cluster.components.map((c) => [c.name, c.pid!] as [string, number]),
       ['simulated hosts', sims.child.pid!],
@@ -538,6 +611,9 @@ try {
     baselineAfterLoadMiB?: number;
     baselineWebhook?: LoadResult;
     baselineHeapMiB?: number;
+    /** The webhook process's RSS, idle and after the load (split). */
+    webhookRssIdleMiB?: number;
+    webhookRssAfterLoadMiB?: number;
     webhookCpu: CpuWindow;
     noopCpu: CpuWindow;
     gc?: GcPause[];
@@ -587,6 +663,7 @@ try {
     const samples = await scrape();
     const heap = sumOf(samples, 'nodejs_heap_size_used_bytes');
     const rssIdle = rssKiB(operator.pid!);
+    const webhookRssIdle = webhookProcess ? rssKiB(webhookProcess.pid!) : undefined;
     const baselineIdle = baseline ? rssKiB(baseline.pid!) : undefined;
     const baselineHeap = baseline
       ? sumOf(
@@ -630,6 +707,12 @@ try {
       rssAfterLoadMiB: mib(rssKiB(operator.pid!)),
       rssPeakMiB: mib(rss.peak()),
       heapMiB: heap / 2 ** 20,
+      ...(webhookProcess && webhookRssIdle !== undefined
+        ? {
+            webhookRssIdleMiB: mib(webhookRssIdle),
+            webhookRssAfterLoadMiB: mib(rssKiB(webhookProcess.pid!)),
+          }
+        : {}),
       ...(batch ? { batchS: batch.s, batchApiS: batch.apiS } : {}),
       requests,
       webhook,
@@ -707,7 +790,7 @@ try {
   const rowName = (r: Row) => `${r.nodes}${r.variant === undefined ? '' : ` [node ${r.variant}]`}`;
   const ready = (await core.listNode({ labelSelector: 'bench=scale' })).items.filter(nodeIsReady);
   console.log(
-    `\nOperator at scale: ${hostCount} joined host(s), kwok Windows nodes of builds ${releases.join('/')}, ${ready.length} Ready at the end; the operator ${shipped ? 'as shipped (bundle, image env)' : 'from source'} with node flags ${nodeFlags.join(' ') || '(none)'}; kwok Leases of ${kwokLeaseSeconds} s, renewed every ${kwokLeaseSeconds / 4} s\n`,
+    `\nOperator at scale: ${hostCount} joined host(s), kwok Windows nodes of builds ${releases.join('/')}, ${ready.length} Ready at the end; the operator ${shipped ? 'as shipped (bundle, image env)' : 'from source'} with node flags ${nodeFlags.join(' ') || '(none)'}; ${split ? `the webhook in its own process with node flags ${webhookNodeFlags.join(' ') || '(none)'} (RSS columns: the controllers' process)` : 'the webhook in the same process'}; kwok Leases of ${kwokLeaseSeconds} s, renewed every ${kwokLeaseSeconds / 4} s\n`,
   );
   console.log(
     `  nodes   RSS idle  after load   peak   V8 heap   batch of ${batchSize} (operator / API Ready)   webhook p50 / p99 at rate   no-op p99   p99 ratio   load avg`,
@@ -720,6 +803,13 @@ try {
     console.log(
       `  ${rowName(r).padStart(6)}  ${r.rssIdleMiB.toFixed(0).padStart(5)} MiB  ${r.rssAfterLoadMiB.toFixed(0).padStart(6)} MiB  ${r.rssPeakMiB.toFixed(0).padStart(4)} MiB  ${r.heapMiB.toFixed(0).padStart(4)} MiB  ${batch.padStart(38)}   ${r.webhook.p50.toFixed(2).padStart(6)} / ${r.webhook.p99.toFixed(1).padStart(6)} ms   ${r.noop.p99.toFixed(1).padStart(6)} ms   ${(r.webhook.p99 / r.noop.p99).toFixed(2).padStart(6)}x   ${r.load}`,
     );
+  }
+  if (split) {
+    console.log("\nThe webhook process's RSS (idle / after the load):");
+    for (const r of rows)
+      console.log(
+        `  ${rowName(r).padStart(6)} nodes  ${r.webhookRssIdleMiB?.toFixed(0) ?? '?'} / ${r.webhookRssAfterLoadMiB?.toFixed(0) ?? '?'} MiB`,
+      );
   }
   if (baseline) {
     console.log(

@@ -37,6 +37,7 @@ import {
 import {
   chartDir,
   chartServiceAccount,
+  chartWebhookServiceAccount,
   helmInstall,
   releaseName,
   startChartOperator,
@@ -122,6 +123,8 @@ export interface Lab {
   operatorLog: string;
   /** Who the operator is to the API server: the chart's ServiceAccount. */
   operatorUser: string;
+  /** Who the webhook's own process is: the chart's webhook ServiceAccount. */
+  webhookUser: string;
   /** The operator's kubeconfig: the ServiceAccount's token and the cluster CA. */
   operatorKubeconfig: string;
   statusUrl: string;
@@ -185,6 +188,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       webhook: await freePort(),
       status: await freePort(),
       dashboard: await freePort(),
+      webhookStatus: await freePort(),
     };
     // Flannel's objects and the Linux worker's lease (a real flanneld in a netlab namespace
     // when the lab may show packets) while the chart installs.
@@ -193,7 +197,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       installChart(ctx, cluster, registry, pushed.reference, ports),
     );
     let operator = await startOperatorProcess(ctx, cluster, kc, release, ports);
-    ctx.stops.push(() => stopProcess(operator.operator));
+    ctx.stops.push(() => stopOperatorProcess(operator));
     // The pool first: the SSH hosts are in it as they join, and join-command needs it.
     await createPool(kc, labNamespace, labPoolName, labPoolSpec);
     const { domain, password } = createLabDomain();
@@ -224,7 +228,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
       try {
         pushed = await pushPayload(ctx, payloadDir, registry);
         const next = await installChart(ctx, cluster, registry, pushed.reference, ports, 'upgrade');
-        await stopProcess(operator.operator);
+        await stopOperatorProcess(operator);
         operator = await startOperatorProcess(ctx, cluster, kc, next, ports);
       } catch (error) {
         ctx.say(`the new payload was not rolled out: ${(error as Error).message}`);
@@ -246,6 +250,7 @@ export async function startLab(options: LabOptions): Promise<Lab> {
         return operator.operatorLog;
       },
       operatorUser: operator.operatorUser,
+      webhookUser: operator.webhookUser,
       operatorKubeconfig: operator.operatorKubeconfig,
       statusUrl: operator.statusUrl,
       dashboardUrl: operator.dashboardUrl,
@@ -373,6 +378,8 @@ interface OperatorPorts {
   webhook: number;
   status: number;
   dashboard: number;
+  /** The webhook process's own status server. */
+  webhookStatus: number;
 }
 
 /**
@@ -438,8 +445,17 @@ async function startOperatorProcess(
     path: join(dir, 'operator.kubeconfig'),
     expirationSeconds: 365 * 24 * 3600,
   });
+  const webhookAccount = await serviceAccountKubeconfig(kc, {
+    namespace: labNamespace,
+    name: chartWebhookServiceAccount,
+    server: cluster.server,
+    caFile: cluster.pki.caCert,
+    path: join(dir, 'webhook.kubeconfig'),
+    expirationSeconds: 365 * 24 * 3600,
+  });
   const operatorLog = join(dir, 'operator.log');
-  const { child, args, statusUrl, dashboardUrl } = await startChartOperator({
+  const webhookLog = join(dir, 'webhook.log');
+  const { child, args, statusUrl, dashboardUrl, webhook } = await startChartOperator({
     kubeconfig: sa.path,
     namespace: labNamespace,
     values: release.values,
@@ -449,19 +465,42 @@ async function startOperatorProcess(
     // The chart's cache is a pod's emptyDir; the lab registry is plain HTTP on loopback.
     extraArgs: ['--payload-plain-http', '--payload-cache-dir', join(dir, 'payload-cache')],
     logFile: operatorLog,
+    // The webhook in its own process and ServiceAccount, as the chart runs it.
+    webhook: {
+      kubeconfig: webhookAccount.path,
+      admin: kc,
+      certDir: join(dir, 'webhook-tls'),
+      statusPort: ports.webhookStatus,
+      logFile: webhookLog,
+    },
   });
   say(`operator command line (the chart's args, then the lab's): ${args.join(' ')}`);
+  if (webhook)
+    say(
+      `webhook running in its own process (pid ${webhook.child.pid}) as ${webhookAccount.username}, log ${webhookLog}`,
+    );
   say(
     `operator running (pid ${child.pid}) as ${sa.username}, webhook on https://127.0.0.1:${release.webhookPort}, log ${operatorLog}`,
   );
   return {
     operator: child,
+    webhook,
+    webhookUser: webhookAccount.username,
     operatorLog,
     operatorUser: sa.username,
     operatorKubeconfig: sa.path,
     statusUrl,
     dashboardUrl: dashboardUrl!,
   };
+}
+
+/** Stops the operator's process and the webhook's. */
+async function stopOperatorProcess(running: {
+  operator: ChildProcess;
+  webhook?: { stop(): Promise<void> };
+}): Promise<void> {
+  await running.webhook?.stop();
+  await stopProcess(running.operator);
 }
 
 /**
@@ -668,13 +707,17 @@ function statusMessage(error: unknown): string {
  * as the chart's ServiceAccount and each one answered 403 (the chart's RBAC refused it).
  */
 export async function operatorAuditReport(
-  lab: Pick<Lab, 'cluster' | 'operatorKubeconfig' | 'operatorUser'>,
+  lab: Pick<Lab, 'cluster' | 'operatorKubeconfig' | 'operatorUser'> & { webhookUser?: string },
 ): Promise<{ requests: number; refused: string[] }> {
   const events = await auditLogUpTo(
     lab.cluster.auditLogPath!,
     loadKubeConfig(lab.operatorKubeconfig),
   );
-  const requests = requestsBy(events, lab.operatorUser);
+  // The operator's and the webhook's ServiceAccounts: winfleet's own.
+  const requests = [
+    ...requestsBy(events, lab.operatorUser),
+    ...(lab.webhookUser ? requestsBy(events, lab.webhookUser) : []),
+  ];
   return {
     requests: requests.length,
     refused: forbiddenRequests(requests).map(describeAuditEvent),

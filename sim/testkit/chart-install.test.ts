@@ -43,11 +43,14 @@ test('args and env come from the Deployment, fieldRefs from the release', () => 
 });
 
 test('what cannot be reproduced outside a cluster is refused, named', () => {
-  assert.throws(() => operatorCommand([], { namespace: 'n' }), /renders 0 Deployments/);
+  assert.throws(
+    () => operatorCommand([], { namespace: 'n' }),
+    /renders 0 Deployments named winfleet/,
+  );
   assert.throws(
     () =>
       operatorCommand([deployment({ name: 'a' }), deployment({ name: 'b' })], { namespace: 'n' }),
-    /renders 2 Deployments/,
+    /renders 2 Deployments named winfleet/,
   );
   assert.throws(
     () =>

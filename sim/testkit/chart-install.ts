@@ -7,6 +7,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -19,6 +21,8 @@ export const chartDir = fileURLToPath(new URL('../../charts/winfleet', import.me
 export const releaseName = 'winfleet';
 /** The chart's ServiceAccount (the release's full name). */
 export const chartServiceAccount = 'winfleet';
+/** The webhook's Deployment and ServiceAccount (webhook-deployment.yaml). */
+export const chartWebhookServiceAccount = 'winfleet-webhook';
 
 const operatorMain = fileURLToPath(new URL('../../src/operator/main.ts', import.meta.url));
 
@@ -140,11 +144,14 @@ export interface OperatorCommand {
  */
 export function operatorCommand(
   objects: RenderedObject[],
-  options: { namespace: string; podName?: string },
+  options: { namespace: string; podName?: string; deployment?: string },
 ): OperatorCommand {
-  const deployments = objects.filter((o) => o.kind === 'Deployment');
+  const name = options.deployment ?? releaseName;
+  const deployments = objects.filter((o) => o.kind === 'Deployment' && o.metadata?.name === name);
   if (deployments.length !== 1)
-    throw new Error(`the chart renders ${deployments.length} Deployments; expected exactly one`);
+    throw new Error(
+      `the chart renders ${deployments.length} Deployments named ${name}; expected exactly one`,
+    );
   const spec = deployments[0]!.spec as {
     template?: { spec?: { containers?: Container[]; serviceAccountName?: string } };
   };
@@ -175,6 +182,13 @@ export function operatorCommand(
   return { args: (container.args ?? []).map((a) => expand(a, env)), env };
 }
 
+/** Whether the rendered chart runs the webhook in its own Deployment. */
+export function hasWebhookDeployment(objects: RenderedObject[]): boolean {
+  return objects.some((o) => o.kind === 'Deployment' && o.metadata?.name === chartWebhookName);
+}
+
+const chartWebhookName = chartWebhookServiceAccount;
+
 /**
  * Expands $(VAR) as the kubelet does: a defined variable is replaced, $$ escapes, an undefined
  * reference stays as written.
@@ -202,10 +216,25 @@ export interface ChartOperatorOptions {
   extraArgs?: string[];
   /** Where its output goes (default: discarded). */
   logFile?: string;
+  /**
+   * The webhook's own process, when the chart renders its Deployment: run as the webhook's
+   * ServiceAccount (`kubeconfig`, its token alone) with the certificate Secret's tls.crt and
+   * tls.key written to `certDir` the way the kubelet mounts them (read with `admin`, kept
+   * current while it runs).
+   */
+  webhook?: {
+    kubeconfig: string;
+    admin: k8s.KubeConfig;
+    certDir: string;
+    statusPort: number;
+    logFile?: string;
+  };
 }
 
 export interface ChartOperator {
   child: ChildProcess;
+  /** The webhook's process, when the chart runs it apart (ChartOperatorOptions.webhook). */
+  webhook?: { child: ChildProcess; args: string[]; statusUrl: string; stop(): Promise<void> };
   /** Everything after `node src/operator/main.ts`. */
   args: string[];
   statusUrl: string;
@@ -248,11 +277,17 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     ],
     "the chart's ServiceAccount",
   );
+  const split = hasWebhookDeployment(rendered);
+  if (split && !options.webhook)
+    throw new Error(
+      'the chart runs the webhook in its own Deployment: give startChartOperator the webhook’s kubeconfig, an admin kubeconfig and a directory for its certificate',
+    );
   // Later options win (commander), so these replace what the chart sets for in-cluster use.
   const args = [
     ...command.args,
     '--kubeconfig',
     options.kubeconfig,
+    // In the controllers' process these only name where a one-process operator would listen.
     '--webhook-host',
     '127.0.0.1',
     '--webhook-port',
@@ -266,18 +301,160 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     ...(options.payloadDir ? ['--payload-dir', options.payloadDir] : []),
     ...(options.extraArgs ?? []),
   ];
-  const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
+  const statusUrl = `http://127.0.0.1:${options.statusPort}`;
+  const child = await startReady('operator', args, command.env, statusUrl, options.logFile);
+  let webhook: ChartOperator['webhook'];
+  if (split && options.webhook) {
+    try {
+      webhook = await startChartWebhook(options, rendered, options.webhook);
+    } catch (error) {
+      child.kill('SIGKILL');
+      throw error;
+    }
+  }
+  return {
+    child,
+    args,
+    statusUrl,
+    ...(webhook ? { webhook } : {}),
+    ...(options.dashboardPort ? { dashboardUrl: `http://127.0.0.1:${options.dashboardPort}` } : {}),
+  };
+}
+
+/**
+ * The webhook's process as its Deployment runs it, with the certificate Secret's tls.crt and
+ * tls.key in `certDir` as the kubelet mounts them (the Secret is read as the admin, never as
+ * the webhook, and written again when it changes, by a rename as the kubelet swaps its files).
+ */
+async function startChartWebhook(
+  options: ChartOperatorOptions,
+  rendered: RenderedObject[],
+  webhook: NonNullable<ChartOperatorOptions['webhook']>,
+): Promise<NonNullable<ChartOperator['webhook']>> {
+  const command = operatorCommand(rendered, {
+    namespace: options.namespace,
+    deployment: chartWebhookName,
+  });
+  const deployment = rendered.find(
+    (o) => o.kind === 'Deployment' && o.metadata?.name === chartWebhookName,
+  ) as {
+    spec: { template: { spec: { volumes?: { name: string; secret?: { secretName: string } }[] } } };
+  };
+  const secretName = deployment.spec.template.spec.volumes?.find((v) => v.name === 'webhook-tls')
+    ?.secret?.secretName;
+  if (!secretName) throw new Error('the webhook Deployment mounts no webhook-tls Secret');
+  const account = new k8s.KubeConfig();
+  account.loadFromFile(webhook.kubeconfig);
+  await waitUntilAllowed(
+    account,
+    [
+      { verb: 'list', resource: 'nodes' },
+      {
+        namespace: options.namespace,
+        verb: 'list',
+        resource: 'configmaps',
+        name: 'winfleet-config',
+      },
+    ],
+    "the webhook's ServiceAccount",
+  );
+  const core = webhook.admin.makeApiClient(k8s.CoreV1Api);
+  await mkdir(webhook.certDir, { recursive: true });
+  let written = '';
+  const mount = async (): Promise<boolean> => {
+    const secret = await core
+      .readNamespacedSecret({ namespace: options.namespace, name: secretName })
+      .catch(() => undefined);
+    const crt = secret?.data?.['tls.crt'];
+    const key = secret?.data?.['tls.key'];
+    if (!crt || !key) return false;
+    if (crt + key === written) return true;
+    for (const [file, data] of [
+      ['tls.crt', crt],
+      ['tls.key', key],
+    ] as const) {
+      const target = join(webhook.certDir, file);
+      await writeFile(`${target}.new`, Buffer.from(data, 'base64'), { mode: 0o600 });
+      await rename(`${target}.new`, target);
+    }
+    written = crt + key;
+    return true;
+  };
+  await waitFor(mount, {
+    description: `Secret ${options.namespace}/${secretName} with the webhook certificate (the operator writes it)`,
+    timeoutMs: 60_000,
+  });
+  const resync = setInterval(() => void mount().catch(() => {}), 2000);
+  resync.unref();
+  const args = [
+    ...command.args,
+    '--kubeconfig',
+    webhook.kubeconfig,
+    '--webhook-host',
+    '127.0.0.1',
+    '--webhook-port',
+    String(options.webhookPort),
+    '--tls-cert-file',
+    join(webhook.certDir, 'tls.crt'),
+    '--tls-key-file',
+    join(webhook.certDir, 'tls.key'),
+    '--status-host',
+    '127.0.0.1',
+    '--status-port',
+    String(webhook.statusPort),
+  ];
+  const statusUrl = `http://127.0.0.1:${webhook.statusPort}`;
+  let child: ChildProcess;
+  try {
+    child = await startReady('webhook', args, command.env, statusUrl, webhook.logFile);
+  } catch (error) {
+    clearInterval(resync);
+    throw error;
+  }
+  child.once('exit', () => clearInterval(resync));
+  return {
+    child,
+    args,
+    statusUrl,
+    stop: async () => {
+      clearInterval(resync);
+      await stopChild(child);
+    },
+  };
+}
+
+/** Ends a child process (SIGTERM, then SIGKILL after 10 s) and waits for it. */
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** Spawns `node src/operator/main.ts args` and resolves once `${statusUrl}/readyz` answers. */
+async function startReady(
+  what: string,
+  args: string[],
+  env: Record<string, string>,
+  statusUrl: string,
+  logFile: string | undefined,
+): Promise<ChildProcess> {
+  const out = logFile ? openSync(logFile, 'a') : 'ignore';
   const { KUBECONFIG: _ignored, ...inherited } = process.env;
   const child = spawn(process.execPath, [operatorMain, ...args], {
     stdio: ['ignore', out, out],
-    env: { ...inherited, ...command.env },
+    env: { ...inherited, ...env },
   });
-  const statusUrl = `http://127.0.0.1:${options.statusPort}`;
   const exited = new Promise<never>((_, reject) =>
     child.once('exit', (code, signal) =>
       reject(
         new Error(
-          `the operator exited (${code ?? signal}) before it was ready${options.logFile ? `; see ${options.logFile}, which ends:\n${logTail(options.logFile)}` : ''}`,
+          `the ${what} exited (${code ?? signal}) before it was ready${logFile ? `; see ${logFile}, which ends:\n${logTail(logFile)}` : ''}`,
         ),
       ),
     ),
@@ -287,7 +464,7 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     await Promise.race([
       exited,
       waitFor(async () => (await fetch(`${statusUrl}/readyz`)).ok, {
-        description: `the chart's operator to answer ${statusUrl}/readyz`,
+        description: `the chart's ${what} to answer ${statusUrl}/readyz`,
         timeoutMs: 60_000,
       }),
     ]);
@@ -295,12 +472,7 @@ export async function startChartOperator(options: ChartOperatorOptions): Promise
     child.kill('SIGKILL');
     throw error;
   }
-  return {
-    child,
-    args,
-    statusUrl,
-    ...(options.dashboardPort ? { dashboardUrl: `http://127.0.0.1:${options.dashboardPort}` } : {}),
-  };
+  return child;
 }
 
 /** The last lines of a log file, for an error message (the file may be gone with its dir). */

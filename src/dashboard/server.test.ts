@@ -14,6 +14,7 @@ import { detailEventLimit, type HostDetail, type Overview } from './overview.ts'
 import {
   createDashboard,
   type DashboardCaches,
+  dashboardHostAllowed,
   type EventLister,
   type EventPageLister,
   eventReadLimit,
@@ -445,4 +446,38 @@ test('the page fetches the open detail again only when its host changed, not on 
   assert.equal(page.detailFetches.length, 2, 'its row changed: fetched again');
   await page.deliver();
   assert.equal(page.detailFetches.length, 2);
+});
+
+/** A GET with the given Host header (fetch does not let a caller set it; a browser does). */
+function getWithHost(base: string, path: string, hostHeader: string): Promise<number> {
+  const url = new URL(path, base);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: url.hostname, port: url.port, path: url.pathname, headers: { host: hostHeader } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('DNS rebinding: a request naming another site in Host gets 421, whatever the path; loopback names and configured ones pass', async (t) => {
+  const { base, caches, status } = await world(t, noEvents);
+  caches.hosts.set(host('win-a'));
+  const port = status.port;
+  // The attacker's page, rebound to 127.0.0.1 through kubectl port-forward: its name is the Host.
+  for (const path of ['/', '/api/overview', '/api/stream', '/api/hosts/ns1/win-a', '/dashboard.js'])
+    for (const evil of [`evil.example:${port}`, 'evil.example', `127.0.0.1.evil.example:${port}`])
+      assert.equal(await getWithHost(base, path, evil), 421, `${path} with Host ${evil}`);
+  // Nothing that only looks like a loopback name passes.
+  for (const bad of ['localhost:99999', 'localhost:80:80', 'local host', '[::1', 'user@127.0.0.1'])
+    assert.equal(await getWithHost(base, '/api/overview', bad), 421, `Host ${bad}`);
+  for (const good of [`127.0.0.1:${port}`, `localhost:${port}`, 'LOCALHOST', `[::1]:${port}`])
+    assert.equal(await getWithHost(base, '/api/overview', good), 200, `Host ${good}`);
+  assert.equal(dashboardHostAllowed(undefined), false, 'no Host header, no answer');
+  assert.equal(dashboardHostAllowed('winfleet.example.com:8443', ['winfleet.example.com']), true);
+  assert.equal(dashboardHostAllowed('evil.example', ['winfleet.example.com']), false);
 });

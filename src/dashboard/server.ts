@@ -167,10 +167,41 @@ async function eventsFor(
   return { events, ...(errors.length ? { error: errors.join('; ') } : {}) };
 }
 
+/** The names a request's Host may give without any configuration: the loopback ones. */
+export const loopbackHostNames: readonly string[] = ['localhost', '127.0.0.1', '[::1]'];
+
+/**
+ * Whether a request's Host header names the dashboard: one of the loopback names or `allowed`
+ * (case-insensitive), with any port or none. The defence against DNS rebinding through
+ * `kubectl port-forward`: a page of another site that rebinds its own name to 127.0.0.1 still
+ * sends that name as Host, so the browser's same-origin read gets nothing. Parsed strictly: a
+ * name or a bracketed IPv6 address, then an optional port; nothing else passes.
+ */
+export function dashboardHostAllowed(
+  host: string | undefined,
+  allowed: readonly string[] = [],
+): boolean {
+  if (host === undefined) return false;
+  const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::([0-9]{1,5}))?$/.exec(host);
+  if (!match) return false;
+  const name = match[1]!.toLowerCase();
+  if (match[2] !== undefined && Number(match[2]) > 65535) return false;
+  return [...loopbackHostNames, ...allowed].some((a) => a.toLowerCase() === name);
+}
+
 export function createDashboard(
   caches: DashboardCaches,
   listEvents: EventLister,
-  options: { maxClients?: number; coalesceMs?: number; heartbeatMs?: number } = {},
+  options: {
+    maxClients?: number;
+    coalesceMs?: number;
+    heartbeatMs?: number;
+    /**
+     * Host names (or addresses) besides the loopback ones a request may name in its Host
+     * header (--dashboard-allowed-host); any other is answered 421.
+     */
+    allowedHosts?: readonly string[];
+  } = {},
 ): Dashboard {
   const overview = () =>
     buildOverview({
@@ -198,6 +229,15 @@ export function createDashboard(
       path === '/api/stream' ||
       path.startsWith('/api/hosts/');
     if (!ours) return false;
+    if (!dashboardHostAllowed(req.headers.host, options.allowedHosts)) {
+      // A name the dashboard does not answer to: most likely a rebound one (421 Misdirected).
+      return send(
+        res,
+        421,
+        'text/plain; charset=utf-8',
+        `the dashboard answers only to localhost, 127.0.0.1 and [::1]${options.allowedHosts?.length ? ` and ${options.allowedHosts.join(', ')}` : ''}: open it through kubectl port-forward at http://127.0.0.1:<port>/, or give the operator --dashboard-allowed-host <name>\n`,
+      );
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
       return send(res, 405, 'text/plain; charset=utf-8', 'the dashboard is read-only: use GET\n');

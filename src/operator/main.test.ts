@@ -32,6 +32,21 @@ test('bad flags are refused with the flag named and the fix', async () => {
       ['--no-pull-secrets', '--pull-secret-namespace', 'apps'],
       /give --pull-secret-namespace or --no-pull-secrets, not both/,
     ],
+    [
+      ['--mode', 'dashboard'],
+      /--mode <mode>' argument 'dashboard' is invalid\. Allowed choices are all, controllers, webhook/,
+    ],
+    [['--mode', 'webhook'], /--mode webhook needs --tls-cert-file and --tls-key-file/],
+    [
+      ['--mode', 'webhook', '--tls-cert-file', 'a', '--tls-key-file', 'b', '--no-webhook'],
+      /--mode webhook and --no-webhook contradict each other/,
+    ],
+    [['--tls-cert-file', 'a'], /--tls-cert-file and --tls-key-file are for --mode webhook/],
+    [['--mode', 'controllers', '--no-webhook'], /--mode controllers is for a webhook served/],
+    [
+      ['--dashboard-allowed-host', 'http://evil.example:80'],
+      /"http:\/\/evil\.example:80" is not a host name or address/,
+    ],
   ];
   // Each case is its own process; they start together, since most of each run is Node loading.
   const results = await Promise.all(cases.map(([args]) => operator(args)));

@@ -1,5 +1,8 @@
 /**
- * winfleet-operator: runs the controllers and the admission webhook against a cluster.
+ * winfleet-operator: runs the controllers and the admission webhook against a cluster, in one
+ * process (`--mode all`, the default) or in two (the Helm chart): `--mode controllers` (the
+ * controllers, the dashboard, and the webhook's certificate and configurations) and
+ * `--mode webhook` (admissions alone, its certificate from files; webhook-process.ts).
  *
  *   node src/operator/main.ts --kubeconfig admin.kubeconfig --webhook-url https://127.0.0.1:9443
  */
@@ -78,6 +81,15 @@ function pinnedReference(value: string): string {
   return value;
 }
 
+/** A host name or IP address for a Host header (no port, no scheme). */
+const collectHostNames = (value: string, previous: string[] = []) => {
+  if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$/.test(value))
+    throw new InvalidArgumentError(
+      `"${value}" is not a host name or address (e.g. winfleet.example.com, 10.0.0.5 or [fd00::5]; no port or scheme)`,
+    );
+  return [...previous, value];
+};
+
 const collectNamespaces = (value: string, previous: string[] = []) => [
   ...previous,
   dnsLabel('namespace')(value),
@@ -92,6 +104,22 @@ const program = new Command('winfleet-operator')
     'kubeconfig to use (default: KUBECONFIG, ~/.kube/config or in-cluster)',
   )
   .option('--namespace <name>', 'namespace of the operator', defaultOperatorNamespace)
+  .addOption(
+    new Option(
+      '--mode <mode>',
+      'all: controllers and webhook in this process; controllers: everything but serving admissions (another process runs --mode webhook); webhook: serve admissions only, with the certificate of --tls-cert-file and --tls-key-file',
+    )
+      .choices(['all', 'controllers', 'webhook'])
+      .default('all'),
+  )
+  .option(
+    '--tls-cert-file <file>',
+    "--mode webhook: the serving certificate (PEM), read again when it changes: the mounted certificate Secret's tls.crt",
+  )
+  .option(
+    '--tls-key-file <file>',
+    "--mode webhook: the serving certificate's key (PEM): the mounted certificate Secret's tls.key",
+  )
   .option('--webhook-host <address>', 'address the webhook listens on', '0.0.0.0')
   .option('--webhook-port <port>', 'port the webhook listens on', port, 9443)
   .option(
@@ -159,6 +187,11 @@ const program = new Command('winfleet-operator')
     '127.0.0.1',
   )
   .option('--dashboard-port <port>', 'port of the dashboard', port, 8081)
+  .option(
+    '--dashboard-allowed-host <name>',
+    'a name the dashboard answers to besides localhost, 127.0.0.1, [::1] and its address (repeatable; any other Host header is refused 421, against DNS rebinding)',
+    collectHostNames,
+  )
   .option('--no-dashboard', 'serve no dashboard')
   .option('--no-leader-elect', 'do not elect a leader (only one replica may run)')
   .option(
@@ -189,12 +222,64 @@ const program = new Command('winfleet-operator')
   )
   .showHelpAfterError();
 
+/** Loads the kubeconfig of --kubeconfig (or the default), or ends with an error naming the fix. */
+function kubeConfigOf(opts: { kubeconfig?: string }, load: typeof loadKubeConfig) {
+  try {
+    const kc = load(opts.kubeconfig, userAgents.operator);
+    if (!kc.getCurrentCluster())
+      throw new WinfleetError('WF_KUBECONFIG_INVALID', 'it names no current cluster');
+    return kc;
+  } catch (error) {
+    return program.error(
+      `error: cannot use kubeconfig ${opts.kubeconfig ?? '(default)'}: ${(error as Error).message}; give --kubeconfig <file>`,
+    );
+  }
+}
+
+/** `--mode webhook`: the admission webhook alone (webhook-process.ts). */
+async function runWebhook(
+  opts: Record<string, string | number | boolean | string[] | undefined>,
+  pullSecretNamespaces: string[],
+) {
+  if (!opts.tlsCertFile || !opts.tlsKeyFile)
+    program.error(
+      'error: --mode webhook needs --tls-cert-file and --tls-key-file (the mounted certificate Secret’s tls.crt and tls.key)',
+    );
+  if (!opts.webhook) program.error('error: --mode webhook and --no-webhook contradict each other');
+  const [{ loadKubeConfig }, { startWebhookProcess }] = await Promise.all([
+    import('../kube/client.ts'),
+    import('./webhook-process.ts'),
+  ]);
+  const kc = kubeConfigOf(opts as { kubeconfig?: string }, loadKubeConfig);
+  const webhook = await startWebhookProcess({
+    kc,
+    namespace: opts.namespace as string,
+    log: createLogger({}, { component: 'webhook' }),
+    host: opts.webhookHost as string,
+    port: opts.webhookPort as number,
+    certFile: opts.tlsCertFile as string,
+    keyFile: opts.tlsKeyFile as string,
+    pullSecretNamespaces: !opts.pullSecrets
+      ? []
+      : pullSecretNamespaces.length > 0
+        ? pullSecretNamespaces
+        : 'all',
+    status: { host: opts.statusHost as string, port: opts.statusPort as number },
+  });
+  await runUntilSignal(() => webhook.stop());
+}
+
 program.action(async (opts) => {
   const log = createLogger({}, { component: 'operator' });
   const pullSecretNamespaces: string[] = opts.pullSecretNamespace ?? [];
   if (!opts.pullSecrets && pullSecretNamespaces.length > 0) {
     program.error('error: give --pull-secret-namespace or --no-pull-secrets, not both');
   }
+  if (opts.mode === 'webhook') return runWebhook(opts, pullSecretNamespaces);
+  if (opts.tlsCertFile || opts.tlsKeyFile)
+    program.error(
+      'error: --tls-cert-file and --tls-key-file are for --mode webhook; this process keeps the certificate itself (or reads --webhook-cert-secret)',
+    );
   if (opts.payloadDir && opts.payloadImage) {
     program.error(
       'error: give the payload as --payload-dir or as --payload-image (a registry artifact), not both',
@@ -225,6 +310,10 @@ program.action(async (opts) => {
         `error: --payload-ca-file: ${opts.payloadCaFile} holds no PEM certificate ("-----BEGIN CERTIFICATE-----")`,
       );
   }
+  if (opts.mode === 'controllers' && !opts.webhook)
+    program.error(
+      'error: --mode controllers is for a webhook served by another process; without a webhook, leave --mode at all',
+    );
   if (opts.webhook && !opts.webhookUrl && !opts.webhookService) {
     program.error(
       'error: give --webhook-url (loopback clusters) or --webhook-service (in-cluster), or --no-webhook',
@@ -236,16 +325,7 @@ program.action(async (opts) => {
     import('../kube/client.ts'),
     import('./operator.ts'),
   ]);
-  let kc: ReturnType<typeof loadKubeConfig>;
-  try {
-    kc = loadKubeConfig(opts.kubeconfig, userAgents.operator);
-    if (!kc.getCurrentCluster())
-      throw new WinfleetError('WF_KUBECONFIG_INVALID', 'it names no current cluster');
-  } catch (error) {
-    return program.error(
-      `error: cannot use kubeconfig ${opts.kubeconfig ?? '(default)'}: ${(error as Error).message}; give --kubeconfig <file>`,
-    );
-  }
+  const kc = kubeConfigOf(opts, loadKubeConfig);
   let webhook: Parameters<typeof startOperator>[0]['webhook'] = false;
   if (opts.webhook) {
     const svc = opts.webhookService as { namespace: string; name: string } | undefined;
@@ -281,6 +361,7 @@ program.action(async (opts) => {
         : pullSecretNamespaces.length > 0
           ? pullSecretNamespaces
           : 'all',
+      serve: opts.mode !== 'controllers',
     };
   }
   const operator = await startOperator({
@@ -290,7 +371,13 @@ program.action(async (opts) => {
     webhook,
     status: { host: opts.statusHost, port: opts.statusPort },
     ...(opts.dashboard
-      ? { dashboard: { host: opts.dashboardHost, port: opts.dashboardPort } }
+      ? {
+          dashboard: {
+            host: opts.dashboardHost,
+            port: opts.dashboardPort,
+            allowedHosts: opts.dashboardAllowedHost ?? [],
+          },
+        }
       : {}),
     leaderElection: opts.leaderElect,
     payloadDir: opts.payloadDir,

@@ -46,7 +46,6 @@ import { createRuntimeClassController } from '../controllers/runtimeclasses/runt
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import { registerBytesSent } from '../hostaccess/bytes-sent.ts';
-import type { ImageLookupObserver, ImagePlatformResolver } from '../images/image-platforms.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { clusterInfoName, clusterInfoNamespace } from '../join/cluster-info.ts';
 import { joinInfoConfigMapName } from '../join/join-info.ts';
@@ -64,7 +63,7 @@ import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { clusterFacts, readyWindowsNodeCounts } from '../webhook/cluster-facts.ts';
 import { createWebhookMetrics, type WebhookMetrics } from '../webhook/metrics.ts';
 import { memoizeCompatibility } from '../webhook/placement.ts';
-import { apiPullSecrets, podImageResolver, resolverFor } from '../webhook/pod-images.ts';
+import { apiPullSecrets, podImageResolver } from '../webhook/pod-images.ts';
 import type {
   WebhookConfigurationsMode,
   WebhookEndpoint,
@@ -76,6 +75,7 @@ import { type ConfigSource, configStatusRoute, watchConfig } from './config-sour
 import { payloadPullSecret } from './payload-pull-secret.ts';
 import { registerProcessMetrics } from './process-metrics.ts';
 import { type StatusServer, startHttpServer, startStatusServer } from './status-server.ts';
+import { createImageResolvers, type ImageResolvers, slimNamespace } from './webhook-process.ts';
 
 export { defaultOperatorNamespace };
 
@@ -100,6 +100,12 @@ export interface OperatorOptions {
         certificateSecret?: string;
         /** Namespaces whose pods' image pull secrets are read (default all). */
         pullSecretNamespaces?: 'all' | string[];
+        /**
+         * Serve admissions here (default true). False when the webhook runs in its own process
+         * (`--mode controllers`, the chart): this process keeps only the certificate Secret and
+         * the webhook configurations (webhook-process.ts serves).
+         */
+        serve?: boolean;
       };
   /** /healthz, /readyz, /metrics and /config on this port; 0 picks one. */
   status?: { host: string; port: number };
@@ -107,7 +113,15 @@ export interface OperatorOptions {
    * The dashboard's own listener (loopback by default in the CLI and the chart: a person reaches
    * it with kubectl port-forward); 0 picks a port. Without it, no dashboard.
    */
-  dashboard?: { host: string; port: number };
+  dashboard?: {
+    host: string;
+    port: number;
+    /**
+     * Names a request's Host may give besides localhost, 127.0.0.1, [::1] and the bound
+     * address (DNS rebinding: dashboard/server.ts).
+     */
+    allowedHosts?: string[];
+  };
   /** Elect a leader on a Lease before running controllers (default true). */
   leaderElection?: boolean;
   identity?: string;
@@ -186,12 +200,6 @@ interface Caches {
 
 type ManifestPublisher = ReturnType<typeof createManifestPublisher>;
 
-/** The image resolver in force; a configuration change replaces it. */
-interface ImageResolvers {
-  current(): ImagePlatformResolver;
-  close(): void;
-}
-
 /** Starts the operator and resolves once it is serving and its controllers run. */
 export async function startOperator(options: OperatorOptions): Promise<Operator> {
   const namespace = options.namespace ?? defaultOperatorNamespace;
@@ -264,8 +272,22 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   if (status) stops.push(() => status.close());
   let dashboard: StatusServer | undefined;
   if (options.dashboard) {
-    const pages = createDashboard(caches, apiEventLister(ctx.kc));
-    const server = await startHttpServer({ ...options.dashboard, log, routes: [pages.route] });
+    const { host: bound, allowedHosts = [] } = options.dashboard;
+    const pages = createDashboard(caches, apiEventLister(ctx.kc), {
+      // The address it is bound to answers too, unless it is every address.
+      allowedHosts: [
+        ...allowedHosts,
+        ...(bound === '0.0.0.0' || bound === '::'
+          ? []
+          : [bound.includes(':') ? `[${bound}]` : bound]),
+      ],
+    });
+    const server = await startHttpServer({
+      host: options.dashboard.host,
+      port: options.dashboard.port,
+      log,
+      routes: [pages.route],
+    });
     dashboard = server;
     // Stops run last-first: the live streams end, then the listener closes.
     stops.push(() => server.close());
@@ -399,15 +421,7 @@ function createCaches({
     nodes: factory.get<k8s.V1Node>(resources.nodes),
     runtimeClasses: factory.get<k8s.V1RuntimeClass>(resources.runtimeClasses),
     // The webhook needs only names and labels of namespaces; the rest is not kept.
-    namespaces: factory.get<k8s.V1Namespace>(resources.namespaces, {
-      transform: (ns) => ({
-        metadata: {
-          name: ns.metadata?.name,
-          labels: ns.metadata?.labels,
-          resourceVersion: ns.metadata?.resourceVersion,
-        },
-      }),
-    }),
+    namespaces: factory.get<k8s.V1Namespace>(resources.namespaces, { transform: slimNamespace }),
     csrs: factory.get<k8s.V1CertificateSigningRequest>(resources.csrs),
     instances: factory.get<k8s.V1ConfigMap>(resources.configMaps, {
       namespace,
@@ -422,20 +436,6 @@ function createCaches({
       fieldSelector: `metadata.name=${joinInfoConfigMapName}`,
     }),
   };
-}
-
-/**
- * Keeps an image resolver built from the current configuration. A new configuration gets a new
- * resolver; the old one is closed a little later, as lookups in flight may still use it.
- */
-function createImageResolvers(config: ConfigSource, observer: ImageLookupObserver): ImageResolvers {
-  let resolver = resolverFor(config.current(), observer);
-  config.onChange((next) => {
-    const old = resolver;
-    resolver = resolverFor(next, observer);
-    setTimeout(() => old.close(), 10_000).unref();
-  });
-  return { current: () => resolver, close: () => resolver.close() };
 }
 
 async function startWebhook(
@@ -466,6 +466,7 @@ async function startWebhook(
     caValidityMs: options.caValidityMs,
     configurations: options.configurations,
     certificateSecret: options.certificateSecret,
+    serve: options.serve ?? true,
     metrics,
     log,
   });

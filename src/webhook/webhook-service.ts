@@ -58,6 +58,13 @@ export interface WebhookServiceOptions {
   certificateSecret?: string;
   /** Who keeps the webhook configurations (default create; webhook-configurations.ts). */
   configurations?: WebhookConfigurationsMode;
+  /**
+   * Whether this process serves admissions (default true). False in the controllers' process
+   * when the webhook runs in its own (`--mode controllers`): the certificate Secret and the
+   * webhook configurations are still kept here, and the webhook process serves the Secret's
+   * tls.crt and tls.key from files (webhook-process.ts), with no Secret or configuration rights.
+   */
+  serve?: boolean;
   certValidityMs?: number;
   caValidityMs?: number;
   metrics: WebhookMetrics;
@@ -65,7 +72,9 @@ export interface WebhookServiceOptions {
 }
 
 export interface WebhookService {
-  server: AdmissionServer;
+  /** The admission server; absent when another process serves (`serve: false`). */
+  server?: AdmissionServer;
+  /** Its port; 0 when another process serves. */
   port: number;
   /** Re-applies the webhook configurations (after a config change). */
   refresh(): void;
@@ -118,6 +127,42 @@ export function whenServable(
   return Math.min(next.since + cert.trustDelayMs, new Date(served.validTo).getTime());
 }
 
+/** What the pod admission handlers read, from the webhook's options. */
+export function podAdmissionDeps(
+  options: Pick<
+    WebhookServiceOptions,
+    'kc' | 'config' | 'operatorNamespace' | 'facts' | 'resolveImages' | 'isCompatible'
+  >,
+  log: Logger,
+): PodAdmissionDeps {
+  return {
+    config: options.config,
+    operatorNamespace: options.operatorNamespace,
+    runtimeClasses: options.facts.runtimeClasses,
+    readyWindowsBuilds: () => options.facts.readyWindowsBuilds(),
+    resolveImages: options.resolveImages,
+    isCompatible: options.isCompatible,
+    gmsaCredentialSpecs: () => options.facts.gmsaCredentialSpecs(),
+    reviewGmsaUse: gmsaUseReviewer(options.kc),
+    namespaceOptedOut: (ns) => options.facts.namespaceOptedOut(ns),
+    log,
+  };
+}
+
+/** The webhook's two routes. */
+export function podAdmissionRoutes(deps: PodAdmissionDeps) {
+  return {
+    '/mutate/pods': {
+      name: 'mutate',
+      handler: (r: Parameters<typeof admitPodMutation>[0]) => admitPodMutation(r, deps),
+    },
+    '/validate/pods': {
+      name: 'validate',
+      handler: (r: Parameters<typeof admitPodValidation>[0]) => admitPodValidation(r, deps),
+    },
+  };
+}
+
 export async function startWebhookService(options: WebhookServiceOptions): Promise<WebhookService> {
   const log = options.log.child({ component: 'webhook' });
   const certOptions = {
@@ -146,29 +191,18 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
         intervalMs: 2000,
       })
     : await certificate();
-  const deps: PodAdmissionDeps = {
-    config: options.config,
-    operatorNamespace: options.operatorNamespace,
-    runtimeClasses: options.facts.runtimeClasses,
-    readyWindowsBuilds: () => options.facts.readyWindowsBuilds(),
-    resolveImages: options.resolveImages,
-    isCompatible: options.isCompatible,
-    gmsaCredentialSpecs: () => options.facts.gmsaCredentialSpecs(),
-    reviewGmsaUse: gmsaUseReviewer(options.kc),
-    namespaceOptedOut: (ns) => options.facts.namespaceOptedOut(ns),
-    log,
-  };
-  const server = createAdmissionServer({
-    cert: initial.certPem,
-    key: initial.keyPem,
-    log,
-    metrics: options.metrics,
-    routes: {
-      '/mutate/pods': { name: 'mutate', handler: (r) => admitPodMutation(r, deps) },
-      '/validate/pods': { name: 'validate', handler: (r) => admitPodValidation(r, deps) },
-    },
-  });
-  const port = await server.listen(options.port, options.host);
+  const deps = podAdmissionDeps(options, log);
+  const server =
+    (options.serve ?? true)
+      ? createAdmissionServer({
+          cert: initial.certPem,
+          key: initial.keyPem,
+          log,
+          metrics: options.metrics,
+          routes: podAdmissionRoutes(deps),
+        })
+      : undefined;
+  const port = server ? await server.listen(options.port, options.host) : 0;
   let servedCert = initial.certPem;
   let publishedBundle = '';
   let reported = '';
@@ -203,7 +237,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
       published = trackPublished(published, cert.caBundle, Date.now());
     }
     let requeueAt = cert.renewAt.getTime();
-    if (cert.certPem !== servedCert) {
+    if (server && cert.certPem !== servedCert) {
       const servableAt = whenServable(cert, servedCert, published, Date.now());
       if (servableAt <= Date.now()) {
         server.updateCertificate(cert.certPem, cert.keyPem);
@@ -234,7 +268,7 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
     refresh: () => controller.enqueue('serving'),
     async stop() {
       controller.stop();
-      await server.close();
+      await server?.close();
     },
   };
 }

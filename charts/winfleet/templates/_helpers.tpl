@@ -23,6 +23,15 @@ app.kubernetes.io/name: {{ include "winfleet.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/* The webhook's pods: a name of their own, so the operator's selector never matches them. */}}
+{{- define "winfleet.webhookSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "winfleet.name" . }}-webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The webhook's Deployment, Service and ServiceAccount. */}}
+{{- define "winfleet.webhookName" -}}{{ include "winfleet.fullname" . }}-webhook{{- end }}
+
 {{- define "winfleet.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "winfleet.selectorLabels" . }}
@@ -119,7 +128,7 @@ url: {{ printf "%s%s" (trimSuffix "/" $root.Values.webhook.url) .path | quote }}
 {{- else }}
 service:
   namespace: {{ $root.Release.Namespace }}
-  name: {{ include "winfleet.fullname" $root }}
+  name: {{ include "winfleet.webhookName" $root }}
   path: {{ .path }}
   port: 443
 {{- end }}
@@ -166,4 +175,29 @@ matchPolicy: Equivalent
 namespaceSelector:
   {{- include "winfleet.webhookNamespaceSelector" . | nindent 2 }}
 objectSelector: {}
+{{- end }}
+
+{{/*
+The status port (/healthz, /readyz, /metrics, /config) from networkPolicy.statusFrom alone:
+the monitoring namespace by default. Empty: no pod at all (kubelet probes come from the node,
+which network plugins let through to the node's own pods).
+*/}}
+{{- define "winfleet.statusIngress" -}}
+{{- with .Values.networkPolicy.statusFrom }}
+# Prometheus (networkPolicy.statusFrom); probes come from the node.
+- ports:
+    - port: status
+      protocol: TCP
+  from:
+    {{- toYaml . | nindent 4 }}
+{{- end }}
+{{- end }}
+
+{{- define "winfleet.dnsEgress" -}}
+# DNS (registry, host and API server names).
+- ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
 {{- end }}

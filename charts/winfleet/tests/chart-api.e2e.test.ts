@@ -57,12 +57,15 @@ test('the rendered chart passes the API server’s validation, and its pod the r
     },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
-  const podOf = (objects: K8sObject[], name: string): k8s.V1Pod => ({
+  const podOf = (objects: K8sObject[], name: string, deployment = 'winfleet'): k8s.V1Pod => ({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace },
     // The chart's ServiceAccount is not there (the apply was a dry run): the namespace's own.
-    spec: { ...only(objects, 'Deployment').spec.template.spec, serviceAccountName: 'default' },
+    spec: {
+      ...only(objects, 'Deployment', deployment).spec.template.spec,
+      serviceAccountName: 'default',
+    },
   });
 
   for (const [name, values] of variants) {
@@ -96,6 +99,15 @@ test('the rendered chart passes the API server’s validation, and its pod the r
         dryRun: 'All',
       });
       assert.equal(pod.metadata?.namespace, namespace);
+      // The webhook's pod too, when the variant runs it.
+      if (objects.some((o) => o.kind === 'Deployment' && o.metadata.name === 'winfleet-webhook')) {
+        const webhookPod = await core.createNamespacedPod({
+          namespace,
+          body: podOf(objects, 'winfleet-webhook', 'winfleet-webhook'),
+          dryRun: 'All',
+        });
+        assert.equal(webhookPod.metadata?.namespace, namespace);
+      }
     });
   }
 

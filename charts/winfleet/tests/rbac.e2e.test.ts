@@ -1,8 +1,9 @@
 /**
  * The chart's RBAC against the real control plane. kwok runs no containers, so the chart is
- * installed with `helm install` and its operator runs here, as the chart's Deployment would run
- * it (its rendered args), with nothing but a TokenRequest token of the chart's ServiceAccount.
- * The API server's audit log counts every request that ServiceAccount makes:
+ * installed with `helm install` and its operator and webhook run here, as the chart's two
+ * Deployments would run them (their rendered args), each with nothing but a TokenRequest token
+ * of its own ServiceAccount (the webhook's certificate written to files as the kubelet mounts
+ * its Secret). The API server's audit log counts every request both ServiceAccounts make:
  *
  * - a full join → upgrade → removal cycle of simulated Windows hosts (one in the release
  *   namespace, one in a namespace the values opt in; a Windows pod whose pull secret the
@@ -33,6 +34,7 @@ import {
   type ChartOperator,
   chartDir,
   chartServiceAccount,
+  chartWebhookServiceAccount,
   helmInstall,
   helmUninstall,
   releaseName,
@@ -152,17 +154,34 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
     ['token'],
     'the operator’s kubeconfig holds a token and nothing else',
   );
+  // The webhook's own ServiceAccount, as its Deployment runs it.
+  const webhookSa = await serviceAccountKubeconfig(kc, {
+    namespace,
+    name: chartWebhookServiceAccount,
+    server: cluster.server,
+    caFile: cluster.pki.caCert,
+    path: join(cluster.dir, 'winfleet-webhook-sa.kubeconfig'),
+  });
   const operatorLog = join(cluster.dir, 'logs', 'operator.log');
-  /** What explains a failed start or a stuck cycle: the 403s so far and the operator log's tail. */
+  const webhookLog = join(cluster.dir, 'logs', 'webhook.log');
+  const webhookStatusPort = await freePort();
+  /** What explains a failed start or a stuck cycle: the 403s so far and the logs' tails. */
   const logTail = async () => {
-    const refused = forbiddenRequests(requestsBy(await readAuditLog(auditLog), sa.username));
-    const log = (await readFile(operatorLog, 'utf8').catch(() => '')).split('\n').slice(-25);
-    return [
-      `\n--- 403 answers to ${sa.username} so far: ${refused.length} ---`,
-      ...refused.map(describeAuditEvent),
-      '--- operator log (last 25 lines) ---',
-      ...log,
-    ].join('\n');
+    const events = await readAuditLog(auditLog);
+    const lines: string[] = [];
+    for (const user of [sa.username, webhookSa.username]) {
+      const refused = forbiddenRequests(requestsBy(events, user));
+      lines.push(`\n--- 403 answers to ${user} so far: ${refused.length} ---`);
+      lines.push(...refused.map(describeAuditEvent));
+    }
+    for (const [name, file] of [
+      ['operator', operatorLog],
+      ['webhook', webhookLog],
+    ] as const) {
+      const log = (await readFile(file, 'utf8').catch(() => '')).split('\n').slice(-25);
+      lines.push(`--- ${name} log (last 25 lines) ---`, ...log);
+    }
+    return lines.join('\n');
   };
 
   let operator: ChartOperator | undefined = await withOperatorLog(
@@ -177,13 +196,25 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
         dashboardPort,
         payloadDir: world.payloadDir,
         logFile: operatorLog,
+        webhook: {
+          kubeconfig: webhookSa.path,
+          admin: kc,
+          certDir: join(cluster.dir, 'webhook-tls'),
+          statusPort: webhookStatusPort,
+          logFile: webhookLog,
+        },
       }),
     logTail,
   );
   t.after(async () => {
-    if (operator) await stopProcess(operator.child);
+    if (operator) {
+      await operator.webhook?.stop();
+      await stopProcess(operator.child);
+    }
   });
   t.diagnostic(`operator args (from helm template): ${operator.args.join(' ')}`);
+  assert.ok(operator.webhook, 'the chart runs the webhook in its own process');
+  t.diagnostic(`webhook args (from helm template): ${operator.webhook.args.join(' ')}`);
   await t.test('join → upgrade → removal as the ServiceAccount gets zero 403 answers', async () => {
     const hosts = await withOperatorLog(async () => {
       const [first, second] = world.fleet.hosts;
@@ -370,8 +401,9 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
         ),
       { description: 'the Windows pod running on the first host', timeoutMs: 60_000 },
     );
-    // The API server called the webhook: it trusts the CA the operator patched in.
-    const metrics = await (await fetch(`${operator!.statusUrl}/metrics`)).text();
+    // The API server called the webhook's own process: it trusts the CA the operator patched
+    // in, which signed the certificate the webhook serves from its files.
+    const metrics = await (await fetch(`${operator!.webhook!.statusUrl}/metrics`)).text();
     assert.match(
       metrics,
       /^winfleet_webhook_admissions_total\{webhook="mutate"[^}]*\} [1-9]/m,
@@ -437,18 +469,41 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
     );
 
     // A graceful stop (it releases its Lease) is part of the cycle, then the count.
+    await operator!.webhook?.stop();
     await stopProcess(operator!.child);
     operator = undefined;
-    const requests = requestsBy(await auditLogUpTo(auditLog, sa.kc), sa.username);
+    const audit = await auditLogUpTo(auditLog, sa.kc);
+    const requests = requestsBy(audit, sa.username);
     const refused = forbiddenRequests(requests);
-    const summary = `${requests.length} requests by ${sa.username}; ${refused.length} answered 403`;
+    const webhookRequests = requestsBy(audit, webhookSa.username);
+    const webhookRefused = forbiddenRequests(webhookRequests);
+    const summary = `${requests.length} requests by ${sa.username}; ${refused.length} answered 403; ${webhookRequests.length} by ${webhookSa.username}; ${webhookRefused.length} answered 403`;
     t.diagnostic(summary);
     console.log(`[rbac] ${summary}`);
     assert.ok(requests.length > 0, `the audit log holds the operator’s requests (${summary})`);
+    assert.ok(
+      webhookRequests.length > 0,
+      `the audit log holds the webhook’s requests (${summary})`,
+    );
     assert.equal(
-      refused.length,
+      refused.length + webhookRefused.length,
       0,
-      `403 answers to the chart's ServiceAccount:\n${refused.map(describeAuditEvent).join('\n')}`,
+      `403 answers to the chart's ServiceAccounts:\n${[...refused, ...webhookRefused].map(describeAuditEvent).join('\n')}`,
+    );
+    const webhookDid = (verb: string, resource: string, ns?: string) =>
+      webhookRequests.some(
+        (e) =>
+          e.verb === verb &&
+          e.objectRef?.resource === resource &&
+          (ns === undefined || e.objectRef?.namespace === ns) &&
+          (e.responseStatus?.code ?? 0) < 300,
+      );
+    assert.ok(webhookDid('get', 'secrets', apps), 'the webhook read the Windows pod’s pull secret');
+    assert.ok(
+      !webhookRequests.some(
+        (e) => e.objectRef?.resource === 'secrets' && e.objectRef.namespace !== apps,
+      ),
+      'the webhook touched no other Secret',
     );
     // The operator really did the cycle's writes as the ServiceAccount.
     const did = (verb: string, resource: string, ns?: string) =>
@@ -471,7 +526,10 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
     assert.ok(did('patch', 'mutatingwebhookconfigurations'), 'set the webhook’s caBundle');
     assert.ok(did('update', 'leases', namespace), 'held the leader Lease');
     assert.ok(did('patch', 'windowshosts/status', teamNamespace), 'reported on the team’s host');
-    assert.ok(did('get', 'secrets', apps), 'read the Windows pod’s pull secret');
+    assert.ok(
+      !requests.some((e) => e.objectRef?.resource === 'secrets' && e.objectRef.namespace === apps),
+      'the operator reads no pull secret: the webhook does',
+    );
     for (const ns of [...hostNamespaces, 'default'])
       assert.ok(did('list', 'events', ns), `listed Events in ${ns} for the dashboard`);
   });
@@ -775,6 +833,83 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
           }),
       ],
     ];
+    // The webhook's ServiceAccount: no Secret (but by name in the opted-in namespace), no CSR,
+    // no webhook configuration, no Node write, no bootstrap token.
+    const wh = webhookSa.kc;
+    const whCore = wh.makeApiClient(k8s.CoreV1Api);
+    const whCsr = wh.makeApiClient(k8s.CertificatesV1Api);
+    const whAdmission = wh.makeApiClient(k8s.AdmissionregistrationV1Api);
+    const csrBody = {
+      metadata: { name: 'webhook-escalation' },
+      spec: {
+        request: Buffer.from(
+          await createCsrPem(
+            { commonName: 'x', organizations: ['kubeadm:cluster-admins'] },
+            await generateKeyPair(),
+          ),
+        ).toString('base64'),
+        signerName: 'kubernetes.io/kube-apiserver-client',
+        usages: ['digital signature' as const, 'key encipherment' as const, 'client auth' as const],
+      },
+    };
+    attempts.push(
+      ...[namespace, 'kube-system', 'default', apps].map((ns): [string, () => Promise<unknown>] => [
+        `webhook: list secrets in ${ns}`,
+        () => whCore.listNamespacedSecret({ namespace: ns }),
+      ]),
+      [
+        `webhook: get the webhook certificate Secret ${namespace}/winfleet-webhook-tls`,
+        () => whCore.readNamespacedSecret({ namespace, name: 'winfleet-webhook-tls' }),
+      ],
+      [
+        `webhook: get secret ${other}/private`,
+        () => whCore.readNamespacedSecret({ namespace: other, name: 'private' }),
+      ],
+      [
+        'webhook: create a bootstrap token Secret in kube-system',
+        () =>
+          whCore.createNamespacedSecret({
+            namespace: 'kube-system',
+            body: {
+              metadata: { name: 'bootstrap-token-abcdef' },
+              type: 'bootstrap.kubernetes.io/token',
+              stringData: { 'token-id': 'abcdef', 'token-secret': '0123456789abcdef' },
+            },
+          }),
+      ],
+      [
+        'webhook: create a kube-apiserver-client CSR for kubeadm:cluster-admins',
+        () => whCsr.createCertificateSigningRequest({ body: csrBody }),
+      ],
+      ['webhook: list CSRs', () => whCsr.listCertificateSigningRequest()],
+      [
+        'webhook: patch winfleet’s MutatingWebhookConfiguration',
+        () =>
+          whAdmission.patchMutatingWebhookConfiguration(
+            { name: 'winfleet-pods', body: { metadata: { labels: { touched: 'yes' } } } },
+            mergePatch,
+          ),
+      ],
+      [
+        'webhook: patch a Node',
+        () =>
+          whCore.patchNode(
+            { name: world.fleet.hosts[0]!.name, body: { metadata: { labels: { x: 'y' } } } },
+            mergePatch,
+          ),
+      ],
+      [
+        `webhook: create an Event in ${namespace}`,
+        () =>
+          whCore.createNamespacedEvent({
+            namespace,
+            body: {
+              metadata: { generateName: 'webhook.' },
+              involvedObject: { kind: 'ConfigMap', name: 'x', namespace },
+            },
+          }),
+      ],
+    );
     const allowed: string[] = [];
     for (const [what, request] of attempts) {
       const code = await statusOf(request());
@@ -787,7 +922,11 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
     assert.equal(mutating.metadata?.labels?.touched, undefined);
     await core.readNamespacedEvent({ namespace, name: event.metadata!.name! });
     // The audit log counted every refusal: the counter the cycle relies on is real.
-    const refused = forbiddenRequests(requestsBy(await auditLogUpTo(auditLog, sa.kc), sa.username));
+    const audit = await auditLogUpTo(auditLog, sa.kc);
+    const refused = [
+      ...forbiddenRequests(requestsBy(audit, sa.username)),
+      ...forbiddenRequests(requestsBy(audit, webhookSa.username)),
+    ];
     assert.ok(
       refused.length >= attempts.length,
       `the audit log holds ${refused.length} 403s for ${attempts.length} refused attempts`,

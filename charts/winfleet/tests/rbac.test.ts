@@ -25,8 +25,14 @@ interface Rule {
   nonResourceURLs?: string[];
 }
 
-/** Each rule the ServiceAccount gets, with where it applies ("cluster" or a namespace). */
-function grants(objects: K8sObject[]): { scope: string; role: string; rule: Rule }[] {
+/**
+ * Each rule the ServiceAccount `account` gets (the operator's by default; the webhook's is
+ * winfleet-webhook), with where it applies ("cluster" or a namespace).
+ */
+function grants(
+  objects: K8sObject[],
+  account = 'winfleet',
+): { scope: string; role: string; rule: Rule }[] {
   const roles = objects.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
   const bindings = objects.filter(
     (o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding',
@@ -35,9 +41,7 @@ function grants(objects: K8sObject[]): { scope: string; role: string; rule: Rule
   for (const binding of bindings) {
     const toOperator = (
       binding.subjects as { kind: string; name: string; namespace?: string }[]
-    ).some(
-      (s) => s.kind === 'ServiceAccount' && s.name === 'winfleet' && s.namespace === namespace,
-    );
+    ).some((s) => s.kind === 'ServiceAccount' && s.name === account && s.namespace === namespace);
     if (!toOperator) continue;
     const role = roles.find(
       (r) =>
@@ -57,6 +61,8 @@ function grants(objects: K8sObject[]): { scope: string; role: string; rule: Rule
   return out;
 }
 
+const webhookAccount = 'winfleet-webhook';
+
 const everything = {
   webhook: {
     pullSecretNamespaces: ['apps'],
@@ -75,7 +81,7 @@ const variants: [string, Record<string, unknown>][] = [
 test('no wildcard, no escalate/bind/impersonate, no non-resource URLs, in any variant', async () => {
   for (const [name, values] of variants) {
     const objects = await render(values);
-    for (const { role, rule } of grants(objects)) {
+    for (const { role, rule } of [...grants(objects), ...grants(objects, webhookAccount)]) {
       const where = `${name}: ${role} ${JSON.stringify(rule)}`;
       for (const list of [rule.apiGroups, rule.resources, rule.verbs, rule.resourceNames]) {
         assert.ok(!list?.includes('*'), `wildcard in ${where}`);
@@ -94,7 +100,7 @@ test('Secrets: read only in the release namespace and the opted-in ones; in kube
     const allowed = new Set([
       namespace,
       'kube-system',
-      ...(name === 'opt-in namespaces' ? ['team-a', 'team-b', 'apps'] : []),
+      ...(name === 'opt-in namespaces' ? ['team-a', 'team-b'] : []),
     ]);
     for (const { scope, rule } of grants(await render(values))) {
       if (!rule.resources?.includes('secrets')) continue;
@@ -136,7 +142,6 @@ test('cluster-wide rules are limited to what has no namespace or spans all of th
     'clusterrolebindings',
     'configmaps',
     'daemonsets',
-    'gmsacredentialspecs',
     'installations',
     'mutatingwebhookconfigurations',
     'namespaces',
@@ -206,12 +211,9 @@ test('the opted-in namespaces get a Role each; the bootstrapper and kube-proxy b
     assert.equal(role?.metadata.name, 'winfleet-hosts', ns);
     assert.ok(objects.some((o) => o.kind === 'RoleBinding' && o.metadata.namespace === ns));
   }
-  const pull = objects.filter(
-    (o) => o.kind === 'Role' && o.metadata.name === 'winfleet-pull-secrets',
-  );
-  assert.deepEqual(
-    pull.map((r) => [r.metadata.namespace, r.rules]),
-    [['apps', [{ apiGroups: [''], resources: ['secrets', 'serviceaccounts'], verbs: ['get'] }]]],
+  assert.ok(
+    !grants(objects).some((g) => g.scope === 'apps'),
+    'the pull secret namespaces are the webhook’s, not the operator’s',
   );
   const bootstrapper = only(objects, 'ClusterRoleBinding', 'winfleet:node-bootstrapper');
   assert.deepEqual(bootstrapper.roleRef.name, 'system:node-bootstrapper');
@@ -253,9 +255,54 @@ test('leases only with leader election; the operator’s webhook Secret rules on
   );
 });
 
+test('the webhook’s ServiceAccount: no CSR, Secret, Node-write or webhook-configuration right; read-only; pull secrets only where opted in', async () => {
+  for (const [name, values] of variants) {
+    const objects = await render(values);
+    const webhook = grants(objects, webhookAccount);
+    if (name === 'no webhook') {
+      assert.deepEqual(webhook, [], 'no webhook, no ServiceAccount rules');
+      continue;
+    }
+    for (const { scope, rule } of webhook) {
+      const where = `${name}: ${scope} ${JSON.stringify(rule)}`;
+      for (const resource of rule.resources ?? []) {
+        assert.ok(!resource.startsWith('certificatesigningrequests'), `CSRs: ${where}`);
+        assert.ok(!resource.endsWith('webhookconfigurations'), `webhook configurations: ${where}`);
+        assert.notEqual(resource, 'signers', where);
+        assert.ok(!['roles', 'rolebindings', 'clusterrolebindings'].includes(resource), where);
+      }
+      const writes = rule.verbs.filter((v) => !['get', 'list', 'watch'].includes(v));
+      // The one create: a SubjectAccessReview (the gMSA `use` check), which writes nothing.
+      if (writes.length > 0) assert.deepEqual(rule.resources, ['subjectaccessreviews'], where);
+      if (rule.resources?.includes('secrets')) {
+        assert.equal(name, 'opt-in namespaces', `Secrets by default: ${where}`);
+        assert.equal(scope, 'apps', where);
+        assert.deepEqual(rule.verbs, ['get'], where);
+      }
+    }
+    // The kubelet mounts its certificate: tls.crt and tls.key, not the CA key.
+    const deployment = only(objects, 'Deployment', 'winfleet-webhook');
+    const tls = deployment.spec.template.spec.volumes.find(
+      (v: { name: string }) => v.name === 'webhook-tls',
+    );
+    assert.deepEqual(
+      tls.secret.items.map((i: { key: string }) => i.key),
+      ['tls.crt', 'tls.key'],
+      name,
+    );
+    assert.equal(deployment.spec.template.spec.serviceAccountName, webhookAccount);
+  }
+  // Without opt-in namespaces, the webhook's ServiceAccount cannot read a single Secret.
+  assert.ok(
+    !grants(await render(), webhookAccount).some((g) => g.rule.resources?.includes('secrets')),
+  );
+  // The operator no longer lists gMSA specs or reads pull secrets: only the webhook does.
+  assert.ok(!grants(await render(everything)).some((g) => g.scope === 'apps'));
+});
+
 /** The RBAC table's rows, cell by cell (Scope, API group, Resource, Verbs, Names, Why). */
-function readmeRows(readme: string): { line: string; cells: string[] }[] {
-  const start = readme.indexOf('\n## RBAC\n');
+function readmeRows(readme: string, heading = '## RBAC'): { line: string; cells: string[] }[] {
+  const start = readme.indexOf(`\n${heading}\n`);
   const end = readme.indexOf('\n## ', start + 1);
   return readme
     .slice(start, end === -1 ? undefined : end)
@@ -298,6 +345,32 @@ test('the chart README has a row for every rule (scope, resource and exactly its
   }
   const extra = rows.filter((r) => !used.has(r.line)).map((r) => r.line);
   assert.deepEqual(extra, [], 'README.md: rows for rules the chart does not render');
+  // The webhook's own table.
+  const webhookRows = readmeRows(
+    await readFile(`${chartDir}/README.md`, 'utf8'),
+    '## RBAC of the webhook',
+  );
+  const webhookUsed = new Set<string>();
+  for (const { scope, rule } of grants(await render(everything), webhookAccount)) {
+    for (const resource of rule.resources ?? []) {
+      const row = webhookRows.find(
+        ({ cells: [where, , resources, verbs] }) =>
+          scopeMatches(where ?? '', scope) &&
+          (resources ?? '').split(', ').includes(`\`${resource}\``) &&
+          verbs === rule.verbs.join(', '),
+      );
+      assert.ok(
+        row,
+        `README.md (RBAC of the webhook): no row for ${resource} [${rule.verbs.join(', ')}] in ${scope}`,
+      );
+      webhookUsed.add(row.line);
+    }
+  }
+  assert.deepEqual(
+    webhookRows.filter((r) => !webhookUsed.has(r.line)).map((r) => r.line),
+    [],
+    'README.md: rows of the webhook for rules the chart does not render',
+  );
 });
 
 test('events: namespaced only; list (the dashboard’s host detail) wherever hosts live and in default; never watch or delete', async () => {

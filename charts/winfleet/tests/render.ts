@@ -87,7 +87,7 @@ export function only(objects: K8sObject[], kind: string, name?: string): K8sObje
 
 /** The operator container of the Deployment. */
 export function operatorContainer(objects: K8sObject[]): K8sObject {
-  const containers = only(objects, 'Deployment').spec.template.spec.containers;
+  const containers = only(objects, 'Deployment', 'winfleet').spec.template.spec.containers;
   if (containers.length !== 1) throw new TypeError(`${containers.length} containers; expected 1`);
   return containers[0];
 }

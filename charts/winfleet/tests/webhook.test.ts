@@ -41,7 +41,9 @@ for (const [name, config, webhookValues] of configs) {
     test(`the webhook configurations equal the operator’s (${name}; ${url ? 'URL' : 'Service'})`, async () => {
       const objects = await render({ config, webhook: { ...webhookValues, url } });
       const configText = only(objects, 'ConfigMap', 'winfleet-config').data['config.yaml'];
-      const endpoint = url ? { url } : { service: { namespace, name: 'winfleet', port: 443 } };
+      const endpoint = url
+        ? { url }
+        : { service: { namespace, name: 'winfleet-webhook', port: 443 } };
       const [mutating, validating] = webhookConfigurations(
         parseConfig(configText),
         namespace,
@@ -97,17 +99,18 @@ test('webhook.url: the configurations call the URL, the operator runs with --web
   const args = operatorContainer(objects).args as string[];
   assert.ok(args.includes(`--webhook-url=${url}`));
   assert.ok(args.includes('--webhook-configurations=patch'));
+  assert.ok(args.includes('--mode=controllers'));
 });
 
-test('cert-manager: a self-signed Issuer and a Certificate for the Service, CA injection, the operator serving its Secret', async () => {
+test('cert-manager: a self-signed Issuer and a Certificate for the Service, CA injection, the webhook’s pods mounting its Secret', async () => {
   const objects = await render({ webhook: { certManager: { enabled: true } } });
   const issuer = only(objects, 'Issuer');
   assert.deepEqual(issuer.spec, { selfSigned: {} });
   const certificate = only(objects, 'Certificate');
   assert.equal(certificate.spec.secretName, 'winfleet-webhook-cert');
   assert.deepEqual(certificate.spec.dnsNames, [
-    `winfleet.${namespace}.svc`,
-    `winfleet.${namespace}.svc.cluster.local`,
+    `winfleet-webhook.${namespace}.svc`,
+    `winfleet-webhook.${namespace}.svc.cluster.local`,
   ]);
   assert.deepEqual(certificate.spec.issuerRef, {
     name: issuer.metadata.name,
@@ -120,10 +123,16 @@ test('cert-manager: a self-signed Issuer and a Certificate for the Service, CA i
       `${namespace}/${certificate.metadata.name}`,
     );
   }
+  // cert-manager keeps the certificate and the caBundle: the operator has nothing to do for
+  // the webhook, whose pods mount the Secret.
   const args = operatorContainer(objects).args as string[];
-  assert.ok(args.includes('--webhook-configurations=none'));
-  assert.ok(args.includes('--webhook-cert-secret=winfleet-webhook-cert'));
-  assert.ok(!args.includes('--webhook-configurations=patch'));
+  assert.ok(args.includes('--no-webhook'));
+  assert.ok(!args.some((a) => a.startsWith('--mode=')));
+  const webhook = only(objects, 'Deployment', 'winfleet-webhook').spec.template.spec;
+  assert.equal(
+    webhook.volumes.find((v: { name: string }) => v.name === 'webhook-tls').secret.secretName,
+    'winfleet-webhook-cert',
+  );
   const noCertManager = await render();
   for (const kind of ['Issuer', 'Certificate']) {
     assert.equal(noCertManager.filter((o: K8sObject) => o.kind === kind).length, 0);

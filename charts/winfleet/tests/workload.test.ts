@@ -78,6 +78,16 @@ test('a default install renders each object once, in the release namespace', asy
       `Service/${namespace}/winfleet`,
       `ServiceAccount/${namespace}/winfleet`,
       'ValidatingWebhookConfiguration//winfleet-pods',
+      // The webhook's own Deployment, ServiceAccount and RBAC.
+      'ClusterRole//winfleet-webhook',
+      'ClusterRoleBinding//winfleet-webhook',
+      `Deployment/${namespace}/winfleet-webhook`,
+      `NetworkPolicy/${namespace}/winfleet-webhook`,
+      `PodDisruptionBudget/${namespace}/winfleet-webhook`,
+      `Role/${namespace}/winfleet-webhook`,
+      `RoleBinding/${namespace}/winfleet-webhook`,
+      `Service/${namespace}/winfleet-webhook`,
+      `ServiceAccount/${namespace}/winfleet-webhook`,
     ].sort(),
   );
   for (const o of objects) {
@@ -87,12 +97,12 @@ test('a default install renders each object once, in the release namespace', asy
 
 test('the Deployment: 2 replicas, Linux nodes, soft anti-affinity, the ServiceAccount, a grace period', async () => {
   const objects = await render();
-  const deployment = only(objects, 'Deployment');
+  const deployment = only(objects, 'Deployment', 'winfleet');
   const pod = deployment.spec.template.spec;
   assert.equal(deployment.spec.replicas, 2);
   assert.deepEqual(pod.nodeSelector, { 'kubernetes.io/os': 'linux' });
   assert.equal(pod.serviceAccountName, 'winfleet');
-  assert.equal(only(objects, 'ServiceAccount').metadata.name, 'winfleet');
+  assert.equal(only(objects, 'ServiceAccount', 'winfleet').metadata.name, 'winfleet');
   assert.equal(pod.terminationGracePeriodSeconds, 30);
   const soft = pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution;
   assert.equal(soft[0].podAffinityTerm.topologyKey, 'kubernetes.io/hostname');
@@ -101,14 +111,14 @@ test('the Deployment: 2 replicas, Linux nodes, soft anti-affinity, the ServiceAc
     undefined,
   );
   assert.ok(operatorContainer(objects).resources.requests.memory);
-  const pdb = only(objects, 'PodDisruptionBudget');
+  const pdb = only(objects, 'PodDisruptionBudget', 'winfleet');
   assert.equal(pdb.spec.maxUnavailable, 1);
   assert.deepEqual(pdb.spec.selector.matchLabels, deployment.spec.selector.matchLabels);
 });
 
 test('restricted Pod Security: non-root 65532, RuntimeDefault seccomp, no privilege escalation, no capabilities, read-only root, /tmp an emptyDir', async () => {
   const objects = await render();
-  const pod = only(objects, 'Deployment').spec.template.spec;
+  const pod = only(objects, 'Deployment', 'winfleet').spec.template.spec;
   const container = operatorContainer(objects);
   assert.equal(pod.securityContext.runAsNonRoot, true);
   assert.equal(pod.securityContext.runAsUser, 65532);
@@ -148,12 +158,55 @@ test('the operator’s command line: its namespace, nothing it may not create, t
     '--status-host=0.0.0.0',
     '--status-port=8080',
     '--dashboard-port=8081',
-    '--webhook-port=9443',
-    `--webhook-service=${namespace}/winfleet:443`,
+    '--mode=controllers',
+    `--webhook-service=${namespace}/winfleet-webhook:443`,
     '--webhook-configurations=patch',
     '--no-pull-secrets',
   ]);
   assert.deepEqual(container.env, [{ name: 'WINFLEET_LOG_LEVEL', value: 'info' }]);
+});
+
+test('the webhook’s command line: its own mode, its certificate from the mounted Secret, V8’s default young generation', async () => {
+  const objects = await render({ webhook: { pullSecretNamespaces: ['apps'] } });
+  const pod = only(objects, 'Deployment', 'winfleet-webhook').spec.template.spec;
+  const [container] = pod.containers;
+  assert.equal(pod.containers.length, 1);
+  // Tuned for latency: the image's entrypoint without --max-semi-space-size=2.
+  assert.deepEqual(container.command, ['/nodejs/bin/node', '/app/winfleet-operator.cjs']);
+  assert.deepEqual(container.args, [
+    '--mode=webhook',
+    `--namespace=${namespace}`,
+    '--webhook-port=9443',
+    '--tls-cert-file=/var/run/winfleet/webhook-tls/tls.crt',
+    '--tls-key-file=/var/run/winfleet/webhook-tls/tls.key',
+    '--status-host=0.0.0.0',
+    '--status-port=8080',
+    '--pull-secret-namespace=apps',
+  ]);
+  assert.deepEqual(
+    container.volumeMounts.find((m: { name: string }) => m.name === 'webhook-tls'),
+    { name: 'webhook-tls', mountPath: '/var/run/winfleet/webhook-tls', readOnly: true },
+  );
+  assert.equal(container.securityContext.readOnlyRootFilesystem, true);
+  const service = only(objects, 'Service', 'winfleet-webhook');
+  assert.deepEqual(service.spec.ports, [
+    { name: 'webhook', port: 443, targetPort: 'webhook', protocol: 'TCP' },
+    { name: 'metrics', port: 8080, targetPort: 'status', protocol: 'TCP' },
+  ]);
+  const webhook = only(objects, 'Deployment', 'winfleet-webhook');
+  assert.deepEqual(service.spec.selector, webhook.spec.selector.matchLabels);
+  // The two Deployments never select each other's pods.
+  const operator = only(objects, 'Deployment', 'winfleet');
+  const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
+    Object.entries(selector).every(([k, v]) => labels[k] === v);
+  assert.ok(!matches(operator.spec.selector.matchLabels, webhook.spec.template.metadata.labels));
+  assert.ok(!matches(webhook.spec.selector.matchLabels, operator.spec.template.metadata.labels));
+  assert.equal(
+    (await render({ webhook: { enabled: false } })).filter(
+      (o) => o.metadata.name === 'winfleet-webhook',
+    ).length,
+    0,
+  );
 });
 
 test('the command line follows the values: webhook URL, no leader election, pull secret namespaces, no webhook', async () => {
@@ -164,16 +217,16 @@ test('the command line follows the values: webhook URL, no leader election, pull
   assert.ok(!withUrl.some((a) => a.startsWith('--webhook-service')));
   const single = args(await render({ replicaCount: 1, leaderElection: { enabled: false } }));
   assert.ok(single.includes('--no-leader-elect'));
+  // Pull secrets are the webhook's to read, never the operator's.
   const pulls = args(await render({ webhook: { pullSecretNamespaces: ['apps', 'web'] } }));
-  assert.ok(pulls.includes('--pull-secret-namespace=apps'));
-  assert.ok(pulls.includes('--pull-secret-namespace=web'));
-  assert.ok(!pulls.includes('--no-pull-secrets'));
+  assert.ok(!pulls.some((a) => a.startsWith('--pull-secret-namespace')));
+  assert.ok(pulls.includes('--no-pull-secrets'));
   const off = await render({ webhook: { enabled: false } });
   assert.ok(args(off).includes('--no-webhook'));
   assert.ok(!args(off).some((a) => a.startsWith('--webhook-')));
   assert.equal(off.filter((o) => o.kind.endsWith('WebhookConfiguration')).length, 0);
   assert.deepEqual(
-    only(off, 'Service').spec.ports.map((p: { name: string }) => p.name),
+    only(off, 'Service', 'winfleet').spec.ports.map((p: { name: string }) => p.name),
     ['metrics'],
   );
 });
@@ -183,18 +236,20 @@ test('leader election off with two replicas is refused, naming both keys', async
   assert.match(error, /leaderElection\.enabled=false needs replicaCount: 1/);
 });
 
-test('the Service: webhook 443 to the container’s webhook port, metrics to the status port', async () => {
+test('the Service: metrics to the operator’s status port (the webhook has its own Service)', async () => {
   const objects = await render();
-  const service = only(objects, 'Service');
+  const service = only(objects, 'Service', 'winfleet');
   assert.deepEqual(service.spec.ports, [
-    { name: 'webhook', port: 443, targetPort: 'webhook', protocol: 'TCP' },
     { name: 'metrics', port: 8080, targetPort: 'status', protocol: 'TCP' },
   ]);
-  const webhookPort = operatorContainer(objects).ports.find(
-    (p: { name: string }) => p.name === 'webhook',
+  assert.equal(
+    operatorContainer(objects).ports.find((p: { name: string }) => p.name === 'webhook'),
+    undefined,
   );
-  assert.equal(webhookPort.containerPort, 9443);
-  assert.deepEqual(service.spec.selector, only(objects, 'Deployment').spec.selector.matchLabels);
+  assert.deepEqual(
+    service.spec.selector,
+    only(objects, 'Deployment', 'winfleet').spec.selector.matchLabels,
+  );
 });
 
 test('the image: repository:appVersion, or the digest when given', async () => {
@@ -209,7 +264,7 @@ test('the image: repository:appVersion, or the digest when given', async () => {
 test('payload: an image volume or a PVC mounted read-only at --payload-dir; none by default', async () => {
   const mounted = async (values: Record<string, unknown>) => {
     const objects = await render({ payload: values });
-    const pod = only(objects, 'Deployment').spec.template.spec;
+    const pod = only(objects, 'Deployment', 'winfleet').spec.template.spec;
     const container = operatorContainer(objects);
     return {
       volume: pod.volumes.find((v: { name: string }) => v.name === 'payload'),
@@ -251,7 +306,7 @@ test('payload: a registry artifact by digest, a cache emptyDir, and the pull sec
   const objects = await render({
     payload: { source: 'registry', registry: { reference, pullSecret: 'payload-pull' } },
   });
-  const pod = only(objects, 'Deployment').spec.template.spec;
+  const pod = only(objects, 'Deployment', 'winfleet').spec.template.spec;
   const container = operatorContainer(objects);
   const args = container.args as string[];
   assert.ok(args.includes(`--payload-image=${reference}`), args.join(' '));
@@ -308,38 +363,75 @@ test('the ServiceMonitor is rendered only when metrics.serviceMonitor.enabled', 
   assert.deepEqual(monitor.spec.endpoints, [
     { port: 'metrics', path: '/metrics', interval: '30s' },
   ]);
-  assert.deepEqual(monitor.spec.selector.matchLabels, only(objects, 'Service').spec.selector);
+  // Both Services (the operator's and the webhook's) carry these labels.
+  for (const name of ['winfleet', 'winfleet-webhook'])
+    for (const [key, value] of Object.entries(monitor.spec.selector.matchLabels))
+      assert.equal(only(objects, 'Service', name).metadata.labels?.[key], value, name);
 });
 
-test('the NetworkPolicy: webhook open to the API server wherever it is, egress only to DNS, API server, registries and SSH ports', async () => {
-  const policy = only(await render(), 'NetworkPolicy');
+test('the NetworkPolicies: the webhook port open to the API server wherever it is; the status port only to the monitoring namespace; egress only to DNS, API server, registries (and SSH for the operator)', async () => {
+  const objects = await render();
+  const policy = only(objects, 'NetworkPolicy', 'winfleet');
+  const monitoring = [
+    { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+  ];
   assert.deepEqual(policy.spec.policyTypes, ['Ingress', 'Egress']);
+  // The attacker's side: a pod elsewhere gets no rule that lets it reach /metrics.
   assert.deepEqual(policy.spec.ingress, [
-    { ports: [{ port: 'webhook', protocol: 'TCP' }] },
-    { ports: [{ port: 'status', protocol: 'TCP' }] },
+    { ports: [{ port: 'status', protocol: 'TCP' }], from: monitoring },
   ]);
-  const ports = policy.spec.egress.flatMap((r: { ports: { port: number }[] }) =>
-    r.ports.map((p) => p.port),
-  );
-  assert.deepEqual([...new Set(ports)].sort(), [22, 443, 53, 6443].sort());
-  const restricted = only(
-    await render({
-      networkPolicy: {
-        statusFrom: [{ namespaceSelector: { matchLabels: { name: 'monitoring' } } }],
-        egress: { hosts: { cidrs: ['10.1.0.0/16'], ports: [22, 2222] } },
-      },
-    }),
-    'NetworkPolicy',
-  );
-  assert.deepEqual(restricted.spec.ingress[1].from, [
-    { namespaceSelector: { matchLabels: { name: 'monitoring' } } },
+  const egressPorts = (p: K8sObject) =>
+    [
+      ...new Set(
+        p.spec.egress.flatMap((r: { ports: { port: number }[] }) => r.ports.map((x) => x.port)),
+      ),
+    ].sort();
+  assert.deepEqual(egressPorts(policy), [22, 443, 53, 6443].sort());
+  const webhook = only(objects, 'NetworkPolicy', 'winfleet-webhook');
+  assert.deepEqual(webhook.spec.podSelector.matchLabels, {
+    'app.kubernetes.io/name': 'winfleet-webhook',
+    'app.kubernetes.io/instance': 'winfleet',
+  });
+  assert.deepEqual(webhook.spec.ingress, [
+    { ports: [{ port: 'webhook', protocol: 'TCP' }] },
+    { ports: [{ port: 'status', protocol: 'TCP' }], from: monitoring },
+  ]);
+  assert.deepEqual(egressPorts(webhook), [443, 53, 6443].sort(), 'no SSH from the webhook');
+  // Every rule naming the status port has peers: none is open to every pod.
+  for (const p of [policy, webhook])
+    for (const rule of p.spec.ingress)
+      if (rule.ports.some((x: { port: string }) => x.port === 'status'))
+        assert.ok(rule.from?.length > 0, `${p.metadata.name}: status open to every pod`);
+  const restricted = await render({
+    networkPolicy: {
+      statusFrom: [
+        {
+          namespaceSelector: { matchLabels: { name: 'obs' } },
+          podSelector: { matchLabels: { app: 'prometheus' } },
+        },
+      ],
+      egress: { hosts: { cidrs: ['10.1.0.0/16'], ports: [22, 2222] } },
+    },
+  });
+  const operatorPolicy = only(restricted, 'NetworkPolicy', 'winfleet');
+  assert.deepEqual(operatorPolicy.spec.ingress[0].from, [
+    {
+      namespaceSelector: { matchLabels: { name: 'obs' } },
+      podSelector: { matchLabels: { app: 'prometheus' } },
+    },
   ]);
   assert.ok(
-    restricted.spec.egress.some(
+    operatorPolicy.spec.egress.some(
       (r: { to?: { ipBlock: { cidr: string } }[]; ports: { port: number }[] }) =>
         r.to?.[0]?.ipBlock.cidr === '10.1.0.0/16' && r.ports.map((p) => p.port).includes(2222),
     ),
   );
+  // No peers: the status port is closed to every pod (probes come from the node).
+  const closed = await render({ networkPolicy: { statusFrom: [] } });
+  assert.deepEqual(only(closed, 'NetworkPolicy', 'winfleet').spec.ingress, []);
+  assert.deepEqual(only(closed, 'NetworkPolicy', 'winfleet-webhook').spec.ingress, [
+    { ports: [{ port: 'webhook', protocol: 'TCP' }] },
+  ]);
   assert.equal(
     (await render({ networkPolicy: { enabled: false } })).filter((o) => o.kind === 'NetworkPolicy')
       .length,
@@ -369,8 +461,8 @@ test('the configuration ConfigMap holds config as config.yaml, with the webhook 
 
 test('changing config.hosts.namespaces rolls the pods (the operator reads it at start-up)', async () => {
   const annotation = async (namespaces: string[]) =>
-    only(await render({ config: { hosts: { namespaces } } }), 'Deployment').spec.template.metadata
-      .annotations['winfleet.io/host-namespaces'];
+    only(await render({ config: { hosts: { namespaces } } }), 'Deployment', 'winfleet').spec
+      .template.metadata.annotations['winfleet.io/host-namespaces'];
   assert.equal(await annotation([]), await annotation([]));
   assert.notEqual(await annotation([]), await annotation(['team-a']));
 });
