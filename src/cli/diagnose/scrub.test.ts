@@ -78,6 +78,31 @@ test('literals the caller knows are secret, also with escaped line breaks', () =
   assert.ok(!text.includes(pemBody));
 });
 
+test('attacker side: registry credentials in containerd’s config, Docker’s config.json and Basic headers (security review 3, §13)', () => {
+  const userPass = Buffer.from('robot$ci:Hunter2-registry-pass').toString('base64');
+  const containerd = [
+    '[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.corp.example".auth]',
+    `  auth = "${userPass}"`,
+    '  identitytoken = "id-token-0123456789abcdef"',
+  ].join('\n');
+  const dockerConfig = JSON.stringify({
+    auths: { 'registry.corp.example': { auth: userPass, identitytoken: 'refresh-0123456789' } },
+  });
+  const log = `GET /v2/ HTTP/1.1\nAuthorization: Basic ${userPass}\nauthorization: basic ${Buffer.from('u:p4ssw0rd!').toString('base64')}`;
+  for (const input of [containerd, dockerConfig, log]) {
+    const { text, redactions } = scrub(input);
+    assert.ok(!text.includes(userPass), text);
+    assert.ok(!text.includes('Hunter2'), text);
+    assert.ok(!/id-token-0123|refresh-0123/.test(text), text);
+    assert.ok(redactions >= 1, text);
+  }
+  assert.match(scrub(log).text, /Authorization: Basic \[REDACTED\]/);
+  assert.match(scrub(log).text, /authorization: basic \[REDACTED\]/);
+  // Words after "Basic" are not credentials.
+  const prose = 'Basic authentication is off; Basic settings were kept';
+  assert.deepEqual(scrub(prose), { text: prose, redactions: 0 });
+});
+
 test('ordinary diagnostics stay as they are', () => {
   const text = [
     'SERVICE_NAME: kubelet',

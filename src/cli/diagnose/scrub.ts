@@ -5,6 +5,8 @@
  *   base64 of one (a Secret's data, a kubeconfig's client-key-data), even wrapped over lines;
  * - the values of credential fields in YAML, JSON, INI and flags: token, client-key-data,
  *   client-certificate-data, password, secret, bootstrapToken and the like;
+ * - registry credentials: containerd's and Docker's `auth` (base64 of user:password),
+ *   `identitytoken`/`identity_token`, and HTTP `Basic <base64>` credentials;
  * - bearer tokens, JWTs (service account tokens) and bootstrap tokens (abcdef.0123456789abcdef);
  * - credentials in URL queries (?token=…, &sig=…) and URL user info (https://user:pass@host);
  * - any literal value the caller knows is secret (a key file it read), wherever it appears.
@@ -47,6 +49,10 @@ const secretFields = new Set([
   'apikey',
   'privatekey',
   'sshprivatekey',
+  // Registry credentials: containerd's registry.configs."…".auth and Docker's config.json.
+  'auth',
+  'identitytoken',
+  'registrytoken',
 ]);
 
 // key: value, "key": "value", key=value, --key=value, --key value.
@@ -54,6 +60,8 @@ const field =
   /(?<![A-Za-z0-9_-])(["']?)(-{0,2}[A-Za-z][A-Za-z0-9_-]*)\1([ \t]*[:=][ \t]*|[ \t]+(?=["']?[A-Za-z0-9+/=._~-]{8,}))(["']?)([^\s"',;}&]+)\4/g;
 
 const bearer = /\b(Bearer)(\s+)[A-Za-z0-9._~+/-]+=*/gi;
+// HTTP Basic credentials: base64 of user:password (a word such as "Basic authentication" is not).
+const basic = /\b(Basic)(\s+)([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])/gi;
 const jwt = /\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g;
 const bootstrapToken = /(?<![A-Za-z0-9])[a-z0-9]{6}\.[a-z0-9]{16}(?![A-Za-z0-9])/g;
 const urlQuery =
@@ -103,6 +111,11 @@ export function scrub(input: string, options: ScrubOptions = {}): ScrubResult {
     return `${q1}${name}${q1}${sep}${q2}${redacted}${q2}`;
   });
   text = text.replace(bearer, (_m, word, space) => {
+    count++;
+    return `${word}${space}${redacted}`;
+  });
+  text = text.replace(basic, (whole, word, space, value: string) => {
+    if (!/^[^\s:]*:/.test(Buffer.from(value, 'base64').toString('latin1'))) return whole;
     count++;
     return `${word}${space}${redacted}`;
   });
