@@ -11,14 +11,20 @@ import * as k8s from '@kubernetes/client-node';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import { hostNodeAnnotation } from '../cluster/start-cluster.ts';
 import { renewNodeLease } from '../hosts/node-lease.ts';
+import { kubeletConditions } from '../hosts/node-status.ts';
 import { createLinuxNode } from '../testkit/nodes.ts';
 import type { LinuxFlannelNode } from './linux-flannel-node.ts';
 import { waitForPodCidr } from './linux-flannel-node.ts';
 import type { LabPod } from './net-lab.ts';
 
+/** kwok's default capacity (sim/cluster/kwok-stages.yaml node-initialize). */
+const labNodeResources = { cpu: '32', memory: '128Gi', pods: '110' };
+
 /**
- * A Linux Node whose pods are the lab's to run: registered for the second kwok, its Lease
- * renewed until `signal` aborts; resolves with its spec.podCIDR.
+ * A Linux Node whose pods are the lab's to run: registered for the second kwok, which does not
+ * speak for its status (as for the simulated hosts' Nodes), so the lab posts the kubelet's
+ * conditions (Ready) once and renews its Lease until `signal` aborts, which keeps the node
+ * lifecycle controller from marking it Unknown; resolves with its spec.podCIDR.
  */
 export async function createLabPodsNode(
   kc: k8s.KubeConfig,
@@ -31,6 +37,20 @@ export async function createLabPodsNode(
     waitReady: false,
   });
   void renewNodeLease({ kc, nodeName: name, signal, apiTimeoutMs: 10_000, log: () => {} });
+  await kc.makeApiClient(k8s.CoreV1Api).patchNodeStatus(
+    {
+      name,
+      body: {
+        status: {
+          conditions: kubeletConditions([], { ready: true }, new Date()),
+          // What kwok's node-initialize stage gives its own nodes, so the scheduler places pods.
+          capacity: labNodeResources,
+          allocatable: labNodeResources,
+        },
+      },
+    },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
+  );
   return waitForPodCidr(kc, name);
 }
 

@@ -264,7 +264,10 @@ test('the chart’s ServiceAccount is exactly enough for winfleet, and no more',
           timeoutMs: 30_000,
         });
       }
-      await createPool(kc, namespace, 'pulled', { selector: { matchLabels: { pool: 'pulled' } } });
+      await createPool(kc, namespace, 'pulled', {
+        selector: { matchLabels: { pool: 'pulled' } },
+        join: { nodeNamePattern: '^pulled-[0-9]+$' },
+      });
       const { id, token } = await createJoinToken(kc, {
         operatorNamespace: namespace,
         pool: 'pulled',

@@ -138,7 +138,12 @@ test('by default the bootstrapper and kube-proxy ClusterRoleBindings and the nod
       apiGroups: [''],
       resources: ['configmaps'],
       verbs: ['get'],
-      resourceNames: ['winfleet-published-manifests', 'winfleet-services-1'],
+      // The published manifests, and the public key agents check commands with.
+      resourceNames: [
+        'winfleet-command-key',
+        'winfleet-published-manifests',
+        'winfleet-services-1',
+      ],
     },
   ]);
   const roleBinding = await rbac.readNamespacedRoleBinding({
@@ -204,6 +209,7 @@ test('by default the bootstrapper and kube-proxy ClusterRoleBindings and the nod
   await applyJoinRbac(sa.kc, namespace, ['winfleet-services-2', 'winfleet-published-manifests']);
   const updated = await rbac.readNamespacedRole({ namespace, name: nodeManifestsRbacName });
   assert.deepEqual(updated.rules?.[0]?.resourceNames, [
+    'winfleet-command-key',
     'winfleet-published-manifests',
     'winfleet-services-2',
   ]);
@@ -227,6 +233,7 @@ test('installed by the chart, the ClusterRoleBinding is left to it: only the two
   ]);
   const role = await rbac.readNamespacedRole({ namespace, name: nodeManifestsRbacName });
   assert.deepEqual(role.rules?.[0]?.resourceNames, [
+    'winfleet-command-key',
     'winfleet-published-manifests',
     'winfleet-services-1',
   ]);
