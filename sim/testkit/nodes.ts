@@ -50,7 +50,7 @@ async function registerNode(
       const current = await core.readNode({ name: created.metadata!.name! });
       return isReady(current) ? current : undefined;
     },
-    { description: `node ${created.metadata!.name} to be Ready`, timeoutMs: 30_000 },
+    { description: `node ${created.metadata!.name} to be Ready`, timeoutMs: 60_000 },
   );
 }
 

@@ -126,8 +126,14 @@ test('removing the proxy leaves no service with the old proxy and the agent in n
     1,
     `agent restarts since the removal: ${agentRestarts.length}`,
   );
-  const report2 = JSON.parse(
-    (await node()).metadata?.annotations?.[windowsUpdatesAnnotation] ?? '{}',
-  ) as { rebootPending?: boolean };
-  assert.notEqual(report2.rebootPending, true, 'no reboot pending after the reboot');
+  // The agent reports again after the boot; until then the Node keeps the report from before.
+  await waitFor(
+    async () => {
+      const report2 = JSON.parse(
+        (await node()).metadata?.annotations?.[windowsUpdatesAnnotation] ?? '{}',
+      ) as { rebootPending?: boolean };
+      return report2.rebootPending !== true ? true : undefined;
+    },
+    { description: 'no reboot pending reported after the reboot', timeoutMs: 120_000 },
+  );
 });

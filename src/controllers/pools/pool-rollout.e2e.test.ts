@@ -236,6 +236,8 @@ test('a pool rolls an upgrade 2 at a time within its PDB, refuses a skewed kubel
       await patchPoolSpec(kc, world.namespace, 'web', {
         maxUnavailable: 1,
         readyTimeout: '15s',
+        // A drain the PDB holds (the set-aside host's pods down) stops within the wait below.
+        drainTimeout: '20s',
         rebootRequestedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
       });
       let failed: string | undefined;
