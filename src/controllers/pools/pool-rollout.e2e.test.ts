@@ -291,8 +291,17 @@ test('a pool rolls an upgrade 2 at a time within its PDB, refuses a skewed kubel
           // set-aside host's Node Unknown, its pods are not Ready and the PDB allows no eviction.
           const step = stuck[0].status?.rollout?.current?.failure?.step;
           assert.ok(step === 'Reboot' || step === 'Drain', `stopped at ${step}`);
-          assert.equal(degraded.reason, step === 'Reboot' ? 'RebootTimedOut' : 'DrainTimedOut');
-          assert.match(degraded.message, new RegExp(`${world.namespace}/${failed}`));
+          // The pool's next pass names the stop (until then Degraded names the set-aside host).
+          const stopped = await waitFor(
+            async () => {
+              const c = poolCondition(await readPool(kc, world.namespace, 'web'), 'Degraded');
+              return c?.reason === (step === 'Reboot' ? 'RebootTimedOut' : 'DrainTimedOut')
+                ? c
+                : undefined;
+            },
+            { description: 'the pool Degraded naming the stopped host', timeoutMs: 60_000 },
+          );
+          assert.match(stopped.message, new RegExp(`${world.namespace}/${failed}`));
         }
         // Another host taken down would be by now: passes over the pool and every host after
         // the failure was recorded.
