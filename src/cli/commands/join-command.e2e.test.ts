@@ -11,7 +11,7 @@
  *   are refused plainly, and nothing is left behind.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { createServer as createHttpsServer } from 'node:https';
@@ -27,6 +27,7 @@ import { pushTestPayloadArtifact } from '../../../sim/testkit/payload-artifact.t
 import { createPool } from '../../../sim/testkit/pools.ts';
 import { freshCluster } from '../../../sim/testkit/test-cluster.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
+import { runWinfleet, type WinfleetRun } from '../../../sim/testkit/winfleet-cli.ts';
 import { installCrds } from '../../api/install-crds.ts';
 import { clusterInfoKubeconfig } from '../../controllers/join/cluster-info-controller.ts';
 import {
@@ -47,39 +48,10 @@ import { waitFor } from '../../kube/wait-for.ts';
 import { agentFileName } from '../../payload/payload.ts';
 import { createCertificateAuthority, issueCertificate } from '../../pki/certificates.ts';
 
-const cli = join(import.meta.dirname, '..', 'main.ts');
 const namespace = 'winfleet-system';
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function winfleet(args: string[], timeoutMs = 120_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    delete env.KUBECONFIG;
-    const child = spawn(process.execPath, [cli, ...args], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+type Run = WinfleetRun;
+const winfleet = runWinfleet;
 
 const show = (run: Run) => `exit ${run.code}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
 

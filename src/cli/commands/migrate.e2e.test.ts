@@ -5,45 +5,17 @@
  * on an image a workload names at a private address (never fetched).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { startMirrorRegistry } from '../../../sim/registry/mirror-registry.ts';
 import { loadFixture } from '../../../sim/testkit/fixtures.ts';
 import { freshCluster, testNamespace } from '../../../sim/testkit/test-cluster.ts';
+import { runWinfleet } from '../../../sim/testkit/winfleet-cli.ts';
 import { applyManifests } from '../../kube/manifests.ts';
 import type { MigrationPlan } from './migrate.ts';
 
-const cli = join(import.meta.dirname, '..', 'main.ts');
-
-function winfleet(
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    delete env.KUBECONFIG;
-    const child = spawn(process.execPath, [cli, ...args], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const winfleet = runWinfleet;
 
 test('migrate plan: each seed sample’s verdict for 2022 and 2025, exit 1 when one cannot move', async (t) => {
   const cluster = await freshCluster(t);
