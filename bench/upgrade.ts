@@ -71,7 +71,7 @@ import {
 } from '../src/api/node-annotations.ts';
 import { apiVersion, type WindowsHost } from '../src/api/windows-host.ts';
 import type { WindowsNodePool } from '../src/api/windows-node-pool.ts';
-import { nodeIsReady } from '../src/controller/informer-factory.ts';
+import { nodeIsReady } from '../src/controller-runtime/informer-factory.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
 import { startSimHostsProcess } from './sim-hosts-process.ts';

@@ -5,7 +5,7 @@
  * connects to it). Spec is what the user wants; status is what the operator found and did.
  */
 import type * as k8s from '@kubernetes/client-node';
-import type { Condition } from '../controller/conditions.ts';
+import type { Condition } from '../controller-runtime/conditions.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import type { HostRemediationStatus } from '../remediation/ladder.ts';
 import type { HostRolloutStatus } from '../rollout/host-steps.ts';

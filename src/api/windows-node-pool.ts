@@ -7,7 +7,7 @@
  */
 
 import type * as k8s from '@kubernetes/client-node';
-import type { Condition } from '../controller/conditions.ts';
+import type { Condition } from '../controller-runtime/conditions.ts';
 import { NodeHealthCondition } from './reasons.ts';
 import { apiGroup, apiVersion } from './windows-host.ts';
 

@@ -27,7 +27,7 @@ import { isIP } from 'node:net';
 import { connect, type PeerCertificate } from 'node:tls';
 import * as k8s from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
-import type { Informer } from '../../controller/informer.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
 import { clusterInfoKubeconfigKey, clusterInfoName } from '../../join/cluster-info.ts';
 import { isNotFound } from '../../kube/client.ts';

@@ -10,7 +10,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { EventReason } from '../../api/reasons.ts';
-import type { EventRecorder } from '../../controller/events.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
 import type { Logger } from '../../log/logger.ts';
 import { bootstrapGroup } from '../hosts/bootstrap-tokens.ts';
 

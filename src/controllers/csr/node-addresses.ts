@@ -9,7 +9,7 @@
  * Hostname address, usually), which the key already finds.
  */
 import type * as k8s from '@kubernetes/client-node';
-import type { Informer } from '../../controller/informer.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
 import { canonicalAddress } from './serving-addresses.ts';
 
 export const nodesByAddressIndex = 'address';

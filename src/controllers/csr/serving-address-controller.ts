@@ -13,9 +13,9 @@ import {
   type WindowsHost,
 } from '../../api/windows-host.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { EventRecorder } from '../../controller/events.ts';
-import { type Informer, objectKey } from '../../controller/informer.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
+import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
 import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';

@@ -10,8 +10,8 @@
 import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
 import { hostFinalizer, isPullHost, type WindowsHost } from '../../api/windows-host.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import { objectKey } from '../../controller/informer.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import { objectKey } from '../../controller-runtime/informer.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
 import { hostsNamingAdSecret } from './active-directory-join.ts';
 import type { HostControllerDeps } from './host-deps.ts';

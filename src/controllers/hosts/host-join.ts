@@ -19,7 +19,7 @@ import {
 } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import { trustHostKeyAnnotation, type WindowsHost } from '../../api/windows-host.ts';
-import { nodeIsReady } from '../../controller/informer-factory.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { checkKubeletSkew } from '../../rollout/kubelet-skew.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';

@@ -2,8 +2,8 @@
 import * as k8s from '@kubernetes/client-node';
 import type { ConditionReason, ConditionType, JoinStep } from '../../api/reasons.ts';
 import { apiVersion, type WindowsHost, type WindowsHostStatus } from '../../api/windows-host.ts';
-import { type Condition, findCondition, setCondition } from '../../controller/conditions.ts';
-import { sameJson } from '../../controller/same-json.ts';
+import { type Condition, findCondition, setCondition } from '../../controller-runtime/conditions.ts';
+import { sameJson } from '../../controller-runtime/same-json.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 
 /** The custom-object coordinates of a WindowsHost, for the generic client's requests. */

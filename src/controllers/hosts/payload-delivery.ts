@@ -16,7 +16,7 @@
  */
 import { EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import type { EventRecorder } from '../../controller/events.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
 import { errorCode, WinfleetError } from '../../errors/catalog.ts';
 import { syncOperatorFiles, syncPayload } from '../../hostaccess/payload-sync.ts';
 import type { RemoteCommandFailure, RemoteHost } from '../../hostaccess/remote-host.ts';

@@ -30,7 +30,7 @@ import {
 import { allowedNodeLabels } from '../../api/node-labels.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import { nodeIsReady } from '../../controller/informer-factory.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { canonicalAddress, joinServingAddresses } from '../csr/serving-addresses.ts';

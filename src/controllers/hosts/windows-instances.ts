@@ -9,9 +9,9 @@
 import * as k8s from '@kubernetes/client-node';
 import { EventReason } from '../../api/reasons.ts';
 import { apiVersion, type WindowsHost } from '../../api/windows-host.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { EventRecorder } from '../../controller/events.ts';
-import type { Informer } from '../../controller/informer.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
 import type { Logger } from '../../log/logger.ts';
 
 export const windowsInstancesName = 'windows-instances';

@@ -15,8 +15,8 @@
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { Informer } from '../../controller/informer.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
 import {
   clusterInfoKubeconfigKey,
   clusterInfoName,

@@ -12,9 +12,9 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { agentHealthDefaults, type WinfleetConfig } from '../../config/winfleet-config.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { Informer } from '../../controller/informer.ts';
-import { sameJson } from '../../controller/same-json.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
+import { sameJson } from '../../controller-runtime/same-json.ts';
 import {
   type JoinInfo,
   type JoinPayloadSource,

@@ -25,7 +25,7 @@ import {
   rebootRequestAnnotation,
 } from '../../api/node-annotations.ts';
 import type { HostWindowsUpdates, WindowsHost } from '../../api/windows-host.ts';
-import { nodeIsReady } from '../../controller/informer-factory.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import { isConflict, isFailedPatchTest, isNotFound } from '../../kube/client.ts';
 import type { HostRemediationStatus } from '../../remediation/index.ts';
 import type { HostRolloutStatus, StepAction } from '../../rollout/host-steps.ts';

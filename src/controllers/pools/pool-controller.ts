@@ -34,12 +34,12 @@ import {
   windowsNodePoolResource,
 } from '../../api/windows-node-pool.ts';
 import { summarizeReport } from '../../api/windows-updates.ts';
-import { setCondition } from '../../controller/conditions.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { EventRecorder } from '../../controller/events.ts';
-import { type Informer, objectKey } from '../../controller/informer.ts';
-import { nodeIsReady } from '../../controller/informer-factory.ts';
-import type { ReconcileResult } from '../../controller/work-queue.ts';
+import { setCondition } from '../../controller-runtime/conditions.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
+import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
+import type { ReconcileResult } from '../../controller-runtime/work-queue.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';

@@ -16,7 +16,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { cordonedByAnnotation, cordonedByValues } from '../../api/node-annotations.ts';
 import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { skipRemediationAnnotation } from '../../api/windows-node-pool.ts';
-import type { ConditionInput } from '../../controller/conditions.ts';
+import type { ConditionInput } from '../../controller-runtime/conditions.ts';
 import type { HealthPassHost, NodeCondition, RemediationAction } from '../../remediation/index.ts';
 
 /** An API time as client-node gives it (a Date for some fields), as RFC 3339 text. */

@@ -11,7 +11,7 @@
  */
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import { type Informer, objectKey } from '../../controller/informer.ts';
+import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
 import {
   owningPools,
   type PoolMembers,

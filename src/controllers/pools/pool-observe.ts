@@ -21,8 +21,8 @@ import {
   type WindowsNodePool,
 } from '../../api/windows-node-pool.ts';
 import { parseWindowsUpdateReport, type WindowsUpdateReport } from '../../api/windows-updates.ts';
-import type { Informer } from '../../controller/informer.ts';
-import { nodeIsReady } from '../../controller/informer-factory.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import type { HostObservation, ObservedNode } from '../../rollout/host-steps.ts';
 import {
   assignPools,

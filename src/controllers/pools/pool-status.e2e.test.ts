@@ -15,7 +15,7 @@ import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import { ConditionReason, PoolConditionType } from '../../api/reasons.ts';
 import { apiVersion, type WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool, WindowsNodePoolStatus } from '../../api/windows-node-pool.ts';
-import { findCondition } from '../../controller/conditions.ts';
+import { findCondition } from '../../controller-runtime/conditions.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 
 const [group, version] = apiVersion.split('/') as [string, string];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { IndexStore } from './index-store.ts';
+import { IndexStore } from '../controller-runtime/index-store.ts';
 
 interface Item {
   name: string;

@@ -5,7 +5,7 @@ import { sharedCluster, testNamespace } from '../../sim/testkit/test-cluster.ts'
 import { loadKubeConfig } from '../kube/client.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import { silentLogger } from '../log/logger.ts';
-import { acquireLeadership, type LeaderElectionOptions } from './leader-election.ts';
+import { acquireLeadership, type LeaderElectionOptions } from '../controller-runtime/leader-election.ts';
 
 const leaseName = 'winfleet-operator';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isConditionTrue, setCondition } from './conditions.ts';
+import { isConditionTrue, setCondition } from '../controller-runtime/conditions.ts';
 
 test('lastTransitionTime moves only when the status changes', () => {
   const t1 = new Date('2026-01-01T00:00:00Z');

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { sharedCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
 import { waitFor } from '../kube/wait-for.ts';
-import { Informer } from './informer.ts';
+import { Informer } from '../controller-runtime/informer.ts';
 
 const configMaps = { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps' };
 

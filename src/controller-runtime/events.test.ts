@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { createLogger } from '../log/logger.ts';
-import { createEventRecorder, type EventSink } from './events.ts';
+import { createEventRecorder, type EventSink } from '../controller-runtime/events.ts';
 
 function apiError(code: number): Error {
   return Object.assign(new Error(`HTTP ${code}`), { code });

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WinfleetError } from '../errors/catalog.ts';
 import { waitFor } from '../kube/wait-for.ts';
-import { WorkQueue } from './work-queue.ts';
+import { WorkQueue } from '../controller-runtime/work-queue.ts';
 
 test('a key added many times while waiting runs once', async () => {
   const runs: string[] = [];

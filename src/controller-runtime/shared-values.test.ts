@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SharedValues } from './shared-values.ts';
+import { SharedValues } from '../controller-runtime/shared-values.ts';
 
 test('equal strings and values come back as one copy; values frozen', () => {
   const shared = new SharedValues();

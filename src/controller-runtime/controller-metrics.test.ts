@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { Registry } from 'prom-client';
-import { registerControllerMetrics } from './controller-metrics.ts';
+import { registerControllerMetrics } from '../controller-runtime/controller-metrics.ts';
 
 test('the gauges read their sources at scrape time', async () => {
   const registry = new Registry();

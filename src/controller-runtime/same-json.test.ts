@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { canonicalJson, sameJson } from './same-json.ts';
+import { canonicalJson, sameJson } from '../controller-runtime/same-json.ts';
 
 test('the same document in another key order is the same; any other value is not', () => {
   const written = { type: 'Ready', status: 'True', reason: 'NodeReady', observedGeneration: 1 };

@@ -4,7 +4,7 @@
  * writes the difference (level-triggered).
  */
 import type { Logger } from '../log/logger.ts';
-import { type ReconcileResult, WorkQueue } from './work-queue.ts';
+import { type ReconcileResult, WorkQueue } from '../controller-runtime/work-queue.ts';
 
 /**
  * The key that asks a controller to look at everything it owns (at start, after a

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { slimNode } from './informer-factory.ts';
+import { slimNode } from '../controller-runtime/informer-factory.ts';
 
 test('a slimmed Node keeps since when each condition holds (as the API writes times), not its heartbeat or images', () => {
   const since = new Date('2026-11-23T04:51:28Z');

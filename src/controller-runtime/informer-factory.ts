@@ -4,8 +4,8 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log/logger.ts';
-import { Informer, type InformerOptions, type ResourceType } from './informer.ts';
-import { SharedValues } from './shared-values.ts';
+import { Informer, type InformerOptions, type ResourceType } from '../controller-runtime/informer.ts';
+import { SharedValues } from '../controller-runtime/shared-values.ts';
 
 export const resources = {
   nodes: { apiVersion: 'v1', kind: 'Node', plural: 'nodes' },
