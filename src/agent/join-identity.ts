@@ -7,6 +7,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { WinfleetError } from '../errors/catalog.ts';
+import { createCsrPem, generateKeyPair } from '../pki/certificates.ts';
 import {
   type AwsIdentityFacts,
   type AwsInstanceIdentity,
@@ -16,8 +17,7 @@ import {
   instanceIdentitySigner,
   parseAwsIdentityDocument,
   readAwsIdentity,
-} from '../join/instance-identity.ts';
-import { createCsrPem, generateKeyPair } from '../pki/certificates.ts';
+} from '../pki/instance-identity.ts';
 import type { HostOS } from './host-os.ts';
 
 /** The instance's identity, read and parsed (the approver verifies the signature). */

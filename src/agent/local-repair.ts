@@ -35,8 +35,8 @@ import {
   podNetworkName,
   winfleetOwnsNetwork,
 } from '../servicesmanifest/node-network.ts';
+import type { HnsNetworkSpec } from '../windows/hns-objects.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
-import type { HnsNetworkSpec } from './host-os.ts';
 import { cniConfig, nodePodSubnet } from './node-files.ts';
 import { staleEndpointsToRemove } from './node-health.ts';
 import type { AgentContext } from './run-agent.ts';

@@ -31,6 +31,7 @@ import {
   unprintable,
   type WindowsUpdateReport,
 } from '../api/windows-updates.ts';
+import { apiTime } from '../kube/api-time.ts';
 import { securityCategories, updatesFor } from '../rollout/pending-changes.ts';
 import { type AgentConfig, defaultUpdateSearchIntervalSeconds } from './agent-config.ts';
 import { readState, writeState } from './agent-state.ts';
@@ -223,7 +224,7 @@ async function search(
   attempted: Set<string>,
 ): Promise<SearchCache> {
   const host = context.hostOS;
-  const searchedAt = new Date(now).toISOString().replace(/\.\d+Z$/, 'Z');
+  const searchedAt = apiTime(new Date(now));
   let available = previous?.available ?? [];
   let error: string | undefined;
   try {

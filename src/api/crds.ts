@@ -4,9 +4,9 @@
  */
 
 import * as k8s from '@kubernetes/client-node';
-import { lastActionsLimit, RemediationRung, RungResult } from '../remediation/ladder.ts';
 import { domainNameMaxLength, organizationalUnitMaxLength } from './active-directory.ts';
 import { nodeLabelRules } from './node-labels.ts';
+import { lastActionsLimit, RemediationRung, RungResult } from './remediation-status.ts';
 import { apiGroup, hostKeyFingerprintPattern, hostModes } from './windows-host.ts';
 import {
   agentConditionTypes,

@@ -7,9 +7,9 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller-runtime/conditions.ts';
 import { WinfleetError } from '../errors/catalog.ts';
-import type { HostRemediationStatus } from '../remediation/ladder.ts';
-import type { HostRolloutStatus } from '../rollout/host-steps.ts';
 import type { ConditionType } from './reasons.ts';
+import type { HostRemediationStatus } from './remediation-status.ts';
+import type { HostRolloutStatus } from './rollout-status.ts';
 
 export const apiGroup = 'winfleet.io';
 export const apiVersion = `${apiGroup}/v1alpha1`;

@@ -10,14 +10,14 @@
 
 import { RE2JS } from 're2js';
 import { parse } from 'yaml';
-import { type ProxyConfig, proxyProblems } from '../hostsettings/proxy-settings.ts';
+import type { ConfiguredNetworkMode } from '../api/network-mode.ts';
 import { registryRoutingProblems } from '../images/registry-mirrors.ts';
-import { parseIdentityCertificates } from '../join/instance-identity.ts';
 import { parseIpv4Cidr } from '../net/ipv4-cidr.ts';
-import type { ConfiguredNetworkMode } from '../network/network-mode.ts';
-import { configuredWindowsDirProblem } from '../network/windows-paths.ts';
+import { type ProxyConfig, proxyProblems } from '../net/proxy-settings.ts';
+import { parseIdentityCertificates } from '../pki/instance-identity.ts';
 import { caBundleKey, parseCaBundle, type TrustedCertificate } from '../pki/trusted-ca-bundle.ts';
 import { compileSchema, invalidDocument, isDocumentError } from '../schema/validator.ts';
+import { configuredWindowsDirProblem } from '../windows/windows-paths.ts';
 
 /** A node taint / the toleration that matches it. */
 export interface TaintConfig {

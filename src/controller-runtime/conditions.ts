@@ -1,3 +1,4 @@
+import { apiTime } from '../kube/api-time.ts';
 /** status.conditions[] the Kubernetes way: a transition time that moves only on change. */
 
 export interface Condition {
@@ -24,9 +25,7 @@ export function setCondition(
   const index = list.findIndex((c) => c.type === next.type);
   const previous = index >= 0 ? list[index] : undefined;
   const lastTransitionTime =
-    previous && previous.status === next.status
-      ? previous.lastTransitionTime
-      : now.toISOString().replace(/\.\d+Z$/, 'Z');
+    previous && previous.status === next.status ? previous.lastTransitionTime : apiTime(now);
   const condition: Condition = { ...next, lastTransitionTime };
   if (index >= 0) list[index] = condition;
   else list.push(condition);

@@ -3,8 +3,9 @@
  * logged and counted. Watch events only enqueue keys; reconcile reads current state and
  * writes the difference (level-triggered).
  */
-import type { Logger } from '../log/logger.ts';
+
 import { type ReconcileResult, WorkQueue } from '../controller-runtime/work-queue.ts';
+import type { Logger } from '../log/logger.ts';
 
 /**
  * The key that asks a controller to look at everything it owns (at start, after a

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
-import { createLogger } from '../log/logger.ts';
 import { createEventRecorder, type EventSink } from '../controller-runtime/events.ts';
+import { createLogger } from '../log/logger.ts';
 
 function apiError(code: number): Error {
   return Object.assign(new Error(`HTTP ${code}`), { code });

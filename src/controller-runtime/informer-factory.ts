@@ -3,9 +3,14 @@
  * webhook, so each kind is listed and watched once. Nodes are slimmed before they are cached.
  */
 import type * as k8s from '@kubernetes/client-node';
-import type { Logger } from '../log/logger.ts';
-import { Informer, type InformerOptions, type ResourceType } from '../controller-runtime/informer.ts';
+import {
+  Informer,
+  type InformerOptions,
+  type ResourceType,
+} from '../controller-runtime/informer.ts';
 import { SharedValues } from '../controller-runtime/shared-values.ts';
+import { apiTime } from '../kube/api-time.ts';
+import type { Logger } from '../log/logger.ts';
 
 export const resources = {
   nodes: { apiVersion: 'v1', kind: 'Node', plural: 'nodes' },
@@ -27,10 +32,9 @@ const shared = new SharedValues();
 const schedulableSpec: k8s.V1NodeSpec = Object.freeze({});
 
 /** An API time as the API server writes it (RFC 3339, seconds), one shared copy. */
-function apiTime(value: Date | string | undefined): string | undefined {
+function sharedApiTime(value: Date | string | undefined): string | undefined {
   if (value === undefined) return undefined;
-  const text = typeof value === 'string' ? value : value.toISOString().replace('.000Z', 'Z');
-  return shared.string(text);
+  return shared.string(typeof value === 'string' ? value : apiTime(value));
 }
 
 /** A string map (labels, annotations) with its keys and values shared; `own` stays as is. */
@@ -65,7 +69,7 @@ export function slimNode(node: k8s.V1Node): k8s.V1Node {
       name,
       uid: m.uid,
       resourceVersion: m.resourceVersion,
-      creationTimestamp: apiTime(m.creationTimestamp) as unknown as Date,
+      creationTimestamp: sharedApiTime(m.creationTimestamp) as unknown as Date,
       labels: sharedMap(m.labels, name),
       annotations: shared.frozen(sharedMap(m.annotations, undefined)),
     },
@@ -79,7 +83,7 @@ export function slimNode(node: k8s.V1Node): k8s.V1Node {
           status: shared.string(c.status),
           reason: shared.string(c.reason),
           message: shared.string(c.message),
-          lastTransitionTime: apiTime(c.lastTransitionTime) as unknown as Date,
+          lastTransitionTime: sharedApiTime(c.lastTransitionTime) as unknown as Date,
         })),
       ),
       addresses: shared.frozen(
@@ -102,7 +106,7 @@ export function slimNode(node: k8s.V1Node): k8s.V1Node {
     },
   };
   if (m.deletionTimestamp) {
-    slim.metadata!.deletionTimestamp = apiTime(m.deletionTimestamp) as unknown as Date;
+    slim.metadata!.deletionTimestamp = sharedApiTime(m.deletionTimestamp) as unknown as Date;
   }
   return slim;
 }

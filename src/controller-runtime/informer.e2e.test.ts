@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { sharedCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
-import { waitFor } from '../kube/wait-for.ts';
 import { Informer } from '../controller-runtime/informer.ts';
+import { waitFor } from '../kube/wait-for.ts';
 
 const configMaps = { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps' };
 

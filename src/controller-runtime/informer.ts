@@ -8,9 +8,9 @@
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
+import { type IndexFunction, IndexStore } from '../controller-runtime/index-store.ts';
 import { isGone } from '../kube/client.ts';
 import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
-import { type IndexFunction, IndexStore } from '../controller-runtime/index-store.ts';
 
 /** Which objects to watch. */
 export interface ResourceType {

@@ -2,10 +2,13 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { sharedCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
+import {
+  acquireLeadership,
+  type LeaderElectionOptions,
+} from '../controller-runtime/leader-election.ts';
 import { loadKubeConfig } from '../kube/client.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import { silentLogger } from '../log/logger.ts';
-import { acquireLeadership, type LeaderElectionOptions } from '../controller-runtime/leader-election.ts';
 
 const leaseName = 'winfleet-operator';
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { WorkQueue } from '../controller-runtime/work-queue.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import { waitFor } from '../kube/wait-for.ts';
-import { WorkQueue } from '../controller-runtime/work-queue.ts';
 
 test('a key added many times while waiting runs once', async () => {
   const runs: string[] = [];

@@ -25,6 +25,7 @@ import {
   nodeHealthConditions,
 } from '../api/reasons.ts';
 import { type AgentHealthConfig, agentHealthDefaults } from '../config/winfleet-config.ts';
+import { apiTime } from '../kube/api-time.ts';
 import { defaultStaleEndpointSeconds, type StaleEndpointsObservation } from './stale-endpoints.ts';
 
 /** The node services whose health is checked. */
@@ -235,7 +236,7 @@ interface Reading {
   message: string;
 }
 
-const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+const rfc3339 = (ms: number) => apiTime(new Date(ms));
 
 function formatBytes(bytes: number): string {
   if (bytes >= GiB) return `${(bytes / GiB).toFixed(1)} GiB`;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { HnsEndpoint, HnsNetwork } from '../agent/host-os.ts';
 import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
+import type { HnsEndpoint, HnsNetwork } from '../windows/hns-objects.ts';
 import {
   decideStaleEndpoints,
   emptyStaleEndpointMemory,

@@ -34,7 +34,7 @@
  *   its own endpoint (its CNI DEL); the other one then has no pod and goes by the first rule.
  * - What may be removed: the stale endpoints (never one whose address a pod has).
  */
-import type { HnsEndpoint, HnsNetwork } from '../agent/host-os.ts';
+
 import {
   cidrContains,
   formatIpv4,
@@ -49,6 +49,7 @@ import {
   podNetworkName,
   winfleetOwnsNetwork,
 } from '../servicesmanifest/node-network.ts';
+import type { HnsEndpoint, HnsNetwork } from '../windows/hns-objects.ts';
 
 /** How long an endpoint must look left behind before it is, by default (hosts.agentHealth). */
 export const defaultStaleEndpointSeconds = 60;

@@ -10,8 +10,9 @@
  * It holds nothing secret (never the token's secret half). It is parsed strictly: the CSR
  * approver approves nothing on a record it does not fully understand.
  */
+
+import { awsInstanceIdPattern } from '../pki/instance-identity.ts';
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
-import { awsInstanceIdPattern } from './instance-identity.ts';
 
 /** Label on the record and on the token's Secret: the token id. */
 export const joinTokenLabel = 'winfleet.io/join-token';

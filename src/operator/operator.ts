@@ -27,7 +27,6 @@ import { createServingAddressController } from '../controllers/csr/serving-addre
 import { ensureCommandSigner } from '../controllers/hosts/command-signer.ts';
 import { createFlanneldReadersController } from '../controllers/hosts/flanneld-node-readers.ts';
 import { createHostController } from '../controllers/hosts/host-controller.ts';
-import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
 import {
   createHostInformer,
   hostNamespaces,
@@ -50,8 +49,10 @@ import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { clusterInfoName, clusterInfoNamespace } from '../join/cluster-info.ts';
 import { joinInfoConfigMapName } from '../join/join-info.ts';
 import { isAlreadyExists, WinfleetKubeConfig } from '../kube/client.ts';
+import { clusterAccess } from '../kube/cluster-access.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { type NodeNetworkState, watchClusterNetwork } from '../network/cluster-network-watch.ts';
+import type { LoadedPayload } from '../payload/loaded-payload.ts';
 import {
   type PinnedPayloadReference,
   parsePinnedReference,
@@ -70,7 +71,6 @@ import type {
 } from '../webhook/webhook-configurations.ts';
 import { startWebhookService, type WebhookService } from '../webhook/webhook-service.ts';
 import { isCompatibleBuild } from '../windows/compatibility.ts';
-import { clusterAccess } from './cluster-access.ts';
 import { type ConfigSource, configStatusRoute, watchConfig } from './config-source.ts';
 import { payloadPullSecret } from './payload-pull-secret.ts';
 import { registerProcessMetrics } from './process-metrics.ts';

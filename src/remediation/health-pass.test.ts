@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
-import type { HostRolloutStatus } from '../rollout/host-steps.ts';
+import type { HostRemediationStatus } from '../api/remediation-status.ts';
+import type { HostRolloutStatus } from '../api/rollout-status.ts';
 import { type HealthPassHost, healthPass } from './health-pass.ts';
 import { checkHealthSpec, defaultHealthPolicy } from './health-spec.ts';
 import { assessHealth, type NodeCondition } from './host-health.ts';
-import type { HostRemediationStatus } from './ladder.ts';
 
 const t0 = Date.parse('2025-06-07T10:00:00Z');
 const at = (minutes: number) => new Date(t0 + minutes * 60_000);

@@ -3,17 +3,20 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
 import { ConditionReason, EventReason } from '../api/reasons.ts';
+import type {
+  AvailableUpdate,
+  HostChange,
+  HostRolloutStatus,
+  RolloutTarget,
+} from '../api/rollout-status.ts';
 import { rebootTokenPattern } from '../api/windows-updates.ts';
 import { act, laggingCache, observe, simulatedHost, tick } from './fixtures/simulated-hosts.ts';
 import {
   advanceHost,
-  type HostChange,
   type HostObservation,
-  type HostRolloutStatus,
   type ObservedNode,
   type StepInput,
 } from './host-steps.ts';
-import type { AvailableUpdate, RolloutTarget } from './pending-changes.ts';
 
 const host = 'windows/win-web-1';
 const v1 = 'v1.36.5-wf.1';

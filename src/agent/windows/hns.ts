@@ -31,7 +31,7 @@ import {
   quotePowerShellString,
   writeJson,
 } from '../../powershell/powershell.ts';
-import type { HnsEndpoint, HnsNetwork, HnsNetworkSpec } from '../host-os.ts';
+import type { HnsEndpoint, HnsNetwork, HnsNetworkSpec } from '../../windows/hns-objects.ts';
 
 /** microsoft/SDN's module that exports Get-HnsNetwork and Remove-HnsNetwork. */
 export const hnsModuleFile = 'hns.v2.psm1';

@@ -17,18 +17,18 @@ import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
 import type { EventRecorder } from '../../controller-runtime/events.ts';
 import type { Informer } from '../../controller-runtime/informer.ts';
+import { readJoinTokenRecord } from '../../join/join-tokens.ts';
+import { readRetiredNodeName } from '../../join/retired-node-names.ts';
+import type { Logger } from '../../log/logger.ts';
+import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
+import { parseCsrPem } from '../../pki/certificates.ts';
 import {
   identityDocumentAnnotation,
   identityNodeAnnotation,
   identitySignatureAnnotation,
   instanceIdentitySigner,
   parseIdentityCertificates,
-} from '../../join/instance-identity.ts';
-import { readJoinTokenRecord } from '../../join/join-tokens.ts';
-import { readRetiredNodeName } from '../../join/retired-node-names.ts';
-import type { Logger } from '../../log/logger.ts';
-import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
-import { parseCsrPem } from '../../pki/certificates.ts';
+} from '../../pki/instance-identity.ts';
 import { hostByTokenId, hostsByNode } from '../hosts/host-indexes.ts';
 import { type ApiServerNames, apiServerNamesReader } from './api-server-names.ts';
 import { decideKubeProxyCsr, isKubeProxyRequest } from './kube-proxy-csr-policy.ts';

@@ -27,9 +27,9 @@
 import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
 import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
+import { bootstrapGroup } from '../../join/bootstrap-tokens.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
 import { quoteValue } from '../../pki/distinguished-name.ts';
-import { bootstrapGroup } from '../hosts/bootstrap-tokens.ts';
 import { carriesIdentity } from '../hosts/node-claims.ts';
 import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
 import {

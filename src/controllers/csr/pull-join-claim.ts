@@ -24,8 +24,9 @@ import {
   parseJoinTokenRecord,
 } from '../../join/join-token-record.ts';
 import { deleteJoinTokenSecret } from '../../join/join-tokens.ts';
+import { apiTime } from '../../kube/api-time.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../kube/client.ts';
-import { apiTime, hostObject } from '../hosts/host-status.ts';
+import { hostObject } from '../hosts/host-status.ts';
 import type { CsrDecision } from './kubelet-csr-policy.ts';
 import {
   denyJoin,

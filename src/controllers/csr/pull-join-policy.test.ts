@@ -18,10 +18,10 @@ import {
 import { createAwsIdentitySigner, identityDocument } from '../../../sim/hosts/instance-metadata.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import type { AwsInstanceIdentity } from '../../join/instance-identity.ts';
 import type { JoinTokenRecord } from '../../join/join-token-record.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
+import type { AwsInstanceIdentity } from '../../pki/instance-identity.ts';
 import { apiServerNamesOf } from './api-server-names.ts';
 import {
   type CsrDecision,

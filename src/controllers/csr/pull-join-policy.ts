@@ -35,14 +35,14 @@
 
 import type { X509Certificate } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
+import { compileNodeNamePattern } from '../../api/node-name-pattern.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import { type AwsInstanceIdentity, verifyAwsIdentity } from '../../join/instance-identity.ts';
 import { type JoinTokenRecord, joinTokenExpired } from '../../join/join-token-record.ts';
-import { compileNodeNamePattern } from '../../join/node-name-pattern.ts';
 import { type RetiredNodeName, retiredNodeNamesConfigMap } from '../../join/retired-node-names.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { quoteValue } from '../../pki/distinguished-name.ts';
+import { type AwsInstanceIdentity, verifyAwsIdentity } from '../../pki/instance-identity.ts';
 import { matchesSelector, selectorProblems } from '../../rollout/label-selector.ts';
 import {
   clientCertificateProblem,

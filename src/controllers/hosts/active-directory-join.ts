@@ -45,11 +45,12 @@ import {
 } from '../../hostaccess/domain-scripts.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
+import { apiTime } from '../../kube/api-time.ts';
 import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
 import { hostLabels, poolSelection } from '../pools/pool-observe.ts';
 import { type AdHostnamePlan, planAdHostname } from './ad-hostname.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { apiTime, type HostStatus } from './host-status.ts';
+import type { HostStatus } from './host-status.ts';
 
 /** A pool's Active Directory setting, as a host of it is joined with. */
 export interface PoolActiveDirectory {

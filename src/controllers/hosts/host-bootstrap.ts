@@ -15,6 +15,9 @@ import { WinfleetError } from '../../errors/catalog.ts';
 import { nodeAddress } from '../../hostaccess/node-address.ts';
 import { failedRemoteStep } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
+import { ensureBootstrapToken } from '../../join/bootstrap-tokens.ts';
+import { apiTime } from '../../kube/api-time.ts';
+import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import { joinServingAddresses } from '../csr/serving-addresses.ts';
 import {
@@ -24,12 +27,11 @@ import {
   ensureDomainJoined,
   poolActiveDirectory,
 } from './active-directory-join.ts';
-import { ensureBootstrapToken } from './bootstrap-tokens.ts';
 import { ensureContainersFeature } from './containers-feature.ts';
 import { withHost } from './host-connect.ts';
-import type { HostControllerDeps, LoadedPayload } from './host-deps.ts';
+import type { HostControllerDeps } from './host-deps.ts';
 import { nameRefusalFromCaches } from './host-indexes.ts';
-import { apiTime, type HostStatus, writeHostStatus } from './host-status.ts';
+import { type HostStatus, writeHostStatus } from './host-status.ts';
 import type { createManifestPublisher } from './manifest-publisher.ts';
 import { copyOperatorFiles, deliverRest, deliveryText } from './payload-delivery.ts';
 import { clearStaleNode } from './rebuilt-host.ts';

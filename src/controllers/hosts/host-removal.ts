@@ -27,13 +27,14 @@ import { hostFinalizer, isPullHost, type WindowsHost } from '../../api/windows-h
 import { errorCode } from '../../errors/catalog.ts';
 import { openRemoteHost } from '../../hostaccess/host-session.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
+import { deleteBootstrapToken } from '../../join/bootstrap-tokens.ts';
 import { retireNodeName } from '../../join/retired-node-names.ts';
+import { timeOf } from '../../kube/api-time.ts';
 import { httpStatus, isConflict, isNotFound } from '../../kube/client.ts';
 import { leaveDomain, poolActiveDirectory } from './active-directory-join.ts';
-import { deleteBootstrapToken } from './bootstrap-tokens.ts';
 import { withHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { HostStatus, patchHostMetadata, timeOf, writeHostStatus } from './host-status.ts';
+import { HostStatus, patchHostMetadata, writeHostStatus } from './host-status.ts';
 import { carriesIdentity } from './node-claims.ts';
 
 /** Annotation a user sets when the host is gone for good: skip deconfiguring it. */

@@ -2,8 +2,13 @@
 import * as k8s from '@kubernetes/client-node';
 import type { ConditionReason, ConditionType, JoinStep } from '../../api/reasons.ts';
 import { apiVersion, type WindowsHost, type WindowsHostStatus } from '../../api/windows-host.ts';
-import { type Condition, findCondition, setCondition } from '../../controller-runtime/conditions.ts';
+import {
+  type Condition,
+  findCondition,
+  setCondition,
+} from '../../controller-runtime/conditions.ts';
 import { sameJson } from '../../controller-runtime/same-json.ts';
+import { apiTime } from '../../kube/api-time.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 
 /** The custom-object coordinates of a WindowsHost, for the generic client's requests. */
@@ -17,18 +22,6 @@ export function hostObject(host: WindowsHost) {
     plural: 'windowshosts',
     name: host.metadata.name,
   };
-}
-
-/** An API timestamp without fractions, as Kubernetes writes them. */
-export function apiTime(date: Date = new Date()): string {
-  return date.toISOString().replace(/\.\d+Z$/, 'Z');
-}
-
-/** An API timestamp (string, or Date as client-node parses some) in ms, if there is one. */
-export function timeOf(value: string | Date | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
 }
 
 /** A working copy of a host's status that records condition changes. */

@@ -32,11 +32,12 @@ import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.t
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { apiTime, timeOf } from '../../kube/api-time.ts';
+import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { canonicalAddress, joinServingAddresses } from '../csr/serving-addresses.ts';
 import { poolActiveDirectory } from './active-directory-join.ts';
 import { commandSigner } from './command-signer.ts';
-import type { LoadedPayload } from './host-deps.ts';
 import {
   healthyRecheckMs,
   hostPass,
@@ -45,7 +46,7 @@ import {
   reportReady,
   wantedVersion,
 } from './host-join.ts';
-import { apiTime, type HostStatus, timeOf, writeHostStatus } from './host-status.ts';
+import { type HostStatus, writeHostStatus } from './host-status.ts';
 import { carriesIdentity, type NameRefusal, nameRefusal } from './node-claims.ts';
 
 export const pullModeMessage =

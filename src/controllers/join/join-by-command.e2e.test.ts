@@ -28,6 +28,7 @@ import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.t
 import { hostFinalizer } from '../../api/windows-host.ts';
 import { kubeRequest } from '../../cli/check/kube-request.ts';
 import { bootstrapTokenAuthentication, tokenKubeConfig } from '../../join/bootstrap-token-auth.ts';
+import { bootstrapGroup, bootstrapTokenSecretName } from '../../join/bootstrap-tokens.ts';
 import {
   clusterInfoKubeconfigKey,
   clusterInfoName,
@@ -48,7 +49,6 @@ import { waitFor } from '../../kube/wait-for.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createCsrPem, generateKeyPair } from '../../pki/certificates.ts';
 import { publishedManifestsConfigMapName } from '../../servicesmanifest/published-manifests.ts';
-import { bootstrapGroup, bootstrapTokenSecretName } from '../hosts/bootstrap-tokens.ts';
 import { pullModeMessage } from '../hosts/pull-mode-host.ts';
 
 const cluster = await freshCluster();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseConfig } from '../../config/winfleet-config.ts';
 import { parseJoinInfo } from '../../join/join-info.ts';
-import type { LoadedPayload } from '../hosts/host-deps.ts';
+import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import { joinInfoFor } from './join-info-controller.ts';
 
 const loaded = (registry?: LoadedPayload['registry']) =>

@@ -24,9 +24,9 @@ import {
 } from '../../join/join-info.ts';
 import { isAlreadyExists, isConflict } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
+import type { LoadedPayload, PayloadRegistrySource } from '../../payload/loaded-payload.ts';
 import type { ServicesManifest } from '../../servicesmanifest/services-manifest.ts';
 import { applyJoinInfoRbac } from '../hosts/cluster-rbac.ts';
-import type { LoadedPayload, PayloadRegistrySource } from '../hosts/host-deps.ts';
 
 export interface JoinInfoControllerDeps {
   kc: k8s.KubeConfig;

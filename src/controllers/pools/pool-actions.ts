@@ -24,11 +24,12 @@ import {
   installUpdatesAnnotation,
   rebootRequestAnnotation,
 } from '../../api/node-annotations.ts';
+import type { HostRemediationStatus } from '../../api/remediation-status.ts';
+import type { HostRolloutStatus } from '../../api/rollout-status.ts';
 import type { HostWindowsUpdates, WindowsHost } from '../../api/windows-host.ts';
 import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import { isConflict, isFailedPatchTest, isNotFound } from '../../kube/client.ts';
-import type { HostRemediationStatus } from '../../remediation/index.ts';
-import type { HostRolloutStatus, StepAction } from '../../rollout/host-steps.ts';
+import type { StepAction } from '../../rollout/host-steps.ts';
 import { commandSigner } from '../hosts/command-signer.ts';
 import { drainNode, drainUnmanagedPodsAnnotation } from '../hosts/host-removal.ts';
 import { hostObject } from '../hosts/host-status.ts';

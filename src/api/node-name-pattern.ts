@@ -10,8 +10,8 @@
  * nodeNamePatternMaxLength characters, the name at most 63 (a WindowsHost's spec.nodeName).
  */
 import { RE2JS } from 're2js';
-import { nodeNamePatternMaxLength } from '../api/windows-node-pool.ts';
 import { quoteValue } from '../pki/distinguished-name.ts';
+import { nodeNamePatternMaxLength } from './windows-node-pool.ts';
 
 /** A compiled pattern, or why the text is not one. */
 export type NodeNamePattern =

@@ -11,7 +11,8 @@
  */
 import { createHash, randomInt } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { isAlreadyExists, isNotFound } from '../../kube/client.ts';
+import { apiTime } from '../kube/api-time.ts';
+import { isAlreadyExists, isNotFound } from '../kube/client.ts';
 
 export const bootstrapGroup = 'system:bootstrappers:winfleet';
 export const tokenHostLabel = 'winfleet.io/host';
@@ -58,7 +59,7 @@ export async function ensureBootstrapToken(
   const stringData = {
     'token-id': id,
     'token-secret': secret,
-    expiration: expires.toISOString().replace(/\.\d+Z$/, 'Z'),
+    expiration: apiTime(expires),
     'usage-bootstrap-authentication': 'true',
     'usage-bootstrap-signing': 'false',
     'auth-extra-groups': bootstrapGroup,

@@ -13,7 +13,7 @@
  * semicolons). The cluster's service and pod CIDRs, the API server's host and loopback are
  * always bypassed: node components must never reach the cluster through a proxy.
  */
-import { formatIpv4, type Ipv4Cidr, parseIpv4, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
+import { formatIpv4, type Ipv4Cidr, parseIpv4, parseIpv4Cidr } from './ipv4-cidr.ts';
 
 /** winfleet-config `hosts.proxy`. */
 export interface ProxyConfig {

@@ -11,10 +11,10 @@ import * as k8s from '@kubernetes/client-node';
 import {
   type LimitedServiceAccount,
   limitedServiceAccount,
-} from '../../../sim/testkit/limited-service-account.ts';
-import { sharedCluster, testNamespace } from '../../../sim/testkit/test-cluster.ts';
-import { httpStatus, isNotFound } from '../../kube/client.ts';
-import { waitFor } from '../../kube/wait-for.ts';
+} from '../../sim/testkit/limited-service-account.ts';
+import { sharedCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
+import { httpStatus, isNotFound } from '../kube/client.ts';
+import { waitFor } from '../kube/wait-for.ts';
 import {
   bootstrapGroup,
   deleteBootstrapToken,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { nodeNamePatternMaxLength } from '../api/windows-node-pool.ts';
 import { compileNodeNamePattern } from './node-name-pattern.ts';
+import { nodeNamePatternMaxLength } from './windows-node-pool.ts';
 
 function compiled(source: string) {
   const pattern = compileNodeNamePattern(source);
