@@ -13,8 +13,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
+import { apiGroup } from '../../src/api/group-version.ts';
 import { NodeHealthCondition, NodeHealthEventReason } from '../../src/api/reasons.ts';
-import { apiGroup, windowsHostResource } from '../../src/api/windows-host.ts';
+import { windowsHostResource } from '../../src/api/windows-host.ts';
 import { serviceCondition } from '../../src/health/detector.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import type { FaultRequest } from './fault-requests.ts';

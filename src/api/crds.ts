@@ -5,9 +5,10 @@
 
 import * as k8s from '@kubernetes/client-node';
 import { domainNameMaxLength, organizationalUnitMaxLength } from './active-directory.ts';
+import { apiGroup } from './group-version.ts';
 import { nodeLabelRules } from './node-labels.ts';
 import { lastActionsLimit, RemediationRung, RungResult } from './remediation-status.ts';
-import { apiGroup, hostKeyFingerprintPattern, hostModes } from './windows-host.ts';
+import { hostKeyFingerprintPattern, hostModes } from './windows-host.ts';
 import {
   agentConditionTypes,
   conditionStatuses,

@@ -7,12 +7,11 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller-runtime/conditions.ts';
 import { WinfleetError } from '../errors/catalog.ts';
+import { apiVersion } from './group-version.ts';
 import type { ConditionType } from './reasons.ts';
 import type { HostRemediationStatus } from './remediation-status.ts';
 import type { HostRolloutStatus } from './rollout-status.ts';
 
-export const apiGroup = 'winfleet.io';
-export const apiVersion = `${apiGroup}/v1alpha1`;
 export const windowsHostResource = {
   apiVersion,
   kind: 'WindowsHost',

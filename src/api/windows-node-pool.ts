@@ -8,8 +8,8 @@
 
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller-runtime/conditions.ts';
+import { apiGroup, apiVersion } from './group-version.ts';
 import { NodeHealthCondition } from './reasons.ts';
-import { apiGroup, apiVersion } from './windows-host.ts';
 
 export const windowsNodePoolResource = {
   apiVersion,

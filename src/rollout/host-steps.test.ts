@@ -11,12 +11,8 @@ import type {
 } from '../api/rollout-status.ts';
 import { rebootTokenPattern } from '../api/windows-updates.ts';
 import { act, laggingCache, observe, simulatedHost, tick } from './fixtures/simulated-hosts.ts';
-import {
-  advanceHost,
-  type HostObservation,
-  type ObservedNode,
-  type StepInput,
-} from './host-steps.ts';
+import { advanceHost, type HostObservation, type StepInput } from './host-steps.ts';
+import type { ObservedNode } from './observed-node.ts';
 
 const host = 'windows/win-web-1';
 const v1 = 'v1.36.5-wf.1';

@@ -48,7 +48,6 @@ import type {
   ChangeKind,
   HostChange,
   HostRolloutStatus,
-  HostSetAside,
   RolloutStep,
   RolloutTarget,
   StepFailureReason,
@@ -56,6 +55,7 @@ import type {
 import { retryRolloutAnnotation } from '../api/windows-node-pool.ts';
 import { apiTime } from '../kube/api-time.ts';
 import { formatDuration } from './duration.ts';
+import type { ObservedNode } from './observed-node.ts';
 import {
   changesNeedReboot,
   type HostFacts,
@@ -68,19 +68,6 @@ import {
   rebootPendingMessage,
   rebootPendingPersists,
 } from './set-aside.ts';
-
-export interface ObservedNode {
-  name: string;
-  ready: boolean;
-  unschedulable: boolean;
-  /**
-   * The node carries winfleet.io/cordoned-by=winfleet and status.rollout.cordoned names it:
-   * the annotation alone (which the node may write on itself) is not enough.
-   */
-  cordonedByWinfleet: boolean;
-  /** status.nodeInfo.bootID: changes with every boot (on Windows, the kernel's BootId counter). */
-  bootId?: string;
-}
 
 export interface HostObservation {
   /** The host's own Node (carrying its identity), if there is one. */

@@ -50,7 +50,6 @@ export {
   advanceHost,
   describeChange,
   type HostObservation,
-  type ObservedNode,
   type StepAction,
   type StepEvent,
   type StepInput,
@@ -66,6 +65,7 @@ export {
   parseTimeZone,
 } from './maintenance-window.ts';
 export { parseMaxUnavailable, resolveMaxUnavailable } from './max-unavailable.ts';
+export type { ObservedNode } from './observed-node.ts';
 export {
   type HostFacts,
   pendingChanges,

@@ -22,7 +22,7 @@
 
 import type { ChangeKind, HostRolloutStatus, HostSetAside } from '../api/rollout-status.ts';
 import { retryRolloutAnnotation } from '../api/windows-node-pool.ts';
-import type { ObservedNode } from './host-steps.ts';
+import type { ObservedNode } from './observed-node.ts';
 
 /** The pending reboot the host claims survived the reboot winfleet made for it. */
 export function rebootPendingPersists(

@@ -31,11 +31,10 @@ import {
 } from '../../pki/instance-identity.ts';
 import { hostByTokenId, hostsByNode } from '../hosts/host-indexes.ts';
 import { type ApiServerNames, apiServerNamesReader } from './api-server-names.ts';
+import type { CsrDecision, CsrRequest } from './csr-request.ts';
 import { decideKubeProxyCsr, isKubeProxyRequest } from './kube-proxy-csr-policy.ts';
 import {
-  type CsrDecision,
   type CsrLookup,
-  type CsrRequest,
   clientSigner,
   decideKubeletCsr,
   servingSigner,

@@ -23,13 +23,8 @@ import type { ParsedCsr } from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
 import type { AwsInstanceIdentity } from '../../pki/instance-identity.ts';
 import { apiServerNamesOf } from './api-server-names.ts';
-import {
-  type CsrDecision,
-  type CsrLookup,
-  type CsrRequest,
-  clientSigner,
-  decideKubeletCsr,
-} from './kubelet-csr-policy.ts';
+import type { CsrDecision, CsrRequest } from './csr-request.ts';
+import { type CsrLookup, clientSigner, decideKubeletCsr } from './kubelet-csr-policy.ts';
 import { NodeNameReservations } from './node-name-reservations.ts';
 import { joinCsrAnnotation, type PullJoinLookup } from './pull-join-policy.ts';
 

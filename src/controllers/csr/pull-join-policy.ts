@@ -44,12 +44,12 @@ import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { quoteValue } from '../../pki/distinguished-name.ts';
 import { type AwsInstanceIdentity, verifyAwsIdentity } from '../../pki/instance-identity.ts';
 import { matchesSelector, selectorProblems } from '../../rollout/label-selector.ts';
+import type { CsrDecision, CsrRequest } from './csr-request.ts';
 import {
   clientCertificateProblem,
   extrasProblem,
   subjectProblem,
 } from './kubelet-certificate-rules.ts';
-import type { CsrDecision, CsrRequest } from './kubelet-csr-policy.ts';
 
 /** Annotation on a WindowsHost created for a join: the UID of the CSR it was created for. */
 export const joinCsrAnnotation = 'winfleet.io/join-csr';
@@ -91,16 +91,6 @@ export interface PullJoinLookup {
    * read fresh. Default: none.
    */
   retired?: (nodeName: string) => Promise<RetiredNodeName | { problem: string } | undefined>;
-}
-
-/** A CSR that passed every check: the WindowsHost to create and the use to take. */
-export interface PullJoinClaim {
-  tokenId: string;
-  csrUid: string;
-  nodeName: string;
-  record: JoinTokenRecord;
-  /** The WindowsHost to create (its creation is the claim on the name). */
-  host: WindowsHost;
 }
 
 export type JoinDenial = Extract<CsrDecision, { action: 'deny' }>;

@@ -6,12 +6,9 @@
  * it first), so an annotation edited meanwhile is decided again instead of removed unapplied.
  */
 import * as k8s from '@kubernetes/client-node';
+import { apiVersion } from '../../api/group-version.ts';
 import { EventReason } from '../../api/reasons.ts';
-import {
-  apiVersion,
-  servingAddressesAnnotation,
-  type WindowsHost,
-} from '../../api/windows-host.ts';
+import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
 import type { EventRecorder } from '../../controller-runtime/events.ts';

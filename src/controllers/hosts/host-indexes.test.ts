@@ -12,9 +12,9 @@ import { ConditionReason } from '../../api/reasons.ts';
 import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
 import { parseConfig } from '../../config/winfleet-config.ts';
 import { silentLogger } from '../../log/logger.ts';
-import type { JoinContext } from './host-bootstrap.ts';
 import { nameRefusalFromCaches } from './host-indexes.ts';
 import { reconcileJoin } from './host-join.ts';
+import type { JoinContext } from './join-context.ts';
 import { nameRefusal } from './node-claims.ts';
 
 function host(name: string, created: string, nodeName: string, joined = false): WindowsHost {

@@ -28,7 +28,7 @@ import { checkKubeletSkew } from '../../rollout/kubelet-skew.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { commandSigner } from './command-signer.ts';
 import { featureRestartRecheckMs } from './containers-feature.ts';
-import { bootstrapHost, copyPayload, type JoinContext } from './host-bootstrap.ts';
+import { bootstrapHost, copyPayload } from './host-bootstrap.ts';
 import { connectHost } from './host-connect.ts';
 import { nameRefusalFromCaches } from './host-indexes.ts';
 import {
@@ -38,10 +38,11 @@ import {
   reportSetAside,
 } from './host-remediation.ts';
 import { HostStatus, writeHostStatus } from './host-status.ts';
+import type { JoinContext } from './join-context.ts';
 import { reportFailure } from './join-failure.ts';
 import { carriesIdentity, claimedNodeName, type NameRefusal } from './node-claims.ts';
 
-export type { JoinContext } from './host-bootstrap.ts';
+export type { JoinContext } from './join-context.ts';
 
 /** How often a joined, healthy host is looked at again. */
 export const healthyRecheckMs = 5 * 60_000;

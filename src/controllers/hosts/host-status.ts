@@ -1,7 +1,8 @@
 /** Reading and writing a WindowsHost's status (merge patches on the /status subresource). */
 import * as k8s from '@kubernetes/client-node';
+import { apiVersion } from '../../api/group-version.ts';
 import type { ConditionReason, ConditionType, JoinStep } from '../../api/reasons.ts';
-import { apiVersion, type WindowsHost, type WindowsHostStatus } from '../../api/windows-host.ts';
+import type { WindowsHost, WindowsHostStatus } from '../../api/windows-host.ts';
 import {
   type Condition,
   findCondition,

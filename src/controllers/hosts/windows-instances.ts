@@ -7,8 +7,9 @@
  * key and the fix, and changes nothing.
  */
 import * as k8s from '@kubernetes/client-node';
+import { apiVersion } from '../../api/group-version.ts';
 import { EventReason } from '../../api/reasons.ts';
-import { apiVersion, type WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
 import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
 import type { EventRecorder } from '../../controller-runtime/events.ts';
 import type { Informer } from '../../controller-runtime/informer.ts';

@@ -23,7 +23,8 @@ import {
 import { parseWindowsUpdateReport, type WindowsUpdateReport } from '../../api/windows-updates.ts';
 import type { Informer } from '../../controller-runtime/informer.ts';
 import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
-import type { HostObservation, ObservedNode } from '../../rollout/host-steps.ts';
+import type { HostObservation } from '../../rollout/host-steps.ts';
+import type { ObservedNode } from '../../rollout/observed-node.ts';
 import {
   assignPools,
   type HostLabels,
