@@ -7,7 +7,7 @@
 import { maxRememberedThreats } from '../health/detector.ts';
 import { paths } from './agent-config.ts';
 import type { HostOS } from './host-os.ts';
-import { mergeWindowsUpdateState, type WindowsUpdateState } from './windows-updates.ts';
+import { mergeWindowsUpdateState, type WindowsUpdateState } from './windows-update-state.ts';
 
 export interface AgentState {
   version: string;

@@ -17,8 +17,8 @@ import {
 import { type CommandAnnotation, signatureAnnotation } from '../api/node-commands.ts';
 import { CommandSigner } from '../controllers/hosts/command-signer.ts';
 import type { AgentConfig } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { commandView } from './command-check.ts';
-import type { AgentContext } from './run-agent.ts';
 
 const t0 = Date.UTC(2026, 10, 28, 12, 0, 0);
 

@@ -37,9 +37,9 @@ import {
 } from '../servicesmanifest/node-network.ts';
 import type { HnsNetworkSpec } from '../windows/hns-objects.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { cniConfig, nodePodSubnet } from './node-files.ts';
 import { staleEndpointsToRemove } from './node-health.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** What one repair did. */
 export interface LocalRepair {

@@ -52,8 +52,8 @@ import {
   winfleetOwnsNetwork,
 } from '../servicesmanifest/node-network.ts';
 import type { AgentConfig } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { emptyState, readState, writeState } from './agent-state.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** The kubelet's client certificate, as it rotates it in the --cert-dir the payload gives it. */
 export const kubeletClientCertificatePath = hostPaths.kubeletClientCertificate;
