@@ -195,3 +195,6 @@ export const servingAddressesAnnotation = 'winfleet.io/allow-serving-addresses';
  * bootstraps the host again, then removes the annotation.
  */
 export const rejoinAnnotation = 'winfleet.io/rejoin';
+
+/** Annotation with which a user lets removal evict pods no controller manages (`drain --force`). */
+export const drainUnmanagedPodsAnnotation = 'winfleet.io/drain-unmanaged-pods';

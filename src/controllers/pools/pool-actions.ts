@@ -27,11 +27,12 @@ import {
 import type { HostRemediationStatus } from '../../api/remediation-status.ts';
 import type { HostRolloutStatus } from '../../api/rollout-status.ts';
 import type { HostWindowsUpdates, WindowsHost } from '../../api/windows-host.ts';
+import { drainUnmanagedPodsAnnotation } from '../../api/windows-host.ts';
 import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import { isConflict, isFailedPatchTest, isNotFound } from '../../kube/client.ts';
+import { drainNode } from '../../kube/drain.ts';
 import type { StepAction } from '../../rollout/host-steps.ts';
 import { commandSigner } from '../hosts/command-signer.ts';
-import { drainNode, drainUnmanagedPodsAnnotation } from '../hosts/host-removal.ts';
 import { hostObject } from '../hosts/host-status.ts';
 
 /** How long past its deletion time a pod on a NotReady node still holds a drain. */
@@ -170,6 +171,7 @@ export async function takeAction(
     case 'drain': {
       const result = await drainNode(kc, name, {
         evictUnmanaged: host.metadata.annotations?.[drainUnmanagedPodsAnnotation] === 'true',
+        cordonAnnotations: { [cordonedByAnnotation]: cordonedByValues.rollout },
         // A NotReady node's kubelet never confirms its pods gone (a repair of a dead host):
         // once their grace period is over they do not hold the drain.
         ...(nodeIsReady(node) ? {} : { skipWaitForDeleteSeconds: notReadyDeleteWaitSeconds }),
