@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { offlineInformer } from '../../sim/testkit/synthetic-nodes.ts';
 import { type WindowsHost, windowsHostResource } from '../api/windows-host.ts';
-import { hostByTokenId } from '../controllers/hosts/host-indexes.ts';
+import { hostByTokenId } from '../fleet/host-indexes.ts';
 import { ownTokenId, tokenIdFor } from './bootstrap-tokens.ts';
 
 const uid = '0b7e4c1a-5d0f-4c59-9a55-1f2b3c4d5e6f';

@@ -24,7 +24,6 @@ import { apiServerNamesReader } from '../controllers/csr/api-server-names.ts';
 import { warnIfBootstrapTokensAutoApproved } from '../controllers/csr/bootstrap-auto-approval.ts';
 import { createCsrController } from '../controllers/csr/csr-controller.ts';
 import { createServingAddressController } from '../controllers/csr/serving-address-controller.ts';
-import { ensureCommandSigner } from '../controllers/hosts/command-signer.ts';
 import { createFlanneldReadersController } from '../controllers/hosts/flanneld-node-readers.ts';
 import { createHostController } from '../controllers/hosts/host-controller.ts';
 import {
@@ -44,6 +43,7 @@ import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import { WinfleetError } from '../errors/catalog.ts';
+import { ensureCommandSigner } from '../fleet/command-signer.ts';
 import { registerBytesSent } from '../hostaccess/bytes-sent.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { clusterInfoName, clusterInfoNamespace } from '../join/cluster-info.ts';

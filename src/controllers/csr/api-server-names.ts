@@ -29,9 +29,9 @@ import * as k8s from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
 import type { Informer } from '../../controller-runtime/informer.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { canonicalAddress } from '../../fleet/serving-addresses.ts';
 import { clusterInfoKubeconfigKey, clusterInfoName } from '../../join/cluster-info.ts';
 import { isNotFound } from '../../kube/client.ts';
-import { canonicalAddress } from './serving-addresses.ts';
 
 /** The API server's names and addresses (canonical), each with where it was found. */
 export interface ApiServerNames {

@@ -17,6 +17,7 @@ import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
 import type { EventRecorder } from '../../controller-runtime/events.ts';
 import type { Informer } from '../../controller-runtime/informer.ts';
+import { hostByTokenId, hostsByNode } from '../../fleet/host-indexes.ts';
 import { readJoinTokenRecord } from '../../join/join-tokens.ts';
 import { readRetiredNodeName } from '../../join/retired-node-names.ts';
 import type { Logger } from '../../log/logger.ts';
@@ -29,7 +30,6 @@ import {
   instanceIdentitySigner,
   parseIdentityCertificates,
 } from '../../pki/instance-identity.ts';
-import { hostByTokenId, hostsByNode } from '../hosts/host-indexes.ts';
 import { type ApiServerNames, apiServerNamesReader } from './api-server-names.ts';
 import type { CsrDecision, CsrRequest } from './csr-request.ts';
 import { decideKubeProxyCsr, isKubeProxyRequest } from './kube-proxy-csr-policy.ts';

@@ -27,9 +27,16 @@
 import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
 import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
+import { carriesIdentity } from '../../fleet/node-claims.ts';
+import {
+  allowedServingAddresses,
+  type ClusterNetwork,
+  canonicalAddress,
+  refusedAddressProblem,
+  vouchedAddress,
+} from '../../fleet/serving-addresses.ts';
 import { bootstrapGroup } from '../../join/bootstrap-tokens.ts';
 import { quoteValue } from '../../pki/distinguished-name.ts';
-import { carriesIdentity } from '../hosts/node-claims.ts';
 import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
 import type { CsrDecision, CsrRequest } from './csr-request.ts';
 import {
@@ -39,13 +46,6 @@ import {
   subjectProblem,
 } from './kubelet-certificate-rules.ts';
 import { decidePullJoin, type PullJoinLookup } from './pull-join-policy.ts';
-import {
-  allowedServingAddresses,
-  type ClusterNetwork,
-  canonicalAddress,
-  refusedAddressProblem,
-  vouchedAddress,
-} from './serving-addresses.ts';
 
 export { extrasProblem, nodeNameProblem } from './kubelet-certificate-rules.ts';
 

@@ -10,7 +10,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Informer } from '../../controller-runtime/informer.ts';
-import { canonicalAddress } from './serving-addresses.ts';
+import { canonicalAddress } from '../../fleet/serving-addresses.ts';
 
 export const nodesByAddressIndex = 'address';
 

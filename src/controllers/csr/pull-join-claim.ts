@@ -15,6 +15,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
+import { hostObject } from '../../fleet/host-status.ts';
 import {
   formatJoinTokenRecord,
   type JoinTokenRecord,
@@ -26,7 +27,6 @@ import {
 import { deleteJoinTokenSecret } from '../../join/join-tokens.ts';
 import { apiTime } from '../../kube/api-time.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../kube/client.ts';
-import { hostObject } from '../hosts/host-status.ts';
 import type { CsrDecision, PullJoinClaim } from './csr-request.ts';
 import { denyJoin, type JoinDenial, joinCsrAnnotation } from './pull-join-policy.ts';
 

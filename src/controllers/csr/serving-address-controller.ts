@@ -13,17 +13,17 @@ import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
 import type { EventRecorder } from '../../controller-runtime/events.ts';
 import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
-import { httpStatus, isNotFound } from '../../kube/client.ts';
-import type { Logger } from '../../log/logger.ts';
-import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
-import { nodeHoldingAddress } from './node-addresses.ts';
 import {
   type AddressContext,
   parseServingAddressList,
   pinnedServingAddresses,
   refusedAddressProblem,
   vouchedAddress,
-} from './serving-addresses.ts';
+} from '../../fleet/serving-addresses.ts';
+import { httpStatus, isNotFound } from '../../kube/client.ts';
+import type { Logger } from '../../log/logger.ts';
+import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
+import { nodeHoldingAddress } from './node-addresses.ts';
 
 export interface ServingAddressControllerDeps {
   kc: k8s.KubeConfig;

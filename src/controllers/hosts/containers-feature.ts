@@ -27,10 +27,10 @@
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import type { HostStatus } from '../../fleet/host-status.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { apiTime } from '../../kube/api-time.ts';
-import type { HostStatus } from './host-status.ts';
 import { type JoinContext, step } from './join-context.ts';
 
 /** How soon a host restarting for the feature is looked at again. */

@@ -12,13 +12,15 @@ import { allowedNodeLabels } from '../../api/node-labels.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { sshHostSpec, type WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { nameRefusalFromCaches } from '../../fleet/host-indexes.ts';
+import { type HostStatus, writeHostStatus } from '../../fleet/host-status.ts';
+import { joinServingAddresses } from '../../fleet/serving-addresses.ts';
 import { nodeAddress } from '../../hostaccess/node-address.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { ensureBootstrapToken } from '../../join/bootstrap-tokens.ts';
 import { apiTime } from '../../kube/api-time.ts';
 import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
-import { joinServingAddresses } from '../csr/serving-addresses.ts';
 import {
   adHostnamePlan,
   checkActiveDirectory,
@@ -29,8 +31,6 @@ import {
 import { ensureContainersFeature } from './containers-feature.ts';
 import { withHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { nameRefusalFromCaches } from './host-indexes.ts';
-import { type HostStatus, writeHostStatus } from './host-status.ts';
 import { type JoinContext, step } from './join-context.ts';
 import { copyOperatorFiles, deliverRest, deliveryText } from './payload-delivery.ts';
 import { clearStaleNode } from './rebuilt-host.ts';

@@ -30,6 +30,8 @@ import {
   type WindowsHost,
 } from '../../api/windows-host.ts';
 import { errorCode } from '../../errors/catalog.ts';
+import { HostStatus, patchHostMetadata, writeHostStatus } from '../../fleet/host-status.ts';
+import { carriesIdentity } from '../../fleet/node-claims.ts';
 import { openRemoteHost } from '../../hostaccess/host-session.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import { deleteBootstrapToken } from '../../join/bootstrap-tokens.ts';
@@ -39,8 +41,6 @@ import { drainNode } from '../../kube/drain.ts';
 import { leaveDomain, poolActiveDirectory } from './active-directory-join.ts';
 import { withHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { HostStatus, patchHostMetadata, writeHostStatus } from './host-status.ts';
-import { carriesIdentity } from './node-claims.ts';
 
 /** Annotation a user sets when the host is gone for good: skip deconfiguring it. */
 export const skipDeconfigureAnnotation = 'winfleet.io/skip-deconfigure';

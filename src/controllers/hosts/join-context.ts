@@ -3,9 +3,9 @@
  * publisher, the API server's version) and `step`, which records a step's failure on the host.
  */
 import { ConditionReason, ConditionType, type JoinStep } from '../../api/reasons.ts';
+import type { HostStatus } from '../../fleet/host-status.ts';
 import { failedRemoteStep } from '../../hostaccess/remote-host.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import type { HostStatus } from './host-status.ts';
 import type { createManifestPublisher } from './manifest-publisher.ts';
 
 export interface JoinContext extends HostControllerDeps {

@@ -29,11 +29,11 @@ import type { HostRolloutStatus } from '../../api/rollout-status.ts';
 import type { HostWindowsUpdates, WindowsHost } from '../../api/windows-host.ts';
 import { drainUnmanagedPodsAnnotation } from '../../api/windows-host.ts';
 import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
+import { commandSigner } from '../../fleet/command-signer.ts';
+import { hostObject } from '../../fleet/host-status.ts';
 import { isConflict, isFailedPatchTest, isNotFound } from '../../kube/client.ts';
 import { drainNode } from '../../kube/drain.ts';
 import type { StepAction } from '../../rollout/host-steps.ts';
-import { commandSigner } from '../hosts/command-signer.ts';
-import { hostObject } from '../hosts/host-status.ts';
 
 /** How long past its deletion time a pod on a NotReady node still holds a drain. */
 const notReadyDeleteWaitSeconds = 1;

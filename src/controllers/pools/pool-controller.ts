@@ -40,6 +40,9 @@ import type { EventRecorder } from '../../controller-runtime/events.ts';
 import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
 import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import type { ReconcileResult } from '../../controller-runtime/work-queue.ts';
+import { hostsByNode } from '../../fleet/host-indexes.ts';
+import { removeHostAnnotation } from '../../fleet/host-status.ts';
+import { type DrainSeen, passHost } from '../../fleet/pool-observe.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
@@ -56,8 +59,6 @@ import type { StepResult } from '../../rollout/host-steps.ts';
 import { defaultPoolKey } from '../../rollout/pool-membership.ts';
 import { poolPass } from '../../rollout/pool-pass.ts';
 import { checkPoolSpec, defaultPoolPolicy } from '../../rollout/pool-spec.ts';
-import { hostsByNode } from '../hosts/host-indexes.ts';
-import { removeHostAnnotation } from '../hosts/host-status.ts';
 import {
   copyReport,
   dropLevels,
@@ -68,7 +69,6 @@ import {
 } from './pool-actions.ts';
 import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-health.ts';
 import { poolIndex } from './pool-index.ts';
-import { type DrainSeen, passHost } from './pool-observe.ts';
 
 /** The payload the operator runs, as the rollout needs it. */
 export interface PoolPayload {

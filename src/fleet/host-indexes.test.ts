@@ -6,15 +6,15 @@ import {
   offlineNodeInformer,
   syntheticFleet,
   syntheticNode,
-} from '../../../sim/testkit/synthetic-nodes.ts';
-import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
-import { ConditionReason } from '../../api/reasons.ts';
-import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
-import { parseConfig } from '../../config/winfleet-config.ts';
-import { silentLogger } from '../../log/logger.ts';
+} from '../../sim/testkit/synthetic-nodes.ts';
+import { hostAnnotation, hostIdentity } from '../api/node-annotations.ts';
+import { ConditionReason } from '../api/reasons.ts';
+import { type WindowsHost, windowsHostResource } from '../api/windows-host.ts';
+import { parseConfig } from '../config/winfleet-config.ts';
+import { reconcileJoin } from '../controllers/hosts/host-join.ts';
+import type { JoinContext } from '../controllers/hosts/join-context.ts';
+import { silentLogger } from '../log/logger.ts';
 import { nameRefusalFromCaches } from './host-indexes.ts';
-import { reconcileJoin } from './host-join.ts';
-import type { JoinContext } from './join-context.ts';
 import { nameRefusal } from './node-claims.ts';
 
 function host(name: string, created: string, nodeName: string, joined = false): WindowsHost {

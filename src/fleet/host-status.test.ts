@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConditionReason, ConditionType } from '../../api/reasons.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { ConditionReason, ConditionType } from '../api/reasons.ts';
+import type { WindowsHost } from '../api/windows-host.ts';
 import { HostStatus, rebaseConditions } from './host-status.ts';
 
 /** A Ready host as the API server returns it: every object's keys in sorted order. */

@@ -15,7 +15,7 @@ import {
   type KeyObject,
 } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { installUpdatesAnnotation } from '../../api/node-annotations.ts';
+import { installUpdatesAnnotation } from '../api/node-annotations.ts';
 import {
   type CommandAnnotation,
   checkCommand,
@@ -26,9 +26,9 @@ import {
   signatureAnnotation,
   signatureIssuedAt,
   signCommand,
-} from '../../api/node-commands.ts';
-import { WinfleetError } from '../../errors/catalog.ts';
-import { isAlreadyExists, isNotFound } from '../../kube/client.ts';
+} from '../api/node-commands.ts';
+import { WinfleetError } from '../errors/catalog.ts';
+import { isAlreadyExists, isNotFound } from '../kube/client.ts';
 
 export class CommandSigner {
   readonly #privateKey: KeyObject;

@@ -12,9 +12,9 @@
  *   record with a bootstrap token out. Any other Node is refused and never touched.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { hostAnnotation, hostIdentity, managedNodeLabel } from '../../api/node-annotations.ts';
-import { ConditionReason } from '../../api/reasons.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { hostAnnotation, hostIdentity, managedNodeLabel } from '../api/node-annotations.ts';
+import { ConditionReason } from '../api/reasons.ts';
+import type { WindowsHost } from '../api/windows-host.ts';
 
 /** The node name a host claims as far as the API tells: spec, then status, then its hostname. */
 export function claimedNodeName(host: WindowsHost): string | undefined {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { hostAnnotation, hostIdentity, managedNodeLabel } from '../../api/node-annotations.ts';
-import { ConditionReason } from '../../api/reasons.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+import { hostAnnotation, hostIdentity, managedNodeLabel } from '../api/node-annotations.ts';
+import { ConditionReason } from '../api/reasons.ts';
+import type { WindowsHost } from '../api/windows-host.ts';
 import { carriesIdentity, claimedNodeName, mayAdopt, nameRefusal } from './node-claims.ts';
 
 function host(

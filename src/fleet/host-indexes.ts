@@ -6,9 +6,9 @@
  * - by bootstrap token id (derived from the host's uid): a bootstrap CSR finds its host.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
-import type { Informer } from '../../controller-runtime/informer.ts';
-import { ownTokenId } from '../../join/bootstrap-tokens.ts';
+import { isPullHost, type WindowsHost } from '../api/windows-host.ts';
+import type { Informer } from '../controller-runtime/informer.ts';
+import { ownTokenId } from '../join/bootstrap-tokens.ts';
 import { claimedNodeName, type NameRefusal, nameRefusal } from './node-claims.ts';
 
 export const hostsByNodeIndex = 'nodeName';

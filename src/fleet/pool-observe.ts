@@ -13,27 +13,27 @@ import {
   cordonedByValues,
   servicesVersionAnnotation,
   windowsUpdatesAnnotation,
-} from '../../api/node-annotations.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
+} from '../api/node-annotations.ts';
+import type { WindowsHost } from '../api/windows-host.ts';
 import {
   rebootRequestedAnnotation,
   retryRolloutAnnotation,
   type WindowsNodePool,
-} from '../../api/windows-node-pool.ts';
-import { parseWindowsUpdateReport, type WindowsUpdateReport } from '../../api/windows-updates.ts';
-import type { Informer } from '../../controller-runtime/informer.ts';
-import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
-import type { HostObservation } from '../../rollout/host-steps.ts';
-import type { ObservedNode } from '../../rollout/observed-node.ts';
+} from '../api/windows-node-pool.ts';
+import { parseWindowsUpdateReport, type WindowsUpdateReport } from '../api/windows-updates.ts';
+import type { Informer } from '../controller-runtime/informer.ts';
+import { nodeIsReady } from '../controller-runtime/informer-factory.ts';
+import type { HostObservation } from '../rollout/host-steps.ts';
+import type { ObservedNode } from '../rollout/observed-node.ts';
 import {
   assignPools,
   type HostLabels,
   type Membership,
   type PoolSelection,
-} from '../../rollout/pool-membership.ts';
-import type { PoolPassHost } from '../../rollout/pool-pass.ts';
-import { checkPoolSpec } from '../../rollout/pool-spec.ts';
-import { carriesIdentity } from '../hosts/node-claims.ts';
+} from '../rollout/pool-membership.ts';
+import type { PoolPassHost } from '../rollout/pool-pass.ts';
+import { checkPoolSpec } from '../rollout/pool-spec.ts';
+import { carriesIdentity } from './node-claims.ts';
 
 /** Which pool each cached host is in; every cached pool (and the default pool) is present. */
 export function poolMembership(

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { nodeCacheOf } from '../../../sim/testkit/synthetic-nodes.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
-import { apiServerNameSource, apiServerNamesOf } from './api-server-names.ts';
-import { nodeHoldingAddress } from './node-addresses.ts';
+import { nodeCacheOf } from '../../sim/testkit/synthetic-nodes.ts';
+import type { WindowsHost } from '../api/windows-host.ts';
+import { apiServerNameSource, apiServerNamesOf } from '../controllers/csr/api-server-names.ts';
+import { nodeHoldingAddress } from '../controllers/csr/node-addresses.ts';
 import {
   allowedServingAddresses,
   canonicalAddress,

@@ -21,7 +21,7 @@
  *   spec.address vouched for that address; no other loopback address passes.
  */
 import { BlockList, isIP } from 'node:net';
-import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
+import { isPullHost, type WindowsHost } from '../api/windows-host.ts';
 
 /** The cluster's address ranges and domain, from the configuration (hosts.*). */
 export interface ClusterNetwork {

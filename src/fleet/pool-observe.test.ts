@@ -7,16 +7,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { nodeCacheOf, syntheticNode } from '../../../sim/testkit/synthetic-nodes.ts';
-import { apiVersion } from '../../api/group-version.ts';
+import { nodeCacheOf, syntheticNode } from '../../sim/testkit/synthetic-nodes.ts';
+import { apiVersion } from '../api/group-version.ts';
 import {
   cordonedByAnnotation,
   hostAnnotation,
   hostIdentity,
   windowsUpdatesAnnotation,
-} from '../../api/node-annotations.ts';
-import type { WindowsHost } from '../../api/windows-host.ts';
-import { formatWindowsUpdateReport } from '../../api/windows-updates.ts';
+} from '../api/node-annotations.ts';
+import type { WindowsHost } from '../api/windows-host.ts';
+import { formatWindowsUpdateReport } from '../api/windows-updates.ts';
 import { passHost } from './pool-observe.ts';
 
 /** A WindowsHost as the API server returns it: `a` and `b` in one namespace. */

@@ -1,16 +1,12 @@
 /** Reading and writing a WindowsHost's status (merge patches on the /status subresource). */
 import * as k8s from '@kubernetes/client-node';
-import { apiVersion } from '../../api/group-version.ts';
-import type { ConditionReason, ConditionType, JoinStep } from '../../api/reasons.ts';
-import type { WindowsHost, WindowsHostStatus } from '../../api/windows-host.ts';
-import {
-  type Condition,
-  findCondition,
-  setCondition,
-} from '../../controller-runtime/conditions.ts';
-import { sameJson } from '../../controller-runtime/same-json.ts';
-import { apiTime } from '../../kube/api-time.ts';
-import { httpStatus, isNotFound } from '../../kube/client.ts';
+import { apiVersion } from '../api/group-version.ts';
+import type { ConditionReason, ConditionType, JoinStep } from '../api/reasons.ts';
+import type { WindowsHost, WindowsHostStatus } from '../api/windows-host.ts';
+import { type Condition, findCondition, setCondition } from '../controller-runtime/conditions.ts';
+import { sameJson } from '../controller-runtime/same-json.ts';
+import { apiTime } from '../kube/api-time.ts';
+import { httpStatus, isNotFound } from '../kube/client.ts';
 
 /** The custom-object coordinates of a WindowsHost, for the generic client's requests. */
 /** The CustomObjectsApi coordinates of a WindowsHost. */
