@@ -51,6 +51,17 @@ import { formatDuration } from '../rollout/duration.ts';
 import type { HealthPolicy } from './health-spec.ts';
 import { describeProblem, type HealthAssessment, type HealthProblem } from './host-health.ts';
 
+/**
+ * A re-bootstrap request's time, rounded up to the next whole second: API times are whole
+ * seconds, and a bootstrap recorded at or after the request serves it, so one that finished
+ * earlier in the same second must not count (rounded down, it would). A bootstrap that ends in
+ * the request's own second runs once more (it is idempotent). A reboot request needs no such
+ * care: the reboot that serves it is always asked after it.
+ */
+function requestTime(now: Date): string {
+  return apiTime(new Date(Math.ceil(now.getTime() / 1000) * 1000));
+}
+
 const rungOrder: readonly RemediationRung[] = ['RestartService', 'Rebootstrap', 'Reboot'];
 
 export interface LadderObservation {
@@ -218,7 +229,7 @@ export function advanceRemediation(input: LadderInput): LadderResult {
   };
   /** The requests a rung starting now carries. */
   const requestsOf = (rung: RemediationRung) => ({
-    ...(rung === 'Rebootstrap' ? { rebootstrap: { requestedAt: apiTime(now) } } : {}),
+    ...(rung === 'Rebootstrap' ? { rebootstrap: { requestedAt: requestTime(now) } } : {}),
     ...(rung === 'Reboot' ? { reboot: { requestedAt: apiTime(now) } } : {}),
   });
 
