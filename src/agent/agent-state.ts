@@ -4,7 +4,7 @@
  * it was before winfleet touched it.
  */
 
-import { maxRememberedThreats } from '../health/detector.ts';
+import { maxRememberedThreats } from '../node-health/detector.ts';
 import { paths } from './agent-config.ts';
 import type { HostOS } from './host-os.ts';
 import { mergeWindowsUpdateState, type WindowsUpdateState } from './windows-update-state.ts';

@@ -220,7 +220,7 @@ export interface HostOS {
   /**
    * One HTTP request to the cloud's instance metadata service at 169.254.169.254 (EC2's IMDS),
    * for the instance identity a pool may require of a host joining by command
-   * (join/instance-identity.ts speaks IMDSv2 over it). Rejects when nothing answers.
+   * (pki/instance-identity.ts speaks IMDSv2 over it). Rejects when nothing answers.
    */
   instanceMetadata(request: ImdsRequest): Promise<ImdsResponse>;
   osVersion(): Promise<OsVersion>;

@@ -2,7 +2,7 @@
  * `winfleet-agent join --instance-identity aws`: reads this EC2 instance's identity document and
  * signature from IMDS (IMDSv2) and hands them to the approver on a CSR of the signer
  * winfleet.io/instance-identity, created with the join token before the kubelet asks for its
- * certificate (join/instance-identity.ts says what the approver checks). The carrier's key is
+ * certificate (pki/instance-identity.ts says what the approver checks). The carrier's key is
  * thrown away: nothing ever signs that CSR.
  */
 import * as k8s from '@kubernetes/client-node';

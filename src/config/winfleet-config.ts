@@ -101,7 +101,7 @@ export interface WinfleetConfig {
     podCIDR: string;
     /**
      * DNS suffixes under which a kubelet serving certificate may name the host (besides its
-     * node name); none by default (src/controllers/csr/serving-addresses.ts).
+     * node name); none by default (src/fleet/serving-addresses.ts).
      */
     servingDnsSuffixes: string[];
     kubelet: {
@@ -122,13 +122,13 @@ export interface WinfleetConfig {
      * kube-controller-manager's default --cluster-signing-duration; 0 turns it off.
      */
     retiredNodeNameDays: number;
-    /** The proxy node services use (hostsettings/proxy-settings.ts); none by default. */
+    /** The proxy node services use (net/proxy-settings.ts); none by default. */
     proxy?: ProxyConfig;
-    /** The agent's own health checks (src/health/detector.ts), for hosts bootstrapped after. */
+    /** The agent's own health checks (src/node-health/detector.ts), for hosts bootstrapped after. */
     agentHealth: AgentHealthConfig;
     /**
      * What verifies the instance identity a pool may require of hosts joining by command
-     * (spec.join.instanceIdentity, src/join/instance-identity.ts).
+     * (spec.join.instanceIdentity, src/pki/instance-identity.ts).
      */
     instanceIdentity: {
       aws: {
@@ -194,7 +194,7 @@ export interface AgentHealthConfig {
   staleEndpointSeconds?: number;
 }
 
-/** hosts.agentHealth when not set: the agent's own defaults (src/health/detector.ts reads them). */
+/** hosts.agentHealth when not set: the agent's own defaults (src/node-health/detector.ts reads them). */
 export const agentHealthDefaults: AgentHealthConfig = {
   restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 60 },
   clockSkewSeconds: 60,

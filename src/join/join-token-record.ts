@@ -54,7 +54,7 @@ export interface JoinTokenRecord {
   joined: JoinTokenUse[];
   /**
    * The one EC2 instance the token admits (`join-command --instance-id`): the joining host's
-   * signed identity document must name it (join/instance-identity.ts).
+   * signed identity document must name it (pki/instance-identity.ts).
    */
   instanceId?: string;
 }

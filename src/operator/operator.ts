@@ -37,8 +37,8 @@ import {
   createWindowsInstancesController,
   windowsInstancesName,
 } from '../controllers/hosts/windows-instances.ts';
-import { createClusterInfoController } from '../controllers/join/cluster-info-controller.ts';
-import { createJoinInfoController } from '../controllers/join/join-info-controller.ts';
+import { createClusterInfoController } from '../controllers/join-info/cluster-info-controller.ts';
+import { createJoinInfoController } from '../controllers/join-info/join-info-controller.ts';
 import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';

@@ -21,7 +21,7 @@
  *   signer winfleet.io/instance-identity from the same requester) whose AWS signature verifies
  *   with hosts.instanceIdentity.aws.certificates, of an allowed account, naming the instance
  *   the node is named for, and the token's instance when it has one
- *   (join/instance-identity.ts);
+ *   (pki/instance-identity.ts);
  * - name-retired: the name is not a removed Pull host's whose certificate may still be valid
  *   (join/retired-node-names.ts);
  * - name-taken: the name is fresh: no Node, no WindowsHost of that name in the pool's
@@ -81,7 +81,7 @@ export interface PullJoinLookup {
   network?: () => NodeNetworkState;
   /**
    * The instance identities filed by `requester` (system:bootstrap:<id>) for `nodeName`: the
-   * carrier CSRs of join/instance-identity.ts. Default: none.
+   * carrier CSRs of pki/instance-identity.ts. Default: none.
    */
   instanceIdentities?: (requester: string, nodeName: string) => AwsInstanceIdentity[];
   /** What verifies them: hosts.instanceIdentity.aws of winfleet-config. Default: nothing. */

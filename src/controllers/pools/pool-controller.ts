@@ -67,8 +67,8 @@ import {
   takeAction,
   writeHostRecord,
 } from './pool-actions.ts';
-import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-health.ts';
 import { poolIndex } from './pool-index.ts';
+import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-remediation.ts';
 
 /** The payload the operator runs, as the rollout needs it. */
 export interface PoolPayload {

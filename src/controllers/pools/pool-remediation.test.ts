@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { cordonedByAnnotation } from '../../api/node-annotations.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-health.ts';
+import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-remediation.ts';
 
 const node = (annotations: Record<string, string> = {}, unschedulable?: boolean): k8s.V1Node => ({
   metadata: { name: 'simwin-1', annotations },

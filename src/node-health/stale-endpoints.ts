@@ -84,7 +84,7 @@ export interface DecidedEndpoint {
   network: string;
 }
 
-/** What the detector gets (src/health/detector.ts hnsEndpoints). */
+/** What the detector gets (src/node-health/detector.ts hnsEndpoints). */
 export interface StaleEndpointsObservation {
   network: string;
   staleAfterSeconds: number;
