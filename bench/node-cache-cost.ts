@@ -23,8 +23,8 @@ import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type * as k8s from '@kubernetes/client-node';
-import { Informer } from '../src/controller/informer.ts';
-import { resources, slimNode } from '../src/controller/informer-factory.ts';
+import { Informer } from '../src/controller-runtime/informer.ts';
+import { resources, slimNode } from '../src/controller-runtime/informer-factory.ts';
 import { nodeHoldingAddress } from '../src/controllers/csr/node-addresses.ts';
 import {
   runtimeClassIndex,

@@ -107,8 +107,8 @@ import {
   writeSshKeySecret,
 } from '../sim/testkit/windows-hosts.ts';
 import { installCrds } from '../src/api/install-crds.ts';
-import { Informer } from '../src/controller/informer.ts';
-import { nodeIsReady } from '../src/controller/informer-factory.ts';
+import { Informer } from '../src/controller-runtime/informer.ts';
+import { nodeIsReady } from '../src/controller-runtime/informer-factory.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
 import { silentLogger } from '../src/log/logger.ts';

@@ -64,14 +64,15 @@ import { spawnOperator, stopProcess } from '../sim/testkit/operator-process.ts';
 import { writeStandInPayload } from '../sim/testkit/payload.ts';
 import { writeOperatorConfig } from '../sim/testkit/test-operator.ts';
 import { windowsHostFor, writeSshKeySecret } from '../sim/testkit/windows-hosts.ts';
+import { apiVersion } from '../src/api/group-version.ts';
 import { installCrds } from '../src/api/install-crds.ts';
 import {
   desiredServicesVersionAnnotation,
   servicesVersionAnnotation,
 } from '../src/api/node-annotations.ts';
-import { apiVersion, type WindowsHost } from '../src/api/windows-host.ts';
+import type { WindowsHost } from '../src/api/windows-host.ts';
 import type { WindowsNodePool } from '../src/api/windows-node-pool.ts';
-import { nodeIsReady } from '../src/controller/informer-factory.ts';
+import { nodeIsReady } from '../src/controller-runtime/informer-factory.ts';
 import { loadKubeConfig } from '../src/kube/client.ts';
 import { waitFor } from '../src/kube/wait-for.ts';
 import { startSimHostsProcess } from './sim-hosts-process.ts';

@@ -16,6 +16,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { test } from 'node:test';
 import { build, transform } from 'esbuild';
+import {
+  descendants,
+  readTypeScript,
+  type SyntaxNode,
+  typeScriptFiles,
+} from '../sim/testkit/typescript-syntax.ts';
 
 const root = resolve(import.meta.dirname, '..');
 
@@ -184,5 +190,229 @@ test('the walk follows static and dynamic imports and new URL(..., import.meta.u
   ]);
   assert.deepEqual(describeViolations(graph, ['src/a/main.ts']), [
     'src/a/main.ts -> src/a/b.ts -> src/a/c.ts -> src/a/worker.ts -> sim/world.ts (the simulated world (sim/) is not product code)',
+  ]);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Layers: docs/architecture.md's table, bottom first; a folder under src/ imports only folders of
+// lower rows, and no file is part of an import cycle. Type-only imports count: a persisted shape
+// belongs to the layer that owns it (src/api), not to a consumer above it.
+
+/** The layer table: each top-level folder of src/ and its row (0 = bottom). */
+export type LayerTable = Map<string, number>;
+
+/** Reads the table under "## Layers" in `markdown`: `| 0 | \`errors\` | … |` rows. */
+export function parseLayerTable(markdown: string): LayerTable {
+  const start = markdown.indexOf('\n## Layers');
+  assert.ok(start >= 0, 'docs/architecture.md has a "## Layers" section');
+  const section = markdown.slice(start + 1).split(/\n## /)[0]!;
+  const table: LayerTable = new Map();
+  for (const line of section.split('\n')) {
+    const row = /^\|\s*(\d+)\s*\|([^|]+)\|/.exec(line);
+    if (!row) continue;
+    for (const folder of row[2]!.matchAll(/`([a-z0-9-]+)`/g)) {
+      assert.ok(!table.has(folder[1]!), `docs/architecture.md: ${folder[1]} is in two rows`);
+      table.set(folder[1]!, Number(row[1]));
+    }
+  }
+  return table;
+}
+
+/**
+ * Every relative import of each .ts file under `dir` (tests excluded): static imports and
+ * re-exports (type-only ones too), dynamic `import()`, and `new URL('./x.ts', import.meta.url)`,
+ * read from the syntax tree.
+ */
+export async function sourceImports(base: string, dir: string): Promise<ImportGraph> {
+  const files = typeScriptFiles(base, dir, 'product');
+  const graph: ImportGraph = new Map();
+  for (const file of files) {
+    const text = await readFile(join(base, file), 'utf8');
+    const specifiers = await readTypeScript(
+      text,
+      (root) => {
+        const found: string[] = [];
+        for (const node of descendants(root)) {
+          if (node.type === 'import_statement' || node.type === 'export_statement') {
+            const source = node.childForFieldName('source');
+            if (source) found.push(stringValue(source));
+          } else if (node.type === 'call_expression') {
+            const callee = node.childForFieldName('function');
+            const args = node.childForFieldName('arguments');
+            const first = args?.namedChildren[0];
+            if (callee?.type === 'import' && first?.type === 'string')
+              found.push(stringValue(first));
+          } else if (node.type === 'new_expression') {
+            const ctor = node.childForFieldName('constructor');
+            const args = node.childForFieldName('arguments')?.namedChildren ?? [];
+            if (
+              ctor?.text === 'URL' &&
+              args[0]?.type === 'string' &&
+              args[1]?.text === 'import.meta.url'
+            ) {
+              found.push(stringValue(args[0]));
+            }
+          }
+        }
+        return found;
+      },
+      file,
+    );
+    graph.set(
+      file,
+      specifiers
+        .filter((s) => s.startsWith('./') || s.startsWith('../'))
+        .filter((s) => s.endsWith('.ts'))
+        .map((s) => rel(join(dirname(file), s), base)),
+    );
+  }
+  return graph;
+}
+
+function stringValue(node: SyntaxNode): string {
+  return node.text.slice(1, -1);
+}
+
+/** The top-level folder of src/ a file is in ('' for a file directly in src/). */
+const topFolder = (file: string) => (file.split('/').length > 2 ? file.split('/')[1]! : '');
+
+/** Every import that goes up or sideways in the table, as `from -> to (why)`. */
+export function upwardImports(graph: ImportGraph, layers: LayerTable): string[] {
+  const found: string[] = [];
+  for (const [from, imports] of graph) {
+    const a = topFolder(from);
+    for (const to of imports) {
+      if (!to.startsWith('src/')) continue;
+      const b = topFolder(to);
+      if (a === b) continue;
+      const la = layers.get(a);
+      const lb = layers.get(b);
+      if (la === undefined || lb === undefined) {
+        found.push(`${from} -> ${to} (${la === undefined ? a : b} is in no row of the table)`);
+      } else if (lb >= la) {
+        found.push(
+          `${from} -> ${to} (${a}, row ${la}, may import only rows below it; ${b} is row ${lb})`,
+        );
+      }
+    }
+  }
+  return found.sort();
+}
+
+/** Every import cycle between files, each as the chain `a -> b -> … -> a`. */
+export function importCycles(graph: ImportGraph): string[] {
+  const cycles: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, 'open');
+    stack.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!graph.has(next)) continue;
+      if (state.get(next) === 'open') {
+        cycles.push([...stack.slice(stack.indexOf(next)), next].join(' -> '));
+      } else if (!state.has(next)) {
+        visit(next);
+      }
+    }
+    stack.pop();
+    state.set(file, 'done');
+  };
+  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
+  return cycles;
+}
+
+/**
+ * Cycles between sibling folders (src/controllers/hosts <-> src/controllers/pools): one folder
+ * of a parent is the other's library or neither is. A folder and its own subfolder are one unit.
+ */
+export function siblingFolderCycles(graph: ImportGraph): string[] {
+  const edges = new Map<string, Map<string, string>>();
+  for (const [from, imports] of graph) {
+    for (const to of imports) {
+      const a = dirname(from);
+      const b = dirname(to);
+      if (a === b || dirname(a) !== dirname(b)) continue;
+      if (!edges.has(a)) edges.set(a, new Map());
+      edges.get(a)!.set(b, `${from} -> ${to}`);
+    }
+  }
+  const found: string[] = [];
+  for (const [a, targets] of edges) {
+    for (const [b, via] of targets) {
+      const back = edges.get(b)?.get(a);
+      if (back && a < b) found.push(`${a} <-> ${b}: ${via}; ${back}`);
+    }
+  }
+  return found.sort();
+}
+
+test('src/ keeps to the layer table of docs/architecture.md: no upward import, no cycle', async () => {
+  const layers = parseLayerTable(await readFile(join(root, 'docs/architecture.md'), 'utf8'));
+  const folders = (await readdir(join(root, 'src'), { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
+  assert.deepEqual(
+    folders.filter((f) => !layers.has(f)),
+    [],
+    'folders of src/ in no row of the layer table (docs/architecture.md)',
+  );
+  assert.deepEqual(
+    [...layers.keys()].filter((f) => !folders.includes(f)),
+    [],
+    'rows of the layer table naming no folder of src/',
+  );
+  const graph = await sourceImports(root, 'src');
+  // The walk must see imports, or an empty graph would pass.
+  assert.ok(
+    graph.get('src/operator/operator.ts')?.some((f) => f.startsWith('src/controllers/')),
+    'the walk found no import of src/controllers in src/operator/operator.ts',
+  );
+  assert.deepEqual(upwardImports(graph, layers), [], 'imports against the layer table');
+  assert.deepEqual(importCycles(graph), [], 'import cycles');
+  assert.deepEqual(siblingFolderCycles(graph), [], 'cycles between sibling folders');
+});
+
+test('the layer check names a planted upward import, a planted cycle and a sibling loop', async (t) => {
+  const base = await mkdtemp(join(tmpdir(), 'winfleet-layers-test-'));
+  t.after(() => rm(base, { recursive: true, force: true }));
+  const files: Record<string, string> = {
+    'docs/architecture.md':
+      '# x\n\n## Layers\n\n| Layer | Folders | What |\n|---|---|---|\n| 0 | `low` | a |\n| 1 | `mid`, `peer` | b |\n| 2 | `top` | c |\n\n## Next\n| 9 | `not-a-layer` | x |\n',
+    // Type-only, and the name of a file in a comment: the type import counts, the comment not.
+    'src/low/shape.ts':
+      "// import '../top/app.ts'\nimport type { App } from '../top/app.ts';\nexport type Shape = App;\n",
+    'src/mid/a.ts': "import { b } from './b.ts';\nexport const a = () => b;\n",
+    'src/mid/b.ts': "export { a as b } from './a.ts';\n",
+    'src/mid/c.ts': "export const c = () => import('../peer/p.ts');\n",
+    'src/peer/p.ts': "export const p = new URL('../low/shape.ts', import.meta.url);\n",
+    'src/top/app.ts': "import '../mid/a.ts';\nexport type App = number;\n",
+    'src/top/x/one.ts': "import '../y/two.ts';\n",
+    'src/top/y/two.ts': "import '../x/three.ts';\n",
+    'src/top/x/three.ts': 'export {};\n',
+  };
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(base, path)), { recursive: true });
+    await writeFile(join(base, path), text);
+  }
+  const layers = parseLayerTable(files['docs/architecture.md']!);
+  assert.deepEqual(
+    [...layers],
+    [
+      ['low', 0],
+      ['mid', 1],
+      ['peer', 1],
+      ['top', 2],
+    ],
+  );
+  const graph = await sourceImports(base, 'src');
+  assert.deepEqual(upwardImports(graph, layers), [
+    'src/low/shape.ts -> src/top/app.ts (low, row 0, may import only rows below it; top is row 2)',
+    'src/mid/c.ts -> src/peer/p.ts (mid, row 1, may import only rows below it; peer is row 1)',
+  ]);
+  assert.deepEqual(importCycles(graph), ['src/mid/a.ts -> src/mid/b.ts -> src/mid/a.ts']);
+  assert.deepEqual(siblingFolderCycles(graph), [
+    'src/top/x <-> src/top/y: src/top/x/one.ts -> src/top/y/two.ts; src/top/y/two.ts -> src/top/x/three.ts',
   ]);
 });

@@ -7,9 +7,9 @@
  */
 import type { TestContext } from 'node:test';
 import { paths } from '../../src/agent/agent-config.ts';
+import type { AgentContext } from '../../src/agent/agent-context.ts';
 import { sha256 } from '../../src/agent/converge.ts';
 import type { HostOS } from '../../src/agent/host-os.ts';
-import type { AgentContext } from '../../src/agent/run-agent.ts';
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import type { ServicesManifest } from '../../src/servicesmanifest/services-manifest.ts';
 import { defaultCertDir, parseKubeletFlags } from './kubelet-settings.ts';

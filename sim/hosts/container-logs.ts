@@ -12,7 +12,7 @@
  * the API server passes on.
  */
 import type * as k8s from '@kubernetes/client-node';
-import type { Informer } from '../../src/controller/informer.ts';
+import type { Informer } from '../../src/controller-runtime/informer.ts';
 import type { SimMachine } from './machine.ts';
 
 /** The kubelet's podLogsDir on Windows (its default /var/log/pods, on drive C:). */

@@ -16,7 +16,7 @@
  * in sim/netlab renders the model into a network namespace).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { HnsNetwork } from '../../src/agent/host-os.ts';
+import type { HnsNetwork } from '../../src/windows/hns-objects.ts';
 
 /** An HNS network's subnet: its address prefix and gateway (as Get-HnsNetwork shows them). */
 export interface HnsSubnet {

@@ -18,7 +18,7 @@
 import 'reflect-metadata';
 import { randomBytes, sign, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
-import type { ImdsRequest, ImdsResponse } from '../../src/join/instance-identity.ts';
+import type { ImdsRequest, ImdsResponse } from '../../src/pki/instance-identity.ts';
 
 /** A Region's signing key and its RSA certificate (PEM). */
 export interface AwsIdentitySigner {

@@ -11,8 +11,9 @@
  * - the loopback pseudo-interface.
  * So the first row is never the node's address: code that takes it gets an HNS address.
  */
-import type { HnsNetwork } from '../../src/agent/host-os.ts';
+
 import type { HostNetwork } from '../../src/hostaccess/node-address.ts';
+import type { HnsNetwork } from '../../src/windows/hns-objects.ts';
 import type { SimMachine } from './machine.ts';
 
 /** HNS network types that bind the host's adapter to a virtual switch. */

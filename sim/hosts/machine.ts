@@ -9,8 +9,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { JoinTuning } from '../../src/agent/agent-context.ts';
 import type { OsVersion } from '../../src/agent/host-os.ts';
-import type { JoinTuning } from '../../src/agent/join.ts';
 import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import { windowsRelease } from '../../src/windows/builds.ts';
 import type { SimDomain } from './active-directory.ts';

@@ -4,7 +4,7 @@
  * sandboxes (pod-sandboxes.ts) and container log files (container-logs.ts) both read it.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { Informer } from '../../src/controller/informer.ts';
+import { Informer } from '../../src/controller-runtime/informer.ts';
 
 export function nodePodInformer(options: {
   kc: k8s.KubeConfig;

@@ -16,7 +16,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
-import { type Informer, objectKey } from '../../src/controller/informer.ts';
+import { type Informer, objectKey } from '../../src/controller-runtime/informer.ts';
 import { runPodSandbox, stopPodSandbox } from './containerd-standin.ts';
 import { callOptions } from './kubelet-kubeconfig.ts';
 import type { SimMachine } from './machine.ts';

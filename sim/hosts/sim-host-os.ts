@@ -8,9 +8,6 @@
  */
 
 import type {
-  HnsEndpoint,
-  HnsNetwork,
-  HnsNetworkSpec,
   HostOS,
   InboundFirewallRule,
   InstalledService,
@@ -92,8 +89,9 @@ import {
 import type { ReportedUpdate } from '../../src/api/windows-updates.ts';
 import { WinfleetError } from '../../src/errors/catalog.ts';
 import type { HostNetwork } from '../../src/hostaccess/node-address.ts';
-import type { ImdsRequest, ImdsResponse } from '../../src/join/instance-identity.ts';
+import type { ImdsRequest, ImdsResponse } from '../../src/pki/instance-identity.ts';
 import { hostPaths } from '../../src/servicesmanifest/host-paths.ts';
+import type { HnsEndpoint, HnsNetwork, HnsNetworkSpec } from '../../src/windows/hns-objects.ts';
 import { simGmsaHostFacts } from './container-credential-guard.ts';
 import { errorCode, fsError } from './file-system-error.ts';
 import { ipConfiguration } from './ip-configuration.ts';

@@ -11,7 +11,7 @@
  */
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import type { JoinTuning } from '../../src/agent/join.ts';
+import type { JoinTuning } from '../../src/agent/agent-context.ts';
 import { createOwnedTempDir, removeOwnedTempDir } from '../cluster/owned-temp-dir.ts';
 import { HostFaults } from './faults.ts';
 import { addressAt, defaultName, type StartSimulatedHostsOptions } from './fleet.ts';

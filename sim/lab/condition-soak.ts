@@ -19,7 +19,7 @@ type Condition = Pick<k8s.V1NodeCondition, 'type' | 'status' | 'reason' | 'messa
   lastTransitionTime?: Date | string;
 };
 
-/** The agent's message for a valid client certificate (src/health/detector.ts). */
+/** The agent's message for a valid client certificate (src/node-health/detector.ts). */
 const certificateValid =
   /^The kubelet's client certificate is valid until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
 

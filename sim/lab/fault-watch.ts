@@ -13,10 +13,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
+import { apiGroup } from '../../src/api/group-version.ts';
 import { NodeHealthCondition, NodeHealthEventReason } from '../../src/api/reasons.ts';
-import { apiGroup, windowsHostResource } from '../../src/api/windows-host.ts';
-import { serviceCondition } from '../../src/health/detector.ts';
+import { windowsHostResource } from '../../src/api/windows-host.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
+import { serviceCondition } from '../../src/node-health/detector.ts';
 import type { FaultRequest } from './fault-requests.ts';
 
 /** --timeout: default and bounds, seconds. */

@@ -12,7 +12,7 @@ import {
   commandKeyDataKey,
   commandSigningSecretName,
 } from '../../src/api/node-commands.ts';
-import { CommandSigner } from '../../src/controllers/hosts/command-signer.ts';
+import { CommandSigner } from '../../src/fleet/command-signer.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import type { JoinWorld } from './join-fixture.ts';
 import { createWindowsHosts, hostReady, listWindowsHosts } from './windows-hosts.ts';

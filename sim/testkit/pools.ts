@@ -10,7 +10,7 @@ import {
   type WindowsNodePoolSpec,
   windowsNodePoolResource,
 } from '../../src/api/windows-node-pool.ts';
-import { nodeIsReady } from '../../src/controller/informer-factory.ts';
+import { nodeIsReady } from '../../src/controller-runtime/informer-factory.ts';
 import { listWindowsHosts } from './windows-hosts.ts';
 
 const [group, version] = windowsNodePoolResource.apiVersion.split('/') as [string, string];

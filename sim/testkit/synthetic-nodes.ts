@@ -4,8 +4,8 @@
  * an API server.
  */
 import * as k8s from '@kubernetes/client-node';
-import { Informer, type ResourceType } from '../../src/controller/informer.ts';
-import { resources, slimNode } from '../../src/controller/informer-factory.ts';
+import { Informer, type ResourceType } from '../../src/controller-runtime/informer.ts';
+import { resources, slimNode } from '../../src/controller-runtime/informer-factory.ts';
 import { windowsBuildLabel } from '../../src/windows/builds.ts';
 
 export interface SyntheticNode {

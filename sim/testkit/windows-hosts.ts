@@ -3,7 +3,8 @@
  * operator's namespace and one WindowsHost per host.
  */
 import * as k8s from '@kubernetes/client-node';
-import { apiVersion, type WindowsHost } from '../../src/api/windows-host.ts';
+import { apiVersion } from '../../src/api/group-version.ts';
+import type { WindowsHost } from '../../src/api/windows-host.ts';
 import { isAlreadyExists } from '../../src/kube/client.ts';
 import { waitFor } from '../../src/kube/wait-for.ts';
 import type { SimulatedHost } from '../hosts/fleet.ts';

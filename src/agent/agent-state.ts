@@ -4,10 +4,10 @@
  * it was before winfleet touched it.
  */
 
-import { maxRememberedThreats } from '../health/detector.ts';
+import { maxRememberedThreats } from '../node-health/detector.ts';
 import { paths } from './agent-config.ts';
 import type { HostOS } from './host-os.ts';
-import { mergeWindowsUpdateState, type WindowsUpdateState } from './windows-updates.ts';
+import { mergeWindowsUpdateState, type WindowsUpdateState } from './windows-update-state.ts';
 
 export interface AgentState {
   version: string;

@@ -17,6 +17,7 @@ import {
   paths,
   winfleetDir,
 } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { ensureDirectoryRecorded, readState, writeState } from './agent-state.ts';
 import {
   agentServiceConfig,
@@ -34,7 +35,6 @@ import {
   kubeletConfiguration,
   nodeVariableValues,
 } from './node-files.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** What a WF_AGENT_STEP_FAILED error carries: where it failed, for status.lastError.step. */
 export interface StepFailure {

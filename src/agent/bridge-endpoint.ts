@@ -14,7 +14,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { formatIpv4, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
 import { paths } from './agent-config.ts';
-import type { AgentContext } from './run-agent.ts';
+import type { AgentContext } from './agent-context.ts';
 
 /** The id the reservation is held under (CNI_CONTAINERID). */
 export const bridgeEndpointHolder = 'winfleet-bridge-endpoint';

@@ -24,6 +24,7 @@ import {
   startOrder,
 } from '../servicesmanifest/services-manifest.ts';
 import { kubeDir, paths, winfleetDir } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { type AgentState, readState } from './agent-state.ts';
 import { agentServiceName } from './converge.ts';
 import type { HostOS } from './host-os.ts';
@@ -31,7 +32,6 @@ import { removeHostSettings } from './host-settings.ts';
 import { kubeProxyPendingKeyPath } from './kube-proxy-credentials.ts';
 import { encapsulationFirewallRuleName, kubeletFirewallRule } from './kubelet-firewall.ts';
 import { removeStaleCopies } from './replace-executable.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /**
  * Where the host-local IPAM plugin records the pod addresses of winfleet's network: its data

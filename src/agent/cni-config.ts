@@ -13,6 +13,7 @@ import {
   ovnHybrid,
 } from '../servicesmanifest/node-network.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import {
   cniConfig,
   flannelCniConfig,
@@ -21,7 +22,6 @@ import {
   nodeSubnetFor,
   ovnHybridCniConfig,
 } from './node-files.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** What syncCniConfig did. */
 export type CniConfigSync = 'written' | 'unchanged' | 'removed' | 'absent' | 'refused';

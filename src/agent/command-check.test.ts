@@ -15,10 +15,10 @@ import {
   rebootRequestAnnotation,
 } from '../api/node-annotations.ts';
 import { type CommandAnnotation, signatureAnnotation } from '../api/node-commands.ts';
-import { CommandSigner } from '../controllers/hosts/command-signer.ts';
+import { CommandSigner } from '../fleet/command-signer.ts';
 import type { AgentConfig } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { commandView } from './command-check.ts';
-import type { AgentContext } from './run-agent.ts';
 
 const t0 = Date.UTC(2026, 10, 28, 12, 0, 0);
 

@@ -32,8 +32,8 @@ import {
   parseCommandPublicKey,
 } from '../api/node-commands.ts';
 import { type AgentConfig, winfleetDir } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import type { HostOS } from './host-os.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** Reads the operator's public key (ConfigMap commandKeyConfigMapName) with the node's client. */
 export function operatorKeyReader(

@@ -30,6 +30,7 @@ import { deconfigureRequestAnnotation } from '../api/node-annotations.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import { compileSchema } from '../schema/validator.ts';
 import { kubeDir, paths, winfleetDir } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import {
   readCleanupPlan,
   removeCredentials,
@@ -38,7 +39,6 @@ import {
 } from './cleanup.ts';
 import { agentServiceName } from './converge.ts';
 import type { HostOS } from './host-os.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** Where the agent records a deconfigure under way. */
 export const deconfigureRecordPath = `${winfleetDir}\\deconfigure.json`;

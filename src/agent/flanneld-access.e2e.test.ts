@@ -9,8 +9,8 @@ import * as k8s from '@kubernetes/client-node';
 import { sharedCluster, testNamespace } from '../../sim/testkit/test-cluster.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
+import type { AgentContext } from './agent-context.ts';
 import { flanneldHoldBack } from './flanneld-access.ts';
-import type { AgentContext } from './run-agent.ts';
 
 test('flanneld waits until the API server lets its principal list Nodes, then runs', async (t) => {
   const { kc } = await sharedCluster();

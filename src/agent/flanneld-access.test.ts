@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
+import type { AgentContext } from './agent-context.ts';
 import { flanneldHoldBack } from './flanneld-access.ts';
-import type { AgentContext } from './run-agent.ts';
 
 function contextWithLog(): { context: AgentContext; log: string[] } {
   const log: string[] = [];

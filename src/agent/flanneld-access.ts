@@ -11,7 +11,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
-import type { AgentContext } from './run-agent.ts';
+import type { AgentContext } from './agent-context.ts';
 
 /** flanneld's service in a manifest (flannel-vxlan). */
 export const flanneldServiceName = 'flanneld';

@@ -5,8 +5,8 @@ import { azureKeyVaultCcgPlugin } from '../../sim/hosts/container-credential-gua
 import { SimHostOS } from '../../sim/hosts/sim-host-os.ts';
 import { createTestMachine } from '../../sim/hosts/test-machine.ts';
 import { gmsaReadinessAnnotation, gmsaReadyLabel } from '../api/node-annotations.ts';
+import type { AgentContext } from './agent-context.ts';
 import { gmsaReadiness, gmsaRecheckMs, syncGmsaReadiness } from './gmsa-readiness.ts';
-import type { AgentContext } from './run-agent.ts';
 
 const facts = {
   partOfDomain: false,

@@ -19,7 +19,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { gmsaReadinessAnnotation, gmsaReadyLabel } from '../api/node-annotations.ts';
 import { GmsaReadinessReason } from '../api/reasons.ts';
-import type { AgentContext } from './run-agent.ts';
+import type { AgentContext } from './agent-context.ts';
 import { ccgComClassesKey, type GmsaHostFacts } from './windows/gmsa-host-facts.ts';
 
 export interface GmsaReadiness {

@@ -7,7 +7,8 @@
 
 import type { ReportedUpdate } from '../api/windows-updates.ts';
 import type { HostNetwork } from '../hostaccess/node-address.ts';
-import type { ImdsRequest, ImdsResponse } from '../join/instance-identity.ts';
+import type { ImdsRequest, ImdsResponse } from '../pki/instance-identity.ts';
+import type { HnsEndpoint, HnsNetwork, HnsNetworkSpec } from '../windows/hns-objects.ts';
 import type { CniAddressRequest } from './windows/cni-address.ts';
 import type { ContainersFeatureState } from './windows/containers-feature.ts';
 import type { DefenderThreatList } from './windows/defender.ts';
@@ -88,43 +89,6 @@ export interface InboundFirewallRule {
   description: string;
   protocol: 'TCP' | 'UDP';
   localPort: number;
-}
-
-/** A Host Network Service network (created by CNI plugins / kube-proxy). */
-export interface HnsNetwork {
-  id: string;
-  name: string;
-  type: string;
-}
-
-/**
- * A Host Network Service endpoint (Get-HnsEndpoint, windows/hns.ts): what a CNI plugin makes for
- * each pod sandbox, kube-proxy for its source VIP, and, on an overlay, kube-proxy for each
- * remote pod it balances to (those are `remote`).
- */
-export interface HnsEndpoint {
-  /** A GUID. */
-  id: string;
-  name: string;
-  /** The id (GUID) of the network it is on; '' when HNS did not say. */
-  networkId: string;
-  /** Its IPv4 address, dotted; '' when it has none (IPv6 only). */
-  ipAddress: string;
-  /** A remote endpoint (IsRemoteEndpoint, or HCN's RemoteEndpoint flag): another node's pod. */
-  remote: boolean;
-}
-
-/**
- * An HNS network to create, as a CNI plugin creates its own (sdnbridge's getOrCreateNetwork):
- * an L2Bridge network with one subnet and its gateway.
- */
-export interface HnsNetworkSpec {
-  name: string;
-  type: 'L2Bridge';
-  /** The subnet, an IPv4 CIDR such as 10.244.1.0/24. */
-  addressPrefix: string;
-  /** The subnet's gateway, an IPv4 address inside it. */
-  gateway: string;
 }
 
 /** The Windows version as the host reports it. */
@@ -256,7 +220,7 @@ export interface HostOS {
   /**
    * One HTTP request to the cloud's instance metadata service at 169.254.169.254 (EC2's IMDS),
    * for the instance identity a pool may require of a host joining by command
-   * (join/instance-identity.ts speaks IMDSv2 over it). Rejects when nothing answers.
+   * (pki/instance-identity.ts speaks IMDSv2 over it). Rejects when nothing answers.
    */
   instanceMetadata(request: ImdsRequest): Promise<ImdsResponse>;
   osVersion(): Promise<OsVersion>;

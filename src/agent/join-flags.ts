@@ -30,7 +30,7 @@ export interface JoinFlags {
   nodeName?: string;
   /**
    * `--instance-identity aws`: read the EC2 instance identity document and its signature from
-   * IMDS and hand them to the approver (join/instance-identity.ts); the node name is then the
+   * IMDS and hand them to the approver (pki/instance-identity.ts); the node name is then the
    * instance id unless --node-name gives one.
    */
   instanceIdentity?: 'aws';

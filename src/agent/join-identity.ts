@@ -2,11 +2,12 @@
  * `winfleet-agent join --instance-identity aws`: reads this EC2 instance's identity document and
  * signature from IMDS (IMDSv2) and hands them to the approver on a CSR of the signer
  * winfleet.io/instance-identity, created with the join token before the kubelet asks for its
- * certificate (join/instance-identity.ts says what the approver checks). The carrier's key is
+ * certificate (pki/instance-identity.ts says what the approver checks). The carrier's key is
  * thrown away: nothing ever signs that CSR.
  */
 import * as k8s from '@kubernetes/client-node';
 import { WinfleetError } from '../errors/catalog.ts';
+import { createCsrPem, generateKeyPair } from '../pki/certificates.ts';
 import {
   type AwsIdentityFacts,
   type AwsInstanceIdentity,
@@ -16,8 +17,7 @@ import {
   instanceIdentitySigner,
   parseAwsIdentityDocument,
   readAwsIdentity,
-} from '../join/instance-identity.ts';
-import { createCsrPem, generateKeyPair } from '../pki/certificates.ts';
+} from '../pki/instance-identity.ts';
 import type { HostOS } from './host-os.ts';
 
 /** The instance's identity, read and parsed (the approver verifies the signature). */

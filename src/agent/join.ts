@@ -24,23 +24,15 @@ import { discoverCluster } from '../join/discovery.ts';
 import { rfc1123Label } from '../join/join-command-values.ts';
 import { type BackoffPolicy, retryWithBackoff } from '../join/retry-with-backoff.ts';
 import { type BootstrapConfig, parseBootstrapConfig, paths } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { bootstrap, step } from './bootstrap.ts';
 import type { JoinFlags } from './join-flags.ts';
 import { presentInstanceIdentity, readInstanceIdentity } from './join-identity.ts';
-import { type PullPayload, pullPayload } from './join-payload.ts';
+import { pullPayload } from './join-payload.ts';
 import { type JoinMaterials, joinKubeConfig, readJoinMaterials } from './join-reads.ts';
 import { type JoinPhase, writeJoinStatus } from './join-status.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** How long a join waits and what it pulls with; tests and the simulated hosts shorten waits. */
-export interface JoinTuning {
-  /** While cluster-info or winfleet-join cannot be read yet. Default: up to 5 minutes. */
-  discoveryBackoff?: BackoffPolicy;
-  /** While the registry cannot be reached. Default: 2 s doubling to 60 s, up to 30 minutes. */
-  payloadBackoff?: BackoffPolicy;
-  /** The payload pull (default: join-payload.ts's). */
-  pullPayload?: PullPayload;
-}
 
 const defaultPayloadBackoff: BackoffPolicy = {
   initialDelayMs: 2000,

@@ -37,9 +37,9 @@ import {
 } from '../pki/certificates.ts';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
 import { paths } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import type { HostOS } from './host-os.ts';
 import { inlineKubeconfig } from './node-files.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** The key of a certificate request not yet issued; kept so a restarted agent asks with it again. */
 export const kubeProxyPendingKeyPath = `${paths.certDir}\\kube-proxy-client.key.tmp`;

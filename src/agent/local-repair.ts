@@ -11,7 +11,7 @@
  *   sandbox's network up only when it creates the sandbox; they must be recreated;
  * - StaleHNSEndpoints: the endpoints the last check found left behind on winfleet's own pod
  *   network (no pod on the node has their address, over two checks staleEndpointSeconds apart:
- *   src/health/stale-endpoints.ts) are removed (Remove-HnsEndpoint), each only while it still
+ *   src/node-health/stale-endpoints.ts) are removed (Remove-HnsEndpoint), each only while it still
  *   has the address it was found with; an address a pod has is never removed, even when two
  *   endpoints hold it (reported only), and a CNI's network (external) is never touched;
  * - ClockSkew: the Windows Time service resyncs the clock (w32tm /resync /force);
@@ -35,11 +35,11 @@ import {
   podNetworkName,
   winfleetOwnsNetwork,
 } from '../servicesmanifest/node-network.ts';
+import type { HnsNetworkSpec } from '../windows/hns-objects.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
-import type { HnsNetworkSpec } from './host-os.ts';
+import type { AgentContext } from './agent-context.ts';
 import { cniConfig, nodePodSubnet } from './node-files.ts';
 import { staleEndpointsToRemove } from './node-health.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** What one repair did. */
 export interface LocalRepair {

@@ -3,7 +3,7 @@
  * what the host shows (the node services and their restarts, the kubelet's and kube-proxy's
  * health endpoints, the CNI's HNS network, the clock against the API server's, the system
  * drive's free space, the kubelet's client certificate, the reboot-pending flag, Defender's
- * threats), runs the pure detector (src/health/detector.ts) and writes what changed:
+ * threats), runs the pure detector (src/node-health/detector.ts) and writes what changed:
  * - the Node conditions, on its own Node's status (a strategic merge patch of
  *   status.conditions, merged by type, so the kubelet's and others' conditions stay), with the
  *   node's own credentials — the Node authorizer and NodeRestriction let a node write only its
@@ -21,6 +21,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type * as k8s from '@kubernetes/client-node';
 import type { NodeHealthCondition } from '../api/reasons.ts';
+import { outsideRequest } from '../kube/winfleet-kube-config.ts';
 import {
   type CheckedService,
   checkedServices,
@@ -34,14 +35,13 @@ import {
   type ProbeResult,
   type ServiceObservation,
   stateFromNode,
-} from '../health/detector.ts';
+} from '../node-health/detector.ts';
 import {
   type DecidedEndpoint,
   decideStaleEndpoints,
   emptyStaleEndpointMemory,
   type StaleEndpointMemory,
-} from '../health/stale-endpoints.ts';
-import { outsideRequest } from '../kube/winfleet-kube-config.ts';
+} from '../node-health/stale-endpoints.ts';
 import { hostPaths } from '../servicesmanifest/host-paths.ts';
 import {
   defaultNodeNetwork,
@@ -52,8 +52,8 @@ import {
   winfleetOwnsNetwork,
 } from '../servicesmanifest/node-network.ts';
 import type { AgentConfig } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { emptyState, readState, writeState } from './agent-state.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** The kubelet's client certificate, as it rotates it in the --cert-dir the payload gives it. */
 export const kubeletClientCertificatePath = hostPaths.kubeletClientCertificate;

@@ -24,12 +24,12 @@ import { parseJoinToken } from '../join/join-command-values.ts';
 import { joinInfoConfigMapName } from '../join/join-info.ts';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
 import { parseAgentConfig, parseBootstrapConfig, paths } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { asDockerConfig } from './join-payload.ts';
 import { joinKubeConfig, joinReadError, readJoinInfo, readPullCredentials } from './join-reads.ts';
 import { nodeKubeConfig } from './node-client.ts';
 import { pullPayload } from './payload-pull.ts';
 import { fetchPublishedManifest } from './published-manifest.ts';
-import type { AgentContext } from './run-agent.ts';
 
 export const pullPayloadUsage = 'Usage: winfleet-agent pull-payload [--services-version <version>]';
 

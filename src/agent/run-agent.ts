@@ -7,30 +7,14 @@
  * its reason (a registry "unreachable"), which the operator reads.
  */
 import { errorCode } from '../errors/catalog.ts';
+import type { AgentContext } from './agent-context.ts';
 import { bootstrap, failedStep } from './bootstrap.ts';
 import { cleanup } from './cleanup.ts';
-import type { HostOS } from './host-os.ts';
-import { type JoinTuning, join } from './join.ts';
+import { join } from './join.ts';
 import { parseJoinFlags } from './join-flags.ts';
 import { parsePullPayloadFlags, pullPayloadCommand } from './pull-payload-command.ts';
 import { runLoop } from './run-loop.ts';
 import { status } from './status.ts';
-
-/** What a command may use besides the OS. */
-export interface AgentContext {
-  hostOS: HostOS;
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  /** Aborted when the service is asked to stop (the `run` loop ends cleanly). */
-  signal?: AbortSignal;
-  /**
-   * The process's environment (case-insensitive on Windows): `run` restarts when its own proxy
-   * environment is not the manifest's; `join` reads its token from WINFLEET_JOIN_TOKEN.
-   */
-  env?: (name: string) => string | undefined;
-  /** Shorter waits for `join` (tests, simulated hosts); defaults otherwise. */
-  join?: JoinTuning;
-}
 
 export const agentUsage = 'Usage: winfleet-agent <join|bootstrap|pull-payload|run|cleanup|status>';
 

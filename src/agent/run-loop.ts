@@ -30,6 +30,7 @@ import {
   servicesUsing,
 } from '../servicesmanifest/services-manifest.ts';
 import { type AgentConfig, parseAgentConfig, paths, winfleetDir } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { readState, writeState } from './agent-state.ts';
 import { syncBridgeEndpointAddress } from './bridge-endpoint.ts';
 import { syncCniConfig } from './cni-config.ts';
@@ -58,7 +59,6 @@ import {
 } from './node-health.ts';
 import { fetchPublishedManifest } from './published-manifest.ts';
 import { removeStaleCopiesOf } from './replace-executable.ts';
-import type { AgentContext } from './run-agent.ts';
 import { syncSourceVip } from './source-vip.ts';
 import { stopOnStdinEofVariable } from './windows/service-shim.ts';
 import { installRunning, syncWindowsUpdates, windowsUpdateWatchKey } from './windows-updates.ts';

@@ -14,8 +14,8 @@ import {
   podNetworkName,
 } from '../servicesmanifest/node-network.ts';
 import { type AgentConfig, paths } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { nodeSubnetFor } from './node-files.ts';
-import type { AgentContext } from './run-agent.ts';
 
 /** The id the reservation is held under (CNI_CONTAINERID). */
 export const sourceVipHolder = 'winfleet-source-vip';

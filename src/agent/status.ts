@@ -1,10 +1,10 @@
 /** `winfleet-agent status`: what is installed and running, and where a join stands, as JSON. */
 
 import { paths } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { readState } from './agent-state.ts';
 import { agentServiceName } from './converge.ts';
 import { readJoinStatus } from './join-status.ts';
-import type { AgentContext } from './run-agent.ts';
 
 export async function status(context: AgentContext): Promise<Record<string, unknown>> {
   const host = context.hostOS;

@@ -14,11 +14,10 @@ import {
 import { parseWindowsUpdateReport } from '../api/windows-updates.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import { type AgentConfig, parseAgentConfig } from './agent-config.ts';
+import type { AgentContext } from './agent-context.ts';
 import { readState, writeState } from './agent-state.ts';
-import type { AgentContext } from './run-agent.ts';
+import { maxRebootTokens, mergeWindowsUpdateState } from './windows-update-state.ts';
 import {
-  maxRebootTokens,
-  mergeWindowsUpdateState,
   reportableUpdates,
   syncWindowsUpdates,
   type WindowsUpdateSync,

@@ -4,10 +4,11 @@
  */
 
 import * as k8s from '@kubernetes/client-node';
-import { lastActionsLimit, RemediationRung, RungResult } from '../remediation/ladder.ts';
 import { domainNameMaxLength, organizationalUnitMaxLength } from './active-directory.ts';
+import { apiGroup } from './group-version.ts';
 import { nodeLabelRules } from './node-labels.ts';
-import { apiGroup, hostKeyFingerprintPattern, hostModes } from './windows-host.ts';
+import { lastActionsLimit, RemediationRung, RungResult } from './remediation-status.ts';
+import { hostKeyFingerprintPattern, hostModes } from './windows-host.ts';
 import {
   agentConditionTypes,
   conditionStatuses,

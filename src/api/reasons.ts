@@ -291,7 +291,7 @@ export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 
 /**
  * The Node conditions the agent's problem detection writes on its own Node (issue 13, section 1;
- * src/health/detector.ts). The types follow Node Problem Detector's Windows names where it has
+ * src/node-health/detector.ts). The types follow Node Problem Detector's Windows names where it has
  * one (KubeletUnhealthy, ContainerRuntimeUnhealthy, KubeProxyUnhealthy, FrequentServiceRestart);
  * the disk one is SystemDiskLow, not DiskPressure, which is the kubelet's own. A condition
  * "cleared" is written with status False and a reason saying so, as Node Problem Detector does:

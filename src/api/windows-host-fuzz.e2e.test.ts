@@ -26,8 +26,9 @@ import { writeOperatorConfig } from '../../sim/testkit/test-operator.ts';
 import { sshKeySecretName, writeSshKeySecret } from '../../sim/testkit/windows-hosts.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import { windowsHostCrd } from './crds.ts';
+import { apiVersion } from './group-version.ts';
 import { installCrds } from './install-crds.ts';
-import { apiVersion, type WindowsHost } from './windows-host.ts';
+import type { WindowsHost } from './windows-host.ts';
 
 /** A generated field: its value, and whether the schema should take it. */
 interface Field {

@@ -5,14 +5,13 @@
  * connects to it). Spec is what the user wants; status is what the operator found and did.
  */
 import type * as k8s from '@kubernetes/client-node';
-import type { Condition } from '../controller/conditions.ts';
+import type { Condition } from '../controller-runtime/conditions.ts';
 import { WinfleetError } from '../errors/catalog.ts';
-import type { HostRemediationStatus } from '../remediation/ladder.ts';
-import type { HostRolloutStatus } from '../rollout/host-steps.ts';
+import { apiVersion } from './group-version.ts';
 import type { ConditionType } from './reasons.ts';
+import type { HostRemediationStatus } from './remediation-status.ts';
+import type { HostRolloutStatus } from './rollout-status.ts';
 
-export const apiGroup = 'winfleet.io';
-export const apiVersion = `${apiGroup}/v1alpha1`;
 export const windowsHostResource = {
   apiVersion,
   kind: 'WindowsHost',
@@ -196,3 +195,6 @@ export const servingAddressesAnnotation = 'winfleet.io/allow-serving-addresses';
  * bootstraps the host again, then removes the annotation.
  */
 export const rejoinAnnotation = 'winfleet.io/rejoin';
+
+/** Annotation with which a user lets removal evict pods no controller manages (`drain --force`). */
+export const drainUnmanagedPodsAnnotation = 'winfleet.io/drain-unmanaged-pods';

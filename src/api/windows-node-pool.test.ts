@@ -12,14 +12,14 @@ import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import { parse, parseAllDocuments } from 'yaml';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
+import { parseApiTime } from '../kube/api-time.ts';
 import { checkHealthSpec, defaultHealthPolicy } from '../remediation/health-spec.ts';
-import { lastActionsLimit, RemediationRung, RungResult } from '../remediation/ladder.ts';
 import { parseDuration } from '../rollout/duration.ts';
-import { RolloutStep } from '../rollout/host-steps.ts';
-import { parseApiTime } from '../rollout/pending-changes.ts';
 import { checkPoolSpec } from '../rollout/pool-spec.ts';
 import { hostRolloutStatusSchema, windowsHostCrd, windowsNodePoolCrd } from './crds.ts';
 import { PoolConditionType } from './reasons.ts';
+import { lastActionsLimit, RemediationRung, RungResult } from './remediation-status.ts';
+import { RolloutStep } from './rollout-status.ts';
 import { healthDefaults, patchPolicies, poolDefaults, weekdays } from './windows-node-pool.ts';
 
 interface Schema {

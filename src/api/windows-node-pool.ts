@@ -7,9 +7,9 @@
  */
 
 import type * as k8s from '@kubernetes/client-node';
-import type { Condition } from '../controller/conditions.ts';
+import type { Condition } from '../controller-runtime/conditions.ts';
+import { apiGroup, apiVersion } from './group-version.ts';
 import { NodeHealthCondition } from './reasons.ts';
-import { apiGroup, apiVersion } from './windows-host.ts';
 
 export const windowsNodePoolResource = {
   apiVersion,
@@ -119,13 +119,13 @@ export const nodeNamePatternMaxLength = 256;
 export interface PoolJoinSpec {
   /**
    * An anchored RE2 regular expression ("^web-[0-9]+$") the node name of a host joining the pool
-   * by itself must match (src/join/node-name-pattern.ts). Required for joining by command:
+   * by itself must match (src/api/node-name-pattern.ts). Required for joining by command:
    * without it `winfleet join-command` refuses the pool and the approver denies its tokens' CSRs.
    */
   nodeNamePattern?: string;
   /**
    * AWS: a joining host presents its EC2 instance identity document, AWS-signed, and is named
-   * for its instance (src/join/instance-identity.ts). Absent: none asked for.
+   * for its instance (src/pki/instance-identity.ts). Absent: none asked for.
    */
   instanceIdentity?: (typeof instanceIdentityKinds)[number];
 }

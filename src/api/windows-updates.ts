@@ -6,7 +6,8 @@
  * whole, naming the field — it never half-counts. A node can only lie about itself: what it
  * reports decides which changes its own host goes through, never another host's.
  */
-import { type AvailableUpdate, parseApiTime } from '../rollout/pending-changes.ts';
+import { parseApiTime } from '../kube/api-time.ts';
+import type { AvailableUpdate } from './rollout-status.ts';
 import type { HostWindowsUpdates } from './windows-host.ts';
 
 /** One update the Windows Update Agent found and has not installed. */

@@ -10,14 +10,14 @@
 
 import { RE2JS } from 're2js';
 import { parse } from 'yaml';
-import { type ProxyConfig, proxyProblems } from '../hostsettings/proxy-settings.ts';
+import type { ConfiguredNetworkMode } from '../api/network-mode.ts';
 import { registryRoutingProblems } from '../images/registry-mirrors.ts';
-import { parseIdentityCertificates } from '../join/instance-identity.ts';
 import { parseIpv4Cidr } from '../net/ipv4-cidr.ts';
-import type { ConfiguredNetworkMode } from '../network/network-mode.ts';
-import { configuredWindowsDirProblem } from '../network/windows-paths.ts';
+import { type ProxyConfig, proxyProblems } from '../net/proxy-settings.ts';
+import { parseIdentityCertificates } from '../pki/instance-identity.ts';
 import { caBundleKey, parseCaBundle, type TrustedCertificate } from '../pki/trusted-ca-bundle.ts';
 import { compileSchema, invalidDocument, isDocumentError } from '../schema/validator.ts';
+import { configuredWindowsDirProblem } from '../windows/windows-paths.ts';
 
 /** A node taint / the toleration that matches it. */
 export interface TaintConfig {
@@ -101,7 +101,7 @@ export interface WinfleetConfig {
     podCIDR: string;
     /**
      * DNS suffixes under which a kubelet serving certificate may name the host (besides its
-     * node name); none by default (src/controllers/csr/serving-addresses.ts).
+     * node name); none by default (src/fleet/serving-addresses.ts).
      */
     servingDnsSuffixes: string[];
     kubelet: {
@@ -122,13 +122,13 @@ export interface WinfleetConfig {
      * kube-controller-manager's default --cluster-signing-duration; 0 turns it off.
      */
     retiredNodeNameDays: number;
-    /** The proxy node services use (hostsettings/proxy-settings.ts); none by default. */
+    /** The proxy node services use (net/proxy-settings.ts); none by default. */
     proxy?: ProxyConfig;
-    /** The agent's own health checks (src/health/detector.ts), for hosts bootstrapped after. */
+    /** The agent's own health checks (src/node-health/detector.ts), for hosts bootstrapped after. */
     agentHealth: AgentHealthConfig;
     /**
      * What verifies the instance identity a pool may require of hosts joining by command
-     * (spec.join.instanceIdentity, src/join/instance-identity.ts).
+     * (spec.join.instanceIdentity, src/pki/instance-identity.ts).
      */
     instanceIdentity: {
       aws: {
@@ -194,7 +194,7 @@ export interface AgentHealthConfig {
   staleEndpointSeconds?: number;
 }
 
-/** hosts.agentHealth when not set: the agent's own defaults (src/health/detector.ts reads them). */
+/** hosts.agentHealth when not set: the agent's own defaults (src/node-health/detector.ts reads them). */
 export const agentHealthDefaults: AgentHealthConfig = {
   restartLoop: { count: 5, windowSeconds: 600, stableSeconds: 60 },
   clockSkewSeconds: 60,

@@ -25,7 +25,8 @@ import {
   listWindowsHosts,
   sshKeySecretName,
 } from '../../sim/testkit/windows-hosts.ts';
-import { apiVersion, type WindowsHost } from '../api/windows-host.ts';
+import { apiVersion } from '../api/group-version.ts';
+import type { WindowsHost } from '../api/windows-host.ts';
 import { waitFor } from '../kube/wait-for.ts';
 
 // The callbacks given to page.evaluate run in the page; the project has no DOM types.

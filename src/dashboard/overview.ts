@@ -14,8 +14,8 @@ import {
 import { ConditionType, nodeHealthConditions } from '../api/reasons.ts';
 import { hostAddressLabel, isPullHost, type WindowsHost } from '../api/windows-host.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
-import type { Condition } from '../controller/conditions.ts';
-import { poolMembership } from '../controllers/pools/pool-observe.ts';
+import type { Condition } from '../controller-runtime/conditions.ts';
+import { poolMembership } from '../fleet/pool-observe.ts';
 import { defaultPoolKey } from '../rollout/pool-membership.ts';
 import { windowsBuildLabel } from '../windows/builds.ts';
 

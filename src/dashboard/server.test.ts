@@ -6,7 +6,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import type { WindowsHost } from '../api/windows-host.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
-import { objectKey } from '../controller/informer.ts';
+import { objectKey } from '../controller-runtime/informer.ts';
 import { silentLogger } from '../log/logger.ts';
 import { startStatusServer } from '../operator/status-server.ts';
 import { dashboardScript } from './dashboard-page.ts';

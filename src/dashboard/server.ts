@@ -12,7 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../api/windows-host.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
-import type { Informer } from '../controller/informer.ts';
+import type { Informer } from '../controller-runtime/informer.ts';
 import { httpStatus } from '../kube/client.ts';
 import { dashboardCss, dashboardHtml, dashboardScript } from './dashboard-page.ts';
 import { OverviewBroadcaster, serveStream } from './live.ts';

@@ -10,11 +10,11 @@ import { createHash } from 'node:crypto';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import { containerdRegistryHosts } from '../images/containerd-hosts.ts';
 import { compileRegistryRouting } from '../images/registry-mirrors.ts';
+import { nodeProxy } from '../net/proxy-settings.ts';
 import type {
   ManifestHostSettings,
   ServicesManifest,
 } from '../servicesmanifest/services-manifest.ts';
-import { nodeProxy } from './proxy-settings.ts';
 
 /** What a manifest gets from the configuration. */
 export interface NodeHostSettings {

@@ -19,7 +19,7 @@ import type { X509Certificate } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
 import { isNotFound } from '../kube/client.ts';
-import { clusterAccess } from '../operator/cluster-access.ts';
+import { clusterAccess } from '../kube/cluster-access.ts';
 import { caPublicKeyPin, parseCertificateBundle, pinnedCertificates } from './ca-pin.ts';
 import { clusterInfoKubeconfigKey, clusterInfoName, clusterInfoNamespace } from './cluster-info.ts';
 

@@ -10,8 +10,9 @@
  * It holds nothing secret (never the token's secret half). It is parsed strictly: the CSR
  * approver approves nothing on a record it does not fully understand.
  */
+
+import { awsInstanceIdPattern } from '../pki/instance-identity.ts';
 import { compileSchema, invalidDocument } from '../schema/validator.ts';
-import { awsInstanceIdPattern } from './instance-identity.ts';
 
 /** Label on the record and on the token's Secret: the token id. */
 export const joinTokenLabel = 'winfleet.io/join-token';
@@ -53,7 +54,7 @@ export interface JoinTokenRecord {
   joined: JoinTokenUse[];
   /**
    * The one EC2 instance the token admits (`join-command --instance-id`): the joining host's
-   * signed identity document must name it (join/instance-identity.ts).
+   * signed identity document must name it (pki/instance-identity.ts).
    */
   instanceId?: string;
 }

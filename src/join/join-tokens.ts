@@ -15,14 +15,10 @@
  * script, and never logged or stored anywhere else.
  */
 import * as k8s from '@kubernetes/client-node';
-import {
-  bootstrapGroup,
-  bootstrapTokenSecretName,
-  randomTokenPart,
-} from '../controllers/hosts/bootstrap-tokens.ts';
-import { apiTime } from '../controllers/hosts/host-status.ts';
 import { WinfleetError } from '../errors/catalog.ts';
+import { apiTime } from '../kube/api-time.ts';
 import { isAlreadyExists, isNotFound } from '../kube/client.ts';
+import { bootstrapGroup, bootstrapTokenSecretName, randomTokenPart } from './bootstrap-tokens.ts';
 import {
   formatJoinTokenRecord,
   type JoinTokenRecord,

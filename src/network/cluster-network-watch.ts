@@ -7,11 +7,11 @@
  * good one, so a refused reading never rolls nodes to another network.
  */
 import type * as k8s from '@kubernetes/client-node';
+import type { NetworkResolution, ResolvedNetwork } from '../api/network-mode.ts';
 import { JoinFailureReason } from '../api/reasons.ts';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import type { Logger } from '../log/logger.ts';
 import { flannelHostGwDefaultNetwork, type NodeNetwork } from '../servicesmanifest/node-network.ts';
-import type { NetworkResolution, ResolvedNetwork } from './network-mode.ts';
 import { readClusterNetwork } from './read-cluster-network.ts';
 
 /** What joining is allowed with now. */

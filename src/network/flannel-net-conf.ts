@@ -19,9 +19,10 @@
  *   net-conf.json serves both, so a VNI or Port left out means Linux and Windows nodes use
  *   different ones: both must be written.
  */
+
+import { linuxVxlanDefaults, windowsVxlan } from '../api/network-mode.ts';
 import { parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 import { shown } from './cluster-view.ts';
-import { linuxVxlanDefaults, windowsVxlan } from './network-mode.ts';
 
 /** net-conf.json as flanneld understands it. */
 export interface FlannelNetConf {

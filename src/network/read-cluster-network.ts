@@ -15,6 +15,7 @@
  * could not verify. A refused DaemonSet list or ConfigMap read fails the read.
  */
 import * as k8s from '@kubernetes/client-node';
+import type { NetworkResolution } from '../api/network-mode.ts';
 import type { NetworkConfig } from '../config/winfleet-config.ts';
 import { httpStatus } from '../kube/client.ts';
 import {
@@ -29,7 +30,6 @@ import {
   detectClusterNetwork,
   flannelConfigMapNamespaces,
 } from './detect-cluster-network.ts';
-import type { NetworkResolution } from './network-mode.ts';
 import { resolveNetwork } from './resolve-network.ts';
 
 /** One RBAC rule, as a ClusterRole holds it. */

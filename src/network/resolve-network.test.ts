@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { NetworkResolution, ResolvedNetwork } from '../api/network-mode.ts';
+import { usesHnsOverlay } from '../api/network-mode.ts';
 import { JoinFailureReason } from '../api/reasons.ts';
 import {
   antreaDs,
@@ -20,8 +22,6 @@ import {
   view,
 } from './cluster-fixtures.ts';
 import type { ClusterView } from './cluster-view.ts';
-import type { NetworkResolution, ResolvedNetwork } from './network-mode.ts';
-import { usesHnsOverlay } from './network-mode.ts';
 import { type NetworkConfig, resolveNetwork } from './resolve-network.ts';
 
 const resolve = (v: ClusterView, config: NetworkConfig = networkConfig()) =>

@@ -26,21 +26,22 @@
  * - Routed: the network must route every node's spec.podCIDR to that node (NETWORKING.md §6);
  *   Flannel (any backend), Calico VXLAN, Antrea, OVN-Kubernetes and Canal do not.
  */
-import { JoinFailureReason } from '../api/reasons.ts';
-import type { NetworkConfig } from '../config/winfleet-config.ts';
-import { WinfleetError } from '../errors/catalog.ts';
-import { refOf } from './cluster-view.ts';
-import { cniSignatures, lookalike } from './cni-signatures.ts';
-import type { DetectedCni, DetectedNetwork } from './detect-cluster-network.ts';
-import { vxlanSettings, windowsVxlanProblems } from './flannel-net-conf.ts';
+
 import {
   hybridOverlayVni,
   type NetworkMode,
   type NetworkResolution,
   type ResolvedNetwork,
   windowsVxlan,
-} from './network-mode.ts';
-import { normalizeWindowsDir, sameWindowsDir } from './windows-paths.ts';
+} from '../api/network-mode.ts';
+import { JoinFailureReason } from '../api/reasons.ts';
+import type { NetworkConfig } from '../config/winfleet-config.ts';
+import { WinfleetError } from '../errors/catalog.ts';
+import { normalizeWindowsDir, sameWindowsDir } from '../windows/windows-paths.ts';
+import { refOf } from './cluster-view.ts';
+import { cniSignatures, lookalike } from './cni-signatures.ts';
+import type { DetectedCni, DetectedNetwork } from './detect-cluster-network.ts';
+import { vxlanSettings, windowsVxlanProblems } from './flannel-net-conf.ts';
 
 export type { NetworkConfig };
 

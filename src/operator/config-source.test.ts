@@ -13,8 +13,8 @@ import { stringify } from 'yaml';
 import { unusedKubeConfig } from '../../sim/testkit/synthetic-nodes.ts';
 import { EventReason } from '../api/reasons.ts';
 import { defaultConfig, type WinfleetConfig } from '../config/winfleet-config.ts';
-import type { EventSubject, EventType } from '../controller/events.ts';
-import { InformerFactory, resources } from '../controller/informer-factory.ts';
+import type { EventSubject, EventType } from '../controller-runtime/events.ts';
+import { InformerFactory, resources } from '../controller-runtime/informer-factory.ts';
 import { createLogger, silentLogger } from '../log/logger.ts';
 import { configMapName, missingKeyProblem, watchConfig } from './config-source.ts';
 

@@ -14,20 +14,18 @@ import { installCrds } from '../api/install-crds.ts';
 import { defaultOperatorNamespace } from '../api/operator-namespace.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
 import { type WindowsNodePool, windowsNodePoolResource } from '../api/windows-node-pool.ts';
-import { type Controller, everythingKey } from '../controller/controller.ts';
-import { registerControllerMetrics } from '../controller/controller-metrics.ts';
-import { createEventRecorder, type EventRecorder } from '../controller/events.ts';
-import type { Informer } from '../controller/informer.ts';
-import { InformerFactory, resources } from '../controller/informer-factory.ts';
-import { acquireLeadership } from '../controller/leader-election.ts';
+import { type Controller, everythingKey } from '../controller-runtime/controller.ts';
+import { registerControllerMetrics } from '../controller-runtime/controller-metrics.ts';
+import { createEventRecorder, type EventRecorder } from '../controller-runtime/events.ts';
+import type { Informer } from '../controller-runtime/informer.ts';
+import { InformerFactory, resources } from '../controller-runtime/informer-factory.ts';
+import { acquireLeadership } from '../controller-runtime/leader-election.ts';
 import { apiServerNamesReader } from '../controllers/csr/api-server-names.ts';
 import { warnIfBootstrapTokensAutoApproved } from '../controllers/csr/bootstrap-auto-approval.ts';
 import { createCsrController } from '../controllers/csr/csr-controller.ts';
 import { createServingAddressController } from '../controllers/csr/serving-address-controller.ts';
-import { ensureCommandSigner } from '../controllers/hosts/command-signer.ts';
 import { createFlanneldReadersController } from '../controllers/hosts/flanneld-node-readers.ts';
 import { createHostController } from '../controllers/hosts/host-controller.ts';
-import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
 import {
   createHostInformer,
   hostNamespaces,
@@ -39,19 +37,22 @@ import {
   createWindowsInstancesController,
   windowsInstancesName,
 } from '../controllers/hosts/windows-instances.ts';
-import { createClusterInfoController } from '../controllers/join/cluster-info-controller.ts';
-import { createJoinInfoController } from '../controllers/join/join-info-controller.ts';
+import { createClusterInfoController } from '../controllers/join-info/cluster-info-controller.ts';
+import { createJoinInfoController } from '../controllers/join-info/join-info-controller.ts';
 import { createPoolController } from '../controllers/pools/pool-controller.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import { WinfleetError } from '../errors/catalog.ts';
+import { ensureCommandSigner } from '../fleet/command-signer.ts';
 import { registerBytesSent } from '../hostaccess/bytes-sent.ts';
 import { prometheusLookupObserver } from '../images/lookup-metrics.ts';
 import { clusterInfoName, clusterInfoNamespace } from '../join/cluster-info.ts';
 import { joinInfoConfigMapName } from '../join/join-info.ts';
 import { isAlreadyExists, WinfleetKubeConfig } from '../kube/client.ts';
+import { clusterAccess } from '../kube/cluster-access.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { type NodeNetworkState, watchClusterNetwork } from '../network/cluster-network-watch.ts';
+import type { LoadedPayload } from '../payload/loaded-payload.ts';
 import {
   type PinnedPayloadReference,
   parsePinnedReference,
@@ -70,7 +71,6 @@ import type {
 } from '../webhook/webhook-configurations.ts';
 import { startWebhookService, type WebhookService } from '../webhook/webhook-service.ts';
 import { isCompatibleBuild } from '../windows/compatibility.ts';
-import { clusterAccess } from './cluster-access.ts';
 import { type ConfigSource, configStatusRoute, watchConfig } from './config-source.ts';
 import { payloadPullSecret } from './payload-pull-secret.ts';
 import { registerProcessMetrics } from './process-metrics.ts';

@@ -2,9 +2,9 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
-import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
 import { nodeHostSettings } from '../hostsettings/node-host-settings.ts';
 import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
+import type { LoadedPayload } from './loaded-payload.ts';
 import { servicesManifestFor } from './node-services.ts';
 import { loadPayload } from './payload.ts';
 import { payloadFileOnDisk } from './payload-file.ts';

@@ -13,12 +13,12 @@
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
-import type { LoadedPayload } from '../controllers/hosts/host-deps.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import { nodeHostSettings } from '../hostsettings/node-host-settings.ts';
 import type { DockerConfigSource } from '../images/docker-config.ts';
 import { canonicalRegistry } from '../images/image-reference.ts';
 import type { NodeNetwork } from '../servicesmanifest/node-network.ts';
+import type { LoadedPayload } from './loaded-payload.ts';
 import { servicesManifestFor } from './node-services.ts';
 import type { PinnedPayloadReference } from './oci/payload-reference.ts';
 import { formatPinnedReference } from './oci/payload-reference.ts';

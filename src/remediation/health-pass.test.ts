@@ -7,15 +7,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
-import type { HostRolloutStatus } from '../rollout/host-steps.ts';
+import type { HostRemediationStatus } from '../api/remediation-status.ts';
+import type { HostRolloutStatus } from '../api/rollout-status.ts';
+import { apiTime } from '../kube/api-time.ts';
 import { type HealthPassHost, healthPass } from './health-pass.ts';
 import { checkHealthSpec, defaultHealthPolicy } from './health-spec.ts';
 import { assessHealth, type NodeCondition } from './host-health.ts';
-import type { HostRemediationStatus } from './ladder.ts';
 
 const t0 = Date.parse('2025-06-07T10:00:00Z');
 const at = (minutes: number) => new Date(t0 + minutes * 60_000);
-const iso = (minutes: number) => at(minutes).toISOString();
+const iso = (minutes: number) => apiTime(at(minutes));
 const policy = defaultHealthPolicy;
 
 function node(conditions: NodeCondition[]) {
@@ -58,7 +59,7 @@ test('health: a condition counts from its lastTransitionTime; the host is unheal
   const early = assessHealth({ ...input, now: at(1) });
   assert.equal(early.holding.length, 1);
   assert.deepEqual(early.due, []);
-  assert.equal(early.dueAt?.toISOString(), iso(2));
+  assert.equal(early.dueAt?.getTime(), at(2).getTime());
   const late = assessHealth({ ...input, now: at(2) });
   assert.equal(late.due[0]?.type, 'KubeletUnhealthy');
   // A time in the future counts from now: never due early.

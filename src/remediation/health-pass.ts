@@ -23,7 +23,8 @@
  * a host switched off does.
  */
 import { ConditionReason, EventReason, PoolConditionType } from '../api/reasons.ts';
-import type { HostRolloutStatus } from '../rollout/host-steps.ts';
+import type { HoldReason, HostRemediationStatus } from '../api/remediation-status.ts';
+import type { HostRolloutStatus } from '../api/rollout-status.ts';
 import { type HealthPolicy, resolveMaxUnhealthy } from './health-spec.ts';
 import {
   assessHealth,
@@ -34,8 +35,6 @@ import {
 } from './host-health.ts';
 import {
   advanceRemediation,
-  type HoldReason,
-  type HostRemediationStatus,
   inOtherRolloutChange,
   type LadderEvent,
   type LadderResult,

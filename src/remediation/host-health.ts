@@ -5,7 +5,7 @@
  * unhealthy; a host whose Node has not reported Ready at all within nodeStartupTimeout of its
  * bootstrap (no Node, or a Node without a Ready condition) is unhealthy too (NodeStartup).
  */
-import { parseApiTime } from '../rollout/pending-changes.ts';
+import { parseApiTime } from '../kube/api-time.ts';
 import type { HealthPolicy } from './health-spec.ts';
 
 /** A Node condition as the Node's status carries it. */

@@ -40,13 +40,7 @@ export {
 } from './host-health.ts';
 export {
   advanceRemediation,
-  type HoldReason,
-  type HostRemediationStatus,
   type LadderResult,
-  lastActionsLimit,
   type RemediationAction,
-  type RemediationRecord,
-  RemediationRung,
-  RungResult,
 } from './ladder.ts';
 export { type MetricSample, metricLabels, metricNames } from './metrics.ts';

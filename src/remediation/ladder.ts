@@ -37,79 +37,32 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { ConditionReason, EventReason } from '../api/reasons.ts';
+import {
+  type HoldReason,
+  type HostRemediationStatus,
+  lastActionsLimit,
+  type RemediationLadder,
+  type RemediationRung,
+  type RungResult,
+} from '../api/remediation-status.ts';
+import type { HostRolloutStatus } from '../api/rollout-status.ts';
+import { apiTime, parseApiTime } from '../kube/api-time.ts';
 import { formatDuration } from '../rollout/duration.ts';
-import type { HostRolloutStatus } from '../rollout/host-steps.ts';
-import { parseApiTime } from '../rollout/pending-changes.ts';
 import type { HealthPolicy } from './health-spec.ts';
 import { describeProblem, type HealthAssessment, type HealthProblem } from './host-health.ts';
 
-export const RemediationRung = {
-  RestartService: 'RestartService',
-  Rebootstrap: 'Rebootstrap',
-  Reboot: 'Reboot',
-} as const;
-export type RemediationRung = (typeof RemediationRung)[keyof typeof RemediationRung];
+/**
+ * A re-bootstrap request's time, rounded up to the next whole second: API times are whole
+ * seconds, and a bootstrap recorded at or after the request serves it, so one that finished
+ * earlier in the same second must not count (rounded down, it would). A bootstrap that ends in
+ * the request's own second runs once more (it is idempotent). A reboot request needs no such
+ * care: the reboot that serves it is always asked after it.
+ */
+function requestTime(now: Date): string {
+  return apiTime(new Date(Math.ceil(now.getTime() / 1000) * 1000));
+}
+
 const rungOrder: readonly RemediationRung[] = ['RestartService', 'Rebootstrap', 'Reboot'];
-
-export const RungResult = {
-  /** The host was healthy again during the rung. */
-  Succeeded: 'Succeeded',
-  /** The rung's timeout passed with the host still unhealthy. */
-  TimedOut: 'TimedOut',
-  /** The rung's action failed (the re-bootstrap's error; the repair change stopped). */
-  Failed: 'Failed',
-  /** The host cannot take the rung (Rebootstrap needs SSH; a Pull-mode host has none). */
-  Skipped: 'Skipped',
-} as const;
-export type RungResult = (typeof RungResult)[keyof typeof RungResult];
-
-/** Why no rung moves on this host now. */
-export type HoldReason =
-  | 'TooManyUnhealthy'
-  | 'SkipAnnotation'
-  | 'Disabled'
-  | 'InvalidSpec'
-  | 'InRollout';
-
-/** How many past actions status.remediation.lastActions keeps (the CRD's maxItems). */
-export const lastActionsLimit = 10;
-
-/** A finished rung, as status.remediation.lastActions records it. */
-export interface RemediationRecord {
-  time: string;
-  rung: RemediationRung;
-  result: RungResult;
-  message: string;
-}
-
-/** The ladder under way, as status.remediation.current records it. */
-export interface RemediationLadder {
-  /** What made the host unhealthy when the ladder started. */
-  problem: { type: string; status: string; since: string };
-  startedAt: string;
-  rung: RemediationRung;
-  rungStartedAt: string;
-  /** Rung 2's request, recorded before the host controller is asked. */
-  rebootstrap?: { requestedAt: string };
-  /** Rung 3's request to the pool's rollout; doneAt once its reboot is seen done. */
-  reboot?: { requestedAt: string; doneAt?: string };
-  /** No rung moves on while held; the rung's clock restarts when the hold ends. */
-  held?: { reason: HoldReason; since: string };
-}
-
-/** WindowsHost status.remediation. */
-export interface HostRemediationStatus {
-  current?: RemediationLadder;
-  /** The ladder ended without repairing the host (RemediationFailed); the node stays cordoned. */
-  failed?: { since: string; message: string };
-  /** The last rungs' results, newest last, at most lastActionsLimit. */
-  lastActions?: RemediationRecord[];
-  /**
-   * The ladder cordoned the Node (recorded before the cordon, where the node cannot write): it
-   * uncordons only then, never a cordon a node or patch-nodes principal marked as its own.
-   */
-  cordoned?: true;
-}
 
 export interface LadderObservation {
   /** WindowsHost status.bootstrappedAt. */
@@ -171,7 +124,6 @@ export interface LadderResult {
   degraded?: { reason: typeof ConditionReason.RemediationFailed; message: string };
 }
 
-const apiTime = (d: Date) => d.toISOString();
 const ms = (t: string) => parseApiTime(t, 'status.remediation time');
 
 /** The first rung for these problems: a restart loop or a Node that never started skips rung 1. */
@@ -277,7 +229,7 @@ export function advanceRemediation(input: LadderInput): LadderResult {
   };
   /** The requests a rung starting now carries. */
   const requestsOf = (rung: RemediationRung) => ({
-    ...(rung === 'Rebootstrap' ? { rebootstrap: { requestedAt: apiTime(now) } } : {}),
+    ...(rung === 'Rebootstrap' ? { rebootstrap: { requestedAt: requestTime(now) } } : {}),
     ...(rung === 'Reboot' ? { reboot: { requestedAt: apiTime(now) } } : {}),
   });
 

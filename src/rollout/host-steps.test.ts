@@ -3,17 +3,17 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
 import { ConditionReason, EventReason } from '../api/reasons.ts';
+import type {
+  AvailableUpdate,
+  HostChange,
+  HostRolloutStatus,
+  RolloutTarget,
+} from '../api/rollout-status.ts';
 import { rebootTokenPattern } from '../api/windows-updates.ts';
+import { apiTime } from '../kube/api-time.ts';
 import { act, laggingCache, observe, simulatedHost, tick } from './fixtures/simulated-hosts.ts';
-import {
-  advanceHost,
-  type HostChange,
-  type HostObservation,
-  type HostRolloutStatus,
-  type ObservedNode,
-  type StepInput,
-} from './host-steps.ts';
-import type { AvailableUpdate, RolloutTarget } from './pending-changes.ts';
+import { advanceHost, type HostObservation, type StepInput } from './host-steps.ts';
+import type { ObservedNode } from './observed-node.ts';
 
 const host = 'windows/win-web-1';
 const v1 = 'v1.36.5-wf.1';
@@ -71,8 +71,8 @@ function change(step: HostChange['step'], extra: Partial<HostChange> = {}): Host
       target: upgrade,
       changes: ['services'],
       step,
-      startedAt: t0.toISOString(),
-      stepStartedAt: t0.toISOString(),
+      startedAt: apiTime(t0),
+      stepStartedAt: apiTime(t0),
       ...extra,
     },
   };
@@ -100,8 +100,8 @@ test('start: the change is recorded at Cordon, then the node is cordoned', () =>
       target: upgrade,
       changes: ['services'],
       step: 'Cordon',
-      startedAt: t0.toISOString(),
-      stepStartedAt: t0.toISOString(),
+      startedAt: apiTime(t0),
+      stepStartedAt: apiTime(t0),
     },
   });
   assert.deepEqual(r.action, { kind: 'cordon' });
@@ -131,7 +131,7 @@ test('cordoned → drain; drained → apply', () => {
   assert.equal(drain.status.current?.step, 'Drain');
   assert.equal(
     drain.status.current?.stepStartedAt,
-    later(1000).toISOString(),
+    apiTime(later(1000)),
     'each step has its own clock',
   );
   assert.deepEqual(drain.action, { kind: 'drain' });
@@ -177,7 +177,7 @@ test('applied without a reboot: wait for Ready on the version, then uncordon, th
   const done = advanceHost(
     input({ status: uncordon.status, observed: observed({ facts: appliedFacts }) }),
   );
-  assert.deepEqual(done.status, { lastChange: { endedAt: t0.toISOString() } });
+  assert.deepEqual(done.status, { lastChange: { endedAt: apiTime(t0) } });
   assert.deepEqual(done.action, { kind: 'none' });
   assert.deepEqual(done.events, [
     {
@@ -201,7 +201,7 @@ test('a node someone else had cordoned is never uncordoned by the change', () =>
       }),
     }),
   );
-  assert.deepEqual(end.status, { lastChange: { endedAt: t0.toISOString() } });
+  assert.deepEqual(end.status, { lastChange: { endedAt: apiTime(t0) } });
   assert.deepEqual(end.action, { kind: 'none' }, 'finished without an uncordon');
 });
 
@@ -214,8 +214,8 @@ test('reboot: the boot id and token are recorded before the agent is asked; the 
       target,
       changes: ['patches'],
       step: 'Apply',
-      startedAt: t0.toISOString(),
-      stepStartedAt: t0.toISOString(),
+      startedAt: apiTime(t0),
+      stepStartedAt: apiTime(t0),
     },
   };
   const asked = advanceHost(
@@ -231,7 +231,7 @@ test('reboot: the boot id and token are recorded before the agent is asked; the 
   assert.deepEqual(reboot, {
     token: `reboot-${later(minute).getTime()}`,
     bootIdBefore: '41',
-    requestedAt: later(minute).toISOString(),
+    requestedAt: apiTime(later(minute)),
   });
   assert.deepEqual(asked.action, { kind: 'reboot', token: reboot!.token });
   assert.match(reboot!.token, rebootTokenPattern, 'a token the Node annotation may carry');
@@ -280,12 +280,12 @@ test('reboot: the boot id and token are recorded before the agent is asked; the 
   );
   assert.equal(back.status.current?.step, 'WaitReady');
   assert.deepEqual(back.status.current?.reboot, reboot, 'kept: one reboot per change');
-  assert.equal(back.status.lastRebootAt, later(minute).toISOString());
+  assert.equal(back.status.lastRebootAt, apiTime(later(minute)));
   assert.deepEqual(back.action, { kind: 'none' });
 });
 
 test('reboot without a known boot id waits instead of asking', () => {
-  const target: RolloutTarget = { patchPolicy: 'None', rebootRequestedAt: t0.toISOString() };
+  const target: RolloutTarget = { patchPolicy: 'None', rebootRequestedAt: apiTime(t0) };
   const r = advanceHost(
     input({
       status: {
@@ -293,8 +293,8 @@ test('reboot without a known boot id waits instead of asking', () => {
           target,
           changes: ['reboot-requested'],
           step: 'Apply',
-          startedAt: t0.toISOString(),
-          stepStartedAt: t0.toISOString(),
+          startedAt: apiTime(t0),
+          stepStartedAt: apiTime(t0),
         },
       },
       target,
@@ -353,8 +353,8 @@ test('a reboot request reboots once: after the change the same request is served
     }),
   );
   assert.deepEqual(done.status, {
-    lastRebootAt: t0.toISOString(),
-    lastChange: { endedAt: later(2 * minute).toISOString() },
+    lastRebootAt: apiTime(t0),
+    lastChange: { endedAt: apiTime(later(2 * minute)) },
   });
   // Planned again with the same request: nothing to do.
   const again = advanceHost(
@@ -383,7 +383,7 @@ test('a drain past spec.drainTimeout stops: Warning naming host, node, timeout a
   const failure = stopped.status.current?.failure;
   assert.equal(failure?.step, 'Drain');
   assert.equal(failure?.reason, ConditionReason.DrainTimedOut);
-  assert.equal(failure?.since, later(10 * minute).toISOString());
+  assert.equal(failure?.since, apiTime(later(10 * minute)));
   assert.equal(
     failure?.message,
     'windows/win-web-1: draining Node win-web-1 did not finish within spec.drainTimeout 10m; pods left: shop/web-7d9f-abc. Nothing was forced: let the PodDisruptionBudgets allow the evictions (or move the pods), then retry the step: kubectl annotate --overwrite windowshost -n windows win-web-1 winfleet.io/retry-rollout=$(date +%s)',
@@ -411,7 +411,7 @@ test('a drain past spec.drainTimeout stops: Warning naming host, node, timeout a
   );
   assert.equal(retried.retryConsumed, true);
   assert.equal(retried.status.current?.failure, undefined);
-  assert.equal(retried.status.current?.stepStartedAt, later(61 * minute).toISOString());
+  assert.equal(retried.status.current?.stepStartedAt, apiTime(later(61 * minute)));
   assert.deepEqual(retried.action, { kind: 'drain' });
   assert.deepEqual(
     retried.events.map((e) => [e.reason, e.message]),
@@ -427,9 +427,9 @@ test('a host that does not come back from its reboot stops the change; when it d
       target,
       changes: ['reboot-requested'],
       step: 'Reboot',
-      startedAt: t0.toISOString(),
-      stepStartedAt: t0.toISOString(),
-      reboot: { token: 'reboot-x', bootIdBefore: '41', requestedAt: t0.toISOString() },
+      startedAt: apiTime(t0),
+      stepStartedAt: apiTime(t0),
+      reboot: { token: 'reboot-x', bootIdBefore: '41', requestedAt: apiTime(t0) },
     },
   };
   const gone = observed({ node: { ...cordoned, ready: false } });
@@ -453,7 +453,7 @@ test('a host that does not come back from its reboot stops the change; when it d
     [[EventReason.RolloutResumed, 'Reboot goes on: the host got there after all']],
   );
   assert.equal(back.status.current?.step, 'Uncordon');
-  assert.equal(back.status.lastRebootAt, t0.toISOString());
+  assert.equal(back.status.lastRebootAt, apiTime(t0));
   assert.deepEqual(back.action, { kind: 'uncordon' });
 });
 
@@ -465,14 +465,14 @@ test('a stopped repair reboot whose request remediation withdrew ends: uncordon,
       target,
       changes: ['repair'],
       step: 'Reboot',
-      startedAt: t0.toISOString(),
-      stepStartedAt: t0.toISOString(),
-      reboot: { token: 'reboot-x', bootIdBefore: '41', requestedAt: t0.toISOString() },
+      startedAt: apiTime(t0),
+      stepStartedAt: apiTime(t0),
+      reboot: { token: 'reboot-x', bootIdBefore: '41', requestedAt: apiTime(t0) },
       failure: {
         step: 'Reboot',
         reason: 'RebootTimedOut',
         message: 'did not come back',
-        since: later(15 * minute).toISOString(),
+        since: apiTime(later(15 * minute)),
       },
     },
   };
@@ -576,7 +576,7 @@ test('a new target before anything is applied is taken; nothing left to do uncor
   const finished = advanceHost(
     input({ status: back.status, target: { servicesVersion: v1, patchPolicy: 'None' } }),
   );
-  assert.deepEqual(finished.status, { lastChange: { endedAt: t0.toISOString() } });
+  assert.deepEqual(finished.status, { lastChange: { endedAt: apiTime(t0) } });
   assert.deepEqual(
     finished.events.map((e) => e.message),
     ['Nothing is left to change on Node win-web-1; it is uncordoned'],
@@ -603,10 +603,10 @@ test('a new target in Apply is applied; in WaitReady it goes back to Apply; a re
     }),
   );
   assert.equal(wait.status.current?.step, 'Apply');
-  assert.equal(wait.status.current?.stepStartedAt, later(minute).toISOString());
+  assert.equal(wait.status.current?.stepStartedAt, apiTime(later(minute)));
   assert.deepEqual(wait.action, { kind: 'apply', target: target3 });
   const rebooting = change('Reboot', {
-    reboot: { token: 'reboot-a', bootIdBefore: '41', requestedAt: t0.toISOString() },
+    reboot: { token: 'reboot-a', bootIdBefore: '41', requestedAt: apiTime(t0) },
   });
   const keep = advanceHost(
     input({ status: rebooting, target: target3, observed: observed({ node: cordoned }) }),
@@ -779,7 +779,7 @@ const stateArbitrary: fc.Arbitrary<HostRolloutStatus> = fc
   )
   .map((s): HostRolloutStatus => {
     if (!s) return {};
-    const at = later(-s.startedMinutesAgo * minute).toISOString();
+    const at = apiTime(later(-s.startedMinutesAgo * minute));
     return {
       current: {
         target: s.services
@@ -893,7 +893,7 @@ test('one reboot per change: a reboot still pending after it (or a stale report 
   const rebooted = change('WaitReady', {
     target: { patchPolicy: 'None', rebootRequestedAt: '2025-06-07T00:00:00Z' },
     changes: ['reboot-requested'],
-    reboot: { token: 'reboot-a', bootIdBefore: '41', requestedAt: t0.toISOString() },
+    reboot: { token: 'reboot-a', bootIdBefore: '41', requestedAt: apiTime(t0) },
   });
   // The pool moved to a new payload meanwhile: back to Apply, applied, Windows says reboot.
   const r = advanceHost(
@@ -918,11 +918,11 @@ test('after patches, WaitReady needs a report from the new boot; an update offer
       target,
       changes: ['patches'],
       step: 'WaitReady',
-      startedAt: t0.toISOString(),
-      stepStartedAt: t0.toISOString(),
-      reboot: { token: 'reboot-1', bootIdBefore: 'old', requestedAt: t0.toISOString() },
+      startedAt: apiTime(t0),
+      stepStartedAt: apiTime(t0),
+      reboot: { token: 'reboot-1', bootIdBefore: 'old', requestedAt: apiTime(t0) },
     },
-    lastRebootAt: t0.toISOString(),
+    lastRebootAt: apiTime(t0),
   };
   const facts = (updatesReported: boolean, availableUpdates: AvailableUpdate[]) =>
     observed({
@@ -952,20 +952,20 @@ test('after patches, WaitReady needs a report from the new boot; an update offer
 });
 
 test('a retry of a stopped Reboot asks with a new token (the old one may be recorded by an agent that failed to shut down)', () => {
-  const target: RolloutTarget = { patchPolicy: 'None', rebootRequestedAt: t0.toISOString() };
+  const target: RolloutTarget = { patchPolicy: 'None', rebootRequestedAt: apiTime(t0) };
   const stopped: HostRolloutStatus = {
     current: {
       target,
       changes: ['reboot-requested'],
       step: 'Reboot',
-      startedAt: t0.toISOString(),
-      stepStartedAt: t0.toISOString(),
-      reboot: { token: 'reboot-1', bootIdBefore: 'b1', requestedAt: t0.toISOString() },
+      startedAt: apiTime(t0),
+      stepStartedAt: apiTime(t0),
+      reboot: { token: 'reboot-1', bootIdBefore: 'b1', requestedAt: apiTime(t0) },
       failure: {
         step: 'Reboot',
         reason: ConditionReason.RebootTimedOut,
         message: 'did not come back',
-        since: later(timeouts.readyTimeoutMs).toISOString(),
+        since: apiTime(later(timeouts.readyTimeoutMs)),
       },
     },
   };
@@ -995,13 +995,13 @@ test('set aside (security review 3, item 5): a stopped change the pool lets go o
   );
   assert.equal(aside.status.current, undefined, 'the change ended');
   assert.equal(aside.status.setAside?.cause, 'ChangeFailed');
-  assert.equal(aside.status.setAside?.since, at.toISOString());
+  assert.equal(aside.status.setAside?.since, apiTime(at));
   assert.match(aside.status.setAside!.message, /^windows\/win-web-1: draining Node win-web-1/);
   assert.match(
     aside.status.setAside!.message,
     /windows\/win-web-1 is set aside: its change ended, its node is uncordoned, and the pool's rollout goes on without it; once fixed, clear it with: kubectl annotate --overwrite windowshost -n windows win-web-1 winfleet\.io\/retry-rollout=\$\(date \+%s\)$/,
   );
-  assert.deepEqual(aside.status.lastChange, { endedAt: at.toISOString() });
+  assert.deepEqual(aside.status.lastChange, { endedAt: apiTime(at) });
   assert.deepEqual(aside.action, { kind: 'uncordon' });
   assert.deepEqual(
     aside.events.map((e) => [e.type, e.reason]),
@@ -1070,7 +1070,7 @@ test('set aside: a reboot pending that survives the reboot made for it is not se
   );
   assert.equal(done.status.current, undefined, 'the change finished');
   assert.deepEqual(done.status.lastChange, {
-    endedAt: later(minute).toISOString(),
+    endedAt: apiTime(later(minute)),
     servedRebootPending: true,
   });
   assert.equal(done.status.setAside?.cause, 'RebootPendingPersists');
@@ -1118,7 +1118,7 @@ test('set aside: a reboot pending that survives the reboot made for it is not se
   const afterPatches = advanceHost(
     input({
       target: rebootOnly,
-      status: { lastChange: { endedAt: t0.toISOString() } },
+      status: { lastChange: { endedAt: apiTime(t0) } },
       observed: pending,
       start: true,
     }),
@@ -1128,8 +1128,8 @@ test('set aside: a reboot pending that survives the reboot made for it is not se
 
 test('set aside after a failure, a host Ready again in a new boot is cleared by itself and starts again in turn', () => {
   const aside: HostRolloutStatus = {
-    lastChange: { endedAt: t0.toISOString() },
-    setAside: { cause: 'ChangeFailed', message: 'x', since: t0.toISOString(), bootId: '41' },
+    lastChange: { endedAt: apiTime(t0) },
+    setAside: { cause: 'ChangeFailed', message: 'x', since: apiTime(t0), bootId: '41' },
   };
   const same = advanceHost(input({ status: aside, start: true, now: later(minute) }));
   assert.equal(same.status, aside, 'the same boot: still set aside');
@@ -1145,8 +1145,8 @@ test('set aside after a failure, a host Ready again in a new boot is cleared by 
   assert.equal(back.events[0]?.reason, EventReason.RolloutResumed);
   // A pending reboot that survived is not cleared by a boot: only a retry clears it.
   const pendingAside: HostRolloutStatus = {
-    lastChange: { endedAt: t0.toISOString(), servedRebootPending: true },
-    setAside: { cause: 'RebootPendingPersists', message: 'y', since: t0.toISOString() },
+    lastChange: { endedAt: apiTime(t0), servedRebootPending: true },
+    setAside: { cause: 'RebootPendingPersists', message: 'y', since: apiTime(t0) },
   };
   const rebooted = advanceHost(
     input({ status: pendingAside, observed: observed({ node: { bootId: '42' } }), start: true }),

@@ -44,14 +44,22 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { ConditionReason, EventReason } from '../api/reasons.ts';
+import type {
+  ChangeKind,
+  HostChange,
+  HostRolloutStatus,
+  RolloutStep,
+  RolloutTarget,
+  StepFailureReason,
+} from '../api/rollout-status.ts';
 import { retryRolloutAnnotation } from '../api/windows-node-pool.ts';
+import { apiTime } from '../kube/api-time.ts';
 import { formatDuration } from './duration.ts';
+import type { ObservedNode } from './observed-node.ts';
 import {
-  type ChangeKind,
   changesNeedReboot,
   type HostFacts,
   pendingChanges,
-  type RolloutTarget,
   updatesFor,
 } from './pending-changes.ts';
 import {
@@ -60,104 +68,6 @@ import {
   rebootPendingMessage,
   rebootPendingPersists,
 } from './set-aside.ts';
-
-export const RolloutStep = {
-  Cordon: 'Cordon',
-  Drain: 'Drain',
-  Apply: 'Apply',
-  Reboot: 'Reboot',
-  WaitReady: 'WaitReady',
-  Uncordon: 'Uncordon',
-} as const;
-export type RolloutStep = (typeof RolloutStep)[keyof typeof RolloutStep];
-
-export type StepFailureReason =
-  | typeof ConditionReason.DrainTimedOut
-  | typeof ConditionReason.ApplyTimedOut
-  | typeof ConditionReason.RebootTimedOut
-  | typeof ConditionReason.ReadyTimedOut;
-
-/** A host's change in flight, as recorded in WindowsHost status.rollout.current. */
-export interface HostChange {
-  /** What the change brings. */
-  target: RolloutTarget;
-  /** What was pending when it started (or when it last took a new target). */
-  changes: ChangeKind[];
-  step: RolloutStep;
-  startedAt: string;
-  stepStartedAt: string;
-  /** The change's one reboot: recorded on entering Reboot, before the agent is asked. */
-  reboot?: { token: string; bootIdBefore: string; requestedAt: string };
-  /** The step stopped: its deadline passed. The change stays at that step. */
-  failure?: { step: RolloutStep; reason: StepFailureReason; message: string; since: string };
-}
-
-/**
- * Why a host is set aside (set-aside.ts): its change stopped at a step ('ChangeFailed'), or
- * Windows still wanted a reboot after the reboot winfleet made for that ('RebootPendingPersists').
- */
-export type SetAsideCause = 'ChangeFailed' | 'RebootPendingPersists';
-
-/** A host the rollout goes round: no change starts on it until winfleet.io/retry-rollout. */
-export interface HostSetAside {
-  cause: SetAsideCause;
-  /** What happened and how to clear it. */
-  message: string;
-  since: string;
-  /**
-   * ChangeFailed: the Node's boot id when it was set aside. Ready in another boot, the host came
-   * back (or was rebooted by hand): the set-aside clears itself, as a stopped change went on by
-   * itself once its host was back.
-   */
-  bootId?: string;
-}
-
-/** What the host's last change was, for the order hosts start in and the set-aside rule. */
-export interface HostLastChange {
-  /** When it ended (finished, or ended by setting the host aside). */
-  endedAt: string;
-  /**
-   * It was made for a reboot Windows wanted (reboot-pending) and rebooted the host: the same
-   * claim after it sets the host aside.
-   */
-  servedRebootPending?: boolean;
-}
-
-/** WindowsHost status.rollout. */
-export interface HostRolloutStatus {
-  current?: HostChange;
-  /** The last change that ended: the least recently changed hosts start first. */
-  lastChange?: HostLastChange;
-  /** Set aside: no change starts on the host until winfleet.io/retry-rollout is set anew. */
-  setAside?: HostSetAside;
-  /** When winfleet last rebooted the host for a change (the request it asked it with). */
-  lastRebootAt?: string;
-  /**
-   * The winfleet.io/retry-rollout value last acted on, so a cache still showing it after its
-   * removal does not retry twice; cleared once the annotation is seen gone.
-   */
-  retryHandled?: string;
-  /**
-   * The Node this rollout cordoned, recorded before the cordon (status the node cannot write):
-   * the rollout uncordons only a Node named here that still carries its annotation, so a node
-   * or a patch-nodes principal that writes winfleet.io/cordoned-by=winfleet on an admin's
-   * cordon never gets it lifted. Cleared once the Node no longer carries winfleet's cordon.
-   */
-  cordoned?: string;
-}
-
-export interface ObservedNode {
-  name: string;
-  ready: boolean;
-  unschedulable: boolean;
-  /**
-   * The node carries winfleet.io/cordoned-by=winfleet and status.rollout.cordoned names it:
-   * the annotation alone (which the node may write on itself) is not enough.
-   */
-  cordonedByWinfleet: boolean;
-  /** status.nodeInfo.bootID: changes with every boot (on Windows, the kernel's BootId counter). */
-  bootId?: string;
-}
 
 export interface HostObservation {
   /** The host's own Node (carrying its identity), if there is one. */
@@ -241,10 +151,6 @@ const failureEvent: Record<StepFailureReason, EventReason> = {
   RebootTimedOut: EventReason.RebootTimedOut,
   ReadyTimedOut: EventReason.ReadyTimedOut,
 };
-
-function apiTime(d: Date): string {
-  return d.toISOString();
-}
 
 function sameTarget(a: RolloutTarget, b: RolloutTarget): boolean {
   return (

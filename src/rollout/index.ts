@@ -49,11 +49,7 @@ export { formatDuration, parseDuration } from './duration.ts';
 export {
   advanceHost,
   describeChange,
-  type HostChange,
   type HostObservation,
-  type HostRolloutStatus,
-  type ObservedNode,
-  RolloutStep,
   type StepAction,
   type StepEvent,
   type StepInput,
@@ -69,13 +65,10 @@ export {
   parseTimeZone,
 } from './maintenance-window.ts';
 export { parseMaxUnavailable, resolveMaxUnavailable } from './max-unavailable.ts';
+export type { ObservedNode } from './observed-node.ts';
 export {
-  type AvailableUpdate,
-  type ChangeKind,
   type HostFacts,
-  parseApiTime,
   pendingChanges,
-  type RolloutTarget,
   rebootRequestFor,
   updatesFor,
 } from './pending-changes.ts';

@@ -2,13 +2,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
+import type { AvailableUpdate, RolloutTarget } from '../api/rollout-status.ts';
+import { parseApiTime } from '../kube/api-time.ts';
 import {
-  type AvailableUpdate,
   changesNeedReboot,
   type HostFacts,
-  parseApiTime,
   pendingChanges,
-  type RolloutTarget,
   rebootRequestFor,
   rebootRequestPending,
   updatesFor,

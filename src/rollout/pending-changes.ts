@@ -4,38 +4,10 @@
  * kind rolls through the same engine and the same budget; a host with several pending gets
  * them all in one cordon/drain/reboot.
  */
+
+import type { AvailableUpdate, ChangeKind, RolloutTarget } from '../api/rollout-status.ts';
 import type { PatchPolicy } from '../api/windows-node-pool.ts';
-
-export type ChangeKind =
-  /** The services version (payload, kubelet included) differs from the target. */
-  | 'services'
-  /** Windows updates of the pool's patch policy are available. */
-  | 'patches'
-  /** A reboot was asked for (pool spec.rebootRequestedAt or the host's annotation). */
-  | 'reboot-requested'
-  /** Windows itself wants a reboot (a patch, a rename). */
-  | 'reboot-pending'
-  /** Remediation's reboot rung (src/remediation) asks for a repair reboot. */
-  | 'repair';
-
-/** What a pool wants on each of its hosts. */
-export interface RolloutTarget {
-  /** The services version to run; undefined leaves the services as they are (a refused payload). */
-  servicesVersion?: string;
-  patchPolicy: PatchPolicy;
-  /** The reboot request in force (the later of the pool's and the host's), RFC 3339. */
-  rebootRequestedAt?: string;
-  /** Remediation's repair reboot request for this host, RFC 3339 (served like a reboot request). */
-  repairRequestedAt?: string;
-}
-
-/** A Windows update the agent found, as the Windows Update Agent categorises it. */
-export interface AvailableUpdate {
-  /** "KB5040437". */
-  kb: string;
-  /** WUA category names, e.g. "Security Updates", "Critical Updates", "Updates". */
-  categories: readonly string[];
-}
+import { parseApiTime } from '../kube/api-time.ts';
 
 /** What the host reports, as far as its pending changes go. */
 export interface HostFacts {
@@ -71,55 +43,6 @@ export function updatesFor(
   if (policy === 'None') return [];
   if (policy === 'All') return [...updates];
   return updates.filter((u) => u.categories.some((c) => securityCategories.includes(c)));
-}
-
-const rfc3339 =
-  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|([+-])(\d{2}):(\d{2}))$/;
-
-/**
- * Parses an RFC 3339 time as Kubernetes writes and reads them ("2025-06-07T01:00:00Z",
- * "2025-06-07T03:00:00+02:00"), refusing impossible dates (Feb 30), leap seconds, lowercase
- * separators and anything else. Returns milliseconds since the epoch; throws a RangeError
- * naming `field`.
- */
-export function parseApiTime(value: unknown, field: string): number {
-  const match = typeof value === 'string' ? rfc3339.exec(value) : null;
-  const refuse = () =>
-    new RangeError(
-      `${field}: ${JSON.stringify(value) ?? String(value)} is not an RFC 3339 time; write e.g. "2025-06-07T01:00:00Z"`,
-    );
-  if (!match) throw refuse();
-  const [, y, mo, d, h, mi, s, fraction, zone, sign, oh, om] = match;
-  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  const offsetH = Number(oh ?? 0);
-  const offsetM = Number(om ?? 0);
-  if (
-    month < 1 ||
-    month > 12 ||
-    day < 1 ||
-    day > daysInMonth ||
-    hour > 23 ||
-    minute > 59 ||
-    second > 59 ||
-    offsetH > 23 ||
-    offsetM > 59
-  ) {
-    throw refuse();
-  }
-  const ms = Math.floor(Number(`0${fraction ?? ''}`) * 1000);
-  const offset = zone === 'Z' ? 0 : (sign === '-' ? -1 : 1) * (offsetH * 60 + offsetM) * 60_000;
-  const utc = new Date(0);
-  utc.setUTCFullYear(year, month - 1, day);
-  utc.setUTCHours(hour, minute, second, ms);
-  return utc.getTime() - offset;
 }
 
 /**

@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { parseAllDocuments } from 'yaml';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
 import { ConditionReason } from '../api/reasons.ts';
+import type { HostChange, HostRolloutStatus } from '../api/rollout-status.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
 import {
   act,
@@ -20,7 +21,6 @@ import {
   simulatedHost,
   tick,
 } from './fixtures/simulated-hosts.ts';
-import type { HostChange, HostRolloutStatus } from './host-steps.ts';
 import { assignPools, defaultPoolKey, objectKey } from './pool-membership.ts';
 import { type PoolPassInput, type PoolPassResult, poolPass } from './pool-pass.ts';
 import { checkPoolSpec, defaultPoolPolicy, type PoolPolicy } from './pool-spec.ts';

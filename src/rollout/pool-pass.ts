@@ -6,22 +6,15 @@
  * host writes the returned rollout status and takes the returned action, and writes the
  * pool's status (see index.ts).
  */
+
+import type { HostRolloutStatus, RolloutTarget } from '../api/rollout-status.ts';
 import { rebootRequestedAnnotation } from '../api/windows-node-pool.ts';
-import {
-  advanceHost,
-  type HostObservation,
-  type HostRolloutStatus,
-  type StepResult,
-} from './host-steps.ts';
+import { parseApiTime } from '../kube/api-time.ts';
+import { advanceHost, type HostObservation, type StepResult } from './host-steps.ts';
 import { checkKubeletSkew } from './kubelet-skew.ts';
 import { isInWindow, nextWindowStart } from './maintenance-window.ts';
 import { resolveMaxUnavailable } from './max-unavailable.ts';
-import {
-  parseApiTime,
-  pendingChanges,
-  type RolloutTarget,
-  rebootRequestFor,
-} from './pending-changes.ts';
+import { pendingChanges, rebootRequestFor } from './pending-changes.ts';
 import type { PoolPolicy } from './pool-spec.ts';
 import { type PoolStatusHost, poolStatus } from './pool-status.ts';
 import { isSetAside } from './set-aside.ts';

@@ -7,6 +7,7 @@
  * change while it has a problem (Degraded, InvalidSpec).
  */
 import { activeDirectoryProblems } from '../api/active-directory.ts';
+import { compileNodeNamePattern } from '../api/node-name-pattern.ts';
 import {
   type LabelSelector,
   type PatchPolicy,
@@ -14,12 +15,11 @@ import {
   poolDefaults,
   type WindowsNodePoolSpec,
 } from '../api/windows-node-pool.ts';
-import { compileNodeNamePattern } from '../join/node-name-pattern.ts';
+import { parseApiTime } from '../kube/api-time.ts';
 import { type DurationBounds, parseDuration } from './duration.ts';
 import { selectorProblems } from './label-selector.ts';
 import { type ParsedWindow, parseMaintenanceWindow } from './maintenance-window.ts';
 import { type MaxUnavailable, parseMaxUnavailable } from './max-unavailable.ts';
-import { parseApiTime } from './pending-changes.ts';
 
 export interface PoolPolicy {
   /** Undefined for the implicit default pool (it takes what no pool selects) or a bad selector. */

@@ -7,7 +7,7 @@
 
 import { ConditionReason, PoolConditionType } from '../api/reasons.ts';
 import type { PoolHostInProgress, WindowsNodePoolStatus } from '../api/windows-node-pool.ts';
-import type { ConditionInput } from '../controller/conditions.ts';
+import type { ConditionInput } from '../controller-runtime/conditions.ts';
 import type { PoolMembers } from './pool-membership.ts';
 import { isUnavailable, type PlannerHost, type RolloutPlan } from './slot-planner.ts';
 

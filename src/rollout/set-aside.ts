@@ -19,9 +19,10 @@
  * again in turn, the least recently changed first, and a claim that survives the next reboot
  * sets it aside again.
  */
+
+import type { ChangeKind, HostRolloutStatus, HostSetAside } from '../api/rollout-status.ts';
 import { retryRolloutAnnotation } from '../api/windows-node-pool.ts';
-import type { HostRolloutStatus, HostSetAside, ObservedNode } from './host-steps.ts';
-import type { ChangeKind } from './pending-changes.ts';
+import type { ObservedNode } from './observed-node.ts';
 
 /** The pending reboot the host claims survived the reboot winfleet made for it. */
 export function rebootPendingPersists(

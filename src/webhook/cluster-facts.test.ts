@@ -9,7 +9,7 @@ import {
   syntheticNode,
 } from '../../sim/testkit/synthetic-nodes.ts';
 import { parseConfig } from '../config/winfleet-config.ts';
-import { resources } from '../controller/informer-factory.ts';
+import { resources } from '../controller-runtime/informer-factory.ts';
 import { clusterFacts } from './cluster-facts.ts';
 
 function factsOver(nodes: ReturnType<typeof offlineNodeInformer>) {

@@ -9,8 +9,8 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
-import type { Informer } from '../controller/informer.ts';
-import { nodeIsReady } from '../controller/informer-factory.ts';
+import type { Informer } from '../controller-runtime/informer.ts';
+import { nodeIsReady } from '../controller-runtime/informer-factory.ts';
 import { isNotFound } from '../kube/client.ts';
 import { windowsBuildLabel } from '../windows/builds.ts';
 import type { RuntimeClassSelectors } from './pod-os.ts';

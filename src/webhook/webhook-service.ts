@@ -6,7 +6,7 @@
 import { X509Certificate } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
-import { Controller } from '../controller/controller.ts';
+import { Controller } from '../controller-runtime/controller.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import type { Logger } from '../log/logger.ts';
 import { type AdmissionServer, createAdmissionServer } from './admission-server.ts';

@@ -47,7 +47,7 @@ export const patchRequirements: readonly PatchRequirement[] = [
     //   integration"); its support page title is "March 12, 2019—KB4489899 (OS Build 17763.379)".
     // sig-windows-tools' node preparation checks the same (build 2019+ with KB4489899 for overlay).
     feature: 'overlay',
-    // The network modes whose node network is an HNS Overlay network (src/network/network-mode.ts
+    // The network modes whose node network is an HNS Overlay network (src/api/network-mode.ts
     // usesHnsOverlay): flannel-vxlan, ovn-hybrid, and external with Calico VXLAN; not
     // flannel-host-gw, routed (L2Bridge) or Antrea (OVS on a Transparent network).
     title:

@@ -31,7 +31,7 @@ import {
   quotePowerShellString,
   writeJson,
 } from '../../powershell/powershell.ts';
-import type { HnsEndpoint, HnsNetwork, HnsNetworkSpec } from '../host-os.ts';
+import type { HnsEndpoint, HnsNetwork, HnsNetworkSpec } from '../../windows/hns-objects.ts';
 
 /** microsoft/SDN's module that exports Get-HnsNetwork and Remove-HnsNetwork. */
 export const hnsModuleFile = 'hns.v2.psm1';
@@ -330,7 +330,7 @@ export function parseHnsCreateOutput(
   return { available: true, created: value.created, network };
 }
 
-// Endpoints (stale-endpoint detection, src/health/stale-endpoints.ts).
+// Endpoints (stale-endpoint detection, src/node-health/stale-endpoints.ts).
 //
 // Get-HnsEndpoint prints HNS v1 endpoint objects from the HostNetworkingService module (hcsshim
 // internal/hns/hnsendpoint.go HNSEndpoint: ID, Name, VirtualNetwork, VirtualNetworkName,

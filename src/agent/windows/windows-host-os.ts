@@ -32,13 +32,11 @@ import { dirname, join, parse as parsePath, win32 } from 'node:path';
 import type { ReportedUpdate } from '../../api/windows-updates.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
 import type { HostNetwork } from '../../hostaccess/node-address.ts';
-import type { ImdsRequest, ImdsResponse } from '../../join/instance-identity.ts';
+import type { ImdsRequest, ImdsResponse } from '../../pki/instance-identity.ts';
 import { powerShellArgs, powerShellErrorText } from '../../powershell/powershell.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
+import type { HnsEndpoint, HnsNetwork, HnsNetworkSpec } from '../../windows/hns-objects.ts';
 import type {
-  HnsEndpoint,
-  HnsNetwork,
-  HnsNetworkSpec,
   HostOS,
   InboundFirewallRule,
   InstalledService,

@@ -18,13 +18,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
+import type { ConfiguredNetworkMode } from '../../api/network-mode.ts';
 import { managedNodeLabel } from '../../api/node-annotations.ts';
 import {
   bootstrapTokensAutoApproved,
   nodeClientRole,
 } from '../../controllers/csr/bootstrap-auto-approval.ts';
+import { apiTime } from '../../kube/api-time.ts';
 import { httpStatus, isNotFound, WinfleetKubeConfig } from '../../kube/client.ts';
-import type { ConfiguredNetworkMode } from '../../network/network-mode.ts';
 import { readClusterNetwork } from '../../network/read-cluster-network.ts';
 import {
   checkKubeletSkew,
@@ -156,7 +157,7 @@ const bootstrapTokenAuth: ClusterCheck = {
           stringData: {
             'token-id': id,
             'token-secret': secret,
-            expiration: new Date(Date.now() + 120_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+            expiration: apiTime(new Date(Date.now() + 120_000)),
             'usage-bootstrap-authentication': 'true',
             description: 'winfleet check: proves bootstrap-token authentication; deleted at once',
           },

@@ -5,7 +5,7 @@
  * are Rancher's for Windows worker nodes (2 CPUs, 5 GB memory, 50 GB disk); the 15-character
  * limit is the NetBIOS computer name's, which Active Directory uses for the computer account.
  */
-import { defaultHealthSettings } from '../../health/detector.ts';
+import { defaultHealthSettings } from '../../node-health/detector.ts';
 import { windowsReleases } from '../../windows/builds.ts';
 import { type PatchRequirement, patchRequirementsFor } from '../../windows/patch-levels.ts';
 import { type CheckResult, fail, pass, warn } from './check-report.ts';
@@ -22,7 +22,7 @@ export const memoryAllowanceBytes = 0.25 * GiB;
 export const minFreeDiskBytes = 50 * GiB;
 /** The NetBIOS name limit: Active Directory computer accounts (sAMAccountName) use it. */
 export const maxDomainHostnameLength = 15;
-/** The same limit as the agent's ClockSkew condition (src/health/detector.ts). */
+/** The same limit as the agent's ClockSkew condition (src/node-health/detector.ts). */
 export const maxClockSkewSeconds = defaultHealthSettings.clockSkewSeconds;
 
 export interface ClockReading {

@@ -8,15 +8,15 @@
  * tells the host checks whether the node's network is an HNS overlay (patch-level).
  */
 import type * as k8s from '@kubernetes/client-node';
-import { defaultConfig, type NetworkConfig, parseConfig } from '../../config/winfleet-config.ts';
-import { httpStatus } from '../../kube/client.ts';
 import {
   type ConfiguredNetworkMode,
   modeUsesHnsOverlay,
   type NetworkMode,
   type ResolvedNetwork,
   usesHnsOverlay,
-} from '../../network/network-mode.ts';
+} from '../../api/network-mode.ts';
+import { defaultConfig, type NetworkConfig, parseConfig } from '../../config/winfleet-config.ts';
+import { httpStatus } from '../../kube/client.ts';
 import type { ClusterNetworkReading } from '../../network/read-cluster-network.ts';
 import { configKey, configMapName } from '../../operator/config-source.ts';
 import { isDocumentError } from '../../schema/validator.ts';

@@ -8,11 +8,11 @@
 import * as k8s from '@kubernetes/client-node';
 import { type Command, Option } from 'commander';
 import { Listr } from 'listr2';
+import { type ConfiguredNetworkMode, networkModes } from '../../api/network-mode.ts';
 import { defaultOperatorNamespace } from '../../api/operator-namespace.ts';
 import { ConditionType } from '../../api/reasons.ts';
 import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
-import { type ConfiguredNetworkMode, networkModes } from '../../network/network-mode.ts';
 import { loadPayload } from '../../payload/payload.ts';
 import {
   type CheckReport,

@@ -29,7 +29,7 @@ import { freshCluster } from '../../../sim/testkit/test-cluster.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import { runWinfleet, type WinfleetRun } from '../../../sim/testkit/winfleet-cli.ts';
 import { installCrds } from '../../api/install-crds.ts';
-import { clusterInfoKubeconfig } from '../../controllers/join/cluster-info-controller.ts';
+import { clusterInfoKubeconfig } from '../../controllers/join-info/cluster-info-controller.ts';
 import {
   clusterInfoKubeconfigKey,
   clusterInfoName,

@@ -17,12 +17,12 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { compileNodeNamePattern } from '../../api/node-name-pattern.ts';
 import { type WindowsNodePool, windowsNodePoolResource } from '../../api/windows-node-pool.ts';
-import { bootstrapGroup } from '../../controllers/hosts/bootstrap-tokens.ts';
 import { agentDownload } from '../../join/agent-download.ts';
 import { bootstrapTokenAuthentication } from '../../join/bootstrap-token-auth.ts';
+import { bootstrapGroup } from '../../join/bootstrap-tokens.ts';
 import { clusterInfoName, clusterInfoNamespace } from '../../join/cluster-info.ts';
-import { instanceIdProblem } from '../../join/instance-identity.ts';
 import { caCertHashRecipe, joinCaHash, verifiedJoinAccess } from '../../join/join-ca-hash.ts';
 import { downloadUrlProblem } from '../../join/join-command-values.ts';
 import {
@@ -33,7 +33,6 @@ import {
 } from '../../join/join-info.ts';
 import { maxJoinTokenUses } from '../../join/join-token-record.ts';
 import { createJoinToken, revokeJoinToken } from '../../join/join-tokens.ts';
-import { compileNodeNamePattern } from '../../join/node-name-pattern.ts';
 import { poolJoinLabels } from '../../join/pool-join-labels.ts';
 import {
   type JoinScriptFormat,
@@ -41,6 +40,7 @@ import {
   renderJoinScript,
 } from '../../join/scripts/render-join-script.ts';
 import { isNotFound } from '../../kube/client.ts';
+import { instanceIdProblem } from '../../pki/instance-identity.ts';
 import { parseDuration } from '../../rollout/duration.ts';
 import { cliExit, ExitCode } from '../exit-codes.ts';
 import {

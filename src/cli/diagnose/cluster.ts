@@ -8,7 +8,7 @@
 import { open } from 'node:fs/promises';
 import * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { apiGroup } from '../../api/windows-host.ts';
+import { apiGroup } from '../../api/group-version.ts';
 import { cliExit, ExitCode, unreachableReason } from '../exit-codes.ts';
 import { cliVersion } from '../version.ts';
 

@@ -8,8 +8,8 @@
 import * as k8s from '@kubernetes/client-node';
 import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
 import { type WindowsNodePool, windowsNodePoolResource } from '../../api/windows-node-pool.ts';
-import { Informer } from '../../controller/informer.ts';
-import { resources, slimNode } from '../../controller/informer-factory.ts';
+import { Informer } from '../../controller-runtime/informer.ts';
+import { resources, slimNode } from '../../controller-runtime/informer-factory.ts';
 import { httpStatus } from '../../kube/client.ts';
 import { cliExit, ExitCode } from '../exit-codes.ts';
 import type { FleetObjects } from './fleet-status.ts';

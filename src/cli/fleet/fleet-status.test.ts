@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import type { Condition } from '../../controller/conditions.ts';
+import type { Condition } from '../../controller-runtime/conditions.ts';
 import { buildFleetStatus, renderFleetStatus } from './fleet-status.ts';
 import { fingerprintProblem, hostKeyState } from './host-key.ts';
 import { formatAge, hostListTable, hostRows, oneLine } from './host-rows.ts';

@@ -9,7 +9,7 @@ import { servicesVersionAnnotation } from '../../api/node-annotations.ts';
 import { PoolConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import { nodeIsReady } from '../../controller/informer-factory.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
 import { formatTable, type Tone } from '../output.ts';
 import { formatAge, type HostRow, hostRows, oneLine } from './host-rows.ts';

@@ -6,7 +6,8 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { windowsHostCrd } from '../../api/crds.ts';
-import { apiVersion, type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
+import { apiVersion } from '../../api/group-version.ts';
+import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
 
 /** The data key the operator reads the private key from (hostaccess/host-session.ts). */

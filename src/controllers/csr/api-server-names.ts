@@ -27,11 +27,11 @@ import { isIP } from 'node:net';
 import { connect, type PeerCertificate } from 'node:tls';
 import * as k8s from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
-import type { Informer } from '../../controller/informer.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { canonicalAddress } from '../../fleet/serving-addresses.ts';
 import { clusterInfoKubeconfigKey, clusterInfoName } from '../../join/cluster-info.ts';
 import { isNotFound } from '../../kube/client.ts';
-import { canonicalAddress } from './serving-addresses.ts';
 
 /** The API server's names and addresses (canonical), each with where it was found. */
 export interface ApiServerNames {

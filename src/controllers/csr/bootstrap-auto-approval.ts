@@ -10,9 +10,9 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { EventReason } from '../../api/reasons.ts';
-import type { EventRecorder } from '../../controller/events.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
+import { bootstrapGroup } from '../../join/bootstrap-tokens.ts';
 import type { Logger } from '../../log/logger.ts';
-import { bootstrapGroup } from '../hosts/bootstrap-tokens.ts';
 
 export const nodeClientRole = 'system:certificates.k8s.io:certificatesigningrequests:nodeclient';
 

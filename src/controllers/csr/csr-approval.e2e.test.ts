@@ -35,6 +35,7 @@ import {
 import { hostAnnotation, hostIdentity, managedNodeLabel } from '../../api/node-annotations.ts';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
 import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
+import { ensureBootstrapToken, tokenIdFor } from '../../join/bootstrap-tokens.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import {
   type CsrSubject,
@@ -45,7 +46,6 @@ import {
 } from '../../pki/certificates.ts';
 import { oidCommonName, oidOrganization } from '../../pki/distinguished-name.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
-import { ensureBootstrapToken, tokenIdFor } from '../hosts/bootstrap-tokens.ts';
 
 /** The node's own identity: the client certificate its kubelet wrote on the host. */
 async function nodeKubeConfig(

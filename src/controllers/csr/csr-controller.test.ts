@@ -10,7 +10,7 @@ import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
 import { type WindowsNodePool, windowsNodePoolResource } from '../../api/windows-node-pool.ts';
 import { parseConfig } from '../../config/winfleet-config.ts';
-import { resources } from '../../controller/informer-factory.ts';
+import { resources } from '../../controller-runtime/informer-factory.ts';
 import { silentLogger } from '../../log/logger.ts';
 import { createCsrPem, generateKeyPair } from '../../pki/certificates.ts';
 import { apiServerNamesOf } from './api-server-names.ts';

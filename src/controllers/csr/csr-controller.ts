@@ -14,28 +14,27 @@ import { ConditionReason, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { EventRecorder } from '../../controller/events.ts';
-import type { Informer } from '../../controller/informer.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
+import { hostByTokenId, hostsByNode } from '../../fleet/host-indexes.ts';
+import { readJoinTokenRecord } from '../../join/join-tokens.ts';
+import { readRetiredNodeName } from '../../join/retired-node-names.ts';
+import type { Logger } from '../../log/logger.ts';
+import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
+import { parseCsrPem } from '../../pki/certificates.ts';
 import {
   identityDocumentAnnotation,
   identityNodeAnnotation,
   identitySignatureAnnotation,
   instanceIdentitySigner,
   parseIdentityCertificates,
-} from '../../join/instance-identity.ts';
-import { readJoinTokenRecord } from '../../join/join-tokens.ts';
-import { readRetiredNodeName } from '../../join/retired-node-names.ts';
-import type { Logger } from '../../log/logger.ts';
-import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
-import { parseCsrPem } from '../../pki/certificates.ts';
-import { hostByTokenId, hostsByNode } from '../hosts/host-indexes.ts';
+} from '../../pki/instance-identity.ts';
 import { type ApiServerNames, apiServerNamesReader } from './api-server-names.ts';
+import type { CsrDecision, CsrRequest } from './csr-request.ts';
 import { decideKubeProxyCsr, isKubeProxyRequest } from './kube-proxy-csr-policy.ts';
 import {
-  type CsrDecision,
   type CsrLookup,
-  type CsrRequest,
   clientSigner,
   decideKubeletCsr,
   servingSigner,

@@ -18,12 +18,13 @@ import {
 } from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
 import { apiServerNamesOf } from './api-server-names.ts';
+import type { CsrRequest } from './csr-request.ts';
 import {
   decideKubeProxyCsr,
   isKubeProxyRequest,
   kubeProxyMaxExpirationSeconds,
 } from './kube-proxy-csr-policy.ts';
-import type { CsrLookup, CsrRequest } from './kubelet-csr-policy.ts';
+import type { CsrLookup } from './kubelet-csr-policy.ts';
 import { nodeHoldingAddress } from './node-addresses.ts';
 
 const host = {

@@ -36,10 +36,9 @@ import {
   quoteValue,
   sameBytes,
 } from '../../pki/distinguished-name.ts';
+import type { CsrDecision, CsrRequest } from './csr-request.ts';
 import {
-  type CsrDecision,
   type CsrLookup,
-  type CsrRequest,
   extrasProblem,
   nodeNameProblem,
   owningHost,

@@ -13,9 +13,9 @@ import {
 } from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
 import { apiServerNamesOf } from './api-server-names.ts';
+import type { CsrRequest } from './csr-request.ts';
 import {
   type CsrLookup,
-  type CsrRequest,
   clientSigner,
   decideKubeletCsr,
   servingSigner,

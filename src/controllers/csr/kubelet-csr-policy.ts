@@ -27,45 +27,30 @@
 import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
 import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
-import type { ParsedCsr } from '../../pki/certificates.ts';
-import { quoteValue } from '../../pki/distinguished-name.ts';
-import { bootstrapGroup } from '../hosts/bootstrap-tokens.ts';
-import { carriesIdentity } from '../hosts/node-claims.ts';
-import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
-import {
-  clientCertificateProblem,
-  extrasProblem,
-  nodeNameProblem,
-  subjectProblem,
-} from './kubelet-certificate-rules.ts';
-import { decidePullJoin, type PullJoinClaim, type PullJoinLookup } from './pull-join-policy.ts';
+import { carriesIdentity } from '../../fleet/node-claims.ts';
 import {
   allowedServingAddresses,
   type ClusterNetwork,
   canonicalAddress,
   refusedAddressProblem,
   vouchedAddress,
-} from './serving-addresses.ts';
+} from '../../fleet/serving-addresses.ts';
+import { bootstrapGroup } from '../../join/bootstrap-tokens.ts';
+import { quoteValue } from '../../pki/distinguished-name.ts';
+import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
+import type { CsrDecision, CsrRequest } from './csr-request.ts';
+import {
+  clientCertificateProblem,
+  extrasProblem,
+  nodeNameProblem,
+  subjectProblem,
+} from './kubelet-certificate-rules.ts';
+import { decidePullJoin, type PullJoinLookup } from './pull-join-policy.ts';
 
 export { extrasProblem, nodeNameProblem } from './kubelet-certificate-rules.ts';
 
 export const clientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
 export const servingSigner = 'kubernetes.io/kubelet-serving';
-
-export interface CsrRequest {
-  name: string;
-  /** metadata.uid (a join by command records it on the WindowsHost it creates). */
-  uid?: string;
-  signerName: string;
-  username: string;
-  groups: string[];
-  usages: string[];
-  /** spec.expirationSeconds, when the requester set it. */
-  expirationSeconds?: number;
-  /** Undefined when the request could not be parsed; `parseProblem` then says why. */
-  parsed?: ParsedCsr;
-  parseProblem?: string;
-}
 
 export interface CsrLookup {
   /** The WindowsHost a winfleet bootstrap token id was issued to. */
@@ -83,16 +68,6 @@ export interface CsrLookup {
   /** Joins by command (pull-join-policy.ts); without it, tokens of no known host are denied. */
   pullJoin?: PullJoinLookup;
 }
-
-export type CsrDecision =
-  | { action: 'approve'; reason: string; host: WindowsHost }
-  /** `check` names the check that failed, where the policy names its checks. */
-  | { action: 'deny'; reason: string; host?: WindowsHost; check?: string }
-  | { action: 'ignore'; reason: string }
-  /** Not decidable yet (the host's status is still being written); look again shortly. */
-  | { action: 'retry'; reason: string }
-  /** A join by command that passed every check: create its WindowsHost, take a use, approve. */
-  | { action: 'claim'; reason: string; claim: PullJoinClaim };
 
 const servingUsages = new Set(['digital signature', 'key encipherment', 'server auth']);
 

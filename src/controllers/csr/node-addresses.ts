@@ -9,8 +9,8 @@
  * Hostname address, usually), which the key already finds.
  */
 import type * as k8s from '@kubernetes/client-node';
-import type { Informer } from '../../controller/informer.ts';
-import { canonicalAddress } from './serving-addresses.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
+import { canonicalAddress } from '../../fleet/serving-addresses.ts';
 
 export const nodesByAddressIndex = 'address';
 

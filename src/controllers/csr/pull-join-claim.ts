@@ -15,6 +15,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
+import { hostObject } from '../../fleet/host-status.ts';
 import {
   formatJoinTokenRecord,
   type JoinTokenRecord,
@@ -24,15 +25,10 @@ import {
   parseJoinTokenRecord,
 } from '../../join/join-token-record.ts';
 import { deleteJoinTokenSecret } from '../../join/join-tokens.ts';
+import { apiTime } from '../../kube/api-time.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../kube/client.ts';
-import { apiTime, hostObject } from '../hosts/host-status.ts';
-import type { CsrDecision } from './kubelet-csr-policy.ts';
-import {
-  denyJoin,
-  type JoinDenial,
-  joinCsrAnnotation,
-  type PullJoinClaim,
-} from './pull-join-policy.ts';
+import type { CsrDecision, PullJoinClaim } from './csr-request.ts';
+import { denyJoin, type JoinDenial, joinCsrAnnotation } from './pull-join-policy.ts';
 
 /** Conflicting writes to one record before the CSR is retried later. */
 const maxRecordAttempts = 8;

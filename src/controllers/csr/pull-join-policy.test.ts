@@ -18,18 +18,13 @@ import {
 import { createAwsIdentitySigner, identityDocument } from '../../../sim/hosts/instance-metadata.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import type { AwsInstanceIdentity } from '../../join/instance-identity.ts';
 import type { JoinTokenRecord } from '../../join/join-token-record.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
 import { goNameDer, type NameFields, readName } from '../../pki/distinguished-name.ts';
+import type { AwsInstanceIdentity } from '../../pki/instance-identity.ts';
 import { apiServerNamesOf } from './api-server-names.ts';
-import {
-  type CsrDecision,
-  type CsrLookup,
-  type CsrRequest,
-  clientSigner,
-  decideKubeletCsr,
-} from './kubelet-csr-policy.ts';
+import type { CsrDecision, CsrRequest } from './csr-request.ts';
+import { type CsrLookup, clientSigner, decideKubeletCsr } from './kubelet-csr-policy.ts';
 import { NodeNameReservations } from './node-name-reservations.ts';
 import { joinCsrAnnotation, type PullJoinLookup } from './pull-join-policy.ts';
 

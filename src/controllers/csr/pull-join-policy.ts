@@ -21,7 +21,7 @@
  *   signer winfleet.io/instance-identity from the same requester) whose AWS signature verifies
  *   with hosts.instanceIdentity.aws.certificates, of an allowed account, naming the instance
  *   the node is named for, and the token's instance when it has one
- *   (join/instance-identity.ts);
+ *   (pki/instance-identity.ts);
  * - name-retired: the name is not a removed Pull host's whose certificate may still be valid
  *   (join/retired-node-names.ts);
  * - name-taken: the name is fresh: no Node, no WindowsHost of that name in the pool's
@@ -35,21 +35,21 @@
 
 import type { X509Certificate } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
+import { compileNodeNamePattern } from '../../api/node-name-pattern.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import { type AwsInstanceIdentity, verifyAwsIdentity } from '../../join/instance-identity.ts';
 import { type JoinTokenRecord, joinTokenExpired } from '../../join/join-token-record.ts';
-import { compileNodeNamePattern } from '../../join/node-name-pattern.ts';
 import { type RetiredNodeName, retiredNodeNamesConfigMap } from '../../join/retired-node-names.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import { quoteValue } from '../../pki/distinguished-name.ts';
+import { type AwsInstanceIdentity, verifyAwsIdentity } from '../../pki/instance-identity.ts';
 import { matchesSelector, selectorProblems } from '../../rollout/label-selector.ts';
+import type { CsrDecision, CsrRequest } from './csr-request.ts';
 import {
   clientCertificateProblem,
   extrasProblem,
   subjectProblem,
 } from './kubelet-certificate-rules.ts';
-import type { CsrDecision, CsrRequest } from './kubelet-csr-policy.ts';
 
 /** Annotation on a WindowsHost created for a join: the UID of the CSR it was created for. */
 export const joinCsrAnnotation = 'winfleet.io/join-csr';
@@ -81,7 +81,7 @@ export interface PullJoinLookup {
   network?: () => NodeNetworkState;
   /**
    * The instance identities filed by `requester` (system:bootstrap:<id>) for `nodeName`: the
-   * carrier CSRs of join/instance-identity.ts. Default: none.
+   * carrier CSRs of pki/instance-identity.ts. Default: none.
    */
   instanceIdentities?: (requester: string, nodeName: string) => AwsInstanceIdentity[];
   /** What verifies them: hosts.instanceIdentity.aws of winfleet-config. Default: nothing. */
@@ -91,16 +91,6 @@ export interface PullJoinLookup {
    * read fresh. Default: none.
    */
   retired?: (nodeName: string) => Promise<RetiredNodeName | { problem: string } | undefined>;
-}
-
-/** A CSR that passed every check: the WindowsHost to create and the use to take. */
-export interface PullJoinClaim {
-  tokenId: string;
-  csrUid: string;
-  nodeName: string;
-  record: JoinTokenRecord;
-  /** The WindowsHost to create (its creation is the claim on the name). */
-  host: WindowsHost;
 }
 
 export type JoinDenial = Extract<CsrDecision, { action: 'deny' }>;

@@ -5,9 +5,9 @@ import { nodeCacheOf, syntheticNode } from '../../../sim/testkit/synthetic-nodes
 import { EventReason } from '../../api/reasons.ts';
 import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
-import { everythingKey } from '../../controller/controller.ts';
-import type { EventRecorder } from '../../controller/events.ts';
-import type { Informer } from '../../controller/informer.ts';
+import { everythingKey } from '../../controller-runtime/controller.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
 import { silentLogger } from '../../log/logger.ts';
 import { apiServerNameSource, apiServerNamesOf } from './api-server-names.ts';
 import { nodeHoldingAddress } from './node-addresses.ts';

@@ -6,27 +6,24 @@
  * it first), so an annotation edited meanwhile is decided again instead of removed unapplied.
  */
 import * as k8s from '@kubernetes/client-node';
+import { apiVersion } from '../../api/group-version.ts';
 import { EventReason } from '../../api/reasons.ts';
-import {
-  apiVersion,
-  servingAddressesAnnotation,
-  type WindowsHost,
-} from '../../api/windows-host.ts';
+import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { EventRecorder } from '../../controller/events.ts';
-import { type Informer, objectKey } from '../../controller/informer.ts';
-import { httpStatus, isNotFound } from '../../kube/client.ts';
-import type { Logger } from '../../log/logger.ts';
-import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
-import { nodeHoldingAddress } from './node-addresses.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
+import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
 import {
   type AddressContext,
   parseServingAddressList,
   pinnedServingAddresses,
   refusedAddressProblem,
   vouchedAddress,
-} from './serving-addresses.ts';
+} from '../../fleet/serving-addresses.ts';
+import { httpStatus, isNotFound } from '../../kube/client.ts';
+import type { Logger } from '../../log/logger.ts';
+import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
+import { nodeHoldingAddress } from './node-addresses.ts';
 
 export interface ServingAddressControllerDeps {
   kc: k8s.KubeConfig;

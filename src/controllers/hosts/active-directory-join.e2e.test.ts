@@ -21,6 +21,7 @@ import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { errorCode } from '../../errors/catalog.ts';
+import { HostStatus } from '../../fleet/host-status.ts';
 import { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { SshSession } from '../../hostaccess/ssh-session.ts';
 import { decodePowerShellCommandLine } from '../../powershell/powershell.ts';
@@ -34,7 +35,6 @@ import {
 } from './active-directory-join.ts';
 import { generatedHostname } from './ad-hostname.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { HostStatus } from './host-status.ts';
 
 /** Non-ASCII too: Windows PowerShell reads stdin in the console code page (437), not UTF-8. */
 const password = 'Pä€£55w0rd-only-in-memory!';

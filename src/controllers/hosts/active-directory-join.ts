@@ -37,6 +37,8 @@ import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { ActiveDirectorySpec, WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { errorCode, WinfleetError } from '../../errors/catalog.ts';
+import type { HostStatus } from '../../fleet/host-status.ts';
+import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
 import {
   credentialsInput,
   type DomainCredentialsInput,
@@ -45,11 +47,10 @@ import {
 } from '../../hostaccess/domain-scripts.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
+import { apiTime } from '../../kube/api-time.ts';
 import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
-import { hostLabels, poolSelection } from '../pools/pool-observe.ts';
 import { type AdHostnamePlan, planAdHostname } from './ad-hostname.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { apiTime, type HostStatus } from './host-status.ts';
 
 /** A pool's Active Directory setting, as a host of it is joined with. */
 export interface PoolActiveDirectory {

@@ -15,8 +15,8 @@ import {
 } from '../../../sim/testkit/limited-service-account.ts';
 import { freshCluster, testNamespace } from '../../../sim/testkit/test-cluster.ts';
 import { kubeProxyBindingName, kubeProxyGroup } from '../../api/kube-proxy-identity.ts';
+import { bootstrapGroup } from '../../join/bootstrap-tokens.ts';
 import { waitFor } from '../../kube/wait-for.ts';
-import { bootstrapGroup } from './bootstrap-tokens.ts';
 import {
   applyClusterInfoReaderRbac,
   applyJoinInfoRbac,

@@ -22,8 +22,8 @@ import {
   kubeProxyGroup,
 } from '../../api/kube-proxy-identity.ts';
 import { commandKeyConfigMapName } from '../../api/node-commands.ts';
+import { bootstrapGroup } from '../../join/bootstrap-tokens.ts';
 import { joinInfoConfigMapName } from '../../join/join-info.ts';
-import { bootstrapGroup } from './bootstrap-tokens.ts';
 
 const fieldManager = 'winfleet';
 

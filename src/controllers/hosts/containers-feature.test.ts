@@ -3,11 +3,11 @@ import { test } from 'node:test';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { hasCode } from '../../errors/catalog.ts';
+import { HostStatus } from '../../fleet/host-status.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { ensureContainersFeature } from './containers-feature.ts';
-import type { JoinContext } from './host-bootstrap.ts';
-import { HostStatus } from './host-status.ts';
+import type { JoinContext } from './join-context.ts';
 
 const host = {
   apiVersion: 'winfleet.io/v1alpha1',

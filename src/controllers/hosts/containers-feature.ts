@@ -27,10 +27,11 @@
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import type { HostStatus } from '../../fleet/host-status.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
-import { type JoinContext, step } from './host-bootstrap.ts';
-import { apiTime, type HostStatus } from './host-status.ts';
+import { apiTime } from '../../kube/api-time.ts';
+import { type JoinContext, step } from './join-context.ts';
 
 /** How soon a host restarting for the feature is looked at again. */
 export const featureRestartRecheckMs = 10_000;

@@ -22,8 +22,8 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { Informer } from '../../controller/informer.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
 import type { Logger } from '../../log/logger.ts';
 import {
   type NodeNetwork,

@@ -12,11 +12,15 @@ import { allowedNodeLabels } from '../../api/node-labels.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { sshHostSpec, type WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { nameRefusalFromCaches } from '../../fleet/host-indexes.ts';
+import { type HostStatus, writeHostStatus } from '../../fleet/host-status.ts';
+import { joinServingAddresses } from '../../fleet/serving-addresses.ts';
 import { nodeAddress } from '../../hostaccess/node-address.ts';
-import { failedRemoteStep } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
+import { ensureBootstrapToken } from '../../join/bootstrap-tokens.ts';
+import { apiTime } from '../../kube/api-time.ts';
+import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
-import { joinServingAddresses } from '../csr/serving-addresses.ts';
 import {
   adHostnamePlan,
   checkActiveDirectory,
@@ -24,44 +28,15 @@ import {
   ensureDomainJoined,
   poolActiveDirectory,
 } from './active-directory-join.ts';
-import { ensureBootstrapToken } from './bootstrap-tokens.ts';
 import { ensureContainersFeature } from './containers-feature.ts';
 import { withHost } from './host-connect.ts';
-import type { HostControllerDeps, LoadedPayload } from './host-deps.ts';
-import { nameRefusalFromCaches } from './host-indexes.ts';
-import { apiTime, type HostStatus, writeHostStatus } from './host-status.ts';
-import type { createManifestPublisher } from './manifest-publisher.ts';
+import type { HostControllerDeps } from './host-deps.ts';
+import { type JoinContext, step } from './join-context.ts';
 import { copyOperatorFiles, deliverRest, deliveryText } from './payload-delivery.ts';
 import { clearStaleNode } from './rebuilt-host.ts';
 
 /** Windows Server 2019, the oldest build winfleet supports. */
 const minimumBuild = 17763;
-
-export interface JoinContext extends HostControllerDeps {
-  publish: ReturnType<typeof createManifestPublisher>;
-  /** The API server's gitVersion (cached), for the kubelet skew policy. */
-  apiServerVersion: () => Promise<string>;
-}
-
-/**
- * Runs `work` as the named step: a failure is recorded as the host's last error and as
- * Bootstrapped=False, under the step the host reported when it ran there.
- */
-export async function step<T>(hs: HostStatus, name: JoinStep, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    const stepName = failedRemoteStep(error) ?? name;
-    hs.error(stepName, (error as Error).message);
-    hs.set(
-      ConditionType.Bootstrapped,
-      'False',
-      ConditionReason.StepFailed,
-      `${stepName}: ${(error as Error).message}`,
-    );
-    throw error;
-  }
-}
 
 /**
  * Stages a new payload on the host before an upgrade, `version` its services version: the

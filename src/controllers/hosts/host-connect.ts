@@ -6,10 +6,10 @@
  */
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { trustHostKeyAnnotation, type WindowsHost } from '../../api/windows-host.ts';
+import { type HostStatus, removeHostAnnotation, writeHostStatus } from '../../fleet/host-status.ts';
 import { openRemoteHost } from '../../hostaccess/host-session.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { type HostStatus, removeHostAnnotation, writeHostStatus } from './host-status.ts';
 import { reportFailure } from './join-failure.ts';
 
 export interface ConnectOptions {

@@ -10,19 +10,19 @@
 import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
 import { hostFinalizer, isPullHost, type WindowsHost } from '../../api/windows-host.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import { objectKey } from '../../controller/informer.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import { objectKey } from '../../controller-runtime/informer.ts';
+import { hostsByNode } from '../../fleet/host-indexes.ts';
+import { patchHostMetadata } from '../../fleet/host-status.ts';
+import { claimedNodeName } from '../../fleet/node-claims.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
 import { hostsNamingAdSecret } from './active-directory-join.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { hostsByNode } from './host-indexes.ts';
 import { reconcileJoin } from './host-join.ts';
 import { remediationRequestKey } from './host-remediation.ts';
 import { reconcileRemoval } from './host-removal.ts';
 import { enqueueOnSecretChange } from './host-secrets.ts';
-import { patchHostMetadata } from './host-status.ts';
 import { createManifestPublisher } from './manifest-publisher.ts';
-import { claimedNodeName } from './node-claims.ts';
 import { deconfigureThroughAgent } from './pull-host-removal.ts';
 import { reconcilePullHost } from './pull-mode-host.ts';
 

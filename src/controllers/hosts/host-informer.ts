@@ -7,9 +7,9 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
-import type { IndexFunction } from '../../controller/index-store.ts';
-import { Informer, type ResourceType } from '../../controller/informer.ts';
-import type { InformerFactory } from '../../controller/informer-factory.ts';
+import type { IndexFunction } from '../../controller-runtime/index-store.ts';
+import { Informer, type ResourceType } from '../../controller-runtime/informer.ts';
+import type { InformerFactory } from '../../controller-runtime/informer-factory.ts';
 
 /**
  * One informer per namespace, read as one: keys are "namespace/name", so each key has one

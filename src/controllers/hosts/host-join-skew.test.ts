@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
+import { HostStatus } from '../../fleet/host-status.ts';
 import { checkKubeletSkew } from '../../rollout/kubelet-skew.ts';
 import { refuseSkewedPayload } from './host-join.ts';
-import { HostStatus } from './host-status.ts';
 
 const host = {
   apiVersion: 'winfleet.io/v1alpha1',

@@ -4,8 +4,8 @@ import { test } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
+import { HostStatus } from '../../fleet/host-status.ts';
 import { joinTiming } from './host-join.ts';
-import { HostStatus } from './host-status.ts';
 
 const timeoutMs = 120_000;
 const t0 = Date.parse('2026-11-27T12:00:00Z');

@@ -19,28 +19,30 @@ import {
 } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import { trustHostKeyAnnotation, type WindowsHost } from '../../api/windows-host.ts';
-import { nodeIsReady } from '../../controller/informer-factory.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
+import { commandSigner } from '../../fleet/command-signer.ts';
+import { nameRefusalFromCaches } from '../../fleet/host-indexes.ts';
+import { HostStatus, writeHostStatus } from '../../fleet/host-status.ts';
+import { carriesIdentity, claimedNodeName, type NameRefusal } from '../../fleet/node-claims.ts';
+import { deleteBootstrapToken } from '../../join/bootstrap-tokens.ts';
+import { apiTime, timeOf } from '../../kube/api-time.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
+import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import { checkKubeletSkew } from '../../rollout/kubelet-skew.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
-import { deleteBootstrapToken } from './bootstrap-tokens.ts';
-import { commandSigner } from './command-signer.ts';
 import { featureRestartRecheckMs } from './containers-feature.ts';
-import { bootstrapHost, copyPayload, type JoinContext } from './host-bootstrap.ts';
+import { bootstrapHost, copyPayload } from './host-bootstrap.ts';
 import { connectHost } from './host-connect.ts';
-import type { LoadedPayload } from './host-deps.ts';
-import { nameRefusalFromCaches } from './host-indexes.ts';
 import {
   leftToRemediation,
   rebootstrapRequest,
   reportRemediationFailure,
   reportSetAside,
 } from './host-remediation.ts';
-import { apiTime, HostStatus, timeOf, writeHostStatus } from './host-status.ts';
+import type { JoinContext } from './join-context.ts';
 import { reportFailure } from './join-failure.ts';
-import { carriesIdentity, claimedNodeName, type NameRefusal } from './node-claims.ts';
 
-export type { JoinContext } from './host-bootstrap.ts';
+export type { JoinContext } from './join-context.ts';
 
 /** How often a joined, healthy host is looked at again. */
 export const healthyRecheckMs = 5 * 60_000;

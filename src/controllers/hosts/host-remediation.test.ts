@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { WindowsHost, WindowsHostStatus } from '../../api/windows-host.ts';
+import { HostStatus } from '../../fleet/host-status.ts';
 import { leftToRemediation, rebootstrapRequest, reportSetAside } from './host-remediation.ts';
-import { HostStatus } from './host-status.ts';
 
 const ladder = (extra: object = {}) => ({
   current: {

@@ -16,7 +16,8 @@
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import { rejoinAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import { skipRemediationAnnotation } from '../../api/windows-node-pool.ts';
-import { type HostStatus, timeOf } from './host-status.ts';
+import type { HostStatus } from '../../fleet/host-status.ts';
+import { timeOf } from '../../kube/api-time.ts';
 
 /** The pending re-bootstrap request's time (RFC 3339), if the ladder wants one now. */
 export function rebootstrapRequest(host: WindowsHost): string | undefined {

@@ -22,10 +22,11 @@ import {
 } from '../../../sim/testkit/windows-hosts.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
+import { drainUnmanagedPodsAnnotation } from '../../api/windows-host.ts';
 import { isNotFound } from '../../kube/client.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { createLogger } from '../../log/logger.ts';
-import { drainUnmanagedPodsAnnotation, skipDeconfigureAnnotation } from './host-removal.ts';
+import { skipDeconfigureAnnotation } from './host-removal.ts';
 
 test('a host that never joined is removed without SSH', async (t) => {
   const world = await joinWorld(t, { releases: ['2022'] });

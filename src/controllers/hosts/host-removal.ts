@@ -23,129 +23,27 @@ import {
   hostIdentity,
 } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
-import { hostFinalizer, isPullHost, type WindowsHost } from '../../api/windows-host.ts';
+import {
+  drainUnmanagedPodsAnnotation,
+  hostFinalizer,
+  isPullHost,
+  type WindowsHost,
+} from '../../api/windows-host.ts';
 import { errorCode } from '../../errors/catalog.ts';
+import { HostStatus, patchHostMetadata, writeHostStatus } from '../../fleet/host-status.ts';
+import { carriesIdentity } from '../../fleet/node-claims.ts';
 import { openRemoteHost } from '../../hostaccess/host-session.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
+import { deleteBootstrapToken } from '../../join/bootstrap-tokens.ts';
 import { retireNodeName } from '../../join/retired-node-names.ts';
-import { httpStatus, isConflict, isNotFound } from '../../kube/client.ts';
+import { isConflict, isNotFound } from '../../kube/client.ts';
+import { drainNode } from '../../kube/drain.ts';
 import { leaveDomain, poolActiveDirectory } from './active-directory-join.ts';
-import { deleteBootstrapToken } from './bootstrap-tokens.ts';
 import { withHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { HostStatus, patchHostMetadata, timeOf, writeHostStatus } from './host-status.ts';
-import { carriesIdentity } from './node-claims.ts';
 
 /** Annotation a user sets when the host is gone for good: skip deconfiguring it. */
 export const skipDeconfigureAnnotation = 'winfleet.io/skip-deconfigure';
-/** Annotation with which a user lets removal evict pods no controller manages (`drain --force`). */
-export const drainUnmanagedPodsAnnotation = 'winfleet.io/drain-unmanaged-pods';
-
-function isDaemonSetPod(pod: k8s.V1Pod): boolean {
-  return pod.metadata?.ownerReferences?.some((o) => o.kind === 'DaemonSet') ?? false;
-}
-function isMirrorPod(pod: k8s.V1Pod): boolean {
-  return pod.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined;
-}
-/** A pod some controller (ReplicaSet, Job, StatefulSet, …) recreates elsewhere once evicted. */
-function isManagedPod(pod: k8s.V1Pod): boolean {
-  return pod.metadata?.ownerReferences?.some((o) => o.controller === true) ?? false;
-}
-function podKey(pod: k8s.V1Pod): string {
-  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
-}
-
-export interface DrainResult {
-  /** True when only DaemonSet and mirror pods (and finished ones) remain. */
-  drained: boolean;
-  /** Pods whose eviction a PodDisruptionBudget refused for now ("namespace/name"). */
-  blocked: string[];
-  /** Pods no controller manages, left alone because `evictUnmanaged` was not set. */
-  unmanaged: string[];
-  /** Pods evicted by this call. */
-  evicted: string[];
-  /** Pods already being deleted, still on the node (a kubelet that does not answer keeps them). */
-  terminating: string[];
-}
-
-/**
- * Cordons the node and evicts what can be evicted. Pods no controller manages are evicted only
- * with `evictUnmanaged`; without it, as with `kubectl drain`, nothing is evicted while one is
- * there. With `skipWaitForDeleteSeconds` (kubectl drain's --skip-wait-for-delete-timeout, which
- * Cluster API sets for an unreachable node), a pod whose deletion time passed that long ago no
- * longer counts: a kubelet that does not answer never confirms it gone.
- */
-export async function drainNode(
-  kc: k8s.KubeConfig,
-  nodeName: string,
-  options: { evictUnmanaged?: boolean; skipWaitForDeleteSeconds?: number } = {},
-): Promise<DrainResult> {
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const node = await core.readNode({ name: nodeName });
-  if (!node.spec?.unschedulable) {
-    await core.patchNode(
-      {
-        name: nodeName,
-        body: {
-          spec: { unschedulable: true },
-          metadata: { annotations: { [cordonedByAnnotation]: cordonedByValues.rollout } },
-        },
-      },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-    );
-  }
-  const skipBefore =
-    options.skipWaitForDeleteSeconds === undefined
-      ? undefined
-      : Date.now() - options.skipWaitForDeleteSeconds * 1000;
-  const pods = (
-    await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` })
-  ).items.filter(
-    (p) =>
-      !isDaemonSetPod(p) &&
-      !isMirrorPod(p) &&
-      p.status?.phase !== 'Succeeded' &&
-      p.status?.phase !== 'Failed' &&
-      !(skipBefore !== undefined && deletedBefore(p, skipBefore)),
-  );
-  const leaving = pods.filter((p) => !p.metadata?.deletionTimestamp);
-  const terminating = pods.filter((p) => p.metadata?.deletionTimestamp).map(podKey);
-  const unmanaged = leaving.filter((p) => !isManagedPod(p)).map(podKey);
-  if (unmanaged.length > 0 && !options.evictUnmanaged) {
-    return { drained: false, blocked: [], unmanaged, evicted: [], terminating };
-  }
-  const blocked: string[] = [];
-  const evicted: string[] = [];
-  for (const pod of leaving) {
-    try {
-      await core.createNamespacedPodEviction({
-        name: pod.metadata!.name!,
-        namespace: pod.metadata!.namespace!,
-        body: {
-          apiVersion: 'policy/v1',
-          kind: 'Eviction',
-          metadata: { name: pod.metadata!.name!, namespace: pod.metadata!.namespace! },
-        },
-      });
-      evicted.push(podKey(pod));
-    } catch (error) {
-      if (isNotFound(error)) continue;
-      // 429: a PodDisruptionBudget refuses the eviction for now.
-      if (httpStatus(error) === 429) {
-        blocked.push(podKey(pod));
-        continue;
-      }
-      throw error;
-    }
-  }
-  return { drained: pods.length === 0, blocked, unmanaged: [], evicted, terminating };
-}
-
-/** The pod's deletion time (now + its grace period when deleted) is before `ms`. */
-function deletedBefore(pod: k8s.V1Pod, ms: number): boolean {
-  const time = timeOf(pod.metadata?.deletionTimestamp);
-  return time !== undefined && time < ms;
-}
 
 /**
  * How a removal deconfigures the host: over SSH (the default), or for a Pull-mode host through
@@ -280,6 +178,7 @@ export async function drainForRemoval(
   const evictUnmanaged = host.metadata.annotations?.[drainUnmanagedPodsAnnotation] === 'true';
   const { drained, blocked, unmanaged, evicted, terminating } = await drainNode(deps.kc, nodeName, {
     evictUnmanaged,
+    cordonAnnotations: { [cordonedByAnnotation]: cordonedByValues.rollout },
   });
   for (const pod of evicted) {
     deps.events.record(

@@ -7,8 +7,8 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import { type Informer, objectKey } from '../../controller/informer.ts';
-import { type InformerFactory, resources } from '../../controller/informer-factory.ts';
+import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
+import { type InformerFactory, resources } from '../../controller-runtime/informer-factory.ts';
 import { namespacesInformer } from './host-informer.ts';
 
 /** A Secret without its data, annotations (last-applied-configuration holds the data) or labels. */

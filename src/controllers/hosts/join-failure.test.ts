@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConditionReason, ConditionType } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import type { EventRecorder } from '../../controller/events.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { HostStatus } from '../../fleet/host-status.ts';
 import { detect, networkConfig, view } from '../../network/cluster-fixtures.ts';
 import { networkRefusalError, resolveNetwork } from '../../network/resolve-network.ts';
-import { HostStatus } from './host-status.ts';
 import { joinFailure, reportFailure } from './join-failure.ts';
 
 const host: WindowsHost = {

@@ -7,9 +7,9 @@
  */
 import { ConditionType, JoinFailureReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import type { EventRecorder } from '../../controller/events.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
 import { type ErrorCode, errorCode } from '../../errors/catalog.ts';
-import type { HostStatus } from './host-status.ts';
+import type { HostStatus } from '../../fleet/host-status.ts';
 
 interface Failure {
   reason: JoinFailureReason;

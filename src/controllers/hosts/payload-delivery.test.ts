@@ -16,12 +16,12 @@ import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
 import { connectedSimHost } from '../../../sim/testkit/ssh-host.ts';
 import { EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import type { EventRecorder } from '../../controller/events.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
 import { errorCode, WinfleetError } from '../../errors/catalog.ts';
+import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import { servicesManifestFor } from '../../payload/node-services.ts';
 import { payloadFileOnDisk } from '../../payload/payload-file.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
-import type { LoadedPayload } from './host-deps.ts';
 import { copyOperatorFiles, deliverRest, readPullReport } from './payload-delivery.ts';
 
 const registry = {

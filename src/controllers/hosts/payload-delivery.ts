@@ -16,11 +16,11 @@
  */
 import { EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import type { EventRecorder } from '../../controller/events.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
 import { errorCode, WinfleetError } from '../../errors/catalog.ts';
 import { syncOperatorFiles, syncPayload } from '../../hostaccess/payload-sync.ts';
 import type { RemoteCommandFailure, RemoteHost } from '../../hostaccess/remote-host.ts';
-import type { LoadedPayload } from './host-deps.ts';
+import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 
 /** How the rest of the payload reached the host. */
 export type PayloadDelivery =

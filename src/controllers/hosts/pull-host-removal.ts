@@ -25,10 +25,10 @@ import {
 } from '../../api/node-annotations.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import { commandSigner } from './command-signer.ts';
+import { commandSigner } from '../../fleet/command-signer.ts';
+import type { HostStatus } from '../../fleet/host-status.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { blockRemoval, removalTimeoutMs, removalWaitedMs } from './host-removal.ts';
-import type { HostStatus } from './host-status.ts';
 
 /** How often a removal waiting for the agent's report looks at the Node again. */
 const reportPollMs = 2000;

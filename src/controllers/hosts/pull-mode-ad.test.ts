@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import type { JoinContext } from './host-bootstrap.ts';
+import type { JoinContext } from './join-context.ts';
 import { reconcilePullHost } from './pull-mode-host.ts';
 
 test('a Pull-mode host of an Active Directory pool is refused with the reason and what to do', async () => {

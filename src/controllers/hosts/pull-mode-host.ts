@@ -30,13 +30,16 @@ import {
 import { allowedNodeLabels } from '../../api/node-labels.ts';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
-import { nodeIsReady } from '../../controller/informer-factory.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { commandSigner } from '../../fleet/command-signer.ts';
+import { type HostStatus, writeHostStatus } from '../../fleet/host-status.ts';
+import { carriesIdentity, type NameRefusal, nameRefusal } from '../../fleet/node-claims.ts';
+import { canonicalAddress, joinServingAddresses } from '../../fleet/serving-addresses.ts';
+import { apiTime, timeOf } from '../../kube/api-time.ts';
+import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
-import { canonicalAddress, joinServingAddresses } from '../csr/serving-addresses.ts';
 import { poolActiveDirectory } from './active-directory-join.ts';
-import { commandSigner } from './command-signer.ts';
-import type { LoadedPayload } from './host-deps.ts';
 import {
   healthyRecheckMs,
   hostPass,
@@ -45,8 +48,6 @@ import {
   reportReady,
   wantedVersion,
 } from './host-join.ts';
-import { apiTime, type HostStatus, timeOf, writeHostStatus } from './host-status.ts';
-import { carriesIdentity, type NameRefusal, nameRefusal } from './node-claims.ts';
 
 export const pullModeMessage =
   'Pull mode: the host joined by itself with a join command; winfleet never connects to it over SSH, and its upgrades, reboots and removal go through its agent';

@@ -40,6 +40,7 @@ import {
 } from '../../../sim/testkit/windows-hosts.ts';
 import { kubeletFirewallRule } from '../../agent/kubelet-firewall.ts';
 import { nodeKubeConfig } from '../../agent/node-client.ts';
+import { apiVersion } from '../../api/group-version.ts';
 import {
   deconfiguredAnnotation,
   deconfigureRequestAnnotation,
@@ -49,7 +50,7 @@ import {
   servicesVersionAnnotation,
 } from '../../api/node-annotations.ts';
 import { ConditionReason, EventReason } from '../../api/reasons.ts';
-import { apiVersion, type WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
 import { rebootRequestedAnnotation } from '../../api/windows-node-pool.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 import { waitFor } from '../../kube/wait-for.ts';

@@ -10,13 +10,13 @@ import * as k8s from '@kubernetes/client-node';
 import { ConditionReason, ConditionType, EventReason } from '../../api/reasons.ts';
 import { rejoinAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
+import { type HostStatus, removeHostAnnotation } from '../../fleet/host-status.ts';
+import { carriesIdentity } from '../../fleet/node-claims.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import { isConflict, isNotFound } from '../../kube/client.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 import type { HostControllerDeps } from './host-deps.ts';
-import { type HostStatus, removeHostAnnotation } from './host-status.ts';
-import { carriesIdentity } from './node-claims.ts';
 
 /** True when the host still has the kubelet's own kubeconfig (its node credentials). */
 async function hasNodeCredentials(remote: RemoteHost): Promise<boolean> {

@@ -7,11 +7,12 @@
  * key and the fix, and changes nothing.
  */
 import * as k8s from '@kubernetes/client-node';
+import { apiVersion } from '../../api/group-version.ts';
 import { EventReason } from '../../api/reasons.ts';
-import { apiVersion, type WindowsHost } from '../../api/windows-host.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { EventRecorder } from '../../controller/events.ts';
-import type { Informer } from '../../controller/informer.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
 import type { Logger } from '../../log/logger.ts';
 
 export const windowsInstancesName = 'windows-instances';

@@ -20,8 +20,8 @@ import {
   rebootRequestAnnotation,
 } from '../../api/node-annotations.ts';
 import { signatureAnnotation } from '../../api/node-commands.ts';
-import type { HostRolloutStatus } from '../../rollout/host-steps.ts';
-import { CommandSigner, registerCommandSigner } from '../hosts/command-signer.ts';
+import type { HostRolloutStatus } from '../../api/rollout-status.ts';
+import { CommandSigner, registerCommandSigner } from '../../fleet/command-signer.ts';
 import { takeAction, writeHostRecord } from './pool-actions.ts';
 
 const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);

@@ -24,14 +24,16 @@ import {
   installUpdatesAnnotation,
   rebootRequestAnnotation,
 } from '../../api/node-annotations.ts';
+import type { HostRemediationStatus } from '../../api/remediation-status.ts';
+import type { HostRolloutStatus } from '../../api/rollout-status.ts';
 import type { HostWindowsUpdates, WindowsHost } from '../../api/windows-host.ts';
-import { nodeIsReady } from '../../controller/informer-factory.ts';
+import { drainUnmanagedPodsAnnotation } from '../../api/windows-host.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
+import { commandSigner } from '../../fleet/command-signer.ts';
+import { hostObject } from '../../fleet/host-status.ts';
 import { isConflict, isFailedPatchTest, isNotFound } from '../../kube/client.ts';
-import type { HostRemediationStatus } from '../../remediation/index.ts';
-import type { HostRolloutStatus, StepAction } from '../../rollout/host-steps.ts';
-import { commandSigner } from '../hosts/command-signer.ts';
-import { drainNode, drainUnmanagedPodsAnnotation } from '../hosts/host-removal.ts';
-import { hostObject } from '../hosts/host-status.ts';
+import { drainNode } from '../../kube/drain.ts';
+import type { StepAction } from '../../rollout/host-steps.ts';
 
 /** How long past its deletion time a pod on a NotReady node still holds a drain. */
 const notReadyDeleteWaitSeconds = 1;
@@ -169,6 +171,7 @@ export async function takeAction(
     case 'drain': {
       const result = await drainNode(kc, name, {
         evictUnmanaged: host.metadata.annotations?.[drainUnmanagedPodsAnnotation] === 'true',
+        cordonAnnotations: { [cordonedByAnnotation]: cordonedByValues.rollout },
         // A NotReady node's kubelet never confirms its pods gone (a repair of a dead host):
         // once their grace period is over they do not hold the drain.
         ...(nodeIsReady(node) ? {} : { skipWaitForDeleteSeconds: notReadyDeleteWaitSeconds }),

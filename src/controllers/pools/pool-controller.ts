@@ -34,12 +34,15 @@ import {
   windowsNodePoolResource,
 } from '../../api/windows-node-pool.ts';
 import { summarizeReport } from '../../api/windows-updates.ts';
-import { setCondition } from '../../controller/conditions.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { EventRecorder } from '../../controller/events.ts';
-import { type Informer, objectKey } from '../../controller/informer.ts';
-import { nodeIsReady } from '../../controller/informer-factory.ts';
-import type { ReconcileResult } from '../../controller/work-queue.ts';
+import { setCondition } from '../../controller-runtime/conditions.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
+import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
+import type { ReconcileResult } from '../../controller-runtime/work-queue.ts';
+import { hostsByNode } from '../../fleet/host-indexes.ts';
+import { removeHostAnnotation } from '../../fleet/host-status.ts';
+import { type DrainSeen, passHost } from '../../fleet/pool-observe.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
@@ -56,8 +59,6 @@ import type { StepResult } from '../../rollout/host-steps.ts';
 import { defaultPoolKey } from '../../rollout/pool-membership.ts';
 import { poolPass } from '../../rollout/pool-pass.ts';
 import { checkPoolSpec, defaultPoolPolicy } from '../../rollout/pool-spec.ts';
-import { hostsByNode } from '../hosts/host-indexes.ts';
-import { removeHostAnnotation } from '../hosts/host-status.ts';
 import {
   copyReport,
   dropLevels,
@@ -66,9 +67,8 @@ import {
   takeAction,
   writeHostRecord,
 } from './pool-actions.ts';
-import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-health.ts';
 import { poolIndex } from './pool-index.ts';
-import { type DrainSeen, passHost } from './pool-observe.ts';
+import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-remediation.ts';
 
 /** The payload the operator runs, as the rollout needs it. */
 export interface PoolPayload {

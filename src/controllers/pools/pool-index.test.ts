@@ -3,9 +3,9 @@ import test from 'node:test';
 import { offlineInformer } from '../../../sim/testkit/synthetic-nodes.ts';
 import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts';
 import { type WindowsNodePool, windowsNodePoolResource } from '../../api/windows-node-pool.ts';
+import { poolMembership } from '../../fleet/pool-observe.ts';
 import { defaultPoolKey } from '../../rollout/pool-membership.ts';
 import { poolIndex } from './pool-index.ts';
-import { poolMembership } from './pool-observe.ts';
 
 function host(name: string, labels: Record<string, string>, rv = '1'): WindowsHost {
   return {

@@ -11,14 +11,14 @@
  */
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import { type Informer, objectKey } from '../../controller/informer.ts';
+import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
+import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
 import {
   owningPools,
   type PoolMembers,
   type PoolSelection,
   sortedPools,
 } from '../../rollout/pool-membership.ts';
-import { hostLabels, poolSelection } from './pool-observe.ts';
 
 export const hostsByPoolIndex = 'pool';
 

@@ -11,11 +11,12 @@ import { createWindowsNode } from '../../../sim/testkit/nodes.ts';
 import { freshCluster, uniqueSuffix } from '../../../sim/testkit/test-cluster.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import { createUnreachableHost } from '../../../sim/testkit/windows-hosts.ts';
+import { apiVersion } from '../../api/group-version.ts';
 import { hostAnnotation, hostIdentity } from '../../api/node-annotations.ts';
 import { ConditionReason, PoolConditionType } from '../../api/reasons.ts';
-import { apiVersion, type WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool, WindowsNodePoolStatus } from '../../api/windows-node-pool.ts';
-import { findCondition } from '../../controller/conditions.ts';
+import { findCondition } from '../../controller-runtime/conditions.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 
 const [group, version] = apiVersion.split('/') as [string, string];

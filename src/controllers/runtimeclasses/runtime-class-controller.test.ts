@@ -10,7 +10,7 @@ import {
   unusedKubeConfig,
 } from '../../../sim/testkit/synthetic-nodes.ts';
 import { parseConfig } from '../../config/winfleet-config.ts';
-import { resources } from '../../controller/informer-factory.ts';
+import { resources } from '../../controller-runtime/informer-factory.ts';
 import { silentLogger } from '../../log/logger.ts';
 import {
   createRuntimeClassController,

@@ -13,10 +13,10 @@
 import * as k8s from '@kubernetes/client-node';
 import { EventReason } from '../../api/reasons.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
-import { Controller, everythingKey } from '../../controller/controller.ts';
-import type { EventRecorder } from '../../controller/events.ts';
-import type { Informer } from '../../controller/informer.ts';
-import type { ReconcileResult } from '../../controller/work-queue.ts';
+import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
+import type { EventRecorder } from '../../controller-runtime/events.ts';
+import type { Informer } from '../../controller-runtime/informer.ts';
+import type { ReconcileResult } from '../../controller-runtime/work-queue.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
 import { windowsBuildLabel, windowsReleases } from '../../windows/builds.ts';

@@ -1,0 +1,187 @@
+/** Reading and writing a WindowsHost's status (merge patches on the /status subresource). */
+import * as k8s from '@kubernetes/client-node';
+import { apiVersion } from '../api/group-version.ts';
+import type { ConditionReason, ConditionType, JoinStep } from '../api/reasons.ts';
+import type { WindowsHost, WindowsHostStatus } from '../api/windows-host.ts';
+import { type Condition, findCondition, setCondition } from '../controller-runtime/conditions.ts';
+import { sameJson } from '../controller-runtime/same-json.ts';
+import { apiTime } from '../kube/api-time.ts';
+import { httpStatus, isNotFound } from '../kube/client.ts';
+
+/** The custom-object coordinates of a WindowsHost, for the generic client's requests. */
+/** The CustomObjectsApi coordinates of a WindowsHost. */
+export function hostObject(host: WindowsHost) {
+  const [group, version] = apiVersion.split('/') as [string, string];
+  return {
+    group,
+    version,
+    namespace: host.metadata.namespace!,
+    plural: 'windowshosts',
+    name: host.metadata.name,
+  };
+}
+
+/** A working copy of a host's status that records condition changes. */
+export class HostStatus {
+  readonly host: WindowsHost;
+  status: WindowsHostStatus;
+
+  constructor(host: WindowsHost) {
+    this.host = host;
+    this.status = structuredClone(host.status ?? {});
+  }
+
+  set(
+    type: ConditionType,
+    status: Condition['status'],
+    reason: ConditionReason,
+    message = '',
+  ): void {
+    this.status.conditions = setCondition(this.status.conditions, {
+      type,
+      status,
+      reason,
+      message,
+      observedGeneration: this.host.metadata.generation,
+    });
+  }
+
+  /** The condition of `type` as this pass has it. */
+  condition(type: ConditionType): Condition | undefined {
+    return findCondition(this.status.conditions, type);
+  }
+
+  /** Records the failed step: one of winfleet's, or the host's own (see JoinStep). */
+  error(step: JoinStep | (string & {}), message: string): void {
+    this.status.lastError = { step, message: message.slice(0, 2000), time: apiTime() };
+  }
+
+  /**
+   * True when anything differs from what the API server holds (in content: the server
+   * returns fields in its own key order, so an unchanged status is not written again).
+   */
+  changed(): boolean {
+    return !sameJson(this.status, this.host.status ?? {});
+  }
+}
+
+/**
+ * Writes what this pass changed in `status` with a merge patch on the status subresource: only
+ * the fields that differ from the copy the pass read, and a field the pass removed as null
+ * (how a merge patch removes one). Other writers (the serving-address controller, an earlier
+ * pass that ran on a fresher copy) keep what they wrote unless this pass changed it too.
+ */
+export async function writeHostStatus(
+  kc: k8s.KubeConfig,
+  host: WindowsHost,
+  status: WindowsHostStatus,
+): Promise<void> {
+  const before = (host.status ?? {}) as Record<string, unknown>;
+  const after = status as Record<string, unknown>;
+  const changes: Record<string, unknown> = {};
+  for (const field of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    if (sameJson(after[field], before[field])) continue;
+    changes[field] = after[field] ?? null;
+  }
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  if ('conditions' in changes) {
+    // A merge patch replaces the list whole, and the copy this pass read may be older than
+    // the last write (the cache not yet caught up with the pass before): applied to the
+    // conditions as they are now, only the types this pass changed change.
+    const current = (await custom.getNamespacedCustomObject(hostObject(host))) as WindowsHost;
+    changes.conditions = rebaseConditions(
+      before.conditions as Condition[] | undefined,
+      status.conditions,
+      current.status?.conditions,
+    );
+  }
+  await custom.patchNamespacedCustomObjectStatus(
+    {
+      ...hostObject(host),
+      body: {
+        status: { ...changes, observedGeneration: host.metadata.generation },
+      },
+    },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  );
+}
+
+/**
+ * The conditions `current` holds with what a pass changed from `before` to `after` applied:
+ * each type it set or changed takes its value, each it removed goes, the rest stay as they are
+ * now (another writer's, or an earlier pass's the pass never saw).
+ */
+export function rebaseConditions(
+  before: readonly Condition[] | undefined,
+  after: readonly Condition[] | undefined,
+  current: readonly Condition[] | undefined,
+): Condition[] {
+  const byType = (list: readonly Condition[] | undefined) =>
+    new Map((list ?? []).map((c) => [c.type, c]));
+  const was = byType(before);
+  const now = byType(after);
+  const result = byType(current);
+  for (const type of new Set([...was.keys(), ...now.keys()])) {
+    const wanted = now.get(type);
+    if (sameJson(wanted, was.get(type))) continue;
+    if (wanted) result.set(type, wanted);
+    else result.delete(type);
+  }
+  return [...result.values()];
+}
+
+/**
+ * Merge-patches the host's metadata. Lists (finalizers) are replaced whole, so those patches
+ * carry the resourceVersion they were computed from (`guarded`, the default); a single
+ * annotation can be set or removed without it.
+ */
+export async function patchHostMetadata(
+  kc: k8s.KubeConfig,
+  host: WindowsHost,
+  metadata: Record<string, unknown>,
+  guarded = true,
+): Promise<void> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  await custom.patchNamespacedCustomObject(
+    {
+      ...hostObject(host),
+      body: {
+        metadata: guarded
+          ? { ...metadata, resourceVersion: host.metadata.resourceVersion }
+          : metadata,
+      },
+    },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  );
+}
+
+/**
+ * Removes annotation `key` only while it still holds `value` (a JSON patch that tests it
+ * first), so a value the user set meanwhile is kept. True when it was removed.
+ */
+export async function removeHostAnnotation(
+  kc: k8s.KubeConfig,
+  host: WindowsHost,
+  key: string,
+  value: string,
+): Promise<boolean> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const path = `/metadata/annotations/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+  try {
+    await custom.patchNamespacedCustomObject(
+      {
+        ...hostObject(host),
+        body: [
+          { op: 'test', path, value },
+          { op: 'remove', path },
+        ],
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
+    );
+    return true;
+  } catch (error) {
+    // 422: the test failed (the annotation changed or went); 404: the host went.
+    if (httpStatus(error) === 422 || isNotFound(error)) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,13 @@
+/** A host's Node as the rollout engine observes it (host-steps.ts, set-aside.ts). */
+export interface ObservedNode {
+  name: string;
+  ready: boolean;
+  unschedulable: boolean;
+  /**
+   * The node carries winfleet.io/cordoned-by=winfleet and status.rollout.cordoned names it:
+   * the annotation alone (which the node may write on itself) is not enough.
+   */
+  cordonedByWinfleet: boolean;
+  /** status.nodeInfo.bootID: changes with every boot (on Windows, the kernel's BootId counter). */
+  bootId?: string;
+}
