@@ -29,10 +29,16 @@ import {
 const srcDir = fileURLToPath(new URL('..', import.meta.url));
 const document = readFileSync(troubleshootingPath, 'utf8');
 
-/** The product source, without tests and without the catalog itself. */
+/** The product source, without tests, the catalog itself and its help (which names every reason). */
 function productSource(): string {
   return readdirSync(srcDir, { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('reasons.ts'))
+    .filter(
+      (f) =>
+        f.endsWith('.ts') &&
+        !f.endsWith('.test.ts') &&
+        !f.endsWith('reasons.ts') &&
+        !f.endsWith('reason-help.ts'),
+    )
     .map((f) => readFileSync(join(srcDir, f), 'utf8'))
     .join('\n');
 }
