@@ -44,7 +44,7 @@ export function crdsTemplate(): string {
       '  labels:',
       '    {{- include "winfleet.labels" . | nindent 4 }}',
       '  annotations:',
-      `    # helm uninstall keeps the CRD, and with it every ${crd.spec.names.kind} (README.md).`,
+      `    # helm uninstall keeps the CRD, and with it every ${crd.spec.names.kind} (docs/operating.md).`,
       '    helm.sh/resource-policy: keep',
       spec.trimEnd(),
     ].join('\n');

@@ -1,6 +1,6 @@
 /**
  * The lab's payload in its registry, as a platform team ships one: `winfleet payload push` (the
- * CLI, as the README shows it) stores the payload directory in the lab registry as winfleet's
+ * CLI, as docs/cli.md shows it) stores the payload directory in the lab registry as winfleet's
  * OCI artifact, and the operator runs with the printed reference (--payload-image), so hosts
  * that reach the registry pull their files themselves. A new payload written into the
  * directory (sim/lab/next-payload.ts) is pushed the same way and the operator restarted with

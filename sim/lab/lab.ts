@@ -412,7 +412,7 @@ async function installChart(
       network: { mode: networkMode },
     },
   };
-  // A new payload's upgrade keeps what a person set on the release (proxy, CAs: the README).
+  // A new payload's upgrade keeps what a person set on the release (proxy, CAs: docs/lab.md).
   await helmInstall(
     { kubeconfig: cluster.kubeconfigPath, namespace: labNamespace, values, reuseValues: true },
     verb,

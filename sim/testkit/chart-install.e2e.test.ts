@@ -33,7 +33,7 @@ test('an upgrade with reuseValues keeps what a person set; one without drops it'
   const data = async () => (await core.readNamespacedConfigMap({ name: 'reuse', namespace })).data;
 
   await helmInstall({ ...release, values: { lab: 'one' } });
-  // A person's own upgrade, as the README shows it.
+  // A person's own upgrade, as docs/lab.md shows it.
   await runHelm([
     'upgrade',
     'winfleet',

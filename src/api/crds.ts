@@ -36,7 +36,7 @@ const condition = {
     },
     reason: {
       type: 'string',
-      description: 'Why, in one CamelCase word (README: Troubleshooting says what to do)',
+      description: 'Why, in one CamelCase word (docs/troubleshooting.md says what to do)',
     },
     message: { type: 'string', description: 'What happened, for a person' },
     lastTransitionTime: {
@@ -346,7 +346,7 @@ export const windowsHostCrd = fromWire({
             type: 'string',
             jsonPath: ".status.conditions[?(@.type=='Ready')].status",
           },
-          // Why it is (not) Ready: the failure reason, or the join phase (README: Troubleshooting).
+          // Why it is (not) Ready: the failure reason, or the join phase (docs/troubleshooting.md).
           {
             name: 'Reason',
             type: 'string',

@@ -3,8 +3,8 @@
  * as typed constants: product code sets them from here and tests match them from here, so a
  * renamed reason fails to compile instead of silently failing a string comparison. The values
  * are API: users filter on them (`kubectl get events --field-selector reason=HostKeyChanged`),
- * so a value, once released, changes only with the API version. Every value is explained in the
- * README's "Troubleshooting" tables (reasons.test.ts checks it).
+ * so a value, once released, changes only with the API version. Every value is explained in
+ * reason-help.ts, from which docs/troubleshooting.md is generated (reasons.test.ts checks both).
  */
 
 /**

@@ -1,8 +1,8 @@
 /**
  * The admission webhook in a process of its own (`winfleet-operator --mode webhook`): what it
  * parses comes from registries any pod creator chooses, so it runs apart from the controllers,
- * as a ServiceAccount with no Secret, CSR or webhook-configuration rights (README, "Security
- * model"). It reads only the configuration ConfigMap, Nodes, RuntimeClasses and Namespaces
+ * as a ServiceAccount with no Secret, CSR or webhook-configuration rights (docs/security.md,
+ * "Split privilege"). It reads only the configuration ConfigMap, Nodes, RuntimeClasses and Namespaces
  * (watched), gMSA credential specs, and, where the values opt in, pods' image pull secrets by
  * name. Its serving certificate comes from files (the certificate Secret mounted by the
  * kubelet: tls.crt and tls.key, never the CA key), looked at again every few seconds, so a

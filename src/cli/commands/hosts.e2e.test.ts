@@ -30,7 +30,7 @@ import { isNotFound } from '../../kube/client.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 
 const cli = join(import.meta.dirname, '..', 'main.ts');
-/** Where the real output is saved for the README. */
+/** Where the real output is saved for docs/cli.md. */
 const artifacts = process.env.WINFLEET_CLI_ARTIFACTS;
 
 interface Run {

@@ -180,7 +180,7 @@ test('diagnose: a bundle with every item, no secret in it, an unreachable host n
   assert.match(run.stdout, /not collected: Host winfleet-system\/gone .*cannot reach/);
   const files = await unpack(join(work, 'bundle.tar.gz'));
   const root = [...files.keys()][0]!.split('/')[0]!;
-  // For the README: what a user sees, and what the bundle holds.
+  // For docs/cli.md: what a user sees, and what the bundle holds.
   t.diagnostic(`winfleet diagnose stdout:\n${run.stdout}`);
   t.diagnostic(
     `bundle:\n${[...files]
