@@ -407,7 +407,8 @@ export function stopWhenInputEnds(
   const value = env[stopOnStdinEofVariable];
   if (value === undefined || value === '') return false;
   if (value !== '1') {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_AGENT_CONFIG_INVALID',
       `${stopOnStdinEofVariable} is "${value}"; set it to 1 to stop when the standard input closes (winfleet-service.exe does), or leave it unset`,
     );
   }

@@ -61,7 +61,9 @@ const unreachableCodes: readonly string[] = [
 export function unreachableReason(error: unknown, server?: string): string | undefined {
   const outer = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined;
   const cause = outer?.cause as { code?: unknown; message?: unknown } | undefined;
-  const code = typeof outer?.code === 'string' ? outer.code : cause?.code;
+  // A WinfleetError's code is its catalog code; the socket's code, if any, is on its cause.
+  const own = errorCode(error) === undefined ? outer?.code : undefined;
+  const code = typeof own === 'string' ? own : cause?.code;
   if (typeof code !== 'string' || !unreachableCodes.includes(code)) return undefined;
   const detail =
     typeof cause?.message === 'string' && cause.code === code

@@ -13,6 +13,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../api/windows-host.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
 import type { Informer } from '../controller/informer.ts';
+import { WinfleetError } from '../errors/catalog.ts';
 import { httpStatus } from '../kube/client.ts';
 import { dashboardCss, dashboardHtml, dashboardScript } from './dashboard-page.ts';
 import { OverviewBroadcaster, serveStream } from './live.ts';
@@ -94,7 +95,9 @@ export function pagedEventLister(
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         expired = true;
-        reject(new Error(`no answer from the API server in ${timeoutMs / 1000} s`));
+        reject(
+          new WinfleetError('WF_TIMEOUT', `no answer from the API server in ${timeoutMs / 1000} s`),
+        );
       }, timeoutMs);
     });
     const readAll = async () => {

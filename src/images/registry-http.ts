@@ -285,7 +285,18 @@ export class RegistryHttp {
           res.on('error', (error) => reject(lookupErrorFrom(error, req.what, signal)));
           res.on('close', () => {
             if (!res.complete) {
-              reject(lookupErrorFrom(new Error('connection closed mid-body'), req.what, signal));
+              reject(
+                lookupErrorFrom(
+                  signal?.aborted
+                    ? signal.reason
+                    : registryLookupError(
+                        'unreachable',
+                        `Cannot reach ${req.what}: connection closed mid-body`,
+                      ),
+                  req.what,
+                  signal,
+                ),
+              );
             }
           });
         },
@@ -294,9 +305,10 @@ export class RegistryHttp {
       if (req.idleTimeoutMs !== undefined) {
         const idle = req.idleTimeoutMs;
         outgoing.setTimeout(idle, () => {
-          const stalled = Object.assign(new Error(`no data for ${idle / 1000} s`), {
-            code: 'ETIMEDOUT',
-          });
+          const stalled = registryLookupError(
+            'unreachable',
+            `Cannot reach ${req.what}: no data for ${idle / 1000} s (ETIMEDOUT)`,
+          );
           answer?.destroy(stalled);
           outgoing.destroy(stalled);
         });

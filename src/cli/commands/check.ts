@@ -11,6 +11,7 @@ import { Listr } from 'listr2';
 import { defaultOperatorNamespace } from '../../api/operator-namespace.ts';
 import { ConditionType } from '../../api/reasons.ts';
 import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
+import { WinfleetError } from '../../errors/catalog.ts';
 import { httpStatus, isNotFound } from '../../kube/client.ts';
 import { type ConfiguredNetworkMode, networkModes } from '../../network/network-mode.ts';
 import { loadPayload } from '../../payload/payload.ts';
@@ -243,7 +244,12 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
         kc.makeApiClient(k8s.VersionApi).getCode(),
         new Promise((_, reject) =>
           setTimeout(
-            () => reject(Object.assign(new Error('no answer in 15 s'), { code: 'ETIMEDOUT' })),
+            () =>
+              reject(
+                new WinfleetError('WF_CLUSTER_UNREACHABLE', 'no answer in 15 s', {
+                  cause: { code: 'ETIMEDOUT', message: 'no answer in 15 s' },
+                }),
+              ),
             15_000,
           ).unref(),
         ),

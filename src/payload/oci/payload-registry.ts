@@ -24,7 +24,11 @@ import {
   type RepositoryActions,
 } from '../../images/registry-auth.ts';
 import { type HttpResponse, RegistryHttp, type StreamedBody } from '../../images/registry-http.ts';
-import { lookupErrorFrom, registryLookupError } from '../../images/registry-lookup-error.ts';
+import {
+  isRegistryLookupError,
+  lookupErrorFrom,
+  registryLookupError,
+} from '../../images/registry-lookup-error.ts';
 import type { Payload } from '../payload.ts';
 import { type PayloadLimits, payloadLimits, payloadMediaTypes } from './media-types.ts';
 import { parsePayloadConfig } from './payload-config.ts';
@@ -390,7 +394,9 @@ async function* verifiedChunks(
         yield bytes;
       }
     } catch (error) {
-      if (error instanceof WinfleetError) throw error;
+      // A stall is the registry client's lookup error (unreachable); any other winfleet error
+      // (content that is not what the manifest declares) stands as it is.
+      if (error instanceof WinfleetError && !isRegistryLookupError(error)) throw error;
       const why = lookupErrorFrom(error, what, signal);
       if (why.details.reason !== 'unreachable') throw why;
       throw registryLookupError(
