@@ -23,6 +23,7 @@ import { hasCode, WinfleetError } from '../errors/catalog.ts';
 import { agentEnvironmentVariables } from '../hostsettings/node-host-settings.ts';
 import { httpStatus, isNotFound } from '../kube/client.ts';
 import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
+import { isForbiddenStatus, isNotFoundStatus } from '../net/http-status.ts';
 import { defaultNodeNetwork } from '../servicesmanifest/node-network.ts';
 import {
   parseServicesManifest,
@@ -102,7 +103,10 @@ async function acceptedManifest(
   } catch (error) {
     // 403: nodes may read only the published ConfigMaps; 404: there is no such ConfigMap.
     const status = httpStatus(error);
-    const refused = hasCode(error, 'WF_MANIFEST_UNPUBLISHED') || status === 403 || status === 404;
+    const refused =
+      hasCode(error, 'WF_MANIFEST_UNPUBLISHED') ||
+      isForbiddenStatus(status) ||
+      isNotFoundStatus(status);
     if (!refused && !hasCode(error, 'WF_MANIFEST_INVALID')) throw error;
     if (refusedVersions.get(context) !== desired) {
       refusedVersions.set(context, desired);

@@ -9,6 +9,7 @@
 import { CommanderError } from 'commander';
 import { type ErrorCode, errorCode, WinfleetError } from '../errors/catalog.ts';
 import { httpStatus } from '../kube/client.ts';
+import { isForbiddenStatus, isUnauthorizedStatus } from '../net/http-status.ts';
 
 export const ExitCode = {
   ok: 0,
@@ -92,12 +93,11 @@ export function exitFor(error: unknown): { code: ExitCode; message?: string } {
     } catch {
       detail = String(body ?? '');
     }
-    const hint =
-      status === 401
-        ? ' (the kubeconfig credentials were refused)'
-        : status === 403
-          ? ' (RBAC: ask for the permission named above)'
-          : '';
+    const hint = isUnauthorizedStatus(status)
+      ? ' (the kubeconfig credentials were refused)'
+      : isForbiddenStatus(status)
+        ? ' (RBAC: ask for the permission named above)'
+        : '';
     return {
       code: ExitCode.cluster,
       message: `the API server answered ${status}: ${detail}${hint}`,

@@ -15,6 +15,7 @@ import type { WindowsNodePool } from '../api/windows-node-pool.ts';
 import type { Informer } from '../controller/informer.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import { httpStatus } from '../kube/client.ts';
+import { isForbiddenStatus } from '../net/http-status.ts';
 import { dashboardCss, dashboardHtml, dashboardScript } from './dashboard-page.ts';
 import { OverviewBroadcaster, serveStream } from './live.ts';
 import {
@@ -140,7 +141,7 @@ const sendJson = (res: ServerResponse, status: number, data: unknown) =>
 
 function eventsErrorText(error: unknown, namespace: string): string {
   const status = httpStatus(error);
-  if (status === 403)
+  if (isForbiddenStatus(status))
     return `the operator may not list Events in namespace ${namespace}: give its ServiceAccount "list" on events there (the Helm chart's Role does)`;
   return `cannot read Events in namespace ${namespace}: ${(error as Error).message ?? String(error)}`;
 }

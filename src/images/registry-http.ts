@@ -22,6 +22,12 @@ import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { rootCertificates } from 'node:tls';
+import {
+  isMovedOrFoundStatus,
+  isRedirectStatus,
+  isSeeOtherStatus,
+  isSuccessStatus,
+} from '../net/http-status.ts';
 import { type AddressPolicy, createAddressPolicy, hostAddress } from './address-policy.ts';
 import { lookupErrorFrom, registryLookupError } from './registry-lookup-error.ts';
 
@@ -86,8 +92,6 @@ export interface StreamedHttpResponse {
   body: Readable;
   url: string;
 }
-
-const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 
 /** Sends requests with pooled connections; `close()` ends the pools. */
 export class RegistryHttp {
@@ -165,7 +169,7 @@ export class RegistryHttp {
       if (!trusted) this.#checkLiteral(url, req.what);
       const response = await this.#once(method, url, headers, body, req, trusted, streaming);
       const location = response.headers.location;
-      if (!redirectStatuses.has(response.status) || !location) return response;
+      if (!isRedirectStatus(response.status) || !location) return response;
       // Redirect targets are the server's words: messages name only their host.
       if (hop >= maxRedirects) {
         throw registryLookupError(
@@ -196,7 +200,10 @@ export class RegistryHttp {
         const { authorization: _dropped, ...rest } = headers as Record<string, string>;
         headers = rest as typeof headers;
       }
-      if (response.status === 303 || (method === 'POST' && response.status <= 302)) {
+      if (
+        isSeeOtherStatus(response.status) ||
+        (method === 'POST' && isMovedOrFoundStatus(response.status))
+      ) {
         method = 'GET';
         body = undefined;
       }
@@ -241,7 +248,7 @@ export class RegistryHttp {
           answer = res;
           const status = res.statusCode ?? 0;
           const declared = Number(res.headers['content-length']);
-          const ok = status >= 200 && status < 300;
+          const ok = isSuccessStatus(status);
           const tooLarge = () =>
             registryLookupError(
               'invalid-manifest',

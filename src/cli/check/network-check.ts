@@ -10,6 +10,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { defaultConfig, type NetworkConfig, parseConfig } from '../../config/winfleet-config.ts';
 import { httpStatus } from '../../kube/client.ts';
+import { isNotFoundStatus, isRefusedStatus } from '../../net/http-status.ts';
 import {
   type ConfiguredNetworkMode,
   modeUsesHnsOverlay,
@@ -66,8 +67,8 @@ export async function checkNetworkConfig(
     }
   } catch (error) {
     const status = httpStatus(error);
-    if (status === 404) from = `the defaults: no ${where}`;
-    else if (status === 403 || status === 401) {
+    if (isNotFoundStatus(status)) from = `the defaults: no ${where}`;
+    else if (isRefusedStatus(status)) {
       from = `the defaults: ${where} could not be read (${status})`;
       caveat = `${where} could not be read (${status}): the operator's network configuration is not known, the defaults were used`;
     } else throw error;

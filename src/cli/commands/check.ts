@@ -12,7 +12,7 @@ import { defaultOperatorNamespace } from '../../api/operator-namespace.ts';
 import { ConditionType } from '../../api/reasons.ts';
 import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
-import { httpStatus, isNotFound } from '../../kube/client.ts';
+import { isNotFound, isUnauthorized } from '../../kube/client.ts';
 import { type ConfiguredNetworkMode, networkModes } from '../../network/network-mode.ts';
 import { loadPayload } from '../../payload/payload.ts';
 import {
@@ -157,7 +157,7 @@ async function runSteps(
 
 /** Why the cluster could not be asked anything (unreachable, or the credentials refused). */
 function unreachable(error: unknown, server: string): string | undefined {
-  if (httpStatus(error) === 401)
+  if (isUnauthorized(error))
     return `the API server ${server} refused the kubeconfig credentials (401); pass --kubeconfig or --context with credentials for this cluster`;
   return unreachableReason(error, server);
 }

@@ -28,7 +28,7 @@ import { errorCode } from '../../errors/catalog.ts';
 import { openRemoteHost } from '../../hostaccess/host-session.ts';
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import { retireNodeName } from '../../join/retired-node-names.ts';
-import { httpStatus, isConflict, isNotFound } from '../../kube/client.ts';
+import { isConflict, isNotFound, isTooManyRequests } from '../../kube/client.ts';
 import { leaveDomain, poolActiveDirectory } from './active-directory-join.ts';
 import { deleteBootstrapToken } from './bootstrap-tokens.ts';
 import { withHost } from './host-connect.ts';
@@ -131,7 +131,7 @@ export async function drainNode(
     } catch (error) {
       if (isNotFound(error)) continue;
       // 429: a PodDisruptionBudget refuses the eviction for now.
-      if (httpStatus(error) === 429) {
+      if (isTooManyRequests(error)) {
         blocked.push(podKey(pod));
         continue;
       }
