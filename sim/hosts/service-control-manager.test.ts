@@ -37,7 +37,7 @@ test('a service is stored with the command line the Windows HostOS would registe
   assert.equal(service?.pid, undefined);
   await assert.rejects(os.createService(config), scError(1073, /sc\.exe create kubelet/));
   assert.equal(await os.queryService('missing'), undefined);
-  await assert.rejects(os.createService({ ...config, name: 'bad/name' }), RangeError);
+  await assert.rejects(os.createService({ ...config, name: 'bad/name' }), { code: 'WF_INVARIANT' });
 });
 
 test('starting a service whose executable is missing fails with error 2', async (t) => {

@@ -19,6 +19,7 @@ import {
 import { httpStatus } from '../kube/client.ts';
 import { userAgents } from '../kube/user-agent.ts';
 import { WinfleetKubeConfig } from '../kube/winfleet-kube-config.ts';
+import { isForbiddenStatus, isNotFoundStatus, isUnauthorizedStatus } from '../net/http-status.ts';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
 import { fetchPublishedManifest } from './published-manifest.ts';
 
@@ -70,29 +71,29 @@ export function joinReadError(what: string, error: unknown): WinfleetError {
       { cause: error },
     );
   }
-  switch (status) {
-    case 401:
-      return new WinfleetError(
-        'WF_TERMINAL',
-        `Reading ${what}: the API server does not accept the join token (401): it expired, was used up or revoked; make a new join command`,
-      );
-    case 403:
-      return new WinfleetError(
-        'WF_TERMINAL',
-        `Reading ${what}: the join token may not read it (403); the winfleet operator grants its group (system:bootstrappers:winfleet) get on it by name: check --namespace and that the operator runs`,
-      );
-    case 404:
-      return new WinfleetError(
-        'WF_JOIN_DISCOVERY_PENDING',
-        `Reading ${what}: it does not exist (404); the winfleet operator writes it: check --namespace and that the operator runs`,
-      );
-    default:
-      return new WinfleetError(
-        'WF_CLUSTER_UNREACHABLE',
-        `Reading ${what}: ${status ? `HTTP ${status}` : ((error as Error).message ?? String(error))}`,
-        { cause: error },
-      );
+  if (isUnauthorizedStatus(status)) {
+    return new WinfleetError(
+      'WF_TERMINAL',
+      `Reading ${what}: the API server does not accept the join token (401): it expired, was used up or revoked; make a new join command`,
+    );
   }
+  if (isForbiddenStatus(status)) {
+    return new WinfleetError(
+      'WF_TERMINAL',
+      `Reading ${what}: the join token may not read it (403); the winfleet operator grants its group (system:bootstrappers:winfleet) get on it by name: check --namespace and that the operator runs`,
+    );
+  }
+  if (isNotFoundStatus(status)) {
+    return new WinfleetError(
+      'WF_JOIN_DISCOVERY_PENDING',
+      `Reading ${what}: it does not exist (404); the winfleet operator writes it: check --namespace and that the operator runs`,
+    );
+  }
+  return new WinfleetError(
+    'WF_CLUSTER_UNREACHABLE',
+    `Reading ${what}: ${status ? `HTTP ${status}` : ((error as Error).message ?? String(error))}`,
+    { cause: error },
+  );
 }
 
 async function read<T>(what: string, call: () => Promise<T>): Promise<T> {

@@ -124,7 +124,8 @@ export function parseKubeProxyKubeconfig(text: string): KubeProxyKubeconfig {
   const field = (entry: Record<string, string> | undefined, key: string, decode: boolean) => {
     const value = entry?.[key];
     if (!value) {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_KUBE_PROXY_CERTIFICATE',
         `${paths.kubeProxyKubeconfig} has no ${key}; the agent rewrites it at its next check`,
       );
     }

@@ -27,6 +27,7 @@
 
 import type * as k8s from '@kubernetes/client-node';
 import { NodeHealthCondition } from '../api/reasons.ts';
+import { WinfleetError } from '../errors/catalog.ts';
 import { cniNetworkName } from '../servicesmanifest/host-paths.ts';
 import {
   defaultNodeNetwork,
@@ -70,7 +71,7 @@ function errorText(error: unknown): string {
 
 /**
  * The HNS network the CNI config on disk describes, when it is exactly the config this agent
- * renders for `node`'s pod CIDR; otherwise a RangeError saying why not.
+ * renders for `node`'s pod CIDR; otherwise a WinfleetError saying why not.
  */
 export async function cniNetworkSpec(
   context: AgentContext,
@@ -79,7 +80,8 @@ export async function cniNetworkSpec(
 ): Promise<HnsNetworkSpec> {
   const podCIDR = node.spec?.podCIDR;
   if (typeof podCIDR !== 'string' || podCIDR === '') {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_AGENT_STEP_FAILED',
       `Node ${config.nodeName} has no spec.podCIDR, so this node has no pod network to recreate`,
     );
   }
@@ -88,12 +90,14 @@ export async function cniNetworkSpec(
   const wanted = cniConfig(config, podCIDR);
   const onDisk = (await context.hostOS.readFile(paths.cniConfig))?.toString('utf8');
   if (onDisk === undefined) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_AGENT_STEP_FAILED',
       `${paths.cniConfig} is missing, so nothing says how to create the pod network; the run loop writes it from the Node's spec.podCIDR: check the agent log for why it did not`,
     );
   }
   if (onDisk !== wanted) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_AGENT_STEP_FAILED',
       `${paths.cniConfig} is not the config for this Node's pod CIDR ${podCIDR}; the run loop rewrites it on its next pass`,
     );
   }

@@ -21,6 +21,7 @@ import {
   parseJoinInfo,
 } from '../join/join-info.ts';
 import { httpStatus } from '../kube/client.ts';
+import { isForbiddenStatus, isNotFoundStatus } from '../net/http-status.ts';
 import { agentFileName, serviceShimFileName } from '../payload/payload.ts';
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
 import { paths } from './agent-config.ts';
@@ -51,7 +52,7 @@ async function readAsNode<T>(what: string, call: () => Promise<T>): Promise<T> {
     return await call();
   } catch (error) {
     const status = httpStatus(error);
-    if (status === 403 || status === 404) {
+    if (isForbiddenStatus(status) || isNotFoundStatus(status)) {
       throw new WinfleetError(
         'WF_AGENT_FILE_MISSING',
         `Cannot read ${what} to pull the payload (HTTP ${status}): the winfleet operator writes it and lets nodes read it by name; check that the operator runs with --payload-image`,

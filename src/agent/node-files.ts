@@ -8,6 +8,7 @@
 
 import type * as k8s from '@kubernetes/client-node';
 import { stringify } from 'yaml';
+import { WinfleetError } from '../errors/catalog.ts';
 import { cidrCovers, formatIpv4, formatIpv4Cidr, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 import { cniNetworkName, hostPaths } from '../servicesmanifest/host-paths.ts';
 import {
@@ -144,23 +145,26 @@ export interface NodePodSubnet {
  * Checks a Node's spec.podCIDR (written by the controller manager, so read as untrusted input)
  * against the cluster's pod CIDR (config hosts.podCIDR, `settings.podCIDR`): an IPv4 network
  * address with no host bits, at most /30 (host-local needs room after the gateway) and inside
- * the cluster CIDR. Throws a RangeError naming the field and the fix.
+ * the cluster CIDR. Throws a WinfleetError naming the field and the fix.
  */
 export function nodePodSubnet(settings: NodeSettings, nodePodCIDR: string): NodePodSubnet {
   const cluster = parseIpv4Cidr(settings.podCIDR);
   if (!cluster) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_AGENT_CONFIG_INVALID',
       `The cluster pod CIDR (hosts.podCIDR) "${settings.podCIDR}" is not an IPv4 CIDR; fix it in the winfleet configuration`,
     );
   }
   const node = parseIpv4Cidr(nodePodCIDR);
   if (!node || node.address !== node.network || node.prefix > 30) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_AGENT_STEP_FAILED',
       `Node ${settings.nodeName} has spec.podCIDR ${JSON.stringify(nodePodCIDR)}, which is not an IPv4 network of /30 or larger; winfleet supports IPv4 pod networks allocated by kube-controller-manager (--allocate-node-cidrs=true --cluster-cidr=${settings.podCIDR})`,
     );
   }
   if (!cidrCovers(cluster, node)) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_AGENT_STEP_FAILED',
       `Node ${settings.nodeName} has spec.podCIDR ${nodePodCIDR}, outside the cluster pod CIDR ${settings.podCIDR} (hosts.podCIDR); set hosts.podCIDR to kube-controller-manager's --cluster-cidr`,
     );
   }
@@ -172,12 +176,13 @@ export function nodePodSubnet(settings: NodeSettings, nodePodCIDR: string): Node
  * (`k8s.ovn.org/hybrid-overlay-node-subnet`, allocated from hybridClusterNetwork, which is not
  * hosts.podCIDR): read as untrusted input, an IPv4 network address with no host bits, at most
  * /30. Its first address is the hybrid overlay's gateway (node_windows.go initSelf
- * `util.NextIP(nodeSubnet.IP)`). Throws a RangeError naming the annotation and the fix.
+ * `util.NextIP(nodeSubnet.IP)`). Throws a WinfleetError naming the annotation and the fix.
  */
 export function nodeHybridSubnet(settings: NodeSettings, annotation: string): NodePodSubnet {
   const node = parseIpv4Cidr(annotation);
   if (!node || node.address !== node.network || node.prefix > 30)
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_AGENT_STEP_FAILED',
       `Node ${settings.nodeName} has ${ovnHybrid.subnetAnnotation} ${JSON.stringify(annotation)}, which is not an IPv4 network of /30 or larger; OVN-Kubernetes' master allocates it from hybridOverlayConfig.hybridClusterNetwork: check that setting (an IPv4 cidr and a hostPrefix of 30 or less)`,
     );
   return { cidr: formatIpv4Cidr(node), gateway: formatIpv4(node.network + 1) };

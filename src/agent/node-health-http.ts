@@ -4,6 +4,7 @@
  * timeout, and at most 1 KiB of the body read.
  */
 import { request } from 'node:http';
+import { WinfleetError } from '../errors/catalog.ts';
 
 export const loopbackTimeoutMs = 5000;
 const maxBody = 1024;
@@ -14,10 +15,15 @@ export function loopbackHttpGet(
   timeoutMs = loopbackTimeoutMs,
 ): Promise<{ status: number; body: string }> {
   if (!Number.isInteger(port) || port < 1 || port > 65535)
-    return Promise.reject(new RangeError(`Cannot probe port ${port}: use a port from 1 to 65535`));
+    return Promise.reject(
+      new WinfleetError('WF_INVARIANT', `Cannot probe port ${port}: use a port from 1 to 65535`),
+    );
   if (!/^\/[A-Za-z0-9/_.-]*$/.test(path))
     return Promise.reject(
-      new RangeError(`Cannot probe path ${JSON.stringify(path)}: use a plain path like /healthz`),
+      new WinfleetError(
+        'WF_INVARIANT',
+        `Cannot probe path ${JSON.stringify(path)}: use a plain path like /healthz`,
+      ),
     );
   return new Promise((resolve, reject) => {
     const req = request(
@@ -39,7 +45,10 @@ export function loopbackHttpGet(
     );
     req.on('timeout', () =>
       req.destroy(
-        new Error(`GET http://127.0.0.1:${port}${path} did not answer within ${timeoutMs} ms`),
+        new WinfleetError(
+          'WF_TIMEOUT',
+          `GET http://127.0.0.1:${port}${path} did not answer within ${timeoutMs} ms`,
+        ),
       ),
     );
     req.on('error', reject);

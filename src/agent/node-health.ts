@@ -22,6 +22,7 @@ import * as https from 'node:https';
 import type * as k8s from '@kubernetes/client-node';
 import type { NodeHealthCondition } from '../api/reasons.ts';
 import { outsideRequest } from '../kube/winfleet-kube-config.ts';
+import { isOkStatus } from '../net/http-status.ts';
 import {
   type CheckedService,
   checkedServices,
@@ -219,7 +220,7 @@ async function gather(
     o.kubeletHealthz = await probe(
       context,
       kubeletHealthzPort,
-      (a) => a.status === 200 && a.body.trim() === 'ok',
+      (a) => isOkStatus(a.status) && a.body.trim() === 'ok',
     );
 
   // The pod network the mode names (none known: an external CNI's, not checked here).
@@ -296,7 +297,7 @@ async function gather(
   // getNetworkInfo): before that a refused probe is the network's problem, not kube-proxy's.
   if (o.services['kube-proxy']?.state === 'running') {
     if (networkPresent || !networkName)
-      o.kubeProxyHealthz = await probe(context, kubeProxyHealthzPort, (a) => a.status === 200);
+      o.kubeProxyHealthz = await probe(context, kubeProxyHealthzPort, (a) => isOkStatus(a.status));
     else o.kubeProxyWaitsFor = networkName;
   }
 

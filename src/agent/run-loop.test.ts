@@ -151,7 +151,7 @@ test('WINFLEET_STOP_ON_STDIN_EOF with a value other than 1 is refused, naming th
         { WINFLEET_STOP_ON_STDIN_EOF: 'true' },
         new AbortController(),
       ),
-    /^RangeError: WINFLEET_STOP_ON_STDIN_EOF is "true"; set it to 1 to stop when the standard input closes \(winfleet-service\.exe does\), or leave it unset$/,
+    /^WinfleetError: WINFLEET_STOP_ON_STDIN_EOF is "true"; set it to 1 to stop when the standard input closes \(winfleet-service\.exe does\), or leave it unset$/,
   );
 });
 

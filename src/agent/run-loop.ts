@@ -23,6 +23,7 @@ import { hasCode, WinfleetError } from '../errors/catalog.ts';
 import { agentEnvironmentVariables } from '../hostsettings/node-host-settings.ts';
 import { httpStatus, isNotFound } from '../kube/client.ts';
 import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
+import { isForbiddenStatus, isNotFoundStatus } from '../net/http-status.ts';
 import { defaultNodeNetwork } from '../servicesmanifest/node-network.ts';
 import {
   parseServicesManifest,
@@ -102,7 +103,10 @@ async function acceptedManifest(
   } catch (error) {
     // 403: nodes may read only the published ConfigMaps; 404: there is no such ConfigMap.
     const status = httpStatus(error);
-    const refused = hasCode(error, 'WF_MANIFEST_UNPUBLISHED') || status === 403 || status === 404;
+    const refused =
+      hasCode(error, 'WF_MANIFEST_UNPUBLISHED') ||
+      isForbiddenStatus(status) ||
+      isNotFoundStatus(status);
     if (!refused && !hasCode(error, 'WF_MANIFEST_INVALID')) throw error;
     if (refusedVersions.get(context) !== desired) {
       refusedVersions.set(context, desired);
@@ -407,7 +411,8 @@ export function stopWhenInputEnds(
   const value = env[stopOnStdinEofVariable];
   if (value === undefined || value === '') return false;
   if (value !== '1') {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_AGENT_CONFIG_INVALID',
       `${stopOnStdinEofVariable} is "${value}"; set it to 1 to stop when the standard input closes (winfleet-service.exe does), or leave it unset`,
     );
   }

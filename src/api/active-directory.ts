@@ -5,6 +5,8 @@
  * (src/hostaccess/domain-scripts.ts); these checks are stricter still, so that a value the
  * script would pass to Add-Computer is one Add-Computer can take.
  */
+
+import { WinfleetError } from '../errors/catalog.ts';
 import type { ActiveDirectorySpec } from './windows-node-pool.ts';
 
 /** The longest domain DNS name Active Directory takes (DNS: 255 octets less the root). */
@@ -148,10 +150,10 @@ export function activeDirectoryProblems(value: unknown, field = 'spec.activeDire
   return problems;
 }
 
-/** The spec when it has no problem; throws a RangeError listing them otherwise. */
+/** The spec when it has no problem; throws a WinfleetError listing them otherwise. */
 export function checkedActiveDirectory(value: unknown, field?: string): ActiveDirectorySpec {
   const problems = activeDirectoryProblems(value, field);
-  if (problems.length > 0) throw new RangeError(problems.join('; '));
+  if (problems.length > 0) throw new WinfleetError('WF_SCHEMA_INVALID', problems.join('; '));
   return value as ActiveDirectorySpec;
 }
 

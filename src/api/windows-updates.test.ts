@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { errorCode } from '../errors/catalog.ts';
 import {
   formatWindowsUpdateReport,
   maxInstalled,
@@ -31,7 +32,7 @@ const refused = (value: unknown, why: RegExp) =>
   assert.throws(
     () => parseWindowsUpdateReport(typeof value === 'string' ? value : JSON.stringify(value)),
     (error: Error) => {
-      assert.ok(error instanceof RangeError);
+      assert.ok(errorCode(error) === 'WF_SCHEMA_INVALID');
       assert.match(error.message, /^winfleet\.io\/windows-updates: the agent's report was refused/);
       assert.match(error.message, why);
       assert.match(

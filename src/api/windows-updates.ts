@@ -6,6 +6,8 @@
  * whole, naming the field — it never half-counts. A node can only lie about itself: what it
  * reports decides which changes its own host goes through, never another host's.
  */
+
+import { WinfleetError } from '../errors/catalog.ts';
 import { parseApiTime } from '../kube/api-time.ts';
 import type { AvailableUpdate } from './rollout-status.ts';
 import type { HostWindowsUpdates } from './windows-host.ts';
@@ -52,10 +54,14 @@ export const unprintable = /[\p{Cc}\p{Zl}\p{Zp}\u202A-\u202E\u2066-\u2069]/u;
 
 function printable(value: unknown, field: string, max: number): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > max) {
-    throw new RangeError(`${field}: expected a string of 1–${max} characters`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `${field}: expected a string of 1–${max} characters`,
+    );
   }
   if (unprintable.test(value)) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
       `${field}: control characters (line separators and bidirectional overrides included) are not allowed`,
     );
   }
@@ -69,48 +75,53 @@ function exactKeys(
   optional: readonly string[] = [],
 ): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new RangeError(`${field}: expected an object`);
+    throw new WinfleetError('WF_SCHEMA_INVALID', `${field}: expected an object`);
   }
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) {
     if (!required.includes(key) && !optional.includes(key)) {
-      throw new RangeError(`${field}: unknown key "${key}"`);
+      throw new WinfleetError('WF_SCHEMA_INVALID', `${field}: unknown key "${key}"`);
     }
   }
   for (const key of required) {
-    if (!(key in record)) throw new RangeError(`${field}.${key}: missing`);
+    if (!(key in record)) throw new WinfleetError('WF_SCHEMA_INVALID', `${field}.${key}: missing`);
   }
   return record;
 }
 
 function list(value: unknown, field: string, max: number): unknown[] {
-  if (!Array.isArray(value)) throw new RangeError(`${field}: expected a list`);
-  if (value.length > max) throw new RangeError(`${field}: more than ${max} entries`);
+  if (!Array.isArray(value))
+    throw new WinfleetError('WF_SCHEMA_INVALID', `${field}: expected a list`);
+  if (value.length > max)
+    throw new WinfleetError('WF_SCHEMA_INVALID', `${field}: more than ${max} entries`);
   return value;
 }
 
 function kb(value: unknown, field: string): string {
   if (typeof value !== 'string' || !kbPattern.test(value)) {
-    throw new RangeError(`${field}: ${JSON.stringify(value)} is not a KB number like "KB5040437"`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `${field}: ${JSON.stringify(value)} is not a KB number like "KB5040437"`,
+    );
   }
   return value;
 }
 
 /**
- * Parses the annotation's value. Throws a RangeError that names the field and says the
+ * Parses the annotation's value. Throws a WinfleetError that names the field and says the
  * report was refused; the operator then treats the host as having reported nothing.
  */
 export function parseWindowsUpdateReport(text: string): WindowsUpdateReport {
   const where = 'winfleet.io/windows-updates';
   try {
     if (Buffer.byteLength(text) > maxReportBytes) {
-      throw new RangeError(`larger than ${maxReportBytes} bytes`);
+      throw new WinfleetError('WF_SCHEMA_INVALID', `larger than ${maxReportBytes} bytes`);
     }
     let raw: unknown;
     try {
       raw = JSON.parse(text);
     } catch {
-      throw new RangeError('not JSON');
+      throw new WinfleetError('WF_SCHEMA_INVALID', 'not JSON');
     }
     const r = exactKeys(
       raw,
@@ -119,27 +130,31 @@ export function parseWindowsUpdateReport(text: string): WindowsUpdateReport {
       ['error'],
     );
     if (typeof r.bootId !== 'string' || !bootIdPattern.test(r.bootId)) {
-      throw new RangeError('bootId: expected 1–64 letters, digits and dashes');
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
+        'bootId: expected 1–64 letters, digits and dashes',
+      );
     }
     // A real time (no month 13), as the CRD's date-time format will check when it is copied.
     if (typeof r.searchedAt !== 'string' || !rfc3339.test(r.searchedAt)) {
-      throw new RangeError('searchedAt: expected an RFC 3339 time');
+      throw new WinfleetError('WF_SCHEMA_INVALID', 'searchedAt: expected an RFC 3339 time');
     }
     parseApiTime(r.searchedAt, 'searchedAt');
     if (typeof r.rebootPending !== 'boolean')
-      throw new RangeError('rebootPending: expected a boolean');
+      throw new WinfleetError('WF_SCHEMA_INVALID', 'rebootPending: expected a boolean');
     const seen = new Set<string>();
     const available = list(r.available, 'available', maxReportedUpdates).map((u, i) => {
       const field = `available[${i}]`;
       const e = exactKeys(u, field, ['kb', 'title', 'categories'], ['rebootRequired']);
       const id = kb(e.kb, `${field}.kb`);
-      if (seen.has(id)) throw new RangeError(`${field}.kb: ${id} is listed twice`);
+      if (seen.has(id))
+        throw new WinfleetError('WF_SCHEMA_INVALID', `${field}.kb: ${id} is listed twice`);
       seen.add(id);
       const categories = list(e.categories, `${field}.categories`, 8).map((c, j) =>
         printable(c, `${field}.categories[${j}]`, 64),
       );
       if (e.rebootRequired !== undefined && typeof e.rebootRequired !== 'boolean') {
-        throw new RangeError(`${field}.rebootRequired: expected a boolean`);
+        throw new WinfleetError('WF_SCHEMA_INVALID', `${field}.rebootRequired: expected a boolean`);
       }
       return {
         kb: id,
@@ -168,7 +183,8 @@ export function parseWindowsUpdateReport(text: string): WindowsUpdateReport {
       ...(r.error !== undefined ? { error: printable(r.error, 'error', 512) } : {}),
     };
   } catch (error) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
       `${where}: the agent's report was refused (${(error as Error).message}); the agent rewrites it at its next search, or remove the annotation`,
     );
   }

@@ -9,6 +9,7 @@
 import { CommanderError } from 'commander';
 import { type ErrorCode, errorCode, WinfleetError } from '../errors/catalog.ts';
 import { httpStatus } from '../kube/client.ts';
+import { isForbiddenStatus, isUnauthorizedStatus } from '../net/http-status.ts';
 
 export const ExitCode = {
   ok: 0,
@@ -61,7 +62,9 @@ const unreachableCodes: readonly string[] = [
 export function unreachableReason(error: unknown, server?: string): string | undefined {
   const outer = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined;
   const cause = outer?.cause as { code?: unknown; message?: unknown } | undefined;
-  const code = typeof outer?.code === 'string' ? outer.code : cause?.code;
+  // A WinfleetError's code is its catalog code; the socket's code, if any, is on its cause.
+  const own = errorCode(error) === undefined ? outer?.code : undefined;
+  const code = typeof own === 'string' ? own : cause?.code;
   if (typeof code !== 'string' || !unreachableCodes.includes(code)) return undefined;
   const detail =
     typeof cause?.message === 'string' && cause.code === code
@@ -90,12 +93,11 @@ export function exitFor(error: unknown): { code: ExitCode; message?: string } {
     } catch {
       detail = String(body ?? '');
     }
-    const hint =
-      status === 401
-        ? ' (the kubeconfig credentials were refused)'
-        : status === 403
-          ? ' (RBAC: ask for the permission named above)'
-          : '';
+    const hint = isUnauthorizedStatus(status)
+      ? ' (the kubeconfig credentials were refused)'
+      : isForbiddenStatus(status)
+        ? ' (RBAC: ask for the permission named above)'
+        : '';
     return {
       code: ExitCode.cluster,
       message: `the API server answered ${status}: ${detail}${hint}`,

@@ -11,6 +11,7 @@ import * as k8s from '@kubernetes/client-node';
 import { type IndexFunction, IndexStore } from '../controller-runtime/index-store.ts';
 import { isGone } from '../kube/client.ts';
 import { quietWatch, watchTimeoutSeconds } from '../kube/watch.ts';
+import { isGoneStatus } from '../net/http-status.ts';
 
 /** Which objects to watch. */
 export interface ResourceType {
@@ -286,7 +287,7 @@ export class Informer<T extends k8s.KubernetesObject> {
             this.#lastEventAt = Date.now();
             if (type === 'ERROR') {
               const status = object as unknown as k8s.V1Status;
-              if (status.code === 410) outcome = 'gone';
+              if (isGoneStatus(status.code)) outcome = 'gone';
               this.#abort?.abort();
               return;
             }

@@ -13,7 +13,9 @@ import * as k8s from '@kubernetes/client-node';
 import type { WindowsHost } from '../api/windows-host.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
 import type { Informer } from '../controller-runtime/informer.ts';
+import { WinfleetError } from '../errors/catalog.ts';
 import { httpStatus } from '../kube/client.ts';
+import { isForbiddenStatus } from '../net/http-status.ts';
 import { dashboardCss, dashboardHtml, dashboardScript } from './dashboard-page.ts';
 import { OverviewBroadcaster, serveStream } from './live.ts';
 import {
@@ -94,7 +96,9 @@ export function pagedEventLister(
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         expired = true;
-        reject(new Error(`no answer from the API server in ${timeoutMs / 1000} s`));
+        reject(
+          new WinfleetError('WF_TIMEOUT', `no answer from the API server in ${timeoutMs / 1000} s`),
+        );
       }, timeoutMs);
     });
     const readAll = async () => {
@@ -137,7 +141,7 @@ const sendJson = (res: ServerResponse, status: number, data: unknown) =>
 
 function eventsErrorText(error: unknown, namespace: string): string {
   const status = httpStatus(error);
-  if (status === 403)
+  if (isForbiddenStatus(status))
     return `the operator may not list Events in namespace ${namespace}: give its ServiceAccount "list" on events there (the Helm chart's Role does)`;
   return `cannot read Events in namespace ${namespace}: ${(error as Error).message ?? String(error)}`;
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { errorOffenders } from '../../sim/testkit/source-guards.ts';
+import { typeScriptFiles } from '../../sim/testkit/typescript-syntax.ts';
 import {
   type ErrorCode,
   errorCatalog,
@@ -55,41 +57,24 @@ test('errors that are not winfleet’s are retryable and have no code', () => {
 });
 
 /**
- * Product files allowed to define an Error subclass or throw a plain Error, each with why.
+ * Product files allowed to make a built-in Error or define an Error subclass, each with why.
  * Keep this empty or nearly so: a new error gets a catalog code instead.
  */
 const allowList: Record<string, string> = {
   // The catalog's own class: the one subclass every other error is an instance of.
   'src/errors/catalog.ts': 'defines WinfleetError',
-  // Only tests import it: it refuses a fixture that lost its CRLF line endings, a bug in the
-  // checkout that no caller handles.
-  'src/agent/windows/fixtures.ts': 'test fixture loader',
 };
 
-const srcDir = new URL('..', import.meta.url).pathname;
-const repoDir = join(srcDir, '..');
+const repoDir = join(import.meta.dirname, '..', '..');
 
-function productFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return productFiles(path);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
-  });
-}
+const productSources = () =>
+  typeScriptFiles(repoDir, 'src', 'product').map((name) => ({
+    name,
+    source: readFileSync(join(repoDir, name), 'utf8'),
+  }));
 
-test('product code raises catalog errors only: no Error subclasses, no plain `throw new Error(`', () => {
-  const offenders: string[] = [];
-  for (const file of productFiles(srcDir)) {
-    const name = relative(repoDir, file);
-    if (name in allowList) continue;
-    readFileSync(file, 'utf8')
-      .split('\n')
-      .forEach((line, index) => {
-        if (/\bextends Error\b/.test(line) || /\bthrow new Error\(/.test(line)) {
-          offenders.push(`${name}:${index + 1}: ${line.trim()}`);
-        }
-      });
-  }
+test('product code raises catalog errors only: no Error subclasses, no built-in errors made', async () => {
+  const offenders = await errorOffenders(productSources(), new Set(Object.keys(allowList)));
   assert.deepEqual(
     offenders,
     [],
@@ -97,12 +82,13 @@ test('product code raises catalog errors only: no Error subclasses, no plain `th
   );
 });
 
-test('the allow-list names only files that still need it', () => {
+test('the allow-list names only files that still need it', async () => {
   for (const name of Object.keys(allowList)) {
-    const text = readFileSync(join(repoDir, name), 'utf8');
+    const source = readFileSync(join(repoDir, name), 'utf8');
+    const found = await errorOffenders([{ name, source }]);
     assert.ok(
-      /\bextends Error\b/.test(text) || /\bthrow new Error\(/.test(text),
-      `${name} no longer defines or throws a plain Error; remove it from the allow-list`,
+      found.length > 0,
+      `${name} no longer makes or subclasses a built-in Error; remove it from the allow-list`,
     );
   }
 });

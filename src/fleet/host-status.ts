@@ -6,7 +6,7 @@ import type { WindowsHost, WindowsHostStatus } from '../api/windows-host.ts';
 import { type Condition, findCondition, setCondition } from '../controller-runtime/conditions.ts';
 import { sameJson } from '../controller-runtime/same-json.ts';
 import { apiTime } from '../kube/api-time.ts';
-import { httpStatus, isNotFound } from '../kube/client.ts';
+import { isInvalid, isNotFound } from '../kube/client.ts';
 
 /** The custom-object coordinates of a WindowsHost, for the generic client's requests. */
 /** The CustomObjectsApi coordinates of a WindowsHost. */
@@ -181,7 +181,7 @@ export async function removeHostAnnotation(
     return true;
   } catch (error) {
     // 422: the test failed (the annotation changed or went); 404: the host went.
-    if (httpStatus(error) === 422 || isNotFound(error)) return false;
+    if (isInvalid(error) || isNotFound(error)) return false;
     throw error;
   }
 }

@@ -14,6 +14,8 @@
  *
  * @example nodeAddress('win-a.example.com', facts) // '10.1.2.3', the default route's address
  */
+
+import { WinfleetError } from '../errors/catalog.ts';
 import { cidrContains, parseIpv4, parseIpv4Cidr } from '../net/ipv4-cidr.ts';
 
 /** One row of `Get-NetIPAddress -AddressFamily IPv4`. */
@@ -137,7 +139,8 @@ function rows(value: unknown, field: string, source: string): Record<string, unk
   const list = value === null || value === undefined ? [] : Array.isArray(value) ? value : [value];
   return list.map((row, index) => {
     if (typeof row !== 'object' || row === null || Array.isArray(row)) {
-      throw new SyntaxError(
+      throw new WinfleetError(
+        'WF_REMOTE_COMMAND_FAILED',
         `Cannot read ${source} ${field}[${index}] ${JSON.stringify(row)}: expected an object`,
       );
     }
@@ -153,7 +156,8 @@ function field<T extends 'string' | 'number'>(
 ): T extends 'string' ? string : number {
   const value = row[name];
   if (typeof value !== type || (type === 'number' && !Number.isInteger(value))) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_REMOTE_COMMAND_FAILED',
       `Cannot read ${where}: "${name}" is ${JSON.stringify(value)}, expected ${type === 'number' ? 'an integer' : 'a string'}`,
     );
   }

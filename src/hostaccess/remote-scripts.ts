@@ -5,6 +5,8 @@
  * with a marker line naming it and reads its arguments from one JSON literal, so a reader (or
  * a simulated host) can tell which catalog entry it is and with what arguments.
  */
+
+import { WinfleetError } from '../errors/catalog.ts';
 import {
   powerShellCommandLine,
   powerShellScript,
@@ -287,7 +289,8 @@ function diagnosticBody({ item }: RemoteScripts['diagnostic']): string[] {
       hotfixes: [`$lines = Get-HotFix | Format-Table -AutoSize ${outString}`],
     };
     if (!Object.hasOwn(commands, item))
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_INVARIANT',
         `Cannot make a diagnostic script for item ${JSON.stringify(item)}; use one of ${diagnosticItems.join(', ')}`,
       );
     command = commands[item as keyof typeof commands];
@@ -520,7 +523,8 @@ export function identifyRemoteScript(
  */
 export function readHostFacts(value: unknown): HostFacts {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_REMOTE_COMMAND_FAILED',
       `Cannot read host-facts from ${JSON.stringify(value)?.slice(0, 200)}: expected a JSON object`,
     );
   }
@@ -544,7 +548,10 @@ export interface DiagnosticOutput {
  */
 export function readDiagnostic(value: unknown, asked: DiagnosticItem): DiagnosticOutput {
   const fail = (why: string) =>
-    new SyntaxError(`Cannot read the host's diagnostic "${asked}": ${why}`);
+    new WinfleetError(
+      'WF_REMOTE_COMMAND_FAILED',
+      `Cannot read the host's diagnostic "${asked}": ${why}`,
+    );
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw fail(`expected a JSON object, got ${JSON.stringify(value)?.slice(0, 80)}`);
   const record = value as Record<string, unknown>;

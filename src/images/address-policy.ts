@@ -16,6 +16,7 @@
  * policy.forbiddenAddress('169.254.169.254'); // "a link-local address"
  */
 import { BlockList, isIP, isIPv4 } from 'node:net';
+import { WinfleetError } from '../errors/catalog.ts';
 
 /** Says whether a URL may be fetched and whether an address may be connected to. */
 export interface AddressPolicy {
@@ -100,7 +101,7 @@ export function hostAddress(hostname: string): string {
   return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
 }
 
-/** Builds the policy; throws a TypeError naming a CIDR that cannot be parsed. */
+/** Builds the policy; throws a WinfleetError naming a CIDR that cannot be parsed. */
 export function createAddressPolicy(options: AddressPolicyOptions = {}): AddressPolicy {
   const ranges: { list: BlockList; why: string }[] = [];
   const add = (address: string, prefix: number, family: 'ipv4' | 'ipv6', why: string) => {
@@ -115,7 +116,10 @@ export function createAddressPolicy(options: AddressPolicyOptions = {}): Address
     const family = isIP(address);
     const bits = Number(prefix);
     if (family === 0 || !/^\d{1,3}$/.test(prefix) || bits > (family === 4 ? 32 : 128)) {
-      throw new TypeError(`Cannot parse CIDR "${cidr}"; write e.g. "10.96.0.0/12"`);
+      throw new WinfleetError(
+        'WF_CONFIG_INVALID',
+        `Cannot parse CIDR "${cidr}"; write e.g. "10.96.0.0/12"`,
+      );
     }
     add(address, bits, family === 4 ? 'ipv4' : 'ipv6', `in the cluster range ${cidr}`);
   }

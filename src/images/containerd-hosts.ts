@@ -18,6 +18,8 @@
  *   with its own caBundle, and the others verify against the machine's Root store;
  * - `skip_verify = true` turns TLS verification off (insecure: true on an https mirror).
  */
+
+import { WinfleetError } from '../errors/catalog.ts';
 import { registryApiHost } from './image-reference.ts';
 import {
   type CompiledRouting,
@@ -39,7 +41,7 @@ export interface ContainerdRegistryHost {
 /** containerd's directory name for a registry host (hostDirectory: ":port" → "_port_"). */
 export function containerdHostDirectory(registry: string): string {
   const problem = registryHostProblem(registry);
-  if (problem) throw new RangeError(problem);
+  if (problem) throw new WinfleetError('WF_CONFIG_INVALID', problem);
   const colon = registry.lastIndexOf(':');
   return colon > 0 ? `${registry.slice(0, colon)}_${registry.slice(colon + 1)}_` : registry;
 }

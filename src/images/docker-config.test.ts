@@ -57,7 +57,11 @@ test('bad documents are rejected naming the source and field', () => {
     [{ auths: { r: {} } }, /auths\["r"\] has no "auth", "username"\/"password" or token/],
   ];
   for (const [doc, message] of cases) {
-    assert.throws(() => parseDockerConfig(doc, 'secret s'), { name: 'TypeError', message });
+    assert.throws(() => parseDockerConfig(doc, 'secret s'), {
+      name: 'WinfleetError',
+      code: 'WF_CONFIG_INVALID',
+      message,
+    });
   }
 });
 

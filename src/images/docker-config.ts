@@ -5,6 +5,8 @@
  * scheme and "/v1/" are ignored, `*.example.com` globs one host label, the port must be equal,
  * a key with a path ("registry/team") applies below it, and the most specific key wins.
  */
+
+import { WinfleetError } from '../errors/catalog.ts';
 import { canonicalRegistry } from './image-reference.ts';
 
 /** What a registry is sent to authenticate. */
@@ -30,8 +32,8 @@ interface ParsedKey {
   path: string;
 }
 
-function fail(source: string, problem: string): TypeError {
-  return new TypeError(`Invalid Docker config in ${source}: ${problem}`);
+function fail(source: string, problem: string): WinfleetError {
+  return new WinfleetError('WF_CONFIG_INVALID', `Invalid Docker config in ${source}: ${problem}`);
 }
 
 function optionalString(value: unknown, field: string, source: string): string | undefined {

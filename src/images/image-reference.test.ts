@@ -99,14 +99,17 @@ const invalid: [string, RegExp][] = [
 for (const [text, message] of invalid) {
   test(`rejects ${JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text)}`, () => {
     assert.throws(() => parseImageReference(text), {
-      name: 'TypeError',
+      name: 'WinfleetError',
+      code: 'WF_CONFIG_INVALID',
       message: new RegExp(`^Invalid image reference ".*": .*${message.source}`),
     });
   });
 }
 
 test('rejects values that are not strings', () => {
-  assert.throws(() => parseImageReference(undefined as unknown as string), TypeError);
+  assert.throws(() => parseImageReference(undefined as unknown as string), {
+    code: 'WF_CONFIG_INVALID',
+  });
 });
 
 test('Docker Hub aliases share one canonical name and one API host', () => {

@@ -4,6 +4,7 @@
  * does (distribution's reference grammar): Docker Hub is the default registry, its single-name
  * images live under "library/", and an image with neither tag nor digest means ":latest".
  */
+import { WinfleetError } from '../errors/catalog.ts';
 
 /** A normalised image reference. */
 export interface ImageReference {
@@ -42,11 +43,14 @@ export function canonicalRegistry(host: string): string {
   return dockerHubAliases.has(lower) ? dockerHub : lower;
 }
 
-function invalid(reference: string, problem: string): TypeError {
-  return new TypeError(`Invalid image reference "${reference}": ${problem}`);
+function invalid(reference: string, problem: string): WinfleetError {
+  return new WinfleetError(
+    'WF_CONFIG_INVALID',
+    `Invalid image reference "${reference}": ${problem}`,
+  );
 }
 
-/** Checks a digest's form ("sha256:" and 64 lowercase hex digits); throws a TypeError. */
+/** Checks a digest's form ("sha256:" and 64 lowercase hex digits); throws a WinfleetError. */
 export function checkDigest(digest: string, reference = digest): void {
   if (!digestPattern.test(digest)) {
     throw invalid(reference, `digest "${digest}" is not "algorithm:hex", e.g. "sha256:<64 hex>"`);
@@ -68,7 +72,7 @@ export function checkDigest(digest: string, reference = digest): void {
 }
 
 /**
- * Parses and normalises an image reference. Throws a TypeError that quotes the reference and
+ * Parses and normalises an image reference. Throws a WinfleetError that quotes the reference and
  * says which part is wrong.
  *
  * @example parseImageReference('nginx') // { registry: 'docker.io', repository: 'library/nginx', tag: 'latest' }

@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { isOkStatus, isRefusedStatus, isUnauthorizedStatus } from '../net/http-status.ts';
 import { type AuthChallenge, parseAuthChallenges } from './auth-challenge.ts';
 import type { RegistryCredentials } from './docker-config.ts';
 import type { HttpResponse, RegistryHttp, TlsSettings } from './registry-http.ts';
@@ -92,7 +93,7 @@ export class RegistryAuth {
     const known = this.#challenges.peek(endpoint.origin);
     let authorization = known ? this.#cachedAuthorization(access, known, actions) : undefined;
     const response = await send(authorization);
-    if (response.status !== 401) return response;
+    if (!isUnauthorizedStatus(response.status)) return response;
     const challenges = parseAuthChallenges(response.headers['www-authenticate']);
     const challenge =
       challenges.find((c) => c.scheme === 'bearer' && c.params.realm) ??
@@ -225,13 +226,13 @@ export class RegistryAuth {
         headers: { accept: 'application/json', ...(basic ? { authorization: basic } : {}) },
       });
     }
-    if (response.status === 401 || response.status === 403) {
+    if (isRefusedStatus(response.status)) {
       throw registryLookupError(
         'unauthorized',
         `The ${what} refused ${credentials ? wording.given : 'anonymous access'} for "${scope}" (HTTP ${response.status})${credentials ? '' : `; ${wording.fix}`}`,
       );
     }
-    if (response.status !== 200) {
+    if (!isOkStatus(response.status)) {
       throw registryLookupError('registry-error', `The ${what} answered HTTP ${response.status}`);
     }
     let parsed: { token?: unknown; access_token?: unknown; expires_in?: unknown };

@@ -6,6 +6,7 @@
  * warnings any pod creator reads), and connections go through the address policy.
  */
 import { createHash } from 'node:crypto';
+import { isNotFoundStatus, isOkStatus, isRefusedStatus } from '../net/http-status.ts';
 import type { AddressPolicy } from './address-policy.ts';
 import { manifestAccept } from './manifest-platforms.ts';
 import { RegistryAuth, type RepositoryAccess } from './registry-auth.ts';
@@ -92,9 +93,9 @@ export class RegistryClient {
 
   #expectOk(response: HttpResponse, what: string): void {
     const status = response.status;
-    if (status === 200) return;
-    if (status === 404) throw registryLookupError('not-found', `No ${what} (HTTP 404)`);
-    if (status === 401 || status === 403) {
+    if (isOkStatus(status)) return;
+    if (isNotFoundStatus(status)) throw registryLookupError('not-found', `No ${what} (HTTP 404)`);
+    if (isRefusedStatus(status)) {
       throw registryLookupError(
         'unauthorized',
         `Not allowed to read ${what} (HTTP ${status}); check the pod's imagePullSecrets`,

@@ -22,6 +22,12 @@ import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { rootCertificates } from 'node:tls';
+import {
+  isMovedOrFoundStatus,
+  isRedirectStatus,
+  isSeeOtherStatus,
+  isSuccessStatus,
+} from '../net/http-status.ts';
 import { type AddressPolicy, createAddressPolicy, hostAddress } from './address-policy.ts';
 import { lookupErrorFrom, registryLookupError } from './registry-lookup-error.ts';
 
@@ -86,8 +92,6 @@ export interface StreamedHttpResponse {
   body: Readable;
   url: string;
 }
-
-const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 
 /** Sends requests with pooled connections; `close()` ends the pools. */
 export class RegistryHttp {
@@ -165,7 +169,7 @@ export class RegistryHttp {
       if (!trusted) this.#checkLiteral(url, req.what);
       const response = await this.#once(method, url, headers, body, req, trusted, streaming);
       const location = response.headers.location;
-      if (!redirectStatuses.has(response.status) || !location) return response;
+      if (!isRedirectStatus(response.status) || !location) return response;
       // Redirect targets are the server's words: messages name only their host.
       if (hop >= maxRedirects) {
         throw registryLookupError(
@@ -196,7 +200,10 @@ export class RegistryHttp {
         const { authorization: _dropped, ...rest } = headers as Record<string, string>;
         headers = rest as typeof headers;
       }
-      if (response.status === 303 || (method === 'POST' && response.status <= 302)) {
+      if (
+        isSeeOtherStatus(response.status) ||
+        (method === 'POST' && isMovedOrFoundStatus(response.status))
+      ) {
         method = 'GET';
         body = undefined;
       }
@@ -241,7 +248,7 @@ export class RegistryHttp {
           answer = res;
           const status = res.statusCode ?? 0;
           const declared = Number(res.headers['content-length']);
-          const ok = status >= 200 && status < 300;
+          const ok = isSuccessStatus(status);
           const tooLarge = () =>
             registryLookupError(
               'invalid-manifest',
@@ -285,7 +292,18 @@ export class RegistryHttp {
           res.on('error', (error) => reject(lookupErrorFrom(error, req.what, signal)));
           res.on('close', () => {
             if (!res.complete) {
-              reject(lookupErrorFrom(new Error('connection closed mid-body'), req.what, signal));
+              reject(
+                lookupErrorFrom(
+                  signal?.aborted
+                    ? signal.reason
+                    : registryLookupError(
+                        'unreachable',
+                        `Cannot reach ${req.what}: connection closed mid-body`,
+                      ),
+                  req.what,
+                  signal,
+                ),
+              );
             }
           });
         },
@@ -294,9 +312,10 @@ export class RegistryHttp {
       if (req.idleTimeoutMs !== undefined) {
         const idle = req.idleTimeoutMs;
         outgoing.setTimeout(idle, () => {
-          const stalled = Object.assign(new Error(`no data for ${idle / 1000} s`), {
-            code: 'ETIMEDOUT',
-          });
+          const stalled = registryLookupError(
+            'unreachable',
+            `Cannot reach ${req.what}: no data for ${idle / 1000} s (ETIMEDOUT)`,
+          );
           answer?.destroy(stalled);
           outgoing.destroy(stalled);
         });

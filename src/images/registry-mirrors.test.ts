@@ -133,7 +133,11 @@ test('bad routing is rejected naming the field and the fix', () => {
     ],
   ];
   for (const [routing, message] of cases) {
-    assert.throws(() => compileRegistryRouting(routing), { name: 'TypeError', message });
+    assert.throws(() => compileRegistryRouting(routing), {
+      name: 'WinfleetError',
+      code: 'WF_CONFIG_INVALID',
+      message,
+    });
   }
 });
 

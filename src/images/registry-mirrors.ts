@@ -6,6 +6,8 @@
  * unless an endpoint override says otherwise. Plain HTTP and unverified TLS both require
  * `insecure: true`, so neither happens by accident.
  */
+
+import { WinfleetError } from '../errors/catalog.ts';
 import { canonicalRegistry, type ImageReference, registryApiHost } from './image-reference.ts';
 import type { RegistryEndpoint } from './registry-client.ts';
 
@@ -87,25 +89,32 @@ function resolveEndpoint(
   try {
     url = new URL(settings.endpoint ?? text);
   } catch {
-    throw new TypeError(
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
       `${field}.endpoint "${text}" is not a URL; write e.g. "https://mirror.example.com"`,
     );
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new TypeError(`${field}.endpoint "${text}" must start with https:// or http://`);
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
+      `${field}.endpoint "${text}" must start with https:// or http://`,
+    );
   }
   if (url.username || url.password || url.search || url.hash) {
-    throw new TypeError(
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
       `${field}.endpoint "${text}" must not carry credentials, a query or a fragment; put credentials in a pull secret`,
     );
   }
   if (!['', '/', '/v2', '/v2/'].includes(url.pathname)) {
-    throw new TypeError(
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
       `${field}.endpoint "${text}" has the path "${url.pathname}"; registries serve their API at /v2/, so put a repository prefix in pathPrefix instead`,
     );
   }
   if (url.protocol === 'http:' && !settings.insecure) {
-    throw new TypeError(
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
       `${field}.endpoint "${text}" uses plain HTTP; set insecure: true to allow it (loopback and lab registries only)`,
     );
   }
@@ -113,7 +122,8 @@ function resolveEndpoint(
     settings.caBundle !== undefined &&
     !settings.caBundle.includes('-----BEGIN CERTIFICATE-----')
   ) {
-    throw new TypeError(
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
       `${field}.caBundle must hold PEM certificates ("-----BEGIN CERTIFICATE-----")`,
     );
   }
@@ -149,13 +159,13 @@ export function registryHostProblem(registry: string): string | undefined {
 }
 
 /**
- * Checks and normalises the routing configuration; throws a TypeError naming each bad field
+ * Checks and normalises the routing configuration; throws a WinfleetError naming each bad field
  * (problems joined by "; ").
  */
 export function compileRegistryRouting(routing: RegistryRouting = {}): CompiledRouting {
   const problems: string[] = [];
   const compiled = compileCollecting(routing, '', problems);
-  if (problems.length > 0) throw new TypeError(problems.join('; '));
+  if (problems.length > 0) throw new WinfleetError('WF_CONFIG_INVALID', problems.join('; '));
   return compiled;
 }
 
@@ -200,15 +210,20 @@ function compileCollecting(
     const entries = list.map((mirror, i) =>
       attempt(() => {
         if (typeof mirror !== 'object' || mirror === null)
-          throw new TypeError(`${field}[${i}] must be a mapping with an endpoint`);
+          throw new WinfleetError(
+            'WF_CONFIG_INVALID',
+            `${field}[${i}] must be a mapping with an endpoint`,
+          );
         const repositoryPrefix = (mirror.pathPrefix ?? '').replace(/^\/+|\/+$/g, '');
         if (repositoryPrefix !== '' && !prefixPattern.test(repositoryPrefix)) {
-          throw new TypeError(
+          throw new WinfleetError(
+            'WF_CONFIG_INVALID',
             `${field}[${i}].pathPrefix "${mirror.pathPrefix}" must be lowercase repository path components, e.g. "mcr"`,
           );
         }
         if (!mirror.endpoint || typeof mirror.endpoint !== 'string')
-          throw new TypeError(
+          throw new WinfleetError(
+            'WF_CONFIG_INVALID',
             `${field}[${i}].endpoint is missing; write e.g. "https://mirror.example.com"`,
           );
         return {

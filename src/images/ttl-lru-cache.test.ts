@@ -79,7 +79,8 @@ test('delete and clear remove entries', () => {
 test('maxEntries must be a whole number of at least one', () => {
   for (const maxEntries of [0, -1, 1.5, Number.NaN]) {
     assert.throws(() => new TtlLruCache({ maxEntries }), {
-      name: 'RangeError',
+      name: 'WinfleetError',
+      code: 'WF_INVARIANT',
       message: /^Cache maxEntries must be a whole number ≥ 1, got "/,
     });
   }

@@ -2,6 +2,7 @@
  * A bounded in-memory cache: least recently used entries go first when it is full, and every
  * entry expires after its own time to live. It counts hits and misses for the metrics.
  */
+import { WinfleetError } from '../errors/catalog.ts';
 
 export interface TtlLruCacheOptions {
   /** Most entries kept; the least recently used goes first. */
@@ -36,7 +37,8 @@ export class TtlLruCache<K, V> {
 
   constructor(options: TtlLruCacheOptions) {
     if (!Number.isInteger(options.maxEntries) || options.maxEntries < 1) {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_INVARIANT',
         `Cache maxEntries must be a whole number ≥ 1, got "${options.maxEntries}"`,
       );
     }

@@ -9,6 +9,7 @@
  * registry that needs credentials for the blob needs --agent-url.
  */
 import { WinfleetError } from '../errors/catalog.ts';
+import { isRefusedStatus } from '../net/http-status.ts';
 import { payloadLimits, payloadMediaTypes } from '../payload/oci/media-types.ts';
 import { parsePayloadManifest } from '../payload/oci/payload-manifest.ts';
 import { agentFileName } from '../payload/payload.ts';
@@ -84,7 +85,7 @@ export async function agentDownload(
   } catch (error) {
     throw fail(`Cannot reach the payload registry at ${url}: ${(error as Error).message}`);
   }
-  if (response.status === 401 || response.status === 403) {
+  if (isRefusedStatus(response.status)) {
     throw fail(
       `The payload registry asks for credentials to read ${url} (HTTP ${response.status}); winfleet join-command reads the payload anonymously, as the join script downloads the agent: allow anonymous pulls of ${source.repository}, or give --agent-url`,
     );

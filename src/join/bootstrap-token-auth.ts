@@ -8,6 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { httpStatus } from '../kube/client.ts';
+import { isNotFoundStatus, isUnauthorizedStatus } from '../net/http-status.ts';
 
 export type TokenAuthentication =
   | { outcome: 'authenticated'; user: k8s.V1UserInfo }
@@ -45,10 +46,10 @@ export async function bootstrapTokenAuthentication(
       return { outcome: 'authenticated', user: review.status?.userInfo ?? {} };
     } catch (error) {
       const status = httpStatus(error);
-      if (status === 404) {
+      if (isNotFoundStatus(status)) {
         return { outcome: 'unknown', why: 'the API server has no SelfSubjectReview API' };
       }
-      if (status !== 401) throw error;
+      if (!isUnauthorizedStatus(status)) throw error;
     }
     if (Date.now() >= deadline) return { outcome: 'refused' };
     await sleep(options.intervalMs ?? 250);

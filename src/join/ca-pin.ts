@@ -10,6 +10,7 @@
  * one matches, so a signed bundle with an extra CA would be trusted too).
  */
 import { createHash, X509Certificate } from 'node:crypto';
+import { WinfleetError } from '../errors/catalog.ts';
 
 /** The pin of a certificate's public key: "sha256:<64 hex>". */
 export function caPublicKeyPin(certificate: X509Certificate): string {
@@ -20,20 +21,23 @@ export function caPublicKeyPin(certificate: X509Certificate): string {
 const pemBlock = /-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----/g;
 
 /**
- * The certificates of a PEM bundle. Throws a TypeError naming the problem when the text holds
+ * The certificates of a PEM bundle. Throws a WinfleetError naming the problem when the text holds
  * anything but certificate blocks and blank space, no certificate, or one that does not parse.
  */
 export function parseCertificateBundle(pem: string): X509Certificate[] {
   const blocks = pem.match(pemBlock) ?? [];
   if (pem.replace(pemBlock, '').trim() !== '') {
-    throw new TypeError('holds text other than PEM CERTIFICATE blocks');
+    throw new WinfleetError('WF_JOIN_REFUSED', 'holds text other than PEM CERTIFICATE blocks');
   }
-  if (blocks.length === 0) throw new TypeError('holds no PEM certificate');
+  if (blocks.length === 0) throw new WinfleetError('WF_JOIN_REFUSED', 'holds no PEM certificate');
   return blocks.map((block, index) => {
     try {
       return new X509Certificate(block);
     } catch (error) {
-      throw new TypeError(`certificate ${index + 1} does not parse: ${(error as Error).message}`);
+      throw new WinfleetError(
+        'WF_JOIN_REFUSED',
+        `certificate ${index + 1} does not parse: ${(error as Error).message}`,
+      );
     }
   });
 }

@@ -12,6 +12,7 @@
 import { request } from 'node:https';
 import { WinfleetError } from '../errors/catalog.ts';
 import { userAgents } from '../kube/user-agent.ts';
+import { isNotFoundStatus, isOkStatus, isRefusedStatus } from '../net/http-status.ts';
 import {
   clusterInfoKubeconfigKey,
   clusterInfoName,
@@ -64,19 +65,19 @@ export async function readClusterInfoData(
   const url = clusterInfoUrl(apiServer);
   const { status, body } = await httpsGet(url, trust, signal);
   const shown = `${url.origin}${url.pathname}`;
-  if (status === 404) {
+  if (isNotFoundStatus(status)) {
     throw new WinfleetError(
       'WF_JOIN_DISCOVERY_PENDING',
       `${shown} answered 404: the cluster has no ${clusterInfoNamespace}/${clusterInfoName}; the winfleet operator creates it (kubeadm clusters have one): check that the operator runs`,
     );
   }
-  if (status === 401 || status === 403) {
+  if (isRefusedStatus(status)) {
     throw new WinfleetError(
       'WF_JOIN_DISCOVERY_PENDING',
       `${shown} answered ${status}: the cluster does not let anonymous clients read ${clusterInfoNamespace}/${clusterInfoName}; grant get on it to system:anonymous (kubeadm's Role kubeadm:bootstrap-signer-clusterinfo) and check kube-apiserver --anonymous-auth`,
     );
   }
-  if (status !== 200) {
+  if (!isOkStatus(status)) {
     throw new WinfleetError('WF_CLUSTER_UNREACHABLE', `${shown} answered HTTP ${status}`);
   }
   let value: unknown;

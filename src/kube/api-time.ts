@@ -3,6 +3,7 @@
  * the one formatter every status and annotation time winfleet writes goes through, and the
  * strict parser for times a user or the cluster sends.
  */
+import { WinfleetError } from '../errors/catalog.ts';
 
 /** An API timestamp without fractions, as Kubernetes writes them. */
 export function apiTime(date: Date = new Date()): string {
@@ -22,13 +23,14 @@ const rfc3339 =
 /**
  * Parses an RFC 3339 time as Kubernetes writes and reads them ("2025-06-07T01:00:00Z",
  * "2025-06-07T03:00:00+02:00"), refusing impossible dates (Feb 30), leap seconds, lowercase
- * separators and anything else. Returns milliseconds since the epoch; throws a RangeError
+ * separators and anything else. Returns milliseconds since the epoch; throws a WinfleetError
  * naming `field`.
  */
 export function parseApiTime(value: unknown, field: string): number {
   const match = typeof value === 'string' ? rfc3339.exec(value) : null;
   const refuse = () =>
-    new RangeError(
+    new WinfleetError(
+      'WF_SCHEMA_INVALID',
       `${field}: ${JSON.stringify(value) ?? String(value)} is not an RFC 3339 time; write e.g. "2025-06-07T01:00:00Z"`,
     );
   if (!match) throw refuse();

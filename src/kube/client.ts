@@ -1,4 +1,14 @@
 /** Kubernetes API clients from a kubeconfig, with the conventions winfleet uses everywhere. */
+import {
+  isConflictStatus,
+  isForbiddenStatus,
+  isGoneStatus,
+  isNotFoundStatus,
+  isServerErrorStatus,
+  isTooManyRequestsStatus,
+  isUnauthorizedStatus,
+  isUnprocessableStatus,
+} from '../net/http-status.ts';
 import { userAgents } from './user-agent.ts';
 import { WinfleetKubeConfig } from './winfleet-kube-config.ts';
 
@@ -30,20 +40,31 @@ export function httpStatus(error: unknown): number | undefined {
   return typeof statusCode === 'number' ? statusCode : undefined;
 }
 
-export const isNotFound = (error: unknown) => httpStatus(error) === 404;
+/** 404: the object (or its kind) does not exist. */
+export const isNotFound = (error: unknown) => isNotFoundStatus(httpStatus(error));
 /**
  * A JSON Patch whose `test` operation failed: the API server answers 422 Invalid with its
  * generic message and no causes (a patch the schema refuses is 422 too, but names its fields).
  */
 export function isFailedPatchTest(error: unknown): boolean {
-  if (httpStatus(error) !== 422) return false;
+  if (!isInvalid(error)) return false;
   const body = (error as { body?: unknown }).body;
   const text = typeof body === 'string' ? body : JSON.stringify(body ?? '');
   return text.includes('the server rejected our request due to an error in our request');
 }
 /** Someone else changed the object since it was read (a stale resourceVersion). */
-export const isConflict = (error: unknown) => httpStatus(error) === 409;
+export const isConflict = (error: unknown) => isConflictStatus(httpStatus(error));
 /** A create found the object there already. */
-export const isAlreadyExists = (error: unknown) => httpStatus(error) === 409;
+export const isAlreadyExists = (error: unknown) => isConflictStatus(httpStatus(error));
 /** A watch's resourceVersion is too old: list again. */
-export const isGone = (error: unknown) => httpStatus(error) === 410;
+export const isGone = (error: unknown) => isGoneStatus(httpStatus(error));
+/** 422 Invalid: the object does not pass validation (or a JSON Patch test failed). */
+export const isInvalid = (error: unknown) => isUnprocessableStatus(httpStatus(error));
+/** 401: the credentials were refused. */
+export const isUnauthorized = (error: unknown) => isUnauthorizedStatus(httpStatus(error));
+/** 403: authenticated, but RBAC (or an admission plugin) does not allow it. */
+export const isForbidden = (error: unknown) => isForbiddenStatus(httpStatus(error));
+/** 429: throttled, or an eviction a PodDisruptionBudget holds. */
+export const isTooManyRequests = (error: unknown) => isTooManyRequestsStatus(httpStatus(error));
+/** 5xx: the API server failed; retrying may help. */
+export const isServerError = (error: unknown) => isServerErrorStatus(httpStatus(error));

@@ -5,7 +5,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { timeOf } from './api-time.ts';
-import { httpStatus, isNotFound } from './client.ts';
+import { isNotFound, isTooManyRequests } from './client.ts';
 
 function isDaemonSetPod(pod: k8s.V1Pod): boolean {
   return pod.metadata?.ownerReferences?.some((o) => o.kind === 'DaemonSet') ?? false;
@@ -102,7 +102,7 @@ export async function drainNode(
     } catch (error) {
       if (isNotFound(error)) continue;
       // 429: a PodDisruptionBudget refuses the eviction for now.
-      if (httpStatus(error) === 429) {
+      if (isTooManyRequests(error)) {
         blocked.push(podKey(pod));
         continue;
       }

@@ -1,16 +1,21 @@
 /** Multi-document YAML manifests: parsing and applying them the way `kubectl apply` does. */
 import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { WinfleetError } from '../errors/catalog.ts';
 
 /** Parses multi-document YAML into objects, skipping empty documents. */
 export function parseManifests(text: string): k8s.KubernetesObject[] {
   const objects: k8s.KubernetesObject[] = [];
   for (const doc of parseAllDocuments(text)) {
-    if (doc.errors.length > 0) throw new SyntaxError(`Invalid YAML: ${doc.errors[0]!.message}`);
+    if (doc.errors.length > 0)
+      throw new WinfleetError('WF_SCHEMA_INVALID', `Invalid YAML: ${doc.errors[0]!.message}`);
     const value = doc.toJS() as unknown;
     if (value === null || value === undefined) continue;
     if (typeof value !== 'object' || Array.isArray(value)) {
-      throw new TypeError('Each YAML document must be a Kubernetes object (a mapping)');
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
+        'Each YAML document must be a Kubernetes object (a mapping)',
+      );
     }
     objects.push(value as k8s.KubernetesObject);
   }

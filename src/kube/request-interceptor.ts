@@ -4,6 +4,7 @@
  * response starts (a watch counts when it opens) or when it fails without a response.
  */
 import type { Dispatcher } from 'undici';
+import { isFinalStatus } from '../net/http-status.ts';
 import { requestKind } from './request-kind.ts';
 
 export type RequestCount = (verb: string, resource: string, code: string) => void;
@@ -52,7 +53,7 @@ export function countingInterceptor(
       },
       onResponseStart: (controller, statusCode, headers, statusMessage) => {
         // 1xx interim responses come before the final one.
-        if (statusCode >= 200) countOnce(String(statusCode));
+        if (isFinalStatus(statusCode)) countOnce(String(statusCode));
         return handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
       },
       onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),

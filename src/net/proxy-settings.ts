@@ -13,6 +13,8 @@
  * semicolons). The cluster's service and pod CIDRs, the API server's host and loopback are
  * always bypassed: node components must never reach the cluster through a proxy.
  */
+
+import { WinfleetError } from '../errors/catalog.ts';
 import { formatIpv4, type Ipv4Cidr, parseIpv4, parseIpv4Cidr } from './ipv4-cidr.ts';
 
 /** winfleet-config `hosts.proxy`. */
@@ -59,13 +61,14 @@ function isDnsName(name: string): boolean {
 }
 
 /**
- * Classifies one entry; throws a RangeError naming `field` for what neither list can say: a
+ * Classifies one entry; throws a WinfleetError naming `field` for what neither list can say: a
  * port (WinHTTP's bypass list matches hosts only), IPv6, a semicolon, a wildcard other than a
  * leading `*.`, or a URL.
  */
 export function parseNoProxyEntry(text: string, field: string): NoProxyEntry {
   const entry = text.trim().toLowerCase();
-  const refuse = (why: string) => new RangeError(`${field}: "${text}" ${why}`);
+  const refuse = (why: string) =>
+    new WinfleetError('WF_CONFIG_INVALID', `${field}: "${text}" ${why}`);
   if (entry === '') throw refuse('is empty; remove it');
   if (entry === '*') return { kind: 'any' };
   if (entry === '<local>') return { kind: 'local' };

@@ -17,7 +17,8 @@
 import * as k8s from '@kubernetes/client-node';
 import type { NetworkResolution } from '../api/network-mode.ts';
 import type { NetworkConfig } from '../config/winfleet-config.ts';
-import { httpStatus } from '../kube/client.ts';
+import { httpStatus, isNotFound } from '../kube/client.ts';
+import { isNotFoundStatus, isRefusedStatus } from '../net/http-status.ts';
 import {
   type ClusterView,
   type ConfigMapView,
@@ -87,8 +88,8 @@ async function lookup(
     return { state: 'found', object };
   } catch (error) {
     const status = httpStatus(error);
-    if (status === 404) return { state: 'absent' };
-    if (status === 403 || status === 401)
+    if (isNotFoundStatus(status)) return { state: 'absent' };
+    if (isRefusedStatus(status))
       return {
         state: 'unreadable',
         why: `get ${what.plural}.${what.group} ${what.name} was refused (${status})`,
@@ -129,7 +130,7 @@ export async function readClusterView(
           const cm = await core.readNamespacedConfigMap({ name, namespace });
           return { namespace, name, data: { ...(cm.data ?? {}) } };
         } catch (error) {
-          if (httpStatus(error) === 404) return undefined;
+          if (isNotFound(error)) return undefined;
           throw error;
         }
       }),

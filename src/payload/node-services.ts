@@ -6,7 +6,7 @@
  * flannel-vxlan and flannel-host-gw, hybrid-overlay-node for ovn-hybrid, kube-proxy on the mode's network (with a source VIP on an overlay) or none.
  */
 import { createHash } from 'node:crypto';
-
+import { WinfleetError } from '../errors/catalog.ts';
 import { type NodeHostSettings, withHostSettings } from '../hostsettings/node-host-settings.ts';
 import { hostPaths, kubeDir } from '../servicesmanifest/host-paths.ts';
 import {
@@ -213,7 +213,8 @@ export function servicesManifestFor(
     runsHybridOverlay(network) &&
     !payload.files.some((f) => f.name.toLowerCase() === 'hybrid-overlay-node.exe')
   )
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_PAYLOAD_INVALID',
       `Payload ${payload.version} has no hybrid-overlay-node.exe, which network.mode ovn-hybrid runs on every Windows node; winfleet cannot build it: build the payload with WINFLEET_HYBRID_OVERLAY_NODE=<path of hybrid-overlay-node.exe> make payload (the file WMCO ships in its image at /payload/hybrid-overlay-node.exe, or built from ovn-org/ovn-kubernetes go-controller/hybrid-overlay/cmd/hybrid-overlay-node with GOOS=windows)`,
     );
   for (const file of payload.files) {
@@ -243,7 +244,8 @@ export function servicesManifestFor(
       });
       if (lower === 'flanneld.exe') {
         if (!shim)
-          throw new RangeError(
+          throw new WinfleetError(
+            'WF_PAYLOAD_INVALID',
             `Payload ${payload.version} has flanneld.exe but not ${serviceShimFileName}, which runs it as a service; rebuild the payload with make payload`,
           );
         const shimPath = `${kubeDir}\\${shim.name}`;
@@ -263,7 +265,8 @@ export function servicesManifestFor(
       }
       const logged = logRunnerPrograms.includes(file.name.toLowerCase());
       if (logged && !runner)
-        throw new RangeError(
+        throw new WinfleetError(
+          'WF_PAYLOAD_INVALID',
           `Payload ${payload.version} has ${file.name} but not ${logRunnerFileName}, which keeps its log (a service has no console); rebuild the payload with make payload`,
         );
       services.push({

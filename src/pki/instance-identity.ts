@@ -25,6 +25,7 @@
  */
 import { verify, X509Certificate } from 'node:crypto';
 import { WinfleetError } from '../errors/catalog.ts';
+import { isOkStatus } from '../net/http-status.ts';
 
 /** The signer of the carrier CSR: no signer signs it; it only carries the identity. */
 export const instanceIdentitySigner = 'winfleet.io/instance-identity';
@@ -187,7 +188,7 @@ export async function readAwsIdentity(imds: ImdsTransport): Promise<AwsInstanceI
     path: '/latest/api/token',
     headers: { 'X-aws-ec2-metadata-token-ttl-seconds': String(sessionTtlSeconds) },
   });
-  if (session.status !== 200 || session.body === '') {
+  if (!isOkStatus(session.status) || session.body === '') {
     throw new WinfleetError(
       'WF_INSTANCE_IDENTITY',
       `the instance metadata service answered ${session.status} to PUT /latest/api/token: is this an EC2 instance with the metadata service on (http-endpoint enabled)?`,
@@ -199,7 +200,7 @@ export async function readAwsIdentity(imds: ImdsTransport): Promise<AwsInstanceI
       path,
       headers: { 'X-aws-ec2-metadata-token': session.body },
     });
-    if (answer.status !== 200) {
+    if (!isOkStatus(answer.status)) {
       throw new WinfleetError(
         'WF_INSTANCE_IDENTITY',
         `the instance metadata service answered ${answer.status} to GET ${path}`,

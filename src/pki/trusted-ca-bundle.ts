@@ -13,6 +13,7 @@
 import 'reflect-metadata';
 import { createHash, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
+import { WinfleetError } from '../errors/catalog.ts';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -39,29 +40,38 @@ export function certificateThumbprint(der: Uint8Array): string {
 
 const block = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n([\s\S]*?)-----END \1-----/g;
 
-/** Checks one certificate; returns it, or throws a RangeError saying what it is not. */
+/** Checks one certificate; returns it, or throws a WinfleetError saying what it is not. */
 function checkCertificate(der: Buffer, now: Date | undefined): TrustedCertificate {
   let cert: x509.X509Certificate;
   try {
     cert = new x509.X509Certificate(der);
   } catch (error) {
-    throw new RangeError(`is not an X.509 certificate (${(error as Error).message})`);
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
+      `is not an X.509 certificate (${(error as Error).message})`,
+    );
   }
   const subject = cert.subject;
   const constraints = cert.getExtension(x509.BasicConstraintsExtension);
   if (!constraints?.ca)
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
       `"${subject}" is not a certificate authority (basicConstraints cA is not true); put only CA certificates in the bundle`,
     );
   const usage = cert.getExtension(x509.KeyUsagesExtension);
   if (usage && (usage.usages & x509.KeyUsageFlags.keyCertSign) === 0)
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
       `"${subject}" may not sign certificates (its key usage lacks keyCertSign); it cannot be a trusted CA`,
     );
   if (now && cert.notAfter.getTime() <= now.getTime())
-    throw new RangeError(`"${subject}" expired on ${cert.notAfter.toISOString()}; remove it`);
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
+      `"${subject}" expired on ${cert.notAfter.toISOString()}; remove it`,
+    );
   if (now && cert.notBefore.getTime() > now.getTime())
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_CONFIG_INVALID',
       `"${subject}" is not valid before ${cert.notBefore.toISOString()}; check the clock or the certificate`,
     );
   const base64 = der.toString('base64').replace(/.{1,64}/g, '$&\n');

@@ -9,13 +9,14 @@ test('exactKeys takes an object with exactly the keys, in any order', () => {
 });
 
 test('exactKeys refuses a missing or an extra key, a list and null, naming the field', () => {
-  assert.throws(
-    () => reader.exactKeys({ a: 1 }, 'the output', ['a', 'b']),
-    new SyntaxError('Cannot read the test facts: the output has the keys a; expected a, b'),
-  );
+  assert.throws(() => reader.exactKeys({ a: 1 }, 'the output', ['a', 'b']), {
+    name: 'WinfleetError',
+    code: 'WF_WINDOWS_COMMAND_FAILED',
+    message: 'Cannot read the test facts: the output has the keys a; expected a, b',
+  });
   assert.throws(
     () => reader.exactKeys({ a: 1, b: 2, c: 3 }, 'items[0]', ['a', 'b']),
-    /^SyntaxError: Cannot read the test facts: items\[0\] has the keys a, b, c; expected a, b$/,
+    /^WinfleetError: Cannot read the test facts: items\[0\] has the keys a, b, c; expected a, b$/,
   );
   assert.throws(() => reader.exactKeys([], 'the output', []), /the output is not an object/);
   assert.throws(() => reader.exactKeys(null, 'x', []), /x is not an object/);

@@ -1,8 +1,9 @@
 /**
- * Strict readers for the JSON a generated script printed: every failure is a SyntaxError
+ * Strict readers for the JSON a generated script printed: every failure is a WinfleetError
  * "Cannot <what>: <detail>", naming the field. One reader per script (defender.ts,
  * gmsa-host-facts.ts), so each error says which script's output was wrong.
  */
+import { WinfleetError } from '../errors/catalog.ts';
 export interface OutputReader {
   /** Throws "Cannot <what>: <detail>". */
   fail(detail: string): never;
@@ -14,7 +15,7 @@ export interface OutputReader {
 
 export function outputReader(what: string): OutputReader {
   const fail = (detail: string): never => {
-    throw new SyntaxError(`Cannot ${what}: ${detail}`);
+    throw new WinfleetError('WF_WINDOWS_COMMAND_FAILED', `Cannot ${what}: ${detail}`);
   };
   return {
     fail,

@@ -17,6 +17,7 @@
  * runs them as intended: the JSON escaping, the CLIXML shape of stderr and the length limits are
  * written from the documented behaviour, not observed here.
  */
+import { WinfleetError } from '../errors/catalog.ts';
 
 /** The Windows PowerShell 5.1 executable, present on every supported Windows Server. */
 export const powerShellExecutable = 'powershell.exe';
@@ -55,7 +56,8 @@ const singleQuoteLike = /['\u2018\u2019\u201a\u201b]/g;
  */
 export function quotePowerShellString(value: string): string {
   if (value.includes('\0')) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot quote ${JSON.stringify(value)} for PowerShell: it contains a NUL character`,
     );
   }
@@ -93,7 +95,10 @@ export function powerShellScript(...body: string[]): string {
  */
 export function writeJson(expression: string, depth = 4): string {
   if (!Number.isInteger(depth) || depth < 1 || depth > 100) {
-    throw new RangeError(`Cannot use JSON depth "${depth}"; use an integer from 1 to 100`);
+    throw new WinfleetError(
+      'WF_INVARIANT',
+      `Cannot use JSON depth "${depth}"; use an integer from 1 to 100`,
+    );
   }
   return `ConvertTo-WinfleetJson -InputObject (${expression}) -Depth ${depth}`;
 }
@@ -106,13 +111,15 @@ export function encodePowerShellCommand(script: string): string {
 /** The script inside an `-EncodedCommand` value; throws for anything that is not one. */
 export function decodePowerShellCommand(encoded: string): string {
   if (encoded.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot decode -EncodedCommand value "${excerpt(encoded)}": it is not base64`,
     );
   }
   const bytes = Buffer.from(encoded, 'base64');
   if (bytes.length % 2 !== 0) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot decode -EncodedCommand value "${excerpt(encoded)}": ${bytes.length} bytes is not UTF-16LE`,
     );
   }
@@ -128,7 +135,8 @@ export function powerShellArgs(script: string): string[] {
   const args = [...powerShellFlags, '-EncodedCommand', encodePowerShellCommand(script)];
   const length = [powerShellExecutable, ...args].join(' ').length;
   if (length > createProcessMaxCommandLine) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `PowerShell script is too long to run: its command line has ${length} characters, more than ${createProcessMaxCommandLine}; write it to a file and run it with -File`,
     );
   }
@@ -142,7 +150,8 @@ export function powerShellArgs(script: string): string[] {
 export function powerShellCommandLine(script: string): string {
   const line = [powerShellExecutable, ...powerShellArgs(script)].join(' ');
   if (line.length > cmdExeMaxCommandLine) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `PowerShell script is too long for cmd.exe: its command line has ${line.length} characters, more than ${cmdExeMaxCommandLine}; send the script over SFTP and run it with -File`,
     );
   }
@@ -166,7 +175,8 @@ export function decodePowerShellArgs(args: readonly string[]): string | undefine
     if (isEncodedCommandFlag(args[i]!)) {
       const value = args[i + 1];
       if (value === undefined) {
-        throw new SyntaxError(
+        throw new WinfleetError(
+          'WF_WINDOWS_COMMAND_FAILED',
           'Cannot decode PowerShell command line: -EncodedCommand has no value',
         );
       }
@@ -201,7 +211,10 @@ function splitCommandLineWords(line: string): string[] {
 export function parsePowerShellJson(stdout: string, what: string): unknown {
   const text = stdout.replace(/^\uFEFF/, '').trim();
   if (text === '') {
-    throw new SyntaxError(`Cannot read ${what}: PowerShell printed nothing`);
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
+      `Cannot read ${what}: PowerShell printed nothing`,
+    );
   }
   try {
     return JSON.parse(text);
@@ -210,7 +223,8 @@ export function parsePowerShellJson(stdout: string, what: string): unknown {
     try {
       return JSON.parse(lastLine);
     } catch {
-      throw new SyntaxError(
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read ${what} from PowerShell output "${excerpt(text)}": expected JSON`,
       );
     }

@@ -12,6 +12,7 @@ import {
   type HealthSpec,
   healthDefaults,
 } from '../api/windows-node-pool.ts';
+import { WinfleetError } from '../errors/catalog.ts';
 import { type DurationBounds, parseDuration } from '../rollout/duration.ts';
 import { field } from '../rollout/pool-spec.ts';
 
@@ -67,22 +68,28 @@ export const defaultHealthPolicy: Readonly<HealthPolicy> = Object.freeze({
 
 /**
  * Parses spec.health.maxUnhealthy: a whole number from 0, or "0%" to "100%" of the pool's
- * hosts. Throws a RangeError naming `field` and saying what to write.
+ * hosts. Throws a WinfleetError naming `field` and saying what to write.
  */
 export function parseMaxUnhealthy(value: unknown, field: string): MaxUnhealthy {
   const hint = `use a whole number of hosts from 0 to ${maxUnhealthyLimit}, or a percentage from "0%" to "100%" of the pool's hosts, e.g. "40%"`;
   if (typeof value === 'number') {
     if (!Number.isInteger(value) || value < 0 || value > maxUnhealthyLimit) {
-      throw new RangeError(`${field} is ${value}; ${hint}`);
+      throw new WinfleetError('WF_SCHEMA_INVALID', `${field} is ${value}; ${hint}`);
     }
     return { kind: 'count', count: value };
   }
   if (typeof value === 'string') {
     const match = percentPattern.exec(value);
     if (match) return { kind: 'percent', percent: Number(match[1]) };
-    throw new RangeError(`Cannot parse ${field} ${JSON.stringify(value)}; ${hint}`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `Cannot parse ${field} ${JSON.stringify(value)}; ${hint}`,
+    );
   }
-  throw new RangeError(`${field} must be a number or a percentage string; ${hint}`);
+  throw new WinfleetError(
+    'WF_SCHEMA_INVALID',
+    `${field} must be a number or a percentage string; ${hint}`,
+  );
 }
 
 /**
@@ -93,7 +100,10 @@ export function parseMaxUnhealthy(value: unknown, field: string): MaxUnhealthy {
  */
 export function resolveMaxUnhealthy(max: MaxUnhealthy, hosts: number): number {
   if (!Number.isInteger(hosts) || hosts < 0) {
-    throw new RangeError(`Cannot resolve maxUnhealthy for ${hosts} hosts: a count ≥ 0 is needed`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `Cannot resolve maxUnhealthy for ${hosts} hosts: a count ≥ 0 is needed`,
+    );
   }
   if (max.kind === 'count') return max.count;
   if (max.percent === 0) return 0;
@@ -107,31 +117,41 @@ function isObject(v: unknown): v is Record<string, unknown> {
 function parseConditions(value: unknown, at: string): UnhealthyRule[] {
   const example = '[{type: Ready, status: "False", timeout: 5m}]';
   if (!Array.isArray(value) || value.length === 0) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
       `${at}: must be a list of at least one {type, status, timeout}, e.g. ${example}; to never repair, set spec.health.remediation.enabled: false`,
     );
   }
   if (value.length > maxUnhealthyConditions) {
-    throw new RangeError(`${at}: ${value.length} entries; at most ${maxUnhealthyConditions}`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `${at}: ${value.length} entries; at most ${maxUnhealthyConditions}`,
+    );
   }
   const seen = new Set<string>();
   return value.map((entry, i) => {
     const here = `${at}[${i}]`;
-    if (!isObject(entry)) throw new RangeError(`${here}: must be {type, status, timeout}`);
+    if (!isObject(entry))
+      throw new WinfleetError('WF_SCHEMA_INVALID', `${here}: must be {type, status, timeout}`);
     const { type, status, timeout } = entry;
     if (typeof type !== 'string' || type.length > 316 || !conditionTypePattern.test(type)) {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
         `${here}.type: ${JSON.stringify(type) ?? 'missing'} is not a Node condition type; write e.g. Ready or KubeletUnhealthy`,
       );
     }
     if (!conditionStatuses.includes(status as ConditionStatus)) {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
         `${here}.status: ${JSON.stringify(status) ?? 'missing'} is not one of "True", "False", "Unknown" (quote them in YAML)`,
       );
     }
     const key = `${type}=${status}`;
     if (seen.has(key)) {
-      throw new RangeError(`${here}: ${type} ${status} is listed twice; keep one entry`);
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
+        `${here}: ${type} ${status} is listed twice; keep one entry`,
+      );
     }
     seen.add(key);
     return {
@@ -185,7 +205,10 @@ export function checkHealthSpec(health: unknown): { policy: HealthPolicy; proble
     remediationEnabled: field(problems, d.remediationEnabled, () => {
       const enabled = r.enabled ?? healthDefaults.remediationEnabled;
       if (typeof enabled === 'boolean') return enabled;
-      throw new RangeError('spec.health.remediation.enabled: must be true or false');
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
+        'spec.health.remediation.enabled: must be true or false',
+      );
     }),
     restartServiceTimeoutMs: field(problems, d.restartServiceTimeoutMs, () =>
       duration(

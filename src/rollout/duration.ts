@@ -4,6 +4,7 @@
  * s and ms, largest unit first, each unit once; no sign, fraction, space, leading zero or
  * other unit (Go's own parser takes "1.5h", "-1m" and "1s1h"; a timeout has no use for them).
  */
+import { WinfleetError } from '../errors/catalog.ts';
 
 const unitMs = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;
 type Unit = keyof typeof unitMs;
@@ -23,24 +24,28 @@ export interface DurationBounds {
 }
 
 /**
- * Parses a duration into milliseconds. Throws a RangeError naming `field`, quoting the value
+ * Parses a duration into milliseconds. Throws a WinfleetError naming `field`, quoting the value
  * and saying what to write.
  *
  * @example parseDuration('1h30m', 'spec.drainTimeout') // 5_400_000
  */
 export function parseDuration(value: unknown, field: string, bounds: DurationBounds = {}): number {
   if (typeof value !== 'string') {
-    throw new RangeError(`${field} must be a duration string such as "10m", got ${typeof value}`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `${field} must be a duration string such as "10m", got ${typeof value}`,
+    );
   }
   if (!whole.test(value)) {
-    throw new RangeError(`Cannot parse ${field} "${value}": ${syntax}`);
+    throw new WinfleetError('WF_SCHEMA_INVALID', `Cannot parse ${field} "${value}": ${syntax}`);
   }
   let ms = 0;
   let previous = -1;
   for (const [, digits, unit] of value.matchAll(part)) {
     const index = unitOrder.indexOf(unit as Unit);
     if (index <= previous) {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
         `Cannot parse ${field} "${value}": each unit once, largest first (h, m, s, ms); ${syntax}`,
       );
     }
@@ -48,14 +53,20 @@ export function parseDuration(value: unknown, field: string, bounds: DurationBou
     ms += Number(digits) * unitMs[unit as Unit];
   }
   if (!Number.isSafeInteger(ms)) {
-    throw new RangeError(`${field} "${value}" is too long`);
+    throw new WinfleetError('WF_SCHEMA_INVALID', `${field} "${value}" is too long`);
   }
   const { minMs, maxMs } = bounds;
   if (minMs !== undefined && ms < minMs) {
-    throw new RangeError(`${field} "${value}" is too short: use at least ${formatDuration(minMs)}`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `${field} "${value}" is too short: use at least ${formatDuration(minMs)}`,
+    );
   }
   if (maxMs !== undefined && ms > maxMs) {
-    throw new RangeError(`${field} "${value}" is too long: use at most ${formatDuration(maxMs)}`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `${field} "${value}" is too long: use at most ${formatDuration(maxMs)}`,
+    );
   }
   return ms;
 }
@@ -66,7 +77,10 @@ export function parseDuration(value: unknown, field: string, bounds: DurationBou
  */
 export function formatDuration(ms: number): string {
   if (!Number.isSafeInteger(ms) || ms < 0) {
-    throw new RangeError(`Cannot format ${ms} ms as a duration: a whole number ≥ 0 is needed`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `Cannot format ${ms} ms as a duration: a whole number ≥ 0 is needed`,
+    );
   }
   if (ms === 0) return '0s';
   let rest = ms;

@@ -46,7 +46,7 @@ test('anything else is refused naming the field', () => {
   for (const v of refused) {
     assert.throws(
       () => parseKubeVersion(v, 'payload.json kubernetesVersion'),
-      /^RangeError: Cannot parse payload\.json kubernetesVersion .*expected a Kubernetes version such as "v1\.36\.5"$/s,
+      /^WinfleetError: Cannot parse payload\.json kubernetesVersion .*expected a Kubernetes version such as "v1\.36\.5"$/s,
       String(v),
     );
   }

@@ -10,6 +10,7 @@
  * payload.json's kubernetesVersion ("v1.36.5") is the kubelet's version; the payload's own
  * version ("v1.36.5-wf.1") is not a Kubernetes version.
  */
+import { WinfleetError } from '../errors/catalog.ts';
 
 export interface KubeVersion {
   major: number;
@@ -35,7 +36,8 @@ export const kubeletMaxMinorsOlder = 3;
 export function parseKubeVersion(value: unknown, field: string): KubeVersion {
   const match = typeof value === 'string' ? gitVersion.exec(value) : null;
   if (!match) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
       `Cannot parse ${field} ${JSON.stringify(value) ?? String(value)}: expected a Kubernetes version such as "v1.36.5"`,
     );
   }

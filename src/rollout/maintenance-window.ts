@@ -13,6 +13,7 @@
  * before its moved start (02:30–03:00 when 02:00 jumps to 03:00) does not open that night.
  */
 import { type MaintenanceWindow, poolDefaults, weekdays } from '../api/windows-node-pool.ts';
+import { WinfleetError } from '../errors/catalog.ts';
 
 /** A window, checked: minutes after local midnight, days as indexes into `weekdays`. */
 export interface ParsedWindow {
@@ -53,13 +54,14 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
 }
 
 /**
- * Checks an IANA time zone name and returns it as Intl resolves it. Throws a RangeError naming
+ * Checks an IANA time zone name and returns it as Intl resolves it. Throws a WinfleetError naming
  * `field` for an unknown zone, an offset ("+01:00") or a name in the wrong letter case.
  */
 export function parseTimeZone(value: unknown, field: string): string {
   const hint = 'use an IANA time zone name such as "UTC" or "Europe/Berlin"';
   if (typeof value !== 'string' || !zoneName.test(value)) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
       `${field}: ${JSON.stringify(value) ?? String(value)} is not a time zone name; ${hint}`,
     );
   }
@@ -67,10 +69,13 @@ export function parseTimeZone(value: unknown, field: string): string {
   try {
     resolved = formatter(value).resolvedOptions().timeZone;
   } catch {
-    throw new RangeError(`${field}: unknown time zone "${value}"; ${hint}`);
+    throw new WinfleetError('WF_SCHEMA_INVALID', `${field}: unknown time zone "${value}"; ${hint}`);
   }
   if (resolved !== value && resolved.toLowerCase() === value.toLowerCase()) {
-    throw new RangeError(`${field}: write the time zone "${value}" as "${resolved}"`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `${field}: write the time zone "${value}" as "${resolved}"`,
+    );
   }
   return resolved;
 }
@@ -79,7 +84,8 @@ function parseClock(value: unknown, field: string, allowEndOfDay: boolean): numb
   if (allowEndOfDay && value === '24:00') return 1440;
   const match = typeof value === 'string' ? clock.exec(value) : null;
   if (!match) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
       `${field}: ${JSON.stringify(value) ?? String(value)} is not a time of day; write HH:MM in 24-hour time, e.g. "01:00"${allowEndOfDay ? ' ("24:00" for the end of the day)' : ''}`,
     );
   }
@@ -90,22 +96,26 @@ function parseDays(value: unknown, field: string): Set<number> {
   if (value === undefined) return new Set(weekdays.keys());
   const hint = `list days as ${weekdays.join(', ')}, or leave days out for every day`;
   if (!Array.isArray(value) || value.length === 0) {
-    throw new RangeError(`${field}: ${hint}`);
+    throw new WinfleetError('WF_SCHEMA_INVALID', `${field}: ${hint}`);
   }
   const days = new Set<number>();
   for (const [i, day] of value.entries()) {
     const index = weekdays.indexOf(day);
     if (index < 0) {
-      throw new RangeError(`${field}[${i}]: ${JSON.stringify(day)} is not a day; ${hint}`);
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
+        `${field}[${i}]: ${JSON.stringify(day)} is not a day; ${hint}`,
+      );
     }
-    if (days.has(index)) throw new RangeError(`${field}[${i}]: ${day} is listed twice`);
+    if (days.has(index))
+      throw new WinfleetError('WF_SCHEMA_INVALID', `${field}[${i}]: ${day} is listed twice`);
     days.add(index);
   }
   return days;
 }
 
 /**
- * Checks a maintenance window. Throws a RangeError naming the field at fault (under `field`)
+ * Checks a maintenance window. Throws a WinfleetError naming the field at fault (under `field`)
  * and the fix.
  */
 export function parseMaintenanceWindow(
@@ -113,11 +123,12 @@ export function parseMaintenanceWindow(
   field = 'spec.maintenanceWindow',
 ): ParsedWindow {
   if (typeof window !== 'object' || window === null || Array.isArray(window)) {
-    throw new RangeError(`${field}: must be {days, start, end, timeZone}`);
+    throw new WinfleetError('WF_SCHEMA_INVALID', `${field}: must be {days, start, end, timeZone}`);
   }
   for (const key of Object.keys(window)) {
     if (!windowKeys.has(key)) {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
         `${field}.${key}: unknown field; remove it (days, start, end, timeZone)`,
       );
     }
@@ -126,7 +137,8 @@ export function parseMaintenanceWindow(
   const startMinute = parseClock(w.start, `${field}.start`, false);
   const endMinute = parseClock(w.end, `${field}.end`, true);
   if (startMinute === endMinute) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
       `${field}: start and end are both "${w.start}"; a window needs a length (for a whole day use start "00:00" and end "24:00")`,
     );
   }
@@ -242,5 +254,8 @@ export function nextWindowStart(window: MaintenanceWindow | ParsedWindow, now: D
     const open = windowOn(w, addDays(today, k));
     if (open && open.start > t) return new Date(open.start);
   }
-  throw new RangeError(`The maintenance window never opens after ${now.toISOString()}`);
+  throw new WinfleetError(
+    'WF_SCHEMA_INVALID',
+    `The maintenance window never opens after ${now.toISOString()}`,
+  );
 }

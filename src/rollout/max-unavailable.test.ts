@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { testSeed } from '../../sim/testkit/test-seed.ts';
+import { errorCode } from '../errors/catalog.ts';
 import { parseMaxUnavailable, resolveMaxUnavailable } from './max-unavailable.ts';
 
 const field = 'spec.maxUnavailable';
@@ -18,8 +19,8 @@ test('0 and "0%" are refused with why and what to do instead', () => {
   for (const zero of [0, '0%']) {
     assert.throws(
       () => parseMaxUnavailable(zero, field),
-      (e: unknown) =>
-        e instanceof RangeError &&
+      (e: Error) =>
+        errorCode(e) === 'WF_SCHEMA_INVALID' &&
         e.message.startsWith('spec.maxUnavailable is ') &&
         e.message.includes('could never take a host down') &&
         e.message.includes('spec.paused: true'),
@@ -52,8 +53,10 @@ test('everything else is refused naming the field', () => {
   for (const value of refused) {
     assert.throws(
       () => parseMaxUnavailable(value, field),
-      (e: unknown) =>
-        e instanceof RangeError && e.message.includes(field) && e.message.includes('"1%"'),
+      (e: Error) =>
+        errorCode(e) === 'WF_SCHEMA_INVALID' &&
+        e.message.includes(field) &&
+        e.message.includes('"1%"'),
       String(value),
     );
   }
@@ -73,8 +76,8 @@ test('percentages round down and are at least 1; counts are used as given', () =
     9,
     'more than the hosts is fine',
   );
-  assert.throws(() => resolveMaxUnavailable(percent(10), -1), RangeError);
-  assert.throws(() => resolveMaxUnavailable(percent(10), 1.5), RangeError);
+  assert.throws(() => resolveMaxUnavailable(percent(10), -1), { code: 'WF_SCHEMA_INVALID' });
+  assert.throws(() => resolveMaxUnavailable(percent(10), 1.5), { code: 'WF_SCHEMA_INVALID' });
 });
 
 test('a percentage resolves to 1..hosts and never above the exact share (except the floor of 1)', (t) => {

@@ -6,6 +6,7 @@
  * "50%" of 5 is 2. An explicit 0 or "0%" is refused: a pool that may never take a host down
  * could never change (pause it instead).
  */
+import { WinfleetError } from '../errors/catalog.ts';
 
 const percent = /^(100|[1-9][0-9]?)%$/;
 
@@ -17,19 +18,20 @@ export type MaxUnavailable =
   | { kind: 'percent'; percent: number };
 
 /**
- * Parses spec.maxUnavailable: a whole number from 1, or "1%" to "100%". Throws a RangeError
+ * Parses spec.maxUnavailable: a whole number from 1, or "1%" to "100%". Throws a WinfleetError
  * naming `field` and saying what to write.
  */
 export function parseMaxUnavailable(value: unknown, field: string): MaxUnavailable {
   const hint = 'use a whole number ≥ 1 (hosts) or a percentage from "1%" to "100%" of the pool';
   if (typeof value === 'number') {
     if (value === 0) {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
         `${field} is 0: the pool could never take a host down to change it; ${hint}, or set spec.paused: true to hold changes`,
       );
     }
     if (!Number.isInteger(value) || value < 1 || value > maxUnavailableLimit) {
-      throw new RangeError(`${field} is ${value}; ${hint}`);
+      throw new WinfleetError('WF_SCHEMA_INVALID', `${field} is ${value}; ${hint}`);
     }
     return { kind: 'count', count: value };
   }
@@ -37,13 +39,17 @@ export function parseMaxUnavailable(value: unknown, field: string): MaxUnavailab
     const match = percent.exec(value);
     if (match) return { kind: 'percent', percent: Number(match[1]) };
     if (value === '0%') {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
         `${field} is "0%": the pool could never take a host down to change it; ${hint}, or set spec.paused: true to hold changes`,
       );
     }
-    throw new RangeError(`Cannot parse ${field} "${value}"; ${hint}`);
+    throw new WinfleetError('WF_SCHEMA_INVALID', `Cannot parse ${field} "${value}"; ${hint}`);
   }
-  throw new RangeError(`${field} must be a number or a percentage string; ${hint}`);
+  throw new WinfleetError(
+    'WF_SCHEMA_INVALID',
+    `${field} must be a number or a percentage string; ${hint}`,
+  );
 }
 
 /**
@@ -54,7 +60,10 @@ export function parseMaxUnavailable(value: unknown, field: string): MaxUnavailab
  */
 export function resolveMaxUnavailable(max: MaxUnavailable, hosts: number): number {
   if (!Number.isInteger(hosts) || hosts < 0) {
-    throw new RangeError(`Cannot resolve maxUnavailable for ${hosts} hosts: a count ≥ 0 is needed`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `Cannot resolve maxUnavailable for ${hosts} hosts: a count ≥ 0 is needed`,
+    );
   }
   if (max.kind === 'count') return max.count;
   return Math.max(1, Math.floor((max.percent * hosts) / 100));

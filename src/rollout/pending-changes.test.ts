@@ -179,7 +179,7 @@ test('RFC 3339 times: as Kubernetes writes them, strictly', () => {
   ]) {
     assert.throws(
       () => parseApiTime(bad, 'spec.rebootRequestedAt'),
-      /^RangeError: spec\.rebootRequestedAt: .* is not an RFC 3339 time; write e\.g\./,
+      /^WinfleetError: spec\.rebootRequestedAt: .* is not an RFC 3339 time; write e\.g\./,
       String(bad),
     );
   }

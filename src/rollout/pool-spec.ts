@@ -15,6 +15,7 @@ import {
   poolDefaults,
   type WindowsNodePoolSpec,
 } from '../api/windows-node-pool.ts';
+import { hasCode, WinfleetError } from '../errors/catalog.ts';
 import { parseApiTime } from '../kube/api-time.ts';
 import { type DurationBounds, parseDuration } from './duration.ts';
 import { selectorProblems } from './label-selector.ts';
@@ -46,13 +47,13 @@ export const defaultPoolPolicy: Readonly<PoolPolicy> = Object.freeze({
   paused: false,
 });
 
-/** Runs `parse`; on a RangeError records its message and returns `fallback`. */
+/** Runs `parse`; on a WF_SCHEMA_INVALID error records its message and returns `fallback`. */
 export function field<T>(problems: string[], fallback: T, parse: () => T): T {
   try {
     return parse();
   } catch (error) {
-    if (!(error instanceof RangeError)) throw error;
-    problems.push(error.message);
+    if (!hasCode(error, 'WF_SCHEMA_INVALID')) throw error;
+    problems.push((error as Error).message);
     return fallback;
   }
 }
@@ -98,7 +99,7 @@ export function checkPoolSpec(spec: unknown): { policy: PoolPolicy; problems: st
     patchPolicy: field(problems, d.patchPolicy, () => parsePatchPolicy(s.patches)),
     paused: field(problems, false, () => {
       if (s.paused === undefined || typeof s.paused === 'boolean') return s.paused ?? false;
-      throw new RangeError('spec.paused: must be true or false');
+      throw new WinfleetError('WF_SCHEMA_INVALID', 'spec.paused: must be true or false');
     }),
   };
   if (s.maintenanceWindow !== undefined && s.maintenanceWindow !== null) {
@@ -128,11 +129,15 @@ export function checkPoolSpec(spec: unknown): { policy: PoolPolicy; problems: st
 function parsePatchPolicy(patches: WindowsNodePoolSpec['patches']): PatchPolicy {
   if (patches === undefined) return poolDefaults.patchPolicy;
   if (typeof patches !== 'object' || patches === null) {
-    throw new RangeError('spec.patches: must be {policy: None | Security | All}');
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      'spec.patches: must be {policy: None | Security | All}',
+    );
   }
   const policy = patches.policy ?? poolDefaults.patchPolicy;
   if (!patchPolicies.includes(policy)) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
       `spec.patches.policy: ${JSON.stringify(policy)} is not one of ${patchPolicies.join(', ')}`,
     );
   }

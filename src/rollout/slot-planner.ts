@@ -21,6 +21,7 @@
  *   first), then in key order ("namespace/name"): a host that is pending again after every
  *   change waits behind every other, and a restarted operator picks the same.
  */
+import { WinfleetError } from '../errors/catalog.ts';
 
 export interface PlannerHost {
   /** "namespace/name". */
@@ -90,7 +91,8 @@ export function isUnavailable(host: PlannerHost): boolean {
 /** Plans which hosts start a change now. See the module comment for the rules. */
 export function planRollout(input: PlanInput): RolloutPlan {
   if (!Number.isInteger(input.maxUnavailable) || input.maxUnavailable < 1) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `maxUnavailable must be resolved to a whole number ≥ 1, got ${input.maxUnavailable}`,
     );
   }

@@ -15,6 +15,7 @@
  * validating webhook's failurePolicy decides: config.webhook.validationFailurePolicy.)
  */
 import * as k8s from '@kubernetes/client-node';
+import { WinfleetError } from '../errors/catalog.ts';
 import type { GmsaCredentialSpecName } from './pod-os.ts';
 
 export const gmsaApiGroup = 'windows.k8s.io';
@@ -66,7 +67,13 @@ export function gmsaUseReviewer(
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new Error(`the SubjectAccessReview took longer than ${timeoutMs} ms`)),
+        () =>
+          reject(
+            new WinfleetError(
+              'WF_TIMEOUT',
+              `the SubjectAccessReview took longer than ${timeoutMs} ms`,
+            ),
+          ),
         timeoutMs,
       );
     });

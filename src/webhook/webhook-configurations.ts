@@ -29,7 +29,7 @@ function clientConfig(
   const ca = Buffer.from(caBundle).toString('base64');
   if (endpoint.url) return { url: `${endpoint.url.replace(/\/$/, '')}${path}`, caBundle: ca };
   if (endpoint.service) return { service: { ...endpoint.service, path }, caBundle: ca };
-  throw new TypeError('WebhookEndpoint needs url or service');
+  throw new WinfleetError('WF_INVARIANT', 'WebhookEndpoint needs url or service');
 }
 
 function selectors(config: WinfleetConfig, operatorNamespace: string) {

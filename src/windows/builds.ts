@@ -2,6 +2,7 @@
  * Windows Server releases and the build numbers Kubernetes labels nodes with
  * (`node.kubernetes.io/windows-build` = major.minor.build).
  */
+import { WinfleetError } from '../errors/catalog.ts';
 
 export const windowsBuildLabel = 'node.kubernetes.io/windows-build';
 
@@ -29,7 +30,8 @@ export type WindowsReleaseName = (typeof windowsReleases)[number]['name'];
 export function windowsRelease(name: string): WindowsRelease {
   const release = windowsReleases.find((r) => r.name === name);
   if (!release) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
       `Unknown Windows release "${name}"; use one of ${windowsReleases.map((r) => r.name).join(', ')}`,
     );
   }

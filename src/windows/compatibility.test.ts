@@ -121,14 +121,16 @@ const malformed = [
 for (const value of malformed) {
   test(`a malformed host build ${JSON.stringify(value)} is rejected with a clear error`, () => {
     assert.throws(() => isCompatibleBuild(value, '10.0.20348.1'), {
-      name: 'RangeError',
+      name: 'WinfleetError',
+      code: 'WF_SCHEMA_INVALID',
       message: new RegExp(`^Cannot parse host Windows build "${escapeRegExp(value)}": .+`),
     });
   });
   if (value === '') continue;
   test(`a malformed image os.version ${JSON.stringify(value)} is rejected with a clear error`, () => {
     assert.throws(() => isCompatibleBuild('10.0.20348', value), {
-      name: 'RangeError',
+      name: 'WinfleetError',
+      code: 'WF_SCHEMA_INVALID',
       message: new RegExp(`^Cannot parse image os.version "${escapeRegExp(value)}": .+`),
     });
   });

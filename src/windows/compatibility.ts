@@ -6,6 +6,8 @@
  * from the LTSC release before its own (the stable-ABI era began with 2022) up to its own build.
  * An image without os.version runs anywhere, as containerd matches it.
  */
+
+import { WinfleetError } from '../errors/catalog.ts';
 import { windowsReleases } from './builds.ts';
 
 /** A parsed Windows version: `major.minor.build[.revision]`, e.g. 10.0.20348.2582. */
@@ -39,7 +41,7 @@ const limits = [
 ] as const;
 
 /**
- * Parses `major.minor.build[.revision]`. Throws a RangeError naming `field` for anything else
+ * Parses `major.minor.build[.revision]`. Throws a WinfleetError naming `field` for anything else
  * (empty parts, signs, spaces, leading zeros, more than four parts, numbers outside the range
  * of Windows' version fields).
  *
@@ -49,18 +51,25 @@ export function parseWindowsVersion(value: string, field = 'Windows version'): W
   const parts = typeof value === 'string' ? value.split('.') : [];
   const expected = `expected major.minor.build[.revision] in whole numbers, e.g. "10.0.20348" or "10.0.20348.2582"`;
   if (parts.length < 3 || parts.length > 4) {
-    throw new RangeError(`Cannot parse ${field} "${String(value)}": ${expected}`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `Cannot parse ${field} "${String(value)}": ${expected}`,
+    );
   }
   const numbers = parts.map((text, i) => {
     const [name, max] = limits[i]!;
     if (!part.test(text)) {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
         `Cannot parse ${field} "${value}": ${name} "${text}" is not a whole number; ${expected}`,
       );
     }
     const number = Number(text);
     if (number > max) {
-      throw new RangeError(`Cannot parse ${field} "${value}": ${name} ${text} is above ${max}`);
+      throw new WinfleetError(
+        'WF_SCHEMA_INVALID',
+        `Cannot parse ${field} "${value}": ${name} ${text} is above ${max}`,
+      );
     }
     return number;
   });
@@ -102,7 +111,7 @@ export type ImageOsVersions = readonly string[];
 
 /**
  * The node builds, among `nodeBuilds`, that can run every image in `images`; deduplicated and
- * sorted by version. Throws a RangeError for a malformed build or os.version.
+ * sorted by version. Throws a WinfleetError for a malformed build or os.version.
  *
  * @example
  * compatibleNodeBuilds(['10.0.17763', '10.0.20348', '10.0.26100'], [['10.0.20348.2582']])

@@ -19,7 +19,7 @@ export interface IsolationAnswer {
 /**
  * How a host of build `hostBuild` ("10.0.20348", or with a revision) runs an image offering
  * Windows variants `osVersions` (an empty string: a variant without os.version, which runs
- * anywhere). Throws a RangeError for a malformed build or os.version.
+ * anywhere). Throws a WinfleetError for a malformed build or os.version.
  *
  * @example isolationOn('10.0.20348', ['10.0.17763.6054']) // { isolation: 'hyperv', osVersion: '10.0.17763.6054' }
  */

@@ -43,7 +43,7 @@ test('fields that are not exactly what winfleet asks for are refused before any 
   ])
     assert.throws(
       () => reserveCniAddressScript({ ...request, ...bad }),
-      RangeError,
+      { code: 'WF_INVARIANT' },
       JSON.stringify(bad),
     );
 });
@@ -109,5 +109,9 @@ test('one exact address (flannel-host-gw’s bridge endpoint): a range of one, a
     /host-local reserved no address/,
   );
   for (const address of ['10.244.3.1', '10.244.3.0', '10.244.3.255', '10.244.4.2', '10.244.3.02'])
-    assert.throws(() => reserveCniAddressScript({ ...exact, address }), RangeError, address);
+    assert.throws(
+      () => reserveCniAddressScript({ ...exact, address }),
+      { code: 'WF_INVARIANT' },
+      address,
+    );
 });

@@ -34,20 +34,24 @@ const plainName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** Refuses a request unless every field is exactly what winfleet asks for. */
 export function checkCniAddressRequest(request: CniAddressRequest): void {
   if (!/^[A-Za-z]:\\[^"'`$;&|<>]*$/.test(request.binDir))
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot run host-local from ${JSON.stringify(request.binDir)}: give an absolute directory`,
     );
   if (!plainName.test(request.network))
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot reserve an address on network ${JSON.stringify(request.network)}: not a plain network name`,
     );
   if (!plainName.test(request.containerId))
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot reserve an address for ${JSON.stringify(request.containerId)}: not a plain id`,
     );
   const subnet = parseIpv4Cidr(request.subnet);
   if (!subnet || subnet.address !== subnet.network || subnet.prefix > 30)
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot reserve an address in ${JSON.stringify(request.subnet)}: give an IPv4 network of /30 or larger`,
     );
   if (request.address !== undefined) {
@@ -58,7 +62,8 @@ export function checkCniAddressRequest(request: CniAddressRequest): void {
       address <= subnet.network + 1 ||
       address >= subnet.network + 2 ** (32 - subnet.prefix) - 1
     )
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_INVARIANT',
         `Cannot reserve ${JSON.stringify(request.address)} in ${request.subnet}: give an address of the subnet other than its network, gateway and broadcast addresses`,
       );
   }
@@ -104,7 +109,8 @@ export function parseCniAddressOutput(stdout: string, request: CniAddressRequest
   try {
     answer = JSON.parse(stdout) as Record<string, unknown>;
   } catch {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read host-local's answer ${JSON.stringify(stdout.slice(0, 200))}: it is not JSON`,
     );
   }

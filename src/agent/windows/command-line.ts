@@ -8,6 +8,7 @@
  * The rules are Microsoft's ("Parsing C++ command-line arguments"); only a real Windows
  * service start proves a given program applies them the same way.
  */
+import { WinfleetError } from '../../errors/catalog.ts';
 
 const needsQuotes = /[ \t\n\v"]/;
 
@@ -40,13 +41,15 @@ export function quoteWindowsArgument(arg: string): string {
  */
 export function serviceCommandLine(binaryPath: string, args: readonly string[]): string {
   if (binaryPath === '' || /["\0\r\n]/.test(binaryPath)) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot use "${binaryPath}" as a service executable; give a full Windows path without quotes or line breaks`,
     );
   }
   for (const arg of args) {
     if (arg.includes('\0')) {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_INVARIANT',
         `Cannot pass argument ${JSON.stringify(arg)} to a service: it contains a NUL character`,
       );
     }

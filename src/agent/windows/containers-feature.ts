@@ -6,6 +6,8 @@
  * (remote-scripts.ts), so a host joined either way reads the feature alike: "Unknown" where
  * Get-WindowsFeature is missing (not Windows Server) or knows no such feature.
  */
+
+import { WinfleetError } from '../../errors/catalog.ts';
 import { parsePowerShellJson, powerShellScript, writeJson } from '../../powershell/powershell.ts';
 
 /** Server Manager's InstallState values, and Unknown. */
@@ -41,7 +43,8 @@ export function parseContainersFeatureOutput(stdout: string): ContainersFeatureS
   const keys = typeof value === 'object' && value !== null ? Object.keys(value) : [];
   const known = containersFeatureStates.find((s) => s === state);
   if (!known || keys.length !== 1)
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read the Containers feature's state from ${JSON.stringify(value)?.slice(0, 200)}: expected {"state": one of ${containersFeatureStates.join(', ')}}`,
     );
   return known;

@@ -10,6 +10,8 @@
  * running process (the agent and its service shim, when the agent deconfigures its own host).
  * Only a real host proves the P/Invoke; the grammar test proves the script parses.
  */
+
+import { WinfleetError } from '../../errors/catalog.ts';
 import { powerShellScript, quotePowerShellString } from '../../powershell/powershell.ts';
 
 /** MoveFileEx's MOVEFILE_DELAY_UNTIL_REBOOT. */
@@ -18,7 +20,8 @@ export const moveFileDelayUntilReboot = 0x4;
 /** Throws unless `path` is an absolute Windows path MoveFileEx can take. */
 function checkPath(path: string): void {
   if (!/^[A-Za-z]:\\[^\0]*$/.test(path) || path.length > 32_000) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot delete "${path}" at the next boot: give an absolute Windows path such as C:\\k\\winfleet`,
     );
   }

@@ -9,6 +9,8 @@
  * nothing and a rule someone disabled is enabled again. Only a real host proves the cmdlets'
  * behaviour; the tests parse every script with a PowerShell grammar.
  */
+
+import { WinfleetError } from '../../errors/catalog.ts';
 import {
   parsePowerShellJson,
   powerShellScript,
@@ -22,7 +24,8 @@ const ruleName = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 /** Throws unless `name` can be a rule's Name here: 1-100 letters, digits, ".", "_", "-". */
 export function checkFirewallRuleName(name: string): void {
   if (!ruleName.test(name)) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot use "${name}" as a firewall rule name; use 1 to 100 letters, digits, ".", "_" or "-", starting with a letter or digit`,
     );
   }
@@ -31,12 +34,14 @@ export function checkFirewallRuleName(name: string): void {
 function checkRule(rule: InboundFirewallRule): void {
   checkFirewallRuleName(rule.name);
   if (!Number.isInteger(rule.localPort) || rule.localPort < 1 || rule.localPort > 65535) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot open port ${rule.localPort} in firewall rule "${rule.name}"; use a port from 1 to 65535`,
     );
   }
   if (rule.protocol !== 'TCP' && rule.protocol !== 'UDP') {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot use protocol "${rule.protocol}" in firewall rule "${rule.name}"; use TCP or UDP`,
     );
   }
@@ -83,7 +88,8 @@ export function removeFirewallRuleScript(name: string): string {
 export function parseEnsureFirewallRuleOutput(stdout: string): { created: boolean } {
   const value = parsePowerShellJson(stdout, 'the firewall rule') as { created?: unknown } | null;
   if (typeof value?.created !== 'boolean') {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read the firewall rule from ${JSON.stringify(value)}: expected {"created": true|false}`,
     );
   }
@@ -97,7 +103,8 @@ export function parseRemoveFirewallRuleOutput(stdout: string): { removed: number
   } | null;
   const removed = value?.removed;
   if (typeof removed !== 'number' || !Number.isInteger(removed) || removed < 0) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read the firewall rule removal from ${JSON.stringify(value)}: "removed" is not a count`,
     );
   }

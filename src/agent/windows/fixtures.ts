@@ -4,12 +4,14 @@
  * since parsers must be tested against what Windows really prints.
  */
 import { readFileSync } from 'node:fs';
+import { WinfleetError } from '../../errors/catalog.ts';
 
 /** The text of fixtures/`name`; throws if a multi-line fixture has LF-only line endings. */
 export function windowsFixture(name: string): string {
   const text = readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
   if (/(^|[^\r])\n/.test(text)) {
-    throw new Error(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Fixture "${name}" has LF line endings; restore its CRLF endings (Windows prints CRLF)`,
     );
   }

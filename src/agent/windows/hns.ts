@@ -100,7 +100,8 @@ const guid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 export function removeHnsNetworkScript(id: string, modulePaths = defaultHnsModulePaths): string {
   if (!guid.test(id)) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot remove HNS network "${id}": an HNS network id is a GUID such as "5f0ba94e-3f4b-4c0e-8c79-4e5b3c1d8b21"`,
     );
   }
@@ -136,7 +137,8 @@ export function parseHnsNetworks(value: unknown): HnsNetwork[] {
   const items = listItems(value);
   return items.map((item, index) => {
     if (typeof item !== 'object' || item === null) {
-      throw new SyntaxError(
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read HNS network ${index}: expected an object, got ${JSON.stringify(item)}`,
       );
     }
@@ -146,7 +148,8 @@ export function parseHnsNetworks(value: unknown): HnsNetwork[] {
     };
     const network = { id: property('id'), name: property('name'), type: property('type') };
     if (network.id === '') {
-      throw new SyntaxError(
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read HNS network ${index} ${JSON.stringify(item)}: it has no Id`,
       );
     }
@@ -169,7 +172,8 @@ function readAvailability(stdout: string, what: string): Record<string, unknown>
     value === null ||
     typeof (value as { available?: unknown }).available !== 'boolean'
   ) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read ${what} from ${JSON.stringify(value)}: expected {"available": true|false, ...}`,
     );
   }
@@ -193,7 +197,8 @@ export function parseHnsRemoveOutput(stdout: string): ScriptResult<{ removed: nu
   if (value.available === false) return { available: false, tried: tried(value) };
   const removed = value.removed;
   if (typeof removed !== 'number' || !Number.isInteger(removed) || removed < 0) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read the HNS network removal from ${JSON.stringify(value)}: "removed" is not a count`,
     );
   }
@@ -210,18 +215,21 @@ const hnsNetworkName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export function checkHnsNetworkSpec(spec: HnsNetworkSpec): void {
   const what = `HNS network ${JSON.stringify(spec.name)}`;
   if (typeof spec.name !== 'string' || !hnsNetworkName.test(spec.name)) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot create ${what}: a network name has 1 to 64 letters, digits, "_", "." and "-" (the CNI config's "name")`,
     );
   }
   if (spec.type !== 'L2Bridge') {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot create ${what} of type ${JSON.stringify(spec.type)}: winfleet creates L2Bridge networks only (sdnbridge's)`,
     );
   }
   const subnet = parseIpv4Cidr(spec.addressPrefix);
   if (!subnet || subnet.address !== subnet.network || subnet.prefix < 8 || subnet.prefix > 30) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot create ${what} with address prefix ${JSON.stringify(spec.addressPrefix)}: give an IPv4 network of /8 to /30 such as 10.244.1.0/24`,
     );
   }
@@ -232,7 +240,8 @@ export function checkHnsNetworkSpec(spec: HnsNetworkSpec): void {
     gateway === subnet.network ||
     gateway === lastAddress(subnet)
   ) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot create ${what} with gateway ${JSON.stringify(spec.gateway)}: give a host address inside ${spec.addressPrefix}, such as its first one`,
     );
   }
@@ -317,13 +326,15 @@ export function parseHnsCreateOutput(
   const value = readAvailability(stdout, 'the HNS network creation');
   if (value.available === false) return { available: false, tried: tried(value) };
   if (typeof value.created !== 'boolean') {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read the HNS network creation from ${JSON.stringify(value)}: "created" is not true or false`,
     );
   }
   const [network] = parseHnsNetworks(value.network);
   if (!network || listItems(value.network).length !== 1) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read the HNS network creation from ${JSON.stringify(value)}: expected one network`,
     );
   }
@@ -374,12 +385,14 @@ export function removeHnsEndpointScript(
   modulePaths = defaultHnsModulePaths,
 ): string {
   if (!guid.test(id)) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot remove HNS endpoint "${id}": an HNS endpoint id is a GUID such as "5f0ba94e-3f4b-4c0e-8c79-4e5b3c1d8b21"`,
     );
   }
   if (parseIpv4(ipAddress) === undefined || formatIpv4(parseIpv4(ipAddress)!) !== ipAddress) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot remove HNS endpoint "${id}" at ${JSON.stringify(ipAddress)}: give its IPv4 address in dotted form, such as 10.244.1.7`,
     );
   }
@@ -404,13 +417,15 @@ const endpointName = /^[\x20-\x7e]{0,256}$/;
 export function parseHnsEndpoints(value: unknown): HnsEndpoint[] {
   const items = listItems(value);
   if (items.length > maxHnsEndpoints) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read HNS endpoints: ${items.length} of them, more than ${maxHnsEndpoints}`,
     );
   }
   return items.map((item, index) => {
     const refuse = (why: string): never => {
-      throw new SyntaxError(
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read HNS endpoint ${index} ${JSON.stringify(item)?.slice(0, 200)}: ${why}`,
       );
     };
@@ -459,7 +474,8 @@ export function parseHnsEndpointRemoveOutput(stdout: string): ScriptResult<{ rem
   if (value.available === false) return { available: false, tried: tried(value) };
   const removed = value.removed;
   if (typeof removed !== 'number' || !Number.isInteger(removed) || removed < 0 || removed > 1) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read the HNS endpoint removal from ${JSON.stringify(value)}: "removed" is not 0 or 1`,
     );
   }

@@ -9,6 +9,8 @@
  * adapter with an APIPA address, the loopback pseudo-interface); only a real host proves the
  * property names and the JSON shapes Windows PowerShell 5.1 prints.
  */
+
+import { WinfleetError } from '../../errors/catalog.ts';
 import {
   type HostNetwork,
   hostNetworkScriptLines,
@@ -28,7 +30,8 @@ export function ipv4NetworkScript(): string {
 export function parseIpv4NetworkOutput(stdout: string): HostNetwork {
   const value = parsePowerShellJson(stdout, "the host's IPv4 network");
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read the host's IPv4 network from ${JSON.stringify(value)?.slice(0, 200)}: expected a JSON object`,
     );
   }

@@ -9,6 +9,8 @@
  * writing stores REG_SZ, so rewriting PATH through it freezes the expanded form; an empty value
  * deletes the variable, which is why `setMachineEnvScript(name, '')` removes it explicitly.
  */
+
+import { WinfleetError } from '../../errors/catalog.ts';
 import {
   parsePowerShellJson,
   powerShellScript,
@@ -22,7 +24,8 @@ const maxValueLength = 32767;
 /** Throws unless `name` can name an environment variable. */
 export function checkEnvName(name: string): void {
   if (name === '' || /[=\0]/.test(name) || name.length > 255) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot use "${name}" as an environment variable name; use 1 to 255 characters without "="`,
     );
   }
@@ -41,7 +44,8 @@ export function getMachineEnvScript(name: string): string {
 export function setMachineEnvScript(name: string, value: string | undefined): string {
   checkEnvName(name);
   if (value !== undefined && (value.includes('\0') || value.length > maxValueLength)) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot set environment variable "${name}": its value must be at most ${maxValueLength} characters without NUL`,
     );
   }
@@ -57,7 +61,8 @@ export function parseMachineEnvOutput(stdout: string, name: string): string | un
   const value = (parsed as { value?: unknown } | null)?.value;
   if (value === null || value === undefined) return undefined;
   if (typeof value !== 'string') {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read environment variable "${name}" from ${JSON.stringify(parsed)}: expected {"value": string|null}`,
     );
   }

@@ -9,6 +9,7 @@
  * patch level is what only real hosts prove.
  */
 
+import { WinfleetError } from '../../errors/catalog.ts';
 import { parsePowerShellJson, powerShellScript, writeJson } from '../../powershell/powershell.ts';
 import type { OsVersion } from '../host-os.ts';
 
@@ -25,14 +26,18 @@ export function osVersionScript(): string {
 export function parseOsVersionOutput(stdout: string): OsVersion {
   const value = parsePowerShellJson(stdout, 'the Windows version');
   if (typeof value !== 'object' || value === null) {
-    throw new SyntaxError(`Cannot read the Windows version from ${JSON.stringify(value)}`);
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
+      `Cannot read the Windows version from ${JSON.stringify(value)}`,
+    );
   }
   const key = value as Record<string, unknown>;
   const number = (name: string): number => {
     const raw = key[name];
     const parsed = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
     if (typeof parsed !== 'number' || !Number.isInteger(parsed) || parsed < 0) {
-      throw new SyntaxError(
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read the Windows version: ${name} is ${JSON.stringify(raw)}, expected a number; winfleet needs Windows Server 2019 or later`,
       );
     }

@@ -27,7 +27,8 @@ export interface StoredCertificate {
 /** Throws unless `thumbprint` is 40 upper-case hex digits. */
 export function checkThumbprint(thumbprint: string): void {
   if (!/^[0-9A-F]{40}$/.test(thumbprint))
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_HOST_SETTINGS_FAILED',
       `Cannot use "${thumbprint}" as a certificate thumbprint; give the SHA-1 of the certificate as 40 upper-case hex digits`,
     );
 }
@@ -40,13 +41,17 @@ export function listRootCertificatesScript(): string {
   );
 }
 
-/** The DER bytes of a single-certificate PEM; throws a RangeError for anything else. */
+/** The DER bytes of a single-certificate PEM; throws a WinfleetError for anything else. */
 export function pemToDer(pem: string): Buffer {
   const match =
     /^-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=\r\n]+)-----END CERTIFICATE-----\s*$/.exec(
       pem.trim(),
     );
-  if (!match) throw new RangeError('Cannot add a root certificate: not one PEM CERTIFICATE block');
+  if (!match)
+    throw new WinfleetError(
+      'WF_HOST_SETTINGS_FAILED',
+      'Cannot add a root certificate: not one PEM CERTIFICATE block',
+    );
   return Buffer.from(match[1]!.replace(/\s+/g, ''), 'base64');
 }
 
@@ -89,7 +94,8 @@ export function parseRootCertificatesOutput(stdout: string): StoredCertificate[]
         typeof c?.subject === 'string',
     )
   )
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_HOST_SETTINGS_FAILED',
       `Cannot read the Root certificates from ${JSON.stringify(value)?.slice(0, 200)}: expected {"certificates": [{"thumbprint", "subject"}]}`,
     );
   return list.map((c) => ({ thumbprint: c.thumbprint, subject: c.subject }));
@@ -101,7 +107,8 @@ export function parseAddRootCertificateOutput(stdout: string): { thumbprint: str
     thumbprint?: unknown;
   } | null;
   if (typeof value?.thumbprint !== 'string' || !/^[0-9A-F]{40}$/.test(value.thumbprint))
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_HOST_SETTINGS_FAILED',
       `Cannot read the added certificate from ${JSON.stringify(value)}: expected {"thumbprint": "<40 hex>"}`,
     );
   return { thumbprint: value.thumbprint };
@@ -113,7 +120,8 @@ export function parseRemoveRootCertificateOutput(stdout: string): { removed: boo
     removed?: unknown;
   } | null;
   if (typeof value?.removed !== 'boolean')
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_HOST_SETTINGS_FAILED',
       `Cannot read the certificate removal from ${JSON.stringify(value)}: expected {"removed": true|false}`,
     );
   return { removed: value.removed };
@@ -139,7 +147,8 @@ export function setWinHttpProxyScript(proxy: WinHttpProxy | undefined): string {
     proxy &&
     (!proxyServerPattern.test(proxy.proxyServer) || !bypassPattern.test(proxy.bypassList))
   )
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_HOST_SETTINGS_FAILED',
       `Cannot set the WinHTTP proxy "${proxy.proxyServer}" bypassing "${proxy.bypassList}": only host names, ports and the bypass list's "*", "<local>" and ";" may appear`,
     );
   const command = proxy

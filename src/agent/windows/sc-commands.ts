@@ -10,6 +10,8 @@
  * argv against Microsoft's documented syntax: sc create/config/description/failure/
  * failureflag/start/stop/queryex/qc/delete).
  */
+
+import { WinfleetError } from '../../errors/catalog.ts';
 import type { ServiceConfig, ServiceRecovery } from '../host-os.ts';
 import { serviceCommandLine } from './command-line.ts';
 
@@ -27,7 +29,8 @@ export function checkServiceName(name: string): void {
     /[\\/\0\r\n]/.test(name) ||
     name.trim() !== name
   ) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot use "${name}" as a service name; use 1 to ${maxNameLength} characters without slashes or surrounding blanks`,
     );
   }
@@ -40,7 +43,8 @@ function checkConfig(config: ServiceConfig): string {
     config.displayName.length > maxNameLength ||
     /[\0\r\n]/.test(config.displayName)
   ) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot use "${config.displayName}" as the display name of service "${config.name}"; use 1 to ${maxNameLength} characters on one line`,
     );
   }
@@ -49,7 +53,8 @@ function checkConfig(config: ServiceConfig): string {
       checkServiceName(dependency);
     } catch {
       // "/" separates dependencies on the sc.exe command line.
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_INVARIANT',
         `Cannot make service "${config.name}" depend on "${dependency}"; name an installed service, without slashes`,
       );
     }
@@ -57,7 +62,8 @@ function checkConfig(config: ServiceConfig): string {
   const commandLine = serviceCommandLine(config.binaryPath, config.args);
   const bytes = serviceConfigQueryBytes(commandLine, config.displayName, config.dependencies);
   if (bytes > scQcBufferBytes) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot register service "${config.name}": its command line (${commandLine.length} characters) would make its configuration ${bytes} bytes, more than the ${scQcBufferBytes} the service manager returns; move arguments into a config file`,
     );
   }
@@ -123,7 +129,10 @@ export function scConfigArgs(config: ServiceConfig): string[] {
 export function scDescriptionArgs(name: string, description: string): string[] {
   checkServiceName(name);
   if (/[\0\r\n]/.test(description)) {
-    throw new RangeError(`Cannot set the description of service "${name}": use one line`);
+    throw new WinfleetError(
+      'WF_INVARIANT',
+      `Cannot set the description of service "${name}": use one line`,
+    );
   }
   return ['description', name, description];
 }
@@ -141,13 +150,15 @@ export function scFailureArgs(name: string, recovery: ServiceRecovery): string[]
     resetPeriodSeconds < 0 ||
     resetPeriodSeconds > 0xffffffff
   ) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot use reset period "${resetPeriodSeconds}" for service "${name}"; use whole seconds from 0`,
     );
   }
   for (const delay of restartDelaysMs) {
     if (!Number.isInteger(delay) || delay < 0 || delay > 0xffffffff) {
-      throw new RangeError(
+      throw new WinfleetError(
+        'WF_INVARIANT',
         `Cannot use restart delay "${delay}" for service "${name}"; use whole milliseconds from 0`,
       );
     }

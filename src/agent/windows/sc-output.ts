@@ -158,7 +158,8 @@ function parseScFields(output: string, command: string): ScFields {
     if (continued && last) last.push((continued[1] ?? '').trim());
   }
   if (serviceName === undefined) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot parse sc.exe ${command} output "${output.trim().slice(0, 200)}": no SERVICE_NAME line`,
     );
   }
@@ -168,7 +169,8 @@ function parseScFields(output: string, command: string): ScFields {
 function field(parsed: ScFields, name: string, command: string): string {
   const value = parsed.fields.get(name)?.[0];
   if (value === undefined) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot parse sc.exe ${command} output for "${parsed.serviceName}": no ${name} field`,
     );
   }
@@ -178,7 +180,10 @@ function field(parsed: ScFields, name: string, command: string): string {
 function leadingNumber(value: string, name: string, command: string): number {
   const match = /^(0x[0-9a-fA-F]+|\d+)\b/.exec(value);
   if (!match) {
-    throw new SyntaxError(`Cannot parse sc.exe ${command} ${name} "${value}": expected a number`);
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
+      `Cannot parse sc.exe ${command} ${name} "${value}": expected a number`,
+    );
   }
   return Number(match[1]);
 }
@@ -213,7 +218,10 @@ export function parseScStatus(output: string): ScStatus {
   const stateNumber = leadingNumber(field(parsed, 'STATE', command), 'STATE', command);
   const state = states[stateNumber];
   if (!state) {
-    throw new SyntaxError(`Cannot parse sc.exe query STATE "${stateNumber}": unknown state`);
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
+      `Cannot parse sc.exe query STATE "${stateNumber}": unknown state`,
+    );
   }
   const status: ScStatus = {
     name: parsed.serviceName,
@@ -267,7 +275,8 @@ export function parseScConfig(output: string): ScConfig {
   } else if (startNumber === 4) {
     startType = 'disabled';
   } else {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot use service "${parsed.serviceName}" with START_TYPE "${startField}": boot and system start are for drivers`,
     );
   }

@@ -11,6 +11,8 @@
  * What only a real host proves: that the SCM merges the value as described (the sim's model,
  * sim/hosts/machine-environment.ts) and that PowerShell 5.1 prints the entries as a JSON array.
  */
+
+import { WinfleetError } from '../../errors/catalog.ts';
 import {
   parsePowerShellJson,
   powerShellScript,
@@ -28,7 +30,7 @@ export function serviceRegistryKey(name: string): string {
 }
 
 /**
- * The REG_MULTI_SZ entries for `environment`, sorted by name. Throws RangeError, naming each
+ * The REG_MULTI_SZ entries for `environment`, sorted by name. Throws a WinfleetError, naming each
  * variable and the fix, for what a services manifest may not hold either (environmentProblems):
  * a name Windows cannot hold or that decides which programs load, an empty value (an empty
  * entry would end the list), a NUL, a value over 32767 characters, or two names that differ
@@ -40,7 +42,8 @@ export function serviceEnvironmentEntries(
 ): string[] {
   const problems = environmentProblems(`service "${service}" env`, environment ?? {});
   if (problems.length > 0) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot give service "${service}" this environment: ${problems.join('; ')}`,
     );
   }
@@ -100,7 +103,8 @@ export function parseServiceEnvironmentOutput(
     !Array.isArray(entries) ||
     !entries.every((e) => typeof e === 'string')
   ) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read the environment of service "${name}" from ${JSON.stringify(parsed)}: expected {"exists": boolean, "entries": [string]}`,
     );
   }

@@ -11,6 +11,8 @@
  * failureflag 1) is logged as 7031 too, and how Get-WinEvent's StartTime compares with the
  * events' times; the tests check the script's grammar and the parser.
  */
+
+import { WinfleetError } from '../../errors/catalog.ts';
 import {
   parsePowerShellJson,
   powerShellScript,
@@ -30,7 +32,8 @@ export const maxServiceFailures = 200;
 export function serviceFailuresScript(name: string, sinceMs: number): string {
   checkServiceName(name);
   if (!Number.isSafeInteger(sinceMs) || sinceMs < 0) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot read the failures of service "${name}" since ${sinceMs}: give ms since the epoch`,
     );
   }
@@ -55,7 +58,10 @@ export function parseServiceFailuresOutput(stdout: string, name: string): number
     unknown
   >;
   const fail = (why: string): never => {
-    throw new SyntaxError(`Cannot read the failures of service "${name}": ${why}`);
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
+      `Cannot read the failures of service "${name}": ${why}`,
+    );
   };
   if (typeof value !== 'object' || value === null || Array.isArray(value)) fail('not an object');
   if (value.ok === false) {

@@ -10,6 +10,7 @@
  * The simulated hosts parse the same grammar (sim/hosts/programs.ts), and the shim's tests run
  * what `serviceShimArgs` builds through the real Go parser.
  */
+import { WinfleetError } from '../../errors/catalog.ts';
 
 /**
  * Set to 1 by the shim for its child: the agent's `run` then stops when its standard input
@@ -37,7 +38,8 @@ export function serviceShimArgs(
   programArgs: readonly string[],
 ): string[] {
   if (options.logDir === '' || options.logDir.startsWith('--')) {
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot use "${options.logDir}" as the service log directory; give an absolute Windows path`,
     );
   }
@@ -45,7 +47,10 @@ export function serviceShimArgs(
   const timeout = options.stopTimeoutSeconds;
   if (timeout !== undefined) {
     if (!Number.isInteger(timeout) || timeout < 1 || timeout > 600) {
-      throw new RangeError(`Cannot use stop timeout ${timeout}; give whole seconds from 1 to 600`);
+      throw new WinfleetError(
+        'WF_INVARIANT',
+        `Cannot use stop timeout ${timeout}; give whole seconds from 1 to 600`,
+      );
     }
     args.push('--stop-timeout', `${timeout}s`);
   }

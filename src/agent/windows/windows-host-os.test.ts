@@ -949,7 +949,7 @@ test('createHnsNetwork creates the L2Bridge network through HcnCreateNetwork unl
     { ...spec, gateway: '10.244.1.0' },
     { ...spec, gateway: '10.244.1.255' },
   ]) {
-    await assert.rejects(host.createHnsNetwork(bad), RangeError, JSON.stringify(bad));
+    await assert.rejects(host.createHnsNetwork(bad), { code: 'WF_INVARIANT' }, JSON.stringify(bad));
   }
   await done();
 });

@@ -24,6 +24,7 @@
  * name order, SSU first when its name says so).
  */
 import type { ReportedUpdate } from '../../api/windows-updates.ts';
+import { WinfleetError } from '../../errors/catalog.ts';
 import { parsePowerShellJson, powerShellScript, writeJson } from '../../powershell/powershell.ts';
 import type { UpdateInstallResult } from '../host-os.ts';
 import { describeHresult, updateNotFoundText } from './windows-update.ts';
@@ -73,7 +74,10 @@ export function installedHotfixesScript(): string {
 export function parseInstalledHotfixes(stdout: string): string[] {
   const value = parsePowerShellJson(stdout, 'the installed hotfixes');
   if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) {
-    throw new SyntaxError('Cannot read the installed hotfixes: expected a list of strings');
+    throw new WinfleetError(
+      'WF_WINDOWS_COMMAND_FAILED',
+      'Cannot read the installed hotfixes: expected a list of strings',
+    );
   }
   return value.map((v) => v.trim().toUpperCase()).filter((v) => /^KB[0-9]{6,8}$/.test(v));
 }

@@ -136,7 +136,10 @@ export function searchUpdatesScript(): string {
 function articleId(kb: string): string {
   const match = /^KB([0-9]{6,8})$/.exec(kb);
   if (!match) {
-    throw new RangeError(`Cannot install update "${kb}": expected a KB number like "KB5040437"`);
+    throw new WinfleetError(
+      'WF_INVARIANT',
+      `Cannot install update "${kb}": expected a KB number like "KB5040437"`,
+    );
   }
   return match[1]!;
 }
@@ -149,7 +152,10 @@ function articleId(kb: string): string {
  */
 export function installUpdatesScript(kbs: readonly string[]): string {
   if (kbs.length === 0 || kbs.length > 200) {
-    throw new RangeError(`Cannot install ${kbs.length} updates: give 1 to 200 KB numbers`);
+    throw new WinfleetError(
+      'WF_INVARIANT',
+      `Cannot install ${kbs.length} updates: give 1 to 200 KB numbers`,
+    );
   }
   return powerShellScript(
     `$wanted = ${quotePowerShellArray(kbs.map(articleId))}`,
@@ -240,13 +246,17 @@ export interface WuaUpdate {
 
 function object(value: unknown, what: string, keys: readonly string[]): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new SyntaxError(`Cannot read ${what}: expected an object, got ${JSON.stringify(value)}`);
+    throw new WinfleetError(
+      'WF_WINDOWS_UPDATE_FAILED',
+      `Cannot read ${what}: expected an object, got ${JSON.stringify(value)}`,
+    );
   }
   const record = value as Record<string, unknown>;
   const extra = Object.keys(record).filter((k) => !keys.includes(k));
   const missing = keys.filter((k) => !(k in record));
   if (extra.length > 0 || missing.length > 0) {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_WINDOWS_UPDATE_FAILED',
       `Cannot read ${what}: expected the keys ${keys.join(', ')}${extra.length ? `; unexpected ${extra.join(', ')}` : ''}${missing.length ? `; missing ${missing.join(', ')}` : ''}`,
     );
   }
@@ -255,14 +265,20 @@ function object(value: unknown, what: string, keys: readonly string[]): Record<s
 
 function strings(value: unknown, what: string): string[] {
   if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) {
-    throw new SyntaxError(`Cannot read ${what}: expected a list of strings`);
+    throw new WinfleetError(
+      'WF_WINDOWS_UPDATE_FAILED',
+      `Cannot read ${what}: expected a list of strings`,
+    );
   }
   return value as string[];
 }
 
 function hresult(value: unknown, what: string): string {
   if (typeof value !== 'string' || !hresultPattern.test(value)) {
-    throw new SyntaxError(`Cannot read ${what}: ${JSON.stringify(value)} is not an HRESULT`);
+    throw new WinfleetError(
+      'WF_WINDOWS_UPDATE_FAILED',
+      `Cannot read ${what}: ${JSON.stringify(value)} is not an HRESULT`,
+    );
   }
   return value;
 }
@@ -285,11 +301,18 @@ function failure(record: Record<string, unknown>, what: string): WinfleetError {
 function answer(stdout: string, what: string): Record<string, unknown> {
   const value = parsePowerShellJson(stdout, what);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new SyntaxError(`Cannot read ${what}: expected an object, got ${JSON.stringify(value)}`);
+    throw new WinfleetError(
+      'WF_WINDOWS_UPDATE_FAILED',
+      `Cannot read ${what}: expected an object, got ${JSON.stringify(value)}`,
+    );
   }
   const record = value as Record<string, unknown>;
   if (record.ok === false) throw failure(record, what);
-  if (record.ok !== true) throw new SyntaxError(`Cannot read ${what}: "ok" is not true or false`);
+  if (record.ok !== true)
+    throw new WinfleetError(
+      'WF_WINDOWS_UPDATE_FAILED',
+      `Cannot read ${what}: "ok" is not true or false`,
+    );
   return record;
 }
 
@@ -320,15 +343,22 @@ export function parseSearchUpdatesOutput(stdout: string): WuaUpdate[] {
   const what = 'search for Windows updates';
   const r = object(answer(stdout, what), what, ['ok', 'updates']);
   if (!Array.isArray(r.updates))
-    throw new SyntaxError(`Cannot read ${what}: updates is not a list`);
+    throw new WinfleetError(
+      'WF_WINDOWS_UPDATE_FAILED',
+      `Cannot read ${what}: updates is not a list`,
+    );
   return r.updates.map((u, i) => {
     const e = object(u, `${what}: updates[${i}]`, ['kbs', 'title', 'categories', 'rebootBehavior']);
     const kbs = strings(e.kbs, `${what}: updates[${i}].kbs`);
     if (typeof e.title !== 'string') {
-      throw new SyntaxError(`Cannot read ${what}: updates[${i}].title is not a string`);
+      throw new WinfleetError(
+        'WF_WINDOWS_UPDATE_FAILED',
+        `Cannot read ${what}: updates[${i}].title is not a string`,
+      );
     }
     if (e.rebootBehavior !== 0 && e.rebootBehavior !== 1 && e.rebootBehavior !== 2) {
-      throw new SyntaxError(
+      throw new WinfleetError(
+        'WF_WINDOWS_UPDATE_FAILED',
         `Cannot read ${what}: updates[${i}].rebootBehavior is ${JSON.stringify(e.rebootBehavior)}, expected 0, 1 or 2`,
       );
     }
@@ -352,19 +382,26 @@ export function parseInstallUpdatesOutput(
   const what = 'install Windows updates';
   const r = object(answer(stdout, what), what, ['ok', 'results', 'rebootRequired', 'notFound']);
   if (typeof r.rebootRequired !== 'boolean') {
-    throw new SyntaxError(`Cannot read ${what}: rebootRequired is not a boolean`);
+    throw new WinfleetError(
+      'WF_WINDOWS_UPDATE_FAILED',
+      `Cannot read ${what}: rebootRequired is not a boolean`,
+    );
   }
   const wanted = new Map(kbs.map((kb) => [articleId(kb), kb]));
   const name = (id: unknown, field: string): string => {
     const kb = typeof id === 'string' ? wanted.get(id) : undefined;
     if (!kb)
-      throw new SyntaxError(
+      throw new WinfleetError(
+        'WF_WINDOWS_UPDATE_FAILED',
         `Cannot read ${what}: ${field} ${JSON.stringify(id)} was not asked for`,
       );
     return kb;
   };
   if (!Array.isArray(r.results))
-    throw new SyntaxError(`Cannot read ${what}: results is not a list`);
+    throw new WinfleetError(
+      'WF_WINDOWS_UPDATE_FAILED',
+      `Cannot read ${what}: results is not a list`,
+    );
   const installed: string[] = [];
   const failed: { kb: string; error: string }[] = [];
   let rebootRequired = r.rebootRequired;
@@ -379,15 +416,22 @@ export function parseInstallUpdatesOutput(
     ]);
     const kb = name(e.kb, `${field}.kb`);
     if (e.step !== 'download' && e.step !== 'install') {
-      throw new SyntaxError(`Cannot read ${what}: ${field}.step is ${JSON.stringify(e.step)}`);
+      throw new WinfleetError(
+        'WF_WINDOWS_UPDATE_FAILED',
+        `Cannot read ${what}: ${field}.step is ${JSON.stringify(e.step)}`,
+      );
     }
     if (typeof e.resultCode !== 'number' || ![0, 1, 2, 3, 4, 5].includes(e.resultCode)) {
-      throw new SyntaxError(
+      throw new WinfleetError(
+        'WF_WINDOWS_UPDATE_FAILED',
         `Cannot read ${what}: ${field}.resultCode is not an OperationResultCode`,
       );
     }
     if (typeof e.rebootRequired !== 'boolean') {
-      throw new SyntaxError(`Cannot read ${what}: ${field}.rebootRequired is not a boolean`);
+      throw new WinfleetError(
+        'WF_WINDOWS_UPDATE_FAILED',
+        `Cannot read ${what}: ${field}.rebootRequired is not a boolean`,
+      );
     }
     const code = hresult(e.hresult, `${what}: ${field}.hresult`);
     // orcSucceeded, orcSucceededWithErrors: installed (the errors are in its HRESULT).
@@ -414,7 +458,10 @@ export function parseRebootPendingOutput(stdout: string): {
   const r = object(value, what, ['componentBasedServicing', 'windowsUpdate']);
   for (const key of Object.keys(r)) {
     if (typeof r[key] !== 'boolean')
-      throw new SyntaxError(`Cannot read ${what}: ${key} is not a boolean`);
+      throw new WinfleetError(
+        'WF_WINDOWS_UPDATE_FAILED',
+        `Cannot read ${what}: ${key} is not a boolean`,
+      );
   }
   return r as { componentBasedServicing: boolean; windowsUpdate: boolean };
 }

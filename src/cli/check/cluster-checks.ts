@@ -25,7 +25,12 @@ import {
   nodeClientRole,
 } from '../../controllers/csr/bootstrap-auto-approval.ts';
 import { apiTime } from '../../kube/api-time.ts';
-import { httpStatus, isNotFound, WinfleetKubeConfig } from '../../kube/client.ts';
+import { httpStatus, isForbidden, isNotFound, WinfleetKubeConfig } from '../../kube/client.ts';
+import {
+  isForbiddenStatus,
+  isOkOrCreatedStatus,
+  isUnauthorizedStatus,
+} from '../../net/http-status.ts';
 import { readClusterNetwork } from '../../network/read-cluster-network.ts';
 import {
   checkKubeletSkew,
@@ -109,15 +114,15 @@ const nodeRestriction: ClusterCheck = {
     });
     const message = statusMessage(response.body);
     const how = `a server-side dry run: node ${asNode} creating Node ${other}`;
-    if (response.status === 403 && /is not allowed to modify node/.test(message))
+    if (isForbiddenStatus(response.status) && /is not allowed to modify node/.test(message))
       return pass('node-restriction', `NodeRestriction is on: ${how} was refused (${message})`);
-    if (response.status === 200 || response.status === 201)
+    if (isOkOrCreatedStatus(response.status))
       return fail(
         'node-restriction',
         `${how} was admitted: NodeRestriction is off, so any node's credentials can change every Node (labels, taints) and winfleet's node annotations`,
         'Add NodeRestriction to kube-apiserver --enable-admission-plugins (with --authorization-mode=Node,RBAC)',
       );
-    if (response.status === 403 && /impersonate/i.test(message))
+    if (isForbiddenStatus(response.status) && /impersonate/i.test(message))
       return warn(
         'node-restriction',
         `Cannot tell: your credentials may not impersonate a node (${message})`,
@@ -190,10 +195,10 @@ const bootstrapTokenAuth: ClusterCheck = {
             body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
           },
         );
-        if (last.status !== 401) break;
+        if (!isUnauthorizedStatus(last.status)) break;
         await new Promise((r) => setTimeout(r, 300));
       }
-      if (last.status === 201 || last.status === 200) {
+      if (isOkOrCreatedStatus(last.status)) {
         const user = (JSON.parse(last.body) as { status?: { userInfo?: { username?: string } } })
           .status?.userInfo?.username;
         return pass(
@@ -201,7 +206,7 @@ const bootstrapTokenAuth: ClusterCheck = {
           `A bootstrap token made for the check authenticated as ${user}`,
         );
       }
-      if (last.status === 401)
+      if (isUnauthorizedStatus(last.status))
         return fail(
           'bootstrap-token-auth',
           'A valid bootstrap token made for the check was refused (401): bootstrap-token authentication is off, so no host can join',
@@ -322,7 +327,7 @@ const webhook: ClusterCheck = {
       },
     );
     const how = `a server-side dry-run create of Windows pod ${namespace}/${pod.metadata!.name}`;
-    if (response.status !== 201 && response.status !== 200)
+    if (!isOkOrCreatedStatus(response.status))
       return fail(
         'webhook',
         `${how} failed: ${response.status} ${statusMessage(response.body)}`,
@@ -438,7 +443,7 @@ export async function runClusterCheck(
     return warn(
       check.name,
       `Cannot tell: the check could not be made (${errorText(error)})`,
-      httpStatus(error) === 403
+      isForbidden(error)
         ? 'Run the check with credentials allowed to read what it names (RBAC)'
         : 'Run the check again; if it persists, report it',
     );

@@ -63,7 +63,11 @@ export async function kubeRequest(
       res.on('error', reject);
     });
     req.on('timeout', () =>
-      req.destroy(Object.assign(new Error(`${method} ${path} timed out`), { code: 'ETIMEDOUT' })),
+      req.destroy(
+        new WinfleetError('WF_CLUSTER_UNREACHABLE', `${method} ${path} timed out`, {
+          cause: { code: 'ETIMEDOUT', message: `${method} ${path} timed out` },
+        }),
+      ),
     );
     req.on('error', (error) => {
       outside.done(undefined);

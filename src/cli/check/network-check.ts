@@ -17,6 +17,7 @@ import {
 } from '../../api/network-mode.ts';
 import { defaultConfig, type NetworkConfig, parseConfig } from '../../config/winfleet-config.ts';
 import { httpStatus } from '../../kube/client.ts';
+import { isNotFoundStatus, isRefusedStatus } from '../../net/http-status.ts';
 import type { ClusterNetworkReading } from '../../network/read-cluster-network.ts';
 import { configKey, configMapName } from '../../operator/config-source.ts';
 import { isDocumentError } from '../../schema/validator.ts';
@@ -66,8 +67,8 @@ export async function checkNetworkConfig(
     }
   } catch (error) {
     const status = httpStatus(error);
-    if (status === 404) from = `the defaults: no ${where}`;
-    else if (status === 403 || status === 401) {
+    if (isNotFoundStatus(status)) from = `the defaults: no ${where}`;
+    else if (isRefusedStatus(status)) {
       from = `the defaults: ${where} could not be read (${status})`;
       caveat = `${where} could not be read (${status}): the operator's network configuration is not known, the defaults were used`;
     } else throw error;

@@ -4,6 +4,7 @@
  * type, strings and lists bounded, or it is refused naming the field. Windows PowerShell 5.1
  * prints a one-element list as a bare object and an empty one as null; both are accepted.
  */
+import { WinfleetError } from '../../errors/catalog.ts';
 
 /** Who listens on TCP 10250 (Get-NetTCPConnection -State Listen, Get-Process). */
 export interface PortListener {
@@ -51,12 +52,12 @@ export const maxFactString = 2048;
 /** Most rows accepted in a list. */
 export const maxFactRows = 64;
 
-class FactError extends SyntaxError {
-  constructor(field: string, why: string) {
-    super(
-      `Cannot read the host's preflight-facts: "${field}" ${why}; the host answered something other than the winfleet catalog script prints (check what runs as powershell.exe on the host)`,
-    );
-  }
+/** The host answered something other than the catalog script prints. */
+function factError(field: string, why: string): WinfleetError {
+  return new WinfleetError(
+    'WF_REMOTE_COMMAND_FAILED',
+    `Cannot read the host's preflight-facts: "${field}" ${why}; the host answered something other than the winfleet catalog script prints (check what runs as powershell.exe on the host)`,
+  );
 }
 
 type Kind = 'string' | 'nullable string' | 'integer' | 'boolean';
@@ -71,10 +72,9 @@ function read(record: Record<string, unknown>, name: string, kind: Kind, where: 
   const value = record[name];
   if (kind === 'nullable string' && value === null) return null;
   if (kind === 'string' || kind === 'nullable string') {
-    if (typeof value !== 'string')
-      throw new FactError(field, `is ${shown(value)}, expected a string`);
+    if (typeof value !== 'string') throw factError(field, `is ${shown(value)}, expected a string`);
     if (value.length > maxFactString)
-      throw new FactError(
+      throw factError(
         field,
         `is ${value.length} characters long, more than ${maxFactString} accepted`,
       );
@@ -82,34 +82,34 @@ function read(record: Record<string, unknown>, name: string, kind: Kind, where: 
   }
   if (kind === 'boolean') {
     if (typeof value !== 'boolean')
-      throw new FactError(field, `is ${shown(value)}, expected true or false`);
+      throw factError(field, `is ${shown(value)}, expected true or false`);
     return value;
   }
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
-    throw new FactError(field, `is ${shown(value)}, expected a whole number from 0`);
+    throw factError(field, `is ${shown(value)}, expected a whole number from 0`);
   return value;
 }
 
 function object(value: unknown, field: string, keys: readonly string[]): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new FactError(field || 'the answer', `is ${shown(value)}, expected a JSON object`);
+    throw factError(field || 'the answer', `is ${shown(value)}, expected a JSON object`);
   const record = value as Record<string, unknown>;
   const extra = Object.keys(record).filter((k) => !keys.includes(k));
   if (extra.length > 0)
-    throw new FactError(
+    throw factError(
       field ? `${field}.${extra[0]}` : extra[0]!,
       'is not a field the script prints (extra fields are refused)',
     );
   const missing = keys.filter((k) => !(k in record));
   if (missing.length > 0)
-    throw new FactError(field ? `${field}.${missing[0]}` : missing[0]!, 'is missing');
+    throw factError(field ? `${field}.${missing[0]}` : missing[0]!, 'is missing');
   return record;
 }
 
 function list(value: unknown, field: string): unknown[] {
   const rows = value === null ? [] : Array.isArray(value) ? value : [value];
   if (rows.length > maxFactRows)
-    throw new FactError(field, `has ${rows.length} rows, more than ${maxFactRows} accepted`);
+    throw factError(field, `has ${rows.length} rows, more than ${maxFactRows} accepted`);
   return rows;
 }
 
@@ -133,7 +133,7 @@ export function readPreflightFacts(value: unknown): PreflightFacts {
   const top = object(value, '', topKeys);
   const utcNow = read(top, 'utcNow', 'string', '') as string;
   if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,7})?Z$/.test(utcNow))
-    throw new FactError('utcNow', `is ${shown(utcNow)}, expected an ISO 8601 UTC time`);
+    throw factError('utcNow', `is ${shown(utcNow)}, expected an ISO 8601 UTC time`);
   const listeners = list(top.listeners10250, 'listeners10250').map((row, i) => {
     const where = `listeners10250[${i}]`;
     const r = object(row, where, ['localAddress', 'owningProcess', 'processName']);
@@ -193,14 +193,14 @@ export interface HostBasics {
 /** Reads hostname, osVersion, freeBytes and containersFeature of a host-facts answer. */
 export function readHostBasics(value: unknown): HostBasics {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new FactError('host-facts', `is ${shown(value)}, expected a JSON object`);
+    throw factError('host-facts', `is ${shown(value)}, expected a JSON object`);
   const facts = value as Record<string, unknown>;
   const os = facts.osVersion;
   if (typeof os !== 'object' || os === null || Array.isArray(os))
-    throw new FactError('osVersion', `is ${shown(os)}, expected a JSON object`);
+    throw factError('osVersion', `is ${shown(os)}, expected a JSON object`);
   const v = os as Record<string, unknown>;
   const hostname = read(facts, 'hostname', 'string', '') as string;
-  if (hostname.length > 255) throw new FactError('hostname', 'is longer than 255 characters');
+  if (hostname.length > 255) throw factError('hostname', 'is longer than 255 characters');
   return {
     hostname,
     osVersion: {

@@ -12,7 +12,8 @@ import { type ConfiguredNetworkMode, networkModes } from '../../api/network-mode
 import { defaultOperatorNamespace } from '../../api/operator-namespace.ts';
 import { ConditionType } from '../../api/reasons.ts';
 import { isPullHost, type WindowsHost } from '../../api/windows-host.ts';
-import { httpStatus, isNotFound } from '../../kube/client.ts';
+import { WinfleetError } from '../../errors/catalog.ts';
+import { isNotFound, isUnauthorized } from '../../kube/client.ts';
 import { loadPayload } from '../../payload/payload.ts';
 import {
   type CheckReport,
@@ -156,7 +157,7 @@ async function runSteps(
 
 /** Why the cluster could not be asked anything (unreachable, or the credentials refused). */
 function unreachable(error: unknown, server: string): string | undefined {
-  if (httpStatus(error) === 401)
+  if (isUnauthorized(error))
     return `the API server ${server} refused the kubeconfig credentials (401); pass --kubeconfig or --context with credentials for this cluster`;
   return unreachableReason(error, server);
 }
@@ -243,7 +244,12 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
         kc.makeApiClient(k8s.VersionApi).getCode(),
         new Promise((_, reject) =>
           setTimeout(
-            () => reject(Object.assign(new Error('no answer in 15 s'), { code: 'ETIMEDOUT' })),
+            () =>
+              reject(
+                new WinfleetError('WF_CLUSTER_UNREACHABLE', 'no answer in 15 s', {
+                  cause: { code: 'ETIMEDOUT', message: 'no answer in 15 s' },
+                }),
+              ),
             15_000,
           ).unref(),
         ),

@@ -23,7 +23,7 @@ import {
   windowsHostResource,
 } from '../../api/windows-host.ts';
 import { errorCode } from '../../errors/catalog.ts';
-import { httpStatus, isAlreadyExists, isNotFound } from '../../kube/client.ts';
+import { isAlreadyExists, isInvalid, isNotFound } from '../../kube/client.ts';
 import { parseDuration } from '../../rollout/duration.ts';
 import { cliExit, cliExitCode, ExitCode, exitFor } from '../exit-codes.ts';
 import { listHosts, listPools } from '../fleet/fleet-source.ts';
@@ -312,12 +312,12 @@ async function addHost(name: string, flags: AddOptions): Promise<void> {
             ExitCode.problem,
             `NAME: WindowsHost ${namespace}/${name} was created by someone else meanwhile with a different spec; look at it with winfleet hosts list`,
           );
-      } else if (httpStatus(error) === 404)
+      } else if (isNotFound(error))
         throw cliExit(
           ExitCode.problem,
           `the cluster has no WindowsHost API or no namespace ${namespace} (${apiMessage(error)}); install winfleet first, or pass -n with the operator's namespace`,
         );
-      else if (httpStatus(error) === 422)
+      else if (isInvalid(error))
         throw cliExit(
           ExitCode.problem,
           `the API server refused the WindowsHost: ${apiMessage(error)}`,

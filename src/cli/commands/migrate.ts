@@ -22,6 +22,7 @@ import {
   type WorkloadVerdict,
   windowsWorkloads,
 } from '../../migration/workload-plan.ts';
+import { isForbiddenStatus, isNotFoundStatus } from '../../net/http-status.ts';
 import { configKey, configMapName } from '../../operator/config-source.ts';
 import { parseDuration } from '../../rollout/duration.ts';
 import { apiPullSecrets, resolverFor } from '../../webhook/pod-images.ts';
@@ -164,7 +165,7 @@ async function operatorConfig(kc: k8s.KubeConfig, namespace: string): Promise<Wi
       : parseConfig(text, `ConfigMap ${namespace}/${configMapName} key ${configKey}`);
   } catch (error) {
     const status = httpStatus(error);
-    if (status === 404 || status === 403) return defaultConfig();
+    if (isNotFoundStatus(status) || isForbiddenStatus(status)) return defaultConfig();
     throw error;
   }
 }

@@ -8,6 +8,7 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
+import { WinfleetError } from '../../errors/catalog.ts';
 
 export interface BundleFile {
   /** Path inside the bundle's directory, with / separators (cluster/nodes.yaml). */
@@ -29,7 +30,8 @@ export function checkBundlePath(path: string): void {
     !/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(path) ||
     path.split('/').some((part) => part === '.' || part === '..')
   )
-    throw new RangeError(
+    throw new WinfleetError(
+      'WF_INVARIANT',
       `Cannot put "${path}" in a diagnostics bundle: paths are letters, digits, . _ - and / only, without . or .. parts`,
     );
 }

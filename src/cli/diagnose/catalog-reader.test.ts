@@ -72,8 +72,7 @@ test('each item is its own short, valid script; the arguments are data', async (
       remoteScript('diagnostic', { item: "x'; Remove-Item C:\\ -Recurse; '" as never, hours: 1 }),
     /Cannot make a diagnostic script for item/,
   );
-  assert.throws(
-    () => remoteScript('diagnostic', { item: 'toString' as never, hours: 1 }),
-    RangeError,
-  );
+  assert.throws(() => remoteScript('diagnostic', { item: 'toString' as never, hours: 1 }), {
+    code: 'WF_INVARIANT',
+  });
 });

@@ -10,7 +10,8 @@ import { type WindowsHost, windowsHostResource } from '../../api/windows-host.ts
 import { type WindowsNodePool, windowsNodePoolResource } from '../../api/windows-node-pool.ts';
 import { Informer } from '../../controller-runtime/informer.ts';
 import { resources, slimNode } from '../../controller-runtime/informer-factory.ts';
-import { httpStatus } from '../../kube/client.ts';
+import { httpStatus, isForbidden, isNotFound } from '../../kube/client.ts';
+import { isForbiddenStatus, isNotFoundStatus } from '../../net/http-status.ts';
 import { cliExit, ExitCode } from '../exit-codes.ts';
 import type { FleetObjects } from './fleet-status.ts';
 
@@ -30,7 +31,7 @@ async function listCustom<T>(
   return list.items;
 }
 
-const notInstalled = (error: unknown) => httpStatus(error) === 404;
+const notInstalled = (error: unknown) => isNotFound(error);
 
 /** The namespace's (or every namespace's) WindowsHosts; exit 1 when winfleet is not installed. */
 export async function listHosts(
@@ -60,8 +61,9 @@ export async function listPools(
     };
   } catch (error) {
     const status = httpStatus(error);
-    if (status === 404) return { unavailable: 'pools: the WindowsNodePool CRD is not installed' };
-    if (status === 403)
+    if (isNotFoundStatus(status))
+      return { unavailable: 'pools: the WindowsNodePool CRD is not installed' };
+    if (isForbiddenStatus(status))
       return { unavailable: 'pools: not allowed to list windowsnodepools (RBAC)' };
     throw error;
   }
@@ -75,7 +77,7 @@ async function listClusterScoped(kc: k8s.KubeConfig) {
   const forbidden =
     <T>(what: string) =>
     (error: unknown): T[] => {
-      if (httpStatus(error) !== 403) throw error;
+      if (!isForbidden(error)) throw error;
       unavailable.push(`${what}: not allowed to list ${what} (RBAC); node columns are empty`);
       return [];
     };

@@ -109,7 +109,7 @@ export const presentedSans: PresentedSans = (url, ca) =>
       ALPNProtocols: ['http/1.1'],
     });
     socket.setTimeout(5000, () =>
-      socket.destroy(new Error(`no TLS handshake with ${url} within 5 s`)),
+      socket.destroy(new WinfleetError('WF_TIMEOUT', `no TLS handshake with ${url} within 5 s`)),
     );
     socket.once('error', (error) =>
       reject(

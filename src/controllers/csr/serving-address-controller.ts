@@ -20,7 +20,7 @@ import {
   refusedAddressProblem,
   vouchedAddress,
 } from '../../fleet/serving-addresses.ts';
-import { httpStatus, isNotFound } from '../../kube/client.ts';
+import { isInvalid, isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
 import { type ApiServerNames, apiServerNameSource } from './api-server-names.ts';
 import { nodeHoldingAddress } from './node-addresses.ts';
@@ -114,7 +114,7 @@ export function createServingAddressController(deps: ServingAddressControllerDep
         await apply(key);
       } catch (error) {
         // 422: the annotation no longer holds the value decided on; decide on the new one.
-        if (httpStatus(error) === 422) return { requeueAfterMs: 250 };
+        if (isInvalid(error)) return { requeueAfterMs: 250 };
         if (isNotFound(error)) return undefined;
         throw error;
       }

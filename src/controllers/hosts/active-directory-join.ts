@@ -48,6 +48,7 @@ import {
 import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { apiTime } from '../../kube/api-time.ts';
+import { isNotFound } from '../../kube/client.ts';
 import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
 import { type AdHostnamePlan, planAdHostname } from './ad-hostname.ts';
 import type { HostControllerDeps } from './host-deps.ts';
@@ -178,7 +179,7 @@ export async function readDomainCredentials(
       .makeApiClient(k8s.CoreV1Api)
       .readNamespacedSecret({ name, namespace: ad.namespace });
   } catch (error) {
-    if ((error as { code?: number }).code === 404) {
+    if (isNotFound(error)) {
       throw new WinfleetError(
         'WF_HOST_AD_REFUSED',
         `${where} does not exist; create it with the keys username and password of an account allowed to join computers to ${ad.spec.domain}`,

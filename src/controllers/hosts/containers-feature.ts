@@ -63,7 +63,8 @@ function bootedSince(facts: HostFacts, restartAt: string): boolean {
 function readInstallResult(value: unknown): { success: boolean; restartNeeded: string } {
   const result = value as { success?: unknown; restartNeeded?: unknown } | null;
   if (typeof result?.success !== 'boolean' || typeof result.restartNeeded !== 'string') {
-    throw new SyntaxError(
+    throw new WinfleetError(
+      'WF_REMOTE_COMMAND_FAILED',
       `Cannot read install-windows-feature's result ${JSON.stringify(value)}: expected {"success": boolean, "restartNeeded": string}`,
     );
   }

@@ -553,7 +553,7 @@ test('a registry that is down or stalls is a retryable WF_PAYLOAD_DOWNLOAD namin
   assert.equal(errorCode(stalled), 'WF_PAYLOAD_DOWNLOAD');
   assert.match(
     stalled.message,
-    /^Cannot get payload file containerd\.exe .*: the download of containerd\.exe .* broke off after 4 of 17 bytes \(no data for 0\.3 s\); check that the registry is up/,
+    /^Cannot get payload file containerd\.exe .*: the download of containerd\.exe .* broke off after 4 of 17 bytes \(Cannot reach registry "[^"]+": no data for 0\.3 s \(ETIMEDOUT\)\); check that the registry is up/,
   );
 });
 

@@ -24,7 +24,12 @@ import {
   type RepositoryActions,
 } from '../../images/registry-auth.ts';
 import { type HttpResponse, RegistryHttp, type StreamedBody } from '../../images/registry-http.ts';
-import { lookupErrorFrom, registryLookupError } from '../../images/registry-lookup-error.ts';
+import {
+  isRegistryLookupError,
+  lookupErrorFrom,
+  registryLookupError,
+} from '../../images/registry-lookup-error.ts';
+import { isNotFoundStatus, isOkStatus, isRefusedStatus } from '../../net/http-status.ts';
 import type { Payload } from '../payload.ts';
 import { type PayloadLimits, payloadLimits, payloadMediaTypes } from './media-types.ts';
 import { parsePayloadConfig } from './payload-config.ts';
@@ -149,7 +154,7 @@ export class PayloadRegistry {
         what: `${targetName(target)}`,
       }),
     );
-    if (response.status !== 200) {
+    if (!isOkStatus(response.status)) {
       response.body.destroy();
       expectStatus(response, [200], what, target);
     }
@@ -187,7 +192,7 @@ export class PayloadRegistry {
       maxBytes: 0,
       what,
     });
-    if (response.status === 404) return false;
+    if (isNotFoundStatus(response.status)) return false;
     expectStatus(response, [200], what, target);
     return true;
   }
@@ -360,8 +365,8 @@ function expectStatus(
 ): void {
   const status = response.status;
   if (expected.includes(status)) return;
-  if (status === 404) throw registryLookupError('not-found', `No ${what} (HTTP 404)`);
-  if (status === 401 || status === 403) {
+  if (isNotFoundStatus(status)) throw registryLookupError('not-found', `No ${what} (HTTP 404)`);
+  if (isRefusedStatus(status)) {
     const fix = target.wording?.fix ?? 'give credentials that may read it';
     throw registryLookupError('unauthorized', `Not allowed: ${what} (HTTP ${status}); ${fix}`);
   }
@@ -390,7 +395,9 @@ async function* verifiedChunks(
         yield bytes;
       }
     } catch (error) {
-      if (error instanceof WinfleetError) throw error;
+      // A stall is the registry client's lookup error (unreachable); any other winfleet error
+      // (content that is not what the manifest declares) stands as it is.
+      if (error instanceof WinfleetError && !isRegistryLookupError(error)) throw error;
       const why = lookupErrorFrom(error, what, signal);
       if (why.details.reason !== 'unreachable') throw why;
       throw registryLookupError(
