@@ -28,7 +28,6 @@
  */
 import { JoinFailureReason } from '../api/reasons.ts';
 import type { NetworkConfig } from '../config/winfleet-config.ts';
-import { WinfleetError } from '../errors/catalog.ts';
 import { refOf } from './cluster-view.ts';
 import { cniSignatures, lookalike } from './cni-signatures.ts';
 import type { DetectedCni, DetectedNetwork } from './detect-cluster-network.ts';
@@ -59,19 +58,6 @@ const mismatch = (seen: string, fix: string) =>
   refuse(JoinFailureReason.NetworkModeMismatch, seen, fix);
 const unsupported = (seen: string, fix: string) =>
   refuse(JoinFailureReason.NetworkUnsupported, seen, fix);
-
-/**
- * The error a join raises for a refusal: its catalog code gives the condition reason
- * (controllers/hosts/join-failure.ts: Ready=False and Degraded=True), its message the text.
- */
-export function networkRefusalError(refusal: Refusal): WinfleetError {
-  return new WinfleetError(
-    refusal.reason === JoinFailureReason.NetworkUnsupported
-      ? 'WF_NETWORK_UNSUPPORTED'
-      : 'WF_NETWORK_MODE_MISMATCH',
-    refusal.message,
-  );
-}
 
 /** "Flannel VXLAN", "Flannel host-gw", "Flannel (backend udp)", or "Flannel" when net-conf.json was not read. */
 function flannelTitle(detected: DetectedNetwork): string {
