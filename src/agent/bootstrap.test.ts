@@ -8,8 +8,10 @@ import {
   testManifest,
   testNodeName,
 } from '../../sim/hosts/agent-test-host.ts';
+import { errorCode } from '../errors/catalog.ts';
 import { parseAgentConfig, paths } from './agent-config.ts';
 import { emptyState, readState } from './agent-state.ts';
+import { bootstrap, failedStep } from './bootstrap.ts';
 import { agentServiceName, convergeServices, defaultRecovery } from './converge.ts';
 import { nodeVariableValues } from './node-files.ts';
 import { runAgent } from './run-agent.ts';
@@ -140,4 +142,18 @@ test('a payload file whose hash differs from the manifest is refused before any 
   assert.match(result.error, /kubelet\.exe has SHA-256 [0-9a-f]{64}, the manifest says/);
   assert.deepEqual(callsOf(calls, 'createService'), []);
   assert.deepEqual(machine.scm.names(), []);
+});
+
+test('a failed bootstrap step is WF_AGENT_STEP_FAILED carrying the step, which the one-shot output reports', async (t) => {
+  const { machine, context } = await createAgentTestHost(t);
+  await prepareAsOperator(machine);
+  await machine.fs.writeFileAtomic(`${paths.payload}\\kubelet.exe`, 'tampered');
+  const error = await bootstrap(context).then(
+    () => assert.fail('the tampered payload was installed'),
+    (e: unknown) => e,
+  );
+  assert.equal(errorCode(error), 'WF_AGENT_STEP_FAILED');
+  assert.equal(failedStep(error), 'install-payload');
+  assert.match((error as Error).message, /^install-payload: .*kubelet\.exe has SHA-256/);
+  assert.equal(failedStep(new Error('not a step')), undefined);
 });

@@ -7,6 +7,7 @@ import {
   serviceStates,
   testManifest,
 } from '../../sim/hosts/agent-test-host.ts';
+import { errorCode } from '../errors/catalog.ts';
 import { parseAgentConfig, paths } from './agent-config.ts';
 import { emptyState, readState, writeState } from './agent-state.ts';
 import { convergeServices, installPayloadFiles, sha256 } from './converge.ts';
@@ -148,6 +149,7 @@ test('a service whose binary on disk differs from its manifest digest is not sta
   await machine.fs.writeFileAtomic('C:\\k\\kubelet.exe', 'winfleet-standin kubelet evil\n');
 
   await assert.rejects(converge(), (error: Error) => {
+    assert.equal(errorCode(error), 'WF_SERVICE_BINARY_MISMATCH');
     assert.match(
       error.message,
       /^Not starting service kubelet: C:\\k\\kubelet\.exe has SHA-256 [0-9a-f]{64}, its manifest 1\.0\.0 says [0-9a-f]{64}/,

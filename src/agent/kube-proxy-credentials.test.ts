@@ -101,10 +101,10 @@ test('kube-proxy’s kubeconfig is written inline and read back; what is missing
     keyPem: issued.keyPem,
   };
   assert.deepEqual(parseKubeProxyKubeconfig(kubeProxyKubeconfigText(written)), written);
-  assert.throws(
-    () => parseKubeProxyKubeconfig('clusters: [{cluster: {server: https://x}}]'),
-    /kube-proxy\.kubeconfig has no certificate-authority-data/,
-  );
+  assert.throws(() => parseKubeProxyKubeconfig('clusters: [{cluster: {server: https://x}}]'), {
+    code: 'WF_KUBE_PROXY_CERTIFICATE',
+    message: /kube-proxy\.kubeconfig has no certificate-authority-data/,
+  });
 });
 
 test('a certificate is replaced once 70% of its lifetime has passed, or when it does not fit the node', async () => {

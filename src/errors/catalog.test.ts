@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { errorOffenders } from '../../sim/testkit/source-guards.ts';
+import { errorOffenders, namesMentioned } from '../../sim/testkit/source-guards.ts';
 import { typeScriptFiles } from '../../sim/testkit/typescript-syntax.ts';
 import {
   type ErrorCode,
@@ -91,4 +91,24 @@ test('the allow-list names only files that still need it', async () => {
       `${name} no longer makes or subclasses a built-in Error; remove it from the allow-list`,
     );
   }
+});
+
+/** Where tests live (package.json's test:unit and test:e2e globs). */
+const testDirs = ['src', 'sim', 'scripts', 'charts', 'bench'];
+
+test('every catalog code is named by a test other than this one', async () => {
+  const named = new Set<string>();
+  for (const dir of testDirs) {
+    for (const name of typeScriptFiles(repoDir, dir, 'tests')) {
+      if (name === 'src/errors/catalog.test.ts') continue;
+      const source = readFileSync(join(repoDir, name), 'utf8');
+      for (const word of await namesMentioned({ name, source })) named.add(word);
+    }
+  }
+  const unnamed = Object.keys(errorCatalog).filter((code) => !named.has(code));
+  assert.deepEqual(
+    unnamed,
+    [],
+    'write a test of the product path that raises each code, asserting the code (or remove a code nothing raises)',
+  );
 });

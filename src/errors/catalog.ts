@@ -79,16 +79,6 @@ export const errorCatalog = {
     retryable: true,
     summary: 'the host lacks the Windows Containers feature and winfleet may not install it',
   },
-  // Retryable: the fix (the cluster's CNI, or winfleet-config's network) is made in objects the
-  // host controller does not watch (DaemonSets, the CNI's ConfigMaps and operator resources).
-  WF_NETWORK_MODE_MISMATCH: {
-    retryable: true,
-    summary: "the cluster's pod network is not one winfleet-config's network.mode joins",
-  },
-  WF_NETWORK_UNSUPPORTED: {
-    retryable: true,
-    summary: "the cluster's CNI cannot carry Windows pods as it is configured",
-  },
   // Retryable: the spec, the Secret or the host is fixed where no controller watches.
   WF_HOST_AD_REFUSED: {
     retryable: true,

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SimDomain } from '../../sim/hosts/active-directory.ts';
+import { defaultPrograms, idleProgram } from '../../sim/hosts/programs.ts';
 import { powerShellReadsStdin } from '../../sim/hosts/remote-commands.ts';
 import { connectedSimHost } from '../../sim/testkit/ssh-host.ts';
 import { errorCode } from '../errors/catalog.ts';
 import { credentialsInput } from './domain-scripts.ts';
-import { remoteCommand } from './remote-scripts.ts';
+import { agentExecutable, remoteCommand } from './remote-scripts.ts';
 import { maxCommandOutputBytes, SshSession, sftpPath } from './ssh-session.ts';
 
 test('a private key that cannot be parsed is WF_SSH_KEY_INVALID, without connecting', async () => {
@@ -77,4 +78,26 @@ test('input reaches the command over the SSH channel only: a join with credentia
     [true],
     'the domain saw one attempt: the one with credentials',
   );
+});
+
+test('a command that does not finish in time is WF_SSH_TIMEOUT, and the session still serves commands', async (t) => {
+  const { host, session, remote } = await connectedSimHost(t, {
+    address: '127.0.0.185',
+    // An agent that runs until it is stopped, as a hung command does.
+    programs: () =>
+      defaultPrograms().register('winfleet-agent.exe', {
+        run: async (context) => {
+          await idleProgram(context);
+          return 0;
+        },
+      }),
+  });
+  await host.machine.fs.writeFileAtomic(agentExecutable, 'agent');
+  const error = await session.exec(`"${agentExecutable}" status`, 200).then(
+    () => assert.fail('the command finished'),
+    (e: unknown) => e,
+  );
+  assert.equal(errorCode(error), 'WF_SSH_TIMEOUT');
+  assert.match((error as Error).message, /did not finish within 200 ms/);
+  assert.ok((await remote.facts()).hostname);
 });

@@ -61,19 +61,6 @@ const mismatch = (seen: string, fix: string) =>
 const unsupported = (seen: string, fix: string) =>
   refuse(JoinFailureReason.NetworkUnsupported, seen, fix);
 
-/**
- * The error a join raises for a refusal: its catalog code gives the condition reason
- * (controllers/hosts/join-failure.ts: Ready=False and Degraded=True), its message the text.
- */
-export function networkRefusalError(refusal: Refusal): WinfleetError {
-  return new WinfleetError(
-    refusal.reason === JoinFailureReason.NetworkUnsupported
-      ? 'WF_NETWORK_UNSUPPORTED'
-      : 'WF_NETWORK_MODE_MISMATCH',
-    refusal.message,
-  );
-}
-
 /** "Flannel VXLAN", "Flannel host-gw", "Flannel (backend udp)", or "Flannel" when net-conf.json was not read. */
 function flannelTitle(detected: DetectedNetwork): string {
   const f = detected.flannel;

@@ -46,6 +46,36 @@ test('the identity is read with IMDSv2 and verifies with the Region certificate'
   );
 });
 
+test('an instance whose metadata service refuses the session or the reads is WF_INSTANCE_IDENTITY', async () => {
+  const imds = new SimInstanceMetadata({
+    instanceId: 'i-0123456789abcdef0',
+    accountId: '123456789012',
+    region: 'us-west-2',
+    privateIp: '10.0.0.5',
+    signer: await createAwsIdentitySigner(),
+  });
+  // No session: a PUT the metadata service does not take (e.g. a proxy in the way answers 405).
+  await assert.rejects(
+    readAwsIdentity(async (request) =>
+      request.method === 'PUT' ? { status: 405, body: '' } : imds.answer(request),
+    ),
+    {
+      code: 'WF_INSTANCE_IDENTITY',
+      message: /answered 405 to PUT \/latest\/api\/token: is this an EC2 instance/,
+    },
+  );
+  // A session whose token does not reach the reads: the IMDSv2-only service answers 401.
+  await assert.rejects(
+    readAwsIdentity(async (request) =>
+      imds.answer({ ...request, headers: request.method === 'PUT' ? request.headers : {} }),
+    ),
+    {
+      code: 'WF_INSTANCE_IDENTITY',
+      message: /answered 401 to GET \/latest\/dynamic\/instance-identity\/document/,
+    },
+  );
+});
+
 test('documents and signatures are read strictly', () => {
   for (const [text, problem] of [
     ['[]', /not a JSON object/],

@@ -160,7 +160,7 @@ test('health metrics: a sample that does not fit is refused with the reason, and
   for (const [sample, message] of bad) {
     assert.throws(
       () => m.applyPoolPass('ns/a', [unhealthy('ns/a', 5), sample]),
-      message,
+      { code: 'WF_METRIC_SAMPLE_INVALID', message },
       JSON.stringify(sample),
     );
   }

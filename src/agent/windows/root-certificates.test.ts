@@ -38,9 +38,16 @@ test('every script parses as PowerShell', async () => {
 
 test('attacker side: only a thumbprint forms a store path; only a certificate is added', () => {
   for (const bad of ["A'; Remove-Item C:\\ -Recurse; '", '..\\My\\X', 'a'.repeat(40), '']) {
-    assert.throws(() => removeRootCertificateScript(bad), /as a certificate thumbprint/, bad);
+    assert.throws(
+      () => removeRootCertificateScript(bad),
+      { code: 'WF_HOST_SETTINGS_FAILED', message: /as a certificate thumbprint/ },
+      bad,
+    );
   }
-  assert.throws(() => addRootCertificateScript("'; Stop-Computer; '"), /not one PEM CERTIFICATE/);
+  assert.throws(() => addRootCertificateScript("'; Stop-Computer; '"), {
+    code: 'WF_HOST_SETTINGS_FAILED',
+    message: /not one PEM CERTIFICATE/,
+  });
   assert.throws(
     () => setWinHttpProxyScript({ proxyServer: "p:1'; Stop-Computer; '", bypassList: '' }),
     /Cannot set the WinHTTP proxy/,
@@ -54,10 +61,10 @@ test('the outputs are read strictly', () => {
     ),
     [{ thumbprint, subject: 'CN=Corp Root CA' }],
   );
-  assert.throws(
-    () => parseRootCertificatesOutput('{"certificates":[{"thumbprint":"x"}]}'),
-    /Cannot read/,
-  );
+  assert.throws(() => parseRootCertificatesOutput('{"certificates":[{"thumbprint":"x"}]}'), {
+    code: 'WF_HOST_SETTINGS_FAILED',
+    message: /Cannot read/,
+  });
   assert.deepEqual(parseAddRootCertificateOutput(`{"thumbprint":"${thumbprint}"}`), { thumbprint });
   assert.throws(() => parseAddRootCertificateOutput('{"thumbprint":null}'), /Cannot read/);
   assert.deepEqual(parseRemoveRootCertificateOutput('{"removed":false}'), { removed: false });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -962,4 +963,67 @@ test('serviceFailures reads the System log through PowerShell', async () => {
   assert.deepEqual(await host.serviceFailures('kubelet', 5), [10, 20]);
   await assert.rejects(host.serviceFailures('nope', 5), /service nope does not exist/);
   await done();
+});
+
+test('updates: an .msu wusa.exe cannot extract, or one without a .cab, is WF_WINDOWS_UPDATE_FAILED; its scratch directory goes', async () => {
+  const payloadDir = join(dir, 'msu', 'payload');
+  const programs: string[] = [];
+  let wusaExitCode = -2145124329; // 0x80240017 WU_E_NOT_APPLICABLE
+  const host = new WindowsHostOS({
+    payloadDir,
+    systemRoot: 'C:\\Windows',
+    run: async (program) => {
+      programs.push(program);
+      return { exitCode: wusaExitCode, stdout: '', stderr: '' };
+    },
+  });
+  await host.ensureDirectory(payloadDir);
+  const msu = { kb: 'KB5040437', name: 'windows10.0-kb5040437-x64.msu' };
+  await assert.rejects(host.installMsu(msu), {
+    code: 'WF_WINDOWS_UPDATE_FAILED',
+    message: /^wusa\.exe .*windows10\.0-kb5040437-x64\.msu .* failed with 0x80240017/,
+  });
+  // Extracted, but nothing to install: never reported as installed.
+  wusaExitCode = 0;
+  await assert.rejects(host.installMsu(msu), {
+    code: 'WF_WINDOWS_UPDATE_FAILED',
+    message: /windows10\.0-kb5040437-x64\.msu holds no update \.cab file/,
+  });
+  assert.deepEqual(programs, [
+    'C:\\Windows\\System32\\wusa.exe',
+    'C:\\Windows\\System32\\wusa.exe',
+  ]);
+  assert.equal(await host.listDirectory(join(dir, 'msu', 'msu-KB5040437')), undefined);
+});
+
+test('files: a file that stays in use is WF_FILE_IN_USE after the retries, and is left as it was', async (t) => {
+  // An immutable file refuses to be replaced with EPERM, even for root: what Windows answers
+  // for a running executable (ERROR_ACCESS_DENIED, mapped to EPERM by libuv).
+  const target = join(dir, 'in-use.exe');
+  await writeFile(target, 'running');
+  const chattr = (flag: string) => spawnSync('chattr', [flag, target], { encoding: 'utf8' });
+  if (chattr('+i').status !== 0) {
+    t.skip('chattr +i is not available here (needs root and a file system with attributes)');
+    return;
+  }
+  t.after(() => chattr('-i'));
+  const sleeps: number[] = [];
+  const host = new WindowsHostOS({
+    run: async () => assert.fail('no program runs for files'),
+    renameAttempts: 3,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
+  });
+  await assert.rejects(host.writeFile(target, 'replacement'), {
+    code: 'WF_FILE_IN_USE',
+    message: /^Cannot replace ".*in-use\.exe": it is in use \(EPERM\); stop the service/,
+  });
+  assert.deepEqual(sleeps, [100, 200], 'retried with a growing pause');
+  assert.equal((await readFile(target)).toString(), 'running');
+  assert.deepEqual(
+    (await readdir(dir)).filter((n) => n.startsWith('in-use.exe.')),
+    [],
+    'no temporary file left',
+  );
 });

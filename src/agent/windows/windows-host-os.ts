@@ -842,12 +842,15 @@ export class WindowsHostOS implements HostOS {
           ),
           kbs,
         ),
-      installMsu: (msu) => this.#installMsu(msu),
+      installMsu: (msu) => this.installMsu(msu),
     };
   }
 
-  /** wusa.exe /extract into a scratch directory beside the payload, then dism.exe per .cab. */
-  async #installMsu(msu: PayloadMsu): Promise<{ rebootRequired: boolean }> {
+  /**
+   * Installs one .msu of the payload: wusa.exe /extract into a scratch directory beside the
+   * payload, then dism.exe per .cab; fails with WF_WINDOWS_UPDATE_FAILED.
+   */
+  async installMsu(msu: PayloadMsu): Promise<{ rebootRequired: boolean }> {
     const source = join(this.#payloadDir, msu.name);
     const dir = join(dirname(this.#payloadDir), `msu-${msu.kb}`);
     await this.removePath(dir);

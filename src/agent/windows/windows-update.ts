@@ -247,7 +247,7 @@ export interface WuaUpdate {
 function object(value: unknown, what: string, keys: readonly string[]): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new WinfleetError(
-      'WF_WINDOWS_UPDATE_FAILED',
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read ${what}: expected an object, got ${JSON.stringify(value)}`,
     );
   }
@@ -256,7 +256,7 @@ function object(value: unknown, what: string, keys: readonly string[]): Record<s
   const missing = keys.filter((k) => !(k in record));
   if (extra.length > 0 || missing.length > 0) {
     throw new WinfleetError(
-      'WF_WINDOWS_UPDATE_FAILED',
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read ${what}: expected the keys ${keys.join(', ')}${extra.length ? `; unexpected ${extra.join(', ')}` : ''}${missing.length ? `; missing ${missing.join(', ')}` : ''}`,
     );
   }
@@ -266,7 +266,7 @@ function object(value: unknown, what: string, keys: readonly string[]): Record<s
 function strings(value: unknown, what: string): string[] {
   if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) {
     throw new WinfleetError(
-      'WF_WINDOWS_UPDATE_FAILED',
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read ${what}: expected a list of strings`,
     );
   }
@@ -276,7 +276,7 @@ function strings(value: unknown, what: string): string[] {
 function hresult(value: unknown, what: string): string {
   if (typeof value !== 'string' || !hresultPattern.test(value)) {
     throw new WinfleetError(
-      'WF_WINDOWS_UPDATE_FAILED',
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read ${what}: ${JSON.stringify(value)} is not an HRESULT`,
     );
   }
@@ -302,7 +302,7 @@ function answer(stdout: string, what: string): Record<string, unknown> {
   const value = parsePowerShellJson(stdout, what);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new WinfleetError(
-      'WF_WINDOWS_UPDATE_FAILED',
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read ${what}: expected an object, got ${JSON.stringify(value)}`,
     );
   }
@@ -310,7 +310,7 @@ function answer(stdout: string, what: string): Record<string, unknown> {
   if (record.ok === false) throw failure(record, what);
   if (record.ok !== true)
     throw new WinfleetError(
-      'WF_WINDOWS_UPDATE_FAILED',
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read ${what}: "ok" is not true or false`,
     );
   return record;
@@ -344,7 +344,7 @@ export function parseSearchUpdatesOutput(stdout: string): WuaUpdate[] {
   const r = object(answer(stdout, what), what, ['ok', 'updates']);
   if (!Array.isArray(r.updates))
     throw new WinfleetError(
-      'WF_WINDOWS_UPDATE_FAILED',
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read ${what}: updates is not a list`,
     );
   return r.updates.map((u, i) => {
@@ -352,13 +352,13 @@ export function parseSearchUpdatesOutput(stdout: string): WuaUpdate[] {
     const kbs = strings(e.kbs, `${what}: updates[${i}].kbs`);
     if (typeof e.title !== 'string') {
       throw new WinfleetError(
-        'WF_WINDOWS_UPDATE_FAILED',
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read ${what}: updates[${i}].title is not a string`,
       );
     }
     if (e.rebootBehavior !== 0 && e.rebootBehavior !== 1 && e.rebootBehavior !== 2) {
       throw new WinfleetError(
-        'WF_WINDOWS_UPDATE_FAILED',
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read ${what}: updates[${i}].rebootBehavior is ${JSON.stringify(e.rebootBehavior)}, expected 0, 1 or 2`,
       );
     }
@@ -383,7 +383,7 @@ export function parseInstallUpdatesOutput(
   const r = object(answer(stdout, what), what, ['ok', 'results', 'rebootRequired', 'notFound']);
   if (typeof r.rebootRequired !== 'boolean') {
     throw new WinfleetError(
-      'WF_WINDOWS_UPDATE_FAILED',
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read ${what}: rebootRequired is not a boolean`,
     );
   }
@@ -392,14 +392,14 @@ export function parseInstallUpdatesOutput(
     const kb = typeof id === 'string' ? wanted.get(id) : undefined;
     if (!kb)
       throw new WinfleetError(
-        'WF_WINDOWS_UPDATE_FAILED',
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read ${what}: ${field} ${JSON.stringify(id)} was not asked for`,
       );
     return kb;
   };
   if (!Array.isArray(r.results))
     throw new WinfleetError(
-      'WF_WINDOWS_UPDATE_FAILED',
+      'WF_WINDOWS_COMMAND_FAILED',
       `Cannot read ${what}: results is not a list`,
     );
   const installed: string[] = [];
@@ -417,19 +417,19 @@ export function parseInstallUpdatesOutput(
     const kb = name(e.kb, `${field}.kb`);
     if (e.step !== 'download' && e.step !== 'install') {
       throw new WinfleetError(
-        'WF_WINDOWS_UPDATE_FAILED',
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read ${what}: ${field}.step is ${JSON.stringify(e.step)}`,
       );
     }
     if (typeof e.resultCode !== 'number' || ![0, 1, 2, 3, 4, 5].includes(e.resultCode)) {
       throw new WinfleetError(
-        'WF_WINDOWS_UPDATE_FAILED',
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read ${what}: ${field}.resultCode is not an OperationResultCode`,
       );
     }
     if (typeof e.rebootRequired !== 'boolean') {
       throw new WinfleetError(
-        'WF_WINDOWS_UPDATE_FAILED',
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read ${what}: ${field}.rebootRequired is not a boolean`,
       );
     }
@@ -459,7 +459,7 @@ export function parseRebootPendingOutput(stdout: string): {
   for (const key of Object.keys(r)) {
     if (typeof r[key] !== 'boolean')
       throw new WinfleetError(
-        'WF_WINDOWS_UPDATE_FAILED',
+        'WF_WINDOWS_COMMAND_FAILED',
         `Cannot read ${what}: ${key} is not a boolean`,
       );
   }

@@ -135,7 +135,7 @@ export async function bootstrapHost(
  * not this host's (WF_HOST_NODE_NOT_OWNED), before the name goes on record. The hostname is
  * recorded, so the claim shows.
  */
-function refuseTakenName(
+export function refuseTakenName(
   ctx: JoinContext,
   host: WindowsHost,
   hs: HostStatus,
@@ -160,7 +160,7 @@ function refuseTakenName(
  * (WF_HOST_NODE_NAME_CHANGED) and one without room for the payload (WF_HOST_DISK_FULL, which
  * heals when space is freed).
  */
-function acceptFacts(
+export function acceptFacts(
   host: WindowsHost,
   hs: HostStatus,
   facts: HostFacts,

@@ -7,7 +7,8 @@ import type { EventRecorder } from '../../controller-runtime/events.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
 import { HostStatus } from '../../fleet/host-status.ts';
 import { detect, networkConfig, view } from '../../network/cluster-fixtures.ts';
-import { networkRefusalError, resolveNetwork } from '../../network/resolve-network.ts';
+import { resolveNetwork } from '../../network/resolve-network.ts';
+import { refuseNetwork } from './host-join.ts';
 import { joinFailure, reportFailure } from './join-failure.ts';
 
 const host: WindowsHost = {
@@ -91,25 +92,21 @@ test('a network refusal fails the join with its reason on Ready and Degraded, na
   const config = networkConfig({ mode: 'flannel-vxlan' });
   const resolution = resolveNetwork(config, detect(view(), config));
   assert.ok(!resolution.ok);
-  const error = networkRefusalError(resolution);
-  assert.deepEqual(joinFailure(error), {
-    reason: ConditionReason.NetworkModeMismatch,
-    degraded: true,
-  });
   const hs = new HostStatus(host);
   const events = recorder();
-  reportFailure(events, host, hs, error, { ready: true });
+  assert.ok(refuseNetwork({ events }, host, hs, resolution).requeueAfterMs);
   const degraded = hs.condition(ConditionType.Degraded);
   assert.equal(degraded?.reason, ConditionReason.NetworkModeMismatch);
   assert.match(
     degraded?.message ?? '',
-    /^network\.mode is flannel-vxlan, but Flannel does not run in the cluster.*\. Set network\.mode/,
+    /^Not configuring the host: network\.mode is flannel-vxlan, but Flannel does not run in the cluster.*\. Set network\.mode/,
   );
+  assert.equal(hs.condition(ConditionType.Ready)?.reason, ConditionReason.NetworkModeMismatch);
+  // One Warning Event however often the pass refuses.
+  refuseNetwork({ events }, host, hs, resolution);
   assert.equal(events.recorded.length, 1);
-  assert.match(events.recorded[0]!, /^Warning NetworkModeMismatch: network\.mode is flannel-vxlan/);
-  assert.equal(
-    joinFailure(networkRefusalError({ ...resolution, reason: ConditionReason.NetworkUnsupported }))
-      .reason,
-    ConditionReason.NetworkUnsupported,
+  assert.match(
+    events.recorded[0]!,
+    /^Warning NetworkModeMismatch: Not configuring the host: network\.mode is flannel-vxlan/,
   );
 });

@@ -41,8 +41,6 @@ const failures: Partial<Record<ErrorCode, Failure>> = {
     reason: JoinFailureReason.ContainersFeatureMissing,
     degraded: true,
   },
-  WF_NETWORK_MODE_MISMATCH: { reason: JoinFailureReason.NetworkModeMismatch, degraded: true },
-  WF_NETWORK_UNSUPPORTED: { reason: JoinFailureReason.NetworkUnsupported, degraded: true },
   WF_HOST_AD_REFUSED: { reason: JoinFailureReason.ActiveDirectoryRefused, degraded: true },
   WF_HOST_DOMAIN_JOIN_FAILED: { reason: JoinFailureReason.DomainJoinFailed, degraded: true },
   WF_HOST_AD_SECRET_NOT_OPTED_IN: {
