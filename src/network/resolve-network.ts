@@ -36,7 +36,6 @@ import {
 } from '../api/network-mode.ts';
 import { JoinFailureReason } from '../api/reasons.ts';
 import type { NetworkConfig } from '../config/winfleet-config.ts';
-import { WinfleetError } from '../errors/catalog.ts';
 import { normalizeWindowsDir, sameWindowsDir } from '../windows/windows-paths.ts';
 import { refOf } from './cluster-view.ts';
 import { cniSignatures, lookalike } from './cni-signatures.ts';
