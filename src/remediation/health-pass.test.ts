@@ -10,7 +10,7 @@ import { testSeed } from '../../sim/testkit/test-seed.ts';
 import type { HostRemediationStatus } from '../api/remediation-status.ts';
 import type { HostRolloutStatus } from '../api/rollout-status.ts';
 import { apiTime } from '../kube/api-time.ts';
-import { type HealthPassHost, healthPass } from './health-pass.ts';
+import { type HealthPassHost, healthPass, holdFor, hostConditionSamples } from './health-pass.ts';
 import { checkHealthSpec, defaultHealthPolicy } from './health-spec.ts';
 import { assessHealth, type NodeCondition } from './host-health.ts';
 
@@ -509,4 +509,68 @@ test('a host the rollout set aside fails the reboot rung at once: its repair reb
   assert.ok(r9.status.failed, 'RemediationFailed, not a wait without end');
   assert.equal(r9.status.lastActions!.at(-1)!.result, 'Failed');
   assert.match(r9.status.lastActions!.at(-1)!.message, /cannot run: .*is set aside/);
+});
+
+test('holdFor: the skip annotation, disabled, a bad spec, maxUnhealthy, then a change of the pool own, in that order', () => {
+  const enabled = { policy, specProblems: [] as string[] };
+  const disabled = { policy: { ...policy, remediationEnabled: false }, specProblems: [] };
+  const badSpec = { policy, specProblems: ['spec.health.maxUnhealthy: bad'] };
+  const inChange: HostRolloutStatus = {
+    current: {
+      target: { patchPolicy: 'None' },
+      changes: ['services'],
+      step: 'Drain',
+      startedAt: iso(0),
+      stepStartedAt: iso(0),
+    },
+  };
+  const repairing: HostRolloutStatus = {
+    current: { ...inChange.current!, changes: ['repair'] },
+  };
+  const plain = { skipRemediation: false };
+  assert.equal(holdFor(enabled, plain, false), undefined);
+  assert.equal(
+    holdFor(enabled, { skipRemediation: true, rollout: inChange }, true),
+    'SkipAnnotation',
+  );
+  assert.equal(holdFor(disabled, { ...plain, rollout: inChange }, true), 'Disabled');
+  assert.equal(holdFor(badSpec, { ...plain, rollout: inChange }, true), 'InvalidSpec');
+  assert.equal(holdFor(enabled, { ...plain, rollout: inChange }, true), 'TooManyUnhealthy');
+  assert.equal(holdFor(enabled, { ...plain, rollout: inChange }, false), 'InRollout');
+  // The ladder's own repair reboot is no other change: it does not hold the ladder.
+  assert.equal(holdFor(enabled, { ...plain, rollout: repairing }, false), undefined);
+});
+
+test('hostConditionSamples: one gauge sample per holding Node condition, none for NodeStartup', () => {
+  const problem = (type: string, status: string) => ({ type, status, since: iso(0), timeoutMs: 1 });
+  const health = {
+    holding: [problem('NodeStartup', 'Unknown'), problem('KubeletUnhealthy', 'True')],
+  };
+  assert.deepEqual(hostConditionSamples('ns/pool', 'ns/win-a', health), [
+    {
+      name: 'winfleet_host_condition',
+      labels: {
+        pool: 'ns/pool',
+        namespace: 'ns',
+        host: 'win-a',
+        condition: 'KubeletUnhealthy',
+        status: 'True',
+      },
+      value: 1,
+    },
+  ]);
+  // A key without a namespace names the host, with an empty namespace.
+  assert.deepEqual(
+    hostConditionSamples('default', 'win-b', health).map((m) => m.labels),
+    [
+      {
+        pool: 'default',
+        namespace: '',
+        host: 'win-b',
+        condition: 'KubeletUnhealthy',
+        status: 'True',
+      },
+    ],
+  );
+  assert.deepEqual(hostConditionSamples('default', 'win-b', { holding: [] }), []);
 });

@@ -106,6 +106,23 @@ export interface HealthPassResult {
 const byKey = <T extends { key: string }>(a: T, b: T) =>
   a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 
+/** A host and the health it is judged on. */
+interface AssessedHost {
+  h: HealthPassHost;
+  health: HealthAssessment;
+}
+
+/** The unhealthy hosts, and which of them count towards maxUnhealthy. */
+interface UnhealthyCount {
+  /** Keys of the hosts unhealthy now (not deleting, not in a change of the pool's own). */
+  unhealthy: string[];
+  /** Those the control plane saw fail: counted towards maxUnhealthy. */
+  counted: AssessedHost[];
+  /** Keys of those only their own Node conditions call unhealthy. */
+  selfReported: string[];
+}
+
+/** One health pass of one pool; see the module comment. */
 export function healthPass(input: HealthPassInput): HealthPassResult {
   const { policy, now, pool } = input;
   const hosts = [...input.hosts].sort(byKey);
@@ -118,40 +135,15 @@ export function healthPass(input: HealthPassInput): HealthPassResult {
       now,
     }),
   }));
-  const considered = assessed.filter(
-    ({ h, health }) => health.due.length > 0 && !h.deleting && !inOtherRolloutChange(h.rollout),
-  );
-  const unhealthy = considered.map(({ h }) => h.key);
-  const counted = considered.filter(({ health }) => health.due.some(seenByControlPlane));
-  const selfReported = considered
-    .filter(({ health }) => !health.due.some(seenByControlPlane))
-    .map(({ h }) => h.key);
+  const { unhealthy, counted, selfReported } = countUnhealthy(assessed);
   const maxUnhealthy = resolveMaxUnhealthy(policy.maxUnhealthy, hosts.length);
   const shortCircuited = counted.length > maxUnhealthy;
-  const max = policy.maxUnhealthy;
-  const maxText = `spec.health.maxUnhealthy ${max.kind === 'count' ? max.count : `${max.percent}%`} (${maxUnhealthy} of ${hosts.length})`;
-  const poolEvents: LadderEvent[] = [];
-  let degraded: HealthPassResult['degraded'];
-  if (input.specProblems.length > 0) {
-    degraded = {
-      type: PoolConditionType.Degraded,
-      status: 'True',
-      reason: ConditionReason.InvalidSpec,
-      message: `No host is repaired until spec.health is fixed: ${input.specProblems.join('; ')}`,
-    };
-  } else if (shortCircuited && policy.remediationEnabled) {
-    const notCounted = selfReported.length
-      ? `; not counted, as only their own Node conditions say so: ${selfReported.join(', ')}`
-      : '';
-    const message = `${counted.length} of ${hosts.length} hosts are unhealthy (${counted.map(({ h }) => h.key).join(', ')}), more than ${maxText}: no host is repaired while so many fail at once (usually the network or the control plane). Repair goes on once at most ${maxUnhealthy} are unhealthy${notCounted}`;
-    degraded = {
-      type: PoolConditionType.Degraded,
-      status: 'True',
-      reason: ConditionReason.TooManyUnhealthy,
-      message,
-    };
-    poolEvents.push({ type: 'Warning', reason: EventReason.TooManyUnhealthy, message });
-  }
+  const { degraded, poolEvents } = poolDegraded(input, {
+    hostCount: hosts.length,
+    count: { unhealthy, counted, selfReported },
+    maxUnhealthy,
+    shortCircuited,
+  });
   const results: HealthPassResult['hosts'] = new Map();
   const metrics: MetricSample[] = [
     { name: metricNames.unhealthyHosts, labels: { pool }, value: unhealthy.length },
@@ -172,43 +164,9 @@ export function healthPass(input: HealthPassInput): HealthPassResult {
       });
       continue;
     }
-    const hold: HoldReason | undefined = h.skipRemediation
-      ? 'SkipAnnotation'
-      : !policy.remediationEnabled
-        ? 'Disabled'
-        : input.specProblems.length > 0
-          ? 'InvalidSpec'
-          : shortCircuited
-            ? 'TooManyUnhealthy'
-            : inOtherRolloutChange(h.rollout)
-              ? 'InRollout'
-              : undefined;
-    const r = advanceRemediation({
-      host: h.key,
-      status: h.status,
-      health,
-      policy,
-      observed: {
-        ...(h.bootstrappedAt !== undefined ? { bootstrappedAt: h.bootstrappedAt } : {}),
-        ...(h.bootstrapError ? { bootstrapError: h.bootstrapError } : {}),
-        ...(h.rollout ? { rollout: h.rollout } : {}),
-        cordonedByRemediation: h.cordonedByRemediation,
-      },
-      ...(hold ? { hold } : {}),
-      ...(h.rebootstrapUnavailable ? { rebootstrapUnavailable: h.rebootstrapUnavailable } : {}),
-      now,
-    });
+    const r = advanceHostLadder(input, h, health, holdFor(input, h, shortCircuited));
     results.set(h.key, { ...r, health });
-    const [namespace = '', name = h.key] = h.key.includes('/') ? h.key.split('/') : ['', h.key];
-    // The policy's conditions that hold on the Node (assessHealth found them, in policy order).
-    for (const p of health.holding) {
-      if (p.type === nodeStartupProblem) continue;
-      metrics.push({
-        name: metricNames.hostCondition,
-        labels: { pool, namespace, host: name, condition: p.type, status: p.status },
-        value: 1,
-      });
-    }
+    metrics.push(...hostConditionSamples(pool, h.key, health));
     metrics.push(...outcomeSamples(pool, r.outcomes));
   }
   const due = [...results.values()]
@@ -225,6 +183,119 @@ export function healthPass(input: HealthPassInput): HealthPassResult {
     metrics,
     ...(due.length > 0 ? { recheckAt: new Date(Math.min(...due)) } : {}),
   };
+}
+
+/** Sorts out the unhealthy hosts and which of them the control plane saw fail. */
+function countUnhealthy(assessed: readonly AssessedHost[]): UnhealthyCount {
+  const considered = assessed.filter(
+    ({ h, health }) => health.due.length > 0 && !h.deleting && !inOtherRolloutChange(h.rollout),
+  );
+  const unhealthy = considered.map(({ h }) => h.key);
+  const counted = considered.filter(({ health }) => health.due.some(seenByControlPlane));
+  const selfReported = considered
+    .filter(({ health }) => !health.due.some(seenByControlPlane))
+    .map(({ h }) => h.key);
+  return { unhealthy, counted, selfReported };
+}
+
+/** The pool's Degraded condition from health (a bad spec, or maxUnhealthy exceeded), with its Event. */
+function poolDegraded(
+  input: HealthPassInput,
+  pass: {
+    hostCount: number;
+    count: UnhealthyCount;
+    maxUnhealthy: number;
+    shortCircuited: boolean;
+  },
+): { degraded: HealthPassResult['degraded']; poolEvents: LadderEvent[] } {
+  const { policy } = input;
+  const { hostCount, maxUnhealthy } = pass;
+  const { counted, selfReported } = pass.count;
+  const max = policy.maxUnhealthy;
+  const maxText = `spec.health.maxUnhealthy ${max.kind === 'count' ? max.count : `${max.percent}%`} (${maxUnhealthy} of ${hostCount})`;
+  const poolEvents: LadderEvent[] = [];
+  let degraded: HealthPassResult['degraded'];
+  if (input.specProblems.length > 0) {
+    degraded = {
+      type: PoolConditionType.Degraded,
+      status: 'True',
+      reason: ConditionReason.InvalidSpec,
+      message: `No host is repaired until spec.health is fixed: ${input.specProblems.join('; ')}`,
+    };
+  } else if (pass.shortCircuited && policy.remediationEnabled) {
+    const notCounted = selfReported.length
+      ? `; not counted, as only their own Node conditions say so: ${selfReported.join(', ')}`
+      : '';
+    const message = `${counted.length} of ${hostCount} hosts are unhealthy (${counted.map(({ h }) => h.key).join(', ')}), more than ${maxText}: no host is repaired while so many fail at once (usually the network or the control plane). Repair goes on once at most ${maxUnhealthy} are unhealthy${notCounted}`;
+    degraded = {
+      type: PoolConditionType.Degraded,
+      status: 'True',
+      reason: ConditionReason.TooManyUnhealthy,
+      message,
+    };
+    poolEvents.push({ type: 'Warning', reason: EventReason.TooManyUnhealthy, message });
+  }
+  return { degraded, poolEvents };
+}
+
+/** Why this host's ladder is held this pass, if it is (the first that applies, in this order). */
+export function holdFor(
+  input: Pick<HealthPassInput, 'policy' | 'specProblems'>,
+  h: Pick<HealthPassHost, 'skipRemediation' | 'rollout'>,
+  shortCircuited: boolean,
+): HoldReason | undefined {
+  return h.skipRemediation
+    ? 'SkipAnnotation'
+    : !input.policy.remediationEnabled
+      ? 'Disabled'
+      : input.specProblems.length > 0
+        ? 'InvalidSpec'
+        : shortCircuited
+          ? 'TooManyUnhealthy'
+          : inOtherRolloutChange(h.rollout)
+            ? 'InRollout'
+            : undefined;
+}
+
+/** Advances one (not deleting) host's ladder on the health it was judged on. */
+function advanceHostLadder(
+  input: HealthPassInput,
+  h: HealthPassHost,
+  health: HealthAssessment,
+  hold: HoldReason | undefined,
+): LadderResult {
+  return advanceRemediation({
+    host: h.key,
+    status: h.status,
+    health,
+    policy: input.policy,
+    observed: {
+      ...(h.bootstrappedAt !== undefined ? { bootstrappedAt: h.bootstrappedAt } : {}),
+      ...(h.bootstrapError ? { bootstrapError: h.bootstrapError } : {}),
+      ...(h.rollout ? { rollout: h.rollout } : {}),
+      cordonedByRemediation: h.cordonedByRemediation,
+    },
+    ...(hold ? { hold } : {}),
+    ...(h.rebootstrapUnavailable ? { rebootstrapUnavailable: h.rebootstrapUnavailable } : {}),
+    now: input.now,
+  });
+}
+
+/** The host-condition gauge's samples: the policy's conditions that hold on the host's Node. */
+export function hostConditionSamples(
+  pool: string,
+  key: string,
+  health: Pick<HealthAssessment, 'holding'>,
+): MetricSample[] {
+  const [namespace = '', name = key] = key.includes('/') ? key.split('/') : ['', key];
+  // The policy's conditions that hold on the Node (assessHealth found them, in policy order).
+  return health.holding
+    .filter((p) => p.type !== nodeStartupProblem)
+    .map((p) => ({
+      name: metricNames.hostCondition,
+      labels: { pool, namespace, host: name, condition: p.type, status: p.status },
+      value: 1,
+    }));
 }
 
 /**

@@ -150,215 +150,314 @@ export function inOtherRolloutChange(rollout: HostRolloutStatus | undefined): bo
   return current !== undefined && !(current.changes as readonly string[]).includes('repair');
 }
 
+/**
+ * What one call of `advanceRemediation` works on: its input, and the parts of the record it
+ * decides on so far, written into the result.
+ */
+interface LadderContext {
+  input: LadderInput;
+  /** Events to record on the WindowsHost (the result's `events`). */
+  events: LadderEvent[];
+  /** Rungs that ended in this pass (the result's `outcomes`). */
+  outcomes: LadderResult['outcomes'];
+  current: HostRemediationStatus['current'];
+  failed: HostRemediationStatus['failed'];
+  lastActions: HostRemediationStatus['lastActions'];
+}
+
+/** What the result may carry besides the record and the action. */
+type LadderExtra = Partial<Pick<LadderResult, 'repairRebootRequestedAt' | 'recheckAt'>>;
+
 /** Advances one host's ladder. See the module comment. */
 export function advanceRemediation(input: LadderInput): LadderResult {
-  const { status, health, policy, observed, now, host } = input;
-  const events: LadderEvent[] = [];
-  const outcomes: LadderResult['outcomes'] = [];
-  let current = status.current;
-  let failed = status.failed;
-  let lastActions = status.lastActions;
-  const healthy = health.holding.length === 0;
-  const record = (rung: RemediationRung, result: RungResult, message: string) => {
-    outcomes.push({ rung, result });
-    lastActions = [...(lastActions ?? []), { time: apiTime(now), rung, result, message }].slice(
-      -lastActionsLimit,
-    );
+  const { status, health } = input;
+  const ctx: LadderContext = {
+    input,
+    events: [],
+    outcomes: [],
+    current: status.current,
+    failed: status.failed,
+    lastActions: status.lastActions,
   };
-  const result = (
-    action: RemediationAction,
-    extra: Partial<Pick<LadderResult, 'repairRebootRequestedAt' | 'recheckAt'>> = {},
-  ): LadderResult => {
-    // The record of the ladder's own cordon: set with the cordon, kept while the Node shows it.
-    const cordoned = action.kind === 'cordon' || observed.cordonedByRemediation;
-    const next: HostRemediationStatus = {
-      ...(current ? { current } : {}),
-      ...(failed ? { failed } : {}),
-      ...(lastActions?.length ? { lastActions } : {}),
-      ...(cordoned ? { cordoned: true as const } : {}),
-    };
-    return {
-      status: isDeepStrictEqual(next, status) ? status : next,
-      action,
-      events,
-      outcomes,
-      ...extra,
-      ...(failed
-        ? { degraded: { reason: ConditionReason.RemediationFailed, message: failed.message } }
-        : {}),
-    };
-  };
-  const conditionRecheck = health.dueAt ? { recheckAt: health.dueAt } : {};
-
-  if (healthy) {
-    if (current) {
-      const message = `${host} is healthy again during rung ${current.rung}`;
-      record(current.rung, 'Succeeded', message);
-      events.push({ type: 'Normal', reason: EventReason.HostRecovered, message });
-      current = undefined;
-    }
-    if (failed) {
-      events.push({
-        type: 'Normal',
-        reason: EventReason.HostRecovered,
-        message: `${host} is healthy again after RemediationFailed; its remediation cordon is lifted`,
-      });
-      failed = undefined;
-    }
-    // A cordon of the ladder's without a failure behind it (a lost operator's, or the failure
-    // just ended) is lifted; the skip annotation leaves the node as a person set it.
-    const uncordon = observed.cordonedByRemediation && input.hold !== 'SkipAnnotation';
-    return result(uncordon ? { kind: 'uncordon' } : { kind: 'none' });
+  if (health.holding.length === 0) return recovered(ctx);
+  if (ctx.failed) return stayStopped(ctx);
+  if (!ctx.current) {
+    const idle = startLadder(ctx);
+    if (idle) return idle;
   }
-
-  if (failed) {
-    // Stopped: keep the node cordoned (a level), unless a person asked to be left alone.
-    const cordon = !observed.cordonedByRemediation && input.hold !== 'SkipAnnotation';
-    return result(cordon ? { kind: 'cordon' } : { kind: 'none' });
-  }
-
-  /** The rung after `rung` for this host: Rebootstrap is Reboot when it cannot take it. */
-  const takeable = (rung: RemediationRung | undefined): RemediationRung | undefined =>
-    rung === 'Rebootstrap' && input.rebootstrapUnavailable ? 'Reboot' : rung;
-  /** Records Rebootstrap skipped, with why, when `wanted` was it and this host cannot take it. */
-  const recordSkip = (wanted: RemediationRung | undefined) => {
-    if (wanted !== 'Rebootstrap' || !input.rebootstrapUnavailable) return;
-    const message = `${host}: rung Rebootstrap skipped: ${input.rebootstrapUnavailable}; next: Reboot`;
-    record('Rebootstrap', 'Skipped', message);
-    events.push({ type: 'Normal', reason: EventReason.RemediationRungSkipped, message });
-  };
-  /** The requests a rung starting now carries. */
-  const requestsOf = (rung: RemediationRung) => ({
-    ...(rung === 'Rebootstrap' ? { rebootstrap: { requestedAt: requestTime(now) } } : {}),
-    ...(rung === 'Reboot' ? { reboot: { requestedAt: apiTime(now) } } : {}),
-  });
-
-  if (!current) {
-    if (health.due.length === 0 || input.hold) return result({ kind: 'none' }, conditionRecheck);
-    const problem = health.due[0]!;
-    const wanted = firstRung(health.due);
-    const rung = takeable(wanted)!;
-    events.push({
-      type: 'Warning',
-      reason: EventReason.HostUnhealthy,
-      message: `${host}: ${health.due.map((p) => describeProblem(p, now)).join(', ')}; remediation starts with ${rung}`,
-    });
-    recordSkip(wanted);
-    current = {
-      problem: { type: problem.type, status: problem.status, since: problem.since },
-      startedAt: apiTime(now),
-      rung,
-      rungStartedAt: apiTime(now),
-      ...requestsOf(rung),
-    };
-  }
-
-  if (input.hold) {
-    if (current.held?.reason !== input.hold) {
-      current = { ...current, held: { reason: input.hold, since: apiTime(now) } };
-    }
-    return result({ kind: 'none' });
-  }
-  if (current.held) {
-    const { held: _released, ...rest } = current;
-    current = { ...rest, rungStartedAt: apiTime(now) };
-  }
-
-  const escalate = (rungResult: RungResult, why: string): RemediationRung | undefined => {
-    const c = current!;
-    const wanted = rungOrder[rungOrder.indexOf(c.rung) + 1];
-    const next = takeable(wanted);
-    const message = `${host}: rung ${c.rung} ${why}; ${next ? `next: ${next}` : 'no rung is left'}`;
-    record(c.rung, rungResult, message);
-    if (next) {
-      events.push({ type: 'Warning', reason: EventReason.RemediationEscalated, message });
-      recordSkip(wanted);
-      const { rebootstrap: _r, reboot: _b, ...rest } = c;
-      current = { ...rest, rung: next, rungStartedAt: apiTime(now), ...requestsOf(next) };
-    } else {
-      const failure = `${host}: remediation failed: ${health.holding.map((p) => describeProblem(p, now)).join(', ') || 'unhealthy'} after ${rungOrder.join(', ')}. The node stays cordoned; repair the host by hand (winfleet lifts its cordon once the host is healthy), or set winfleet.io/skip-remediation to leave the node as you set it`;
-      events.push({ type: 'Warning', reason: EventReason.RemediationFailed, message: failure });
-      failed = { since: apiTime(now), message: failure };
-      current = undefined;
-    }
-    return next;
-  };
-
+  const held = holdOrRelease(ctx);
+  if (held) return held;
   // A new rung acts in the same pass (its request is in the status written before any action);
   // each rung starts its clock now, so a pass escalates each rung at most once.
   for (let pass = 0; pass < rungOrder.length; pass++) {
-    const c: RemediationLadder = current!;
-    const timeout = rungTimeoutMs(c.rung, policy);
-    const limit = `within ${formatDuration(timeout)}`;
-    switch (c.rung) {
-      case 'RestartService': {
-        const deadline = ms(c.rungStartedAt) + timeout;
-        if (now.getTime() < deadline) {
-          return result({ kind: 'none' }, { recheckAt: new Date(deadline) });
-        }
-        escalate('TimedOut', `(the agent's own repair) did not make the host healthy ${limit}`);
-        continue;
-      }
-      case 'Rebootstrap': {
-        const requestedAt = c.rebootstrap!.requestedAt;
-        const requested = ms(requestedAt);
-        const deadline = ms(c.rungStartedAt) + timeout;
-        const error = observed.bootstrapError;
-        if (error && safeMs(error.time) >= requested) {
-          escalate('Failed', `failed: ${error.message}`);
-          continue;
-        }
-        if (now.getTime() >= deadline) {
-          escalate('TimedOut', `(agent bootstrap over SSH) did not make the host healthy ${limit}`);
-          continue;
-        }
-        const done =
-          observed.bootstrappedAt !== undefined && safeMs(observed.bootstrappedAt) >= requested;
-        return result(done ? { kind: 'none' } : { kind: 'rebootstrap', requestedAt }, {
-          recheckAt: new Date(deadline),
-        });
-      }
-      case 'Reboot': {
-        const reboot = c.reboot!;
-        const change = observed.rollout?.current;
-        const lastReboot = observed.rollout?.lastRebootAt;
-        const done = lastReboot !== undefined && safeMs(lastReboot) >= ms(reboot.requestedAt);
-        if (change?.failure && (change.changes as readonly string[]).includes('repair')) {
-          escalate(
-            'Failed',
-            `(a reboot through the pool's rollout) stopped: ${change.failure.message}`,
-          );
-          return result({ kind: 'none' });
-        }
-        // The rollout set the host aside (its change stopped, the repair's or another): it
-        // starts no change on it, so the reboot will not come.
-        const aside = observed.rollout?.setAside;
-        if (!done && aside) {
-          escalate('Failed', `(a reboot through the pool's rollout) cannot run: ${aside.message}`);
-          return result({ kind: 'none' });
-        }
-        if (!done) {
-          // Waiting for the rollout to take it, inside maxUnavailable: no deadline of its own.
-          return result({ kind: 'none' }, { repairRebootRequestedAt: reboot.requestedAt });
-        }
-        if (!reboot.doneAt) {
-          current = { ...c, reboot: { ...reboot, doneAt: apiTime(now) } };
-          return result({ kind: 'none' }, { recheckAt: new Date(now.getTime() + timeout) });
-        }
-        const deadline = ms(reboot.doneAt) + timeout;
-        if (now.getTime() < deadline) {
-          return result({ kind: 'none' }, { recheckAt: new Date(deadline) });
-        }
-        escalate(
-          'TimedOut',
-          `(a reboot through the pool's rollout) did not make the host healthy ${limit} of the reboot`,
-        );
-        return result(observed.cordonedByRemediation ? { kind: 'none' } : { kind: 'cordon' });
-      }
-    }
+    const c: RemediationLadder = ctx.current!;
+    const done = rungHandlers[c.rung](ctx, c);
+    if (done) return done;
   }
-  return result({ kind: 'none' });
+  return ladderResult(ctx, { kind: 'none' });
 }
+
+/** Records a rung's end: its outcome, and a line in lastActions (the newest kept). */
+function recordRung(
+  ctx: LadderContext,
+  rung: RemediationRung,
+  result: RungResult,
+  message: string,
+): void {
+  ctx.outcomes.push({ rung, result });
+  ctx.lastActions = [
+    ...(ctx.lastActions ?? []),
+    { time: apiTime(ctx.input.now), rung, result, message },
+  ].slice(-lastActionsLimit);
+}
+
+/** The result: the record (the same object when unchanged), the action, and Degraded if failed. */
+function ladderResult(
+  ctx: LadderContext,
+  action: RemediationAction,
+  extra: LadderExtra = {},
+): LadderResult {
+  const { input, current, failed, lastActions } = ctx;
+  const { status, observed } = input;
+  // The record of the ladder's own cordon: set with the cordon, kept while the Node shows it.
+  const cordoned = action.kind === 'cordon' || observed.cordonedByRemediation;
+  const next: HostRemediationStatus = {
+    ...(current ? { current } : {}),
+    ...(failed ? { failed } : {}),
+    ...(lastActions?.length ? { lastActions } : {}),
+    ...(cordoned ? { cordoned: true as const } : {}),
+  };
+  return {
+    status: isDeepStrictEqual(next, status) ? status : next,
+    action,
+    events: ctx.events,
+    outcomes: ctx.outcomes,
+    ...extra,
+    ...(failed
+      ? { degraded: { reason: ConditionReason.RemediationFailed, message: failed.message } }
+      : {}),
+  };
+}
+
+/** The host is healthy: the ladder (or its failure) ends, and the ladder's cordon is lifted. */
+function recovered(ctx: LadderContext): LadderResult {
+  const { input, events } = ctx;
+  const { host, observed } = input;
+  if (ctx.current) {
+    const message = `${host} is healthy again during rung ${ctx.current.rung}`;
+    recordRung(ctx, ctx.current.rung, 'Succeeded', message);
+    events.push({ type: 'Normal', reason: EventReason.HostRecovered, message });
+    ctx.current = undefined;
+  }
+  if (ctx.failed) {
+    events.push({
+      type: 'Normal',
+      reason: EventReason.HostRecovered,
+      message: `${host} is healthy again after RemediationFailed; its remediation cordon is lifted`,
+    });
+    ctx.failed = undefined;
+  }
+  // A cordon of the ladder's without a failure behind it (a lost operator's, or the failure
+  // just ended) is lifted; the skip annotation leaves the node as a person set it.
+  const uncordon = observed.cordonedByRemediation && input.hold !== 'SkipAnnotation';
+  return ladderResult(ctx, uncordon ? { kind: 'uncordon' } : { kind: 'none' });
+}
+
+/** RemediationFailed and still unhealthy: the node is kept cordoned. */
+function stayStopped(ctx: LadderContext): LadderResult {
+  const { input } = ctx;
+  // Stopped: keep the node cordoned (a level), unless a person asked to be left alone.
+  const cordon = !input.observed.cordonedByRemediation && input.hold !== 'SkipAnnotation';
+  return ladderResult(ctx, cordon ? { kind: 'cordon' } : { kind: 'none' });
+}
+
+/** The rung after `rung` for this host: Rebootstrap is Reboot when it cannot take it. */
+function takeable(
+  input: LadderInput,
+  rung: RemediationRung | undefined,
+): RemediationRung | undefined {
+  return rung === 'Rebootstrap' && input.rebootstrapUnavailable ? 'Reboot' : rung;
+}
+
+/** Records Rebootstrap skipped, with why, when `wanted` was it and this host cannot take it. */
+function recordSkip(ctx: LadderContext, wanted: RemediationRung | undefined): void {
+  const { input } = ctx;
+  if (wanted !== 'Rebootstrap' || !input.rebootstrapUnavailable) return;
+  const message = `${input.host}: rung Rebootstrap skipped: ${input.rebootstrapUnavailable}; next: Reboot`;
+  recordRung(ctx, 'Rebootstrap', 'Skipped', message);
+  ctx.events.push({ type: 'Normal', reason: EventReason.RemediationRungSkipped, message });
+}
+
+/** The requests a rung starting now carries. */
+function requestsOf(rung: RemediationRung, now: Date) {
+  return {
+    ...(rung === 'Rebootstrap' ? { rebootstrap: { requestedAt: requestTime(now) } } : {}),
+    ...(rung === 'Reboot' ? { reboot: { requestedAt: apiTime(now) } } : {}),
+  };
+}
+
+/** With no ladder recorded: starts one for the due problems, or returns the idle result. */
+function startLadder(ctx: LadderContext): LadderResult | undefined {
+  const { input } = ctx;
+  const { health, host, now } = input;
+  if (health.due.length === 0 || input.hold) {
+    return ladderResult(ctx, { kind: 'none' }, health.dueAt ? { recheckAt: health.dueAt } : {});
+  }
+  const problem = health.due[0]!;
+  const wanted = firstRung(health.due);
+  const rung = takeable(input, wanted)!;
+  ctx.events.push({
+    type: 'Warning',
+    reason: EventReason.HostUnhealthy,
+    message: `${host}: ${health.due.map((p) => describeProblem(p, now)).join(', ')}; remediation starts with ${rung}`,
+  });
+  recordSkip(ctx, wanted);
+  ctx.current = {
+    problem: { type: problem.type, status: problem.status, since: problem.since },
+    startedAt: apiTime(now),
+    rung,
+    rungStartedAt: apiTime(now),
+    ...requestsOf(rung, now),
+  };
+  return undefined;
+}
+
+/** A hold records itself and stops the rung; a hold that ended restarts the rung's clock. */
+function holdOrRelease(ctx: LadderContext): LadderResult | undefined {
+  const { input } = ctx;
+  const current = ctx.current!;
+  if (input.hold) {
+    if (current.held?.reason !== input.hold) {
+      ctx.current = { ...current, held: { reason: input.hold, since: apiTime(input.now) } };
+    }
+    return ladderResult(ctx, { kind: 'none' });
+  }
+  if (current.held) {
+    const { held: _released, ...rest } = current;
+    ctx.current = { ...rest, rungStartedAt: apiTime(input.now) };
+  }
+  return undefined;
+}
+
+/** Ends the current rung with `rungResult`: on to the next rung, or RemediationFailed. */
+function escalate(
+  ctx: LadderContext,
+  rungResult: RungResult,
+  why: string,
+): RemediationRung | undefined {
+  const { input, events } = ctx;
+  const { host, health, now } = input;
+  const c = ctx.current!;
+  const wanted = rungOrder[rungOrder.indexOf(c.rung) + 1];
+  const next = takeable(input, wanted);
+  const message = `${host}: rung ${c.rung} ${why}; ${next ? `next: ${next}` : 'no rung is left'}`;
+  recordRung(ctx, c.rung, rungResult, message);
+  if (next) {
+    events.push({ type: 'Warning', reason: EventReason.RemediationEscalated, message });
+    recordSkip(ctx, wanted);
+    const { rebootstrap: _r, reboot: _b, ...rest } = c;
+    ctx.current = { ...rest, rung: next, rungStartedAt: apiTime(now), ...requestsOf(next, now) };
+  } else {
+    const failure = `${host}: remediation failed: ${health.holding.map((p) => describeProblem(p, now)).join(', ') || 'unhealthy'} after ${rungOrder.join(', ')}. The node stays cordoned; repair the host by hand (winfleet lifts its cordon once the host is healthy), or set winfleet.io/skip-remediation to leave the node as you set it`;
+    events.push({ type: 'Warning', reason: EventReason.RemediationFailed, message: failure });
+    ctx.failed = { since: apiTime(now), message: failure };
+    ctx.current = undefined;
+  }
+  return next;
+}
+
+/** One rung's handler: the result to return now, or undefined when the ladder moved on. */
+type RungHandler = (ctx: LadderContext, c: RemediationLadder) => LadderResult | undefined;
+
+/** The rung's timeout, and how messages say it ("within 5m"). */
+function rungLimit(c: RemediationLadder, policy: HealthPolicy): { timeout: number; limit: string } {
+  const timeout = rungTimeoutMs(c.rung, policy);
+  return { timeout, limit: `within ${formatDuration(timeout)}` };
+}
+
+/** RestartService: wait for the agent's own repair until the rung's timeout, then escalate. */
+function restartServiceRung(ctx: LadderContext, c: RemediationLadder): LadderResult | undefined {
+  const { timeout, limit } = rungLimit(c, ctx.input.policy);
+  const deadline = ms(c.rungStartedAt) + timeout;
+  if (ctx.input.now.getTime() < deadline) {
+    return ladderResult(ctx, { kind: 'none' }, { recheckAt: new Date(deadline) });
+  }
+  escalate(ctx, 'TimedOut', `(the agent's own repair) did not make the host healthy ${limit}`);
+  return undefined;
+}
+
+/** Rebootstrap: ask for the bootstrap once, then wait; a bootstrap error or the timeout escalates. */
+function rebootstrapRung(ctx: LadderContext, c: RemediationLadder): LadderResult | undefined {
+  const { observed, now } = ctx.input;
+  const { timeout, limit } = rungLimit(c, ctx.input.policy);
+  const requestedAt = c.rebootstrap!.requestedAt;
+  const requested = ms(requestedAt);
+  const deadline = ms(c.rungStartedAt) + timeout;
+  const error = observed.bootstrapError;
+  if (error && safeMs(error.time) >= requested) {
+    escalate(ctx, 'Failed', `failed: ${error.message}`);
+    return undefined;
+  }
+  if (now.getTime() >= deadline) {
+    escalate(ctx, 'TimedOut', `(agent bootstrap over SSH) did not make the host healthy ${limit}`);
+    return undefined;
+  }
+  const done =
+    observed.bootstrappedAt !== undefined && safeMs(observed.bootstrappedAt) >= requested;
+  return ladderResult(ctx, done ? { kind: 'none' } : { kind: 'rebootstrap', requestedAt }, {
+    recheckAt: new Date(deadline),
+  });
+}
+
+/** Reboot: request it of the rollout, then give the host the rung's timeout after the reboot. */
+function rebootRung(ctx: LadderContext, c: RemediationLadder): LadderResult {
+  const { observed, now } = ctx.input;
+  const { timeout, limit } = rungLimit(c, ctx.input.policy);
+  const reboot = c.reboot!;
+  const change = observed.rollout?.current;
+  const lastReboot = observed.rollout?.lastRebootAt;
+  const done = lastReboot !== undefined && safeMs(lastReboot) >= ms(reboot.requestedAt);
+  if (change?.failure && (change.changes as readonly string[]).includes('repair')) {
+    escalate(
+      ctx,
+      'Failed',
+      `(a reboot through the pool's rollout) stopped: ${change.failure.message}`,
+    );
+    return ladderResult(ctx, { kind: 'none' });
+  }
+  // The rollout set the host aside (its change stopped, the repair's or another): it
+  // starts no change on it, so the reboot will not come.
+  const aside = observed.rollout?.setAside;
+  if (!done && aside) {
+    escalate(ctx, 'Failed', `(a reboot through the pool's rollout) cannot run: ${aside.message}`);
+    return ladderResult(ctx, { kind: 'none' });
+  }
+  if (!done) {
+    // Waiting for the rollout to take it, inside maxUnavailable: no deadline of its own.
+    return ladderResult(ctx, { kind: 'none' }, { repairRebootRequestedAt: reboot.requestedAt });
+  }
+  if (!reboot.doneAt) {
+    ctx.current = { ...c, reboot: { ...reboot, doneAt: apiTime(now) } };
+    return ladderResult(ctx, { kind: 'none' }, { recheckAt: new Date(now.getTime() + timeout) });
+  }
+  const deadline = ms(reboot.doneAt) + timeout;
+  if (now.getTime() < deadline) {
+    return ladderResult(ctx, { kind: 'none' }, { recheckAt: new Date(deadline) });
+  }
+  escalate(
+    ctx,
+    'TimedOut',
+    `(a reboot through the pool's rollout) did not make the host healthy ${limit} of the reboot`,
+  );
+  return ladderResult(ctx, observed.cordonedByRemediation ? { kind: 'none' } : { kind: 'cordon' });
+}
+
+/** The dispatcher's table: each rung's handler. */
+const rungHandlers: Record<RemediationRung, RungHandler> = {
+  RestartService: restartServiceRung,
+  Rebootstrap: rebootstrapRung,
+  Reboot: rebootRung,
+};
 
 /** A time the caller read from the API: unreadable counts as long ago. */
 function safeMs(time: string): number {

@@ -257,22 +257,59 @@ function failureMessage(input: StepInput, change: HostChange): string {
 }
 
 /**
+ * What one call of `advanceHost` works on: its input (with the recorded last reboot in the
+ * facts), and the parts of the record it decides on so far, written into the result.
+ */
+interface StepContext {
+  input: StepInput;
+  /** `input.observed`, with the recorded last reboot in its facts. */
+  observed: HostObservation;
+  /** Events to record on the WindowsHost (the result's `events`). */
+  events: StepEvent[];
+  /** A retry annotation not acted on before is acted on in this call. */
+  retry: boolean;
+  retryHandled: string | undefined;
+  lastRebootAt: HostRolloutStatus['lastRebootAt'];
+  lastChange: HostRolloutStatus['lastChange'];
+  setAside: HostRolloutStatus['setAside'];
+}
+
+/** A step's outcome: go on with the (moved) change, or stop with this result. */
+type StepOutcome = { next: HostChange } | { done: StepResult };
+
+/**
  * Advances one host's change as far as what is observed allows, and says what to do next.
  * See the module comment for the steps, the deadlines and what a restart does.
  */
 export function advanceHost(input: StepInput): StepResult {
-  const { status, now } = input;
+  const { status } = input;
+  // The removal of the host owns its node: never cordon, uncordon or reboot it from here.
+  if (input.observed.deleting) return { status, action: { kind: 'none' }, events: [] };
+  const ctx = stepContext(input);
+  let change = status.current;
+  if (!change) {
+    const started = startChange(ctx);
+    if ('done' in started) return started.done;
+    change = started.next;
+  }
+  // Each pass of the loop either moves to the next step (its goal holds) or returns the action
+  // the current step needs. Six steps, and a new target can send WaitReady back to Apply once:
+  // the loop ends within ten passes.
+  for (let pass = 0; pass < 10; pass++) {
+    const outcome = advanceOnce(ctx, change);
+    if ('done' in outcome) return outcome.done;
+    change = outcome.next;
+  }
+  return stepResult(ctx, { kind: 'none' }, change);
+}
+
+/** Builds the context: the recorded reboot in the facts, the retry, and set-asides it clears. */
+function stepContext(input: StepInput): StepContext {
+  const { status } = input;
   // What winfleet recorded about the last reboot is the truth about it, whatever the caller read.
   const observed: HostObservation = status.lastRebootAt
     ? { ...input.observed, facts: { ...input.observed.facts, lastRebootAt: status.lastRebootAt } }
     : input.observed;
-  const events: StepEvent[] = [];
-  // The removal of the host owns its node: never cordon, uncordon or reboot it from here.
-  if (observed.deleting) return { status, action: { kind: 'none' }, events };
-  let change = status.current;
-  let lastRebootAt = status.lastRebootAt;
-  let lastChange = status.lastChange;
-  let setAside = status.setAside;
   // A retry is a value not acted on before; acted on, it is recorded (and used up even when
   // nothing had stopped), and forgotten once the annotation is gone.
   const retryValue = observed.retryAnnotation;
@@ -282,238 +319,318 @@ export function advanceHost(input: StepInput): StepResult {
     : retryValue === undefined
       ? undefined
       : status.retryHandled;
+  const ctx: StepContext = {
+    input,
+    observed,
+    events: [],
+    retry,
+    retryHandled,
+    lastRebootAt: status.lastRebootAt,
+    lastChange: status.lastChange,
+    setAside: status.setAside,
+  };
+  clearSetAside(ctx);
+  return ctx;
+}
+
+/** Clears a set-aside a retry or a new boot ends (set-aside.ts), with its event. */
+function clearSetAside(ctx: StepContext): void {
+  const { input, observed, events } = ctx;
   // A retry also clears a set-aside, and the reboot-pending it was set aside for is served once
   // more (set-aside.ts).
-  if (retry && (setAside || lastChange?.servedRebootPending)) {
-    if (setAside) {
+  if (ctx.retry && (ctx.setAside || ctx.lastChange?.servedRebootPending)) {
+    if (ctx.setAside) {
       events.push({
         type: 'Normal',
         reason: EventReason.RolloutResumed,
         message: `${input.host} is no longer set aside: ${retryRolloutAnnotation} was set; it starts again in turn`,
       });
     }
-    setAside = undefined;
-    if (lastChange) lastChange = { endedAt: lastChange.endedAt };
+    ctx.setAside = undefined;
+    if (ctx.lastChange) ctx.lastChange = { endedAt: ctx.lastChange.endedAt };
   }
-  if (setAside && backInAnotherBoot(setAside, observed.node)) {
+  if (ctx.setAside && backInAnotherBoot(ctx.setAside, observed.node)) {
     events.push({
       type: 'Normal',
       reason: EventReason.RolloutResumed,
       message: `${input.host} is no longer set aside: Node ${observed.node?.name} is Ready in a new boot; it starts again in turn`,
     });
-    setAside = undefined;
+    ctx.setAside = undefined;
   }
-
-  const enter = (c: HostChange, step: RolloutStep): HostChange => {
-    const { failure: _failure, ...rest } = c;
-    return { ...rest, step, stepStartedAt: apiTime(now) };
-  };
-  const result = (action: StepAction, c: HostChange | undefined): StepResult => {
-    // The record of winfleet's own cordon: set with the cordon, kept while the Node shows it.
-    const cordoned =
-      action.kind === 'cordon'
-        ? observed.node?.name
-        : observed.node?.cordonedByWinfleet
-          ? status.cordoned
-          : undefined;
-    const next: HostRolloutStatus = {
-      ...(c ? { current: c } : {}),
-      ...(lastRebootAt ? { lastRebootAt } : {}),
-      ...(retryHandled !== undefined ? { retryHandled } : {}),
-      ...(cordoned ? { cordoned } : {}),
-      ...(lastChange ? { lastChange } : {}),
-      ...(setAside ? { setAside } : {}),
-    };
-    const deadline = c && !c.failure ? deadlineOf(c, input.timeouts) : undefined;
-    return {
-      status: isDeepStrictEqual(next, status) ? status : next,
-      action,
-      events,
-      ...(deadline !== undefined ? { recheckAt: new Date(deadline) } : {}),
-      ...(retry ? { retryConsumed: true } : {}),
-    };
-  };
-
-  // Out of any change, a cordon of winfleet's is a lost operator's (or a set-aside change's): undo it.
-  const idle = (): StepResult =>
-    result(observed.node?.cordonedByWinfleet ? { kind: 'uncordon' } : { kind: 'none' }, undefined);
-  /** Ends the change here and sets the host aside (set-aside.ts). */
-  const putAside = (failure: string): StepResult => {
-    const bootId = observed.node?.bootId;
-    setAside = {
-      cause: 'ChangeFailed',
-      message: changeFailedMessage(input.host, failure),
-      since: apiTime(now),
-      ...(bootId ? { bootId } : {}),
-    };
-    lastChange = { endedAt: apiTime(now) };
-    events.push({ type: 'Warning', reason: EventReason.HostSetAside, message: setAside.message });
-    return idle();
-  };
-
-  if (!change) {
-    if (setAside) return idle();
-    const pending = pendingChanges(input.target, observed.facts, now);
-    if (rebootPendingPersists({ ...status, lastChange }, pending)) {
-      setAside = {
-        cause: 'RebootPendingPersists',
-        message: rebootPendingMessage(input.host, observed.node?.name),
-        since: apiTime(now),
-      };
-      events.push({ type: 'Warning', reason: EventReason.HostSetAside, message: setAside.message });
-      return idle();
-    }
-    const changes = input.start ? pending : [];
-    if (changes.length === 0) return idle();
-    change = {
-      target: input.target,
-      changes,
-      step: 'Cordon',
-      startedAt: apiTime(now),
-      stepStartedAt: apiTime(now),
-    };
-    events.push({
-      type: 'Normal',
-      reason: EventReason.RolloutStarted,
-      message: `Cordoning Node ${observed.node?.name ?? '(none yet)'} for ${describeChange(change.target, changes)}`,
-    });
-  }
-
-  // Each pass of the loop either moves to the next step (its goal holds) or returns the action
-  // the current step needs. Six steps, and a new target can send WaitReady back to Apply once:
-  // the loop ends within ten passes.
-  for (let pass = 0; pass < 10; pass++) {
-    change = retarget(change, { ...input, observed }, enter);
-    const met = goalMet(change, observed);
-    if (change.failure) {
-      if (retry || met) {
-        events.push({
-          type: 'Normal',
-          reason: EventReason.RolloutResumed,
-          message: `${change.step} goes on: ${met ? 'the host got there after all' : `${retryRolloutAnnotation} was set`}`,
-        });
-        const { failure: _cleared, ...rest } = change;
-        if (met) change = rest;
-        else if (rest.step === 'Reboot') {
-          // The boot id never changed: that token did not reboot the host (the agent may have
-          // recorded it and failed to shut down). A retry asks again with a new token.
-          const { reboot: _unused, ...withoutReboot } = rest;
-          change = { ...withoutReboot, stepStartedAt: apiTime(now) };
-        } else change = { ...rest, stepStartedAt: apiTime(now) };
-      } else if (input.mayAside) {
-        return putAside(change.failure.message);
-      } else {
-        return result({ kind: 'none' }, change);
-      }
-    }
-    if (!met) {
-      const deadline = deadlineOf(change, input.timeouts);
-      if (deadline !== undefined && now.getTime() >= deadline) {
-        const reason = stepFailure[change.step]!;
-        const message = failureMessage(input, change);
-        change = {
-          ...change,
-          failure: { step: change.step, reason, message, since: apiTime(now) },
-        };
-        events.push({ type: 'Warning', reason: failureEvent[reason], message });
-        if (input.mayAside) return putAside(message);
-        return result({ kind: 'none' }, change);
-      }
-    }
-    switch (change.step) {
-      case 'Cordon':
-        if (!met) return result(observed.node ? { kind: 'cordon' } : { kind: 'none' }, change);
-        change = enter(change, 'Drain');
-        break;
-      case 'Drain':
-        if (!met) return result({ kind: 'drain' }, change);
-        change = enter(change, 'Apply');
-        break;
-      case 'Apply':
-        if (!met) return result({ kind: 'apply', target: change.target }, change);
-        // One reboot per change at most: a reboot still pending after it is the next change's.
-        change = enter(
-          change,
-          !change.reboot && (changesNeedReboot(change.changes) || observed.facts.rebootPending)
-            ? 'Reboot'
-            : 'WaitReady',
-        );
-        break;
-      case 'Reboot':
-        if (met) {
-          // The reboot happened: it serves every reboot request made before it was asked for.
-          lastRebootAt = change.reboot!.requestedAt;
-          change = enter(change, 'WaitReady');
-          break;
-        }
-        if (!change.reboot) {
-          const bootId = observed.node?.bootId;
-          // Without the current boot id the reboot could not be told from none: wait for it.
-          if (!bootId) return result({ kind: 'none' }, change);
-          change = {
-            ...change,
-            reboot: {
-              // A token the Node annotation can carry (rebootTokenPattern): the time in ms.
-              token: `reboot-${now.getTime()}`,
-              bootIdBefore: bootId,
-              requestedAt: apiTime(now),
-            },
-          };
-          events.push({
-            type: 'Normal',
-            reason: EventReason.Rebooting,
-            message: `Asking the agent to reboot Node ${observed.node?.name}`,
-          });
-        }
-        return result({ kind: 'reboot', token: change.reboot!.token }, change);
-      case 'WaitReady':
-        if (!met) return result({ kind: 'none' }, change);
-        change = enter(change, 'Uncordon');
-        break;
-      case 'Uncordon':
-        if (!met) return result({ kind: 'uncordon' }, change);
-        lastChange = {
-          endedAt: apiTime(now),
-          ...(change.changes.includes('reboot-pending') && change.reboot
-            ? { servedRebootPending: true }
-            : {}),
-        };
-        // Still pending in the boot the change's reboot made: set aside at once.
-        if (
-          lastChange.servedRebootPending &&
-          rebootPendingPersists({ lastChange }, pendingChanges(input.target, observed.facts, now))
-        ) {
-          setAside = {
-            cause: 'RebootPendingPersists',
-            message: rebootPendingMessage(input.host, observed.node?.name),
-            since: apiTime(now),
-          };
-          events.push({
-            type: 'Warning',
-            reason: EventReason.HostSetAside,
-            message: setAside.message,
-          });
-        }
-        events.push({
-          type: 'Normal',
-          reason: EventReason.RolloutFinished,
-          message:
-            change.changes.length > 0
-              ? `Node ${observed.node?.name ?? '(gone)'} is Ready with ${describeChange(change.target, change.changes)} and uncordoned`
-              : `Nothing is left to change on Node ${observed.node?.name ?? '(gone)'}; it is uncordoned`,
-        });
-        return result({ kind: 'none' }, undefined);
-    }
-  }
-  return result({ kind: 'none' }, change);
 }
 
+/** The change moved into `step`, its clock started now and any failure cleared. */
+function enterStep(c: HostChange, step: RolloutStep, now: Date): HostChange {
+  const { failure: _failure, ...rest } = c;
+  return { ...rest, step, stepStartedAt: apiTime(now) };
+}
+
+/** The result: the record (the same object when unchanged), the action and the deadline. */
+function stepResult(ctx: StepContext, action: StepAction, c: HostChange | undefined): StepResult {
+  const { input, observed, lastRebootAt, retryHandled, lastChange, setAside } = ctx;
+  const { status } = input;
+  // The record of winfleet's own cordon: set with the cordon, kept while the Node shows it.
+  const cordoned =
+    action.kind === 'cordon'
+      ? observed.node?.name
+      : observed.node?.cordonedByWinfleet
+        ? status.cordoned
+        : undefined;
+  const next: HostRolloutStatus = {
+    ...(c ? { current: c } : {}),
+    ...(lastRebootAt ? { lastRebootAt } : {}),
+    ...(retryHandled !== undefined ? { retryHandled } : {}),
+    ...(cordoned ? { cordoned } : {}),
+    ...(lastChange ? { lastChange } : {}),
+    ...(setAside ? { setAside } : {}),
+  };
+  const deadline = c && !c.failure ? deadlineOf(c, input.timeouts) : undefined;
+  return {
+    status: isDeepStrictEqual(next, status) ? status : next,
+    action,
+    events: ctx.events,
+    ...(deadline !== undefined ? { recheckAt: new Date(deadline) } : {}),
+    ...(ctx.retry ? { retryConsumed: true } : {}),
+  };
+}
+
+/** Out of any change, a cordon of winfleet's is a lost operator's (or a set-aside change's): undo it. */
+function idle(ctx: StepContext): StepResult {
+  return stepResult(
+    ctx,
+    ctx.observed.node?.cordonedByWinfleet ? { kind: 'uncordon' } : { kind: 'none' },
+    undefined,
+  );
+}
+
+/** Ends the change here and sets the host aside (set-aside.ts). */
+function putAside(ctx: StepContext, failure: string): StepResult {
+  const { input, observed } = ctx;
+  const bootId = observed.node?.bootId;
+  ctx.setAside = {
+    cause: 'ChangeFailed',
+    message: changeFailedMessage(input.host, failure),
+    since: apiTime(input.now),
+    ...(bootId ? { bootId } : {}),
+  };
+  ctx.lastChange = { endedAt: apiTime(input.now) };
+  ctx.events.push({
+    type: 'Warning',
+    reason: EventReason.HostSetAside,
+    message: ctx.setAside.message,
+  });
+  return idle(ctx);
+}
+
+/** Sets the host aside because a reboot did not clear its pending reboot (set-aside.ts). */
+function asideRebootPending(ctx: StepContext): void {
+  const { input, observed } = ctx;
+  ctx.setAside = {
+    cause: 'RebootPendingPersists',
+    message: rebootPendingMessage(input.host, observed.node?.name),
+    since: apiTime(input.now),
+  };
+  ctx.events.push({
+    type: 'Warning',
+    reason: EventReason.HostSetAside,
+    message: ctx.setAside.message,
+  });
+}
+
+/** With no change recorded: starts one at Cordon when the planner says so, else stays idle. */
+function startChange(ctx: StepContext): StepOutcome {
+  const { input, observed } = ctx;
+  const { now } = input;
+  if (ctx.setAside) return { done: idle(ctx) };
+  const pending = pendingChanges(input.target, observed.facts, now);
+  if (rebootPendingPersists({ ...input.status, lastChange: ctx.lastChange }, pending)) {
+    asideRebootPending(ctx);
+    return { done: idle(ctx) };
+  }
+  const changes = input.start ? pending : [];
+  if (changes.length === 0) return { done: idle(ctx) };
+  const change: HostChange = {
+    target: input.target,
+    changes,
+    step: 'Cordon',
+    startedAt: apiTime(now),
+    stepStartedAt: apiTime(now),
+  };
+  ctx.events.push({
+    type: 'Normal',
+    reason: EventReason.RolloutStarted,
+    message: `Cordoning Node ${observed.node?.name ?? '(none yet)'} for ${describeChange(change.target, changes)}`,
+  });
+  return { next: change };
+}
+
+/** One pass: retarget, resume or stop a failed step, stop at a deadline, then the step itself. */
+function advanceOnce(ctx: StepContext, recorded: HostChange): StepOutcome {
+  const { input, observed } = ctx;
+  let change = retarget(recorded, { ...input, observed });
+  const met = goalMet(change, observed);
+  if (change.failure) {
+    const resumed = resumeFailed(ctx, change, met);
+    if ('done' in resumed) return resumed;
+    change = resumed.next;
+  }
+  if (!met) {
+    const stopped = stopAtDeadline(ctx, change);
+    if (stopped) return { done: stopped };
+  }
+  return stepHandlers[change.step](ctx, change, met);
+}
+
+/** A stopped step goes on when its goal is met or on a retry; otherwise it stays (or is set aside). */
+function resumeFailed(ctx: StepContext, change: HostChange, met: boolean): StepOutcome {
+  const { input } = ctx;
+  const { now } = input;
+  if (!ctx.retry && !met) {
+    if (input.mayAside) return { done: putAside(ctx, change.failure!.message) };
+    return { done: stepResult(ctx, { kind: 'none' }, change) };
+  }
+  ctx.events.push({
+    type: 'Normal',
+    reason: EventReason.RolloutResumed,
+    message: `${change.step} goes on: ${met ? 'the host got there after all' : `${retryRolloutAnnotation} was set`}`,
+  });
+  const { failure: _cleared, ...rest } = change;
+  if (met) return { next: rest };
+  if (rest.step === 'Reboot') {
+    // The boot id never changed: that token did not reboot the host (the agent may have
+    // recorded it and failed to shut down). A retry asks again with a new token.
+    const { reboot: _unused, ...withoutReboot } = rest;
+    return { next: { ...withoutReboot, stepStartedAt: apiTime(now) } };
+  }
+  return { next: { ...rest, stepStartedAt: apiTime(now) } };
+}
+
+/** A step past its deadline stops: failure recorded, a Warning Event (or the host set aside). */
+function stopAtDeadline(ctx: StepContext, change: HostChange): StepResult | undefined {
+  const { input } = ctx;
+  const deadline = deadlineOf(change, input.timeouts);
+  if (deadline === undefined || input.now.getTime() < deadline) return undefined;
+  const reason = stepFailure[change.step]!;
+  const message = failureMessage(input, change);
+  const failed: HostChange = {
+    ...change,
+    failure: { step: change.step, reason, message, since: apiTime(input.now) },
+  };
+  ctx.events.push({ type: 'Warning', reason: failureEvent[reason], message });
+  if (input.mayAside) return putAside(ctx, message);
+  return stepResult(ctx, { kind: 'none' }, failed);
+}
+
+/** One step's handler: the action while its goal does not hold, the next step once it does. */
+type StepHandler = (ctx: StepContext, change: HostChange, met: boolean) => StepOutcome;
+
+/** Cordon: cordon the Node (once there is one), then Drain. */
+function cordonStep(ctx: StepContext, change: HostChange, met: boolean): StepOutcome {
+  if (!met) {
+    return {
+      done: stepResult(ctx, ctx.observed.node ? { kind: 'cordon' } : { kind: 'none' }, change),
+    };
+  }
+  return { next: enterStep(change, 'Drain', ctx.input.now) };
+}
+
+/** Drain: evict until drained, then Apply. */
+function drainStep(ctx: StepContext, change: HostChange, met: boolean): StepOutcome {
+  if (!met) return { done: stepResult(ctx, { kind: 'drain' }, change) };
+  return { next: enterStep(change, 'Apply', ctx.input.now) };
+}
+
+/** Apply: set the target until the agent runs it, then Reboot (when needed) or WaitReady. */
+function applyStep(ctx: StepContext, change: HostChange, met: boolean): StepOutcome {
+  if (!met) return { done: stepResult(ctx, { kind: 'apply', target: change.target }, change) };
+  // One reboot per change at most: a reboot still pending after it is the next change's.
+  const next =
+    !change.reboot && (changesNeedReboot(change.changes) || ctx.observed.facts.rebootPending)
+      ? 'Reboot'
+      : 'WaitReady';
+  return { next: enterStep(change, next, ctx.input.now) };
+}
+
+/** Reboot: record a token and the boot id, ask until the boot id changes, then WaitReady. */
+function rebootStep(ctx: StepContext, change: HostChange, met: boolean): StepOutcome {
+  const { observed } = ctx;
+  const { now } = ctx.input;
+  if (met) {
+    // The reboot happened: it serves every reboot request made before it was asked for.
+    ctx.lastRebootAt = change.reboot!.requestedAt;
+    return { next: enterStep(change, 'WaitReady', now) };
+  }
+  let asked = change;
+  if (!asked.reboot) {
+    const bootId = observed.node?.bootId;
+    // Without the current boot id the reboot could not be told from none: wait for it.
+    if (!bootId) return { done: stepResult(ctx, { kind: 'none' }, asked) };
+    asked = {
+      ...asked,
+      reboot: {
+        // A token the Node annotation can carry (rebootTokenPattern): the time in ms.
+        token: `reboot-${now.getTime()}`,
+        bootIdBefore: bootId,
+        requestedAt: apiTime(now),
+      },
+    };
+    ctx.events.push({
+      type: 'Normal',
+      reason: EventReason.Rebooting,
+      message: `Asking the agent to reboot Node ${observed.node?.name}`,
+    });
+  }
+  return { done: stepResult(ctx, { kind: 'reboot', token: asked.reboot!.token }, asked) };
+}
+
+/** WaitReady: wait for the Node Ready on the target, then Uncordon. */
+function waitReadyStep(ctx: StepContext, change: HostChange, met: boolean): StepOutcome {
+  if (!met) return { done: stepResult(ctx, { kind: 'none' }, change) };
+  return { next: enterStep(change, 'Uncordon', ctx.input.now) };
+}
+
+/** Uncordon: uncordon until winfleet's cordon is gone, then end the change (record cleared). */
+function uncordonStep(ctx: StepContext, change: HostChange, met: boolean): StepOutcome {
+  const { input, observed } = ctx;
+  if (!met) return { done: stepResult(ctx, { kind: 'uncordon' }, change) };
+  const lastChange = {
+    endedAt: apiTime(input.now),
+    ...(change.changes.includes('reboot-pending') && change.reboot
+      ? { servedRebootPending: true }
+      : {}),
+  };
+  ctx.lastChange = lastChange;
+  // Still pending in the boot the change's reboot made: set aside at once.
+  if (
+    lastChange.servedRebootPending &&
+    rebootPendingPersists({ lastChange }, pendingChanges(input.target, observed.facts, input.now))
+  ) {
+    asideRebootPending(ctx);
+  }
+  ctx.events.push({
+    type: 'Normal',
+    reason: EventReason.RolloutFinished,
+    message:
+      change.changes.length > 0
+        ? `Node ${observed.node?.name ?? '(gone)'} is Ready with ${describeChange(change.target, change.changes)} and uncordoned`
+        : `Nothing is left to change on Node ${observed.node?.name ?? '(gone)'}; it is uncordoned`,
+  });
+  return { done: stepResult(ctx, { kind: 'none' }, undefined) };
+}
+
+/** The dispatcher's table: each step's handler. */
+const stepHandlers: Record<RolloutStep, StepHandler> = {
+  Cordon: cordonStep,
+  Drain: drainStep,
+  Apply: applyStep,
+  Reboot: rebootStep,
+  WaitReady: waitReadyStep,
+  Uncordon: uncordonStep,
+};
+
 /** Takes a new pool target where that costs no extra disruption (see the module comment). */
-function retarget(
-  change: HostChange,
-  input: StepInput,
-  enter: (c: HostChange, step: RolloutStep) => HostChange,
-): HostChange {
+function retarget(change: HostChange, input: StepInput): HostChange {
+  const enter = (c: HostChange, step: RolloutStep) => enterStep(c, step, input.now);
   if (sameTarget(change.target, input.target)) return change;
   const pending = pendingChanges(input.target, input.observed.facts, input.now);
   switch (change.step) {

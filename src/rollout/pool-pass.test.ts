@@ -22,7 +22,7 @@ import {
   tick,
 } from './fixtures/simulated-hosts.ts';
 import { assignPools, defaultPoolKey, objectKey } from './pool-membership.ts';
-import { type PoolPassInput, type PoolPassResult, poolPass } from './pool-pass.ts';
+import { type PoolPassInput, type PoolPassResult, poolPass, soonestDue } from './pool-pass.ts';
 import { checkPoolSpec, defaultPoolPolicy, type PoolPolicy } from './pool-spec.ts';
 
 interface Manifest {
@@ -573,4 +573,28 @@ test('a NotReady host’s repair is a reboot alone, an upgrade pending or not; w
   const ended = poolPass(input([cordoned]));
   assert.equal(ended.hosts.get('w/a')!.status.current?.step, 'Uncordon');
   assert.deepEqual(ended.hosts.get('w/a')!.action, { kind: 'uncordon' });
+});
+
+test('soonestDue is the earliest host recheck or window opening, and nothing when none is due', () => {
+  const result = (recheckAt?: Date) => ({
+    status: {},
+    action: { kind: 'none' as const },
+    events: [],
+    ...(recheckAt ? { recheckAt } : {}),
+  });
+  const hosts = new Map([
+    ['ns/a', result(new Date('2026-03-02T10:00:00Z'))],
+    ['ns/b', result()],
+    ['ns/c', result(new Date('2026-03-02T09:30:00Z'))],
+  ]);
+  assert.deepEqual(soonestDue(hosts, undefined), new Date('2026-03-02T09:30:00Z'));
+  assert.deepEqual(
+    soonestDue(hosts, new Date('2026-03-02T09:00:00Z')),
+    new Date('2026-03-02T09:00:00Z'),
+  );
+  assert.equal(soonestDue(new Map([['ns/b', result()]]), undefined), undefined);
+  assert.deepEqual(
+    soonestDue(new Map(), new Date('2026-03-02T11:00:00Z')),
+    new Date('2026-03-02T11:00:00Z'),
+  );
 });

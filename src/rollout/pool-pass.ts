@@ -70,6 +70,50 @@ export function poolPass(input: PoolPassInput): PoolPassResult {
     ? checkKubeletSkew(input.payload.kubeletVersion, input.apiServerVersion)
     : ({ ok: true } as const);
   const servicesVersion = input.payload && skew.ok ? input.payload.servicesVersion : undefined;
+  const { targets, views, hostProblems } = hostTargets(input, servicesVersion);
+  const windowOpen = !policy.window || isInWindow(policy.window, now);
+  const maxUnavailable = resolveMaxUnavailable(policy.maxUnavailable, input.hosts.length);
+  const plan = planRollout({
+    hosts: views,
+    maxUnavailable,
+    paused: policy.paused,
+    windowOpen,
+    held: input.specProblems.length > 0,
+  });
+  const results = advanceHosts(input, targets, new Set(plan.start), maxUnavailable);
+  const nextOpen = policy.window && !windowOpen ? nextWindowStart(policy.window, now) : undefined;
+  const status = poolStatus({
+    ...(input.generation !== undefined ? { generation: input.generation } : {}),
+    hosts: statusHosts(input, targets, results),
+    plan,
+    shared: input.hosts
+      .filter((h) => h.otherPools?.length)
+      .map((h) => ({ host: h.key, otherPools: [...h.otherPools!] })),
+    specProblems: input.specProblems,
+    ...(skew.ok ? {} : { skew: skew.message }),
+    paused: policy.paused,
+    ...(nextOpen ? { nextWindowStart: nextOpen } : {}),
+  });
+  const soonest = soonestDue(results, nextOpen);
+  return {
+    hosts: results,
+    plan,
+    status,
+    ...(soonest !== undefined ? { recheckAt: soonest } : {}),
+    hostProblems,
+  };
+}
+
+/** Each host's target (and the planner's view of it), and the problems of its reboot annotation. */
+function hostTargets(
+  input: PoolPassInput,
+  servicesVersion: string | undefined,
+): {
+  targets: Map<string, RolloutTarget>;
+  views: PlannerHost[];
+  hostProblems: Map<string, string[]>;
+} {
+  const { policy, now } = input;
   const hostProblems = new Map<string, string[]>();
   const targets = new Map<string, RolloutTarget>();
   const views: PlannerHost[] = input.hosts.map((h) => {
@@ -94,21 +138,26 @@ export function poolPass(input: PoolPassInput): PoolPassResult {
     targets.set(h.key, target);
     return view(h, target, now);
   });
-  const windowOpen = !policy.window || isInWindow(policy.window, now);
-  const maxUnavailable = resolveMaxUnavailable(policy.maxUnavailable, input.hosts.length);
-  const plan = planRollout({
-    hosts: views,
-    maxUnavailable,
-    paused: policy.paused,
-    windowOpen,
-    held: input.specProblems.length > 0,
-  });
-  const starting = new Set(plan.start);
+  return { targets, views, hostProblems };
+}
+
+/** A stopped change set this host aside (set-aside.ts). */
+function failedAside(s: PoolPassHost['status']): boolean {
+  return s.setAside?.cause === 'ChangeFailed';
+}
+
+/** Advances every host, in key order, those in `starting` starting a change. */
+function advanceHosts(
+  input: PoolPassInput,
+  targets: ReadonlyMap<string, RolloutTarget>,
+  starting: ReadonlySet<string>,
+  maxUnavailable: number,
+): Map<string, StepResult> {
+  const { policy, now } = input;
   const results = new Map<string, StepResult>();
   // At most maxUnavailable hosts are set aside after a stopped change (set-aside.ts); beyond
   // that a stopped change stops the pool as before. Counted in key order, so a restarted
   // operator sets the same hosts aside.
-  const failedAside = (s: PoolPassHost['status']) => s.setAside?.cause === 'ChangeFailed';
   let aside = input.hosts.filter((h) => failedAside(h.status)).length;
   for (const h of [...input.hosts].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) {
     const result = advanceHost({
@@ -128,37 +177,34 @@ export function poolPass(input: PoolPassInput): PoolPassResult {
     if (failedAside(result.status) && !failedAside(h.status)) aside++;
     results.set(h.key, result);
   }
-  const after: PoolStatusHost[] = input.hosts.map((h) => {
+  return results;
+}
+
+/** The hosts as the pool's status sees them after the pass (their newly recorded state). */
+function statusHosts(
+  input: PoolPassInput,
+  targets: ReadonlyMap<string, RolloutTarget>,
+  results: ReadonlyMap<string, StepResult>,
+): PoolStatusHost[] {
+  return input.hosts.map((h) => {
     const recorded = results.get(h.key)!.status;
     const current = recorded.current;
     return {
-      ...view({ ...h, status: recorded }, targets.get(h.key)!, now),
+      ...view({ ...h, status: recorded }, targets.get(h.key)!, input.now),
       ...(current ? { step: current.step, since: current.stepStartedAt } : {}),
       ...(recorded.setAside ? { setAsideMessage: recorded.setAside.message } : {}),
     };
   });
-  const nextOpen = policy.window && !windowOpen ? nextWindowStart(policy.window, now) : undefined;
-  const status = poolStatus({
-    ...(input.generation !== undefined ? { generation: input.generation } : {}),
-    hosts: after,
-    plan,
-    shared: input.hosts
-      .filter((h) => h.otherPools?.length)
-      .map((h) => ({ host: h.key, otherPools: [...h.otherPools!] })),
-    specProblems: input.specProblems,
-    ...(skew.ok ? {} : { skew: skew.message }),
-    paused: policy.paused,
-    ...(nextOpen ? { nextWindowStart: nextOpen } : {}),
-  });
+}
+
+/** The earliest time something is due: a host's recheck or the window's next opening. */
+export function soonestDue(
+  results: ReadonlyMap<string, StepResult>,
+  nextOpen: Date | undefined,
+): Date | undefined {
   const due = [...results.values()].map((r) => r.recheckAt?.getTime()).concat(nextOpen?.getTime());
   const soonest = Math.min(...due.filter((t): t is number => t !== undefined));
-  return {
-    hosts: results,
-    plan,
-    status,
-    ...(Number.isFinite(soonest) ? { recheckAt: new Date(soonest) } : {}),
-    hostProblems,
-  };
+  return Number.isFinite(soonest) ? new Date(soonest) : undefined;
 }
 
 /**

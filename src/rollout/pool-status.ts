@@ -104,11 +104,29 @@ function available(
   };
 }
 
-function progressing(
-  input: PoolStatusInput,
-  hosts: readonly PoolStatusHost[],
-): Omit<ConditionInput, 'observedGeneration'> {
-  const type = PoolConditionType.Progressing;
+/** A condition as the pool's status functions make it (the caller adds the generation). */
+type PoolCondition = Omit<ConditionInput, 'observedGeneration'>;
+
+/** The hosts as the Progressing condition names and counts them. */
+interface ProgressHosts {
+  /** "key (step)" of the hosts in a change. */
+  changing: string[];
+  /** Keys of waiting hosts two pools select: they wait for a person. */
+  stuck: string[];
+  /** Waiting hosts the others wait for the budget, window or Ready ("key (NotReady)"). */
+  waiting: string[];
+  /** The stuck and set-aside hosts, as the message's tail ("" when none). */
+  stuckNote: string;
+  /** Hosts with nothing pending and not in a change. */
+  updated: number;
+  /** All hosts. */
+  total: number;
+  /** Hosts whose change stopped. */
+  failed: PoolStatusHost[];
+}
+
+/** Sorts the pool's hosts into what the Progressing condition says of them. */
+function progressHosts(input: PoolStatusInput, hosts: readonly PoolStatusHost[]): ProgressHosts {
   const changing = hosts
     .filter((h) => h.inProgress)
     .map((h) => `${h.key} (${h.step ?? 'changing'})`);
@@ -127,6 +145,22 @@ function progressing(
   }${aside.length ? `; set aside: ${names(aside)} (see Degraded)` : ''}`;
   const updated = hosts.filter((h) => !h.pending && !h.inProgress).length;
   const failed = hosts.filter((h) => h.failed);
+  return { changing, stuck, waiting, stuckNote, updated, total: hosts.length, failed };
+}
+
+/** The Progressing condition: stopped or held, settled, or moving. */
+function progressing(input: PoolStatusInput, hosts: readonly PoolStatusHost[]): PoolCondition {
+  const p = progressHosts(input, hosts);
+  const held = heldProgress(input, p);
+  if (held) return held;
+  if (p.changing.length === 0 && p.waiting.length === 0) return settledProgress(input, p);
+  return movingProgress(input, p);
+}
+
+/** Progressing when nothing may start: a stopped change, a bad spec, or spec.paused. */
+function heldProgress(input: PoolStatusInput, p: ProgressHosts): PoolCondition | undefined {
+  const type = PoolConditionType.Progressing;
+  const { changing, stuck, waiting, failed } = p;
   if (failed.length > 0) {
     return {
       type,
@@ -152,33 +186,44 @@ function progressing(
       message: `spec.paused is true: no change starts${count ? `; ${hostsWait(count)}` : ''}${changing.length ? `; finishing: ${names(changing)}` : ''}`,
     };
   }
-  if (changing.length === 0 && waiting.length === 0) {
-    if (input.skew && stuck.length === 0) {
-      return {
-        type,
-        status: 'False',
-        reason: ConditionReason.KubeletVersionSkew,
-        message: 'No host gets the payload (see Degraded); nothing else is pending',
-      };
-    }
-    if (stuck.length === 0) {
-      return {
-        type,
-        status: 'False',
-        reason: ConditionReason.RolloutComplete,
-        message:
-          updated === hosts.length
-            ? `All ${hostsWord(hosts.length)} up to date${stuckNote}`
-            : `${updated} of ${hostsWord(hosts.length)} up to date${stuckNote}`,
-      };
-    }
+  return undefined;
+}
+
+/** Progressing with no host changing or waiting: skew, complete, or stuck on shared hosts. */
+function settledProgress(input: PoolStatusInput, p: ProgressHosts): PoolCondition {
+  const type = PoolConditionType.Progressing;
+  const { stuck, stuckNote, updated, total } = p;
+  if (input.skew && stuck.length === 0) {
     return {
       type,
       status: 'False',
-      reason: ConditionReason.RolloutStopped,
-      message: `${updated} of ${hostsWord(hosts.length)} updated${stuckNote}`,
+      reason: ConditionReason.KubeletVersionSkew,
+      message: 'No host gets the payload (see Degraded); nothing else is pending',
     };
   }
+  if (stuck.length === 0) {
+    return {
+      type,
+      status: 'False',
+      reason: ConditionReason.RolloutComplete,
+      message:
+        updated === total
+          ? `All ${hostsWord(total)} up to date${stuckNote}`
+          : `${updated} of ${hostsWord(total)} up to date${stuckNote}`,
+    };
+  }
+  return {
+    type,
+    status: 'False',
+    reason: ConditionReason.RolloutStopped,
+    message: `${updated} of ${hostsWord(total)} updated${stuckNote}`,
+  };
+}
+
+/** Progressing with hosts changing or waiting: waiting for the window, or rolling out. */
+function movingProgress(input: PoolStatusInput, p: ProgressHosts): PoolCondition {
+  const type = PoolConditionType.Progressing;
+  const { changing, waiting, stuckNote, updated, total } = p;
   if (changing.length === 0 && input.plan.blockedBy === 'window') {
     const next = input.nextWindowStart
       ? `; it opens next at ${input.nextWindowStart.toISOString()}`
@@ -200,7 +245,7 @@ function progressing(
     type,
     status: 'True',
     reason: ConditionReason.RollingOut,
-    message: `${updated} of ${hostsWord(hosts.length)} updated${changing.length ? `; changing: ${names(changing)}` : ''}${waiting.length ? `; waiting: ${names(waiting)}${why}` : ''}${stuckNote}`,
+    message: `${updated} of ${hostsWord(total)} updated${changing.length ? `; changing: ${names(changing)}` : ''}${waiting.length ? `; waiting: ${names(waiting)}${why}` : ''}${stuckNote}`,
   };
 }
 
