@@ -126,6 +126,25 @@ async function removeBootstrapFiles(host: AgentContext['hostOS']): Promise<void>
     if (await host.readFile(path)) await host.removePath(path);
 }
 
+/** What one pass of the loop reads and carries from step to step. */
+interface Pass {
+  context: AgentContext;
+  config: AgentConfig;
+  host: AgentContext['hostOS'];
+  /** The node's own kubeconfig, when its credentials exist. */
+  kc: k8s.KubeConfig | undefined;
+  core: k8s.CoreV1Api | undefined;
+  /** The agent's Node as the operator's signed commands leave it (undefined: not read). */
+  node: k8s.V1Node | undefined;
+  state: Awaited<ReturnType<typeof readState>>;
+  /** The services manifest the pass applies (a newly accepted one replaces it). */
+  manifest: ServicesManifest;
+  /** Services held back this pass (their credentials or the source VIP do not exist yet). */
+  heldBack: ReadonlySet<string>;
+  /** kube-proxy's source VIP this pass (an overlay's): problem detection never calls its endpoint stale. */
+  sourceVip: string | undefined;
+}
+
 /**
  * One pass of the loop. Exported for tests. `wake` is called when a Windows Update search or
  * install that outlasted the pass ends (windows-updates.ts), so the loop looks again at once.
@@ -136,7 +155,7 @@ export async function checkOnce(
   wake?: () => void,
 ): Promise<string> {
   const host = context.hostOS;
-  let manifest = await loadLocalManifest(context);
+  const manifest = await loadLocalManifest(context);
   const state = await readState(host);
   const kc = await nodeKubeConfig(host).catch(() => undefined);
   let node: k8s.V1Node | undefined;
@@ -148,159 +167,218 @@ export async function checkOnce(
   const desired = node?.metadata?.annotations?.[desiredServicesVersionAnnotation];
   // Windows Update and the rollout's reboot requests run even when a step before them failed:
   // a reboot the rollout asks for may be what mends a host whose services do not start.
-  let heldBack: ReadonlySet<string> = new Set();
-  // kube-proxy's source VIP this pass (an overlay's): problem detection never calls its endpoint stale.
-  let sourceVip: string | undefined;
+  const pass: Pass = {
+    context,
+    config,
+    host,
+    kc,
+    core,
+    node,
+    state,
+    manifest,
+    heldBack: new Set(),
+    sourceVip: undefined,
+  };
   try {
     const restart = new Set<string>();
-    if (core && desired && desired !== manifest.version) {
-      const next = await acceptedManifest(context, core, config, desired);
-      if (next) {
-        // A host that pulls (it joined by command) takes the new payload from the registry.
-        const pulled = config.pullsPayload
-          ? await pullManifestPayload(host, core, config.operatorNamespace, next, {
-              ...(context.signal ? { signal: context.signal } : {}),
-            })
-          : undefined;
-        if (pulled) {
-          context.stderr(
-            `pulled ${pulled.downloaded.length} payload files (${pulled.bytes} bytes) for services manifest ${next.version}\n`,
-          );
-        }
-        const changed = await installPayloadFiles(host, next, state);
-        for (const name of servicesRunning(next, changed)) restart.add(name);
-        await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
-        context.stderr(`applying services manifest ${next.version} (was ${manifest.version})\n`);
-        manifest = next;
-      }
-    }
-    // The node's own credentials work: the bootstrap token and its kubeconfig are no longer
-    // needed (a re-bootstrap gets fresh ones from the operator).
-    if (node) await removeBootstrapFiles(host);
-    // The pod network follows the mode and the Node's spec.podCIDR (cni-config.ts).
-    const network = manifest.network ?? defaultNodeNetwork;
-    // A new manifest may bring another mode: its firewall rule follows (kubelet-firewall.ts).
-    if (state.version !== manifest.version) await syncEncapsulationRule(host, network);
-    // flannel-host-gw: the bridge endpoint's .2 kept from pods first (bridge-endpoint.ts).
-    await syncBridgeEndpointAddress(context, node, network);
-    if (node) await syncCniConfig(context, config, node, network);
-    // kube-proxy's source VIP on an overlay (source-vip.ts).
-    sourceVip = await syncSourceVip(context, config, node, network);
-    // kube-proxy's own certificate, asked for with the node's (kube-proxy-credentials.ts).
-    const nodeClient = node ? kc : undefined;
-    const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
-    for (const name of proxy.restart) restart.add(name);
-    // A service whose arguments use {{sourceVip}} waits until it is reserved.
-    heldBack = sourceVip
-      ? proxy.holdBack
-      : new Set([...proxy.holdBack, ...servicesUsing(manifest, 'sourceVip')]);
-    // flanneld once this node may list Nodes (flanneld-access.ts).
-    const flanneld = await flanneldHoldBack(context, manifest, nodeClient);
-    if (flanneld.size > 0) heldBack = new Set([...heldBack, ...flanneld]);
-    // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
-    const settings = await applyHostSettings(host, manifest, state, {
-      agentService: true,
-      machineEnvironment: state.version !== manifest.version,
-    });
-    for (const name of settings.restart) restart.add(name);
-    await convergeServices(host, manifest, nodeVariableValues(config, { sourceVip }), state, {
-      start: 'all',
-      restart,
-      holdBack: heldBack,
-      // Services in a restart loop are not restarted blindly (node-health.ts).
-      doNotRestart: servicesNotToRestart(context),
-    });
-    // Old executables moved aside by an upgrade go once nothing runs them (replace-executable.ts).
-    await removeStaleCopiesOf(host, [
-      ...manifest.files.map((f) => f.path),
-      paths.agentExe,
-      paths.serviceExe,
-    ]);
-    state.version = manifest.version;
-    await writeState(host, state);
-    if (
-      core &&
-      node &&
-      isReady(node) &&
-      node.metadata?.annotations?.[servicesVersionAnnotation] !== manifest.version
-    ) {
-      await core.patchNode(
-        {
-          name: config.nodeName,
-          body: { metadata: { annotations: { [servicesVersionAnnotation]: manifest.version } } },
-        },
-        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-      );
-    }
+    if (core && desired && desired !== manifest.version)
+      await applyDesiredManifest(pass, core, desired, restart);
+    await syncNodeNetwork(pass, restart);
+    await convergeAndRecord(pass, restart);
   } finally {
     // Problem detection runs even when a step failed: a failing host is what it is for.
-    if (core && node && kc) {
-      try {
-        await checkNodeHealth(
-          context,
-          config,
-          node,
-          {
-            patchConditions: async (conditions) => {
-              await core.patchNodeStatus(
-                { name: config.nodeName, body: { status: { conditions } } },
-                k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
-              );
-            },
-            createEvent: async (event) => {
-              await core.createNamespacedEvent({ namespace: 'default', body: event });
-            },
-            serverDate: () => apiServerDate(kc),
-            // The pods on this node, as the Node authorizer lets a node list them.
-            listNodePods: async () =>
-              (
-                await core.listPodForAllNamespaces({
-                  fieldSelector: `spec.nodeName=${config.nodeName}`,
-                })
-              ).items,
-          },
-          { heldBack, network: manifest.network ?? defaultNodeNetwork, sourceVip },
-        );
-        // Rung 1 of the remediation ladder: the agent's own repairs (local-repair.ts).
-        await repairLocally(
-          context,
-          config,
-          node,
-          publishedProblems(context),
-          manifest.network ?? defaultNodeNetwork,
-        );
-      } catch (error) {
-        context.stderr(`health check failed: ${(error as Error).message}\n`);
-      }
-    }
-    if (core && node) {
-      // Whether the host can run gMSA pods: a label and its reason on the Node.
-      try {
-        await syncGmsaReadiness(context, node, {
-          patchMetadata: async (metadata) => {
-            await core.patchNode(
-              { name: config.nodeName, body: { metadata } },
-              k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-            );
-          },
-        });
-      } catch (error) {
-        context.stderr(`gMSA readiness report failed: ${(error as Error).message}\n`);
-      }
-      await syncWindowsUpdates(context, config, node, {
-        ...(wake ? { wake } : {}),
-        // Proxy variables only a reboot takes from the services (staleOwnEnvironment).
-        rebootPendingBesides: () => environmentAwaitingReboot(context).length > 0,
-        patchAnnotations: async (annotations) => {
-          await core.patchNode(
-            { name: config.nodeName, body: { metadata: { annotations } } },
-            k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    if (core && node && kc) await checkHealth(pass, core, node, kc);
+    if (core && node) await reportReadinessAndUpdates(pass, core, node, wake);
+  }
+  return pass.manifest.version;
+}
+
+/** Takes the manifest the Node's annotation names, when published: its payload, then the manifest. */
+async function applyDesiredManifest(
+  pass: Pass,
+  core: k8s.CoreV1Api,
+  desired: string,
+  restart: Set<string>,
+): Promise<void> {
+  const { context, config, host } = pass;
+  const next = await acceptedManifest(context, core, config, desired);
+  if (!next) return;
+  // A host that pulls (it joined by command) takes the new payload from the registry.
+  const pulled = config.pullsPayload
+    ? await pullManifestPayload(host, core, config.operatorNamespace, next, {
+        ...(context.signal ? { signal: context.signal } : {}),
+      })
+    : undefined;
+  if (pulled) {
+    context.stderr(
+      `pulled ${pulled.downloaded.length} payload files (${pulled.bytes} bytes) for services manifest ${next.version}\n`,
+    );
+  }
+  const changed = await installPayloadFiles(host, next, pass.state);
+  for (const name of servicesRunning(next, changed)) restart.add(name);
+  await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
+  context.stderr(`applying services manifest ${next.version} (was ${pass.manifest.version})\n`);
+  pass.manifest = next;
+}
+
+/**
+ * The node's network side (bootstrap files, firewall rule, bridge endpoint, CNI config, source
+ * VIP) and kube-proxy's and flanneld's credentials: sets what this pass holds back.
+ */
+async function syncNodeNetwork(pass: Pass, restart: Set<string>): Promise<void> {
+  const { context, config, host, node, kc, manifest, state } = pass;
+  // The node's own credentials work: the bootstrap token and its kubeconfig are no longer
+  // needed (a re-bootstrap gets fresh ones from the operator).
+  if (node) await removeBootstrapFiles(host);
+  // The pod network follows the mode and the Node's spec.podCIDR (cni-config.ts).
+  const network = manifest.network ?? defaultNodeNetwork;
+  // A new manifest may bring another mode: its firewall rule follows (kubelet-firewall.ts).
+  if (state.version !== manifest.version) await syncEncapsulationRule(host, network);
+  // flannel-host-gw: the bridge endpoint's .2 kept from pods first (bridge-endpoint.ts).
+  await syncBridgeEndpointAddress(context, node, network);
+  if (node) await syncCniConfig(context, config, node, network);
+  // kube-proxy's source VIP on an overlay (source-vip.ts).
+  pass.sourceVip = await syncSourceVip(context, config, node, network);
+  // kube-proxy's own certificate, asked for with the node's (kube-proxy-credentials.ts).
+  const nodeClient = node ? kc : undefined;
+  const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
+  for (const name of proxy.restart) restart.add(name);
+  // A service whose arguments use {{sourceVip}} waits until it is reserved.
+  pass.heldBack = pass.sourceVip
+    ? proxy.holdBack
+    : new Set([...proxy.holdBack, ...servicesUsing(manifest, 'sourceVip')]);
+  // flanneld once this node may list Nodes (flanneld-access.ts).
+  const flanneld = await flanneldHoldBack(context, manifest, nodeClient);
+  if (flanneld.size > 0) pass.heldBack = new Set([...pass.heldBack, ...flanneld]);
+}
+
+/**
+ * Host settings, the services converged, old executables removed, the applied version in the
+ * state file and — on a Ready node — on the Node.
+ */
+async function convergeAndRecord(pass: Pass, restart: Set<string>): Promise<void> {
+  const { context, config, host, core, node, manifest, state } = pass;
+  // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
+  const settings = await applyHostSettings(host, manifest, state, {
+    agentService: true,
+    machineEnvironment: state.version !== manifest.version,
+  });
+  for (const name of settings.restart) restart.add(name);
+  const sourceVip = pass.sourceVip;
+  await convergeServices(host, manifest, nodeVariableValues(config, { sourceVip }), state, {
+    start: 'all',
+    restart,
+    holdBack: pass.heldBack,
+    // Services in a restart loop are not restarted blindly (node-health.ts).
+    doNotRestart: servicesNotToRestart(context),
+  });
+  // Old executables moved aside by an upgrade go once nothing runs them (replace-executable.ts).
+  await removeStaleCopiesOf(host, [
+    ...manifest.files.map((f) => f.path),
+    paths.agentExe,
+    paths.serviceExe,
+  ]);
+  state.version = manifest.version;
+  await writeState(host, state);
+  if (
+    core &&
+    node &&
+    isReady(node) &&
+    node.metadata?.annotations?.[servicesVersionAnnotation] !== manifest.version
+  ) {
+    await core.patchNode(
+      {
+        name: config.nodeName,
+        body: { metadata: { annotations: { [servicesVersionAnnotation]: manifest.version } } },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+  }
+}
+
+/** Problem detection, then rung 1 of the remediation ladder; a failure is logged. */
+async function checkHealth(
+  pass: Pass,
+  core: k8s.CoreV1Api,
+  node: k8s.V1Node,
+  kc: k8s.KubeConfig,
+): Promise<void> {
+  const { context, config, manifest } = pass;
+  try {
+    await checkNodeHealth(
+      context,
+      config,
+      node,
+      {
+        patchConditions: async (conditions) => {
+          await core.patchNodeStatus(
+            { name: config.nodeName, body: { status: { conditions } } },
+            k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
           );
         },
-      });
-    }
+        createEvent: async (event) => {
+          await core.createNamespacedEvent({ namespace: 'default', body: event });
+        },
+        serverDate: () => apiServerDate(kc),
+        // The pods on this node, as the Node authorizer lets a node list them.
+        listNodePods: async () =>
+          (
+            await core.listPodForAllNamespaces({
+              fieldSelector: `spec.nodeName=${config.nodeName}`,
+            })
+          ).items,
+      },
+      {
+        heldBack: pass.heldBack,
+        network: manifest.network ?? defaultNodeNetwork,
+        sourceVip: pass.sourceVip,
+      },
+    );
+    // Rung 1 of the remediation ladder: the agent's own repairs (local-repair.ts).
+    await repairLocally(
+      context,
+      config,
+      node,
+      publishedProblems(context),
+      manifest.network ?? defaultNodeNetwork,
+    );
+  } catch (error) {
+    context.stderr(`health check failed: ${(error as Error).message}\n`);
   }
-  return manifest.version;
+}
+
+/** The gMSA readiness label (a failure logged), then Windows Update and reboot requests. */
+async function reportReadinessAndUpdates(
+  pass: Pass,
+  core: k8s.CoreV1Api,
+  node: k8s.V1Node,
+  wake: (() => void) | undefined,
+): Promise<void> {
+  const { context, config } = pass;
+  // Whether the host can run gMSA pods: a label and its reason on the Node.
+  try {
+    await syncGmsaReadiness(context, node, {
+      patchMetadata: async (metadata) => {
+        await core.patchNode(
+          { name: config.nodeName, body: { metadata } },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+        );
+      },
+    });
+  } catch (error) {
+    context.stderr(`gMSA readiness report failed: ${(error as Error).message}\n`);
+  }
+  await syncWindowsUpdates(context, config, node, {
+    ...(wake ? { wake } : {}),
+    // Proxy variables only a reboot takes from the services (staleOwnEnvironment).
+    rebootPendingBesides: () => environmentAwaitingReboot(context).length > 0,
+    patchAnnotations: async (annotations) => {
+      await core.patchNode(
+        { name: config.nodeName, body: { metadata: { annotations } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+    },
+  });
 }
 
 /** A deconfigure recorded before agent.json went: tried every two seconds until it is done. */
