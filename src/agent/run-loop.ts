@@ -559,6 +559,89 @@ export async function deconfigurePass(
   return 'done';
 }
 
+/** What the run loop keeps between passes: its watch, its waker and what the watch last saw. */
+interface LoopState {
+  context: AgentContext;
+  config: AgentConfig;
+  signal: AbortSignal;
+  watch: AbortController | undefined;
+  /** Ends the current wait (undefined: not waiting yet). */
+  wake: (() => void) | undefined;
+  /**
+   * A watch event that arrives while a check runs must not be lost: it is remembered, and the
+   * next wait ends at once (the check had read the Node before the change).
+   */
+  pending: boolean;
+  /** The Node's fields last seen by the watch (a change of any starts a pass). */
+  last: {
+    desired: string | undefined;
+    ready: boolean | undefined;
+    podCIDR: string | undefined;
+    updateKey: string | undefined;
+  };
+}
+
+/** Asks for a pass now: remembered when a check runs, and the wait ends. */
+function poke(loop: LoopState): void {
+  loop.pending = true;
+  loop.wake?.();
+}
+
+/** Starts the watch of the agent's own Node, once the node's credentials exist. */
+async function startWatch(loop: LoopState): Promise<void> {
+  const kc = await nodeKubeConfig(loop.context.hostOS).catch(() => undefined);
+  if (!kc || loop.signal.aborted) return;
+  try {
+    loop.watch = await quietWatch(kc).watch(
+      '/api/v1/nodes',
+      {
+        fieldSelector: `metadata.name=${loop.config.nodeName}`,
+        timeoutSeconds: watchTimeoutSeconds,
+      },
+      (_type: string, node: k8s.V1Node) => onNodeEvent(loop, node),
+      () => {
+        // The watch ended (the API server closes watches now and then): start it again now,
+        // not after a whole check interval in which changes would go unseen.
+        loop.watch = undefined;
+        loop.wake?.();
+      },
+    );
+  } catch {
+    loop.watch = undefined;
+  }
+}
+
+/** A watch event about the Node: a pass when a field the agent acts on changed. */
+function onNodeEvent(loop: LoopState, node: k8s.V1Node): void {
+  // Look again when the operator wants another version, when the node turns Ready
+  // (the applied version is recorded only on a Ready node), or when its pod CIDR comes
+  // or changes (the CNI config follows it).
+  const desired = node.metadata?.annotations?.[desiredServicesVersionAnnotation];
+  const ready = isReady(node);
+  const podCIDR = node.spec?.podCIDR;
+  // And when the rollout asks for updates or a reboot, or the node rebooted, or its
+  // removal asks the agent to deconfigure the host.
+  // (And when the operator signs a command again.)
+  const updateKey = JSON.stringify([
+    windowsUpdateWatchKey(node),
+    ...commandAnnotations.map((a) => [
+      node.metadata?.annotations?.[a] ?? null,
+      node.metadata?.annotations?.[signatureAnnotation(a)] ?? null,
+    ]),
+  ]);
+  const last = loop.last;
+  if (
+    desired !== last.desired ||
+    ready !== last.ready ||
+    podCIDR !== last.podCIDR ||
+    updateKey !== last.updateKey
+  ) {
+    loop.last = { desired, ready, podCIDR, updateKey };
+    poke(loop);
+  }
+}
+
+/** `winfleet-agent run`: passes until stopped (or an exit is due); returns the exit code. */
 export async function runLoop(context: AgentContext): Promise<number> {
   const signal = context.signal ?? new AbortController().signal;
   const data = await context.hostOS.readFile(paths.agentConfig);
@@ -569,139 +652,114 @@ export async function runLoop(context: AgentContext): Promise<number> {
     return 1;
   }
   const config = parseAgentConfig(data.toString('utf8'));
-  let watch: AbortController | undefined;
-  let wake: (() => void) | undefined;
-  // A watch event that arrives while a check runs must not be lost: it is remembered, and the
-  // next wait ends at once (the check had read the Node before the change).
-  let pending = false;
-  const poke = () => {
-    pending = true;
-    wake?.();
-  };
-  let lastDesired: string | undefined;
-  let lastReady: boolean | undefined;
-  let lastPodCIDR: string | undefined;
-  let lastUpdateKey: string | undefined;
-  const startWatch = async () => {
-    const kc = await nodeKubeConfig(context.hostOS).catch(() => undefined);
-    if (!kc || signal.aborted) return;
-    try {
-      watch = await quietWatch(kc).watch(
-        '/api/v1/nodes',
-        { fieldSelector: `metadata.name=${config.nodeName}`, timeoutSeconds: watchTimeoutSeconds },
-        (_type: string, node: k8s.V1Node) => {
-          // Look again when the operator wants another version, when the node turns Ready
-          // (the applied version is recorded only on a Ready node), or when its pod CIDR comes
-          // or changes (the CNI config follows it).
-          const desired = node.metadata?.annotations?.[desiredServicesVersionAnnotation];
-          const ready = isReady(node);
-          const podCIDR = node.spec?.podCIDR;
-          // And when the rollout asks for updates or a reboot, or the node rebooted, or its
-          // removal asks the agent to deconfigure the host.
-          // (And when the operator signs a command again.)
-          const updateKey = JSON.stringify([
-            windowsUpdateWatchKey(node),
-            ...commandAnnotations.map((a) => [
-              node.metadata?.annotations?.[a] ?? null,
-              node.metadata?.annotations?.[signatureAnnotation(a)] ?? null,
-            ]),
-          ]);
-          if (
-            desired !== lastDesired ||
-            ready !== lastReady ||
-            podCIDR !== lastPodCIDR ||
-            updateKey !== lastUpdateKey
-          ) {
-            lastDesired = desired;
-            lastReady = ready;
-            lastPodCIDR = podCIDR;
-            lastUpdateKey = updateKey;
-            poke();
-          }
-        },
-        () => {
-          // The watch ended (the API server closes watches now and then): start it again now,
-          // not after a whole check interval in which changes would go unseen.
-          watch = undefined;
-          wake?.();
-        },
-      );
-    } catch {
-      watch = undefined;
-    }
+  const loop: LoopState = {
+    context,
+    config,
+    signal,
+    watch: undefined,
+    wake: undefined,
+    pending: false,
+    last: { desired: undefined, ready: undefined, podCIDR: undefined, updateKey: undefined },
   };
   signal.addEventListener('abort', () => {
-    watch?.abort();
-    wake?.();
+    loop.watch?.abort();
+    loop.wake?.();
   });
   const startedAs = await ownExecutables(context);
   while (!signal.aborted) {
-    pending = false;
-    // A removal's request comes before any other work: converging would bring back what it
-    // removes. A failed deconfigure is tried again at the next pass, never left for a check.
-    let deconfigure: 'done' | 'none' | 'failed';
-    try {
-      deconfigure = await deconfigurePass(context, config);
-    } catch (error) {
-      context.stderr(`deconfiguring failed: ${(error as Error).message}\n`);
-      deconfigure = 'failed';
+    loop.pending = false;
+    const exit = await onePass(loop, startedAs);
+    if (exit !== undefined) {
+      loop.watch?.abort();
+      return exit;
     }
-    if (deconfigure === 'done') {
-      watch?.abort();
-      return 0;
-    }
-    try {
-      if (deconfigure === 'none') await checkOnce(context, config, poke);
-    } catch (error) {
-      context.stderr(`check failed: ${(error as Error).message}\n`);
-    }
-    // A restart would stop a Windows update install half-way: it waits for the install to end.
-    const replaced = installRunning(context)
-      ? []
-      : replacedExecutables(startedAs, await ownExecutables(context));
-    if (replaced.length > 0) {
-      context.stderr(
-        `a new ${replaced.join(' and ')} executable is installed; restarting to run it\n`,
-      );
-      watch?.abort();
-      return agentReplacedExitCode;
-    }
-    const environment = installRunning(context)
-      ? { restart: [], awaitingReboot: environmentAwaitingReboot(context) }
-      : await staleOwnEnvironment(context).catch((error: unknown) => {
-          context.stderr(`cannot compare the agent's environment: ${(error as Error).message}\n`);
-          return { restart: [], awaitingReboot: environmentAwaitingReboot(context) };
-        });
-    if (environment.restart.length > 0) {
-      context.stderr(
-        `the agent's service environment changed (${environment.restart.join(', ')}); restarting to take it\n`,
-      );
-      watch?.abort();
-      return agentReplacedExitCode;
-    }
-    const before = environmentAwaitingReboot(context).join(', ');
-    awaitingReboot.set(context, environment.awaitingReboot);
-    if (environment.awaitingReboot.length > 0 && environment.awaitingReboot.join(', ') !== before) {
-      context.stderr(
-        `${environment.awaitingReboot.join(', ')} left the configuration, but the services keep the value Windows read at boot until the host restarts (KB 821761); reported as a pending reboot for the pool's rollout\n`,
-      );
-      // The report says so now, not at the next interval.
-      pending = true;
-    }
-    if (!watch) await startWatch();
-    // Until the node's credentials exist and the watch runs, look again every two seconds.
-    const waitMs = watch
-      ? config.checkIntervalSeconds * 1000
-      : Math.min(config.checkIntervalSeconds * 1000, 2000);
-    await new Promise<void>((resolve) => {
-      if (pending) {
-        resolve();
-        return;
-      }
-      wake = resolve;
-      sleep(waitMs, undefined, { signal }).then(resolve, resolve);
-    });
+    if (!loop.watch) await startWatch(loop);
+    await waitForNextPass(loop);
   }
-  watch?.abort();
+  loop.watch?.abort();
   return 0;
+}
+
+/**
+ * A pass of the loop: a requested deconfigure, else a check; then whether the agent must exit to
+ * run new executables or take its service environment. Returns the exit code, if it must.
+ */
+async function onePass(
+  loop: LoopState,
+  startedAs: Awaited<ReturnType<typeof ownExecutables>>,
+): Promise<number | undefined> {
+  const { context, config } = loop;
+  // A removal's request comes before any other work: converging would bring back what it
+  // removes. A failed deconfigure is tried again at the next pass, never left for a check.
+  let deconfigure: 'done' | 'none' | 'failed';
+  try {
+    deconfigure = await deconfigurePass(context, config);
+  } catch (error) {
+    context.stderr(`deconfiguring failed: ${(error as Error).message}\n`);
+    deconfigure = 'failed';
+  }
+  if (deconfigure === 'done') return 0;
+  try {
+    if (deconfigure === 'none') await checkOnce(context, config, () => poke(loop));
+  } catch (error) {
+    context.stderr(`check failed: ${(error as Error).message}\n`);
+  }
+  // A restart would stop a Windows update install half-way: it waits for the install to end.
+  const replaced = installRunning(context)
+    ? []
+    : replacedExecutables(startedAs, await ownExecutables(context));
+  if (replaced.length > 0) {
+    context.stderr(
+      `a new ${replaced.join(' and ')} executable is installed; restarting to run it\n`,
+    );
+    return agentReplacedExitCode;
+  }
+  return environmentPass(loop);
+}
+
+/**
+ * The agent's service environment against this process's: the exit code when a restart takes
+ * it; otherwise what only a reboot takes is recorded (and logged when it changed).
+ */
+async function environmentPass(loop: LoopState): Promise<number | undefined> {
+  const { context } = loop;
+  const environment = installRunning(context)
+    ? { restart: [], awaitingReboot: environmentAwaitingReboot(context) }
+    : await staleOwnEnvironment(context).catch((error: unknown) => {
+        context.stderr(`cannot compare the agent's environment: ${(error as Error).message}\n`);
+        return { restart: [], awaitingReboot: environmentAwaitingReboot(context) };
+      });
+  if (environment.restart.length > 0) {
+    context.stderr(
+      `the agent's service environment changed (${environment.restart.join(', ')}); restarting to take it\n`,
+    );
+    return agentReplacedExitCode;
+  }
+  const before = environmentAwaitingReboot(context).join(', ');
+  awaitingReboot.set(context, environment.awaitingReboot);
+  if (environment.awaitingReboot.length > 0 && environment.awaitingReboot.join(', ') !== before) {
+    context.stderr(
+      `${environment.awaitingReboot.join(', ')} left the configuration, but the services keep the value Windows read at boot until the host restarts (KB 821761); reported as a pending reboot for the pool's rollout\n`,
+    );
+    // The report says so now, not at the next interval.
+    loop.pending = true;
+  }
+  return undefined;
+}
+
+/** Waits for the interval, a poke or the stop, whichever comes first. */
+async function waitForNextPass(loop: LoopState): Promise<void> {
+  const { config, signal } = loop;
+  // Until the node's credentials exist and the watch runs, look again every two seconds.
+  const waitMs = loop.watch
+    ? config.checkIntervalSeconds * 1000
+    : Math.min(config.checkIntervalSeconds * 1000, 2000);
+  await new Promise<void>((resolve) => {
+    if (loop.pending) {
+      resolve();
+      return;
+    }
+    loop.wake = resolve;
+    sleep(waitMs, undefined, { signal }).then(resolve, resolve);
+  });
 }
