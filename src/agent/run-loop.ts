@@ -560,7 +560,7 @@ export async function deconfigurePass(
 }
 
 /** What the run loop keeps between passes: its watch, its waker and what the watch last saw. */
-interface LoopState {
+export interface LoopState {
   context: AgentContext;
   config: AgentConfig;
   signal: AbortSignal;
@@ -611,8 +611,8 @@ async function startWatch(loop: LoopState): Promise<void> {
   }
 }
 
-/** A watch event about the Node: a pass when a field the agent acts on changed. */
-function onNodeEvent(loop: LoopState, node: k8s.V1Node): void {
+/** The Node's fields whose change starts a pass (compared field by field). Exported for tests. */
+export function watchedFields(node: k8s.V1Node): LoopState['last'] {
   // Look again when the operator wants another version, when the node turns Ready
   // (the applied version is recorded only on a Ready node), or when its pod CIDR comes
   // or changes (the CNI config follows it).
@@ -629,14 +629,20 @@ function onNodeEvent(loop: LoopState, node: k8s.V1Node): void {
       node.metadata?.annotations?.[signatureAnnotation(a)] ?? null,
     ]),
   ]);
+  return { desired, ready, podCIDR, updateKey };
+}
+
+/** A watch event about the Node: a pass when a field the agent acts on changed. */
+function onNodeEvent(loop: LoopState, node: k8s.V1Node): void {
+  const seen = watchedFields(node);
   const last = loop.last;
   if (
-    desired !== last.desired ||
-    ready !== last.ready ||
-    podCIDR !== last.podCIDR ||
-    updateKey !== last.updateKey
+    seen.desired !== last.desired ||
+    seen.ready !== last.ready ||
+    seen.podCIDR !== last.podCIDR ||
+    seen.updateKey !== last.updateKey
   ) {
-    loop.last = { desired, ready, podCIDR, updateKey };
+    loop.last = seen;
     poke(loop);
   }
 }

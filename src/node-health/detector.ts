@@ -154,7 +154,7 @@ export interface HealthEvent {
   message: string;
 }
 
-interface CheckState {
+export interface CheckState {
   /** The published condition (none until a first reading was decided). */
   condition?: HealthCondition;
   /** The reading that differs from the published status, and for how many checks in a row. */
@@ -230,7 +230,7 @@ export interface HealthResult {
 }
 
 /** A reading of one check: the status it indicates and, when True, why. */
-interface Reading {
+export interface Reading {
   status: ConditionStatus;
   reason: NodeHealthReason;
   message: string;
@@ -696,7 +696,7 @@ function persistReadings(pass: DetectPass): NodeHealthCondition[] {
 }
 
 /** One condition's next check state from its reading, given the streak `needed` to change. */
-function nextCheckState(
+export function nextCheckState(
   type: NodeHealthCondition,
   reading: Reading,
   check: CheckState | undefined,
