@@ -126,113 +126,172 @@ async function requireContainersFeature(context: AgentContext): Promise<void> {
   );
 }
 
+/** One join as it runs: its inputs and the phase reports name. */
+interface JoinRun {
+  context: AgentContext;
+  flags: JoinFlags;
+  host: AgentContext['hostOS'];
+  tuning: NonNullable<AgentContext['join']>;
+  signal: AbortSignal | undefined;
+  phase: JoinPhase;
+}
+
+/** Prints a message (unless failed: the command prints that) and writes it to join-status.json. */
+async function report(run: JoinRun, message: string, attempt = 1): Promise<void> {
+  // A failure is printed once, by the command (run-agent.ts); the file gets it too.
+  if (run.phase !== 'failed') run.context.stderr(`winfleet-agent join: ${message}\n`);
+  await writeJoinStatus(run.host, { phase: run.phase, message, attempt });
+}
+
+/** The onRetry of a retried phase: reports the failure, the attempt and the wait. */
+function retrying(run: JoinRun, what: string) {
+  return async ({
+    error,
+    attempt,
+    delayMs,
+  }: {
+    error: unknown;
+    attempt: number;
+    delayMs: number;
+  }) =>
+    report(
+      run,
+      `${what} failed (attempt ${attempt}): ${reason(error)}; retrying in ${Math.round(delayMs / 1000)} s`,
+      attempt + 1,
+    );
+}
+
 /** Runs the join; resolves with what bootstrap reports plus the node's identity. */
 export async function join(
   context: AgentContext,
   flags: JoinFlags,
 ): Promise<Record<string, unknown>> {
-  const host = context.hostOS;
-  const tuning = context.join ?? {};
-  const signal = context.signal;
-  let phase: JoinPhase = 'discovering';
-  const report = async (message: string, attempt = 1) => {
-    // A failure is printed once, by the command (run-agent.ts); the file gets it too.
-    if (phase !== 'failed') context.stderr(`winfleet-agent join: ${message}\n`);
-    await writeJoinStatus(host, { phase, message, attempt });
+  const run: JoinRun = {
+    context,
+    flags,
+    host: context.hostOS,
+    tuning: context.join ?? {},
+    signal: context.signal,
+    phase: 'discovering',
   };
-  const retrying =
-    (what: string) =>
-    async ({ error, attempt, delayMs }: { error: unknown; attempt: number; delayMs: number }) =>
-      report(
-        `${what} failed (attempt ${attempt}): ${reason(error)}; retrying in ${Math.round(delayMs / 1000)} s`,
-        attempt + 1,
-      );
   try {
     // Before anything the join spends (the token's use, at the kubelet's CSR) or writes.
     await step('containers-feature', () => requireContainersFeature(context));
-    await report(`reading cluster-info from ${flags.apiServer} to pin the cluster CA`);
-    const trusted = await step('discover', () =>
-      discoverCluster({
-        apiServer: flags.apiServer,
-        token: flags.token,
-        caCertHash: flags.caCertHash,
-        ...(tuning.discoveryBackoff ? { backoff: tuning.discoveryBackoff } : {}),
-        ...(signal ? { signal } : {}),
-        onRetry: retrying('Reading cluster-info'),
-      }),
-    );
-    phase = 'reading-join-info';
-    await report(
-      `cluster CA pinned (${flags.caCertHash}); reading winfleet-join in ${flags.namespace}`,
-    );
+    const trusted = await discover(run);
     const kc = joinKubeConfig(flags.apiServer, trusted.caPem, flags.token);
-    const materials = await step('read-join-info', () =>
-      retryWithBackoff(() => readJoinMaterials(kc, flags.namespace), {
-        initialDelayMs: 1000,
-        maxDelayMs: 10_000,
-        maxElapsedMs: 5 * 60_000,
-        ...tuning.discoveryBackoff,
-        ...(signal ? { signal } : {}),
-        onRetry: retrying('Reading winfleet-join'),
-      }),
-    );
-    const instance = flags.instanceIdentity
-      ? await step('instance-identity', () => readInstanceIdentity(host))
-      : undefined;
-    const identity = await step('node-identity', async () => ({
-      // With instance identity the node is named for the instance (the approver requires it).
-      nodeName:
-        flags.nodeName === undefined && instance
-          ? instance.facts.instanceId
-          : await nodeNameOf(context, flags),
-      nodeIP: await nodeIPOf(context),
-      hostname: await host.hostname(),
-    }));
-    if (instance) {
-      await report(
-        `presenting instance ${instance.facts.instanceId} (account ${instance.facts.accountId}, ${instance.facts.region}) for node ${identity.nodeName}`,
-      );
-      await step('instance-identity', () =>
-        presentInstanceIdentity(kc, identity.nodeName, instance.identity),
-      );
-    }
-    phase = 'pulling-payload';
-    const source = materials.joinInfo.payload;
-    await report(
-      `pulling payload ${materials.manifest.version}${source ? ` from ${source.repository}@${source.digest}` : ''}`,
-    );
-    const pull = tuning.pullPayload ?? pullPayload;
-    await step('pull-payload', () =>
-      retryWithBackoff(
-        () =>
-          pull(host, materials.manifest, source, materials.pullCredentials, {
-            ...(signal ? { signal } : {}),
-          }),
-        {
-          ...defaultPayloadBackoff,
-          ...tuning.payloadBackoff,
-          ...(signal ? { signal } : {}),
-          onRetry: retrying('Pulling the payload'),
-        },
-      ),
-    );
-    phase = 'bootstrapping';
+    const materials = await readMaterials(run, kc);
+    const identity = await nodeIdentity(run, kc);
+    await pullJoinPayload(run, materials);
+    run.phase = 'bootstrapping';
     const config = await step('write-bootstrap-config', async () => {
       const value = joinBootstrapConfig(flags, trusted, materials, identity);
-      await host.writeFile(paths.bootstrapConfig, `${JSON.stringify(value, null, 2)}\n`);
+      await run.host.writeFile(paths.bootstrapConfig, `${JSON.stringify(value, null, 2)}\n`);
       return value;
     });
     await report(
+      run,
       `configuring this host as node ${config.nodeName} (${config.nodeIP}); the kubelet joins with the token`,
     );
     const result = await bootstrap(context);
-    phase = 'joined';
-    await report(`joined: node ${config.nodeName} configured; the kubelet registers it`);
+    run.phase = 'joined';
+    await report(run, `joined: node ${config.nodeName} configured; the kubelet registers it`);
     return { ...result, nodeIP: config.nodeIP, apiServer: config.apiServer };
   } catch (error) {
-    const failedIn = phase;
-    phase = 'failed';
-    await report(`failed while ${failedIn}: ${reason(error)}`).catch(() => {});
+    const failedIn = run.phase;
+    run.phase = 'failed';
+    await report(run, `failed while ${failedIn}: ${reason(error)}`).catch(() => {});
     throw error;
   }
+}
+
+/** Phase 1: cluster-info read, verified with the token and pinned by the CA hash. */
+async function discover(run: JoinRun): Promise<TrustedClusterInfo> {
+  const { flags, tuning, signal } = run;
+  await report(run, `reading cluster-info from ${flags.apiServer} to pin the cluster CA`);
+  return step('discover', () =>
+    discoverCluster({
+      apiServer: flags.apiServer,
+      token: flags.token,
+      caCertHash: flags.caCertHash,
+      ...(tuning.discoveryBackoff ? { backoff: tuning.discoveryBackoff } : {}),
+      ...(signal ? { signal } : {}),
+      onRetry: retrying(run, 'Reading cluster-info'),
+    }),
+  );
+}
+
+/** Phase 2: winfleet-join, its services manifest and the pull Secret, with the token. */
+async function readMaterials(run: JoinRun, kc: ReturnType<typeof joinKubeConfig>) {
+  const { flags, tuning, signal } = run;
+  run.phase = 'reading-join-info';
+  await report(
+    run,
+    `cluster CA pinned (${flags.caCertHash}); reading winfleet-join in ${flags.namespace}`,
+  );
+  return step('read-join-info', () =>
+    retryWithBackoff(() => readJoinMaterials(kc, flags.namespace), {
+      initialDelayMs: 1000,
+      maxDelayMs: 10_000,
+      maxElapsedMs: 5 * 60_000,
+      ...tuning.discoveryBackoff,
+      ...(signal ? { signal } : {}),
+      onRetry: retrying(run, 'Reading winfleet-join'),
+    }),
+  );
+}
+
+/** The node's name, address and host name; with instance identity, the instance presented. */
+async function nodeIdentity(
+  run: JoinRun,
+  kc: ReturnType<typeof joinKubeConfig>,
+): Promise<{ nodeName: string; nodeIP: string; hostname: string }> {
+  const { context, flags, host } = run;
+  const instance = flags.instanceIdentity
+    ? await step('instance-identity', () => readInstanceIdentity(host))
+    : undefined;
+  const identity = await step('node-identity', async () => ({
+    // With instance identity the node is named for the instance (the approver requires it).
+    nodeName:
+      flags.nodeName === undefined && instance
+        ? instance.facts.instanceId
+        : await nodeNameOf(context, flags),
+    nodeIP: await nodeIPOf(context),
+    hostname: await host.hostname(),
+  }));
+  if (instance) {
+    await report(
+      run,
+      `presenting instance ${instance.facts.instanceId} (account ${instance.facts.accountId}, ${instance.facts.region}) for node ${identity.nodeName}`,
+    );
+    await step('instance-identity', () =>
+      presentInstanceIdentity(kc, identity.nodeName, instance.identity),
+    );
+  }
+  return identity;
+}
+
+/** Phase 3: the payload pulled, retried with backoff while the registry cannot be reached. */
+async function pullJoinPayload(run: JoinRun, materials: JoinMaterials): Promise<void> {
+  const { host, tuning, signal } = run;
+  run.phase = 'pulling-payload';
+  const source = materials.joinInfo.payload;
+  await report(
+    run,
+    `pulling payload ${materials.manifest.version}${source ? ` from ${source.repository}@${source.digest}` : ''}`,
+  );
+  const pull = tuning.pullPayload ?? pullPayload;
+  await step('pull-payload', () =>
+    retryWithBackoff(
+      () =>
+        pull(host, materials.manifest, source, materials.pullCredentials, {
+          ...(signal ? { signal } : {}),
+        }),
+      {
+        ...defaultPayloadBackoff,
+        ...tuning.payloadBackoff,
+        ...(signal ? { signal } : {}),
+        onRetry: retrying(run, 'Pulling the payload'),
+      },
+    ),
+  );
 }

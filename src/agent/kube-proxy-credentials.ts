@@ -294,6 +294,19 @@ export async function ensureKubeProxyCredentials(
   return outcome;
 }
 
+/** One certificate request as it is made and watched: the API, its name and the pending key. */
+interface CsrAttempt {
+  context: AgentContext;
+  api: k8s.CertificatesV1Api;
+  call: k8s.ConfigurationOptions;
+  /** The CSR's name (requestName: the node and the key). */
+  name: string;
+  nodeName: string;
+  keyPem: string;
+  log: (line: string) => void;
+  options: KubeProxyCredentialsOptions;
+}
+
 /**
  * Creates (or finds) the certificate request for the pending key and waits a little for its
  * certificate. Returns it with its key, or undefined while it is pending or after a denial.
@@ -308,52 +321,79 @@ async function requestCertificate(
 ): Promise<{ certPem: string; keyPem: string } | undefined> {
   const denied = deniedUntil.get(context);
   if (denied && Date.now() < denied.until) return undefined;
-  const host = context.hostOS;
   const api = kc.makeApiClient(k8s.CertificatesV1Api);
   const call = bounded(options.apiTimeoutMs ?? 10_000);
-  const { keys, keyPem } = await pendingKey(host);
+  const { keys, keyPem } = await pendingKey(context.hostOS);
   const name = requestName(nodeName, keyPem);
-  const readRequest = async () => {
-    try {
-      return await api.readCertificateSigningRequest({ name }, call);
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
-  };
-  let csr = await readRequest();
-  if (!csr) {
-    const request = await createCsrPem(
-      { commonName: kubeProxyUserName(nodeName), organizations: [kubeProxyGroup] },
-      keys,
-    );
-    try {
-      csr = await api.createCertificateSigningRequest(
-        {
-          body: {
-            metadata: { name },
-            spec: {
-              request: Buffer.from(request).toString('base64'),
-              signerName: kubeProxySignerName,
-              usages: [...kubeProxyUsages],
-              expirationSeconds: options.lifetimeSeconds ?? 7 * 24 * 3600,
-            },
+  const attempt: CsrAttempt = { context, api, call, name, nodeName, keyPem, log, options };
+  const csr = (await readRequest(attempt)) ?? (await createRequest(attempt, keys, reason));
+  return awaitCertificate(attempt, csr);
+}
+
+/** The CSR of this attempt, undefined when there is none. */
+async function readRequest(
+  attempt: CsrAttempt,
+): Promise<k8s.V1CertificateSigningRequest | undefined> {
+  try {
+    return await attempt.api.readCertificateSigningRequest({ name: attempt.name }, attempt.call);
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+/** Creates the CSR for the pending key; undefined when one of that name appeared meanwhile. */
+async function createRequest(
+  attempt: CsrAttempt,
+  keys: Awaited<ReturnType<typeof pendingKey>>['keys'],
+  reason: string,
+): Promise<k8s.V1CertificateSigningRequest | undefined> {
+  const { api, call, name, nodeName, options } = attempt;
+  const request = await createCsrPem(
+    { commonName: kubeProxyUserName(nodeName), organizations: [kubeProxyGroup] },
+    keys,
+  );
+  try {
+    const csr = await api.createCertificateSigningRequest(
+      {
+        body: {
+          metadata: { name },
+          spec: {
+            request: Buffer.from(request).toString('base64'),
+            signerName: kubeProxySignerName,
+            usages: [...kubeProxyUsages],
+            expirationSeconds: options.lifetimeSeconds ?? 7 * 24 * 3600,
           },
         },
-        call,
+      },
+      call,
+    );
+    attempt.log(
+      `requested a client certificate (CSR ${name}, signer ${kubeProxySignerName}, CN ${kubeProxyUserName(nodeName)}): ${reason}`,
+    );
+    return csr;
+  } catch (error) {
+    if (!isAlreadyExists(error)) {
+      throw new WinfleetError(
+        'WF_KUBE_PROXY_CERTIFICATE',
+        `cannot create CSR ${name} with the node's credentials (HTTP ${httpStatus(error) ?? 'error'}: ${(error as Error).message}); check the API server's --authorization-mode includes Node`,
       );
-      log(
-        `requested a client certificate (CSR ${name}, signer ${kubeProxySignerName}, CN ${kubeProxyUserName(nodeName)}): ${reason}`,
-      );
-    } catch (error) {
-      if (!isAlreadyExists(error)) {
-        throw new WinfleetError(
-          'WF_KUBE_PROXY_CERTIFICATE',
-          `cannot create CSR ${name} with the node's credentials (HTTP ${httpStatus(error) ?? 'error'}: ${(error as Error).message}); check the API server's --authorization-mode includes Node`,
-        );
-      }
     }
+    return undefined;
   }
+}
+
+/**
+ * Polls the CSR until it is denied (undefined, asked again later with a new key), issued (the
+ * certificate, checked against the key) or the wait ends (undefined).
+ */
+async function awaitCertificate(
+  attempt: CsrAttempt,
+  first: k8s.V1CertificateSigningRequest | undefined,
+): Promise<{ certPem: string; keyPem: string } | undefined> {
+  const { context, name, options } = attempt;
+  const host = context.hostOS;
+  let csr = first;
   const deadline = Date.now() + (options.waitMs ?? 15_000);
   for (;;) {
     const refused = csr?.status?.conditions?.find(
@@ -363,28 +403,35 @@ async function requestCertificate(
       const retryMs = options.retryAfterDenialMs ?? 10 * 60_000;
       deniedUntil.set(context, { until: Date.now() + retryMs, reason: refused.message ?? '' });
       await host.removePath(kubeProxyPendingKeyPath);
-      log(
+      attempt.log(
         `CSR ${name} was ${refused.type.toLowerCase()} (${refused.reason ?? 'no reason'}: ${refused.message ?? ''}); asking again with a new key in ${Math.round(retryMs / 1000)} s. The winfleet operator approves it only for a node of a WindowsHost it manages: check the WindowsHost's conditions and the operator's log`,
       );
       return undefined;
     }
     const certificate = csr?.status?.certificate;
-    if (certificate) {
-      const certPem = Buffer.from(certificate, 'base64').toString('utf8');
-      const problem = issuedProblem(certPem, keyPem, nodeName);
-      if (problem) {
-        await host.removePath(kubeProxyPendingKeyPath);
-        throw new WinfleetError(
-          'WF_KUBE_PROXY_CERTIFICATE',
-          `the certificate issued for CSR ${name} is refused: ${problem}; check kube-controller-manager's --cluster-signing-* flags (the signer of ${kubeProxySignerName} must sign with the cluster CA) and the CSR's status (kubectl get csr ${name} -o yaml)`,
-        );
-      }
-      deniedUntil.delete(context);
-      return { certPem, keyPem };
-    }
+    if (certificate) return acceptIssued(attempt, certificate);
     if (Date.now() >= deadline || context.signal?.aborted) return undefined;
     await sleep(options.pollMs ?? 250, undefined, { signal: context.signal }).catch(() => {});
-    csr = await readRequest();
+    csr = await readRequest(attempt);
     if (!csr) return undefined;
   }
+}
+
+/** The issued certificate with its key, once it is checked to be the node's kube-proxy's. */
+async function acceptIssued(
+  attempt: CsrAttempt,
+  certificate: string,
+): Promise<{ certPem: string; keyPem: string }> {
+  const { context, name, keyPem } = attempt;
+  const certPem = Buffer.from(certificate, 'base64').toString('utf8');
+  const problem = issuedProblem(certPem, keyPem, attempt.nodeName);
+  if (problem) {
+    await context.hostOS.removePath(kubeProxyPendingKeyPath);
+    throw new WinfleetError(
+      'WF_KUBE_PROXY_CERTIFICATE',
+      `the certificate issued for CSR ${name} is refused: ${problem}; check kube-controller-manager's --cluster-signing-* flags (the signer of ${kubeProxySignerName} must sign with the cluster CA) and the CSR's status (kubectl get csr ${name} -o yaml)`,
+    );
+  }
+  deniedUntil.delete(context);
+  return { certPem, keyPem };
 }

@@ -157,6 +157,25 @@ async function clockShift(host: AgentContext['hostOS']): Promise<number> {
   return hostNow === undefined ? 0 : hostNow - Date.now();
 }
 
+/** What one gather reads and fills: the check's inputs, the agent's memory, the observations. */
+interface GatherPass {
+  context: AgentContext;
+  node: k8s.V1Node;
+  memory: Memory;
+  sync: NodeHealthSync;
+  now: number;
+  heldBack: ReadonlySet<string>;
+  settings: HealthSettings;
+  network: NodeNetwork;
+  sourceVip: string | undefined;
+  /** What this check observed so far. */
+  o: HealthObservations;
+}
+
+/** The CNI's HNS networks as this check read them (undefined: not read, or the read failed). */
+type HnsNetworks = Awaited<ReturnType<AgentContext['hostOS']['listHnsNetworks']>>;
+
+/** What one check observes on the host (a field left undefined: it could not be observed). */
 async function gather(
   context: AgentContext,
   node: k8s.V1Node,
@@ -168,130 +187,31 @@ async function gather(
   network: NodeNetwork,
   sourceVip: string | undefined,
 ): Promise<HealthObservations> {
-  const host = context.hostOS;
   const o: HealthObservations = { services: {} };
-  for (const name of checkedServices) {
-    // A service the agent holds back on purpose (kube-proxy until its credentials exist) is
-    // not a problem: not observed.
-    if (heldBack.has(name)) continue;
-    // No kube-proxy of winfleet's where the CNI brings its own (external mode): not observed.
-    if (name === 'kube-proxy' && kubeProxyNetwork(network) === undefined) continue;
-    const status = await host.queryService(name).catch(() => undefined);
-    const seen = memory.services.get(name) ?? { restarts: [] };
-    memory.services.set(name, seen);
-    let state: ServiceObservation['state'] = 'missing';
-    if (status) {
-      state =
-        status.state === 'running'
-          ? 'running'
-          : status.state === 'stopped'
-            ? 'stopped'
-            : status.state === 'paused'
-              ? 'paused'
-              : 'pending';
-      // A new process since the last check is a (re)start; the first one seen is not.
-      if (status.state === 'running' && status.pid !== undefined) {
-        if (seen.pid !== undefined && seen.pid !== status.pid) seen.restarts.push(now);
-        seen.pid = status.pid;
-      }
-    }
-    const windowStart = now - settings.restartLoop.windowSeconds * 1000;
-    seen.restarts = seen.restarts.filter((t) => t > windowStart).slice(-1000);
-    // The SCM's log of its unexpected ends counts the restarts of a service that dies at once,
-    // which a check rarely sees running; new PIDs are the fallback when the log cannot be read.
-    // (The log's times are the host's clock: shifted to this process's, as the clock check is.)
-    let failures: number[] | undefined;
-    if (status) {
-      const shift = await clockShift(host);
-      failures = await host
-        .serviceFailures(name, Math.max(0, Math.floor(windowStart + shift)))
-        .then((times) => times.map((t) => t - shift).filter((t) => t > windowStart && t <= now))
-        .catch(() => undefined);
-    }
-    const observation: ServiceObservation = {
-      state,
-      restarts: failures && failures.length >= seen.restarts.length ? failures : [...seen.restarts],
-    };
-    if (status?.state === 'stopped' && status.exitCode !== undefined)
-      observation.exitCode = status.exitCode;
-    (o.services as Record<CheckedService, ServiceObservation>)[name] = observation;
-  }
+  const pass: GatherPass = {
+    context,
+    node,
+    memory,
+    sync,
+    now,
+    heldBack,
+    settings,
+    network,
+    sourceVip,
+    o,
+  };
+  await observeServices(pass);
   if (o.services.kubelet?.state === 'running')
     o.kubeletHealthz = await probe(
       context,
       kubeletHealthzPort,
       (a) => isOkStatus(a.status) && a.body.trim() === 'ok',
     );
-
   // The pod network the mode names (none known: an external CNI's, not checked here).
   const networkName = podNetworkName(network);
-  let networkPresent = false;
-  let networks: Awaited<ReturnType<typeof host.listHnsNetworks>> | undefined;
-  if (networkName) {
-    try {
-      networks = await host.listHnsNetworks();
-      networkPresent = networks.some((n) => n.name.toLowerCase() === networkName.toLowerCase());
-      const bootId = node.status?.nodeInfo?.bootID ?? '';
-      if (networkPresent) memory.hnsSeenInBoot = bootId;
-      o.hnsNetwork = {
-        name: networkName,
-        present: networkPresent,
-        expected: memory.hnsSeenInBoot === bootId,
-      };
-    } catch (error) {
-      context.stderr(`health: cannot list the HNS networks: ${errorText(error)}\n`);
-    }
-  }
-  // Endpoints left behind on winfleet's own pod network (never a CNI's: external mode).
-  if (winfleetOwnsNetwork(network)) {
-    const endpoints = networks
-      ? await host.listHnsEndpoints().catch((error: unknown) => {
-          context.stderr(`health: cannot list the HNS endpoints: ${errorText(error)}\n`);
-          return undefined;
-        })
-      : undefined;
-    const podIPs = sync.listNodePods
-      ? await sync
-          .listNodePods()
-          .then((pods) => {
-            const ips = new Set<string>();
-            for (const pod of pods) {
-              if (pod.status?.podIP) ips.add(pod.status.podIP);
-              for (const p of pod.status?.podIPs ?? []) if (p.ip) ips.add(p.ip);
-            }
-            return ips;
-          })
-          .catch((error: unknown) => {
-            context.stderr(`health: cannot list the pods on this node: ${errorText(error)}\n`);
-            return undefined;
-          })
-      : undefined;
-    const decision = decideStaleEndpoints(
-      {
-        network,
-        networks,
-        endpoints,
-        podIPs,
-        // The node's pod subnet: ovn-hybrid's is the hybrid overlay annotation, not spec.podCIDR.
-        podCIDR:
-          network.mode === 'ovn-hybrid'
-            ? node.metadata?.annotations?.[ovnHybrid.subnetAnnotation]
-            : node.spec?.podCIDR,
-        sourceVip,
-      },
-      memory.staleEndpoints,
-      now,
-      settings.staleEndpointSeconds,
-    );
-    memory.staleEndpoints = decision.memory;
-    // A check that decided nothing leaves nothing to remove.
-    memory.removableEndpoints = decision.removable;
-    if (decision.observation) o.hnsEndpoints = decision.observation;
-  } else {
-    memory.staleEndpoints = emptyStaleEndpointMemory();
-    memory.removableEndpoints = [];
-  }
-
+  const networks = networkName ? await observeHnsNetwork(pass, networkName) : undefined;
+  const networkPresent = o.hnsNetwork?.present ?? false;
+  await observeStaleEndpoints(pass, networks);
   // kube-proxy serves /healthz only once its network exists (it waits for it before its
   // server starts: cmd/kube-proxy/app/server.go Run after createProxier, winkernel
   // getNetworkInfo): before that a refused probe is the network's problem, not kube-proxy's.
@@ -300,24 +220,202 @@ async function gather(
       o.kubeProxyHealthz = await probe(context, kubeProxyHealthzPort, (a) => isOkStatus(a.status));
     else o.kubeProxyWaitsFor = networkName;
   }
+  await observeClock(pass);
+  await observeHostFacts(pass);
+  return o;
+}
 
-  if (sync.serverDate) {
-    const answer = await sync.serverDate().catch(() => undefined);
-    // The host's clock, not this process's: the agent runs on the host (WindowsHostOS reads
-    // the same system time), but a HostOS may answer for another machine (the simulated
-    // hosts, whose clock a fault puts off). Its offset from this process's clock is added.
-    const hostNow = answer && (await host.localTime().catch(() => undefined));
-    if (answer && hostNow !== undefined)
-      o.clock = { ...answer, localTime: answer.localTime + (hostNow - Date.now()) };
+/** Each checked service's state and restarts (those held back or not winfleet's: not observed). */
+async function observeServices(pass: GatherPass): Promise<void> {
+  for (const name of checkedServices) {
+    // A service the agent holds back on purpose (kube-proxy until its credentials exist) is
+    // not a problem: not observed.
+    if (pass.heldBack.has(name)) continue;
+    // No kube-proxy of winfleet's where the CNI brings its own (external mode): not observed.
+    if (name === 'kube-proxy' && kubeProxyNetwork(pass.network) === undefined) continue;
+    (pass.o.services as Record<CheckedService, ServiceObservation>)[name] = await observeService(
+      pass,
+      name,
+    );
   }
+}
 
+/** The SCM's state of a service mapped to the detector's. */
+function observedState(state: string): ServiceObservation['state'] {
+  return state === 'running'
+    ? 'running'
+    : state === 'stopped'
+      ? 'stopped'
+      : state === 'paused'
+        ? 'paused'
+        : 'pending';
+}
+
+/** One service: its state, and its restarts from the SCM's log or, failing that, new PIDs. */
+async function observeService(pass: GatherPass, name: CheckedService): Promise<ServiceObservation> {
+  const { memory, now, settings } = pass;
+  const host = pass.context.hostOS;
+  const status = await host.queryService(name).catch(() => undefined);
+  const seen = memory.services.get(name) ?? { restarts: [] };
+  memory.services.set(name, seen);
+  let state: ServiceObservation['state'] = 'missing';
+  if (status) {
+    state = observedState(status.state);
+    // A new process since the last check is a (re)start; the first one seen is not.
+    if (status.state === 'running' && status.pid !== undefined) {
+      if (seen.pid !== undefined && seen.pid !== status.pid) seen.restarts.push(now);
+      seen.pid = status.pid;
+    }
+  }
+  const windowStart = now - settings.restartLoop.windowSeconds * 1000;
+  seen.restarts = seen.restarts.filter((t) => t > windowStart).slice(-1000);
+  // The SCM's log of its unexpected ends counts the restarts of a service that dies at once,
+  // which a check rarely sees running; new PIDs are the fallback when the log cannot be read.
+  // (The log's times are the host's clock: shifted to this process's, as the clock check is.)
+  let failures: number[] | undefined;
+  if (status) {
+    const shift = await clockShift(host);
+    failures = await host
+      .serviceFailures(name, Math.max(0, Math.floor(windowStart + shift)))
+      .then((times) => times.map((t) => t - shift).filter((t) => t > windowStart && t <= now))
+      .catch(() => undefined);
+  }
+  const observation: ServiceObservation = {
+    state,
+    restarts: failures && failures.length >= seen.restarts.length ? failures : [...seen.restarts],
+  };
+  if (status?.state === 'stopped' && status.exitCode !== undefined)
+    observation.exitCode = status.exitCode;
+  return observation;
+}
+
+/** The pod network's presence in this boot (o.hnsNetwork); returns the networks read. */
+async function observeHnsNetwork(
+  pass: GatherPass,
+  networkName: string,
+): Promise<HnsNetworks | undefined> {
+  const { context, memory } = pass;
+  let networks: HnsNetworks | undefined;
+  try {
+    networks = await context.hostOS.listHnsNetworks();
+    const networkPresent = networks.some((n) => n.name.toLowerCase() === networkName.toLowerCase());
+    const bootId = pass.node.status?.nodeInfo?.bootID ?? '';
+    if (networkPresent) memory.hnsSeenInBoot = bootId;
+    pass.o.hnsNetwork = {
+      name: networkName,
+      present: networkPresent,
+      expected: memory.hnsSeenInBoot === bootId,
+    };
+  } catch (error) {
+    context.stderr(`health: cannot list the HNS networks: ${errorText(error)}\n`);
+  }
+  return networks;
+}
+
+/** Endpoints left behind on winfleet's own pod network (never a CNI's: external mode). */
+async function observeStaleEndpoints(
+  pass: GatherPass,
+  networks: HnsNetworks | undefined,
+): Promise<void> {
+  const { context, memory, network, node } = pass;
+  if (!winfleetOwnsNetwork(network)) {
+    memory.staleEndpoints = emptyStaleEndpointMemory();
+    memory.removableEndpoints = [];
+    return;
+  }
+  const endpoints = networks
+    ? await context.hostOS.listHnsEndpoints().catch((error: unknown) => {
+        context.stderr(`health: cannot list the HNS endpoints: ${errorText(error)}\n`);
+        return undefined;
+      })
+    : undefined;
+  const podIPs = await nodePodIPs(context, pass.sync);
+  const decision = decideStaleEndpoints(
+    {
+      network,
+      networks,
+      endpoints,
+      podIPs,
+      // The node's pod subnet: ovn-hybrid's is the hybrid overlay annotation, not spec.podCIDR.
+      podCIDR:
+        network.mode === 'ovn-hybrid'
+          ? node.metadata?.annotations?.[ovnHybrid.subnetAnnotation]
+          : node.spec?.podCIDR,
+      sourceVip: pass.sourceVip,
+    },
+    memory.staleEndpoints,
+    pass.now,
+    pass.settings.staleEndpointSeconds,
+  );
+  memory.staleEndpoints = decision.memory;
+  // A check that decided nothing leaves nothing to remove.
+  memory.removableEndpoints = decision.removable;
+  if (decision.observation) pass.o.hnsEndpoints = decision.observation;
+}
+
+/** The addresses of the pods on this node (undefined: no lister, or the list failed). */
+async function nodePodIPs(
+  context: AgentContext,
+  sync: NodeHealthSync,
+): Promise<Set<string> | undefined> {
+  if (!sync.listNodePods) return undefined;
+  return sync
+    .listNodePods()
+    .then((pods) => {
+      const ips = new Set<string>();
+      for (const pod of pods) {
+        if (pod.status?.podIP) ips.add(pod.status.podIP);
+        for (const p of pod.status?.podIPs ?? []) if (p.ip) ips.add(p.ip);
+      }
+      return ips;
+    })
+    .catch((error: unknown) => {
+      context.stderr(`health: cannot list the pods on this node: ${errorText(error)}\n`);
+      return undefined;
+    });
+}
+
+/** The host's clock against the API server's Date header (o.clock). */
+async function observeClock(pass: GatherPass): Promise<void> {
+  const { sync } = pass;
+  if (!sync.serverDate) return;
+  const answer = await sync.serverDate().catch(() => undefined);
+  // The host's clock, not this process's: the agent runs on the host (WindowsHostOS reads
+  // the same system time), but a HostOS may answer for another machine (the simulated
+  // hosts, whose clock a fault puts off). Its offset from this process's clock is added.
+  const hostNow = answer && (await pass.context.hostOS.localTime().catch(() => undefined));
+  if (answer && hostNow !== undefined)
+    pass.o.clock = { ...answer, localTime: answer.localTime + (hostNow - Date.now()) };
+}
+
+/** The system drive, the kubelet's certificate, the reboot-pending flag and Defender's threats. */
+async function observeHostFacts(pass: GatherPass): Promise<void> {
+  const { context, o } = pass;
+  const host = context.hostOS;
   try {
     o.systemDrive = { path: 'C:\\', freeBytes: await host.freeDiskBytes('C:\\') };
   } catch (error) {
     context.stderr(`health: cannot read the system drive's free space: ${errorText(error)}\n`);
   }
+  const certificate = await observeKubeletCertificate(context);
+  if (certificate) o.kubeletCertificate = certificate;
+  try {
+    o.rebootPending = await host.rebootPending();
+  } catch (error) {
+    context.stderr(`health: cannot read the reboot-pending entries: ${errorText(error)}\n`);
+  }
+  try {
+    o.defenderThreats = (await host.defenderThreats()).threats;
+  } catch (error) {
+    context.stderr(`health: ${errorText(error)}\n`);
+  }
+}
 
-  const pem = await host.readFile(kubeletClientCertificatePath).catch(() => undefined);
+/** The kubelet's client certificate's validity (undefined: no file, or none readable in it). */
+async function observeKubeletCertificate(
+  context: AgentContext,
+): Promise<HealthObservations['kubeletCertificate']> {
+  const pem = await context.hostOS.readFile(kubeletClientCertificatePath).catch(() => undefined);
   // The kubelet's file holds the certificate, then its key (client-go certificate_store).
   const block = pem
     ? /-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----/.exec(
@@ -328,31 +426,18 @@ async function gather(
     context.stderr(
       `health: cannot read ${kubeletClientCertificatePath}: it holds no PEM certificate\n`,
     );
-  if (block) {
-    try {
-      const cert = new X509Certificate(block[0]);
-      o.kubeletCertificate = {
-        path: kubeletClientCertificatePath,
-        notBefore: Date.parse(cert.validFrom),
-        notAfter: Date.parse(cert.validTo),
-      };
-    } catch (error) {
-      context.stderr(`health: cannot read ${kubeletClientCertificatePath}: ${errorText(error)}\n`);
-    }
-  }
-
+  if (!block) return undefined;
   try {
-    o.rebootPending = await host.rebootPending();
+    const cert = new X509Certificate(block[0]);
+    return {
+      path: kubeletClientCertificatePath,
+      notBefore: Date.parse(cert.validFrom),
+      notAfter: Date.parse(cert.validTo),
+    };
   } catch (error) {
-    context.stderr(`health: cannot read the reboot-pending entries: ${errorText(error)}\n`);
+    context.stderr(`health: cannot read ${kubeletClientCertificatePath}: ${errorText(error)}\n`);
+    return undefined;
   }
-
-  try {
-    o.defenderThreats = (await host.defenderThreats()).threats;
-  } catch (error) {
-    context.stderr(`health: ${errorText(error)}\n`);
-  }
-  return o;
 }
 
 /** The Node's condition of that type, if any. */
@@ -418,23 +503,7 @@ export async function checkNodeHealth(
 ): Promise<ReadonlySet<string>> {
   const now = (sync.now ?? Date.now)();
   const settings = sync.settings ?? healthSettingsWith(config.agentHealth);
-  let memory = memories.get(context);
-  if (!memory) {
-    // A new process: start from what the Node shows, so a True condition is not cleared by
-    // one good reading, and from the Defender detections earlier processes announced.
-    const state = stateFromNode(node.status?.conditions ?? []);
-    state.reportedThreats = await readState(context.hostOS)
-      .then((s) => s.reportedThreats ?? [])
-      .catch(() => []);
-    memory = {
-      state,
-      services: new Map(),
-      loggedEventFailure: false,
-      staleEndpoints: emptyStaleEndpointMemory(),
-      removableEndpoints: [],
-    };
-    memories.set(context, memory);
-  }
+  const memory = await memoryOf(context, node);
   const observations = await gather(
     context,
     node,
@@ -461,30 +530,75 @@ export async function checkNodeHealth(
       ),
     );
   }
+  await writeConditions(context, config, node, sync, result.conditions, now);
+  await createEvents(context, config, memory, sync, result.events, now);
+  return new Set(result.doNotRestart);
+}
 
-  // Written: each condition that differs from the Node's (status, reason or message).
-  const write = result.conditions.filter((c) => {
+/**
+ * This process's memory for the context; a new process starts from what the Node shows, so a
+ * True condition is not cleared by one good reading, and from the Defender detections earlier
+ * processes announced.
+ */
+async function memoryOf(context: AgentContext, node: k8s.V1Node): Promise<Memory> {
+  const known = memories.get(context);
+  if (known) return known;
+  const state = stateFromNode(node.status?.conditions ?? []);
+  state.reportedThreats = await readState(context.hostOS)
+    .then((s) => s.reportedThreats ?? [])
+    .catch(() => []);
+  const memory: Memory = {
+    state,
+    services: new Map(),
+    loggedEventFailure: false,
+    staleEndpoints: emptyStaleEndpointMemory(),
+    removableEndpoints: [],
+  };
+  memories.set(context, memory);
+  return memory;
+}
+
+/** Writes each condition that differs from the Node's (status, reason or message), logging changes. */
+async function writeConditions(
+  context: AgentContext,
+  config: AgentConfig,
+  node: k8s.V1Node,
+  sync: NodeHealthSync,
+  conditions: readonly HealthCondition[],
+  now: number,
+): Promise<void> {
+  const write = conditions.filter((c) => {
     const current = nodeCondition(node, c.type);
     return (
       current?.status !== c.status || current.reason !== c.reason || current.message !== c.message
     );
   });
-  if (write.length > 0) {
-    for (const c of write) {
-      if (nodeCondition(node, c.type)?.status !== c.status && c.status === 'True')
-        context.stderr(`health: ${c.type} (${c.reason}): ${c.message}\n`);
-      else if (nodeCondition(node, c.type)?.status === 'True' && c.status === 'False')
-        context.stderr(`health: ${c.type} cleared: ${c.message}\n`);
-    }
-    try {
-      await sync.patchConditions(write.map((c) => asNodeCondition(c, now)));
-    } catch (error) {
-      context.stderr(
-        `health: cannot write the conditions ${write.map((c) => c.type).join(', ')} on Node ${config.nodeName}: ${errorText(error)}\n`,
-      );
-    }
+  if (write.length === 0) return;
+  for (const c of write) {
+    if (nodeCondition(node, c.type)?.status !== c.status && c.status === 'True')
+      context.stderr(`health: ${c.type} (${c.reason}): ${c.message}\n`);
+    else if (nodeCondition(node, c.type)?.status === 'True' && c.status === 'False')
+      context.stderr(`health: ${c.type} cleared: ${c.message}\n`);
   }
-  for (const event of result.events) {
+  try {
+    await sync.patchConditions(write.map((c) => asNodeCondition(c, now)));
+  } catch (error) {
+    context.stderr(
+      `health: cannot write the conditions ${write.map((c) => c.type).join(', ')} on Node ${config.nodeName}: ${errorText(error)}\n`,
+    );
+  }
+}
+
+/** Creates the check's Events about the Node; the first failure is logged, once per process. */
+async function createEvents(
+  context: AgentContext,
+  config: AgentConfig,
+  memory: Memory,
+  sync: NodeHealthSync,
+  events: readonly HealthEvent[],
+  now: number,
+): Promise<void> {
+  for (const event of events) {
     try {
       await sync.createEvent(asEvent(event, config.nodeName, now));
     } catch (error) {
@@ -496,7 +610,6 @@ export async function checkNodeHealth(
       }
     }
   }
-  return new Set(result.doNotRestart);
 }
 
 /**

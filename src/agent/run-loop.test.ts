@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
+import type * as k8s from '@kubernetes/client-node';
 import {
   callsOf,
   createAgentTestHost,
@@ -9,6 +10,8 @@ import {
 } from '../../sim/hosts/agent-test-host.ts';
 import { SimHostOS } from '../../sim/hosts/sim-host-os.ts';
 import { standInBinary } from '../../sim/hosts/stand-in-binary.ts';
+import { desiredServicesVersionAnnotation } from '../api/node-annotations.ts';
+import { commandAnnotations, signatureAnnotation } from '../api/node-commands.ts';
 import { waitFor } from '../kube/wait-for.ts';
 import { parseAgentConfig, paths } from './agent-config.ts';
 import { readState } from './agent-state.ts';
@@ -19,6 +22,7 @@ import {
   checkOnce,
   environmentAwaitingReboot,
   stopWhenInputEnds,
+  watchedFields,
 } from './run-loop.ts';
 
 // Without C:\k\kubeconfig (no kubelet ever bootstraps here) the run loop has no cluster
@@ -190,4 +194,68 @@ test('a proxy that left the configuration but that Windows read at boot restarts
   assert.equal(ended, undefined, `the agent keeps running: ${host.stderr.join('')}`);
   stop.abort();
   assert.equal(await second, 0);
+});
+
+test('the watch starts a pass for the Node fields the agent acts on, and not for others', () => {
+  const base = {
+    metadata: {
+      name: 'win-1',
+      annotations: { 'example.com/unrelated': 'a' } as Record<string, string>,
+    },
+    spec: { podCIDR: '10.244.1.0/24' },
+    status: {
+      conditions: [{ type: 'Ready', status: 'False' }],
+      nodeInfo: { bootID: 'boot-1' } as k8s.V1NodeSystemInfo,
+    },
+  } as k8s.V1Node;
+  const seen = watchedFields(base);
+  const changed = (edit: (node: k8s.V1Node) => void) => {
+    const node = structuredClone(base);
+    edit(node);
+    return JSON.stringify(watchedFields(node)) !== JSON.stringify(seen);
+  };
+  assert.equal(
+    changed((n) => {
+      n.metadata!.annotations!['example.com/unrelated'] = 'b';
+    }),
+    false,
+    'an annotation the agent does not act on',
+  );
+  assert.equal(
+    changed((n) => {
+      n.metadata!.annotations![desiredServicesVersionAnnotation] = '1.1.0';
+    }),
+    true,
+    'a new desired version',
+  );
+  assert.equal(
+    changed((n) => {
+      n.status!.conditions![0]!.status = 'True';
+    }),
+    true,
+    'the node turned Ready',
+  );
+  assert.equal(
+    changed((n) => {
+      n.spec!.podCIDR = '10.244.2.0/24';
+    }),
+    true,
+    'another pod CIDR',
+  );
+  assert.equal(
+    changed((n) => {
+      n.status!.nodeInfo!.bootID = 'boot-2';
+    }),
+    true,
+    'the node rebooted',
+  );
+  for (const annotation of commandAnnotations) {
+    assert.equal(
+      changed((n) => {
+        n.metadata!.annotations![signatureAnnotation(annotation)] = 'sig';
+      }),
+      true,
+      `a new signature of ${annotation}`,
+    );
+  }
 });

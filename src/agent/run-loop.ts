@@ -126,6 +126,25 @@ async function removeBootstrapFiles(host: AgentContext['hostOS']): Promise<void>
     if (await host.readFile(path)) await host.removePath(path);
 }
 
+/** What one pass of the loop reads and carries from step to step. */
+interface Pass {
+  context: AgentContext;
+  config: AgentConfig;
+  host: AgentContext['hostOS'];
+  /** The node's own kubeconfig, when its credentials exist. */
+  kc: k8s.KubeConfig | undefined;
+  core: k8s.CoreV1Api | undefined;
+  /** The agent's Node as the operator's signed commands leave it (undefined: not read). */
+  node: k8s.V1Node | undefined;
+  state: Awaited<ReturnType<typeof readState>>;
+  /** The services manifest the pass applies (a newly accepted one replaces it). */
+  manifest: ServicesManifest;
+  /** Services held back this pass (their credentials or the source VIP do not exist yet). */
+  heldBack: ReadonlySet<string>;
+  /** kube-proxy's source VIP this pass (an overlay's): problem detection never calls its endpoint stale. */
+  sourceVip: string | undefined;
+}
+
 /**
  * One pass of the loop. Exported for tests. `wake` is called when a Windows Update search or
  * install that outlasted the pass ends (windows-updates.ts), so the loop looks again at once.
@@ -136,7 +155,7 @@ export async function checkOnce(
   wake?: () => void,
 ): Promise<string> {
   const host = context.hostOS;
-  let manifest = await loadLocalManifest(context);
+  const manifest = await loadLocalManifest(context);
   const state = await readState(host);
   const kc = await nodeKubeConfig(host).catch(() => undefined);
   let node: k8s.V1Node | undefined;
@@ -148,159 +167,218 @@ export async function checkOnce(
   const desired = node?.metadata?.annotations?.[desiredServicesVersionAnnotation];
   // Windows Update and the rollout's reboot requests run even when a step before them failed:
   // a reboot the rollout asks for may be what mends a host whose services do not start.
-  let heldBack: ReadonlySet<string> = new Set();
-  // kube-proxy's source VIP this pass (an overlay's): problem detection never calls its endpoint stale.
-  let sourceVip: string | undefined;
+  const pass: Pass = {
+    context,
+    config,
+    host,
+    kc,
+    core,
+    node,
+    state,
+    manifest,
+    heldBack: new Set(),
+    sourceVip: undefined,
+  };
   try {
     const restart = new Set<string>();
-    if (core && desired && desired !== manifest.version) {
-      const next = await acceptedManifest(context, core, config, desired);
-      if (next) {
-        // A host that pulls (it joined by command) takes the new payload from the registry.
-        const pulled = config.pullsPayload
-          ? await pullManifestPayload(host, core, config.operatorNamespace, next, {
-              ...(context.signal ? { signal: context.signal } : {}),
-            })
-          : undefined;
-        if (pulled) {
-          context.stderr(
-            `pulled ${pulled.downloaded.length} payload files (${pulled.bytes} bytes) for services manifest ${next.version}\n`,
-          );
-        }
-        const changed = await installPayloadFiles(host, next, state);
-        for (const name of servicesRunning(next, changed)) restart.add(name);
-        await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
-        context.stderr(`applying services manifest ${next.version} (was ${manifest.version})\n`);
-        manifest = next;
-      }
-    }
-    // The node's own credentials work: the bootstrap token and its kubeconfig are no longer
-    // needed (a re-bootstrap gets fresh ones from the operator).
-    if (node) await removeBootstrapFiles(host);
-    // The pod network follows the mode and the Node's spec.podCIDR (cni-config.ts).
-    const network = manifest.network ?? defaultNodeNetwork;
-    // A new manifest may bring another mode: its firewall rule follows (kubelet-firewall.ts).
-    if (state.version !== manifest.version) await syncEncapsulationRule(host, network);
-    // flannel-host-gw: the bridge endpoint's .2 kept from pods first (bridge-endpoint.ts).
-    await syncBridgeEndpointAddress(context, node, network);
-    if (node) await syncCniConfig(context, config, node, network);
-    // kube-proxy's source VIP on an overlay (source-vip.ts).
-    sourceVip = await syncSourceVip(context, config, node, network);
-    // kube-proxy's own certificate, asked for with the node's (kube-proxy-credentials.ts).
-    const nodeClient = node ? kc : undefined;
-    const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
-    for (const name of proxy.restart) restart.add(name);
-    // A service whose arguments use {{sourceVip}} waits until it is reserved.
-    heldBack = sourceVip
-      ? proxy.holdBack
-      : new Set([...proxy.holdBack, ...servicesUsing(manifest, 'sourceVip')]);
-    // flanneld once this node may list Nodes (flanneld-access.ts).
-    const flanneld = await flanneldHoldBack(context, manifest, nodeClient);
-    if (flanneld.size > 0) heldBack = new Set([...heldBack, ...flanneld]);
-    // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
-    const settings = await applyHostSettings(host, manifest, state, {
-      agentService: true,
-      machineEnvironment: state.version !== manifest.version,
-    });
-    for (const name of settings.restart) restart.add(name);
-    await convergeServices(host, manifest, nodeVariableValues(config, { sourceVip }), state, {
-      start: 'all',
-      restart,
-      holdBack: heldBack,
-      // Services in a restart loop are not restarted blindly (node-health.ts).
-      doNotRestart: servicesNotToRestart(context),
-    });
-    // Old executables moved aside by an upgrade go once nothing runs them (replace-executable.ts).
-    await removeStaleCopiesOf(host, [
-      ...manifest.files.map((f) => f.path),
-      paths.agentExe,
-      paths.serviceExe,
-    ]);
-    state.version = manifest.version;
-    await writeState(host, state);
-    if (
-      core &&
-      node &&
-      isReady(node) &&
-      node.metadata?.annotations?.[servicesVersionAnnotation] !== manifest.version
-    ) {
-      await core.patchNode(
-        {
-          name: config.nodeName,
-          body: { metadata: { annotations: { [servicesVersionAnnotation]: manifest.version } } },
-        },
-        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-      );
-    }
+    if (core && desired && desired !== manifest.version)
+      await applyDesiredManifest(pass, core, desired, restart);
+    await syncNodeNetwork(pass, restart);
+    await convergeAndRecord(pass, restart);
   } finally {
     // Problem detection runs even when a step failed: a failing host is what it is for.
-    if (core && node && kc) {
-      try {
-        await checkNodeHealth(
-          context,
-          config,
-          node,
-          {
-            patchConditions: async (conditions) => {
-              await core.patchNodeStatus(
-                { name: config.nodeName, body: { status: { conditions } } },
-                k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
-              );
-            },
-            createEvent: async (event) => {
-              await core.createNamespacedEvent({ namespace: 'default', body: event });
-            },
-            serverDate: () => apiServerDate(kc),
-            // The pods on this node, as the Node authorizer lets a node list them.
-            listNodePods: async () =>
-              (
-                await core.listPodForAllNamespaces({
-                  fieldSelector: `spec.nodeName=${config.nodeName}`,
-                })
-              ).items,
-          },
-          { heldBack, network: manifest.network ?? defaultNodeNetwork, sourceVip },
-        );
-        // Rung 1 of the remediation ladder: the agent's own repairs (local-repair.ts).
-        await repairLocally(
-          context,
-          config,
-          node,
-          publishedProblems(context),
-          manifest.network ?? defaultNodeNetwork,
-        );
-      } catch (error) {
-        context.stderr(`health check failed: ${(error as Error).message}\n`);
-      }
-    }
-    if (core && node) {
-      // Whether the host can run gMSA pods: a label and its reason on the Node.
-      try {
-        await syncGmsaReadiness(context, node, {
-          patchMetadata: async (metadata) => {
-            await core.patchNode(
-              { name: config.nodeName, body: { metadata } },
-              k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-            );
-          },
-        });
-      } catch (error) {
-        context.stderr(`gMSA readiness report failed: ${(error as Error).message}\n`);
-      }
-      await syncWindowsUpdates(context, config, node, {
-        ...(wake ? { wake } : {}),
-        // Proxy variables only a reboot takes from the services (staleOwnEnvironment).
-        rebootPendingBesides: () => environmentAwaitingReboot(context).length > 0,
-        patchAnnotations: async (annotations) => {
-          await core.patchNode(
-            { name: config.nodeName, body: { metadata: { annotations } } },
-            k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    if (core && node && kc) await checkHealth(pass, core, node, kc);
+    if (core && node) await reportReadinessAndUpdates(pass, core, node, wake);
+  }
+  return pass.manifest.version;
+}
+
+/** Takes the manifest the Node's annotation names, when published: its payload, then the manifest. */
+async function applyDesiredManifest(
+  pass: Pass,
+  core: k8s.CoreV1Api,
+  desired: string,
+  restart: Set<string>,
+): Promise<void> {
+  const { context, config, host } = pass;
+  const next = await acceptedManifest(context, core, config, desired);
+  if (!next) return;
+  // A host that pulls (it joined by command) takes the new payload from the registry.
+  const pulled = config.pullsPayload
+    ? await pullManifestPayload(host, core, config.operatorNamespace, next, {
+        ...(context.signal ? { signal: context.signal } : {}),
+      })
+    : undefined;
+  if (pulled) {
+    context.stderr(
+      `pulled ${pulled.downloaded.length} payload files (${pulled.bytes} bytes) for services manifest ${next.version}\n`,
+    );
+  }
+  const changed = await installPayloadFiles(host, next, pass.state);
+  for (const name of servicesRunning(next, changed)) restart.add(name);
+  await host.writeFile(manifestPath, `${JSON.stringify(next, null, 2)}\n`);
+  context.stderr(`applying services manifest ${next.version} (was ${pass.manifest.version})\n`);
+  pass.manifest = next;
+}
+
+/**
+ * The node's network side (bootstrap files, firewall rule, bridge endpoint, CNI config, source
+ * VIP) and kube-proxy's and flanneld's credentials: sets what this pass holds back.
+ */
+async function syncNodeNetwork(pass: Pass, restart: Set<string>): Promise<void> {
+  const { context, config, host, node, kc, manifest, state } = pass;
+  // The node's own credentials work: the bootstrap token and its kubeconfig are no longer
+  // needed (a re-bootstrap gets fresh ones from the operator).
+  if (node) await removeBootstrapFiles(host);
+  // The pod network follows the mode and the Node's spec.podCIDR (cni-config.ts).
+  const network = manifest.network ?? defaultNodeNetwork;
+  // A new manifest may bring another mode: its firewall rule follows (kubelet-firewall.ts).
+  if (state.version !== manifest.version) await syncEncapsulationRule(host, network);
+  // flannel-host-gw: the bridge endpoint's .2 kept from pods first (bridge-endpoint.ts).
+  await syncBridgeEndpointAddress(context, node, network);
+  if (node) await syncCniConfig(context, config, node, network);
+  // kube-proxy's source VIP on an overlay (source-vip.ts).
+  pass.sourceVip = await syncSourceVip(context, config, node, network);
+  // kube-proxy's own certificate, asked for with the node's (kube-proxy-credentials.ts).
+  const nodeClient = node ? kc : undefined;
+  const proxy = await ensureKubeProxyCredentials(context, manifest, config.nodeName, nodeClient);
+  for (const name of proxy.restart) restart.add(name);
+  // A service whose arguments use {{sourceVip}} waits until it is reserved.
+  pass.heldBack = pass.sourceVip
+    ? proxy.holdBack
+    : new Set([...proxy.holdBack, ...servicesUsing(manifest, 'sourceVip')]);
+  // flanneld once this node may list Nodes (flanneld-access.ts).
+  const flanneld = await flanneldHoldBack(context, manifest, nodeClient);
+  if (flanneld.size > 0) pass.heldBack = new Set([...pass.heldBack, ...flanneld]);
+}
+
+/**
+ * Host settings, the services converged, old executables removed, the applied version in the
+ * state file and — on a Ready node — on the Node.
+ */
+async function convergeAndRecord(pass: Pass, restart: Set<string>): Promise<void> {
+  const { context, config, host, core, node, manifest, state } = pass;
+  // Trusted CAs, registry hosts, the WinHTTP proxy, the agent's own environment.
+  const settings = await applyHostSettings(host, manifest, state, {
+    agentService: true,
+    machineEnvironment: state.version !== manifest.version,
+  });
+  for (const name of settings.restart) restart.add(name);
+  const sourceVip = pass.sourceVip;
+  await convergeServices(host, manifest, nodeVariableValues(config, { sourceVip }), state, {
+    start: 'all',
+    restart,
+    holdBack: pass.heldBack,
+    // Services in a restart loop are not restarted blindly (node-health.ts).
+    doNotRestart: servicesNotToRestart(context),
+  });
+  // Old executables moved aside by an upgrade go once nothing runs them (replace-executable.ts).
+  await removeStaleCopiesOf(host, [
+    ...manifest.files.map((f) => f.path),
+    paths.agentExe,
+    paths.serviceExe,
+  ]);
+  state.version = manifest.version;
+  await writeState(host, state);
+  if (
+    core &&
+    node &&
+    isReady(node) &&
+    node.metadata?.annotations?.[servicesVersionAnnotation] !== manifest.version
+  ) {
+    await core.patchNode(
+      {
+        name: config.nodeName,
+        body: { metadata: { annotations: { [servicesVersionAnnotation]: manifest.version } } },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+  }
+}
+
+/** Problem detection, then rung 1 of the remediation ladder; a failure is logged. */
+async function checkHealth(
+  pass: Pass,
+  core: k8s.CoreV1Api,
+  node: k8s.V1Node,
+  kc: k8s.KubeConfig,
+): Promise<void> {
+  const { context, config, manifest } = pass;
+  try {
+    await checkNodeHealth(
+      context,
+      config,
+      node,
+      {
+        patchConditions: async (conditions) => {
+          await core.patchNodeStatus(
+            { name: config.nodeName, body: { status: { conditions } } },
+            k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
           );
         },
-      });
-    }
+        createEvent: async (event) => {
+          await core.createNamespacedEvent({ namespace: 'default', body: event });
+        },
+        serverDate: () => apiServerDate(kc),
+        // The pods on this node, as the Node authorizer lets a node list them.
+        listNodePods: async () =>
+          (
+            await core.listPodForAllNamespaces({
+              fieldSelector: `spec.nodeName=${config.nodeName}`,
+            })
+          ).items,
+      },
+      {
+        heldBack: pass.heldBack,
+        network: manifest.network ?? defaultNodeNetwork,
+        sourceVip: pass.sourceVip,
+      },
+    );
+    // Rung 1 of the remediation ladder: the agent's own repairs (local-repair.ts).
+    await repairLocally(
+      context,
+      config,
+      node,
+      publishedProblems(context),
+      manifest.network ?? defaultNodeNetwork,
+    );
+  } catch (error) {
+    context.stderr(`health check failed: ${(error as Error).message}\n`);
   }
-  return manifest.version;
+}
+
+/** The gMSA readiness label (a failure logged), then Windows Update and reboot requests. */
+async function reportReadinessAndUpdates(
+  pass: Pass,
+  core: k8s.CoreV1Api,
+  node: k8s.V1Node,
+  wake: (() => void) | undefined,
+): Promise<void> {
+  const { context, config } = pass;
+  // Whether the host can run gMSA pods: a label and its reason on the Node.
+  try {
+    await syncGmsaReadiness(context, node, {
+      patchMetadata: async (metadata) => {
+        await core.patchNode(
+          { name: config.nodeName, body: { metadata } },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+        );
+      },
+    });
+  } catch (error) {
+    context.stderr(`gMSA readiness report failed: ${(error as Error).message}\n`);
+  }
+  await syncWindowsUpdates(context, config, node, {
+    ...(wake ? { wake } : {}),
+    // Proxy variables only a reboot takes from the services (staleOwnEnvironment).
+    rebootPendingBesides: () => environmentAwaitingReboot(context).length > 0,
+    patchAnnotations: async (annotations) => {
+      await core.patchNode(
+        { name: config.nodeName, body: { metadata: { annotations } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+    },
+  });
 }
 
 /** A deconfigure recorded before agent.json went: tried every two seconds until it is done. */
@@ -481,6 +559,95 @@ export async function deconfigurePass(
   return 'done';
 }
 
+/** What the run loop keeps between passes: its watch, its waker and what the watch last saw. */
+export interface LoopState {
+  context: AgentContext;
+  config: AgentConfig;
+  signal: AbortSignal;
+  watch: AbortController | undefined;
+  /** Ends the current wait (undefined: not waiting yet). */
+  wake: (() => void) | undefined;
+  /**
+   * A watch event that arrives while a check runs must not be lost: it is remembered, and the
+   * next wait ends at once (the check had read the Node before the change).
+   */
+  pending: boolean;
+  /** The Node's fields last seen by the watch (a change of any starts a pass). */
+  last: {
+    desired: string | undefined;
+    ready: boolean | undefined;
+    podCIDR: string | undefined;
+    updateKey: string | undefined;
+  };
+}
+
+/** Asks for a pass now: remembered when a check runs, and the wait ends. */
+function poke(loop: LoopState): void {
+  loop.pending = true;
+  loop.wake?.();
+}
+
+/** Starts the watch of the agent's own Node, once the node's credentials exist. */
+async function startWatch(loop: LoopState): Promise<void> {
+  const kc = await nodeKubeConfig(loop.context.hostOS).catch(() => undefined);
+  if (!kc || loop.signal.aborted) return;
+  try {
+    loop.watch = await quietWatch(kc).watch(
+      '/api/v1/nodes',
+      {
+        fieldSelector: `metadata.name=${loop.config.nodeName}`,
+        timeoutSeconds: watchTimeoutSeconds,
+      },
+      (_type: string, node: k8s.V1Node) => onNodeEvent(loop, node),
+      () => {
+        // The watch ended (the API server closes watches now and then): start it again now,
+        // not after a whole check interval in which changes would go unseen.
+        loop.watch = undefined;
+        loop.wake?.();
+      },
+    );
+  } catch {
+    loop.watch = undefined;
+  }
+}
+
+/** The Node's fields whose change starts a pass (compared field by field). Exported for tests. */
+export function watchedFields(node: k8s.V1Node): LoopState['last'] {
+  // Look again when the operator wants another version, when the node turns Ready
+  // (the applied version is recorded only on a Ready node), or when its pod CIDR comes
+  // or changes (the CNI config follows it).
+  const desired = node.metadata?.annotations?.[desiredServicesVersionAnnotation];
+  const ready = isReady(node);
+  const podCIDR = node.spec?.podCIDR;
+  // And when the rollout asks for updates or a reboot, or the node rebooted, or its
+  // removal asks the agent to deconfigure the host.
+  // (And when the operator signs a command again.)
+  const updateKey = JSON.stringify([
+    windowsUpdateWatchKey(node),
+    ...commandAnnotations.map((a) => [
+      node.metadata?.annotations?.[a] ?? null,
+      node.metadata?.annotations?.[signatureAnnotation(a)] ?? null,
+    ]),
+  ]);
+  return { desired, ready, podCIDR, updateKey };
+}
+
+/** A watch event about the Node: a pass when a field the agent acts on changed. */
+function onNodeEvent(loop: LoopState, node: k8s.V1Node): void {
+  const seen = watchedFields(node);
+  const last = loop.last;
+  if (
+    seen.desired !== last.desired ||
+    seen.ready !== last.ready ||
+    seen.podCIDR !== last.podCIDR ||
+    seen.updateKey !== last.updateKey
+  ) {
+    loop.last = seen;
+    poke(loop);
+  }
+}
+
+/** `winfleet-agent run`: passes until stopped (or an exit is due); returns the exit code. */
 export async function runLoop(context: AgentContext): Promise<number> {
   const signal = context.signal ?? new AbortController().signal;
   const data = await context.hostOS.readFile(paths.agentConfig);
@@ -491,139 +658,114 @@ export async function runLoop(context: AgentContext): Promise<number> {
     return 1;
   }
   const config = parseAgentConfig(data.toString('utf8'));
-  let watch: AbortController | undefined;
-  let wake: (() => void) | undefined;
-  // A watch event that arrives while a check runs must not be lost: it is remembered, and the
-  // next wait ends at once (the check had read the Node before the change).
-  let pending = false;
-  const poke = () => {
-    pending = true;
-    wake?.();
-  };
-  let lastDesired: string | undefined;
-  let lastReady: boolean | undefined;
-  let lastPodCIDR: string | undefined;
-  let lastUpdateKey: string | undefined;
-  const startWatch = async () => {
-    const kc = await nodeKubeConfig(context.hostOS).catch(() => undefined);
-    if (!kc || signal.aborted) return;
-    try {
-      watch = await quietWatch(kc).watch(
-        '/api/v1/nodes',
-        { fieldSelector: `metadata.name=${config.nodeName}`, timeoutSeconds: watchTimeoutSeconds },
-        (_type: string, node: k8s.V1Node) => {
-          // Look again when the operator wants another version, when the node turns Ready
-          // (the applied version is recorded only on a Ready node), or when its pod CIDR comes
-          // or changes (the CNI config follows it).
-          const desired = node.metadata?.annotations?.[desiredServicesVersionAnnotation];
-          const ready = isReady(node);
-          const podCIDR = node.spec?.podCIDR;
-          // And when the rollout asks for updates or a reboot, or the node rebooted, or its
-          // removal asks the agent to deconfigure the host.
-          // (And when the operator signs a command again.)
-          const updateKey = JSON.stringify([
-            windowsUpdateWatchKey(node),
-            ...commandAnnotations.map((a) => [
-              node.metadata?.annotations?.[a] ?? null,
-              node.metadata?.annotations?.[signatureAnnotation(a)] ?? null,
-            ]),
-          ]);
-          if (
-            desired !== lastDesired ||
-            ready !== lastReady ||
-            podCIDR !== lastPodCIDR ||
-            updateKey !== lastUpdateKey
-          ) {
-            lastDesired = desired;
-            lastReady = ready;
-            lastPodCIDR = podCIDR;
-            lastUpdateKey = updateKey;
-            poke();
-          }
-        },
-        () => {
-          // The watch ended (the API server closes watches now and then): start it again now,
-          // not after a whole check interval in which changes would go unseen.
-          watch = undefined;
-          wake?.();
-        },
-      );
-    } catch {
-      watch = undefined;
-    }
+  const loop: LoopState = {
+    context,
+    config,
+    signal,
+    watch: undefined,
+    wake: undefined,
+    pending: false,
+    last: { desired: undefined, ready: undefined, podCIDR: undefined, updateKey: undefined },
   };
   signal.addEventListener('abort', () => {
-    watch?.abort();
-    wake?.();
+    loop.watch?.abort();
+    loop.wake?.();
   });
   const startedAs = await ownExecutables(context);
   while (!signal.aborted) {
-    pending = false;
-    // A removal's request comes before any other work: converging would bring back what it
-    // removes. A failed deconfigure is tried again at the next pass, never left for a check.
-    let deconfigure: 'done' | 'none' | 'failed';
-    try {
-      deconfigure = await deconfigurePass(context, config);
-    } catch (error) {
-      context.stderr(`deconfiguring failed: ${(error as Error).message}\n`);
-      deconfigure = 'failed';
+    loop.pending = false;
+    const exit = await onePass(loop, startedAs);
+    if (exit !== undefined) {
+      loop.watch?.abort();
+      return exit;
     }
-    if (deconfigure === 'done') {
-      watch?.abort();
-      return 0;
-    }
-    try {
-      if (deconfigure === 'none') await checkOnce(context, config, poke);
-    } catch (error) {
-      context.stderr(`check failed: ${(error as Error).message}\n`);
-    }
-    // A restart would stop a Windows update install half-way: it waits for the install to end.
-    const replaced = installRunning(context)
-      ? []
-      : replacedExecutables(startedAs, await ownExecutables(context));
-    if (replaced.length > 0) {
-      context.stderr(
-        `a new ${replaced.join(' and ')} executable is installed; restarting to run it\n`,
-      );
-      watch?.abort();
-      return agentReplacedExitCode;
-    }
-    const environment = installRunning(context)
-      ? { restart: [], awaitingReboot: environmentAwaitingReboot(context) }
-      : await staleOwnEnvironment(context).catch((error: unknown) => {
-          context.stderr(`cannot compare the agent's environment: ${(error as Error).message}\n`);
-          return { restart: [], awaitingReboot: environmentAwaitingReboot(context) };
-        });
-    if (environment.restart.length > 0) {
-      context.stderr(
-        `the agent's service environment changed (${environment.restart.join(', ')}); restarting to take it\n`,
-      );
-      watch?.abort();
-      return agentReplacedExitCode;
-    }
-    const before = environmentAwaitingReboot(context).join(', ');
-    awaitingReboot.set(context, environment.awaitingReboot);
-    if (environment.awaitingReboot.length > 0 && environment.awaitingReboot.join(', ') !== before) {
-      context.stderr(
-        `${environment.awaitingReboot.join(', ')} left the configuration, but the services keep the value Windows read at boot until the host restarts (KB 821761); reported as a pending reboot for the pool's rollout\n`,
-      );
-      // The report says so now, not at the next interval.
-      pending = true;
-    }
-    if (!watch) await startWatch();
-    // Until the node's credentials exist and the watch runs, look again every two seconds.
-    const waitMs = watch
-      ? config.checkIntervalSeconds * 1000
-      : Math.min(config.checkIntervalSeconds * 1000, 2000);
-    await new Promise<void>((resolve) => {
-      if (pending) {
-        resolve();
-        return;
-      }
-      wake = resolve;
-      sleep(waitMs, undefined, { signal }).then(resolve, resolve);
-    });
+    if (!loop.watch) await startWatch(loop);
+    await waitForNextPass(loop);
   }
-  watch?.abort();
+  loop.watch?.abort();
   return 0;
+}
+
+/**
+ * A pass of the loop: a requested deconfigure, else a check; then whether the agent must exit to
+ * run new executables or take its service environment. Returns the exit code, if it must.
+ */
+async function onePass(
+  loop: LoopState,
+  startedAs: Awaited<ReturnType<typeof ownExecutables>>,
+): Promise<number | undefined> {
+  const { context, config } = loop;
+  // A removal's request comes before any other work: converging would bring back what it
+  // removes. A failed deconfigure is tried again at the next pass, never left for a check.
+  let deconfigure: 'done' | 'none' | 'failed';
+  try {
+    deconfigure = await deconfigurePass(context, config);
+  } catch (error) {
+    context.stderr(`deconfiguring failed: ${(error as Error).message}\n`);
+    deconfigure = 'failed';
+  }
+  if (deconfigure === 'done') return 0;
+  try {
+    if (deconfigure === 'none') await checkOnce(context, config, () => poke(loop));
+  } catch (error) {
+    context.stderr(`check failed: ${(error as Error).message}\n`);
+  }
+  // A restart would stop a Windows update install half-way: it waits for the install to end.
+  const replaced = installRunning(context)
+    ? []
+    : replacedExecutables(startedAs, await ownExecutables(context));
+  if (replaced.length > 0) {
+    context.stderr(
+      `a new ${replaced.join(' and ')} executable is installed; restarting to run it\n`,
+    );
+    return agentReplacedExitCode;
+  }
+  return environmentPass(loop);
+}
+
+/**
+ * The agent's service environment against this process's: the exit code when a restart takes
+ * it; otherwise what only a reboot takes is recorded (and logged when it changed).
+ */
+async function environmentPass(loop: LoopState): Promise<number | undefined> {
+  const { context } = loop;
+  const environment = installRunning(context)
+    ? { restart: [], awaitingReboot: environmentAwaitingReboot(context) }
+    : await staleOwnEnvironment(context).catch((error: unknown) => {
+        context.stderr(`cannot compare the agent's environment: ${(error as Error).message}\n`);
+        return { restart: [], awaitingReboot: environmentAwaitingReboot(context) };
+      });
+  if (environment.restart.length > 0) {
+    context.stderr(
+      `the agent's service environment changed (${environment.restart.join(', ')}); restarting to take it\n`,
+    );
+    return agentReplacedExitCode;
+  }
+  const before = environmentAwaitingReboot(context).join(', ');
+  awaitingReboot.set(context, environment.awaitingReboot);
+  if (environment.awaitingReboot.length > 0 && environment.awaitingReboot.join(', ') !== before) {
+    context.stderr(
+      `${environment.awaitingReboot.join(', ')} left the configuration, but the services keep the value Windows read at boot until the host restarts (KB 821761); reported as a pending reboot for the pool's rollout\n`,
+    );
+    // The report says so now, not at the next interval.
+    loop.pending = true;
+  }
+  return undefined;
+}
+
+/** Waits for the interval, a poke or the stop, whichever comes first. */
+async function waitForNextPass(loop: LoopState): Promise<void> {
+  const { config, signal } = loop;
+  // Until the node's credentials exist and the watch runs, look again every two seconds.
+  const waitMs = loop.watch
+    ? config.checkIntervalSeconds * 1000
+    : Math.min(config.checkIntervalSeconds * 1000, 2000);
+  await new Promise<void>((resolve) => {
+    if (loop.pending) {
+      resolve();
+      return;
+    }
+    loop.wake = resolve;
+    sleep(waitMs, undefined, { signal }).then(resolve, resolve);
+  });
 }

@@ -273,6 +273,24 @@ async function recordInstall(
   return full.windowsUpdates;
 }
 
+/** What one updates pass reads and carries between its steps. */
+interface UpdatesPass {
+  context: AgentContext;
+  sync: WindowsUpdateSync;
+  bootId: string;
+  now: number;
+  foregroundMs: number;
+  intervalMs: number;
+  /** The Node's install policy annotation, as written. */
+  policy: string | undefined;
+  /** What state.json records of installs (updated when an install ends in this pass). */
+  state: WindowsUpdateState | undefined;
+}
+
+/**
+ * Searches and installs as the Node's policy asks (each waited for at most foregroundMs), then
+ * the report on the Node when it changed.
+ */
 async function updatesPass(
   context: AgentContext,
   config: AgentConfig,
@@ -280,12 +298,17 @@ async function updatesPass(
   bootId: string,
   sync: WindowsUpdateSync,
 ): Promise<void> {
-  const now = (sync.now ?? Date.now)();
-  const foregroundMs = sync.foregroundMs ?? defaultForegroundMs;
-  const intervalMs =
-    (config.updateSearchIntervalSeconds ?? defaultUpdateSearchIntervalSeconds) * 1000;
   const policy = node.metadata?.annotations?.[installUpdatesAnnotation];
-  let state = (await readState(context.hostOS)).windowsUpdates;
+  const pass: UpdatesPass = {
+    context,
+    sync,
+    bootId,
+    now: (sync.now ?? Date.now)(),
+    foregroundMs: sync.foregroundMs ?? defaultForegroundMs,
+    intervalMs: (config.updateSearchIntervalSeconds ?? defaultUpdateSearchIntervalSeconds) * 1000,
+    policy,
+    state: (await readState(context.hostOS)).windowsUpdates,
+  };
   if (policy !== undefined && policy !== 'Security' && policy !== 'All') {
     logOnce(
       context,
@@ -294,58 +317,21 @@ async function updatesPass(
       `${installUpdatesAnnotation} on Node ${config.nodeName} is ${JSON.stringify(policy.slice(0, 64))}; expected "Security" or "All" (the operator's rollout engine writes it): installing nothing`,
     );
   }
-  // At most a search, an install and the search after it per pass; each is started once and
-  // waited for at most foregroundMs.
+  await runOperations(pass);
+  await publishReport(pass, node);
+}
+
+/**
+ * At most a search, an install and the search after it per pass; each is started once and
+ * waited for at most foregroundMs.
+ */
+async function runOperations(pass: UpdatesPass): Promise<void> {
+  const { context, bootId } = pass;
   for (let step = 0; step < 3; step++) {
-    let op = operations.get(context);
-    if (!op) {
-      const previous = caches.get(context);
-      const due =
-        !previous ||
-        previous.bootId !== bootId ||
-        previous.searchAgain === true ||
-        now - previous.at >=
-          (previous.error ? Math.min(intervalMs, searchRetrySeconds * 1000) : intervalMs);
-      if (due) {
-        // A new boot or a periodic search: every update may be tried again; right after an
-        // install, what was tried stays tried.
-        const attempted =
-          previous?.searchAgain && previous.bootId === bootId
-            ? previous.attempted
-            : new Set<string>();
-        op = startOperation(
-          context,
-          {
-            kind: 'search',
-            promise: search(context, bootId, now, previous, attempted),
-            startedAt: now,
-          },
-          sync.wake,
-        );
-      } else if (policy === 'Security' || policy === 'All') {
-        const attempted = previous.attempted;
-        const wanted = updatesFor(policy, previous.available)
-          .map((u) => u.kb)
-          .filter((kb) => !attempted.has(kb));
-        if (wanted.length === 0) break;
-        context.stderr(`installing Windows updates (${policy}): ${wanted.join(', ')}\n`);
-        for (const kb of wanted) attempted.add(kb);
-        op = startOperation(
-          context,
-          { kind: 'install', kbs: wanted, promise: install(context, wanted), startedAt: now },
-          sync.wake,
-        );
-      } else break;
-    }
-    if (!(await endedWithin(op, foregroundMs))) {
-      if (loggedRunning.get(context) !== op) {
-        loggedRunning.set(context, op);
-        context.stderr(
-          op.kind === 'install'
-            ? `Windows updates ${op.kbs.join(', ')} are still installing; the agent goes on meanwhile and records the result when it ends\n`
-            : 'the Windows Update search is still running; the agent goes on meanwhile and reports what it finds when it ends\n',
-        );
-      }
+    const op = operations.get(context) ?? nextOperation(pass);
+    if (!op) break;
+    if (!(await endedWithin(op, pass.foregroundMs))) {
+      logStillRunning(context, op);
       break;
     }
     operations.delete(context);
@@ -353,13 +339,68 @@ async function updatesPass(
       // A search of an earlier boot says nothing of this one: searched again.
       if (op.outcome!.bootId === bootId) caches.set(context, op.outcome!);
     } else {
-      state = await recordInstall(context, op.outcome!);
+      pass.state = await recordInstall(context, op.outcome!);
       // Right after installing: what is left, and whether Windows now waits for a reboot.
       const cache = caches.get(context);
       if (cache) cache.searchAgain = true;
     }
   }
+}
 
+/** Starts a search when one is due, else an install the policy wants; undefined: nothing to do. */
+function nextOperation(pass: UpdatesPass): Operation | undefined {
+  const { context, bootId, now, intervalMs, policy, sync } = pass;
+  const previous = caches.get(context);
+  const due =
+    !previous ||
+    previous.bootId !== bootId ||
+    previous.searchAgain === true ||
+    now - previous.at >=
+      (previous.error ? Math.min(intervalMs, searchRetrySeconds * 1000) : intervalMs);
+  if (due) {
+    // A new boot or a periodic search: every update may be tried again; right after an
+    // install, what was tried stays tried.
+    const attempted =
+      previous?.searchAgain && previous.bootId === bootId ? previous.attempted : new Set<string>();
+    return startOperation(
+      context,
+      {
+        kind: 'search',
+        promise: search(context, bootId, now, previous, attempted),
+        startedAt: now,
+      },
+      sync.wake,
+    );
+  }
+  if (policy !== 'Security' && policy !== 'All') return undefined;
+  const attempted = previous.attempted;
+  const wanted = updatesFor(policy, previous.available)
+    .map((u) => u.kb)
+    .filter((kb) => !attempted.has(kb));
+  if (wanted.length === 0) return undefined;
+  context.stderr(`installing Windows updates (${policy}): ${wanted.join(', ')}\n`);
+  for (const kb of wanted) attempted.add(kb);
+  return startOperation(
+    context,
+    { kind: 'install', kbs: wanted, promise: install(context, wanted), startedAt: now },
+    sync.wake,
+  );
+}
+
+/** Logs once per operation that it outlasted the pass and goes on in the background. */
+function logStillRunning(context: AgentContext, op: Operation): void {
+  if (loggedRunning.get(context) === op) return;
+  loggedRunning.set(context, op);
+  context.stderr(
+    op.kind === 'install'
+      ? `Windows updates ${op.kbs.join(', ')} are still installing; the agent goes on meanwhile and records the result when it ends\n`
+      : 'the Windows Update search is still running; the agent goes on meanwhile and reports what it finds when it ends\n',
+  );
+}
+
+/** Writes this boot's report on the Node when it differs from the annotation's. */
+async function publishReport(pass: UpdatesPass, node: k8s.V1Node): Promise<void> {
+  const { context, bootId, sync, state } = pass;
   const cache = caches.get(context);
   if (!cache || cache.bootId !== bootId) return;
   const report: WindowsUpdateReport = {

@@ -10,6 +10,7 @@ import {
   type HealthSettings,
   type HealthState,
   maxRememberedThreats,
+  nextCheckState,
   type ServiceObservation,
   stateFromNode,
 } from './detector.ts';
@@ -461,4 +462,39 @@ test('detect does not modify the previous state', () => {
   const snapshot = JSON.stringify(previous);
   detect(healthy(t0), previous, defaultHealthSettings, t0);
   assert.equal(JSON.stringify(previous), snapshot);
+});
+
+test('nextCheckState: a change is published after `needed` readings in a row; the same status keeps its transition time', () => {
+  const type = NodeHealthCondition.ClockSkew;
+  const skewed = {
+    status: 'True' as const,
+    reason: NodeHealthReason.ClockSkewed,
+    message: 'off',
+  };
+  const inSync = {
+    status: 'False' as const,
+    reason: NodeHealthReason.ClockInSync,
+    message: 'in sync',
+  };
+  // Never published: healthy at once, a problem only once it persisted.
+  assert.deepEqual(nextCheckState(type, inSync, undefined, 2, 't1'), {
+    condition: { type, ...inSync, lastTransitionTime: 't1' },
+  });
+  const first = nextCheckState(type, skewed, undefined, 2, 't1');
+  assert.deepEqual(first, { pending: { status: 'True', count: 1 } });
+  assert.deepEqual(nextCheckState(type, skewed, first, 2, 't2'), {
+    condition: { type, ...skewed, lastTransitionTime: 't2' },
+  });
+  // Published False: one True reading is pending, a False one resets the streak and keeps the time.
+  const published = { condition: { type, ...inSync, lastTransitionTime: 't0' } };
+  const pending = nextCheckState(type, skewed, published, 3, 't1');
+  assert.deepEqual(pending, { ...published, pending: { status: 'True', count: 1 } });
+  const twice = nextCheckState(type, skewed, pending, 3, 't2');
+  assert.deepEqual(twice.pending, { status: 'True', count: 2 });
+  assert.deepEqual(nextCheckState(type, { ...inSync, message: 'new words' }, twice, 3, 't3'), {
+    condition: { type, ...inSync, message: 'new words', lastTransitionTime: 't0' },
+  });
+  assert.deepEqual(nextCheckState(type, skewed, twice, 3, 't3'), {
+    condition: { type, ...skewed, lastTransitionTime: 't3' },
+  });
 });

@@ -154,7 +154,7 @@ export interface HealthEvent {
   message: string;
 }
 
-interface CheckState {
+export interface CheckState {
   /** The published condition (none until a first reading was decided). */
   condition?: HealthCondition;
   /** The reading that differs from the published status, and for how many checks in a row. */
@@ -230,7 +230,7 @@ export interface HealthResult {
 }
 
 /** A reading of one check: the status it indicates and, when True, why. */
-interface Reading {
+export interface Reading {
   status: ConditionStatus;
   reason: NodeHealthReason;
   message: string;
@@ -337,6 +337,19 @@ function staleEndpointsReading(o: StaleEndpointsObservation): Reading {
   };
 }
 
+/** What one check's rules read and write: its inputs, the next state, and what they found. */
+interface DetectPass {
+  observations: HealthObservations;
+  previous: HealthState;
+  settings: HealthSettings;
+  now: number;
+  /** The next state (a copy of `previous`; the rules update it). */
+  state: HealthState;
+  events: HealthEvent[];
+  /** The reading per condition, in the order the rules decide them. */
+  readings: Map<NodeHealthCondition, Reading>;
+}
+
 /**
  * One check. `previous` is the state the last check returned (emptyHealthState() or
  * stateFromNode(...) at first); it is not modified.
@@ -347,44 +360,65 @@ export function detect(
   settings: HealthSettings,
   now: number,
 ): HealthResult {
-  const state: HealthState = {
-    checks: { ...previous.checks },
-    looping: [...previous.looping],
-    diskEventSent: previous.diskEventSent,
-    reportedThreats: [...previous.reportedThreats],
-    lastCheckAt: now,
+  const pass: DetectPass = {
+    observations,
+    previous,
+    settings,
+    now,
+    state: {
+      checks: { ...previous.checks },
+      looping: [...previous.looping],
+      diskEventSent: previous.diskEventSent,
+      reportedThreats: [...previous.reportedThreats],
+      lastCheckAt: now,
+    },
+    events: [],
+    readings: new Map<NodeHealthCondition, Reading>(),
   };
-  const events: HealthEvent[] = [];
-  const readings = new Map<NodeHealthCondition, Reading>();
-
   // Restart loops: decided first, since a looping service's message says it is not restarted.
-  const windowStart = now - settings.restartLoop.windowSeconds * 1000;
-  const loopingNow: { name: string; count: number }[] = [];
+  restartLoopRule(pass);
+  serviceRules(pass);
+  hnsNetworkRule(pass);
+  if (observations.hnsEndpoints)
+    pass.readings.set(
+      NodeHealthCondition.StaleHNSEndpoints,
+      staleEndpointsReading(observations.hnsEndpoints),
+    );
+  clockRule(pass);
+  diskRule(pass);
+  certificateRule(pass);
+  rebootPendingRule(pass);
+  defenderRule(pass);
+  const changed = persistReadings(pass);
+  const { state, events } = pass;
+  const conditions = nodeHealthConditions.flatMap((t) => {
+    const c = state.checks[t]?.condition;
+    return c ? [c] : [];
+  });
+  return { conditions, changed, events, doNotRestart: [...state.looping], state };
+}
+
+/** A service that restarted more than the loop count within the window (and did not settle). */
+interface LoopingService {
+  name: string;
+  count: number;
+}
+
+/**
+ * Restart loops and restarts: the services looping now, a ServiceRestarted Event per service
+ * that restarted since the last check (outside a loop), the held services in `state.looping`,
+ * and the FrequentServiceRestart reading when any service was observed.
+ */
+function restartLoopRule(pass: DetectPass): void {
+  const { observations, settings, state } = pass;
+  const loopingNow: LoopingService[] = [];
   let anyServiceObserved = false;
   for (const name of checkedServices) {
     const service = observations.services[name];
     if (!service) continue;
     anyServiceObserved = true;
-    const recent = service.restarts.filter((t) => t > windowStart && t <= now);
-    // Running for stableSeconds since its last restart: the loop is over (a re-bootstrap or a
-    // person fixed the cause), without waiting for the window to age out.
-    const settled =
-      service.state === 'running' &&
-      recent.length > 0 &&
-      now - Math.max(...recent) >= settings.restartLoop.stableSeconds * 1000;
-    const count = settled ? 0 : recent.length;
-    if (count > settings.restartLoop.count) loopingNow.push({ name, count });
-    // A transient problem: the service ended and was started again (by its recovery actions or
-    // by the agent) since the last check. An Event, not a condition; a loop is the condition's.
-    const since = previous.lastCheckAt;
-    const fresh = since === undefined ? 0 : recent.filter((t) => t > since).length;
-    if (fresh > 0 && count <= settings.restartLoop.count && !previous.looping.includes(name)) {
-      events.push({
-        reason: NodeHealthEventReason.ServiceRestarted,
-        type: 'Warning',
-        message: `${name} ended and was started again${fresh > 1 ? ` (${fresh} times)` : ''} since the check ${formatSeconds(Math.round((now - since!) / 1000))} ago; ${recent.length} restart(s) in ${formatSeconds(settings.restartLoop.windowSeconds)}, more than ${settings.restartLoop.count} is a restart loop`,
-      });
-    }
+    const loop = serviceRestartsRule(pass, name, service);
+    if (loop) loopingNow.push(loop);
   }
   // A loop is over when its restarts aged out and the service runs again (a person started it,
   // or a repair did); a stopped looping service stays held, for the repair to deal with.
@@ -394,32 +428,78 @@ export function detect(
   });
   state.looping = [...new Set([...stillHeld, ...loopingNow.map((l) => l.name)])].sort();
   if (anyServiceObserved) {
-    const window = formatSeconds(settings.restartLoop.windowSeconds);
-    readings.set(
+    pass.readings.set(
       NodeHealthCondition.FrequentServiceRestart,
-      state.looping.length > 0
-        ? {
-            status: 'True',
-            reason: NodeHealthReason.RestartLoop,
-            message: `${state.looping
-              .map((name) => {
-                const loop = loopingNow.find((l) => l.name === name);
-                return loop
-                  ? `${name} restarted ${loop.count} times in ${window}`
-                  : `${name} was in a restart loop and is not running`;
-              })
-              .join(
-                '; ',
-              )} (more than ${settings.restartLoop.count} is a loop); winfleet stopped restarting it: read its log under C:\\k\\logs and fix the cause, then start the service (Start-Service) or re-bootstrap the host`,
-          }
-        : {
-            status: 'False',
-            reason: NodeHealthReason.NoRestartLoop,
-            message: `No node service restarted more than ${settings.restartLoop.count} times in ${window}`,
-          },
+      restartLoopReading(state.looping, loopingNow, settings),
     );
   }
+}
 
+/**
+ * One observed service's restarts: whether it loops now (returned), and a ServiceRestarted
+ * Event when it ended and was started again since the last check without being in a loop.
+ */
+function serviceRestartsRule(
+  pass: DetectPass,
+  name: CheckedService,
+  service: ServiceObservation,
+): LoopingService | undefined {
+  const { previous, settings, now } = pass;
+  const windowStart = now - settings.restartLoop.windowSeconds * 1000;
+  const recent = service.restarts.filter((t) => t > windowStart && t <= now);
+  // Running for stableSeconds since its last restart: the loop is over (a re-bootstrap or a
+  // person fixed the cause), without waiting for the window to age out.
+  const settled =
+    service.state === 'running' &&
+    recent.length > 0 &&
+    now - Math.max(...recent) >= settings.restartLoop.stableSeconds * 1000;
+  const count = settled ? 0 : recent.length;
+  // A transient problem: the service ended and was started again (by its recovery actions or
+  // by the agent) since the last check. An Event, not a condition; a loop is the condition's.
+  const since = previous.lastCheckAt;
+  const fresh = since === undefined ? 0 : recent.filter((t) => t > since).length;
+  if (fresh > 0 && count <= settings.restartLoop.count && !previous.looping.includes(name)) {
+    pass.events.push({
+      reason: NodeHealthEventReason.ServiceRestarted,
+      type: 'Warning',
+      message: `${name} ended and was started again${fresh > 1 ? ` (${fresh} times)` : ''} since the check ${formatSeconds(Math.round((now - since!) / 1000))} ago; ${recent.length} restart(s) in ${formatSeconds(settings.restartLoop.windowSeconds)}, more than ${settings.restartLoop.count} is a restart loop`,
+    });
+  }
+  return count > settings.restartLoop.count ? { name, count } : undefined;
+}
+
+/** The FrequentServiceRestart reading for the held services (`looping`) and those looping now. */
+function restartLoopReading(
+  looping: readonly string[],
+  loopingNow: readonly LoopingService[],
+  settings: HealthSettings,
+): Reading {
+  const window = formatSeconds(settings.restartLoop.windowSeconds);
+  return looping.length > 0
+    ? {
+        status: 'True',
+        reason: NodeHealthReason.RestartLoop,
+        message: `${looping
+          .map((name) => {
+            const loop = loopingNow.find((l) => l.name === name);
+            return loop
+              ? `${name} restarted ${loop.count} times in ${window}`
+              : `${name} was in a restart loop and is not running`;
+          })
+          .join(
+            '; ',
+          )} (more than ${settings.restartLoop.count} is a loop); winfleet stopped restarting it: read its log under C:\\k\\logs and fix the cause, then start the service (Start-Service) or re-bootstrap the host`,
+      }
+    : {
+        status: 'False',
+        reason: NodeHealthReason.NoRestartLoop,
+        message: `No node service restarted more than ${settings.restartLoop.count} times in ${window}`,
+      };
+}
+
+/** The per-service conditions (state and health endpoint), and kube-proxy waiting for its network. */
+function serviceRules(pass: DetectPass): void {
+  const { observations, state, readings } = pass;
   const endpoints: Record<CheckedService, [ProbeResult | undefined, string | undefined]> = {
     kubelet: [observations.kubeletHealthz, 'http://127.0.0.1:10248/healthz'],
     containerd: [undefined, undefined],
@@ -443,160 +523,164 @@ export function detect(
       message: `Service kube-proxy runs and waits for the pod network ${observations.kubeProxyWaitsFor}; it serves http://127.0.0.1:10256/healthz once that network exists`,
     });
   }
+}
 
-  const hns = observations.hnsNetwork;
-  if (hns) {
-    readings.set(
-      NodeHealthCondition.HNSNetworkMissing,
-      hns.expected && !hns.present
-        ? {
-            status: 'True',
-            reason: NodeHealthReason.NetworkMissing,
-            message: `HNS network ${hns.name} existed in this boot and is gone (Get-HnsNetwork); pods on this node have no network: the winfleet agent creates it again from its CNI config; pods that were on it stay without network until they are recreated (delete them), and if it stays missing, reboot the host`,
-          }
-        : {
-            status: 'False',
-            reason: NodeHealthReason.NetworkPresent,
-            message: hns.present
-              ? `HNS network ${hns.name} exists`
-              : `HNS network ${hns.name} is not created yet (the CNI plugin creates it with the first pod)`,
-          },
-    );
-  }
+/** HNSNetworkMissing: the CNI's network existed in this boot and is gone. */
+function hnsNetworkRule(pass: DetectPass): void {
+  const hns = pass.observations.hnsNetwork;
+  if (!hns) return;
+  pass.readings.set(
+    NodeHealthCondition.HNSNetworkMissing,
+    hns.expected && !hns.present
+      ? {
+          status: 'True',
+          reason: NodeHealthReason.NetworkMissing,
+          message: `HNS network ${hns.name} existed in this boot and is gone (Get-HnsNetwork); pods on this node have no network: the winfleet agent creates it again from its CNI config; pods that were on it stay without network until they are recreated (delete them), and if it stays missing, reboot the host`,
+        }
+      : {
+          status: 'False',
+          reason: NodeHealthReason.NetworkPresent,
+          message: hns.present
+            ? `HNS network ${hns.name} exists`
+            : `HNS network ${hns.name} is not created yet (the CNI plugin creates it with the first pod)`,
+        },
+  );
+}
 
-  if (observations.hnsEndpoints)
-    readings.set(
-      NodeHealthCondition.StaleHNSEndpoints,
-      staleEndpointsReading(observations.hnsEndpoints),
-    );
+/** ClockSkew: the local clock against the API server's Date header. */
+function clockRule(pass: DetectPass): void {
+  const { settings } = pass;
+  const clock = pass.observations.clock;
+  if (!clock) return;
+  // The Date header has whole seconds: a second of skew is within its precision.
+  const skewSeconds = (clock.localTime - clock.serverDate) / 1000;
+  const allowed = settings.clockSkewSeconds + 1;
+  pass.readings.set(
+    NodeHealthCondition.ClockSkew,
+    Math.abs(skewSeconds) > allowed
+      ? {
+          status: 'True',
+          reason: NodeHealthReason.ClockSkewed,
+          message: `This host's clock is ${formatSeconds(skewSeconds)} ${skewSeconds > 0 ? 'ahead of' : 'behind'} the API server's (its Date header), more than ${settings.clockSkewSeconds} s; certificates and tokens fail past a few minutes: the winfleet agent asks the Windows Time service to resync (w32tm /resync /force); if it stays off, fix the time source (w32tm /query /status)`,
+        }
+      : {
+          status: 'False',
+          reason: NodeHealthReason.ClockInSync,
+          message: `This host's clock is within ${settings.clockSkewSeconds} s of the API server's`,
+        },
+  );
+}
 
-  const clock = observations.clock;
-  if (clock) {
-    // The Date header has whole seconds: a second of skew is within its precision.
-    const skewSeconds = (clock.localTime - clock.serverDate) / 1000;
-    const allowed = settings.clockSkewSeconds + 1;
-    readings.set(
-      NodeHealthCondition.ClockSkew,
-      Math.abs(skewSeconds) > allowed
-        ? {
-            status: 'True',
-            reason: NodeHealthReason.ClockSkewed,
-            message: `This host's clock is ${formatSeconds(skewSeconds)} ${skewSeconds > 0 ? 'ahead of' : 'behind'} the API server's (its Date header), more than ${settings.clockSkewSeconds} s; certificates and tokens fail past a few minutes: the winfleet agent asks the Windows Time service to resync (w32tm /resync /force); if it stays off, fix the time source (w32tm /query /status)`,
-          }
-        : {
-            status: 'False',
-            reason: NodeHealthReason.ClockInSync,
-            message: `This host's clock is within ${settings.clockSkewSeconds} s of the API server's`,
-          },
-    );
-  }
-
-  const disk = observations.systemDrive;
-  if (disk) {
-    const low = disk.freeBytes < settings.disk.conditionBelowBytes;
-    readings.set(
-      NodeHealthCondition.SystemDiskLow,
-      low
-        ? {
-            status: 'True',
-            reason: NodeHealthReason.FreeSpaceLow,
-            message: `System drive ${disk.path} has ${formatBytes(disk.freeBytes)} free, below ${formatBytes(settings.disk.conditionBelowBytes)}; free space (container images: crictl rmi --prune; C:\\k\\logs; Windows\\SoftwareDistribution\\Download) or grow the volume`,
-          }
-        : {
-            status: 'False',
-            reason: NodeHealthReason.FreeSpaceSufficient,
-            message: `System drive ${disk.path} has ${formatBytes(disk.freeBytes)} free`,
-          },
-    );
-    if (disk.freeBytes < settings.disk.eventBelowBytes) {
-      if (!state.diskEventSent) {
-        state.diskEventSent = true;
-        events.push({
-          reason: NodeHealthEventReason.SystemDiskLow,
-          type: 'Warning',
-          message: `System drive ${disk.path} has ${formatBytes(disk.freeBytes)} free, below ${formatBytes(settings.disk.eventBelowBytes)}; below ${formatBytes(settings.disk.conditionBelowBytes)} the Node gets condition ${NodeHealthCondition.SystemDiskLow}: free space or grow the volume`,
-        });
-      }
-    } else {
-      state.diskEventSent = false;
+/** SystemDiskLow, and the SystemDiskLow Event once per episode below the Event threshold. */
+function diskRule(pass: DetectPass): void {
+  const { settings, state } = pass;
+  const disk = pass.observations.systemDrive;
+  if (!disk) return;
+  const low = disk.freeBytes < settings.disk.conditionBelowBytes;
+  pass.readings.set(
+    NodeHealthCondition.SystemDiskLow,
+    low
+      ? {
+          status: 'True',
+          reason: NodeHealthReason.FreeSpaceLow,
+          message: `System drive ${disk.path} has ${formatBytes(disk.freeBytes)} free, below ${formatBytes(settings.disk.conditionBelowBytes)}; free space (container images: crictl rmi --prune; C:\\k\\logs; Windows\\SoftwareDistribution\\Download) or grow the volume`,
+        }
+      : {
+          status: 'False',
+          reason: NodeHealthReason.FreeSpaceSufficient,
+          message: `System drive ${disk.path} has ${formatBytes(disk.freeBytes)} free`,
+        },
+  );
+  if (disk.freeBytes < settings.disk.eventBelowBytes) {
+    if (!state.diskEventSent) {
+      state.diskEventSent = true;
+      pass.events.push({
+        reason: NodeHealthEventReason.SystemDiskLow,
+        type: 'Warning',
+        message: `System drive ${disk.path} has ${formatBytes(disk.freeBytes)} free, below ${formatBytes(settings.disk.eventBelowBytes)}; below ${formatBytes(settings.disk.conditionBelowBytes)} the Node gets condition ${NodeHealthCondition.SystemDiskLow}: free space or grow the volume`,
+      });
     }
+  } else {
+    state.diskEventSent = false;
   }
+}
 
-  const cert = observations.kubeletCertificate;
-  if (cert) {
-    const left = (cert.notAfter - now) / 1000;
-    const lifetime = (cert.notAfter - cert.notBefore) / 1000;
-    const expiring = left < settings.certificateExpirySeconds && left < lifetime * 0.1;
-    readings.set(
-      NodeHealthCondition.KubeletCertificateExpiring,
-      expiring
-        ? {
-            status: 'True',
-            reason: NodeHealthReason.CertificateExpiring,
-            message: `The kubelet's client certificate ${cert.path} ${left > 0 ? `expires in ${formatSeconds(left)}` : 'has expired'} (notAfter ${rfc3339(cert.notAfter)}) and was not renewed; check that the kubelet runs with certificate rotation and that its CSRs (signer kubernetes.io/kube-apiserver-client-kubelet) are approved: kubectl get csr`,
-          }
-        : {
-            status: 'False',
-            reason: NodeHealthReason.CertificateValid,
-            message: `The kubelet's client certificate is valid until ${rfc3339(cert.notAfter)}`,
-          },
-    );
-  }
+/** KubeletCertificateExpiring: little time left and past 90% of its lifetime (not renewing). */
+function certificateRule(pass: DetectPass): void {
+  const { settings, now } = pass;
+  const cert = pass.observations.kubeletCertificate;
+  if (!cert) return;
+  const left = (cert.notAfter - now) / 1000;
+  const lifetime = (cert.notAfter - cert.notBefore) / 1000;
+  const expiring = left < settings.certificateExpirySeconds && left < lifetime * 0.1;
+  pass.readings.set(
+    NodeHealthCondition.KubeletCertificateExpiring,
+    expiring
+      ? {
+          status: 'True',
+          reason: NodeHealthReason.CertificateExpiring,
+          message: `The kubelet's client certificate ${cert.path} ${left > 0 ? `expires in ${formatSeconds(left)}` : 'has expired'} (notAfter ${rfc3339(cert.notAfter)}) and was not renewed; check that the kubelet runs with certificate rotation and that its CSRs (signer kubernetes.io/kube-apiserver-client-kubelet) are approved: kubectl get csr`,
+        }
+      : {
+          status: 'False',
+          reason: NodeHealthReason.CertificateValid,
+          message: `The kubelet's client certificate is valid until ${rfc3339(cert.notAfter)}`,
+        },
+  );
+}
 
-  if (observations.rebootPending !== undefined) {
-    readings.set(
-      NodeHealthCondition.RebootPending,
-      observations.rebootPending
-        ? {
-            status: 'True',
-            reason: NodeHealthReason.RebootRequired,
-            message:
-              'Windows servicing waits for a reboot (Component Based Servicing\\RebootPending or WindowsUpdate\\Auto Update\\RebootRequired); the pool reboots it safely in its maintenance window, or drain and reboot it',
-          }
-        : {
-            status: 'False',
-            reason: NodeHealthReason.NoRebootPending,
-            message: 'Windows does not wait for a reboot',
-          },
-    );
-  }
+/** RebootPending: Windows servicing waits for a reboot. */
+function rebootPendingRule(pass: DetectPass): void {
+  const { observations } = pass;
+  if (observations.rebootPending === undefined) return;
+  pass.readings.set(
+    NodeHealthCondition.RebootPending,
+    observations.rebootPending
+      ? {
+          status: 'True',
+          reason: NodeHealthReason.RebootRequired,
+          message:
+            'Windows servicing waits for a reboot (Component Based Servicing\\RebootPending or WindowsUpdate\\Auto Update\\RebootRequired); the pool reboots it safely in its maintenance window, or drain and reboot it',
+        }
+      : {
+          status: 'False',
+          reason: NodeHealthReason.NoRebootPending,
+          message: 'Windows does not wait for a reboot',
+        },
+  );
+}
 
-  for (const threat of observations.defenderThreats ?? []) {
+/** A DefenderThreatDetected Event per detection not reported before (remembered in the state). */
+function defenderRule(pass: DetectPass): void {
+  const { state } = pass;
+  for (const threat of pass.observations.defenderThreats ?? []) {
     const key = defenderDetectionKey(threat);
     if (state.reportedThreats.includes(key)) continue;
     state.reportedThreats = [...state.reportedThreats, key].slice(-maxRememberedThreats);
     const where = threat.resources.length > 0 ? ` in ${threat.resources.join(', ')}` : '';
     const when = threat.detectedAt > 0 ? `, detected ${rfc3339(threat.detectedAt)}` : '';
-    events.push({
+    pass.events.push({
       reason: NodeHealthEventReason.DefenderThreatDetected,
       type: 'Warning',
       message: `Microsoft Defender reports active threat ${threat.name || 'without a name'} (ThreatID ${threat.id}, severity ${threat.severity}, status ${threat.status}${when})${where}; investigate the host (Get-MpThreatDetection) and drain it if it is compromised`,
     });
   }
+}
 
-  // Persistence: a reading that differs from the published status must be seen
-  // consecutiveChecks times in a row; one of the same status resets the streak.
+/**
+ * Persistence: a reading that differs from the published status must be seen
+ * consecutiveChecks times in a row; one of the same status resets the streak. Updates
+ * `state.checks` and returns the condition types whose published status, reason or message changed.
+ */
+function persistReadings(pass: DetectPass): NodeHealthCondition[] {
+  const { state } = pass;
   const changed: NodeHealthCondition[] = [];
-  const at = rfc3339(now);
-  const needed = Math.max(1, Math.floor(settings.consecutiveChecks));
-  for (const [type, reading] of readings) {
+  const at = rfc3339(pass.now);
+  const needed = Math.max(1, Math.floor(pass.settings.consecutiveChecks));
+  for (const [type, reading] of pass.readings) {
     const check = state.checks[type];
     const published = check?.condition;
-    let next: CheckState;
-    if (published && reading.status === published.status) {
-      next = { condition: { ...published, reason: reading.reason, message: reading.message } };
-    } else {
-      // Never published yet: healthy is published at once; a problem must persist like any
-      // change (and nothing is published for the type meanwhile).
-      const count = check?.pending?.status === reading.status ? check.pending.count + 1 : 1;
-      next =
-        count >= needed || (!published && reading.status === 'False')
-          ? { condition: { type, ...reading, lastTransitionTime: at } }
-          : {
-              ...(published ? { condition: published } : {}),
-              pending: { status: reading.status, count },
-            };
-    }
+    const next = nextCheckState(type, reading, check, needed, at);
     const after = next.condition;
     if (
       after &&
@@ -608,10 +692,28 @@ export function detect(
       changed.push(type);
     state.checks[type] = next;
   }
+  return changed;
+}
 
-  const conditions = nodeHealthConditions.flatMap((t) => {
-    const c = state.checks[t]?.condition;
-    return c ? [c] : [];
-  });
-  return { conditions, changed, events, doNotRestart: [...state.looping], state };
+/** One condition's next check state from its reading, given the streak `needed` to change. */
+export function nextCheckState(
+  type: NodeHealthCondition,
+  reading: Reading,
+  check: CheckState | undefined,
+  needed: number,
+  at: string,
+): CheckState {
+  const published = check?.condition;
+  if (published && reading.status === published.status) {
+    return { condition: { ...published, reason: reading.reason, message: reading.message } };
+  }
+  // Never published yet: healthy is published at once; a problem must persist like any
+  // change (and nothing is published for the type meanwhile).
+  const count = check?.pending?.status === reading.status ? check.pending.count + 1 : 1;
+  return count >= needed || (!published && reading.status === 'False')
+    ? { condition: { type, ...reading, lastTransitionTime: at } }
+    : {
+        ...(published ? { condition: published } : {}),
+        pending: { status: reading.status, count },
+      };
 }
