@@ -148,7 +148,7 @@ test('a Pull host is run through its agent, never the SSH join', async () => {
   assert.deepEqual(did, ['pull pulled']);
 });
 
-test('attacker: a host claiming a node name another host holds is refused NodeNameTaken, and nothing is connected', async () => {
+test('a host claiming a node name another host holds is refused NodeNameTaken, and nothing is connected', async () => {
   const holder = host('holder', {}, { status: { nodeName: 'win-1' } });
   const node = syntheticNode('win-1', {
     annotations: { [hostAnnotation]: 'win/holder/uid-holder' },
