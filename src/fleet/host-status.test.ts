@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConditionReason, ConditionType } from '../api/reasons.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
-import { HostStatus, rebaseConditions } from './host-status.ts';
+import {
+  guardedStatusPatch,
+  HostStatus,
+  type HostStatusApi,
+  patchHostStatus,
+  rebaseConditions,
+} from './host-status.ts';
 
 /** A Ready host as the API server returns it: every object's keys in sorted order. */
 function readyHostFromApi(): WindowsHost {
@@ -73,4 +79,74 @@ test("a pass that read an older copy changes only the condition types it set, ov
     ).map((c) => `${c.type}=${c.reason}`),
     ['Reachable=Unreachable'],
   );
+});
+
+/** Records the /status requests patchHostStatus makes, and answers with `host`. */
+function recordingStatusApi(host: WindowsHost) {
+  const requests: { body: unknown; contentType: string | undefined }[] = [];
+  const api: HostStatusApi = {
+    patchNamespacedCustomObjectStatus: (async (
+      request: { body: unknown },
+      options?: { middleware?: unknown[] } & Record<string, unknown>,
+    ) => {
+      requests.push({ body: request.body, contentType: contentTypeOf(options) });
+      return host;
+    }) as unknown as HostStatusApi['patchNamespacedCustomObjectStatus'],
+  };
+  return { api, requests };
+}
+
+/** The Content-Type a setHeaderOptions middleware sets on a request. */
+function contentTypeOf(options: unknown): string | undefined {
+  const headers: Record<string, string> = {};
+  const context = { setHeaderParam: (name: string, value: string) => (headers[name] = value) };
+  const middleware = (options as { middleware?: { pre(c: unknown): unknown }[] })?.middleware;
+  for (const m of middleware ?? []) m.pre(context);
+  return headers['Content-Type'];
+}
+
+test('patchHostStatus writes a merge patch of the fields, nulls included', async () => {
+  const host = readyHostFromApi();
+  const { api, requests } = recordingStatusApi(host);
+  await patchHostStatus(api, host, { servingAddresses: ['10.0.0.5'], lastError: null });
+  assert.deepEqual(requests, [
+    {
+      body: { status: { servingAddresses: ['10.0.0.5'], lastError: null } },
+      contentType: 'application/merge-patch+json',
+    },
+  ]);
+});
+
+test('a guarded patchHostStatus tests the resourceVersion read before adding each field', async () => {
+  const host = {
+    ...readyHostFromApi(),
+    metadata: { name: 'h', namespace: 'ns', resourceVersion: '7' },
+  };
+  const { api, requests } = recordingStatusApi(host as WindowsHost);
+  await patchHostStatus(
+    api,
+    host as WindowsHost,
+    { rollout: { setAside: undefined } },
+    {
+      guarded: true,
+    },
+  );
+  assert.deepEqual(requests, [
+    {
+      body: [
+        { op: 'test', path: '/metadata/resourceVersion', value: '7' },
+        { op: 'add', path: '/status/rollout', value: { setAside: undefined } },
+      ],
+      contentType: 'application/json-patch+json',
+    },
+  ]);
+});
+
+test('a guarded write to a host with no status yet adds /status whole, after the test', () => {
+  const host = { ...readyHostFromApi(), metadata: { name: 'h', resourceVersion: '3' } };
+  delete (host as { status?: unknown }).status;
+  assert.deepEqual(guardedStatusPatch(host as WindowsHost, { remediation: { rung: 1 } }), [
+    { op: 'test', path: '/metadata/resourceVersion', value: '3' },
+    { op: 'add', path: '/status', value: { remediation: { rung: 1 } } },
+  ]);
 });

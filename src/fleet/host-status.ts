@@ -1,4 +1,25 @@
-/** Reading and writing a WindowsHost's status (merge patches on the /status subresource). */
+/**
+ * Reading and writing a WindowsHost's status. Every writer of a host's status (the host
+ * controller's passes, the pool's rollout record and Windows Update report, the serving-address
+ * controller) goes through patchHostStatus, in one of its two forms:
+ *
+ * - a merge patch of the fields a writer changed (a field set to null goes), for writers that
+ *   own their fields and may write them whatever else changed meanwhile;
+ * - a guarded write (`guarded: true`): a JSON Patch whose first operation tests the
+ *   resourceVersion the host was read at, so a write computed from a stale copy fails (409/422)
+ *   and the caller acts on nothing. The pool's rollout record needs this: a record rolled back
+ *   by a stale cache would repeat a cordon, drain or reboot.
+ *
+ * Why not server-side apply, as ARCHITECTURE.md's conventions say: an apply carries a manager's
+ * whole intent (a field it owned and now omits is removed), while a pass computes what changed
+ * against its informer copy, which may be older than the pass before's write. Applied as intent,
+ * that stale copy would roll back conditions (status.conditions is a list-map keyed on type,
+ * so each type would be owned, and dropped, per manager) and fields a previous pass set; the
+ * host controller rebases its changed condition types on a fresh read instead
+ * (rebaseConditions). Moving to apply would also need three field managers and a migration of
+ * the managedFields existing hosts carry from merge patches: a behaviour change, not a
+ * refactor. One helper with these two forms keeps each writer's semantics as it was.
+ */
 import * as k8s from '@kubernetes/client-node';
 import { apiVersion } from '../api/group-version.ts';
 import type { ConditionReason, ConditionType, JoinStep } from '../api/reasons.ts';
@@ -8,8 +29,7 @@ import { sameJson } from '../controller-runtime/same-json.ts';
 import { apiTime } from '../kube/api-time.ts';
 import { isInvalid, isNotFound } from '../kube/client.ts';
 
-/** The custom-object coordinates of a WindowsHost, for the generic client's requests. */
-/** The CustomObjectsApi coordinates of a WindowsHost. */
+/** The CustomObjectsApi coordinates of a WindowsHost, for the generic client's requests. */
 export function hostObject(host: WindowsHost) {
   const [group, version] = apiVersion.split('/') as [string, string];
   return {
@@ -95,15 +115,49 @@ export async function writeHostStatus(
       current.status?.conditions,
     );
   }
-  await custom.patchNamespacedCustomObjectStatus(
-    {
-      ...hostObject(host),
-      body: {
-        status: { ...changes, observedGeneration: host.metadata.generation },
-      },
-    },
-    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-  );
+  await patchHostStatus(custom, host, { ...changes, observedGeneration: host.metadata.generation });
+}
+
+/** The WindowsHost /status request patchHostStatus makes: the generic client's, or a test's. */
+export type HostStatusApi = Pick<k8s.CustomObjectsApi, 'patchNamespacedCustomObjectStatus'>;
+
+/**
+ * The one write of a WindowsHost's status (see the header): `fields` as a merge patch of
+ * status (a null field goes), or with `guarded`, as a JSON Patch that first tests the
+ * resourceVersion `host` was read at and then adds each field (the whole status when the host
+ * has none yet). Returns the host as written; errors (a conflict, a failed test, a host gone)
+ * are the caller's to judge.
+ */
+export async function patchHostStatus(
+  api: HostStatusApi,
+  host: WindowsHost,
+  fields: Record<string, unknown>,
+  options: { guarded?: boolean } = {},
+): Promise<WindowsHost> {
+  if (!options.guarded) {
+    return (await api.patchNamespacedCustomObjectStatus(
+      { ...hostObject(host), body: { status: fields } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    )) as WindowsHost;
+  }
+  return (await api.patchNamespacedCustomObjectStatus(
+    { ...hostObject(host), body: guardedStatusPatch(host, fields) },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
+  )) as WindowsHost;
+}
+
+/**
+ * The JSON Patch of a guarded status write: test the resourceVersion `host` was read at, then
+ * add each field under /status (or /status whole when the host has no status yet).
+ */
+export function guardedStatusPatch(host: WindowsHost, fields: Record<string, unknown>): object[] {
+  const entries = Object.entries(fields);
+  return [
+    { op: 'test', path: '/metadata/resourceVersion', value: host.metadata.resourceVersion },
+    ...(host.status
+      ? entries.map(([field, value]) => ({ op: 'add', path: `/status/${field}`, value }))
+      : [{ op: 'add', path: '/status', value: Object.fromEntries(entries) }]),
+  ];
 }
 
 /**

@@ -143,37 +143,93 @@ export async function decidePullJoin(
   tokenId: string,
   lookup: PullJoinLookup,
 ): Promise<CsrDecision> {
+  const token = await usableRecord(tokenId, lookup);
+  if ('denied' in token) return token.denied;
+  const { record } = token;
+  const named = requestedNodeName(request);
+  if ('denied' in named) return named.denied;
+  const { nodeName } = named;
+  const pool = lookup.pool(record.namespace, record.pool);
+  if (!pool) {
+    return denyJoin(
+      'pool',
+      `WindowsNodePool ${record.namespace}/${record.pool} of join token ${tokenId} does not exist, or is in a namespace the operator does not watch (hosts.namespaces)`,
+    );
+  }
+  const poolProblem = poolJoinProblem(pool, record, nodeName);
+  if (poolProblem) return denyJoin(poolProblem[0], poolProblem[1]);
+  if (pool.spec.join?.instanceIdentity === 'AWS' || record.instanceId !== undefined) {
+    const problem = identityProblem(request.username, tokenId, nodeName, record, lookup);
+    if (problem) return denyJoin('instance-identity', problem);
+  }
+  const retired = await retiredDenial(nodeName, lookup);
+  if (retired) return retired;
+  const csrUid = request.uid ?? request.name;
+  const taken = takenProblem(nodeName, record, csrUid, lookup);
+  if (taken) return denyJoin('name-taken', `node name ${nodeName} is taken: ${taken}`);
+  return {
+    action: 'claim',
+    reason: `kubelet client certificate for new Node ${nodeName} joining WindowsNodePool ${record.namespace}/${record.pool} with join token ${tokenId}`,
+    claim: {
+      tokenId,
+      csrUid,
+      nodeName,
+      record,
+      host: joinedHost(record, nodeName, tokenId, csrUid),
+    },
+  };
+}
+
+/** The token's record (read fresh) if it may be used now: token, network, expiry and uses. */
+async function usableRecord(
+  tokenId: string,
+  lookup: PullJoinLookup,
+): Promise<{ record: JoinTokenRecord & { resourceVersion?: string } } | { denied: JoinDenial }> {
   let record: Awaited<ReturnType<PullJoinLookup['record']>>;
   try {
     record = await lookup.record(tokenId);
   } catch (error) {
-    return denyJoin('token', (error as Error).message);
+    return { denied: denyJoin('token', (error as Error).message) };
   }
   if (!record) {
-    return denyJoin(
-      'token',
-      `bootstrap token ${tokenId} belongs to no known WindowsHost and has no join-token record: it was revoked (winfleet join-tokens revoke) or never issued by winfleet join-command`,
-    );
+    return {
+      denied: denyJoin(
+        'token',
+        `bootstrap token ${tokenId} belongs to no known WindowsHost and has no join-token record: it was revoked (winfleet join-tokens revoke) or never issued by winfleet join-command`,
+      ),
+    };
   }
   const network = lookup.network?.();
   if (network && !network.ok)
-    return denyJoin('network', `no node joins the pod network now: ${network.message}`);
+    return {
+      denied: denyJoin('network', `no node joins the pod network now: ${network.message}`),
+    };
   if (joinTokenExpired(record, lookup.now())) {
-    return denyJoin('expiry', `join token ${tokenId} expired at ${record.expires}`);
+    return { denied: denyJoin('expiry', `join token ${tokenId} expired at ${record.expires}`) };
   }
   if (record.usesLeft <= 0) {
-    return denyJoin('uses', `join token ${tokenId} is used up (${record.uses} uses)`);
+    return { denied: denyJoin('uses', `join token ${tokenId} is used up (${record.uses} uses)`) };
   }
+  return { record };
+}
+
+/**
+ * The node name the request's kubelet subject names, once the request passes the subject,
+ * extensions, client-certificate and node-name checks.
+ */
+function requestedNodeName(request: CsrRequest): { nodeName: string } | { denied: JoinDenial } {
   if (!request.parsed) {
     const why = request.parseProblem ? `: ${request.parseProblem}` : '';
-    return denyJoin('subject', `the request is not a valid PKCS#10 CSR${why}`);
+    return { denied: denyJoin('subject', `the request is not a valid PKCS#10 CSR${why}`) };
   }
   const nodeName = subjectNodeName(request);
   if (nodeName === undefined) {
-    return denyJoin(
-      'subject',
-      `the subject names no node; a kubelet's subject is exactly O=system:nodes, CN=system:node:<node name>`,
-    );
+    return {
+      denied: denyJoin(
+        'subject',
+        `the subject names no node; a kubelet's subject is exactly O=system:nodes, CN=system:node:<node name>`,
+      ),
+    };
   }
   const checks: [string, () => string | undefined][] = [
     ['subject', () => subjectProblem(request.parsed!, nodeName)],
@@ -189,21 +245,16 @@ export async function decidePullJoin(
   ];
   for (const [check, problem] of checks) {
     const found = problem();
-    if (found) return denyJoin(check, found);
+    if (found) return { denied: denyJoin(check, found) };
   }
-  const pool = lookup.pool(record.namespace, record.pool);
-  if (!pool) {
-    return denyJoin(
-      'pool',
-      `WindowsNodePool ${record.namespace}/${record.pool} of join token ${tokenId} does not exist, or is in a namespace the operator does not watch (hosts.namespaces)`,
-    );
-  }
-  const poolProblem = poolJoinProblem(pool, record, nodeName);
-  if (poolProblem) return denyJoin(poolProblem[0], poolProblem[1]);
-  if (pool.spec.join?.instanceIdentity === 'AWS' || record.instanceId !== undefined) {
-    const problem = identityProblem(request.username, tokenId, nodeName, record, lookup);
-    if (problem) return denyJoin('instance-identity', problem);
-  }
+  return { nodeName };
+}
+
+/** The name-retired denial when `nodeName` is a removed Pull host's (or unreadable), else undefined. */
+async function retiredDenial(
+  nodeName: string,
+  lookup: PullJoinLookup,
+): Promise<JoinDenial | undefined> {
   let retired: Awaited<ReturnType<NonNullable<PullJoinLookup['retired']>>>;
   try {
     retired = await lookup.retired?.(nodeName);
@@ -213,29 +264,14 @@ export async function decidePullJoin(
       `cannot read the retired node names: ${(error as Error).message}`,
     );
   }
-  if (retired) {
-    const free = `remove the key ${nodeName} from ConfigMap ${retiredNodeNamesConfigMap} in the operator's namespace only if that certificate is known to be gone`;
-    return denyJoin(
-      'name-retired',
-      'problem' in retired
-        ? `node name ${nodeName} has an entry in ${retiredNodeNamesConfigMap} that does not parse (${retired.problem}); ${free}`
-        : `node name ${nodeName} belonged to WindowsHost ${retired.host}, removed; the node certificate it was given may be valid until ${retired.until} (Kubernetes cannot revoke it), so the name is not issued again before then: join under another name, or ${free}`,
-    );
-  }
-  const csrUid = request.uid ?? request.name;
-  const taken = takenProblem(nodeName, record, csrUid, lookup);
-  if (taken) return denyJoin('name-taken', `node name ${nodeName} is taken: ${taken}`);
-  return {
-    action: 'claim',
-    reason: `kubelet client certificate for new Node ${nodeName} joining WindowsNodePool ${record.namespace}/${record.pool} with join token ${tokenId}`,
-    claim: {
-      tokenId,
-      csrUid,
-      nodeName,
-      record,
-      host: joinedHost(record, nodeName, tokenId, csrUid),
-    },
-  };
+  if (!retired) return undefined;
+  const free = `remove the key ${nodeName} from ConfigMap ${retiredNodeNamesConfigMap} in the operator's namespace only if that certificate is known to be gone`;
+  return denyJoin(
+    'name-retired',
+    'problem' in retired
+      ? `node name ${nodeName} has an entry in ${retiredNodeNamesConfigMap} that does not parse (${retired.problem}); ${free}`
+      : `node name ${nodeName} belonged to WindowsHost ${retired.host}, removed; the node certificate it was given may be valid until ${retired.until} (Kubernetes cannot revoke it), so the name is not issued again before then: join under another name, or ${free}`,
+  );
 }
 
 /**

@@ -6,13 +6,13 @@
  * it first), so an annotation edited meanwhile is decided again instead of removed unapplied.
  */
 import * as k8s from '@kubernetes/client-node';
-import { apiVersion } from '../../api/group-version.ts';
 import { EventReason } from '../../api/reasons.ts';
 import { servingAddressesAnnotation, type WindowsHost } from '../../api/windows-host.ts';
 import type { WinfleetConfig } from '../../config/winfleet-config.ts';
 import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
 import type { EventRecorder } from '../../controller-runtime/events.ts';
 import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
+import { hostObject, patchHostStatus } from '../../fleet/host-status.ts';
 import {
   type AddressContext,
   parseServingAddressList,
@@ -87,20 +87,12 @@ export function servingAddressChange(
   };
 }
 
-const [group, version] = apiVersion.split('/') as [string, string];
 /** The annotation as a JSON pointer ("/" in its name escaped as "~1"). */
 const annotationPath = `/metadata/annotations/${servingAddressesAnnotation.replaceAll('/', '~1')}`;
 
 export function createServingAddressController(deps: ServingAddressControllerDeps): Controller {
   const api = deps.api ?? deps.kc.makeApiClient(k8s.CustomObjectsApi);
   const nodeHolding = nodeHoldingAddress(deps.nodes);
-  const target = (host: WindowsHost) => ({
-    group,
-    version,
-    namespace: host.metadata.namespace!,
-    plural: 'windowshosts',
-    name: host.metadata.name,
-  });
 
   const controller = new Controller({
     name: 'serving-addresses',
@@ -138,15 +130,12 @@ export function createServingAddressController(deps: ServingAddressControllerDep
     if (change.kind === 'refuse') {
       deps.events.record(host, 'Warning', EventReason.ServingAddressesRefused, change.message);
     } else if (change.kind === 'set') {
-      await api.patchNamespacedCustomObjectStatus(
-        { ...target(host), body: { status: { servingAddresses: change.addresses } } },
-        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-      );
+      await patchHostStatus(api, host, { servingAddresses: change.addresses });
       deps.events.record(host, 'Normal', EventReason.ServingAddressesChanged, change.message);
     }
     await api.patchNamespacedCustomObject(
       {
-        ...target(host),
+        ...hostObject(host),
         body: [
           { op: 'test', path: annotationPath, value },
           { op: 'remove', path: annotationPath },

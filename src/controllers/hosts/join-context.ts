@@ -3,6 +3,7 @@
  * publisher, the API server's version) and `step`, which records a step's failure on the host.
  */
 import { ConditionReason, ConditionType, type JoinStep } from '../../api/reasons.ts';
+import type { WindowsHost, WindowsHostStatus } from '../../api/windows-host.ts';
 import type { HostStatus } from '../../fleet/host-status.ts';
 import { failedRemoteStep } from '../../hostaccess/remote-host.ts';
 import type { HostControllerDeps } from './host-deps.ts';
@@ -12,6 +13,11 @@ export interface JoinContext extends HostControllerDeps {
   publish: ReturnType<typeof createManifestPublisher>;
   /** The API server's gitVersion (cached), for the kubelet skew policy. */
   apiServerVersion: () => Promise<string>;
+  /**
+   * How a pass writes what it changed in the host's status at its end (hostPass); default
+   * writeHostStatus over `kc`. A test binds a recorder.
+   */
+  writeStatus?: (host: WindowsHost, status: WindowsHostStatus) => Promise<void>;
 }
 
 /**

@@ -30,7 +30,7 @@ import type { HostWindowsUpdates, WindowsHost } from '../../api/windows-host.ts'
 import { drainUnmanagedPodsAnnotation } from '../../api/windows-host.ts';
 import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import { commandSigner } from '../../fleet/command-signer.ts';
-import { hostObject } from '../../fleet/host-status.ts';
+import { patchHostStatus } from '../../fleet/host-status.ts';
 import { isConflict, isFailedPatchTest, isNotFound } from '../../kube/client.ts';
 import { drainNode } from '../../kube/drain.ts';
 import type { StepAction } from '../../rollout/host-steps.ts';
@@ -39,7 +39,6 @@ import type { StepAction } from '../../rollout/host-steps.ts';
 const notReadyDeleteWaitSeconds = 1;
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
-const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
 
 /** What the pool controller records on a host before acting: its rollout and remediation. */
 export interface HostRecord {
@@ -57,19 +56,13 @@ export async function writeHostRecord(
   host: WindowsHost,
   record: HostRecord,
 ): Promise<string | undefined> {
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  const fields = Object.entries(record).filter(([, value]) => value !== undefined);
-  const body = [
-    { op: 'test', path: '/metadata/resourceVersion', value: host.metadata.resourceVersion },
-    ...(host.status
-      ? fields.map(([field, value]) => ({ op: 'add', path: `/status/${field}`, value }))
-      : [{ op: 'add', path: '/status', value: Object.fromEntries(fields) }]),
-  ];
+  const fields = Object.fromEntries(
+    Object.entries(record).filter(([, value]) => value !== undefined),
+  );
   try {
-    const written = (await custom.patchNamespacedCustomObjectStatus(
-      { ...hostObject(host), body },
-      jsonPatch,
-    )) as WindowsHost;
+    const written = await patchHostStatus(kc.makeApiClient(k8s.CustomObjectsApi), host, fields, {
+      guarded: true,
+    });
     return written.metadata.resourceVersion;
   } catch (error) {
     // A failed test operation is 422 (Invalid) for JSON Patch; 409 for a racing writer.
@@ -88,13 +81,11 @@ export async function copyReport(
   summary: HostWindowsUpdates,
 ): Promise<void> {
   if (isDeepStrictEqual(host.status?.windowsUpdates, summary)) return;
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   try {
-    await custom.patchNamespacedCustomObjectStatus(
-      // null for each field the new report lacks (error), which a merge patch would keep.
-      { ...hostObject(host), body: { status: { windowsUpdates: { ...nulls, ...summary } } } },
-      mergePatch,
-    );
+    // null for each field the new report lacks (error), which a merge patch would keep.
+    await patchHostStatus(kc.makeApiClient(k8s.CustomObjectsApi), host, {
+      windowsUpdates: { ...nulls, ...summary },
+    });
   } catch (error) {
     if (!isNotFound(error)) throw error;
   }
