@@ -33,6 +33,7 @@ import {
   registryLookupError,
 } from './registry-lookup-error.ts';
 import {
+  type CompiledRouting,
   compileRegistryRouting,
   configuredOrigins,
   type LookupTarget,
@@ -165,7 +166,7 @@ export function windowsOsVersions(
 
 /** Everything one resolver keeps between calls: its settings, client, cache and counters. */
 interface ResolverState {
-  routing: RegistryRouting;
+  routing: CompiledRouting;
   now: () => number;
   client: RegistryClient;
   lookupTimeoutMs: number;
