@@ -241,7 +241,7 @@ export class RegistryAuth {
 }
 
 /** The token realm of a Bearer challenge, which must be an HTTP(S) URL. */
-function tokenRealm(origin: string, realm: string): URL {
+export function tokenRealm(origin: string, realm: string): URL {
   let realmUrl: URL;
   try {
     realmUrl = new URL(realm);
@@ -261,7 +261,7 @@ function tokenRealm(origin: string, realm: string): URL {
 }
 
 /** The token in a token service's JSON answer, and how long to keep it. */
-function tokenFromBody(body: Buffer, what: string): { token: string; ttl: number } {
+export function tokenFromBody(body: Buffer, what: string): { token: string; ttl: number } {
   let parsed: { token?: unknown; access_token?: unknown; expires_in?: unknown };
   try {
     parsed = JSON.parse(body.toString('utf8'));
