@@ -59,6 +59,17 @@ export function apiEventSink(kc: k8s.KubeConfig): EventSink {
 /** Aggregated Events remembered at most (the oldest is forgotten; it is read back if needed). */
 const rememberedEvents = 4096;
 
+/** What one recorder keeps: where it writes, what it has written, what is being written. */
+interface RecorderState {
+  component: string;
+  log: Logger;
+  sink: EventSink;
+  /** Count written so far per Event name (insertion order = age, for forgetting). */
+  counts: Map<string, number>;
+  /** The write in flight per Event name. */
+  writing: Map<string, Promise<void>>;
+}
+
 /**
  * Records core/v1 Events as `component`. Recording never throws and never blocks the caller:
  * an event that cannot be written is logged and dropped. Writes for one aggregate run one
@@ -70,83 +81,108 @@ export function createEventRecorder(
   log: Logger,
   sink: EventSink = apiEventSink(kc),
 ): EventRecorder & { flush(): Promise<void> } {
-  /** Count written so far per Event name (insertion order = age, for forgetting). */
-  const counts = new Map<string, number>();
-  /** The write in flight per Event name. */
-  const writing = new Map<string, Promise<void>>();
-
-  const write = async (event: k8s.CoreV1Event, now: Date): Promise<void> => {
-    const { namespace, name } = event.metadata as { namespace: string; name: string };
-    let count = counts.get(name);
-    if (count !== undefined) {
-      try {
-        await sink.bump(namespace, name, count + 1, now);
-        return remember(name, count + 1);
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-        count = undefined; // expired: start again
-      }
-    }
-    try {
-      await sink.create(event);
-      return remember(name, 1);
-    } catch (error) {
-      if (!isAlreadyExists(error)) throw error;
-    }
-    // Written before this process remembered it (a restart, or forgotten).
-    const existing = await sink.read(namespace, name);
-    const next = (existing?.count ?? 1) + 1;
-    await sink.bump(namespace, name, next, now);
-    remember(name, next);
-  };
-
-  const remember = (name: string, count: number) => {
-    counts.delete(name);
-    counts.set(name, count);
-    if (counts.size > rememberedEvents) counts.delete(counts.keys().next().value!);
-  };
-
+  const state: RecorderState = { component, log, sink, counts: new Map(), writing: new Map() };
   return {
     record(subject, type, reason, message) {
-      const name = subject.metadata?.name ?? 'unknown';
-      const namespace = subject.metadata?.namespace || 'default';
-      const now = new Date();
-      const text = message.slice(0, 1024);
-      const involvedObject = {
-        apiVersion: subject.apiVersion,
-        kind: subject.kind,
-        name,
-        namespace: subject.metadata?.namespace,
-        uid: subject.metadata?.uid,
-      };
-      const aggregate = JSON.stringify([component, involvedObject, type, reason, text]);
-      const eventName = `${name.slice(0, 200)}.${createHash('sha256').update(aggregate).digest('hex').slice(0, 16)}`;
-      const event: k8s.CoreV1Event = {
-        metadata: { name: eventName, namespace },
-        involvedObject: { ...involvedObject, resourceVersion: subject.metadata?.resourceVersion },
-        type,
-        reason,
-        message: text,
-        source: { component },
-        reportingComponent: component,
-        reportingInstance: component,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-      };
-      log.info('event', { kind: subject.kind, name, type, reason, message });
-      const previous = writing.get(eventName) ?? Promise.resolve();
-      const next = previous
-        .then(() => write(event, now))
-        .catch((error: unknown) => log.warn('cannot record event', { reason, error }))
-        .finally(() => {
-          if (writing.get(eventName) === next) writing.delete(eventName);
-        });
-      writing.set(eventName, next);
+      recordEvent(state, subject, type, reason, message);
     },
     /** Resolves once the writes recorded so far are done (or dropped). */
     async flush() {
-      while (writing.size > 0) await Promise.all(writing.values());
+      while (state.writing.size > 0) await Promise.all(state.writing.values());
     },
   };
+}
+
+/** Logs an Event and queues its write behind the write in flight for the same aggregate. */
+function recordEvent(
+  state: RecorderState,
+  subject: EventSubject,
+  type: EventType,
+  reason: string,
+  message: string,
+): void {
+  const { log, writing } = state;
+  const now = new Date();
+  const event = aggregatedEvent(state.component, subject, type, reason, message, now);
+  const eventName = event.metadata.name!;
+  log.info('event', { kind: subject.kind, name: event.involvedObject.name, type, reason, message });
+  const previous = writing.get(eventName) ?? Promise.resolve();
+  const next = previous
+    .then(() => writeEvent(state, event, now))
+    .catch((error: unknown) => log.warn('cannot record event', { reason, error }))
+    .finally(() => {
+      if (writing.get(eventName) === next) writing.delete(eventName);
+    });
+  writing.set(eventName, next);
+}
+
+/** The Event for one record, named after what is aggregated (so repeats share the name). */
+function aggregatedEvent(
+  component: string,
+  subject: EventSubject,
+  type: EventType,
+  reason: string,
+  message: string,
+  now: Date,
+): k8s.CoreV1Event {
+  const name = subject.metadata?.name ?? 'unknown';
+  const namespace = subject.metadata?.namespace || 'default';
+  const text = message.slice(0, 1024);
+  const involvedObject = {
+    apiVersion: subject.apiVersion,
+    kind: subject.kind,
+    name,
+    namespace: subject.metadata?.namespace,
+    uid: subject.metadata?.uid,
+  };
+  const aggregate = JSON.stringify([component, involvedObject, type, reason, text]);
+  const eventName = `${name.slice(0, 200)}.${createHash('sha256').update(aggregate).digest('hex').slice(0, 16)}`;
+  return {
+    metadata: { name: eventName, namespace },
+    involvedObject: { ...involvedObject, resourceVersion: subject.metadata?.resourceVersion },
+    type,
+    reason,
+    message: text,
+    source: { component },
+    reportingComponent: component,
+    reportingInstance: component,
+    firstTimestamp: now,
+    lastTimestamp: now,
+    count: 1,
+  };
+}
+
+/** Writes one Event: bumps the count of one already written, else creates it. */
+async function writeEvent(state: RecorderState, event: k8s.CoreV1Event, now: Date): Promise<void> {
+  const { sink, counts } = state;
+  const { namespace, name } = event.metadata as { namespace: string; name: string };
+  let count = counts.get(name);
+  if (count !== undefined) {
+    try {
+      await sink.bump(namespace, name, count + 1, now);
+      return remember(state, name, count + 1);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      count = undefined; // expired: start again
+    }
+  }
+  try {
+    await sink.create(event);
+    return remember(state, name, 1);
+  } catch (error) {
+    if (!isAlreadyExists(error)) throw error;
+  }
+  // Written before this process remembered it (a restart, or forgotten).
+  const existing = await sink.read(namespace, name);
+  const next = (existing?.count ?? 1) + 1;
+  await sink.bump(namespace, name, next, now);
+  remember(state, name, next);
+}
+
+/** Remembers the count of an Event as the newest, forgetting the oldest past the bound. */
+function remember(state: RecorderState, name: string, count: number): void {
+  const { counts } = state;
+  counts.delete(name);
+  counts.set(name, count);
+  if (counts.size > rememberedEvents) counts.delete(counts.keys().next().value!);
 }

@@ -7,7 +7,7 @@
  * WF_SSH_DROPPED or WF_SSH_FILE_COPY.
  */
 import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import ssh2, { Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
 import { WinfleetError } from '../errors/catalog.ts';
 import { countBytesSent } from './bytes-sent.ts';
@@ -300,17 +300,8 @@ export class SshSession {
             `Cannot write ${windowsPath}: ${(error as Error).message}`,
             { cause: error },
           );
-    let timer: NodeJS.Timeout | undefined;
-    let timedOut = false;
-    const expired = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => {
-        timedOut = true;
-        reject(
-          new WinfleetError('WF_SSH_TIMEOUT', `Copying ${windowsPath} took over ${timeoutMs} ms`),
-        );
-      }, timeoutMs);
-    });
-    expired.catch(() => {});
+    const deadline = uploadDeadline(windowsPath, timeoutMs);
+    const { expired } = deadline;
     const local = await open(localPath, 'r');
     let handle: Buffer | undefined;
     try {
@@ -320,35 +311,7 @@ export class SshSession {
         ),
         expired,
       ]);
-      const { size } = await local.stat();
-      const hash = createHash('sha256');
-      const inFlight = new Set<Promise<void>>();
-      let position = 0;
-      // Bounded: `position` grows by each chunk read and stops at the size seen at the start.
-      while (position < size && !timedOut) {
-        const buffer = Buffer.allocUnsafe(Math.min(uploadChunkBytes, size - position));
-        const { bytesRead } = await local.read(buffer, 0, buffer.length, position);
-        if (bytesRead === 0) break;
-        const chunk = buffer.subarray(0, bytesRead);
-        hash.update(chunk);
-        const target = handle;
-        const at = position;
-        const write = new Promise<void>((resolve, reject) =>
-          sftp.write(target, chunk, 0, chunk.length, at, (error) =>
-            error ? reject(error) : resolve(),
-          ),
-        );
-        write.catch(() => {});
-        countBytesSent(chunk.length);
-        inFlight.add(write);
-        write.then(
-          () => inFlight.delete(write),
-          () => {},
-        );
-        position += bytesRead;
-        if (inFlight.size >= uploadWritesInFlight) await Promise.race([...inFlight, expired]);
-      }
-      await Promise.race([Promise.all(inFlight), expired]);
+      const sent = await writeChunks(sftp, handle, local, deadline);
       const closing = handle;
       handle = undefined;
       await Promise.race([
@@ -357,11 +320,11 @@ export class SshSession {
         ),
         expired,
       ]);
-      return { size: position, sha256: hash.digest('hex') };
+      return sent;
     } catch (error) {
       throw copyFailed(error);
     } finally {
-      clearTimeout(timer);
+      clearTimeout(deadline.timer);
       await local.close();
       // After a failure the handle is closed without waiting: the channel may be gone.
       if (handle) {
@@ -377,4 +340,69 @@ export class SshSession {
   close(): void {
     this.client.end();
   }
+}
+
+/** An upload's time limit: `expired` rejects with WF_SSH_TIMEOUT once `timeoutMs` has passed. */
+interface UploadDeadline {
+  expired: Promise<never>;
+  timedOut: boolean;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/** Starts the time limit of copying `windowsPath`. */
+function uploadDeadline(windowsPath: string, timeoutMs: number): UploadDeadline {
+  const timing = { timedOut: false, timer: undefined as NodeJS.Timeout | undefined };
+  const expired = new Promise<never>((_resolve, reject) => {
+    timing.timer = setTimeout(() => {
+      timing.timedOut = true;
+      reject(
+        new WinfleetError('WF_SSH_TIMEOUT', `Copying ${windowsPath} took over ${timeoutMs} ms`),
+      );
+    }, timeoutMs);
+  });
+  expired.catch(() => {});
+  // The same object: `timedOut` read later sees the timer's write.
+  return Object.assign(timing, { expired });
+}
+
+/**
+ * Streams the local file into the open SFTP `handle`: read in chunks, with at most
+ * uploadWritesInFlight WRITEs outstanding; the size and SHA-256 of the bytes sent.
+ */
+async function writeChunks(
+  sftp: SFTPWrapper,
+  handle: Buffer,
+  local: FileHandle,
+  deadline: UploadDeadline,
+): Promise<{ size: number; sha256: string }> {
+  const { expired } = deadline;
+  const { size } = await local.stat();
+  const hash = createHash('sha256');
+  const inFlight = new Set<Promise<void>>();
+  let position = 0;
+  // Bounded: `position` grows by each chunk read and stops at the size seen at the start.
+  while (position < size && !deadline.timedOut) {
+    const buffer = Buffer.allocUnsafe(Math.min(uploadChunkBytes, size - position));
+    const { bytesRead } = await local.read(buffer, 0, buffer.length, position);
+    if (bytesRead === 0) break;
+    const chunk = buffer.subarray(0, bytesRead);
+    hash.update(chunk);
+    const at = position;
+    const write = new Promise<void>((resolve, reject) =>
+      sftp.write(handle, chunk, 0, chunk.length, at, (error) =>
+        error ? reject(error) : resolve(),
+      ),
+    );
+    write.catch(() => {});
+    countBytesSent(chunk.length);
+    inFlight.add(write);
+    write.then(
+      () => inFlight.delete(write),
+      () => {},
+    );
+    position += bytesRead;
+    if (inFlight.size >= uploadWritesInFlight) await Promise.race([...inFlight, expired]);
+  }
+  await Promise.race([Promise.all(inFlight), expired]);
+  return { size: position, sha256: hash.digest('hex') };
 }

@@ -33,6 +33,7 @@ import {
   registryLookupError,
 } from './registry-lookup-error.ts';
 import {
+  type CompiledRouting,
   compileRegistryRouting,
   configuredOrigins,
   type LookupTarget,
@@ -163,10 +164,43 @@ export function windowsOsVersions(
   return [...new Set(versions)];
 }
 
+/** Everything one resolver keeps between calls: its settings, client, cache and counters. */
+interface ResolverState {
+  routing: CompiledRouting;
+  now: () => number;
+  client: RegistryClient;
+  lookupTimeoutMs: number;
+  tagTtlMs: number;
+  digestTtlMs: number;
+  failureTtlMs: number;
+  maxChildManifests: number;
+  cache: TtlLruCache<string, LookupOutcome>;
+  inFlight: Map<string, Promise<LookupOutcome>>;
+  observer: ImageLookupObserver;
+  defaults: readonly DockerConfigSource[];
+  counts: { hits: number; misses: number };
+  // Admission asks about the same few images over and over: keep their parsed references and
+  // cache keys (bounded) instead of parsing each time.
+  references: Map<string, ImageReference>;
+  keys: WeakMap<ImageReference, string>;
+}
+
 /** Creates a resolver; share one per process so its cache, tokens and connections are reused. */
 export function createImagePlatformResolver(
   options: ImagePlatformResolverOptions = {},
 ): ImagePlatformResolver {
+  const state = resolverState(options);
+  return {
+    resolveImagePlatforms: (image, context, signal) =>
+      resolveImagePlatformsWith(state, image, context, signal),
+    // One consultation counts once, though failures and platforms have separate keys.
+    cacheStats: () => ({ ...state.cache.stats(), ...state.counts }),
+    close: () => state.client.close(),
+  };
+}
+
+/** The resolver's state from its options, with every default filled in. */
+function resolverState(options: ImagePlatformResolverOptions): ResolverState {
   const routing = compileRegistryRouting(options);
   const now = options.now ?? Date.now;
   const client = new RegistryClient({
@@ -177,313 +211,358 @@ export function createImagePlatformResolver(
       blockedCidrs: options.blockedCidrs ?? [],
     }),
   });
-  const lookupTimeoutMs = options.lookupTimeoutMs ?? 2000;
-  const tagTtlMs = options.cache?.tagTtlMs ?? 10 * 60_000;
-  const digestTtlMs = options.cache?.digestTtlMs ?? 24 * 60 * 60_000;
-  const failureTtlMs = options.cache?.failureTtlMs ?? 15_000;
-  const maxChildManifests = options.maxChildManifests ?? 16;
-  const cache = new TtlLruCache<string, LookupOutcome>({
-    maxEntries: options.cache?.maxEntries ?? 2000,
+  return {
+    routing,
     now,
-  });
-  const inFlight = new Map<string, Promise<LookupOutcome>>();
-  const observer = options.observer ?? {};
-  const defaults = options.defaultDockerConfigs ?? [];
-  let hits = 0;
-  let misses = 0;
+    client,
+    lookupTimeoutMs: options.lookupTimeoutMs ?? 2000,
+    tagTtlMs: options.cache?.tagTtlMs ?? 10 * 60_000,
+    digestTtlMs: options.cache?.digestTtlMs ?? 24 * 60 * 60_000,
+    failureTtlMs: options.cache?.failureTtlMs ?? 15_000,
+    maxChildManifests: options.maxChildManifests ?? 16,
+    cache: new TtlLruCache<string, LookupOutcome>({
+      maxEntries: options.cache?.maxEntries ?? 2000,
+      now,
+    }),
+    inFlight: new Map(),
+    observer: options.observer ?? {},
+    defaults: options.defaultDockerConfigs ?? [],
+    counts: { hits: 0, misses: 0 },
+    references: new Map(),
+    keys: new WeakMap(),
+  };
+}
 
-  async function platformsOf(
-    access: RepositoryAccess,
-    entryDigest: string,
-    mediaType: string,
-    budget: { children: number },
-    depth: number,
-  ): Promise<ImagePlatform[]> {
-    if (budget.children <= 0) {
-      throw registryLookupError(
-        'invalid-manifest',
-        `Index of "${access.repository}" needs more than ${maxChildManifests} child manifests read; entries should declare their platform`,
-      );
-    }
-    budget.children--;
-    const fetched = await client.fetchManifest(access, entryDigest);
-    const manifest = parseManifest(
-      fetched.body,
-      fetched.contentType ?? mediaType,
-      `manifest "${entryDigest}"`,
+/** The platforms behind one index entry (a child manifest or a nested index). */
+async function platformsOf(
+  state: ResolverState,
+  access: RepositoryAccess,
+  entryDigest: string,
+  mediaType: string,
+  budget: { children: number },
+  depth: number,
+): Promise<ImagePlatform[]> {
+  if (budget.children <= 0) {
+    throw registryLookupError(
+      'invalid-manifest',
+      `Index of "${access.repository}" needs more than ${state.maxChildManifests} child manifests read; entries should declare their platform`,
     );
-    if (manifest.kind === 'index')
-      return platformsOfIndex(access, manifest.entries, budget, depth + 1);
-    return [
-      await configPlatform(access, manifest.config.digest, manifest.config.size, entryDigest),
-    ];
   }
+  budget.children--;
+  const fetched = await state.client.fetchManifest(access, entryDigest);
+  const manifest = parseManifest(
+    fetched.body,
+    fetched.contentType ?? mediaType,
+    `manifest "${entryDigest}"`,
+  );
+  if (manifest.kind === 'index')
+    return platformsOfIndex(state, access, manifest.entries, budget, depth + 1);
+  return [
+    await configPlatform(state, access, manifest.config.digest, manifest.config.size, entryDigest),
+  ];
+}
 
-  async function configPlatform(
-    access: RepositoryAccess,
-    digest: string,
-    size: number,
-    manifestDigest: string,
-  ): Promise<ImagePlatform> {
-    if (size > 4 * 1024 * 1024) {
-      throw registryLookupError(
-        'invalid-manifest',
-        `Config "${digest}" of "${access.repository}" declares ${size} bytes, more than 4 MiB`,
-      );
-    }
-    const blob = await client.fetchBlob(access, digest);
-    return {
-      ...parseImageConfig(blob.body, `image config "${digest}" of "${access.repository}"`),
-      manifestDigest,
-    };
-  }
-
-  async function platformsOfIndex(
-    access: RepositoryAccess,
-    entries: readonly IndexEntry[],
-    budget: { children: number },
-    depth: number,
-  ): Promise<ImagePlatform[]> {
-    if (depth > 2) {
-      throw registryLookupError(
-        'invalid-manifest',
-        `Indexes of "${access.repository}" nest more than two deep`,
-      );
-    }
-    const lists = await Promise.all(
-      entries
-        .filter((entry) => !entry.attestation)
-        .map(async (entry) => {
-          if (entry.platform) return [entry.platform];
-          if (isIndexType(entry.mediaType) || isManifestType(entry.mediaType)) {
-            return platformsOf(access, entry.digest, entry.mediaType, budget, depth);
-          }
-          return []; // Artifacts (signatures, SBOMs) are not runnable.
-        }),
+/** The platform an image config declares (at most 4 MiB read). */
+async function configPlatform(
+  state: ResolverState,
+  access: RepositoryAccess,
+  digest: string,
+  size: number,
+  manifestDigest: string,
+): Promise<ImagePlatform> {
+  if (size > 4 * 1024 * 1024) {
+    throw registryLookupError(
+      'invalid-manifest',
+      `Config "${digest}" of "${access.repository}" declares ${size} bytes, more than 4 MiB`,
     );
-    return lists.flat();
   }
+  const blob = await state.client.fetchBlob(access, digest);
+  return {
+    ...parseImageConfig(blob.body, `image config "${digest}" of "${access.repository}"`),
+    manifestDigest,
+  };
+}
 
-  async function lookupAt(
-    ref: ImageReference,
-    target: LookupTarget,
-    credentials: ReturnType<typeof findRegistryCredentials>,
-    signal: AbortSignal,
-  ): Promise<LookupOutcome> {
-    const access: RepositoryAccess = {
-      endpoint: target.endpoint,
-      repository: target.repository,
-      ...(credentials ? { credentials: credentials.credentials } : {}),
-      signal,
-    };
-    const fetched = await client.fetchManifest(access, ref.digest ?? ref.tag ?? 'latest');
-    const what = `manifest "${target.repository}:${ref.digest ?? ref.tag}" at ${target.endpoint.origin}`;
-    const manifest = parseManifest(fetched.body, fetched.contentType, what);
-    const budget = { children: maxChildManifests };
-    const platforms =
-      manifest.kind === 'index'
-        ? await platformsOfIndex(access, manifest.entries, budget, 1)
-        : [
-            await configPlatform(
-              access,
-              manifest.config.digest,
-              manifest.config.size,
-              fetched.digest,
-            ),
-          ];
-    return {
-      status: 'resolved',
-      reference: formatImageReference(ref),
-      digest: fetched.digest,
-      mediaType: manifest.mediaType,
-      platforms,
-      endpoint: target.endpoint.origin,
-      repository: target.repository,
-    };
+/** The runnable platforms of an index's entries (attestations and artifacts skipped). */
+async function platformsOfIndex(
+  state: ResolverState,
+  access: RepositoryAccess,
+  entries: readonly IndexEntry[],
+  budget: { children: number },
+  depth: number,
+): Promise<ImagePlatform[]> {
+  if (depth > 2) {
+    throw registryLookupError(
+      'invalid-manifest',
+      `Indexes of "${access.repository}" nest more than two deep`,
+    );
   }
+  const lists = await Promise.all(
+    entries
+      .filter((entry) => !entry.attestation)
+      .map(async (entry) => {
+        if (entry.platform) return [entry.platform];
+        if (isIndexType(entry.mediaType) || isManifestType(entry.mediaType)) {
+          return platformsOf(state, access, entry.digest, entry.mediaType, budget, depth);
+        }
+        return []; // Artifacts (signatures, SBOMs) are not runnable.
+      }),
+  );
+  return lists.flat();
+}
 
-  async function lookup(
-    ref: ImageReference,
-    pullSecrets: readonly DockerConfigSource[],
-  ): Promise<LookupOutcome> {
-    const signal = AbortSignal.timeout(lookupTimeoutMs);
-    const attempts: LookupAttempt[] = [];
-    const configs = [...pullSecrets, ...defaults];
-    for (const target of lookupTargets(ref, routing)) {
-      const credentials = findRegistryCredentials(
-        target.credentialHost,
-        target.repository,
-        configs,
-      );
-      try {
-        return await lookupAt(ref, target, credentials, signal);
-      } catch (error) {
-        const failure = lookupErrorFrom(error, `registry "${target.endpoint.origin}"`, signal);
-        attempts.push({
-          endpoint: target.endpoint.origin,
-          repository: target.repository,
-          reason: failure.details.reason,
-          message: failure.message,
-        });
-        if (signal.aborted) break;
-      }
-    }
-    const last = attempts.at(-1)!;
-    return {
-      status: 'unknown',
-      reason: last.reason,
-      message: `Cannot read the platforms of "${formatImageReference(ref)}": ${attempts.map((a) => a.message).join('; ')}`,
-      attempts,
-    };
-  }
+/** One lookup of `ref` at one endpoint (the registry or a mirror); throws what went wrong. */
+async function lookupAt(
+  state: ResolverState,
+  ref: ImageReference,
+  target: LookupTarget,
+  credentials: ReturnType<typeof findRegistryCredentials>,
+  signal: AbortSignal,
+): Promise<LookupOutcome> {
+  const access: RepositoryAccess = {
+    endpoint: target.endpoint,
+    repository: target.repository,
+    ...(credentials ? { credentials: credentials.credentials } : {}),
+    signal,
+  };
+  const fetched = await state.client.fetchManifest(access, ref.digest ?? ref.tag ?? 'latest');
+  const what = `manifest "${target.repository}:${ref.digest ?? ref.tag}" at ${target.endpoint.origin}`;
+  const manifest = parseManifest(fetched.body, fetched.contentType, what);
+  const budget = { children: state.maxChildManifests };
+  const platforms =
+    manifest.kind === 'index'
+      ? await platformsOfIndex(state, access, manifest.entries, budget, 1)
+      : [
+          await configPlatform(
+            state,
+            access,
+            manifest.config.digest,
+            manifest.config.size,
+            fetched.digest,
+          ),
+        ];
+  return {
+    status: 'resolved',
+    reference: formatImageReference(ref),
+    digest: fetched.digest,
+    mediaType: manifest.mediaType,
+    platforms,
+    endpoint: target.endpoint.origin,
+    repository: target.repository,
+  };
+}
 
-  function secretsFingerprint(pullSecrets: readonly DockerConfigSource[]): string {
-    if (pullSecrets.length === 0) return 'none';
-    return createHash('sha256')
-      .update(JSON.stringify(pullSecrets.map((s) => s.config)))
-      .digest('hex')
-      .slice(0, 32);
-  }
-
-  /** Waits for `promise` (which never rejects) unless `signal` aborts first. */
-  function settledOrAborted<T>(
-    promise: Promise<T>,
-    signal: AbortSignal | undefined,
-  ): Promise<{ done: true; value: T } | { done: false }> {
-    const done = promise.then((value) => ({ done: true as const, value }));
-    if (!signal) return done;
-    if (signal.aborted) return Promise.resolve({ done: false });
-    return new Promise((resolve) => {
-      const onAbort = () => resolve({ done: false });
-      signal.addEventListener('abort', onAbort, { once: true });
-      void done.then((result) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(result);
+/** Tries each endpoint of `ref` in turn within the lookup budget; never throws. */
+async function lookup(
+  state: ResolverState,
+  ref: ImageReference,
+  pullSecrets: readonly DockerConfigSource[],
+): Promise<LookupOutcome> {
+  const signal = AbortSignal.timeout(state.lookupTimeoutMs);
+  const attempts: LookupAttempt[] = [];
+  const configs = [...pullSecrets, ...state.defaults];
+  for (const target of lookupTargets(ref, state.routing)) {
+    const credentials = findRegistryCredentials(target.credentialHost, target.repository, configs);
+    try {
+      return await lookupAt(state, ref, target, credentials, signal);
+    } catch (error) {
+      const failure = lookupErrorFrom(error, `registry "${target.endpoint.origin}"`, signal);
+      attempts.push({
+        endpoint: target.endpoint.origin,
+        repository: target.repository,
+        reason: failure.details.reason,
+        message: failure.message,
       });
+      if (signal.aborted) break;
+    }
+  }
+  const last = attempts.at(-1)!;
+  return {
+    status: 'unknown',
+    reason: last.reason,
+    message: `Cannot read the platforms of "${formatImageReference(ref)}": ${attempts.map((a) => a.message).join('; ')}`,
+    attempts,
+  };
+}
+
+/** A short hash of the pull secrets, for the failure cache key ("none" without secrets). */
+function secretsFingerprint(pullSecrets: readonly DockerConfigSource[]): string {
+  if (pullSecrets.length === 0) return 'none';
+  return createHash('sha256')
+    .update(JSON.stringify(pullSecrets.map((s) => s.config)))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/** Waits for `promise` (which never rejects) unless `signal` aborts first. */
+function settledOrAborted<T>(
+  promise: Promise<T>,
+  signal: AbortSignal | undefined,
+): Promise<{ done: true; value: T } | { done: false }> {
+  const done = promise.then((value) => ({ done: true as const, value }));
+  if (!signal) return done;
+  if (signal.aborted) return Promise.resolve({ done: false });
+  return new Promise((resolve) => {
+    const onAbort = () => resolve({ done: false });
+    signal.addEventListener('abort', onAbort, { once: true });
+    void done.then((result) => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(result);
+    });
+  });
+}
+
+/** Calls an observer callback, swallowing what it throws. */
+function notify(call: () => void): void {
+  try {
+    call();
+  } catch {
+    // A broken metrics callback must not break admission.
+  }
+}
+
+/** `image` parsed, from the bounded memo when seen before. */
+function parsedReference(state: ResolverState, image: string): ImageReference {
+  let ref = state.references.get(image);
+  if (!ref) {
+    ref = parseImageReference(image);
+    if (state.references.size >= 4096) state.references.clear();
+    state.references.set(image, ref);
+  }
+  return ref;
+}
+
+/** The cache key of `ref` (memoised per parsed reference). */
+function cacheKeyOf(state: ResolverState, ref: ImageReference): string {
+  let key = state.keys.get(ref);
+  if (!key) {
+    // A digest pins the content whatever the tag says.
+    key = ref.digest
+      ? `${ref.registry}/${ref.repository}@${ref.digest}`
+      : formatImageReference(ref);
+    state.keys.set(ref, key);
+  }
+  return key;
+}
+
+/** Reports one finished `resolveImagePlatforms` call to the observer and returns its result. */
+function finishLookup(
+  state: ResolverState,
+  started: number,
+  result: ImagePlatformsResult,
+): ImagePlatformsResult {
+  notify(() =>
+    state.observer.lookup?.({
+      outcome: result.status === 'resolved' ? 'resolved' : result.reason,
+      source: result.source,
+      durationMs: state.now() - started,
+    }),
+  );
+  return result;
+}
+
+/** The resolver's `resolveImagePlatforms`: the cache, else a shared registry lookup. */
+async function resolveImagePlatformsWith(
+  state: ResolverState,
+  image: string,
+  context: ResolveContext = {},
+  signal?: AbortSignal,
+): Promise<ImagePlatformsResult> {
+  const started = state.now();
+  let ref: ImageReference;
+  try {
+    ref = parsedReference(state, image);
+  } catch (error) {
+    const message = (error as Error).message;
+    return finishLookup(state, started, {
+      status: 'unknown',
+      image,
+      reason: 'invalid-reference',
+      message,
+      attempts: [],
+      source: 'registry',
     });
   }
+  const key = cacheKeyOf(state, ref);
+  const pullSecrets = context.pullSecrets ?? [];
+  // Platforms do not depend on who asks; failures do (a pod without the right pull secret is
+  // refused), so they are cached per set of pull secrets.
+  const positive = state.cache.get(key);
+  const failureKey = positive ? '' : `${key}|${secretsFingerprint(pullSecrets)}`;
+  const cached = positive ?? state.cache.get(failureKey);
+  if (cached) state.counts.hits++;
+  else state.counts.misses++;
+  notify(() => state.observer.cache?.(cached ? 'hit' : 'miss'));
+  if (cached)
+    return finishLookup(state, started, {
+      ...cached,
+      image,
+      source: 'cache',
+    } as ImagePlatformsResult);
 
-  function notify(call: () => void): void {
-    try {
-      call();
-    } catch {
-      // A broken metrics callback must not break admission.
-    }
+  const shared = sharedLookup(state, ref, key, failureKey, pullSecrets);
+  const outcome = await settledOrAborted(shared, signal);
+  if (!outcome.done) {
+    const failure = lookupErrorFrom(signal?.reason, `the registry of "${key}"`, signal);
+    return finishLookup(state, started, {
+      status: 'unknown',
+      image,
+      reason: failure.details.reason,
+      message: `${failure.message}; the lookup goes on and fills the cache for later pods`,
+      attempts: [],
+      source: 'registry',
+    });
   }
+  return finishLookup(state, started, {
+    ...outcome.value,
+    image,
+    source: 'registry',
+  } as ImagePlatformsResult);
+}
 
-  // Admission asks about the same few images over and over: keep their parsed references and
-  // cache keys (bounded) instead of parsing each time.
-  const references = new Map<string, ImageReference>();
-  const keys = new WeakMap<ImageReference, string>();
-  function parsedReference(image: string): ImageReference {
-    let ref = references.get(image);
-    if (!ref) {
-      ref = parseImageReference(image);
-      if (references.size >= 4096) references.clear();
-      references.set(image, ref);
-    }
-    return ref;
-  }
-  function cacheKeyOf(ref: ImageReference): string {
-    let key = keys.get(ref);
-    if (!key) {
-      // A digest pins the content whatever the tag says.
-      key = ref.digest
-        ? `${ref.registry}/${ref.repository}@${ref.digest}`
-        : formatImageReference(ref);
-      keys.set(ref, key);
-    }
-    return key;
-  }
-
-  async function resolveImagePlatforms(
-    image: string,
-    context: ResolveContext = {},
-    signal?: AbortSignal,
-  ): Promise<ImagePlatformsResult> {
-    const started = now();
-    const finish = (result: ImagePlatformsResult): ImagePlatformsResult => {
-      notify(() =>
-        observer.lookup?.({
-          outcome: result.status === 'resolved' ? 'resolved' : result.reason,
-          source: result.source,
-          durationMs: now() - started,
+/** The lookup in flight for `failureKey`, or a new one that fills the cache when it ends. */
+function sharedLookup(
+  state: ResolverState,
+  ref: ImageReference,
+  key: string,
+  failureKey: string,
+  pullSecrets: readonly DockerConfigSource[],
+): Promise<LookupOutcome> {
+  let shared = state.inFlight.get(failureKey);
+  if (!shared) {
+    shared = lookup(state, ref, pullSecrets)
+      .catch(
+        (error): LookupOutcome => ({
+          status: 'unknown',
+          reason: 'registry-error',
+          message: `Looking up "${key}" failed unexpectedly: ${(error as Error)?.message ?? error}`,
+          attempts: [],
         }),
-      );
-      return result;
-    };
-    let ref: ImageReference;
-    try {
-      ref = parsedReference(image);
-    } catch (error) {
-      const message = (error as Error).message;
-      return finish({
-        status: 'unknown',
-        image,
-        reason: 'invalid-reference',
-        message,
-        attempts: [],
-        source: 'registry',
-      });
-    }
-    const key = cacheKeyOf(ref);
-    const pullSecrets = context.pullSecrets ?? [];
-    // Platforms do not depend on who asks; failures do (a pod without the right pull secret is
-    // refused), so they are cached per set of pull secrets.
-    const positive = cache.get(key);
-    const failureKey = positive ? '' : `${key}|${secretsFingerprint(pullSecrets)}`;
-    const cached = positive ?? cache.get(failureKey);
-    if (cached) hits++;
-    else misses++;
-    notify(() => observer.cache?.(cached ? 'hit' : 'miss'));
-    if (cached) return finish({ ...cached, image, source: 'cache' } as ImagePlatformsResult);
-
-    let shared = inFlight.get(failureKey);
-    if (!shared) {
-      shared = lookup(ref, pullSecrets)
-        .catch(
-          (error): LookupOutcome => ({
-            status: 'unknown',
-            reason: 'registry-error',
-            message: `Looking up "${key}" failed unexpectedly: ${(error as Error)?.message ?? error}`,
-            attempts: [],
-          }),
-        )
-        .then((outcome) => {
-          if (outcome.status === 'resolved') {
-            cache.set(key, outcome, ref.digest ? digestTtlMs : tagTtlMs);
-            if (!ref.digest) {
-              // The digest of a tag answers later lookups by that digest too.
-              const pinned = `${ref.registry}/${ref.repository}@${outcome.digest}`;
-              cache.set(pinned, { ...outcome, reference: pinned }, digestTtlMs);
-            }
-          } else {
-            cache.set(failureKey, outcome, failureTtlMs);
-          }
-          return outcome;
-        })
-        .finally(() => inFlight.delete(failureKey));
-      inFlight.set(failureKey, shared);
-    }
-    const outcome = await settledOrAborted(shared, signal);
-    if (!outcome.done) {
-      const failure = lookupErrorFrom(signal?.reason, `the registry of "${key}"`, signal);
-      return finish({
-        status: 'unknown',
-        image,
-        reason: failure.details.reason,
-        message: `${failure.message}; the lookup goes on and fills the cache for later pods`,
-        attempts: [],
-        source: 'registry',
-      });
-    }
-    return finish({ ...outcome.value, image, source: 'registry' } as ImagePlatformsResult);
+      )
+      .then((outcome) => cacheOutcome(state, ref, key, failureKey, outcome))
+      .finally(() => state.inFlight.delete(failureKey));
+    state.inFlight.set(failureKey, shared);
   }
+  return shared;
+}
 
-  return {
-    resolveImagePlatforms,
-    // One consultation counts once, though failures and platforms have separate keys.
-    cacheStats: () => ({ ...cache.stats(), hits, misses }),
-    close: () => client.close(),
-  };
+/** Caches a lookup's outcome: platforms by reference (and by digest), failures per secrets. */
+function cacheOutcome(
+  state: ResolverState,
+  ref: ImageReference,
+  key: string,
+  failureKey: string,
+  outcome: LookupOutcome,
+): LookupOutcome {
+  if (outcome.status === 'resolved') {
+    state.cache.set(key, outcome, ref.digest ? state.digestTtlMs : state.tagTtlMs);
+    if (!ref.digest) {
+      // The digest of a tag answers later lookups by that digest too.
+      const pinned = `${ref.registry}/${ref.repository}@${outcome.digest}`;
+      state.cache.set(pinned, { ...outcome, reference: pinned }, state.digestTtlMs);
+    }
+  } else {
+    state.cache.set(failureKey, outcome, state.failureTtlMs);
+  }
+  return outcome;
 }

@@ -161,71 +161,19 @@ export class RegistryAuth {
     return `Bearer ${token}`;
   }
 
+  /** A bearer token for `actions` from the challenge's token service, cached for its lifetime. */
   async #fetchToken(
     access: RepositoryAccess,
     challenge: AuthChallenge,
     actions: RepositoryActions,
   ): Promise<string> {
-    const { credentials, endpoint, signal } = access;
+    const { credentials, endpoint } = access;
     const wording = access.wording ?? pullSecretWording;
-    const realm = challenge.params.realm!;
-    let realmUrl: URL;
-    try {
-      realmUrl = new URL(realm);
-    } catch {
-      throw registryLookupError(
-        'registry-error',
-        `Registry "${endpoint.origin}" names a token realm that is not a URL`,
-      );
-    }
-    if (realmUrl.protocol !== 'https:' && realmUrl.protocol !== 'http:') {
-      throw registryLookupError(
-        'registry-error',
-        `Registry "${endpoint.origin}" names a token realm on host "${realmUrl.host}" that is not HTTP(S)`,
-      );
-    }
+    const realmUrl = tokenRealm(endpoint.origin, challenge.params.realm!);
     const service = challenge.params.service;
     const scope = this.#scope(access, challenge, actions);
     const what = `token service "${realmUrl.host}" of registry "${endpoint.origin}"`;
-    const common = {
-      maxBytes: 1024 * 1024,
-      referrer: endpoint.origin,
-      ...(endpoint.tls ? { tls: endpoint.tls } : {}),
-      ...(signal ? { signal } : {}),
-      what,
-    };
-    let response: HttpResponse;
-    if (credentials?.identityToken) {
-      // OAuth2 refresh-token grant, as docker login stores it for e.g. ACR.
-      const form = new URLSearchParams({
-        grant_type: 'refresh_token',
-        refresh_token: credentials.identityToken,
-        client_id: 'winfleet',
-        scope,
-        ...(service ? { service } : {}),
-      });
-      response = await this.#http.send({
-        ...common,
-        method: 'POST',
-        url: realmUrl.href,
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          accept: 'application/json',
-        },
-        body: form.toString(),
-      });
-    } else {
-      const url = new URL(realmUrl);
-      if (service) url.searchParams.set('service', service);
-      url.searchParams.append('scope', scope);
-      const basic = credentials ? basicHeader(credentials) : undefined;
-      if (credentials?.username) url.searchParams.set('account', credentials.username);
-      response = await this.#http.send({
-        ...common,
-        url: url.href,
-        headers: { accept: 'application/json', ...(basic ? { authorization: basic } : {}) },
-      });
-    }
+    const response = await this.#requestToken(access, realmUrl, scope, service, what);
     if (isRefusedStatus(response.status)) {
       throw registryLookupError(
         'unauthorized',
@@ -235,28 +183,105 @@ export class RegistryAuth {
     if (!isOkStatus(response.status)) {
       throw registryLookupError('registry-error', `The ${what} answered HTTP ${response.status}`);
     }
-    let parsed: { token?: unknown; access_token?: unknown; expires_in?: unknown };
-    try {
-      parsed = JSON.parse(response.body.toString('utf8'));
-    } catch {
-      throw registryLookupError(
-        'registry-error',
-        `The ${what} answered with a body that is not JSON`,
-      );
-    }
-    const token =
-      typeof parsed?.token === 'string' && parsed.token ? parsed.token : parsed?.access_token;
-    if (typeof token !== 'string' || token === '') {
-      throw registryLookupError(
-        'registry-error',
-        `The ${what} answered without "token" or "access_token"`,
-      );
-    }
-    const expiresIn =
-      typeof parsed.expires_in === 'number' && parsed.expires_in > 0 ? parsed.expires_in * 1000 : 0;
-    // The distribution spec says to assume 60 s when the service says less or nothing.
-    const ttl = Math.max(expiresIn, defaultTokenTtlMs) - tokenSafetyMs;
+    const { token, ttl } = tokenFromBody(response.body, what);
     this.#tokens.set(this.#tokenKey(access, challenge, actions), token, ttl);
     return token;
   }
+
+  /**
+   * Asks the token service: an OAuth2 refresh-token grant (POST) with an identity token, else a
+   * GET with the credentials as Basic auth, or anonymous.
+   */
+  #requestToken(
+    access: RepositoryAccess,
+    realmUrl: URL,
+    scope: string,
+    service: string | undefined,
+    what: string,
+  ): Promise<HttpResponse> {
+    const { credentials, endpoint, signal } = access;
+    const common = {
+      maxBytes: 1024 * 1024,
+      referrer: endpoint.origin,
+      ...(endpoint.tls ? { tls: endpoint.tls } : {}),
+      ...(signal ? { signal } : {}),
+      what,
+    };
+    if (credentials?.identityToken) {
+      // OAuth2 refresh-token grant, as docker login stores it for e.g. ACR.
+      const form = new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: credentials.identityToken,
+        client_id: 'winfleet',
+        scope,
+        ...(service ? { service } : {}),
+      });
+      return this.#http.send({
+        ...common,
+        method: 'POST',
+        url: realmUrl.href,
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
+        body: form.toString(),
+      });
+    }
+    const url = new URL(realmUrl);
+    if (service) url.searchParams.set('service', service);
+    url.searchParams.append('scope', scope);
+    const basic = credentials ? basicHeader(credentials) : undefined;
+    if (credentials?.username) url.searchParams.set('account', credentials.username);
+    return this.#http.send({
+      ...common,
+      url: url.href,
+      headers: { accept: 'application/json', ...(basic ? { authorization: basic } : {}) },
+    });
+  }
+}
+
+/** The token realm of a Bearer challenge, which must be an HTTP(S) URL. */
+export function tokenRealm(origin: string, realm: string): URL {
+  let realmUrl: URL;
+  try {
+    realmUrl = new URL(realm);
+  } catch {
+    throw registryLookupError(
+      'registry-error',
+      `Registry "${origin}" names a token realm that is not a URL`,
+    );
+  }
+  if (realmUrl.protocol !== 'https:' && realmUrl.protocol !== 'http:') {
+    throw registryLookupError(
+      'registry-error',
+      `Registry "${origin}" names a token realm on host "${realmUrl.host}" that is not HTTP(S)`,
+    );
+  }
+  return realmUrl;
+}
+
+/** The token in a token service's JSON answer, and how long to keep it. */
+export function tokenFromBody(body: Buffer, what: string): { token: string; ttl: number } {
+  let parsed: { token?: unknown; access_token?: unknown; expires_in?: unknown };
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw registryLookupError(
+      'registry-error',
+      `The ${what} answered with a body that is not JSON`,
+    );
+  }
+  const token =
+    typeof parsed?.token === 'string' && parsed.token ? parsed.token : parsed?.access_token;
+  if (typeof token !== 'string' || token === '') {
+    throw registryLookupError(
+      'registry-error',
+      `The ${what} answered without "token" or "access_token"`,
+    );
+  }
+  const expiresIn =
+    typeof parsed.expires_in === 'number' && parsed.expires_in > 0 ? parsed.expires_in * 1000 : 0;
+  // The distribution spec says to assume 60 s when the service says less or nothing.
+  const ttl = Math.max(expiresIn, defaultTokenTtlMs) - tokenSafetyMs;
+  return { token, ttl };
 }

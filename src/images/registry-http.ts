@@ -12,6 +12,7 @@
 
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import {
+  type ClientRequest,
   Agent as HttpAgent,
   request as httpRequest,
   type IncomingHttpHeaders,
@@ -211,6 +212,7 @@ export class RegistryHttp {
     }
   }
 
+  /** One request and its answer (no redirects followed). */
   #once(
     method: string,
     url: URL,
@@ -227,12 +229,7 @@ export class RegistryHttp {
         return;
       }
       const isHttps = url.protocol === 'https:';
-      const length =
-        body === undefined
-          ? undefined
-          : typeof body === 'string' || Buffer.isBuffer(body)
-            ? Buffer.byteLength(body)
-            : body.length;
+      const length = bodyLength(body);
       // The answer, once it comes: a stall while its body streams must end that stream too.
       let answer: IncomingMessage | undefined;
       const outgoing = (isHttps ? httpsRequest : httpRequest)(
@@ -246,66 +243,7 @@ export class RegistryHttp {
         },
         (res) => {
           answer = res;
-          const status = res.statusCode ?? 0;
-          const declared = Number(res.headers['content-length']);
-          const ok = isSuccessStatus(status);
-          const tooLarge = () =>
-            registryLookupError(
-              'invalid-manifest',
-              `${req.what} sent a body larger than ${req.maxBytes} bytes for "${url.pathname}"`,
-            );
-          // Only successful bodies matter; an error body is read for its message, capped.
-          const limit = ok ? req.maxBytes : 64 * 1024;
-          // A HEAD answer declares the size of what a GET would send, and sends nothing.
-          if (ok && method !== 'HEAD' && Number.isFinite(declared) && declared > limit) {
-            res.destroy();
-            reject(tooLarge());
-            return;
-          }
-          if (ok && streaming && method !== 'HEAD') {
-            // The reader owns the body from here; a stall or a cut is its stream's error.
-            res.on('error', () => {});
-            resolve({ status, headers: res.headers, body: res, url: url.href });
-            return;
-          }
-          const chunks: Buffer[] = [];
-          let size = 0;
-          let truncated = false;
-          res.on('data', (chunk: Buffer) => {
-            if (truncated) return;
-            size += chunk.length;
-            if (size > limit) {
-              if (limit === req.maxBytes) {
-                res.destroy();
-                reject(tooLarge());
-                return;
-              }
-              truncated = true;
-              chunks.push(chunk.subarray(0, chunk.length - (size - limit)));
-              return;
-            }
-            chunks.push(chunk);
-          });
-          res.on('end', () =>
-            resolve({ status, headers: res.headers, body: Buffer.concat(chunks), url: url.href }),
-          );
-          res.on('error', (error) => reject(lookupErrorFrom(error, req.what, signal)));
-          res.on('close', () => {
-            if (!res.complete) {
-              reject(
-                lookupErrorFrom(
-                  signal?.aborted
-                    ? signal.reason
-                    : registryLookupError(
-                        'unreachable',
-                        `Cannot reach ${req.what}: connection closed mid-body`,
-                      ),
-                  req.what,
-                  signal,
-                ),
-              );
-            }
-          });
+          readAnswer(res, { method, url, req, streaming, resolve, reject });
         },
       );
       outgoing.on('error', (error) => reject(lookupErrorFrom(error, req.what, signal)));
@@ -320,15 +258,7 @@ export class RegistryHttp {
           outgoing.destroy(stalled);
         });
       }
-      if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) {
-        outgoing.end(body);
-        return;
-      }
-      // A streamed body: the request fails (and the source closes) if either side breaks.
-      pipeline(body.open(), outgoing).catch((error: unknown) => {
-        outgoing.destroy(error as Error);
-        reject(lookupErrorFrom(error, req.what, signal));
-      });
+      sendBody(outgoing, body, req, reject);
     });
   }
 
@@ -337,6 +267,112 @@ export class RegistryHttp {
     for (const agent of this.#agents.values()) agent.destroy();
     this.#agents.clear();
   }
+}
+
+/** The byte length of a request body (undefined without one). */
+function bodyLength(body: HttpRequest['body']): number | undefined {
+  return body === undefined
+    ? undefined
+    : typeof body === 'string' || Buffer.isBuffer(body)
+      ? Buffer.byteLength(body)
+      : body.length;
+}
+
+/** Writes a request's body (from memory, or streamed from its source) and ends the request. */
+function sendBody(
+  outgoing: ClientRequest,
+  body: HttpRequest['body'],
+  req: HttpRequest,
+  reject: (error: unknown) => void,
+): void {
+  if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) {
+    outgoing.end(body);
+    return;
+  }
+  // A streamed body: the request fails (and the source closes) if either side breaks.
+  pipeline(body.open(), outgoing).catch((error: unknown) => {
+    outgoing.destroy(error as Error);
+    reject(lookupErrorFrom(error, req.what, req.signal));
+  });
+}
+
+/** What `readAnswer` needs of the request it answers, and how to settle it. */
+interface AnswerContext {
+  method: string;
+  url: URL;
+  req: HttpRequest;
+  streaming: boolean;
+  resolve: (response: HttpResponse | StreamedHttpResponse) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Settles a request with its answer: a successful body over the size limit is refused, a
+ * streamed one handed over, any other read whole (an error body capped at 64 KiB).
+ */
+function readAnswer(res: IncomingMessage, ctx: AnswerContext): void {
+  const { method, url, req, streaming, resolve, reject } = ctx;
+  const signal = req.signal;
+  const status = res.statusCode ?? 0;
+  const declared = Number(res.headers['content-length']);
+  const ok = isSuccessStatus(status);
+  const tooLarge = () =>
+    registryLookupError(
+      'invalid-manifest',
+      `${req.what} sent a body larger than ${req.maxBytes} bytes for "${url.pathname}"`,
+    );
+  // Only successful bodies matter; an error body is read for its message, capped.
+  const limit = ok ? req.maxBytes : 64 * 1024;
+  // A HEAD answer declares the size of what a GET would send, and sends nothing.
+  if (ok && method !== 'HEAD' && Number.isFinite(declared) && declared > limit) {
+    res.destroy();
+    reject(tooLarge());
+    return;
+  }
+  if (ok && streaming && method !== 'HEAD') {
+    // The reader owns the body from here; a stall or a cut is its stream's error.
+    res.on('error', () => {});
+    resolve({ status, headers: res.headers, body: res, url: url.href });
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  res.on('data', (chunk: Buffer) => {
+    if (truncated) return;
+    size += chunk.length;
+    if (size > limit) {
+      if (limit === req.maxBytes) {
+        res.destroy();
+        reject(tooLarge());
+        return;
+      }
+      truncated = true;
+      chunks.push(chunk.subarray(0, chunk.length - (size - limit)));
+      return;
+    }
+    chunks.push(chunk);
+  });
+  res.on('end', () =>
+    resolve({ status, headers: res.headers, body: Buffer.concat(chunks), url: url.href }),
+  );
+  res.on('error', (error) => reject(lookupErrorFrom(error, req.what, signal)));
+  res.on('close', () => {
+    if (!res.complete) {
+      reject(
+        lookupErrorFrom(
+          signal?.aborted
+            ? signal.reason
+            : registryLookupError(
+                'unreachable',
+                `Cannot reach ${req.what}: connection closed mid-body`,
+              ),
+          req.what,
+          signal,
+        ),
+      );
+    }
+  });
 }
 
 const policyHint =

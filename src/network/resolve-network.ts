@@ -297,169 +297,32 @@ function calicoDirs(calico: NonNullable<DetectedNetwork['calico']>): CniDirs {
   };
 }
 
+/** The CNI an external network runs on Windows nodes: its name, DaemonSet and directories. */
+interface ExternalCni {
+  ok: true;
+  cniTitle: string;
+  cniId: DetectedCni['id'] | undefined;
+  windowsDs: NonNullable<DetectedCni['windows']>;
+  dirs: CniDirs | undefined;
+}
+
+/** `network.mode: external` (or `auto` picking it): the CNI's Windows DaemonSet held against winfleet's nodes. */
 function resolveExternal(config: NetworkConfig, detected: DetectedNetwork): NetworkResolution {
   const external = config.external;
   const configured = config.mode;
   const warnings: string[] = [];
-  let cniTitle: string;
-  let cniId: DetectedCni['id'] | undefined;
-  let windowsDs: DetectedCni['windows'];
-  let dirs: CniDirs | undefined;
-  let overlay: boolean | undefined;
-
-  if (detected.externalDaemonSet) {
-    const { ref, daemonSet } = detected.externalDaemonSet;
-    if (!daemonSet)
-      return mismatch(
-        `network.mode is ${configured} and network.external.daemonSet is ${ref}, but there is no DaemonSet ${ref}`,
-        `Set network.external.daemonSet to the namespace/name of your CNI's Windows DaemonSet (kubectl get daemonsets -A), or deploy it`,
-      );
-    if (daemonSet.os === 'linux')
-      return mismatch(
-        `network.mode is ${configured}, but network.external.daemonSet ${ref} is placed on Linux nodes (kubernetes.io/os=linux): it is not a Windows component`,
-        'Set network.external.daemonSet to the DaemonSet that runs on Windows nodes (nodeSelector kubernetes.io/os: windows, HostProcess pods)',
-      );
-    const signature = lookalike(daemonSet);
-    cniId = signature?.id;
-    cniTitle = signature ? signature.title : `the CNI of DaemonSet ${ref}`;
-    windowsDs = daemonSet;
-    // Its own hostPath volumes first: the detected Calico's may be another DaemonSet's.
-    dirs =
-      signature?.id === 'antrea'
-        ? antreaDirs
-        : hostPathDirs(daemonSet.hostPaths, `DaemonSet ${ref}`);
-    if (signature?.id === 'calico' && !dirs.conf && !dirs.bin && detected.calico?.dirsFrom)
-      dirs = calicoDirs(detected.calico);
-    if (!daemonSet.hostProcess)
-      warnings.push(
-        `DaemonSet ${ref} runs no HostProcess container: a CNI's Windows component needs one to set up the node's network`,
-      );
-  } else {
-    const capable = detected.cnis.filter(
-      (c) => cniSignatures.find((s) => s.id === c.id)?.windows && c.id !== 'ovn-kubernetes',
-    );
-    const ovn = detected.cnis.find((c) => c.id === 'ovn-kubernetes');
-    if (ovn && capable.length === 0)
-      return mismatch(
-        `network.mode is ${configured}, but the cluster runs ${describeCni(ovn, detected)}, which Windows nodes join through its hybrid overlay`,
-        'Set network.mode: ovn-hybrid (or auto) in winfleet-config',
-      );
-    if (capable.length === 0) {
-      const without = detected.cnis[0];
-      if (without) return noWindowsDataPlane(without, detected, configured);
-      return mismatch(
-        `network.mode is ${configured}, but no CNI with a Windows component runs: the cluster shows ${describeDetected(detected)}`,
-        'Install a CNI with a Windows DaemonSet (Calico with the Tigera operator’s windowsDataplane: HNS, or Antrea’s antrea-agent-windows), or set network.external.daemonSet to the namespace/name of your CNI’s Windows DaemonSet',
-      );
-    }
-    const withWindows = capable.filter((c) => c.windows);
-    const chosen =
-      withWindows.length === 1 ? withWindows[0]! : capable.length === 1 ? capable[0]! : undefined;
-    if (!chosen)
-      return mismatch(
-        `network.mode is ${configured}, and the cluster shows more than one CNI: ${capable.map((c) => describeCni(c, detected)).join(', ')}`,
-        'Set network.external.daemonSet to the namespace/name of the Windows DaemonSet of the CNI your pods use, or remove the other’s leftovers',
-      );
-    cniId = chosen.id;
-    cniTitle = chosen.title;
-    if (!chosen.windows) return missingWindowsDaemonSet(chosen, detected, configured);
-    windowsDs = chosen.windows;
-    warnings.push(...alsoSeen(detected, chosen.id));
-    if (chosen.id === 'antrea') dirs = antreaDirs;
-    else if (chosen.id === 'calico' && detected.calico?.dirsFrom)
-      dirs = calicoDirs(detected.calico);
-    else dirs = hostPathDirs(chosen.windows.hostPaths, `DaemonSet ${refOf(chosen.windows)}`);
-  }
-  const windowsRef = refOf(windowsDs!);
-
-  // The data plane's encapsulation: whether it is an HNS Overlay network.
-  if (cniId === 'calico') {
-    const calico = detected.calico;
-    const encapsulation = calico?.encapsulation;
-    if (encapsulation === 'VXLAN') overlay = true;
-    else if (encapsulation === 'None') overlay = false;
-    else if (encapsulation !== undefined)
-      return unsupported(
-        `network.mode is ${configured}, and Calico's IPv4 pool uses encapsulation ${encapsulation} (Installation default spec.calicoNetwork.ipPools), which Calico for Windows does not support (the Tigera operator refuses it with Windows nodes)`,
-        'Use encapsulation VXLAN (or None with BGP) for the IPv4 pool in Installation default spec.calicoNetwork.ipPools',
-      );
-    else
-      warnings.push(
-        `Calico's encapsulation is not known (${
-          calico?.installation === 'unreadable'
-            ? `Installation default could not be read: ${calico.installationWhy}`
-            : calico?.installation === 'found'
-              ? 'no IPv4 pool with an encapsulation in Installation default'
-              : 'no Tigera operator Installation: Calico from manifests is not read'
-        }): whether Windows Server 2019 needs KB4489899 for overlay cannot be judged`,
-      );
-  } else if (cniId === 'antrea') overlay = false;
-  else if (cniId === 'flannel' && detected.flannel?.state === 'read' && detected.flannel.parse.ok) {
-    const conf = detected.flannel.parse.conf;
-    overlay = conf.backend === 'vxlan';
-    if (overlay) {
-      const problems = windowsVxlanProblems(conf);
-      if (problems.length > 0)
-        return unsupported(
-          `network.mode is ${configured}, and Flannel's net-conf.json of ${detected.flannel.source} is one Windows nodes cannot join: ${problems.join('; ')}`,
-          `Set "Backend": {"Type": "vxlan", "VNI": ${windowsVxlan.minVni}, "Port": ${windowsVxlan.port}} in net-conf.json of ${detected.flannel.source} and restart the Flannel pods`,
-        );
-    }
-  }
-
-  // The CNI's directories against containerd's.
-  for (const [which, field, installationField] of [
-    ['conf', 'cniConfDir', 'cniConfigDir'],
-    ['bin', 'cniBinDir', 'cniBinDir'],
-  ] as const) {
-    const theirs = dirs?.[which];
-    const ours = external[field];
-    const what = which === 'conf' ? 'CNI configuration' : 'CNI plugins';
-    if (theirs === undefined) {
-      warnings.push(
-        `Cannot tell where ${windowsRef} puts its ${what} (${dirs?.from ?? 'nothing to read'}): make sure it is network.external.${field} (${ours}), where containerd looks`,
-      );
-      continue;
-    }
-    const normal = normalizeWindowsDir(theirs);
-    if (!normal.ok) {
-      warnings.push(`Cannot read where ${windowsRef} puts its ${what}: ${normal.why}`);
-      continue;
-    }
-    if (!sameWindowsDir(theirs, ours))
-      return mismatch(
-        `network.mode is ${configured}, and ${cniTitle}'s Windows DaemonSet ${windowsRef} puts its ${what} in ${normal.path} (${dirs!.from}), but containerd on winfleet's nodes looks in ${ours} (network.external.${field})`,
-        `Set network.external.${field}: "${normal.path.replaceAll('\\', '\\\\')}" in winfleet-config${cniId === 'calico' ? `, or Installation default spec.windowsNodes.${installationField} to ${ours}` : ''}`,
-      );
-  }
-
-  // kube-proxy: winfleet's own, unless the CNI brings one or replaces it.
-  const cniReplacesProxy = cniId === 'antrea';
-  let kubeProxy: boolean;
-  if (external.kubeProxy === 'auto') kubeProxy = !detected.kubeProxyWindows && !cniReplacesProxy;
-  else kubeProxy = external.kubeProxy === 'on';
-  if (kubeProxy && detected.kubeProxyWindows)
-    warnings.push(
-      ...kubeProxyClash(detected).map((w) =>
-        w.replace('or use network.mode external with ', 'or set '),
-      ),
-    );
-  if (kubeProxy && cniReplacesProxy)
-    warnings.push(
-      'Antrea proxies Services on Windows itself (AntreaProxy proxyAll, no kube-proxy since Antrea v1.13) and network.external.kubeProxy is on: set it to auto or off',
-    );
-  if (!kubeProxy && !detected.kubeProxyWindows && !cniReplacesProxy)
-    warnings.push(
-      'network.external.kubeProxy is off and no kube-proxy DaemonSet runs on Windows nodes (kube-system/kube-proxy-windows): Services will not work from Windows pods unless the CNI proxies them',
-    );
-  const signature = cniSignatures.find((s) => s.id === cniId);
-  const flannelName =
-    cniId === 'flannel' && detected.flannel?.state === 'read' && detected.flannel.parse.ok
-      ? detected.flannel.parse.conf.backend === 'vxlan'
-        ? `flannel.${vxlanSettings(detected.flannel.parse.conf).vni}`
-        : 'cbr0'
-      : undefined;
-  const networkName = external.networkName ?? signature?.networkName ?? flannelName;
+  const cni = detected.externalDaemonSet
+    ? namedExternalCni(configured, detected, warnings)
+    : detectedExternalCni(configured, detected, warnings);
+  if (!cni.ok) return cni;
+  const { cniTitle, cniId } = cni;
+  const windowsRef = refOf(cni.windowsDs);
+  const overlay = externalOverlay(configured, cniId, detected, warnings);
+  if (typeof overlay === 'object') return overlay;
+  const dirsRefusal = checkCniDirs(config, cni, windowsRef, warnings);
+  if (dirsRefusal) return dirsRefusal;
+  const kubeProxy = externalKubeProxy(external, cniId, detected, warnings);
+  const networkName = external.networkName ?? externalNetworkName(cniId, detected);
   if (networkName === undefined && kubeProxy)
     warnings.push(
       `kube-proxy needs the name of the HNS network ${cniTitle} makes: set network.external.networkName`,
@@ -479,6 +342,208 @@ function resolveExternal(config: NetworkConfig, detected: DetectedNetwork): Netw
     },
   };
   return { ok: true, network, ...(warnings.length > 0 ? { warnings } : {}) };
+}
+
+/** The CNI of the DaemonSet network.external.daemonSet names (which must exist and run on Windows). */
+function namedExternalCni(
+  configured: string,
+  detected: DetectedNetwork,
+  warnings: string[],
+): ExternalCni | Refusal {
+  const { ref, daemonSet } = detected.externalDaemonSet!;
+  if (!daemonSet)
+    return mismatch(
+      `network.mode is ${configured} and network.external.daemonSet is ${ref}, but there is no DaemonSet ${ref}`,
+      `Set network.external.daemonSet to the namespace/name of your CNI's Windows DaemonSet (kubectl get daemonsets -A), or deploy it`,
+    );
+  if (daemonSet.os === 'linux')
+    return mismatch(
+      `network.mode is ${configured}, but network.external.daemonSet ${ref} is placed on Linux nodes (kubernetes.io/os=linux): it is not a Windows component`,
+      'Set network.external.daemonSet to the DaemonSet that runs on Windows nodes (nodeSelector kubernetes.io/os: windows, HostProcess pods)',
+    );
+  const signature = lookalike(daemonSet);
+  // Its own hostPath volumes first: the detected Calico's may be another DaemonSet's.
+  let dirs =
+    signature?.id === 'antrea' ? antreaDirs : hostPathDirs(daemonSet.hostPaths, `DaemonSet ${ref}`);
+  if (signature?.id === 'calico' && !dirs.conf && !dirs.bin && detected.calico?.dirsFrom)
+    dirs = calicoDirs(detected.calico);
+  if (!daemonSet.hostProcess)
+    warnings.push(
+      `DaemonSet ${ref} runs no HostProcess container: a CNI's Windows component needs one to set up the node's network`,
+    );
+  return {
+    ok: true,
+    cniId: signature?.id,
+    cniTitle: signature ? signature.title : `the CNI of DaemonSet ${ref}`,
+    windowsDs: daemonSet,
+    dirs,
+  };
+}
+
+/** The one Windows-capable CNI the cluster runs, with its Windows DaemonSet. */
+function detectedExternalCni(
+  configured: string,
+  detected: DetectedNetwork,
+  warnings: string[],
+): ExternalCni | Refusal {
+  const capable = detected.cnis.filter(
+    (c) => cniSignatures.find((s) => s.id === c.id)?.windows && c.id !== 'ovn-kubernetes',
+  );
+  const ovn = detected.cnis.find((c) => c.id === 'ovn-kubernetes');
+  if (ovn && capable.length === 0)
+    return mismatch(
+      `network.mode is ${configured}, but the cluster runs ${describeCni(ovn, detected)}, which Windows nodes join through its hybrid overlay`,
+      'Set network.mode: ovn-hybrid (or auto) in winfleet-config',
+    );
+  if (capable.length === 0) {
+    const without = detected.cnis[0];
+    if (without) return noWindowsDataPlane(without, detected, configured);
+    return mismatch(
+      `network.mode is ${configured}, but no CNI with a Windows component runs: the cluster shows ${describeDetected(detected)}`,
+      'Install a CNI with a Windows DaemonSet (Calico with the Tigera operator’s windowsDataplane: HNS, or Antrea’s antrea-agent-windows), or set network.external.daemonSet to the namespace/name of your CNI’s Windows DaemonSet',
+    );
+  }
+  const withWindows = capable.filter((c) => c.windows);
+  const chosen =
+    withWindows.length === 1 ? withWindows[0]! : capable.length === 1 ? capable[0]! : undefined;
+  if (!chosen)
+    return mismatch(
+      `network.mode is ${configured}, and the cluster shows more than one CNI: ${capable.map((c) => describeCni(c, detected)).join(', ')}`,
+      'Set network.external.daemonSet to the namespace/name of the Windows DaemonSet of the CNI your pods use, or remove the other’s leftovers',
+    );
+  if (!chosen.windows) return missingWindowsDaemonSet(chosen, detected, configured);
+  warnings.push(...alsoSeen(detected, chosen.id));
+  let dirs: CniDirs;
+  if (chosen.id === 'antrea') dirs = antreaDirs;
+  else if (chosen.id === 'calico' && detected.calico?.dirsFrom) dirs = calicoDirs(detected.calico);
+  else dirs = hostPathDirs(chosen.windows.hostPaths, `DaemonSet ${refOf(chosen.windows)}`);
+  return { ok: true, cniId: chosen.id, cniTitle: chosen.title, windowsDs: chosen.windows, dirs };
+}
+
+/**
+ * The data plane's encapsulation: whether it is an HNS Overlay network (undefined when not
+ * known), or the refusal of an encapsulation Windows nodes cannot join.
+ */
+function externalOverlay(
+  configured: string,
+  cniId: DetectedCni['id'] | undefined,
+  detected: DetectedNetwork,
+  warnings: string[],
+): boolean | undefined | Refusal {
+  if (cniId === 'calico') {
+    const calico = detected.calico;
+    const encapsulation = calico?.encapsulation;
+    if (encapsulation === 'VXLAN') return true;
+    if (encapsulation === 'None') return false;
+    if (encapsulation !== undefined)
+      return unsupported(
+        `network.mode is ${configured}, and Calico's IPv4 pool uses encapsulation ${encapsulation} (Installation default spec.calicoNetwork.ipPools), which Calico for Windows does not support (the Tigera operator refuses it with Windows nodes)`,
+        'Use encapsulation VXLAN (or None with BGP) for the IPv4 pool in Installation default spec.calicoNetwork.ipPools',
+      );
+    warnings.push(
+      `Calico's encapsulation is not known (${
+        calico?.installation === 'unreadable'
+          ? `Installation default could not be read: ${calico.installationWhy}`
+          : calico?.installation === 'found'
+            ? 'no IPv4 pool with an encapsulation in Installation default'
+            : 'no Tigera operator Installation: Calico from manifests is not read'
+      }): whether Windows Server 2019 needs KB4489899 for overlay cannot be judged`,
+    );
+    return undefined;
+  }
+  if (cniId === 'antrea') return false;
+  if (cniId === 'flannel' && detected.flannel?.state === 'read' && detected.flannel.parse.ok) {
+    const conf = detected.flannel.parse.conf;
+    const overlay = conf.backend === 'vxlan';
+    if (overlay) {
+      const problems = windowsVxlanProblems(conf);
+      if (problems.length > 0)
+        return unsupported(
+          `network.mode is ${configured}, and Flannel's net-conf.json of ${detected.flannel.source} is one Windows nodes cannot join: ${problems.join('; ')}`,
+          `Set "Backend": {"Type": "vxlan", "VNI": ${windowsVxlan.minVni}, "Port": ${windowsVxlan.port}} in net-conf.json of ${detected.flannel.source} and restart the Flannel pods`,
+        );
+    }
+    return overlay;
+  }
+  return undefined;
+}
+
+/** The CNI's directories against containerd's: a refusal when they differ, warnings when unknown. */
+function checkCniDirs(
+  config: NetworkConfig,
+  cni: ExternalCni,
+  windowsRef: string,
+  warnings: string[],
+): Refusal | undefined {
+  const { cniTitle, cniId, dirs } = cni;
+  for (const [which, field, installationField] of [
+    ['conf', 'cniConfDir', 'cniConfigDir'],
+    ['bin', 'cniBinDir', 'cniBinDir'],
+  ] as const) {
+    const theirs = dirs?.[which];
+    const ours = config.external[field];
+    const what = which === 'conf' ? 'CNI configuration' : 'CNI plugins';
+    if (theirs === undefined) {
+      warnings.push(
+        `Cannot tell where ${windowsRef} puts its ${what} (${dirs?.from ?? 'nothing to read'}): make sure it is network.external.${field} (${ours}), where containerd looks`,
+      );
+      continue;
+    }
+    const normal = normalizeWindowsDir(theirs);
+    if (!normal.ok) {
+      warnings.push(`Cannot read where ${windowsRef} puts its ${what}: ${normal.why}`);
+      continue;
+    }
+    if (!sameWindowsDir(theirs, ours))
+      return mismatch(
+        `network.mode is ${config.mode}, and ${cniTitle}'s Windows DaemonSet ${windowsRef} puts its ${what} in ${normal.path} (${dirs!.from}), but containerd on winfleet's nodes looks in ${ours} (network.external.${field})`,
+        `Set network.external.${field}: "${normal.path.replaceAll('\\', '\\\\')}" in winfleet-config${cniId === 'calico' ? `, or Installation default spec.windowsNodes.${installationField} to ${ours}` : ''}`,
+      );
+  }
+  return undefined;
+}
+
+/** kube-proxy: winfleet's own, unless the CNI brings one or replaces it; warns on clashes. */
+function externalKubeProxy(
+  external: NetworkConfig['external'],
+  cniId: DetectedCni['id'] | undefined,
+  detected: DetectedNetwork,
+  warnings: string[],
+): boolean {
+  const cniReplacesProxy = cniId === 'antrea';
+  let kubeProxy: boolean;
+  if (external.kubeProxy === 'auto') kubeProxy = !detected.kubeProxyWindows && !cniReplacesProxy;
+  else kubeProxy = external.kubeProxy === 'on';
+  if (kubeProxy && detected.kubeProxyWindows)
+    warnings.push(
+      ...kubeProxyClash(detected).map((w) =>
+        w.replace('or use network.mode external with ', 'or set '),
+      ),
+    );
+  if (kubeProxy && cniReplacesProxy)
+    warnings.push(
+      'Antrea proxies Services on Windows itself (AntreaProxy proxyAll, no kube-proxy since Antrea v1.13) and network.external.kubeProxy is on: set it to auto or off',
+    );
+  if (!kubeProxy && !detected.kubeProxyWindows && !cniReplacesProxy)
+    warnings.push(
+      'network.external.kubeProxy is off and no kube-proxy DaemonSet runs on Windows nodes (kube-system/kube-proxy-windows): Services will not work from Windows pods unless the CNI proxies them',
+    );
+  return kubeProxy;
+}
+
+/** The HNS network the CNI makes, when known from its signature or Flannel's net-conf.json. */
+function externalNetworkName(
+  cniId: DetectedCni['id'] | undefined,
+  detected: DetectedNetwork,
+): string | undefined {
+  const signature = cniSignatures.find((s) => s.id === cniId);
+  const flannelName =
+    cniId === 'flannel' && detected.flannel?.state === 'read' && detected.flannel.parse.ok
+      ? detected.flannel.parse.conf.backend === 'vxlan'
+        ? `flannel.${vxlanSettings(detected.flannel.parse.conf).vni}`
+        : 'cbr0'
+      : undefined;
+  return signature?.networkName ?? flannelName;
 }
 
 function missingWindowsDaemonSet(

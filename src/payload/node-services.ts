@@ -28,6 +28,7 @@ import {
   logRunnerPrograms,
   operatorInstalledFiles,
   type Payload,
+  type PayloadFile,
   serviceShimFileName,
 } from './payload.ts';
 
@@ -191,23 +192,24 @@ const serviceTemplates: Record<string, ServiceTemplate> = {
   },
 };
 
+/** Options of `servicesManifestFor`. */
+interface ManifestOptions {
+  kubeletPriorityClass?: string;
+  hostSettings?: NodeHostSettings;
+  network?: NodeNetwork;
+}
+
 /**
  * The manifest for `payload`, with `kubeletPriorityClass` in the kubelet's flags and the
  * configuration's host settings (node-host-settings.ts), each giving it its own version.
  */
 export function servicesManifestFor(
   payload: Payload,
-  options: {
-    kubeletPriorityClass?: string;
-    hostSettings?: NodeHostSettings;
-    network?: NodeNetwork;
-  } = {},
+  options: ManifestOptions = {},
 ): ServicesManifest {
   const network = options.network ?? defaultNodeNetwork;
   const files: ManifestFile[] = [];
   const services: ManifestService[] = [];
-  const runner = payload.files.find((f) => f.name.toLowerCase() === logRunnerFileName);
-  const shim = payload.files.find((f) => f.name.toLowerCase() === serviceShimFileName);
   const proxyNetwork = kubeProxyNetwork(network);
   if (
     runsHybridOverlay(network) &&
@@ -224,64 +226,114 @@ export function servicesManifestFor(
     files.push({ payload: file.name, path, sha256: file.sha256 });
     const template = serviceTemplates[file.name.toLowerCase()];
     const lower = file.name.toLowerCase();
-    // Services of other modes are left out (their binaries are installed all the same).
-    const wanted =
-      (lower !== 'flanneld.exe' || runsFlanneld(network)) &&
-      (lower !== 'hybrid-overlay-node.exe' || runsHybridOverlay(network)) &&
-      (lower !== 'kube-proxy.exe' || proxyNetwork !== undefined);
-    if (template && wanted) {
-      const vxlanPort = network.mode === 'ovn-hybrid' ? network.vxlanPort : undefined;
-      const args = template.args.flatMap((a) => {
-        if (a === '--windows-service' && lower === 'hybrid-overlay-node.exe' && vxlanPort)
-          return [a, `--hybrid-overlay-vxlan-port=${vxlanPort}`];
-        if (a.startsWith('--windows-priorityclass=') && options.kubeletPriorityClass)
-          return [`--windows-priorityclass=${options.kubeletPriorityClass}`];
-        if (a === '--network-name={{network}}') {
-          const vip = needsSourceVip(network) ? ['--source-vip={{sourceVip}}'] : [];
-          return [`--network-name=${proxyNetwork}`, ...vip];
-        }
-        return [a];
-      });
-      if (lower === 'flanneld.exe') {
-        if (!shim)
-          throw new WinfleetError(
-            'WF_PAYLOAD_INVALID',
-            `Payload ${payload.version} has flanneld.exe but not ${serviceShimFileName}, which runs it as a service; rebuild the payload with make payload`,
-          );
-        const shimPath = `${kubeDir}\\${shim.name}`;
-        if (!files.some((f) => f.path === shimPath))
-          files.push({ payload: shim.name, path: shimPath, sha256: shim.sha256 });
-        services.push({
-          ...template,
-          args,
-          binary: path,
-          serviceShim: {
-            binary: shimPath,
-            logDir: `${hostPaths.logs}\\${template.name}`,
-            stopTimeout: '10s',
-          },
-        });
-        continue;
-      }
-      const logged = logRunnerPrograms.includes(file.name.toLowerCase());
-      if (logged && !runner)
-        throw new WinfleetError(
-          'WF_PAYLOAD_INVALID',
-          `Payload ${payload.version} has ${file.name} but not ${logRunnerFileName}, which keeps its log (a service has no console); rebuild the payload with make payload`,
-        );
-      services.push({
-        ...template,
-        args,
-        binary: path,
-        ...(logged && runner
-          ? { logRunner: { binary: installPath(runner.name), ...serviceLog(template.name) } }
-          : {}),
-      });
+    if (template && wantedService(lower, network, proxyNetwork)) {
+      const args = serviceArgs(template, lower, network, proxyNetwork, options);
+      services.push(payloadService(payload, file, template, args, path, files));
     }
   }
   // Dependencies on services this payload does not carry are dropped (e.g. no containerd in a test payload).
   const present = new Set(services.map((s) => s.name));
   for (const s of services) s.dependencies = s.dependencies.filter((d) => present.has(d));
+  return withHostSettings(
+    {
+      version: manifestVersion(payload, options, network),
+      services,
+      files,
+      ...(network.mode === 'routed' ? {} : { network }),
+    },
+    options.hostSettings,
+  );
+}
+
+/** Whether the network mode runs a payload file's service (other modes' are left out). */
+function wantedService(
+  lower: string,
+  network: NodeNetwork,
+  proxyNetwork: string | undefined,
+): boolean {
+  // Services of other modes are left out (their binaries are installed all the same).
+  return (
+    (lower !== 'flanneld.exe' || runsFlanneld(network)) &&
+    (lower !== 'hybrid-overlay-node.exe' || runsHybridOverlay(network)) &&
+    (lower !== 'kube-proxy.exe' || proxyNetwork !== undefined)
+  );
+}
+
+/** A template's arguments with the VXLAN port, kubelet priority class and kube-proxy network filled in. */
+function serviceArgs(
+  template: ServiceTemplate,
+  lower: string,
+  network: NodeNetwork,
+  proxyNetwork: string | undefined,
+  options: ManifestOptions,
+): string[] {
+  const vxlanPort = network.mode === 'ovn-hybrid' ? network.vxlanPort : undefined;
+  return template.args.flatMap((a) => {
+    if (a === '--windows-service' && lower === 'hybrid-overlay-node.exe' && vxlanPort)
+      return [a, `--hybrid-overlay-vxlan-port=${vxlanPort}`];
+    if (a.startsWith('--windows-priorityclass=') && options.kubeletPriorityClass)
+      return [`--windows-priorityclass=${options.kubeletPriorityClass}`];
+    if (a === '--network-name={{network}}') {
+      const vip = needsSourceVip(network) ? ['--source-vip={{sourceVip}}'] : [];
+      return [`--network-name=${proxyNetwork}`, ...vip];
+    }
+    return [a];
+  });
+}
+
+/**
+ * The service of one payload file: flanneld under the service shim (whose file it adds to
+ * `files`), the programs that need one under the log runner, others as they are.
+ */
+function payloadService(
+  payload: Payload,
+  file: PayloadFile,
+  template: ServiceTemplate,
+  args: string[],
+  path: string,
+  files: ManifestFile[],
+): ManifestService {
+  const lower = file.name.toLowerCase();
+  if (lower === 'flanneld.exe') {
+    const shim = payload.files.find((f) => f.name.toLowerCase() === serviceShimFileName);
+    if (!shim)
+      throw new WinfleetError(
+        'WF_PAYLOAD_INVALID',
+        `Payload ${payload.version} has flanneld.exe but not ${serviceShimFileName}, which runs it as a service; rebuild the payload with make payload`,
+      );
+    const shimPath = `${kubeDir}\\${shim.name}`;
+    if (!files.some((f) => f.path === shimPath))
+      files.push({ payload: shim.name, path: shimPath, sha256: shim.sha256 });
+    return {
+      ...template,
+      args,
+      binary: path,
+      serviceShim: {
+        binary: shimPath,
+        logDir: `${hostPaths.logs}\\${template.name}`,
+        stopTimeout: '10s',
+      },
+    };
+  }
+  const runner = payload.files.find((f) => f.name.toLowerCase() === logRunnerFileName);
+  const logged = logRunnerPrograms.includes(file.name.toLowerCase());
+  if (logged && !runner)
+    throw new WinfleetError(
+      'WF_PAYLOAD_INVALID',
+      `Payload ${payload.version} has ${file.name} but not ${logRunnerFileName}, which keeps its log (a service has no console); rebuild the payload with make payload`,
+    );
+  return {
+    ...template,
+    args,
+    binary: path,
+    ...(logged && runner
+      ? { logRunner: { binary: installPath(runner.name), ...serviceLog(template.name) } }
+      : {}),
+  };
+}
+
+/** The manifest's version: the payload's, then the kubelet priority class and network mode when not the defaults. */
+function manifestVersion(payload: Payload, options: ManifestOptions, network: NodeNetwork): string {
   // A different kubelet priority class is a different manifest, so it gets its own version.
   const priority = options.kubeletPriorityClass ?? 'ABOVE_NORMAL_PRIORITY_CLASS';
   const suffix =
@@ -296,13 +348,5 @@ export function servicesManifestFor(
     network.mode === 'routed'
       ? ''
       : `-n${createHash('sha256').update(JSON.stringify(network)).digest('hex').slice(0, 8)}`;
-  return withHostSettings(
-    {
-      version: `${payload.version}${suffix}${networkSuffix}`,
-      services,
-      files,
-      ...(network.mode === 'routed' ? {} : { network }),
-    },
-    options.hostSettings,
-  );
+  return `${payload.version}${suffix}${networkSuffix}`;
 }

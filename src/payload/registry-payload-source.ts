@@ -57,142 +57,173 @@ const wording = {
   fix: 'name a kubernetes.io/dockerconfigjson Secret of the operator namespace with --payload-pull-secret (chart: payload.registry.pullSecret)',
 };
 
+/** What one registry payload source keeps between loads. */
+interface SourceState {
+  options: RegistryPayloadSourceOptions;
+  ref: PinnedPayloadReference;
+  /** The pinned reference as text, for messages. */
+  reference: string;
+  resolving: Promise<ResolvedPayload> | undefined;
+  built: { key: string; value: LoadedPayload } | undefined;
+  fetching: Map<string, Promise<PayloadFileOnDisk>>;
+  /** `reachRegistry` of every LoadedPayload this source builds. */
+  reachRegistry: () => Promise<void>;
+}
+
 /** A source of LoadedPayload for `options.reference`; see the module comment. */
 export function registryPayloadSource(
   options: RegistryPayloadSourceOptions,
 ): () => Promise<LoadedPayload> {
-  const ref = options.reference;
-  const reference = formatPinnedReference(ref);
-  let resolving: Promise<ResolvedPayload> | undefined;
-  let built: { key: string; value: LoadedPayload } | undefined;
-  const fetching = new Map<string, Promise<PayloadFileOnDisk>>();
-
-  /** The targets and a client for them, with the mirrors and credentials as they are now. */
-  const connect = async (): Promise<{ registry: PayloadRegistry; targets: PayloadTarget[] }> => {
-    const secret = await options.pullSecret?.();
-    const mirrors = options.config().images.mirrors;
-    const own = Object.entries(mirrors).find(([host]) => canonicalRegistry(host) === ref.registry);
-    const targets = payloadTargets(ref, {
-      ...(own ? { mirrors: own[1] } : {}),
-      ...(options.plainHttp ? { plainHttp: true } : {}),
-      ...(options.caBundle ? { caBundle: options.caBundle } : {}),
-      ...(secret ? { credentials: [secret] } : {}),
-      wording,
-    });
-    const registry = new PayloadRegistry({
-      trustedOrigins: targets.map((t) => t.endpoint.origin),
-      userAgent: 'winfleet-operator',
-    });
-    return { registry, targets };
+  const state: SourceState = {
+    options,
+    ref: options.reference,
+    reference: formatPinnedReference(options.reference),
+    resolving: undefined,
+    built: undefined,
+    fetching: new Map(),
+    reachRegistry: () => reachRegistry(state),
   };
+  return function loadRegistryPayload(): Promise<LoadedPayload> {
+    return loadPayload(state);
+  };
+}
 
-  const resolve = (): Promise<ResolvedPayload> => {
-    resolving ??= (async () => {
-      const { registry, targets } = await connect();
-      try {
-        const resolved = await resolvePayload(registry, targets, ref);
-        await pruneCache(options.cacheDir, new Set(resolved.payload.files.map((f) => f.sha256)));
-        return resolved;
-      } finally {
-        registry.close();
+/** The payload with its services manifest for the configuration as it is now (built once per key). */
+async function loadPayload(state: SourceState): Promise<LoadedPayload> {
+  const { options, ref, fetching } = state;
+  const resolved = await resolve(state);
+  const priority = options.config().hosts.kubelet.priorityClass;
+  const hostSettings = options.apiServer
+    ? nodeHostSettings(options.config(), options.apiServer())
+    : undefined;
+  const nodeNetwork = options.network?.();
+  const key = `${priority}:${JSON.stringify(hostSettings)}:${JSON.stringify(nodeNetwork)}`;
+  if (state.built?.key === key) return state.built.value;
+  const { payload } = resolved;
+  const value: LoadedPayload = {
+    // Where hosts that reach the registry pull it (published in winfleet-join).
+    registry: {
+      repository: `${ref.registry}/${ref.repository}`,
+      digest: ref.digest,
+      ...(options.plainHttp ? { insecure: true } : {}),
+      ...(options.pullSecretName ? { pullSecretName: options.pullSecretName } : {}),
+    },
+    payload,
+    manifest: servicesManifestFor(payload, {
+      kubeletPriorityClass: priority,
+      ...(hostSettings ? { hostSettings } : {}),
+      ...(nodeNetwork ? { network: nodeNetwork } : {}),
+    }),
+    totalBytes: resolved.manifest.layers.reduce((sum, l) => sum + l.size, 0),
+    reachRegistry: state.reachRegistry,
+    // One fetch per file at a time, however many hosts need it at once.
+    fileOnDisk: (file) => {
+      let fetch = fetching.get(file.sha256);
+      if (!fetch) {
+        fetch = fetchFile(state, resolved, file).finally(() => fetching.delete(file.sha256));
+        fetching.set(file.sha256, fetch);
       }
-    })();
-    // A failure is not kept: the next call asks the registry again.
-    resolving.catch(() => {
-      resolving = undefined;
-    });
-    return resolving;
+      return fetch;
+    },
   };
+  state.built = { key, value };
+  return value;
+}
 
-  const fetchFile = async (
-    resolved: ResolvedPayload,
-    file: PayloadFile,
-  ): Promise<PayloadFileOnDisk> => {
-    const layer = resolved.manifest.layers.find((l) => l.name === file.name);
-    if (!layer)
-      throw new WinfleetError(
-        'WF_PAYLOAD_INVALID',
-        `${reference} has no payload file ${file.name}`,
-      );
-    const path = join(options.cacheDir, file.sha256);
-    const done: PayloadFileOnDisk = {
-      path,
-      size: layer.size,
-      sha256: file.sha256,
-      release: async () => {},
-    };
-    const cached = await knownHash(path).catch(() => undefined);
-    if (cached?.sha256 === file.sha256) return done;
-    await mkdir(options.cacheDir, { recursive: true }).catch((error: Error) => {
-      throw new WinfleetError(
-        'WF_PAYLOAD_DOWNLOAD',
-        `Cannot create the payload cache ${options.cacheDir}: ${error.message}; give --payload-cache-dir a writable directory with room for the payload`,
-      );
-    });
-    const { registry, targets } = await connect();
-    try {
-      await pullLayer(registry, targets, ref, layer, (chunks) => saveVerified(chunks, path));
-    } catch (error) {
-      if (error instanceof WinfleetError) throw error;
-      throw new WinfleetError(
-        'WF_PAYLOAD_DOWNLOAD',
-        `Cannot keep payload file ${file.name} in the payload cache ${options.cacheDir}: ${(error as Error).message}; give --payload-cache-dir a writable directory with room for the payload`,
-        { cause: error },
-      );
-    } finally {
-      registry.close();
-    }
-    return done;
-  };
+/** The targets and a client for them, with the mirrors and credentials as they are now. */
+async function connect(
+  state: SourceState,
+): Promise<{ registry: PayloadRegistry; targets: PayloadTarget[] }> {
+  const { options, ref } = state;
+  const secret = await options.pullSecret?.();
+  const mirrors = options.config().images.mirrors;
+  const own = Object.entries(mirrors).find(([host]) => canonicalRegistry(host) === ref.registry);
+  const targets = payloadTargets(ref, {
+    ...(own ? { mirrors: own[1] } : {}),
+    ...(options.plainHttp ? { plainHttp: true } : {}),
+    ...(options.caBundle ? { caBundle: options.caBundle } : {}),
+    ...(secret ? { credentials: [secret] } : {}),
+    wording,
+  });
+  const registry = new PayloadRegistry({
+    trustedOrigins: targets.map((t) => t.endpoint.origin),
+    userAgent: 'winfleet-operator',
+  });
+  return { registry, targets };
+}
 
-  const reachRegistry = async (): Promise<void> => {
-    const { registry, targets } = await connect();
-    try {
-      await resolvePayload(registry, targets, ref);
-    } finally {
-      registry.close();
-    }
-  };
+/** The artifact resolved and verified (once; a failure is tried again next call). */
+function resolve(state: SourceState): Promise<ResolvedPayload> {
+  state.resolving ??= resolveAndPrune(state);
+  const resolving = state.resolving;
+  // A failure is not kept: the next call asks the registry again.
+  resolving.catch(() => {
+    state.resolving = undefined;
+  });
+  return resolving;
+}
 
-  return async function loadRegistryPayload(): Promise<LoadedPayload> {
-    const resolved = await resolve();
-    const priority = options.config().hosts.kubelet.priorityClass;
-    const hostSettings = options.apiServer
-      ? nodeHostSettings(options.config(), options.apiServer())
-      : undefined;
-    const nodeNetwork = options.network?.();
-    const key = `${priority}:${JSON.stringify(hostSettings)}:${JSON.stringify(nodeNetwork)}`;
-    if (built?.key === key) return built.value;
-    const { payload } = resolved;
-    const value: LoadedPayload = {
-      // Where hosts that reach the registry pull it (published in winfleet-join).
-      registry: {
-        repository: `${ref.registry}/${ref.repository}`,
-        digest: ref.digest,
-        ...(options.plainHttp ? { insecure: true } : {}),
-        ...(options.pullSecretName ? { pullSecretName: options.pullSecretName } : {}),
-      },
-      payload,
-      manifest: servicesManifestFor(payload, {
-        kubeletPriorityClass: priority,
-        ...(hostSettings ? { hostSettings } : {}),
-        ...(nodeNetwork ? { network: nodeNetwork } : {}),
-      }),
-      totalBytes: resolved.manifest.layers.reduce((sum, l) => sum + l.size, 0),
-      reachRegistry,
-      // One fetch per file at a time, however many hosts need it at once.
-      fileOnDisk: (file) => {
-        let fetch = fetching.get(file.sha256);
-        if (!fetch) {
-          fetch = fetchFile(resolved, file).finally(() => fetching.delete(file.sha256));
-          fetching.set(file.sha256, fetch);
-        }
-        return fetch;
-      },
-    };
-    built = { key, value };
-    return value;
+/** Resolves the artifact and prunes the cache of other payloads' files. */
+async function resolveAndPrune(state: SourceState): Promise<ResolvedPayload> {
+  const { registry, targets } = await connect(state);
+  try {
+    const resolved = await resolvePayload(registry, targets, state.ref);
+    await pruneCache(state.options.cacheDir, new Set(resolved.payload.files.map((f) => f.sha256)));
+    return resolved;
+  } finally {
+    registry.close();
+  }
+}
+
+/** One payload file in the download cache: there already, or pulled and verified into it. */
+async function fetchFile(
+  state: SourceState,
+  resolved: ResolvedPayload,
+  file: PayloadFile,
+): Promise<PayloadFileOnDisk> {
+  const { options, ref, reference } = state;
+  const layer = resolved.manifest.layers.find((l) => l.name === file.name);
+  if (!layer)
+    throw new WinfleetError('WF_PAYLOAD_INVALID', `${reference} has no payload file ${file.name}`);
+  const path = join(options.cacheDir, file.sha256);
+  const done: PayloadFileOnDisk = {
+    path,
+    size: layer.size,
+    sha256: file.sha256,
+    release: async () => {},
   };
+  const cached = await knownHash(path).catch(() => undefined);
+  if (cached?.sha256 === file.sha256) return done;
+  await mkdir(options.cacheDir, { recursive: true }).catch((error: Error) => {
+    throw new WinfleetError(
+      'WF_PAYLOAD_DOWNLOAD',
+      `Cannot create the payload cache ${options.cacheDir}: ${error.message}; give --payload-cache-dir a writable directory with room for the payload`,
+    );
+  });
+  const { registry, targets } = await connect(state);
+  try {
+    await pullLayer(registry, targets, ref, layer, (chunks) => saveVerified(chunks, path));
+  } catch (error) {
+    if (error instanceof WinfleetError) throw error;
+    throw new WinfleetError(
+      'WF_PAYLOAD_DOWNLOAD',
+      `Cannot keep payload file ${file.name} in the payload cache ${options.cacheDir}: ${(error as Error).message}; give --payload-cache-dir a writable directory with room for the payload`,
+      { cause: error },
+    );
+  } finally {
+    registry.close();
+  }
+  return done;
+}
+
+/** Whether the registry answers for the artifact now (resolves it afresh). */
+async function reachRegistry(state: SourceState): Promise<void> {
+  const { registry, targets } = await connect(state);
+  try {
+    await resolvePayload(registry, targets, state.ref);
+  } finally {
+    registry.close();
+  }
 }
 
 /** Removes cached files of other payloads, and temporary files of fetches that did not end. */

@@ -86,71 +86,16 @@ function decisionLabel(decision: AdmissionDecision): string {
 
 /** Creates the admission HTTPS server (not yet listening). */
 export function createAdmissionServer(options: AdmissionServerOptions): AdmissionServer {
-  const { log, metrics } = options;
   const server = createServer(
     { cert: options.cert, key: options.key, minVersion: 'TLSv1.2' },
     (req, res) => {
-      void handle(req, res);
+      void handleRequest(options, req, res);
     },
   );
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   server.on('tlsClientError', () => {});
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0]!;
-    if (req.method === 'GET' && path === '/healthz') return send(res, 200, 'ok', 'text/plain');
-    if (req.method === 'GET' && path === '/readyz') {
-      const ready = options.ready?.() ?? true;
-      return send(res, ready ? 200 : 503, ready ? 'ok' : 'not ready', 'text/plain');
-    }
-    if (req.method === 'GET' && path === '/metrics' && metrics) {
-      return send(res, 200, await metrics.registry.metrics(), metrics.registry.contentType);
-    }
-    const route = options.routes[path];
-    if (!route) return send(res, 404, JSON.stringify({ error: `No route ${path}` }));
-    if (req.method !== 'POST')
-      return send(res, 405, JSON.stringify({ error: `Use POST for ${path}` }));
-    const started = process.hrtime.bigint();
-    const observe = (decision: string) => {
-      metrics?.admissions.inc({ webhook: route.name, decision });
-      metrics?.latency.observe(
-        { webhook: route.name },
-        Number(process.hrtime.bigint() - started) / 1e9,
-      );
-    };
-    let request: AdmissionRequest;
-    try {
-      const type = req.headers['content-type'] ?? '';
-      if (!type.startsWith('application/json')) {
-        throw admissionInputError(`Content-Type must be application/json, got "${type}"`, 415);
-      }
-      request = parseAdmissionReview(await readBody(req));
-    } catch (error) {
-      const status = admissionInputStatus(error);
-      observe('bad_request');
-      return send(res, status, JSON.stringify({ error: (error as Error).message }));
-    }
-    let decision: AdmissionDecision;
-    try {
-      decision = await route.handler(request);
-      observe(decisionLabel(decision));
-    } catch (error) {
-      log.error('admission handler failed; allowing the request', {
-        route: path,
-        uid: request.uid,
-        error,
-      });
-      decision = {
-        allowed: true,
-        warnings: [`winfleet ${route.name} webhook error: ${(error as Error).message}`],
-      };
-      observe('error');
-    }
-    send(res, 200, admissionResponse(request.uid, decision));
-  }
-
   return {
     server,
     listen(port, host = '127.0.0.1') {
@@ -172,4 +117,82 @@ export function createAdmissionServer(options: AdmissionServerOptions): Admissio
       });
     },
   };
+}
+
+/** Answers one request: the probes and /metrics, else the admission route of its path. */
+async function handleRequest(
+  options: AdmissionServerOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const { metrics } = options;
+  const path = (req.url ?? '/').split('?')[0]!;
+  if (req.method === 'GET' && path === '/healthz') return send(res, 200, 'ok', 'text/plain');
+  if (req.method === 'GET' && path === '/readyz') {
+    const ready = options.ready?.() ?? true;
+    return send(res, ready ? 200 : 503, ready ? 'ok' : 'not ready', 'text/plain');
+  }
+  if (req.method === 'GET' && path === '/metrics' && metrics) {
+    return send(res, 200, await metrics.registry.metrics(), metrics.registry.contentType);
+  }
+  const route = options.routes[path];
+  if (!route) return send(res, 404, JSON.stringify({ error: `No route ${path}` }));
+  if (req.method !== 'POST')
+    return send(res, 405, JSON.stringify({ error: `Use POST for ${path}` }));
+  return admit(options, path, route, req, res);
+}
+
+/** Counts an admission's decision and observes its latency since `started`. */
+function observeAdmission(
+  metrics: WebhookMetrics | undefined,
+  webhook: string,
+  started: bigint,
+  decision: string,
+): void {
+  metrics?.admissions.inc({ webhook, decision });
+  metrics?.latency.observe({ webhook }, Number(process.hrtime.bigint() - started) / 1e9);
+}
+
+/**
+ * One AdmissionReview: read and parsed strictly (a bad one answered 4xx), then decided by the
+ * route's handler; a handler that throws allows the request with a warning.
+ */
+async function admit(
+  options: AdmissionServerOptions,
+  path: string,
+  route: AdmissionServerOptions['routes'][string],
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const { log, metrics } = options;
+  const started = process.hrtime.bigint();
+  let request: AdmissionRequest;
+  try {
+    const type = req.headers['content-type'] ?? '';
+    if (!type.startsWith('application/json')) {
+      throw admissionInputError(`Content-Type must be application/json, got "${type}"`, 415);
+    }
+    request = parseAdmissionReview(await readBody(req));
+  } catch (error) {
+    const status = admissionInputStatus(error);
+    observeAdmission(metrics, route.name, started, 'bad_request');
+    return send(res, status, JSON.stringify({ error: (error as Error).message }));
+  }
+  let decision: AdmissionDecision;
+  try {
+    decision = await route.handler(request);
+    observeAdmission(metrics, route.name, started, decisionLabel(decision));
+  } catch (error) {
+    log.error('admission handler failed; allowing the request', {
+      route: path,
+      uid: request.uid,
+      error,
+    });
+    decision = {
+      allowed: true,
+      warnings: [`winfleet ${route.name} webhook error: ${(error as Error).message}`],
+    };
+    observeAdmission(metrics, route.name, started, 'error');
+  }
+  send(res, 200, admissionResponse(request.uid, decision));
 }

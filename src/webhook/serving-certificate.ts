@@ -216,6 +216,21 @@ export interface ServingCertificatePlan {
   write: boolean;
 }
 
+/** A CA's certificate and key, PEM. */
+interface CaPair {
+  cert: string;
+  key: string;
+}
+
+/** The CAs a plan decided on: the one that signs, the one being trusted before it signs, older ones. */
+interface CaPlan {
+  current: CaPair;
+  next: (CaPair & { since: Date }) | undefined;
+  older: string[];
+  changed: ServingCertificate['changed'];
+  write: boolean;
+}
+
 /** Decides the next state of the PKI at `now` (no API calls; new keys are generated here). */
 export async function planServingCertificate(
   stored: StoredPki | undefined,
@@ -224,94 +239,20 @@ export async function planServingCertificate(
   const now = (options.now?.() ?? new Date()).getTime();
   const fraction = options.renewFraction ?? 1 / 3;
   const caDays = (options.caValidityMs ?? 3650 * dayMs) / dayMs;
-  const newCa = async () => {
-    const ca = await createCertificateAuthority(caName, caDays);
-    return { cert: ca.certPem, key: ca.keyPem };
-  };
-  const unexpired = (pem: string) => validity(pem).to > now;
-
-  let changed: ServingCertificate['changed'] = 'unchanged';
-  let write = false;
-  let current: { cert: string; key: string };
-  let next: { cert: string; key: string; since: Date } | undefined;
-  const older: string[] = [];
-  if (!stored) {
-    current = await newCa();
-    changed = 'created';
-  } else {
-    current = { cert: stored.caCert, key: stored.caKey };
-    older.push(...stored.bundle);
-    if (stored.nextCaCert && stored.nextCaKey && splitPems(stored.nextCaCert).length === 1) {
-      if (!stored.nextCaSince) write = true; // restart the delay from now
-      next = {
-        cert: stored.nextCaCert,
-        key: stored.nextCaKey,
-        since: stored.nextCaSince ?? new Date(now),
-      };
-      if (!unexpired(next.cert)) next = undefined;
-    } else if (stored.nextCaCert || stored.nextCaKey) {
-      write = true; // half a next CA: prepared again below when due
-    }
-    if (!unexpired(current.cert)) {
-      // Expired: served certificates are already rejected, nothing is left to protect.
-      current = next ? { cert: next.cert, key: next.key } : await newCa();
-      next = undefined;
-      changed = 'renewed-ca';
-    } else if (next && next.since.getTime() + caPromotionDelayMs(next.cert, fraction) <= now) {
-      older.unshift(current.cert);
-      current = { cert: next.cert, key: next.key };
-      next = undefined;
-      changed = 'renewed-ca';
-    } else if (!next && renewTime(current.cert, fraction) <= now) {
-      const prepared = await newCa();
-      next = { ...prepared, since: new Date(now) };
-      changed = 'prepared-ca';
-    }
-  }
-
-  // The bundle: current CA, next CA, then older CAs until they expire.
-  const seen = new Set<string>();
-  const bundle = [current.cert, ...(next ? [next.cert] : []), ...older].filter((pem) => {
-    const id = fingerprint(pem);
-    if (seen.has(id) || (pem !== current.cert && !unexpired(pem))) return false;
-    seen.add(id);
-    return true;
-  });
+  const cas = await planCas(stored, now, fraction, caDays);
+  const { current, next } = cas;
+  let { changed, write } = cas;
+  const bundle = caBundle(current, next, cas.older, now);
   if (stored && changed === 'unchanged' && bundle.join('\n') !== stored.bundle.join('\n')) {
     changed = 'updated-bundle';
   }
-
-  let certPem = stored?.tlsCert;
-  let keyPem = stored?.tlsKey;
-  const stale =
-    changed === 'created' ||
-    changed === 'renewed-ca' ||
-    !certPem ||
-    !keyPem ||
-    splitPems(certPem).length !== 1 ||
-    renewTime(certPem, fraction) <= now ||
-    !coversNames(certPem, options.dnsNames, options.ipAddresses) ||
-    !issuedBy(certPem, current.cert);
-  if (stale) {
-    const ca: CertificateAuthority = await loadCertificateAuthority({
-      certPem: current.cert,
-      keyPem: current.key,
-    });
-    const issued = await issueCertificate(ca, {
-      commonName: options.dnsNames[0] ?? 'winfleet-webhook',
-      dnsNames: options.dnsNames,
-      ipAddresses: options.ipAddresses,
-      usage: 'server',
-      days: (options.certValidityMs ?? 365 * dayMs) / dayMs,
-    });
-    certPem = issued.certPem;
-    keyPem = issued.keyPem;
-    if (changed === 'unchanged' || changed === 'updated-bundle') changed = 'renewed-certificate';
-  }
+  const serving = await servingPair(stored, current, changed, options, now, fraction);
+  changed = serving.changed;
+  const { certPem, keyPem } = serving;
   if (changed !== 'unchanged') write = true;
 
   // Look again at the first of: certificate renewal, CA renewal or promotion, a CA expiring.
-  const due = [renewTime(certPem!, fraction)];
+  const due = [renewTime(certPem, fraction)];
   if (next) due.push(next.since.getTime() + caPromotionDelayMs(next.cert, fraction));
   else due.push(renewTime(current.cert, fraction));
   for (const pem of bundle) if (pem !== current.cert) due.push(validity(pem).to);
@@ -322,20 +263,142 @@ export async function planServingCertificate(
     nextCaKey: next?.key,
     nextCaSince: next?.since,
     bundle,
-    tlsCert: certPem!,
-    tlsKey: keyPem!,
+    tlsCert: certPem,
+    tlsKey: keyPem,
   };
   return {
     pki,
     write,
     result: {
-      certPem: certPem!,
-      keyPem: keyPem!,
+      certPem,
+      keyPem,
       caBundle: bundle.join('\n'),
       renewAt: new Date(Math.min(...due)),
       changed,
       trustDelayMs: caPromotionDelayMs(current.cert, fraction),
     },
+  };
+}
+
+/** Whether the certificate in `pem` is still valid at `now`. */
+function unexpiredAt(pem: string, now: number): boolean {
+  return validity(pem).to > now;
+}
+
+/** A new self-signed CA of `caDays`. */
+async function newCa(caDays: number): Promise<CaPair> {
+  const ca = await createCertificateAuthority(caName, caDays);
+  return { cert: ca.certPem, key: ca.keyPem };
+}
+
+/**
+ * The CAs at `now`: created when none is stored; an expired current CA replaced, a next CA
+ * promoted once trusted long enough, or one prepared when the current is due for renewal.
+ */
+async function planCas(
+  stored: StoredPki | undefined,
+  now: number,
+  fraction: number,
+  caDays: number,
+): Promise<CaPlan> {
+  if (!stored)
+    return {
+      current: await newCa(caDays),
+      next: undefined,
+      older: [],
+      changed: 'created',
+      write: false,
+    };
+  let changed: ServingCertificate['changed'] = 'unchanged';
+  let write = false;
+  let current: CaPair = { cert: stored.caCert, key: stored.caKey };
+  let next: CaPlan['next'];
+  const older = [...stored.bundle];
+  if (stored.nextCaCert && stored.nextCaKey && splitPems(stored.nextCaCert).length === 1) {
+    if (!stored.nextCaSince) write = true; // restart the delay from now
+    next = {
+      cert: stored.nextCaCert,
+      key: stored.nextCaKey,
+      since: stored.nextCaSince ?? new Date(now),
+    };
+    if (!unexpiredAt(next.cert, now)) next = undefined;
+  } else if (stored.nextCaCert || stored.nextCaKey) {
+    write = true; // half a next CA: prepared again below when due
+  }
+  if (!unexpiredAt(current.cert, now)) {
+    // Expired: served certificates are already rejected, nothing is left to protect.
+    current = next ? { cert: next.cert, key: next.key } : await newCa(caDays);
+    next = undefined;
+    changed = 'renewed-ca';
+  } else if (next && next.since.getTime() + caPromotionDelayMs(next.cert, fraction) <= now) {
+    older.unshift(current.cert);
+    current = { cert: next.cert, key: next.key };
+    next = undefined;
+    changed = 'renewed-ca';
+  } else if (!next && renewTime(current.cert, fraction) <= now) {
+    const prepared = await newCa(caDays);
+    next = { ...prepared, since: new Date(now) };
+    changed = 'prepared-ca';
+  }
+  return { current, next, older, changed, write };
+}
+
+/** The bundle: current CA, next CA, then older CAs until they expire (each once). */
+function caBundle(
+  current: CaPair,
+  next: CaPair | undefined,
+  older: readonly string[],
+  now: number,
+): string[] {
+  const seen = new Set<string>();
+  return [current.cert, ...(next ? [next.cert] : []), ...older].filter((pem) => {
+    const id = fingerprint(pem);
+    if (seen.has(id) || (pem !== current.cert && !unexpiredAt(pem, now))) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+/**
+ * The serving certificate and key: the stored pair, or one issued by the current CA when the
+ * stored one is missing, due, for other names, or from another CA.
+ */
+async function servingPair(
+  stored: StoredPki | undefined,
+  current: CaPair,
+  changed: ServingCertificate['changed'],
+  options: Omit<ServingCertificateOptions, 'namespace' | 'secretName'>,
+  now: number,
+  fraction: number,
+): Promise<{ certPem: string; keyPem: string; changed: ServingCertificate['changed'] }> {
+  const certPem = stored?.tlsCert;
+  const keyPem = stored?.tlsKey;
+  const stale =
+    changed === 'created' ||
+    changed === 'renewed-ca' ||
+    !certPem ||
+    !keyPem ||
+    splitPems(certPem).length !== 1 ||
+    renewTime(certPem, fraction) <= now ||
+    !coversNames(certPem, options.dnsNames, options.ipAddresses) ||
+    !issuedBy(certPem, current.cert);
+  if (!stale) return { certPem, keyPem, changed };
+  const ca: CertificateAuthority = await loadCertificateAuthority({
+    certPem: current.cert,
+    keyPem: current.key,
+  });
+  const issued = await issueCertificate(ca, {
+    commonName: options.dnsNames[0] ?? 'winfleet-webhook',
+    dnsNames: options.dnsNames,
+    ipAddresses: options.ipAddresses,
+    usage: 'server',
+    days: (options.certValidityMs ?? 365 * dayMs) / dayMs,
+  });
+  return {
+    certPem: issued.certPem,
+    keyPem: issued.keyPem,
+    changed:
+      changed === 'unchanged' || changed === 'updated-bundle' ? 'renewed-certificate' : changed,
   };
 }
 

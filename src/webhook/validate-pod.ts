@@ -80,7 +80,30 @@ export function validateWindowsPod(pod: k8s.V1Pod, context: ValidationContext = 
   const spec = pod.spec;
   if (!spec) return ['spec: a pod needs a spec'];
   const hostProcess = hostProcessState(pod);
+  podPlacementProblems(spec, hostProcess, problems);
+  if (hostProcess === 'all') hostProcessProblems(pod, spec, problems);
+  const podSecurity = spec.securityContext as Record<string, unknown> | undefined;
+  for (const [field, fix] of linuxOnlyFields) {
+    if (podSecurity?.[field] !== undefined) problems.push(`spec.securityContext.${field}: ${fix}`);
+  }
+  for (const { path, container } of podContainers(pod)) {
+    containerProblems(path, container, context, problems);
+  }
+  const podCredSpec = spec.securityContext?.windowsOptions?.gmsaCredentialSpecName;
+  if (podCredSpec && context.gmsaCredentialSpecs && !context.gmsaCredentialSpecs.has(podCredSpec)) {
+    problems.push(
+      `spec.securityContext.windowsOptions.gmsaCredentialSpecName: GMSACredentialSpec "${podCredSpec}" does not exist; create it or fix the name`,
+    );
+  }
+  return problems;
+}
 
+/** The pod's OS selection, host namespaces and HostProcess mix (pushed onto `problems`). */
+function podPlacementProblems(
+  spec: k8s.V1PodSpec,
+  hostProcess: ReturnType<typeof hostProcessState>,
+  problems: string[],
+): void {
   if (spec.os?.name === 'linux') {
     problems.push(
       'spec.os.name: is linux, but the pod selects Windows nodes; set it to windows or remove the Windows selector',
@@ -105,58 +128,54 @@ export function validateWindowsPod(pod: k8s.V1Pod, context: ValidationContext = 
       'spec.hostNetwork: Windows pods use the host network only as HostProcess pods; remove hostNetwork or set securityContext.windowsOptions.hostProcess: true',
     );
   }
-  if (hostProcess === 'all') {
-    if (!spec.hostNetwork) {
-      problems.push('spec.hostNetwork: HostProcess pods must set hostNetwork: true');
+}
+
+/** A HostProcess pod's host network and the account each container runs as. */
+function hostProcessProblems(pod: k8s.V1Pod, spec: k8s.V1PodSpec, problems: string[]): void {
+  if (!spec.hostNetwork) {
+    problems.push('spec.hostNetwork: HostProcess pods must set hostNetwork: true');
+  }
+  for (const { path, container } of podContainers(pod)) {
+    const user =
+      container.securityContext?.windowsOptions?.runAsUserName ??
+      spec.securityContext?.windowsOptions?.runAsUserName;
+    if (!isAllowedHostProcessUser(user)) {
+      problems.push(
+        `${path}.securityContext.windowsOptions.runAsUserName: HostProcess containers run as ${hostProcessAccounts.join(', ')} or a local group, got ${user === undefined ? 'nothing' : `"${user}"`}; set one of those`,
+      );
     }
-    for (const { path, container } of podContainers(pod)) {
-      const user =
-        container.securityContext?.windowsOptions?.runAsUserName ??
-        spec.securityContext?.windowsOptions?.runAsUserName;
-      if (!isAllowedHostProcessUser(user)) {
+  }
+}
+
+/** One container's privileged flag, Linux-only fields, huge pages and gMSA spec name. */
+function containerProblems(
+  path: string,
+  container: k8s.V1Container,
+  context: ValidationContext,
+  problems: string[],
+): void {
+  const security = container.securityContext as Record<string, unknown> | undefined;
+  if (security?.privileged === true) {
+    problems.push(
+      `${path}.securityContext.privileged: privileged containers cannot run on Windows; remove it, or make the pod a HostProcess pod (windowsOptions.hostProcess: true, hostNetwork: true)`,
+    );
+  }
+  for (const [field, fix] of linuxOnlyFields) {
+    if (security?.[field] !== undefined) problems.push(`${path}.securityContext.${field}: ${fix}`);
+  }
+  for (const section of ['limits', 'requests'] as const) {
+    for (const resource of Object.keys(container.resources?.[section] ?? {})) {
+      if (resource.startsWith('hugepages-')) {
         problems.push(
-          `${path}.securityContext.windowsOptions.runAsUserName: HostProcess containers run as ${hostProcessAccounts.join(', ')} or a local group, got ${user === undefined ? 'nothing' : `"${user}"`}; set one of those`,
+          `${path}.resources.${section}.${resource}: Windows does not support huge pages; remove it`,
         );
       }
     }
   }
-
-  const podSecurity = spec.securityContext as Record<string, unknown> | undefined;
-  for (const [field, fix] of linuxOnlyFields) {
-    if (podSecurity?.[field] !== undefined) problems.push(`spec.securityContext.${field}: ${fix}`);
-  }
-  for (const { path, container } of podContainers(pod)) {
-    const security = container.securityContext as Record<string, unknown> | undefined;
-    if (security?.privileged === true) {
-      problems.push(
-        `${path}.securityContext.privileged: privileged containers cannot run on Windows; remove it, or make the pod a HostProcess pod (windowsOptions.hostProcess: true, hostNetwork: true)`,
-      );
-    }
-    for (const [field, fix] of linuxOnlyFields) {
-      if (security?.[field] !== undefined)
-        problems.push(`${path}.securityContext.${field}: ${fix}`);
-    }
-    for (const section of ['limits', 'requests'] as const) {
-      for (const resource of Object.keys(container.resources?.[section] ?? {})) {
-        if (resource.startsWith('hugepages-')) {
-          problems.push(
-            `${path}.resources.${section}.${resource}: Windows does not support huge pages; remove it`,
-          );
-        }
-      }
-    }
-    const credSpec = container.securityContext?.windowsOptions?.gmsaCredentialSpecName;
-    if (credSpec && context.gmsaCredentialSpecs && !context.gmsaCredentialSpecs.has(credSpec)) {
-      problems.push(
-        `${path}.securityContext.windowsOptions.gmsaCredentialSpecName: GMSACredentialSpec "${credSpec}" does not exist; create it or fix the name`,
-      );
-    }
-  }
-  const podCredSpec = spec.securityContext?.windowsOptions?.gmsaCredentialSpecName;
-  if (podCredSpec && context.gmsaCredentialSpecs && !context.gmsaCredentialSpecs.has(podCredSpec)) {
+  const credSpec = container.securityContext?.windowsOptions?.gmsaCredentialSpecName;
+  if (credSpec && context.gmsaCredentialSpecs && !context.gmsaCredentialSpecs.has(credSpec)) {
     problems.push(
-      `spec.securityContext.windowsOptions.gmsaCredentialSpecName: GMSACredentialSpec "${podCredSpec}" does not exist; create it or fix the name`,
+      `${path}.securityContext.windowsOptions.gmsaCredentialSpecName: GMSACredentialSpec "${credSpec}" does not exist; create it or fix the name`,
     );
   }
-  return problems;
 }

@@ -1,8 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { defaultConfig } from '../config/winfleet-config.ts';
+import { createLogger } from '../log/logger.ts';
 import { createCertificateAuthority, issueCertificate } from '../pki/certificates.ts';
+import type { AdmissionServer } from './admission-server.ts';
 import type { ServingCertificate } from './serving-certificate.ts';
-import { trackPublished, whenServable } from './webhook-service.ts';
+import {
+  reconcileWebhookCertificates,
+  trackPublished,
+  type WebhookCertificatesState,
+  type WebhookServiceOptions,
+  whenServable,
+} from './webhook-service.ts';
 
 const ca1 = await createCertificateAuthority('winfleet-webhook-ca', 30);
 const ca2 = await createCertificateAuthority('winfleet-webhook-ca', 30);
@@ -62,4 +71,67 @@ test('a certificate is served only once its CA has been in the published bundle 
   // A PKI that is not winfleet's (cert-manager) has no delay.
   const theirs = { ...next, trustDelayMs: undefined };
   assert.equal(whenServable(theirs, from1.certPem, new Map(), 5), 5);
+});
+
+/** A reconcile state over a stated certificate sequence, a recording server and log lines. */
+function certificatesState(served: string, certificates: ServingCertificate[]) {
+  const lines: string[] = [];
+  const updates: string[] = [];
+  const state: WebhookCertificatesState = {
+    options: {
+      config: () => defaultConfig(),
+      operatorNamespace: 'winfleet-system',
+      endpoint: { url: 'https://127.0.0.1:9443' },
+      configurations: 'none',
+    } as WebhookServiceOptions,
+    log: createLogger({ write: (line) => lines.push(JSON.parse(line).msg) }),
+    certificate: async () => certificates.shift()!,
+    server: {
+      updateCertificate: (cert: string) => updates.push(cert),
+    } as unknown as AdmissionServer,
+    servedCert: served,
+    publishedBundle: '',
+    reported: '',
+    published: new Map(),
+  };
+  return { state, lines, updates };
+}
+
+test('the certificates reconcile holds back a certificate of a newly published CA, then serves one of a trusted CA', async () => {
+  const bundle = `${ca1.certPem}\n${ca2.certPem}`;
+  const from1b = await issueCertificate(ca1, request);
+  const renewAt = new Date(Date.now() + 24 * 60 * 60_000);
+  const { state, lines, updates } = certificatesState(from1.certPem, [
+    { ...serving(from2.certPem, bundle), renewAt, trustDelayMs: 10 * 60_000 },
+    { ...serving(from1b.certPem, ca1.certPem), renewAt, trustDelayMs: 10 * 60_000 },
+  ]);
+  const first = await reconcileWebhookCertificates(state);
+  assert.deepEqual(updates, [], 'a CA published just now is not trusted yet');
+  assert.equal(state.servedCert, from1.certPem);
+  assert.equal(state.publishedBundle, bundle);
+  assert.ok(first.requeueAfterMs <= 10 * 60_000, 'looked at again once the CA is trusted');
+  assert.ok(
+    lines.includes('holding back a renewed serving certificate until its CA is trusted a while'),
+  );
+
+  const second = await reconcileWebhookCertificates(state);
+  assert.deepEqual(updates, [from1b.certPem], 'the served CA signs it: served at once');
+  assert.equal(state.servedCert, from1b.certPem);
+  assert.ok(lines.includes('webhook caBundle updated'));
+  assert.ok(lines.includes('serving certificate renewed'));
+  assert.equal(second.requeueAfterMs, 60 * 60_000, 'at least hourly');
+});
+
+test('the certificates reconcile serves cert-manager certificates at once, and without a server only publishes', async () => {
+  const theirs = { ...serving(from2.certPem, ca2.certPem), trustDelayMs: undefined };
+  const { state, updates } = certificatesState(from1.certPem, [theirs, theirs]);
+  const { requeueAfterMs } = await reconcileWebhookCertificates(state);
+  assert.deepEqual(updates, [from2.certPem]);
+  assert.equal(requeueAfterMs, 1000, 'a renewal already due is looked at again after a second');
+
+  const alone = certificatesState(from1.certPem, [theirs]);
+  alone.state.server = undefined;
+  await reconcileWebhookCertificates(alone.state);
+  assert.equal(alone.state.servedCert, from1.certPem);
+  assert.equal(alone.state.publishedBundle, ca2.certPem);
 });

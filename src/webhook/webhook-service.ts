@@ -163,24 +163,29 @@ export function podAdmissionRoutes(deps: PodAdmissionDeps) {
   };
 }
 
+/**
+ * What the webhook-certificates reconcile reads and keeps between passes: the Secret's
+ * certificate, the server it renews, and what this replica has served and published.
+ */
+export interface WebhookCertificatesState {
+  options: WebhookServiceOptions;
+  log: Logger;
+  /** The certificate as the Secret holds it now (winfleet's own PKI, or cert-manager's). */
+  certificate: () => Promise<ServingCertificate>;
+  /** Absent when another process serves. */
+  server: AdmissionServer | undefined;
+  servedCert: string;
+  publishedBundle: string;
+  /** The differences last warned about (patch mode), so that each is warned once. */
+  reported: string;
+  /** When each CA of the bundle last published was first in a bundle this replica published. */
+  published: PublishedCas;
+}
+
+/** Starts the webhook: its certificate, admission server and webhook configurations. */
 export async function startWebhookService(options: WebhookServiceOptions): Promise<WebhookService> {
   const log = options.log.child({ component: 'webhook' });
-  const certOptions = {
-    namespace: options.operatorNamespace,
-    secretName: options.secretName ?? 'winfleet-webhook-tls',
-    dnsNames: options.dnsNames,
-    ipAddresses: options.ipAddresses,
-    certValidityMs: options.certValidityMs,
-    caValidityMs: options.caValidityMs,
-  };
-  const certificate = (): Promise<ServingCertificate> =>
-    options.certificateSecret
-      ? readServingCertificateSecret(
-          options.kc,
-          options.operatorNamespace,
-          options.certificateSecret,
-        )
-      : ensureServingCertificate(options.kc, certOptions);
+  const certificate = certificateSource(options);
   // cert-manager issues the Secret while the operator starts: wait for it a while.
   if (options.certificateSecret)
     log.info('reading the webhook certificate Secret', { secret: options.certificateSecret });
@@ -203,59 +208,17 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
         })
       : undefined;
   const port = server ? await server.listen(options.port, options.host) : 0;
-  let servedCert = initial.certPem;
-  let publishedBundle = '';
-  let reported = '';
-  // When each CA of the bundle last published was first in a bundle this replica published.
-  let published: PublishedCas = new Map();
-
-  const reconcile = async () => {
-    const cert = await certificate();
-    // Publish the bundle read from the Secret first: the signing CA, the next one while one is
-    // prepared, and older ones until they expire (serving-certificate.ts).
-    const objects = webhookConfigurations(
-      options.config(),
-      options.operatorNamespace,
-      options.endpoint,
-      cert.caBundle,
-    );
-    const mode = options.configurations ?? 'create';
-    if (mode === 'create') await applyWebhookConfigurations(options.kc, objects);
-    if (mode === 'patch') {
-      const differences = await patchWebhookConfigurations(options.kc, objects);
-      if (differences.length > 0 && differences.join('\n') !== reported) {
-        log.warn(
-          'the webhook configurations differ from the configuration; they are the Helm chart’s: set these through its values (config.webhook, webhook.failurePolicy) and helm upgrade',
-          { differences },
-        );
-      }
-      reported = differences.join('\n');
-    }
-    if (cert.caBundle !== publishedBundle) {
-      if (publishedBundle) log.info('webhook caBundle updated');
-      publishedBundle = cert.caBundle;
-      published = trackPublished(published, cert.caBundle, Date.now());
-    }
-    let requeueAt = cert.renewAt.getTime();
-    if (server && cert.certPem !== servedCert) {
-      const servableAt = whenServable(cert, servedCert, published, Date.now());
-      if (servableAt <= Date.now()) {
-        server.updateCertificate(cert.certPem, cert.keyPem);
-        servedCert = cert.certPem;
-        log.info('serving certificate renewed', { renewAt: cert.renewAt.toISOString() });
-      } else {
-        // Its CA is too new in the bundle this replica published: serve it a little later.
-        log.info('holding back a renewed serving certificate until its CA is trusted a while', {
-          servableAt: new Date(servableAt).toISOString(),
-        });
-        requeueAt = Math.min(requeueAt, servableAt);
-      }
-    }
-    // Look again at least hourly (the Secret may be edited), and when renewal is due.
-    return {
-      requeueAfterMs: Math.min(60 * 60_000, Math.max(1000, requeueAt - Date.now())),
-    };
+  const state: WebhookCertificatesState = {
+    options,
+    log,
+    certificate,
+    server,
+    servedCert: initial.certPem,
+    publishedBundle: '',
+    reported: '',
+    published: new Map(),
   };
+  const reconcile = () => reconcileWebhookCertificates(state);
   const controller = new Controller({ name: 'webhook-certificates', reconcile, log });
   // Publish the webhook configurations before resolving, so that a started webhook is
   // registered (the API server's informer still takes a moment to see them). A failure is
@@ -271,4 +234,90 @@ export async function startWebhookService(options: WebhookServiceOptions): Promi
       await server?.close();
     },
   };
+}
+
+/** Reads the serving certificate: from cert-manager's Secret, or winfleet's own PKI Secret. */
+function certificateSource(options: WebhookServiceOptions): () => Promise<ServingCertificate> {
+  const certOptions = {
+    namespace: options.operatorNamespace,
+    secretName: options.secretName ?? 'winfleet-webhook-tls',
+    dnsNames: options.dnsNames,
+    ipAddresses: options.ipAddresses,
+    certValidityMs: options.certValidityMs,
+    caValidityMs: options.caValidityMs,
+  };
+  return (): Promise<ServingCertificate> =>
+    options.certificateSecret
+      ? readServingCertificateSecret(
+          options.kc,
+          options.operatorNamespace,
+          options.certificateSecret,
+        )
+      : ensureServingCertificate(options.kc, certOptions);
+}
+
+/**
+ * One pass: publish the webhook configurations with the Secret's bundle, then serve a renewed
+ * certificate once its CA is trusted; look again when renewal is due (at least hourly).
+ */
+export async function reconcileWebhookCertificates(
+  state: WebhookCertificatesState,
+): Promise<{ requeueAfterMs: number }> {
+  const { log, server } = state;
+  const cert = await state.certificate();
+  await publishConfigurations(state, cert);
+  if (cert.caBundle !== state.publishedBundle) {
+    if (state.publishedBundle) log.info('webhook caBundle updated');
+    state.publishedBundle = cert.caBundle;
+    state.published = trackPublished(state.published, cert.caBundle, Date.now());
+  }
+  let requeueAt = cert.renewAt.getTime();
+  if (server && cert.certPem !== state.servedCert) {
+    const servableAt = whenServable(cert, state.servedCert, state.published, Date.now());
+    if (servableAt <= Date.now()) {
+      server.updateCertificate(cert.certPem, cert.keyPem);
+      state.servedCert = cert.certPem;
+      log.info('serving certificate renewed', { renewAt: cert.renewAt.toISOString() });
+    } else {
+      // Its CA is too new in the bundle this replica published: serve it a little later.
+      log.info('holding back a renewed serving certificate until its CA is trusted a while', {
+        servableAt: new Date(servableAt).toISOString(),
+      });
+      requeueAt = Math.min(requeueAt, servableAt);
+    }
+  }
+  // Look again at least hourly (the Secret may be edited), and when renewal is due.
+  return {
+    requeueAfterMs: Math.min(60 * 60_000, Math.max(1000, requeueAt - Date.now())),
+  };
+}
+
+/**
+ * Publishes the bundle read from the Secret first: the signing CA, the next one while one is
+ * prepared, and older ones until they expire (serving-certificate.ts). In patch mode, warns
+ * once of each set of differences from the configuration.
+ */
+async function publishConfigurations(
+  state: WebhookCertificatesState,
+  cert: ServingCertificate,
+): Promise<void> {
+  const { options } = state;
+  const objects = webhookConfigurations(
+    options.config(),
+    options.operatorNamespace,
+    options.endpoint,
+    cert.caBundle,
+  );
+  const mode = options.configurations ?? 'create';
+  if (mode === 'create') await applyWebhookConfigurations(options.kc, objects);
+  if (mode === 'patch') {
+    const differences = await patchWebhookConfigurations(options.kc, objects);
+    if (differences.length > 0 && differences.join('\n') !== state.reported) {
+      state.log.warn(
+        'the webhook configurations differ from the configuration; they are the Helm chart’s: set these through its values (config.webhook, webhook.failurePolicy) and helm upgrade',
+        { differences },
+      );
+    }
+    state.reported = differences.join('\n');
+  }
 }

@@ -53,26 +53,22 @@ export interface PushedPayload {
   present: string[];
 }
 
+/** Where a push writes, and how it records each file. */
+interface PushContext {
+  registry: PayloadRegistry;
+  where: Parameters<PayloadRegistry['hasBlob']>[0];
+  signal: AbortSignal | undefined;
+  /** Records a file as uploaded or found present, and tells `onFile`. */
+  note: (name: string, size: number, uploaded: boolean) => void;
+}
+
 /** Pushes the payload in `dir` to `to` (a repository and a tag); see the module comment. */
 export async function pushPayload(
   dir: string,
   to: PayloadRepository & { tag: string },
   options: PushPayloadOptions = {},
 ): Promise<PushedPayload> {
-  const file = join(dir, 'payload.json');
-  const config = await readConfig(file);
-  const payload = parsePayload(
-    config.toString('utf8'),
-    file,
-    'run make payload, or point at a payload directory',
-  );
-  // Titles become file names on hosts: refuse what the artifact's readers would refuse.
-  const problems = payload.files.flatMap((f, i) => {
-    const problem = fileNameProblem(f.name);
-    return problem ? [`files.${i}.name: "${f.name}" ${problem}`] : [];
-  });
-  if (problems.length > 0) throw invalidDocument('WF_PAYLOAD_INVALID', file, problems);
-
+  const { config, payload } = await readCheckedPayload(dir);
   const [target] = payloadTargets(to, {
     ...(options.plainHttp ? { plainHttp: true } : {}),
     ...(options.caBundle ? { caBundle: options.caBundle } : {}),
@@ -87,57 +83,32 @@ export async function pushPayload(
     ...target!,
     ...(options.credentials ? { credentials: options.credentials } : {}),
   };
-  const signal = options.signal;
   const result: PushedPayload = { reference: '', digest: '', uploaded: [], present: [] };
-  const note = (name: string, size: number, uploaded: boolean) => {
-    (uploaded ? result.uploaded : result.present).push(name);
-    options.onFile?.({ name, size, uploaded });
+  const push: PushContext = {
+    registry,
+    where,
+    signal: options.signal,
+    note: (name, size, uploaded) => {
+      (uploaded ? result.uploaded : result.present).push(name);
+      options.onFile?.({ name, size, uploaded });
+    },
   };
   try {
-    const sizes: number[] = [];
-    for (const entry of payload.files) {
-      const onDisk = await payloadFileOnDisk(dir, entry);
-      try {
-        const digest = `sha256:${onDisk.sha256}`;
-        sizes.push(onDisk.size);
-        if (await registry.hasBlob(where, digest, signal)) {
-          note(entry.name, onDisk.size, false);
-          continue;
-        }
-        await registry.uploadBlob(
-          where,
-          digest,
-          {
-            length: onDisk.size,
-            open: () => createReadStream(onDisk.path, { highWaterMark: 256 * 1024 }),
-          },
-          signal,
-        );
-        note(entry.name, onDisk.size, true);
-      } finally {
-        await onDisk.release();
-      }
-    }
-    const configDigest = sha256Digest(config);
-    if (await registry.hasBlob(where, configDigest, signal))
-      note('payload.json', config.length, false);
-    else {
-      await registry.uploadBlob(where, configDigest, config, signal);
-      note('payload.json', config.length, true);
-    }
+    const sizes = await pushFiles(push, dir, payload);
+    await pushBlob(push, 'payload.json', config);
     const manifest = buildPayloadManifest(
       config,
       payload.files.map((f, i) => ({ name: f.name, sha256: f.sha256, size: sizes[i]! })),
       { 'org.opencontainers.image.version': payload.version },
     );
-    await registry.putManifest(where, to.tag, manifest, signal);
+    await registry.putManifest(where, to.tag, manifest, push.signal);
     const pinned = { registry: to.registry, repository: to.repository, digest: manifest.digest };
     // Read back by digest: the registry serves exactly these bytes under it.
     await registry.fetchManifest(
       where,
       manifest.digest,
       `payload artifact ${formatPinnedReference(pinned)}`,
-      signal,
+      push.signal,
     );
     result.digest = manifest.digest;
     result.reference = formatPinnedReference(pinned);
@@ -146,6 +117,69 @@ export async function pushPayload(
     throw withPushFix(error, `${to.registry}/${to.repository}:${to.tag}`);
   } finally {
     registry.close();
+  }
+}
+
+/** payload.json of `dir`, its bytes and parsed, with every file name one hosts accept. */
+async function readCheckedPayload(dir: string) {
+  const file = join(dir, 'payload.json');
+  const config = await readConfig(file);
+  const payload = parsePayload(
+    config.toString('utf8'),
+    file,
+    'run make payload, or point at a payload directory',
+  );
+  // Titles become file names on hosts: refuse what the artifact's readers would refuse.
+  const problems = payload.files.flatMap((f, i) => {
+    const problem = fileNameProblem(f.name);
+    return problem ? [`files.${i}.name: "${f.name}" ${problem}`] : [];
+  });
+  if (problems.length > 0) throw invalidDocument('WF_PAYLOAD_INVALID', file, problems);
+  return { config, payload };
+}
+
+/** Uploads each payload file the repository lacks (streamed from disk); their sizes in order. */
+async function pushFiles(
+  push: PushContext,
+  dir: string,
+  payload: ReturnType<typeof parsePayload>,
+): Promise<number[]> {
+  const { registry, where, signal, note } = push;
+  const sizes: number[] = [];
+  for (const entry of payload.files) {
+    const onDisk = await payloadFileOnDisk(dir, entry);
+    try {
+      const digest = `sha256:${onDisk.sha256}`;
+      sizes.push(onDisk.size);
+      if (await registry.hasBlob(where, digest, signal)) {
+        note(entry.name, onDisk.size, false);
+        continue;
+      }
+      await registry.uploadBlob(
+        where,
+        digest,
+        {
+          length: onDisk.size,
+          open: () => createReadStream(onDisk.path, { highWaterMark: 256 * 1024 }),
+        },
+        signal,
+      );
+      note(entry.name, onDisk.size, true);
+    } finally {
+      await onDisk.release();
+    }
+  }
+  return sizes;
+}
+
+/** Uploads a blob held in memory unless the repository has it. */
+async function pushBlob(push: PushContext, name: string, bytes: Buffer): Promise<void> {
+  const { registry, where, signal, note } = push;
+  const digest = sha256Digest(bytes);
+  if (await registry.hasBlob(where, digest, signal)) note(name, bytes.length, false);
+  else {
+    await registry.uploadBlob(where, digest, bytes, signal);
+    note(name, bytes.length, true);
   }
 }
 
