@@ -69,66 +69,113 @@ export interface ClusterInfoControllerDeps {
   log: Logger;
 }
 
-export function createClusterInfoController(deps: ClusterInfoControllerDeps): Controller {
-  const core = deps.kc.makeApiClient(k8s.CoreV1Api);
-  const log = deps.log.child({ controller: 'cluster-info' });
-  const key = `${clusterInfoNamespace}/${clusterInfoName}`;
-  let readerApplied = false;
-  let leftAloneLogged = false;
+/** What a pass writes, bound to the API server by the wiring (apiClusterInfoWrites). */
+export interface ClusterInfoWrites {
+  /** The anonymous read Role and RoleBinding of kube-public/cluster-info. */
+  applyReaderRbac(): Promise<void>;
+  /** Creates cluster-info; false when it was made meanwhile. */
+  create(body: k8s.V1ConfigMap): Promise<boolean>;
+  /** Replaces cluster-info; false when it changed meanwhile. */
+  replace(body: k8s.V1ConfigMap): Promise<boolean>;
+}
 
-  const controller = new Controller({
-    name: 'cluster-info',
-    log: deps.log,
-    async reconcile() {
-      const server = deps.config().hosts.apiServer ?? deps.cluster.apiServer;
-      const kubeconfig = clusterInfoKubeconfig(server, deps.cluster.caCertificate);
-      const existing = deps.clusterInfo.get(key);
-      if (existing && !isWinfleetClusterInfo(existing)) {
-        if (!leftAloneLogged) log.info('cluster-info exists and is not winfleet’s: left alone');
-        leftAloneLogged = true;
-        return undefined;
+/** The explicit state a pass runs over. */
+export interface ClusterInfoState {
+  clusterInfo: Pick<Informer<k8s.V1ConfigMap>, 'get'>;
+  config: () => WinfleetConfig;
+  cluster: { apiServer: string; caCertificate: string };
+  /** Apply the anonymous read Role (false when the Helm chart renders it). */
+  clusterBindings: boolean;
+  log: Logger;
+  writes: ClusterInfoWrites;
+  /** What this replica did once: applied the reader Role, logged a cluster-info left alone. */
+  memory: { readerApplied: boolean; leftAloneLogged: boolean };
+}
+
+/** The writes bound to the API server behind `kc`. */
+export function apiClusterInfoWrites(kc: k8s.KubeConfig): ClusterInfoWrites {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  return {
+    applyReaderRbac: () => applyClusterInfoReaderRbac(kc),
+    async create(body) {
+      try {
+        await core.createNamespacedConfigMap({ namespace: clusterInfoNamespace, body });
+        return true;
+      } catch (error) {
+        // Made meanwhile (by kubeadm, or before the cache saw ours): its event brings it back.
+        if (!isAlreadyExists(error)) throw error;
+        return false;
       }
-      if ((deps.clusterBindings ?? true) && !readerApplied) {
-        await applyClusterInfoReaderRbac(deps.kc);
-        readerApplied = true;
-      }
-      if (!existing) {
-        try {
-          await core.createNamespacedConfigMap({
-            namespace: clusterInfoNamespace,
-            body: {
-              metadata: {
-                name: clusterInfoName,
-                namespace: clusterInfoNamespace,
-                labels: { [managedBy.key]: managedBy.value },
-              },
-              data: { [clusterInfoKubeconfigKey]: kubeconfig },
-            },
-          });
-          log.info('created kube-public/cluster-info for hosts joining by command', { server });
-        } catch (error) {
-          // Made meanwhile (by kubeadm, or before the cache saw ours): its event brings it back.
-          if (!isAlreadyExists(error)) throw error;
-        }
-        return undefined;
-      }
-      if (existing.data?.[clusterInfoKubeconfigKey] === kubeconfig) return undefined;
+    },
+    async replace(body) {
       try {
         await core.replaceNamespacedConfigMap({
           name: clusterInfoName,
           namespace: clusterInfoNamespace,
-          body: {
-            ...existing,
-            data: { ...existing.data, [clusterInfoKubeconfigKey]: kubeconfig },
-          },
+          body,
         });
-        log.info('updated kube-public/cluster-info', { server });
+        return true;
       } catch (error) {
         // Changed meanwhile (the signer added a signature): the new version's event retries.
         if (!isConflict(error)) throw error;
+        return false;
       }
-      return undefined;
     },
+  };
+}
+
+/** One pass: keep winfleet's cluster-info (never another's) naming the API server and CA. */
+export async function reconcileClusterInfo(state: ClusterInfoState): Promise<undefined> {
+  const { memory, log } = state;
+  const server = state.config().hosts.apiServer ?? state.cluster.apiServer;
+  const kubeconfig = clusterInfoKubeconfig(server, state.cluster.caCertificate);
+  const existing = state.clusterInfo.get(`${clusterInfoNamespace}/${clusterInfoName}`);
+  if (existing && !isWinfleetClusterInfo(existing)) {
+    if (!memory.leftAloneLogged) log.info('cluster-info exists and is not winfleet’s: left alone');
+    memory.leftAloneLogged = true;
+    return undefined;
+  }
+  if (state.clusterBindings && !memory.readerApplied) {
+    await state.writes.applyReaderRbac();
+    memory.readerApplied = true;
+  }
+  if (!existing) {
+    const created = await state.writes.create({
+      metadata: {
+        name: clusterInfoName,
+        namespace: clusterInfoNamespace,
+        labels: { [managedBy.key]: managedBy.value },
+      },
+      data: { [clusterInfoKubeconfigKey]: kubeconfig },
+    });
+    if (created)
+      log.info('created kube-public/cluster-info for hosts joining by command', { server });
+    return undefined;
+  }
+  if (existing.data?.[clusterInfoKubeconfigKey] === kubeconfig) return undefined;
+  const replaced = await state.writes.replace({
+    ...existing,
+    data: { ...existing.data, [clusterInfoKubeconfigKey]: kubeconfig },
+  });
+  if (replaced) log.info('updated kube-public/cluster-info', { server });
+  return undefined;
+}
+
+/** Creates the controller: one key, enqueued by any event on cluster-info. */
+export function createClusterInfoController(deps: ClusterInfoControllerDeps): Controller {
+  const state: ClusterInfoState = {
+    clusterInfo: deps.clusterInfo,
+    config: deps.config,
+    cluster: deps.cluster,
+    clusterBindings: deps.clusterBindings ?? true,
+    log: deps.log.child({ controller: 'cluster-info' }),
+    writes: apiClusterInfoWrites(deps.kc),
+    memory: { readerApplied: false, leftAloneLogged: false },
+  };
+  const controller = new Controller({
+    name: 'cluster-info',
+    log: deps.log,
+    reconcile: () => reconcileClusterInfo(state),
   });
   const enqueue = () => controller.enqueue(everythingKey);
   deps.clusterInfo.on('add', enqueue).on('update', enqueue).on('delete', enqueue);

@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type * as k8s from '@kubernetes/client-node';
+import { offlineInformer } from '../../../sim/testkit/synthetic-nodes.ts';
 import { parseConfig } from '../../config/winfleet-config.ts';
-import { parseJoinInfo } from '../../join/join-info.ts';
+import { resources } from '../../controller-runtime/informer-factory.ts';
+import { joinInfoKey, parseJoinInfo } from '../../join/join-info.ts';
+import { silentLogger } from '../../log/logger.ts';
 import type { LoadedPayload } from '../../payload/loaded-payload.ts';
-import { joinInfoFor } from './join-info-controller.ts';
+import { type JoinInfoState, joinInfoFor, reconcileJoinInfo } from './join-info-controller.ts';
 
 const loaded = (registry?: LoadedPayload['registry']) =>
   ({
@@ -83,4 +87,51 @@ test('hosts.agentHealth reaches winfleet-join only when tuned (an older agent re
   );
   assert.equal(stale.agentHealth?.staleEndpointSeconds, 5);
   assert.deepEqual(parseJoinInfo(JSON.stringify(stale)), stale);
+});
+
+// reconcileJoinInfo over a stated cache: an offline informer, recorders for publish and writes.
+
+function joinInfoWorld(existing?: k8s.V1ConfigMap) {
+  const cache = offlineInformer<k8s.V1ConfigMap>(resources.configMaps);
+  cache.replace(existing ? [existing] : []);
+  const calls: [string, unknown][] = [];
+  const state: JoinInfoState = {
+    namespace: 'winfleet',
+    joinInfo: cache,
+    config: () => parseConfig(''),
+    cluster: { apiServer: 'https://10.96.0.1:443' },
+    payload: async () => loaded(),
+    publish: async (manifest) => {
+      calls.push(['publish', manifest.version]);
+      return 'digest';
+    },
+    log: silentLogger,
+    memory: {},
+    writes: {
+      applyRbac: async (pullSecret) => {
+        calls.push(['applyRbac', pullSecret]);
+      },
+      writeConfigMap: async (body, exists) => calls.push([exists ? 'replace' : 'create', body]) > 0,
+    },
+  };
+  return { state, calls };
+}
+
+test('winfleet-join: the payload published and the Role applied once, the ConfigMap written when it differs', async () => {
+  const { state, calls } = joinInfoWorld();
+  await reconcileJoinInfo(state);
+  assert.deepEqual(
+    calls.map(([w, d]) => (w === 'create' ? w : [w, d])),
+    [['publish', '1.36.5-wf.1'], ['applyRbac', undefined], 'create'],
+  );
+  const body = calls[2]![1] as k8s.V1ConfigMap;
+  assert.equal(body.metadata?.namespace, 'winfleet');
+  assert.equal(body.metadata?.labels?.['app.kubernetes.io/managed-by'], 'winfleet');
+  const text = body.data?.[joinInfoKey] ?? '';
+  assert.equal(parseJoinInfo(text).servicesVersion, '1.36.5-wf.1');
+
+  const same = joinInfoWorld({ ...body, metadata: { ...body.metadata, resourceVersion: '2' } });
+  same.state.memory = { publishedVersion: '1.36.5-wf.1', rbacFor: '' };
+  await reconcileJoinInfo(same.state);
+  assert.deepEqual(same.calls, [], 'nothing written when the cache already holds it');
 });

@@ -94,66 +94,105 @@ export function joinInfoFor(
   };
 }
 
-export function createJoinInfoController(deps: JoinInfoControllerDeps): Controller {
-  const core = deps.kc.makeApiClient(k8s.CoreV1Api);
-  const log = deps.log.child({ controller: 'join-info' });
-  const key = `${deps.namespace}/${joinInfoConfigMapName}`;
-  /** What this replica made current: the published version, the Role's pull Secret. */
-  let publishedVersion: string | undefined;
-  let rbacFor: string | undefined;
+/** What a pass writes, bound to the API server by the wiring (apiJoinInfoWrites). */
+export interface JoinInfoWrites {
+  /** The Role and RoleBinding that let joining hosts read winfleet-join (and the pull Secret). */
+  applyRbac(pullSecret: string | undefined): Promise<void>;
+  /** Replaces (existing) or creates winfleet-join; false when the cache was behind. */
+  writeConfigMap(body: k8s.V1ConfigMap, existing: boolean): Promise<boolean>;
+}
 
+/** The explicit state a pass runs over. */
+export interface JoinInfoState {
+  namespace: string;
+  joinInfo: Pick<Informer<k8s.V1ConfigMap>, 'get'>;
+  config: () => WinfleetConfig;
+  cluster: { apiServer: string };
+  payload: () => Promise<LoadedPayload>;
+  publish: (manifest: ServicesManifest) => Promise<string>;
+  log: Logger;
+  writes: JoinInfoWrites;
+  /** What this replica made current: the published version, the Role's pull Secret. */
+  memory: { publishedVersion?: string; rbacFor?: string };
+}
+
+/** The writes bound to the API server behind `kc`, in `namespace`. */
+export function apiJoinInfoWrites(kc: k8s.KubeConfig, namespace: string): JoinInfoWrites {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  return {
+    applyRbac: (pullSecret) => applyJoinInfoRbac(kc, namespace, pullSecret),
+    async writeConfigMap(body, existing) {
+      try {
+        if (existing) {
+          await core.replaceNamespacedConfigMap({ name: joinInfoConfigMapName, namespace, body });
+        } else {
+          await core.createNamespacedConfigMap({ namespace, body });
+        }
+        return true;
+      } catch (error) {
+        // The cache was behind: its event brings the current object back here.
+        if (isConflict(error) || isAlreadyExists(error)) return false;
+        throw error;
+      }
+    },
+  };
+}
+
+/** One pass: publish the payload and the RBAC if they changed, then write winfleet-join. */
+export async function reconcileJoinInfo(state: JoinInfoState): Promise<undefined> {
+  const { memory } = state;
+  const loaded = await state.payload();
+  if (memory.publishedVersion !== loaded.manifest.version) {
+    await state.publish(loaded.manifest);
+    memory.publishedVersion = loaded.manifest.version;
+  }
+  const pullSecret = loaded.registry?.pullSecretName ?? '';
+  if (memory.rbacFor !== pullSecret) {
+    await state.writes.applyRbac(pullSecret || undefined);
+    memory.rbacFor = pullSecret;
+  }
+  const text = JSON.stringify(joinInfoFor(state.config(), state.cluster.apiServer, loaded));
+  // What an agent would refuse is never written (WF_JOIN_INFO_INVALID names the field).
+  parseJoinInfo(text);
+  const existing = state.joinInfo.get(`${state.namespace}/${joinInfoConfigMapName}`);
+  if (existing?.data?.[joinInfoKey] === text) return undefined;
+  const body: k8s.V1ConfigMap = {
+    ...existing,
+    metadata: {
+      ...existing?.metadata,
+      name: joinInfoConfigMapName,
+      namespace: state.namespace,
+      labels: { ...existing?.metadata?.labels, 'app.kubernetes.io/managed-by': 'winfleet' },
+    },
+    data: { [joinInfoKey]: text },
+  };
+  if (!(await state.writes.writeConfigMap(body, existing !== undefined))) return undefined;
+  state.log.info('wrote winfleet-join for hosts joining by command', {
+    servicesVersion: loaded.manifest.version,
+    payloadSource: loaded.registry ? loaded.registry.repository : 'none (payload directory)',
+  });
+  return undefined;
+}
+
+/** Creates the controller: one key, enqueued by any event on winfleet-join. */
+export function createJoinInfoController(deps: JoinInfoControllerDeps): Controller {
+  const state: JoinInfoState = {
+    namespace: deps.namespace,
+    joinInfo: deps.joinInfo,
+    config: deps.config,
+    cluster: deps.cluster,
+    payload: deps.payload,
+    publish: deps.publish,
+    log: deps.log.child({ controller: 'join-info' }),
+    writes: apiJoinInfoWrites(deps.kc, deps.namespace),
+    memory: {},
+  };
   const controller = new Controller({
     name: 'join-info',
     log: deps.log,
     baseDelayMs: 1000,
     maxDelayMs: 5 * 60_000,
-    async reconcile() {
-      const loaded = await deps.payload();
-      if (publishedVersion !== loaded.manifest.version) {
-        await deps.publish(loaded.manifest);
-        publishedVersion = loaded.manifest.version;
-      }
-      const pullSecret = loaded.registry?.pullSecretName ?? '';
-      if (rbacFor !== pullSecret) {
-        await applyJoinInfoRbac(deps.kc, deps.namespace, pullSecret || undefined);
-        rbacFor = pullSecret;
-      }
-      const text = JSON.stringify(joinInfoFor(deps.config(), deps.cluster.apiServer, loaded));
-      // What an agent would refuse is never written (WF_JOIN_INFO_INVALID names the field).
-      parseJoinInfo(text);
-      const existing = deps.joinInfo.get(key);
-      if (existing?.data?.[joinInfoKey] === text) return undefined;
-      const body: k8s.V1ConfigMap = {
-        ...existing,
-        metadata: {
-          ...existing?.metadata,
-          name: joinInfoConfigMapName,
-          namespace: deps.namespace,
-          labels: { ...existing?.metadata?.labels, 'app.kubernetes.io/managed-by': 'winfleet' },
-        },
-        data: { [joinInfoKey]: text },
-      };
-      try {
-        if (existing) {
-          await core.replaceNamespacedConfigMap({
-            name: joinInfoConfigMapName,
-            namespace: deps.namespace,
-            body,
-          });
-        } else {
-          await core.createNamespacedConfigMap({ namespace: deps.namespace, body });
-        }
-      } catch (error) {
-        // The cache was behind: its event brings the current object back here.
-        if (isConflict(error) || isAlreadyExists(error)) return undefined;
-        throw error;
-      }
-      log.info('wrote winfleet-join for hosts joining by command', {
-        servicesVersion: loaded.manifest.version,
-        payloadSource: loaded.registry ? loaded.registry.repository : 'none (payload directory)',
-      });
-      return undefined;
-    },
+    reconcile: () => reconcileJoinInfo(state),
   });
   const enqueue = () => controller.enqueue(everythingKey);
   deps.joinInfo.on('add', enqueue).on('update', enqueue).on('delete', enqueue);

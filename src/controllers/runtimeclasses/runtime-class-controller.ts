@@ -110,125 +110,198 @@ export interface RuntimeClassControllerDeps {
   now?: () => Date;
 }
 
+/** What a pass writes, bound to the API server by the wiring (apiRuntimeClassWrites). */
+export interface RuntimeClassWrites {
+  /** Server-side applies winfleet's class. */
+  apply(desired: k8s.V1RuntimeClass): Promise<unknown>;
+  /** Sets (an RFC 3339 time) or clears (null) the orphaned-since annotation of a class. */
+  orphanPatch(name: string, since: string | null): Promise<unknown>;
+  /** Deletes the class if still at `resourceVersion`; false when it was already gone. */
+  delete(name: string, resourceVersion: string | undefined): Promise<boolean>;
+}
+
+/** The explicit state a pass over one RuntimeClass runs over. */
+export interface RuntimeClassState {
+  /** The node cache, indexed by runtimeClassIndex (see indexNodesByRuntimeClass). */
+  nodes: Informer<k8s.V1Node>;
+  runtimeClasses: Pick<Informer<k8s.V1RuntimeClass>, 'get' | 'list'>;
+  config: () => WinfleetConfig;
+  events: EventRecorder;
+  log: Logger;
+  now: () => Date;
+  writes: RuntimeClassWrites;
+  /** The user-owned classes already told about in an Event (once each). */
+  warnedUserOwned: Set<string>;
+}
+
+/** Files each Windows node of `nodes` under the RuntimeClass its flavor needs. */
+export function indexNodesByRuntimeClass(nodes: Informer<k8s.V1Node>): void {
+  nodes.addIndex(runtimeClassIndex, runtimeClassOf);
+}
+
+/** The writes bound to the API server behind `kc`. */
+export function apiRuntimeClassWrites(kc: k8s.KubeConfig): RuntimeClassWrites {
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  return {
+    apply: (desired) =>
+      objects.patch(
+        desired,
+        undefined,
+        undefined,
+        fieldManager,
+        true,
+        k8s.PatchStrategy.ServerSideApply,
+      ),
+    orphanPatch: (name, since) =>
+      objects.patch(
+        {
+          apiVersion: 'node.k8s.io/v1',
+          kind: 'RuntimeClass',
+          metadata: { name, annotations: { [orphanedSinceAnnotation]: since as string } },
+        },
+        undefined,
+        undefined,
+        `${fieldManager}-orphan`,
+        undefined,
+        k8s.PatchStrategy.MergePatch,
+      ),
+    async delete(name, resourceVersion) {
+      try {
+        await objects.delete(
+          { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name } },
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          { preconditions: { resourceVersion } },
+        );
+        return true;
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+        return false;
+      }
+    },
+  };
+}
+
+/** A class some node needs: create or update it (never a user's own). */
+async function ensure(
+  state: RuntimeClassState,
+  name: string,
+  desired: k8s.V1RuntimeClass,
+): Promise<undefined> {
+  const current = state.runtimeClasses.get(name);
+  if (current && !isManaged(current)) {
+    if (!state.warnedUserOwned.has(name)) {
+      state.warnedUserOwned.add(name);
+      state.events.record(
+        { ...current, apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass' },
+        'Normal',
+        EventReason.UserOwned,
+        `winfleet would manage ${name} for Windows build ${desired.scheduling?.nodeSelector?.[windowsBuildLabel]}, but a user created it; winfleet leaves it as it is`,
+      );
+    }
+    return undefined;
+  }
+  if (current?.metadata?.annotations?.[orphanedSinceAnnotation])
+    await state.writes.orphanPatch(name, null);
+  if (current && sameSpec(current, desired)) return undefined;
+  await state.writes.apply(desired);
+  state.log.info(current ? 'updated RuntimeClass' : 'created RuntimeClass', {
+    runtimeClass: name,
+    build: desired.scheduling?.nodeSelector?.[windowsBuildLabel],
+  });
+  return undefined;
+}
+
+/** A managed class no node needs: mark it orphaned, then delete it after the grace period. */
+async function retire(
+  state: RuntimeClassState,
+  rc: k8s.V1RuntimeClass,
+  config: WinfleetConfig,
+): Promise<ReconcileResult | undefined> {
+  const name = rc.metadata?.name ?? '';
+  const graceMs = config.runtimeClasses.gracePeriodSeconds * 1000;
+  const since = rc.metadata?.annotations?.[orphanedSinceAnnotation];
+  if (!since) {
+    await state.writes.orphanPatch(name, state.now().toISOString());
+    state.log.info(
+      'no node of this build remains; RuntimeClass will be removed after the grace period',
+      { runtimeClass: name, graceSeconds: config.runtimeClasses.gracePeriodSeconds },
+    );
+    return { requeueAfterMs: graceMs + 50 };
+  }
+  const left = new Date(since).getTime() + graceMs - state.now().getTime();
+  if (left > 0) return { requeueAfterMs: left + 50 };
+  if (await state.writes.delete(name, rc.metadata?.resourceVersion)) {
+    state.log.info('removed RuntimeClass: no node of its build for the grace period', {
+      runtimeClass: name,
+    });
+  }
+  return undefined;
+}
+
+/** Every class a node needs and every managed class: what a full pass looks at. */
+export function everyClass(state: Pick<RuntimeClassState, 'nodes' | 'runtimeClasses'>): string[] {
+  const names = new Set(state.nodes.indexValues(runtimeClassIndex));
+  for (const rc of state.runtimeClasses.list())
+    if (isManaged(rc) && rc.metadata?.name) names.add(rc.metadata.name);
+  return [...names];
+}
+
+/** One pass over the RuntimeClass `name`: ensure it while a node needs it, else retire it. */
+export async function reconcileRuntimeClass(
+  state: RuntimeClassState,
+  name: string,
+  config: WinfleetConfig = state.config(),
+): Promise<ReconcileResult | undefined> {
+  if (!config.runtimeClasses.enabled) return undefined;
+  const node = state.nodes.firstByIndex(runtimeClassIndex, name);
+  const flavor = node ? windowsFlavorOf(node) : undefined;
+  if (flavor) return ensure(state, name, desiredRuntimeClass(flavor, config));
+  const rc = state.runtimeClasses.get(name);
+  return rc && isManaged(rc) ? retire(state, rc, config) : undefined;
+}
+
 /** Creates the controller and wires it to node and RuntimeClass events. */
 export function createRuntimeClassController(deps: RuntimeClassControllerDeps): Controller {
-  const objects = k8s.KubernetesObjectApi.makeApiClient(deps.kc);
-  const now = deps.now ?? (() => new Date());
-  const warnedUserOwned = new Set<string>();
-
-  deps.nodes.addIndex(runtimeClassIndex, runtimeClassOf);
-
-  function orphanPatch(name: string, since: string | null): Promise<unknown> {
-    return objects.patch(
-      {
-        apiVersion: 'node.k8s.io/v1',
-        kind: 'RuntimeClass',
-        metadata: { name, annotations: { [orphanedSinceAnnotation]: since as string } },
-      },
-      undefined,
-      undefined,
-      `${fieldManager}-orphan`,
-      undefined,
-      k8s.PatchStrategy.MergePatch,
-    );
-  }
-
-  /** A class some node needs: create or update it (never a user's own). */
-  async function ensure(name: string, desired: k8s.V1RuntimeClass): Promise<undefined> {
-    const current = deps.runtimeClasses.get(name);
-    if (current && !isManaged(current)) {
-      if (!warnedUserOwned.has(name)) {
-        warnedUserOwned.add(name);
-        deps.events.record(
-          { ...current, apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass' },
-          'Normal',
-          EventReason.UserOwned,
-          `winfleet would manage ${name} for Windows build ${desired.scheduling?.nodeSelector?.[windowsBuildLabel]}, but a user created it; winfleet leaves it as it is`,
-        );
-      }
+  const state: RuntimeClassState = {
+    nodes: deps.nodes,
+    runtimeClasses: deps.runtimeClasses,
+    config: deps.config,
+    events: deps.events,
+    log: deps.log,
+    now: deps.now ?? (() => new Date()),
+    writes: apiRuntimeClassWrites(deps.kc),
+    warnedUserOwned: new Set<string>(),
+  };
+  indexNodesByRuntimeClass(deps.nodes);
+  const controller = new Controller({
+    name: 'runtimeclasses',
+    log: deps.log,
+    async reconcile(name) {
+      const config = deps.config();
+      if (name !== everythingKey) return reconcileRuntimeClass(state, name, config);
+      if (config.runtimeClasses.enabled)
+        for (const each of everyClass(state)) controller.enqueue(each);
       return undefined;
-    }
-    if (current?.metadata?.annotations?.[orphanedSinceAnnotation]) await orphanPatch(name, null);
-    if (current && sameSpec(current, desired)) return undefined;
-    await objects.patch(
-      desired,
-      undefined,
-      undefined,
-      fieldManager,
-      true,
-      k8s.PatchStrategy.ServerSideApply,
-    );
-    deps.log.info(current ? 'updated RuntimeClass' : 'created RuntimeClass', {
-      runtimeClass: name,
-      build: desired.scheduling?.nodeSelector?.[windowsBuildLabel],
-    });
-    return undefined;
-  }
+    },
+  });
+  watchRuntimeClassEvents(controller, deps.nodes, deps.runtimeClasses);
+  return controller;
+}
 
-  /** A managed class no node needs: mark it orphaned, then delete it after the grace period. */
-  async function retire(
-    rc: k8s.V1RuntimeClass,
-    config: WinfleetConfig,
-  ): Promise<ReconcileResult | undefined> {
-    const name = rc.metadata?.name ?? '';
-    const graceMs = config.runtimeClasses.gracePeriodSeconds * 1000;
-    const since = rc.metadata?.annotations?.[orphanedSinceAnnotation];
-    if (!since) {
-      await orphanPatch(name, now().toISOString());
-      deps.log.info(
-        'no node of this build remains; RuntimeClass will be removed after the grace period',
-        { runtimeClass: name, graceSeconds: config.runtimeClasses.gracePeriodSeconds },
-      );
-      return { requeueAfterMs: graceMs + 50 };
-    }
-    const left = new Date(since).getTime() + graceMs - now().getTime();
-    if (left > 0) return { requeueAfterMs: left + 50 };
-    try {
-      await objects.delete(
-        { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name } },
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        { preconditions: { resourceVersion: rc.metadata?.resourceVersion } },
-      );
-      deps.log.info('removed RuntimeClass: no node of its build for the grace period', {
-        runtimeClass: name,
-      });
-    } catch (error) {
-      if (!isNotFound(error)) throw error;
-    }
-    return undefined;
-  }
-
-  /** Every class a node needs and every managed class: what a full pass looks at. */
-  function everyClass(): string[] {
-    const names = new Set(deps.nodes.indexValues(runtimeClassIndex));
-    for (const rc of deps.runtimeClasses.list())
-      if (isManaged(rc) && rc.metadata?.name) names.add(rc.metadata.name);
-    return [...names];
-  }
-
-  async function reconcile(name: string): Promise<ReconcileResult | undefined> {
-    const config = deps.config();
-    if (!config.runtimeClasses.enabled) return undefined;
-    if (name === everythingKey) {
-      for (const each of everyClass()) controller.enqueue(each);
-      return undefined;
-    }
-    const node = deps.nodes.firstByIndex(runtimeClassIndex, name);
-    const flavor = node ? windowsFlavorOf(node) : undefined;
-    if (flavor) return ensure(name, desiredRuntimeClass(flavor, config));
-    const rc = deps.runtimeClasses.get(name);
-    return rc && isManaged(rc) ? retire(rc, config) : undefined;
-  }
-
-  const controller = new Controller({ name: 'runtimeclasses', reconcile, log: deps.log });
+/** A Node event enqueues the classes of its old and new flavor; a class event, that class. */
+function watchRuntimeClassEvents(
+  controller: Controller,
+  nodes: Informer<k8s.V1Node>,
+  runtimeClasses: Informer<k8s.V1RuntimeClass>,
+): void {
   const classOf = (node: k8s.V1Node) => {
     for (const name of runtimeClassOf(node)) controller.enqueue(name);
   };
-  deps.nodes
+  nodes
     .on('add', classOf)
     .on('delete', classOf)
     .on('update', (node, old) => {
@@ -240,6 +313,5 @@ export function createRuntimeClassController(deps: RuntimeClassControllerDeps): 
   const byName = (rc: k8s.V1RuntimeClass) => {
     if (rc.metadata?.name) controller.enqueue(rc.metadata.name);
   };
-  deps.runtimeClasses.on('add', byName).on('update', byName).on('delete', byName);
-  return controller;
+  runtimeClasses.on('add', byName).on('update', byName).on('delete', byName);
 }
