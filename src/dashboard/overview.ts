@@ -517,6 +517,92 @@ function describeTarget(t: {
   return parts.join(', ');
 }
 
+/** The host's versions: Windows (with its UBR), the Node's components, the services'. */
+function hostVersions(host: WindowsHost, node: k8s.V1Node | undefined): HostDetail['versions'] {
+  const status = host.status ?? {};
+  const info = node?.status?.nodeInfo;
+  const fullVersion = status.windowsVersion ?? info?.kernelVersion;
+  const ubr = fullVersion?.match(/^\d+\.\d+\.\d+\.(\d+)$/)?.[1];
+  return {
+    windowsVersion: fullVersion,
+    windowsBuild: status.windowsBuild ?? node?.metadata?.labels?.[windowsBuildLabel],
+    ubr,
+    kernelVersion: info?.kernelVersion,
+    kubeletVersion: info?.kubeletVersion,
+    kubeProxyVersion: info?.kubeProxyVersion,
+    containerRuntime: info?.containerRuntimeVersion,
+    servicesVersion: status.servicesVersion,
+    desiredServicesVersion: node?.metadata?.annotations?.[desiredServicesVersionAnnotation],
+  };
+}
+
+/** The Node's conditions: Ready first, then the bad ones, then by type. */
+function sortedNodeConditions(node: k8s.V1Node | undefined): HostDetail['nodeConditions'] {
+  return (node?.status?.conditions ?? [])
+    .map(nodeCondition)
+    .sort(
+      (a, b) =>
+        Number(b.type === 'Ready') - Number(a.type === 'Ready') ||
+        Number(b.tone === 'bad') - Number(a.tone === 'bad') ||
+        a.type.localeCompare(b.type),
+    );
+}
+
+/** The host's rollout step now, if one runs. */
+function rolloutDetail(host: WindowsHost): HostDetail['rollout'] {
+  const current = host.status?.rollout?.current;
+  if (!current) return undefined;
+  return {
+    step: current.step,
+    startedAt: current.startedAt,
+    stepStartedAt: current.stepStartedAt,
+    changes: [...current.changes],
+    target: describeTarget(current.target),
+    failure: current.failure
+      ? `${current.failure.step}: ${current.failure.reason}: ${current.failure.message}`
+      : undefined,
+  };
+}
+
+/** The host's repair ladder: the rung now, a failure, and the last actions, newest first. */
+function remediationDetail(host: WindowsHost): HostDetail['remediation'] {
+  const remediation = host.status?.remediation;
+  const ladder = remediation?.current;
+  return {
+    current: ladder
+      ? {
+          rung: ladder.rung,
+          since: ladder.rungStartedAt,
+          problem: `${ladder.problem.type}=${ladder.problem.status} since ${ladder.problem.since}`,
+          held: ladder.held ? `${ladder.held.reason} since ${ladder.held.since}` : undefined,
+        }
+      : undefined,
+    failed: remediation?.failed
+      ? `${remediation.failed.since}: ${remediation.failed.message}`
+      : undefined,
+    lastActions: [...(remediation?.lastActions ?? [])].reverse().map((a) => ({
+      time: a.time,
+      rung: a.rung,
+      result: a.result,
+      message: a.message,
+    })),
+  };
+}
+
+/** What the host's last Windows Update search found, if there was one. */
+function windowsUpdatesDetail(host: WindowsHost): HostDetail['windowsUpdates'] {
+  const updates = host.status?.windowsUpdates;
+  if (!updates) return undefined;
+  return {
+    searchedAt: updates.searchedAt,
+    available: updates.available ?? [],
+    installed: updates.installed ?? [],
+    failed: updates.failed ?? [],
+    rebootPending: updates.rebootPending ?? false,
+    error: updates.error,
+  };
+}
+
 /**
  * One host's detail: its overview row, versions, join steps, the Node's conditions, rollout,
  * remediation, Windows Update and the Events about the host and its Node, newest first.
@@ -530,12 +616,6 @@ export function buildHostDetail(
   { eventsError, pools }: { eventsError?: string; pools?: readonly string[] } = {},
 ): HostDetail {
   const status = host.status ?? {};
-  const info = node?.status?.nodeInfo;
-  const fullVersion = status.windowsVersion ?? info?.kernelVersion;
-  const ubr = fullVersion?.match(/^\d+\.\d+\.\d+\.(\d+)$/)?.[1];
-  const current = status.rollout?.current;
-  const ladder = status.remediation?.current;
-  const updates = status.windowsUpdates;
   const shown = newestEvents(events, detailEventLimit).map(shownEvent);
   return {
     host: hostRow(host, node, pools),
@@ -543,72 +623,17 @@ export function buildHostDetail(
     username: host.spec.username,
     addresses: status.addresses ?? [],
     hostKeyFingerprint: status.hostKeyFingerprint,
-    versions: {
-      windowsVersion: fullVersion,
-      windowsBuild: status.windowsBuild ?? node?.metadata?.labels?.[windowsBuildLabel],
-      ubr,
-      kernelVersion: info?.kernelVersion,
-      kubeletVersion: info?.kubeletVersion,
-      kubeProxyVersion: info?.kubeProxyVersion,
-      containerRuntime: info?.containerRuntimeVersion,
-      servicesVersion: status.servicesVersion,
-      desiredServicesVersion: node?.metadata?.annotations?.[desiredServicesVersionAnnotation],
-    },
+    versions: hostVersions(host, node),
     joinSteps: sortedHostConditions(
       (status.conditions ?? []).filter((c) => c.type !== ConditionType.Degraded),
     ),
     bootstrappedAt: status.bootstrappedAt,
     lastError: status.lastError,
-    nodeConditions: (node?.status?.conditions ?? [])
-      .map(nodeCondition)
-      .sort(
-        (a, b) =>
-          Number(b.type === 'Ready') - Number(a.type === 'Ready') ||
-          Number(b.tone === 'bad') - Number(a.tone === 'bad') ||
-          a.type.localeCompare(b.type),
-      ),
-    rollout: current
-      ? {
-          step: current.step,
-          startedAt: current.startedAt,
-          stepStartedAt: current.stepStartedAt,
-          changes: [...current.changes],
-          target: describeTarget(current.target),
-          failure: current.failure
-            ? `${current.failure.step}: ${current.failure.reason}: ${current.failure.message}`
-            : undefined,
-        }
-      : undefined,
+    nodeConditions: sortedNodeConditions(node),
+    rollout: rolloutDetail(host),
     lastRebootAt: status.rollout?.lastRebootAt,
-    remediation: {
-      current: ladder
-        ? {
-            rung: ladder.rung,
-            since: ladder.rungStartedAt,
-            problem: `${ladder.problem.type}=${ladder.problem.status} since ${ladder.problem.since}`,
-            held: ladder.held ? `${ladder.held.reason} since ${ladder.held.since}` : undefined,
-          }
-        : undefined,
-      failed: status.remediation?.failed
-        ? `${status.remediation.failed.since}: ${status.remediation.failed.message}`
-        : undefined,
-      lastActions: [...(status.remediation?.lastActions ?? [])].reverse().map((a) => ({
-        time: a.time,
-        rung: a.rung,
-        result: a.result,
-        message: a.message,
-      })),
-    },
-    windowsUpdates: updates
-      ? {
-          searchedAt: updates.searchedAt,
-          available: updates.available ?? [],
-          installed: updates.installed ?? [],
-          failed: updates.failed ?? [],
-          rebootPending: updates.rebootPending ?? false,
-          error: updates.error,
-        }
-      : undefined,
+    remediation: remediationDetail(host),
+    windowsUpdates: windowsUpdatesDetail(host),
     events: shown,
     ...(eventsError ? { eventsError } : {}),
   };

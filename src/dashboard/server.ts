@@ -193,6 +193,46 @@ export function dashboardHostAllowed(
   return [...loopbackHostNames, ...allowed].some((a) => a.toLowerCase() === name);
 }
 
+/** Whether the dashboard serves `path` (any other is left to the status server). */
+function isDashboardPath(path: string): boolean {
+  return (
+    path === '/' ||
+    path === '/index.html' ||
+    path === '/dashboard.js' ||
+    path === '/dashboard.css' ||
+    path === '/api/overview' ||
+    path === '/api/stream' ||
+    path.startsWith('/api/hosts/')
+  );
+}
+
+/** /api/hosts/<namespace>/<name>: the host's detail from the caches, with its Events. */
+async function serveHostDetail(
+  caches: DashboardCaches,
+  listEvents: EventLister,
+  namespace: string,
+  name: string,
+  res: ServerResponse,
+): Promise<boolean> {
+  if (!dnsLabel.test(namespace) || !dnsSubdomain.test(name))
+    return sendJson(res, 400, {
+      error: 'give /api/hosts/<namespace>/<name> with a Kubernetes namespace and object name',
+    });
+  const host = caches.hosts.get(`${namespace}/${name}`);
+  if (!host)
+    return sendJson(res, 404, {
+      error: `no WindowsHost ${namespace}/${name} in the operator's cache (kubectl get windowshosts -n ${namespace})`,
+    });
+  const node = host.status?.nodeName ? caches.nodes.get(host.status.nodeName) : undefined;
+  const { events, error } = await eventsFor(listEvents, host);
+  // The pools as the overview's row has them, so the detail's host is that row.
+  const pools = hostPools({ hosts: [host], pools: caches.pools.list() }).get(
+    `${namespace}/${name}`,
+  );
+  return sendJson(res, 200, buildHostDetail(host, node, events, { eventsError: error, pools }));
+}
+
+/** The dashboard: its overview broadcaster fed by the caches' changes, and its routes. */
 export function createDashboard(
   caches: DashboardCaches,
   listEvents: EventLister,
@@ -224,15 +264,7 @@ export function createDashboard(
 
   const route = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    const ours =
-      path === '/' ||
-      path === '/index.html' ||
-      path === '/dashboard.js' ||
-      path === '/dashboard.css' ||
-      path === '/api/overview' ||
-      path === '/api/stream' ||
-      path.startsWith('/api/hosts/');
-    if (!ours) return false;
+    if (!isDashboardPath(path)) return false;
     if (!dashboardHostAllowed(req.headers.host, options.allowedHosts)) {
       // A name the dashboard does not answer to: most likely a rebound one (421 Misdirected).
       return send(
@@ -257,25 +289,7 @@ export function createDashboard(
       return true;
     }
     const detail = /^\/api\/hosts\/([^/]+)\/([^/]+)$/.exec(path);
-    if (detail) {
-      const [, namespace = '', name = ''] = detail;
-      if (!dnsLabel.test(namespace) || !dnsSubdomain.test(name))
-        return sendJson(res, 400, {
-          error: 'give /api/hosts/<namespace>/<name> with a Kubernetes namespace and object name',
-        });
-      const host = caches.hosts.get(`${namespace}/${name}`);
-      if (!host)
-        return sendJson(res, 404, {
-          error: `no WindowsHost ${namespace}/${name} in the operator's cache (kubectl get windowshosts -n ${namespace})`,
-        });
-      const node = host.status?.nodeName ? caches.nodes.get(host.status.nodeName) : undefined;
-      const { events, error } = await eventsFor(listEvents, host);
-      // The pools as the overview's row has them, so the detail's host is that row.
-      const pools = hostPools({ hosts: [host], pools: caches.pools.list() }).get(
-        `${namespace}/${name}`,
-      );
-      return sendJson(res, 200, buildHostDetail(host, node, events, { eventsError: error, pools }));
-    }
+    if (detail) return serveHostDetail(caches, listEvents, detail[1] ?? '', detail[2] ?? '', res);
     return sendJson(res, 404, {
       error: `no dashboard API at ${path}: give /api/hosts/<namespace>/<name>`,
     });

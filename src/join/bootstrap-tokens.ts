@@ -32,9 +32,60 @@ export function tokenIdFor(hostUid: string): string {
   return Array.from(digest.subarray(0, 6), (b) => alphabet[b % alphabet.length]).join('');
 }
 
-/** `length` random characters of [a-z0-9] (node:crypto), as bootstrap token ids and secrets are. */
+/**
+ * `length` random characters of [a-z0-9] (node:crypto), as bootstrap token ids and secrets are:
+ * each character one uniform draw over the 36 (randomInt rejects the remainder, so no
+ * character is likelier than another, unlike `byte % 36`).
+ */
 export function randomTokenPart(length: number): string {
   return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('');
+}
+
+/** A new random bootstrap token: a 6-character id and a 16-character secret (kubeadm's shape). */
+export function newBootstrapTokenParts(): { id: string; secret: string } {
+  return { id: randomTokenPart(6), secret: randomTokenPart(16) };
+}
+
+/** What one bootstrap token Secret says; each caller states the usages and groups it needs. */
+export interface BootstrapTokenSecretSpec {
+  id: string;
+  /** The secret half: never log it. */
+  secret: string;
+  expires: Date;
+  /**
+   * usage-bootstrap-signing: true lets the bootstrapsigner sign cluster-info for the token
+   * (join tokens); false writes "false"; left out, the key is not written.
+   */
+  signing?: boolean;
+  /** auth-extra-groups; left out, the token is only in system:bootstrappers. */
+  extraGroups?: string;
+  description: string;
+  labels: Record<string, string>;
+}
+
+/**
+ * The one builder of a bootstrap token Secret (kube-system/bootstrap-token-<id>, type
+ * bootstrap.kubernetes.io/token), with the keys kubeadm writes (token-id, token-secret,
+ * expiration, usage-bootstrap-*, auth-extra-groups, description).
+ */
+export function bootstrapTokenSecret(spec: BootstrapTokenSecretSpec): k8s.V1Secret {
+  return {
+    metadata: {
+      name: bootstrapTokenSecretName(spec.id),
+      namespace: 'kube-system',
+      labels: spec.labels,
+    },
+    type: 'bootstrap.kubernetes.io/token',
+    stringData: {
+      'token-id': spec.id,
+      'token-secret': spec.secret,
+      expiration: apiTime(spec.expires),
+      'usage-bootstrap-authentication': 'true',
+      ...(spec.signing === undefined ? {} : { 'usage-bootstrap-signing': String(spec.signing) }),
+      ...(spec.extraGroups === undefined ? {} : { 'auth-extra-groups': spec.extraGroups }),
+      description: spec.description,
+    },
+  };
 }
 
 /** The kube-system Secret of bootstrap token `id`. */
@@ -56,31 +107,19 @@ export async function ensureBootstrapToken(
   const id = tokenIdFor(host.uid);
   const secret = randomTokenPart(16);
   const expires = new Date(Date.now() + ttlMs);
-  const stringData = {
-    'token-id': id,
-    'token-secret': secret,
-    expiration: apiTime(expires),
-    'usage-bootstrap-authentication': 'true',
-    'usage-bootstrap-signing': 'false',
-    'auth-extra-groups': bootstrapGroup,
+  const body = bootstrapTokenSecret({
+    id,
+    secret,
+    expires,
+    signing: false,
+    extraGroups: bootstrapGroup,
     description: `winfleet: joins WindowsHost ${host.namespace}/${host.name}`,
-  };
-  const create = () =>
-    core.createNamespacedSecret({
-      namespace: 'kube-system',
-      body: {
-        metadata: {
-          name: bootstrapTokenSecretName(id),
-          namespace: 'kube-system',
-          labels: {
-            [tokenHostLabel]: `${host.namespace}.${host.name}`.slice(0, 63),
-            [tokenHostUidLabel]: host.uid,
-          },
-        },
-        type: 'bootstrap.kubernetes.io/token',
-        stringData,
-      },
-    });
+    labels: {
+      [tokenHostLabel]: `${host.namespace}.${host.name}`.slice(0, 63),
+      [tokenHostUidLabel]: host.uid,
+    },
+  });
+  const create = () => core.createNamespacedSecret({ namespace: 'kube-system', body });
   try {
     await create();
   } catch (error) {

@@ -18,7 +18,12 @@ import * as k8s from '@kubernetes/client-node';
 import { WinfleetError } from '../errors/catalog.ts';
 import { apiTime } from '../kube/api-time.ts';
 import { isAlreadyExists, isNotFound } from '../kube/client.ts';
-import { bootstrapGroup, bootstrapTokenSecretName, randomTokenPart } from './bootstrap-tokens.ts';
+import {
+  bootstrapGroup,
+  bootstrapTokenSecret,
+  bootstrapTokenSecretName,
+  newBootstrapTokenParts,
+} from './bootstrap-tokens.ts';
 import {
   formatJoinTokenRecord,
   type JoinTokenRecord,
@@ -63,29 +68,21 @@ export async function createJoinToken(
   const core = kc.makeApiClient(k8s.CoreV1Api);
   // 36^6 ids: a clash is rare; a few draws make it vanish.
   for (let attempt = 0; attempt < 5; attempt++) {
-    const id = randomTokenPart(6);
-    const secret = randomTokenPart(16);
-    const expires = apiTime(new Date(Date.now() + request.ttlMs));
+    const { id, secret } = newBootstrapTokenParts();
+    const expiresAt = new Date(Date.now() + request.ttlMs);
+    const expires = apiTime(expiresAt);
     try {
       await core.createNamespacedSecret({
         namespace: 'kube-system',
-        body: {
-          metadata: {
-            name: bootstrapTokenSecretName(id),
-            namespace: 'kube-system',
-            labels: { [joinTokenLabel]: id, ...managedBy },
-          },
-          type: 'bootstrap.kubernetes.io/token',
-          stringData: {
-            'token-id': id,
-            'token-secret': secret,
-            expiration: expires,
-            'usage-bootstrap-authentication': 'true',
-            'usage-bootstrap-signing': 'true',
-            'auth-extra-groups': bootstrapGroup,
-            description: `winfleet join-command: joins hosts to WindowsNodePool ${request.namespace}/${request.pool}`,
-          },
-        },
+        body: bootstrapTokenSecret({
+          id,
+          secret,
+          expires: expiresAt,
+          signing: true,
+          extraGroups: bootstrapGroup,
+          description: `winfleet join-command: joins hosts to WindowsNodePool ${request.namespace}/${request.pool}`,
+          labels: { [joinTokenLabel]: id, ...managedBy },
+        }),
       });
     } catch (error) {
       if (isAlreadyExists(error)) continue;

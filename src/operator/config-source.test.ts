@@ -16,7 +16,14 @@ import { defaultConfig, type WinfleetConfig } from '../config/winfleet-config.ts
 import type { EventSubject, EventType } from '../controller-runtime/events.ts';
 import { InformerFactory, resources } from '../controller-runtime/informer-factory.ts';
 import { createLogger, silentLogger } from '../log/logger.ts';
-import { configMapName, missingKeyProblem, watchConfig } from './config-source.ts';
+import {
+  applyConfigMap,
+  configMapDeleted,
+  configMapName,
+  initialConfigWatchState,
+  missingKeyProblem,
+  watchConfig,
+} from './config-source.ts';
 
 test('a near-miss key is named with the rename that fixes it', () => {
   for (const key of ['config.yml', 'config.json', 'Config.yaml', 'config.yaml ']) {
@@ -194,4 +201,35 @@ test('a renamed key or a deleted ConfigMap keeps the last good configuration, re
 
   write({ 'config.yaml': goodConfig });
   assert.equal(source.problems(), undefined, 'the recreated ConfigMap valid');
+});
+
+test('applyConfigMap over a stated watch state, no informer: valid in force, then invalid kept out', () => {
+  const recorded: string[] = [];
+  const state = initialConfigWatchState(
+    namespace,
+    { record: (_subject, _type, reason) => void recorded.push(reason) },
+    silentLogger,
+  );
+  const told: WinfleetConfig[] = [];
+  state.listeners.push((c) => told.push(c));
+  const cm = (data: Record<string, string>): k8s.V1ConfigMap => ({
+    metadata: { name: configMapName, namespace, uid: 'u1' },
+    data,
+  });
+  applyConfigMap(state, cm({ 'config.yaml': goodConfig }));
+  assert.equal(state.source, inForce);
+  assert.equal(state.problems, undefined);
+  assert.equal(told.length, 1);
+  assert.equal(state.config.images.fallbackToUpstream, false);
+  const inForceBefore = state.config;
+  applyConfigMap(state, cm({ 'config.yaml': badConfig }));
+  assert.equal(state.config, inForceBefore, 'the last valid configuration stays');
+  const problems = state.problems as string[] | undefined;
+  assert.ok(problems && problems.length > 0);
+  assert.ok(!problems.join('\n').includes(secret), 'no credential in a problem');
+  applyConfigMap(state, cm({ 'config.yaml': badConfig }));
+  assert.deepEqual(recorded, [EventReason.InvalidConfig], 'one Event per new set of problems');
+  configMapDeleted(state, cm({}));
+  assert.deepEqual(recorded, [EventReason.InvalidConfig, EventReason.MissingConfig]);
+  assert.equal(told.length, 1);
 });

@@ -49,85 +49,132 @@ export function missingKeyProblem(cm: k8s.V1ConfigMap): string {
   return `(top level): the ConfigMap has no key "${configKey}" (${has}); ${fix}`;
 }
 
+/** What the configuration watch keeps: the configuration in force, its source, its problems. */
+export interface ConfigWatchState {
+  namespace: string;
+  /** "ConfigMap <namespace>/winfleet-config", as messages name it. */
+  where: string;
+  events: EventRecorder;
+  log: Logger;
+  config: WinfleetConfig;
+  /** "defaults" or "<namespace>/winfleet-config". */
+  source: string;
+  problems: string[] | undefined;
+  listeners: ((c: WinfleetConfig) => void)[];
+}
+
+/** Reports what is wrong (log, and one Event per new set of problems); nothing changes. */
+function reportConfigProblems(
+  state: ConfigWatchState,
+  cm: k8s.V1ConfigMap,
+  reason: EventReason,
+  what: string,
+  next: string[],
+): void {
+  const repeated = JSON.stringify(next) === JSON.stringify(state.problems);
+  state.problems = next;
+  const problems = next;
+  const kept =
+    state.source === 'defaults'
+      ? 'The operator runs on the default configuration until this is fixed.'
+      : 'The previous configuration stays in force until this is fixed.';
+  state.log.error(`${what}; ${kept}`, { problems });
+  if (repeated) return;
+  state.events.record(
+    { ...cm, apiVersion: 'v1', kind: 'ConfigMap' },
+    'Warning',
+    reason,
+    `${what[0]!.toUpperCase()}${what.slice(1)}:\n${problems.map((p) => `  - ${p}`).join('\n')}\n${kept}`,
+  );
+}
+
+/**
+ * One version of the ConfigMap: a valid one is put in force (and the listeners told when it
+ * changed anything); a missing key or an invalid one is reported and changes nothing.
+ */
+export function applyConfigMap(state: ConfigWatchState, cm: k8s.V1ConfigMap): void {
+  const { where } = state;
+  const text = cm.data?.[configKey];
+  if (text === undefined) {
+    reportConfigProblems(state, cm, EventReason.MissingConfig, `${where} has no key ${configKey}`, [
+      missingKeyProblem(cm),
+    ]);
+    return;
+  }
+  try {
+    const next = parseConfig(text, `${where} key ${configKey}`, cm.data?.[caBundleKey]);
+    state.problems = undefined;
+    state.source = `${state.namespace}/${configMapName}`;
+    if (JSON.stringify(next) === JSON.stringify(state.config)) return;
+    state.config = next;
+    state.log.info('configuration in force', { source: state.source });
+  } catch (error) {
+    reportConfigProblems(
+      state,
+      cm,
+      EventReason.InvalidConfig,
+      `invalid configuration in ${where} key ${configKey}`,
+      isDocumentError(error, 'WF_CONFIG_INVALID')
+        ? error.details.problems
+        : [`(top level): cannot be read: ${(error as Error)?.message ?? error}`],
+    );
+    return;
+  }
+  for (const listener of state.listeners) {
+    try {
+      listener(state.config);
+    } catch (error) {
+      state.log.error('applying the new configuration failed', { error });
+    }
+  }
+}
+
+/** The ConfigMap was deleted: reported, and the configuration in force stays. */
+export function configMapDeleted(state: ConfigWatchState, cm: k8s.V1ConfigMap): void {
+  reportConfigProblems(state, cm, EventReason.MissingConfig, `${state.where} was deleted`, [
+    `(top level): the ConfigMap was deleted; create it again (an empty ${configKey} means the defaults)`,
+  ]);
+}
+
+/** The state of a configuration watch before the first ConfigMap: the defaults. */
+export function initialConfigWatchState(
+  namespace: string,
+  events: EventRecorder,
+  log: Logger,
+): ConfigWatchState {
+  return {
+    namespace,
+    where: `ConfigMap ${namespace}/${configMapName}`,
+    events,
+    log,
+    config: defaultConfig(),
+    source: 'defaults',
+    problems: undefined,
+    listeners: [],
+  };
+}
+
+/** Watches winfleet-config in `namespace` (the wiring: the informer's events to the state). */
 export function watchConfig(
   factory: InformerFactory,
   namespace: string,
   events: EventRecorder,
   log: Logger,
 ): ConfigSource {
-  let config = defaultConfig();
-  let source = 'defaults';
-  let problems: string[] | undefined;
-  const listeners: ((c: WinfleetConfig) => void)[] = [];
+  const state = initialConfigWatchState(namespace, events, log);
   const informer = factory.get<k8s.V1ConfigMap>(resources.configMaps, {
     namespace,
     fieldSelector: `metadata.name=${configMapName}`,
   });
-  const where = `ConfigMap ${namespace}/${configMapName}`;
-  /** Reports what is wrong (log, and one Event per new set of problems); nothing changes. */
-  const report = (cm: k8s.V1ConfigMap, reason: EventReason, what: string, next: string[]) => {
-    const repeated = JSON.stringify(next) === JSON.stringify(problems);
-    problems = next;
-    const kept =
-      source === 'defaults'
-        ? 'The operator runs on the default configuration until this is fixed.'
-        : 'The previous configuration stays in force until this is fixed.';
-    log.error(`${what}; ${kept}`, { problems });
-    if (repeated) return;
-    events.record(
-      { ...cm, apiVersion: 'v1', kind: 'ConfigMap' },
-      'Warning',
-      reason,
-      `${what[0]!.toUpperCase()}${what.slice(1)}:\n${problems.map((p) => `  - ${p}`).join('\n')}\n${kept}`,
-    );
-  };
-  const apply = (cm: k8s.V1ConfigMap) => {
-    const text = cm.data?.[configKey];
-    if (text === undefined) {
-      report(cm, EventReason.MissingConfig, `${where} has no key ${configKey}`, [
-        missingKeyProblem(cm),
-      ]);
-      return;
-    }
-    try {
-      const next = parseConfig(text, `${where} key ${configKey}`, cm.data?.[caBundleKey]);
-      problems = undefined;
-      source = `${namespace}/${configMapName}`;
-      if (JSON.stringify(next) === JSON.stringify(config)) return;
-      config = next;
-      log.info('configuration in force', { source });
-    } catch (error) {
-      report(
-        cm,
-        EventReason.InvalidConfig,
-        `invalid configuration in ${where} key ${configKey}`,
-        isDocumentError(error, 'WF_CONFIG_INVALID')
-          ? error.details.problems
-          : [`(top level): cannot be read: ${(error as Error)?.message ?? error}`],
-      );
-      return;
-    }
-    for (const listener of listeners) {
-      try {
-        listener(config);
-      } catch (error) {
-        log.error('applying the new configuration failed', { error });
-      }
-    }
-  };
-  const deleted = (cm: k8s.V1ConfigMap) =>
-    report(cm, EventReason.MissingConfig, `${where} was deleted`, [
-      `(top level): the ConfigMap was deleted; create it again (an empty ${configKey} means the defaults)`,
-    ]);
   informer
-    .on('add', apply)
-    .on('update', (cm) => apply(cm))
-    .on('delete', deleted);
+    .on('add', (cm) => applyConfigMap(state, cm))
+    .on('update', (cm) => applyConfigMap(state, cm))
+    .on('delete', (cm) => configMapDeleted(state, cm));
   return {
-    current: () => config,
-    onChange: (listener) => listeners.push(listener),
-    problems: () => problems,
-    source: () => source,
+    current: () => state.config,
+    onChange: (listener) => state.listeners.push(listener),
+    problems: () => state.problems,
+    source: () => state.source,
   };
 }
 

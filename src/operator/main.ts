@@ -7,7 +7,7 @@
  *   node src/operator/main.ts --kubeconfig admin.kubeconfig --webhook-url https://127.0.0.1:9443
  */
 import { readFile } from 'node:fs/promises';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, InvalidArgumentError, Option, type OptionValues } from 'commander';
 import { defaultOperatorNamespace } from '../api/operator-namespace.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import type { loadKubeConfig } from '../kube/client.ts';
@@ -15,7 +15,7 @@ import { userAgents } from '../kube/user-agent.ts';
 import { createLogger } from '../log/logger.ts';
 import { parsePinnedReference } from '../payload/oci/payload-reference.ts';
 import { runUntilSignal } from '../process/run-until-signal.ts';
-import type { startOperator } from './operator.ts';
+import type { OperatorOptions, PayloadImageOptions } from './operator.ts';
 
 function port(value: string): number {
   const n = Number(value);
@@ -269,17 +269,8 @@ async function runWebhook(
   await runUntilSignal(() => webhook.stop());
 }
 
-program.action(async (opts) => {
-  const log = createLogger({}, { component: 'operator' });
-  const pullSecretNamespaces: string[] = opts.pullSecretNamespace ?? [];
-  if (!opts.pullSecrets && pullSecretNamespaces.length > 0) {
-    program.error('error: give --pull-secret-namespace or --no-pull-secrets, not both');
-  }
-  if (opts.mode === 'webhook') return runWebhook(opts, pullSecretNamespaces);
-  if (opts.tlsCertFile || opts.tlsKeyFile)
-    program.error(
-      'error: --tls-cert-file and --tls-key-file are for --mode webhook; this process keeps the certificate itself (or reads --webhook-cert-secret)',
-    );
+/** The registry payload's flags only with --payload-image, and one payload source at most. */
+function checkPayloadFlags(opts: OptionValues): void {
   if (opts.payloadDir && opts.payloadImage) {
     program.error(
       'error: give the payload as --payload-dir or as --payload-image (a registry artifact), not both',
@@ -296,6 +287,10 @@ program.action(async (opts) => {
       program.error(`error: ${name} is for a registry payload; give --payload-image too`);
     }
   }
+}
+
+/** --payload-ca-file's PEM certificates, or an error naming the file and what is wrong. */
+async function readPayloadCaBundle(opts: OptionValues): Promise<string | undefined> {
   let payloadCaBundle: string | undefined;
   if (opts.payloadCaFile) {
     try {
@@ -310,6 +305,76 @@ program.action(async (opts) => {
         `error: --payload-ca-file: ${opts.payloadCaFile} holds no PEM certificate ("-----BEGIN CERTIFICATE-----")`,
       );
   }
+  return payloadCaBundle;
+}
+
+/** The webhook as the flags give it: endpoint, the certificate's names and addresses. */
+function webhookOptions(
+  opts: OptionValues,
+  pullSecretNamespaces: string[],
+): NonNullable<OperatorOptions['webhook']> {
+  const svc = opts.webhookService as { namespace: string; name: string } | undefined;
+  // The names the API server may call: the URL's host (an IP goes in ips), the Service's.
+  const urlHost = opts.webhookUrl ? new URL(opts.webhookUrl).hostname : undefined;
+  const urlNames = urlHost && !/^[\d.]+$|^\[/.test(urlHost) ? [urlHost] : [];
+  const dnsNames: string[] =
+    opts.webhookDnsName ??
+    (svc
+      ? [
+          ...urlNames,
+          `${svc.name}.${svc.namespace}.svc`,
+          `${svc.name}.${svc.namespace}.svc.cluster.local`,
+        ]
+      : urlNames.length > 0
+        ? urlNames
+        : ['localhost']);
+  const ips: string[] =
+    opts.webhookIp ??
+    (opts.webhookUrl ? [new URL(opts.webhookUrl).hostname].filter((h) => /^[\d.]+$/.test(h)) : []);
+  return {
+    host: opts.webhookHost,
+    port: opts.webhookPort,
+    endpoint: opts.webhookUrl ? { url: opts.webhookUrl } : { service: opts.webhookService },
+    dnsNames,
+    ipAddresses: ips,
+    configurations: opts.webhookConfigurations,
+    certificateSecret: opts.webhookCertSecret,
+    pullSecretNamespaces: !opts.pullSecrets
+      ? []
+      : pullSecretNamespaces.length > 0
+        ? pullSecretNamespaces
+        : 'all',
+    serve: opts.mode !== 'controllers',
+  };
+}
+
+/** --payload-image and its flags, as startOperator takes them. */
+function payloadImageOptions(
+  opts: OptionValues,
+  payloadCaBundle: string | undefined,
+): PayloadImageOptions {
+  return {
+    reference: opts.payloadImage,
+    ...(opts.payloadPullSecret ? { pullSecret: opts.payloadPullSecret } : {}),
+    ...(opts.payloadPlainHttp ? { plainHttp: true } : {}),
+    ...(payloadCaBundle ? { caBundle: payloadCaBundle } : {}),
+    ...(opts.payloadCacheDir ? { cacheDir: opts.payloadCacheDir } : {}),
+  };
+}
+
+program.action(async (opts) => {
+  const log = createLogger({}, { component: 'operator' });
+  const pullSecretNamespaces: string[] = opts.pullSecretNamespace ?? [];
+  if (!opts.pullSecrets && pullSecretNamespaces.length > 0) {
+    program.error('error: give --pull-secret-namespace or --no-pull-secrets, not both');
+  }
+  if (opts.mode === 'webhook') return runWebhook(opts, pullSecretNamespaces);
+  if (opts.tlsCertFile || opts.tlsKeyFile)
+    program.error(
+      'error: --tls-cert-file and --tls-key-file are for --mode webhook; this process keeps the certificate itself (or reads --webhook-cert-secret)',
+    );
+  checkPayloadFlags(opts);
+  const payloadCaBundle = await readPayloadCaBundle(opts);
   if (opts.mode === 'controllers' && !opts.webhook)
     program.error(
       'error: --mode controllers is for a webhook served by another process; without a webhook, leave --mode at all',
@@ -326,44 +391,7 @@ program.action(async (opts) => {
     import('./operator.ts'),
   ]);
   const kc = kubeConfigOf(opts, loadKubeConfig);
-  let webhook: Parameters<typeof startOperator>[0]['webhook'] = false;
-  if (opts.webhook) {
-    const svc = opts.webhookService as { namespace: string; name: string } | undefined;
-    // The names the API server may call: the URL's host (an IP goes in ips), the Service's.
-    const urlHost = opts.webhookUrl ? new URL(opts.webhookUrl).hostname : undefined;
-    const urlNames = urlHost && !/^[\d.]+$|^\[/.test(urlHost) ? [urlHost] : [];
-    const dnsNames: string[] =
-      opts.webhookDnsName ??
-      (svc
-        ? [
-            ...urlNames,
-            `${svc.name}.${svc.namespace}.svc`,
-            `${svc.name}.${svc.namespace}.svc.cluster.local`,
-          ]
-        : urlNames.length > 0
-          ? urlNames
-          : ['localhost']);
-    const ips: string[] =
-      opts.webhookIp ??
-      (opts.webhookUrl
-        ? [new URL(opts.webhookUrl).hostname].filter((h) => /^[\d.]+$/.test(h))
-        : []);
-    webhook = {
-      host: opts.webhookHost,
-      port: opts.webhookPort,
-      endpoint: opts.webhookUrl ? { url: opts.webhookUrl } : { service: opts.webhookService },
-      dnsNames,
-      ipAddresses: ips,
-      configurations: opts.webhookConfigurations,
-      certificateSecret: opts.webhookCertSecret,
-      pullSecretNamespaces: !opts.pullSecrets
-        ? []
-        : pullSecretNamespaces.length > 0
-          ? pullSecretNamespaces
-          : 'all',
-      serve: opts.mode !== 'controllers',
-    };
-  }
+  const webhook = opts.webhook ? webhookOptions(opts, pullSecretNamespaces) : false;
   const operator = await startOperator({
     kc,
     namespace: opts.namespace,
@@ -381,17 +409,7 @@ program.action(async (opts) => {
       : {}),
     leaderElection: opts.leaderElect,
     payloadDir: opts.payloadDir,
-    ...(opts.payloadImage
-      ? {
-          payloadImage: {
-            reference: opts.payloadImage,
-            ...(opts.payloadPullSecret ? { pullSecret: opts.payloadPullSecret } : {}),
-            ...(opts.payloadPlainHttp ? { plainHttp: true } : {}),
-            ...(payloadCaBundle ? { caBundle: payloadCaBundle } : {}),
-            ...(opts.payloadCacheDir ? { cacheDir: opts.payloadCacheDir } : {}),
-          },
-        }
-      : {}),
+    ...(opts.payloadImage ? { payloadImage: payloadImageOptions(opts, payloadCaBundle) } : {}),
     createNamespace: opts.createNamespace,
     installCrds: opts.installCrds,
     clusterBindings: opts.clusterBindings && opts.bootstrapperBinding,

@@ -200,6 +200,171 @@ interface Caches {
 
 type ManifestPublisher = ReturnType<typeof createManifestPublisher>;
 
+/** The process's /metrics registry: process, API request and SFTP byte metrics. */
+function processRegistry(kc: k8s.KubeConfig): Registry {
+  const registry = new Registry();
+  registerProcessMetrics(registry);
+  // The API requests of the process's client (loadKubeConfig), by verb, resource and code.
+  if (kc instanceof WinfleetKubeConfig) kc.requests.registerIn(registry);
+  // What it sent to hosts over SFTP: the payload's cost in the operator's bandwidth.
+  registerBytesSent(registry);
+  return registry;
+}
+
+type ClusterNetworkWatch = Awaited<ReturnType<typeof watchClusterNetwork>>;
+
+/**
+ * The pod network nodes join (network.mode against the cluster): read now, on each
+ * configuration change and every two minutes; a change looks at every host and pool again.
+ */
+async function watchNetwork(
+  ctx: OperatorContext,
+  caches: Caches,
+  controllers: Controller[],
+  webhook: WebhookService | undefined,
+): Promise<ClusterNetworkWatch> {
+  const clusterNetwork = await watchClusterNetwork({
+    kc: ctx.kc,
+    config: () => caches.config.current(),
+    log: ctx.log,
+    onChange: () => {
+      for (const c of controllers) c.enqueue(everythingKey);
+    },
+  });
+  caches.config.onChange(() => {
+    webhook?.refresh();
+    void clusterNetwork.refresh();
+    for (const c of controllers) c.enqueue(everythingKey);
+  });
+  return clusterNetwork;
+}
+
+/** The dashboard on its own listener; pushes its stops (streams end, then the listener). */
+async function startDashboard(
+  ctx: OperatorContext,
+  options: NonNullable<OperatorOptions['dashboard']>,
+  caches: Caches,
+  stops: (() => void | Promise<void>)[],
+): Promise<StatusServer> {
+  const { host: bound, allowedHosts = [] } = options;
+  const pages = createDashboard(caches, apiEventLister(ctx.kc), {
+    // The address it is bound to answers too, unless it is every address.
+    allowedHosts: [
+      ...allowedHosts,
+      ...(bound === '0.0.0.0' || bound === '::'
+        ? []
+        : [bound.includes(':') ? `[${bound}]` : bound]),
+    ],
+  });
+  const server = await startHttpServer({
+    host: options.host,
+    port: options.port,
+    log: ctx.log,
+    routes: [pages.route],
+  });
+  // Stops run last-first: the live streams end, then the listener closes.
+  stops.push(() => server.close());
+  stops.push(() => pages.close());
+  return server;
+}
+
+/** What the controllers that need a payload are made from. */
+interface PayloadControllersDeps {
+  ctx: OperatorContext;
+  caches: Caches;
+  options: OperatorOptions;
+  loadPayload: NonNullable<ReturnType<typeof payloadLoader>>;
+  clusterNetwork: ClusterNetworkWatch;
+}
+
+/**
+ * The controllers that need a payload (joining, join by command, flanneld readers), the
+ * payload directory's watch, and a first read of the payload so that a refusal shows at once.
+ */
+async function startPayloadControllers(
+  deps: PayloadControllersDeps,
+  controllers: Controller[],
+  stops: (() => void | Promise<void>)[],
+): Promise<void> {
+  const { ctx, caches, options, loadPayload, clusterNetwork } = deps;
+  const { namespace, log } = ctx;
+  const setup = { clusterBindings: options.clusterBindings };
+  // One publisher for the host controller and winfleet-join: one view of what is published.
+  const publish = createManifestPublisher(ctx.kc, namespace, setup);
+  controllers.push(
+    createJoiningController(ctx, caches, loadPayload, publish, {
+      ...setup,
+      network: () => clusterNetwork.current(),
+    }),
+  );
+  controllers.push(...createJoinByCommandControllers(ctx, caches, loadPayload, publish, setup));
+  controllers.push(
+    createFlanneldReadersController({
+      kc: ctx.kc,
+      hosts: caches.hosts,
+      network: () => clusterNetwork.lastGood(),
+      clusterBindings: options.clusterBindings,
+      log,
+    }),
+  );
+  if (options.payloadDir) stops.push(await watchPayload(ctx, options.payloadDir, controllers));
+  // Read the payload once now, so that a registry that refuses it shows in the log at once.
+  loadPayload().then(
+    (loaded) =>
+      log.info('payload loaded', {
+        version: loaded.manifest.version,
+        registry: loaded.registry
+          ? `${loaded.registry.repository}@${loaded.registry.digest}`
+          : undefined,
+      }),
+    (error: unknown) =>
+      log.warn('cannot load the payload yet; joins retry', { error: (error as Error).message }),
+  );
+}
+
+/**
+ * The shared informers, their metrics and the webhook's registered (in that order, as
+ * /metrics lists them), the factory started, then the WindowsHost and WindowsNodePool caches.
+ */
+async function startCaches(
+  ctx: OperatorContext,
+  registry: Registry,
+  controllers: Controller[],
+  stops: (() => void | Promise<void>)[],
+) {
+  const shared = createCaches(ctx);
+  registerControllerMetrics(registry, {
+    controllers: () => controllers,
+    informerObjects: () => shared.factory.objectCounts(),
+    readyWindowsNodes: () => readyWindowsNodeCounts(shared.nodes),
+  });
+  const webhookMetrics = createWebhookMetrics(registry);
+  const lookupObserver = prometheusLookupObserver(registry);
+  await shared.factory.start();
+  stops.push(() => shared.factory.stop());
+  const caches: Caches = { ...shared, ...(await watchHosts(ctx, shared)) };
+  return { caches, webhookMetrics, lookupObserver };
+}
+
+/** The status server (probes, /metrics, /config); pushes its stop. */
+async function startStatus(
+  ctx: OperatorContext,
+  options: NonNullable<OperatorOptions['status']>,
+  registry: Registry,
+  caches: Caches,
+  stops: (() => void | Promise<void>)[],
+): Promise<StatusServer> {
+  const status = await startStatusServer({
+    ...options,
+    registry,
+    ready: () => true,
+    log: ctx.log,
+    routes: [configStatusRoute(caches.config)],
+  });
+  stops.push(() => status.close());
+  return status;
+}
+
 /** Starts the operator and resolves once it is serving and its controllers run. */
 export async function startOperator(options: OperatorOptions): Promise<Operator> {
   const namespace = options.namespace ?? defaultOperatorNamespace;
@@ -207,12 +372,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   // Checked before anything starts: a bad payload option must not leave a half-started operator.
   const payloadReference = pinnedPayloadReference(options);
   const identity = options.identity ?? `${hostname()}-${process.pid}`;
-  const registry = new Registry();
-  registerProcessMetrics(registry);
-  // The API requests of the process's client (loadKubeConfig), by verb, resource and code.
-  if (options.kc instanceof WinfleetKubeConfig) options.kc.requests.registerIn(registry);
-  // What it sent to hosts over SFTP: the payload's cost in the operator's bandwidth.
-  registerBytesSent(registry);
+  const registry = processRegistry(options.kc);
   const ctx: OperatorContext = {
     kc: options.kc,
     namespace,
@@ -227,72 +387,26 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   if (options.createNamespace ?? true) await ensureNamespace(ctx.kc, namespace);
   if (options.installCrds ?? true) await installCrds(ctx.kc);
   await warnIfBootstrapTokensAutoApproved(ctx);
-  const shared = createCaches(ctx);
-  registerControllerMetrics(registry, {
-    controllers: () => controllers,
-    informerObjects: () => shared.factory.objectCounts(),
-    readyWindowsNodes: () => readyWindowsNodeCounts(shared.nodes),
-  });
-  const webhookMetrics = createWebhookMetrics(registry);
-  const lookupObserver = prometheusLookupObserver(registry);
-  await shared.factory.start();
-  stops.push(() => shared.factory.stop());
-  const caches: Caches = { ...shared, ...(await watchHosts(ctx, shared)) };
+  const { caches, webhookMetrics, lookupObserver } = await startCaches(
+    ctx,
+    registry,
+    controllers,
+    stops,
+  );
   const images = createImageResolvers(caches.config, lookupObserver);
   stops.push(() => images.close());
   const webhook = options.webhook
     ? await startWebhook(ctx, options.webhook, caches, images, webhookMetrics)
     : undefined;
   if (webhook) stops.push(() => webhook.stop());
-  // The pod network nodes join (network.mode against the cluster): read now, on each
-  // configuration change and every two minutes; a change looks at every host and pool again.
-  const clusterNetwork = await watchClusterNetwork({
-    kc: ctx.kc,
-    config: () => caches.config.current(),
-    log,
-    onChange: () => {
-      for (const c of controllers) c.enqueue(everythingKey);
-    },
-  });
+  const clusterNetwork = await watchNetwork(ctx, caches, controllers, webhook);
   stops.push(() => clusterNetwork.stop());
-  caches.config.onChange(() => {
-    webhook?.refresh();
-    void clusterNetwork.refresh();
-    for (const c of controllers) c.enqueue(everythingKey);
-  });
   const status = options.status
-    ? await startStatusServer({
-        ...options.status,
-        registry,
-        ready: () => true,
-        log,
-        routes: [configStatusRoute(caches.config)],
-      })
+    ? await startStatus(ctx, options.status, registry, caches, stops)
     : undefined;
-  if (status) stops.push(() => status.close());
-  let dashboard: StatusServer | undefined;
-  if (options.dashboard) {
-    const { host: bound, allowedHosts = [] } = options.dashboard;
-    const pages = createDashboard(caches, apiEventLister(ctx.kc), {
-      // The address it is bound to answers too, unless it is every address.
-      allowedHosts: [
-        ...allowedHosts,
-        ...(bound === '0.0.0.0' || bound === '::'
-          ? []
-          : [bound.includes(':') ? `[${bound}]` : bound]),
-      ],
-    });
-    const server = await startHttpServer({
-      host: options.dashboard.host,
-      port: options.dashboard.port,
-      log,
-      routes: [pages.route],
-    });
-    dashboard = server;
-    // Stops run last-first: the live streams end, then the listener closes.
-    stops.push(() => server.close());
-    stops.push(() => pages.close());
-  }
+  const dashboard = options.dashboard
+    ? await startDashboard(ctx, options.dashboard, caches, stops)
+    : undefined;
   if (options.leaderElection ?? true) stops.push(await leadOrExit(ctx, identity));
   // The key that signs commands to agents (src/api/node-commands.ts), before any controller.
   await ensureCommandSigner(ctx.kc, namespace);
@@ -307,44 +421,16 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   stops.push(() => {
     for (const c of controllers) c.stop();
   });
-  if (loadPayload) {
-    const setup = { clusterBindings: options.clusterBindings };
-    // One publisher for the host controller and winfleet-join: one view of what is published.
-    const publish = createManifestPublisher(ctx.kc, namespace, setup);
-    controllers.push(
-      createJoiningController(ctx, caches, loadPayload, publish, {
-        ...setup,
-        network: () => clusterNetwork.current(),
-      }),
+  if (loadPayload)
+    await startPayloadControllers(
+      { ctx, caches, options, loadPayload, clusterNetwork },
+      controllers,
+      stops,
     );
-    controllers.push(...createJoinByCommandControllers(ctx, caches, loadPayload, publish, setup));
-    controllers.push(
-      createFlanneldReadersController({
-        kc: ctx.kc,
-        hosts: caches.hosts,
-        network: () => clusterNetwork.lastGood(),
-        clusterBindings: options.clusterBindings,
-        log,
-      }),
-    );
-    if (options.payloadDir) stops.push(await watchPayload(ctx, options.payloadDir, controllers));
-    // Read the payload once now, so that a registry that refuses it shows in the log at once.
-    loadPayload().then(
-      (loaded) =>
-        log.info('payload loaded', {
-          version: loaded.manifest.version,
-          registry: loaded.registry
-            ? `${loaded.registry.repository}@${loaded.registry.digest}`
-            : undefined,
-        }),
-      (error: unknown) =>
-        log.warn('cannot load the payload yet; joins retry', { error: (error as Error).message }),
-    );
-  } else {
+  else
     log.warn(
       'no payload given (--payload-dir or --payload-image): WindowsHosts will not be joined',
     );
-  }
   // Controllers start only once this replica leads; informer events before that are replayed
   // by enqueueing everything now.
   for (const c of controllers) c.enqueue(everythingKey);

@@ -112,6 +112,64 @@ export async function readCertificateFiles(
 /** The webhook's configuration watch records no Events: the controllers' process does. */
 const noEvents: EventRecorder = { record: () => {} };
 
+/**
+ * Waits for the certificate files (the mounted Secret may not be written yet), logging each new
+ * problem once.
+ */
+async function waitForCertificateFiles(
+  options: WebhookProcessOptions,
+  log: Logger,
+): Promise<{ certPem: string; keyPem: string }> {
+  const read = () => readCertificateFiles(options.certFile, options.keyFile);
+  let lastProblem = '';
+  return await waitFor(
+    () =>
+      read().catch((error: unknown) => {
+        const problem = (error as Error).message;
+        if (problem !== lastProblem) log.warn('waiting for the certificate files', { problem });
+        lastProblem = problem;
+        return undefined;
+      }),
+    {
+      description: `the webhook certificate in ${options.certFile} and ${options.keyFile} (the mounted certificate Secret, which the controllers' process or cert-manager writes)`,
+      timeoutMs: options.certificateWaitMs ?? 5 * 60_000,
+      intervalMs: 1000,
+    },
+  );
+}
+
+/**
+ * Rereads the certificate files on an interval and serves a renewed certificate; a file that
+ * cannot be read keeps the last good one. Returns the (unref'd) interval to clear.
+ */
+function recheckCertificateFiles(
+  options: WebhookProcessOptions,
+  server: AdmissionServer,
+  initial: { certPem: string; keyPem: string },
+  log: Logger,
+): NodeJS.Timeout {
+  const read = () => readCertificateFiles(options.certFile, options.keyFile);
+  let served = initial;
+  const recheck = setInterval(() => {
+    read().then(
+      (next) => {
+        if (next.certPem === served.certPem && next.keyPem === served.keyPem) return;
+        server.updateCertificate(next.certPem, next.keyPem);
+        served = next;
+        log.info('serving the renewed certificate from the files');
+      },
+      (error: unknown) => {
+        // Mid-update (the kubelet swaps the files as one) or broken: keep serving the last good.
+        log.warn('cannot read the certificate files; serving the last good certificate', {
+          error: (error as Error).message,
+        });
+      },
+    );
+  }, options.certificateRecheckMs ?? certificateFileRecheckMs);
+  recheck.unref();
+  return recheck;
+}
+
 /** Starts the webhook process; resolves once it serves admissions. */
 export async function startWebhookProcess(options: WebhookProcessOptions): Promise<WebhookProcess> {
   const log = options.log.child({ component: 'webhook' });
@@ -150,22 +208,7 @@ export async function startWebhookProcess(options: WebhookProcessOptions): Promi
       },
       log,
     );
-    const read = () => readCertificateFiles(options.certFile, options.keyFile);
-    let lastProblem = '';
-    const initial = await waitFor(
-      () =>
-        read().catch((error: unknown) => {
-          const problem = (error as Error).message;
-          if (problem !== lastProblem) log.warn('waiting for the certificate files', { problem });
-          lastProblem = problem;
-          return undefined;
-        }),
-      {
-        description: `the webhook certificate in ${options.certFile} and ${options.keyFile} (the mounted certificate Secret, which the controllers' process or cert-manager writes)`,
-        timeoutMs: options.certificateWaitMs ?? 5 * 60_000,
-        intervalMs: 1000,
-      },
-    );
+    const initial = await waitForCertificateFiles(options, log);
     const server = createAdmissionServer({
       cert: initial.certPem,
       key: initial.keyPem,
@@ -175,24 +218,7 @@ export async function startWebhookProcess(options: WebhookProcessOptions): Promi
     });
     const port = await server.listen(options.port, options.host);
     stops.push(() => server.close());
-    let served = initial;
-    const recheck = setInterval(() => {
-      read().then(
-        (next) => {
-          if (next.certPem === served.certPem && next.keyPem === served.keyPem) return;
-          server.updateCertificate(next.certPem, next.keyPem);
-          served = next;
-          log.info('serving the renewed certificate from the files');
-        },
-        (error: unknown) => {
-          // Mid-update (the kubelet swaps the files as one) or broken: keep serving the last good.
-          log.warn('cannot read the certificate files; serving the last good certificate', {
-            error: (error as Error).message,
-          });
-        },
-      );
-    }, options.certificateRecheckMs ?? certificateFileRecheckMs);
-    recheck.unref();
+    const recheck = recheckCertificateFiles(options, server, initial, log);
     stops.push(() => clearInterval(recheck));
     const status = options.status
       ? await startStatusServer({

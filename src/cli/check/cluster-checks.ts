@@ -24,7 +24,11 @@ import {
   bootstrapTokensAutoApproved,
   nodeClientRole,
 } from '../../controllers/csr/bootstrap-auto-approval.ts';
-import { apiTime } from '../../kube/api-time.ts';
+import {
+  bootstrapTokenSecret,
+  bootstrapTokenSecretName,
+  newBootstrapTokenParts,
+} from '../../join/bootstrap-tokens.ts';
 import { httpStatus, isForbidden, isNotFound, WinfleetKubeConfig } from '../../kube/client.ts';
 import {
   isForbiddenStatus,
@@ -136,37 +140,23 @@ const nodeRestriction: ClusterCheck = {
   },
 };
 
-const tokenChars = 'abcdefghijklmnopqrstuvwxyz0123456789';
-function randomToken(length: number): string {
-  return [...randomBytes(length)].map((b) => tokenChars[b % tokenChars.length]).join('');
-}
-
 const bootstrapTokenAuth: ClusterCheck = {
   name: 'bootstrap-token-auth',
   title: 'bootstrap-token authentication',
   async run(kc) {
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    const id = randomToken(6);
-    const secret = randomToken(16);
-    const name = `bootstrap-token-${id}`;
+    const { id, secret } = newBootstrapTokenParts();
+    const name = bootstrapTokenSecretName(id);
     try {
       await core.createNamespacedSecret({
         namespace: 'kube-system',
-        body: {
-          metadata: {
-            name,
-            namespace: 'kube-system',
-            labels: { 'app.kubernetes.io/managed-by': 'winfleet-check' },
-          },
-          type: 'bootstrap.kubernetes.io/token',
-          stringData: {
-            'token-id': id,
-            'token-secret': secret,
-            expiration: apiTime(new Date(Date.now() + 120_000)),
-            'usage-bootstrap-authentication': 'true',
-            description: 'winfleet check: proves bootstrap-token authentication; deleted at once',
-          },
-        },
+        body: bootstrapTokenSecret({
+          id,
+          secret,
+          expires: new Date(Date.now() + 120_000),
+          description: 'winfleet check: proves bootstrap-token authentication; deleted at once',
+          labels: { 'app.kubernetes.io/managed-by': 'winfleet-check' },
+        }),
       });
     } catch (error) {
       return warn(

@@ -177,9 +177,8 @@ async function apiServerClock(
   return { offsetMs: date + 500 - (before + after) / 2, uncertaintyMs: 500 + (after - before) / 2 };
 }
 
-export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
-  const fancy = flags.output === 'table' && process.stdout.isTTY === true;
-  const notes: string[] = [];
+/** Flag combinations that leave nothing to check, or flags that would not be used. */
+function checkFlagCombinations(flags: CheckFlags): void {
   if (flags.skipCluster && flags.skipHosts)
     throw cliExit(
       ExitCode.usage,
@@ -200,100 +199,114 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
       ExitCode.usage,
       "--payload: the payload's kubelet is checked against the cluster, which --skip-cluster skips; drop one",
     );
-  // Every flag is checked before the first API call or SSH connection.
-  let payload: ClusterCheckOptions['payload'];
-  if (flags.payload) {
-    try {
-      const loaded = await loadPayload(flags.payload, '--payload');
-      payload = {
-        kubernetesVersion: loaded.kubernetesVersion,
-        source: `--payload ${flags.payload} kubernetesVersion`,
-      };
-    } catch (error) {
-      throw cliExit(ExitCode.usage, `--payload ${flags.payload}: ${(error as Error).message}`);
-    }
-  }
-  const { targets: addressed } = await addressTargets(flags);
-  if (flags.skipCluster)
-    notes.push(
-      "--skip-cluster: no cluster-side checks; the hosts' clocks are compared to this machine's and their patch levels judged without the cluster's CNI",
-    );
+}
 
-  let kc: k8s.KubeConfig | undefined;
-  let cluster: CheckReport['cluster'] = null;
-  let clusterUnreachable = false;
-  let clock: { offsetMs: number; uncertaintyMs: number } | undefined;
-  let network: ClusterNetwork = networkWithoutCluster(
-    flags.networkMode,
-    "--skip-cluster: the cluster's CNI was not read",
-  );
-  if (!flags.skipCluster) {
-    kc = kubeConfigFrom(flags);
-    const server = kc.getCurrentCluster()!.server;
-    const state: ClusterState = {
-      options: {
-        probeNamespace: flags.probeNamespace,
-        operatorNamespace: flags.operatorNamespace,
-        ...(flags.networkMode ? { networkMode: flags.networkMode } : {}),
-        ...(payload ? { payload } : {}),
-      } satisfies ClusterCheckOptions,
+/** --payload's kubelet version, read before the first API call (a usage error otherwise). */
+async function payloadToCheck(flags: CheckFlags): Promise<ClusterCheckOptions['payload']> {
+  if (!flags.payload) return undefined;
+  try {
+    const loaded = await loadPayload(flags.payload, '--payload');
+    return {
+      kubernetesVersion: loaded.kubernetesVersion,
+      source: `--payload ${flags.payload} kubernetesVersion`,
     };
-    // The first request proves the cluster answers; nothing else is asked if it does not.
-    try {
-      await Promise.race([
-        kc.makeApiClient(k8s.VersionApi).getCode(),
-        new Promise((_, reject) =>
-          setTimeout(
-            () =>
-              reject(
-                new WinfleetError('WF_CLUSTER_UNREACHABLE', 'no answer in 15 s', {
-                  cause: { code: 'ETIMEDOUT', message: 'no answer in 15 s' },
-                }),
-              ),
-            15_000,
-          ).unref(),
-        ),
-      ]);
-    } catch (error) {
-      const why = unreachable(error, server);
-      if (!why) throw error;
-      clusterUnreachable = true;
-      kc = undefined;
-      network = networkWithoutCluster(
+  } catch (error) {
+    throw cliExit(ExitCode.usage, `--payload ${flags.payload}: ${(error as Error).message}`);
+  }
+}
+
+/** What the cluster side found, for the host checks and the report. */
+interface ClusterSide {
+  /** Undefined when the cluster was skipped or could not be reached. */
+  kc?: k8s.KubeConfig;
+  cluster: CheckReport['cluster'];
+  clusterUnreachable: boolean;
+  clock?: { offsetMs: number; uncertaintyMs: number };
+  network: ClusterNetwork;
+}
+
+/** The API server's version, or a WF_CLUSTER_UNREACHABLE error after 15 s without an answer. */
+async function firstRequest(kc: k8s.KubeConfig): Promise<void> {
+  await Promise.race([
+    kc.makeApiClient(k8s.VersionApi).getCode(),
+    new Promise((_, reject) =>
+      setTimeout(
+        () =>
+          reject(
+            new WinfleetError('WF_CLUSTER_UNREACHABLE', 'no answer in 15 s', {
+              cause: { code: 'ETIMEDOUT', message: 'no answer in 15 s' },
+            }),
+          ),
+        15_000,
+      ).unref(),
+    ),
+  ]);
+}
+
+/** Runs the cluster checks, when the cluster answers; says so in `notes` when it does not. */
+async function checkClusterSide(
+  flags: CheckFlags,
+  payload: ClusterCheckOptions['payload'],
+  hostsAddressed: boolean,
+  notes: string[],
+  fancy: boolean,
+): Promise<ClusterSide> {
+  const kc = kubeConfigFrom(flags);
+  const server = kc.getCurrentCluster()!.server;
+  const state: ClusterState = {
+    options: {
+      probeNamespace: flags.probeNamespace,
+      operatorNamespace: flags.operatorNamespace,
+      ...(flags.networkMode ? { networkMode: flags.networkMode } : {}),
+      ...(payload ? { payload } : {}),
+    } satisfies ClusterCheckOptions,
+  };
+  // The first request proves the cluster answers; nothing else is asked if it does not.
+  try {
+    await firstRequest(kc);
+  } catch (error) {
+    const why = unreachable(error, server);
+    if (!why) throw error;
+    notes.push(
+      `${why}. The cluster-side checks did not run${hostsAddressed ? '; the --host checks ran, their clocks compared to this machine' : ''}`,
+    );
+    return {
+      cluster: null,
+      clusterUnreachable: true,
+      network: networkWithoutCluster(
         flags.networkMode,
         'the cluster could not be reached to read its CNI',
-      );
-      notes.push(
-        `${why}. The cluster-side checks did not run${addressed.length > 0 ? '; the --host checks ran, their clocks compared to this machine' : ''}`,
-      );
-    }
-    if (kc) {
-      const results: CheckResult[] = [];
-      const ckc = kc;
-      await runSteps(
-        clusterChecks.map((check, index) => ({
-          title: `cluster: ${check.title}`,
-          run: async () => {
-            const result = await runClusterCheck(check, ckc, state);
-            results[index] = result;
-            return result.status;
-          },
-        })),
-        false,
-        fancy,
-      );
-      cluster = { server, checks: results };
-      network =
-        state.network ??
-        networkWithoutCluster(flags.networkMode, "the cni check could not read the cluster's CNI");
-      clock = await apiServerClock(kc);
-    }
+      ),
+    };
   }
+  const results: CheckResult[] = [];
+  await runSteps(
+    clusterChecks.map((check, index) => ({
+      title: `cluster: ${check.title}`,
+      run: async () => {
+        const result = await runClusterCheck(check, kc, state);
+        results[index] = result;
+        return result.status;
+      },
+    })),
+    false,
+    fancy,
+  );
+  const network =
+    state.network ??
+    networkWithoutCluster(flags.networkMode, "the cni check could not read the cluster's CNI");
+  const clock = await apiServerClock(kc);
+  return { kc, cluster: { server, checks: results }, clusterUnreachable: false, clock, network };
+}
 
-  let targets: HostTarget[] = addressed;
-  if (!flags.skipHosts && !flags.host?.length && kc)
-    targets = await existingHostTargets(kc, flags, notes);
-
+/** Checks each host over SSH against what the cluster side found. */
+async function checkHosts(
+  targets: HostTarget[],
+  flags: CheckFlags,
+  side: ClusterSide,
+  fancy: boolean,
+): Promise<HostReport[]> {
+  const { kc, clock, network } = side;
   const hosts: HostReport[] = [];
   const reference: ClockReading['reference'] = clock ? 'the API server' : 'this machine';
   const apiServerHost = kc ? new URL(kc.getCurrentCluster()!.server).hostname : undefined;
@@ -316,13 +329,38 @@ export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
     hostConcurrency,
     fancy,
   );
-  return {
-    cluster,
-    hosts,
-    notes,
-    summary: summarize(cluster, hosts),
-    clusterUnreachable,
-  };
+  return hosts;
+}
+
+/** `winfleet check`: every flag checked first, then the cluster side, then the hosts. */
+export async function runCheck(flags: CheckFlags): Promise<CheckReport> {
+  const fancy = flags.output === 'table' && process.stdout.isTTY === true;
+  const notes: string[] = [];
+  checkFlagCombinations(flags);
+  // Every flag is checked before the first API call or SSH connection.
+  const payload = await payloadToCheck(flags);
+  const { targets: addressed } = await addressTargets(flags);
+  if (flags.skipCluster)
+    notes.push(
+      "--skip-cluster: no cluster-side checks; the hosts' clocks are compared to this machine's and their patch levels judged without the cluster's CNI",
+    );
+  const side: ClusterSide = flags.skipCluster
+    ? {
+        cluster: null,
+        clusterUnreachable: false,
+        network: networkWithoutCluster(
+          flags.networkMode,
+          "--skip-cluster: the cluster's CNI was not read",
+        ),
+      }
+    : await checkClusterSide(flags, payload, addressed.length > 0, notes, fancy);
+
+  let targets: HostTarget[] = addressed;
+  if (!flags.skipHosts && !flags.host?.length && side.kc)
+    targets = await existingHostTargets(side.kc, flags, notes);
+  const hosts = await checkHosts(targets, flags, side, fancy);
+  const { cluster, clusterUnreachable } = side;
+  return { cluster, hosts, notes, summary: summarize(cluster, hosts), clusterUnreachable };
 }
 
 async function existingHostTargets(

@@ -149,92 +149,81 @@ export function truncationNote(item: CollectedItem): string {
   return `[truncated: only the ${item.keepTail ? 'last' : 'first'} ${diagnosticTextLimit} characters were kept]\n`;
 }
 
-async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode> {
-  const started = new Date();
-  const root = bundleRoot(started);
-  const toStdout = flags.output === '-';
-  const output = flags.output ?? `${root}.tar.gz`;
-  const say = toStdout ? process.stderr : process.stdout;
-  const since = new Date(started.getTime() - flags.since);
-  const hours = Math.max(1, Math.ceil(flags.since / 3_600_000));
-  if (flags.operatorLog) {
-    try {
-      await access(flags.operatorLog, constants.R_OK);
-    } catch (error) {
-      throw cliExit(
-        ExitCode.usage,
-        `--operator-log: cannot read ${flags.operatorLog}: ${(error as Error).message}`,
-      );
-    }
-  }
-  // --host targets need the key now (a usage error otherwise); the key itself is scrubbed.
-  const { targets: byAddress, privateKey } = await addressTargets(flags);
-  const secrets: string[] = [];
-  if (privateKey) secrets.push(privateKey.trim());
+/** What one `winfleet diagnose` run gathers as it goes. */
+interface DiagnoseRun {
+  names: string[];
+  flags: DiagnoseFlags;
+  since: Date;
+  /** Credentials to scrub wherever they appear (the --ssh-key's private key). */
+  secrets: string[];
+  byAddress: HostTarget[];
+  kc?: k8s.KubeConfig;
+  namespace?: string;
+  clusterSection: IndexSection;
+  clusterItems: CollectedItem[];
+  hostSections: { section: IndexSection; items: CollectedItem[] }[];
+  windowsHosts: WindowsHost[];
+  /** Host names asked for that no WindowsHost has. */
+  missing: string[];
+}
 
-  const clusterSection: IndexSection = { title: 'Cluster', items: [] };
-  const clusterItems: CollectedItem[] = [];
-  const hostSections: { section: IndexSection; items: CollectedItem[] }[] = [];
-  const steps = progress(say);
-
-  let kc: k8s.KubeConfig | undefined;
-  let namespace: string | undefined;
+/** --operator-log must be readable now (a usage error otherwise). */
+async function checkOperatorLog(flags: DiagnoseFlags): Promise<void> {
+  if (!flags.operatorLog) return;
   try {
-    kc = kubeConfigFrom(flags);
-    namespace = namespaceFrom(flags, kc);
+    await access(flags.operatorLog, constants.R_OK);
   } catch (error) {
-    clusterSection.failure = `${(error as Error).message} (host-only: pass --host ADDRESS --ssh-key FILE for the hosts)`;
+    throw cliExit(
+      ExitCode.usage,
+      `--operator-log: cannot read ${flags.operatorLog}: ${(error as Error).message}`,
+    );
   }
-  let windowsHosts: WindowsHost[] = [];
-  const missing: string[] = [];
-  steps.step('cluster', async () => {
-    if (!kc) return `not collected: ${clusterSection.failure}`;
-    try {
-      clusterItems.push(
-        ...(await collectCluster({
-          kc,
-          namespace: namespace ?? defaultHostNamespace,
-          since,
-          operatorUrl: flags.operatorUrl,
-          operatorLog: flags.operatorLog,
-          limit: diagnosticTextLimit,
-        })),
-      );
-    } catch (error) {
-      clusterSection.failure = `${(error as Error).message} (the hosts given with --host are still collected)`;
-      return `not collected: ${clusterSection.failure}`;
-    }
-    if (names.length > 0 || byAddress.length === 0) {
-      try {
-        windowsHosts = await listHosts(kc, namespace);
-      } catch (error) {
-        clusterSection.failure = `cannot list WindowsHosts: ${(error as Error).message}`;
-      }
-      if (names.length > 0) {
-        const chosen = windowsHosts.filter((h) =>
-          names.some(
-            (n) => n === h.metadata.name || n === `${h.metadata.namespace}/${h.metadata.name}`,
-          ),
-        );
-        for (const n of names)
-          if (
-            !chosen.some(
-              (h) => n === h.metadata.name || n === `${h.metadata.namespace}/${h.metadata.name}`,
-            )
-          )
-            missing.push(n);
-        windowsHosts = chosen;
-      }
-    }
-    const failed = clusterItems.filter((i) => i.error).length;
-    const visited = windowsHosts.filter((h) => !isPullHost(h)).length;
-    return `${clusterItems.length - failed} items${failed ? `, ${failed} failed` : ''}; ${visited} WindowsHost(s) to visit`;
-  });
-  await steps.run();
+}
 
-  const targets: HostTarget[] = [...(kc ? windowsHostTargets(kc, windowsHosts) : []), ...byAddress];
-  for (const host of windowsHosts.filter(isPullHost))
-    clusterSection.items.push({
+/** Whether host name `n` (NAME or NAMESPACE/NAME) names WindowsHost `h`. */
+function namesHost(n: string, h: WindowsHost): boolean {
+  return n === h.metadata.name || n === `${h.metadata.namespace}/${h.metadata.name}`;
+}
+
+/** The cluster step: the cluster part, then the WindowsHosts to visit (the ones named, or all). */
+async function collectClusterStep(run: DiagnoseRun, kc: k8s.KubeConfig): Promise<string> {
+  const { flags, names, clusterSection, clusterItems } = run;
+  try {
+    clusterItems.push(
+      ...(await collectCluster({
+        kc,
+        namespace: run.namespace ?? defaultHostNamespace,
+        since: run.since,
+        operatorUrl: flags.operatorUrl,
+        operatorLog: flags.operatorLog,
+        limit: diagnosticTextLimit,
+      })),
+    );
+  } catch (error) {
+    clusterSection.failure = `${(error as Error).message} (the hosts given with --host are still collected)`;
+    return `not collected: ${clusterSection.failure}`;
+  }
+  if (names.length > 0 || run.byAddress.length === 0) {
+    try {
+      run.windowsHosts = await listHosts(kc, run.namespace);
+    } catch (error) {
+      clusterSection.failure = `cannot list WindowsHosts: ${(error as Error).message}`;
+    }
+    if (names.length > 0) {
+      const chosen = run.windowsHosts.filter((h) => names.some((n) => namesHost(n, h)));
+      for (const n of names) if (!chosen.some((h) => namesHost(n, h))) run.missing.push(n);
+      run.windowsHosts = chosen;
+    }
+  }
+  const failed = clusterItems.filter((i) => i.error).length;
+  const visited = run.windowsHosts.filter((h) => !isPullHost(h)).length;
+  return `${clusterItems.length - failed} items${failed ? `, ${failed} failed` : ''}; ${visited} WindowsHost(s) to visit`;
+}
+
+/** Index rows for the hosts not visited: Pull hosts (by design) and names no WindowsHost has. */
+function noteUnvisitedHosts(run: DiagnoseRun): void {
+  for (const host of run.windowsHosts.filter(isPullHost))
+    run.clusterSection.items.push({
       path: `hosts/${host.metadata.namespace}/${host.metadata.name}`,
       title: `host ${host.metadata.namespace}/${host.metadata.name}`,
       bytes: 0,
@@ -243,75 +232,180 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
       status: 'ok',
       note: pullHostNote(host),
     });
-  for (const name of missing)
-    clusterSection.items.push({
+  for (const name of run.missing)
+    run.clusterSection.items.push({
       path: `hosts/${name}`,
       title: `host ${name}`,
       bytes: 0,
       status: 'failed',
-      note: `no WindowsHost "${name}" in ${namespace ?? 'the namespace'}; list them with winfleet hosts list`,
+      note: `no WindowsHost "${name}" in ${run.namespace ?? 'the namespace'}; list them with winfleet hosts list`,
     });
-  const hostSteps = progress(say);
-  for (const target of targets) {
-    hostSteps.step(`host ${target.name} (${target.address})`, async (tell) => {
-      const collected: HostCollection = await collectHost(target, hours, (item) => tell(item));
-      const section: IndexSection = { title: `Host ${target.name} (${target.address})`, items: [] };
-      if (collected.failure) section.failure = collected.failure;
-      const hostKey = collected.presentedKey
-        ? `Host key: ${
-            hostKeyCheck(
-              target.address,
-              collected.presentedKey,
-              target.pin,
-              target.windowsHost !== undefined,
-            ).message
-          }`
-        : undefined;
-      if (hostKey) section.facts = [hostKey];
-      hostSections.push({ section, items: collected.items });
-      if (collected.failure) return `not collected: ${collected.failure}`;
-      const failed = collected.items.filter((i) => i.error).length;
-      return `${collected.items.length - failed} items${failed ? `, ${failed} failed` : ''}${hostKey ? `; ${hostKey}` : ''}`;
+}
+
+/** One host's step: its items over SSH, and what its host key check says. */
+async function collectHostStep(
+  run: DiagnoseRun,
+  target: HostTarget,
+  hours: number,
+  tell: (text: string) => void,
+): Promise<string> {
+  const collected: HostCollection = await collectHost(target, hours, (item) => tell(item));
+  const section: IndexSection = { title: `Host ${target.name} (${target.address})`, items: [] };
+  if (collected.failure) section.failure = collected.failure;
+  const hostKey = collected.presentedKey
+    ? `Host key: ${
+        hostKeyCheck(
+          target.address,
+          collected.presentedKey,
+          target.pin,
+          target.windowsHost !== undefined,
+        ).message
+      }`
+    : undefined;
+  if (hostKey) section.facts = [hostKey];
+  run.hostSections.push({ section, items: collected.items });
+  if (collected.failure) return `not collected: ${collected.failure}`;
+  const failed = collected.items.filter((i) => i.error).length;
+  return `${collected.items.length - failed} items${failed ? `, ${failed} failed` : ''}${hostKey ? `; ${hostKey}` : ''}`;
+}
+
+/** Scrubs a section's items into bundle files and index rows; returns the redactions made. */
+function placeItems(
+  section: IndexSection,
+  items: CollectedItem[],
+  secrets: string[],
+  files: BundleFile[],
+): number {
+  let redactions = 0;
+  for (const item of items) {
+    if (item.error !== undefined || item.text === undefined) {
+      section.items.push({
+        path: item.path,
+        title: item.title,
+        bytes: 0,
+        status: 'failed',
+        note: scrub(item.error ?? 'no output', { literals: secrets }).text,
+      });
+      continue;
+    }
+    const cleaned = scrub(item.text, { literals: secrets });
+    redactions += cleaned.redactions;
+    const text = cleaned.text.length > 0 ? cleaned.text : '(the command printed nothing)\n';
+    const content = Buffer.from(item.truncated ? `${truncationNote(item)}${text}` : text);
+    files.push({ path: item.path, content });
+    section.items.push({
+      path: item.path,
+      title: item.title,
+      bytes: content.length,
+      status: item.truncated ? 'truncated' : 'ok',
+      note: [
+        item.truncated ? 'cut to the size limit' : '',
+        cleaned.redactions ? `${cleaned.redactions} credential(s) scrubbed` : '',
+      ]
+        .filter(Boolean)
+        .join('; '),
     });
   }
+  return redactions;
+}
+
+/** Writes the bundle (to -o, or stdout for -); a write failure is the command's failure. */
+async function writeBundleTo(
+  output: string,
+  toStdout: boolean,
+  root: string,
+  files: BundleFile[],
+  started: Date,
+): Promise<void> {
+  const out: Writable = toStdout ? process.stdout : createWriteStream(output, { mode: 0o600 });
+  try {
+    await writeBundle(out, root, files, started);
+  } catch (error) {
+    throw cliExit(
+      ExitCode.problem,
+      `-o ${output}: cannot write the bundle: ${(error as Error).message}`,
+    );
+  }
+}
+
+/** Names every part not collected; the exit code says whether there was one. */
+function reportFailures(say: NodeJS.WriteStream, sections: IndexSection[]): ExitCode {
+  const failures = sections.reduce(
+    (n, s) => n + (s.failure ? 1 : 0) + s.items.filter((i) => i.status === 'failed').length,
+    0,
+  );
+  if (failures === 0) return ExitCode.ok;
+  for (const s of sections) {
+    if (s.failure) say.write(`not collected: ${s.title}: ${s.failure}\n`);
+    for (const i of s.items.filter((x) => x.status === 'failed'))
+      say.write(`not collected: ${i.path}: ${i.note}\n`);
+  }
+  return ExitCode.problem;
+}
+
+/** Starts a run: the kubeconfig and namespace, or why the cluster part is skipped. */
+function startRun(
+  names: string[],
+  flags: DiagnoseFlags,
+  since: Date,
+  addressed: { targets: HostTarget[]; privateKey?: string },
+): DiagnoseRun {
+  const run: DiagnoseRun = {
+    names,
+    flags,
+    since,
+    secrets: addressed.privateKey ? [addressed.privateKey.trim()] : [],
+    byAddress: addressed.targets,
+    clusterSection: { title: 'Cluster', items: [] },
+    clusterItems: [],
+    hostSections: [],
+    windowsHosts: [],
+    missing: [],
+  };
+  try {
+    run.kc = kubeConfigFrom(flags);
+    run.namespace = namespaceFrom(flags, run.kc);
+  } catch (error) {
+    run.clusterSection.failure = `${(error as Error).message} (host-only: pass --host ADDRESS --ssh-key FILE for the hosts)`;
+  }
+  return run;
+}
+
+async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode> {
+  const started = new Date();
+  const root = bundleRoot(started);
+  const toStdout = flags.output === '-';
+  const output = flags.output ?? `${root}.tar.gz`;
+  const say = toStdout ? process.stderr : process.stdout;
+  const since = new Date(started.getTime() - flags.since);
+  const hours = Math.max(1, Math.ceil(flags.since / 3_600_000));
+  await checkOperatorLog(flags);
+  // --host targets need the key now (a usage error otherwise); the key itself is scrubbed.
+  const run = startRun(names, flags, since, await addressTargets(flags));
+  const { kc, clusterSection, secrets } = run;
+  const steps = progress(say);
+  steps.step('cluster', async () =>
+    kc ? collectClusterStep(run, kc) : `not collected: ${clusterSection.failure}`,
+  );
+  await steps.run();
+
+  const targets: HostTarget[] = [
+    ...(kc ? windowsHostTargets(kc, run.windowsHosts) : []),
+    ...run.byAddress,
+  ];
+  noteUnvisitedHosts(run);
+  const hostSteps = progress(say);
+  for (const target of targets)
+    hostSteps.step(`host ${target.name} (${target.address})`, (tell) =>
+      collectHostStep(run, target, hours, tell),
+    );
   await hostSteps.run();
 
   // Scrub, then lay out the files and the index.
   const files: BundleFile[] = [];
-  let redactions = 0;
-  const place = (section: IndexSection, items: CollectedItem[]) => {
-    for (const item of items) {
-      if (item.error !== undefined || item.text === undefined) {
-        section.items.push({
-          path: item.path,
-          title: item.title,
-          bytes: 0,
-          status: 'failed',
-          note: scrub(item.error ?? 'no output', { literals: secrets }).text,
-        });
-        continue;
-      }
-      const cleaned = scrub(item.text, { literals: secrets });
-      redactions += cleaned.redactions;
-      const text = cleaned.text.length > 0 ? cleaned.text : '(the command printed nothing)\n';
-      const content = Buffer.from(item.truncated ? `${truncationNote(item)}${text}` : text);
-      files.push({ path: item.path, content });
-      section.items.push({
-        path: item.path,
-        title: item.title,
-        bytes: content.length,
-        status: item.truncated ? 'truncated' : 'ok',
-        note: [
-          item.truncated ? 'cut to the size limit' : '',
-          cleaned.redactions ? `${cleaned.redactions} credential(s) scrubbed` : '',
-        ]
-          .filter(Boolean)
-          .join('; '),
-      });
-    }
-  };
-  place(clusterSection, clusterItems);
-  for (const { section, items } of hostSections) place(section, items);
+  let redactions = placeItems(clusterSection, run.clusterItems, secrets, files);
+  for (const { section, items } of run.hostSections)
+    redactions += placeItems(section, items, secrets, files);
   if (targets.length === 0)
     clusterSection.items.push({
       path: 'hosts',
@@ -320,7 +414,7 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
       status: kc && !clusterSection.failure ? 'ok' : 'failed',
       note: 'no hosts to visit: no WindowsHosts, and no --host given',
     });
-  const sections = [clusterSection, ...hostSections.map((h) => h.section)];
+  const sections = [clusterSection, ...run.hostSections.map((h) => h.section)];
   const index = renderIndex({
     startedAt: started,
     finishedAt: new Date(),
@@ -331,33 +425,12 @@ async function diagnose(names: string[], flags: DiagnoseFlags): Promise<ExitCode
     sections,
   });
   files.unshift({ path: 'index.html', content: Buffer.from(index) });
-
-  const out: Writable = toStdout ? process.stdout : createWriteStream(output, { mode: 0o600 });
-  try {
-    await writeBundle(out, root, files, started);
-  } catch (error) {
-    throw cliExit(
-      ExitCode.problem,
-      `-o ${output}: cannot write the bundle: ${(error as Error).message}`,
-    );
-  }
-  const failures = sections.reduce(
-    (n, s) => n + (s.failure ? 1 : 0) + s.items.filter((i) => i.status === 'failed').length,
-    0,
-  );
+  await writeBundleTo(output, toStdout, root, files, started);
   const bytes = files.reduce((n, f) => n + f.content.length, 0);
   say.write(
     `wrote ${toStdout ? 'the bundle to stdout' : output}: ${root}/ with ${files.length} files (${formatBytes(bytes)} before compression), ${redactions} credential(s) scrubbed\n`,
   );
-  if (failures > 0) {
-    for (const s of sections) {
-      if (s.failure) say.write(`not collected: ${s.title}: ${s.failure}\n`);
-      for (const i of s.items.filter((x) => x.status === 'failed'))
-        say.write(`not collected: ${i.path}: ${i.note}\n`);
-    }
-    return ExitCode.problem;
-  }
-  return ExitCode.ok;
+  return reportFailures(say, sections);
 }
 
 async function listHosts(

@@ -247,6 +247,61 @@ function specDifferences(a: WindowsHost['spec'], b: WindowsHost['spec']): string
   return fields.filter((f) => norm(a, f) !== norm(b, f)).map((f) => `spec.${f}`);
 }
 
+/** What --dry-run prints: the objects as one JSON List, or YAML documents. */
+function printDryRun(objects: object[], format: 'json' | 'yaml'): void {
+  if (format === 'json')
+    process.stdout.write(formatData('json', { apiVersion: 'v1', kind: 'List', items: objects }));
+  else process.stdout.write(objects.map((o) => formatData('yaml', o)).join('---\n'));
+}
+
+/**
+ * Creates the WindowsHost; one created meanwhile with the same spec is taken as is. Says what
+ * it did, or why the API server refused.
+ */
+async function createHost(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  name: string,
+  host: WindowsHost,
+): Promise<{ result: WindowsHost; said: string }> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  try {
+    const result = (await custom.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural,
+      body: host,
+    })) as WindowsHost;
+    return { result, said: `${resourceName}/${name} created` };
+  } catch (error) {
+    if (isAlreadyExists(error)) {
+      const raced = await readHost(kc, namespace, name);
+      if (raced && sameSpec(raced.spec, host.spec))
+        return {
+          result: raced,
+          said: `${resourceName}/${name} unchanged (it already exists with this spec)`,
+        };
+      throw cliExit(
+        ExitCode.problem,
+        `NAME: WindowsHost ${namespace}/${name} was created by someone else meanwhile with a different spec; look at it with winfleet hosts list`,
+      );
+    }
+    if (isNotFound(error))
+      throw cliExit(
+        ExitCode.problem,
+        `the cluster has no WindowsHost API or no namespace ${namespace} (${apiMessage(error)}); install winfleet first, or pass -n with the operator's namespace`,
+      );
+    if (isInvalid(error))
+      throw cliExit(
+        ExitCode.problem,
+        `the API server refused the WindowsHost: ${apiMessage(error)}`,
+      );
+    throw error;
+  }
+}
+
+/** `winfleet hosts add`: every flag checked, then the key Secret, then the WindowsHost. */
 async function addHost(name: string, flags: AddOptions): Promise<void> {
   // Everything the user typed is checked before the kubeconfig is even read.
   checked(() => checkHostName(name));
@@ -268,15 +323,10 @@ async function addHost(name: string, flags: AddOptions): Promise<void> {
   const secret =
     privateKey === undefined ? undefined : buildKeySecret(draft.secretName, namespace, privateKey);
   if (flags.dryRun) {
-    const objects = [...(secret ? [redactedSecret(secret)] : []), host];
-    const format = flags.output ?? 'yaml';
-    if (format === 'json')
-      process.stdout.write(formatData('json', { apiVersion: 'v1', kind: 'List', items: objects }));
-    else process.stdout.write(objects.map((o) => formatData('yaml', o)).join('---\n'));
+    printDryRun([...(secret ? [redactedSecret(secret)] : []), host], flags.output ?? 'yaml');
     return;
   }
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const said: string[] = [];
   // The host is checked for a conflict before a Secret is written for it.
   const existing = await readHost(kc, namespace, name);
@@ -292,38 +342,9 @@ async function addHost(name: string, flags: AddOptions): Promise<void> {
     result = existing;
     said.push(`${resourceName}/${name} unchanged (it already exists with this spec)`);
   } else {
-    try {
-      result = (await custom.createNamespacedCustomObject({
-        group,
-        version,
-        namespace,
-        plural,
-        body: host,
-      })) as WindowsHost;
-      said.push(`${resourceName}/${name} created`);
-    } catch (error) {
-      if (isAlreadyExists(error)) {
-        const raced = await readHost(kc, namespace, name);
-        if (raced && sameSpec(raced.spec, host.spec)) {
-          result = raced;
-          said.push(`${resourceName}/${name} unchanged (it already exists with this spec)`);
-        } else
-          throw cliExit(
-            ExitCode.problem,
-            `NAME: WindowsHost ${namespace}/${name} was created by someone else meanwhile with a different spec; look at it with winfleet hosts list`,
-          );
-      } else if (isNotFound(error))
-        throw cliExit(
-          ExitCode.problem,
-          `the cluster has no WindowsHost API or no namespace ${namespace} (${apiMessage(error)}); install winfleet first, or pass -n with the operator's namespace`,
-        );
-      else if (isInvalid(error))
-        throw cliExit(
-          ExitCode.problem,
-          `the API server refused the WindowsHost: ${apiMessage(error)}`,
-        );
-      else throw error;
-    }
+    const created = await createHost(kc, namespace, name, host);
+    result = created.result;
+    said.push(created.said);
   }
   if (flags.output) {
     process.stdout.write(formatData(flags.output, printableObject(result!)));
@@ -585,11 +606,8 @@ function removeTimeout(value: string): number {
   }
 }
 
-export function registerHosts(program: Command): void {
-  const hosts = program
-    .command('hosts')
-    .description('add, list, remove WindowsHosts, and trust a rebuilt host’s SSH key');
-
+/** `winfleet hosts add` and its flags. */
+function registerAddHost(hosts: Command): void {
   withKubeFlags(
     hosts
       .command('add')
@@ -631,6 +649,14 @@ export function registerHosts(program: Command): void {
       new Option('-o, --output <format>', 'print the WindowsHost').choices(['json', 'yaml']),
     )
     .action((name: string, flags: AddOptions) => addHost(name, flags));
+}
+
+export function registerHosts(program: Command): void {
+  const hosts = program
+    .command('hosts')
+    .description('add, list, remove WindowsHosts, and trust a rebuilt host’s SSH key');
+
+  registerAddHost(hosts);
 
   withKubeFlags(hosts.command('list').alias('ls').description('list WindowsHosts and their state'))
     .addOption(outputOption())

@@ -265,6 +265,51 @@ async function readCaFile(path: string): Promise<string> {
   }
 }
 
+/** `winfleet join-command`: a verified connection, the pool, a new token, then the script. */
+async function joinCommand(flags: JoinCommandFlags): Promise<void> {
+  // Nothing is sent over a connection that proves nothing (join-ca-hash.ts).
+  const access = await verifiedJoinAccess(kubeConfigFrom(flags), {
+    ...(flags.caCertHash ? { caCertHash: flags.caCertHash } : {}),
+    ...(flags.caFile !== undefined ? { caPem: await readCaFile(flags.caFile) } : {}),
+  });
+  if ('problem' in access) throw problem(access.problem);
+  const { kc } = access;
+  const namespace = namespaceFrom(flags, kc)!;
+  const pool = await poolLabels(kc, namespace, flags.pool);
+  if (flags.instanceId && flags.uses !== 1) {
+    throw problem(
+      `--uses ${flags.uses} with --instance-id: a token for one instance has one use; leave --uses out`,
+    );
+  }
+  const labels = pool.labels;
+  const info = await publishedJoinInfo(kc, flags.operatorNamespace);
+  const pin = await joinCaHash(kc);
+  if ('problem' in pin) throw problem(pin.problem);
+  const agent = await agentDownload(info.payload, {
+    ...(flags.agentUrl ? { agentUrl: flags.agentUrl } : {}),
+  }).catch((error: Error) => {
+    throw problem(error.message);
+  });
+  const made = await makeJoinScript(
+    kc,
+    flags,
+    // A token for one instance asks for its identity whatever the pool says.
+    { namespace, labels, info, instanceIdentity: pool.instanceIdentity || !!flags.instanceId },
+    agent,
+    pin.hash,
+  );
+  process.stdout.write(made.script);
+  process.stderr.write(
+    `join token ${made.id}: ${flags.uses} host${flags.uses === 1 ? '' : 's'} may join WindowsNodePool ${namespace}/${flags.pool} until ${made.expires}; revoke it with: winfleet join-tokens revoke ${made.id}${flags.operatorNamespace === defaultHostNamespace ? '' : ` -n ${flags.operatorNamespace}`}\n`,
+  );
+  if (pin.from === 'cluster-info') {
+    process.stderr.write(
+      'note: your kubeconfig names no CA, so the script pins the CA of kube-public/cluster-info as the API server served it over a connection your system’s roots verified\n',
+    );
+  }
+  if (made.warning) process.stderr.write(made.warning);
+}
+
 export function registerJoinCommand(program: Command): void {
   const command = program
     .command('join-command')
@@ -318,47 +363,5 @@ export function registerJoinCommand(program: Command): void {
       '--ca-file <path>',
       'the cluster CA (PEM) to verify the API server with; needed when the kubeconfig skips TLS verification (or --ca-cert-hash)',
     )
-    .action(async (flags: JoinCommandFlags) => {
-      // Nothing is sent over a connection that proves nothing (join-ca-hash.ts).
-      const access = await verifiedJoinAccess(kubeConfigFrom(flags), {
-        ...(flags.caCertHash ? { caCertHash: flags.caCertHash } : {}),
-        ...(flags.caFile !== undefined ? { caPem: await readCaFile(flags.caFile) } : {}),
-      });
-      if ('problem' in access) throw problem(access.problem);
-      const { kc } = access;
-      const namespace = namespaceFrom(flags, kc)!;
-      const pool = await poolLabels(kc, namespace, flags.pool);
-      if (flags.instanceId && flags.uses !== 1) {
-        throw problem(
-          `--uses ${flags.uses} with --instance-id: a token for one instance has one use; leave --uses out`,
-        );
-      }
-      const labels = pool.labels;
-      const info = await publishedJoinInfo(kc, flags.operatorNamespace);
-      const pin = await joinCaHash(kc);
-      if ('problem' in pin) throw problem(pin.problem);
-      const agent = await agentDownload(info.payload, {
-        ...(flags.agentUrl ? { agentUrl: flags.agentUrl } : {}),
-      }).catch((error: Error) => {
-        throw problem(error.message);
-      });
-      const made = await makeJoinScript(
-        kc,
-        flags,
-        // A token for one instance asks for its identity whatever the pool says.
-        { namespace, labels, info, instanceIdentity: pool.instanceIdentity || !!flags.instanceId },
-        agent,
-        pin.hash,
-      );
-      process.stdout.write(made.script);
-      process.stderr.write(
-        `join token ${made.id}: ${flags.uses} host${flags.uses === 1 ? '' : 's'} may join WindowsNodePool ${namespace}/${flags.pool} until ${made.expires}; revoke it with: winfleet join-tokens revoke ${made.id}${flags.operatorNamespace === defaultHostNamespace ? '' : ` -n ${flags.operatorNamespace}`}\n`,
-      );
-      if (pin.from === 'cluster-info') {
-        process.stderr.write(
-          'note: your kubeconfig names no CA, so the script pins the CA of kube-public/cluster-info as the API server served it over a connection your system’s roots verified\n',
-        );
-      }
-      if (made.warning) process.stderr.write(made.warning);
-    });
+    .action(joinCommand);
 }

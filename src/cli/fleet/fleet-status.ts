@@ -193,109 +193,102 @@ export function stateTone(row: Pick<HostRow, 'state' | 'ready' | 'nodeProblems'>
   return 'warn';
 }
 
-/** The table form of `winfleet status`; `paint` colours (identity when not on a TTY). */
-export function renderFleetStatus(
-  status: FleetStatus,
-  options: { wide: boolean; paint: (tone: Tone, text: string) => string },
-): string {
-  const { summary } = status;
-  const p = options.paint;
+/** Colours text by its tone (identity when not on a TTY). */
+type Paint = (tone: Tone, text: string) => string;
+
+/** The first line of `winfleet status`: hosts, Windows nodes, versions, pools. */
+function summaryLine(summary: FleetStatus['summary'], p: Paint): string {
   const hostsTone: Tone =
     summary.hosts.total === 0
       ? 'dim'
       : summary.hosts.ready === summary.hosts.total
         ? 'good'
         : 'warn';
-  const lines: string[] = [];
-  lines.push(
+  return (
     `Hosts: ${p(hostsTone, `${summary.hosts.ready}/${summary.hosts.total} Ready`)}   ` +
-      `Windows nodes: ${summary.windowsNodes.ready}/${summary.windowsNodes.total} Ready (builds: ${tally(summary.windowsNodes.byBuild)})   ` +
-      `kubelet: ${tally(summary.kubeletVersions)}   services: ${tally(summary.servicesVersions)}   ` +
-      `pools: ${summary.pools}`,
+    `Windows nodes: ${summary.windowsNodes.ready}/${summary.windowsNodes.total} Ready (builds: ${tally(summary.windowsNodes.byBuild)})   ` +
+    `kubelet: ${tally(summary.kubeletVersions)}   services: ${tally(summary.servicesVersions)}   ` +
+    `pools: ${summary.pools}`
   );
-  lines.push('');
-  if (status.hosts.length === 0) lines.push('No WindowsHosts. Add one with: winfleet hosts add');
-  else {
-    const allNamespaces = new Set(status.hosts.map((h) => h.namespace)).size > 1;
-    lines.push(
-      formatTable(
-        [
-          ...(allNamespaces ? ['NAMESPACE'] : []),
-          'HOST',
-          'NODE',
-          'POOL',
-          'WINDOWS',
-          'SERVICES',
-          'STATE',
-          'NODE READY',
-          'NODE HEALTH',
-          ...(options.wide ? ['CONDITIONS', 'MESSAGE'] : []),
-        ],
-        status.hosts.map((h) => [
-          ...(allNamespaces ? [h.namespace] : []),
-          h.name,
-          h.node ?? '-',
-          h.pools.join(',') || '-',
-          h.windows ?? '-',
-          h.services ?? '-',
-          p(stateTone(h), h.state),
-          h.nodeReady === undefined ? '-' : h.nodeReady ? 'True' : p('bad', 'False'),
-          h.nodeProblems.length ? p('bad', h.nodeProblems.join(',')) : 'OK',
-          ...(options.wide
-            ? [h.conditions.join(',') || '-', oneLine(h.lastError ?? h.message) || '-']
-            : []),
-        ]),
-      ).trimEnd(),
-    );
-  }
-  lines.push('');
+}
+
+/** The hosts table (NAMESPACE when there are several; CONDITIONS and MESSAGE when wide). */
+function hostsTable(hosts: HostRow[], wide: boolean, p: Paint): string {
+  if (hosts.length === 0) return 'No WindowsHosts. Add one with: winfleet hosts add';
+  const allNamespaces = new Set(hosts.map((h) => h.namespace)).size > 1;
+  return formatTable(
+    [
+      ...(allNamespaces ? ['NAMESPACE'] : []),
+      'HOST',
+      'NODE',
+      'POOL',
+      'WINDOWS',
+      'SERVICES',
+      'STATE',
+      'NODE READY',
+      'NODE HEALTH',
+      ...(wide ? ['CONDITIONS', 'MESSAGE'] : []),
+    ],
+    hosts.map((h) => [
+      ...(allNamespaces ? [h.namespace] : []),
+      h.name,
+      h.node ?? '-',
+      h.pools.join(',') || '-',
+      h.windows ?? '-',
+      h.services ?? '-',
+      p(stateTone(h), h.state),
+      h.nodeReady === undefined ? '-' : h.nodeReady ? 'True' : p('bad', 'False'),
+      h.nodeProblems.length ? p('bad', h.nodeProblems.join(',')) : 'OK',
+      ...(wide ? [h.conditions.join(',') || '-', oneLine(h.lastError ?? h.message) || '-'] : []),
+    ]),
+  ).trimEnd();
+}
+
+/** The pools table, or why there is none. */
+function poolsTable(status: FleetStatus, p: Paint): string {
   if (status.pools.length === 0)
-    lines.push(
-      status.unavailable.some((u) => u.startsWith('pools'))
-        ? 'Pools: not readable'
-        : 'Pools: none (hosts are in the implicit default pool)',
-    );
-  else
-    lines.push(
-      formatTable(
-        [
-          'POOL',
-          'HOSTS',
-          'READY',
-          'UPDATED',
-          'UNAVAILABLE',
-          'ROLLOUT',
-          'IN PROGRESS',
-          'REMEDIATION',
-        ],
-        status.pools.map((pool) => [
-          pool.name,
-          String(pool.hosts),
-          String(pool.ready),
-          String(pool.updated),
-          pool.unavailable ? p('warn', String(pool.unavailable)) : '0',
-          pool.degraded
-            ? p('bad', oneLine(`${pool.rollout}; ${pool.degraded}`, 80)!)
-            : pool.rollout,
-          pool.inProgress.join(', ') || '-',
-          pool.remediation.length ? p('warn', pool.remediation.join(', ')) : '-',
-        ]),
-      ).trimEnd(),
-    );
-  lines.push('');
-  if (status.runtimeClasses.length === 0) lines.push('RuntimeClasses: none');
-  else
-    lines.push(
-      formatTable(
-        ['RUNTIMECLASS', 'HANDLER', 'BUILD', 'MANAGED'],
-        status.runtimeClasses.map((r) => [
-          r.name,
-          r.handler,
-          r.build ?? '-',
-          r.managed ? 'winfleet' : '-',
-        ]),
-      ).trimEnd(),
-    );
+    return status.unavailable.some((u) => u.startsWith('pools'))
+      ? 'Pools: not readable'
+      : 'Pools: none (hosts are in the implicit default pool)';
+  return formatTable(
+    ['POOL', 'HOSTS', 'READY', 'UPDATED', 'UNAVAILABLE', 'ROLLOUT', 'IN PROGRESS', 'REMEDIATION'],
+    status.pools.map((pool) => [
+      pool.name,
+      String(pool.hosts),
+      String(pool.ready),
+      String(pool.updated),
+      pool.unavailable ? p('warn', String(pool.unavailable)) : '0',
+      pool.degraded ? p('bad', oneLine(`${pool.rollout}; ${pool.degraded}`, 80)!) : pool.rollout,
+      pool.inProgress.join(', ') || '-',
+      pool.remediation.length ? p('warn', pool.remediation.join(', ')) : '-',
+    ]),
+  ).trimEnd();
+}
+
+/** The RuntimeClasses table, or that there is none. */
+function runtimeClassesTable(runtimeClasses: FleetStatus['runtimeClasses']): string {
+  if (runtimeClasses.length === 0) return 'RuntimeClasses: none';
+  return formatTable(
+    ['RUNTIMECLASS', 'HANDLER', 'BUILD', 'MANAGED'],
+    runtimeClasses.map((r) => [r.name, r.handler, r.build ?? '-', r.managed ? 'winfleet' : '-']),
+  ).trimEnd();
+}
+
+/** The table form of `winfleet status`; `paint` colours (identity when not on a TTY). */
+export function renderFleetStatus(
+  status: FleetStatus,
+  options: { wide: boolean; paint: Paint },
+): string {
+  const p = options.paint;
+  const lines = [
+    summaryLine(status.summary, p),
+    '',
+    hostsTable(status.hosts, options.wide, p),
+    '',
+    poolsTable(status, p),
+    '',
+    runtimeClassesTable(status.runtimeClasses),
+  ];
   for (const what of status.unavailable) lines.push(p('warn', `warning: ${what}`));
   return `${lines.join('\n')}\n`;
 }
