@@ -11,6 +11,7 @@
  * Type-only imports vanish at run time and are not edges.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -415,4 +416,45 @@ test('the layer check names a planted upward import, a planted cycle and a sibli
   assert.deepEqual(siblingFolderCycles(graph), [
     'src/top/x <-> src/top/y: src/top/x/one.ts -> src/top/y/two.ts; src/top/y/two.ts -> src/top/x/three.ts',
   ]);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Faces: what a folder keeps to itself is marked `@package` (an exported symbol only files of
+// the same folder import), and Biome's noPrivateImports, an error in biome.json, refuses an
+// import of it from any other folder. `make test` runs the linter; this proves the rule bites.
+
+test('an import of a @package symbol from another folder is refused by the lint, one from its own folder is not', async (t) => {
+  const base = await mkdtemp(join(tmpdir(), 'winfleet-faces-test-'));
+  t.after(() => rm(base, { recursive: true, force: true }));
+  const files: Record<string, string> = {
+    'a/inner.ts':
+      '/**\n * Kept to its folder.\n * @package\n */\nexport const inner = 1;\n\n/** The face. */\nexport const face = 2;\n',
+    'a/same-folder.ts': "import { inner } from './inner.ts';\nexport const own = inner;\n",
+    'b/other-folder.ts':
+      "import { face, inner } from '../a/inner.ts';\nexport const other = inner + face;\n",
+  };
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(base, path)), { recursive: true });
+    await writeFile(join(base, path), text);
+  }
+  // The repository's own rules; only its git ignore file is not read (the tree is not a checkout).
+  await writeFile(
+    join(base, 'biome.json'),
+    JSON.stringify({ extends: [join(root, 'biome.json')], vcs: { enabled: false } }),
+  );
+  const biome = join(root, 'node_modules/.bin/biome');
+  const result = spawnSync(biome, ['lint', '--max-diagnostics=50', '.'], {
+    cwd: base,
+    encoding: 'utf8',
+  });
+  const output = `${result.stdout}${result.stderr}`;
+  const refused = [
+    ...output.matchAll(/^(\S+\.ts):(\d+):(\d+) lint\/correctness\/noPrivateImports/gm),
+  ];
+  assert.deepEqual(
+    refused.map((m) => `${m[1]}:${m[2]}:${m[3]}`),
+    ['b/other-folder.ts:1:16'],
+    output,
+  );
+  assert.notEqual(result.status, 0, 'the lint fails on the refused import');
 });

@@ -18,6 +18,7 @@ import {
 export { kubeDir, winfleetDir } from '../servicesmanifest/host-paths.ts';
 export const paths = hostPaths;
 
+/** @package */
 export interface NodeSettings {
   nodeName: string;
   nodeIP: string;
@@ -52,6 +53,7 @@ export interface NodeSettings {
   agentHealth?: AgentHealthConfig;
 }
 
+/** @package */
 export const defaultUpdateSearchIntervalSeconds = 21600;
 
 export interface BootstrapConfig extends NodeSettings {
@@ -167,6 +169,7 @@ export function parseBootstrapConfig(text: string, file = paths.bootstrapConfig)
   return { ...config, manifest: parseServicesManifest(config.manifest) };
 }
 
+/** @package */
 export function parseAgentConfig(text: string, file = paths.agentConfig): AgentConfig {
   const config = validateAgent(parseJson(text, file), file);
   checkNodeIP(config, file);

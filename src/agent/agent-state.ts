@@ -9,6 +9,7 @@ import { paths } from './agent-config.ts';
 import type { HostOS } from './host-os.ts';
 import { mergeWindowsUpdateState, type WindowsUpdateState } from './windows-update-state.ts';
 
+/** @package */
 export interface AgentState {
   version: string;
   services: string[];
@@ -37,6 +38,7 @@ export interface AgentState {
  * The host settings winfleet applied. The maps say, per key, whether winfleet holds it now
  * (false: it did and removed it), so that merging with the file on disk never brings back
  * something removed.
+ * @package
  */
 export interface HostSettingsState {
   /** Root certificates winfleet added (by thumbprint): only these are ever removed. */
@@ -56,6 +58,7 @@ export const emptyState = (): AgentState => ({
   serviceEnvironments: {},
 });
 
+/** @package */
 export async function readState(host: HostOS): Promise<AgentState> {
   const data = await host.readFile(paths.state);
   let state = emptyState();
@@ -79,6 +82,7 @@ export async function readState(host: HostOS): Promise<AgentState> {
 /**
  * Writes the state, merged with what is on disk: another agent process (bootstrap and the run
  * loop) may have recorded things meanwhile, and nothing recorded may be forgotten.
+ * @package
  */
 export async function writeState(host: HostOS, state: AgentState): Promise<void> {
   const onDisk = await readState(host);

@@ -47,6 +47,7 @@ export interface CleanupPlan {
   services: string[];
 }
 
+/** @package */
 export async function readCleanupPlan(host: HostOS): Promise<CleanupPlan> {
   const state = await readState(host);
   const manifestData = await host.readFile(paths.servicesManifest);
@@ -76,6 +77,7 @@ export async function removeServices(host: HostOS, names: readonly string[]): Pr
  * directories — everything but winfleet's own directory and C:\k, and, with `keepCredentials`,
  * the node's credentials (its kubeconfig and certificates), which removeCredentials then takes.
  * Returns the HNS networks removed.
+ * @package
  */
 export async function removeHostChanges(
   host: HostOS,
@@ -141,6 +143,7 @@ export async function removeCredentials(host: HostOS): Promise<void> {
   await host.removePath(paths.certDir);
 }
 
+/** @package */
 export async function cleanup(context: AgentContext): Promise<Record<string, unknown>> {
   const host = context.hostOS;
   const plan = await readCleanupPlan(host);

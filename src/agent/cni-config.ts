@@ -50,6 +50,7 @@ function sayOnce(context: AgentContext, message: string): void {
  *   when it is not a usable subnet;
  * - external: none of winfleet's (one left from an earlier mode goes): the cluster's CNI
  *   writes its own into the directories containerd names.
+ * @package
  */
 export async function syncCniConfig(
   context: AgentContext,

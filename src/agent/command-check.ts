@@ -127,6 +127,7 @@ function logOnce(context: AgentContext, annotation: string, value: string, messa
 /**
  * `node` with only the commands the agent obeys (see the module comment); updates the record
  * of issue times. `now` is the host's clock, ms.
+ * @package
  */
 export async function commandView(
   context: AgentContext,

@@ -90,6 +90,7 @@ export function agentServiceConfig(environment: Record<string, string> = {}): Se
 /**
  * Installs payload files whose content differs; returns the paths written. Every file is
  * hashed and copied as a stream: the agent never holds a payload file in memory.
+ * @package
  */
 export async function installPayloadFiles(
   host: HostOS,
@@ -140,6 +141,7 @@ export async function installPayloadFiles(
 /**
  * The services that run one of `paths` (case-insensitive): as their program, or as the
  * kube-log-runner.exe their program runs under. Replacing such a file restarts them.
+ * @package
  */
 export function servicesRunning(manifest: ServicesManifest, paths: readonly string[]): Set<string> {
   const lower = new Set(paths.map((p) => p.toLowerCase()));

@@ -78,6 +78,7 @@ async function writeRecord(host: HostOS, record: DeconfigureRecord): Promise<voi
 /**
  * The request on the Node, when there is a well-formed one; `refused` is called with a
  * malformed value (the agent then does nothing).
+ * @package
  */
 export function deconfigureRequest(
   node: k8s.V1Node | undefined,
@@ -148,6 +149,7 @@ async function removeOrDeleteAtBoot(
  * Carries out the deconfigure (see the module comment) for `start` or the recorded one; `report`
  * writes the report on the Node with the node's credentials, or is undefined once they are gone
  * (an agent restarted after it dropped them). Returns the report.
+ * @package
  */
 export async function deconfigureSelf(
   context: AgentContext,

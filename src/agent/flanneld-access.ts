@@ -24,6 +24,7 @@ const lastSaid = new WeakMap<AgentContext, string>();
 /**
  * The services to hold back for flanneld's access: flanneld while the node has no credentials
  * or the API server answers that it may not list Nodes; none otherwise.
+ * @package
  */
 export async function flanneldHoldBack(
   context: AgentContext,

@@ -36,6 +36,7 @@ export const gmsaRecheckMs = 5 * 60_000;
  *
  * @example gmsaReadiness({ partOfDomain: true, domain: 'corp.example.com', ccgAvailable: true,
  *   ccgPlugins: [] }) // { ready: true, reason: 'DomainJoined', … }
+ * @package
  */
 export function gmsaReadiness(facts: GmsaHostFacts): GmsaReadiness {
   if (!facts.ccgAvailable) {

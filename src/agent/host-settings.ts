@@ -137,6 +137,7 @@ export async function syncMachineEnvironment(
 /**
  * Applies every host setting of `manifest` (see the header). Returns the services to restart:
  * containerd when its config.toml had to change.
+ * @package
  */
 export async function applyHostSettings(
   host: HostOS,
@@ -184,6 +185,7 @@ export async function applyHostSettings(
 /**
  * Undoes the host settings winfleet applied (deconfigure): the CAs it added, the registry host
  * directories it wrote, the WinHTTP proxy it set.
+ * @package
  */
 export async function removeHostSettings(host: HostOS, state: AgentState): Promise<void> {
   const settings = state.hostSettings;

@@ -21,6 +21,7 @@ import {
   parseJoinToken,
 } from '../join/join-command-values.ts';
 
+/** @package */
 export interface JoinFlags {
   apiServer: string;
   token: JoinToken;
@@ -54,6 +55,7 @@ function invalid(message: string): WinfleetError {
 /**
  * Parses the arguments after `join` and the token from `env` (WINFLEET_JOIN_TOKEN); throws
  * WF_FLAG_INVALID naming the flag or the variable.
+ * @package
  */
 export function parseJoinFlags(
   args: readonly string[],

@@ -25,6 +25,7 @@ import { replaceExecutable } from './replace-executable.ts';
  * Pulls the manifest's files into the payload directory, and the agent's service shim to its
  * own path, verified against the artifact's payload.json; throws retryable errors while the
  * registry cannot be reached.
+ * @package
  */
 export type PullPayload = (
   host: HostOS,
@@ -50,6 +51,7 @@ export function asDockerConfig(entries: readonly DockerConfigEntry[]): DockerCon
   return { source: 'the payload pull secret', config: { auths } };
 }
 
+/** @package */
 export const pullPayload: PullPayload = async (host, manifest, source, credentials, options) => {
   if (!source) return checkStaged(host, manifest);
   const pulled = await pullFromRegistry(host, manifest, source, {

@@ -23,6 +23,7 @@ import { isForbiddenStatus, isNotFoundStatus, isUnauthorizedStatus } from '../ne
 import type { ServicesManifest } from '../servicesmanifest/services-manifest.ts';
 import { fetchPublishedManifest } from './published-manifest.ts';
 
+/** @package */
 export interface JoinMaterials {
   joinInfo: JoinInfo;
   manifest: ServicesManifest;
@@ -151,6 +152,7 @@ export async function readPullCredentials(
 /**
  * The registry credentials of the payload's pull Secret (`secretWhere`, named by `where`);
  * WF_JOIN_INFO_INVALID unless it is a kubernetes.io/dockerconfigjson Secret that parses.
+ * @package
  */
 export function pullSecretCredentials(
   secret: k8s.V1Secret,

@@ -149,6 +149,7 @@ export function renewalTime(certificate: X509Certificate): Date {
 /**
  * Why `current` must be replaced for node `nodeName` at `now` against the cluster the node
  * talks to, or undefined while it is good.
+ * @package
  */
 export function replacementReason(
   current: KubeProxyKubeconfig,

@@ -261,6 +261,7 @@ async function removeStaleEndpoints(
 /**
  * The local repairs for the problems published True (node-health.ts publishedProblems). Each is
  * logged; none throws.
+ * @package
  */
 export async function repairLocally(
   context: AgentContext,

@@ -76,6 +76,7 @@ async function readJoinInfo(core: k8s.CoreV1Api, namespace: string): Promise<Joi
  * latter in place where they differ; returns what the pull did. Without a registry in
  * winfleet-join, a manifest whose files are all staged passes (nothing to pull), and one that
  * lacks some is refused saying why.
+ * @package
  */
 export async function pullManifestPayload(
   host: HostOS,

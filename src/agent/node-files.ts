@@ -23,6 +23,7 @@ import { type BootstrapConfig, kubeDir, type NodeSettings, paths } from './agent
  * A kubeconfig with everything inline: one cluster (`server`, its CA as PEM), one user
  * (`user`'s fields: a token, or client-certificate-data and client-key-data), and the context
  * joining them. The bootstrap kubeconfig and kube-proxy's are both this shape.
+ * @package
  */
 export function inlineKubeconfig(options: {
   server: string;
@@ -51,6 +52,7 @@ export function inlineKubeconfig(options: {
   });
 }
 
+/** @package */
 export function bootstrapKubeconfig(config: BootstrapConfig): string {
   return inlineKubeconfig({
     server: config.apiServer,
@@ -61,6 +63,7 @@ export function bootstrapKubeconfig(config: BootstrapConfig): string {
   });
 }
 
+/** @package */
 export function kubeletConfiguration(settings: NodeSettings): string {
   return stringify({
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
@@ -146,6 +149,7 @@ export interface NodePodSubnet {
  * against the cluster's pod CIDR (config hosts.podCIDR, `settings.podCIDR`): an IPv4 network
  * address with no host bits, at most /30 (host-local needs room after the gateway) and inside
  * the cluster CIDR. Throws a WinfleetError naming the field and the fix.
+ * @package
  */
 export function nodePodSubnet(settings: NodeSettings, nodePodCIDR: string): NodePodSubnet {
   const cluster = parseIpv4Cidr(settings.podCIDR);
@@ -192,6 +196,7 @@ export function nodeHybridSubnet(settings: NodeSettings, annotation: string): No
  * This node's pod subnet in its network mode: the hybrid overlay subnet annotation in
  * ovn-hybrid, else spec.podCIDR. undefined while the Node has none; throws (RangeError) on one
  * that is not usable, naming why.
+ * @package
  */
 export function nodeSubnetFor(
   settings: NodeSettings,
@@ -291,6 +296,7 @@ export const flannelNetConfPath = `${kubeDir}\\flannel\\net-conf.json`;
 /** The CNI spec version of flannel's config: the newest flannel.exe v0.9.1 supports. */
 export const flannelCniVersion = '0.4.0';
 
+/** @package */
 export function flannelCniConfig(settings: NodeSettings, vni: number): string {
   return flannelConfigList(`flannel.${vni}`, 'win-overlay', [
     endpointPolicy('OutBoundNAT', { Exceptions: [settings.podCIDR, settings.serviceCIDR] }),
@@ -309,6 +315,7 @@ export function flannelCniConfig(settings: NodeSettings, vni: number): string {
  * cluster pod CIDR and the service CIDR, SDNRoute with NeedEncap for the service CIDR (through
  * the virtual switch, where kube-proxy's load balancers are) and for the node's own IP (/32), so
  * that pods reach their host. No ProviderAddress: nothing is encapsulated.
+ * @package
  */
 export function flannelHostGwCniConfig(settings: NodeSettings, networkName: string): string {
   return flannelConfigList(networkName, 'win-bridge', [
@@ -328,6 +335,7 @@ export function flannelHostGwCniConfig(settings: NodeSettings, networkName: stri
  * version 0.2.0 as one network config; the same plugin is written here as a list (0.4.0, as for
  * flannel: win-overlay v1.9.1 supports both), which containerd's CNI loader reads alike. The
  * gateway host-local reserves is the subnet's first address, hybrid-overlay-node's gateway.
+ * @package
  */
 export function ovnHybridCniConfig(settings: NodeSettings, subnet: NodePodSubnet): string {
   return JSON.stringify(
@@ -393,6 +401,7 @@ function flannelConfigList(
 /**
  * The values of {{variables}} in service arguments for this node; `sourceVip` is empty until
  * the agent reserved it (source-vip.ts).
+ * @package
  */
 export function nodeVariableValues(
   settings: NodeSettings,

@@ -99,6 +99,7 @@ const memories = new WeakMap<AgentContext, Memory>();
 /**
  * The conditions this agent published True (its last check's view): what the local repairs
  * (local-repair.ts) act on, so that one odd reading is never acted on.
+ * @package
  */
 export function publishedProblems(context: AgentContext): ReadonlySet<NodeHealthCondition> {
   const checks = memories.get(context)?.state.checks ?? {};
@@ -114,6 +115,7 @@ export function publishedProblems(context: AgentContext): ReadonlySet<NodeHealth
  * The HNS endpoints the last check found left behind on winfleet's own pod network (none in
  * external mode, none when a read failed): what the local repair removes once StaleHNSEndpoints
  * is published True.
+ * @package
  */
 export function staleEndpointsToRemove(context: AgentContext): readonly DecidedEndpoint[] {
   return memories.get(context)?.removableEndpoints ?? [];
@@ -477,6 +479,7 @@ function asEvent(e: HealthEvent, nodeName: string, now: number): k8s.CoreV1Event
   };
 }
 
+/** @package */
 export interface NodeHealthOptions {
   /** Services the agent holds back this pass (not observed). */
   heldBack?: ReadonlySet<string>;
@@ -493,6 +496,7 @@ export interface NodeHealthOptions {
  * One check: gather, detect, write the changed conditions and the Events. Returns the
  * services converge must not restart. Errors writing are logged; the next check tries again
  * (the conditions are compared with the Node's, so a lost write is written again).
+ * @package
  */
 export async function checkNodeHealth(
   context: AgentContext,
@@ -615,6 +619,7 @@ async function createEvents(
 /**
  * The API server's clock: its Date header on GET /version with the node's credentials, and
  * the local time when the answer came. Undefined when it does not answer.
+ * @package
  */
 export async function apiServerDate(
   kc: k8s.KubeConfig,

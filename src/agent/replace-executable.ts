@@ -33,6 +33,7 @@ async function copiesOf(host: HostOS, path: string): Promise<string[]> {
 
 /**
  * Deletes the copies aside of `path` that nothing runs any more; returns those still in use.
+ * @package
  */
 export async function removeStaleCopies(host: HostOS, path: string): Promise<string[]> {
   const inUse: string[] = [];
@@ -58,6 +59,7 @@ async function asideName(host: HostOS, path: string, now = Date.now()): Promise<
  * write or copy of HostOS, streamed): an existing file moves aside first (and back, if the
  * write fails), and the copy aside goes at once unless it is in use. Stale copies of earlier
  * replacements that nothing runs any more are deleted too.
+ * @package
  */
 export async function replaceExecutable(
   host: HostOS,

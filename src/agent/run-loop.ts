@@ -148,6 +148,7 @@ interface Pass {
 /**
  * One pass of the loop. Exported for tests. `wake` is called when a Windows Update search or
  * install that outlasted the pass ends (windows-updates.ts), so the loop looks again at once.
+ * @package
  */
 export async function checkOnce(
   context: AgentContext,
@@ -480,6 +481,7 @@ function replacedExecutables(
  * closes the child's standard input to ask it to stop. Without the variable nothing watches
  * the input, so an interactive run or one with stdin at NUL is not affected. Returns whether it
  * watches; throws on a value other than 1 or empty.
+ * @package
  */
 export function stopWhenInputEnds(
   input: Pick<NodeJS.ReadableStream, 'on' | 'resume'>,
@@ -506,6 +508,7 @@ const refusedRequests = new WeakMap<AgentContext, string>();
  * Deconfigures this host when the operator asked for it on the Node (a Pull-mode host's
  * removal), or goes on with one under way (deconfigure-self.ts): 'done' once it is, 'none'
  * when nothing is asked. The report is written on the Node while the node's credentials exist.
+ * @package
  */
 export async function deconfigurePass(
   context: AgentContext,

@@ -26,6 +26,7 @@ const reserved = new WeakMap<AgentContext, { subnet: string; address: string }>(
 /**
  * The node's source VIP: undefined when its network needs none, or when it cannot be had yet
  * (no pod CIDR, host-local failing: said in the log; kube-proxy then waits).
+ * @package
  */
 export async function syncSourceVip(
   context: AgentContext,

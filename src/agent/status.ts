@@ -6,6 +6,7 @@ import { readState } from './agent-state.ts';
 import { agentServiceName } from './converge.ts';
 import { readJoinStatus } from './join-status.ts';
 
+/** @package */
 export async function status(context: AgentContext): Promise<Record<string, unknown>> {
   const host = context.hostOS;
   const state = await readState(host);

@@ -9,6 +9,7 @@ import {
   unprintable,
 } from '../api/windows-updates.ts';
 
+/** @package */
 export interface WindowsUpdateState {
   /** Reboot tokens acted on, newest last (the last maxRebootTokens). */
   rebootTokens: string[];
@@ -18,6 +19,7 @@ export interface WindowsUpdateState {
   failed: { kb: string; error: string }[];
 }
 
+/** @package */
 export const kbPattern = /^KB[0-9]{6,8}$/;
 
 /** How many reboot tokens state.json remembers (a token older than these is long gone). */
@@ -39,6 +41,7 @@ const lastUnique = (values: readonly string[], max: number): string[] => {
 /**
  * state.json's record merged with what another agent process wrote meanwhile: no token or
  * installed KB recorded is forgotten (within the bounds); `failed` is the newer one's.
+ * @package
  */
 export function mergeWindowsUpdateState(
   onDisk: Partial<WindowsUpdateState> | undefined,

@@ -49,6 +49,7 @@ import {
  * categories cleaned of control characters and cut to the report's limits, at most 8
  * categories (the Security policy's first) and at most maxReportedUpdates updates (security
  * and critical ones first when there are more).
+ * @package
  */
 export function reportableUpdates(
   updates: readonly ReportedUpdate[],
@@ -113,6 +114,7 @@ export function windowsUpdateWatchKey(node: k8s.V1Node): string {
   ]);
 }
 
+/** @package */
 export interface WindowsUpdateSync {
   /** Writes these annotations on the agent's own Node (a merge patch). */
   patchAnnotations(annotations: Record<string, string>): Promise<void>;
@@ -130,6 +132,7 @@ export interface WindowsUpdateSync {
  * One pass: search, install, report, then the reboot request. Errors of Windows Update are
  * reported (the report's `error`) and logged, and never keep a reboot request from being
  * honoured.
+ * @package
  */
 export async function syncWindowsUpdates(
   context: AgentContext,

@@ -47,6 +47,7 @@ export function domainNameProblems(domain: unknown, field: string): string[] {
  * in a DN (RFC 4514: , + " \ < > ; = and leading # or space) are refused rather than escaped,
  * as are control characters; the DC components must be the domain's, or Add-Computer fails on
  * the host with "The specified domain either does not exist or could not be contacted".
+ * @package
  */
 export function organizationalUnitProblems(ou: unknown, domain: string, field: string): string[] {
   if (ou === undefined) return [];

@@ -1173,12 +1173,14 @@ function fromWire(crd: object): k8s.V1CustomResourceDefinition {
   return k8s.loadYaml<k8s.V1CustomResourceDefinition>(JSON.stringify(crd));
 }
 
+/** @package */
 export const windowsNodePoolCrd = fromWire(windowsNodePoolWire);
 
 /**
  * WindowsHost status.rollout (typed model): the host's change in a pool's rollout, recorded
  * before each action so a restarted operator resumes it (src/rollout/host-steps.ts); the same
  * schema windowsHostCrd carries as status.rollout.
+ * @package
  */
 export const hostRolloutStatusSchema: k8s.V1JSONSchemaProps = fromWire({
   apiVersion: 'apiextensions.k8s.io/v1',

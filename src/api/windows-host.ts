@@ -30,6 +30,7 @@ export interface NodeTaint {
 /**
  * How winfleet reaches the host: SSH (the operator connects and joins it) or Pull (the host
  * joined by itself with a join command; its agent pulls what it runs).
+ * @package
  */
 export const hostModes = ['SSH', 'Pull'] as const;
 export type HostMode = (typeof hostModes)[number];
@@ -177,6 +178,7 @@ export function sshHostSpec(host: Pick<WindowsHost, 'spec' | 'metadata'>): SshHo
 /**
  * An SSH host key fingerprint as `ssh-keygen -lf` prints it (and spec.hostKey takes it):
  * "SHA256:" and the unpadded base64 of the key's SHA-256, 43 characters.
+ * @package
  */
 export const hostKeyFingerprintPattern = '^SHA256:[A-Za-z0-9+/]{43}$';
 

@@ -211,6 +211,7 @@ export interface WindowsNodePool extends k8s.KubernetesObject {
  * that make a host unhealthy by default, each True while its problem lasts. The others the agent
  * writes (KubeletCertificateExpiring, RebootPending, SystemDiskLow) warn or feed the rollout
  * instead of starting a repair.
+ * @package
  */
 export const agentConditionTypes = [
   NodeHealthCondition.KubeletUnhealthy,

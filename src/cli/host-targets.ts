@@ -87,6 +87,7 @@ const commandTimeoutMs = 120_000;
  * Refuses --ssh-key, --ssh-user and --host-key without --host (they are for --host only:
  * WindowsHosts are reached with their own Secret, account and pinned key), and --host-key
  * with more than one --host (one fingerprint cannot be every host's key).
+ * @package
  */
 export function checkHostFlags(flags: HostFlags): void {
   const given = [

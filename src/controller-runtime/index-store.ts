@@ -28,6 +28,7 @@ function* bucketKeys(bucket: Bucket | undefined): Generator<string> {
   else yield* bucket;
 }
 
+/** @package */
 export class IndexStore<T> {
   readonly #items = new Map<string, T>();
   readonly #indexers = new Map<string, IndexFunction<T>>();

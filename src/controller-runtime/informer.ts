@@ -21,6 +21,7 @@ export interface ResourceType {
   plural: string;
 }
 
+/** @package */
 export interface InformerOptions<T extends k8s.KubernetesObject> {
   resource: ResourceType;
   /** Only this namespace; all namespaces by default. */

@@ -12,6 +12,7 @@ import * as k8s from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../kube/client.ts';
 import type { Logger } from '../log/logger.ts';
 
+/** @package */
 export interface LeaderElectionOptions {
   namespace: string;
   name: string;

@@ -19,6 +19,7 @@
  * const shared = new SharedValues();
  * shared.string(JSON.parse('"kubelet is posting ready status"')); // the first copy, kept
  * shared.frozen([{ type: 'InternalIP', address: '127.0.0.1' }]); // one frozen array for all
+ * @package
  */
 export class SharedValues {
   readonly #capacity: number;

@@ -8,8 +8,8 @@
  * Live: the page listens to /api/stream (server-sent events) and redraws on each overview; when
  * the stream fails for good (the operator restarted, the client limit) it connects again with
  * a growing delay, and without EventSource it polls /api/overview.
+ * @package
  */
-
 export const dashboardHtml = `<!doctype html>
 <html lang="en">
 <head>
@@ -69,6 +69,7 @@ export const dashboardHtml = `<!doctype html>
 </html>
 `;
 
+/** @package */
 export const dashboardCss = `
 :root { --fg: #1d232a; --muted: #5b6470; --line: #e3e6ea; --head: #f5f7f9;
   --ok: #137333; --okbg: #e6f4ea; --warn: #8a5a00; --warnbg: #fef3d6; --bad: #b3261e; --badbg: #fce8e6; }

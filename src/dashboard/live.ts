@@ -68,6 +68,7 @@ function sseFrame(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
+/** @package */
 export class OverviewBroadcaster<T extends { generatedAt?: string }> {
   readonly #options: BroadcasterOptions<T>;
   readonly #timers: NonNullable<BroadcasterOptions<T>['timers']>;
@@ -186,6 +187,7 @@ function safely(fn: () => unknown): void {
 /**
  * Serves one GET /api/stream: an event stream, or 503 when the client limit is reached. A HEAD
  * gets the stream's headers and an end: it takes no slot.
+ * @package
  */
 export function serveStream<T extends { generatedAt?: string }>(
   broadcaster: OverviewBroadcaster<T>,

@@ -100,6 +100,7 @@ export interface OverviewRuntimeClass {
   managed: boolean;
 }
 
+/** @package */
 export interface Overview {
   generatedAt: string;
   summary: {
@@ -343,6 +344,7 @@ const byName = <T extends { name: string; namespace?: string }>(a: T, b: T) =>
 /**
  * Host key → the names of the pools that select it (the default pool left out). The overview
  * and a host's detail both take a host's pools from here, so they show the same pool.
+ * @package
  */
 export function hostPools(
   sources: Pick<OverviewSources, 'hosts' | 'pools'>,
@@ -411,6 +413,7 @@ export interface ShownEvent {
   source: string;
 }
 
+/** @package */
 export interface HostDetail {
   host: OverviewHost;
   /**
@@ -482,6 +485,7 @@ function eventTime(e: k8s.CoreV1Event): string | undefined {
 /**
  * The `limit` newest of `events`, newest first (by the last time each was seen). The API server
  * lists Events by name, not time, so whoever reads them sorts them here.
+ * @package
  */
 export function newestEvents(events: readonly k8s.CoreV1Event[], limit: number): k8s.CoreV1Event[] {
   return events
@@ -608,6 +612,7 @@ function windowsUpdatesDetail(host: WindowsHost): HostDetail['windowsUpdates'] {
  * remediation, Windows Update and the Events about the host and its Node, newest first.
  * `pools` are the pools that select the host (hostPools): with them the detail's `host` is the
  * overview's row for the host, field for field, so the page can tell when the row changed.
+ * @package
  */
 export function buildHostDetail(
   host: WindowsHost,

@@ -27,6 +27,7 @@ import {
   type Overview,
 } from './overview.ts';
 
+/** @package */
 export interface DashboardCaches {
   hosts: Informer<WindowsHost>;
   nodes: Informer<k8s.V1Node>;
@@ -37,6 +38,7 @@ export interface DashboardCaches {
 /**
  * Reads the Events about one object: the newest (at most detailEventLimit), newest first
  * (tests pass a fake).
+ * @package
  */
 export type EventLister = (
   namespace: string,
@@ -77,6 +79,7 @@ const eventPageSize = 250;
  * The most Events read about one object. The API server lists them by name, not by time (the
  * kubelet names its Events <object>.<hex UnixNano>, so oldest first; winfleet's are named by a
  * hash): the newest can be on any page, so every page is read, up to this many, and sorted.
+ * @package
  */
 export const eventReadLimit = 1000;
 const eventTimeoutMs = 5000;
@@ -84,6 +87,7 @@ const eventTimeoutMs = 5000;
 /**
  * Lists the Events about one object page by page (`_continue`), up to eventReadLimit Events and
  * `timeoutMs` in all, and keeps the newest detailEventLimit, newest first.
+ * @package
  */
 export function pagedEventLister(
   listPage: EventPageLister,
@@ -180,6 +184,7 @@ export const loopbackHostNames: readonly string[] = ['localhost', '127.0.0.1', '
  * `kubectl port-forward`: a page of another site that rebinds its own name to 127.0.0.1 still
  * sends that name as Host, so the browser's same-origin read gets nothing. Parsed strictly: a
  * name or a bracketed IPv6 address, then an optional port; nothing else passes.
+ * @package
  */
 export function dashboardHostAllowed(
   host: string | undefined,

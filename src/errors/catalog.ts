@@ -16,6 +16,7 @@ interface CatalogEntry {
   readonly summary: string;
 }
 
+/** @package */
 export const errorCatalog = {
   // Configuration and input a user or the cluster sends.
   WF_CONFIG_INVALID: { retryable: false, summary: 'winfleet-config does not match its schema' },

@@ -149,6 +149,7 @@ export async function patchHostStatus(
 /**
  * The JSON Patch of a guarded status write: test the resourceVersion `host` was read at, then
  * add each field under /status (or /status whole when the host has no status yet).
+ * @package
  */
 export function guardedStatusPatch(host: WindowsHost, fields: Record<string, unknown>): object[] {
   const entries = Object.entries(fields);
@@ -164,6 +165,7 @@ export function guardedStatusPatch(host: WindowsHost, fields: Record<string, unk
  * The conditions `current` holds with what a pass changed from `before` to `after` applied:
  * each type it set or changed takes its value, each it removed goes, the rest stay as they are
  * now (another writer's, or an earlier pass's the pass never saw).
+ * @package
  */
 export function rebaseConditions(
   before: readonly Condition[] | undefined,

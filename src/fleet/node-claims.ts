@@ -67,6 +67,7 @@ export function nameHolder(
 /**
  * Whether `host` may treat `node` as its own: it carries the host's identity, or it is the
  * Node the host's kubelet registered during the join in flight (see the module comment).
+ * @package
  */
 export function mayAdopt(node: k8s.V1Node, host: WindowsHost): boolean {
   if (carriesIdentity(node, host)) return true;

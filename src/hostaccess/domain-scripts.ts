@@ -62,6 +62,7 @@ const readCredentialLines = [
   '$char = $null',
 ];
 
+/** @package */
 export const domainScriptBodies: Record<
   'rename-computer' | 'join-domain' | 'leave-domain',
   string[]

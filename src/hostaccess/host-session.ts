@@ -102,6 +102,7 @@ function explainConnectFailure(error: unknown, host: WindowsHost, key: SshKey): 
  * The host key a session must present: spec.hostKey when an admin pinned it (nothing overrides
  * it: a rebuilt host gets a new spec.hostKey), else the one a user chose to trust, else the one
  * pinned on first contact; undefined on first contact without a pin (trust on first use).
+ * @package
  */
 export function expectedHostKey(host: Pick<WindowsHost, 'spec' | 'metadata' | 'status'>) {
   return (

@@ -35,6 +35,7 @@ function sizeText(bytes: number): string {
   return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 }
 
+/** @package */
 export interface CommandResult {
   code: number;
   stdout: string;

@@ -84,6 +84,7 @@ export interface UnknownImagePlatforms {
   source: 'registry' | 'cache';
 }
 
+/** @package */
 export type ImagePlatformsResult = ResolvedImagePlatforms | UnknownImagePlatforms;
 
 /** Plain callbacks for metrics (see `prometheusLookupObserver`). */
@@ -98,6 +99,7 @@ export interface ImageLookupObserver {
   cache?(result: 'hit' | 'miss'): void;
 }
 
+/** @package */
 export interface ImagePlatformResolverOptions extends RegistryRouting {
   /** Docker configs tried after the pod's pull secrets, e.g. the operator's own for mirrors. */
   defaultDockerConfigs?: readonly DockerConfigSource[];

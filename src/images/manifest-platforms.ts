@@ -7,6 +7,7 @@
 import { checkDigest } from './image-reference.ts';
 import { type RegistryLookupError, registryLookupError } from './registry-lookup-error.ts';
 
+/** @package */
 export const mediaTypes = {
   ociIndex: 'application/vnd.oci.image.index.v1+json',
   dockerManifestList: 'application/vnd.docker.distribution.manifest.list.v2+json',
@@ -132,6 +133,7 @@ export function parsePlatform(record: Record<string, unknown>, what: string): Im
 /**
  * Parses a manifest body. The media type is the body's own "mediaType", else the Content-Type
  * it was served with, else what its fields say; Docker schema 1 and unknown types are refused.
+ * @package
  */
 export function parseManifest(
   body: Uint8Array,
@@ -192,6 +194,7 @@ export function isIndexType(mediaType: string): boolean {
   return indexTypes.has(mediaType);
 }
 
+/** @package */
 export function isManifestType(mediaType: string): boolean {
   return manifestTypes.has(mediaType);
 }

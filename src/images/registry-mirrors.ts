@@ -31,6 +31,7 @@ export interface RegistryHostSettings {
   caBundle?: string;
 }
 
+/** @package */
 export interface RegistryRouting {
   /** Registry host → mirrors, tried in order. Docker Hub may be keyed as docker.io. */
   mirrors?: Readonly<Record<string, readonly RegistryMirror[]>>;
@@ -144,6 +145,7 @@ const hostLabel = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
  * Problem with a registry host used as a directory name, or undefined: DNS labels or an IPv4
  * address, and an optional port. Nothing else may reach the path (no "..", no separators, no
  * drive letters), so a crafted registry name cannot write outside config_path.
+ * @package
  */
 export function registryHostProblem(registry: string): string | undefined {
   const match = /^([^:]+)(?::([0-9]{1,5}))?$/.exec(registry);
@@ -259,6 +261,7 @@ export function configuredOrigins(routing: CompiledRouting): string[] {
  * Where a registry's content comes from, in order: its mirrors, then (if allowed) the registry
  * itself. The one routing both the webhook's lookups (lookupTargets) and the nodes' containerd
  * (containerd-hosts.ts) follow, so that a lookup and a pull go to the same places.
+ * @package
  */
 export interface RegistryRoute {
   endpoint: RegistryEndpoint;

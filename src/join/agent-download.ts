@@ -40,6 +40,7 @@ function repositoryUrl(source: JoinPayloadSource): string {
  * (parsePayloadManifest: the bytes must hash to the pinned digest, every field be what
  * winfleet writes, each title unique); WF_PAYLOAD_INVALID when it fails, WF_PAYLOAD_DOWNLOAD
  * when the artifact carries no agent.
+ * @package
  */
 export function agentLayerDigest(bytes: Buffer, source: JoinPayloadSource): string {
   const where = `payload artifact ${source.repository}@${source.digest}`;

@@ -16,6 +16,7 @@ import { isAlreadyExists, isNotFound } from '../kube/client.ts';
 
 export const bootstrapGroup = 'system:bootstrappers:winfleet';
 export const tokenHostLabel = 'winfleet.io/host';
+/** @package */
 export const tokenHostUidLabel = 'winfleet.io/host-uid';
 const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -36,6 +37,7 @@ export function tokenIdFor(hostUid: string): string {
  * `length` random characters of [a-z0-9] (node:crypto), as bootstrap token ids and secrets are:
  * each character one uniform draw over the 36 (randomInt rejects the remainder, so no
  * character is likelier than another, unlike `byte % 36`).
+ * @package
  */
 export function randomTokenPart(length: number): string {
   return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('');

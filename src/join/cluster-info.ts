@@ -86,6 +86,7 @@ function headerProblem(header: Buffer | undefined, id: string): string {
 /**
  * Checks the detached JWS `jws` over `content` for `token`; throws WF_JOIN_REFUSED saying what
  * did not match.
+ * @package
  */
 export function verifyDetachedJws(jws: string, content: string, token: JoinToken): void {
   const parts = jws.split('.');

@@ -164,6 +164,7 @@ export function joinTokenExpired(record: JoinTokenRecord, now: Date): boolean {
  * Why a token is of no more use (what `winfleet join-tokens prune` deletes), or undefined for
  * one that may still join a host. A used-up token's Secret still authenticates until it
  * expires (its CSRs are denied), so pruning it takes that away too.
+ * @package
  */
 export function joinTokenSpent(record: JoinTokenRecord, now: Date): string | undefined {
   if (joinTokenExpired(record, now)) return `expired at ${record.expires}`;

@@ -19,6 +19,7 @@ export interface BackoffPolicy {
   maxElapsedMs?: number;
 }
 
+/** @package */
 export interface RetryOptions extends BackoffPolicy {
   signal?: AbortSignal;
   /** Told of each failure that will be retried, before the wait. */

@@ -32,6 +32,7 @@ export function withUserAgent(
   return out;
 }
 
+/** @package */
 export function countingInterceptor(
   userAgent: string,
   count: RequestCount,

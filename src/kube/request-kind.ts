@@ -20,6 +20,7 @@ function isWatchQuery(query: string): boolean {
   return watch === 'true' || watch === '1';
 }
 
+/** @package */
 export function requestKind(method: string, pathAndQuery: string): RequestKind {
   const upper = method.toUpperCase();
   const queryAt = pathAndQuery.indexOf('?');

@@ -7,6 +7,7 @@ import { Counter, type Registry } from 'prom-client';
 
 export const kubeApiRequestsMetric = 'winfleet_kube_api_requests_total';
 
+/** @package */
 export class KubeRequestCounter {
   readonly metric = new Counter({
     name: kubeApiRequestsMetric,

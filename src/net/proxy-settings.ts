@@ -187,6 +187,7 @@ function goEntry(entry: NoProxyEntry): string[] {
 /**
  * A CIDR as WinHTTP wildcards, which match whole octets only: the block is split at the next
  * octet boundary ("10.96.0.0/12" → "10.96.*" … "10.111.*", 16 patterns; at most 128).
+ * @package
  */
 export function cidrWildcards(cidr: Pick<Ipv4Cidr, 'network' | 'prefix'>): string[] {
   if (cidr.prefix === 0) return ['*'];

@@ -8,6 +8,7 @@ import type { NetworkConfig } from '../config/winfleet-config.ts';
 import type { ClusterView, ConfigMapView, DaemonSetView } from './cluster-view.ts';
 import { type DetectOptions, detectClusterNetwork } from './detect-cluster-network.ts';
 
+/** @package */
 export function daemonSet(
   ref: string,
   options: Partial<Omit<DaemonSetView, 'namespace' | 'name'>> = {},
@@ -77,6 +78,7 @@ export const flannelDs = daemonSet('kube-flannel/kube-flannel-ds', {
   images: ['docker.io/flannel/flannel:v0.28.10', 'docker.io/flannel/flannel-cni-plugin:v1.8.0'],
   configMaps: ['kube-flannel-cfg'],
 });
+/** @package */
 export const flannelWindowsDs = daemonSet('kube-flannel/kube-flannel-ds-windows-amd64', {
   os: 'windows',
   hostProcess: true,
@@ -100,9 +102,11 @@ export const antreaWindowsDs = daemonSet('kube-system/antrea-agent-windows', {
   images: ['antrea/antrea-windows:v2.4.0'],
   hostPaths: { 'var-log-antrea': '/var/log/antrea/' },
 });
+/** @package */
 export const ciliumDs = daemonSet('kube-system/cilium', {
   images: ['quay.io/cilium/cilium:v1.18.0'],
 });
+/** @package */
 export const ovnDs = daemonSet('openshift-ovn-kubernetes/ovnkube-node');
 export const kubeProxyWindowsDs = daemonSet('kube-system/kube-proxy-windows', {
   os: 'windows',

@@ -23,6 +23,7 @@ export type NodeNetworkState =
  * What a node joins with for a resolved network: the node side of each mode winfleet builds.
  * ovn-hybrid needs hybrid-overlay-node.exe in the payload, which winfleet cannot build (payload
  * check: node-services.ts servicesManifestFor).
+ * @package
  */
 export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
   switch (resolved.mode) {
@@ -97,6 +98,7 @@ export function nodeNetworkFor(resolved: ResolvedNetwork): NodeNetworkState {
 /**
  * The L2Bridge network flanneld's host-gw backend makes: net-conf.json's Backend.Name, else
  * cbr0 (hostgw_windows.go RegisterNetwork). net-conf.json was parsed when it was resolved.
+ * @package
  */
 export function hostGwNetworkName(netConf: string): string {
   try {

@@ -10,6 +10,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 
+/** @package */
 export interface DaemonSetView {
   namespace: string;
   name: string;
@@ -25,6 +26,7 @@ export interface DaemonSetView {
   configMaps: string[];
 }
 
+/** @package */
 export interface ConfigMapView {
   namespace: string;
   name: string;
@@ -108,6 +110,7 @@ export const refOf = (o: { namespace: string; name: string }) => `${o.namespace}
  * A string from the cluster as a message may quote it: control characters shown as "?", cut
  * to `max` characters. What a ConfigMap or custom resource holds is user input; a message
  * (a condition's, an Event's, the check's) must stay short and on one line.
+ * @package
  */
 export function shown(text: string, max = 40): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: they are what is replaced

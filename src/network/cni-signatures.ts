@@ -32,6 +32,7 @@
  */
 import type { DaemonSetView } from './cluster-view.ts';
 
+/** @package */
 export type CniId =
   | 'flannel'
   | 'calico'
@@ -42,6 +43,7 @@ export type CniId =
   | 'weave-net'
   | 'kube-router';
 
+/** @package */
 export interface CniSignature {
   id: CniId;
   /** For messages: "Calico". */
@@ -61,6 +63,7 @@ export interface CniSignature {
 }
 
 // The order matters: Canal's DaemonSet runs flannel's image too, so it is tried first.
+/** @package */
 export const cniSignatures: readonly CniSignature[] = [
   {
     id: 'canal',

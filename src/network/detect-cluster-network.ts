@@ -34,6 +34,7 @@ import {
 } from './cni-signatures.ts';
 import { type NetConfParse, parseFlannelNetConf } from './flannel-net-conf.ts';
 
+/** @package */
 export interface DetectedCni {
   id: CniId;
   title: string;
@@ -72,6 +73,7 @@ export interface OvnDetection {
   vxlanPort?: number;
 }
 
+/** @package */
 export interface DetectedNetwork {
   cnis: DetectedCni[];
   flannel?: FlannelDetection;
@@ -87,6 +89,7 @@ export interface DetectedNetwork {
   daemonSetCount: number;
 }
 
+/** @package */
 export interface DetectOptions {
   /** network.flannel.configMap. */
   flannelConfigMap: { namespace?: string; name: string };
@@ -99,6 +102,7 @@ export function flannelConfigMapNamespaces(options: DetectOptions['flannelConfig
   return options.namespace ? [options.namespace] : ['kube-flannel', 'kube-system'];
 }
 
+/** @package */
 export function detectClusterNetwork(view: ClusterView, options: DetectOptions): DetectedNetwork {
   const ignored: string[] = [];
   const found = new Map<CniId, { signature: CniSignature; all: DaemonSetView[] }>();

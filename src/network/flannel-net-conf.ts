@@ -40,6 +40,7 @@ export interface FlannelNetConf {
   macPrefix?: string;
 }
 
+/** @package */
 export type NetConfParse = { ok: true; conf: FlannelNetConf } | { ok: false; problems: string[] };
 
 type JsonObject = Record<string, unknown>;
@@ -176,6 +177,7 @@ function readVxlanFields(backend: JsonObject, conf: FlannelNetConf, problems: st
 /**
  * What flanneld on Windows refuses, or what makes Linux and Windows nodes use different VXLAN
  * settings, in a parsed VXLAN net-conf.json: one line per field, each with what to write.
+ * @package
  */
 export function windowsVxlanProblems(conf: FlannelNetConf): string[] {
   const problems: string[] = [];

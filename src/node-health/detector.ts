@@ -178,6 +178,7 @@ export interface HealthState {
 
 export const maxRememberedThreats = 256;
 
+/** @package */
 export const emptyHealthState = (): HealthState => ({
   checks: {},
   looping: [],
@@ -218,6 +219,7 @@ export function stateFromNode(
   return state;
 }
 
+/** @package */
 export interface HealthResult {
   /** Every condition type with its current status (changed or not). */
   conditions: HealthCondition[];

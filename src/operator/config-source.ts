@@ -23,6 +23,7 @@ import { isDocumentError } from '../schema/validator.ts';
 export const configMapName = 'winfleet-config';
 export const configKey = 'config.yaml';
 
+/** @package */
 export interface ConfigSource {
   current(): WinfleetConfig;
   /** Called after a new valid configuration is in force. */
@@ -36,6 +37,7 @@ export interface ConfigSource {
 /**
  * Why a ConfigMap without the config.yaml key is one, suggesting the key the user most likely
  * meant (config.yml, config.json, Config.yaml…) when it is there.
+ * @package
  */
 export function missingKeyProblem(cm: k8s.V1ConfigMap): string {
   const keys = [...Object.keys(cm.data ?? {}), ...Object.keys(cm.binaryData ?? {})];
@@ -91,6 +93,7 @@ function reportConfigProblems(
 /**
  * One version of the ConfigMap: a valid one is put in force (and the listeners told when it
  * changed anything); a missing key or an invalid one is reported and changes nothing.
+ * @package
  */
 export function applyConfigMap(state: ConfigWatchState, cm: k8s.V1ConfigMap): void {
   const { where } = state;
@@ -181,6 +184,7 @@ export function watchConfig(
 /**
  * The status server's `/config` route: whether the ConfigMap is valid, where the configuration
  * in force came from, and the problems of an invalid ConfigMap (never the configuration itself).
+ * @package
  */
 export function configStatusRoute(
   config: ConfigSource,

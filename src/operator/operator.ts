@@ -79,6 +79,7 @@ import { createImageResolvers, type ImageResolvers, slimNamespace } from './webh
 
 export { defaultOperatorNamespace };
 
+/** @package */
 export interface OperatorOptions {
   kc: k8s.KubeConfig;
   namespace?: string;

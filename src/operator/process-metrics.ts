@@ -5,6 +5,7 @@
  */
 import { Gauge, type Registry } from 'prom-client';
 
+/** @package */
 export function registerProcessMetrics(registry: Registry): void {
   new Gauge({
     name: 'process_resident_memory_bytes',

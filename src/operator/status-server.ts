@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger.ts';
 
+/** @package */
 export interface StatusServer {
   server: Server;
   port: number;

@@ -67,6 +67,7 @@ export interface ImageResolvers {
 /**
  * Keeps an image resolver built from the current configuration. A new configuration gets a new
  * resolver; the old one is closed a little later, as lookups in flight may still use it.
+ * @package
  */
 export function createImageResolvers(
   config: ConfigSource,
@@ -93,6 +94,7 @@ export const slimNamespace = (ns: k8s.V1Namespace): k8s.V1Namespace => ({
 /**
  * Reads and checks the certificate files; each problem names the file and the fix. Nothing of
  * the key reaches a message.
+ * @package
  */
 export async function readCertificateFiles(
   certFile: string,

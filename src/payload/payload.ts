@@ -65,15 +65,18 @@ const schema = {
 /** The agent, and the shim that runs it as a Windows service; the operator installs both. */
 export const agentFileName = 'winfleet-agent.exe';
 export const serviceShimFileName = 'winfleet-service.exe';
+/** @package */
 export const operatorInstalledFiles: readonly string[] = [agentFileName, serviceShimFileName];
 /**
  * kube-log-runner.exe (k8s.io/component-base/logs/kube-log-runner, in the Kubernetes node
  * binaries for Windows): runs the kubelet and kube-proxy services and keeps their logs.
+ * @package
  */
 export const logRunnerFileName = 'kube-log-runner.exe';
 /**
  * The programs that log only to standard error, so run under kube-log-runner.exe: the one
  * list of them (node-services.ts gives each of their services its log from it).
+ * @package
  */
 export const logRunnerPrograms: readonly string[] = ['kubelet.exe', 'kube-proxy.exe'];
 

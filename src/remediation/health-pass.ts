@@ -41,6 +41,7 @@ import {
 } from './ladder.ts';
 import { type MetricSample, metricNames } from './metrics.ts';
 
+/** @package */
 export interface HealthPassHost {
   /** "namespace/name". */
   key: string;
@@ -61,6 +62,7 @@ export interface HealthPassHost {
   rebootstrapUnavailable?: string;
 }
 
+/** @package */
 export interface HealthPassInput {
   /** The pool key (namespace/name, or the default pool's) for messages and metric labels. */
   pool: string;
@@ -83,6 +85,7 @@ export function outcomeSamples(pool: string, outcomes: LadderResult['outcomes'])
   }));
 }
 
+/** @package */
 export interface HealthPassResult {
   hosts: Map<string, HostHealthResult>;
   /** Hosts unhealthy now (past a timeout), in key order. */

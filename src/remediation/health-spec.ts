@@ -16,12 +16,14 @@ import { WinfleetError } from '../errors/catalog.ts';
 import { type DurationBounds, parseDuration } from '../rollout/duration.ts';
 import { field } from '../rollout/pool-spec.ts';
 
+/** @package */
 export interface UnhealthyRule {
   type: string;
   status: ConditionStatus;
   timeoutMs: number;
 }
 
+/** @package */
 export interface HealthPolicy {
   unhealthyConditions: readonly UnhealthyRule[];
   nodeStartupTimeoutMs: number;
@@ -33,6 +35,7 @@ export interface HealthPolicy {
   rebootTimeoutMs: number;
 }
 
+/** @package */
 export type MaxUnhealthy = { kind: 'count'; count: number } | { kind: 'percent'; percent: number };
 
 /** A condition may count at once ("0s") or after up to a day. */
@@ -69,6 +72,7 @@ export const defaultHealthPolicy: Readonly<HealthPolicy> = Object.freeze({
 /**
  * Parses spec.health.maxUnhealthy: a whole number from 0, or "0%" to "100%" of the pool's
  * hosts. Throws a WinfleetError naming `field` and saying what to write.
+ * @package
  */
 export function parseMaxUnhealthy(value: unknown, field: string): MaxUnhealthy {
   const hint = `use a whole number of hosts from 0 to ${maxUnhealthyLimit}, or a percentage from "0%" to "100%" of the pool's hosts, e.g. "40%"`;
@@ -97,6 +101,7 @@ export function parseMaxUnhealthy(value: unknown, field: string): MaxUnhealthy {
  * percentage of `hosts` rounded down (as a MachineHealthCheck's maxUnhealthy: 40% of 5 is 2) and
  * at least 1 unless it is "0%" — unlike a MachineHealthCheck, where 40% of a pool of 1 or 2 is
  * 0 and a single broken host is never repaired; one host failing is not a mass failure.
+ * @package
  */
 export function resolveMaxUnhealthy(max: MaxUnhealthy, hosts: number): number {
   if (!Number.isInteger(hosts) || hosts < 0) {

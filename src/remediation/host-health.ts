@@ -29,6 +29,7 @@ export interface HealthInput {
 /** The pseudo condition type of a Node that never reported Ready after its bootstrap. */
 export const nodeStartupProblem = 'NodeStartup';
 
+/** @package */
 export interface HealthProblem {
   /** The Node condition type, or NodeStartup. */
   type: string;
@@ -42,6 +43,7 @@ export interface HealthProblem {
   message?: string;
 }
 
+/** @package */
 export interface HealthAssessment {
   /** Problems of the policy that hold now, past their timeout or not. Empty: healthy. */
   holding: HealthProblem[];
@@ -61,6 +63,7 @@ function sinceMs(time: string | undefined, now: number): number {
   }
 }
 
+/** @package */
 export function assessHealth(input: HealthInput): HealthAssessment {
   const { node, policy } = input;
   const now = input.now.getTime();

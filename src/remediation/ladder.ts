@@ -94,6 +94,7 @@ export interface LadderInput {
   now: Date;
 }
 
+/** @package */
 export type RemediationAction =
   | { kind: 'none' }
   /** Run the agent bootstrap over SSH for this request (once; bootstrappedAt then passes it). */
@@ -103,12 +104,14 @@ export type RemediationAction =
   /** Uncordon, only where winfleet.io/cordoned-by=remediation is. */
   | { kind: 'uncordon' };
 
+/** @package */
 export interface LadderEvent {
   type: 'Normal' | 'Warning';
   reason: EventReason;
   message: string;
 }
 
+/** @package */
 export interface LadderResult {
   /** The state to record before acting (the same object when unchanged). */
   status: HostRemediationStatus;

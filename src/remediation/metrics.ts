@@ -2,8 +2,8 @@
  * The health metrics' names and labels (the operator's /metrics registers them; this core only
  * says what to set). Prometheus conventions: a gauge per Node condition of a host, as
  * kube-state-metrics' kube_node_status_condition; a counter of ended rungs by rung and result.
+ * @package
  */
-
 export const metricNames = {
   /**
    * Gauge, 1 while a host's Node has a condition of its pool's unhealthyConditions in the listed
@@ -18,6 +18,7 @@ export const metricNames = {
   remediationAllowed: 'winfleet_pool_remediation_allowed',
 } as const;
 
+/** @package */
 export const metricLabels = {
   [metricNames.hostCondition]: ['pool', 'namespace', 'host', 'condition', 'status'],
   [metricNames.remediationsTotal]: ['pool', 'rung', 'result'],

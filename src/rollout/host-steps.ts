@@ -85,6 +85,7 @@ export interface HostObservation {
   deleting: boolean;
 }
 
+/** @package */
 export interface StepInput {
   /** "namespace/name" of the WindowsHost, for messages. */
   host: string;
@@ -118,6 +119,7 @@ export type StepAction =
   /** Remove spec.unschedulable and winfleet.io/cordoned-by, only where that annotation is. */
   | { kind: 'uncordon' };
 
+/** @package */
 export interface StepEvent {
   type: 'Normal' | 'Warning';
   reason: EventReason;
@@ -280,6 +282,7 @@ type StepOutcome = { next: HostChange } | { done: StepResult };
 /**
  * Advances one host's change as far as what is observed allows, and says what to do next.
  * See the module comment for the steps, the deadlines and what a restart does.
+ * @package
  */
 export function advanceHost(input: StepInput): StepResult {
   const { status } = input;

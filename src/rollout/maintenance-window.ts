@@ -56,6 +56,7 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
 /**
  * Checks an IANA time zone name and returns it as Intl resolves it. Throws a WinfleetError naming
  * `field` for an unknown zone, an offset ("+01:00") or a name in the wrong letter case.
+ * @package
  */
 export function parseTimeZone(value: unknown, field: string): string {
   const hint = 'use an IANA time zone name such as "UTC" or "Europe/Berlin"';
@@ -117,6 +118,7 @@ function parseDays(value: unknown, field: string): Set<number> {
 /**
  * Checks a maintenance window. Throws a WinfleetError naming the field at fault (under `field`)
  * and the fix.
+ * @package
  */
 export function parseMaintenanceWindow(
   window: unknown,
@@ -192,6 +194,7 @@ function weekdayOf(date: LocalDate): number {
 /**
  * The instant a local date and minute of the day (up to 1440) name in `timeZone`: a skipped
  * local time moves forward by the gap, a repeated one is its first occurrence.
+ * @package
  */
 export function zonedInstant(date: LocalDate, minute: number, timeZone: string): number {
   const local = Date.UTC(date.year, date.month - 1, date.day) + minute * 60_000;
@@ -238,6 +241,7 @@ export function currentWindow(
  * True when `now` is inside the window: start inclusive, end exclusive.
  *
  * @example isInWindow({ days: ['Sat'], start: '22:00', end: '02:00' }, new Date('2025-06-08T01:00:00Z')) // true (Sunday 01:00 UTC)
+ * @package
  */
 export function isInWindow(window: MaintenanceWindow | ParsedWindow, now: Date): boolean {
   return currentWindow(window, now) !== undefined;

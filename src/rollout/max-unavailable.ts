@@ -13,6 +13,7 @@ const percent = /^(100|[1-9][0-9]?)%$/;
 /** The largest whole number accepted: far above any fleet, small enough to be exact. */
 export const maxUnavailableLimit = 100_000;
 
+/** @package */
 export type MaxUnavailable =
   | { kind: 'count'; count: number }
   | { kind: 'percent'; percent: number };
@@ -20,6 +21,7 @@ export type MaxUnavailable =
 /**
  * Parses spec.maxUnavailable: a whole number from 1, or "1%" to "100%". Throws a WinfleetError
  * naming `field` and saying what to write.
+ * @package
  */
 export function parseMaxUnavailable(value: unknown, field: string): MaxUnavailable {
   const hint = 'use a whole number ≥ 1 (hosts) or a percentage from "1%" to "100%" of the pool';
@@ -57,6 +59,7 @@ export function parseMaxUnavailable(value: unknown, field: string): MaxUnavailab
  * percentage of `hosts` rounded down and at least 1.
  *
  * @example resolveMaxUnavailable({ kind: 'percent', percent: 25 }, 10) // 2
+ * @package
  */
 export function resolveMaxUnavailable(max: MaxUnavailable, hosts: number): number {
   if (!Number.isInteger(hosts) || hosts < 0) {

@@ -49,6 +49,7 @@ export function updatesFor(
  * The reboot request in force for a host: the later of its pool's spec.rebootRequestedAt and
  * its own winfleet.io/reboot-requested annotation. A bad annotation is ignored and reported
  * (the pool's value was checked with the pool spec).
+ * @package
  */
 export function rebootRequestFor(
   poolRequestedAt: string | null | undefined,
@@ -79,6 +80,7 @@ export function rebootRequestFor(
  * (a time in the future schedules the reboot) and winfleet has not rebooted the host since,
  * nor was the host created after it. A request that was served stays served, however often it
  * is read: the reboot is recorded as lastRebootAt, which is never before the request.
+ * @package
  */
 export function rebootRequestPending(
   requestedAt: string | undefined,
@@ -97,6 +99,7 @@ export function rebootRequestPending(
 /**
  * The changes a host has pending against `target`, in a fixed order. Empty: the host is
  * up to date.
+ * @package
  */
 export function pendingChanges(target: RolloutTarget, facts: HostFacts, now: Date): ChangeKind[] {
   const changes: ChangeKind[] = [];

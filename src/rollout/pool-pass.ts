@@ -39,6 +39,7 @@ export interface PoolPassHost {
   joining?: boolean;
 }
 
+/** @package */
 export interface PoolPassInput {
   generation?: number;
   /** checkPoolSpec's policy and problems (defaultPoolPolicy and [] for the default pool). */
@@ -52,6 +53,7 @@ export interface PoolPassInput {
   now: Date;
 }
 
+/** @package */
 export interface PoolPassResult {
   /** Per host: the rollout status to write first, then the action to take. */
   hosts: Map<string, StepResult>;

@@ -22,6 +22,7 @@ import { selectorProblems } from './label-selector.ts';
 import { type ParsedWindow, parseMaintenanceWindow } from './maintenance-window.ts';
 import { type MaxUnavailable, parseMaxUnavailable } from './max-unavailable.ts';
 
+/** @package */
 export interface PoolPolicy {
   /** Undefined for the implicit default pool (it takes what no pool selects) or a bad selector. */
   selector?: LabelSelector;

@@ -11,6 +11,7 @@ import type { ConditionInput } from '../controller-runtime/conditions.ts';
 import type { PoolMembers } from './pool-membership.ts';
 import { isUnavailable, type PlannerHost, type RolloutPlan } from './slot-planner.ts';
 
+/** @package */
 export interface PoolStatusHost extends PlannerHost {
   /** The step of its change, when in one. */
   step?: string;
@@ -20,6 +21,7 @@ export interface PoolStatusHost extends PlannerHost {
   setAsideMessage?: string;
 }
 
+/** @package */
 export interface PoolStatusInput {
   generation?: number;
   /** The pool's hosts as they are after this pass (hosts just started are in a change). */

@@ -50,6 +50,7 @@ export function backInAnotherBoot(aside: HostSetAside, node: ObservedNode | unde
  * Whether the host is set aside now, as the planner sees it: set aside before (and not back in
  * another boot), or its pending reboot persists; a winfleet.io/retry-rollout value not acted on
  * yet clears both.
+ * @package
  */
 export function isSetAside(
   status: HostRolloutStatus,

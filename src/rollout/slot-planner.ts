@@ -23,6 +23,7 @@
  */
 import { WinfleetError } from '../errors/catalog.ts';
 
+/** @package */
 export interface PlannerHost {
   /** "namespace/name". */
   key: string;
@@ -44,6 +45,7 @@ export interface PlannerHost {
   lastChangeEndedAt?: number;
 }
 
+/** @package */
 export interface PlanInput {
   hosts: readonly PlannerHost[];
   /** Resolved (resolveMaxUnavailable), ≥ 1. */
@@ -58,6 +60,7 @@ export interface PlanInput {
 /** Why no (further) host starts. */
 export type StartBlock = 'held' | 'paused' | 'failed' | 'window' | 'budget';
 
+/** @package */
 export interface RolloutPlan {
   /** Hosts to start now, in order. */
   start: string[];

@@ -10,6 +10,7 @@ import type { JsonPatchOperation } from './json-patch.ts';
 /** Bodies larger than this are refused (the API server sends at most a few MiB). */
 export const maxAdmissionBodyBytes = 8 * 1024 * 1024;
 
+/** @package */
 export interface AdmissionRequest {
   uid: string;
   kind: { group: string; version: string; kind: string };
@@ -114,6 +115,7 @@ export function parseAdmissionReview(body: string): AdmissionRequest {
   };
 }
 
+/** @package */
 export interface AdmissionDecision {
   allowed: boolean;
   patch?: JsonPatchOperation[];

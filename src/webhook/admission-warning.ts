@@ -30,6 +30,7 @@ export function problemText(problem: AdmissionProblem): string {
 /**
  * The problem as a warning of at most maxWarningRunes runes. The text ends with the detail,
  * so a cut shortens only the detail while field and fix fit.
+ * @package
  */
 export function admissionWarning(problem: AdmissionProblem): string {
   return fitWarning(problemText(problem));

@@ -31,6 +31,7 @@ interface Entry<T> {
   deadlineAt?: number;
 }
 
+/** @package */
 export function cachedApiRead<T>(
   load: (key: string) => Promise<T>,
   options: CachedApiReadOptions<T>,

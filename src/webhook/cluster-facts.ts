@@ -15,6 +15,7 @@ import { isNotFound } from '../kube/client.ts';
 import { windowsBuildLabel } from '../windows/builds.ts';
 import type { RuntimeClassSelectors } from './pod-os.ts';
 
+/** @package */
 export interface ClusterFacts {
   readyWindowsBuilds(): string[];
   /** Ready schedulable Windows nodes per build (for metrics). */

@@ -108,6 +108,7 @@ export function missingGmsaRbac(question: GmsaUseQuestion): string {
  * One denial line per credential spec the pod's ServiceAccount may not use (or that could not
  * be checked), naming every field that names it and the RBAC that is missing. Each distinct
  * name is reviewed once, all at once.
+ * @package
  */
 export async function gmsaUseProblems(
   pod: k8s.V1Pod,

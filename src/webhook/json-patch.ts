@@ -1,6 +1,7 @@
 /** RFC 6902 JSON Patch operations and RFC 6901 pointer escaping. */
 import { WinfleetError } from '../errors/catalog.ts';
 
+/** @package */
 export interface JsonPatchOperation {
   op: 'add' | 'replace' | 'remove' | 'test';
   path: string;

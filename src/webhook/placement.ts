@@ -23,6 +23,7 @@ export interface ImageFacts {
 /** Decides whether a host build ("10.0.20348") can run an image os.version. */
 export type BuildCompatibility = (hostBuild: string, imageOsVersion: string) => boolean;
 
+/** @package */
 export interface PlacementResult {
   /** Builds that can run every Windows image; undefined when it cannot be known. */
   allowedBuilds?: string[];

@@ -6,12 +6,14 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 
+/** @package */
 export const osLabel = 'kubernetes.io/os';
 export const archLabel = 'kubernetes.io/arch';
 
 /** What the webhook knows about RuntimeClasses: the node selector of each, by name. */
 export type RuntimeClassSelectors = (name: string) => Record<string, string> | undefined;
 
+/** @package */
 export interface PodOs {
   os: 'windows' | 'linux';
   /** Why, for the annotation and for logs, e.g. "spec.os.name=windows". */

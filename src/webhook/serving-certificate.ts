@@ -28,6 +28,7 @@ import {
   loadCertificateAuthority,
 } from '../pki/certificates.ts';
 
+/** @package */
 export interface ServingCertificateOptions {
   namespace: string;
   secretName: string;
@@ -41,6 +42,7 @@ export interface ServingCertificateOptions {
   now?: () => Date;
 }
 
+/** @package */
 export interface ServingCertificate {
   certPem: string;
   keyPem: string;
@@ -79,6 +81,7 @@ export interface StoredPki {
 
 const dayMs = 86_400_000;
 const caName = 'winfleet-webhook-ca';
+/** @package */
 export const nextCaSinceAnnotation = 'winfleet.io/next-ca-since';
 /** The API server's informer lag on webhook configurations is well under a second; margin. */
 export const minPromotionDelayMs = 3_000;
@@ -100,6 +103,7 @@ function renewTime(pem: string, fraction: number): number {
  * 3 s (informer lag) and at most 1 h, and never more than half of the renewal window, so the
  * promotion always happens well before the current CA expires. A 10-year CA waits 1 h; the
  * 24 s CA of the rotation test waits 3 s.
+ * @package
  */
 export function caPromotionDelayMs(caPem: string, renewFraction = 1 / 3): number {
   const { from, to } = validity(caPem);

@@ -28,6 +28,7 @@ export const gmsaCrd = 'gmsacredentialspecs.windows.k8s.io';
  * installed (`specs` undefined). The pod is admitted with a warning, not rejected: nothing in
  * the cluster then resolves the name, but a pod that also carries the spec itself
  * (gmsaCredentialSpec) needs no CRD, and such pods are not warned about.
+ * @package
  */
 export function gmsaWithoutCrd(
   pod: k8s.V1Pod,

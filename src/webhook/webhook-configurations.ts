@@ -147,6 +147,7 @@ export async function applyWebhookConfigurations(
  */
 export type WebhookConfigurationsMode = 'create' | 'patch' | 'none';
 
+/** @package */
 export type WebhookConfiguration =
   | k8s.V1MutatingWebhookConfiguration
   | k8s.V1ValidatingWebhookConfiguration;
@@ -228,6 +229,7 @@ function configDifferences(kind: string, name: string, have: Webhook, want: Webh
  * already right; matched by webhook name, so nothing else of the chart's webhooks is sent), and
  * what else differs (see configDifferences), to report. A webhook of `desired` that `current`
  * lacks is a WF_WEBHOOK_CONFIGURATION_MISSING error naming the fix.
+ * @package
  */
 export function webhookConfigurationPatch(
   current: WebhookConfiguration,
@@ -258,6 +260,7 @@ export function webhookConfigurationPatch(
  * creates one — a missing object or webhook is a WF_WEBHOOK_CONFIGURATION_MISSING error naming
  * the fix. Returns what else differs from `desired` (see configDifferences), for the caller to
  * report.
+ * @package
  */
 export async function patchWebhookConfigurations(
   kc: k8s.KubeConfig,

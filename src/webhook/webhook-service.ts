@@ -35,6 +35,7 @@ import {
   webhookConfigurations,
 } from './webhook-configurations.ts';
 
+/** @package */
 export interface WebhookServiceOptions {
   kc: k8s.KubeConfig;
   operatorNamespace: string;
@@ -87,6 +88,7 @@ export type PublishedCas = Map<string, { pem: string; since: number }>;
 /**
  * The CAs of a newly published bundle, each keeping the time it was first in a bundle
  * published in a row (a CA dropped and added again starts over).
+ * @package
  */
 export function trackPublished(
   published: ReadonlyMap<string, { pem: string; since: number }>,
@@ -107,6 +109,7 @@ export function trackPublished(
  * yet), at once when the certificate served now has the same CA. Never, while its CA is not in
  * that bundle; at once, when the certificate served now is no longer good either (expired or
  * its CA no longer published), or when the PKI is not ours.
+ * @package
  */
 export function whenServable(
   cert: ServingCertificate,
@@ -166,6 +169,7 @@ export function podAdmissionRoutes(deps: PodAdmissionDeps) {
 /**
  * What the webhook-certificates reconcile reads and keeps between passes: the Secret's
  * certificate, the server it renews, and what this replica has served and published.
+ * @package
  */
 export interface WebhookCertificatesState {
   options: WebhookServiceOptions;
@@ -259,6 +263,7 @@ function certificateSource(options: WebhookServiceOptions): () => Promise<Servin
 /**
  * One pass: publish the webhook configurations with the Secret's bundle, then serve a renewed
  * certificate once its CA is trusted; look again when renewal is due (at least hourly).
+ * @package
  */
 export async function reconcileWebhookCertificates(
   state: WebhookCertificatesState,

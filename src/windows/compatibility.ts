@@ -25,6 +25,7 @@ export const firstStableAbiBuild = 20348;
 /**
  * LTSC builds from Server 2022 on, ascending. A host at or after 20348 runs images from the
  * LTSC release before its own: 2025 (26100) runs 20348..26100, 2022 runs only 20348.
+ * @package
  */
 export const stableAbiLtscBuilds: readonly number[] = windowsReleases
   .filter((release) => release.ltsc)

@@ -103,6 +103,7 @@ export function reserveCniAddressScript(request: CniAddressRequest): string {
  * The address host-local reserved, from its answer: `ip4.ip` of a result, or the address a
  * duplicate-allocation error names (this id holds it already). Anything else throws, quoting
  * host-local's message.
+ * @package
  */
 export function parseCniAddressOutput(stdout: string, request: CniAddressRequest): string {
   let answer: Record<string, unknown>;

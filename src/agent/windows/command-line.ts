@@ -17,6 +17,7 @@ const needsQuotes = /[ \t\n\v"]/;
  * it is empty or holds whitespace or a quote; backslashes doubled only before a quote.
  *
  * @example quoteWindowsArgument('C:\\k dir\\') // '"C:\\k dir\\\\"'
+ * @package
  */
 export function quoteWindowsArgument(arg: string): string {
   if (arg !== '' && !needsQuotes.test(arg)) return arg;

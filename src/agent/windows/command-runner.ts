@@ -11,6 +11,7 @@
 import { spawn } from 'node:child_process';
 import { WinfleetError } from '../../errors/catalog.ts';
 
+/** @package */
 export interface CommandResult {
   exitCode: number;
   stdout: string;

@@ -132,6 +132,7 @@ function listItems(value: unknown): unknown[] {
  * Networks from `Get-HnsNetwork | Select Id,Name,Type | ConvertTo-Json` as parsed JSON, in any
  * of the list shapes `listItems` accepts. Property names are matched case-insensitively
  * (hns.v2.psm1 objects say "ID").
+ * @package
  */
 export function parseHnsNetworks(value: unknown): HnsNetwork[] {
   const items = listItems(value);
@@ -211,6 +212,7 @@ const hnsNetworkName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
  * Refuses an HNS network to create unless every field is exactly what a CNI config can give:
  * a plain name, the L2Bridge type, a network-aligned IPv4 subnet of /8 to /30 and a gateway that
  * is a host address inside it.
+ * @package
  */
 export function checkHnsNetworkSpec(spec: HnsNetworkSpec): void {
   const what = `HNS network ${JSON.stringify(spec.name)}`;
@@ -413,6 +415,7 @@ const endpointName = /^[\x20-\x7e]{0,256}$/;
  * an Id that is a GUID, a NetworkId that is a GUID or empty, an IpAddress that is a dotted IPv4
  * address or empty (an IPv6-only endpoint), a printable Name of at most 256 characters and a
  * boolean Remote; anything else is refused, naming the endpoint.
+ * @package
  */
 export function parseHnsEndpoints(value: unknown): HnsEndpoint[] {
   const items = listItems(value);

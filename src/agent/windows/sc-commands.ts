@@ -141,6 +141,7 @@ export function scDescriptionArgs(name: string, description: string): string[] {
  * `sc failure`: restart after each failure with the given delays (the last repeats, as the
  * SCM repeats the last action) and reset the failure count after `resetPeriodSeconds`.
  * No delays means no recovery actions (`actions= ""`).
+ * @package
  */
 export function scFailureArgs(name: string, recovery: ServiceRecovery): string[] {
   checkServiceName(name);
@@ -170,6 +171,7 @@ export function scFailureArgs(name: string, recovery: ServiceRecovery): string[]
 /**
  * `sc failureflag <name> 1`: run the recovery actions also when the service stops itself with
  * a non-zero exit code, not only when its process dies (a kubelet that exits on a bad config).
+ * @package
  */
 export function scFailureFlagArgs(name: string): string[] {
   checkServiceName(name);

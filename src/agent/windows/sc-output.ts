@@ -101,6 +101,7 @@ export function isServiceControlError(
 /**
  * The failure an sc.exe run reports, or undefined when it succeeded. `exitCode` decides; the
  * `[SC] ... FAILED n:` line, when present, supplies the operation and text.
+ * @package
  */
 export function parseScFailure(
   output: string,

@@ -88,6 +88,7 @@ export function setServiceEnvironmentScript(name: string, entries: readonly stri
  * Reads what `getServiceEnvironmentScript` printed: NAME → value, or undefined when the
  * service does not exist. An entry without "=" (written by hand) reads as a variable with an
  * empty value, so it never equals what winfleet wants and gets rewritten.
+ * @package
  */
 export function parseServiceEnvironmentOutput(
   stdout: string,

@@ -158,6 +158,7 @@ import {
   wusaExtractArgs,
 } from './windows-update-msu.ts';
 
+/** @package */
 export interface WindowsHostOSOptions {
   /** Runs sc.exe, powershell.exe and shutdown.exe. Default: `childProcessRunner()`. */
   run?: CommandRunner;

@@ -374,6 +374,7 @@ export function parseSearchUpdatesOutput(stdout: string): WuaUpdate[] {
 /**
  * Reads what installUpdatesScript printed for `kbs`. A KB the search no longer found (already
  * installed, superseded, hidden) is a failure of its own, WU_E_NO_UPDATE.
+ * @package
  */
 export function parseInstallUpdatesOutput(
   stdout: string,
@@ -470,6 +471,7 @@ export function parseRebootPendingOutput(stdout: string): {
  * The updates as the agent reports them: named by their first KB (an update without a KB
  * article cannot be named in the report or installed by KB, so it is left out), needing a
  * reboot unless WUA says it never does.
+ * @package
  */
 export function reportedUpdates(updates: readonly WuaUpdate[]): ReportedUpdate[] {
   return updates.flatMap((u) => {

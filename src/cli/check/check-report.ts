@@ -37,9 +37,11 @@ export interface CheckReport {
   clusterUnreachable: boolean;
 }
 
+/** @package */
 export function pass(name: string, message: string): CheckResult {
   return { name, status: 'pass', message, fix: '' };
 }
+/** @package */
 export function warn(name: string, message: string, fix: string): CheckResult {
   return { name, status: 'warn', message, fix };
 }

@@ -50,6 +50,7 @@ export interface ClusterNetwork {
   seen: string;
 }
 
+/** @package */
 export interface HostCheckInput {
   basics: HostBasics;
   facts: PreflightFacts;
@@ -113,6 +114,7 @@ function featureUsed(requirement: PatchRequirement, network: ClusterNetwork): bo
  * The host's patch level (UBR) against each requirement of its release: fail when the cluster
  * uses the feature and the host is below it, warn when the cluster's use is not known, pass
  * when the host is at or above it or the cluster does not use the feature.
+ * @package
  */
 export function patchLevel(basics: HostBasics, network: ClusterNetwork): CheckResult {
   const v = basics.osVersion;
@@ -352,6 +354,7 @@ const proxyUserInfo = /^((?:[A-Za-z][A-Za-z0-9+.-]*=)?(?:[A-Za-z][A-Za-z0-9+.-]*
  * "***": a proxy password is never printed. An entry runs to the next one that starts with a
  * scheme, so a password holding ';', ',' or '@' is masked whole; an entry without a scheme is
  * masked up to its last '@' (more than the user info at worst, never less).
+ * @package
  */
 export function maskUserInfo(value: string): string {
   return value

@@ -38,6 +38,7 @@ export interface CheckNetworkConfig {
 /**
  * The operator's `network` configuration: config.yaml of ConfigMap winfleet-config in
  * `operatorNamespace`, the defaults when there is none; `modeFlag` (--network-mode) replaces its mode.
+ * @package
  */
 export async function checkNetworkConfig(
   readConfigMap: (name: string, namespace: string) => Promise<k8s.V1ConfigMap>,
@@ -100,6 +101,7 @@ function settings(network: ResolvedNetwork): string {
 /**
  * The cni check's result, and the network the host checks judge patch levels by, from the
  * configuration and the cluster's reading. Pure.
+ * @package
  */
 export function networkVerdict(
   configured: CheckNetworkConfig,

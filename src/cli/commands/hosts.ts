@@ -462,6 +462,7 @@ const defaultRemoveTimeoutMs = 10 * 60_000;
  * when one is still there at the deadline, and when one cannot be read any more (exit 3 when
  * that is because the cluster cannot be reached or refused): waiting is the point of --wait,
  * so not knowing is not success.
+ * @package
  */
 export async function waitForRemoval(
   names: string[],

@@ -68,6 +68,7 @@ export function parseTarget(value: string): MigrationTarget {
   return { name: windowsReleases.find((r) => r.build === build)?.name ?? build, build };
 }
 
+/** @package */
 export interface MigrationPlan {
   target: MigrationTarget;
   namespace: string;

@@ -42,6 +42,7 @@ export function formatStatus(status: FleetStatus, format: OutputFormat): string 
  * -o json one compact JSON document per line; -o yaml documents separated by a plain "---"
  * (a YAML stream: anything after --- on that line would be read as the next document's
  * content); a table after a "--- <time>" line.
+ * @package
  */
 export function watchFrame(
   status: FleetStatus,

@@ -34,6 +34,7 @@ export interface IndexSummary {
   sections: IndexSection[];
 }
 
+/** @package */
 export function escapeHtml(text: string): string {
   return text
     .replaceAll('&', '&amp;')

@@ -10,8 +10,8 @@
  * - bearer tokens, JWTs (service account tokens) and bootstrap tokens (abcdef.0123456789abcdef);
  * - credentials in URL queries (?token=…, &sig=…) and URL user info (https://user:pass@host);
  * - any literal value the caller knows is secret (a key file it read), wherever it appears.
+ * @package
  */
-
 export const redacted = '[REDACTED]';
 
 export interface ScrubResult {

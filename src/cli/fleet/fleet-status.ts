@@ -48,6 +48,7 @@ export interface FleetStatus {
   unavailable: string[];
 }
 
+/** @package */
 export interface FleetObjects {
   hosts: readonly WindowsHost[];
   nodes: readonly k8s.V1Node[];

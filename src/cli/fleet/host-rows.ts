@@ -66,6 +66,7 @@ export function nodeProblems(node: k8s.V1Node | undefined): string[] {
     .sort();
 }
 
+/** @package */
 export interface HostRow {
   namespace: string;
   name: string;

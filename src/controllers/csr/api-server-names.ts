@@ -95,6 +95,7 @@ export type PresentedSans = (url: string, ca: string | undefined) => Promise<str
 /**
  * The SANs of the certificate the server at `url` presents, after a handshake that verifies it
  * against `ca` (the system's roots when undefined) and the URL's host, as a client would.
+ * @package
  */
 export const presentedSans: PresentedSans = (url, ca) =>
   new Promise((resolve, reject) => {

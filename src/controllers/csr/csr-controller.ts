@@ -47,6 +47,7 @@ function pendingRequesterOf(csr: k8s.V1CertificateSigningRequest): string[] {
 /**
  * What one CSR pass works with: the CSR cache, the policies' lookup, and each read or write of
  * the world as a function field (createCsrController binds them to the API).
+ * @package
  */
 export interface CsrReconcileState {
   csrs: Pick<Informer<k8s.V1CertificateSigningRequest>, 'get' | 'list'>;

@@ -10,6 +10,7 @@ import type { Logger } from '../../log/logger.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import type { ApiServerNames } from './api-server-names.ts';
 
+/** @package */
 export interface CsrControllerDeps {
   kc: k8s.KubeConfig;
   /** Where the join-token records are (join-token-record.ts). */

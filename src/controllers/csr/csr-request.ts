@@ -3,6 +3,7 @@ import type { WindowsHost } from '../../api/windows-host.ts';
 import type { JoinTokenRecord } from '../../join/join-token-record.ts';
 import type { ParsedCsr } from '../../pki/certificates.ts';
 
+/** @package */
 export interface CsrRequest {
   name: string;
   /** metadata.uid (a join by command records it on the WindowsHost it creates). */
@@ -18,6 +19,7 @@ export interface CsrRequest {
   parseProblem?: string;
 }
 
+/** @package */
 export type CsrDecision =
   | { action: 'approve'; reason: string; host: WindowsHost }
   /** `check` names the check that failed, where the policy names its checks. */

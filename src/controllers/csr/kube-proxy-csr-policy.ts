@@ -51,6 +51,7 @@ export const kubeProxyMaxExpirationSeconds = 30 * 24 * 3600;
  * Whether a request of the kube-apiserver-client signer is winfleet's to decide: its subject
  * names kube-proxy's user prefix or group. An unreadable request is winfleet's when its bytes
  * hold either name (it is then denied).
+ * @package
  */
 export function isKubeProxyRequest(request: CsrRequest, rawRequest: Uint8Array): boolean {
   if (request.signerName !== kubeProxySignerName) return false;

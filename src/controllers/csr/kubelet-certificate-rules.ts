@@ -13,6 +13,7 @@ const clientUsages = new Set(['digital signature', 'key encipherment', 'client a
 /** A Kubernetes node name: a lowercase RFC 1123 subdomain. */
 const nodeNamePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/** @package */
 export function nodeNameProblem(nodeName: string): string | undefined {
   if (nodeName.length <= 253 && nodeNamePattern.test(nodeName)) return undefined;
   return `node name ${quoteValue(nodeName)} is not a lowercase RFC 1123 name (a-z, 0-9, '-' and '.', at most 253 characters)`;
@@ -21,6 +22,7 @@ export function nodeNameProblem(nodeName: string): string | undefined {
 /**
  * Why the subject is not exactly the kubelet's for `nodeName`. The decision is the byte
  * comparison; the rest only finds words for the first difference.
+ * @package
  */
 export function subjectProblem(parsed: ParsedCsr, nodeName: string): string | undefined {
   const o = 'system:nodes';

@@ -49,9 +49,12 @@ import { decidePullJoin, type PullJoinLookup } from './pull-join-policy.ts';
 
 export { extrasProblem, nodeNameProblem } from './kubelet-certificate-rules.ts';
 
+/** @package */
 export const clientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
+/** @package */
 export const servingSigner = 'kubernetes.io/kubelet-serving';
 
+/** @package */
 export interface CsrLookup {
   /** The WindowsHost a winfleet bootstrap token id was issued to. */
   hostForToken(tokenId: string): Promise<WindowsHost | undefined>;
@@ -76,6 +79,7 @@ function unparsable(request: CsrRequest, host: WindowsHost): CsrDecision {
   return { action: 'deny', reason: `the request is not a valid PKCS#10 CSR${why}`, host };
 }
 
+/** @package */
 export async function decideKubeletCsr(
   request: CsrRequest,
   lookup: CsrLookup,
@@ -158,6 +162,7 @@ function decideRenewal(request: CsrRequest, nodeName: string, lookup: CsrLookup)
  * otherwise the CSR is not winfleet's to decide (the name may be someone else's Node that a
  * WindowsHost merely claims, and denying would break that node's certificates). The
  * controller looks again when the Node's annotations change.
+ * @package
  */
 export function owningHost(
   nodeName: string,

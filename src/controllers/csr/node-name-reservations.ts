@@ -6,6 +6,7 @@
  * that decides CSRs) also holds the name here, checked and set with no await in between.
  * Entries go after `ttlMs` (by then the host is in the cache, which the check reads) or when
  * the claim is undone.
+ * @package
  */
 export class NodeNameReservations {
   readonly #ttlMs: number;

@@ -93,6 +93,7 @@ export interface PullJoinLookup {
   retired?: (nodeName: string) => Promise<RetiredNodeName | { problem: string } | undefined>;
 }
 
+/** @package */
 export type JoinDenial = Extract<CsrDecision, { action: 'deny' }>;
 
 /** A denial naming the check that failed. */

@@ -54,6 +54,7 @@ export type ServingAddressChange =
 /**
  * What `value`, the annotation on `host`, comes to: refused when it names no address or any
  * refused one (the message names each with its reason), else the new pin.
+ * @package
  */
 export function servingAddressChange(
   host: WindowsHost,

@@ -72,6 +72,7 @@ export interface PoolActiveDirectory {
  * The Active Directory setting of the pool that governs `host` (the first by key of the pools
  * selecting it, as the rollout's assignPools decides); undefined for a host of no pool, or of a
  * pool without spec.activeDirectory.
+ * @package
  */
 export function poolActiveDirectory(
   pools: readonly WindowsNodePool[],
@@ -96,6 +97,7 @@ export function poolActiveDirectory(
  * Renaming and joining it then would change its node name and restart it outside the pool's
  * rollout, so it is configured again as it is, and `skipped` says how to join it: remove and
  * add it again. A host that is in the domain, or was never bootstrapped, is joined as usual.
+ * @package
  */
 export function domainJoinForBootstrap(
   ad: PoolActiveDirectory | undefined,
@@ -236,6 +238,7 @@ export function adHostnamePlan(
  * The checks that come before anything changes on the host: the hostname plan's refusal, and a
  * host joined to another domain. Returns the hostname the host will have (the node name's
  * source).
+ * @package
  */
 export function checkActiveDirectory(
   hs: HostStatus,
@@ -285,6 +288,7 @@ async function restart(
 /**
  * Does the next step of the domain join (see the header): 'joined' when the join may go on,
  * 'restarting' when the host was asked to restart. `hostname` is checkActiveDirectory's.
+ * @package
  */
 export async function ensureDomainJoined(
   deps: HostControllerDeps,
@@ -385,6 +389,7 @@ function firstLine(error: unknown): string {
  * stays enabled in the domain, and a Warning Event (ComputerAccountLeftEnabled) names it for an
  * AD admin to disable or delete. A host not in the pool's domain is left as it is. Returns
  * whether it left.
+ * @package
  */
 export async function leaveDomain(
   deps: HostControllerDeps,

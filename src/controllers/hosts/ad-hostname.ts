@@ -36,6 +36,7 @@ export function adHostnameProblem(name: string): string | undefined {
  * characters, lower case.
  *
  * @example generatedHostname('web', '0b5c…') // "web-k3x9q0za"
+ * @package
  */
 export function generatedHostname(pool: string, uid: string): string {
   // 8 base-36 digits: 41 bits, so even 10,000 hosts of one pool share a name with a chance of
@@ -52,6 +53,7 @@ export function generatedHostname(pool: string, uid: string): string {
   return `${prefix || 'win'}-${hash}`;
 }
 
+/** @package */
 export type AdHostnamePlan =
   /** The host keeps its hostname (it may differ in case only). */
   | { action: 'keep'; hostname: string }

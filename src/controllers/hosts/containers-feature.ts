@@ -75,6 +75,7 @@ function readInstallResult(value: unknown): { success: boolean; restartNeeded: s
  * Makes sure the host has the Containers feature: 'installed' when the join can go on,
  * 'restarting' when the host was asked to restart (the pass ends; see the header). Throws
  * WF_HOST_CONTAINERS_MISSING when the feature is missing and cannot or may not be installed.
+ * @package
  */
 export async function ensureContainersFeature(
   ctx: JoinContext,

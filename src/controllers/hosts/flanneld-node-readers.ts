@@ -49,6 +49,7 @@ export function flanneldNodeReaderRole(labels: Record<string, string>): k8s.V1Cl
  * The node names whose users the binding names: every WindowsHost's node (Pull: spec.nodeName;
  * SSH: status.nodeName once the operator chose it), sorted, each once — none unless the
  * nodes' network is a flannel mode (flanneld runs) or ovn-hybrid (hybrid-overlay-node runs).
+ * @package
  */
 export function flanneldReaderNodes(
   hosts: readonly WindowsHost[],

@@ -41,6 +41,7 @@ const minimumBuild = 17763;
 /**
  * Stages a new payload on the host before an upgrade, `version` its services version: the
  * agent and shim copied, the rest pulled by the host or pushed (payload-delivery.ts).
+ * @package
  */
 export async function copyPayload(
   ctx: JoinContext,
@@ -61,6 +62,7 @@ export async function copyPayload(
  * Configures the host and has its agent start the node services; the kubelet then joins.
  * 'restarting' when the host first restarts to finish installing the Containers feature
  * (containers-feature.ts): the join goes on at a later pass.
+ * @package
  */
 export async function bootstrapHost(
   ctx: JoinContext,
@@ -134,6 +136,7 @@ export async function bootstrapHost(
  * Refuses a node name another WindowsHost holds (WF_HOST_NODE_NAME_TAKEN) or whose Node is
  * not this host's (WF_HOST_NODE_NOT_OWNED), before the name goes on record. The hostname is
  * recorded, so the claim shows.
+ * @package
  */
 export function refuseTakenName(
   ctx: JoinContext,
@@ -159,6 +162,7 @@ export function refuseTakenName(
  * (WF_HOST_UNSUPPORTED), a host whose name no longer matches its node
  * (WF_HOST_NODE_NAME_CHANGED) and one without room for the payload (WF_HOST_DISK_FULL, which
  * heals when space is freed).
+ * @package
  */
 export function acceptFacts(
   host: WindowsHost,

@@ -23,6 +23,7 @@ export interface ConnectOptions {
  * Connects, pinning the host key on first contact (or when the user trusts a new one). The
  * trust annotation is removed only here, after a connection made with the key it names, and
  * only once that key is on record as pinned.
+ * @package
  */
 export async function connectHost(
   deps: HostControllerDeps,

@@ -36,6 +36,7 @@ import { reconcilePullHost } from './pull-mode-host.ts';
  * What one host pass works with: the host cache, and each thing a pass may do to the world as a
  * function field (createHostController binds them to the API and to the SSH/agent passes; a test
  * binds recorders).
+ * @package
  */
 export interface HostReconcileState {
   hosts: Pick<Informer<WindowsHost>, 'get' | 'list'>;

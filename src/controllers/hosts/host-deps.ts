@@ -11,6 +11,7 @@ import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import type { ServicesManifest } from '../../servicesmanifest/services-manifest.ts';
 
+/** @package */
 export interface HostControllerDeps {
   kc: k8s.KubeConfig;
   operatorNamespace: string;

@@ -53,6 +53,7 @@ const notReadyPollMs = 2000;
 /** How often a host refused its node name looks again (the holder may have gone). */
 const refusedRecheckMs = 60_000;
 
+/** @package */
 export interface PassResult {
   requeueAfterMs?: number;
 }
@@ -69,6 +70,7 @@ export function reconcileJoin(ctx: JoinContext, host: WindowsHost): Promise<Pass
  * Runs `pass` on the host's status (an SSH host's join pass, a Pull host's): a failure is
  * reported on it and thrown for the queue's backoff, and the status is written once at the
  * end if it changed.
+ * @package
  */
 export async function hostPass(
   ctx: JoinContext,
@@ -162,6 +164,7 @@ async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
  * (src/controllers/pools): once its recorded change is past Cordon and Drain and brings the
  * payload's version. Otherwise it keeps the version its Node was given, so a new payload never
  * reaches every host at once.
+ * @package
  */
 export function wantedVersion(
   host: WindowsHost,
@@ -183,6 +186,7 @@ export function wantedVersion(
 /**
  * A payload whose kubelet is outside the skew policy (`message`, checkKubeletSkew's): nothing
  * is done on the host; Ready and Degraded say why, and a Warning Event once.
+ * @package
  */
 export function refuseSkewedPayload(
   ctx: Pick<JoinContext, 'events'>,
@@ -201,6 +205,7 @@ export function refuseSkewedPayload(
 /**
  * A pod network no node may join now (network.mode against the cluster, `state`'s reason and
  * message): nothing is done on the host; Ready and Degraded say why, and a Warning Event once.
+ * @package
  */
 export function refuseNetwork(
   ctx: Pick<JoinContext, 'events'>,
@@ -251,6 +256,7 @@ async function refuseNodeName(
  * bootstrap and the node going NotReady (`leaveToAgent`), unless the last bootstrap failed:
  * then the agent may never have been given its services, and waiting for it would only let
  * the join time out, so the host is configured again (the failure's requeue backs off).
+ * @package
  */
 export function joinTiming(
   hs: HostStatus,
@@ -304,6 +310,7 @@ async function keepJoined(
 /**
  * Ready=True, for a Node the caller verified is this host's and Ready: the last error is
  * cleared, and becoming Ready is an Event (whichever pass sees it first).
+ * @package
  */
 export function reportReady(
   ctx: JoinContext,

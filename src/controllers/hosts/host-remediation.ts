@@ -37,6 +37,7 @@ export function rebootstrapRequest(host: WindowsHost): string | undefined {
 /**
  * A joined host whose NotReady Node is remediation's to repair, not the join timer's. The
  * administrator's winfleet.io/rejoin (a rebuilt host) is an explicit request: the join acts.
+ * @package
  */
 export function leftToRemediation(host: WindowsHost): boolean {
   if (!host.status?.servicesVersion) return false;
@@ -60,6 +61,7 @@ export function reportRemediationFailure(host: WindowsHost, hs: HostStatus): voi
  * Degraded=True HostSetAside while the pool's rollout has set the host aside (its change
  * stopped, or its pending reboot survived winfleet's reboot: src/rollout/set-aside.ts), unless
  * remediation's failure already says worse.
+ * @package
  */
 export function reportSetAside(host: WindowsHost, hs: HostStatus): void {
   const aside = host.status?.rollout?.setAside;

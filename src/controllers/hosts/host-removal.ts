@@ -57,6 +57,7 @@ export type DeconfigureStep = (
   node: k8s.V1Node | undefined,
 ) => Promise<number | undefined>;
 
+/** @package */
 export async function reconcileRemoval(
   deps: HostControllerDeps,
   host: WindowsHost,
@@ -227,6 +228,7 @@ export function removalWaitedMs(host: WindowsHost): number {
   return Date.now() - new Date(host.metadata.deletionTimestamp ?? Date.now()).getTime();
 }
 
+/** @package */
 export function removalTimeoutMs(deps: HostControllerDeps): number {
   return deps.config().hosts.removalTimeoutSeconds * 1000;
 }
@@ -234,6 +236,7 @@ export function removalTimeoutMs(deps: HostControllerDeps): number {
 /**
  * Says, in the Ready condition and (on the first pass that blocks) a Warning Event, what
  * stops the removal and the annotation that finishes it without the host.
+ * @package
  */
 export function blockRemoval(
   deps: HostControllerDeps,

@@ -72,6 +72,7 @@ export class SecretRefIndex {
 /**
  * Keeps an index of the Secrets `hosts` name and calls `enqueue` with each host whose Secret
  * is created, changed or deleted.
+ * @package
  */
 export function enqueueOnSecretChange(
   hosts: Informer<WindowsHost>,

@@ -23,6 +23,7 @@ export interface JoinContext extends HostControllerDeps {
 /**
  * Runs `work` as the named step: a failure is recorded as the host's last error and as
  * Bootstrapped=False, under the step the host reported when it ran there.
+ * @package
  */
 export async function step<T>(hs: HostStatus, name: JoinStep, work: () => Promise<T>): Promise<T> {
   try {

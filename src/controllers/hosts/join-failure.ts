@@ -74,6 +74,7 @@ const reported = new WeakSet<object>();
  * Sets the conditions for `error` on `hs` and records the Warning Event, once per error
  * object however many layers report it. The Ready condition is set by the join only
  * (`ready`): a removal says Draining/deconfiguring there itself.
+ * @package
  */
 export function reportFailure(
   events: EventRecorder,

@@ -62,6 +62,7 @@ function artifactOf(loaded: LoadedPayload): string {
 /**
  * Copies the files the operator installs itself: the agent and its service shim when the host
  * pulls the rest from a registry, the whole payload otherwise. Returns the paths copied.
+ * @package
  */
 export async function copyOperatorFiles(
   remote: RemoteHost,
@@ -87,6 +88,7 @@ export async function copyOperatorFiles(
  * registry, or pushed over SFTP when the host cannot reach it (see the module comment).
  * `servicesVersion` is given for an upgrade: the agent reads that published manifest with the
  * node's credentials; joining, it stages the manifest of the bootstrap.json just copied.
+ * @package
  */
 export async function deliverRest(
   events: EventRecorder,
@@ -201,6 +203,7 @@ function agentFailure(error: unknown): AgentFailure | undefined {
  * The agent's report, read strictly: the host may say anything, and what it says goes into
  * Events, so only names of this payload's files and a byte count no larger than the payload
  * are taken. Throws WF_REMOTE_COMMAND_FAILED otherwise.
+ * @package
  */
 export function readPullReport(result: Record<string, unknown>, loaded: LoadedPayload): PullReport {
   const names = new Set(loaded.payload.files.map((f) => f.name));

@@ -53,6 +53,7 @@ function reportFor(
 /**
  * Asks the host's agent to deconfigure the host and waits for its report: undefined once it
  * reported (or when no agent can be asked), else when to look again.
+ * @package
  */
 export async function deconfigureThroughAgent(
   deps: HostControllerDeps,

@@ -115,6 +115,7 @@ async function pullPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
  * a Node from before is someone else's), and the host has never been Ready on a Node (a Node
  * that lost the identity afterwards was stripped of it: a node may edit its own Node, and the
  * operator then leaves it to an administrator, as node-claims.ts does for SSH hosts).
+ * @package
  */
 export function isJoiningPullNode(node: k8s.V1Node, host: WindowsHost): boolean {
   const created = timeOf(node.metadata?.creationTimestamp);
@@ -134,6 +135,7 @@ export function isJoiningPullNode(node: k8s.V1Node, host: WindowsHost): boolean 
  * Why this Pull host may not have `name` (another WindowsHost holds it, or the Node of that
  * name is not this host's), as node-claims.ts decides for every host, with the joining Node of
  * isJoiningPullNode adoptable.
+ * @package
  */
 export function pullNameRefusal(
   host: WindowsHost,

@@ -33,6 +33,7 @@ async function hasNodeCredentials(remote: RemoteHost): Promise<boolean> {
  * administrator set winfleet.io/rejoin; then deletes the stale Node — only one carrying this
  * host's identity — waits for it to leave the cache the CSR approver reads, and removes the
  * annotation.
+ * @package
  */
 export async function clearStaleNode(
   deps: HostControllerDeps,

@@ -50,6 +50,7 @@ export interface HostRecord {
  * Writes status.rollout and/or status.remediation in one JSON Patch, guarded by the
  * resourceVersion `host` was read at. Returns the written object's new resourceVersion, or
  * undefined on a conflict (or a host gone): the caller then takes no action and reads again.
+ * @package
  */
 export async function writeHostRecord(
   kc: k8s.KubeConfig,
@@ -74,6 +75,7 @@ export async function writeHostRecord(
 /**
  * Copies the agent's Windows Update report into status.windowsUpdates when it differs (a plain
  * merge patch of that one field: it is a copy of the Node's annotation, rewritten whole).
+ * @package
  */
 export async function copyReport(
   kc: k8s.KubeConfig,
@@ -204,6 +206,7 @@ export async function takeAction(
  * Removes the rollout levels (install-updates) from a Node whose host is in no change: the
  * agent must not install updates outside a change. The reboot token may stay (the agent has it
  * recorded), but it goes too, so a Node out of a change carries nothing of one.
+ * @package
  */
 export async function dropLevels(kc: k8s.KubeConfig, node: k8s.V1Node): Promise<void> {
   const signer = commandSigner(kc);

@@ -22,6 +22,7 @@ import {
 
 export const hostsByPoolIndex = 'pool';
 
+/** @package */
 export interface PoolIndex {
   /** The pool's hosts, sorted by key, with those another pool selects too (PoolMembers). */
   members(poolKey: string): PoolMembers;

@@ -111,6 +111,7 @@ export function remediationNodePatch(
 /**
  * The pool's conditions with health's Degraded merged in: the rollout's Degraded (a stuck or
  * refused change) keeps its reason and gains health's message; otherwise health's reason.
+ * @package
  */
 export function mergeHealthDegraded(
   conditions: readonly ConditionInput[],

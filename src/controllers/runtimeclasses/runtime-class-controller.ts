@@ -21,7 +21,9 @@ import { isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
 import { windowsBuildLabel, windowsReleases } from '../../windows/builds.ts';
 
+/** @package */
 export const managedByLabel = 'app.kubernetes.io/managed-by';
+/** @package */
 export const managedByValue = 'winfleet';
 /** When a managed class lost its last node; it is deleted a grace period later. */
 export const orphanedSinceAnnotation = 'winfleet.io/orphaned-since';

@@ -8,6 +8,7 @@
  */
 import { type JoinScriptValues, joinScriptLines } from './join-script-core.ts';
 
+/** @package */
 export function awsJoinUserData(values: JoinScriptValues): string {
   return `<powershell>\n${joinScriptLines(values).join('\n')}\n</powershell>\n`;
 }

@@ -15,6 +15,7 @@ import { type JoinScriptValues, joinScriptLines } from './join-script-core.ts';
 export const azureCommandToExecute =
   'powershell.exe -NoProfile -ExecutionPolicy Bypass -Command "Copy-Item -LiteralPath C:\\AzureData\\CustomData.bin -Destination C:\\AzureData\\winfleet-join.ps1 -Force; Remove-Item -LiteralPath C:\\AzureData\\CustomData.bin -Force; & C:\\AzureData\\winfleet-join.ps1; $code = $LASTEXITCODE; Remove-Item -LiteralPath C:\\AzureData\\winfleet-join.ps1 -Force -ErrorAction SilentlyContinue; exit $code"';
 
+/** @package */
 export function azureJoinCustomData(values: JoinScriptValues): string {
   const lines = joinScriptLines(values);
   return `${[

@@ -7,6 +7,7 @@
  */
 import { type JoinScriptValues, joinScriptLines } from './join-script-core.ts';
 
+/** @package */
 export function cloudbaseInitJoinUserData(values: JoinScriptValues): string {
   return `#ps1_sysnative\n${joinScriptLines(values).join('\n')}\n`;
 }

@@ -38,4 +38,5 @@ export const payloadLimits = {
   maxFileBytes: 4 * 1024 * 1024 * 1024,
 } as const;
 
+/** @package */
 export type PayloadLimits = { readonly [K in keyof typeof payloadLimits]: number };

@@ -13,6 +13,7 @@ import { sha256Digest } from './payload-manifest.ts';
 /**
  * Parses the config blob `bytes` of `manifest`; `document` names the artifact in messages.
  * Throws WF_PAYLOAD_INVALID listing every problem.
+ * @package
  */
 export function parsePayloadConfig(
   bytes: Uint8Array,

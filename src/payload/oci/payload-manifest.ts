@@ -85,6 +85,7 @@ const reservedNames = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$/
  * Why `name` cannot name a payload file on Windows, or undefined when it can: the letters
  * payload.json allows, at most 255 of them, not "." or "..", no trailing dot (Windows drops it,
  * so "kubelet.exe." would be "kubelet.exe"), not a device name.
+ * @package
  */
 export function fileNameProblem(name: string): string | undefined {
   if (!fileNamePattern.test(name))

@@ -125,6 +125,7 @@ function fixFor(failures: readonly Failure[]): string {
 /**
  * The result of `attempt` on the first target where it works, tried in order. A failure on
  * one target moves on to the next; when all fail, the error names each target and why.
+ * @package
  */
 export async function firstThatWorks<T>(
   targets: readonly PayloadTarget[],
