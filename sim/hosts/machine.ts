@@ -17,6 +17,7 @@ import type { SimDomain } from './active-directory.ts';
 import { CertificateStore } from './certificate-store.ts';
 import { type ConsoleCodePage, defaultConsoleCodePage } from './console-code-page.ts';
 import { ContainerCredentialGuard } from './container-credential-guard.ts';
+import { SimContainerdImages, type SimContainerdImagesOptions } from './containerd-images.ts';
 import { SimDefender } from './defender.ts';
 import { SimFileSystem } from './file-system.ts';
 import { errorCode, fsError } from './file-system-error.ts';
@@ -107,6 +108,8 @@ export interface SimMachineOptions {
   joinTuning?: JoinTuning;
   /** Its cloud's instance metadata service (an EC2 instance's IMDS); none off a cloud. */
   instanceMetadata?: SimInstanceMetadata;
+  /** containerd's images: what the registry has and how fast pulls go (containerd-images.ts). */
+  containerdImages?: SimContainerdImagesOptions | SimContainerdImages;
 }
 
 export interface SimMachineTimings extends ScmTimings, LongOperationTimings {
@@ -318,6 +321,10 @@ export class SimMachine {
     this.domain = options.domain;
     this.#joinTuning = options.joinTuning;
     this.instanceMetadata = options.instanceMetadata;
+    this.containerdImages =
+      options.containerdImages instanceof SimContainerdImages
+        ? options.containerdImages
+        : new SimContainerdImages(options.containerdImages);
     this.winHttpProxy = undefined;
     this.fs = fs;
     this.programs = options.programs ?? defaultPrograms();
@@ -408,6 +415,8 @@ export class SimMachine {
   userData: UserDataRun | undefined;
   /** What answers on 169.254.169.254 (SimMachineOptions.instanceMetadata). */
   readonly instanceMetadata: SimInstanceMetadata | undefined;
+  /** containerd's image store and the registry it pulls from (containerd-images.ts). */
+  readonly containerdImages: SimContainerdImages;
   /** What the agent's `join` waits on this machine (SimMachineOptions.joinTuning). */
   get joinTuning(): JoinTuning | undefined {
     return this.#joinTuning;

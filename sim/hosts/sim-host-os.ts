@@ -577,6 +577,25 @@ export class SimHostOS implements HostOS {
     });
   }
 
+  hasImage(reference: string): Promise<boolean> {
+    return this.#live(() => this.#machine.containerdImages.has(reference));
+  }
+
+  /** ctr's pull against the machine's image store: containerd's error when it fails. */
+  pullImage(reference: string, signal: AbortSignal): Promise<void> {
+    return this.#live(async () => {
+      try {
+        await this.#machine.containerdImages.pull(reference, signal);
+      } catch (error) {
+        if (signal.aborted) throw error;
+        throw new WinfleetError(
+          'WF_WINDOWS_COMMAND_FAILED',
+          `Cannot pull image "${reference}": ${(error as Error).message}`,
+        );
+      }
+    });
+  }
+
   freeDiskBytes(_path: string): Promise<number> {
     return this.#live(() => this.#machine.fs.freeBytes());
   }

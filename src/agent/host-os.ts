@@ -272,6 +272,15 @@ export interface HostOS {
    * there, and the CCG plug-ins registered (windows/gmsa-host-facts.ts). Reads only.
    */
   gmsaHostFacts(): Promise<GmsaHostFacts>;
+
+  // containerd's images, in the k8s.io namespace the kubelet's CRI uses (pre-pull.ts).
+  /** Whether containerd has the image, by its normalised reference ("registry/repo:tag"). */
+  hasImage(reference: string): Promise<boolean>;
+  /**
+   * Pulls the image for the host's platform and unpacks it (ctr images pull, with the registry
+   * hosts of C:\k\containerd\certs.d). Rejects with containerd's error; `signal` stops it.
+   */
+  pullImage(reference: string, signal: AbortSignal): Promise<void>;
 }
 
 /** What an installUpdates call did. */

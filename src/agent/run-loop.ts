@@ -58,6 +58,7 @@ import {
   publishedProblems,
   servicesNotToRestart,
 } from './node-health.ts';
+import { syncPrePull } from './pre-pull.ts';
 import { fetchPublishedManifest } from './published-manifest.ts';
 import { removeStaleCopiesOf } from './replace-executable.ts';
 import { syncSourceVip } from './source-vip.ts';
@@ -190,8 +191,30 @@ export async function checkOnce(
     // Problem detection runs even when a step failed: a failing host is what it is for.
     if (core && node && kc) await checkHealth(pass, core, node, kc);
     if (core && node) await reportReadinessAndUpdates(pass, core, node, wake);
+    // The pool's images, once per boot and services version, in the background (pre-pull.ts).
+    if (core && node) await startPrePull(pass, core, node, wake);
   }
   return pass.manifest.version;
+}
+
+/** Starts the pool's pre-pull when the Node's signed command asks for it; a failure is logged. */
+async function startPrePull(
+  pass: Pass,
+  core: k8s.CoreV1Api,
+  node: k8s.V1Node,
+  wake: (() => void) | undefined,
+): Promise<void> {
+  const { context, config } = pass;
+  await syncPrePull({
+    context,
+    nodeName: config.nodeName,
+    core,
+    node,
+    servicesVersion: pass.manifest.version,
+    ...(wake ? { wake } : {}),
+  }).catch((error: unknown) => {
+    context.stderr(`pre-pull failed: ${(error as Error).message}\n`);
+  });
 }
 
 /** Takes the manifest the Node's annotation names, when published: its payload, then the manifest. */

@@ -31,6 +31,7 @@ import {
   installUpdatesAnnotation,
   rebootRequestAnnotation,
 } from './node-annotations.ts';
+import { prePullAnnotation } from './pre-pull.ts';
 
 /** Every annotation the agent obeys as a command, each signed. */
 export const commandAnnotations = [
@@ -38,6 +39,7 @@ export const commandAnnotations = [
   installUpdatesAnnotation,
   rebootRequestAnnotation,
   deconfigureRequestAnnotation,
+  prePullAnnotation,
 ] as const;
 export type CommandAnnotation = (typeof commandAnnotations)[number];
 

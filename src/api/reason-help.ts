@@ -13,6 +13,7 @@ import {
   JoinFailureReason,
   NodeHealthEventReason,
   NodeHealthReason,
+  PrePullReason,
 } from './reasons.ts';
 
 /** Any reason of the catalog. */
@@ -21,7 +22,8 @@ export type Reason =
   | EventReason
   | NodeHealthReason
   | NodeHealthEventReason
-  | GmsaReadinessReason;
+  | GmsaReadinessReason
+  | PrePullReason;
 
 /** One table row: the reason, what it means and what to do (Markdown, one line each). */
 export interface ReasonRow {
@@ -693,6 +695,46 @@ export const reasonHelp: readonly HelpSection[] = [
             meaning:
               "Not ready: the agent could not read the host's facts; the message has the error.",
             fix: 'Read the agent log on the host (`C:\\k\\logs`); the agent tries again within five minutes.',
+          },
+        ],
+      },
+    ],
+  },
+  {
+    title: 'Image pre-pull reasons',
+    blocks: [
+      'A node of a pool with `spec.prePull` ([Images before pods](operating.md#images-before-pods)) pulls\nthose images after its join, an upgrade or a reboot; its agent reports the Node condition\n`ImagesPrePulled` (`kubectl describe node`). While it is False with `PrePulling`, the node\nkeeps the taint `winfleet.io/pre-pulling:NoSchedule`; any other reason (success or failure)\nlets it take pods: a failed pull never keeps a node out of service.',
+      {
+        events: false,
+        rows: [
+          {
+            reason: PrePullReason.PrePulled,
+            meaning: 'True: every image of `spec.prePull.images` is in containerd.',
+            fix: 'Nothing.',
+          },
+          {
+            reason: PrePullReason.PrePulling,
+            meaning:
+              'False while the pulls run (at most `spec.prePull.maxParallel` at once); the message counts the images done.',
+            fix: 'Nothing; it ends by `spec.prePull.timeoutSeconds` at the latest.',
+          },
+          {
+            reason: PrePullReason.PrePullFailed,
+            meaning:
+              "False: an image could not be pulled; the message names it with containerd's error (`not found`: the registry has no such image or tag; an authorization or network error; a reference the image address policy refuses). The other images were pulled.",
+            fix: 'Correct `spec.prePull.images` (or the registry, its mirror or pull secret); the agent tries again after the next upgrade or reboot.',
+          },
+          {
+            reason: PrePullReason.PrePullNoSpace,
+            meaning:
+              "False: the images' compressed size, three times over (the downloaded layers and their unpacked copies), is more than the free space of containerd's volume; nothing was pulled.",
+            fix: 'Free space (`crictl rmi --prune`, `C:\\k\\logs`) or grow the volume, or list fewer images.',
+          },
+          {
+            reason: PrePullReason.PrePullTimedOut,
+            meaning:
+              'False: the pulls outlasted `spec.prePull.timeoutSeconds`; the node takes pods anyway, and their own pulls go on.',
+            fix: 'Raise `timeoutSeconds`, use a registry mirror closer to the hosts, or list fewer images.',
           },
         ],
       },

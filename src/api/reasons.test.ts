@@ -24,6 +24,7 @@ import {
   NodeHealthCondition,
   NodeHealthEventReason,
   NodeHealthReason,
+  PrePullReason,
 } from './reasons.ts';
 
 const srcDir = fileURLToPath(new URL('..', import.meta.url));
@@ -54,6 +55,7 @@ const catalogs = {
   NodeHealthReason,
   NodeHealthEventReason,
   GmsaReadinessReason,
+  PrePullReason,
 } as const;
 
 test('every reason is set by product code', () => {

@@ -406,3 +406,21 @@ export const JoinStep = {
   Deconfigure: 'deconfigure',
 } as const;
 export type JoinStep = (typeof JoinStep)[keyof typeof JoinStep];
+
+/**
+ * The reasons of the agent's ImagesPrePulled Node condition (src/agent/pre-pull.ts): the
+ * images of its pool's spec.prePull, pulled before the node takes pods.
+ */
+export const PrePullReason = {
+  /** True: every image is in containerd. */
+  PrePulled: 'PrePulled',
+  /** False while the pulls run; the message counts them. */
+  PrePulling: 'PrePulling',
+  /** False: an image could not be pulled (missing, refused, a registry error); named. */
+  PrePullFailed: 'PrePullFailed',
+  /** False: the images would not fit the disk, so none was pulled. */
+  PrePullNoSpace: 'PrePullNoSpace',
+  /** False: the pulls outlasted spec.prePull.timeoutSeconds. */
+  PrePullTimedOut: 'PrePullTimedOut',
+} as const;
+export type PrePullReason = (typeof PrePullReason)[keyof typeof PrePullReason];

@@ -52,6 +52,13 @@ import {
 } from './cni-address.ts';
 import { type CommandOptions, type CommandRunner, childProcessRunner } from './command-runner.ts';
 import {
+  ctrError,
+  ctrExe,
+  imageListArgs,
+  imagePullArgs,
+  parseImageListOutput,
+} from './containerd-images.ts';
+import {
   type ContainersFeatureState,
   containersFeatureScript,
   parseContainersFeatureOutput,
@@ -919,6 +926,33 @@ export class WindowsHostOS implements HostOS {
     return parseGmsaHostFactsOutput(
       await this.#runPowerShell(gmsaHostFactsScript(), 'read the host’s gMSA facts'),
     );
+  }
+
+  // containerd's images (containerd-images.ts).
+
+  async hasImage(reference: string): Promise<boolean> {
+    const result = await this.#run(ctrExe, imageListArgs(reference));
+    if (result.exitCode !== 0) {
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
+        `Cannot list containerd's image "${reference}": ${ctrExe} exited with ${result.exitCode}: ${ctrError(result.stderr)}`,
+      );
+    }
+    return parseImageListOutput(result.stdout, reference);
+  }
+
+  async pullImage(reference: string, signal: AbortSignal): Promise<void> {
+    // A pull takes as long as the image's size needs: the caller's signal bounds it.
+    const result = await this.#run(ctrExe, imagePullArgs(reference), {
+      timeoutMs: Number.POSITIVE_INFINITY,
+      signal,
+    });
+    if (result.exitCode !== 0) {
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
+        `Cannot pull image "${reference}": ${ctrError(result.stderr)}`,
+      );
+    }
   }
 
   async #runPowerShell(

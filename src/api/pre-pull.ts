@@ -1,0 +1,189 @@
+/**
+ * Images before pods (issue 35, item 4): a pool's spec.prePull lists images its hosts pull
+ * through containerd after a join, an upgrade or a reboot, before the node takes pods.
+ *
+ * The operator hands the list to a node's agent as a signed node command (prePullAnnotation,
+ * src/api/node-commands.ts): any principal with `patch nodes` can write a Node's annotations,
+ * and a list the agent acted on unsigned would let it make nodes pull what it chooses. The
+ * value is the canonical JSON of PrePullCommand (formatPrePullCommand), parsed strictly by the
+ * agent (parsePrePullCommand) even once its signature holds.
+ *
+ * While it pulls, the node carries prePullTaint (registered with the kubelet through
+ * --register-with-taints: NodeRestriction lets a node set taints only when it registers, never
+ * change them), and its agent reports the Node condition prePullConditionType; the taint goes
+ * once that condition is True or False, whatever its reason: a failure or a timeout never keeps
+ * a node from pods.
+ */
+import { isIP } from 'node:net';
+import type { AddressPolicy } from '../images/address-policy.ts';
+import { hostAddress } from '../images/address-policy.ts';
+import { formatImageReference, parseImageReference } from '../images/image-reference.ts';
+
+/** spec.prePull of a WindowsNodePool. */
+export interface PrePullSpec {
+  /** Image references (tag or digest), pulled for the host's own platform. */
+  images: string[];
+  /** How long the node waits for its pulls before it takes pods anyway. Default 900. */
+  timeoutSeconds?: number;
+  /** How many images are pulled at once. Default 2. */
+  maxParallel?: number;
+}
+
+export const prePullDefaults = { timeoutSeconds: 900, maxParallel: 2 } as const;
+/** Limits the CRD declares too. */
+export const prePullLimits = {
+  maxImages: 32,
+  minTimeoutSeconds: 30,
+  maxTimeoutSeconds: 7200,
+  maxParallel: 8,
+} as const;
+
+/** The signed command on a Node: spec.prePull with its defaults, the references normalised. */
+export interface PrePullCommand {
+  images: {
+    reference: string /** Compressed bytes, when the operator looked them up. */;
+    bytes?: number;
+  }[];
+  timeoutSeconds: number;
+  maxParallel: number;
+}
+
+/** The Node annotation carrying the signed PrePullCommand. */
+export const prePullAnnotation = 'winfleet.io/pre-pull';
+/** The taint a pre-pulling node registers with and loses once its pulls ended. */
+export const prePullTaint = { key: 'winfleet.io/pre-pulling', effect: 'NoSchedule' } as const;
+/** The agent's Node condition: True once every image is there, False with a reason otherwise. */
+export const prePullConditionType = 'ImagesPrePulled';
+
+/**
+ * Problems with a pool's spec.prePull, each naming the field and the fix: references that do
+ * not parse, duplicates, a registry given as an IP address the address policy refuses, and
+ * numbers out of range.
+ */
+export function prePullProblems(spec: PrePullSpec, policy?: AddressPolicy): string[] {
+  const problems: string[] = [];
+  const images = Array.isArray(spec.images) ? spec.images : [];
+  if (!Array.isArray(spec.images) || images.length === 0)
+    problems.push('spec.prePull.images: list at least one image, or remove spec.prePull');
+  if (images.length > prePullLimits.maxImages)
+    problems.push(`spec.prePull.images: at most ${prePullLimits.maxImages} images`);
+  const seen = new Set<string>();
+  images.forEach((image, i) => {
+    const field = `spec.prePull.images[${i}]`;
+    try {
+      const ref = parseImageReference(image);
+      const canonical = formatImageReference(ref);
+      if (seen.has(canonical)) problems.push(`${field}: "${image}" is listed twice; remove one`);
+      seen.add(canonical);
+      const host = hostAddress(ref.registry.replace(/:[0-9]+$/, ''));
+      const why = policy && isIP(host) ? policy.forbiddenAddress(host) : undefined;
+      if (why)
+        problems.push(
+          `${field}: the registry of "${image}" is ${why}, which the image address policy refuses; use a registry or mirror winfleet-config names`,
+        );
+    } catch (error) {
+      problems.push(`${field}: ${(error as Error).message}`);
+    }
+  });
+  const number = (value: unknown, name: string, min: number, max: number) => {
+    if (value === undefined) return;
+    if (!Number.isInteger(value) || (value as number) < min || (value as number) > max)
+      problems.push(`spec.prePull.${name}: write a whole number from ${min} to ${max}`);
+  };
+  number(
+    spec.timeoutSeconds,
+    'timeoutSeconds',
+    prePullLimits.minTimeoutSeconds,
+    prePullLimits.maxTimeoutSeconds,
+  );
+  number(spec.maxParallel, 'maxParallel', 1, prePullLimits.maxParallel);
+  return problems;
+}
+
+/** The command for a valid spec (prePullProblems empty); sizes by normalised reference. */
+export function prePullCommand(
+  spec: PrePullSpec,
+  sizes: ReadonlyMap<string, number> = new Map(),
+): PrePullCommand {
+  return {
+    images: spec.images.map((image) => {
+      const reference = formatImageReference(parseImageReference(image));
+      const bytes = sizes.get(reference);
+      return bytes === undefined ? { reference } : { reference, bytes };
+    }),
+    timeoutSeconds: spec.timeoutSeconds ?? prePullDefaults.timeoutSeconds,
+    maxParallel: spec.maxParallel ?? prePullDefaults.maxParallel,
+  };
+}
+
+/** The annotation's value: canonical JSON (key order fixed), as signed. */
+export function formatPrePullCommand(command: PrePullCommand): string {
+  return JSON.stringify({
+    images: command.images.map((i) =>
+      i.bytes === undefined
+        ? { reference: i.reference }
+        : { reference: i.reference, bytes: i.bytes },
+    ),
+    timeoutSeconds: command.timeoutSeconds,
+    maxParallel: command.maxParallel,
+  });
+}
+
+/**
+ * Parses the annotation's value strictly: only formatPrePullCommand's shape, normalised
+ * references, numbers in range. Throws an Error saying what is wrong.
+ */
+export function parsePrePullCommand(value: string): PrePullCommand {
+  if (value.length > 16384) throw new Error('the pre-pull command is longer than 16 KiB');
+  const parsed = JSON.parse(value) as unknown;
+  const fail = (why: string): never => {
+    throw new Error(`the pre-pull command is not one the operator writes: ${why}`);
+  };
+  if (!isRecord(parsed) || Object.keys(parsed).join() !== 'images,timeoutSeconds,maxParallel')
+    fail('expected exactly {images, timeoutSeconds, maxParallel}');
+  const { images, timeoutSeconds, maxParallel } = parsed as Record<string, unknown>;
+  if (!Array.isArray(images) || images.length === 0 || images.length > prePullLimits.maxImages)
+    fail(`images must list 1 to ${prePullLimits.maxImages} images`);
+  const command: PrePullCommand = {
+    images: (images as unknown[]).map((item) => parseCommandImage(item, fail)),
+    timeoutSeconds: inRange(
+      timeoutSeconds,
+      prePullLimits.minTimeoutSeconds,
+      prePullLimits.maxTimeoutSeconds,
+      fail,
+    ),
+    maxParallel: inRange(maxParallel, 1, prePullLimits.maxParallel, fail),
+  };
+  if (formatPrePullCommand(command) !== value) fail('it is not in canonical form');
+  return command;
+}
+
+function parseCommandImage(
+  item: unknown,
+  fail: (why: string) => never,
+): PrePullCommand['images'][number] {
+  if (!isRecord(item)) return fail('an image is not an object');
+  const keys = Object.keys(item).join();
+  if (keys !== 'reference' && keys !== 'reference,bytes') fail('an image has unknown fields');
+  const reference = item.reference;
+  if (typeof reference !== 'string') return fail('an image reference is not a string');
+  let canonical: string;
+  try {
+    canonical = formatImageReference(parseImageReference(reference));
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  if (canonical !== reference) fail(`"${reference}" is not normalised`);
+  if (item.bytes === undefined) return { reference };
+  return { reference, bytes: inRange(item.bytes, 0, Number.MAX_SAFE_INTEGER, fail) };
+}
+
+function inRange(value: unknown, min: number, max: number, fail: (why: string) => never): number {
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max)
+    fail(`${String(value)} is not a whole number from ${min} to ${max}`);
+  return value as number;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
