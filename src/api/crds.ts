@@ -7,6 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { domainNameMaxLength, organizationalUnitMaxLength } from './active-directory.ts';
 import { apiGroup } from './group-version.ts';
 import { nodeLabelRules } from './node-labels.ts';
+import { prePullDefaults, prePullLimits } from './pre-pull.ts';
 import { lastActionsLimit, RemediationRung, RungResult } from './remediation-status.ts';
 import { hostKeyFingerprintPattern, hostModes } from './windows-host.ts';
 import {
@@ -1053,6 +1054,38 @@ const windowsNodePoolWire = {
                         enum: [...instanceIdentityKinds],
                         description:
                           'AWS: a host joining by command must present its EC2 instance identity document, signed by AWS (verified with hosts.instanceIdentity.aws.certificates of winfleet-config), and is named for its instance id; a token then admits only real instances, each once. Absent: no instance identity is asked for',
+                      },
+                    },
+                  },
+                  prePull: {
+                    type: 'object',
+                    required: ['images'],
+                    description:
+                      'Images the pool’s hosts pull through containerd after a join, an upgrade or a reboot, before they take pods: the node keeps the taint winfleet.io/pre-pulling:NoSchedule until its agent reports the Node condition ImagesPrePulled (True, or False with PrePullFailed, PrePullNoSpace or PrePullTimedOut: a failure never keeps the node from pods). Absent: nothing is pulled ahead',
+                    properties: {
+                      images: {
+                        type: 'array',
+                        minItems: 1,
+                        maxItems: prePullLimits.maxImages,
+                        'x-kubernetes-list-type': 'set',
+                        description:
+                          'Image references (registry/repository:tag or @sha256:digest), each pulled for the host’s own Windows build; a registry given as an IP address the image address policy refuses is refused',
+                        items: { type: 'string', minLength: 1, maxLength: 512 },
+                      },
+                      timeoutSeconds: {
+                        type: 'integer',
+                        minimum: prePullLimits.minTimeoutSeconds,
+                        maximum: prePullLimits.maxTimeoutSeconds,
+                        default: prePullDefaults.timeoutSeconds,
+                        description:
+                          'How long a node waits for its pulls before it takes pods anyway (PrePullTimedOut). Default 900',
+                      },
+                      maxParallel: {
+                        type: 'integer',
+                        minimum: 1,
+                        maximum: prePullLimits.maxParallel,
+                        default: prePullDefaults.maxParallel,
+                        description: 'How many images a host pulls at once. Default 2',
                       },
                     },
                   },

@@ -16,7 +16,7 @@
  */
 import { isIP } from 'node:net';
 import type { AddressPolicy } from '../images/address-policy.ts';
-import { hostAddress } from '../images/address-policy.ts';
+import { createAddressPolicy, hostAddress } from '../images/address-policy.ts';
 import { formatImageReference, parseImageReference } from '../images/image-reference.ts';
 
 /** spec.prePull of a WindowsNodePool. */
@@ -55,12 +55,15 @@ export const prePullTaint = { key: 'winfleet.io/pre-pulling', effect: 'NoSchedul
 /** The agent's Node condition: True once every image is there, False with a reason otherwise. */
 export const prePullConditionType = 'ImagesPrePulled';
 
+/** The address policy's fixed ranges (loopback, link-local, private, …), no configuration. */
+const fixedRanges = createAddressPolicy();
+
 /**
  * Problems with a pool's spec.prePull, each naming the field and the fix: references that do
  * not parse, duplicates, a registry given as an IP address the address policy refuses, and
  * numbers out of range.
  */
-export function prePullProblems(spec: PrePullSpec, policy?: AddressPolicy): string[] {
+export function prePullProblems(spec: PrePullSpec, policy: AddressPolicy = fixedRanges): string[] {
   const problems: string[] = [];
   const images = Array.isArray(spec.images) ? spec.images : [];
   if (!Array.isArray(spec.images) || images.length === 0)
@@ -76,7 +79,7 @@ export function prePullProblems(spec: PrePullSpec, policy?: AddressPolicy): stri
       if (seen.has(canonical)) problems.push(`${field}: "${image}" is listed twice; remove one`);
       seen.add(canonical);
       const host = hostAddress(ref.registry.replace(/:[0-9]+$/, ''));
-      const why = policy && isIP(host) ? policy.forbiddenAddress(host) : undefined;
+      const why = isIP(host) ? policy.forbiddenAddress(host) : undefined;
       if (why)
         problems.push(
           `${field}: the registry of "${image}" is ${why}, which the image address policy refuses; use a registry or mirror winfleet-config names`,

@@ -9,6 +9,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller-runtime/conditions.ts';
 import { apiGroup, apiVersion } from './group-version.ts';
+import type { PrePullSpec } from './pre-pull.ts';
 import { NodeHealthCondition } from './reasons.ts';
 
 export const windowsNodePoolResource = {
@@ -90,6 +91,11 @@ export interface WindowsNodePoolSpec {
    * (src/controllers/hosts/active-directory-join.ts); absent: hosts stay as they are.
    */
   activeDirectory?: ActiveDirectorySpec;
+  /**
+   * Images the pool's hosts pull after a join, an upgrade or a reboot, before they take pods
+   * (src/api/pre-pull.ts); absent: none.
+   */
+  prePull?: PrePullSpec;
 }
 
 /** spec.activeDirectory of a WindowsNodePool (src/api/active-directory.ts checks it). */

@@ -8,6 +8,7 @@
  */
 import { activeDirectoryProblems } from '../api/active-directory.ts';
 import { compileNodeNamePattern } from '../api/node-name-pattern.ts';
+import { prePullProblems } from '../api/pre-pull.ts';
 import {
   type LabelSelector,
   type PatchPolicy,
@@ -116,6 +117,8 @@ export function checkPoolSpec(spec: unknown): { policy: PoolPolicy; problems: st
     if (!compiled.ok) problems.push(compiled.problem);
   }
   problems.push(...activeDirectoryProblems(s.activeDirectory));
+  // Images before pods: references parsed, registries given as addresses checked (pre-pull.ts).
+  if (s.prePull !== undefined && s.prePull !== null) problems.push(...prePullProblems(s.prePull));
   if (s.rebootRequestedAt !== undefined && s.rebootRequestedAt !== null) {
     const at = s.rebootRequestedAt;
     const valid = field(problems, false, () => {

@@ -41,6 +41,7 @@ import {
 } from './host-remediation.ts';
 import type { JoinContext } from './join-context.ts';
 import { reportFailure } from './join-failure.ts';
+import { liftPrePullTaint, poolPrePull, prePullAnnotations } from './pre-pull-node.ts';
 
 export type { JoinContext } from './join-context.ts';
 
@@ -373,6 +374,12 @@ async function finishNode(
   const build = node.metadata?.labels?.[windowsBuildLabel];
   if (build) hs.status.windowsBuild = build;
   const current = await annotateNode(ctx, host, hs, node, loaded, version);
+  // The pre-pull taint goes once the agent's pulls ended (pre-pull-node.ts); a conflict waits.
+  await liftPrePullTaint(
+    ctx.kc.makeApiClient(k8s.CoreV1Api),
+    current,
+    poolPrePull(ctx.pools?.list() ?? [], host),
+  ).catch(() => false);
   if (node.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     if (bootstrapFailed(hs) || agentOutOfPatience(ctx, hs)) return { kind: 'bootstrap-again' };
@@ -405,7 +412,11 @@ async function annotateNode(
   const desired = annotations[desiredServicesVersionAnnotation];
   const signer = commandSigner(ctx.kc);
   const signed = signer.holds(node, desiredServicesVersionAnnotation, version);
-  if (signed && annotations[hostAnnotation] === identity) return node;
+  // The pool's pre-pull list, signed for this Node too (pre-pull-node.ts).
+  const prePull = prePullAnnotations(signer, node, poolPrePull(ctx.pools?.list() ?? [], host));
+  if (signed && annotations[hostAnnotation] === identity) {
+    return Object.keys(prePull).length === 0 ? node : patchNodeAnnotations(ctx, name, prePull);
+  }
   await ctx.publish(loaded.manifest);
   if (desired && desired !== version) {
     // Staged before the agent is told to use it: pulled by the host (or pushed, its fallback).
@@ -422,6 +433,7 @@ async function annotateNode(
   // Signed for this Node: the agent obeys no desired version a patch-nodes principal wrote.
   return patchNodeAnnotations(ctx, name, {
     ...(signed ? {} : signer.annotations(node, desiredServicesVersionAnnotation, version)),
+    ...prePull,
     [hostAnnotation]: identity,
   });
 }

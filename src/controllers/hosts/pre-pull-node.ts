@@ -1,0 +1,105 @@
+/**
+ * The operator's side of images before pods (src/api/pre-pull.ts, src/agent/pre-pull.ts):
+ * - the pool's spec.prePull reaches each of its Nodes as the signed command prePullAnnotation
+ *   (its agent obeys no list a `patch nodes` principal wrote), and goes away with the spec;
+ * - an SSH host of such a pool registers its Node with prePullTaint (host-bootstrap.ts);
+ * - the operator lifts that taint — a node may not change its own (NodeRestriction) — once the
+ *   agent's ImagesPrePulled condition is anything but PrePulling, once the pool has no
+ *   spec.prePull, or once the Node has been Ready for the spec's timeout and two minutes more
+ *   without an ending (an agent that never reports keeps no node from pods).
+ */
+import * as k8s from '@kubernetes/client-node';
+import {
+  formatPrePullCommand,
+  type PrePullSpec,
+  prePullAnnotation,
+  prePullCommand,
+  prePullConditionType,
+  prePullDefaults,
+  prePullProblems,
+  prePullTaint,
+} from '../../api/pre-pull.ts';
+import { PrePullReason } from '../../api/reasons.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
+import type { CommandSigner } from '../../fleet/command-signer.ts';
+import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
+import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
+
+/** How long past the timeout a tainted Ready node waits for its agent's report. */
+const graceMs = 120_000;
+
+/**
+ * The spec.prePull of the pool that governs `host` (the first by key of those selecting it, as
+ * the rollout decides), when it has a valid one.
+ * @package
+ */
+export function poolPrePull(
+  pools: readonly WindowsNodePool[],
+  host: WindowsHost,
+): PrePullSpec | undefined {
+  const [key] = owningPools(sortedPools(pools.map(poolSelection)), hostLabels(host));
+  if (key === undefined || key === defaultPoolKey) return undefined;
+  const pool = pools.find((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}` === key);
+  const spec = pool?.spec.prePull;
+  // A spec with problems is reported on the pool (checkPoolSpec) and never reaches a node.
+  return spec && prePullProblems(spec).length === 0 ? spec : undefined;
+}
+
+/**
+ * The annotations of a merge patch that make `node` carry `spec`'s command signed for it (or
+ * none of it, without a spec); {} when it already does.
+ * @package
+ */
+export function prePullAnnotations(
+  signer: CommandSigner,
+  node: k8s.V1Node,
+  spec: PrePullSpec | undefined,
+): Record<string, string | null> {
+  const value = spec ? formatPrePullCommand(prePullCommand(spec)) : undefined;
+  if (signer.holds(node, prePullAnnotation, value)) return {};
+  return signer.annotations(node, prePullAnnotation, value ?? null);
+}
+
+/** Whether the operator lifts the pre-pull taint of `node` now (see the header). @package */
+export function prePullTaintDone(
+  node: k8s.V1Node,
+  spec: PrePullSpec | undefined,
+  now: number = Date.now(),
+): boolean {
+  if (!spec) return true;
+  const conditions = node.status?.conditions ?? [];
+  const condition = conditions.find((c) => c.type === prePullConditionType);
+  if (condition && condition.reason !== PrePullReason.PrePulling) return true;
+  const ready = conditions.find((c) => c.type === 'Ready' && c.status === 'True');
+  const since = ready?.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : now;
+  const timeoutMs = (spec.timeoutSeconds ?? prePullDefaults.timeoutSeconds) * 1000;
+  return now - since > timeoutMs + graceMs;
+}
+
+/**
+ * Removes prePullTaint from the Node when prePullTaintDone says so; returns whether it did. The
+ * taints are replaced as read (resourceVersion precondition): a concurrent change fails, and
+ * the next pass tries again.
+ * @package
+ */
+export async function liftPrePullTaint(
+  core: k8s.CoreV1Api,
+  node: k8s.V1Node,
+  spec: PrePullSpec | undefined,
+): Promise<boolean> {
+  const taints = node.spec?.taints ?? [];
+  if (!taints.some((t) => t.key === prePullTaint.key)) return false;
+  if (!prePullTaintDone(node, spec)) return false;
+  await core.patchNode(
+    {
+      name: node.metadata!.name!,
+      body: {
+        metadata: { resourceVersion: node.metadata?.resourceVersion },
+        spec: { taints: taints.filter((t) => t.key !== prePullTaint.key) },
+      },
+    },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  );
+  return true;
+}
