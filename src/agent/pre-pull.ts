@@ -143,9 +143,9 @@ export interface PrePullPass {
 /**
  * Starts the pre-pull the Node's signed command asks for, once per boot, services version and
  * list (recorded in prePullRecordPath), in the background: the pass goes on. Returns the
- * pulls' promise when it started them (tests wait on it), else undefined.
+ * pulls' promise (as `done`) when it started them (tests wait on it), else undefined.
  */
-export async function syncPrePull(pass: PrePullPass): Promise<Promise<void> | undefined> {
+export async function syncPrePull(pass: PrePullPass): Promise<{ done: Promise<void> } | undefined> {
   const { context, node } = pass;
   const value = node.metadata?.annotations?.[prePullAnnotation];
   if (value === undefined) return undefined;
@@ -171,7 +171,7 @@ export async function syncPrePull(pass: PrePullPass): Promise<Promise<void> | un
     return undefined;
   }
   running.set(context, key);
-  return runPrePull(pass, command, key);
+  return { done: runPrePull(pass, command, key) };
 }
 
 async function runPrePull(pass: PrePullPass, command: PrePullCommand, key: string): Promise<void> {

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  formatPrePullCommand,
+  parsePrePullCommand,
+  prePullCommand,
+  prePullProblems,
+} from './pre-pull.ts';
+
+test('a good spec has no problems and gets the defaults', () => {
+  const spec = { images: ['mcr.microsoft.com/windows/servercore:ltsc2022', 'nginx'] };
+  assert.deepEqual(prePullProblems(spec), []);
+  assert.deepEqual(prePullCommand(spec, new Map([['docker.io/library/nginx:latest', 5]])), {
+    images: [
+      { reference: 'mcr.microsoft.com/windows/servercore:ltsc2022' },
+      { reference: 'docker.io/library/nginx:latest', bytes: 5 },
+    ],
+    timeoutSeconds: 900,
+    maxParallel: 2,
+  });
+});
+
+test('bad references, duplicates, refused addresses and numbers are named by field', () => {
+  const problems = prePullProblems({
+    images: [
+      'Bad Name',
+      'nginx',
+      'docker.io/library/nginx:latest',
+      '169.254.169.254/x:1',
+      '127.0.0.1:5000/y:1',
+      '[::1]:5000/z:1',
+    ],
+    timeoutSeconds: 5,
+    maxParallel: 0,
+  });
+  assert.equal(problems.length, 7, problems.join('\n'));
+  assert.match(problems[0]!, /^spec\.prePull\.images\[0\]: /);
+  assert.match(problems[1]!, /^spec\.prePull\.images\[2\]: .* listed twice/);
+  assert.match(problems[2]!, /^spec\.prePull\.images\[3\]: .*link-local.*address policy/);
+  assert.match(problems[3]!, /^spec\.prePull\.images\[4\]: .*loopback/);
+  assert.match(problems[4]!, /^spec\.prePull\.images\[5\]: .*loopback/);
+  assert.match(problems[5]!, /^spec\.prePull\.timeoutSeconds: /);
+  assert.match(problems[6]!, /^spec\.prePull\.maxParallel: /);
+  assert.match(prePullProblems({ images: [] })[0]!, /^spec\.prePull\.images: /);
+});
+
+test('the command round-trips, and the agent parses nothing but its canonical form', () => {
+  const command = prePullCommand(
+    { images: ['nginx:1.27'], maxParallel: 3 },
+    new Map([['docker.io/library/nginx:1.27', 10]]),
+  );
+  const value = formatPrePullCommand(command);
+  assert.deepEqual(parsePrePullCommand(value), command);
+  const bad = [
+    '[]',
+    '{"images":[{"reference":"nginx"}],"timeoutSeconds":900,"maxParallel":2}',
+    '{"images":[{"reference":"docker.io/library/nginx:latest","x":1}],"timeoutSeconds":900,"maxParallel":2}',
+    '{"images":[{"reference":"docker.io/library/nginx:latest"}],"timeoutSeconds":9,"maxParallel":2}',
+    '{"images":[{"reference":"docker.io/library/nginx:latest"}],"timeoutSeconds":900,"maxParallel":99}',
+    '{"images":[{"reference":"docker.io/library/nginx:latest"}],"timeoutSeconds":900,"maxParallel":2,"run":"x"}',
+    '{"maxParallel":2,"images":[{"reference":"docker.io/library/nginx:latest"}],"timeoutSeconds":900}',
+    '{"images":[{"reference":"docker.io/library/nginx:latest","bytes":-1}],"timeoutSeconds":900,"maxParallel":2}',
+    '{"images":[],"timeoutSeconds":900,"maxParallel":2}',
+  ];
+  for (const text of bad) assert.throws(() => parsePrePullCommand(text), Error, text);
+});
