@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { test } from 'node:test';
+import type * as k8s from '@kubernetes/client-node';
+import { signatureAnnotation } from '../../api/node-commands.ts';
+import { prePullAnnotation, prePullTaint } from '../../api/pre-pull.ts';
+import type { WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
+import { CommandSigner } from '../../fleet/command-signer.ts';
+import {
+  liftPrePullTaint,
+  poolPrePull,
+  prePullAnnotations,
+  prePullTaintDone,
+} from './pre-pull-node.ts';
+
+const spec = { images: ['example.test/app:1'], timeoutSeconds: 60 };
+const t0 = Date.UTC(2026, 10, 29, 0, 0, 0);
+
+function node(extra: Partial<k8s.V1Node> = {}, conditions: k8s.V1NodeCondition[] = []): k8s.V1Node {
+  return {
+    metadata: { name: 'win-1', uid: 'uid-1', resourceVersion: '7', annotations: {} },
+    spec: { taints: [{ ...prePullTaint }, { key: 'os', value: 'windows', effect: 'NoSchedule' }] },
+    status: {
+      conditions: [
+        { type: 'Ready', status: 'True', lastTransitionTime: new Date(t0) as unknown as Date },
+        ...conditions,
+      ],
+    },
+    ...extra,
+  };
+}
+
+test('the pool governing a host gives its spec.prePull; a bad one never reaches a node', () => {
+  const host = {
+    metadata: { name: 'h', namespace: 'ns', labels: { pool: 'a' } },
+    spec: {},
+  } as unknown as WindowsHost;
+  const pool = (prePull: unknown) =>
+    ({
+      metadata: { name: 'a', namespace: 'ns' },
+      spec: { selector: { matchLabels: { pool: 'a' } }, prePull },
+    }) as unknown as WindowsNodePool;
+  assert.deepEqual(poolPrePull([pool(spec)], host), spec);
+  assert.equal(poolPrePull([pool({ images: ['169.254.169.254/x:1'] })], host), undefined);
+  assert.equal(poolPrePull([], host), undefined);
+});
+
+test('the operator signs the list for the Node, re-signs what another wrote, removes it with the spec', () => {
+  const signer = new CommandSigner(generateKeyPairSync('ed25519').privateKey);
+  const bare = node();
+  const patch = prePullAnnotations(signer, bare, spec);
+  assert.match(patch[prePullAnnotation]!, /"example.test\/app:1"/);
+  const signed = node({
+    metadata: { ...bare.metadata, annotations: patch as Record<string, string> },
+  });
+  assert.deepEqual(prePullAnnotations(signer, signed, spec), {});
+  // An attacker's list beside the operator's signature is replaced by the operator's.
+  const tampered = node({
+    metadata: {
+      ...bare.metadata,
+      annotations: { ...(patch as Record<string, string>), [prePullAnnotation]: '{"images":[]}' },
+    },
+  });
+  assert.equal(
+    prePullAnnotations(signer, tampered, spec)[prePullAnnotation],
+    patch[prePullAnnotation],
+  );
+  assert.deepEqual(prePullAnnotations(signer, signed, undefined), {
+    [prePullAnnotation]: null,
+    [signatureAnnotation(prePullAnnotation)]: null,
+  });
+  assert.deepEqual(prePullAnnotations(signer, bare, undefined), {});
+});
+
+test('the taint goes once the condition ended, the spec went, or the timeout and grace passed', () => {
+  const condition = (reason: string) => [
+    { type: 'ImagesPrePulled', status: reason === 'PrePulled' ? 'True' : 'False', reason },
+  ];
+  assert.equal(prePullTaintDone(node({}, condition('PrePulling')), spec, t0 + 1000), false);
+  assert.equal(prePullTaintDone(node(), spec, t0 + 1000), false);
+  for (const reason of ['PrePulled', 'PrePullFailed', 'PrePullNoSpace', 'PrePullTimedOut'])
+    assert.equal(prePullTaintDone(node({}, condition(reason)), spec, t0 + 1000), true, reason);
+  assert.equal(prePullTaintDone(node(), undefined, t0), true);
+  assert.equal(prePullTaintDone(node({}, condition('PrePulling')), spec, t0 + 181_000), true);
+});
+
+test('lifting keeps the other taints and is conditional on the Node read', async () => {
+  const patches: unknown[] = [];
+  const core = {
+    patchNode: async (request: unknown) => void patches.push(request),
+  } as unknown as k8s.CoreV1Api;
+  const done = node({}, [{ type: 'ImagesPrePulled', status: 'True', reason: 'PrePulled' }]);
+  assert.equal(await liftPrePullTaint(core, done, spec), true);
+  assert.deepEqual(patches, [
+    {
+      name: 'win-1',
+      body: {
+        metadata: { resourceVersion: '7' },
+        spec: { taints: [{ key: 'os', value: 'windows', effect: 'NoSchedule' }] },
+      },
+    },
+  ]);
+  assert.equal(await liftPrePullTaint(core, node({ spec: {} }), spec), false);
+});
