@@ -14,6 +14,7 @@
 
 import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
+import { prePullConditionType } from '../../api/pre-pull.ts';
 import { hostFinalizer, isPullHost, type WindowsHost } from '../../api/windows-host.ts';
 import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
 import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
@@ -182,8 +183,12 @@ function watchNodes(
     .on('update', (node, old) => {
       const ready = (n: k8s.V1Node) =>
         n.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+      // The agent's pre-pull ended: its taint goes (pre-pull-node.ts).
+      const prePulled = (n: k8s.V1Node) =>
+        n.status?.conditions?.find((c) => c.type === prePullConditionType)?.reason;
       if (
         ready(node) !== ready(old) ||
+        prePulled(node) !== prePulled(old) ||
         JSON.stringify(node.metadata?.annotations) !== JSON.stringify(old.metadata?.annotations)
       ) {
         hostOfNode(node);

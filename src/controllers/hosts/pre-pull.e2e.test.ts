@@ -1,0 +1,101 @@
+/**
+ * Images before pods (issue 35, item 4) end to end: real API server, operator, SSH and agent;
+ * simulated hosts whose containerd pulls in time proportional to an image's size
+ * (sim/hosts/containerd-images.ts).
+ *
+ * - A host of a pool with spec.prePull registers its Node with winfleet.io/pre-pulling, its
+ *   agent pulls the pool's images, ImagesPrePulled turns True and the operator lifts the taint.
+ * - A pool listing an image the registry does not have: ImagesPrePulled=False PrePullFailed
+ *   naming the image and containerd's "not found"; the taint is lifted all the same.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
+import { createPool } from '../../../sim/testkit/pools.ts';
+import { listWindowsHosts, windowsHostFor } from '../../../sim/testkit/windows-hosts.ts';
+import { prePullConditionType, prePullTaint } from '../../api/pre-pull.ts';
+import { PrePullReason } from '../../api/reasons.ts';
+import { waitFor } from '../../kube/wait-for.ts';
+
+test('pre-pull: a pool’s images are pulled before the taint goes; a missing image is named and does not keep the node from pods', async (t) => {
+  const world = await joinWorld(t, {
+    releases: ['2022', '2022'],
+    machine: {
+      containerdImages: {
+        registry: { 'example.test/app:1': 200e6, 'example.test/base:1': 300e6 },
+        pullBytesPerSecond: 1e9,
+      },
+    },
+  });
+  const { kc, namespace } = world;
+  const [good, bad] = world.fleet.hosts as [
+    (typeof world.fleet.hosts)[0],
+    (typeof world.fleet.hosts)[0],
+  ];
+  await createPool(kc, namespace, 'pp', {
+    selector: { matchLabels: { 'example.com/pool': 'pp' } },
+    prePull: { images: ['example.test/app:1', 'example.test/base:1'], maxParallel: 2 },
+  });
+  await createPool(kc, namespace, 'missing', {
+    selector: { matchLabels: { 'example.com/pool': 'missing' } },
+    prePull: { images: ['example.test/app:1', 'example.test/nope:1'] },
+  });
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  await waitFor(
+    async () => {
+      const list = (await custom.listNamespacedCustomObject({
+        group: 'winfleet.io',
+        version: 'v1alpha1',
+        namespace,
+        plural: 'windowsnodepools',
+      })) as { items: { status?: { observedGeneration?: number } }[] };
+      return list.items.length === 2 && list.items.every((p) => p.status?.observedGeneration);
+    },
+    { description: 'both pools observed by the operator', timeoutMs: 30_000 },
+  );
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  for (const [host, pool] of [
+    [good, 'pp'],
+    [bad, 'missing'],
+  ] as const) {
+    const object = windowsHostFor(host, namespace);
+    object.metadata.labels = { 'example.com/pool': pool };
+    await objects.create(object);
+  }
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  /** The host's Node once its ImagesPrePulled condition has `reason` and its taint is gone. */
+  const settled = (address: string, reason: string) =>
+    waitFor(
+      async () => {
+        const host = (await listWindowsHosts(kc, namespace)).find(
+          (h) => h.spec.address === address,
+        );
+        const name = host?.status?.nodeName;
+        if (!name) return undefined;
+        const node = await core.readNode({ name }).catch(() => undefined);
+        const condition = node?.status?.conditions?.find((c) => c.type === prePullConditionType);
+        const tainted = node?.spec?.taints?.some((x) => x.key === prePullTaint.key);
+        return condition?.reason === reason && !tainted ? { node: node!, condition } : undefined;
+      },
+      { description: `${address}: ImagesPrePulled ${reason}, taint lifted`, timeoutMs: 180_000 },
+    );
+
+  const ok = await settled(good.address, PrePullReason.PrePulled);
+  assert.equal(ok.condition.status, 'True');
+  assert.ok(good.machine.containerdImages.has('example.test/app:1'));
+  assert.ok(good.machine.containerdImages.has('example.test/base:1'));
+  // The kubelet registered the Node with the taint (NodeRestriction allows it only then).
+  const kubeletConfig = (
+    await good.machine.fs.tryReadFile('C:\\k\\kubelet-config.yaml')
+  )?.toString();
+  assert.match(kubeletConfig ?? '', /winfleet\.io\/pre-pulling/);
+
+  const failed = await settled(bad.address, PrePullReason.PrePullFailed);
+  assert.equal(failed.condition.status, 'False');
+  assert.match(
+    failed.condition.message ?? '',
+    /example\.test\/nope:1: .*failed to resolve reference "example\.test\/nope:1": example\.test\/nope:1: not found/,
+  );
+  assert.ok(bad.machine.containerdImages.has('example.test/app:1'), 'the other image is pulled');
+});
