@@ -111,8 +111,9 @@ test('what the client sends keeps every default, enum and CEL rule', () => {
   // 6 for the rollout fields; 6 for spec.health (a condition's timeout, nodeStartupTimeout,
   // maxUnhealthy and the three rung timeouts); 1 for spec.join.nodeNamePattern.
   assert.equal(text.match(/"x-kubernetes-validations"/g)?.length, 13);
-  // 7 for the rollout fields; 9 for spec.health (itself, its four fields, remediation, its four).
-  assert.equal(text.match(/"default"/g)?.length, 16);
+  // 7 for the rollout fields; 9 for spec.health (itself, its four fields, remediation, its four);
+  // 2 for spec.prePull (timeoutSeconds, maxParallel).
+  assert.equal(text.match(/"default"/g)?.length, 18);
   assert.ok(!/x_kubernetes|"_default"|"_enum"/.test(text), 'no client-model names on the wire');
   // The WindowsHost CRD carries the rollout status, enums kept on the wire.
   const rollout =

@@ -110,3 +110,21 @@ test('spec.join.nodeNamePattern: one the API server stored before the rule, chec
     /^spec\.join\.nodeNamePattern "\^\(\?=web\)\$" is not an RE2 regular expression/,
   );
 });
+
+test('spec.prePull: a refused registry address and a bad reference are the pool’s problems', () => {
+  const { problems } = checkPoolSpec({
+    selector: { matchLabels: { pool: 'web' } },
+    prePull: { images: ['169.254.169.254/steal:1', 'Not A Reference'], maxParallel: 9 },
+  });
+  assert.equal(problems.length, 3, problems.join('\n'));
+  assert.match(problems[0]!, /^spec\.prePull\.images\[0\]: .*link-local/);
+  assert.match(problems[1]!, /^spec\.prePull\.images\[1\]: /);
+  assert.match(problems[2]!, /^spec\.prePull\.maxParallel: /);
+  assert.deepEqual(
+    checkPoolSpec({
+      selector: {},
+      prePull: { images: ['mcr.microsoft.com/windows/servercore:ltsc2022'] },
+    }).problems,
+    [],
+  );
+});
