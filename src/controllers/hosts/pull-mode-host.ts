@@ -48,6 +48,7 @@ import {
   reportReady,
   wantedVersion,
 } from './host-join.ts';
+import { poolPrePull, prePullAnnotations } from './pre-pull-node.ts';
 
 export const pullModeMessage =
   'Pull mode: the host joined by itself with a join command; winfleet never connects to it over SSH, and its upgrades, reboots and removal go through its agent';
@@ -298,6 +299,11 @@ async function annotatePullNode(
       hs.status.servicesRequestedAt = apiTime();
     }
   }
+  // The pool's pre-pull list, signed for this Node (pre-pull-node.ts).
+  Object.assign(
+    annotationPatch,
+    prePullAnnotations(signer, node, poolPrePull(ctx.pools?.list() ?? [], host)),
+  );
   if (Object.keys(labelPatch).length === 0 && Object.keys(annotationPatch).length === 0)
     return node;
   const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
