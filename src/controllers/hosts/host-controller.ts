@@ -16,6 +16,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { hostAnnotation } from '../../api/node-annotations.ts';
 import { prePullConditionType } from '../../api/pre-pull.ts';
 import { hostFinalizer, isPullHost, type WindowsHost } from '../../api/windows-host.ts';
+import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
 import { type Informer, objectKey } from '../../controller-runtime/informer.ts';
 import { hostsByNode } from '../../fleet/host-indexes.ts';
@@ -120,6 +121,7 @@ export function createHostController(deps: HostControllerDeps): Controller {
   watchHosts(deps.hosts, enqueueKey);
   watchNodes(deps.nodes, deps.hosts, enqueueKey);
   if (deps.secrets) watchSecrets(deps, deps.secrets, enqueueKey);
+  if (deps.pools) watchPrePull(deps.pools, deps.hosts, enqueueKey);
   return controller;
 }
 
@@ -159,6 +161,31 @@ function watchHosts(hosts: Informer<WindowsHost>, enqueueKey: (key: string) => v
     })
     .on('update', (host, old) => {
       if (hostUpdateNeedsPass(host, old)) enqueue(host);
+    });
+}
+
+/**
+ * Pool events that change spec.prePull: the hosts of the pool's namespace, whose Nodes get the
+ * new list (or lose it) now, not at their next recheck (pre-pull-node.ts).
+ */
+function watchPrePull(
+  pools: Informer<WindowsNodePool>,
+  hosts: Informer<WindowsHost>,
+  enqueueKey: (key: string) => void,
+): void {
+  const hostsOf = (pool: WindowsNodePool) => {
+    for (const host of hosts.list())
+      if (host.metadata.namespace === pool.metadata.namespace) enqueueKey(objectKey(host));
+  };
+  pools
+    .on('add', (pool) => {
+      if (pool.spec?.prePull) hostsOf(pool);
+    })
+    .on('delete', (pool) => {
+      if (pool.spec?.prePull) hostsOf(pool);
+    })
+    .on('update', (pool, old) => {
+      if (JSON.stringify(pool.spec?.prePull) !== JSON.stringify(old.spec?.prePull)) hostsOf(pool);
     });
 }
 
