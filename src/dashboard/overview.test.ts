@@ -420,3 +420,24 @@ test("a host's detail carries exactly its overview row, the pool from the select
   // The page compares the rows as JSON: the same text, not only the same values.
   assert.equal(JSON.stringify(d.host), JSON.stringify(row));
 });
+
+test('a node pulling its pool’s images shows it (warn); one whose pull failed shows why (bad)', () => {
+  const shown = (reason: string, status = 'False') =>
+    buildOverview(
+      {
+        hosts: [joined],
+        nodes: [
+          node('win-a', [
+            { type: 'Ready', status: 'True', reason: 'KubeletReady' },
+            { type: 'ImagesPrePulled', status, reason, message: 'm' },
+          ]),
+        ],
+        pools: [],
+        runtimeClasses: [],
+      },
+      new Date(t0),
+    ).hosts[0]?.nodeProblems.map((c) => `${c.type}:${c.reason}:${c.tone}`);
+  assert.deepEqual(shown('PrePulling'), ['ImagesPrePulled:PrePulling:warn']);
+  assert.deepEqual(shown('PrePullFailed'), ['ImagesPrePulled:PrePullFailed:bad']);
+  assert.deepEqual(shown('PrePulled', 'True'), []);
+});

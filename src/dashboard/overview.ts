@@ -6,12 +6,14 @@
  *
  * Everything here is data: the page renders every string as text (dashboard-script.ts).
  */
+
 import type * as k8s from '@kubernetes/client-node';
 import {
   desiredServicesVersionAnnotation,
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
-import { ConditionType, nodeHealthConditions } from '../api/reasons.ts';
+import { prePullConditionType } from '../api/pre-pull.ts';
+import { ConditionType, nodeHealthConditions, PrePullReason } from '../api/reasons.ts';
 import { hostAddressLabel, isPullHost, type WindowsHost } from '../api/windows-host.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
 import type { Condition } from '../controller-runtime/conditions.ts';
@@ -209,10 +211,20 @@ function nodeIsReadyNow(node: k8s.V1Node | undefined): boolean {
 }
 
 function nodeProblems(node: k8s.V1Node | undefined): ShownCondition[] {
-  return (node?.status?.conditions ?? [])
-    .filter((c) => c.type !== 'Ready' && c.status === 'True')
-    .filter((c) => healthTypes.has(c.type) || /Pressure$|Unavailable$/.test(c.type))
-    .map(nodeCondition);
+  const conditions = node?.status?.conditions ?? [];
+  return [
+    ...conditions
+      .filter((c) => c.type !== 'Ready' && c.status === 'True')
+      .filter((c) => healthTypes.has(c.type) || /Pressure$|Unavailable$/.test(c.type))
+      .map(nodeCondition),
+    // The pool's images while they are pulled (warn) or when they could not be (bad).
+    ...conditions
+      .filter((c) => c.type === prePullConditionType && c.status === 'False')
+      .map((c) => ({
+        ...nodeCondition(c),
+        tone: (c.reason === PrePullReason.PrePulling ? 'warn' : 'bad') as Tone,
+      })),
+  ];
 }
 
 function hostRow(
