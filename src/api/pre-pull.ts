@@ -9,7 +9,8 @@
  * agent (parsePrePullCommand) even once its signature holds.
  *
  * While it pulls, the node carries prePullTaint (registered with the kubelet through
- * --register-with-taints: NodeRestriction lets a node set taints only when it registers, never
+ * --register-with-taints when the Node is new, else added by the operator once the agent
+ * reports it pulls: NodeRestriction lets a node set taints only when it registers, never
  * change them), and its agent reports the Node condition prePullConditionType; the taint goes
  * once that condition is True or False, whatever its reason: a failure or a timeout never keeps
  * a node from pods.

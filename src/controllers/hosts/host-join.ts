@@ -41,7 +41,7 @@ import {
 } from './host-remediation.ts';
 import type { JoinContext } from './join-context.ts';
 import { reportFailure } from './join-failure.ts';
-import { liftPrePullTaint, poolPrePull, prePullAnnotations } from './pre-pull-node.ts';
+import { poolPrePull, prePullAnnotations, syncPrePullTaint } from './pre-pull-node.ts';
 
 export type { JoinContext } from './join-context.ts';
 
@@ -374,12 +374,12 @@ async function finishNode(
   const build = node.metadata?.labels?.[windowsBuildLabel];
   if (build) hs.status.windowsBuild = build;
   const current = await annotateNode(ctx, host, hs, node, loaded, version);
-  // The pre-pull taint goes once the agent's pulls ended (pre-pull-node.ts); a conflict waits.
-  await liftPrePullTaint(
+  // The pre-pull taint while the agent pulls, gone once it ended (pre-pull-node.ts).
+  await syncPrePullTaint(
     ctx.kc.makeApiClient(k8s.CoreV1Api),
     current,
     poolPrePull(ctx.pools?.list() ?? [], host),
-  ).catch(() => false);
+  ).catch(() => undefined);
   if (node.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     if (bootstrapFailed(hs) || agentOutOfPatience(ctx, hs)) return { kind: 'bootstrap-again' };

@@ -8,10 +8,10 @@ import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { CommandSigner } from '../../fleet/command-signer.ts';
 import {
-  liftPrePullTaint,
   poolPrePull,
   prePullAnnotations,
   prePullTaintDone,
+  syncPrePullTaint,
 } from './pre-pull-node.ts';
 
 const spec = { images: ['example.test/app:1'], timeoutSeconds: 60 };
@@ -91,7 +91,7 @@ test('lifting keeps the other taints and is conditional on the Node read', async
     patchNode: async (request: unknown) => void patches.push(request),
   } as unknown as k8s.CoreV1Api;
   const done = node({}, [{ type: 'ImagesPrePulled', status: 'True', reason: 'PrePulled' }]);
-  assert.equal(await liftPrePullTaint(core, done, spec), true);
+  assert.equal(await syncPrePullTaint(core, done, spec), 'removed');
   assert.deepEqual(patches, [
     {
       name: 'win-1',
@@ -101,5 +101,22 @@ test('lifting keeps the other taints and is conditional on the Node read', async
       },
     },
   ]);
-  assert.equal(await liftPrePullTaint(core, node({ spec: {} }), spec), false);
+  assert.equal(await syncPrePullTaint(core, node({ spec: {} }), spec), undefined);
+});
+
+test('a Node that exists already (upgrade, reboot) gets the taint while its agent pulls', async () => {
+  const patches: { body: { spec: { taints: k8s.V1Taint[] } } }[] = [];
+  const core = {
+    patchNode: async (request: (typeof patches)[number]) => void patches.push(request),
+  } as unknown as k8s.CoreV1Api;
+  const pulling = node({ spec: {} }, [
+    { type: 'ImagesPrePulled', status: 'False', reason: 'PrePulling' },
+  ]);
+  assert.equal(await syncPrePullTaint(core, pulling, spec, t0 + 1000), 'added');
+  assert.deepEqual(patches[0]?.body.spec.taints, [{ ...prePullTaint }]);
+  // Not before the agent says it pulls, not without a spec, not past the timeout.
+  assert.equal(await syncPrePullTaint(core, node({ spec: {} }), spec, t0 + 1000), undefined);
+  assert.equal(await syncPrePullTaint(core, pulling, undefined, t0 + 1000), undefined);
+  assert.equal(await syncPrePullTaint(core, pulling, spec, t0 + 181_000), undefined);
+  assert.equal(patches.length, 1);
 });

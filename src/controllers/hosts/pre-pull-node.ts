@@ -2,7 +2,9 @@
  * The operator's side of images before pods (src/api/pre-pull.ts, src/agent/pre-pull.ts):
  * - the pool's spec.prePull reaches each of its Nodes as the signed command prePullAnnotation
  *   (its agent obeys no list a `patch nodes` principal wrote), and goes away with the spec;
- * - an SSH host of such a pool registers its Node with prePullTaint (host-bootstrap.ts);
+ * - an SSH host of such a pool registers its Node with prePullTaint (host-bootstrap.ts); a Node
+ *   that exists already (an upgrade, a reboot, a host that joined by command) gets it from the
+ *   operator as soon as its agent reports PrePulling;
  * - the operator lifts that taint — a node may not change its own (NodeRestriction) — once the
  *   agent's ImagesPrePulled condition is anything but PrePulling, once the pool has no
  *   spec.prePull, or once the Node has been Ready for the spec's timeout and two minutes more
@@ -78,28 +80,38 @@ export function prePullTaintDone(
 }
 
 /**
- * Removes prePullTaint from the Node when prePullTaintDone says so; returns whether it did. The
- * taints are replaced as read (resourceVersion precondition): a concurrent change fails, and
- * the next pass tries again.
+ * Keeps prePullTaint on the Node while its pull runs: added when the agent reports PrePulling
+ * on a Node without it (after an upgrade or a reboot the Node exists, and the kubelet registers
+ * taints only when it creates one), removed when prePullTaintDone says so. Returns what it did.
+ * The taints are replaced as read (resourceVersion precondition): a concurrent change fails,
+ * and the next pass tries again.
  * @package
  */
-export async function liftPrePullTaint(
+export async function syncPrePullTaint(
   core: k8s.CoreV1Api,
   node: k8s.V1Node,
   spec: PrePullSpec | undefined,
-): Promise<boolean> {
+  now: number = Date.now(),
+): Promise<'added' | 'removed' | undefined> {
   const taints = node.spec?.taints ?? [];
-  if (!taints.some((t) => t.key === prePullTaint.key)) return false;
-  if (!prePullTaintDone(node, spec)) return false;
+  const has = taints.some((t) => t.key === prePullTaint.key);
+  const done = prePullTaintDone(node, spec, now);
+  const pulling =
+    node.status?.conditions?.find((c) => c.type === prePullConditionType)?.reason ===
+    PrePullReason.PrePulling;
+  let next: k8s.V1Taint[];
+  if (has && done) next = taints.filter((t) => t.key !== prePullTaint.key);
+  else if (!has && !done && pulling) next = [...taints, { ...prePullTaint }];
+  else return undefined;
   await core.patchNode(
     {
       name: node.metadata!.name!,
       body: {
         metadata: { resourceVersion: node.metadata?.resourceVersion },
-        spec: { taints: taints.filter((t) => t.key !== prePullTaint.key) },
+        spec: { taints: next },
       },
     },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
-  return true;
+  return has ? 'removed' : 'added';
 }

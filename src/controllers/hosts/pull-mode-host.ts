@@ -48,7 +48,7 @@ import {
   reportReady,
   wantedVersion,
 } from './host-join.ts';
-import { poolPrePull, prePullAnnotations } from './pre-pull-node.ts';
+import { poolPrePull, prePullAnnotations, syncPrePullTaint } from './pre-pull-node.ts';
 
 export const pullModeMessage =
   'Pull mode: the host joined by itself with a join command; winfleet never connects to it over SSH, and its upgrades, reboots and removal go through its agent';
@@ -99,6 +99,12 @@ async function pullPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
   hs.set(ConditionType.NodeRegistered, 'True', ConditionReason.NodeExists, `Node ${name}`);
   const version = wantedVersion(host, node, loaded);
   const current = await annotatePullNode(ctx, host, hs, node, loaded, version);
+  // The pre-pull taint while the agent pulls, gone once it ended (pre-pull-node.ts).
+  await syncPrePullTaint(
+    ctx.kc.makeApiClient(k8s.CoreV1Api),
+    current,
+    poolPrePull(ctx.pools?.list() ?? [], host),
+  ).catch(() => undefined);
   if (current.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     return notReadyYet(hs, current, version);
