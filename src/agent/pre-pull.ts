@@ -85,12 +85,14 @@ export async function pullImages(
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   const failed: string[] = [];
   let done = total - missing.length;
+  let pulled = 0;
   let next = 0;
   const worker = async () => {
     while (next < missing.length && !signal.aborted) {
       const image = missing[next++]!;
       try {
         await host.pullImage(image.reference, signal);
+        pulled++;
       } catch (error) {
         if (signal.aborted) return;
         failed.push(`${image.reference}: ${(error as Error).message}`);
@@ -103,7 +105,11 @@ export async function pullImages(
     return {
       status: 'False',
       reason: PrePullReason.PrePullTimedOut,
-      message: `${done} of ${total} images pulled in ${Math.round(timeoutMs / 1000)}s (spec.prePull.timeoutSeconds); the node takes pods without the rest`,
+      message:
+        `${total - missing.length + pulled} of ${total} images there after ${Math.round(timeoutMs / 1000)}s (spec.prePull.timeoutSeconds)${failed.length > 0 ? `, ${failed.length} failed (${failed.join('; ')})` : ''}; the node takes pods without the rest`.slice(
+          0,
+          1024,
+        ),
     };
   }
   if (failed.length > 0) {
@@ -181,7 +187,7 @@ async function runPrePull(pass: PrePullPass, command: PrePullCommand, key: strin
     reportCondition(pass, {
       status: 'False',
       reason: PrePullReason.PrePulling,
-      message: `${done} of ${total} images pulled`,
+      message: `${done} of ${total} images done`,
     }).catch(() => undefined);
   try {
     await progress(0);
