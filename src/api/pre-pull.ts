@@ -16,6 +16,7 @@
  * a node from pods.
  */
 import { isIP } from 'node:net';
+import { WinfleetError } from '../errors/catalog.ts';
 import type { AddressPolicy } from '../images/address-policy.ts';
 import { createAddressPolicy, hostAddress } from '../images/address-policy.ts';
 import { formatImageReference, parseImageReference } from '../images/image-reference.ts';
@@ -135,14 +136,23 @@ export function formatPrePullCommand(command: PrePullCommand): string {
 
 /**
  * Parses the annotation's value strictly: only formatPrePullCommand's shape, normalised
- * references, numbers in range. Throws an Error saying what is wrong.
+ * references, numbers in range. Throws a WinfleetError (WF_SCHEMA_INVALID) saying what is wrong.
  */
 export function parsePrePullCommand(value: string): PrePullCommand {
-  if (value.length > 16384) throw new Error('the pre-pull command is longer than 16 KiB');
-  const parsed = JSON.parse(value) as unknown;
+  if (value.length > 16384)
+    throw new WinfleetError('WF_SCHEMA_INVALID', 'the pre-pull command is longer than 16 KiB');
   const fail = (why: string): never => {
-    throw new Error(`the pre-pull command is not one the operator writes: ${why}`);
+    throw new WinfleetError(
+      'WF_SCHEMA_INVALID',
+      `the pre-pull command is not one the operator writes: ${why}`,
+    );
   };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return fail('it is not JSON');
+  }
   if (!isRecord(parsed) || Object.keys(parsed).join() !== 'images,timeoutSeconds,maxParallel')
     fail('expected exactly {images, timeoutSeconds, maxParallel}');
   const { images, timeoutSeconds, maxParallel } = parsed as Record<string, unknown>;

@@ -11,6 +11,7 @@
  * `failed to resolve reference "<ref>": <ref>: not found` (client/pull.go fetch,
  * core/remotes/docker/resolver.go Resolve wrapping errdefs.ErrNotFound).
  */
+import { WinfleetError } from '../../errors/catalog.ts';
 import { hostPaths } from '../../servicesmanifest/host-paths.ts';
 
 /** ctr.exe beside containerd.exe. */
@@ -43,7 +44,8 @@ export function parseImageListOutput(stdout: string, reference: string): boolean
   const lines = stdout.split(/\r?\n/).filter((line) => line !== '');
   for (const line of lines) {
     if (line !== reference)
-      throw new Error(
+      throw new WinfleetError(
+        'WF_WINDOWS_COMMAND_FAILED',
         `ctr images list printed "${line.slice(0, 200)}" for a filter on "${reference}"`,
       );
   }
