@@ -51,8 +51,27 @@ function sharedMap(
 }
 
 /**
+ * unschedulable, and winfleet's own taints (winfleet.io/…, such as the pre-pull taint the
+ * operator lifts); the others are dropped.
+ */
+function slimSpec(spec: k8s.V1NodeSpec | undefined): k8s.V1NodeSpec {
+  const taints = spec?.taints?.filter((t) => t.key?.startsWith('winfleet.io/')) ?? [];
+  if (taints.length === 0) return spec?.unschedulable ? { unschedulable: true } : schedulableSpec;
+  return {
+    ...(spec?.unschedulable ? { unschedulable: true } : {}),
+    taints: shared.frozen(
+      taints.map((t) => ({
+        key: shared.string(t.key),
+        effect: shared.string(t.effect),
+        ...(t.value !== undefined ? { value: shared.string(t.value) } : {}),
+      })),
+    ),
+  };
+}
+
+/**
  * Keeps what the operator reads of a Node (controllers, webhook, dashboard, CLI) and drops
- * the rest: images, volumes, capacity, taints, heartbeat times, managed fields. What is kept
+ * the rest: images, volumes, capacity, taints but winfleet's, heartbeat times, managed fields. What is kept
  * shares its repeated strings (StringInterner), so 10,000 Nodes hold one copy of each reason,
  * label and version; times become the API's text whether the Node came from a list (Date) or
  * a watch (string).
@@ -73,7 +92,7 @@ export function slimNode(node: k8s.V1Node): k8s.V1Node {
       labels: sharedMap(m.labels, name),
       annotations: shared.frozen(sharedMap(m.annotations, undefined)),
     },
-    spec: node.spec?.unschedulable ? { unschedulable: true } : schedulableSpec,
+    spec: slimSpec(node.spec),
     status: {
       // lastTransitionTime says since when a condition holds (health timeouts, the join's
       // NotReady wait); it changes only when the status does. The heartbeat time is dropped.

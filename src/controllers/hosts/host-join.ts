@@ -379,7 +379,12 @@ async function finishNode(
     ctx.kc.makeApiClient(k8s.CoreV1Api),
     current,
     poolPrePull(ctx.pools?.list() ?? [], host),
-  ).catch(() => undefined);
+  ).catch((error: unknown) => {
+    ctx.log.warn('cannot update the pre-pull taint; the next pass tries again', {
+      node: current.metadata?.name,
+      error: (error as Error).message,
+    });
+  });
   if (node.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     if (bootstrapFailed(hs) || agentOutOfPatience(ctx, hs)) return { kind: 'bootstrap-again' };

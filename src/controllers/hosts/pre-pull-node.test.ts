@@ -85,35 +85,43 @@ test('the taint goes once the condition ended, the spec went, or the timeout and
   assert.equal(prePullTaintDone(node({}, condition('PrePulling')), spec, t0 + 181_000), true);
 });
 
-test('lifting keeps the other taints and is conditional on the Node read', async () => {
+test('lifting keeps the other taints and is conditional on the taints read', async () => {
   const patches: unknown[] = [];
+  const done = node({}, [{ type: 'ImagesPrePulled', status: 'True', reason: 'PrePulled' }]);
   const core = {
     patchNode: async (request: unknown) => void patches.push(request),
+    readNode: async () => done,
   } as unknown as k8s.CoreV1Api;
-  const done = node({}, [{ type: 'ImagesPrePulled', status: 'True', reason: 'PrePulled' }]);
   assert.equal(await syncPrePullTaint(core, done, spec), 'removed');
   assert.deepEqual(patches, [
     {
       name: 'win-1',
-      body: {
-        metadata: { resourceVersion: '7' },
-        spec: { taints: [{ key: 'os', value: 'windows', effect: 'NoSchedule' }] },
-      },
+      body: [
+        { op: 'test', path: '/spec/taints', value: done.spec!.taints },
+        {
+          op: 'replace',
+          path: '/spec/taints',
+          value: [{ key: 'os', value: 'windows', effect: 'NoSchedule' }],
+        },
+      ],
     },
   ]);
   assert.equal(await syncPrePullTaint(core, node({ spec: {} }), spec), undefined);
 });
 
 test('a Node that exists already (upgrade, reboot) gets the taint while its agent pulls', async () => {
-  const patches: { body: { spec: { taints: k8s.V1Taint[] } } }[] = [];
-  const core = {
-    patchNode: async (request: (typeof patches)[number]) => void patches.push(request),
-  } as unknown as k8s.CoreV1Api;
+  const patches: { body: { op: string; value: k8s.V1Taint[] }[] }[] = [];
   const pulling = node({ spec: {} }, [
     { type: 'ImagesPrePulled', status: 'False', reason: 'PrePulling' },
   ]);
+  const core = {
+    patchNode: async (request: (typeof patches)[number]) => void patches.push(request),
+    readNode: async () => pulling,
+  } as unknown as k8s.CoreV1Api;
   assert.equal(await syncPrePullTaint(core, pulling, spec, t0 + 1000), 'added');
-  assert.deepEqual(patches[0]?.body.spec.taints, [{ ...prePullTaint }]);
+  assert.deepEqual(patches[0]?.body, [
+    { op: 'add', path: '/spec/taints', value: [{ ...prePullTaint }] },
+  ]);
   // Not before the agent says it pulls, not without a spec, not past the timeout.
   assert.equal(await syncPrePullTaint(core, node({ spec: {} }), spec, t0 + 1000), undefined);
   assert.equal(await syncPrePullTaint(core, pulling, undefined, t0 + 1000), undefined);

@@ -79,39 +79,50 @@ export function prePullTaintDone(
   return now - since > timeoutMs + graceMs;
 }
 
-/**
- * Keeps prePullTaint on the Node while its pull runs: added when the agent reports PrePulling
- * on a Node without it (after an upgrade or a reboot the Node exists, and the kubelet registers
- * taints only when it creates one), removed when prePullTaintDone says so. Returns what it did.
- * The taints are replaced as read (resourceVersion precondition): a concurrent change fails,
- * and the next pass tries again.
- * @package
- */
-export async function syncPrePullTaint(
-  core: k8s.CoreV1Api,
-  node: k8s.V1Node,
-  spec: PrePullSpec | undefined,
-  now: number = Date.now(),
-): Promise<'added' | 'removed' | undefined> {
-  const taints = node.spec?.taints ?? [];
-  const has = taints.some((t) => t.key === prePullTaint.key);
+/** Whether the taint is to be added (pulling, none yet) or removed (done, still there). */
+function prePullTaintChange(node: k8s.V1Node, spec: PrePullSpec | undefined, now: number): boolean {
+  const has = node.spec?.taints?.some((t) => t.key === prePullTaint.key) ?? false;
   const done = prePullTaintDone(node, spec, now);
   const pulling =
     node.status?.conditions?.find((c) => c.type === prePullConditionType)?.reason ===
     PrePullReason.PrePulling;
-  let next: k8s.V1Taint[];
-  if (has && done) next = taints.filter((t) => t.key !== prePullTaint.key);
-  else if (!has && !done && pulling) next = [...taints, { ...prePullTaint }];
-  else return undefined;
+  return has ? done : !done && pulling;
+}
+
+/**
+ * Keeps prePullTaint on the Node while its pull runs: added when the agent reports PrePulling
+ * on a Node without it (after an upgrade or a reboot the Node exists, and the kubelet registers
+ * taints only when it creates one), removed when prePullTaintDone says so. Returns what it did.
+ * The taints are replaced as read (a JSON patch that tests them first).
+ * @package
+ */
+export async function syncPrePullTaint(
+  core: k8s.CoreV1Api,
+  cached: k8s.V1Node,
+  spec: PrePullSpec | undefined,
+  now: number = Date.now(),
+): Promise<'added' | 'removed' | undefined> {
+  // The operator's cache keeps winfleet's taints only (slimNode): it says whether to act; the
+  // Node as the API server has it says how.
+  if (!prePullTaintChange(cached, spec, now)) return undefined;
+  const node = await core.readNode({ name: cached.metadata!.name! });
+  if (!prePullTaintChange(node, spec, now)) return undefined;
+  const taints = node.spec?.taints ?? [];
+  const has = taints.some((t) => t.key === prePullTaint.key);
+  const next = has
+    ? taints.filter((t) => t.key !== prePullTaint.key)
+    : [...taints, { ...prePullTaint }];
+  // A JSON patch that tests the taints as read: a concurrent change of them fails it (the next
+  // pass tries again), while the kubelet's and the agent's status writes do not.
+  const body = node.spec?.taints
+    ? [
+        { op: 'test', path: '/spec/taints', value: taints },
+        { op: 'replace', path: '/spec/taints', value: next },
+      ]
+    : [{ op: 'add', path: '/spec/taints', value: next }];
   await core.patchNode(
-    {
-      name: node.metadata!.name!,
-      body: {
-        metadata: { resourceVersion: node.metadata?.resourceVersion },
-        spec: { taints: next },
-      },
-    },
-    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    { name: node.metadata!.name!, body },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
   );
   return has ? 'removed' : 'added';
 }

@@ -65,6 +65,7 @@ test('pre-pull: a pool’s images are pulled before the taint goes; a missing im
   }
   const core = kc.makeApiClient(k8s.CoreV1Api);
   /** The host's Node once its ImagesPrePulled condition has `reason` and its taint is gone. */
+  let last: unknown;
   const settled = (address: string, reason: string) =>
     waitFor(
       async () => {
@@ -76,10 +77,20 @@ test('pre-pull: a pool’s images are pulled before the taint goes; a missing im
         const node = await core.readNode({ name }).catch(() => undefined);
         const condition = node?.status?.conditions?.find((c) => c.type === prePullConditionType);
         const tainted = node?.spec?.taints?.some((x) => x.key === prePullTaint.key);
+        last = {
+          host: host?.status?.conditions?.map((c) => `${c.type}=${c.status}:${c.reason}`),
+          conditions: node?.status?.conditions?.map(
+            (c) => `${c.type}=${c.status}:${c.reason}:${c.message}`,
+          ),
+          taints: node?.spec?.taints,
+          annotations: Object.keys(node?.metadata?.annotations ?? {}),
+        };
         return condition?.reason === reason && !tainted ? { node: node!, condition } : undefined;
       },
-      { description: `${address}: ImagesPrePulled ${reason}, taint lifted`, timeoutMs: 180_000 },
-    );
+      { description: `${address}: ImagesPrePulled ${reason}, taint lifted`, timeoutMs: 120_000 },
+    ).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}; last seen: ${JSON.stringify(last)}`);
+    });
 
   const ok = await settled(good.address, PrePullReason.PrePulled);
   assert.equal(ok.condition.status, 'True');

@@ -104,7 +104,12 @@ async function pullPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
     ctx.kc.makeApiClient(k8s.CoreV1Api),
     current,
     poolPrePull(ctx.pools?.list() ?? [], host),
-  ).catch(() => undefined);
+  ).catch((error: unknown) => {
+    ctx.log.warn('cannot update the pre-pull taint; the next pass tries again', {
+      node: current.metadata?.name,
+      error: (error as Error).message,
+    });
+  });
   if (current.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     return notReadyYet(hs, current, version);
