@@ -183,12 +183,19 @@ export async function syncPrePull(pass: PrePullPass): Promise<{ done: Promise<vo
 async function runPrePull(pass: PrePullPass, command: PrePullCommand, key: string): Promise<void> {
   const { context } = pass;
   const total = command.images.length;
-  const progress = (done: number) =>
-    reportCondition(pass, {
-      status: 'False',
-      reason: PrePullReason.PrePulling,
-      message: `${done} of ${total} images done`,
-    }).catch(() => undefined);
+  // Progress reports go one after the other, and all before the outcome: a late one must not
+  // put PrePulling back over it.
+  let reports: Promise<void> = Promise.resolve();
+  const progress = (done: number) => {
+    reports = reports.then(() =>
+      reportCondition(pass, {
+        status: 'False',
+        reason: PrePullReason.PrePulling,
+        message: `${done} of ${total} images done`,
+      }).catch(() => undefined),
+    );
+    return reports;
+  };
   try {
     await progress(0);
     context.stderr(`pre-pulling ${total} images (at most ${command.maxParallel} at once)\n`);
@@ -199,10 +206,12 @@ async function runPrePull(pass: PrePullPass, command: PrePullCommand, key: strin
     });
     if (context.signal?.aborted) return;
     context.stderr(`pre-pull: ${outcome.reason}: ${outcome.message}\n`);
+    await reports;
     await reportCondition(pass, outcome);
     await context.hostOS.writeFile(prePullRecordPath, `${key}\n`);
   } catch (error) {
     context.stderr(`pre-pull failed: ${(error as Error).message}\n`);
+    await reports;
     await reportCondition(pass, {
       status: 'False',
       reason: PrePullReason.PrePullFailed,
