@@ -9,7 +9,6 @@
 import type { BootstrapConfig } from '../../agent/agent-config.ts';
 import { managedNodeLabel } from '../../api/node-annotations.ts';
 import { allowedNodeLabels } from '../../api/node-labels.ts';
-import { prePullTaint } from '../../api/pre-pull.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { sshHostSpec, type WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
@@ -34,7 +33,6 @@ import { withHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { type JoinContext, step } from './join-context.ts';
 import { copyOperatorFiles, deliverRest, deliveryText } from './payload-delivery.ts';
-import { poolPrePull } from './pre-pull-node.ts';
 import { clearStaleNode } from './rebuilt-host.ts';
 
 /** Windows Server 2019, the oldest build winfleet supports. */
@@ -260,8 +258,6 @@ function bootstrapConfig(
     taints: [
       { key: windowsTaint.key, value: windowsTaint.value, effect: windowsTaint.effect },
       ...(host.spec.taints ?? []),
-      // No pods before the pool's images (pre-pull-node.ts lifts it).
-      ...(poolPrePull(deps.pools?.list() ?? [], host) ? [{ ...prePullTaint }] : []),
     ],
     kubelet: config.hosts.kubelet,
     operatorNamespace: deps.operatorNamespace,
