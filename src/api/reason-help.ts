@@ -703,7 +703,7 @@ export const reasonHelp: readonly HelpSection[] = [
   {
     title: 'Image pre-pull reasons',
     blocks: [
-      'A node of a pool with `spec.prePull` ([Images before pods](operating.md#images-before-pods)) pulls\nthose images after its join, an upgrade or a reboot; its agent reports the Node condition\n`ImagesPrePulled` (`kubectl describe node`). While it is False with `PrePulling`, the node\nkeeps the taint `winfleet.io/pre-pulling:NoSchedule`; any other reason (success or failure)\nlets it take pods: a failed pull never keeps a node out of service.',
+      'A node of a pool with `spec.prePull` ([Images before pods](operating.md#images-before-pods)) pulls\nthose images after its join, an upgrade or a reboot; its agent reports the Node condition\n`ImagesPrePulled` (`kubectl describe node`). No reason keeps the node out of service: a failed pull\nis reported, never waited on.',
       {
         events: false,
         rows: [

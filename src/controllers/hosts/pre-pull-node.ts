@@ -2,9 +2,8 @@
  * The operator's side of images before pods (src/api/pre-pull.ts, src/agent/pre-pull.ts):
  * - the pool's spec.prePull reaches each of its Nodes as the signed command prePullAnnotation
  *   (its agent obeys no list a `patch nodes` principal wrote), and goes away with the spec;
- * - an SSH host of such a pool registers its Node with prePullTaint (host-bootstrap.ts); a Node
- *   that exists already (an upgrade, a reboot, a host that joined by command) gets it from the
- *   operator as soon as its agent reports PrePulling;
+ * - the operator adds prePullTaint to a Node as soon as its agent reports PrePulling (hosts do
+ *   not register with it yet: the lift below is not yet shown end to end);
  * - the operator lifts that taint — a node may not change its own (NodeRestriction) — once the
  *   agent's ImagesPrePulled condition is anything but PrePulling, once the pool has no
  *   spec.prePull, or once the Node has been Ready for the spec's timeout and two minutes more
