@@ -68,6 +68,12 @@ step() {
       dir=containerd; pkg=github.com/containerd/containerd/v2/cmd/containerd
       flags="-X github.com/containerd/containerd/v2/version.Version=VERSION"
       flags+=" -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2" ;;
+    ctr.exe)
+      # containerd's own client: the agent pulls a pool's spec.prePull images with it
+      # (src/agent/windows/containerd-images.ts); same module and version stamp as containerd.
+      dir=containerd; pkg=github.com/containerd/containerd/v2/cmd/ctr
+      flags="-X github.com/containerd/containerd/v2/version.Version=VERSION"
+      flags+=" -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2" ;;
     containerd-shim-runhcs-v1.exe)
       dir=hcsshim; pkg=github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1; flags="-X main.version=VERSION" ;;
     win-bridge.exe | win-overlay.exe)
@@ -100,7 +106,7 @@ step() {
 }
 
 # In order of importance.
-names=(kubelet.exe kube-proxy.exe kube-log-runner.exe containerd.exe containerd-shim-runhcs-v1.exe
+names=(kubelet.exe kube-proxy.exe kube-log-runner.exe containerd.exe ctr.exe containerd-shim-runhcs-v1.exe
   win-bridge.exe win-overlay.exe host-local.exe sdnbridge.exe sdnoverlay.exe flanneld.exe flannel.exe
   csi-proxy.exe windows_exporter.exe)
 n=${#names[@]}

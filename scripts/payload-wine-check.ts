@@ -35,6 +35,10 @@ export const versionProbes: Record<string, VersionProbe[]> = {
   'containerd.exe': [
     { args: ['--version'], expect: (v) => `containerd github.com/containerd/containerd/v2 ${v}` },
   ],
+  // cmd/ctr/app/main.go's VersionPrinter: the command's name, version.Package, version.Version.
+  'ctr.exe': [
+    { args: ['--version'], expect: (v) => `ctr github.com/containerd/containerd/v2 ${v}` },
+  ],
   'containerd-shim-runhcs-v1.exe': [
     { args: ['--version'], expect: (v) => `containerd-shim-runhcs-v1 version ${v}` },
   ],

@@ -31,6 +31,7 @@ import {
   defenderThreatsScript,
   parseDefenderThreatsOutput,
 } from '../../src/agent/windows/defender.ts';
+import { ctrExe } from '../../src/agent/windows/containerd-images.ts';
 import { deleteAtBootScript } from '../../src/agent/windows/delete-at-boot.ts';
 import {
   ensureInboundFirewallRuleScript,
@@ -578,12 +579,16 @@ export class SimHostOS implements HostOS {
   }
 
   hasImage(reference: string): Promise<boolean> {
-    return this.#live(() => this.#machine.containerdImages.has(reference));
+    return this.#live(async () => {
+      await this.#ctrInstalled();
+      return this.#machine.containerdImages.has(reference);
+    });
   }
 
   /** ctr's pull against the machine's image store: containerd's error when it fails. */
   pullImage(reference: string, signal: AbortSignal): Promise<void> {
     return this.#live(async () => {
+      await this.#ctrInstalled();
       try {
         await this.#machine.containerdImages.pull(reference, signal);
       } catch (error) {
@@ -594,6 +599,15 @@ export class SimHostOS implements HostOS {
         );
       }
     });
+  }
+
+  /**
+   * ctr.exe is run from the payload's install path: without it, Node's spawn fails as it does
+   * on Windows (libuv maps ERROR_FILE_NOT_FOUND to ENOENT: "spawn <path> ENOENT").
+   */
+  async #ctrInstalled(): Promise<void> {
+    if ((await this.#machine.fs.stat(ctrExe))?.kind === 'file') return;
+    throw Object.assign(new Error(`spawn ${ctrExe} ENOENT`), { code: 'ENOENT' });
   }
 
   freeDiskBytes(_path: string): Promise<number> {

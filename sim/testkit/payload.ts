@@ -18,6 +18,7 @@ export const realPayloadShares: Readonly<Record<string, number>> = {
   'kubelet.exe': 0.33,
   'kube-proxy.exe': 0.16,
   'containerd.exe': 0.15,
+  'ctr.exe': 0.07,
   'containerd-shim-runhcs-v1.exe': 0.04,
   'kube-log-runner.exe': 0.01,
   'csi-proxy.exe': 0.05,
@@ -41,6 +42,8 @@ export function realPayloadSizes(totalBytes: number): Record<string, number> {
 
 export const standInFiles = [
   'containerd.exe',
+  // containerd's client, which the agent's pre-pull runs (src/agent/windows/containerd-images.ts).
+  'ctr.exe',
   // containerd starts one per running pod sandbox; no service runs it (containerd-standin.ts).
   'containerd-shim-runhcs-v1.exe',
   'kubelet.exe',

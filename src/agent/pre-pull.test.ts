@@ -185,11 +185,20 @@ test('syncPrePull runs once per boot, version and list, and writes the condition
       ['ImagesPrePulled', 'True', 'PrePulled'],
     ],
   );
+  // Every report names the boot and services version it is for (prePullState reads it).
+  for (const c of conditions) assert.match(c.message ?? '', / \[boot boot-1, services v1\]$/);
   assert.equal(await syncPrePull(pass), undefined, 'not again for the same boot');
   const rebooted = { ...node, status: { nodeInfo: { bootID: 'boot-2' } as k8s.V1NodeSystemInfo } };
+  conditions.length = 0;
   const again = await syncPrePull({ ...pass, node: rebooted });
   assert.ok(again, 'again after a reboot');
   await again.done;
+  assert.equal(conditions[0]?.reason, PrePullReason.PrePulling, 'PrePulling first, every run');
+  assert.match(conditions.at(-1)?.message ?? '', / \[boot boot-2, services v1\]$/);
+  const upgraded = await syncPrePull({ ...pass, node: rebooted, servicesVersion: 'v2' });
+  assert.ok(upgraded, 'again after an upgrade');
+  await upgraded.done;
+  assert.match(conditions.at(-1)?.message ?? '', / \[boot boot-2, services v2\]$/);
   // A list that is not the operator's canonical form is a named condition, never a pull.
   conditions.length = 0;
   const bad = {

@@ -13,6 +13,10 @@
  *   containerd's error), PrePullNoSpace, PrePullTimedOut. None keeps the node from pods: the
  *   operator lifts the node's pre-pull taint once the condition is anything but PrePulling
  *   (a node may not change its own taints: NodeRestriction).
+ *
+ * Every run reports PrePulling first and ends each message with prePullRunMark (the Node's boot
+ * id and the services version it ran for), so that a rollout waiting on the Node never takes an
+ * ending left from before its upgrade or reboot for this one's (prePullState).
  */
 import { createHash } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
@@ -21,6 +25,7 @@ import {
   parsePrePullCommand,
   prePullAnnotation,
   prePullConditionType,
+  prePullRunMark,
 } from '../api/pre-pull.ts';
 import { PrePullReason } from '../api/reasons.ts';
 import { winfleetDir } from './agent-config.ts';
@@ -223,9 +228,14 @@ async function runPrePull(pass: PrePullPass, command: PrePullCommand, key: strin
   }
 }
 
-/** Writes the ImagesPrePulled condition on the Node's status (the node's own credentials). */
+/**
+ * Writes the ImagesPrePulled condition on the Node's status (the node's own credentials), its
+ * message ending with the run's mark (boot id and services version).
+ */
 async function reportCondition(pass: PrePullPass, outcome: PrePullOutcome): Promise<void> {
   const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const mark = prePullRunMark(pass.node.status?.nodeInfo?.bootID ?? '', pass.servicesVersion);
+  const message = `${outcome.message.slice(0, 1023 - mark.length)} ${mark}`;
   await pass.core.patchNodeStatus(
     {
       name: pass.nodeName,
@@ -235,6 +245,7 @@ async function reportCondition(pass: PrePullPass, outcome: PrePullOutcome): Prom
             {
               type: prePullConditionType,
               ...outcome,
+              message,
               lastHeartbeatTime: now,
               lastTransitionTime: now,
             },

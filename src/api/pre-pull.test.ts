@@ -5,6 +5,8 @@ import {
   parsePrePullCommand,
   prePullCommand,
   prePullProblems,
+  prePullRunMark,
+  prePullState,
 } from './pre-pull.ts';
 
 test('a good spec has no problems and gets the defaults', () => {
@@ -63,4 +65,25 @@ test('the command round-trips, and the agent parses nothing but its canonical fo
     '{"images":[],"timeoutSeconds":900,"maxParallel":2}',
   ];
   for (const text of bad) assert.throws(() => parsePrePullCommand(text), Error, text);
+});
+
+test('prePullState counts only the run of the Node’s current boot and services version', () => {
+  const node = (reason: string | undefined, mark: string, bootID = '7', version = 'v2') => ({
+    metadata: { name: 'n', annotations: { 'winfleet.io/services-version': version } },
+    status: {
+      nodeInfo: { bootID } as never,
+      conditions: reason
+        ? [{ type: 'ImagesPrePulled', status: 'True', reason, message: `2 images pulled ${mark}` }]
+        : [],
+    },
+  });
+  assert.equal(prePullState(node(undefined, '')), undefined, 'no report yet');
+  assert.equal(prePullState(node('PrePulled', prePullRunMark('7', 'v2'))), 'ended');
+  assert.equal(prePullState(node('PrePullFailed', prePullRunMark('7', 'v2'))), 'ended');
+  assert.equal(prePullState(node('PrePulling', prePullRunMark('7', 'v2'))), 'pulling');
+  // Left from before the upgrade (services v1) or the reboot (boot 6): not this run's.
+  assert.equal(prePullState(node('PrePulled', prePullRunMark('7', 'v1'))), undefined);
+  assert.equal(prePullState(node('PrePulled', prePullRunMark('6', 'v2'))), undefined);
+  // A message without the mark (an older agent's) is no report of this run either.
+  assert.equal(prePullState(node('PrePulled', '')), undefined);
 });

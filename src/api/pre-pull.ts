@@ -14,12 +14,20 @@
  * change them), and its agent reports the Node condition prePullConditionType; the taint goes
  * once that condition is True or False, whatever its reason: a failure or a timeout never keeps
  * a node from pods.
+ *
+ * Each message of that condition ends with prePullRunMark: the boot and services version the
+ * run was for. A rollout's WaitReady (src/rollout/host-steps.ts) counts only the run of the
+ * Node's current boot and services version (prePullState): a PrePulled left from before an
+ * upgrade or a reboot is not this one's.
  */
 import { isIP } from 'node:net';
+import type * as k8s from '@kubernetes/client-node';
 import { WinfleetError } from '../errors/catalog.ts';
 import type { AddressPolicy } from '../images/address-policy.ts';
 import { createAddressPolicy, hostAddress } from '../images/address-policy.ts';
 import { formatImageReference, parseImageReference } from '../images/image-reference.ts';
+import { servicesVersionAnnotation } from './node-annotations.ts';
+import { PrePullReason } from './reasons.ts';
 
 /** spec.prePull of a WindowsNodePool. */
 export interface PrePullSpec {
@@ -56,6 +64,42 @@ export const prePullAnnotation = 'winfleet.io/pre-pull';
 export const prePullTaint = { key: 'winfleet.io/pre-pulling', effect: 'NoSchedule' } as const;
 /** The agent's Node condition: True once every image is there, False with a reason otherwise. */
 export const prePullConditionType = 'ImagesPrePulled';
+
+/**
+ * How long past spec.prePull.timeoutSeconds a Ready node waits for its agent's report before it
+ * takes pods all the same (an agent that never reports keeps no node from pods).
+ */
+export const prePullGraceMs = 120_000;
+
+/** How long a Ready node of `spec` waits at most for its pulls: the timeout and the grace. */
+export function prePullWaitMs(spec: PrePullSpec): number {
+  return (spec.timeoutSeconds ?? prePullDefaults.timeoutSeconds) * 1000 + prePullGraceMs;
+}
+
+/**
+ * The end of every ImagesPrePulled message: the boot (the Node's status.nodeInfo.bootID) and
+ * the services version the agent's run was for.
+ */
+export function prePullRunMark(bootId: string, servicesVersion: string): string {
+  return `[boot ${bootId}, services ${servicesVersion}]`;
+}
+
+/**
+ * The agent's pre-pull for the Node's current boot and services version (its annotation
+ * winfleet.io/services-version): 'pulling' while it runs, 'ended' once it ended however it
+ * ended, undefined when the Node shows no run of this boot and version (none yet, or one from
+ * before an upgrade or a reboot).
+ */
+export function prePullState(node: k8s.V1Node): 'pulling' | 'ended' | undefined {
+  const condition = node.status?.conditions?.find((c) => c.type === prePullConditionType);
+  if (!condition) return undefined;
+  const mark = prePullRunMark(
+    node.status?.nodeInfo?.bootID ?? '',
+    node.metadata?.annotations?.[servicesVersionAnnotation] ?? '',
+  );
+  if (!(condition.message ?? '').endsWith(` ${mark}`)) return undefined;
+  return condition.reason === PrePullReason.PrePulling ? 'pulling' : 'ended';
+}
 
 /** The address policy's fixed ranges (loopback, link-local, private, …), no configuration. */
 const fixedRanges = createAddressPolicy();

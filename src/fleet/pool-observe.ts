@@ -14,6 +14,7 @@ import {
   servicesVersionAnnotation,
   windowsUpdatesAnnotation,
 } from '../api/node-annotations.ts';
+import { prePullState } from '../api/pre-pull.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
 import {
   rebootRequestedAnnotation,
@@ -72,6 +73,11 @@ export function observeNode(
   const raw = nodes.get(name);
   if (!raw || !carriesIdentity(raw, host)) return undefined;
   const bootId = raw.status?.nodeInfo?.bootID;
+  const ready = raw.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True');
+  const readyAt = ready?.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : NaN;
+  const readySince = Number.isNaN(readyAt) ? undefined : new Date(readyAt).toISOString();
+  // The agent's pulls of this boot and services version (images before pods, host-steps.ts).
+  const prePull = prePullState(raw);
   return {
     raw,
     node: {
@@ -84,6 +90,8 @@ export function observeNode(
         raw.metadata?.annotations?.[cordonedByAnnotation] === cordonedByValues.rollout &&
         host.status?.rollout?.cordoned === name,
       ...(bootId ? { bootId } : {}),
+      ...(readySince ? { readySince } : {}),
+      ...(prePull ? { prePull } : {}),
     },
   };
 }

@@ -35,7 +35,8 @@ import {
 /** Where each known payload file is installed. CNI plugins go to C:\k\cni\bin. */
 export function installPath(name: string): string {
   const lower = name.toLowerCase();
-  if (lower === 'containerd.exe' || lower.startsWith('containerd-shim'))
+  // ctr.exe, containerd's client, beside it (the agent's pre-pull runs it).
+  if (lower === 'containerd.exe' || lower === 'ctr.exe' || lower.startsWith('containerd-shim'))
     return `${hostPaths.containerdDir}\\${name}`;
   if (
     [

@@ -1153,3 +1153,48 @@ test('set aside after a failure, a host Ready again in a new boot is cleared by 
   );
   assert.equal(rebooted.status, pendingAside);
 });
+
+test('spec.prePull: WaitReady waits for this boot and version’s pulls to end, then uncordons; without it, Ready alone', () => {
+  const cordoned = { unschedulable: true, cordonedByWinfleet: true };
+  const onTarget = { servicesVersion: v2, availableUpdates: [], rebootPending: false };
+  const withPrePull = { ...timeouts, prePullWaitMs: 17 * minute };
+  const at = (node: Partial<ObservedNode>, now = t0, t = withPrePull) =>
+    advanceHost(
+      input({
+        status: change('WaitReady'),
+        observed: observed({ node: { ...cordoned, ...node }, facts: onTarget }),
+        timeouts: t,
+        now,
+      }),
+    );
+  // No run of this boot and version reported yet (none, or a PrePulled from before the
+  // upgrade: prePullState leaves it out), then pulling: wait, looking again when the wait ends.
+  for (const prePull of [undefined, 'pulling'] as const) {
+    const waiting = at(prePull ? { prePull } : {}, later(minute));
+    assert.equal(waiting.status.current?.step, 'WaitReady');
+    assert.deepEqual(waiting.action, { kind: 'none' });
+    assert.equal(waiting.recheckAt?.toISOString(), later(17 * minute).toISOString());
+  }
+  // The pulls ended (pulled, failed or timed out: the agent's ending, whatever it is): uncordon.
+  const ended = at({ prePull: 'ended' }, later(minute));
+  assert.equal(ended.status.current?.step, 'Uncordon');
+  assert.deepEqual(ended.action, { kind: 'uncordon' });
+  // The wait counts from when the Node was Ready, if that came after the step began.
+  const readyLate = { readySince: apiTime(later(5 * minute)), prePull: 'pulling' as const };
+  assert.equal(at(readyLate, later(21 * minute)).status.current?.step, 'WaitReady');
+  assert.equal(at(readyLate, later(22 * minute)).status.current?.step, 'Uncordon');
+  // Past spec.readyTimeout (15m) while Ready and pulling: no ReadyTimedOut, it waits on.
+  const long = at({ prePull: 'pulling' }, later(16 * minute));
+  assert.equal(long.status.current?.failure, undefined);
+  assert.deepEqual(long.events, []);
+  // An agent that never reports keeps no node cordoned: the wait passes, then uncordon.
+  const silent = at({}, later(17 * minute));
+  assert.equal(silent.status.current?.step, 'Uncordon');
+  assert.equal(silent.status.current?.failure, undefined);
+  // A Node that is not Ready still fails at spec.readyTimeout, as without pre-pull.
+  const notReady = at({ ready: false, prePull: 'ended' }, later(15 * minute));
+  assert.equal(notReady.status.current?.failure?.reason, ConditionReason.ReadyTimedOut);
+  // Without spec.prePull: Ready on the target is enough, whatever the Node says of pulls.
+  assert.equal(at({ prePull: 'pulling' }, t0, timeouts).status.current?.step, 'Uncordon');
+  assert.equal(at({}, t0, timeouts).status.current?.step, 'Uncordon');
+});

@@ -28,6 +28,8 @@
  * | Apply     | agent not on the target / on it         | set the target again / Reboot or Wait    |
  * | Reboot    | bootID as recorded / changed            | same token again (no new one) / WaitReady |
  * | WaitReady | Node not Ready on the target / Ready    | wait / Uncordon                          |
+ * |           | (spec.prePull) pulls of this boot and   | wait / Uncordon                          |
+ * |           | version running / ended or wait passed  |                                          |
  * | Uncordon  | winfleet's cordon still there / gone    | uncordon / finish (record cleared)       |
  *
  * Deadlines: Cordon and Drain share spec.drainTimeout from the step's start; Apply, Reboot and
@@ -36,6 +38,13 @@
  * is forced. It goes on by itself when its goal is met after all (the host came back), or when
  * someone sets the host's winfleet.io/retry-rollout annotation to a new value (its clock
  * restarts). Uncordon has no deadline: it is retried until it succeeds.
+ *
+ * Images before pods (a pool with spec.prePull, timeouts.prePullWaitMs): WaitReady also waits
+ * for the agent's pulls of the Node's current boot and services version to end (ObservedNode
+ * prePull, however they ended), or for prePullWaitMs (the spec's timeout and a grace) to pass
+ * since the Node was both Ready and in WaitReady. That wait never fails the step: a Node Ready
+ * on the target is uncordoned once it ends, pulled or not. A pool without spec.prePull waits
+ * for Ready alone.
  *
  * A target that changes mid-way: before anything is applied (Cordon, Drain) the host takes the
  * new one, or is uncordoned when nothing is left to do; in Apply it applies the new one; in
@@ -95,7 +104,11 @@ export interface StepInput {
   target: RolloutTarget;
   /** The planner picked this host to start a change now. */
   start: boolean;
-  timeouts: { drainTimeoutMs: number; readyTimeoutMs: number };
+  /**
+   * prePullWaitMs: the pool has spec.prePull, and a Node Ready on the target waits this long at
+   * most for its pulls (the spec's timeout and a grace) before WaitReady is met.
+   */
+  timeouts: { drainTimeoutMs: number; readyTimeoutMs: number; prePullWaitMs?: number };
   now: Date;
   /**
    * The pool may set this host aside if its change stops (fewer than its cap are set aside
@@ -182,7 +195,11 @@ export function describeChange(target: RolloutTarget, changes: readonly ChangeKi
   return parts.join(', ') || 'nothing';
 }
 
-function deadlineOf(change: HostChange, timeouts: StepInput['timeouts']): number | undefined {
+function deadlineOf(
+  change: HostChange,
+  timeouts: StepInput['timeouts'],
+  observed: HostObservation,
+): number | undefined {
   const started = Date.parse(change.stepStartedAt);
   switch (change.step) {
     case 'Cordon':
@@ -190,15 +207,58 @@ function deadlineOf(change: HostChange, timeouts: StepInput['timeouts']): number
       return started + timeouts.drainTimeoutMs;
     case 'Apply':
     case 'Reboot':
-    case 'WaitReady':
       return started + timeouts.readyTimeoutMs;
+    case 'WaitReady':
+      // Ready on the target, waiting for its pulls alone: met (never failed) when the wait ends.
+      return readyOnTarget(change, observed)
+        ? (prePullDeadline(change, timeouts, observed) ?? started + timeouts.readyTimeoutMs)
+        : started + timeouts.readyTimeoutMs;
     case 'Uncordon':
       return undefined;
   }
 }
 
+/**
+ * WaitReady's readiness: the Node Ready, the target applied and, after patches, a report made
+ * in the new boot saying they stayed installed (an update Windows rolled back at boot is offered
+ * again: the step then times out, named, instead of the host going round cordon, drain and
+ * reboot for ever).
+ */
+function readyOnTarget(change: HostChange, observed: HostObservation): boolean {
+  return (
+    observed.node?.ready === true &&
+    applied(change.target, observed.facts) &&
+    (!change.changes.includes('patches') || observed.facts.updatesReported !== false)
+  );
+}
+
+/**
+ * When a Node Ready on the target stops waiting for its pulls: prePullWaitMs after it was both
+ * Ready and in WaitReady. Undefined for a pool without spec.prePull.
+ */
+function prePullDeadline(
+  change: HostChange,
+  timeouts: StepInput['timeouts'],
+  observed: HostObservation,
+): number | undefined {
+  if (timeouts.prePullWaitMs === undefined) return undefined;
+  const started = Date.parse(change.stepStartedAt);
+  const ready = observed.node?.readySince ? Date.parse(observed.node.readySince) : Number.NaN;
+  return (Number.isNaN(ready) ? started : Math.max(started, ready)) + timeouts.prePullWaitMs;
+}
+
+/** The pulls of this boot and version ended, or the wait for them passed (or none to wait for). */
+function prePullEnded(change: HostChange, input: StepInput, observed: HostObservation): boolean {
+  const deadline = prePullDeadline(change, input.timeouts, observed);
+  return (
+    deadline === undefined ||
+    observed.node?.prePull === 'ended' ||
+    input.now.getTime() >= deadline
+  );
+}
+
 /** True when the step's goal holds now, so the change may move past it. */
-function goalMet(change: HostChange, observed: HostObservation): boolean {
+function goalMet(change: HostChange, input: StepInput, observed: HostObservation): boolean {
   const node = observed.node;
   switch (change.step) {
     case 'Cordon':
@@ -214,14 +274,7 @@ function goalMet(change: HostChange, observed: HostObservation): boolean {
         node.bootId !== change.reboot.bootIdBefore
       );
     case 'WaitReady':
-      // After patches, only a report made in the new boot says they stayed installed (an
-      // update Windows rolled back at boot is offered again: the step then times out, named,
-      // instead of the host going round cordon, drain and reboot for ever).
-      return (
-        node?.ready === true &&
-        applied(change.target, observed.facts) &&
-        (!change.changes.includes('patches') || observed.facts.updatesReported !== false)
-      );
+      return readyOnTarget(change, observed) && prePullEnded(change, input, observed);
     case 'Uncordon':
       return node?.cordonedByWinfleet !== true;
   }
@@ -387,7 +440,7 @@ function stepResult(ctx: StepContext, action: StepAction, c: HostChange | undefi
     ...(lastChange ? { lastChange } : {}),
     ...(setAside ? { setAside } : {}),
   };
-  const deadline = c && !c.failure ? deadlineOf(c, input.timeouts) : undefined;
+  const deadline = c && !c.failure ? deadlineOf(c, input.timeouts, observed) : undefined;
   return {
     status: isDeepStrictEqual(next, status) ? status : next,
     action,
@@ -471,7 +524,7 @@ function startChange(ctx: StepContext): StepOutcome {
 function advanceOnce(ctx: StepContext, recorded: HostChange): StepOutcome {
   const { input, observed } = ctx;
   let change = retarget(recorded, { ...input, observed });
-  const met = goalMet(change, observed);
+  const met = goalMet(change, input, observed);
   if (change.failure) {
     const resumed = resumeFailed(ctx, change, met);
     if ('done' in resumed) return resumed;
@@ -511,7 +564,7 @@ function resumeFailed(ctx: StepContext, change: HostChange, met: boolean): StepO
 /** A step past its deadline stops: failure recorded, a Warning Event (or the host set aside). */
 function stopAtDeadline(ctx: StepContext, change: HostChange): StepResult | undefined {
   const { input } = ctx;
-  const deadline = deadlineOf(change, input.timeouts);
+  const deadline = deadlineOf(change, input.timeouts, ctx.observed);
   if (deadline === undefined || input.now.getTime() < deadline) return undefined;
   const reason = stepFailure[change.step]!;
   const message = failureMessage(input, change);

@@ -21,7 +21,8 @@
  *    for the default pool); the payload's version and kubernetesVersion; the API server's
  *    gitVersion (the oldest, if several).
  * 2. Per member host, a PoolPassHost: status.rollout; its own Node (identity-checked) as
- *    ObservedNode — Ready, spec.unschedulable, winfleet.io/cordoned-by, nodeInfo.bootID; drained
+ *    ObservedNode — Ready (and since when), spec.unschedulable, winfleet.io/cordoned-by,
+ *    nodeInfo.bootID, the agent's pre-pull of this boot and version; drained
  *    = only DaemonSet, mirror and finished pods left; facts = the Node's services-version, the
  *    agent's available updates and pending reboot, the host's creationTimestamp; the
  *    retry-rollout and reboot-requested annotations; deletionTimestamp.

@@ -10,4 +10,12 @@ export interface ObservedNode {
   cordonedByWinfleet: boolean;
   /** status.nodeInfo.bootID: changes with every boot (on Windows, the kernel's BootId counter). */
   bootId?: string;
+  /** Since when the Node is Ready (its Ready condition's lastTransitionTime), while it is. */
+  readySince?: string;
+  /**
+   * The agent's pre-pull of its pool's images for the Node's current boot and services version
+   * (src/api/pre-pull.ts prePullState): running, or ended however it ended; absent when the
+   * Node shows no run of this boot and version.
+   */
+  prePull?: 'pulling' | 'ended';
 }

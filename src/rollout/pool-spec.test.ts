@@ -128,3 +128,12 @@ test('spec.prePull: a refused registry address and a bad reference are the poolâ
     [],
   );
 });
+
+test('spec.prePull: the rollout waits for pulls the specâ€™s timeout and two minutes at most; a bad spec or none, not at all', () => {
+  const policy = (prePull: unknown) =>
+    checkPoolSpec({ selector: {}, ...(prePull ? { prePull } : {}) }).policy;
+  assert.equal(policy({ images: ['nginx'] }).prePullWaitMs, (900 + 120) * 1000);
+  assert.equal(policy({ images: ['nginx'], timeoutSeconds: 60 }).prePullWaitMs, 180_000);
+  assert.equal(policy({ images: ['Not A Reference'] }).prePullWaitMs, undefined);
+  assert.equal(policy(undefined).prePullWaitMs, undefined);
+});

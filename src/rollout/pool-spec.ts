@@ -8,7 +8,7 @@
  */
 import { activeDirectoryProblems } from '../api/active-directory.ts';
 import { compileNodeNamePattern } from '../api/node-name-pattern.ts';
-import { prePullProblems } from '../api/pre-pull.ts';
+import { prePullProblems, prePullWaitMs } from '../api/pre-pull.ts';
 import {
   type LabelSelector,
   type PatchPolicy,
@@ -35,6 +35,11 @@ export interface PoolPolicy {
   patchPolicy: PatchPolicy;
   rebootRequestedAt?: string;
   paused: boolean;
+  /**
+   * A valid spec.prePull: how long WaitReady waits at most for a Ready node's pulls (its
+   * timeout and a grace, host-steps.ts). Absent: WaitReady waits for Ready alone.
+   */
+  prePullWaitMs?: number;
 }
 
 /** Both timeouts: at least a second, at most a day. */
@@ -118,7 +123,12 @@ export function checkPoolSpec(spec: unknown): { policy: PoolPolicy; problems: st
   }
   problems.push(...activeDirectoryProblems(s.activeDirectory));
   // Images before pods: references parsed, registries given as addresses checked (pre-pull.ts).
-  if (s.prePull !== undefined && s.prePull !== null) problems.push(...prePullProblems(s.prePull));
+  if (s.prePull !== undefined && s.prePull !== null) {
+    const prePull = prePullProblems(s.prePull);
+    problems.push(...prePull);
+    // The rollout waits only for pulls a node is given: a spec with problems never reaches one.
+    if (prePull.length === 0) policy.prePullWaitMs = prePullWaitMs(s.prePull);
+  }
   if (s.rebootRequestedAt !== undefined && s.rebootRequestedAt !== null) {
     const at = s.rebootRequestedAt;
     const valid = field(problems, false, () => {

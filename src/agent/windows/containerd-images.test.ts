@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
+import { installPath } from '../../payload/node-services.ts';
 import {
   ctrError,
+  ctrExe,
   imageListArgs,
   imagePullArgs,
   parseImageListOutput,
@@ -38,4 +41,20 @@ test("the list output is read strictly; the error is ctr's last line", () => {
     ),
     'failed to resolve reference "a.test/b:1": a.test/b:1: not found',
   );
+});
+
+test('ctr.exe, which the pre-pull runs, is built into the payload and installed where it is run', async () => {
+  const script = await readFile(
+    new URL('../../../hack/build-payload.sh', import.meta.url),
+    'utf8',
+  );
+  const names = /^names=\(([^)]*)\)/m.exec(script)?.[1]?.split(/\s+/) ?? [];
+  assert.ok(names.includes('ctr.exe'), 'hack/build-payload.sh builds ctr.exe');
+  assert.match(script, /ctr\.exe\)\n(.*\n)*?\s*dir=containerd; pkg=github\.com\/containerd\/containerd\/v2\/cmd\/ctr/);
+  const tools = await readFile(
+    new URL('../../../hack/payload/containerd/tools.go', import.meta.url),
+    'utf8',
+  );
+  assert.match(tools, /"github\.com\/containerd\/containerd\/v2\/cmd\/ctr"/);
+  assert.equal(installPath('ctr.exe'), ctrExe);
 });

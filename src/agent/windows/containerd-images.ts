@@ -5,8 +5,11 @@
  * where the kubelet's CRI keeps its images, and reads the registry hosts (mirrors, CAs) from
  * the same certs.d directory containerd's CRI does (--hosts-dir).
  *
- * ctr prints a failure as "ctr: <error>" on standard error and exits 1 (cmd/ctr/app/main.go:
- * `fmt.Fprintf(os.Stderr, "%s: %s\n", app.Name, err)`); a pull of a reference the registry does
+ * ctr.exe is in the payload (hack/build-payload.sh builds containerd's cmd/ctr for Windows at
+ * containerd's version) and installed beside containerd.exe.
+ *
+ * ctr prints a failure as "ctr: <error>" on standard error and exits 1 (cmd/ctr/main.go:
+ * `fmt.Fprintln(os.Stderr, "ctr:", err)`); a pull of a reference the registry does
  * not have fails with containerd's client error
  * `failed to resolve reference "<ref>": <ref>: not found` (client/pull.go fetch,
  * core/remotes/docker/resolver.go Resolve wrapping errdefs.ErrNotFound).

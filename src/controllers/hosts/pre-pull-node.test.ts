@@ -128,3 +128,60 @@ test('a Node that exists already (upgrade, reboot) gets the taint while its agen
   assert.equal(await syncPrePullTaint(core, pulling, spec, t0 + 181_000), undefined);
   assert.equal(patches.length, 1);
 });
+
+test('an administrator’s own taints and cordon are never touched, adding or lifting', async () => {
+  const theirs: k8s.V1Taint[] = [
+    { key: 'example.com/maintenance', value: 'disk', effect: 'NoExecute' },
+    { key: 'os', value: 'windows', effect: 'NoSchedule' },
+  ];
+  const patches: { body: { op: string; path: string; value: unknown }[] }[] = [];
+  let onServer: k8s.V1Node;
+  const core = {
+    patchNode: async (request: (typeof patches)[number]) => void patches.push(request),
+    readNode: async () => onServer,
+  } as unknown as k8s.CoreV1Api;
+  // The operator's cache keeps winfleet's taints only (slimNode): it decides on that, and
+  // changes the taints of the Node as the API server has them.
+  const cordoned = (taints: k8s.V1Taint[], condition: string) =>
+    node({ spec: { unschedulable: true, taints } }, [
+      { type: 'ImagesPrePulled', status: 'False', reason: condition },
+    ]);
+  onServer = cordoned(theirs, 'PrePulling');
+  assert.equal(
+    await syncPrePullTaint(core, cordoned([], 'PrePulling'), spec, t0 + 1000),
+    'added',
+  );
+  onServer = cordoned([...theirs, { ...prePullTaint }], 'PrePullFailed');
+  assert.equal(
+    await syncPrePullTaint(core, cordoned([{ ...prePullTaint }], 'PrePullFailed'), spec, t0),
+    'removed',
+  );
+  assert.deepEqual(
+    patches.map((p) => p.body.map((op) => [op.op, op.path, op.value])),
+    [
+      [
+        ['test', '/spec/taints', theirs],
+        ['replace', '/spec/taints', [...theirs, { ...prePullTaint }]],
+      ],
+      [
+        ['test', '/spec/taints', [...theirs, { ...prePullTaint }]],
+        ['replace', '/spec/taints', theirs],
+      ],
+    ],
+    'only /spec/taints, only the pre-pull taint changed, never spec.unschedulable',
+  );
+});
+
+test('the wait counts from the agent’s last PrePulling report when that came after Ready', () => {
+  const pulling = node({}, [
+    {
+      type: 'ImagesPrePulled',
+      status: 'False',
+      reason: 'PrePulling',
+      lastTransitionTime: new Date(t0 + 600_000) as unknown as Date,
+    },
+  ]);
+  // spec.timeoutSeconds 60 and 120 s of grace: 180 s after the last report, not after Ready.
+  assert.equal(prePullTaintDone(pulling, spec, t0 + 700_000), false);
+  assert.equal(prePullTaintDone(pulling, spec, t0 + 781_000), true);
+});

@@ -2,16 +2,21 @@
  * The operator's side of images before pods (src/api/pre-pull.ts, src/agent/pre-pull.ts):
  * - the pool's spec.prePull reaches each of its Nodes as the signed command prePullAnnotation
  *   (its agent obeys no list a `patch nodes` principal wrote), and goes away with the spec;
- * - the operator adds prePullTaint to a Node as soon as its agent reports PrePulling (hosts do
- *   not register with it yet: the lift below is not yet shown end to end);
+ * - an SSH host of such a pool registers its Node with prePullTaint (the kubelet's
+ *   --register-with-taints, host-bootstrap.ts); a Node that exists already (an upgrade, a
+ *   reboot, a host that joined by command and was placed in the pool afterwards) gets it from
+ *   the operator as soon as its agent reports PrePulling;
  * - the operator lifts that taint — a node may not change its own (NodeRestriction) — once the
  *   agent's ImagesPrePulled condition is anything but PrePulling, once the pool has no
  *   spec.prePull, or once the Node has been Ready for the spec's timeout and two minutes more
  *   without an ending (an agent that never reports keeps no node from pods).
+ * keepPrePull does both on every pass of a joined host, SSH or Pull. Only prePullTaint is ever
+ * added or removed: an administrator's taints and cordon (spec.unschedulable) stay as they are.
  */
 import * as k8s from '@kubernetes/client-node';
 import {
   formatPrePullCommand,
+  prePullGraceMs,
   type PrePullSpec,
   prePullAnnotation,
   prePullCommand,
@@ -23,12 +28,10 @@ import {
 import { PrePullReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import type { CommandSigner } from '../../fleet/command-signer.ts';
+import { type CommandSigner, commandSigner } from '../../fleet/command-signer.ts';
 import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
 import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
-
-/** How long past the timeout a tainted Ready node waits for its agent's report. */
-const graceMs = 120_000;
+import type { JoinContext } from './join-context.ts';
 
 /**
  * The spec.prePull of the pool that governs `host` (the first by key of those selecting it, as
@@ -72,10 +75,26 @@ export function prePullTaintDone(
   const conditions = node.status?.conditions ?? [];
   const condition = conditions.find((c) => c.type === prePullConditionType);
   if (condition && condition.reason !== PrePullReason.PrePulling) return true;
-  const ready = conditions.find((c) => c.type === 'Ready' && c.status === 'True');
-  const since = ready?.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : now;
+  return now > prePullTaintDeadline(node, spec, now);
+}
+
+/**
+ * When a Node still waiting for its pulls takes pods all the same: the spec's timeout and the
+ * grace after it became Ready, or after its agent's last PrePulling report if later (an upgrade
+ * that kept the Node Ready; an agent that stopped reporting mid-way).
+ */
+function prePullTaintDeadline(node: k8s.V1Node, spec: PrePullSpec, now: number): number {
+  const conditions = node.status?.conditions ?? [];
+  const time = (c: k8s.V1NodeCondition | undefined) => {
+    const at = c?.lastTransitionTime ? new Date(c.lastTransitionTime).getTime() : Number.NaN;
+    return Number.isNaN(at) ? undefined : at;
+  };
+  const ready = time(conditions.find((c) => c.type === 'Ready' && c.status === 'True')) ?? now;
+  const pulling = conditions.find(
+    (c) => c.type === prePullConditionType && c.reason === PrePullReason.PrePulling,
+  );
   const timeoutMs = (spec.timeoutSeconds ?? prePullDefaults.timeoutSeconds) * 1000;
-  return now - since > timeoutMs + graceMs;
+  return Math.max(ready, time(pulling) ?? ready) + timeoutMs + prePullGraceMs;
 }
 
 /** Whether the taint is to be added (pulling, none yet) or removed (done, still there). */
@@ -124,4 +143,44 @@ export async function syncPrePullTaint(
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
   );
   return has ? 'removed' : 'added';
+}
+
+/**
+ * Every pass of a joined host (SSH or Pull): the pool's list signed on its Node, then the taint
+ * added or lifted (syncPrePullTaint). A failure is logged and the next pass tries again. Returns
+ * in how many ms to look again when the Node keeps the taint while it waits (its deadline), so
+ * that a silent agent does not keep it longer than the timeout and grace.
+ * @package
+ */
+export async function keepPrePull(
+  ctx: JoinContext,
+  host: WindowsHost,
+  node: k8s.V1Node,
+  now: number = Date.now(),
+): Promise<number | undefined> {
+  const spec = poolPrePull(ctx.pools?.list() ?? [], host);
+  const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
+  const name = node.metadata!.name!;
+  try {
+    let current = node;
+    const annotations = prePullAnnotations(commandSigner(ctx.kc), node, spec);
+    if (Object.keys(annotations).length > 0) {
+      current = await core.patchNode(
+        { name, body: { metadata: { annotations } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+    }
+    const change = await syncPrePullTaint(core, current, spec, now);
+    const tainted =
+      change === 'added' ||
+      (change === undefined && (current.spec?.taints ?? []).some((t) => t.key === prePullTaint.key));
+    if (!spec || !tainted) return undefined;
+    return Math.max(1000, prePullTaintDeadline(current, spec, now) - now + 1000);
+  } catch (error) {
+    ctx.log.warn('cannot update the pre-pull list or taint; the next pass tries again', {
+      node: name,
+      error: (error as Error).message,
+    });
+    return undefined;
+  }
 }

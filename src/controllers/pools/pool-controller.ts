@@ -28,6 +28,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import { prePullState } from '../../api/pre-pull.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import { type WindowsNodePool, windowsNodePoolResource } from '../../api/windows-node-pool.ts';
 import { Controller, everythingKey } from '../../controller-runtime/controller.ts';
@@ -232,6 +233,8 @@ export function nodeState(n: k8s.V1Node) {
     bootId: n.status?.nodeInfo?.bootID,
     // Health: each condition's status (the kubelet's heartbeat times change every few seconds).
     conditions: (n.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`).join(','),
+    // The agent's pulls of this boot and version ended: a WaitReady may go on (host-steps.ts).
+    prePull: prePullState(n),
   };
 }
 
