@@ -1,93 +1,146 @@
 /**
- * Images before pods (issue 35, item 4) end to end: real API server, operator, SSH and agent;
- * simulated hosts whose containerd pulls in time proportional to an image's size
- * (sim/hosts/containerd-images.ts).
+ * Images before pods (issue 35, item 4) end to end: real API server, scheduler, operator, SSH
+ * and agent; simulated hosts whose containerd pulls in time proportional to an image's size
+ * (sim/hosts/containerd-images.ts) through the payload's ctr.exe.
  *
- * - A host of a pool with spec.prePull gets the list signed on its Node, its agent pulls the
- *   pool's images and ImagesPrePulled turns True; the Node carries no pre-pull taint.
+ * - A host of a pool with spec.prePull registers its Node with winfleet.io/pre-pulling (the
+ *   kubelet's --register-with-taints): a pod meant for it stays Pending on that taint while the
+ *   agent pulls; ImagesPrePulled turns True, the operator lifts the taint, the pod is bound.
  * - A pool listing an image the registry does not have: ImagesPrePulled=False PrePullFailed
- *   naming the image and containerd's "not found"; no taint keeps the node from pods.
+ *   naming the image and containerd's "not found"; the taint goes all the same.
+ * - A pool listing a registry the image address policy refuses: the pool says so
+ *   (InvalidSpec, the field named), the list never reaches a node and no taint holds it.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
-import { createPool } from '../../../sim/testkit/pools.ts';
+import { createPool, readPool } from '../../../sim/testkit/pools.ts';
 import { listWindowsHosts, windowsHostFor } from '../../../sim/testkit/windows-hosts.ts';
-import { prePullConditionType, prePullTaint } from '../../api/pre-pull.ts';
-import { PrePullReason } from '../../api/reasons.ts';
+import { prePullAnnotation, prePullConditionType, prePullTaint } from '../../api/pre-pull.ts';
+import { ConditionReason, PrePullReason } from '../../api/reasons.ts';
+import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 
-test('pre-pull: a pool’s images are pulled and ImagesPrePulled says so; a missing image is named, and no taint stays', async (t) => {
+test('pre-pull: a pool’s Node registers tainted and takes its first pod once the images are there; a missing image or a refused registry never keeps a node from pods', async (t) => {
   const world = await joinWorld(t, {
-    releases: ['2022', '2022'],
+    releases: ['2022', '2022', '2022'],
     machine: {
+      // app:1 takes 4 s and base:1 6 s (download at 100 MB/s, unpack at 200 MB/s), in parallel.
       containerdImages: {
-        registry: { 'example.test/app:1': 200e6, 'example.test/base:1': 300e6 },
-        pullBytesPerSecond: 1e9,
+        registry: { 'example.test/app:1': 270e6, 'example.test/base:1': 400e6 },
+        pullBytesPerSecond: 100e6,
+        unpackBytesPerSecond: 200e6,
       },
     },
   });
   const { kc, namespace } = world;
-  const [good, bad] = world.fleet.hosts as [
+  const [good, bad, refused] = world.fleet.hosts as [
+    (typeof world.fleet.hosts)[0],
     (typeof world.fleet.hosts)[0],
     (typeof world.fleet.hosts)[0],
   ];
-  await createPool(kc, namespace, 'pp', {
-    selector: { matchLabels: { 'example.com/pool': 'pp' } },
-    prePull: { images: ['example.test/app:1', 'example.test/base:1'], maxParallel: 2 },
-  });
-  await createPool(kc, namespace, 'missing', {
-    selector: { matchLabels: { 'example.com/pool': 'missing' } },
-    prePull: { images: ['example.test/app:1', 'example.test/nope:1'] },
-  });
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const pools = {
+    pp: ['example.test/app:1', 'example.test/base:1'],
+    missing: ['example.test/app:1', 'example.test/nope:1'],
+    refused: ['169.254.169.254/steal:1'],
+  };
+  for (const [name, images] of Object.entries(pools)) {
+    await createPool(kc, namespace, name, {
+      selector: { matchLabels: { 'example.com/pool': name } },
+      prePull: { images, maxParallel: 2 },
+    });
+  }
   await waitFor(
     async () => {
-      const list = (await custom.listNamespacedCustomObject({
-        group: 'winfleet.io',
-        version: 'v1alpha1',
-        namespace,
-        plural: 'windowsnodepools',
-      })) as { items: { status?: { observedGeneration?: number } }[] };
-      return list.items.length === 2 && list.items.every((p) => p.status?.observedGeneration);
+      const seen = await Promise.all(
+        Object.keys(pools).map((name) => readPool(kc, namespace, name)),
+      );
+      return seen.every((p) => p.status?.observedGeneration) ? seen : undefined;
     },
-    { description: 'both pools observed by the operator', timeoutMs: 30_000 },
+    { description: 'the pools observed by the operator', timeoutMs: 30_000 },
   );
+  // The refused registry is the pool's problem, named; the spec never reaches a node.
+  const invalid = (await readPool(kc, namespace, 'refused')).status?.conditions?.find(
+    (c) => c.reason === ConditionReason.InvalidSpec,
+  );
+  assert.match(invalid?.message ?? '', /spec\.prePull\.images\[0\]: .*address policy refuses/);
+
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   for (const [host, pool] of [
     [good, 'pp'],
     [bad, 'missing'],
+    [refused, 'refused'],
   ] as const) {
     const object = windowsHostFor(host, namespace);
     object.metadata.labels = { 'example.com/pool': pool };
     await objects.create(object);
   }
   const core = kc.makeApiClient(k8s.CoreV1Api);
+  const nodeNameOf = (address: string) =>
+    waitFor(
+      async () =>
+        (await listWindowsHosts(kc, namespace)).find((h) => h.spec.address === address)?.status
+          ?.nodeName,
+      { description: `${address}: a node name`, timeoutMs: 60_000 },
+    );
+
+  // A pod meant for the good host's Node (and tolerating the Windows taint) waits on the
+  // pre-pull taint: the kubelet registered the Node with it.
+  const goodNode = await nodeNameOf(good.address);
+  await core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name: 'first' },
+      spec: {
+        containers: [{ name: 'app', image: 'example.test/app:1' }],
+        tolerations: [{ key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' }],
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                { matchFields: [{ key: 'metadata.name', operator: 'In', values: [goodNode] }] },
+              ],
+            },
+          },
+        },
+      },
+    },
+  });
+  const held = await waitFor(
+    async () => {
+      const pod = await core.readNamespacedPod({ name: 'first', namespace });
+      const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+      return !pod.spec?.nodeName && scheduled?.message?.includes(prePullTaint.key)
+        ? scheduled
+        : undefined;
+    },
+    { description: 'the pod Pending on the pre-pull taint', timeoutMs: 60_000 },
+  );
+  assert.equal(held.reason, 'Unschedulable');
+  const kubeletConfig = (
+    await good.machine.fs.tryReadFile('C:\\k\\kubelet-config.yaml')
+  )?.toString();
+  assert.match(kubeletConfig ?? '', /winfleet\.io\/pre-pulling/, 'registered with the taint');
+
   /** The host's Node once its ImagesPrePulled condition has `reason` and its taint is gone. */
   let last: unknown;
   const settled = (address: string, reason: string) =>
     waitFor(
       async () => {
-        const host = (await listWindowsHosts(kc, namespace)).find(
-          (h) => h.spec.address === address,
-        );
-        const name = host?.status?.nodeName;
-        if (!name) return undefined;
+        const name = await nodeNameOf(address);
         const node = await core.readNode({ name }).catch(() => undefined);
         const condition = node?.status?.conditions?.find((c) => c.type === prePullConditionType);
         const tainted = node?.spec?.taints?.some((x) => x.key === prePullTaint.key);
         last = {
-          host: host?.status?.conditions?.map((c) => `${c.type}=${c.status}:${c.reason}`),
           conditions: node?.status?.conditions?.map(
             (c) => `${c.type}=${c.status}:${c.reason}:${c.message}`,
           ),
           taints: node?.spec?.taints,
-          annotations: Object.keys(node?.metadata?.annotations ?? {}),
         };
         return condition?.reason === reason && !tainted ? { node: node!, condition } : undefined;
       },
-      { description: `${address}: ImagesPrePulled ${reason}, taint lifted`, timeoutMs: 120_000 },
+      { description: `${address}: ImagesPrePulled ${reason}, taint lifted`, timeoutMs: 90_000 },
     ).catch((error: unknown) => {
       throw new Error(`${(error as Error).message}; last seen: ${JSON.stringify(last)}`);
     });
@@ -96,6 +149,12 @@ test('pre-pull: a pool’s images are pulled and ImagesPrePulled says so; a miss
   assert.equal(ok.condition.status, 'True');
   assert.ok(good.machine.containerdImages.has('example.test/app:1'));
   assert.ok(good.machine.containerdImages.has('example.test/base:1'));
+  // Only now is the pod bound to the Node.
+  await waitFor(
+    async () =>
+      (await core.readNamespacedPod({ name: 'first', namespace })).spec?.nodeName === goodNode,
+    { description: 'the pod bound once the taint went', timeoutMs: 30_000 },
+  );
 
   const failed = await settled(bad.address, PrePullReason.PrePullFailed);
   assert.equal(failed.condition.status, 'False');
@@ -104,4 +163,16 @@ test('pre-pull: a pool’s images are pulled and ImagesPrePulled says so; a miss
     /example\.test\/nope:1: .*failed to resolve reference "example\.test\/nope:1": example\.test\/nope:1: not found/,
   );
   assert.ok(bad.machine.containerdImages.has('example.test/app:1'), 'the other image is pulled');
+
+  // The refused pool's host: Ready, no list, no taint, nothing pulled.
+  const refusedName = await nodeNameOf(refused.address);
+  const plain = await waitFor(
+    async () => {
+      const node = await core.readNode({ name: refusedName }).catch(() => undefined);
+      return node && nodeIsReady(node) ? node : undefined;
+    },
+    { description: 'the refused pool’s Node Ready', timeoutMs: 60_000 },
+  );
+  assert.equal(plain.metadata?.annotations?.[prePullAnnotation], undefined);
+  assert.equal(plain.spec?.taints?.some((x) => x.key === prePullTaint.key) ?? false, false);
 });
