@@ -129,13 +129,21 @@ test('an image a node runs under process isolation never gets Hyper-V', async ()
   assert.deepEqual(affinityBuilds(old.pod), ['10.0.17763']);
 });
 
-test('the class is assigned only once it exists', async () => {
+test('the class is assigned only once it exists, and only when it schedules onto Hyper-V nodes', async () => {
   const { pod, validation } = await admit(
     request('win2019:1'),
     deps(['10.0.20348'], ['10.0.20348'], {}),
   );
   assert.equal(pod.spec?.runtimeClassName, undefined);
   assert.equal(validation.allowed, false);
+  // A user's own class of that name, selecting other nodes, is not handed out.
+  const users = await admit(
+    request('win2019:1'),
+    deps(['10.0.20348'], ['10.0.20348'], {
+      'windows-2019-hyperv': { 'kubernetes.io/os': 'windows', pool: 'mine' },
+    }),
+  );
+  assert.equal(users.pod.spec?.runtimeClassName, undefined);
 });
 
 test('a HostProcess pod is never put under Hyper-V isolation', async () => {

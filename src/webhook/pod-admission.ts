@@ -164,7 +164,9 @@ function hyperVChoice(
   const ready = deps.readyWindowsBuilds();
   if (placement.allowedBuilds.some((b) => ready.includes(b))) return undefined;
   const choice = hyperVPlacement(facts, hyperVBuilds);
-  if (!choice || !deps.runtimeClasses(choice.runtimeClass)) return undefined;
+  // Only a class that exists and schedules onto Hyper-V nodes (winfleet's; not a user's own
+  // class of that name that would send the pod elsewhere).
+  if (!choice || !namesHyperVClass(choice.runtimeClass, deps.runtimeClasses)) return undefined;
   return { allowedBuilds: choice.nodeBuilds, assign: choice };
 }
 
