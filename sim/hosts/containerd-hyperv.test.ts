@@ -17,6 +17,7 @@ async function withContainerd(
   options: { hyperVRole: boolean; hyperVHandler: boolean },
 ) {
   const machine = await createTestMachine(t, {
+    virtualization: { vm: true, extensions: true },
     features: options.hyperVRole
       ? { Containers: 'Installed', [hyperVFeature]: 'Installed' }
       : { Containers: 'Installed' },
@@ -64,4 +65,29 @@ test('without the Hyper-V role the utility VM cannot start', async (t) => {
     error.message.includes(`hcs::CreateComputeSystem hv-1@vm: ${hyperVNotInstalled}`),
   );
   assert.ok((await runPodSandbox(machine, 'p-1')).alive, 'process isolation still runs');
+});
+
+test('a VM without nested virtualization cannot start the utility VM, even with the role', async (t) => {
+  const machine = await createTestMachine(t, {
+    virtualization: { vm: true, extensions: false },
+    features: { Containers: 'Installed', [hyperVFeature]: 'Installed' },
+  });
+  await installBinary(machine, 'containerd', 'C:\\k\\containerd\\containerd.exe');
+  await installBinary(
+    machine,
+    'containerd-shim-runhcs-v1',
+    `C:\\k\\containerd\\${runhcsShimImageName}`,
+  );
+  await machine.fs.writeFileAtomic(configPath, containerdConfig(undefined, { hyperV: true }));
+  const os = new SimHostOS(machine);
+  await os.createService(
+    serviceConfig('containerd', {
+      binaryPath: 'C:\\k\\containerd\\containerd.exe',
+      args: ['--run-service', '--config', configPath],
+    }),
+  );
+  await os.startService('containerd');
+  await assert.rejects(runPodSandbox(machine, 'hv-1', 'runhcs-wcow-hypervisor'), (error: Error) =>
+    error.message.includes(hyperVNotInstalled),
+  );
 });

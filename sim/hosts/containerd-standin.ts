@@ -201,7 +201,10 @@ async function checkRuntimeHandler(
   if (!options) {
     throw new Error(`failed to get sandbox runtime: no runtime for "${handler}" is configured`);
   }
-  if (options.SandboxIsolation === 1 && !machine.features.isInstalled(hyperVFeature)) {
+  // The utility VM needs Hyper-V's hypervisor: the role, and virtualization extensions.
+  const hypervisor =
+    machine.features.isInstalled(hyperVFeature) && machine.virtualization.extensions;
+  if (options.SandboxIsolation === 1 && !hypervisor) {
     throw new Error(
       `failed to create containerd task: failed to create shim task: hcs::CreateComputeSystem ${id}@vm: ${hyperVNotInstalled}: unknown`,
     );
