@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import { poolAllowsHyperV, withPoolIsolation } from './pool-isolation.ts';
+import { hyperVLabelPatch, poolAllowsHyperV, withPoolIsolation } from './pool-isolation.ts';
 
 const ns = 'hyperv';
 const host: WindowsHost = {
@@ -47,4 +47,15 @@ test("a host's spec.labels cannot claim or keep the Hyper-V label", () => {
     withPoolIsolation({ 'winfleet.io/hyperv-isolation': 'false' }, [pool('p2022', true)], host),
     { 'winfleet.io/hyperv-isolation': 'true' },
   );
+});
+
+test('after the join: the Node label follows the pool, whatever the kubelet set', () => {
+  const on = [pool('p2022', true)];
+  const off = [pool('p2022', false)];
+  assert.deepEqual(hyperVLabelPatch(on, host, {}), { 'winfleet.io/hyperv-isolation': 'true' });
+  assert.equal(hyperVLabelPatch(on, host, { 'winfleet.io/hyperv-isolation': 'true' }), undefined);
+  assert.deepEqual(hyperVLabelPatch(off, host, { 'winfleet.io/hyperv-isolation': 'true' }), {
+    'winfleet.io/hyperv-isolation': null,
+  });
+  assert.equal(hyperVLabelPatch(off, host, {}), undefined);
 });

@@ -38,3 +38,20 @@ export function withPoolIsolation(
   const { [hyperVIsolationLabel]: _claimed, ...rest } = labels;
   return poolAllowsHyperV(pools, host) ? { ...rest, [hyperVIsolationLabel]: 'true' } : rest;
 }
+
+/**
+ * The label patch that brings a Node's Hyper-V label in line with its host's pool (a pool that
+ * opted in or out after the host joined; a label the kubelet set itself), or undefined when it
+ * already is.
+ * @package
+ */
+export function hyperVLabelPatch(
+  pools: readonly WindowsNodePool[],
+  host: WindowsHost,
+  nodeLabels: Record<string, string> | undefined,
+): Record<string, string | null> | undefined {
+  const wanted = poolAllowsHyperV(pools, host) ? 'true' : undefined;
+  const current = nodeLabels?.[hyperVIsolationLabel];
+  if (current === wanted) return undefined;
+  return { [hyperVIsolationLabel]: wanted ?? null };
+}
