@@ -47,6 +47,15 @@ spec:
       metadata: { name: 'win2022', namespace },
       spec: { selector: { matchLabels: { pool: 'win2022' } }, isolation: { hyperV } },
     });
+    // The operator installs its CRDs at start; wait until they are served.
+    await waitFor(
+      () =>
+        objects.list('winfleet.io/v1alpha1', 'WindowsNodePool', namespace).then(
+          () => true,
+          () => undefined,
+        ),
+      { description: 'the WindowsNodePool CRD served', timeoutMs: 30_000 },
+    );
     await assert.rejects(objects.create(body('yes')), (error: { body?: string }) => {
       assert.match(String(error.body), /spec\.isolation\.hyperV/);
       return true;
