@@ -54,6 +54,7 @@ export interface StartSimulatedHostsOptions {
     | 'ubr'
     | 'windowsUpdates'
     | 'features'
+    | 'virtualization'
   > & { timings?: SimMachineTimings };
   /** The programs each host runs (default: defaultPrograms()); called once per host. */
   programs?: () => ProgramRegistry;

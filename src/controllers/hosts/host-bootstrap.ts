@@ -33,6 +33,7 @@ import { withHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { type JoinContext, step } from './join-context.ts';
 import { copyOperatorFiles, deliverRest, deliveryText } from './payload-delivery.ts';
+import { withPoolIsolation } from './pool-isolation.ts';
 import { clearStaleNode } from './rebuilt-host.ts';
 
 /** Windows Server 2019, the oldest build winfleet supports. */
@@ -253,7 +254,8 @@ function bootstrapConfig(
     labels: {
       [managedNodeLabel]: 'true',
       ...(host.spec.pool ? { 'winfleet.io/pool': host.spec.pool } : {}),
-      ...nodeLabelsOf(deps, host),
+      // The pool, not spec.labels, decides the Hyper-V label (pool-isolation.ts).
+      ...withPoolIsolation(nodeLabelsOf(deps, host), deps.pools?.list() ?? [], host),
     },
     taints: [
       { key: windowsTaint.key, value: windowsTaint.value, effect: windowsTaint.effect },

@@ -41,6 +41,7 @@ import {
 } from './host-remediation.ts';
 import type { JoinContext } from './join-context.ts';
 import { reportFailure } from './join-failure.ts';
+import { hyperVLabelPatch } from './pool-isolation.ts';
 
 export type { JoinContext } from './join-context.ts';
 
@@ -405,7 +406,11 @@ async function annotateNode(
   const desired = annotations[desiredServicesVersionAnnotation];
   const signer = commandSigner(ctx.kc);
   const signed = signer.holds(node, desiredServicesVersionAnnotation, version);
-  if (signed && annotations[hostAnnotation] === identity) return node;
+  // The pool decides the Hyper-V label, also after the join (pool-isolation.ts).
+  const labels = hyperVLabelPatch(ctx.pools?.list() ?? [], host, node.metadata?.labels);
+  if (signed && annotations[hostAnnotation] === identity) {
+    return labels ? patchNodeAnnotations(ctx, name, {}, labels) : node;
+  }
   await ctx.publish(loaded.manifest);
   if (desired && desired !== version) {
     // Staged before the agent is told to use it: pulled by the host (or pushed, its fallback).
@@ -420,10 +425,15 @@ async function annotateNode(
     hs.status.servicesRequestedAt = apiTime();
   }
   // Signed for this Node: the agent obeys no desired version a patch-nodes principal wrote.
-  return patchNodeAnnotations(ctx, name, {
-    ...(signed ? {} : signer.annotations(node, desiredServicesVersionAnnotation, version)),
-    [hostAnnotation]: identity,
-  });
+  return patchNodeAnnotations(
+    ctx,
+    name,
+    {
+      ...(signed ? {} : signer.annotations(node, desiredServicesVersionAnnotation, version)),
+      [hostAnnotation]: identity,
+    },
+    labels,
+  );
 }
 
 function bootstrapFailed(hs: HostStatus): boolean {
@@ -455,10 +465,11 @@ async function patchNodeAnnotations(
   ctx: JoinContext,
   name: string,
   annotations: Record<string, string | null>,
+  labels?: Record<string, string | null>,
 ): Promise<k8s.V1Node> {
   const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
   return core.patchNode(
-    { name, body: { metadata: { annotations } } },
+    { name, body: { metadata: { annotations, ...(labels ? { labels } : {}) } } },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
 }

@@ -39,6 +39,7 @@ import { canonicalAddress, joinServingAddresses } from '../../fleet/serving-addr
 import { apiTime, timeOf } from '../../kube/api-time.ts';
 import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
+import { hyperVIsolationLabel } from '../../windows/isolation.ts';
 import { poolActiveDirectory } from './active-directory-join.ts';
 import {
   healthyRecheckMs,
@@ -48,6 +49,7 @@ import {
   reportReady,
   wantedVersion,
 } from './host-join.ts';
+import { withPoolIsolation } from './pool-isolation.ts';
 
 export const pullModeMessage =
   'Pull mode: the host joined by itself with a join command; winfleet never connects to it over SSH, and its upgrades, reboots and removal go through its agent';
@@ -268,11 +270,15 @@ async function annotatePullNode(
   }
   const wantedLabels: Record<string, string> = {
     ...(host.spec.pool ? { [poolNodeLabel]: host.spec.pool } : {}),
-    ...specLabels,
+    // The pool, not spec.labels, decides the Hyper-V label (pool-isolation.ts).
+    ...withPoolIsolation(specLabels, ctx.pools?.list() ?? [], host),
   };
-  const labelPatch = Object.fromEntries(
+  const labelPatch: Record<string, string | null> = Object.fromEntries(
     Object.entries(wantedLabels).filter(([key, value]) => labels[key] !== value),
   );
+  // A pool that no longer allows Hyper-V isolation (or a label the node set itself) takes it off.
+  if (labels[hyperVIsolationLabel] !== undefined && !(hyperVIsolationLabel in wantedLabels))
+    labelPatch[hyperVIsolationLabel] = null;
   const annotationPatch: Record<string, string | null> = {};
   const identity = hostIdentity(host);
   if (annotations[hostAnnotation] !== identity) annotationPatch[hostAnnotation] = identity;
