@@ -53,7 +53,9 @@ const pullBytesPerSecond = Number(values['pull-mbps']) * 1e6;
 const unpackBytesPerSecond = Number(values['unpack-mbps']) * 1e6;
 const runs = Number(values.runs);
 if (![hostCount, bytes, pullBytesPerSecond, unpackBytesPerSecond, runs].every((n) => n > 0))
-  throw new Error('--hosts, --image-gb, --pull-mbps, --unpack-mbps and --runs take numbers above 0');
+  throw new Error(
+    '--hosts, --image-gb, --pull-mbps, --unpack-mbps and --runs take numbers above 0',
+  );
 
 function store(): SimContainerdImages {
   return new SimContainerdImages({
@@ -193,11 +195,13 @@ async function rollout(prePull: boolean): Promise<RunResult> {
           h.node = { ...h.node, prePull: 'pulling' };
           const images = h.images;
           pending.push(
-            pullImages(hostOver(images), prePullCommand(prePullSpec, new Map([[reference, bytes]])))
-              .then((outcome) => {
-                if (outcome.reason !== 'PrePulled') throw new Error(`pre-pull: ${outcome.message}`);
-                h.node = { ...h.node, prePull: 'ended' };
-              }),
+            pullImages(
+              hostOver(images),
+              prePullCommand(prePullSpec, new Map([[reference, bytes]])),
+            ).then((outcome) => {
+              if (outcome.reason !== 'PrePulled') throw new Error(`pre-pull: ${outcome.message}`);
+              h.node = { ...h.node, prePull: 'ended' };
+            }),
           );
         }
         return;
@@ -245,7 +249,7 @@ async function main(): Promise<void> {
     `image: ${reference}, ${(bytes / 1e9).toFixed(2)} GB compressed; pool of ${hostCount} hosts, maxUnavailable 1, services ${v1} → ${v2}`,
   );
   console.log(
-    `simulated rates: download ${(pullBytesPerSecond / 1e6).toFixed(0)} MB/s, unpack ${(unpackBytesPerSecond / 1e6).toFixed(0)} MB/s; measured pull rate ${(median(rates) / 1e6).toFixed(0)} MB/s (download + unpack, one pull ${s(bytes / median(rates) * 1000)})`,
+    `simulated rates: download ${(pullBytesPerSecond / 1e6).toFixed(0)} MB/s, unpack ${(unpackBytesPerSecond / 1e6).toFixed(0)} MB/s; measured pull rate ${(median(rates) / 1e6).toFixed(0)} MB/s (download + unpack, one pull ${s((bytes / median(rates)) * 1000)})`,
   );
   const rows: [string, (r: RunResult) => number | number[]][] = [
     ['Node Ready on the new version → first pod Running', (r) => r.readyToPod],

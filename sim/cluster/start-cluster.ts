@@ -14,7 +14,7 @@ import { ensureBinaries } from './binaries.ts';
 import { type ClusterPkiFiles, createClusterPki } from './cluster-pki.ts';
 import { ComponentProcess } from './component-process.ts';
 import { freePorts } from './free-port.ts';
-import { waitHealthy } from './health.ts';
+import { ComponentStartError, waitHealthy } from './health.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
 import { grantKubeletApiAccess } from './kubelet-api-access.ts';
 import { createOwnedTempDir, removeOwnedTempDir } from './owned-temp-dir.ts';
@@ -164,6 +164,24 @@ async function writeKwokOptions(dir: string, options: Record<string, unknown>): 
 
 /** Starts a cluster and resolves when every component is healthy. */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  // The seven ports are free when chosen and bound by the components a moment later: another
+  // process on the machine can take one between the two. A cluster in its own directory then
+  // starts again on new ports (a directory the caller gave may hold a half-started etcd).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce(options);
+    } catch (error) {
+      const portTaken =
+        error instanceof ComponentStartError && /address already in use/.test(error.logTail);
+      if (!portTaken || options.dir !== undefined || attempt >= 3) throw error;
+      options.onProgress?.(
+        `${(error as ComponentStartError).component}'s port was taken meanwhile; starting again on new ports`,
+      );
+    }
+  }
+}
+
+async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
   const started = Date.now();
   const progress = options.onProgress ?? (() => {});
   const binDir = options.binDir ?? ensureBinaries();

@@ -16,6 +16,7 @@
  */
 
 import { parse as parseToml } from 'smol-toml';
+import { splitServiceCommandLine } from '../../src/agent/windows/command-line.ts';
 import type { SimMachine } from './machine.ts';
 import { idleProgram } from './programs.ts';
 import { containerdConfigFlag } from './sim-cni.ts';
@@ -80,6 +81,47 @@ function shims(machine: SimMachine): Map<string, SimProcess> {
   return machine.state('containerd-shims', () => new Map<string, SimProcess>());
 }
 
+/** The Windows feature (Server Manager's Get-WindowsFeature name) Hyper-V isolation needs. */
+export const hyperVFeature = 'Hyper-V';
+
+/**
+ * HCS_E_HYPERV_NOT_INSTALLED (0x80370102, winerror.h): the Host Compute Service's text when a
+ * utility VM cannot start, without the Hyper-V role or (on a VM) nested virtualization.
+ */
+export const hyperVNotInstalled =
+  'The virtual machine could not be started because a required feature is not installed.';
+
+/** The CRI runtime handler containerd uses when a pod names none (its Windows default). */
+export const defaultRuntimeHandler = 'runhcs-wcow-process';
+
+/**
+ * The options of CRI runtime handler `handler` in containerd's config (plugins."io.containerd.
+ * grpc.v1.cri".containerd.runtimes.<handler>), or undefined when it is not configured. The
+ * default process handler is always there, as in containerd's Windows defaults.
+ */
+async function runtimeHandlerOptions(
+  machine: SimMachine,
+  containerd: SimProcess,
+  handler: string,
+): Promise<Record<string, unknown> | undefined> {
+  const configFile = containerdConfigFlag(splitServiceCommandLine(containerd.commandLine).args);
+  const text = configFile ? await machine.fs.tryReadFile(configFile) : undefined;
+  const toml = text ? (parseToml(text.toString('utf8')) as Record<string, unknown>) : {};
+  const runtimes = dig(toml, ['plugins', 'io.containerd.grpc.v1.cri', 'containerd', 'runtimes']);
+  const runtime = dig(runtimes, [handler]);
+  if (runtime) return dig(runtime, ['options']) ?? {};
+  return handler === defaultRuntimeHandler ? {} : undefined;
+}
+
+function dig(value: unknown, keys: string[]): Record<string, unknown> | undefined {
+  let at = value;
+  for (const key of keys) {
+    if (!at || typeof at !== 'object') return undefined;
+    at = (at as Record<string, unknown>)[key];
+  }
+  return at && typeof at === 'object' ? (at as Record<string, unknown>) : undefined;
+}
+
 /** containerd's CRI error when it does not run (its named pipe is missing). */
 function containerdNotRunning(): Error {
   return new Error(
@@ -92,7 +134,11 @@ function containerdNotRunning(): Error {
  * shim executable beside it. Resolves with the shim's process once the sandbox runs; rejects
  * with the error the kubelet would report. A sandbox already running is returned as it is.
  */
-export async function runPodSandbox(machine: SimMachine, id: string): Promise<SimProcess> {
+export async function runPodSandbox(
+  machine: SimMachine,
+  id: string,
+  handler = defaultRuntimeHandler,
+): Promise<SimProcess> {
   if (!/^[A-Za-z0-9_.-]{1,128}$/.test(id)) {
     throw new RangeError(
       `Cannot use "${id}" as a pod sandbox id; use 1 to 128 letters, digits, "_", "." or "-"`,
@@ -104,6 +150,7 @@ export async function runPodSandbox(machine: SimMachine, id: string): Promise<Si
     .processes()
     .find((p) => p.alive && p.imageName === containerdImageName);
   if (!containerd) throw containerdNotRunning();
+  await checkRuntimeHandler(machine, containerd, id, handler);
   const directory = containerd.binaryPath.slice(
     0,
     containerd.binaryPath.length - windowsBaseName(containerd.binaryPath).length - 1,
@@ -135,6 +182,33 @@ export async function runPodSandbox(machine: SimMachine, id: string): Promise<Si
     if (shims(machine).get(id) === shim) shims(machine).delete(id);
   });
   return shim;
+}
+
+/**
+ * containerd's checks of the pod's runtime handler (a RuntimeClass's handler): one its config
+ * does not declare fails as containerd's getSandboxRuntime does ("no runtime for %q is
+ * configured", wrapped by RunPodSandbox as "failed to get sandbox runtime"); one with
+ * SandboxIsolation = 1 (hcsshim's HYPERVISOR) needs a utility VM, which the HCS cannot start
+ * without the Hyper-V role.
+ */
+async function checkRuntimeHandler(
+  machine: SimMachine,
+  containerd: SimProcess,
+  id: string,
+  handler: string,
+): Promise<void> {
+  const options = await runtimeHandlerOptions(machine, containerd, handler);
+  if (!options) {
+    throw new Error(`failed to get sandbox runtime: no runtime for "${handler}" is configured`);
+  }
+  // The utility VM needs Hyper-V's hypervisor: the role, and virtualization extensions.
+  const hypervisor =
+    machine.features.isInstalled(hyperVFeature) && machine.virtualization.extensions;
+  if (options.SandboxIsolation === 1 && !hypervisor) {
+    throw new Error(
+      `failed to create containerd task: failed to create shim task: hcs::CreateComputeSystem ${id}@vm: ${hyperVNotInstalled}: unknown`,
+    );
+  }
 }
 
 /** Stops pod sandbox `id` (its shim exits); a sandbox not running is not an error. */

@@ -55,6 +55,7 @@ export interface StartSimulatedHostsOptions {
     | 'windowsUpdates'
     | 'features'
     | 'containerdImages'
+    | 'virtualization'
   > & { timings?: SimMachineTimings };
   /** The programs each host runs (default: defaultPrograms()); called once per host. */
   programs?: () => ProgramRegistry;

@@ -89,6 +89,12 @@ export interface SimMachineOptions {
   consoleCodePage?: ConsoleCodePage;
   /** Memory the kubelet reports, bytes. Default 16 GiB. */
   memoryBytes?: number;
+  /**
+   * Where the machine runs: a VM (its hypervisor present to Windows) or hardware, and whether
+   * its processor has virtualization extensions (hardware: VT-x/AMD-V on in firmware; a VM:
+   * nested virtualization exposed). Default a VM without them, as most cloud VM sizes.
+   */
+  virtualization?: { vm: boolean; extensions: boolean };
   /** The programs executables run (default: defaultPrograms()). */
   programs?: ProgramRegistry;
   /**
@@ -230,6 +236,7 @@ export class SimMachine {
   readonly consoleCodePage: ConsoleCodePage;
   readonly cpus: number;
   readonly memoryBytes: number;
+  readonly virtualization: { vm: boolean; extensions: boolean };
   /** The AD domain it is joined to; undefined: a workgroup machine. */
   domain: string | undefined;
   /** The WinHTTP proxy (netsh winhttp set proxy); undefined: direct access. */
@@ -318,6 +325,7 @@ export class SimMachine {
     this.cpus = options.cpus ?? 4;
     this.consoleCodePage = options.consoleCodePage ?? defaultConsoleCodePage;
     this.memoryBytes = options.memoryBytes ?? 16 * gib;
+    this.virtualization = options.virtualization ?? { vm: true, extensions: false };
     this.domain = options.domain;
     this.#joinTuning = options.joinTuning;
     this.instanceMetadata = options.instanceMetadata;

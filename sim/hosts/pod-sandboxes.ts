@@ -57,6 +57,7 @@ export class PodSandboxes {
   readonly #options: PodSandboxesOptions;
   readonly #informer: Informer<k8s.V1Pod>;
   readonly #core: k8s.CoreV1Api;
+  readonly #node: k8s.NodeV1Api;
   /** Pods to look at, by key; the last object seen (kept for a pod that was deleted). */
   readonly #queue = new Map<string, k8s.V1Pod>();
   /** Sandboxes this kubelet set up and has not torn down, by pod key. */
@@ -71,6 +72,7 @@ export class PodSandboxes {
   constructor(options: PodSandboxesOptions) {
     this.#options = options;
     this.#core = options.kc.makeApiClient(k8s.CoreV1Api);
+    this.#node = options.kc.makeApiClient(k8s.NodeV1Api);
     this.#informer = options.pods;
     const enqueue = (pod: k8s.V1Pod) => this.#enqueue(pod);
     this.#informer
@@ -150,6 +152,24 @@ export class PodSandboxes {
     }
   }
 
+  /**
+   * The CRI runtime handler of the pod's RuntimeClass, read as the node (the kubelet's
+   * RuntimeClass manager, pkg/kubelet/runtimeclass); the default handler without one.
+   */
+  async #runtimeHandler(pod: k8s.V1Pod): Promise<string | undefined> {
+    const name = pod.spec?.runtimeClassName;
+    if (!name) return undefined;
+    try {
+      const rc = await this.#node.readRuntimeClass(
+        { name },
+        callOptions(this.#options.signal, this.#options.apiTimeoutMs),
+      );
+      return rc.handler;
+    } catch (error) {
+      throw new Error(`failed to get RuntimeClass "${name}": ${(error as Error).message}`);
+    }
+  }
+
   async #sync(key: string, pod: k8s.V1Pod): Promise<void> {
     if (isTerminal(pod)) {
       await this.#tearDown(key, pod);
@@ -170,8 +190,9 @@ export class PodSandboxes {
     const uid = pod.metadata?.uid ?? '';
     const sandbox = sandboxIdFor(uid);
     try {
-      // RunPodSandbox: containerd starts the sandbox's shim, then calls the CNI.
-      await runPodSandbox(this.#options.machine, sandbox);
+      // RunPodSandbox with the handler of the pod's RuntimeClass: containerd starts the
+      // sandbox's shim, then calls the CNI.
+      await runPodSandbox(this.#options.machine, sandbox, await this.#runtimeHandler(pod));
     } catch (error) {
       await this.#warn(
         key,

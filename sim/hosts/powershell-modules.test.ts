@@ -153,6 +153,7 @@ async function builtScripts(): Promise<Map<string, string>> {
     'install-windows-feature': { name: 'Containers' },
     'restart-host': {},
     'preflight-facts': {},
+    'hyperv-facts': {},
     diagnostic: { item: 'events-system', hours: 6 },
     'rename-computer': { newName: 'web-1f2e3d' },
     'join-domain': { domain: 'corp.example.com', organizationalUnit: 'OU=K8s,DC=corp' },

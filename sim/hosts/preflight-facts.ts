@@ -3,7 +3,8 @@
  * it): the values Windows gives for each property the script reads, from the machine's state.
  * docs/fidelity-ledger.md has the upstream source of each and what is not modelled.
  */
-import type { PreflightFacts } from '../../src/cli/check/preflight-facts.ts';
+import type { HyperVFacts, PreflightFacts } from '../../src/cli/check/preflight-facts.ts';
+import { hyperVFeature } from './containerd-standin.ts';
 import { netbiosName, type SimMachine } from './machine.ts';
 
 export function preflightFacts(machine: SimMachine): PreflightFacts {
@@ -49,5 +50,22 @@ export function preflightFacts(machine: SimMachine): PreflightFacts {
       HTTPS_PROXY: machine.env.get('HTTPS_PROXY') ?? null,
       NO_PROXY: machine.env.get('NO_PROXY') ?? null,
     },
+  };
+}
+
+/**
+ * The answer to `hyperv-facts`: Get-WindowsFeature Hyper-V, Win32_ComputerSystem.HypervisorPresent and Win32_Processor.
+ * VirtualizationFirmwareEnabled: a hypervisor is present in a VM, or on hardware once the
+ * Hyper-V role runs (it needs the extensions); once Hyper-V's own hypervisor runs, Windows
+ * reports VirtualizationFirmwareEnabled False (docs/fidelity-ledger.md).
+ */
+export function hyperVFacts(machine: SimMachine): HyperVFacts {
+  const { vm, extensions } = machine.virtualization;
+  const ownHypervisor = extensions && machine.features.isInstalled(hyperVFeature);
+  return {
+    // Every Windows Server lists the role: Available until installed.
+    feature: machine.features.get(hyperVFeature)?.state ?? 'Available',
+    hypervisorPresent: vm || ownHypervisor,
+    virtualizationFirmwareEnabled: extensions && !ownHypervisor,
   };
 }

@@ -35,7 +35,7 @@ import {
   machinePowerShellHost,
   missingCommand,
 } from './powershell-modules.ts';
-import { preflightFacts } from './preflight-facts.ts';
+import { hyperVFacts, preflightFacts } from './preflight-facts.ts';
 import { windowsPathSegments } from './windows-path.ts';
 
 /** Where commands run over SSH start (the administrator's profile). */
@@ -262,6 +262,9 @@ async function runCatalogScript(
       }
       case 'preflight-facts':
         io.stdout(powerShellJson(preflightFacts(machine)));
+        return 0;
+      case 'hyperv-facts':
+        io.stdout(powerShellJson(hyperVFacts(machine)));
         return 0;
       case 'rename-computer':
         renameComputer(machine, String((args as RemoteScripts['rename-computer']).newName));

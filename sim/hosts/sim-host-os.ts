@@ -21,6 +21,7 @@ import {
   reserveCniAddressScript,
 } from '../../src/agent/windows/cni-address.ts';
 import { serviceCommandLine } from '../../src/agent/windows/command-line.ts';
+import { ctrExe } from '../../src/agent/windows/containerd-images.ts';
 import {
   type ContainersFeatureState,
   containersFeatureScript,
@@ -31,7 +32,6 @@ import {
   defenderThreatsScript,
   parseDefenderThreatsOutput,
 } from '../../src/agent/windows/defender.ts';
-import { ctrExe } from '../../src/agent/windows/containerd-images.ts';
 import { deleteAtBootScript } from '../../src/agent/windows/delete-at-boot.ts';
 import {
   ensureInboundFirewallRuleScript,

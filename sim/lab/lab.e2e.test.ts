@@ -101,6 +101,19 @@ test('the lab joins three simulated hosts over SSH, one by command and one to Ac
     const check = await winfleet(suggestion('check --skip-cluster'));
     assert.equal(check.code, 0, `${check.stdout}\n${check.stderr}`);
     assert.match(check.stdout, /^ {2}PASS {2}windows-build /m);
+    // Issue 35: each seed sample's verdict for 2025, through the lab's mirror registry; one
+    // cannot move, so the plan exits 1.
+    const plan = await winfleet(suggestion('migrate plan').replace(/\s+#.*$/, ''));
+    assert.equal(plan.code, 1, `${plan.stdout}\n${plan.stderr}`);
+    for (const [workload, verdict] of [
+      ['Deployment/iis', 'ready'],
+      ['Deployment/iis-2019', 'blocked'],
+      ['Deployment/win-pwsh', 'blocked'],
+      ['Deployment/win-webserver', 'hyper-v only'],
+    ]) {
+      assert.match(plan.stdout, new RegExp(`${workload}\\s+${verdict}\\b`), plan.stdout);
+    }
+    assert.match(plan.stdout, /4 workload\(s\) with Windows pods/);
     const diagnose = await winfleet(suggestion('diagnose'));
     assert.equal(diagnose.code, 0, `every item collected:\n${diagnose.stdout}\n${diagnose.stderr}`);
     assert.ok((await stat(join(dir, 'winfleet-diagnose.tar.gz'))).size > 0);

@@ -532,11 +532,17 @@ async function startHosts(
  */
 async function joinHosts(ctx: LabContext, kc: k8s.KubeConfig, hosts: SimulatedHosts) {
   const { say, since } = ctx;
-  await applyManifests(kc, loadFixture('seed-001-runtimeclasses.yml'), {
-    fieldManager: 'kubectl',
-  });
+  // The document's handler is a placeholder ("the name of the corresponding CRI configuration"):
+  // a user following it writes the handler containerd has on Windows nodes, or containerd refuses
+  // the pod's sandbox (no runtime for "example-container-runtime-handler" is configured).
+  const runtimeClasses = loadFixture('seed-001-runtimeclasses.yml').map((object) =>
+    (object as { handler?: string }).handler === 'example-container-runtime-handler'
+      ? { ...object, handler: 'runhcs-wcow-process' }
+      : object,
+  );
+  await applyManifests(kc, runtimeClasses, { fieldManager: 'kubectl' });
   say(
-    'applied seed-001-runtimeclasses.yml (a user-created windows-2019 RuntimeClass, before any host joins)',
+    'applied seed-001-runtimeclasses.yml (a user-created windows-2019 RuntimeClass, before any host joins; its placeholder handler replaced by runhcs-wcow-process, as its document says to)',
   );
   // Created in the pool (labelled), not labelled afterwards: the AD host joins meanwhile.
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);

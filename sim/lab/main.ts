@@ -142,6 +142,7 @@ async function main(): Promise<void> {
       `winfleet check -n ${labNamespace}`,
       `winfleet check --skip-cluster --host ${lab.hosts.hosts[0]!.address}:${lab.hosts.hosts[0]!.port} --ssh-key ${lab.sshKeyFile}`,
       `winfleet diagnose -n ${labNamespace} --operator-url ${lab.statusUrl} --operator-log ${lab.operatorLog} -o winfleet-diagnose.tar.gz`,
+      `winfleet migrate plan --to 2025 -n ${samplesNamespace}    # which sample can move to Windows Server 2025; exit 1: one cannot`,
       '',
       `Join another Windows machine by itself, without SSH (the script for EC2 user data; the lab's host ${pull.name.toLowerCase()} booted with one):`,
       '',

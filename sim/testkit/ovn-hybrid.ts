@@ -140,6 +140,7 @@ export function startOvnHybridMaster(kc: k8s.KubeConfig, hybrid: HybridClusterNe
   const cluster = parseIpv4Cidr(hybrid.cidr)!;
   const size = 2 ** (32 - hybrid.hostPrefix);
   const taken = new Set<number>();
+  const assigned = new Map<string, number>();
   const nodes = new Map<string, k8s.V1Node>();
   const pending = new Set<string>();
   const abort = new AbortController();
@@ -165,9 +166,16 @@ export function startOvnHybridMaster(kc: k8s.KubeConfig, hybrid: HybridClusterNe
       const annotations = node.metadata?.annotations ?? {};
       if (node.metadata?.labels?.['kubernetes.io/os'] === 'windows') {
         if (annotations[hybridOverlayAnnotations.nodeSubnet]) continue;
-        let network = cluster.network;
-        while (taken.has(network)) network += size;
-        taken.add(network);
+        // One subnet per node, kept while its annotation is on the way (OVN's master allocates a
+        // node's subnet once and keeps it): further events of the node before the watch shows
+        // the annotation must not allocate, and patch, another.
+        let network = assigned.get(name);
+        if (network === undefined) {
+          network = cluster.network;
+          while (taken.has(network)) network += size;
+          taken.add(network);
+          assigned.set(name, network);
+        }
         annotate(
           name,
           hybridOverlayAnnotations.nodeSubnet,

@@ -121,13 +121,23 @@ export function waitForReadyHosts(
   count: number,
   timeoutMs = 180_000,
 ): Promise<WindowsHost[]> {
+  let last: WindowsHost[] = [];
   return waitFor(
     async () => {
       const list = await listWindowsHosts(kc, namespace);
+      last = list;
       return list.length === count && list.every(hostReady) ? list : undefined;
     },
     { description: `all ${count} WindowsHosts Ready`, timeoutMs },
-  );
+  ).catch((error: Error) => {
+    // Say where each host stood, so a join that hangs names its step.
+    const where = last.map((h) => {
+      const ready = h.status?.conditions?.find((c) => c.type === 'Ready');
+      return `${h.metadata.name}: Ready=${ready?.status ?? '-'} ${ready?.reason ?? ''} ${ready?.message ?? ''} lastError=${JSON.stringify(h.status?.lastError ?? null)}`;
+    });
+    error.message += `\n${where.join('\n')}`;
+    throw error;
+  });
 }
 
 /**

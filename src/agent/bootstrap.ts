@@ -33,6 +33,7 @@ import { kubeletFirewallRule, syncEncapsulationRule } from './kubelet-firewall.t
 import {
   bootstrapKubeconfig,
   containerdConfig,
+  hyperVLabelled,
   kubeletConfiguration,
   nodeVariableValues,
 } from './node-files.ts';
@@ -149,7 +150,10 @@ async function writeBootstrapFiles(
   await host.writeFile(paths.caCert, config.caCertificate);
   await host.writeFile(paths.bootstrapKubeconfig, bootstrapKubeconfig(config));
   await host.writeFile(paths.kubeletConfig, kubeletConfiguration(config));
-  await host.writeFile(paths.containerdConfig, containerdConfig(config.manifest.network));
+  await host.writeFile(
+    paths.containerdConfig,
+    containerdConfig(config.manifest.network, { hyperV: hyperVLabelled(config.labels) }),
+  );
   // No CNI config yet: it needs this node's pod CIDR, which only its registered Node has; the
   // run loop writes it then (cni-config.ts). One left from an earlier join may name a subnet
   // the cluster has since given another node, so it goes until then.

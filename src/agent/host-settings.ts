@@ -24,7 +24,7 @@ import { paths } from './agent-config.ts';
 import type { AgentState, HostSettingsState } from './agent-state.ts';
 import { agentServiceConfig, ensureService } from './converge.ts';
 import type { HostOS } from './host-os.ts';
-import { containerdConfig } from './node-files.ts';
+import { containerdConfig, declaresHyperV } from './node-files.ts';
 
 function settingsState(state: AgentState): HostSettingsState {
   state.hostSettings ??= { rootCertificates: {}, registryHostDirectories: {} };
@@ -151,6 +151,11 @@ export async function applyHostSettings(
      * PowerShell launch on Windows, too many for every pass); bootstrap sets it itself.
      */
     machineEnvironment?: boolean;
+    /**
+     * containerd's Hyper-V handler wanted (the Node's label winfleet.io/hyperv-isolation=true)
+     * or not; undefined (the Node not read): config.toml keeps what it declares.
+     */
+    hyperV?: boolean;
   } = {},
 ): Promise<{ restart: Set<string> }> {
   const restart = new Set<string>();
@@ -161,7 +166,8 @@ export async function applyHostSettings(
   const needsConfigPath = (manifest.hostSettings?.registryHosts?.length ?? 0) > 0;
   const config = (await host.readFile(paths.containerdConfig))?.toString('utf8');
   // The node's pod network names the CNI directories (the manifest's network mode).
-  const wanted = containerdConfig(manifest.network);
+  const hyperV = options.hyperV ?? declaresHyperV(config);
+  const wanted = containerdConfig(manifest.network, { hyperV });
   // Also when the CNI directories changed (a new network mode, through the pool's rollout).
   const cniDirs = (text: string | undefined) =>
     (text ?? '')
@@ -170,7 +176,9 @@ export async function applyHostSettings(
       .join('\n');
   // Only a config that names its directories (winfleet's own always did) is compared on them.
   const dirsChanged = cniDirs(config) !== '' && cniDirs(config) !== cniDirs(wanted);
-  if (config !== wanted && (needsConfigPath || dirsChanged)) {
+  // The pool's Hyper-V opt-in changed (config.toml of an existing host gains or loses the handler).
+  const hyperVChanged = config !== undefined && declaresHyperV(config) !== hyperV;
+  if (config !== wanted && (needsConfigPath || dirsChanged || hyperVChanged)) {
     await host.writeFile(paths.containerdConfig, wanted);
     if (manifest.services.some((s) => s.name === 'containerd')) restart.add('containerd');
   }

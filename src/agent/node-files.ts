@@ -17,6 +17,7 @@ import {
   ovnHybrid,
 } from '../servicesmanifest/node-network.ts';
 import type { NodeVariable } from '../servicesmanifest/services-manifest.ts';
+import { hyperVHandler, hyperVIsolationLabel } from '../windows/isolation.ts';
 import { type BootstrapConfig, kubeDir, type NodeSettings, paths } from './agent-config.ts';
 
 /**
@@ -111,8 +112,18 @@ export function kubeletConfiguration(settings: NodeSettings): string {
  * agent (external), whose DaemonSet installs into the directories it names (Calico's
  * Installation.spec.windowsNodes.cniConfigDir and cniBinDir, Antrea's C:\etc\cni\net.d and
  * C:\opt\cni\bin).
+ *
+ * With `hyperV` (the host's pool allows Hyper-V isolation: its Node's label
+ * winfleet.io/hyperv-isolation=true) it also declares the CRI runtime handler
+ * runhcs-wcow-hypervisor: the runhcs shim (runtime_type io.containerd.runhcs.v1) with
+ * SandboxIsolation = 1, hcsshim's HYPERVISOR (cmd/containerd-shim-runhcs-v1/options
+ * runhcs.proto), as containerd's own Windows Hyper-V CI configures it; the default
+ * process-isolated runhcs-wcow-process is declared beside it, so that naming runtimes keeps it.
  */
-export function containerdConfig(network: NodeNetwork = defaultNodeNetwork): string {
+export function containerdConfig(
+  network: NodeNetwork = defaultNodeNetwork,
+  options: { hyperV?: boolean } = {},
+): string {
   const toml = (path: string) => path.replaceAll('\\', '\\\\');
   const binDir =
     network.mode === 'external' ? toml(network.cniBinDir) : `${toml(kubeDir)}\\\\cni\\\\bin`;
@@ -134,7 +145,34 @@ export function containerdConfig(network: NodeNetwork = defaultNodeNetwork): str
     '[plugins."io.containerd.grpc.v1.cri".registry]',
     `  config_path = "${hostPaths.containerdCertsDir.replaceAll('\\', '\\\\')}"`,
     '',
+    ...(options.hyperV ? hyperVRuntimes : []),
   ].join('\n');
+}
+
+const criRuntimes = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes';
+const hyperVRuntimes = [
+  '[plugins."io.containerd.grpc.v1.cri".containerd]',
+  '  default_runtime_name = "runhcs-wcow-process"',
+  '',
+  `${criRuntimes}.runhcs-wcow-process]`,
+  '  runtime_type = "io.containerd.runhcs.v1"',
+  '',
+  `${criRuntimes}.${hyperVHandler}]`,
+  '  runtime_type = "io.containerd.runhcs.v1"',
+  '',
+  `${criRuntimes}.${hyperVHandler}.options]`,
+  '  SandboxIsolation = 1',
+  '',
+];
+
+/** Whether Node (or bootstrap) labels carry winfleet.io/hyperv-isolation=true. */
+export function hyperVLabelled(labels: Record<string, string> | undefined): boolean {
+  return labels?.[hyperVIsolationLabel] === 'true';
+}
+
+/** Whether a config.toml declares the Hyper-V handler (containerdConfig with hyperV). */
+export function declaresHyperV(configToml: string | undefined): boolean {
+  return (configToml ?? '').includes(`${criRuntimes}.${hyperVHandler}]`);
 }
 
 /** This node's pod subnet, checked: the CIDR in canonical form and its gateway address. */

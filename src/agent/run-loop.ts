@@ -51,7 +51,7 @@ import { syncEncapsulationRule } from './kubelet-firewall.ts';
 import { repairLocally } from './local-repair.ts';
 import { pullManifestPayload } from './manifest-payload.ts';
 import { nodeKubeConfig } from './node-client.ts';
-import { nodeVariableValues } from './node-files.ts';
+import { hyperVLabelled, nodeVariableValues } from './node-files.ts';
 import {
   apiServerDate,
   checkNodeHealth,
@@ -286,6 +286,8 @@ async function convergeAndRecord(pass: Pass, restart: Set<string>): Promise<void
   const settings = await applyHostSettings(host, manifest, state, {
     agentService: true,
     machineEnvironment: state.version !== manifest.version,
+    // The Node's label, which the operator keeps as the host's pool says (Hyper-V isolation).
+    hyperV: node ? hyperVLabelled(node.metadata?.labels) : undefined,
   });
   for (const name of settings.restart) restart.add(name);
   const sourceVip = pass.sourceVip;

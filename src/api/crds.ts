@@ -1089,6 +1089,18 @@ const windowsNodePoolWire = {
                       },
                     },
                   },
+                  isolation: {
+                    type: 'object',
+                    description:
+                      'How the pool’s hosts may isolate containers besides process isolation',
+                    properties: {
+                      hyperV: {
+                        type: 'boolean',
+                        description:
+                          'True: the pool’s hosts get containerd’s Hyper-V handler (runhcs-wcow-hypervisor) and the Node label winfleet.io/hyperv-isolation=true, and pods whose images are for an older Windows build than the node’s (e.g. 2019 images on 2022) run under Hyper-V isolation with the RuntimeClass windows-<release>-hyperv, which the webhook assigns. The hosts need the Hyper-V role (on a VM, nested virtualization): winfleet check --host verifies it. Default false',
+                      },
+                    },
+                  },
                   activeDirectory: {
                     type: 'object',
                     required: ['domain', 'credentialsSecretRef'],

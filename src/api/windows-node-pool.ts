@@ -96,6 +96,19 @@ export interface WindowsNodePoolSpec {
    * (src/api/pre-pull.ts); absent: none.
    */
   prePull?: PrePullSpec;
+  /** How the pool's hosts may isolate containers besides process isolation. */
+  isolation?: IsolationSpec;
+}
+
+/**
+ * spec.isolation of a WindowsNodePool. hyperV true: the pool's hosts get containerd's Hyper-V
+ * handler (runhcs-wcow-hypervisor) and the Node label winfleet.io/hyperv-isolation=true, and the
+ * webhook runs pods whose images are for an older build than the node's under Hyper-V isolation
+ * (RuntimeClass windows-<release>-hyperv). The hosts need the Hyper-V role (on a VM, nested
+ * virtualization); `winfleet check --host` verifies it. Default false.
+ */
+export interface IsolationSpec {
+  hyperV?: boolean;
 }
 
 /** spec.activeDirectory of a WindowsNodePool (src/api/active-directory.ts checks it). */

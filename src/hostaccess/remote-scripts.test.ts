@@ -28,6 +28,7 @@ const samples: { [K in RemoteScriptName]: RemoteScripts[K] } = {
   'install-windows-feature': { name: 'Containers' },
   'restart-host': {},
   'preflight-facts': {},
+  'hyperv-facts': {},
   diagnostic: { item: 'events-system', hours: 6 },
   'rename-computer': { newName: 'web-1f2e3d' },
   'join-domain': {

@@ -79,6 +79,12 @@ export interface RemoteScripts {
    */
   'preflight-facts': Record<string, never>;
   /**
+   * What Hyper-V isolation needs (`winfleet check --hyperv`; preflight-facts.ts reads it): the
+   * Hyper-V role's InstallState, Win32_ComputerSystem.HypervisorPresent and
+   * Win32_Processor.VirtualizationFirmwareEnabled.
+   */
+  'hyperv-facts': Record<string, never>;
+  /**
    * Schedules a restart in 5 s with shutdown.exe (planned, "Operating System:
    * Reconfiguration", p:2:4), so the command returns before the session drops; a restart
    * already scheduled (1190) is fine.
@@ -464,6 +470,19 @@ const bodies: { [K in Exclude<RemoteScriptName, 'diagnostic'>]: string[] } = {
     '  proxyEnvironment = $proxyEnvironment',
     '}',
     writeJson('$facts'),
+  ],
+  'hyperv-facts': [
+    // The role's InstallState ("Unknown" without Server Manager), whether a hypervisor runs,
+    // and virtualization in firmware (in a VM: nested virtualization exposed).
+    "$hyperVFeature = 'Unknown'",
+    "if (Get-Command -Name 'Get-WindowsFeature' -ErrorAction SilentlyContinue) {",
+    "  $feature = Get-WindowsFeature -Name 'Hyper-V'",
+    '  if ($feature) { $hyperVFeature = [string]$feature.InstallState }',
+    '}',
+    "$cs = Get-CimInstance -ClassName 'Win32_ComputerSystem'",
+    "$cpu = @(Get-CimInstance -ClassName 'Win32_Processor')[0]",
+    '$hyperV = [ordered]@{ feature = $hyperVFeature; hypervisorPresent = [bool]$cs.HypervisorPresent; virtualizationFirmwareEnabled = [bool]$cpu.VirtualizationFirmwareEnabled }',
+    writeJson('$hyperV'),
   ],
   'restart-host': [
     "& shutdown.exe /r /t 5 /d p:2:4 /c 'winfleet: finishing the installation of a Windows feature'",

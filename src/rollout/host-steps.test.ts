@@ -1158,7 +1158,7 @@ test('spec.prePull: WaitReady waits for this boot and version’s pulls to end, 
   const cordoned = { unschedulable: true, cordonedByWinfleet: true };
   const onTarget = { servicesVersion: v2, availableUpdates: [], rebootPending: false };
   const withPrePull = { ...timeouts, prePullWaitMs: 17 * minute };
-  const at = (node: Partial<ObservedNode>, now = t0, t = withPrePull) =>
+  const at = (node: Partial<ObservedNode>, now = t0, t: StepInput['timeouts'] = withPrePull) =>
     advanceHost(
       input({
         status: change('WaitReady'),

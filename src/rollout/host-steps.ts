@@ -251,9 +251,7 @@ function prePullDeadline(
 function prePullEnded(change: HostChange, input: StepInput, observed: HostObservation): boolean {
   const deadline = prePullDeadline(change, input.timeouts, observed);
   return (
-    deadline === undefined ||
-    observed.node?.prePull === 'ended' ||
-    input.now.getTime() >= deadline
+    deadline === undefined || observed.node?.prePull === 'ended' || input.now.getTime() >= deadline
   );
 }
 

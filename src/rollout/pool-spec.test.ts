@@ -137,3 +137,20 @@ test('spec.prePull: the rollout waits for pulls the spec’s timeout and two min
   assert.equal(policy({ images: ['Not A Reference'] }).prePullWaitMs, undefined);
   assert.equal(policy(undefined).prePullWaitMs, undefined);
 });
+
+test('spec.isolation: hyperV must be a boolean, and no other field is taken', () => {
+  const base = { selector: {} };
+  assert.deepEqual(checkPoolSpec({ ...base, isolation: { hyperV: true } }).problems, []);
+  assert.deepEqual(checkPoolSpec({ ...base, isolation: {} }).problems, []);
+  assert.match(
+    checkPoolSpec({ ...base, isolation: { hyperV: 'yes' } }).problems.join('\n'),
+    /^spec\.isolation\.hyperV: must be true or false \(got "yes"\)/,
+  );
+  assert.match(
+    checkPoolSpec({ ...base, isolation: { hyperv: true } }).problems.join('\n'),
+    /^spec\.isolation\.hyperv: unknown field; the only one is hyperV/,
+  );
+  assert.deepEqual(checkPoolSpec({ ...base, isolation: true }).problems, [
+    'spec.isolation: must be {hyperV: true | false}',
+  ]);
+});

@@ -129,6 +129,7 @@ export function checkPoolSpec(spec: unknown): { policy: PoolPolicy; problems: st
     // The rollout waits only for pulls a node is given: a spec with problems never reaches one.
     if (prePull.length === 0) policy.prePullWaitMs = prePullWaitMs(s.prePull);
   }
+  problems.push(...isolationProblems(s.isolation));
   if (s.rebootRequestedAt !== undefined && s.rebootRequestedAt !== null) {
     const at = s.rebootRequestedAt;
     const valid = field(problems, false, () => {
@@ -138,6 +139,23 @@ export function checkPoolSpec(spec: unknown): { policy: PoolPolicy; problems: st
     if (valid) policy.rebootRequestedAt = at;
   }
   return { policy, problems };
+}
+
+/** Problems of spec.isolation ("spec.isolation.hyperV: …"). */
+function isolationProblems(isolation: unknown): string[] {
+  if (isolation === undefined || isolation === null) return [];
+  if (typeof isolation !== 'object' || Array.isArray(isolation))
+    return ['spec.isolation: must be {hyperV: true | false}'];
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(isolation)) {
+    if (key !== 'hyperV')
+      problems.push(`spec.isolation.${key}: unknown field; the only one is hyperV (true | false)`);
+    else if (typeof value !== 'boolean')
+      problems.push(
+        `spec.isolation.hyperV: must be true or false (got ${JSON.stringify(value)}); true lets the pool run older images under Hyper-V isolation`,
+      );
+  }
+  return problems;
 }
 
 function parsePatchPolicy(patches: WindowsNodePoolSpec['patches']): PatchPolicy {

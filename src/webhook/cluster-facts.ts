@@ -13,11 +13,14 @@ import type { Informer } from '../controller-runtime/informer.ts';
 import { nodeIsReady } from '../controller-runtime/informer-factory.ts';
 import { isNotFound } from '../kube/client.ts';
 import { windowsBuildLabel } from '../windows/builds.ts';
+import { hyperVIsolationLabel } from '../windows/isolation.ts';
 import type { RuntimeClassSelectors } from './pod-os.ts';
 
 /** @package */
 export interface ClusterFacts {
   readyWindowsBuilds(): string[];
+  /** Builds of the Ready schedulable Windows nodes labelled winfleet.io/hyperv-isolation=true. */
+  readyHyperVBuilds(): string[];
   /** Ready schedulable Windows nodes per build (for metrics). */
   readyWindowsNodeCounts(): Map<string, number>;
   runtimeClasses: RuntimeClassSelectors;
@@ -35,6 +38,15 @@ export function readyWindowsBuildOf(node: k8s.V1Node): string[] {
     return [];
   const build = labels[windowsBuildLabel];
   return build ? [build] : [];
+}
+
+/** The node index of Ready, schedulable Hyper-V Windows nodes by windows-build label. */
+export const readyHyperVBuildIndex = 'readyHyperVBuild';
+
+/** The build a node is filed under in readyHyperVBuildIndex ([] when it is not counted). */
+export function readyHyperVBuildOf(node: k8s.V1Node): string[] {
+  if (node.metadata?.labels?.[hyperVIsolationLabel] !== 'true') return [];
+  return readyWindowsBuildOf(node);
 }
 
 /** Ready schedulable Windows nodes per build, from the index (empty until it is added). */
@@ -55,10 +67,12 @@ export function clusterFacts(
   config: () => WinfleetConfig,
 ): ClusterFacts {
   informers.nodes.addIndex(readyWindowsBuildIndex, readyWindowsBuildOf);
+  informers.nodes.addIndex(readyHyperVBuildIndex, readyHyperVBuildOf);
   let objects: k8s.KubernetesObjectApi | undefined;
   let gmsa: { at: number; value: Promise<ReadonlySet<string> | undefined> } | undefined;
   return {
     readyWindowsBuilds: () => informers.nodes.indexValues(readyWindowsBuildIndex),
+    readyHyperVBuilds: () => informers.nodes.indexValues(readyHyperVBuildIndex),
     readyWindowsNodeCounts: () => readyWindowsNodeCounts(informers.nodes),
     runtimeClasses: (name) => informers.runtimeClasses.get(name)?.scheduling?.nodeSelector,
     namespaceOptedOut(namespace) {

@@ -11,6 +11,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { gmsaReadyLabel } from '../api/node-annotations.ts';
 import type { WinfleetConfig } from '../config/winfleet-config.ts';
 import { windowsBuildLabel } from '../windows/builds.ts';
+import { hyperVIsolationLabel } from '../windows/isolation.ts';
 import { type JsonPatchOperation, pointer } from './json-patch.ts';
 import {
   affinityMentions,
@@ -33,6 +34,12 @@ export interface MutationInput {
   allowedBuilds?: string[];
   /** Opt-in detection: every image resolves only to Windows manifests. */
   imagesOnlyWindows?: boolean;
+  /**
+   * The managed Hyper-V RuntimeClass to set (with the nodeSelector winfleet.io/hyperv-isolation
+   * =true, which the API server's RuntimeClass plugin, run before webhooks, did not merge in)
+   * when the pod names no RuntimeClass.
+   */
+  hyperVRuntimeClass?: string;
 }
 
 export interface Mutation {
@@ -79,14 +86,13 @@ export function mutatePod(pod: k8s.V1Pod, input: MutationInput): Mutation {
     addToleration(input.config.placement.windowsTaint);
     if (spec.nodeSelector?.[osLabel] === undefined) addNodeSelector(osLabel, 'windows');
     // gMSA pods go only to nodes whose agent found the host able to run them.
-    const gmsa = gmsaCredentialSpecNames(pod);
-    if (
-      gmsa.length > 0 &&
-      spec.nodeSelector?.[gmsaReadyLabel] === undefined &&
-      !affinityMentions(pod, gmsaReadyLabel)
-    ) {
-      const names = [...new Set(gmsa.map((g) => g.name))].join(', ');
-      addNodeSelector(gmsaReadyLabel, 'true', ` (gMSA credential spec ${names})`);
+    const gmsa = gmsaReadySelector(pod);
+    if (gmsa) addNodeSelector(gmsaReadyLabel, 'true', gmsa);
+    if (input.hyperVRuntimeClass && !spec.runtimeClassName) {
+      patch.push({ op: 'add', path: '/spec/runtimeClassName', value: input.hyperVRuntimeClass });
+      changes.push(`set runtimeClassName=${input.hyperVRuntimeClass} (Hyper-V isolation)`);
+      if (spec.nodeSelector?.[hyperVIsolationLabel] === undefined)
+        addNodeSelector(hyperVIsolationLabel, 'true');
     }
     if (!spec.os) {
       patch.push({ op: 'add', path: '/spec/os', value: { name: 'windows' } });
@@ -124,6 +130,14 @@ export function mutatePod(pod: k8s.V1Pod, input: MutationInput): Mutation {
     }
   }
   return { podOs, changes, patch };
+}
+
+/** Why a gMSA pod needs winfleet.io/gmsa-ready=true, or undefined when it does not (or has it). */
+function gmsaReadySelector(pod: k8s.V1Pod): string | undefined {
+  const gmsa = gmsaCredentialSpecNames(pod);
+  if (gmsa.length === 0 || pod.spec?.nodeSelector?.[gmsaReadyLabel] !== undefined) return undefined;
+  if (affinityMentions(pod, gmsaReadyLabel)) return undefined;
+  return ` (gMSA credential spec ${[...new Set(gmsa.map((g) => g.name))].join(', ')})`;
 }
 
 /** Adds `windows-build In allowed` to every required term (terms are ORed), or creates one. */

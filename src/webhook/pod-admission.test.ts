@@ -13,6 +13,7 @@ import { admitPodMutation, admitPodValidation, type PodAdmissionDeps } from './p
 const versions: Record<string, Omit<ImageFacts, 'image' | 'path'>> = {
   'win2019:1': { state: 'resolved', windowsVersions: ['10.0.17763.6054'], hasOtherOs: false },
   'win2022:1': { state: 'resolved', windowsVersions: ['10.0.20348.2582'], hasOtherOs: false },
+  'win2025:1': { state: 'resolved', windowsVersions: ['10.0.26100.1742'], hasOtherOs: false },
   'linux:1': { state: 'resolved', windowsVersions: [], hasOtherOs: true },
   'gone:1': {
     state: 'unknown',
@@ -133,12 +134,14 @@ test('a Linux-only image in a Windows pod is reported', async () => {
 });
 
 test('no Ready node of a compatible build: warned by default, rejected in enforce mode', async () => {
-  const r = request({ ...windows, containers: [{ name: 'c', image: 'win2019:1' }] });
+  // A 2025 image: no 2022 node runs it, under either isolation (a 2019 image would run under
+  // Hyper-V isolation: hyperv-admission.test.ts).
+  const r = request({ ...windows, containers: [{ name: 'c', image: 'win2025:1' }] });
   const onlyNew = ['10.0.20348'];
   const warn = await admitPodValidation(r, deps(config, onlyNew));
   assert.equal(warn.allowed, true);
   assert.deepEqual(warn.warnings, [
-    'spec.containers[0].image: use an image built for 10.0.20348 (Windows Server 2022), or add a node that can run it; no Ready Windows node can run win2019:1 (built for 10.0.17763.6054)',
+    'spec.containers[0].image: use an image built for 10.0.20348 (Windows Server 2022), or add a node that can run it; no Ready Windows node can run win2025:1 (built for 10.0.26100.1742)',
   ]);
   const enforce = await admitPodValidation(
     r,
@@ -150,7 +153,7 @@ test('no Ready node of a compatible build: warned by default, rejected in enforc
 
 test('each warning fits the API server limit with its fix whole, however long the image', async () => {
   const long = `registry.example.com/${'team/'.repeat(40)}app:1`;
-  versions[long] = { state: 'resolved', windowsVersions: ['10.0.17763.6054'], hasOtherOs: false };
+  versions[long] = { state: 'resolved', windowsVersions: ['10.0.26100.1742'], hasOtherOs: false };
   const r = request({
     ...windows,
     containers: [

@@ -10,6 +10,7 @@ import { windowsReleases } from '../windows/builds.ts';
 import type { AdmissionDecision, AdmissionRequest } from './admission-review.ts';
 import { type AdmissionProblem, admissionWarning, problemText } from './admission-warning.ts';
 import { type GmsaUseReview, gmsaUseProblems } from './gmsa-authorization.ts';
+import { type HyperVPlacement, hyperVPlacement, namesHyperVClass } from './hyperv-placement.ts';
 import { mutatePod } from './mutate-pod.ts';
 import {
   type BuildCompatibility,
@@ -39,6 +40,8 @@ export interface PodAdmissionDeps {
   runtimeClasses: RuntimeClassSelectors;
   /** Builds ("10.0.20348") of the Ready, schedulable Windows nodes. */
   readyWindowsBuilds: () => string[];
+  /** Of them, the builds of nodes labelled winfleet.io/hyperv-isolation=true. */
+  readyHyperVBuilds?: () => string[];
   resolveImages?: PodImageResolver;
   isCompatible: BuildCompatibility;
   /** GMSACredentialSpec names, or undefined when the CRD is not installed. */
@@ -101,9 +104,11 @@ export async function admitPodMutation(
   let declared = declaredPodOs(pod, deps.runtimeClasses);
   let imagesOnlyWindows: boolean | undefined;
   let placement: PlacementResult | undefined;
+  let facts: ImageFacts[] = [];
   if (declared?.os === 'windows' || (!declared && config.images.detectWindowsFromImages)) {
     const looked = await lookUpImages(pod, namespace, deps);
     placement = looked.placement;
+    facts = looked.facts;
     if (!declared && looked.facts.length > 0) {
       imagesOnlyWindows = looked.facts.every(
         (f) => f.state === 'resolved' && f.windowsVersions.length > 0 && !f.hasOtherOs,
@@ -114,11 +119,13 @@ export async function admitPodMutation(
     // An image whose version cannot be read is reported once, by the validating webhook,
     // which sees every Windows pod this one constrains.
   }
+  const hyperV = placement ? hyperVChoice(pod, facts, placement, deps) : undefined;
   const mutation = mutatePod(pod, {
     config,
     runtimeClasses: deps.runtimeClasses,
-    allowedBuilds: placement?.allowedBuilds,
+    allowedBuilds: hyperV ? hyperV.allowedBuilds : placement?.allowedBuilds,
     imagesOnlyWindows,
+    hyperVRuntimeClass: hyperV?.assign?.runtimeClass,
   });
   if (mutation.changes.length > 0) {
     deps.log.debug('mutated pod', {
@@ -128,7 +135,48 @@ export async function admitPodMutation(
       changes: mutation.changes,
     });
   }
-  return { allowed: true, patch: mutation.patch };
+  const warnings =
+    hyperV?.assign && mutation.podOs?.os === 'windows' ? [hyperVWarning(facts, hyperV.assign)] : [];
+  return { allowed: true, patch: mutation.patch, ...(warnings.length > 0 ? { warnings } : {}) };
+}
+
+/**
+ * Hyper-V isolation for a Windows pod (not HostProcess, which runs only process-isolated): a
+ * pod that names a Hyper-V RuntimeClass is kept to the Ready Hyper-V nodes that run its images
+ * that way (undefined builds: not constrained; the validating webhook reports it); a pod that
+ * names no RuntimeClass, whose images no Ready node runs under process isolation, is assigned
+ * the managed Hyper-V class when a Ready Hyper-V node runs them and the class exists. Undefined:
+ * process isolation as usual.
+ */
+function hyperVChoice(
+  pod: k8s.V1Pod,
+  facts: ImageFacts[],
+  placement: PlacementResult,
+  deps: PodAdmissionDeps,
+): { allowedBuilds?: string[]; assign?: HyperVPlacement } | undefined {
+  if (hostProcessState(pod) !== 'none') return undefined;
+  const hyperVBuilds = deps.readyHyperVBuilds?.() ?? [];
+  const named = pod.spec?.runtimeClassName;
+  if (namesHyperVClass(named, deps.runtimeClasses)) {
+    return { allowedBuilds: hyperVPlacement(facts, hyperVBuilds)?.nodeBuilds };
+  }
+  if (named || !placement.allowedBuilds) return undefined;
+  const ready = deps.readyWindowsBuilds();
+  if (placement.allowedBuilds.some((b) => ready.includes(b))) return undefined;
+  const choice = hyperVPlacement(facts, hyperVBuilds);
+  // Only a class that exists and schedules onto Hyper-V nodes (winfleet's; not a user's own
+  // class of that name that would send the pod elsewhere).
+  if (!choice || !namesHyperVClass(choice.runtimeClass, deps.runtimeClasses)) return undefined;
+  return { allowedBuilds: choice.nodeBuilds, assign: choice };
+}
+
+function hyperVWarning(facts: ImageFacts[], choice: HyperVPlacement): string {
+  const images = [...new Set(facts.map((f) => f.image))].join(', ');
+  return admissionWarning({
+    field: 'spec.runtimeClassName',
+    fix: `set to ${choice.runtimeClass}: the pod runs under Hyper-V isolation`,
+    detail: `no Ready Windows node runs ${images} (built for ${releaseName(choice.imageBuild)}) under process isolation; Hyper-V nodes of build ${choice.nodeBuilds.join(', ')} do`,
+  });
 }
 
 /**
@@ -245,6 +293,57 @@ function refuse(
   };
 }
 
+/** What the image checks compare against: Ready builds, and those of Hyper-V nodes. */
+interface ReadyBuilds {
+  ready: string[];
+  readyList: string;
+  hyperV: string[];
+  /** The pod names a Hyper-V RuntimeClass: its images are checked against hyperV. */
+  hyperVPod: boolean;
+}
+
+/**
+ * Why one resolved Windows image cannot run, or undefined when it can: under Hyper-V isolation
+ * on a Ready Hyper-V node for a pod of a Hyper-V class; else under process isolation on a Ready
+ * node. An image that Ready nodes run only under Hyper-V isolation names the pool option.
+ */
+function imageProblem(
+  f: ImageFacts,
+  builds: ReadyBuilds,
+  isCompatible: BuildCompatibility,
+): AdmissionProblem | undefined {
+  if (f.state !== 'resolved' || f.windowsVersions.length === 0) return undefined;
+  const versions = f.windowsVersions.map((v) => v || 'any').join(', ');
+  if (builds.hyperVPod) {
+    if (hyperVPlacement([f], builds.hyperV)) return undefined;
+    return {
+      field: f.path,
+      fix: `use an image of a Windows build no newer than a Ready Hyper-V node (${builds.hyperV.map(releaseName).join(', ') || 'none'}), or remove spec.runtimeClassName`,
+      detail: `no Ready Hyper-V node can run ${f.image} (built for ${versions})`,
+    };
+  }
+  if (builds.ready.some((b) => f.windowsVersions.some((v) => isCompatible(b, v)))) return undefined;
+  const underHyperV = hyperVPlacement([f], builds.ready);
+  if (underHyperV) {
+    const allowed = hyperVPlacement([f], builds.hyperV);
+    return {
+      field: f.path,
+      fix: allowed
+        ? `remove spec.runtimeClassName so winfleet assigns ${allowed.runtimeClass} (Hyper-V isolation), or use an image built for ${builds.readyList}`
+        : `set spec.isolation.hyperV: true on a WindowsNodePool of the ${underHyperV.nodeBuilds.map(releaseName).join(', ')} nodes (Hyper-V isolation), or use an image built for ${builds.readyList}`,
+      detail: `Ready Windows nodes run ${f.image} (built for ${versions}) only under Hyper-V isolation${allowed ? '' : ', and no pool of theirs allows it'}`,
+    };
+  }
+  return {
+    field: f.path,
+    fix:
+      builds.ready.length > 0
+        ? `use an image built for ${builds.readyList}, or add a node that can run it`
+        : 'add a Ready Windows node that can run this image',
+    detail: `no Ready Windows node can run ${f.image} (built for ${versions})`,
+  };
+}
+
 /**
  * Problems with the pod's images, each with its fix first: images winfleet cannot read, images
  * without a Windows variant, images no Ready Windows node can run (alone or together).
@@ -279,23 +378,21 @@ async function compatibilityProblems(
       detail: `${f.image} has no Windows variant`,
     });
   }
+  const hyperVPod = namesHyperVClass(pod.spec?.runtimeClassName, deps.runtimeClasses);
+  const images = { ready, readyList, hyperV: deps.readyHyperVBuilds?.() ?? [], hyperVPod };
   for (const f of facts) {
-    if (f.state !== 'resolved' || f.windowsVersions.length === 0) continue;
-    const runs = ready.filter((b) => f.windowsVersions.some((v) => deps.isCompatible(b, v)));
-    if (runs.length === 0) {
-      const versions = f.windowsVersions.map((v) => v || 'any').join(', ');
-      problems.push({
-        field: f.path,
-        fix:
-          ready.length > 0
-            ? `use an image built for ${readyList}, or add a node that can run it`
-            : 'add a Ready Windows node that can run this image',
-        detail: `no Ready Windows node can run ${f.image} (built for ${versions})`,
-      });
-    }
+    const problem = imageProblem(f, images, deps.isCompatible);
+    if (problem) problems.push(problem);
   }
-  if (
-    problems.length === 0 &&
+  if (problems.length > 0) return problems;
+  if (hyperVPod && !hyperVPlacement(facts, images.hyperV)) {
+    problems.push({
+      field: 'spec.containers',
+      fix: 'use images built for one Windows build',
+      detail: `no single Ready Hyper-V node can run all of this pod's images together in one utility VM; Ready Hyper-V builds: ${images.hyperV.join(', ') || 'none'}`,
+    });
+  } else if (
+    !hyperVPod &&
     placement.allowedBuilds &&
     !placement.allowedBuilds.some((b) => ready.includes(b))
   ) {

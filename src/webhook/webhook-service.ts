@@ -143,6 +143,7 @@ export function podAdmissionDeps(
     operatorNamespace: options.operatorNamespace,
     runtimeClasses: options.facts.runtimeClasses,
     readyWindowsBuilds: () => options.facts.readyWindowsBuilds(),
+    readyHyperVBuilds: () => options.facts.readyHyperVBuilds(),
     resolveImages: options.resolveImages,
     isCompatible: options.isCompatible,
     gmsaCredentialSpecs: () => options.facts.gmsaCredentialSpecs(),

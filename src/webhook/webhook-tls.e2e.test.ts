@@ -132,6 +132,7 @@ test('replicas publishing bundles from one Secret, one of them lagging: the CA r
     config: () => parsed,
     facts: {
       readyWindowsBuilds: () => [],
+      readyHyperVBuilds: () => [],
       readyWindowsNodeCounts: () => new Map(),
       runtimeClasses: () => undefined,
       namespaceOptedOut: () => false,

@@ -228,7 +228,9 @@ spec:
           const r = await kubectl(['create', '--dry-run=server', '-o', 'yaml', '-f', '-'], pod);
           return (
             r.code === 0 &&
-            /Warning: spec\.containers\[0\]\.image: (use an image built for|add a Ready Windows node)[^;\n]*; no Ready Windows node can run/.test(
+            // With 2019 cordoned, 2022 and 2025 run the 2019 image only under Hyper-V isolation,
+            // which no pool allows here: the warning names the option first.
+            /Warning: spec\.containers\[0\]\.image: set spec\.isolation\.hyperV: true on a WindowsNodePool of the 10\.0\.20348 \(Windows Server 2022\), 10\.0\.26100 \(Windows Server 2025\) nodes/.test(
               r.stderr,
             )
           );
@@ -247,7 +249,7 @@ spec:
           const r = await kubectl(['create', '--dry-run=server', '-f', '-'], pod);
           return (
             r.code !== 0 &&
-            /spec\.containers\[0\]\.image: [^;\n]*; no Ready Windows node can run mcr\.microsoft\.com\/windows\/servercore:ltsc2019/.test(
+            /spec\.containers\[0\]\.image: set spec\.isolation\.hyperV: true [^;\n]*; Ready Windows nodes run mcr\.microsoft\.com\/windows\/servercore:ltsc2019 \(built for 10\.0\.17763\.6054\) only under Hyper-V isolation/.test(
               r.stderr,
             )
           );

@@ -6,7 +6,9 @@
  * learn.microsoft.com/virtualization/windowscontainers/deploy-containers/version-compatibility),
  * or not at all (no Windows variant, or only newer ones).
  */
-import { isCompatibleBuild, parseWindowsVersion } from './compatibility.ts';
+
+import { windowsReleases } from './builds.ts';
+import { isCompatibleBuild, parseWindowsVersion, type WindowsVersion } from './compatibility.ts';
 
 export type Isolation = 'process' | 'hyperv' | 'none';
 
@@ -37,4 +39,51 @@ export function isolationOn(hostBuild: string, osVersions: readonly string[]): I
 
 function buildOf(osVersion: string): number {
   return osVersion === '' ? Number.MAX_SAFE_INTEGER : parseWindowsVersion(osVersion).build;
+}
+
+/**
+ * The Node label winfleet puts on nodes of pools whose spec.isolation.hyperV is true: their
+ * containerd has the Hyper-V handler (hyperVHandler) configured.
+ */
+export const hyperVIsolationLabel = 'winfleet.io/hyperv-isolation';
+
+/**
+ * containerd's CRI runtime handler for Hyper-V isolated Windows containers: the name the
+ * containerd Windows configuration and the Kubernetes docs use for runhcs with
+ * SandboxIsolation = 1 (hcsshim cmd/containerd-shim-runhcs-v1/options runhcs.proto: HYPERVISOR).
+ */
+export const hyperVHandler = 'runhcs-wcow-hypervisor';
+
+/**
+ * The managed Hyper-V RuntimeClass for images of Windows build `imageBuild` (major.minor.build):
+ * windows-2019-hyperv, windows-2022-hyperv-arm64, windows-10-0-25398-hyperv.
+ *
+ * @example hyperVRuntimeClassName('10.0.17763', 'amd64') // 'windows-2019-hyperv'
+ */
+export function hyperVRuntimeClassName(imageBuild: string, arch = 'amd64'): string {
+  const release = windowsReleases.find((r) => r.build === imageBuild);
+  const base = release ? `windows-${release.name}` : `windows-${imageBuild.replaceAll('.', '-')}`;
+  return arch === 'amd64' ? `${base}-hyperv` : `${base}-hyperv-${arch}`;
+}
+
+/**
+ * The known releases whose images a Hyper-V node of build `nodeBuild` runs under Hyper-V
+ * isolation: those of the same major.minor no newer than it (the node's own included).
+ * Malformed builds give none.
+ *
+ * @example hyperVImageBuilds('10.0.20348') // ['10.0.17763', '10.0.20348']
+ */
+export function hyperVImageBuilds(nodeBuild: string): string[] {
+  let node: WindowsVersion;
+  try {
+    node = parseWindowsVersion(nodeBuild, 'node Windows build');
+  } catch {
+    return [];
+  }
+  return windowsReleases
+    .map((r) => r.build as string)
+    .filter((build) => {
+      const image = parseWindowsVersion(build);
+      return image.major === node.major && image.minor === node.minor && image.build <= node.build;
+    });
 }

@@ -44,13 +44,13 @@ test("the list output is read strictly; the error is ctr's last line", () => {
 });
 
 test('ctr.exe, which the pre-pull runs, is built into the payload and installed where it is run', async () => {
-  const script = await readFile(
-    new URL('../../../hack/build-payload.sh', import.meta.url),
-    'utf8',
-  );
+  const script = await readFile(new URL('../../../hack/build-payload.sh', import.meta.url), 'utf8');
   const names = /^names=\(([^)]*)\)/m.exec(script)?.[1]?.split(/\s+/) ?? [];
   assert.ok(names.includes('ctr.exe'), 'hack/build-payload.sh builds ctr.exe');
-  assert.match(script, /ctr\.exe\)\n(.*\n)*?\s*dir=containerd; pkg=github\.com\/containerd\/containerd\/v2\/cmd\/ctr/);
+  assert.match(
+    script,
+    /ctr\.exe\)\n(.*\n)*?\s*dir=containerd; pkg=github\.com\/containerd\/containerd\/v2\/cmd\/ctr/,
+  );
   const tools = await readFile(
     new URL('../../../hack/payload/containerd/tools.go', import.meta.url),
     'utf8',

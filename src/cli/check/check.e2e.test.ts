@@ -369,6 +369,38 @@ test('winfleet check against a real cluster and simulated hosts', async (t) => {
     },
   );
 
+  await t.test(
+    '--hyperv: the Hyper-V role with its hypervisor passes; a VM without nested virtualization fails',
+    async () => {
+      const hyperV = await start('wf-hyperv', {
+        virtualization: { vm: true, extensions: true },
+        features: { Containers: 'Installed', 'Hyper-V': 'Installed' },
+      });
+      const run = await winfleet([
+        'check',
+        '--skip-cluster',
+        '--hyperv',
+        '-o',
+        'json',
+        ...hostFlags(hyperV, good),
+      ]);
+      const report = json(run);
+      const hyperv = (i: number) => report.hosts[i]!.checks.find((c) => c.name === 'hyperv');
+      assert.equal(hyperv(0)?.status, 'pass', hyperv(0)?.message);
+      assert.equal(hyperv(1)?.status, 'fail');
+      assert.match(hyperv(1)!.message, /does not expose nested virtualization/);
+      assert.equal(run.code, 1);
+      // Without --hyperv no such check runs.
+      const plain = json(
+        await winfleet(['check', '--skip-cluster', '-o', 'json', ...hostFlags(good)]),
+      );
+      assert.equal(
+        plain.hosts[0]!.checks.find((c) => c.name === 'hyperv'),
+        undefined,
+      );
+    },
+  );
+
   await t.test('an unreachable cluster exits 3; the --host checks still run', async () => {
     const port = await freePort();
     const bad = join(dir, 'unreachable.kubeconfig');

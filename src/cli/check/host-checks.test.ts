@@ -10,7 +10,7 @@ import {
   maskUserInfo,
   patchLevel,
 } from './host-checks.ts';
-import type { HostBasics, PreflightFacts } from './preflight-facts.ts';
+import type { HostBasics, HyperVFacts, PreflightFacts } from './preflight-facts.ts';
 
 const gib = 1024 ** 3;
 
@@ -396,4 +396,47 @@ test('patch-level: an unknown CNI warns below the UBR; host-gw (no overlay) pass
     )['patch-level']!;
     assert.equal(check.status, 'pass', String(build));
   }
+});
+
+test('--hyperv: the Hyper-V role, its hypervisor, and on a VM nested virtualization', () => {
+  const hyperv = (h: HyperVFacts) => byName(hostChecks(input({}, {}, { hyperV: h }))).hyperv!;
+  assert.equal(byName(hostChecks(input())).hyperv, undefined, 'only with --hyperv');
+  assert.equal(
+    hyperv({ feature: 'Installed', hypervisorPresent: true, virtualizationFirmwareEnabled: false })
+      .status,
+    'pass',
+  );
+  const noNested = hyperv({
+    feature: 'Available',
+    hypervisorPresent: true,
+    virtualizationFirmwareEnabled: false,
+  });
+  assert.equal(noNested.status, 'fail');
+  assert.match(noNested.message, /does not expose nested virtualization/);
+  assert.match(noNested.fix, /ExposeVirtualizationExtensions/);
+  const installable = hyperv({
+    feature: 'Available',
+    hypervisorPresent: true,
+    virtualizationFirmwareEnabled: true,
+  });
+  assert.match(installable.fix, /^Install-WindowsFeature -Name Hyper-V/);
+  const metal = hyperv({
+    feature: 'Available',
+    hypervisorPresent: false,
+    virtualizationFirmwareEnabled: false,
+  });
+  assert.match(metal.message, /virtualization is off in the firmware/);
+  assert.equal(
+    hyperv({ feature: 'Installed', hypervisorPresent: false, virtualizationFirmwareEnabled: false })
+      .status,
+    'fail',
+  );
+  assert.equal(
+    hyperv({
+      feature: 'InstallPending',
+      hypervisorPresent: true,
+      virtualizationFirmwareEnabled: true,
+    }).status,
+    'warn',
+  );
 });

@@ -9,7 +9,7 @@ import { defaultHealthSettings } from '../../node-health/detector.ts';
 import { windowsReleases } from '../../windows/builds.ts';
 import { type PatchRequirement, patchRequirementsFor } from '../../windows/patch-levels.ts';
 import { type CheckResult, fail, pass, warn } from './check-report.ts';
-import type { HostBasics, PreflightFacts } from './preflight-facts.ts';
+import type { HostBasics, HyperVFacts, PreflightFacts } from './preflight-facts.ts';
 
 const GiB = 1024 ** 3;
 export const minCpus = 2;
@@ -63,6 +63,8 @@ export interface HostCheckInput {
   joined: boolean;
   /** The cluster's pod network, for the patch levels its features need. */
   network: ClusterNetwork;
+  /** --hyperv: what hyperv-facts read (the hosts will be in a pool with spec.isolation.hyperV). */
+  hyperV?: HyperVFacts;
 }
 
 const gib = (bytes: number) => `${(bytes / GiB).toFixed(1)} GiB`;
@@ -81,7 +83,50 @@ export function hostChecks(input: HostCheckInput): CheckResult[] {
     port10250(input),
     firewall10250(input),
     proxy(input),
+    ...(input.hyperV ? [hyperVRole(input.hyperV)] : []),
   ];
+}
+
+const installHyperV =
+  'Install-WindowsFeature -Name Hyper-V -IncludeManagementTools, then Restart-Computer';
+
+/**
+ * Hyper-V isolation needs the Hyper-V role with its hypervisor running; on a VM, the role
+ * installs and the hypervisor starts only when the VM's host exposes virtualization extensions
+ * (nested virtualization). Without the role, VirtualizationFirmwareEnabled says whether it can
+ * be installed; a hypervisor present then means a VM.
+ */
+function hyperVRole(facts: HyperVFacts): CheckResult {
+  const { feature, hypervisorPresent, virtualizationFirmwareEnabled } = facts;
+  if (feature === 'Installed' && hypervisorPresent)
+    return pass('hyperv', 'The Hyper-V role is Installed and the hypervisor runs');
+  if (feature === 'Installed' || feature === 'InstallPending')
+    return (feature === 'InstallPending' ? warn : fail)(
+      'hyperv',
+      `The Hyper-V role is ${feature} but no hypervisor runs: Hyper-V isolated pods cannot start (The virtual machine could not be started because a required feature is not installed)`,
+      'Restart the host; if it is a VM, expose virtualization extensions to it (nested virtualization) first; on hardware, enable VT-x/AMD-V in the firmware',
+    );
+  if (feature === 'Unknown')
+    return fail(
+      'hyperv',
+      'Get-WindowsFeature is not available, so the Hyper-V role cannot be read',
+      'Use Windows Server 2019, 2022 or 2025 with the Hyper-V role',
+    );
+  if (virtualizationFirmwareEnabled)
+    return fail(
+      'hyperv',
+      `The Hyper-V role is ${feature}, not Installed: the pool's Hyper-V isolation needs it`,
+      installHyperV,
+    );
+  return fail(
+    'hyperv',
+    hypervisorPresent
+      ? `The Hyper-V role is ${feature}, and this VM's processor has no virtualization extensions (VirtualizationFirmwareEnabled False): its host does not expose nested virtualization`
+      : `The Hyper-V role is ${feature}, and virtualization is off in the firmware (VirtualizationFirmwareEnabled False)`,
+    hypervisorPresent
+      ? `Expose virtualization extensions to the VM (on a Hyper-V host: the VM processor's ExposeVirtualizationExtensions, set while the VM is off; in a cloud: a VM size with nested virtualization), then ${installHyperV}`
+      : `Enable VT-x/AMD-V in the firmware, then ${installHyperV}`,
+  );
 }
 
 function windowsBuild(basics: HostBasics): CheckResult {

@@ -47,6 +47,21 @@ export interface PreflightFacts {
   };
 }
 
+/** The Hyper-V role and the hypervisor, for Hyper-V isolated containers. */
+export interface HyperVFacts {
+  /** Get-WindowsFeature -Name Hyper-V: its InstallState, or "Unknown" without Server Manager. */
+  feature: string;
+  /** Win32_ComputerSystem.HypervisorPresent: a hypervisor runs (this host's, or a VM's host's). */
+  hypervisorPresent: boolean;
+  /**
+   * Win32_Processor.VirtualizationFirmwareEnabled (the first processor): VT-x/AMD-V enabled in
+   * firmware; in a VM, whether its hypervisor exposes virtualization extensions (nested
+   * virtualization). Read before the Hyper-V role runs: once the hypervisor runs, Windows no
+   * longer reports it.
+   */
+  virtualizationFirmwareEnabled: boolean;
+}
+
 /** Longest string accepted from a host (a proxy bypass list is the longest expected). */
 export const maxFactString = 2048;
 /** Most rows accepted in a list. */
@@ -179,6 +194,28 @@ export function readPreflightFacts(value: unknown): PreflightFacts {
       HTTPS_PROXY: read(env, 'HTTPS_PROXY', 'nullable string', 'proxyEnvironment') as string | null,
       NO_PROXY: read(env, 'NO_PROXY', 'nullable string', 'proxyEnvironment') as string | null,
     },
+  };
+}
+
+/** Reads what `hyperv-facts` printed; throws naming the first bad field. */
+export function readHyperVFacts(value: unknown): HyperVFacts {
+  const r = object(value, 'hyperv-facts', [
+    'feature',
+    'hypervisorPresent',
+    'virtualizationFirmwareEnabled',
+  ]);
+  const feature = read(r, 'feature', 'string', 'hyperv-facts') as string;
+  if (!/^[A-Za-z]{1,32}$/.test(feature))
+    throw factError('hyperv-facts.feature', `is ${shown(feature)}, expected an InstallState`);
+  return {
+    feature,
+    hypervisorPresent: read(r, 'hypervisorPresent', 'boolean', 'hyperv-facts') as boolean,
+    virtualizationFirmwareEnabled: read(
+      r,
+      'virtualizationFirmwareEnabled',
+      'boolean',
+      'hyperv-facts',
+    ) as boolean,
   };
 }
 

@@ -38,7 +38,7 @@ import {
 } from '../check/host-checks.ts';
 import { kubeRequest } from '../check/kube-request.ts';
 import { networkWithoutCluster } from '../check/network-check.ts';
-import { readHostBasics, readPreflightFacts } from '../check/preflight-facts.ts';
+import { readHostBasics, readHyperVFacts, readPreflightFacts } from '../check/preflight-facts.ts';
 import { cliExit, ExitCode, unreachableReason } from '../exit-codes.ts';
 import {
   addressTargets,
@@ -62,6 +62,7 @@ interface CheckFlags extends KubeFlags, HostFlags {
   skipCluster?: boolean;
   skipHosts?: boolean;
   domainJoin?: boolean;
+  hyperv?: boolean;
   payload?: string;
   probeNamespace: string;
   operatorNamespace: string;
@@ -86,6 +87,10 @@ export function registerCheck(program: Command): void {
     .option(
       '--domain-join',
       'the hosts will be joined to an Active Directory domain (their hostnames must fit 15 characters)',
+    )
+    .option(
+      '--hyperv',
+      'the hosts will be in a pool with spec.isolation.hyperV: check the Hyper-V role and, on VMs, nested virtualization',
     )
     .option(
       '--payload <dir>',
@@ -316,6 +321,7 @@ async function checkHosts(
       run: async () => {
         const report = await checkHost(target, {
           domainJoin: flags.domainJoin === true,
+          hyperV: flags.hyperv === true,
           clock: clock ?? { offsetMs: 0, uncertaintyMs: 0 },
           reference,
           network,
@@ -396,6 +402,7 @@ async function existingHostTargets(
 
 interface HostContext {
   domainJoin: boolean;
+  hyperV: boolean;
   /** The API server's clock minus this machine's (zeros in host-only mode). */
   clock: { offsetMs: number; uncertaintyMs: number };
   reference: string;
@@ -437,6 +444,9 @@ async function checkHost(target: HostTarget, ctx: HostContext): Promise<HostRepo
     const raw = await remote.script('preflight-facts', {});
     const after = Date.now();
     const facts = readPreflightFacts(raw);
+    const hyperV = ctx.hyperV
+      ? readHyperVFacts(await remote.script('hyperv-facts', {}))
+      : undefined;
     const hostOffset = Date.parse(facts.utcNow) - (before + after) / 2;
     return report([
       hostKey,
@@ -444,6 +454,7 @@ async function checkHost(target: HostTarget, ctx: HostContext): Promise<HostRepo
         basics,
         facts,
         domainJoin: ctx.domainJoin,
+        ...(hyperV ? { hyperV } : {}),
         clock: {
           offsetMs: hostOffset - ctx.clock.offsetMs,
           uncertaintyMs: (after - before) / 2 + ctx.clock.uncertaintyMs,

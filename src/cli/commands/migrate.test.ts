@@ -77,7 +77,7 @@ test('the table: a summary, one row per workload with the first reason, the rest
       '  apps/Deployment/old: HostProcess containers run on the host without isolation: check',
       '  apps/Job/pinned: second reason',
       '',
-      'Hyper-V isolation: winfleet does not configure it on pools yet, so these cannot move as they are; rebuild their images for 2022.',
+      'Hyper-V isolation: these move only onto a pool with spec.isolation.hyperV: true (the webhook then gives their pods a Hyper-V RuntimeClass); otherwise rebuild their images for 2022.',
       '',
     ].join('\n'),
   );

@@ -150,7 +150,7 @@ export function formatPlan(plan: MigrationPlan, format: OutputFormat, color = tr
   );
   if (details.length > 0) out += `\n${details.join('\n')}\n`;
   if (hyperv > 0)
-    out += `\nHyper-V isolation: winfleet does not configure it on pools yet, so these cannot move as they are; rebuild their images for ${plan.target.name}.\n`;
+    out += `\nHyper-V isolation: these move only onto a pool with spec.isolation.hyperV: true (the webhook then gives their pods a Hyper-V RuntimeClass); otherwise rebuild their images for ${plan.target.name}.\n`;
   return out;
 }
 

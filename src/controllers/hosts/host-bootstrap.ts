@@ -9,6 +9,7 @@
 import type { BootstrapConfig } from '../../agent/agent-config.ts';
 import { managedNodeLabel } from '../../api/node-annotations.ts';
 import { allowedNodeLabels } from '../../api/node-labels.ts';
+import { prePullTaint } from '../../api/pre-pull.ts';
 import { ConditionReason, ConditionType, EventReason, JoinStep } from '../../api/reasons.ts';
 import { sshHostSpec, type WindowsHost } from '../../api/windows-host.ts';
 import { WinfleetError } from '../../errors/catalog.ts';
@@ -33,6 +34,8 @@ import { withHost } from './host-connect.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { type JoinContext, step } from './join-context.ts';
 import { copyOperatorFiles, deliverRest, deliveryText } from './payload-delivery.ts';
+import { withPoolIsolation } from './pool-isolation.ts';
+import { poolPrePull } from './pre-pull-node.ts';
 import { clearStaleNode } from './rebuilt-host.ts';
 
 /** Windows Server 2019, the oldest build winfleet supports. */
@@ -253,11 +256,16 @@ function bootstrapConfig(
     labels: {
       [managedNodeLabel]: 'true',
       ...(host.spec.pool ? { 'winfleet.io/pool': host.spec.pool } : {}),
-      ...nodeLabelsOf(deps, host),
+      // The pool, not spec.labels, decides the Hyper-V label (pool-isolation.ts).
+      ...withPoolIsolation(nodeLabelsOf(deps, host), deps.pools?.list() ?? [], host),
     },
     taints: [
       { key: windowsTaint.key, value: windowsTaint.value, effect: windowsTaint.effect },
       ...(host.spec.taints ?? []),
+      // No pods before the pool's images: the kubelet registers the Node with the pre-pull
+      // taint (NodeRestriction lets a node set taints only then); the operator lifts it once
+      // the agent's pulls ended or the wait passed (pre-pull-node.ts).
+      ...(poolPrePull(deps.pools?.list() ?? [], host) ? [{ ...prePullTaint }] : []),
     ],
     kubelet: config.hosts.kubelet,
     operatorNamespace: deps.operatorNamespace,

@@ -41,7 +41,8 @@ import {
 } from './host-remediation.ts';
 import type { JoinContext } from './join-context.ts';
 import { reportFailure } from './join-failure.ts';
-import { poolPrePull, prePullAnnotations, syncPrePullTaint } from './pre-pull-node.ts';
+import { hyperVLabelPatch } from './pool-isolation.ts';
+import { keepPrePull } from './pre-pull-node.ts';
 
 export type { JoinContext } from './join-context.ts';
 
@@ -290,7 +291,11 @@ function isUpToDate(host: WindowsHost, hs: HostStatus, node: k8s.V1Node, version
   );
 }
 
-/** A joined host with nothing to do: report it Ready and drop a leftover bootstrap token. */
+/**
+ * A joined host with nothing else to do: its pool's pre-pull list and taint kept current (its
+ * agent pulls after an upgrade or a reboot too), reported Ready, a leftover bootstrap token
+ * dropped.
+ */
 async function keepJoined(
   ctx: JoinContext,
   host: WindowsHost,
@@ -300,12 +305,13 @@ async function keepJoined(
 ): Promise<PassResult> {
   const name = node.metadata!.name!;
   hs.set(ConditionType.NodeRegistered, 'True', ConditionReason.NodeExists, `Node ${name}`);
+  const prePullRecheckMs = await keepPrePull(ctx, host, node);
   if (hs.status.bootstrapTokenId) {
     await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
     delete hs.status.bootstrapTokenId;
   }
   reportReady(ctx, host, hs, name, version);
-  return { requeueAfterMs: healthyRecheckMs };
+  return { requeueAfterMs: Math.min(healthyRecheckMs, prePullRecheckMs ?? healthyRecheckMs) };
 }
 
 /**
@@ -374,17 +380,8 @@ async function finishNode(
   const build = node.metadata?.labels?.[windowsBuildLabel];
   if (build) hs.status.windowsBuild = build;
   const current = await annotateNode(ctx, host, hs, node, loaded, version);
-  // The pre-pull taint while the agent pulls, gone once it ended (pre-pull-node.ts).
-  await syncPrePullTaint(
-    ctx.kc.makeApiClient(k8s.CoreV1Api),
-    current,
-    poolPrePull(ctx.pools?.list() ?? [], host),
-  ).catch((error: unknown) => {
-    ctx.log.warn('cannot update the pre-pull taint; the next pass tries again', {
-      node: current.metadata?.name,
-      error: (error as Error).message,
-    });
-  });
+  // The pool's pre-pull list signed on the Node, its taint while the agent pulls (every pass).
+  const prePullRecheckMs = await keepPrePull(ctx, host, current);
   if (node.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     if (bootstrapFailed(hs) || agentOutOfPatience(ctx, hs)) return { kind: 'bootstrap-again' };
@@ -396,7 +393,10 @@ async function finishNode(
     return { kind: 'done', result: waitForAgent(hs, node, version) };
   }
   await completeJoin(ctx, host, hs, name, version);
-  return { kind: 'done', result: { requeueAfterMs: healthyRecheckMs } };
+  return {
+    kind: 'done',
+    result: { requeueAfterMs: Math.min(healthyRecheckMs, prePullRecheckMs ?? healthyRecheckMs) },
+  };
 }
 
 /**
@@ -417,10 +417,10 @@ async function annotateNode(
   const desired = annotations[desiredServicesVersionAnnotation];
   const signer = commandSigner(ctx.kc);
   const signed = signer.holds(node, desiredServicesVersionAnnotation, version);
-  // The pool's pre-pull list, signed for this Node too (pre-pull-node.ts).
-  const prePull = prePullAnnotations(signer, node, poolPrePull(ctx.pools?.list() ?? [], host));
+  // The pool decides the Hyper-V label, also after the join (pool-isolation.ts).
+  const labels = hyperVLabelPatch(ctx.pools?.list() ?? [], host, node.metadata?.labels);
   if (signed && annotations[hostAnnotation] === identity) {
-    return Object.keys(prePull).length === 0 ? node : patchNodeAnnotations(ctx, name, prePull);
+    return labels ? patchNodeAnnotations(ctx, name, {}, labels) : node;
   }
   await ctx.publish(loaded.manifest);
   if (desired && desired !== version) {
@@ -436,11 +436,15 @@ async function annotateNode(
     hs.status.servicesRequestedAt = apiTime();
   }
   // Signed for this Node: the agent obeys no desired version a patch-nodes principal wrote.
-  return patchNodeAnnotations(ctx, name, {
-    ...(signed ? {} : signer.annotations(node, desiredServicesVersionAnnotation, version)),
-    ...prePull,
-    [hostAnnotation]: identity,
-  });
+  return patchNodeAnnotations(
+    ctx,
+    name,
+    {
+      ...(signed ? {} : signer.annotations(node, desiredServicesVersionAnnotation, version)),
+      [hostAnnotation]: identity,
+    },
+    labels,
+  );
 }
 
 function bootstrapFailed(hs: HostStatus): boolean {
@@ -472,10 +476,11 @@ async function patchNodeAnnotations(
   ctx: JoinContext,
   name: string,
   annotations: Record<string, string | null>,
+  labels?: Record<string, string | null>,
 ): Promise<k8s.V1Node> {
   const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
   return core.patchNode(
-    { name, body: { metadata: { annotations } } },
+    { name, body: { metadata: { annotations, ...(labels ? { labels } : {}) } } },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   );
 }

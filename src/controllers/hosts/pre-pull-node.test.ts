@@ -147,10 +147,7 @@ test('an administrator’s own taints and cordon are never touched, adding or li
       { type: 'ImagesPrePulled', status: 'False', reason: condition },
     ]);
   onServer = cordoned(theirs, 'PrePulling');
-  assert.equal(
-    await syncPrePullTaint(core, cordoned([], 'PrePulling'), spec, t0 + 1000),
-    'added',
-  );
+  assert.equal(await syncPrePullTaint(core, cordoned([], 'PrePulling'), spec, t0 + 1000), 'added');
   onServer = cordoned([...theirs, { ...prePullTaint }], 'PrePullFailed');
   assert.equal(
     await syncPrePullTaint(core, cordoned([{ ...prePullTaint }], 'PrePullFailed'), spec, t0),

@@ -16,12 +16,12 @@
 import * as k8s from '@kubernetes/client-node';
 import {
   formatPrePullCommand,
-  prePullGraceMs,
   type PrePullSpec,
   prePullAnnotation,
   prePullCommand,
   prePullConditionType,
   prePullDefaults,
+  prePullGraceMs,
   prePullProblems,
   prePullTaint,
 } from '../../api/pre-pull.ts';
@@ -173,7 +173,8 @@ export async function keepPrePull(
     const change = await syncPrePullTaint(core, current, spec, now);
     const tainted =
       change === 'added' ||
-      (change === undefined && (current.spec?.taints ?? []).some((t) => t.key === prePullTaint.key));
+      (change === undefined &&
+        (current.spec?.taints ?? []).some((t) => t.key === prePullTaint.key));
     if (!spec || !tainted) return undefined;
     return Math.max(1000, prePullTaintDeadline(current, spec, now) - now + 1000);
   } catch (error) {

@@ -39,6 +39,7 @@ import { canonicalAddress, joinServingAddresses } from '../../fleet/serving-addr
 import { apiTime, timeOf } from '../../kube/api-time.ts';
 import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import { windowsBuildLabel } from '../../windows/builds.ts';
+import { hyperVIsolationLabel } from '../../windows/isolation.ts';
 import { poolActiveDirectory } from './active-directory-join.ts';
 import {
   healthyRecheckMs,
@@ -48,7 +49,8 @@ import {
   reportReady,
   wantedVersion,
 } from './host-join.ts';
-import { poolPrePull, prePullAnnotations, syncPrePullTaint } from './pre-pull-node.ts';
+import { withPoolIsolation } from './pool-isolation.ts';
+import { keepPrePull } from './pre-pull-node.ts';
 
 export const pullModeMessage =
   'Pull mode: the host joined by itself with a join command; winfleet never connects to it over SSH, and its upgrades, reboots and removal go through its agent';
@@ -99,17 +101,8 @@ async function pullPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
   hs.set(ConditionType.NodeRegistered, 'True', ConditionReason.NodeExists, `Node ${name}`);
   const version = wantedVersion(host, node, loaded);
   const current = await annotatePullNode(ctx, host, hs, node, loaded, version);
-  // The pre-pull taint while the agent pulls, gone once it ended (pre-pull-node.ts).
-  await syncPrePullTaint(
-    ctx.kc.makeApiClient(k8s.CoreV1Api),
-    current,
-    poolPrePull(ctx.pools?.list() ?? [], host),
-  ).catch((error: unknown) => {
-    ctx.log.warn('cannot update the pre-pull taint; the next pass tries again', {
-      node: current.metadata?.name,
-      error: (error as Error).message,
-    });
-  });
+  // The pool's pre-pull list signed on the Node, its taint while the agent pulls (every pass).
+  const prePullRecheckMs = await keepPrePull(ctx, host, current);
   if (current.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     return notReadyYet(hs, current, version);
@@ -117,7 +110,7 @@ async function pullPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
   if (!nodeIsReady(current) || !carriesIdentity(current, host))
     return notReadyYet(hs, current, version);
   reportReady(ctx, host, hs, name, version);
-  return { requeueAfterMs: healthyRecheckMs };
+  return { requeueAfterMs: Math.min(healthyRecheckMs, prePullRecheckMs ?? healthyRecheckMs) };
 }
 
 /**
@@ -280,11 +273,15 @@ async function annotatePullNode(
   }
   const wantedLabels: Record<string, string> = {
     ...(host.spec.pool ? { [poolNodeLabel]: host.spec.pool } : {}),
-    ...specLabels,
+    // The pool, not spec.labels, decides the Hyper-V label (pool-isolation.ts).
+    ...withPoolIsolation(specLabels, ctx.pools?.list() ?? [], host),
   };
-  const labelPatch = Object.fromEntries(
+  const labelPatch: Record<string, string | null> = Object.fromEntries(
     Object.entries(wantedLabels).filter(([key, value]) => labels[key] !== value),
   );
+  // A pool that no longer allows Hyper-V isolation (or a label the node set itself) takes it off.
+  if (labels[hyperVIsolationLabel] !== undefined && !(hyperVIsolationLabel in wantedLabels))
+    labelPatch[hyperVIsolationLabel] = null;
   const annotationPatch: Record<string, string | null> = {};
   const identity = hostIdentity(host);
   if (annotations[hostAnnotation] !== identity) annotationPatch[hostAnnotation] = identity;
@@ -310,11 +307,6 @@ async function annotatePullNode(
       hs.status.servicesRequestedAt = apiTime();
     }
   }
-  // The pool's pre-pull list, signed for this Node (pre-pull-node.ts).
-  Object.assign(
-    annotationPatch,
-    prePullAnnotations(signer, node, poolPrePull(ctx.pools?.list() ?? [], host)),
-  );
   if (Object.keys(labelPatch).length === 0 && Object.keys(annotationPatch).length === 0)
     return node;
   const core = ctx.kc.makeApiClient(k8s.CoreV1Api);

@@ -17,7 +17,6 @@
  * No SSH connection is ever made to the Pull host.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +37,7 @@ import {
   listWindowsHosts,
   readWindowsHost,
 } from '../../../sim/testkit/windows-hosts.ts';
+import { runWinfleet } from '../../../sim/testkit/winfleet-cli.ts';
 import { kubeletFirewallRule } from '../../agent/kubelet-firewall.ts';
 import { nodeKubeConfig } from '../../agent/node-client.ts';
 import { apiVersion } from '../../api/group-version.ts';
@@ -56,31 +56,6 @@ import { httpStatus, isNotFound } from '../../kube/client.ts';
 import { waitFor } from '../../kube/wait-for.ts';
 import { createLogger } from '../../log/logger.ts';
 import type { Operator } from '../../operator/operator.ts';
-
-const cli = join(import.meta.dirname, '..', '..', 'cli', 'main.ts');
-
-function winfleet(
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    delete env.KUBECONFIG;
-    const child = spawn(process.execPath, [cli, ...args], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
@@ -134,7 +109,7 @@ test('a Pull-mode host joins, upgrades, reboots and is removed through its agent
   // The join command, printed by the CLI from the operator's winfleet-join and the artifact.
   const made = await waitFor(
     async () => {
-      const r = await winfleet([
+      const r = await runWinfleet([
         'join-command',
         '--kubeconfig',
         world.cluster.kubeconfigPath,

@@ -11,7 +11,6 @@
  * (src/agent/payload-pull.ts), by digest, verified.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -32,6 +31,7 @@ import { createPool } from '../../../sim/testkit/pools.ts';
 import { freshCluster } from '../../../sim/testkit/test-cluster.ts';
 import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
 import { readWindowsHost } from '../../../sim/testkit/windows-hosts.ts';
+import { runWinfleet } from '../../../sim/testkit/winfleet-cli.ts';
 import { parseConfig } from '../../config/winfleet-config.ts';
 import {
   clusterInfoKubeconfigKey,
@@ -49,7 +49,6 @@ import { createManifestPublisher } from '../hosts/manifest-publisher.ts';
 import { clusterInfoKubeconfig } from './cluster-info-controller.ts';
 import { joinInfoFor } from './join-info-controller.ts';
 
-const cli = join(import.meta.dirname, '..', '..', 'cli', 'main.ts');
 const namespace = 'winfleet-system';
 
 function sshAnswers(address: string): Promise<boolean> {
@@ -60,29 +59,6 @@ function sshAnswers(address: string): Promise<boolean> {
       resolve(true);
     });
     socket.on('error', () => resolve(false));
-  });
-}
-
-function winfleet(
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    delete env.KUBECONFIG;
-    const child = spawn(process.execPath, [cli, ...args], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 
@@ -163,7 +139,7 @@ test('a host with only the join command, from a stock image without the Containe
 
   await publishJoinInfo(cluster);
 
-  const made = await winfleet([
+  const made = await runWinfleet([
     'join-command',
     '--kubeconfig',
     cluster.kubeconfigPath,
@@ -285,7 +261,7 @@ test('attacker’s side: replayed user data gets no certificate once its one use
   await publishJoinInfo(cluster);
   const [a, b, c] = ['i-0aaaaaaaaaaaaaaa1', 'i-0bbbbbbbbbbbbbbb2', 'i-0ccccccccccccccc3'];
   const tokenFor = async (instanceId: string) => {
-    const made = await winfleet([
+    const made = await runWinfleet([
       'join-command',
       '--kubeconfig',
       cluster.kubeconfigPath,

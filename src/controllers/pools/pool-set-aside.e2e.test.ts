@@ -187,8 +187,13 @@ test('a host whose Windows reports a reboot pending after every reboot is reboot
   assert.match(host.status!.rollout!.setAside!.message, /still reports a reboot pending/);
   assert.equal(liarBoots, 2, 'rebooted for its patches, then once for the pending reboot');
   assert.ok((await hostEvents(world, liarName, EventReason.HostSetAside)).length >= 1);
-  const pool = await readPool(world.kc, world.namespace, 'web');
-  assert.equal(poolCondition(pool, 'Degraded')?.reason, ConditionReason.HostSetAside);
+  // The pass records the host's set-aside first and writes the pool's status last: wait for it.
+  await waitFor(
+    async () =>
+      poolCondition(await readPool(world.kc, world.namespace, 'web'), 'Degraded')?.reason ===
+      ConditionReason.HostSetAside,
+    { description: 'the pool Degraded with reason HostSetAside', timeoutMs: 30_000 },
+  );
 });
 
 test('a node faking unhealthy conditions in a pool of 4 does not stop the repair of a host the control plane lost', async (t) => {

@@ -1,7 +1,8 @@
 /**
  * Keeps one RuntimeClass per Windows build (and architecture) present among the nodes, named by
  * release (windows-2019, windows-2022, windows-2025; windows-10-0-25398 for builds without a
- * known name), with the handler, node selector and Windows toleration the seeds tell users to
+ * known name), and on nodes of pools that allow Hyper-V isolation one Hyper-V class per release
+ * no newer than the node's (windows-2019-hyperv: handler runhcs-wcow-hypervisor), with the handler, node selector and Windows toleration the seeds tell users to
  * write by hand. Classes carry the winfleet managed-by label; a class of the same name that a
  * user created is never touched. A class outlives the last node of its build by a grace period,
  * then it is removed.
@@ -20,6 +21,12 @@ import type { ReconcileResult } from '../../controller-runtime/work-queue.ts';
 import { isNotFound } from '../../kube/client.ts';
 import type { Logger } from '../../log/logger.ts';
 import { windowsBuildLabel, windowsReleases } from '../../windows/builds.ts';
+import {
+  hyperVHandler,
+  hyperVImageBuilds,
+  hyperVIsolationLabel,
+  hyperVRuntimeClassName,
+} from '../../windows/isolation.ts';
 
 /** @package */
 export const managedByLabel = 'app.kubernetes.io/managed-by';
@@ -77,10 +84,75 @@ export function windowsFlavorOf(node: k8s.V1Node): WindowsFlavor | undefined {
   return { build, arch: labels['kubernetes.io/arch'] ?? 'amd64' };
 }
 
-/** The RuntimeClass a node's flavor needs, as an index value ([] for other nodes). */
+/** A Hyper-V RuntimeClass a node of a pool that allows Hyper-V isolation needs. */
+export interface HyperVFlavor {
+  name: string;
+  /** The image build the class is for (the node's own or an older release). */
+  imageBuild: string;
+  arch: string;
+}
+
+/**
+ * The Hyper-V classes a Windows node labelled winfleet.io/hyperv-isolation=true needs: one per
+ * known release no newer than its build (windows-2019-hyperv, windows-2022-hyperv on a 2022
+ * node); none for other nodes.
+ */
+export function hyperVFlavorsOf(node: k8s.V1Node): HyperVFlavor[] {
+  const flavor = windowsFlavorOf(node);
+  if (!flavor || node.metadata?.labels?.[hyperVIsolationLabel] !== 'true') return [];
+  return hyperVImageBuilds(flavor.build).map((imageBuild) => ({
+    name: hyperVRuntimeClassName(imageBuild, flavor.arch),
+    imageBuild,
+    arch: flavor.arch,
+  }));
+}
+
+/**
+ * The managed Hyper-V RuntimeClass: containerd's Hyper-V handler, and a nodeSelector on the
+ * Hyper-V label, os and arch but not the build: every Hyper-V node of a build no older than the
+ * image's runs it (the webhook adds the build affinity for the pod's images).
+ */
+export function desiredHyperVRuntimeClass(
+  flavor: HyperVFlavor,
+  config: WinfleetConfig,
+): k8s.V1RuntimeClass {
+  const taint = config.placement.windowsTaint;
+  return {
+    apiVersion: 'node.k8s.io/v1',
+    kind: 'RuntimeClass',
+    metadata: { name: flavor.name, labels: { [managedByLabel]: managedByValue } },
+    handler: hyperVHandler,
+    scheduling: {
+      nodeSelector: {
+        'kubernetes.io/os': 'windows',
+        'kubernetes.io/arch': flavor.arch,
+        [hyperVIsolationLabel]: 'true',
+      },
+      tolerations: [
+        { key: taint.key, operator: 'Equal', value: taint.value, effect: taint.effect },
+      ],
+    },
+  };
+}
+
+/** The RuntimeClasses a node's flavor needs, as index values ([] for other nodes). */
 export function runtimeClassOf(node: k8s.V1Node): string[] {
   const flavor = windowsFlavorOf(node);
-  return flavor ? [runtimeClassName(flavor)] : [];
+  if (!flavor) return [];
+  return [runtimeClassName(flavor), ...hyperVFlavorsOf(node).map((f) => f.name)];
+}
+
+/** The class `name` as node `node` needs it, or undefined. */
+function desiredFor(
+  node: k8s.V1Node | undefined,
+  name: string,
+  config: WinfleetConfig,
+): k8s.V1RuntimeClass | undefined {
+  const flavor = node ? windowsFlavorOf(node) : undefined;
+  if (!node || !flavor) return undefined;
+  if (runtimeClassName(flavor) === name) return desiredRuntimeClass(flavor, config);
+  const hyperV = hyperVFlavorsOf(node).find((f) => f.name === name);
+  return hyperV ? desiredHyperVRuntimeClass(hyperV, config) : undefined;
 }
 
 function isManaged(rc: k8s.V1RuntimeClass | undefined): boolean {
@@ -201,7 +273,7 @@ async function ensure(
         { ...current, apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass' },
         'Normal',
         EventReason.UserOwned,
-        `winfleet would manage ${name} for Windows build ${desired.scheduling?.nodeSelector?.[windowsBuildLabel]}, but a user created it; winfleet leaves it as it is`,
+        `winfleet would manage ${name} for Windows ${desired.handler === hyperVHandler ? 'Hyper-V isolation' : `build ${desired.scheduling?.nodeSelector?.[windowsBuildLabel]}`}, but a user created it; winfleet leaves it as it is`,
       );
     }
     return undefined;
@@ -259,9 +331,8 @@ export async function reconcileRuntimeClass(
   config: WinfleetConfig = state.config(),
 ): Promise<ReconcileResult | undefined> {
   if (!config.runtimeClasses.enabled) return undefined;
-  const node = state.nodes.firstByIndex(runtimeClassIndex, name);
-  const flavor = node ? windowsFlavorOf(node) : undefined;
-  if (flavor) return ensure(state, name, desiredRuntimeClass(flavor, config));
+  const desired = desiredFor(state.nodes.firstByIndex(runtimeClassIndex, name), name, config);
+  if (desired) return ensure(state, name, desired);
   const rc = state.runtimeClasses.get(name);
   return rc && isManaged(rc) ? retire(state, rc, config) : undefined;
 }
@@ -294,7 +365,7 @@ export function createRuntimeClassController(deps: RuntimeClassControllerDeps): 
   return controller;
 }
 
-/** A Node event enqueues the classes of its old and new flavor; a class event, that class. */
+/** A Node event enqueues the classes it gained or lost; a class event, that class. */
 function watchRuntimeClassEvents(
   controller: Controller,
   nodes: Informer<k8s.V1Node>,
@@ -307,10 +378,9 @@ function watchRuntimeClassEvents(
     .on('add', classOf)
     .on('delete', classOf)
     .on('update', (node, old) => {
-      const [next, before] = [runtimeClassOf(node)[0], runtimeClassOf(old)[0]];
-      if (next === before) return;
-      if (next) controller.enqueue(next);
-      if (before) controller.enqueue(before);
+      const [next, before] = [runtimeClassOf(node), runtimeClassOf(old)];
+      for (const name of next) if (!before.includes(name)) controller.enqueue(name);
+      for (const name of before) if (!next.includes(name)) controller.enqueue(name);
     });
   const byName = (rc: k8s.V1RuntimeClass) => {
     if (rc.metadata?.name) controller.enqueue(rc.metadata.name);
