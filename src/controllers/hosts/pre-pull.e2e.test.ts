@@ -26,9 +26,9 @@ test('pre-pull: a pool’s Node registers tainted and takes its first pod once t
   const world = await joinWorld(t, {
     releases: ['2022', '2022', '2022'],
     machine: {
-      // app:1 takes 4 s and base:1 6 s (download at 100 MB/s, unpack at 200 MB/s), in parallel.
+      // app:1 takes 8 s and base:1 12 s (download at 100 MB/s, unpack at 200 MB/s), in parallel.
       containerdImages: {
-        registry: { 'example.test/app:1': 270e6, 'example.test/base:1': 400e6 },
+        registry: { 'example.test/app:1': 540e6, 'example.test/base:1': 800e6 },
         pullBytesPerSecond: 100e6,
         unpackBytesPerSecond: 200e6,
       },
@@ -62,20 +62,10 @@ test('pre-pull: a pool’s Node registers tainted and takes its first pod once t
   );
   // The refused registry is the pool's problem, named; the spec never reaches a node.
   const invalid = (await readPool(kc, namespace, 'refused')).status?.conditions?.find(
-    (c) => c.reason === ConditionReason.InvalidSpec,
+    (c) => c.type === 'Degraded' && c.reason === ConditionReason.InvalidSpec,
   );
   assert.match(invalid?.message ?? '', /spec\.prePull\.images\[0\]: .*address policy refuses/);
 
-  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
-  for (const [host, pool] of [
-    [good, 'pp'],
-    [bad, 'missing'],
-    [refused, 'refused'],
-  ] as const) {
-    const object = windowsHostFor(host, namespace);
-    object.metadata.labels = { 'example.com/pool': pool };
-    await objects.create(object);
-  }
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const nodeNameOf = (address: string) =>
     waitFor(
@@ -85,9 +75,10 @@ test('pre-pull: a pool’s Node registers tainted and takes its first pod once t
       { description: `${address}: a node name`, timeoutMs: 60_000 },
     );
 
-  // A pod meant for the good host's Node (and tolerating the Windows taint) waits on the
-  // pre-pull taint: the kubelet registered the Node with it.
-  const goodNode = await nodeNameOf(good.address);
+  // A pod meant for the good host's Node (named for the host), created before the host joins
+  // and tolerating the Windows taint, waits on the pre-pull taint: the kubelet registered the
+  // Node with it.
+  const goodNode = good.name;
   await core.createNamespacedPod({
     namespace,
     body: {
@@ -107,16 +98,38 @@ test('pre-pull: a pool’s Node registers tainted and takes its first pod once t
       },
     },
   });
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  for (const [host, pool] of [
+    [good, 'pp'],
+    [bad, 'missing'],
+    [refused, 'refused'],
+  ] as const) {
+    const object = windowsHostFor(host, namespace);
+    object.metadata.labels = { 'example.com/pool': pool };
+    await objects.create(object);
+  }
+  // Pending on a taint while its Node is Ready and carries no untolerated taint but ours (the
+  // scheduler's message says "untolerated taint(s)" without naming them).
+  let podSeen: unknown;
   const held = await waitFor(
     async () => {
       const pod = await core.readNamespacedPod({ name: 'first', namespace });
       const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
-      return !pod.spec?.nodeName && scheduled?.message?.includes(prePullTaint.key)
+      const node = await core.readNode({ name: goodNode }).catch(() => undefined);
+      const untolerated = node?.spec?.taints?.filter((x) => x.key !== 'os').map((x) => x.key);
+      podSeen = { nodeName: pod.spec?.nodeName, scheduled, untolerated };
+      return !pod.spec?.nodeName &&
+        /untolerated taint/.test(scheduled?.message ?? '') &&
+        node &&
+        nodeIsReady(node) &&
+        untolerated?.join() === prePullTaint.key
         ? scheduled
         : undefined;
     },
     { description: 'the pod Pending on the pre-pull taint', timeoutMs: 60_000 },
-  );
+  ).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}; last seen: ${JSON.stringify(podSeen)}`);
+  });
   assert.equal(held.reason, 'Unschedulable');
   const kubeletConfig = (
     await good.machine.fs.tryReadFile('C:\\k\\kubelet-config.yaml')
@@ -145,6 +158,7 @@ test('pre-pull: a pool’s Node registers tainted and takes its first pod once t
       throw new Error(`${(error as Error).message}; last seen: ${JSON.stringify(last)}`);
     });
 
+  assert.equal(await nodeNameOf(good.address), goodNode);
   const ok = await settled(good.address, PrePullReason.PrePulled);
   assert.equal(ok.condition.status, 'True');
   assert.ok(good.machine.containerdImages.has('example.test/app:1'));
