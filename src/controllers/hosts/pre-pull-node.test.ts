@@ -6,8 +6,10 @@ import { signatureAnnotation } from '../../api/node-commands.ts';
 import { prePullAnnotation, prePullTaint } from '../../api/pre-pull.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import { CommandSigner } from '../../fleet/command-signer.ts';
+import { CommandSigner, registerCommandSigner } from '../../fleet/command-signer.ts';
+import type { JoinContext } from './join-context.ts';
 import {
+  keepPrePull,
   poolPrePull,
   prePullAnnotations,
   prePullTaintDone,
@@ -181,4 +183,55 @@ test('the wait counts from the agent’s last PrePulling report when that came a
   // spec.timeoutSeconds 60 and 120 s of grace: 180 s after the last report, not after Ready.
   assert.equal(prePullTaintDone(pulling, spec, t0 + 700_000), false);
   assert.equal(prePullTaintDone(pulling, spec, t0 + 781_000), true);
+});
+
+test('keepPrePull: nothing asked of the API server without spec.prePull; with it, the list signed and a look again when the wait ends', async () => {
+  const host = {
+    metadata: { name: 'h', namespace: 'ns', labels: { pool: 'a' } },
+    spec: {},
+  } as unknown as WindowsHost;
+  const pool = {
+    metadata: { name: 'a', namespace: 'ns' },
+    spec: { selector: { matchLabels: { pool: 'a' } }, prePull: spec },
+  } as unknown as WindowsNodePool;
+  const warnings: unknown[] = [];
+  const context = (kc: unknown, pools: WindowsNodePool[]) =>
+    ({
+      kc,
+      pools: { list: () => pools },
+      log: { warn: (...args: unknown[]) => warnings.push(args) },
+    }) as unknown as JoinContext;
+  const noApi = {
+    makeApiClient: () => {
+      throw new Error('no API client expected');
+    },
+  };
+  const plain = node({ spec: { taints: [{ key: 'os', value: 'windows', effect: 'NoSchedule' }] } });
+  assert.equal(await keepPrePull(context(noApi, []), host, plain, t0), undefined);
+  assert.deepEqual(warnings, []);
+  // A Node registered with the taint, its agent silent so far: the list is signed onto it, the
+  // taint stays, and the host is looked at again when the timeout and grace have passed.
+  const patches: unknown[] = [];
+  const registered = node();
+  const core = {
+    patchNode: async (request: {
+      body: { metadata?: { annotations: Record<string, string> } };
+    }) => {
+      patches.push(request.body);
+      return {
+        ...registered,
+        metadata: { ...registered.metadata, annotations: request.body.metadata?.annotations },
+      };
+    },
+    readNode: async () => registered,
+  };
+  const kc = { makeApiClient: () => core };
+  registerCommandSigner(
+    kc as unknown as k8s.KubeConfig,
+    new CommandSigner(generateKeyPairSync('ed25519').privateKey),
+  );
+  assert.equal(await keepPrePull(context(kc, [pool]), host, registered, t0 + 1000), 180_000);
+  assert.equal(patches.length, 1, 'one patch: the signed list');
+  assert.match(JSON.stringify(patches[0]), /winfleet\.io\/pre-pull/);
+  assert.deepEqual(warnings, []);
 });

@@ -159,9 +159,13 @@ export async function keepPrePull(
   now: number = Date.now(),
 ): Promise<number | undefined> {
   const spec = poolPrePull(ctx.pools?.list() ?? [], host);
-  const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
+  const tainted = (n: k8s.V1Node) => (n.spec?.taints ?? []).some((t) => t.key === prePullTaint.key);
+  // A pool without spec.prePull, a Node without its list or taint: nothing to do, nothing asked.
+  if (!spec && node.metadata?.annotations?.[prePullAnnotation] === undefined && !tainted(node))
+    return undefined;
   const name = node.metadata!.name!;
   try {
+    const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
     let current = node;
     const annotations = prePullAnnotations(commandSigner(ctx.kc), node, spec);
     if (Object.keys(annotations).length > 0) {
@@ -171,11 +175,8 @@ export async function keepPrePull(
       );
     }
     const change = await syncPrePullTaint(core, current, spec, now);
-    const tainted =
-      change === 'added' ||
-      (change === undefined &&
-        (current.spec?.taints ?? []).some((t) => t.key === prePullTaint.key));
-    if (!spec || !tainted) return undefined;
+    const keeps = change === 'added' || (change === undefined && tainted(current));
+    if (!spec || !keeps) return undefined;
     return Math.max(1000, prePullTaintDeadline(current, spec, now) - now + 1000);
   } catch (error) {
     ctx.log.warn('cannot update the pre-pull list or taint; the next pass tries again', {
