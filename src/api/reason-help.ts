@@ -715,8 +715,8 @@ export const reasonHelp: readonly HelpSection[] = [
           {
             reason: PrePullReason.PrePulling,
             meaning:
-              'False while the pulls run (at most `spec.prePull.maxParallel` at once); the message counts the images done.',
-            fix: 'Nothing; it ends by `spec.prePull.timeoutSeconds` at the latest.',
+              'False while the pulls run (at most `spec.prePull.maxParallel` at once); the message counts the images done and, like every `ImagesPrePulled` message, ends with the boot and services version the pulls are for. Meanwhile the node carries the taint `winfleet.io/pre-pulling:NoSchedule`, and a rollout waits before it uncordons the node.',
+            fix: 'Nothing; it ends by `spec.prePull.timeoutSeconds` at the latest, and the operator lifts the taint (and a rollout goes on) two minutes after that even if the agent never reports again.',
           },
           {
             reason: PrePullReason.PrePullFailed,
