@@ -8,8 +8,9 @@
  *   the operator as soon as its agent reports PrePulling;
  * - the operator lifts that taint — a node may not change its own (NodeRestriction) — once the
  *   agent's ImagesPrePulled condition is anything but PrePulling, once the pool has no
- *   spec.prePull, or once the Node has been Ready for the spec's timeout and two minutes more
- *   without an ending (an agent that never reports keeps no node from pods).
+ *   spec.prePull, or once the Node has been Ready (or its agent last reported PrePulling, if
+ *   later) for the spec's timeout and two minutes more without an ending (an agent that stops
+ *   reporting keeps no node from pods).
  * keepPrePull does both on every pass of a joined host, SSH or Pull. Only prePullTaint is ever
  * added or removed: an administrator's taints and cordon (spec.unschedulable) stay as they are.
  */

@@ -15,9 +15,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
+import { writeStandInPayload } from '../../../sim/testkit/payload.ts';
 import { createPool, readPool } from '../../../sim/testkit/pools.ts';
 import { listWindowsHosts, windowsHostFor } from '../../../sim/testkit/windows-hosts.ts';
-import { prePullAnnotation, prePullConditionType, prePullTaint } from '../../api/pre-pull.ts';
+import { servicesVersionAnnotation } from '../../api/node-annotations.ts';
+import {
+  prePullAnnotation,
+  prePullConditionType,
+  prePullState,
+  prePullTaint,
+} from '../../api/pre-pull.ts';
 import { ConditionReason, PrePullReason } from '../../api/reasons.ts';
 import { nodeIsReady } from '../../controller-runtime/informer-factory.ts';
 import { waitFor } from '../../kube/wait-for.ts';
@@ -189,4 +196,47 @@ test('pre-pull: a pool’s Node registers tainted and takes its first pod once t
   );
   assert.equal(plain.metadata?.annotations?.[prePullAnnotation], undefined);
   assert.equal(plain.spec?.taints?.some((x) => x.key === prePullTaint.key) ?? false, false);
+
+  // An upgrade: the images gone from the good host (as on a new build), its rollout uncordons the
+  // Node only once the agent's pulls for the new version ended; the bad host's failed pull
+  // uncordons it all the same. The refused pool starts no change (InvalidSpec).
+  await core.deleteNamespacedPod({ name: 'first', namespace, gracePeriodSeconds: 0 });
+  good.machine.containerdImages.remove('example.test/app:1');
+  good.machine.containerdImages.remove('example.test/base:1');
+  const next = await writeStandInPayload(world.payloadDir, { version: '1.36.5-wf.2' });
+  /** A Node as the rollout sees it: on the new version, its pulls for this boot and version. */
+  const view = (name: string, node: k8s.V1Node) => ({
+    name,
+    node,
+    onNext: node.metadata?.annotations?.[servicesVersionAnnotation] === next.version,
+    state: prePullState(node),
+  });
+  let early: unknown;
+  let seenWaiting = false;
+  await waitFor(
+    async () => {
+      const views = await Promise.all(
+        [goodNode, await nodeNameOf(bad.address)].map(async (name) =>
+          view(name, await core.readNode({ name })),
+        ),
+      );
+      for (const v of views) {
+        // Uncordoned on the new version before its pulls for it ended: the wait did not hold.
+        if (v.onNext && !v.node.spec?.unschedulable && v.state !== 'ended' && !early)
+          early = { node: v.name, state: v.state, taints: v.node.spec?.taints };
+        if (v.name === goodNode && v.onNext && v.node.spec?.unschedulable && v.state === 'pulling')
+          seenWaiting = true;
+      }
+      return views.every((v) => v.onNext && !v.node.spec?.unschedulable && v.state === 'ended');
+    },
+    {
+      description: 'both nodes on the new version, pulled (or failed) and uncordoned',
+      timeoutMs: 90_000,
+    },
+  );
+  assert.equal(early, undefined, 'no node uncordoned before its pulls ended');
+  assert.ok(seenWaiting, 'the good node was seen cordoned, on the new version, pulling');
+  assert.ok(good.machine.containerdImages.has('example.test/base:1'), 'pulled again');
+  const refusedPool = await readPool(kc, namespace, 'refused');
+  assert.equal(refusedPool.status?.updatedHosts ?? 0, 0, 'the refused pool starts no change');
 });
