@@ -84,7 +84,7 @@ test('hosts join with a payload the operator reads from a registry with its pull
       .find((h) => h.metadata.name === sim!.name.toLowerCase())!
       .status?.conditions?.find((c) => c.type === 'Bootstrapped')?.message ?? '';
   assert.match(how(pulling), /payload pulled by the host/);
-  assert.match(how(cutOff), /payload pushed over SFTP \(13 files\): the host cannot reach/);
+  assert.match(how(cutOff), /payload pushed over SFTP \(14 files\): the host cannot reach/);
   // Each file fetched once into the cache, by its SHA-256, and nothing half-fetched left.
   assert.deepEqual((await readdir(cacheDir)).sort(), payload.files.map((f) => f.sha256).sort());
 });

@@ -125,7 +125,7 @@ test('an SSH host that reaches the registry pulls its payload; one that cannot g
       const pulled = (await eventsOf(host.metadata.name)).find(
         (e) => e.reason === EventReason.PayloadPulled,
       );
-      assert.match(pulled!.message!, /pulled 13 payload files \(\d+ bytes\)/);
+      assert.match(pulled!.message!, /pulled 14 payload files \(\d+ bytes\)/);
       const kubelet = first.files.find((f) => f.name === 'kubelet.exe')!;
       assert.equal(await reaching.machine.fs.sha256('C:\\k\\kubelet.exe'), kubelet.sha256);
       assert.equal(
@@ -148,7 +148,7 @@ test('an SSH host that reaches the registry pulls its payload; one that cannot g
     );
     assert.match(
       bootstrapped?.message ?? JSON.stringify(host.status),
-      /payload pushed over SFTP \(13 files\): the host cannot reach/,
+      /payload pushed over SFTP \(14 files\): the host cannot reach/,
     );
     const fallback = (await eventsOf(host.metadata.name)).find(
       (e) => e.reason === EventReason.PayloadPushFallback,
