@@ -40,6 +40,7 @@ import {
 import { createClusterInfoController } from '../controllers/join-info/cluster-info-controller.ts';
 import { createJoinInfoController } from '../controllers/join-info/join-info-controller.ts';
 import { createPoolController } from '../controllers/pools/pool-controller.ts';
+import { apiMigrationReads } from '../controllers/pools/pool-migration.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import { WinfleetError } from '../errors/catalog.ts';
@@ -415,8 +416,15 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     clusterNetwork.lastGood(),
   );
   controllers.push(
-    ...createControllers(ctx, caches, loadPayload, options.rolloutClock, () =>
-      clusterNetwork.current(),
+    ...createControllers(
+      ctx,
+      caches,
+      loadPayload,
+      options.rolloutClock,
+      () => clusterNetwork.current(),
+      images,
+      // Pull secrets only where the in-process webhook reads them (none without it).
+      options.webhook ? options.webhook.pullSecretNamespaces : [],
     ),
   );
   stops.push(() => {
@@ -643,6 +651,8 @@ function createControllers(
   loadPayload: (() => Promise<LoadedPayload>) | undefined,
   rolloutClock: (() => Date) | undefined,
   network: () => NodeNetworkState,
+  images: ImageResolvers,
+  pullSecretNamespaces: 'all' | readonly string[] | undefined,
 ): Controller[] {
   const { kc, namespace, events, log } = ctx;
   const { config, nodes, runtimeClasses, csrs, hosts, pools, instances, clusterInfo } = caches;
@@ -704,6 +714,12 @@ function createControllers(
       healthMetrics: ctx.healthMetrics,
       ...(payload ? { payload } : {}),
       ...(rolloutClock ? { now: rolloutClock } : {}),
+      // A pool's migration checks the workloads it would move as the webhook places them.
+      migrationReads: apiMigrationReads(
+        kc,
+        podImageResolver(() => images.current(), apiPullSecrets(kc, pullSecretNamespaces)),
+        (name) => runtimeClasses.get(name)?.scheduling?.nodeSelector,
+      ),
     }),
   ];
 }
