@@ -876,7 +876,13 @@ const windowsNodePoolWire = {
             jsonPath: ".status.conditions[?(@.type=='Degraded')].reason",
             priority: 1,
           },
-          { name: 'Migration', type: 'string', jsonPath: '.status.migration.phase', priority: 1 },
+          // spec.replaces: MigrationWaiting, MigrationInProgress, MigrationBlocked, …
+          {
+            name: 'Migration',
+            type: 'string',
+            jsonPath: ".status.conditions[?(@.type=='Migrated')].reason",
+            priority: 1,
+          },
         ],
         schema: {
           openAPIV3Schema: {
@@ -1219,13 +1225,25 @@ const windowsNodePoolWire = {
                         description: 'Blocked: the workloads that cannot move, and why',
                         items: {
                           type: 'object',
+                          description: 'A workload with pods on the old pool that cannot move',
                           required: ['namespace', 'kind', 'name'],
                           properties: {
-                            namespace: { type: 'string' },
-                            kind: { type: 'string' },
-                            name: { type: 'string' },
-                            images: { type: 'array', items: { type: 'string' } },
-                            reasons: { type: 'array', items: { type: 'string' } },
+                            namespace: { type: 'string', description: 'Its namespace' },
+                            kind: {
+                              type: 'string',
+                              description: 'Deployment, StatefulSet, Job, CronJob or Pod',
+                            },
+                            name: { type: 'string', description: 'Its name' },
+                            images: {
+                              type: 'array',
+                              description: 'Its container images',
+                              items: { type: 'string' },
+                            },
+                            reasons: {
+                              type: 'array',
+                              description: 'Why it cannot run on the new build, and the fix',
+                              items: { type: 'string' },
+                            },
                           },
                         },
                       },

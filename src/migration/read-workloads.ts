@@ -4,7 +4,7 @@
  * given nodes (their owners read by name). Reads only; nothing is written.
  */
 import * as k8s from '@kubernetes/client-node';
-import { httpStatus } from '../kube/client.ts';
+import { isNotFound } from '../kube/client.ts';
 import type { RuntimeClassSelectors } from '../webhook/pod-os.ts';
 import {
   type Workload,
@@ -120,7 +120,7 @@ async function workloadOfPod(
     }
   } catch (error) {
     // The owner went (or is not readable): judge the pod as it is.
-    if (httpStatus(error) === 404) return asPod();
+    if (isNotFound(error)) return asPod();
     throw error;
   }
 }

@@ -416,16 +416,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     clusterNetwork.lastGood(),
   );
   controllers.push(
-    ...createControllers(
-      ctx,
-      caches,
-      loadPayload,
-      options.rolloutClock,
-      () => clusterNetwork.current(),
-      images,
-      // Pull secrets only where the in-process webhook reads them (none without it).
-      options.webhook ? options.webhook.pullSecretNamespaces : [],
-    ),
+    ...createControllers(ctx, caches, loadPayload, options, () => clusterNetwork.current(), images),
   );
   stops.push(() => {
     for (const c of controllers) c.stop();
@@ -649,12 +640,13 @@ function createControllers(
   ctx: OperatorContext,
   caches: Caches,
   loadPayload: (() => Promise<LoadedPayload>) | undefined,
-  rolloutClock: (() => Date) | undefined,
+  { rolloutClock, webhook }: Pick<OperatorOptions, 'rolloutClock' | 'webhook'>,
   network: () => NodeNetworkState,
   images: ImageResolvers,
-  pullSecretNamespaces: 'all' | readonly string[] | undefined,
 ): Controller[] {
   const { kc, namespace, events, log } = ctx;
+  // Pull secrets only where the in-process webhook reads them (none without it).
+  const pullSecretNamespaces = webhook ? webhook.pullSecretNamespaces : [];
   const { config, nodes, runtimeClasses, csrs, hosts, pools, instances, clusterInfo } = caches;
   // One reader for both: a serving certificate and an annotation are refused the same names.
   const apiServerNames = apiServerNamesReader({

@@ -153,6 +153,49 @@ export function describeBlocked(w: BlockedWorkload): string {
   return `${w.namespace}/${w.kind}/${w.name} (${w.reasons.join('; ') || w.images.join(', ')})`;
 }
 
+/** A gate's answer: the status with its phase and message, and the Migrated condition. */
+function gateAnswer(
+  base: Omit<PoolMigrationStatus, 'phase' | 'message'>,
+  phase: MigrationPhase,
+  message: string,
+  extra: Partial<PoolMigrationStatus> = {},
+): MigrationGate {
+  return {
+    status: { ...base, ...extra, phase, message },
+    condition: {
+      type: PoolConditionType.Migrated,
+      status: phase === 'Complete' ? 'True' : 'False',
+      reason: reasonOf[phase],
+      message,
+    },
+  };
+}
+
+type Answer = (
+  phase: MigrationPhase,
+  message: string,
+  extra?: Partial<PoolMigrationStatus>,
+) => MigrationGate;
+
+/** The Blocked answer, naming the workloads (the first few in the message, all in the status). */
+function blockedAnswer(
+  answer: Answer,
+  replaces: string,
+  build: string,
+  blocked: readonly BlockedWorkload[],
+): MigrationGate {
+  const named = blocked.slice(0, namedWorkloads).map(describeBlocked).join('; ');
+  const more =
+    blocked.length > namedWorkloads
+      ? ` and ${blocked.length - namedWorkloads} more (status.migration.blockedWorkloads)`
+      : '';
+  return answer(
+    'Blocked',
+    `${blocked.length} workload(s) on ${replaces} cannot run on build ${build}: ${named}${more}. Nothing more is cordoned and ${replaces}'s hosts are uncordoned; give them an image for ${build} (winfleet migrate plan shows each), and the migration goes on by itself`,
+    { build, blockedWorkloads: [...blocked] },
+  );
+}
+
 /**
  * The migration's state for the new pool's status: whether the old pool's hosts may be retired
  * now, and the Migrated condition. The gate opens when the new pool has hosts, all of them Ready
@@ -169,19 +212,7 @@ export function migrationGate(input: MigrationGateInput): MigrationGate {
     oldHosts: oldHosts.length,
     retiredHosts,
   };
-  const answer = (
-    phase: MigrationPhase,
-    message: string,
-    extra: Partial<PoolMigrationStatus> = {},
-  ): MigrationGate => ({
-    status: { ...base, ...extra, phase, message },
-    condition: {
-      type: PoolConditionType.Migrated,
-      status: phase === 'Complete' ? 'True' : 'False',
-      reason: reasonOf[phase],
-      message,
-    },
-  });
+  const answer: Answer = (phase, message, extra) => gateAnswer(base, phase, message, extra);
   if (input.problem)
     return answer('Invalid', `${input.problem}; no host of ${replaces} is touched`);
   const ready = newHosts.filter((h) => h.ready && h.build);
@@ -229,18 +260,7 @@ export function migrationGate(input: MigrationGateInput): MigrationGate {
       ...answer('Waiting', `Checking the workloads on ${replaces}`, withBuild),
       checkWorkloads: { build },
     };
-  if (input.blocked.length > 0) {
-    const named = input.blocked.slice(0, namedWorkloads).map(describeBlocked).join('; ');
-    const more =
-      input.blocked.length > namedWorkloads
-        ? ` and ${input.blocked.length - namedWorkloads} more (status.migration.blockedWorkloads)`
-        : '';
-    return answer(
-      'Blocked',
-      `${input.blocked.length} workload(s) on ${replaces} cannot run on build ${build}: ${named}${more}. Nothing more is cordoned and ${replaces}'s hosts are uncordoned; give them an image for ${build} (winfleet migrate plan shows each), and the migration goes on by itself`,
-      { ...withBuild, blockedWorkloads: [...input.blocked] },
-    );
-  }
+  if (input.blocked.length > 0) return blockedAnswer(answer, replaces, build, input.blocked);
   return answer(
     'Migrating',
     `${retiredHosts} of ${oldHosts.length} host(s) of ${replaces} drained and left cordoned; the rest follow through ${replaces}'s rollout (its maxUnavailable, PodDisruptionBudgets respected), their pods recreated on build ${build}`,
