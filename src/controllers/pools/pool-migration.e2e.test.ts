@@ -5,8 +5,9 @@
  * image exists only for 2019. A 2022 pool that replaces it waits for its host, then stops,
  * MigrationBlocked naming the 2019-only workload, with no old node cordoned and every pod still
  * Running there. Once that workload is gone the migration goes on: the old hosts are drained one
- * at a time (the old pool's maxUnavailable 1) and left cordoned, the budget is never broken, and
- * every pod ends on the 2022 node.
+ * at a time (the old pool's maxUnavailable 1) and left cordoned — the operator stopped once a
+ * retirement is recorded and a fresh one resuming it — the budget is never broken, and every pod
+ * ends on the 2022 node.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -15,7 +16,12 @@ import { startMirrorRegistry } from '../../../sim/registry/mirror-registry.ts';
 import { joinWorld } from '../../../sim/testkit/join-fixture.ts';
 import { createPool, readPool, sampleRollout } from '../../../sim/testkit/pools.ts';
 import { testNamespace } from '../../../sim/testkit/test-cluster.ts';
-import { createWindowsHosts, waitForReadyHosts } from '../../../sim/testkit/windows-hosts.ts';
+import { startTestOperator } from '../../../sim/testkit/test-operator.ts';
+import {
+  createWindowsHosts,
+  listWindowsHosts,
+  waitForReadyHosts,
+} from '../../../sim/testkit/windows-hosts.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { waitFor } from '../../kube/wait-for.ts';
@@ -29,10 +35,11 @@ function migrated(pool: WindowsNodePool) {
 test('a 2019 pool migrates to a 2022 pool within its PDB, and stops at a workload with no 2022 image', async (t) => {
   const registry = await startMirrorRegistry();
   t.after(() => registry.stop());
-  const world = await joinWorld(t, {
-    releases: ['2019', '2019', '2022'],
-    config: { images: { mirrors: registry.mirrors } },
-  });
+  const operatorConfig = {
+    hosts: { agentCheckIntervalSeconds: 1, joinTimeoutSeconds: 120 },
+    images: { mirrors: registry.mirrors },
+  };
+  const world = await joinWorld(t, { releases: ['2019', '2019', '2022'], config: operatorConfig });
   const { kc, namespace } = world;
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const apps = kc.makeApiClient(k8s.AppsV1Api);
@@ -183,6 +190,24 @@ test('a 2019 pool migrates to a 2022 pool within its PDB, and stops at a workloa
 
   await t.test('without it the migration completes: budget kept, every pod on 2022', async () => {
     await apps.deleteNamespacedDeployment({ name: 'legacy', namespace: workloads });
+    // The operator goes once a retirement is recorded; a fresh one (nothing in memory) resumes
+    // from status.rollout and status.migration.
+    const oldNames = oldFleet.map((h) => h.name.toLowerCase());
+    await waitFor(
+      async () =>
+        (await listWindowsHosts(kc, namespace)).some(
+          (h) =>
+            oldNames.includes(h.metadata.name) &&
+            (h.status?.rollout?.current?.changes.includes('retire') || h.status?.rollout?.retired),
+        ),
+      { description: 'an old host retiring', timeoutMs: 60_000 },
+    );
+    await world.operator!.stop();
+    world.operator = await startTestOperator(kc, {
+      namespace,
+      payloadDir: world.payloadDir,
+      config: operatorConfig,
+    });
     const done = await waitFor(
       async () => {
         const pool = await readPool(kc, namespace, 'win2022');
