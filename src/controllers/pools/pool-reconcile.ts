@@ -440,6 +440,24 @@ function nextPassMs(
   return Math.min(due ?? Infinity, inChange ? inChangeRecheckMs : Infinity);
 }
 
+/** How often a stopped migration (Blocked, Invalid) is checked again: workloads are not watched. */
+export const stoppedMigrationRecheckMs = 10_000;
+
+/**
+ * When a migration is looked at again: every few seconds while it waits or goes on (the other
+ * pool's hosts are not watched from here), less often while it is stopped, never once complete.
+ */
+function migrationRecheck(
+  state: PoolReconcileState,
+  migration: MigrationGate | undefined,
+): Date | undefined {
+  const phase = migration?.status.phase;
+  if (phase === undefined || phase === 'Complete') return undefined;
+  const ms =
+    phase === 'Blocked' || phase === 'Invalid' ? stoppedMigrationRecheckMs : inChangeRecheckMs;
+  return new Date(state.now().getTime() + ms);
+}
+
 function hasReplaces(pool: WindowsNodePool): boolean {
   return pool.spec?.replaces !== undefined && pool.spec.replaces !== null;
 }
@@ -477,13 +495,10 @@ export async function reconcilePool(
   if (done === 'conflict') return { requeueAfterMs: 500 };
   const migration = pool && hasReplaces(pool) ? await migrationOf(state, pool) : undefined;
   await publishPool(state, key, pool, hosts, result, healthResult, done.recorded, migration);
-  // A migration under way, and the pool it replaces, are looked at again every few seconds (the
-  // other pool's hosts and the workloads are not watched from here).
-  const migrating = retire || (migration !== undefined && migration.status.phase !== 'Complete');
   const soonest = nextPassMs(
     state,
-    [result.recheckAt, healthResult.recheckAt],
-    done.inChange || migrating,
+    [result.recheckAt, healthResult.recheckAt, migrationRecheck(state, migration)],
+    done.inChange,
   );
   state.log.debug('pool pass done', { pool: key, requeueMs: soonest });
   if (done.firstError !== undefined) throw done.firstError;
