@@ -15,6 +15,7 @@ import {
   conditionStatuses,
   healthDefaults,
   instanceIdentityKinds,
+  migrationPhases,
   nodeNamePatternMaxLength,
   patchPolicies,
   poolDefaults,
@@ -98,6 +99,11 @@ const hostRolloutStatusWire = {
             },
             rebootRequestedAt: time('The reboot request the change serves, if any'),
             repairRequestedAt: time('The repair reboot remediation asked for, if any'),
+            retire: {
+              type: 'boolean',
+              description:
+                'The pool is replaced (spec.replaces of another pool): the host is drained and left cordoned, nothing else',
+            },
           },
         },
         changes: {
@@ -105,7 +111,7 @@ const hostRolloutStatusWire = {
           description: 'What was pending when the change started',
           items: {
             type: 'string',
-            enum: ['services', 'patches', 'reboot-requested', 'reboot-pending', 'repair'],
+            enum: ['services', 'patches', 'reboot-requested', 'reboot-pending', 'repair', 'retire'],
           },
         },
         step: {
@@ -161,6 +167,16 @@ const hostRolloutStatusWire = {
       maxLength: 253,
       description:
         'The Node the rollout cordoned: winfleet uncordons a Node only when this names it (and it carries winfleet.io/cordoned-by=winfleet), never a cordon someone else set',
+    },
+    retired: {
+      type: 'object',
+      description:
+        'The host was retired: its pool is replaced by another (spec.replaces), so it was drained and left cordoned for removal; uncordoned and cleared if the migration stops',
+      required: ['at'],
+      properties: {
+        at: time('When its drain finished'),
+        node: { type: 'string', maxLength: 253, description: 'The Node left cordoned' },
+      },
     },
     lastChange: {
       type: 'object',
@@ -861,6 +877,13 @@ const windowsNodePoolWire = {
             jsonPath: ".status.conditions[?(@.type=='Degraded')].reason",
             priority: 1,
           },
+          // spec.replaces: MigrationWaiting, MigrationInProgress, MigrationBlocked, …
+          {
+            name: 'Migration',
+            type: 'string',
+            jsonPath: ".status.conditions[?(@.type=='Migrated')].reason",
+            priority: 1,
+          },
         ],
         schema: {
           openAPIV3Schema: {
@@ -1017,6 +1040,14 @@ const windowsNodePoolWire = {
                     nullable: true,
                     description:
                       'Set or change it to a time (RFC 3339): every host winfleet has not rebooted since then reboots once, rolling; a future time schedules it',
+                  },
+                  replaces: {
+                    type: 'string',
+                    minLength: 1,
+                    maxLength: 253,
+                    pattern: dnsSubdomain,
+                    description:
+                      'The name of a WindowsNodePool in the same namespace that this pool replaces (a migration to this pool’s Windows build): once every host of this pool is Ready, the old pool’s hosts are cordoned and drained through the old pool’s rollout (its maxUnavailable, PodDisruptionBudgets respected) and left cordoned for removal. It stops, naming them in status.migration, while a workload on the old pool has no image for this pool’s build. Absent: no migration',
                   },
                   paused: {
                     type: 'boolean',
@@ -1190,9 +1221,72 @@ const windowsNodePoolWire = {
                       },
                     },
                   },
+                  migration: {
+                    type: 'object',
+                    description: 'The migration from the pool spec.replaces names',
+                    required: ['replaces', 'phase', 'oldHosts', 'retiredHosts', 'message'],
+                    properties: {
+                      replaces: { type: 'string', description: 'The pool replaced' },
+                      phase: {
+                        type: 'string',
+                        enum: [...migrationPhases],
+                        description: 'Invalid, Waiting, Migrating, Blocked or Complete',
+                      },
+                      observedGeneration: {
+                        type: 'integer',
+                        format: 'int64',
+                        description: 'The metadata.generation this was computed for',
+                      },
+                      build: {
+                        type: 'string',
+                        description: 'The Windows build of this pool’s hosts',
+                      },
+                      oldHosts: {
+                        type: 'integer',
+                        format: 'int32',
+                        minimum: 0,
+                        description: 'Hosts of the old pool',
+                      },
+                      retiredHosts: {
+                        type: 'integer',
+                        format: 'int32',
+                        minimum: 0,
+                        description: 'Of them, drained and left cordoned',
+                      },
+                      blockedWorkloads: {
+                        type: 'array',
+                        description: 'Blocked: the workloads that cannot move, and why',
+                        items: {
+                          type: 'object',
+                          description: 'A workload with pods on the old pool that cannot move',
+                          required: ['namespace', 'kind', 'name'],
+                          properties: {
+                            namespace: { type: 'string', description: 'Its namespace' },
+                            kind: {
+                              type: 'string',
+                              description: 'Deployment, StatefulSet, Job, CronJob or Pod',
+                            },
+                            name: { type: 'string', description: 'Its name' },
+                            images: {
+                              type: 'array',
+                              description: 'Its container images',
+                              items: { type: 'string' },
+                            },
+                            reasons: {
+                              type: 'array',
+                              description: 'Why it cannot run on the new build, and the fix',
+                              items: { type: 'string' },
+                            },
+                          },
+                        },
+                      },
+                      message: { type: 'string', description: 'What is happening, or what to do' },
+                    },
+                  },
                   conditions: {
                     type: 'array',
-                    description: 'Available, Progressing and Degraded',
+                    description:
+                      'Available, Progressing and Degraded (and Migrated with spec.replaces)',
                     items: poolCondition,
                     'x-kubernetes-list-type': 'map',
                     'x-kubernetes-list-map-keys': ['type'],

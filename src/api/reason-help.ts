@@ -796,6 +796,30 @@ export const reasonHelp: readonly HelpSection[] = [
             fix: 'Fix the host (the message says what stopped, or check its pending reboot), then run the `kubectl annotate --overwrite windowshost … winfleet.io/retry-rollout=$(date +%s)` the message prints.',
           },
           {
+            reason: ConditionReason.MigrationWaiting,
+            meaning:
+              "Migrated=False on a pool with `spec.replaces`: the pool's own hosts are not all Ready yet (or it has none; once an old host is drained, none of them is Ready); nothing more of the old pool is touched, and old hosts already drained are uncordoned.",
+            fix: 'Join the new hosts and let them become Ready (`kubectl get windowshosts`); the migration starts by itself.',
+          },
+          {
+            reason: ConditionReason.MigrationInProgress,
+            meaning:
+              "Migrated=False: the old pool's hosts are cordoned and drained through the old pool's rollout, at most its `maxUnavailable` at a time and never past a PodDisruptionBudget; `status.migration` counts the hosts drained. Evicted pods are recreated on the new build.",
+            fix: 'Nothing; watch it with `kubectl get windowsnodepools -o wide -w`.',
+          },
+          {
+            reason: ConditionReason.MigrationBlocked,
+            meaning:
+              "Migrated=False: a workload with pods on the old pool cannot run on the new pool's build (an image with no variant for it, a build pinned by nodeSelector, affinity or RuntimeClass, an image that could not be looked up); the message and `status.migration.blockedWorkloads` name each one and why. Nothing more is cordoned and the old pool's hosts are uncordoned, so it keeps serving.",
+            fix: 'Give the workload an image built for the new build (or remove the pin), or move it off the old pool; `winfleet migrate plan --to <release>` shows the same verdicts. The migration goes on by itself.',
+          },
+          {
+            reason: ConditionReason.MigrationComplete,
+            meaning:
+              "Migrated=True: every host of the old pool is drained and left cordoned; its workloads run on the new pool's hosts.",
+            fix: 'Delete the old hosts (`kubectl delete windowshost …`), then remove `spec.replaces` and delete the old pool.',
+          },
+          {
             reason: ConditionReason.HostInMultiplePools,
             meaning:
               'Degraded=True: a WindowsHost is selected by this pool and another (the message names it and the other pools); no change starts on it.',
@@ -834,7 +858,7 @@ export const reasonHelp: readonly HelpSection[] = [
           {
             reason: ConditionReason.InvalidSpec,
             meaning:
-              'Degraded=True, Progressing=False: a spec field is wrong in a way the API server cannot check (an unknown time zone); the message names it. No change starts.',
+              'Degraded=True, Progressing=False: a spec field is wrong in a way the API server cannot check (an unknown time zone); the message names it. No change starts. Also Migrated=False when `spec.replaces` cannot be followed (it names the pool itself, a pool that does not exist, one that replaces this pool, one that another pool replaces too, or one whose hosts run the same build): no host of the old pool is touched, and the pool’s own rollout goes on.',
             fix: 'Fix the field named.',
           },
         ],

@@ -115,6 +115,8 @@ export const PoolConditionType = {
   Progressing: 'Progressing',
   /** Something only a person can fix: the message names the host, the step or the field. */
   Degraded: 'Degraded',
+  /** With spec.replaces: the old pool's hosts are all drained (or why not yet). */
+  Migrated: 'Migrated',
 } as const;
 export type PoolConditionType = (typeof PoolConditionType)[keyof typeof PoolConditionType];
 
@@ -189,6 +191,15 @@ export const ConditionReason = {
    * the rollout goes on without it until winfleet.io/retry-rollout (names it).
    */
   HostSetAside: 'HostSetAside',
+  // WindowsNodePool Migrated (spec.replaces); InvalidSpec when spec.replaces cannot be followed
+  /** Migrated=False: the pool's own hosts are not all Ready yet; nothing of the old pool moves. */
+  MigrationWaiting: 'MigrationWaiting',
+  /** Migrated=False: the old pool's hosts are being cordoned and drained, maxUnavailable at a time. */
+  MigrationInProgress: 'MigrationInProgress',
+  /** Migrated=False: a workload on the old pool cannot run on the new build (names them). */
+  MigrationBlocked: 'MigrationBlocked',
+  /** Migrated=True: every host of the old pool is drained and left cordoned. */
+  MigrationComplete: 'MigrationComplete',
   // WindowsHost Degraded (True)
   /** Every rung of the remediation ladder ran and the host is still unhealthy: left cordoned. */
   RemediationFailed: 'RemediationFailed',

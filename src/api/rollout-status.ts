@@ -16,7 +16,12 @@ export type ChangeKind =
   /** Windows itself wants a reboot (a patch, a rename). */
   | 'reboot-pending'
   /** Remediation's reboot rung (src/remediation) asks for a repair reboot. */
-  | 'repair';
+  | 'repair'
+  /**
+   * The pool is replaced by another (spec.replaces): the host is cordoned and drained and the
+   * change ends there, the node left cordoned for removal (no Apply, Reboot or Uncordon).
+   */
+  | 'retire';
 
 /** What a pool wants on each of its hosts. */
 export interface RolloutTarget {
@@ -27,6 +32,8 @@ export interface RolloutTarget {
   rebootRequestedAt?: string;
   /** Remediation's repair reboot request for this host, RFC 3339 (served like a reboot request). */
   repairRequestedAt?: string;
+  /** The pool is being replaced: retire the host (drain it, leave it cordoned), nothing else. */
+  retire?: boolean;
 }
 
 /** A Windows update the agent found, as the Windows Update Agent categorises it. */
@@ -120,4 +127,10 @@ export interface HostRolloutStatus {
    * cordon never gets it lifted. Cleared once the Node no longer carries winfleet's cordon.
    */
   cordoned?: string;
+  /**
+   * The host was retired (its pool is replaced, spec.replaces of another pool): drained and left
+   * cordoned. Kept while the migration goes on; if it stops (blocked, or spec.replaces removed)
+   * the node is uncordoned and this is cleared.
+   */
+  retired?: { at: string; node?: string };
 }

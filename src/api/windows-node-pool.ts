@@ -98,6 +98,14 @@ export interface WindowsNodePoolSpec {
   prePull?: PrePullSpec;
   /** How the pool's hosts may isolate containers besides process isolation. */
   isolation?: IsolationSpec;
+  /**
+   * The name of a WindowsNodePool of the same namespace this pool replaces (a pool-to-pool
+   * migration, issue 35): once every host of this pool is Ready on its build, the old pool's
+   * hosts are cordoned and drained through the old pool's rollout (its maxUnavailable, PDB-aware)
+   * and stay cordoned for removal. It stops, naming the workloads, while one has pods on the old
+   * pool that cannot run on this pool's build. Status: status.migration and the Migrated condition.
+   */
+  replaces?: string;
 }
 
 /**
@@ -213,8 +221,49 @@ export interface WindowsNodePoolStatus {
   unavailableHosts?: number;
   /** Hosts in a change, by name. */
   hostsInProgress?: PoolHostInProgress[];
-  /** Available, Progressing and Degraded. */
+  /** The migration from the pool spec.replaces names, while it names one. */
+  migration?: PoolMigrationStatus;
+  /** Available, Progressing and Degraded (and Migrated with spec.replaces). */
   conditions?: Condition[];
+}
+
+export const migrationPhases = ['Invalid', 'Waiting', 'Migrating', 'Blocked', 'Complete'] as const;
+/**
+ * Invalid: spec.replaces cannot be followed (the message says why); Waiting: this pool's hosts are
+ * not all Ready yet; Migrating: the old pool's hosts are being cordoned and drained; Blocked: a
+ * workload on the old pool cannot run on this pool's build (nothing more is cordoned, the old
+ * pool's hosts are uncordoned); Complete: every host of the old pool is drained and cordoned.
+ */
+export type MigrationPhase = (typeof migrationPhases)[number];
+
+/** A workload a migration cannot move, as status.migration.blockedWorkloads lists it. */
+export interface BlockedWorkload {
+  namespace: string;
+  kind: string;
+  name: string;
+  /** Its container images. */
+  images: string[];
+  /** Why it cannot move (an image with no variant for the build, a pinned build, …). */
+  reasons: string[];
+}
+
+/** WindowsNodePool status.migration: the migration from spec.replaces. */
+export interface PoolMigrationStatus {
+  /** The pool replaced (spec.replaces when this was computed). */
+  replaces: string;
+  phase: MigrationPhase;
+  /** The pool's metadata.generation this was computed for. */
+  observedGeneration?: number;
+  /** The Windows build of this pool's hosts (major.minor.build). */
+  build?: string;
+  /** Hosts of the old pool. */
+  oldHosts: number;
+  /** Of them, drained and left cordoned. */
+  retiredHosts: number;
+  /** Blocked: the workloads that cannot move. */
+  blockedWorkloads?: BlockedWorkload[];
+  /** What is happening, or what to do. */
+  message: string;
 }
 
 export interface WindowsNodePool extends k8s.KubernetesObject {

@@ -295,6 +295,12 @@ function nodeRow(n: k8s.V1Node): OverviewNode {
   };
 }
 
+/** A migration (spec.replaces) shows while it goes on, and as a problem when it stopped. */
+function migratedTone(status: string, reason: string | undefined): Tone {
+  if (status === 'True') return 'ok';
+  return reason === 'MigrationBlocked' || reason === 'InvalidSpec' ? 'bad' : 'warn';
+}
+
 /** A pool's one-line state, from its Degraded and Progressing conditions. */
 function poolState(pool: WindowsNodePool): { state: string; tone: Tone } {
   const conditions = pool.status?.conditions ?? [];
@@ -330,17 +336,19 @@ function poolRow(pool: WindowsNodePool): OverviewPool {
       reason: c.reason ?? '',
       message: c.message ?? '',
       since: isoTime(c.lastTransitionTime),
-      tone: (c.type === 'Degraded'
-        ? c.status === 'True'
-          ? 'bad'
-          : 'ok'
-        : c.type === 'Available'
+      tone: (c.type === 'Migrated'
+        ? migratedTone(c.status, c.reason)
+        : c.type === 'Degraded'
           ? c.status === 'True'
-            ? 'ok'
-            : 'bad'
-          : c.status === 'True'
-            ? 'warn'
-            : 'ok') as Tone,
+            ? 'bad'
+            : 'ok'
+          : c.type === 'Available'
+            ? c.status === 'True'
+              ? 'ok'
+              : 'bad'
+            : c.status === 'True'
+              ? 'warn'
+              : 'ok') as Tone,
     })),
     inProgress: (s.hostsInProgress ?? []).map((h) => ({
       name: h.name,

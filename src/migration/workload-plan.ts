@@ -16,6 +16,7 @@
  * no variant the target runs or something pins it; 'unknown' when an image could not be looked up.
  */
 import type * as k8s from '@kubernetes/client-node';
+import type { ImageFacts } from '../webhook/placement.ts';
 import {
   declaredPodOs,
   gmsaCredentialSpecNames,
@@ -242,4 +243,17 @@ export function windowsWorkloads(
       workloadKinds.indexOf(a.kind) - workloadKinds.indexOf(b.kind) ||
       a.name.localeCompare(b.name),
   );
+}
+
+/** The lookups planWorkload takes, from what the webhook's resolver found of a pod's images. */
+export function lookupsFromFacts(facts: readonly ImageFacts[]): Map<string, ImageLookup> {
+  const lookups = new Map<string, ImageLookup>();
+  for (const f of facts)
+    lookups.set(
+      f.image,
+      f.state === 'resolved'
+        ? { state: 'resolved', windowsVersions: f.windowsVersions }
+        : { state: 'unknown', reason: f.reason ?? 'the registry did not answer' },
+    );
+  return lookups;
 }

@@ -40,6 +40,7 @@ import {
 import { createClusterInfoController } from '../controllers/join-info/cluster-info-controller.ts';
 import { createJoinInfoController } from '../controllers/join-info/join-info-controller.ts';
 import { createPoolController } from '../controllers/pools/pool-controller.ts';
+import { apiMigrationReads } from '../controllers/pools/pool-migration.ts';
 import { createRuntimeClassController } from '../controllers/runtimeclasses/runtime-class-controller.ts';
 import { apiEventLister, createDashboard } from '../dashboard/server.ts';
 import { WinfleetError } from '../errors/catalog.ts';
@@ -415,9 +416,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     clusterNetwork.lastGood(),
   );
   controllers.push(
-    ...createControllers(ctx, caches, loadPayload, options.rolloutClock, () =>
-      clusterNetwork.current(),
-    ),
+    ...createControllers(ctx, caches, loadPayload, options, () => clusterNetwork.current(), images),
   );
   stops.push(() => {
     for (const c of controllers) c.stop();
@@ -641,10 +640,13 @@ function createControllers(
   ctx: OperatorContext,
   caches: Caches,
   loadPayload: (() => Promise<LoadedPayload>) | undefined,
-  rolloutClock: (() => Date) | undefined,
+  { rolloutClock, webhook }: Pick<OperatorOptions, 'rolloutClock' | 'webhook'>,
   network: () => NodeNetworkState,
+  images: ImageResolvers,
 ): Controller[] {
   const { kc, namespace, events, log } = ctx;
+  // Pull secrets only where the in-process webhook reads them (none without it).
+  const pullSecretNamespaces = webhook ? webhook.pullSecretNamespaces : [];
   const { config, nodes, runtimeClasses, csrs, hosts, pools, instances, clusterInfo } = caches;
   // One reader for both: a serving certificate and an annotation are refused the same names.
   const apiServerNames = apiServerNamesReader({
@@ -704,6 +706,12 @@ function createControllers(
       healthMetrics: ctx.healthMetrics,
       ...(payload ? { payload } : {}),
       ...(rolloutClock ? { now: rolloutClock } : {}),
+      // A pool's migration checks the workloads it would move as the webhook places them.
+      migrationReads: apiMigrationReads(
+        kc,
+        podImageResolver(() => images.current(), apiPullSecrets(kc, pullSecretNamespaces)),
+        (name) => runtimeClasses.get(name)?.scheduling?.nodeSelector,
+      ),
     }),
   ];
 }

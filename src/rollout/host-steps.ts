@@ -50,6 +50,11 @@
  * new one, or is uncordoned when nothing is left to do; in Apply it applies the new one; in
  * WaitReady it goes back to Apply; a Reboot in flight is finished first and Uncordon goes on.
  * A change reboots at most once: a reboot still wanted after it is the next change's.
+ *
+ * Retirement (the pool is replaced, spec.replaces of another pool): the target is `retire` and
+ * nothing else; the change is Cordon → Drain and ends there, recorded as status.rollout.retired,
+ * the node left cordoned (no Apply, Reboot or Uncordon). While the target says retire the host
+ * stays so; once it no longer does (the migration stopped) the host is uncordoned first.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { ConditionReason, EventReason } from '../api/reasons.ts';
@@ -172,7 +177,8 @@ function sameTarget(a: RolloutTarget, b: RolloutTarget): boolean {
     a.servicesVersion === b.servicesVersion &&
     a.patchPolicy === b.patchPolicy &&
     a.rebootRequestedAt === b.rebootRequestedAt &&
-    a.repairRequestedAt === b.repairRequestedAt
+    a.repairRequestedAt === b.repairRequestedAt &&
+    (a.retire ?? false) === (b.retire ?? false)
   );
 }
 
@@ -192,6 +198,7 @@ export function describeChange(target: RolloutTarget, changes: readonly ChangeKi
     parts.push(`${target.patchPolicy === 'All' ? 'all' : 'Security'} updates`);
   if (changesNeedReboot(changes))
     parts.push(changes.includes('repair') ? 'a repair reboot' : 'a reboot');
+  if (changes.includes('retire')) parts.push('retirement (drained, then left cordoned)');
   return parts.join(', ') || 'nothing';
 }
 
@@ -325,6 +332,7 @@ interface StepContext {
   lastRebootAt: HostRolloutStatus['lastRebootAt'];
   lastChange: HostRolloutStatus['lastChange'];
   setAside: HostRolloutStatus['setAside'];
+  retired: HostRolloutStatus['retired'];
 }
 
 /** A step's outcome: go on with the (moved) change, or stop with this result. */
@@ -360,10 +368,19 @@ export function advanceHost(input: StepInput): StepResult {
 /** Builds the context: the recorded reboot in the facts, the retry, and set-asides it clears. */
 function stepContext(input: StepInput): StepContext {
   const { status } = input;
-  // What winfleet recorded about the last reboot is the truth about it, whatever the caller read.
-  const observed: HostObservation = status.lastRebootAt
-    ? { ...input.observed, facts: { ...input.observed.facts, lastRebootAt: status.lastRebootAt } }
-    : input.observed;
+  // What winfleet recorded about the last reboot (and a retirement) is the truth about it,
+  // whatever the caller read.
+  const observed: HostObservation =
+    status.lastRebootAt || status.retired
+      ? {
+          ...input.observed,
+          facts: {
+            ...input.observed.facts,
+            ...(status.lastRebootAt ? { lastRebootAt: status.lastRebootAt } : {}),
+            ...(status.retired ? { retired: true } : {}),
+          },
+        }
+      : input.observed;
   // A retry is a value not acted on before; acted on, it is recorded (and used up even when
   // nothing had stopped), and forgotten once the annotation is gone.
   const retryValue = observed.retryAnnotation;
@@ -382,6 +399,7 @@ function stepContext(input: StepInput): StepContext {
     lastRebootAt: status.lastRebootAt,
     lastChange: status.lastChange,
     setAside: status.setAside,
+    retired: status.retired,
   };
   clearSetAside(ctx);
   return ctx;
@@ -421,7 +439,7 @@ function enterStep(c: HostChange, step: RolloutStep, now: Date): HostChange {
 
 /** The result: the record (the same object when unchanged), the action and the deadline. */
 function stepResult(ctx: StepContext, action: StepAction, c: HostChange | undefined): StepResult {
-  const { input, observed, lastRebootAt, retryHandled, lastChange, setAside } = ctx;
+  const { input, observed, lastRebootAt, retryHandled, lastChange, setAside, retired } = ctx;
   const { status } = input;
   // The record of winfleet's own cordon: set with the cordon, kept while the Node shows it.
   const cordoned =
@@ -437,6 +455,7 @@ function stepResult(ctx: StepContext, action: StepAction, c: HostChange | undefi
     ...(cordoned ? { cordoned } : {}),
     ...(lastChange ? { lastChange } : {}),
     ...(setAside ? { setAside } : {}),
+    ...(retired ? { retired } : {}),
   };
   const deadline = c && !c.failure ? deadlineOf(c, input.timeouts, observed) : undefined;
   return {
@@ -448,8 +467,21 @@ function stepResult(ctx: StepContext, action: StepAction, c: HostChange | undefi
   };
 }
 
-/** Out of any change, a cordon of winfleet's is a lost operator's (or a set-aside change's): undo it. */
+/**
+ * Out of any change, a cordon of winfleet's is a lost operator's (or a set-aside change's): undo
+ * it — except on a retired host while its pool is still being replaced, which stays cordoned.
+ * A retirement the pool no longer wants (the migration stopped) ends here: uncordoned.
+ */
 function idle(ctx: StepContext): StepResult {
+  if (ctx.retired && ctx.input.target.retire) return stepResult(ctx, { kind: 'none' }, undefined);
+  if (ctx.retired) {
+    ctx.events.push({
+      type: 'Normal',
+      reason: EventReason.RolloutFinished,
+      message: `${ctx.input.host} is no longer retired (its pool is not being replaced now): Node ${ctx.observed.node?.name ?? '(gone)'} is uncordoned`,
+    });
+    ctx.retired = undefined;
+  }
   return stepResult(
     ctx,
     ctx.observed.node?.cordonedByWinfleet ? { kind: 'uncordon' } : { kind: 'none' },
@@ -496,7 +528,13 @@ function startChange(ctx: StepContext): StepOutcome {
   const { input, observed } = ctx;
   const { now } = input;
   if (ctx.setAside) return { done: idle(ctx) };
-  const pending = pendingChanges(input.target, observed.facts, now);
+  // A retirement the pool no longer wants is undone (uncordoned) before anything else starts.
+  if (ctx.retired && !input.target.retire) return { done: idle(ctx) };
+  const pending = pendingChanges(
+    input.target,
+    { ...observed.facts, retired: ctx.retired !== undefined },
+    now,
+  );
   if (rebootPendingPersists({ ...input.status, lastChange: ctx.lastChange }, pending)) {
     asideRebootPending(ctx);
     return { done: idle(ctx) };
@@ -588,10 +626,25 @@ function cordonStep(ctx: StepContext, change: HostChange, met: boolean): StepOut
   return { next: enterStep(change, 'Drain', ctx.input.now) };
 }
 
-/** Drain: evict until drained, then Apply. */
+/** Drain: evict until drained, then Apply; a retirement ends here, the node left cordoned. */
 function drainStep(ctx: StepContext, change: HostChange, met: boolean): StepOutcome {
   if (!met) return { done: stepResult(ctx, { kind: 'drain' }, change) };
+  if (change.changes.includes('retire')) return { done: retireEnd(ctx) };
   return { next: enterStep(change, 'Apply', ctx.input.now) };
+}
+
+/** The end of a retirement: recorded, the node left cordoned for the admin to remove. */
+function retireEnd(ctx: StepContext): StepResult {
+  const { input, observed } = ctx;
+  const at = apiTime(input.now);
+  ctx.retired = { at, ...(observed.node ? { node: observed.node.name } : {}) };
+  ctx.lastChange = { endedAt: at };
+  ctx.events.push({
+    type: 'Normal',
+    reason: EventReason.RolloutFinished,
+    message: `Node ${observed.node?.name ?? '(gone)'} is drained and stays cordoned: its pool is replaced (spec.replaces of another pool); remove the host when the migration is complete`,
+  });
+  return stepResult(ctx, { kind: 'none' }, undefined);
 }
 
 /** Apply: set the target until the agent runs it, then Reboot (when needed) or WaitReady. */

@@ -30,6 +30,8 @@ export interface HostFacts {
   lastRebootAt?: string;
   /** The WindowsHost's creationTimestamp: requests older than the host do not reboot it. */
   createdAt?: string;
+  /** The host was retired (status.rollout.retired): drained and left cordoned. */
+  retired?: boolean;
 }
 
 /** The WUA categories the Security policy installs. */
@@ -102,6 +104,8 @@ export function rebootRequestPending(
  * @package
  */
 export function pendingChanges(target: RolloutTarget, facts: HostFacts, now: Date): ChangeKind[] {
+  // A pool being replaced only retires its hosts: nothing else is worth a disruption now.
+  if (target.retire) return facts.retired ? [] : ['retire'];
   const changes: ChangeKind[] = [];
   if (target.servicesVersion !== undefined && facts.servicesVersion !== target.servicesVersion) {
     changes.push('services');

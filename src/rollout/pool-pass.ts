@@ -51,6 +51,11 @@ export interface PoolPassInput {
   /** The (oldest) API server's gitVersion, e.g. "v1.36.5". */
   apiServerVersion: string;
   now: Date;
+  /**
+   * Another pool replaces this one and its migration says go (spec.replaces): every host's
+   * target is retirement (drained, left cordoned) and nothing else.
+   */
+  retire?: boolean;
 }
 
 /** @package */
@@ -129,6 +134,11 @@ function hostTargets(
     // for the pool cannot be applied to a host that does not answer, and would stop the change
     // at Apply. They follow in a change of their own once the host is back (a host that comes
     // back mid-repair takes them in the same change: its target is the pool's again).
+    if (input.retire) {
+      const target: RolloutTarget = { patchPolicy: 'None', retire: true };
+      targets.set(h.key, target);
+      return view(h, target, now);
+    }
     const onlyRepair = repairOnly(h);
     const keep = onlyRepair ? h.observed.facts.servicesVersion : servicesVersion;
     const target: RolloutTarget = {
@@ -225,9 +235,11 @@ function repairOnly(h: PoolPassHost): boolean {
 
 function view(h: PoolPassHost, target: RolloutTarget, now: Date): PlannerHost {
   const current = h.status.current;
-  const facts = h.status.lastRebootAt
-    ? { ...h.observed.facts, lastRebootAt: h.status.lastRebootAt }
-    : h.observed.facts;
+  const facts = {
+    ...h.observed.facts,
+    ...(h.status.lastRebootAt ? { lastRebootAt: h.status.lastRebootAt } : {}),
+    ...(h.status.retired ? { retired: true } : {}),
+  };
   const changes = h.joining ? [] : pendingChanges(target, facts, now);
   const ended = h.status.lastChange?.endedAt;
   return {

@@ -141,16 +141,21 @@ test('cluster-wide rules are limited to what has no namespace or spans all of th
     'certificatesigningrequests/approval',
     'clusterrolebindings',
     'configmaps',
+    'cronjobs',
     'daemonsets',
+    'deployments',
     'installations',
+    'jobs',
     'mutatingwebhookconfigurations',
     'namespaces',
     'networks',
     'nodes',
     'pods',
     'pods/eviction',
+    'replicasets',
     'runtimeclasses',
     'signers',
+    'statefulsets',
     'subjectaccessreviews',
     'validatingwebhookconfigurations',
   ]);
@@ -163,6 +168,15 @@ test('cluster-wide rules are limited to what has no namespace or spans all of th
   assert.deepEqual(signers?.rule.verbs, ['approve']);
   const pods = grants(await render()).find((g) => g.rule.resources?.includes('pods'));
   assert.deepEqual(pods?.rule.verbs, ['list'], 'pods are listed to drain, never created');
+  // A pool migration reads workloads by name (their pods' owners), and writes none.
+  for (const resource of ['replicasets', 'deployments', 'statefulsets', 'jobs', 'cronjobs'])
+    assert.deepEqual(
+      grants(await render())
+        .filter((g) => g.rule.resources?.includes(resource))
+        .map((g) => g.rule.verbs),
+      [['get']],
+      resource,
+    );
 });
 
 test('roles and rolebindings: only the node-manifests and join-info pairs, by name, in the release namespace', async () => {

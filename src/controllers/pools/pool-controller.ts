@@ -44,6 +44,7 @@ import type { HealthMetrics } from '../../remediation/health-metrics.ts';
 import { defaultPoolKey } from '../../rollout/pool-membership.ts';
 import { copyReport, dropLevels, patchNode, takeAction, writeHostRecord } from './pool-actions.ts';
 import { type PoolIndex, poolIndex } from './pool-index.ts';
+import type { MigrationReads } from './pool-migration.ts';
 import {
   newPoolMemory,
   type PoolMemory,
@@ -69,6 +70,8 @@ export interface PoolControllerDeps {
   /** The API server's gitVersion; default: asked of the API server (cached 5 minutes). */
   apiServerVersion?: () => Promise<string>;
   now?: () => Date;
+  /** What a pool with spec.replaces reads of workloads; absent: such a migration is blocked. */
+  migrationReads?: MigrationReads;
 }
 
 /** The pass's writes bound to the API server behind `kc` (pool-actions.ts does each). */
@@ -121,6 +124,7 @@ export function poolReconcileState(
     ...(deps.payload ? { payload: deps.payload } : {}),
     apiServerVersion: deps.apiServerVersion ?? cachedApiServerVersion(deps.kc),
     ...(deps.healthMetrics ? { healthMetrics: deps.healthMetrics } : {}),
+    ...(deps.migrationReads ? { migrationReads: deps.migrationReads } : {}),
   };
 }
 
@@ -183,6 +187,12 @@ function watchPools(
     .on('update', (pool, old) => {
       // Our own status writes need no pass; a spec change (generation) may move hosts.
       if (pool.metadata.generation !== old.metadata.generation) everything();
+      // A migration's new state is the replaced pool's signal to retire its hosts, or stop.
+      else if (!isDeepStrictEqual(pool.status?.migration, old.status?.migration)) {
+        for (const replaced of new Set([pool.spec?.replaces, old.spec?.replaces]))
+          if (typeof replaced === 'string')
+            controller.enqueue(`${pool.metadata.namespace ?? ''}/${replaced}`);
+      }
     });
 }
 

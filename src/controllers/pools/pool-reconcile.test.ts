@@ -280,3 +280,179 @@ test('a pool gone does nothing; the default pool writes no pool status', async (
   assert.equal(of(calls, 'writeHostRecord').length, 1, 'the default pool rolls its host too');
   assert.deepEqual(of(calls, 'writePoolStatus'), []);
 });
+
+/** A pool of namespace `namespace` that replaces `replaces`, with a status that says go. */
+function replacer(
+  namespace: string,
+  name: string,
+  replaces: string,
+  phase: 'Migrating' | 'Blocked' = 'Migrating',
+): WindowsNodePool {
+  return {
+    apiVersion: windowsNodePoolResource.apiVersion,
+    kind: 'WindowsNodePool',
+    metadata: { name, namespace, generation: 1 },
+    spec: { selector: { matchLabels: { pool: name } }, replaces },
+    status: {
+      migration: {
+        replaces,
+        phase,
+        observedGeneration: 1,
+        oldHosts: 2,
+        retiredHosts: 0,
+        message: '',
+      },
+    },
+  } as WindowsNodePool;
+}
+
+test('attacker: a pool in another namespace that "replaces" web never gets web’s hosts cordoned', async () => {
+  // tenant-a may write WindowsNodePools (even their status, as if the operator had) in its own
+  // namespace only; web and its hosts are in win.
+  const hosts = ['a', 'b'].map((n) => joinedHost(n));
+  const old = webPool({ maxUnavailable: 1 });
+  const evil = replacer('tenant-a', 'evil', 'web');
+  const { state, calls } = world(
+    [old, evil],
+    hosts,
+    hosts.map((h) => nodeOf(h)),
+  );
+  await reconcilePool(state, 'win/web');
+  const started = of(calls, 'writeHostRecord').map(
+    ([, , r]) => (r as HostRecord).rollout?.current?.target,
+  );
+  assert.ok(
+    started.every((target) => target?.retire !== true),
+    'no host of win/web is retired for a pool of tenant-a',
+  );
+  // Its own pass reports the field and leads nowhere.
+  calls.length = 0;
+  await reconcilePool(state, 'tenant-a/evil');
+  const [, , status] = of(calls, 'writePoolStatus')[0]!;
+  const migration = (status as WindowsNodePoolStatus).migration!;
+  assert.equal(migration.phase, 'Invalid');
+  assert.match(migration.message, /^spec\.replaces: no WindowsNodePool web in namespace tenant-a/);
+  assert.equal(migration.oldHosts, 0);
+});
+
+test('a pool replaced by one of its namespace retires its hosts, maxUnavailable at a time', async () => {
+  const hosts = ['a', 'b'].map((n) => joinedHost(n));
+  const { state, calls } = world(
+    [webPool({ maxUnavailable: 1 }), replacer('win', 'web2022', 'web')],
+    hosts,
+    hosts.map((h) => nodeOf(h)),
+  );
+  await reconcilePool(state, 'win/web');
+  const records = of(calls, 'writeHostRecord');
+  assert.equal(records.length, 1, 'one host at a time');
+  const current = (records[0]![2] as HostRecord).rollout?.current;
+  assert.deepEqual(current?.changes, ['retire']);
+  assert.deepEqual(current?.target, { patchPolicy: 'None', retire: true });
+  assert.ok(of(calls, 'takeAction').some(([, , a]) => a === 'cordon'));
+});
+
+test('the new pool blocks on a workload that cannot move, naming it; the old pool then uncordons', async () => {
+  const oldHost = joinedHost('old-1', {
+    retired: { at: '2026-06-07T00:00:00Z', node: 'old-1' },
+    cordoned: 'old-1',
+  });
+  const newHost = {
+    ...joinedHost('new-1'),
+    metadata: { ...joinedHost('new-1').metadata, labels: { pool: 'web2022' } },
+  } as WindowsHost;
+  const oldNode = syntheticNode('old-1', {
+    build: '10.0.17763',
+    unschedulable: true,
+    annotations: {
+      [hostAnnotation]: hostIdentity(oldHost),
+      [servicesVersionAnnotation]: 'v1',
+      [cordonedByAnnotation]: cordonedByValues.rollout,
+    },
+  });
+  const newPool = {
+    ...replacer('win', 'web2022', 'web'),
+    status: {},
+  } as WindowsNodePool;
+  const { state, calls } = world(
+    [webPool({ maxUnavailable: 1 }), newPool],
+    [oldHost, newHost],
+    [oldNode, nodeOf(newHost)],
+  );
+  const asked: string[][] = [];
+  state.migrationReads = {
+    async workloadsOnNodes(names) {
+      asked.push([...names]);
+      return [
+        {
+          kind: 'Deployment',
+          namespace: 'apps',
+          name: 'legacy',
+          pod: { spec: { containers: [{ name: 'c', image: 'servercore:ltsc2019' }] } },
+        },
+      ];
+    },
+    async planWorkload(workload, target) {
+      assert.equal(target.build, '10.0.20348');
+      return {
+        kind: workload.kind,
+        namespace: workload.namespace,
+        name: workload.name,
+        verdict: 'blocked',
+        images: [
+          {
+            container: 'spec.containers[0]',
+            image: 'servercore:ltsc2019',
+            verdict: 'none',
+            variants: ['10.0.17763.6054'],
+          },
+        ],
+        blockers: [
+          'spec.containers[0] image servercore:ltsc2019 is for 10.0.17763.6054, newer than 2022',
+        ],
+        notes: [],
+      };
+    },
+  };
+  await reconcilePool(state, 'win/web2022');
+  assert.deepEqual(asked, [], 'a retired host’s node is drained already: not asked');
+  const [, , status] = of(calls, 'writePoolStatus')[0]!;
+  const written = status as WindowsNodePoolStatus;
+  // Every old host is retired: the migration is complete, nothing to check.
+  assert.equal(written.migration?.phase, 'Complete');
+
+  // The old host un-retired (the cache as a blocked migration leaves it): the gate asks.
+  const fresh = joinedHost('old-1');
+  const again = world(
+    [webPool({ maxUnavailable: 1 }), newPool],
+    [fresh, newHost],
+    [
+      // Its Node is a 2019 one.
+      syntheticNode('old-1', {
+        build: '10.0.17763',
+        annotations: { [hostAnnotation]: hostIdentity(fresh), [servicesVersionAnnotation]: 'v1' },
+      }),
+      nodeOf(newHost),
+    ],
+  );
+  again.state.migrationReads = state.migrationReads;
+  await reconcilePool(again.state, 'win/web2022');
+  assert.deepEqual(asked, [['old-1']]);
+  const blocked = (of(again.calls, 'writePoolStatus')[0]![2] as WindowsNodePoolStatus).migration!;
+  assert.equal(blocked.phase, 'Blocked');
+  assert.deepEqual(
+    blocked.blockedWorkloads?.map((w) => `${w.namespace}/${w.kind}/${w.name}`),
+    ['apps/Deployment/legacy'],
+  );
+  const condition = (
+    of(again.calls, 'writePoolStatus')[0]![2] as WindowsNodePoolStatus
+  ).conditions?.find((c) => c.type === 'Migrated');
+  assert.equal(condition?.reason, 'MigrationBlocked');
+
+  // The old pool, its replacer Blocked: a host retired before is uncordoned.
+  const blockedPool = replacer('win', 'web2022', 'web', 'Blocked');
+  const old = world([webPool({ maxUnavailable: 1 }), blockedPool], [oldHost], [oldNode]);
+  await reconcilePool(old.state, 'win/web');
+  assert.ok(of(old.calls, 'takeAction').some(([, h, a]) => h === 'old-1' && a === 'uncordon'));
+  const record = of(old.calls, 'writeHostRecord')[0]![2] as HostRecord;
+  assert.equal(record.rollout?.retired, undefined);
+});

@@ -8,7 +8,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type * as k8s from '@kubernetes/client-node';
-import { EventReason } from '../../api/reasons.ts';
+import { EventReason, PoolConditionType } from '../../api/reasons.ts';
 import type { HostWindowsUpdates, WindowsHost } from '../../api/windows-host.ts';
 import {
   retryRolloutAnnotation,
@@ -33,10 +33,12 @@ import {
 } from '../../remediation/index.ts';
 import type { StepAction, StepResult } from '../../rollout/host-steps.ts';
 import { defaultPoolKey } from '../../rollout/pool-membership.ts';
+import { type MigrationGate, retiringBy } from '../../rollout/pool-migration.ts';
 import { poolPass } from '../../rollout/pool-pass.ts';
 import { checkPoolSpec, defaultPoolPolicy } from '../../rollout/pool-spec.ts';
 import type { DrainOutcome, HostRecord } from './pool-actions.ts';
 import type { PoolIndex } from './pool-index.ts';
+import { type MigrationReads, poolMigration } from './pool-migration.ts';
 import { healthHost, mergeHealthDegraded, remediationNodePatch } from './pool-remediation.ts';
 
 /** The payload the operator runs, as the rollout needs it. */
@@ -87,7 +89,7 @@ export interface PoolWrites {
 
 /** The explicit state a pass runs over. */
 export interface PoolReconcileState {
-  pools: Pick<Informer<WindowsNodePool>, 'get'>;
+  pools: Pick<Informer<WindowsNodePool>, 'get' | 'list'>;
   hosts: Pick<Informer<WindowsHost>, 'get'>;
   nodes: Informer<k8s.V1Node>;
   /** Which pool each host is in (pool-index.ts). */
@@ -101,6 +103,8 @@ export interface PoolReconcileState {
   payload?: () => Promise<PoolPayload>;
   apiServerVersion: () => Promise<string>;
   healthMetrics?: HealthMetrics;
+  /** What a pool with spec.replaces reads of workloads (pool-migration.ts); absent: none. */
+  migrationReads?: MigrationReads;
 }
 
 /** A member host as the pass sees it, with its poolPass input. */
@@ -264,6 +268,7 @@ async function poolRollout(
   pool: WindowsNodePool | undefined,
   hosts: readonly PassMember[],
   healthResult: ReturnType<typeof healthPass>,
+  retire: boolean,
 ): Promise<ReturnType<typeof poolPass>> {
   const { policy, problems } = pool
     ? checkPoolSpec(pool.spec)
@@ -281,6 +286,7 @@ async function poolRollout(
     ...(payload ? { payload } : {}),
     apiServerVersion: payload ? await state.apiServerVersion() : '',
     now: state.now(),
+    ...(retire ? { retire } : {}),
   });
 }
 
@@ -353,13 +359,37 @@ export async function writePoolStatus(
   state: PoolReconcileState,
   pool: WindowsNodePool,
   computed: ReturnType<typeof poolPass>['status'],
+  migration?: MigrationGate,
 ): Promise<void> {
   const at = state.now();
-  let conditions = pool.status?.conditions;
-  for (const c of computed.conditions) conditions = setCondition(conditions, c, at);
-  const next: WindowsNodePoolStatus = { ...computed, conditions };
+  // Migrated only while spec.replaces is set (a merge patch writes the whole list).
+  let conditions = migration
+    ? pool.status?.conditions
+    : pool.status?.conditions?.filter((c) => c.type !== PoolConditionType.Migrated);
+  const inputs = migration
+    ? [
+        ...computed.conditions,
+        {
+          ...migration.condition,
+          ...(computed.observedGeneration !== undefined
+            ? { observedGeneration: computed.observedGeneration }
+            : {}),
+        },
+      ]
+    : computed.conditions;
+  for (const c of inputs) conditions = setCondition(conditions, c, at);
+  const next: WindowsNodePoolStatus = {
+    ...computed,
+    ...(migration ? { migration: migration.status } : {}),
+    conditions,
+  };
   if (isDeepStrictEqual(next, pool.status ?? {})) return;
-  await state.writes.writePoolStatus(pool, next);
+  // A migration that is over (spec.replaces removed) leaves no status.migration behind.
+  const body =
+    !migration && pool.status?.migration
+      ? ({ ...next, migration: null } as unknown as WindowsNodePoolStatus)
+      : next;
+  await state.writes.writePoolStatus(pool, body);
 }
 
 /** The pool's outcome: metrics, then its status (or the default pool's Events). */
@@ -371,6 +401,7 @@ async function publishPool(
   result: ReturnType<typeof poolPass>,
   healthResult: ReturnType<typeof healthPass>,
   recorded: readonly string[],
+  migration: MigrationGate | undefined,
 ): Promise<void> {
   // The counters count only the rungs whose ending was recorded (a pass whose write failed
   // finds the same ending again).
@@ -386,7 +417,7 @@ async function publishPool(
   };
   if (pool) {
     for (const e of healthResult.poolEvents) tell(state, pool, e.reason, e.message, e.type);
-    await writePoolStatus(state, pool, status);
+    await writePoolStatus(state, pool, status, migration);
   } else {
     reportDefaultPool(
       state,
@@ -409,6 +440,45 @@ function nextPassMs(
   return Math.min(due ?? Infinity, inChange ? inChangeRecheckMs : Infinity);
 }
 
+/** How often a stopped migration (Blocked, Invalid) is checked again: workloads are not watched. */
+export const stoppedMigrationRecheckMs = 10_000;
+
+/**
+ * When a migration is looked at again: every few seconds while it waits or goes on (the other
+ * pool's hosts are not watched from here), less often while it is stopped, never once complete.
+ */
+function migrationRecheck(
+  state: PoolReconcileState,
+  migration: MigrationGate | undefined,
+): Date | undefined {
+  const phase = migration?.status.phase;
+  if (phase === undefined || phase === 'Complete') return undefined;
+  const ms =
+    phase === 'Blocked' || phase === 'Invalid' ? stoppedMigrationRecheckMs : inChangeRecheckMs;
+  return new Date(state.now().getTime() + ms);
+}
+
+function hasReplaces(pool: WindowsNodePool): boolean {
+  return pool.spec?.replaces !== undefined && pool.spec.replaces !== null;
+}
+
+/** The migration of a pool with spec.replaces, over the caches (pool-migration.ts). */
+function migrationOf(state: PoolReconcileState, pool: WindowsNodePool): Promise<MigrationGate> {
+  return poolMigration(
+    {
+      pools: state.pools,
+      nodes: state.nodes,
+      hostsOf: (poolKey) =>
+        state.membership.members(poolKey).hosts.flatMap((hostKey) => {
+          const host = hostView(state, hostKey);
+          return host ? [host] : [];
+        }),
+      ...(state.migrationReads ? { reads: state.migrationReads } : {}),
+    },
+    pool,
+  );
+}
+
 /** One pass over the pool `key` (a "namespace/name", or defaultPoolKey). */
 export async function reconcilePool(
   state: PoolReconcileState,
@@ -418,11 +488,18 @@ export async function reconcilePool(
   if (key !== defaultPoolKey && !pool) return undefined;
   const hosts = passMembers(state, key);
   const healthResult = poolHealth(state, key, pool, hosts);
-  const result = await poolRollout(state, pool, hosts, healthResult);
+  // Another pool replaces this one and its migration says go: retire the hosts.
+  const retire = pool ? retiringBy(pool, state.pools.list()) !== undefined : false;
+  const result = await poolRollout(state, pool, hosts, healthResult, retire);
   const done = await doHosts(state, key, hosts, result, healthResult);
   if (done === 'conflict') return { requeueAfterMs: 500 };
-  await publishPool(state, key, pool, hosts, result, healthResult, done.recorded);
-  const soonest = nextPassMs(state, [result.recheckAt, healthResult.recheckAt], done.inChange);
+  const migration = pool && hasReplaces(pool) ? await migrationOf(state, pool) : undefined;
+  await publishPool(state, key, pool, hosts, result, healthResult, done.recorded, migration);
+  const soonest = nextPassMs(
+    state,
+    [result.recheckAt, healthResult.recheckAt, migrationRecheck(state, migration)],
+    done.inChange,
+  );
   state.log.debug('pool pass done', { pool: key, requeueMs: soonest });
   if (done.firstError !== undefined) throw done.firstError;
   return Number.isFinite(soonest) ? { requeueAfterMs: Math.max(soonest, 100) } : undefined;
