@@ -23,6 +23,7 @@ import { hostsByNode } from '../../fleet/host-indexes.ts';
 import { patchHostMetadata } from '../../fleet/host-status.ts';
 import { claimedNodeName } from '../../fleet/node-claims.ts';
 import { cachedApiServerVersion } from '../../kube/api-server-version.ts';
+import { hyperVIsolationLabel } from '../../windows/isolation.ts';
 import { hostsNamingAdSecret } from './active-directory-join.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 import { type PassResult, reconcileJoin } from './host-join.ts';
@@ -165,8 +166,9 @@ function watchHosts(hosts: Informer<WindowsHost>, enqueueKey: (key: string) => v
 }
 
 /**
- * Pool events that change spec.prePull: the hosts of the pool's namespace, whose Nodes get the
- * new list (or lose it) now, not at their next recheck (pre-pull-node.ts).
+ * Pool events that change what a pool puts on its Nodes (spec.prePull, spec.isolation, or which
+ * hosts it selects): the hosts of the pool's namespace, whose Nodes get the new list or Hyper-V
+ * label (or lose it) now, not at their next recheck (pre-pull-node.ts, pool-isolation.ts).
  */
 function watchPrePull(
   pools: Informer<WindowsNodePool>,
@@ -177,15 +179,19 @@ function watchPrePull(
     for (const host of hosts.list())
       if (host.metadata.namespace === pool.metadata.namespace) enqueueKey(objectKey(host));
   };
+  const nodeSettings = (pool: WindowsNodePool) =>
+    JSON.stringify([pool.spec?.prePull, pool.spec?.isolation, pool.spec?.selector]);
+  const putsAnything = (pool: WindowsNodePool) =>
+    Boolean(pool.spec?.prePull) || pool.spec?.isolation?.hyperV === true;
   pools
     .on('add', (pool) => {
-      if (pool.spec?.prePull) hostsOf(pool);
+      if (putsAnything(pool)) hostsOf(pool);
     })
     .on('delete', (pool) => {
-      if (pool.spec?.prePull) hostsOf(pool);
+      if (putsAnything(pool)) hostsOf(pool);
     })
     .on('update', (pool, old) => {
-      if (JSON.stringify(pool.spec?.prePull) !== JSON.stringify(old.spec?.prePull)) hostsOf(pool);
+      if (nodeSettings(pool) !== nodeSettings(old)) hostsOf(pool);
     });
 }
 
@@ -213,9 +219,12 @@ function watchNodes(
       // The agent's pre-pull ended: its taint goes (pre-pull-node.ts).
       const prePulled = (n: k8s.V1Node) =>
         n.status?.conditions?.find((c) => c.type === prePullConditionType)?.reason;
+      // The Hyper-V label is the pool's to decide: one the kubelet set goes at once.
+      const hyperV = (n: k8s.V1Node) => n.metadata?.labels?.[hyperVIsolationLabel];
       if (
         ready(node) !== ready(old) ||
         prePulled(node) !== prePulled(old) ||
+        hyperV(node) !== hyperV(old) ||
         JSON.stringify(node.metadata?.annotations) !== JSON.stringify(old.metadata?.annotations)
       ) {
         hostOfNode(node);

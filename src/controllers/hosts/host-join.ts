@@ -122,7 +122,7 @@ async function joinPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
       EventReason.RemediationRebootstrap,
       `Remediation asked at ${repair} to configure the host again: running the agent bootstrap over SSH`,
     );
-  } else if (node && isUpToDate(host, hs, node, version)) {
+  } else if (node && isUpToDate(ctx, host, hs, node, version)) {
     return keepJoined(ctx, host, hs, node, version);
   } else if (node && !nodeIsReady(node) && (timing.leaveToAgent || leftToRemediation(host))) {
     return waitForNodeReady(hs, node);
@@ -280,14 +280,27 @@ export function joinTiming(
   };
 }
 
-function isUpToDate(host: WindowsHost, hs: HostStatus, node: k8s.V1Node, version: string): boolean {
+/**
+ * A joined host with nothing left to do: its Node Ready with the wanted version, this host's
+ * identity and the Hyper-V label its pool decides (a pool that opted in or out after the join,
+ * or a label the kubelet set itself, takes the pass to annotateNode, which corrects it).
+ * @package
+ */
+export function isUpToDate(
+  ctx: Pick<JoinContext, 'pools'>,
+  host: WindowsHost,
+  hs: HostStatus,
+  node: k8s.V1Node,
+  version: string,
+): boolean {
   const annotations = node.metadata?.annotations ?? {};
   return (
     nodeIsReady(node) &&
     annotations[servicesVersionAnnotation] === version &&
     annotations[desiredServicesVersionAnnotation] === version &&
     annotations[hostAnnotation] === hostIdentity(host) &&
-    Boolean(hs.status.hostKeyFingerprint)
+    Boolean(hs.status.hostKeyFingerprint) &&
+    hyperVLabelPatch(ctx.pools?.list() ?? [], host, node.metadata?.labels) === undefined
   );
 }
 

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type * as k8s from '@kubernetes/client-node';
+import {
+  desiredServicesVersionAnnotation,
+  hostAnnotation,
+  hostIdentity,
+  servicesVersionAnnotation,
+} from '../../api/node-annotations.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
+import { HostStatus } from '../../fleet/host-status.ts';
+import { isUpToDate } from './host-join.ts';
 import { hyperVLabelPatch, poolAllowsHyperV, withPoolIsolation } from './pool-isolation.ts';
 
 const ns = 'hyperv';
@@ -58,4 +67,39 @@ test('after the join: the Node label follows the pool, whatever the kubelet set'
     'winfleet.io/hyperv-isolation': null,
   });
   assert.equal(hyperVLabelPatch(off, host, {}), undefined);
+});
+
+// Attacker: a kubelet (or a `patch nodes` principal) sets the Hyper-V label on a joined node
+// whose pool never opted in, to draw Hyper-V pods to it; or a pool opts in after its hosts
+// joined. Before the fix a joined, up-to-date SSH host's pass stopped at keepJoined and never
+// reached the label patch, so the Node kept whatever label it had.
+test('a joined, up-to-date SSH host is not up to date while its Hyper-V label differs from its pool', () => {
+  const joined: WindowsHost = { ...host, status: { hostKeyFingerprint: 'SHA256:x' } };
+  const hs = new HostStatus(joined);
+  const node = (labels: Record<string, string>): k8s.V1Node => ({
+    metadata: {
+      name: 'a',
+      labels,
+      annotations: {
+        [servicesVersionAnnotation]: 'v1',
+        [desiredServicesVersionAnnotation]: 'v1',
+        [hostAnnotation]: hostIdentity(joined),
+      },
+    },
+    status: { conditions: [{ type: 'Ready', status: 'True' }] },
+  });
+  const pools = (list: WindowsNodePool[]) => ({ pools: { list: () => list } }) as never;
+  const label = { 'winfleet.io/hyperv-isolation': 'true' };
+  assert.equal(isUpToDate(pools([pool('p2022', false)]), joined, hs, node({}), 'v1'), true);
+  assert.equal(isUpToDate(pools([pool('p2022', true)]), joined, hs, node(label), 'v1'), true);
+  assert.equal(
+    isUpToDate(pools([pool('p2022', false)]), joined, hs, node(label), 'v1'),
+    false,
+    'a label the pool did not give',
+  );
+  assert.equal(
+    isUpToDate(pools([pool('p2022', true)]), joined, hs, node({}), 'v1'),
+    false,
+    'a pool that opted in after the join',
+  );
 });
