@@ -187,3 +187,19 @@ test('a user-data host runs no SSH server: connections are refused', async (t) =
   assert.equal(refused, 'ECONNREFUSED');
   assert.equal((await host!.userData.done).exitCode, 1);
 });
+
+test("a pre-pulling pool's script is recognised and runs the agent join with its flag", async (t) => {
+  const served = await agentServer(t);
+  const machine = await createTestMachine(t, {
+    userData: renderJoinScript('powershell', { ...values(served.url), prePullTaint: true }),
+    joinTuning: fastJoin,
+  });
+  const result = await machine.userData!.done;
+  assert.equal(result.format, 'powershell', result.output);
+  // The agent took the flag (an unknown one exits 2 before discovery) and reached discovery.
+  assert.match(
+    result.output,
+    /winfleet-agent join: reading cluster-info from https:\/\/127\.0\.0\.1:1/,
+  );
+  assert.equal(served.downloads(), 1);
+});

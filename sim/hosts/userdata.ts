@@ -89,6 +89,7 @@ async function recognise(userData: string) {
     ...(values['--instance-identity'] === undefined
       ? {}
       : { instanceIdentity: values['--instance-identity'] as 'aws' }),
+    ...(values['--pre-pull-taint'] === undefined ? {} : { prePullTaint: true as const }),
   };
   for (const format of formats) {
     let expected: string;

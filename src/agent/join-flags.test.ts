@@ -95,3 +95,10 @@ test('the token never on the command line (process listings and audit logs show 
   }
   refused(valid, /WINFLEET_JOIN_TOKEN is not set/, null);
 });
+
+test('--pre-pull-taint takes exactly "true"', () => {
+  assert.equal(parseJoinFlags([...valid, '--pre-pull-taint', 'true'], env()).prePullTaint, true);
+  assert.equal(parseJoinFlags(valid, env()).prePullTaint, undefined);
+  refused([...valid, '--pre-pull-taint', 'TRUE'], /--pre-pull-taint is "TRUE"; write "true"/);
+  refused([...valid, '--pre-pull-taint'], /--pre-pull-taint needs a value after it/);
+});

@@ -8,6 +8,7 @@
  *   $env:WINFLEET_JOIN_TOKEN = 'abcdef.0123456789abcdef'
  *   winfleet-agent join --api-server https://10.0.0.1:6443 \
  *     --ca-cert-hash sha256:<64 hex> --namespace winfleet-system [--node-name win-a]
+ *     [--instance-identity aws] [--pre-pull-taint true]
  */
 import { WinfleetError } from '../errors/catalog.ts';
 import {
@@ -35,9 +36,15 @@ export interface JoinFlags {
    * instance id unless --node-name gives one.
    */
   instanceIdentity?: 'aws';
+  /**
+   * `--pre-pull-taint true`: register the Node with the pre-pull taint (its pool pre-pulls
+   * images; the operator lifts the taint once the pulls end). A node may only add taints to
+   * itself at registration, so this restricts no one but the node.
+   */
+  prePullTaint?: true;
 }
 
-export const joinUsage = `Usage: (token in the environment variable ${joinTokenEnv}=<id>.<secret>) winfleet-agent join --api-server https://<host>:<port> --ca-cert-hash sha256:<hex> --namespace <operator namespace> [--node-name <name>] [--instance-identity aws]`;
+export const joinUsage = `Usage: (token in the environment variable ${joinTokenEnv}=<id>.<secret>) winfleet-agent join --api-server https://<host>:<port> --ca-cert-hash sha256:<hex> --namespace <operator namespace> [--node-name <name>] [--instance-identity aws] [--pre-pull-taint true]`;
 
 const flagNames = [
   '--api-server',
@@ -45,6 +52,7 @@ const flagNames = [
   '--namespace',
   '--node-name',
   '--instance-identity',
+  '--pre-pull-taint',
 ] as const;
 type FlagName = (typeof flagNames)[number];
 
@@ -96,6 +104,7 @@ export function parseJoinFlags(
   const namespace = values.get('--namespace')!;
   const nodeName = values.get('--node-name');
   const instanceIdentity = values.get('--instance-identity');
+  const prePullTaint = values.get('--pre-pull-taint');
   const problems: [string, string | undefined][] = [
     ['--api-server', apiServerProblem(apiServer)],
     [joinTokenEnv, joinTokenProblem(tokenText)],
@@ -108,6 +117,12 @@ export function parseJoinFlags(
         ? undefined
         : `is ${JSON.stringify(instanceIdentity.slice(0, 20))}; the only kind is "aws"`,
     ],
+    [
+      '--pre-pull-taint',
+      prePullTaint === undefined || prePullTaint === 'true'
+        ? undefined
+        : `is ${JSON.stringify(prePullTaint.slice(0, 20))}; write "true" or leave the flag out`,
+    ],
   ];
   const found = problems.find(([, problem]) => problem !== undefined);
   if (found) throw invalid(`${found[0]} ${found[1]}`);
@@ -118,5 +133,6 @@ export function parseJoinFlags(
     namespace,
     ...(nodeName === undefined ? {} : { nodeName }),
     ...(instanceIdentity === undefined ? {} : { instanceIdentity: 'aws' as const }),
+    ...(prePullTaint === undefined ? {} : { prePullTaint: true as const }),
   };
 }

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { testManifest } from '../../sim/hosts/agent-test-host.ts';
 import { SimHostOS } from '../../sim/hosts/sim-host-os.ts';
 import { createTestMachine } from '../../sim/hosts/test-machine.ts';
+import { prePullTaint } from '../api/pre-pull.ts';
 import { parseBootstrapConfig } from './agent-config.ts';
 import { joinBootstrapConfig } from './join.ts';
 import { joinStatusPath, writeJoinStatus } from './join-status.ts';
@@ -98,6 +99,51 @@ test('bootstrap.json from a join carries the join info, the pinned CA and the ma
   assert.equal(parsed.operatorNamespace, 'winfleet-system');
   assert.match(parsed.caCertificate, /BEGIN CERTIFICATE/);
   assert.equal(parsed.pullsPayload, true, 'its upgrades are pulled too');
+});
+
+test("a pre-pulling pool's join registers the Node with the pre-pull taint too", () => {
+  const flags = {
+    apiServer: 'https://10.0.0.1:6443',
+    token: { id: 'abcdef', secret },
+    caCertHash: `sha256:${'a'.repeat(64)}`,
+    namespace: 'winfleet-system',
+  };
+  const trusted = {
+    server: 'https://10.0.0.1:6443',
+    caPem: '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n',
+    kubeconfig: '',
+  };
+  const materials = {
+    joinInfo: {
+      apiServer: 'https://api.example.com:6443',
+      clusterDNS: '10.96.0.10',
+      clusterDomain: 'cluster.local',
+      serviceCIDR: '10.96.0.0/12',
+      podCIDR: '10.244.0.0/16',
+      windowsTaint: { key: 'os', value: 'windows', effect: 'NoSchedule' },
+      kubelet: {
+        systemReserved: { memory: '2Gi' },
+        priorityClass: 'ABOVE_NORMAL_PRIORITY_CLASS',
+        maxPods: 110,
+      },
+      checkIntervalSeconds: 30,
+      servicesVersion: '1.0.0',
+    },
+    manifest: testManifest(),
+  } as Parameters<typeof joinBootstrapConfig>[2];
+  const identity = { nodeName: 'win-a', nodeIP: '10.0.1.23', hostname: 'WIN-A' };
+  const taints = (prePullTaint?: true) =>
+    joinBootstrapConfig(
+      { ...flags, ...(prePullTaint ? { prePullTaint } : {}) },
+      trusted,
+      materials,
+      identity,
+    ).taints;
+  assert.deepEqual(taints(true), [
+    { key: 'os', value: 'windows', effect: 'NoSchedule' },
+    { ...prePullTaint },
+  ]);
+  assert.deepEqual(taints(), [{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
 });
 
 test('a host without the Containers feature (a stock cloud image) stops before discovery: named, the fix said, nothing written, the token unused', async (t) => {

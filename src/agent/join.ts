@@ -16,7 +16,9 @@
  *    services, the agent service.
  * Each phase and each retry is printed and written to join-status.json (join-status.ts).
  */
+
 import { managedNodeLabel } from '../api/node-annotations.ts';
+import { prePullTaint } from '../api/pre-pull.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import { usableAddresses } from '../hostaccess/node-address.ts';
 import type { TrustedClusterInfo } from '../join/cluster-info.ts';
@@ -88,7 +90,9 @@ export function joinBootstrapConfig(
     serviceCIDR: joinInfo.serviceCIDR,
     podCIDR: joinInfo.podCIDR,
     labels: { [managedNodeLabel]: 'true' },
-    taints: [{ ...joinInfo.windowsTaint }],
+    // The pool's pre-pull taint, when its join command says so: a node may set taints on
+    // itself only when it registers (NodeRestriction); the operator lifts it (pre-pull-node.ts).
+    taints: [{ ...joinInfo.windowsTaint }, ...(flags.prePullTaint ? [{ ...prePullTaint }] : [])],
     kubelet: joinInfo.kubelet,
     operatorNamespace: flags.namespace,
     checkIntervalSeconds: joinInfo.checkIntervalSeconds,

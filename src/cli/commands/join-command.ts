@@ -129,7 +129,7 @@ async function poolLabels(
   kc: k8s.KubeConfig,
   namespace: string,
   pool: string,
-): Promise<{ labels: Record<string, string>; instanceIdentity: boolean }> {
+): Promise<{ labels: Record<string, string>; instanceIdentity: boolean; prePull: boolean }> {
   const pools = await readPools(kc, namespace);
   const target = pools.find((p) => p.metadata.name === pool);
   if (!target) {
@@ -155,7 +155,12 @@ async function poolLabels(
   if (!compiled.ok) throw problem(`${ref}: ${compiled.problem}`);
   const labels = poolJoinLabels(target, pools);
   if ('problem' in labels) throw problem(labels.problem);
-  return { labels: labels.labels, instanceIdentity: target.spec.join?.instanceIdentity === 'AWS' };
+  return {
+    labels: labels.labels,
+    instanceIdentity: target.spec.join?.instanceIdentity === 'AWS',
+    // Its hosts register tainted until their pulls end, like the pool's SSH hosts.
+    prePull: target.spec.prePull !== undefined && target.spec.prePull !== null,
+  };
 }
 
 /** `--instance-id`: an EC2 instance id. */
@@ -219,6 +224,7 @@ async function makeJoinScript(
     labels: Record<string, string>;
     info: JoinInfo;
     instanceIdentity: boolean;
+    prePull: boolean;
   },
   agent: { url: string; sha256: string },
   caCertHash: string,
@@ -249,6 +255,7 @@ async function makeJoinScript(
       caCertHash,
       namespace: flags.operatorNamespace,
       ...(context.instanceIdentity ? { instanceIdentity: 'aws' as const } : {}),
+      ...(context.prePull ? { prePullTaint: true as const } : {}),
     });
     return { script, id, expires: record.expires, ...(warning ? { warning } : {}) };
   } catch (error) {
@@ -294,7 +301,13 @@ async function joinCommand(flags: JoinCommandFlags): Promise<void> {
     kc,
     flags,
     // A token for one instance asks for its identity whatever the pool says.
-    { namespace, labels, info, instanceIdentity: pool.instanceIdentity || !!flags.instanceId },
+    {
+      namespace,
+      labels,
+      info,
+      instanceIdentity: pool.instanceIdentity || !!flags.instanceId,
+      prePull: pool.prePull,
+    },
     agent,
     pin.hash,
   );

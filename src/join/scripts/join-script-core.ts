@@ -58,6 +58,11 @@ export interface JoinScriptValues {
   nodeName?: string;
   /** The pool requires instance identity: the agent presents the EC2 instance's. */
   instanceIdentity?: 'aws';
+  /**
+   * The pool pre-pulls images (spec.prePull): the kubelet registers the Node with the
+   * pre-pull taint, which the operator lifts once the pulls end (src/api/pre-pull.ts).
+   */
+  prePullTaint?: true;
 }
 
 /** The values in canonical form; throws WF_JOIN_SCRIPT_INVALID naming the first bad one. */
@@ -80,6 +85,10 @@ export function checkJoinScriptValues(values: JoinScriptValues): JoinScriptValue
       values.instanceIdentity === undefined || values.instanceIdentity === 'aws'
         ? undefined
         : 'is not "aws"',
+    ],
+    [
+      'prePullTaint',
+      values.prePullTaint === undefined || values.prePullTaint === true ? undefined : 'is not true',
     ],
   ];
   const found = problems.find(([, problem]) => problem !== undefined);
@@ -112,6 +121,7 @@ export function joinArguments(values: JoinScriptValues): string[] {
     ...(values.instanceIdentity === undefined
       ? []
       : ['--instance-identity', values.instanceIdentity]),
+    ...(values.prePullTaint ? ['--pre-pull-taint', 'true'] : []),
   ];
 }
 

@@ -181,3 +181,21 @@ test('the literal quoting holds for any text, newlines and backticks included', 
     assert.equal(read.token, value);
   }
 });
+
+test("a pre-pulling pool's script asks the agent to register the Node with the pre-pull taint, and only then", async () => {
+  for (const format of joinScriptFormats) {
+    const tainted = renderJoinScript(format, { ...realistic, prePullTaint: true });
+    const { root, errors } = await parsePowerShellTree(powerShellOf(format, tainted));
+    assert.deepEqual(errors, [], format);
+    assert.deepEqual(readJoinScript(root).joinArgs.slice(-2), ['--pre-pull-taint', 'true'], format);
+    assert.doesNotMatch(renderJoinScript(format, realistic), /--pre-pull-taint/, format);
+  }
+  assert.throws(
+    () =>
+      renderJoinScript('powershell', {
+        ...realistic,
+        prePullTaint: 'yes' as unknown as true,
+      }),
+    /prePullTaint is not true/,
+  );
+});
