@@ -11,6 +11,8 @@
  *   spec.prePull, or once the Node has been Ready (or its agent last reported PrePulling, if
  *   later) for the spec's timeout and two minutes more without an ending (an agent that stops
  *   reporting keeps no node from pods).
+ * The list carries each image's compressed size for the Node's Windows build when the operator
+ * could look it up (pre-pull-sizes.ts), so that the agent checks its free disk first.
  * keepPrePull does both on every pass of a joined host, SSH or Pull. Only prePullTaint is ever
  * added or removed: an administrator's taints and cordon (spec.unschedulable) stay as they are.
  */
@@ -33,6 +35,7 @@ import { type CommandSigner, commandSigner } from '../../fleet/command-signer.ts
 import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
 import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
 import type { JoinContext } from './join-context.ts';
+import { nodeWindowsBuild } from './pre-pull-sizes.ts';
 
 /**
  * The spec.prePull of the pool that governs `host` (the first by key of those selecting it, as
@@ -60,8 +63,9 @@ export function prePullAnnotations(
   signer: CommandSigner,
   node: k8s.V1Node,
   spec: PrePullSpec | undefined,
+  sizes: ReadonlyMap<string, number> = new Map(),
 ): Record<string, string | null> {
-  const value = spec ? formatPrePullCommand(prePullCommand(spec)) : undefined;
+  const value = spec ? formatPrePullCommand(prePullCommand(spec, sizes)) : undefined;
   if (signer.holds(node, prePullAnnotation, value)) return {};
   return signer.annotations(node, prePullAnnotation, value ?? null);
 }
@@ -168,7 +172,13 @@ export async function keepPrePull(
   try {
     const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
     let current = node;
-    const annotations = prePullAnnotations(commandSigner(ctx.kc), node, spec);
+    // The images' sizes for the Node's build (cached: pre-pull-sizes.ts), for the agent's disk
+    // check; an image whose size is unknown goes without one.
+    const sizes =
+      spec && ctx.prePullSizes
+        ? await ctx.prePullSizes.sizes(spec.images, nodeWindowsBuild(node))
+        : undefined;
+    const annotations = prePullAnnotations(commandSigner(ctx.kc), node, spec, sizes);
     if (Object.keys(annotations).length > 0) {
       current = await core.patchNode(
         { name, body: { metadata: { annotations } } },
