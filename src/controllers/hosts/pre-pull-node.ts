@@ -19,6 +19,7 @@
 import * as k8s from '@kubernetes/client-node';
 import {
   formatPrePullCommand,
+  hostPrePullStatus,
   type PrePullSpec,
   prePullAnnotation,
   prePullCommand,
@@ -32,6 +33,7 @@ import { PrePullReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { type CommandSigner, commandSigner } from '../../fleet/command-signer.ts';
+import type { HostStatus } from '../../fleet/host-status.ts';
 import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
 import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
 import type { JoinContext } from './join-context.ts';
@@ -148,6 +150,17 @@ export async function syncPrePullTaint(
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
   );
   return has ? 'removed' : 'added';
+}
+
+/**
+ * Copies the Node's ImagesPrePulled condition into the host's status.prePull (written at the
+ * pass's end with the rest of the status; removed when the Node has none).
+ * @package
+ */
+export function recordPrePull(hs: HostStatus, node: k8s.V1Node): void {
+  const prePull = hostPrePullStatus(node);
+  if (prePull) hs.status.prePull = prePull;
+  else delete hs.status.prePull;
 }
 
 /**
