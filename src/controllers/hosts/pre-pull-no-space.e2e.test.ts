@@ -6,7 +6,8 @@
  *
  * The operator looks the image up for the Node's build, writes the 2022 variant's size into the
  * signed list, and the agent refuses the pull before it starts: ImagesPrePulled=False
- * PrePullNoSpace naming the image and its size, nothing pulled, the pre-pull taint lifted.
+ * PrePullNoSpace naming the image and its size, nothing pulled, the pre-pull taint lifted; the
+ * WindowsHost's status.prePull says the same.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -94,4 +95,14 @@ test('pre-pull: an image larger than the host’s free disk is PrePullNoSpace, n
   const command = parsePrePullCommand(node.metadata?.annotations?.[prePullAnnotation] ?? '');
   assert.deepEqual(command.images, [{ reference: image, bytes: 40e9 }]);
   assert.equal(host.machine.containerdImages.has(image), false, 'nothing pulled');
+  // The WindowsHost says it too (status.prePull, copied by the operator's pass).
+  const onHost = await waitFor(
+    async () =>
+      (await listWindowsHosts(kc, namespace)).find((h) => h.spec.address === host.address)?.status
+        ?.prePull,
+    { description: 'status.prePull on the WindowsHost', timeoutMs: 30_000 },
+  );
+  assert.equal(onHost.reason, PrePullReason.PrePullNoSpace);
+  assert.equal(onHost.status, 'False');
+  assert.equal(onHost.message, condition.message);
 });
