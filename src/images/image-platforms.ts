@@ -452,7 +452,12 @@ async function layerBytesWith(
       const manifest = parseManifest(fetched.body, fetched.contentType, what);
       if (manifest.kind !== 'image')
         throw registryLookupError('invalid-manifest', `${what} is an index, not an image`);
-      const bytes = manifest.layers.reduce((sum, layer) => sum + layer.size, 0);
+      // Each size is a safe integer (parseDescriptor); their sum is kept one too: a registry
+      // that declares more than can be counted gets the most that can.
+      const bytes = Math.min(
+        Number.MAX_SAFE_INTEGER,
+        manifest.layers.reduce((sum, layer) => sum + layer.size, 0),
+      );
       const result: LayerBytesResult = { status: 'resolved', bytes };
       state.sizes.set(key, result, state.digestTtlMs);
       return result;

@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test';
 import { type CatalogEntry, mcrCatalog, osVersions } from '../../../sim/registry/catalog.ts';
 import { startTestRegistry, type TestRegistry } from '../../../sim/registry/registry-process.ts';
 import { seedImages } from '../../../sim/registry/seed-images.ts';
+import { formatPrePullCommand, parsePrePullCommand, prePullCommand } from '../../api/pre-pull.ts';
 import {
   createImagePlatformResolver,
   type ImagePlatform,
@@ -184,4 +185,23 @@ test('sizes: a failure leaves the image out, is logged once and cached for the f
   await sizes.sizes([missing], '10.0.20348');
   assert.equal(calls.platforms, before.platforms + 1);
   assert.equal(lines.length, 4);
+});
+
+test('sizes from the attacker’s side: a registry declaring sizes beyond counting never breaks the signed list', async () => {
+  const declared = [Number.MAX_SAFE_INTEGER * 2, -1, 1.5, Number.NaN];
+  for (const bytes of declared) {
+    const sizes = createPrePullSizes({
+      resolver: () => ({
+        ...resolver,
+        manifestLayerBytes: async () => ({ status: 'resolved' as const, bytes }),
+      }),
+      log: createLogger({ write: () => {} }),
+    });
+    const image = 'mcr.microsoft.com/example/app:1';
+    const found = await sizes.sizes([image], '10.0.20348');
+    assert.deepEqual(found, new Map(), `${bytes}: left out`);
+    // The list the operator signs still parses on the agent.
+    const command = prePullCommand({ images: [image] }, found);
+    assert.deepEqual(parsePrePullCommand(formatPrePullCommand(command)), command);
+  }
 });

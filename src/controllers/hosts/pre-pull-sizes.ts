@@ -118,7 +118,11 @@ export function createPrePullSizes(options: PrePullSizesOptions): PrePullSizes {
     if (!variant) return { failure: `it has no Windows variant that build ${build} runs` };
     if (!variant.manifestDigest) return { failure: 'its registry named no manifest digest' };
     const layers = await resolver.manifestLayerBytes(reference, variant.manifestDigest);
-    return layers.status === 'resolved' ? { bytes: layers.bytes } : { failure: layers.message };
+    if (layers.status !== 'resolved') return { failure: layers.message };
+    // What the agent parses strictly (parsePrePullCommand): a whole number it can count.
+    if (!Number.isSafeInteger(layers.bytes) || layers.bytes < 0)
+      return { failure: `its registry declares ${layers.bytes} bytes of layers` };
+    return { bytes: layers.bytes };
   };
 
   const answer = (reference: string, build: string): Promise<SizeAnswer> => {
