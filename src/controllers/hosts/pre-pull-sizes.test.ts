@@ -123,7 +123,7 @@ test('nodeWindowsBuild: the windows-build label, else the kernel version’s bui
   assert.equal(nodeWindowsBuild({ metadata: {} }), undefined);
 });
 
-test('sizes: the variant of the host’s build, its layers summed; looked up once per image and build', async () => {
+test('sizes: the variant of the host’s build, its layers summed; looked up once per image and build; kept through a registry’s blip', async (t) => {
   const { calls, wrapped } = counted();
   let now = 0;
   const sizes = createPrePullSizes({
@@ -147,6 +147,24 @@ test('sizes: the variant of the host’s build, its layers summed; looked up onc
   now += 60_001;
   await sizes.sizes([image], '10.0.20348');
   assert.equal(calls.platforms, 5, 'asked again once the size expired');
+  // The registry stops answering: the size known before is kept (the Node's list unchanged),
+  // and asked again after the failure TTL.
+  // No mirror: mcr.microsoft.com itself, unreachable here or not within 200 ms.
+  const unreachable = createImagePlatformResolver({ lookupTimeoutMs: 200 });
+  t.after(() => unreachable.close());
+  let down = true;
+  const flaky = createPrePullSizes({
+    resolver: () => (down ? unreachable : resolver),
+    log: createLogger({ write: () => {} }),
+    sizeTtlMs: 1_000,
+    failureTtlMs: 5_000,
+    now: () => now,
+  });
+  down = false;
+  assert.deepEqual(await flaky.sizes([image], '10.0.20348'), new Map([[image, 2_000]]));
+  down = true;
+  now += 1_001;
+  assert.deepEqual(await flaky.sizes([image], '10.0.20348'), new Map([[image, 2_000]]));
   // No build known: nothing looked up.
   assert.deepEqual(await sizes.sizes([image], undefined), new Map());
 });

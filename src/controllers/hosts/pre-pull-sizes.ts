@@ -8,7 +8,8 @@
  * Answers are cached per image and build (a pool's list × the builds of its hosts): a size for
  * sizeTtlMs, a failure for failureTtlMs; a host's pass asks the registry only when the cache
  * has no answer. A failure leaves the image's size out (the agent pulls it without the disk
- * check) and is logged once per lookup; it never blocks a node.
+ * check), or keeps the size known before (a Node's list changed by a registry's blip would
+ * start its agent's pulls again), and is logged once per lookup; it never blocks a node.
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { ImagePlatform, ImagePlatformResolver } from '../../images/image-platforms.ts';
@@ -134,16 +135,25 @@ export function createPrePullSizes(options: PrePullSizesOptions): PrePullSizes {
       shared = lookup(reference, build)
         .catch((error: unknown): SizeAnswer => ({ failure: (error as Error).message }))
         .then((result) => {
+          const known = cache.get(key)?.answer;
           if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
           cache.delete(key);
-          const ttl = 'bytes' in result ? sizeTtlMs : failureTtlMs;
-          cache.set(key, { answer: result, until: now() + ttl });
-          if ('failure' in result)
-            options.log.warn(
-              'cannot look up the size of a pre-pull image; its node pulls it without the disk check',
-              { image: reference, build, error: result.failure },
-            );
-          return result;
+          if ('bytes' in result) {
+            cache.set(key, { answer: result, until: now() + sizeTtlMs });
+            return result;
+          }
+          // A size known before stays (asked again after the failure TTL): a registry that
+          // stops answering for a while must not change every Node's list, which would start
+          // their agents' pulls again.
+          const kept = known && 'bytes' in known ? known : result;
+          cache.set(key, { answer: kept, until: now() + failureTtlMs });
+          options.log.warn(
+            kept === result
+              ? 'cannot look up the size of a pre-pull image; its node pulls it without the disk check'
+              : 'cannot look up the size of a pre-pull image again; the size known before is kept',
+            { image: reference, build, error: result.failure },
+          );
+          return kept;
         })
         .finally(() => inFlight.delete(key));
       inFlight.set(key, shared);
