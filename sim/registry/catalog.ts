@@ -31,6 +31,12 @@ export interface SyntheticManifest {
   platform: SyntheticPlatform;
   /** Config bytes to push instead of the generated config (for malformed-config tests). */
   rawConfig?: string;
+  /**
+   * The size the manifest declares for its layer instead of the small blob's: an image as large
+   * as a real Windows one for what reads manifests only (the operator's pre-pull sizes), with
+   * no gigabytes pushed. A pull of it would fail its size check.
+   */
+  declaredLayerBytes?: number;
 }
 
 export interface SyntheticIndexEntry {

@@ -254,7 +254,9 @@ async function pushManifestImage(
       schemaVersion: 2,
       mediaType: t.manifest,
       config: { mediaType: t.config, digest: configDigest, size: config.length },
-      layers: [{ mediaType: t.layer, digest: layerDigest, size: layer.length }],
+      layers: [
+        { mediaType: t.layer, digest: layerDigest, size: image.declaredLayerBytes ?? layer.length },
+      ],
     }),
   );
   const digest = await pusher.pushManifest(repository, sha256(manifest), t.manifest, manifest);

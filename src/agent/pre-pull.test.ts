@@ -137,7 +137,7 @@ test('images that do not fit the disk are PrePullNoSpace before any pull', async
   assert.equal(outcome.reason, PrePullReason.PrePullNoSpace);
   assert.match(
     outcome.message,
-    /a\.test\/big:1 need about 11\.2 GiB .* 9\.3 GiB free; nothing was pulled/,
+    /a\.test\/big:1 \(3\.7 GiB\) need about 11\.2 GiB .* 9\.3 GiB free; nothing was pulled/,
   );
   assert.equal(most(), 0);
 });

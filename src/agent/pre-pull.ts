@@ -82,7 +82,7 @@ export async function pullImages(
     return {
       status: 'False',
       reason: PrePullReason.PrePullNoSpace,
-      message: `${missing.map((i) => i.reference).join(', ')} need about ${formatBytes(need)} (3 × ${formatBytes(need / diskBytesPerCompressedByte)} compressed) on ${containerdRoot}'s volume, which has ${formatBytes(free)} free; nothing was pulled`,
+      message: `${missing.map((i) => (i.bytes === undefined ? i.reference : `${i.reference} (${formatBytes(i.bytes)})`)).join(', ')} need about ${formatBytes(need)} (3 × ${formatBytes(need / diskBytesPerCompressedByte)} compressed) on ${containerdRoot}'s volume, which has ${formatBytes(free)} free; nothing was pulled`,
     };
   }
   const timeoutMs = options.timeoutMs ?? command.timeoutSeconds * 1000;

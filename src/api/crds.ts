@@ -371,6 +371,8 @@ export const windowsHostCrd = fromWire({
           },
           { name: 'Version', type: 'string', jsonPath: '.status.servicesVersion' },
           { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          // Images before pods: how the host's pulls stand (kubectl get -o wide).
+          { name: 'PrePull', type: 'string', jsonPath: '.status.prePull.reason', priority: 1 },
         ],
         schema: {
           openAPIV3Schema: {
@@ -648,6 +650,46 @@ export const windowsHostCrd = fromWire({
                         type: 'string',
                         maxLength: 512,
                         description: 'The last search’s error',
+                      },
+                    },
+                  },
+                  prePull: {
+                    type: 'object',
+                    description:
+                      'Images before pods: the ImagesPrePulled condition of the host’s Node as its agent last reported it (absent without one)',
+                    required: ['status', 'reason', 'message'],
+                    properties: {
+                      status: {
+                        type: 'string',
+                        enum: ['True', 'False'],
+                        description: 'True once every listed image is there',
+                      },
+                      reason: {
+                        type: 'string',
+                        maxLength: 64,
+                        description:
+                          'PrePulling, PrePulled, PrePullFailed, PrePullNoSpace or PrePullTimedOut (docs/troubleshooting.md)',
+                      },
+                      message: {
+                        type: 'string',
+                        maxLength: 1024,
+                        description:
+                          'The agent’s message, ending with the boot and services version the run was for',
+                      },
+                      imagesDone: {
+                        type: 'integer',
+                        minimum: 0,
+                        description: 'Images there, pulled or failed, when the message counts them',
+                      },
+                      imagesTotal: {
+                        type: 'integer',
+                        minimum: 0,
+                        description: 'Images listed, when the message counts them',
+                      },
+                      lastTransitionTime: {
+                        type: 'string',
+                        format: 'date-time',
+                        description: 'When the agent last reported it',
                       },
                     },
                   },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   formatPrePullCommand,
+  hostPrePullStatus,
   parsePrePullCommand,
   prePullCommand,
   prePullProblems,
@@ -86,4 +87,54 @@ test('prePullState counts only the run of the Node’s current boot and services
   assert.equal(prePullState(node('PrePulled', prePullRunMark('6', 'v2'))), undefined);
   // A message without the mark (an older agent's) is no report of this run either.
   assert.equal(prePullState(node('PrePulled', '')), undefined);
+});
+
+test('hostPrePullStatus: the Node’s ImagesPrePulled condition with the counts its message gives', () => {
+  const mark = prePullRunMark('b1', '1.0.0');
+  const node = (reason: string, status: string, message: string) => ({
+    status: {
+      conditions: [
+        { type: 'Ready', status: 'True' },
+        {
+          type: 'ImagesPrePulled',
+          status,
+          reason,
+          message: `${message} ${mark}`,
+          lastTransitionTime: new Date('2026-11-29T03:00:00.123Z'),
+        },
+      ],
+    },
+  });
+  assert.deepEqual(hostPrePullStatus(node('PrePulling', 'False', '2 of 5 images done')), {
+    status: 'False',
+    reason: 'PrePulling',
+    message: `2 of 5 images done ${mark}`,
+    imagesDone: 2,
+    imagesTotal: 5,
+    lastTransitionTime: '2026-11-29T03:00:00Z',
+  });
+  const counts = (reason: string, status: string, message: string) => {
+    const s = hostPrePullStatus(node(reason, status, message));
+    return [s?.imagesDone, s?.imagesTotal];
+  };
+  assert.deepEqual(counts('PrePulled', 'True', 'All 3 images were there'), [3, 3]);
+  assert.deepEqual(counts('PrePulled', 'True', '4 images pulled'), [4, 4]);
+  assert.deepEqual(
+    counts('PrePullFailed', 'False', '1 of 4 images could not be pulled: x'),
+    [4, 4],
+  );
+  assert.deepEqual(counts('PrePullTimedOut', 'False', '3 of 4 images there after 900s'), [3, 4]);
+  // No counts where the message gives none; the status never other than True or False.
+  assert.deepEqual(counts('PrePullNoSpace', 'False', 'a.test/big:1 (3.7 GiB) need about'), [
+    undefined,
+    undefined,
+  ]);
+  assert.equal(hostPrePullStatus(node('PrePulling', 'Unknown', 'x'))?.status, 'False');
+  assert.equal(hostPrePullStatus({ status: { conditions: [] } }), undefined);
+  assert.equal(hostPrePullStatus(undefined), undefined);
+  // A message longer than the CRD allows is cut to 1024 characters.
+  assert.equal(
+    hostPrePullStatus(node('PrePullFailed', 'False', 'x'.repeat(2000)))?.message.length,
+    1024,
+  );
 });

@@ -245,3 +245,58 @@ function inRange(value: unknown, min: number, max: number, fail: (why: string) =
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/**
+ * WindowsHost status.prePull: the host's Node's ImagesPrePulled condition, copied by the host
+ * controller on each pass so that `kubectl get windowshosts` and the dashboard show it.
+ */
+export interface HostPrePullStatus {
+  /** The condition's status: True once every image is there. */
+  status: 'True' | 'False';
+  /** PrePulling, PrePulled, PrePullFailed, PrePullNoSpace or PrePullTimedOut. */
+  reason: string;
+  /** The agent's message, ending with the boot and services version the run was for. */
+  message: string;
+  /** Images there (pulled, there already, or failed) of those listed, when the message says. */
+  imagesDone?: number;
+  imagesTotal?: number;
+  /** When the agent last reported it. */
+  lastTransitionTime?: string;
+}
+
+/**
+ * The status.prePull for a host whose Node is `node`: its ImagesPrePulled condition, with the
+ * counts its message gives ("2 of 5 images done", "All 5 images were there", "5 images
+ * pulled", "1 of 5 images could not be pulled", "3 of 5 images there after 900s"); undefined
+ * when the Node has no such condition.
+ */
+export function hostPrePullStatus(node: k8s.V1Node | undefined): HostPrePullStatus | undefined {
+  const condition = node?.status?.conditions?.find((c) => c.type === prePullConditionType);
+  if (!condition) return undefined;
+  const message = (condition.message ?? '').slice(0, 1024);
+  const counts = prePullCounts(condition.reason ?? '', message);
+  const at = condition.lastTransitionTime;
+  return {
+    status: condition.status === 'True' ? 'True' : 'False',
+    reason: (condition.reason ?? '').slice(0, 64),
+    message,
+    ...counts,
+    ...(at ? { lastTransitionTime: new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z') } : {}),
+  };
+}
+
+function prePullCounts(
+  reason: string,
+  message: string,
+): Pick<HostPrePullStatus, 'imagesDone' | 'imagesTotal'> {
+  const all = /^(?:All (\d+) images were there|(\d+) images pulled)\b/.exec(message);
+  if (all && reason === PrePullReason.PrePulled) {
+    const total = Number(all[1] ?? all[2]);
+    return { imagesDone: total, imagesTotal: total };
+  }
+  const some = /^(\d+) of (\d+) images (done|there after|could not be pulled)\b/.exec(message);
+  if (!some) return {};
+  const [first, total] = [Number(some[1]), Number(some[2])];
+  // "1 of 5 images could not be pulled": every image was tried, one failed.
+  return { imagesDone: some[3] === 'could not be pulled' ? total : first, imagesTotal: total };
+}

@@ -4,10 +4,12 @@
  * the operator created the object when it approved the machine's node certificate, and never
  * connects to it). Spec is what the user wants; status is what the operator found and did.
  */
+
 import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from '../controller-runtime/conditions.ts';
 import { WinfleetError } from '../errors/catalog.ts';
 import { apiVersion } from './group-version.ts';
+import type { HostPrePullStatus } from './pre-pull.ts';
 import type { ConditionType } from './reasons.ts';
 import type { HostRemediationStatus } from './remediation-status.ts';
 import type { HostRolloutStatus } from './rollout-status.ts';
@@ -122,6 +124,11 @@ export interface WindowsHostStatus {
    * be in the domain even if it never got a bootstrap token.
    */
   activeDirectoryRestartAt?: string;
+  /**
+   * Images before pods: the host's Node's ImagesPrePulled condition as its agent last reported
+   * it (src/api/pre-pull.ts hostPrePullStatus); absent when the Node has none.
+   */
+  prePull?: HostPrePullStatus;
 }
 
 /** WindowsHost status.windowsUpdates: the agent's report, summarised for people. */

@@ -280,6 +280,11 @@ export const dashboardScript = `'use strict';
       parts.push(el('h3', { text: 'Windows Update' }));
       parts.push(kv([['Searched', when(u.searchedAt)], ['Available', u.available.join(', ')], ['Installed', u.installed.join(', ')], ['Failed', u.failed.join(', ')], ['Reboot pending', u.rebootPending ? 'yes' : ''], ['Error', u.error]]));
     }
+    var pp = d.prePull;
+    if (pp) {
+      parts.push(el('h3', { text: 'Images before pods' }));
+      parts.push(kv([['State', el('span', { class: pp.reason === 'PrePulling' || pp.status === 'True' ? '' : 'error', text: pp.reason + (pp.imagesTotal !== undefined ? ' (' + pp.imagesDone + ' of ' + pp.imagesTotal + ' images)' : '') })], ['Since', when(pp.lastTransitionTime)], ['Message', pp.message]]));
+    }
     parts.push(el('h3', { text: 'Recent events' }));
     if (d.eventsError) parts.push(el('p', { class: 'error', text: d.eventsError }));
     parts.push(d.events.length ? el('table', { class: 'grid events' }, [

@@ -390,6 +390,16 @@ test('a Pull-mode host’s detail says so, with no SSH account, host key or addr
   assert.equal(d.hostKeyFingerprint, undefined);
   assert.equal(d.host.address, '(pull)');
   assert.deepEqual(d.addresses, ['10.1.2.3']);
+  assert.equal(d.prePull, undefined);
+  const prePull = {
+    status: 'False' as const,
+    reason: 'PrePulling',
+    message: '1 of 2 images done [boot b, services v]',
+    imagesDone: 1,
+    imagesTotal: 2,
+  };
+  const pulling = buildHostDetail({ ...pull, status: { ...pull.status, prePull } }, undefined, []);
+  assert.deepEqual(pulling.prePull, prePull, 'the host view shows its pre-pull');
 });
 
 test("a host's detail carries exactly its overview row, the pool from the selectors included", () => {

@@ -12,7 +12,7 @@ import {
   desiredServicesVersionAnnotation,
   servicesVersionAnnotation,
 } from '../api/node-annotations.ts';
-import { prePullConditionType } from '../api/pre-pull.ts';
+import { type HostPrePullStatus, prePullConditionType } from '../api/pre-pull.ts';
 import { ConditionType, nodeHealthConditions, PrePullReason } from '../api/reasons.ts';
 import { hostAddressLabel, isPullHost, type WindowsHost } from '../api/windows-host.ts';
 import type { WindowsNodePool } from '../api/windows-node-pool.ts';
@@ -484,6 +484,8 @@ export interface HostDetail {
     rebootPending: boolean;
     error?: string;
   };
+  /** Images before pods: the host's status.prePull (its Node's ImagesPrePulled), if any. */
+  prePull?: HostPrePullStatus;
   events: ShownEvent[];
   /** Why the Events could not be read, if they could not. */
   eventsError?: string;
@@ -659,6 +661,7 @@ export function buildHostDetail(
     lastRebootAt: status.rollout?.lastRebootAt,
     remediation: remediationDetail(host),
     windowsUpdates: windowsUpdatesDetail(host),
+    prePull: host.status?.prePull,
     events: shown,
     ...(eventsError ? { eventsError } : {}),
   };

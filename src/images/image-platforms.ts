@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { createAddressPolicy } from './address-policy.ts';
 import { type DockerConfigSource, findRegistryCredentials } from './docker-config.ts';
 import {
+  checkDigest,
   formatImageReference,
   type ImageReference,
   parseImageReference,
@@ -142,10 +143,28 @@ export interface ImagePlatformResolver {
     context?: ResolveContext,
     signal?: AbortSignal,
   ): Promise<ImagePlatformsResult>;
+  /**
+   * The compressed size of one single-platform manifest of `image` (`manifestDigest`, a resolved
+   * platform's): the sum of its layers' sizes as the manifest declares them, what a pull
+   * downloads. Read through the same endpoints (mirrors, the address policy), credentials and
+   * time budget as the platforms, cached by digest (the content never changes; a failure for
+   * the failure TTL). Never rejects.
+   */
+  manifestLayerBytes(
+    image: string,
+    manifestDigest: string,
+    context?: ResolveContext,
+    signal?: AbortSignal,
+  ): Promise<LayerBytesResult>;
   cacheStats(): CacheStats;
   /** Closes pooled connections; pending lookups end with "unreachable" or "aborted". */
   close(): void;
 }
+
+/** What manifestLayerBytes found: the layers' compressed bytes, or why it could not tell. */
+export type LayerBytesResult =
+  | { status: 'resolved'; bytes: number }
+  | { status: 'unknown'; message: string };
 
 type LookupOutcome =
   | Omit<ResolvedImagePlatforms, 'image' | 'source'>
@@ -177,6 +196,8 @@ interface ResolverState {
   failureTtlMs: number;
   maxChildManifests: number;
   cache: TtlLruCache<string, LookupOutcome>;
+  /** manifestLayerBytes' answers by registry/repository@digest (and pull secrets, for failures). */
+  sizes: TtlLruCache<string, LayerBytesResult>;
   inFlight: Map<string, Promise<LookupOutcome>>;
   observer: ImageLookupObserver;
   defaults: readonly DockerConfigSource[];
@@ -195,6 +216,8 @@ export function createImagePlatformResolver(
   return {
     resolveImagePlatforms: (image, context, signal) =>
       resolveImagePlatformsWith(state, image, context, signal),
+    manifestLayerBytes: (image, digest, context, signal) =>
+      layerBytesWith(state, image, digest, context, signal),
     // One consultation counts once, though failures and platforms have separate keys.
     cacheStats: () => ({ ...state.cache.stats(), ...state.counts }),
     close: () => state.client.close(),
@@ -223,6 +246,10 @@ function resolverState(options: ImagePlatformResolverOptions): ResolverState {
     failureTtlMs: options.cache?.failureTtlMs ?? 15_000,
     maxChildManifests: options.maxChildManifests ?? 16,
     cache: new TtlLruCache<string, LookupOutcome>({
+      maxEntries: options.cache?.maxEntries ?? 2000,
+      now,
+    }),
+    sizes: new TtlLruCache<string, LayerBytesResult>({
       maxEntries: options.cache?.maxEntries ?? 2000,
       now,
     }),
@@ -385,6 +412,66 @@ async function lookup(
     message: `Cannot read the platforms of "${formatImageReference(ref)}": ${attempts.map((a) => a.message).join('; ')}`,
     attempts,
   };
+}
+
+/** The resolver's `manifestLayerBytes`: the cache, else each endpoint in turn. */
+async function layerBytesWith(
+  state: ResolverState,
+  image: string,
+  manifestDigest: string,
+  context: ResolveContext = {},
+  signal?: AbortSignal,
+): Promise<LayerBytesResult> {
+  let ref: ImageReference;
+  try {
+    ref = parsedReference(state, image);
+    checkDigest(manifestDigest);
+  } catch (error) {
+    return { status: 'unknown', message: (error as Error).message };
+  }
+  const pullSecrets = context.pullSecrets ?? [];
+  const key = `${ref.registry}/${ref.repository}@${manifestDigest}`;
+  const failureKey = `${key}|${secretsFingerprint(pullSecrets)}`;
+  const cached = state.sizes.get(key) ?? state.sizes.get(failureKey);
+  if (cached) return cached;
+  const budget = AbortSignal.timeout(state.lookupTimeoutMs);
+  const stop = signal ? AbortSignal.any([signal, budget]) : budget;
+  const configs = [...pullSecrets, ...state.defaults];
+  const failures: string[] = [];
+  for (const target of lookupTargets(ref, state.routing)) {
+    const credentials = findRegistryCredentials(target.credentialHost, target.repository, configs);
+    const access: RepositoryAccess = {
+      endpoint: target.endpoint,
+      repository: target.repository,
+      ...(credentials ? { credentials: credentials.credentials } : {}),
+      signal: stop,
+    };
+    try {
+      const fetched = await state.client.fetchManifest(access, manifestDigest);
+      const what = `manifest "${target.repository}@${manifestDigest}" at ${target.endpoint.origin}`;
+      const manifest = parseManifest(fetched.body, fetched.contentType, what);
+      if (manifest.kind !== 'image')
+        throw registryLookupError('invalid-manifest', `${what} is an index, not an image`);
+      // Each size is a safe integer (parseDescriptor); their sum is kept one too: a registry
+      // that declares more than can be counted gets the most that can.
+      const bytes = Math.min(
+        Number.MAX_SAFE_INTEGER,
+        manifest.layers.reduce((sum, layer) => sum + layer.size, 0),
+      );
+      const result: LayerBytesResult = { status: 'resolved', bytes };
+      state.sizes.set(key, result, state.digestTtlMs);
+      return result;
+    } catch (error) {
+      failures.push(lookupErrorFrom(error, `registry "${target.endpoint.origin}"`, stop).message);
+      if (stop.aborted) break;
+    }
+  }
+  const result: LayerBytesResult = {
+    status: 'unknown',
+    message: `Cannot read the layers of "${key}": ${failures.join('; ') || 'no registry to ask'}`,
+  };
+  if (!signal?.aborted) state.sizes.set(failureKey, result, state.failureTtlMs);
+  return result;
 }
 
 /** A short hash of the pull secrets, for the failure cache key ("none" without secrets). */

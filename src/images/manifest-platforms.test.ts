@@ -68,18 +68,29 @@ test('reads the platform of each index entry and flags attestations', () => {
   ]);
 });
 
-test('reads the config descriptor of an image manifest', () => {
+test('reads the config and layer descriptors of an image manifest', () => {
+  const layer = {
+    mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip',
+    digest: d('a'),
+    size: 7,
+  };
   const manifest = {
     schemaVersion: 2,
     mediaType: mediaTypes.ociManifest,
     config: { mediaType: mediaTypes.ociConfig, digest: d('f'), size: 321 },
-    layers: [],
+    layers: [layer],
   };
   assert.deepEqual(parseManifest(json(manifest), 'text/plain'), {
     kind: 'image',
     mediaType: mediaTypes.ociManifest,
     config: { mediaType: mediaTypes.ociConfig, digest: d('f'), size: 321 },
+    layers: [layer],
   });
+  // A layer whose size is not a byte count is refused, naming it.
+  assert.throws(
+    () => parseManifest(json({ ...manifest, layers: [{ ...layer, size: -1 }] }), undefined),
+    /layer 0: "size" -1 is not a byte count/,
+  );
 });
 
 test('the media type comes from the body, else the Content-Type, else the fields', () => {

@@ -55,7 +55,7 @@ export interface IndexEntry extends Descriptor {
 
 export type ParsedManifest =
   | { kind: 'index'; mediaType: string; entries: IndexEntry[] }
-  | { kind: 'image'; mediaType: string; config: Descriptor };
+  | { kind: 'image'; mediaType: string; config: Descriptor; layers: Descriptor[] };
 
 function bad(what: string, problem: string): RegistryLookupError {
   return registryLookupError('invalid-manifest', `Invalid ${what}: ${problem}`);
@@ -186,7 +186,13 @@ export function parseManifest(
   const configRecord = field(doc, 'config', 'object', what, true)!;
   const config = parseDescriptor(configRecord, `${what} config`);
   if (!Array.isArray(doc.layers)) throw bad(what, '"layers" must be a list');
-  return { kind: 'image', mediaType, config };
+  const layers = doc.layers.map((raw, i) => {
+    const where = `${what} layer ${i}`;
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+      throw bad(where, 'not a JSON object');
+    return parseDescriptor(raw as Record<string, unknown>, where);
+  });
+  return { kind: 'image', mediaType, config, layers };
 }
 
 /** Whether a descriptor's media type is an index or a single-platform manifest. */

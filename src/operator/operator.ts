@@ -33,6 +33,7 @@ import {
 } from '../controllers/hosts/host-informer.ts';
 import { createHostSecretInformer } from '../controllers/hosts/host-secrets.ts';
 import { createManifestPublisher } from '../controllers/hosts/manifest-publisher.ts';
+import { createPrePullSizes, type PrePullSizes } from '../controllers/hosts/pre-pull-sizes.ts';
 import {
   createWindowsInstancesController,
   windowsInstancesName,
@@ -277,6 +278,7 @@ interface PayloadControllersDeps {
   options: OperatorOptions;
   loadPayload: NonNullable<ReturnType<typeof payloadLoader>>;
   clusterNetwork: ClusterNetworkWatch;
+  images: ImageResolvers;
 }
 
 /**
@@ -288,7 +290,7 @@ async function startPayloadControllers(
   controllers: Controller[],
   stops: (() => void | Promise<void>)[],
 ): Promise<void> {
-  const { ctx, caches, options, loadPayload, clusterNetwork } = deps;
+  const { ctx, caches, options, loadPayload, clusterNetwork, images } = deps;
   const { namespace, log } = ctx;
   const setup = { clusterBindings: options.clusterBindings };
   // One publisher for the host controller and winfleet-join: one view of what is published.
@@ -297,6 +299,8 @@ async function startPayloadControllers(
     createJoiningController(ctx, caches, loadPayload, publish, {
       ...setup,
       network: () => clusterNetwork.current(),
+      // spec.prePull's sizes through the webhook's resolver (mirrors, the address policy).
+      prePullSizes: createPrePullSizes({ resolver: () => images.current(), log }),
     }),
   );
   controllers.push(...createJoinByCommandControllers(ctx, caches, loadPayload, publish, setup));
@@ -423,7 +427,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   });
   if (loadPayload)
     await startPayloadControllers(
-      { ctx, caches, options, loadPayload, clusterNetwork },
+      { ctx, caches, options, loadPayload, clusterNetwork, images },
       controllers,
       stops,
     );
@@ -722,7 +726,7 @@ function createJoiningController(
   { factory, config, hosts, nodes, pools }: Caches,
   payload: () => Promise<LoadedPayload>,
   publish: ManifestPublisher,
-  setup: { clusterBindings?: boolean; network: () => NodeNetworkState },
+  setup: { clusterBindings?: boolean; network: () => NodeNetworkState; prePullSizes: PrePullSizes },
 ): Controller {
   // The hosts' SSH key Secrets (metadata only), so that creating or fixing one retries at once.
   const namespaces = hostNamespaces(namespace, config.current().hosts.namespaces);
@@ -741,6 +745,7 @@ function createJoiningController(
     cluster: clusterAccess(kc),
     clusterBindings: setup.clusterBindings,
     network: setup.network,
+    prePullSizes: setup.prePullSizes,
     events,
     log,
   });

@@ -10,6 +10,7 @@ import type { Logger } from '../../log/logger.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import type { ServicesManifest } from '../../servicesmanifest/services-manifest.ts';
+import type { PrePullSizes } from './pre-pull-sizes.ts';
 
 /** @package */
 export interface HostControllerDeps {
@@ -41,6 +42,11 @@ export interface HostControllerDeps {
    * the cluster runs: cluster-network-watch.ts). Default: routed, allowed.
    */
   network?: () => NodeNetworkState;
+  /**
+   * The sizes of a pool's spec.prePull images per Windows build (pre-pull-sizes.ts), written
+   * into each Node's list for the agent's disk check; without it the list carries none.
+   */
+  prePullSizes?: PrePullSizes;
   events: EventRecorder;
   log: Logger;
 }

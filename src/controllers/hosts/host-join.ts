@@ -42,7 +42,7 @@ import {
 import type { JoinContext } from './join-context.ts';
 import { reportFailure } from './join-failure.ts';
 import { hyperVLabelPatch } from './pool-isolation.ts';
-import { keepPrePull } from './pre-pull-node.ts';
+import { keepPrePull, recordPrePull } from './pre-pull-node.ts';
 
 export type { JoinContext } from './join-context.ts';
 
@@ -319,6 +319,7 @@ async function keepJoined(
   const name = node.metadata!.name!;
   hs.set(ConditionType.NodeRegistered, 'True', ConditionReason.NodeExists, `Node ${name}`);
   const prePullRecheckMs = await keepPrePull(ctx, host, node);
+  recordPrePull(hs, node);
   if (hs.status.bootstrapTokenId) {
     await deleteBootstrapToken(ctx.kc, host.metadata.uid!);
     delete hs.status.bootstrapTokenId;
@@ -395,6 +396,7 @@ async function finishNode(
   const current = await annotateNode(ctx, host, hs, node, loaded, version);
   // The pool's pre-pull list signed on the Node, its taint while the agent pulls (every pass).
   const prePullRecheckMs = await keepPrePull(ctx, host, current);
+  recordPrePull(hs, current);
   if (node.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     if (bootstrapFailed(hs) || agentOutOfPatience(ctx, hs)) return { kind: 'bootstrap-again' };

@@ -7,12 +7,14 @@ import { prePullAnnotation, prePullTaint } from '../../api/pre-pull.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { CommandSigner, registerCommandSigner } from '../../fleet/command-signer.ts';
+import { HostStatus } from '../../fleet/host-status.ts';
 import type { JoinContext } from './join-context.ts';
 import {
   keepPrePull,
   poolPrePull,
   prePullAnnotations,
   prePullTaintDone,
+  recordPrePull,
   syncPrePullTaint,
 } from './pre-pull-node.ts';
 
@@ -234,4 +236,30 @@ test('keepPrePull: nothing asked of the API server without spec.prePull; with it
   assert.equal(patches.length, 1, 'one patch: the signed list');
   assert.match(JSON.stringify(patches[0]), /winfleet\.io\/pre-pull/);
   assert.deepEqual(warnings, []);
+});
+
+test('recordPrePull: the Node’s ImagesPrePulled condition on the host’s status, gone with it', () => {
+  const host = { metadata: { name: 'h', namespace: 'ns' }, spec: {} } as unknown as WindowsHost;
+  const hs = new HostStatus(host);
+  const node = (conditions: k8s.V1NodeCondition[]) => ({ status: { conditions } });
+  recordPrePull(
+    hs,
+    node([
+      {
+        type: 'ImagesPrePulled',
+        status: 'False',
+        reason: 'PrePulling',
+        message: '1 of 2 images done [boot b, services v]',
+      },
+    ]),
+  );
+  assert.deepEqual(hs.status.prePull, {
+    status: 'False',
+    reason: 'PrePulling',
+    message: '1 of 2 images done [boot b, services v]',
+    imagesDone: 1,
+    imagesTotal: 2,
+  });
+  recordPrePull(hs, node([{ type: 'Ready', status: 'True' }]));
+  assert.equal('prePull' in hs.status, false);
 });

@@ -11,12 +11,15 @@
  *   spec.prePull, or once the Node has been Ready (or its agent last reported PrePulling, if
  *   later) for the spec's timeout and two minutes more without an ending (an agent that stops
  *   reporting keeps no node from pods).
+ * The list carries each image's compressed size for the Node's Windows build when the operator
+ * could look it up (pre-pull-sizes.ts), so that the agent checks its free disk first.
  * keepPrePull does both on every pass of a joined host, SSH or Pull. Only prePullTaint is ever
  * added or removed: an administrator's taints and cordon (spec.unschedulable) stay as they are.
  */
 import * as k8s from '@kubernetes/client-node';
 import {
   formatPrePullCommand,
+  hostPrePullStatus,
   type PrePullSpec,
   prePullAnnotation,
   prePullCommand,
@@ -30,9 +33,11 @@ import { PrePullReason } from '../../api/reasons.ts';
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { type CommandSigner, commandSigner } from '../../fleet/command-signer.ts';
+import type { HostStatus } from '../../fleet/host-status.ts';
 import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
 import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
 import type { JoinContext } from './join-context.ts';
+import { nodeWindowsBuild } from './pre-pull-sizes.ts';
 
 /**
  * The spec.prePull of the pool that governs `host` (the first by key of those selecting it, as
@@ -60,8 +65,9 @@ export function prePullAnnotations(
   signer: CommandSigner,
   node: k8s.V1Node,
   spec: PrePullSpec | undefined,
+  sizes: ReadonlyMap<string, number> = new Map(),
 ): Record<string, string | null> {
-  const value = spec ? formatPrePullCommand(prePullCommand(spec)) : undefined;
+  const value = spec ? formatPrePullCommand(prePullCommand(spec, sizes)) : undefined;
   if (signer.holds(node, prePullAnnotation, value)) return {};
   return signer.annotations(node, prePullAnnotation, value ?? null);
 }
@@ -147,6 +153,17 @@ export async function syncPrePullTaint(
 }
 
 /**
+ * Copies the Node's ImagesPrePulled condition into the host's status.prePull (written at the
+ * pass's end with the rest of the status; removed when the Node has none).
+ * @package
+ */
+export function recordPrePull(hs: HostStatus, node: k8s.V1Node): void {
+  const prePull = hostPrePullStatus(node);
+  if (prePull) hs.status.prePull = prePull;
+  else delete hs.status.prePull;
+}
+
+/**
  * Every pass of a joined host (SSH or Pull): the pool's list signed on its Node, then the taint
  * added or lifted (syncPrePullTaint). A failure is logged and the next pass tries again. Returns
  * in how many ms to look again when the Node keeps the taint while it waits (its deadline), so
@@ -168,7 +185,13 @@ export async function keepPrePull(
   try {
     const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
     let current = node;
-    const annotations = prePullAnnotations(commandSigner(ctx.kc), node, spec);
+    // The images' sizes for the Node's build (cached: pre-pull-sizes.ts), for the agent's disk
+    // check; an image whose size is unknown goes without one.
+    const sizes =
+      spec && ctx.prePullSizes
+        ? await ctx.prePullSizes.sizes(spec.images, nodeWindowsBuild(node))
+        : undefined;
+    const annotations = prePullAnnotations(commandSigner(ctx.kc), node, spec, sizes);
     if (Object.keys(annotations).length > 0) {
       current = await core.patchNode(
         { name, body: { metadata: { annotations } } },

@@ -170,6 +170,16 @@ test('pre-pull: a pool’s Node registers tainted and takes its first pod once t
   assert.equal(ok.condition.status, 'True');
   assert.ok(good.machine.containerdImages.has('example.test/app:1'));
   assert.ok(good.machine.containerdImages.has('example.test/base:1'));
+  // The WindowsHost shows it (status.prePull), with the count.
+  const hostPrePull = await waitFor(
+    async () => {
+      const p = (await listWindowsHosts(kc, namespace)).find((h) => h.spec.address === good.address)
+        ?.status?.prePull;
+      return p?.reason === PrePullReason.PrePulled ? p : undefined;
+    },
+    { description: 'status.prePull PrePulled on the good host', timeoutMs: 30_000 },
+  );
+  assert.deepEqual([hostPrePull.imagesDone, hostPrePull.imagesTotal], [2, 2]);
   // Only now is the pod bound to the Node.
   await waitFor(
     async () =>

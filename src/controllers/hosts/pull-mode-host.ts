@@ -50,7 +50,7 @@ import {
   wantedVersion,
 } from './host-join.ts';
 import { withPoolIsolation } from './pool-isolation.ts';
-import { keepPrePull } from './pre-pull-node.ts';
+import { keepPrePull, recordPrePull } from './pre-pull-node.ts';
 
 export const pullModeMessage =
   'Pull mode: the host joined by itself with a join command; winfleet never connects to it over SSH, and its upgrades, reboots and removal go through its agent';
@@ -103,6 +103,7 @@ async function pullPass(ctx: JoinContext, host: WindowsHost, hs: HostStatus): Pr
   const current = await annotatePullNode(ctx, host, hs, node, loaded, version);
   // The pool's pre-pull list signed on the Node, its taint while the agent pulls (every pass).
   const prePullRecheckMs = await keepPrePull(ctx, host, current);
+  recordPrePull(hs, current);
   if (current.metadata?.annotations?.[servicesVersionAnnotation] !== version) {
     hs.status.servicesRequestedAt ??= apiTime();
     return notReadyYet(hs, current, version);
