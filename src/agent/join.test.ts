@@ -6,6 +6,7 @@ import { createTestMachine } from '../../sim/hosts/test-machine.ts';
 import { prePullTaint } from '../api/pre-pull.ts';
 import { parseBootstrapConfig } from './agent-config.ts';
 import { joinBootstrapConfig } from './join.ts';
+import type { JoinFlags } from './join-flags.ts';
 import { joinStatusPath, writeJoinStatus } from './join-status.ts';
 import { runAgent } from './run-agent.ts';
 
@@ -58,39 +59,40 @@ test('status shows where a join stands', async (t) => {
   assert.match(status.join.time, /^\d{4}-\d\d-\d\dT/);
 });
 
+/** A join's flags, trusted cluster-info and materials, as discovery hands them over. */
+const joinFlags = {
+  apiServer: 'https://10.0.0.1:6443',
+  token: { id: 'abcdef', secret },
+  caCertHash: `sha256:${'a'.repeat(64)}`,
+  namespace: 'winfleet-system',
+};
+const trusted = {
+  server: 'https://10.0.0.1:6443',
+  caPem: '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n',
+  kubeconfig: '',
+};
+const materials = () => ({
+  joinInfo: {
+    apiServer: 'https://api.example.com:6443',
+    clusterDNS: '10.96.0.10',
+    clusterDomain: 'cluster.local',
+    serviceCIDR: '10.96.0.0/12',
+    podCIDR: '10.244.0.0/16',
+    windowsTaint: { key: 'os', value: 'windows', effect: 'NoSchedule' as const },
+    kubelet: {
+      systemReserved: { memory: '2Gi' },
+      priorityClass: 'ABOVE_NORMAL_PRIORITY_CLASS',
+      maxPods: 110,
+    },
+    checkIntervalSeconds: 30,
+    servicesVersion: '1.0.0',
+  },
+  manifest: testManifest(),
+});
+const identity = { nodeName: 'win-a', nodeIP: '10.0.1.23', hostname: 'WIN-A' };
+
 test('bootstrap.json from a join carries the join info, the pinned CA and the managed label', () => {
-  const config = joinBootstrapConfig(
-    {
-      apiServer: 'https://10.0.0.1:6443',
-      token: { id: 'abcdef', secret },
-      caCertHash: `sha256:${'a'.repeat(64)}`,
-      namespace: 'winfleet-system',
-    },
-    {
-      server: 'https://10.0.0.1:6443',
-      caPem: '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n',
-      kubeconfig: '',
-    },
-    {
-      joinInfo: {
-        apiServer: 'https://api.example.com:6443',
-        clusterDNS: '10.96.0.10',
-        clusterDomain: 'cluster.local',
-        serviceCIDR: '10.96.0.0/12',
-        podCIDR: '10.244.0.0/16',
-        windowsTaint: { key: 'os', value: 'windows', effect: 'NoSchedule' },
-        kubelet: {
-          systemReserved: { memory: '2Gi' },
-          priorityClass: 'ABOVE_NORMAL_PRIORITY_CLASS',
-          maxPods: 110,
-        },
-        checkIntervalSeconds: 30,
-        servicesVersion: '1.0.0',
-      },
-      manifest: testManifest(),
-    },
-    { nodeName: 'win-a', nodeIP: '10.0.1.23', hostname: 'WIN-A' },
-  );
+  const config = joinBootstrapConfig(joinFlags, trusted, materials(), identity);
   const parsed = parseBootstrapConfig(JSON.stringify(config));
   assert.equal(parsed.apiServer, 'https://api.example.com:6443');
   assert.equal(parsed.bootstrapToken, `abcdef.${secret}`);
@@ -102,48 +104,13 @@ test('bootstrap.json from a join carries the join info, the pinned CA and the ma
 });
 
 test("a pre-pulling pool's join registers the Node with the pre-pull taint too", () => {
-  const flags = {
-    apiServer: 'https://10.0.0.1:6443',
-    token: { id: 'abcdef', secret },
-    caCertHash: `sha256:${'a'.repeat(64)}`,
-    namespace: 'winfleet-system',
-  };
-  const trusted = {
-    server: 'https://10.0.0.1:6443',
-    caPem: '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n',
-    kubeconfig: '',
-  };
-  const materials = {
-    joinInfo: {
-      apiServer: 'https://api.example.com:6443',
-      clusterDNS: '10.96.0.10',
-      clusterDomain: 'cluster.local',
-      serviceCIDR: '10.96.0.0/12',
-      podCIDR: '10.244.0.0/16',
-      windowsTaint: { key: 'os', value: 'windows', effect: 'NoSchedule' },
-      kubelet: {
-        systemReserved: { memory: '2Gi' },
-        priorityClass: 'ABOVE_NORMAL_PRIORITY_CLASS',
-        maxPods: 110,
-      },
-      checkIntervalSeconds: 30,
-      servicesVersion: '1.0.0',
-    },
-    manifest: testManifest(),
-  } as Parameters<typeof joinBootstrapConfig>[2];
-  const identity = { nodeName: 'win-a', nodeIP: '10.0.1.23', hostname: 'WIN-A' };
-  const taints = (prePullTaint?: true) =>
-    joinBootstrapConfig(
-      { ...flags, ...(prePullTaint ? { prePullTaint } : {}) },
-      trusted,
-      materials,
-      identity,
-    ).taints;
-  assert.deepEqual(taints(true), [
+  const taints = (flags: JoinFlags) =>
+    joinBootstrapConfig(flags, trusted, materials(), identity).taints;
+  assert.deepEqual(taints({ ...joinFlags, prePullTaint: true }), [
     { key: 'os', value: 'windows', effect: 'NoSchedule' },
     { ...prePullTaint },
   ]);
-  assert.deepEqual(taints(), [{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
+  assert.deepEqual(taints(joinFlags), [{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
 });
 
 test('a host without the Containers feature (a stock cloud image) stops before discovery: named, the fix said, nothing written, the token unused', async (t) => {

@@ -28,9 +28,12 @@ import type { HostObservation } from '../rollout/host-steps.ts';
 import type { ObservedNode } from '../rollout/observed-node.ts';
 import {
   assignPools,
+  defaultPoolKey,
   type HostLabels,
   type Membership,
+  owningPools,
   type PoolSelection,
+  sortedPools,
 } from '../rollout/pool-membership.ts';
 import type { PoolPassHost } from '../rollout/pool-pass.ts';
 import { checkPoolSpec } from '../rollout/pool-spec.ts';
@@ -52,6 +55,19 @@ export function poolSelection(pool: WindowsNodePool): PoolSelection {
     name: pool.metadata.name,
     ...(selector ? { selector } : {}),
   };
+}
+
+/**
+ * The pool that governs `host`: the first by key of the pools selecting it, as the rollout's
+ * assignPools decides; undefined for a host of no pool (the default pool).
+ */
+export function governingPool(
+  pools: readonly WindowsNodePool[],
+  host: WindowsHost,
+): WindowsNodePool | undefined {
+  const [key] = owningPools(sortedPools(pools.map(poolSelection)), hostLabels(host));
+  if (key === undefined || key === defaultPoolKey) return undefined;
+  return pools.find((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}` === key);
 }
 
 /** What membership reads of a host: its key and labels. */

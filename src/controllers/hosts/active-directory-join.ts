@@ -38,7 +38,7 @@ import type { WindowsHost } from '../../api/windows-host.ts';
 import type { ActiveDirectorySpec, WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { errorCode, WinfleetError } from '../../errors/catalog.ts';
 import type { HostStatus } from '../../fleet/host-status.ts';
-import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
+import { governingPool } from '../../fleet/pool-observe.ts';
 import {
   credentialsInput,
   type DomainCredentialsInput,
@@ -49,7 +49,6 @@ import type { RemoteHost } from '../../hostaccess/remote-host.ts';
 import type { HostFacts } from '../../hostaccess/remote-scripts.ts';
 import { apiTime } from '../../kube/api-time.ts';
 import { isNotFound } from '../../kube/client.ts';
-import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
 import { type AdHostnamePlan, planAdHostname } from './ad-hostname.ts';
 import type { HostControllerDeps } from './host-deps.ts';
 
@@ -78,9 +77,7 @@ export function poolActiveDirectory(
   pools: readonly WindowsNodePool[],
   host: WindowsHost,
 ): PoolActiveDirectory | undefined {
-  const [key] = owningPools(sortedPools(pools.map(poolSelection)), hostLabels(host));
-  if (key === undefined || key === defaultPoolKey) return undefined;
-  const pool = pools.find((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}` === key);
+  const pool = governingPool(pools, host);
   const spec = pool?.spec.activeDirectory;
   if (!pool || spec === undefined) return undefined;
   return {

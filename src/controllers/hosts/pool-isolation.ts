@@ -7,8 +7,7 @@
  */
 import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
-import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
-import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
+import { governingPool } from '../../fleet/pool-observe.ts';
 import { hyperVIsolationLabel } from '../../windows/isolation.ts';
 
 /**
@@ -17,10 +16,7 @@ import { hyperVIsolationLabel } from '../../windows/isolation.ts';
  * @package
  */
 export function poolAllowsHyperV(pools: readonly WindowsNodePool[], host: WindowsHost): boolean {
-  const [key] = owningPools(sortedPools(pools.map(poolSelection)), hostLabels(host));
-  if (key === undefined || key === defaultPoolKey) return false;
-  const pool = pools.find((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}` === key);
-  return pool?.spec.isolation?.hyperV === true;
+  return governingPool(pools, host)?.spec.isolation?.hyperV === true;
 }
 
 /**

@@ -34,8 +34,7 @@ import type { WindowsHost } from '../../api/windows-host.ts';
 import type { WindowsNodePool } from '../../api/windows-node-pool.ts';
 import { type CommandSigner, commandSigner } from '../../fleet/command-signer.ts';
 import type { HostStatus } from '../../fleet/host-status.ts';
-import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
-import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
+import { governingPool } from '../../fleet/pool-observe.ts';
 import type { JoinContext } from './join-context.ts';
 import { nodeWindowsBuild } from './pre-pull-sizes.ts';
 
@@ -48,10 +47,7 @@ export function poolPrePull(
   pools: readonly WindowsNodePool[],
   host: WindowsHost,
 ): PrePullSpec | undefined {
-  const [key] = owningPools(sortedPools(pools.map(poolSelection)), hostLabels(host));
-  if (key === undefined || key === defaultPoolKey) return undefined;
-  const pool = pools.find((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}` === key);
-  const spec = pool?.spec.prePull;
+  const spec = governingPool(pools, host)?.spec.prePull;
   // A spec with problems is reported on the pool (checkPoolSpec) and never reaches a node.
   return spec && prePullProblems(spec).length === 0 ? spec : undefined;
 }
