@@ -26,6 +26,7 @@ import {
   prePullConditionType,
   prePullDefaults,
   prePullGraceMs,
+  prePullLimits,
   prePullProblems,
   prePullTaint,
 } from '../../api/pre-pull.ts';
@@ -37,6 +38,7 @@ import type { HostStatus } from '../../fleet/host-status.ts';
 import { hostLabels, poolSelection } from '../../fleet/pool-observe.ts';
 import { defaultPoolKey, owningPools, sortedPools } from '../../rollout/pool-membership.ts';
 import type { JoinContext } from './join-context.ts';
+import { autoListKept, autoPrePullImages } from './pre-pull-auto.ts';
 import { nodeWindowsBuild } from './pre-pull-sizes.ts';
 
 /**
@@ -70,6 +72,37 @@ export function prePullAnnotations(
   const value = spec ? formatPrePullCommand(prePullCommand(spec, sizes)) : undefined;
   if (signer.holds(node, prePullAnnotation, value)) return {};
   return signer.annotations(node, prePullAnnotation, value ?? null);
+}
+
+/**
+ * The value of the Node's list for `spec`: the command with the sizes known for the Node's build
+ * (pre-pull-sizes.ts; an image whose size is unknown goes without one) and, for spec.prePull.auto,
+ * the workload images the build runs (pre-pull-auto.ts) — or the list signed on the Node as it is,
+ * when autoListKept says so (no churn on a running node). Undefined when the command would
+ * list no image (an auto pool with nothing to pull).
+ */
+async function prePullList(
+  ctx: JoinContext,
+  signer: CommandSigner,
+  node: k8s.V1Node,
+  spec: PrePullSpec,
+): Promise<string | undefined> {
+  const build = nodeWindowsBuild(node);
+  const explicit = spec.images ?? [];
+  if (spec.auto) {
+    const onNode = node.metadata?.annotations?.[prePullAnnotation];
+    const signed = onNode !== undefined && signer.holds(node, prePullAnnotation, onNode);
+    if (autoListKept(node, spec, signed ? onNode : undefined)) return onNode;
+  }
+  const workload =
+    spec.auto && ctx.prePullWorkloads && ctx.prePullSizes && build
+      ? (await ctx.prePullWorkloads.images()).slice(0, 4 * prePullLimits.maxImages)
+      : [];
+  const sizes = ctx.prePullSizes
+    ? await ctx.prePullSizes.sizes([...explicit, ...workload], build)
+    : new Map<string, number>();
+  const command = prePullCommand(spec, sizes, autoPrePullImages(workload, sizes));
+  return command.images.length === 0 ? undefined : formatPrePullCommand(command);
 }
 
 /** Whether the operator lifts the pre-pull taint of `node` now (see the header). @package */
@@ -185,23 +218,23 @@ export async function keepPrePull(
   try {
     const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
     let current = node;
-    // The images' sizes for the Node's build (cached: pre-pull-sizes.ts), for the agent's disk
-    // check; an image whose size is unknown goes without one.
-    const sizes =
-      spec && ctx.prePullSizes
-        ? await ctx.prePullSizes.sizes(spec.images, nodeWindowsBuild(node))
-        : undefined;
-    const annotations = prePullAnnotations(commandSigner(ctx.kc), node, spec, sizes);
+    const signer = commandSigner(ctx.kc);
+    const value = spec && (await prePullList(ctx, signer, node, spec));
+    // An auto pool whose hosts have nothing to pull: no list, and no taint to wait for.
+    const effective = value === undefined ? undefined : spec;
+    const annotations = signer.holds(node, prePullAnnotation, value)
+      ? {}
+      : signer.annotations(node, prePullAnnotation, value ?? null);
     if (Object.keys(annotations).length > 0) {
       current = await core.patchNode(
         { name, body: { metadata: { annotations } } },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
       );
     }
-    const change = await syncPrePullTaint(core, current, spec, now);
+    const change = await syncPrePullTaint(core, current, effective, now);
     const keeps = change === 'added' || (change === undefined && tainted(current));
-    if (!spec || !keeps) return undefined;
-    return Math.max(1000, prePullTaintDeadline(current, spec, now) - now + 1000);
+    if (!effective || !keeps) return undefined;
+    return Math.max(1000, prePullTaintDeadline(current, effective, now) - now + 1000);
   } catch (error) {
     ctx.log.warn('cannot update the pre-pull list or taint; the next pass tries again', {
       node: name,
