@@ -1132,6 +1132,13 @@ const windowsNodePoolWire = {
                   },
                   prePull: {
                     type: 'object',
+                    'x-kubernetes-validations': [
+                      {
+                        rule: 'has(self.images) || (has(self.auto) && self.auto)',
+                        message:
+                          'spec.prePull: list images, or set spec.prePull.auto: true, or remove spec.prePull',
+                      },
+                    ],
                     description:
                       'Images the pool’s hosts pull through containerd after a join, an upgrade or a reboot, before they take pods: the node keeps the taint winfleet.io/pre-pulling:NoSchedule until its agent reports the Node condition ImagesPrePulled (True, or False with PrePullFailed, PrePullNoSpace or PrePullTimedOut: a failure never keeps the node from pods). Absent: nothing is pulled ahead',
                     properties: {
