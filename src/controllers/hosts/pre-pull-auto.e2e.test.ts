@@ -5,7 +5,8 @@
  * A Windows workload runs on a kwok Windows node: a pod of two images, web:1 (a 2022 variant)
  * and old:1 (a 2019 variant only). A host then joins a pool with `prePull: {auto: true}`: its
  * signed list names web:1 with its 2022 size and not old:1 (no variant its build runs), its
- * agent pulls it, ImagesPrePulled turns True and the taint goes.
+ * agent pulls it, ImagesPrePulled turns True and the taint goes. A pool with neither images nor
+ * auto is refused by the API server (the CRD's CEL rule).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -87,6 +88,14 @@ test('pre-pull auto: a joining hostâ€™s signed list names the Windows workloadsâ
     selector: { matchLabels: { 'example.com/pool': 'auto' } },
     prePull: { auto: true },
   });
+  // Neither images nor auto: the API server's CEL rule refuses it.
+  await assert.rejects(
+    createPool(kc, namespace, 'nothing', {
+      selector: { matchLabels: { 'example.com/pool': 'nothing' } },
+      prePull: { timeoutSeconds: 60 },
+    }),
+    /spec\.prePull: list images, or set spec\.prePull\.auto: true/,
+  );
   const object = windowsHostFor(host, namespace);
   object.metadata.labels = { 'example.com/pool': 'auto' };
   await k8s.KubernetesObjectApi.makeApiClient(kc).create(object);
