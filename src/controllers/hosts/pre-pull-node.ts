@@ -105,6 +105,9 @@ async function prePullList(
   return command.images.length === 0 ? undefined : formatPrePullCommand(command);
 }
 
+/** When a pass whose list or taint update failed looks again. @package */
+export const prePullRetryMs = 5_000;
+
 /** Whether the operator lifts the pre-pull taint of `node` now (see the header). @package */
 export function prePullTaintDone(
   node: k8s.V1Node,
@@ -198,7 +201,8 @@ export function recordPrePull(hs: HostStatus, node: k8s.V1Node): void {
 
 /**
  * Every pass of a joined host (SSH or Pull): the pool's list signed on its Node, then the taint
- * added or lifted (syncPrePullTaint). A failure is logged and the next pass tries again. Returns
+ * added or lifted (syncPrePullTaint). A failure is logged and a pass prePullRetryMs later tries
+ * again. Returns
  * in how many ms to look again when the Node keeps the taint while it waits (its deadline), so
  * that a silent agent does not keep it longer than the timeout and grace.
  * @package
@@ -240,6 +244,9 @@ export async function keepPrePull(
       node: name,
       error: (error as Error).message,
     });
-    return undefined;
+    // Soon, not at the healthy host's recheck: a taint the test of the JSON patch kept (the
+    // taints changed meanwhile, as when the Node turns Ready) must not outlive the pulls by
+    // minutes when no other change of the Node comes.
+    return prePullRetryMs;
   }
 }
