@@ -1132,7 +1132,13 @@ const windowsNodePoolWire = {
                   },
                   prePull: {
                     type: 'object',
-                    required: ['images'],
+                    'x-kubernetes-validations': [
+                      {
+                        rule: 'has(self.images) || (has(self.auto) && self.auto)',
+                        message:
+                          'spec.prePull: list images, or set spec.prePull.auto: true, or remove spec.prePull',
+                      },
+                    ],
                     description:
                       'Images the pool’s hosts pull through containerd after a join, an upgrade or a reboot, before they take pods: the node keeps the taint winfleet.io/pre-pulling:NoSchedule until its agent reports the Node condition ImagesPrePulled (True, or False with PrePullFailed, PrePullNoSpace or PrePullTimedOut: a failure never keeps the node from pods). Absent: nothing is pulled ahead',
                     properties: {
@@ -1144,6 +1150,12 @@ const windowsNodePoolWire = {
                         description:
                           'Image references (registry/repository:tag or @sha256:digest), each pulled for the host’s own Windows build; a registry given as an IP address the image address policy refuses is refused',
                         items: { type: 'string', minLength: 1, maxLength: 512 },
+                      },
+                      auto: {
+                        type: 'boolean',
+                        default: false,
+                        description:
+                          'True: after the images listed, each host also pulls the images the running pods on the cluster’s Windows nodes use, most used first (at most 32 in all), keeping only those with a variant the host’s Windows build runs and that the image address policy allows; recomputed only for a new node or after a reboot or an upgrade, never on a running node. images or auto (or both) is required. Default false',
                       },
                       timeoutSeconds: {
                         type: 'integer',

@@ -32,7 +32,12 @@ import { PrePullReason } from './reasons.ts';
 /** spec.prePull of a WindowsNodePool. */
 export interface PrePullSpec {
   /** Image references (tag or digest), pulled for the host's own platform. */
-  images: string[];
+  images?: string[];
+  /**
+   * True: the images the running pods on the cluster's Windows nodes use follow the listed ones
+   * (src/controllers/hosts/pre-pull-auto.ts), those the host's build runs, up to maxImages in all.
+   */
+  auto?: boolean;
   /** How long the node waits for its pulls before it takes pods anyway. Default 900. */
   timeoutSeconds?: number;
   /** How many images are pulled at once. Default 2. */
@@ -112,8 +117,14 @@ const fixedRanges = createAddressPolicy();
 export function prePullProblems(spec: PrePullSpec, policy: AddressPolicy = fixedRanges): string[] {
   const problems: string[] = [];
   const images = Array.isArray(spec.images) ? spec.images : [];
-  if (!Array.isArray(spec.images) || images.length === 0)
-    problems.push('spec.prePull.images: list at least one image, or remove spec.prePull');
+  if (spec.auto !== undefined && typeof spec.auto !== 'boolean')
+    problems.push('spec.prePull.auto: write true or false');
+  if (spec.images !== undefined && !Array.isArray(spec.images))
+    problems.push('spec.prePull.images: write a list of image references');
+  else if (images.length === 0 && spec.auto !== true)
+    problems.push(
+      'spec.prePull.images: list at least one image, or set spec.prePull.auto: true, or remove spec.prePull',
+    );
   if (images.length > prePullLimits.maxImages)
     problems.push(`spec.prePull.images: at most ${prePullLimits.maxImages} images`);
   const seen = new Set<string>();
@@ -149,14 +160,25 @@ export function prePullProblems(spec: PrePullSpec, policy: AddressPolicy = fixed
   return problems;
 }
 
-/** The command for a valid spec (prePullProblems empty); sizes by normalised reference. */
+/**
+ * The command for a valid spec (prePullProblems empty); sizes by normalised reference. `auto`:
+ * the images of spec.prePull.auto for this node (normalised references), after the listed ones,
+ * those listed already left out, up to prePullLimits.maxImages in all.
+ */
 export function prePullCommand(
   spec: PrePullSpec,
   sizes: ReadonlyMap<string, number> = new Map(),
+  auto: readonly string[] = [],
 ): PrePullCommand {
+  const references = (spec.images ?? []).map((image) =>
+    formatImageReference(parseImageReference(image)),
+  );
+  for (const reference of auto) {
+    if (references.length >= prePullLimits.maxImages) break;
+    if (!references.includes(reference)) references.push(reference);
+  }
   return {
-    images: spec.images.map((image) => {
-      const reference = formatImageReference(parseImageReference(image));
+    images: references.map((reference) => {
       const bytes = sizes.get(reference);
       return bytes === undefined ? { reference } : { reference, bytes };
     }),

@@ -109,11 +109,12 @@ test('namespaced, with the status subresource, a short name and the printer colu
 test('what the client sends keeps every default, enum and CEL rule', () => {
   const text = JSON.stringify(root);
   // 6 for the rollout fields; 6 for spec.health (a condition's timeout, nodeStartupTimeout,
-  // maxUnhealthy and the three rung timeouts); 1 for spec.join.nodeNamePattern.
-  assert.equal(text.match(/"x-kubernetes-validations"/g)?.length, 13);
+  // maxUnhealthy and the three rung timeouts); 1 for spec.join.nodeNamePattern; 1 for
+  // spec.prePull (images or auto).
+  assert.equal(text.match(/"x-kubernetes-validations"/g)?.length, 14);
   // 7 for the rollout fields; 9 for spec.health (itself, its four fields, remediation, its four);
-  // 2 for spec.prePull (timeoutSeconds, maxParallel).
-  assert.equal(text.match(/"default"/g)?.length, 18);
+  // 3 for spec.prePull (auto, timeoutSeconds, maxParallel).
+  assert.equal(text.match(/"default"/g)?.length, 19);
   assert.ok(!/x_kubernetes|"_default"|"_enum"/.test(text), 'no client-model names on the wire');
   // The WindowsHost CRD carries the rollout status, enums kept on the wire.
   const rollout =

@@ -33,6 +33,7 @@ import {
 } from '../controllers/hosts/host-informer.ts';
 import { createHostSecretInformer } from '../controllers/hosts/host-secrets.ts';
 import { createManifestPublisher } from '../controllers/hosts/manifest-publisher.ts';
+import { createWorkloadImages, type WorkloadImages } from '../controllers/hosts/pre-pull-auto.ts';
 import { createPrePullSizes, type PrePullSizes } from '../controllers/hosts/pre-pull-sizes.ts';
 import {
   createWindowsInstancesController,
@@ -301,6 +302,17 @@ async function startPayloadControllers(
       network: () => clusterNetwork.current(),
       // spec.prePull's sizes through the webhook's resolver (mirrors, the address policy).
       prePullSizes: createPrePullSizes({ resolver: () => images.current(), log }),
+      // spec.prePull.auto: the images of the pods on Windows nodes, one cluster-wide list.
+      prePullWorkloads: createWorkloadImages({
+        listPods: async () =>
+          (
+            await ctx.kc
+              .makeApiClient(k8s.CoreV1Api)
+              .listPodForAllNamespaces({ fieldSelector: 'status.phase=Running' })
+          ).items,
+        nodes: () => caches.nodes.list(),
+        log,
+      }),
     }),
   );
   controllers.push(...createJoinByCommandControllers(ctx, caches, loadPayload, publish, setup));
@@ -726,7 +738,12 @@ function createJoiningController(
   { factory, config, hosts, nodes, pools }: Caches,
   payload: () => Promise<LoadedPayload>,
   publish: ManifestPublisher,
-  setup: { clusterBindings?: boolean; network: () => NodeNetworkState; prePullSizes: PrePullSizes },
+  setup: {
+    clusterBindings?: boolean;
+    network: () => NodeNetworkState;
+    prePullSizes: PrePullSizes;
+    prePullWorkloads: WorkloadImages;
+  },
 ): Controller {
   // The hosts' SSH key Secrets (metadata only), so that creating or fixing one retries at once.
   const namespaces = hostNamespaces(namespace, config.current().hosts.namespaces);
@@ -746,6 +763,7 @@ function createJoiningController(
     clusterBindings: setup.clusterBindings,
     network: setup.network,
     prePullSizes: setup.prePullSizes,
+    prePullWorkloads: setup.prePullWorkloads,
     events,
     log,
   });

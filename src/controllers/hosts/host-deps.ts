@@ -10,6 +10,7 @@ import type { Logger } from '../../log/logger.ts';
 import type { NodeNetworkState } from '../../network/cluster-network-watch.ts';
 import type { LoadedPayload } from '../../payload/loaded-payload.ts';
 import type { ServicesManifest } from '../../servicesmanifest/services-manifest.ts';
+import type { WorkloadImages } from './pre-pull-auto.ts';
 import type { PrePullSizes } from './pre-pull-sizes.ts';
 
 /** @package */
@@ -47,6 +48,11 @@ export interface HostControllerDeps {
    * into each Node's list for the agent's disk check; without it the list carries none.
    */
   prePullSizes?: PrePullSizes;
+  /**
+   * The images of the cluster's Windows workloads (pre-pull-auto.ts), for a pool's
+   * spec.prePull.auto; without it (or without prePullSizes) an auto pool's list has none.
+   */
+  prePullWorkloads?: WorkloadImages;
   events: EventRecorder;
   log: Logger;
 }

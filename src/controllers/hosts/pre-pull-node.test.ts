@@ -13,6 +13,7 @@ import {
   keepPrePull,
   poolPrePull,
   prePullAnnotations,
+  prePullRetryMs,
   prePullTaintDone,
   recordPrePull,
   syncPrePullTaint,
@@ -262,4 +263,43 @@ test('recordPrePull: the Node’s ImagesPrePulled condition on the host’s stat
   });
   recordPrePull(hs, node([{ type: 'Ready', status: 'True' }]));
   assert.equal('prePull' in hs.status, false);
+});
+
+test('keepPrePull: an update the API server refused (the taints changed meanwhile) is tried again in seconds, not at the healthy recheck', async () => {
+  const host = {
+    metadata: { name: 'h', namespace: 'ns', labels: { pool: 'a' } },
+    spec: {},
+  } as unknown as WindowsHost;
+  const pool = {
+    metadata: { name: 'a', namespace: 'ns' },
+    spec: { selector: { matchLabels: { pool: 'a' } }, prePull: spec },
+  } as unknown as WindowsNodePool;
+  const signer = new CommandSigner(generateKeyPairSync('ed25519').privateKey);
+  const bare = node();
+  const value = prePullAnnotations(signer, bare, spec) as Record<string, string>;
+  // Pulled: the taint is to go, and the JSON patch's test of the taints fails (422).
+  const pulled = node({ metadata: { ...bare.metadata, annotations: value } }, [
+    {
+      type: 'ImagesPrePulled',
+      status: 'True',
+      reason: 'PrePulled',
+      message: 'All 1 images were there',
+    },
+  ]);
+  const core = {
+    readNode: async () => pulled,
+    patchNode: async () => {
+      throw new Error('HTTP-Code: 422 the test operation failed');
+    },
+  };
+  const kc = { makeApiClient: () => core };
+  registerCommandSigner(kc as unknown as k8s.KubeConfig, signer);
+  const warnings: unknown[] = [];
+  const ctx = {
+    kc,
+    pools: { list: () => [pool] },
+    log: { warn: (...args: unknown[]) => warnings.push(args) },
+  } as unknown as JoinContext;
+  assert.equal(await keepPrePull(ctx, host, pulled, t0 + 1000), prePullRetryMs);
+  assert.equal(warnings.length, 1);
 });

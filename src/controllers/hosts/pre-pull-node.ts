@@ -26,6 +26,7 @@ import {
   prePullConditionType,
   prePullDefaults,
   prePullGraceMs,
+  prePullLimits,
   prePullProblems,
   prePullTaint,
 } from '../../api/pre-pull.ts';
@@ -36,6 +37,7 @@ import { type CommandSigner, commandSigner } from '../../fleet/command-signer.ts
 import type { HostStatus } from '../../fleet/host-status.ts';
 import { governingPool } from '../../fleet/pool-observe.ts';
 import type { JoinContext } from './join-context.ts';
+import { autoListKept, autoPrePullImages } from './pre-pull-auto.ts';
 import { nodeWindowsBuild } from './pre-pull-sizes.ts';
 
 /**
@@ -67,6 +69,40 @@ export function prePullAnnotations(
   if (signer.holds(node, prePullAnnotation, value)) return {};
   return signer.annotations(node, prePullAnnotation, value ?? null);
 }
+
+/**
+ * The value of the Node's list for `spec`: the command with the sizes known for the Node's build
+ * (pre-pull-sizes.ts; an image whose size is unknown goes without one) and, for spec.prePull.auto,
+ * the workload images the build runs (pre-pull-auto.ts) — or the list signed on the Node as it is,
+ * when autoListKept says so (no churn on a running node). Undefined when the command would
+ * list no image (an auto pool with nothing to pull).
+ */
+async function prePullList(
+  ctx: JoinContext,
+  signer: CommandSigner,
+  node: k8s.V1Node,
+  spec: PrePullSpec,
+): Promise<string | undefined> {
+  const build = nodeWindowsBuild(node);
+  const explicit = spec.images ?? [];
+  if (spec.auto) {
+    const onNode = node.metadata?.annotations?.[prePullAnnotation];
+    const signed = onNode !== undefined && signer.holds(node, prePullAnnotation, onNode);
+    if (autoListKept(node, spec, signed ? onNode : undefined)) return onNode;
+  }
+  const workload =
+    spec.auto && ctx.prePullWorkloads && ctx.prePullSizes && build
+      ? (await ctx.prePullWorkloads.images()).slice(0, 4 * prePullLimits.maxImages)
+      : [];
+  const sizes = ctx.prePullSizes
+    ? await ctx.prePullSizes.sizes([...explicit, ...workload], build)
+    : new Map<string, number>();
+  const command = prePullCommand(spec, sizes, autoPrePullImages(workload, sizes));
+  return command.images.length === 0 ? undefined : formatPrePullCommand(command);
+}
+
+/** When a pass whose list or taint update failed looks again. @package */
+export const prePullRetryMs = 5_000;
 
 /** Whether the operator lifts the pre-pull taint of `node` now (see the header). @package */
 export function prePullTaintDone(
@@ -161,7 +197,8 @@ export function recordPrePull(hs: HostStatus, node: k8s.V1Node): void {
 
 /**
  * Every pass of a joined host (SSH or Pull): the pool's list signed on its Node, then the taint
- * added or lifted (syncPrePullTaint). A failure is logged and the next pass tries again. Returns
+ * added or lifted (syncPrePullTaint). A failure is logged and a pass prePullRetryMs later tries
+ * again. Returns
  * in how many ms to look again when the Node keeps the taint while it waits (its deadline), so
  * that a silent agent does not keep it longer than the timeout and grace.
  * @package
@@ -181,28 +218,31 @@ export async function keepPrePull(
   try {
     const core = ctx.kc.makeApiClient(k8s.CoreV1Api);
     let current = node;
-    // The images' sizes for the Node's build (cached: pre-pull-sizes.ts), for the agent's disk
-    // check; an image whose size is unknown goes without one.
-    const sizes =
-      spec && ctx.prePullSizes
-        ? await ctx.prePullSizes.sizes(spec.images, nodeWindowsBuild(node))
-        : undefined;
-    const annotations = prePullAnnotations(commandSigner(ctx.kc), node, spec, sizes);
+    const signer = commandSigner(ctx.kc);
+    const value = spec && (await prePullList(ctx, signer, node, spec));
+    // An auto pool whose hosts have nothing to pull: no list, and no taint to wait for.
+    const effective = value === undefined ? undefined : spec;
+    const annotations = signer.holds(node, prePullAnnotation, value)
+      ? {}
+      : signer.annotations(node, prePullAnnotation, value ?? null);
     if (Object.keys(annotations).length > 0) {
       current = await core.patchNode(
         { name, body: { metadata: { annotations } } },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
       );
     }
-    const change = await syncPrePullTaint(core, current, spec, now);
+    const change = await syncPrePullTaint(core, current, effective, now);
     const keeps = change === 'added' || (change === undefined && tainted(current));
-    if (!spec || !keeps) return undefined;
-    return Math.max(1000, prePullTaintDeadline(current, spec, now) - now + 1000);
+    if (!effective || !keeps) return undefined;
+    return Math.max(1000, prePullTaintDeadline(current, effective, now) - now + 1000);
   } catch (error) {
     ctx.log.warn('cannot update the pre-pull list or taint; the next pass tries again', {
       node: name,
       error: (error as Error).message,
     });
-    return undefined;
+    // Soon, not at the healthy host's recheck: a taint the test of the JSON patch kept (the
+    // taints changed meanwhile, as when the Node turns Ready) must not outlive the pulls by
+    // minutes when no other change of the Node comes.
+    return prePullRetryMs;
   }
 }
