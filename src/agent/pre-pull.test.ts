@@ -208,3 +208,37 @@ test('syncPrePull runs once per boot, version and list, and writes the condition
   assert.equal(await syncPrePull({ ...pass, node: bad }), undefined);
   assert.equal(conditions[0]?.reason, PrePullReason.PrePullFailed);
 });
+
+test('a run that failed is not started again in the same boot, version and list', async () => {
+  const images = new SimContainerdImages({ registry: { 'example.test/app:1': 1e6 } });
+  const { host } = imageHost(images);
+  const files = new Map<string, Buffer>();
+  Object.assign(host, {
+    readFile: async (path: string) => files.get(path),
+    writeFile: async (path: string, data: string) => void files.set(path, Buffer.from(data)),
+    // The disk check cannot be read: the run throws (pullImages has no outcome for it).
+    freeDiskBytes: async () => {
+      throw new Error('Get-Volume failed');
+    },
+  });
+  const conditions: k8s.V1NodeCondition[] = [];
+  const core = {
+    patchNodeStatus: async (request: { body: { status: { conditions: k8s.V1NodeCondition[] } } }) =>
+      void conditions.push(...request.body.status.conditions),
+  } as unknown as k8s.CoreV1Api;
+  const context = { hostOS: host, stderr: () => {} } as unknown as AgentContext;
+  const node: k8s.V1Node = {
+    metadata: { name: 'win-1', annotations: { [prePullAnnotation]: value } },
+    status: { nodeInfo: { bootID: 'boot-1' } as k8s.V1NodeSystemInfo },
+  };
+  const pass = { context, nodeName: 'win-1', core, node, servicesVersion: 'v1' };
+  const started = await syncPrePull(pass);
+  assert.ok(started);
+  await started.done;
+  assert.equal(conditions.at(-1)?.reason, PrePullReason.PrePullFailed);
+  assert.match(conditions.at(-1)?.message ?? '', /Get-Volume failed/);
+  assert.equal(await syncPrePull(pass), undefined, 'not again: the node may have taken pods');
+  const upgraded = await syncPrePull({ ...pass, servicesVersion: 'v2' });
+  assert.ok(upgraded, 'again after an upgrade');
+  await upgraded.done;
+});

@@ -222,6 +222,10 @@ async function runPrePull(pass: PrePullPass, command: PrePullCommand, key: strin
       reason: PrePullReason.PrePullFailed,
       message: (error as Error).message.slice(0, 1024),
     }).catch(() => undefined);
+    // Not again in this boot, version and list, failed or not: a run started again on a node
+    // that took pods since would put the pre-pull taint back on it. The next boot, upgrade or
+    // list tries again.
+    await context.hostOS.writeFile(prePullRecordPath, `${key}\n`).catch(() => undefined);
   } finally {
     running.delete(context);
     pass.wake?.();

@@ -13,11 +13,14 @@ import {
   cordonedByAnnotation,
   hostAnnotation,
   hostIdentity,
+  servicesVersionAnnotation,
   windowsUpdatesAnnotation,
 } from '../api/node-annotations.ts';
+import { prePullAnnotation, prePullConditionType, prePullRunMark } from '../api/pre-pull.ts';
+import { PrePullReason } from '../api/reasons.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
 import { formatWindowsUpdateReport } from '../api/windows-updates.ts';
-import { passHost } from './pool-observe.ts';
+import { observedPrePull, passHost } from './pool-observe.ts';
 
 /** A WindowsHost as the API server returns it: `a` and `b` in one namespace. */
 const hostNamed = (name: string, status?: WindowsHost['status']): WindowsHost => ({
@@ -105,4 +108,38 @@ test('winfleet’s cordon is the annotation with the rollout’s record, never t
   assert.equal(passHost(recorded, marked, []).observed.node?.cordonedByWinfleet, true);
   // The record alone, with the annotation gone (someone else's cordon now): not winfleet's.
   assert.equal(passHost(recorded, cordoned({}), []).observed.node?.cordonedByWinfleet, false);
+});
+
+test('pre-pull as the rollout sees it: nothing to pull is ended; otherwise only a run of this boot and version counts', () => {
+  const node = (annotations: Record<string, string>, message?: string): k8s.V1Node => ({
+    metadata: { name: 'n', annotations: { [servicesVersionAnnotation]: 'v2', ...annotations } },
+    status: {
+      nodeInfo: { bootID: 'boot-1' } as k8s.V1NodeSystemInfo,
+      ...(message === undefined
+        ? {}
+        : {
+            conditions: [
+              {
+                type: prePullConditionType,
+                status: 'False',
+                reason: PrePullReason.PrePulling,
+                message,
+              },
+            ],
+          }),
+    },
+  });
+  const list = { [prePullAnnotation]: '{"images":[]}' };
+  // An auto pool's Node with no image for its build carries no list: no report will come.
+  assert.equal(observedPrePull(node({})), 'ended');
+  assert.equal(observedPrePull(node(list)), undefined, 'a list, no run yet: wait');
+  assert.equal(
+    observedPrePull(node(list, `0 of 1 images done ${prePullRunMark('boot-1', 'v2')}`)),
+    'pulling',
+  );
+  assert.equal(
+    observedPrePull(node(list, `0 of 1 images done ${prePullRunMark('boot-1', 'v1')}`)),
+    undefined,
+    'a run of the version before does not count',
+  );
 });

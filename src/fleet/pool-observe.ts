@@ -14,7 +14,7 @@ import {
   servicesVersionAnnotation,
   windowsUpdatesAnnotation,
 } from '../api/node-annotations.ts';
-import { prePullState } from '../api/pre-pull.ts';
+import { prePullAnnotation, prePullState } from '../api/pre-pull.ts';
 import type { WindowsHost } from '../api/windows-host.ts';
 import {
   rebootRequestedAnnotation,
@@ -79,6 +79,17 @@ export function hostLabels(host: WindowsHost): HostLabels {
   };
 }
 
+/**
+ * The agent's pulls of the Node's boot and services version (images before pods, host-steps.ts):
+ * 'ended' for a Node that carries no pre-pull list (nothing to pull: an auto pool whose
+ * workloads have no image for its build), so its rollout does not wait for a report that never
+ * comes.
+ */
+export function observedPrePull(raw: k8s.V1Node): ObservedNode['prePull'] {
+  if (raw.metadata?.annotations?.[prePullAnnotation] === undefined) return 'ended';
+  return prePullState(raw);
+}
+
 /** The host's own Node, as the rollout sees it; undefined when it has none (or not its own). */
 export function observeNode(
   host: WindowsHost,
@@ -92,8 +103,7 @@ export function observeNode(
   const ready = raw.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True');
   const readyAt = ready?.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : NaN;
   const readySince = Number.isNaN(readyAt) ? undefined : new Date(readyAt).toISOString();
-  // The agent's pulls of this boot and services version (images before pods, host-steps.ts).
-  const prePull = prePullState(raw);
+  const prePull = observedPrePull(raw);
   return {
     raw,
     node: {

@@ -14,8 +14,8 @@ export interface ObservedNode {
   readySince?: string;
   /**
    * The agent's pre-pull of its pool's images for the Node's current boot and services version
-   * (src/api/pre-pull.ts prePullState): running, or ended however it ended; absent when the
-   * Node shows no run of this boot and version.
+   * (src/api/pre-pull.ts prePullState): running, or ended however it ended (or nothing to pull:
+   * no list on the Node); absent when the Node shows no run of this boot and version.
    */
   prePull?: 'pulling' | 'ended';
 }

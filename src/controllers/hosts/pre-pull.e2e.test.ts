@@ -223,6 +223,8 @@ test('pre-pull: a pool’s Node registers tainted and takes its first pod once t
   });
   let early: unknown;
   let seenWaiting = false;
+  /** Nodes seen with their pulls for the new version ended (a later run is not an early one). */
+  const endedOnNext = new Set<string>();
   await waitFor(
     async () => {
       const views = await Promise.all(
@@ -232,8 +234,22 @@ test('pre-pull: a pool’s Node registers tainted and takes its first pod once t
       );
       for (const v of views) {
         // Uncordoned on the new version before its pulls for it ended: the wait did not hold.
-        if (v.onNext && !v.node.spec?.unschedulable && v.state !== 'ended' && !early)
-          early = { node: v.name, state: v.state, taints: v.node.spec?.taints };
+        if (v.onNext && v.state === 'ended') endedOnNext.add(v.name);
+        if (
+          v.onNext &&
+          !v.node.spec?.unschedulable &&
+          v.state !== 'ended' &&
+          !endedOnNext.has(v.name) &&
+          !early
+        ) {
+          early = {
+            node: v.name,
+            state: v.state,
+            taints: v.node.spec?.taints,
+            condition: v.node.status?.conditions?.find((c) => c.type === 'ImagesPrePulled'),
+            at: new Date().toISOString(),
+          };
+        }
         if (v.name === goodNode && v.onNext && v.node.spec?.unschedulable && v.state === 'pulling')
           seenWaiting = true;
       }
