@@ -55,8 +55,12 @@ export async function createOwnedTempDir(prefix: string): Promise<string> {
   return dir;
 }
 
-/** Removes an owned directory now. */
+/**
+ * Removes an owned directory now. A process that has just stopped may still finish a write into
+ * it (a simulated host's agent installing a file): rm's retries cover the ENOTEMPTY of that race,
+ * which once failed a test's teardown.
+ */
 export async function removeOwnedTempDir(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true });
+  await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   owned.delete(dir);
 }

@@ -39,7 +39,7 @@ export async function createTestMachine(
   });
   t.after(async () => {
     await machine.powerOff();
-    await rm(rootDir, { recursive: true, force: true });
+    await rm(rootDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
   return machine;
 }

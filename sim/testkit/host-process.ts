@@ -60,7 +60,7 @@ export async function startHostProcess(options: {
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     await exited;
     clearTimeout(timer);
-    await rm(dir, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   };
   try {
     const lines = createInterface({ input: child.stdout! });
