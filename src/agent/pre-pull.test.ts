@@ -154,13 +154,18 @@ test('pulls that outlast the timeout are PrePullTimedOut, and stop', async () =>
   assert.equal(images.has('a.test/slow:1'), false);
 });
 
-test('syncPrePull runs once per boot, version and list, and writes the condition', async () => {
+/**
+ * What syncPrePull runs against: a host with one image in its registry and a file store, a Node
+ * (boot-1) carrying the signed list, and the conditions it reports.
+ */
+function syncFixture(hostOverrides: Record<string, unknown> = {}) {
   const images = new SimContainerdImages({ registry: { 'example.test/app:1': 1e6 } });
   const { host } = imageHost(images);
   const files = new Map<string, Buffer>();
   Object.assign(host, {
     readFile: async (path: string) => files.get(path),
     writeFile: async (path: string, data: string) => void files.set(path, Buffer.from(data)),
+    ...hostOverrides,
   });
   const conditions: k8s.V1NodeCondition[] = [];
   const core = {
@@ -173,6 +178,11 @@ test('syncPrePull runs once per boot, version and list, and writes the condition
     status: { nodeInfo: { bootID: 'boot-1' } as k8s.V1NodeSystemInfo },
   };
   const pass = { context, nodeName: 'win-1', core, node, servicesVersion: 'v1' };
+  return { conditions, node, pass };
+}
+
+test('syncPrePull runs once per boot, version and list, and writes the condition', async () => {
+  const { conditions, node, pass } = syncFixture();
   const started = await syncPrePull(pass);
   assert.ok(started);
   assert.equal(await syncPrePull(pass), undefined, 'not twice while it runs');
@@ -210,28 +220,12 @@ test('syncPrePull runs once per boot, version and list, and writes the condition
 });
 
 test('a run that failed is not started again in the same boot, version and list', async () => {
-  const images = new SimContainerdImages({ registry: { 'example.test/app:1': 1e6 } });
-  const { host } = imageHost(images);
-  const files = new Map<string, Buffer>();
-  Object.assign(host, {
-    readFile: async (path: string) => files.get(path),
-    writeFile: async (path: string, data: string) => void files.set(path, Buffer.from(data)),
+  const { conditions, pass } = syncFixture({
     // The disk check cannot be read: the run throws (pullImages has no outcome for it).
     freeDiskBytes: async () => {
       throw new Error('Get-Volume failed');
     },
   });
-  const conditions: k8s.V1NodeCondition[] = [];
-  const core = {
-    patchNodeStatus: async (request: { body: { status: { conditions: k8s.V1NodeCondition[] } } }) =>
-      void conditions.push(...request.body.status.conditions),
-  } as unknown as k8s.CoreV1Api;
-  const context = { hostOS: host, stderr: () => {} } as unknown as AgentContext;
-  const node: k8s.V1Node = {
-    metadata: { name: 'win-1', annotations: { [prePullAnnotation]: value } },
-    status: { nodeInfo: { bootID: 'boot-1' } as k8s.V1NodeSystemInfo },
-  };
-  const pass = { context, nodeName: 'win-1', core, node, servicesVersion: 'v1' };
   const started = await syncPrePull(pass);
   assert.ok(started);
   await started.done;
